@@ -1,0 +1,27 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/setup.sh
+# installs them). spdlog and fmt are used header-only so that binaries run on
+# machines without Debian's shared libraries (the GPU machine).
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(tomlplusplus REQUIRED)
+
+add_library(tc_spdlog INTERFACE)
+get_target_property(_spdlog_inc spdlog::spdlog_header_only INTERFACE_INCLUDE_DIRECTORIES)
+target_include_directories(tc_spdlog SYSTEM INTERFACE ${_spdlog_inc})
+target_compile_definitions(tc_spdlog INTERFACE SPDLOG_HEADER_ONLY SPDLOG_FMT_EXTERNAL)
+target_link_libraries(tc_spdlog INTERFACE fmt::fmt-header-only Threads::Threads)
+
+# cpp-httplib: Debian ships the header and a shared library; only server/ uses it.
+find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
+find_library(HTTPLIB_LIBRARY NAMES cpp-httplib REQUIRED)
+add_library(tc_httplib INTERFACE)
+target_include_directories(tc_httplib SYSTEM INTERFACE ${HTTPLIB_INCLUDE_DIR})
+target_link_libraries(tc_httplib INTERFACE ${HTTPLIB_LIBRARY} Threads::Threads)
+
+if(THERMOCLINE_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()

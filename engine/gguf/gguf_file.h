@@ -1,0 +1,118 @@
+// GgufFile: a read-only, validated view of a GGUF v2/v3 file (magic `GGUF`)
+// or a PowerInfer file (magic `PWRI`, same container). The file is memory
+// mapped and tensor data is returned as zero-copy spans into the mapping.
+// Every structural problem is a ModelLoadError naming the file and the key or
+// tensor; nothing is read out of bounds. Immutable after open: thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/gguf/model_load_error.h"
+#include "engine/gguf/value.h"
+#include "kernels/dtype.h"
+
+namespace tc::gguf {
+
+enum class Magic { GGUF, PWRI };
+std::string_view magic_name(Magic magic);
+
+inline constexpr uint32_t kDefaultAlignment = 32;
+inline constexpr int kMaxDims = 4;
+
+struct TensorInfo {
+  std::string name;
+  kernels::DType dtype = kernels::DType::F32;
+  // GGUF order: ne[0] is the innermost (contiguous) dimension, so a matrix
+  // with `rows` rows of `cols` elements has ne = {cols, rows}.
+  std::vector<int64_t> ne;
+  uint64_t offset = 0;   // bytes from the start of the data section
+  uint64_t n_bytes = 0;  // bytes of data (derived from dtype and ne)
+
+  int64_t n_elements() const;
+  int64_t n_rows() const;   // product of ne[1..]
+  std::string shape_string() const;  // "[4096, 32000]"
+};
+
+class GgufFile {
+ public:
+  // Maps and parses `path`. Throws ModelLoadError on any problem.
+  static GgufFile open(const std::filesystem::path& path);
+  // Parses bytes held in memory (copied); `name` stands in for the path in
+  // errors. Used by the fuzzer and by tests.
+  static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name);
+
+  GgufFile(GgufFile&&) noexcept;
+  GgufFile& operator=(GgufFile&&) noexcept;
+  ~GgufFile();
+
+  const std::string& path() const { return path_; }
+  Magic magic() const { return magic_; }
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  uint64_t data_offset() const { return data_offset_; }  // absolute file offset of the data section
+  uint64_t file_size() const { return size_; }
+
+  // Metadata in file order.
+  const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
+  const Value* find(std::string_view key) const;
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+
+  // Typed getters: throw ModelLoadError naming the key when it is missing or
+  // has an incompatible type (integers of any width are accepted when the
+  // value fits). get_* with a default return it when the key is absent.
+  std::string get_string(std::string_view key) const;
+  std::string get_string(std::string_view key, std::string_view fallback) const;
+  uint64_t get_u64(std::string_view key) const;
+  uint64_t get_u64(std::string_view key, uint64_t fallback) const;
+  int64_t get_i64(std::string_view key) const;
+  int64_t get_i64(std::string_view key, int64_t fallback) const;
+  double get_f64(std::string_view key) const;
+  double get_f64(std::string_view key, double fallback) const;
+  bool get_bool(std::string_view key, bool fallback) const;
+  // Arrays: element type must match (integers widened to the requested type).
+  std::vector<std::string> get_string_array(std::string_view key) const;
+  std::vector<float> get_f32_array(std::string_view key) const;
+  std::vector<int32_t> get_i32_array(std::string_view key) const;
+
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  const TensorInfo* find_tensor(std::string_view name) const;
+  // Throws ModelLoadError naming the tensor when it is absent.
+  const TensorInfo& tensor(std::string_view name) const;
+  // Throws unless the tensor exists with exactly this shape (GGUF ne order).
+  const TensorInfo& tensor(std::string_view name, std::initializer_list<int64_t> expected_ne) const;
+  // Zero-copy view of a tensor's bytes inside the mapping.
+  std::span<const std::byte> tensor_data(const TensorInfo& info) const;
+
+  // A ModelLoadError about this file.
+  ModelLoadError error(std::string item, const std::string& problem) const;
+
+ private:
+  struct Storage;
+  GgufFile();
+  void parse();
+
+  std::unique_ptr<Storage> storage_;  // the mapping or the in-memory copy
+  const std::byte* base_ = nullptr;
+  uint64_t size_ = 0;
+  std::string path_;
+  Magic magic_ = Magic::GGUF;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = kDefaultAlignment;
+  uint64_t data_offset_ = 0;
+  std::vector<std::pair<std::string, Value>> metadata_;
+  std::unordered_map<std::string, size_t> metadata_index_;
+  std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> tensor_index_;
+};
+
+}  // namespace tc::gguf

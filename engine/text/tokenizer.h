@@ -1,0 +1,64 @@
+// Tokenizer: text <-> token ids for the two GGUF tokenizer families
+// (SentencePiece-style BPE `llama`, byte-level BPE `gpt2`). Built once from a
+// Vocab, immutable after: encode/decode are thread-safe.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/text/vocab.h"
+
+namespace tc::text {
+
+struct EncodeOptions {
+  bool add_special = true;    // BOS/EOS as the vocab's add_bos/add_eos flags say
+  bool parse_special = false; // recognise control/user-defined token texts ("<s>") in the input
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Builds the tokenizer for vocab.kind. Throws ModelLoadError-free
+  // std::invalid_argument on an inconsistent vocab (use read_vocab first).
+  static std::unique_ptr<Tokenizer> create(Vocab vocab);
+
+  // Invalid UTF-8 in `text` is replaced by U+FFFD, never an error.
+  virtual std::vector<TokenId> encode(std::string_view text, EncodeOptions options = {}) const = 0;
+  // The bytes a token stands for (byte tokens give their byte; SPM U+2581
+  // becomes a space). Control tokens give "" unless render_special.
+  virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
+  // Concatenated pieces; SPM drops the leading space added by add_space_prefix.
+  // May end in an incomplete UTF-8 sequence only if the tokens do.
+  std::string decode(std::span<const TokenId> ids, bool render_special = false) const;
+
+  const Vocab& vocab() const { return vocab_; }
+  int32_t n_vocab() const { return vocab_.n_vocab(); }
+
+ protected:
+  explicit Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
+  Vocab vocab_;
+};
+
+// Turns a stream of token ids into text pieces that are always whole UTF-8:
+// bytes of a character split across tokens are held until it completes.
+// One per sequence; not thread-safe.
+class StreamingDetokenizer {
+ public:
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false);
+  // Returns the text that became complete with this token (may be empty).
+  std::string push(TokenId id);
+  // Returns what is held back, with incomplete sequences replaced by U+FFFD.
+  std::string flush();
+
+ private:
+  const Tokenizer& tokenizer_;
+  bool render_special_;
+  bool at_start_ = true;
+  std::string pending_;
+};
+
+}  // namespace tc::text

@@ -1,0 +1,24 @@
+// Learns a tokenizer vocabulary from a text, for generated models: the SPM
+// kind (`llama`: <unk>, <s>, </s>, byte-fallback pieces <0x00>..<0xFF>, then
+// pieces scored by merge order) or the byte-level BPE kind (`gpt2`: merges
+// by rank). Deterministic: the same text and size give the same vocab.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/text/vocab.h"
+
+namespace tc::text {
+
+struct TrainerOptions {
+  TokenizerKind kind = TokenizerKind::Spm;
+  int32_t vocab_size = 4096;  // total tokens, specials and byte pieces included
+};
+
+// Throws std::invalid_argument when vocab_size is too small to hold the
+// fixed tokens. When the text supports fewer merges than asked, the vocab
+// is padded with Unused tokens "<unused_N>" so n_vocab is exact.
+Vocab train_vocab(std::string_view text, const TrainerOptions& options);
+
+}  // namespace tc::text

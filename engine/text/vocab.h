@@ -1,0 +1,60 @@
+// Vocab: the tokenizer's data as GGUF stores it under `tokenizer.ggml.*`
+// (tokens, scores, token types, merges, special ids and flags), read from a
+// GgufFile or built by the tokenizer trainer and written back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tc::gguf {
+class GgufFile;
+class GgufWriter;
+}  // namespace tc::gguf
+
+namespace tc::text {
+
+using TokenId = int32_t;
+
+// llama.cpp's token attribute types (`tokenizer.ggml.token_type`).
+enum class TokenType : int32_t {
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
+};
+
+// `tokenizer.ggml.model`: "llama" = SentencePiece BPE by piece scores,
+// "gpt2" = byte-level BPE by merge ranks.
+enum class TokenizerKind { Spm, Bpe };
+
+struct Vocab {
+  TokenizerKind kind = TokenizerKind::Spm;
+  std::string pre;                      // `tokenizer.ggml.pre` (BPE pre-tokenizer), e.g. "llama3"
+  std::vector<std::string> tokens;      // piece text; SPM uses U+2581 for spaces, BPE byte-level chars
+  std::vector<float> scores;            // SPM merge priority (higher first); may be empty for BPE
+  std::vector<TokenType> types;         // one per token
+  std::vector<std::string> merges;      // BPE only: "a b" in rank order
+  TokenId bos_id = -1;
+  TokenId eos_id = -1;
+  TokenId unk_id = -1;
+  TokenId pad_id = -1;
+  bool add_bos = true;
+  bool add_eos = false;
+  bool add_space_prefix = true;         // SPM: prepend U+2581 to the text
+  std::optional<std::string> chat_template;  // `tokenizer.chat_template`
+
+  int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
+};
+
+// Reads `tokenizer.*` from a file; ModelLoadError names the key at fault
+// (missing tokens, ids out of range, array lengths that disagree, ...).
+Vocab read_vocab(const gguf::GgufFile& file);
+// Writes the vocab's keys into a writer (the inverse of read_vocab).
+void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer);
+
+}  // namespace tc::text

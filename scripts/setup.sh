@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what Thermocline needs to build and test on Debian 12, from Debian
+# packages (and, for the llama.cpp oracle tests, one npm package into
+# .deps/npm). Works as root or through sudo; safe to run any number of times.
+#   scripts/setup.sh            build + test dependencies
+#   scripts/setup.sh --no-npm   skip the npm oracle package
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_npm=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-npm) want_npm=0 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  catch2 libcli11-dev libtomlplusplus-dev
+  curl ca-certificates
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: Debian packages already installed"
+fi
+
+# llama.cpp's own libggml (prebuilt CPU build shipped by node-llama-cpp) is
+# the oracle that writes and reads GGUF files in tests/oracle. Optional: the
+# tests that need it skip with a message when it is absent.
+if [ "$want_npm" -eq 1 ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: installing nodejs and npm"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+  fi
+  oracle_lib=.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so
+  if [ ! -f "$oracle_lib" ]; then
+    echo "setup: installing the llama.cpp oracle (npm @node-llama-cpp/linux-x64@3.22.1) into .deps/npm"
+    mkdir -p .deps/npm
+    [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
+    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund \
+         @node-llama-cpp/linux-x64@3.22.1; then
+      echo "setup: warning: npm install failed; oracle tests will be skipped" >&2
+    fi
+  else
+    echo "setup: llama.cpp oracle already installed"
+  fi
+fi
+echo "setup: done"

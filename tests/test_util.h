@@ -1,0 +1,36 @@
+// Helpers shared by the tests: scratch directories, seeded random data, and
+// the paths of the source tree and the built binary.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tc::test {
+
+// A fresh, empty directory under the build tree's test scratch area, named
+// after `name`; removed and recreated on each call.
+std::filesystem::path scratch_dir(const std::string& name);
+
+// n normally distributed floats (mean 0, sd `scale`) from a fixed seed; never
+// all zeros.
+std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f);
+
+// Reads a whole file into a string; throws on failure.
+std::string read_file(const std::filesystem::path& path);
+// Writes bytes to a file, replacing it.
+void write_file(const std::filesystem::path& path, const std::string& bytes);
+
+std::filesystem::path source_dir();   // the repo root
+std::filesystem::path thermocline_binary();
+
+// Runs a shell command, returns its exit status and captures stdout+stderr.
+struct CommandResult {
+  int exit_code;
+  std::string output;
+};
+CommandResult run_command(const std::string& command);
+
+}  // namespace tc::test
