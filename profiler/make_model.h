@@ -12,7 +12,6 @@
 
 #include "engine/model/model_spec.h"
 #include "engine/text/vocab.h"
-#include "kernels/dtype.h"
 
 namespace tc::profiler {
 
@@ -29,7 +28,10 @@ struct MakeModelOptions {
   double rope_freq_base = 10000.0;
   double rms_eps = 1e-5;
   model::FfnForm ffn_form = model::FfnForm::SwiGLU;
-  kernels::DType dtype = kernels::DType::F16;   // 2-D weights; norms stay f32
+  // Type of the 2-D weights (norms stay f32): f32, f16, bf16, q8_0, q4_0,
+  // q4_k, q6_k, or q4_k_m (llama.cpp's mix: q6_k for output, attn_v and
+  // ffn_down, q4_k elsewhere).
+  std::string weight_type = "f16";
   bool tied_embeddings = false;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;
   std::filesystem::path vocab_text;   // empty: the corpus shipped in profiler/data

@@ -28,6 +28,9 @@ std::string_view magic_name(Magic magic);
 
 inline constexpr uint32_t kDefaultAlignment = 32;
 inline constexpr int kMaxDims = 4;
+// Deepest nesting of metadata arrays accepted (an array of arrays is depth 2);
+// bounds the reader's recursion on hostile files.
+inline constexpr int kMaxArrayDepth = 16;
 
 struct TensorInfo {
   std::string name;

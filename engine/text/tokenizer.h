@@ -31,9 +31,13 @@ class Tokenizer {
   // The bytes a token stands for (byte tokens give their byte; SPM U+2581
   // becomes a space). Control tokens give "" unless render_special.
   virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
-  // Concatenated pieces; SPM drops the leading space added by add_space_prefix.
-  // May end in an incomplete UTF-8 sequence only if the tokens do.
-  std::string decode(std::span<const TokenId> ids, bool render_special = false) const;
+  // Concatenated pieces; SPM drops the leading space added by add_space_prefix
+  // (the first non-empty piece loses one leading space) unless `continuation`
+  // says the tokens continue earlier text, e.g. a completion after its prompt,
+  // where that space separates the words. May end in an incomplete UTF-8
+  // sequence only if the tokens do.
+  std::string decode(std::span<const TokenId> ids, bool render_special = false,
+                     bool continuation = false) const;
 
   const Vocab& vocab() const { return vocab_; }
   int32_t n_vocab() const { return vocab_.n_vocab(); }
@@ -48,7 +52,10 @@ class Tokenizer {
 // One per sequence; not thread-safe.
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false);
+  // `continuation`: as for Tokenizer::decode (true keeps the first piece's
+  // leading space; use it when streaming a completion after its prompt).
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false,
+                                bool continuation = false);
   // Returns the text that became complete with this token (may be empty).
   std::string push(TokenId id);
   // Returns what is held back, with incomplete sequences replaced by U+FFFD.

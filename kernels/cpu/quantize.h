@@ -10,14 +10,19 @@
 
 namespace tc::kernels {
 
+// Exact; a NaN keeps sign and payload and comes out quiet (as F16C and ggml).
 float f16_to_f32(uint16_t h);
-uint16_t f32_to_f16(float f);     // round to nearest even, inf/nan kept
-float bf16_to_f32(uint16_t h);
+// Round to nearest even, subnormals kept, overflow to inf; NaN becomes the
+// canonical quiet NaN 0x7e00 with its sign (as ggml).
+uint16_t f32_to_f16(float f);
+float bf16_to_f32(uint16_t h);    // exact (the top half of the f32)
 uint16_t f32_to_bf16(float f);    // round to nearest even, nan kept quiet
 
 // Writes row_bytes(type, n) bytes to dst from n f32 values; n must be a
 // multiple of the block size. Plain types are converted (F32, F16, BF16;
-// I*/F64 are not weight types and are rejected by CHECK).
+// I*/F64 are not weight types and are rejected by CHECK). The block formats
+// write exactly the bytes of llama.cpp's quantize_row_*_ref; their input
+// must be finite.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // Reads row_bytes(type, n) bytes from src and writes n f32 values to dst.
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);

@@ -1,0 +1,35 @@
+// ProgressBar drawing.
+#include "cli/progress.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+namespace tc::cli {
+
+ProgressBar::ProgressBar(std::string label)
+    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::update(uint64_t done, uint64_t total) {
+  if (!enabled_ || finished_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  const double frac = total ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  const int width = 30;
+  const int filled = static_cast<int>(frac * width);
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  std::fprintf(stderr, "\r%s [%.*s%*s] %5.1f%% %.1f/%.1f MiB %.1fs", label_.c_str(), filled,
+               "##############################", width - filled, "", frac * 100.0,
+               static_cast<double>(done) / 1048576.0, static_cast<double>(total) / 1048576.0, secs);
+  std::fflush(stderr);
+}
+
+void ProgressBar::finish() {
+  if (!enabled_ || finished_) return;
+  finished_ = true;
+  std::fprintf(stderr, "\n");
+}
+
+}  // namespace tc::cli

@@ -1,0 +1,211 @@
+// Tokenizer factory, the parts shared by both tokenizer kinds (vocab checks,
+// special-token partitioning, piece rendering, decode) and the streaming
+// detokenizer.
+#include "engine/text/tokenizer.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/text/tokenizer_impl.h"
+#include "engine/text/unicode.h"
+
+namespace tc::text {
+
+namespace detail {
+
+void validate_vocab(const Vocab& vocab) {
+  const size_t n = vocab.tokens.size();
+  if (n == 0) throw std::invalid_argument("vocab has no tokens");
+  if (n > static_cast<size_t>(INT32_MAX)) throw std::invalid_argument("vocab has too many tokens");
+  if (!vocab.types.empty() && vocab.types.size() != n) {
+    throw std::invalid_argument("vocab has " + std::to_string(vocab.types.size()) +
+                                " token types for " + std::to_string(n) + " tokens");
+  }
+  if (!vocab.scores.empty() && vocab.scores.size() != n) {
+    throw std::invalid_argument("vocab has " + std::to_string(vocab.scores.size()) +
+                                " scores for " + std::to_string(n) + " tokens");
+  }
+  const auto check_id = [&](TokenId id, const char* what) {
+    if (id < -1 || id >= static_cast<TokenId>(n)) {
+      throw std::invalid_argument(std::string("vocab ") + what + " " + std::to_string(id) +
+                                  " is out of range [0, " + std::to_string(n) + ")");
+    }
+  };
+  check_id(vocab.bos_id, "bos_id");
+  check_id(vocab.eos_id, "eos_id");
+  check_id(vocab.unk_id, "unk_id");
+  check_id(vocab.pad_id, "pad_id");
+  TokenIndex seen;
+  seen.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (vocab.tokens[i].empty()) {
+      throw std::invalid_argument("vocab token " + std::to_string(i) + " is empty");
+    }
+    const auto [it, inserted] = seen.emplace(vocab.tokens[i], static_cast<TokenId>(i));
+    if (!inserted) {
+      throw std::invalid_argument("vocab token '" + vocab.tokens[i] + "' appears at ids " +
+                                  std::to_string(it->second) + " and " + std::to_string(i));
+    }
+  }
+}
+
+TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)) {
+  const size_t n = vocab_.tokens.size();
+  if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::Normal);
+  token_index_.reserve(n);
+  for (size_t i = 0; i < n; ++i) token_index_.emplace(vocab_.tokens[i], static_cast<TokenId>(i));
+  for (size_t i = 0; i < n; ++i) {
+    const TokenType t = vocab_.types[i];
+    if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
+      special_ids_.push_back(static_cast<TokenId>(i));
+    }
+  }
+  std::stable_sort(special_ids_.begin(), special_ids_.end(), [&](TokenId a, TokenId b) {
+    return vocab_.tokens[a].size() > vocab_.tokens[b].size();
+  });
+}
+
+void TokenizerBase::build_pieces() {
+  const size_t n = vocab_.tokens.size();
+  pieces_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& text = vocab_.tokens[i];
+    switch (vocab_.types[i]) {
+      case TokenType::Normal:
+        pieces_[i] = normal_piece(text);
+        break;
+      case TokenType::Byte: {
+        // "<0xXX>"; anything else is rendered like a normal token.
+        unsigned value = 0;
+        bool ok = text.size() == 6 && text.compare(0, 3, "<0x") == 0 && text[5] == '>';
+        for (size_t k = 3; ok && k < 5; ++k) {
+          const char c = text[k];
+          const int digit = (c >= '0' && c <= '9')   ? c - '0'
+                            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                                     : -1;
+          ok = digit >= 0;
+          value = value * 16 + static_cast<unsigned>(digit);
+        }
+        pieces_[i] = ok ? std::string(1, static_cast<char>(value)) : normal_piece(text);
+        break;
+      }
+      case TokenType::Control:
+      case TokenType::UserDefined:
+      case TokenType::Unknown:
+        pieces_[i] = text;
+        break;
+      case TokenType::Unused:
+      case TokenType::Undefined:
+      default:
+        pieces_[i].clear();  // llama.cpp renders these as nothing
+        break;
+    }
+  }
+}
+
+std::string TokenizerBase::token_to_piece(TokenId id, bool render_special) const {
+  if (id < 0 || id >= n_vocab()) return {};
+  const TokenType t = vocab_.types[static_cast<size_t>(id)];
+  if (!render_special && (t == TokenType::Control || t == TokenType::Unknown)) return {};
+  return pieces_[static_cast<size_t>(id)];
+}
+
+std::vector<Fragment> TokenizerBase::partition(std::string_view text, bool parse_special) const {
+  std::vector<Fragment> frags;
+  if (text.empty()) return frags;
+  frags.push_back({-1, text});
+  std::vector<Fragment> next;
+  for (const TokenId id : special_ids_) {
+    const TokenType t = vocab_.types[static_cast<size_t>(id)];
+    if (!parse_special && t != TokenType::UserDefined) continue;
+    const std::string& special = vocab_.tokens[static_cast<size_t>(id)];
+    next.clear();
+    bool found = false;
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        next.push_back(f);
+        continue;
+      }
+      size_t pos = 0;
+      for (size_t m; (m = f.text.find(special, pos)) != std::string_view::npos;) {
+        if (m > pos) next.push_back({-1, f.text.substr(pos, m - pos)});
+        next.push_back({id, {}});
+        pos = m + special.size();
+        found = true;
+      }
+      if (pos < f.text.size()) next.push_back({-1, f.text.substr(pos)});
+    }
+    if (found) frags.swap(next);
+  }
+  return frags;
+}
+
+}  // namespace detail
+
+std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
+  detail::validate_vocab(vocab);
+  switch (vocab.kind) {
+    case TokenizerKind::Spm:
+      return detail::make_spm_tokenizer(std::move(vocab));
+    case TokenizerKind::Bpe:
+      return detail::make_bpe_tokenizer(std::move(vocab));
+  }
+  throw std::invalid_argument("unknown tokenizer kind");
+}
+
+namespace {
+
+// SPM with add_space_prefix: the first rendered piece of a sequence loses the
+// space that encode() put in front of the text (llama.cpp strips it only
+// when the very first token is that piece; skipping empty pieces such as
+// BOS makes decode(encode(s)) == s with add_special as well).
+bool drops_leading_space(const Tokenizer& tok, TokenId id, const std::string& piece) {
+  const Vocab& v = tok.vocab();
+  return v.kind == TokenizerKind::Spm && v.add_space_prefix && !piece.empty() &&
+         piece[0] == ' ' && v.types[static_cast<size_t>(id)] == TokenType::Normal;
+}
+
+}  // namespace
+
+std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_special,
+                              bool continuation) const {
+  std::string out;
+  bool at_start = !continuation;
+  for (const TokenId id : ids) {
+    std::string piece = token_to_piece(id, render_special);
+    if (piece.empty()) continue;
+    if (at_start) {
+      at_start = false;
+      if (drops_leading_space(*this, id, piece)) piece.erase(0, 1);
+    }
+    out += piece;
+  }
+  return out;
+}
+
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special,
+                                           bool continuation)
+    : tokenizer_(tokenizer), render_special_(render_special), at_start_(!continuation) {}
+
+std::string StreamingDetokenizer::push(TokenId id) {
+  std::string piece = tokenizer_.token_to_piece(id, render_special_);
+  if (piece.empty()) return {};
+  if (at_start_) {
+    at_start_ = false;
+    if (drops_leading_space(tokenizer_, id, piece)) piece.erase(0, 1);
+  }
+  pending_ += piece;
+  const size_t complete = utf8_complete_prefix(pending_);
+  std::string out = utf8_sanitize(std::string_view(pending_).substr(0, complete));
+  pending_.erase(0, complete);
+  return out;
+}
+
+std::string StreamingDetokenizer::flush() {
+  std::string out = utf8_sanitize(pending_);
+  pending_.clear();
+  return out;
+}
+
+}  // namespace tc::text

@@ -1,0 +1,176 @@
+// Byte-level BPE (`tokenizer.ggml.model` = "gpt2"), the algorithm of
+// llama.cpp's llm_tokenizer_bpe: the pre-tokenizer splits the text into
+// words, each word's bytes become GPT-2 byte chars, and the adjacent pair
+// with the lowest merge rank is merged (leftmost on ties) until no ranked
+// pair is left.
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/text/pre_tokenizer.h"
+#include "engine/text/tokenizer_impl.h"
+#include "engine/text/unicode.h"
+
+namespace tc::text::detail {
+namespace {
+
+class BpeTokenizer final : public TokenizerBase {
+ public:
+  explicit BpeTokenizer(Vocab vocab) : TokenizerBase(std::move(vocab)) {
+    const auto pre = pre_tokenizer_from_name(vocab_.pre);
+    if (!pre) {
+      throw std::invalid_argument("unsupported tokenizer.ggml.pre '" + vocab_.pre +
+                                  "'; supported: " + std::string(supported_pre_tokenizer_names()));
+    }
+    pre_ = *pre;
+    ignore_merges_ = pre_tokenizer_ignores_merges(pre_);
+    ranks_.reserve(vocab_.merges.size());
+    for (size_t i = 0; i < vocab_.merges.size(); ++i) {
+      // "left right"; the first occurrence of a pair keeps its rank.
+      ranks_.emplace(vocab_.merges[i], static_cast<int32_t>(i));
+    }
+    build_pieces();
+  }
+
+  std::vector<TokenId> encode(std::string_view text, EncodeOptions options) const override {
+    const std::string clean = utf8_sanitize(text);
+    std::vector<TokenId> out;
+    if (options.add_special && vocab_.add_bos && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
+    std::string encoded;
+    for (const Fragment& f : partition(clean, options.parse_special)) {
+      if (f.token >= 0) {
+        out.push_back(f.token);
+        continue;
+      }
+      for (const std::string_view word : pre_tokenize(pre_, f.text)) {
+        encoded.clear();
+        for (const char c : word) encoded += byte_to_unicode_utf8(static_cast<uint8_t>(c));
+        tokenize_word(encoded, out);
+      }
+    }
+    if (options.add_special && vocab_.add_eos && vocab_.eos_id >= 0) out.push_back(vocab_.eos_id);
+    return out;
+  }
+
+ private:
+  struct Symbol {
+    int prev;
+    int next;
+    uint32_t offset;
+    uint32_t n;  // bytes; 0 once merged into the symbol on its left
+  };
+  struct Bigram {
+    int left;
+    int right;
+    int32_t rank;
+    uint32_t size;
+  };
+  struct BigramOrder {
+    bool operator()(const Bigram& l, const Bigram& r) const {
+      return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);
+    }
+  };
+
+  // Byte chars back to bytes; a char outside the 256 byte chars is kept as
+  // its UTF-8 (llama.cpp would print "[UNK_BYTE_..]").
+  std::string normal_piece(const std::string& token_text) const override {
+    std::string out;
+    out.reserve(token_text.size());
+    for (size_t pos = 0; pos < token_text.size();) {
+      const size_t start = pos;
+      const char32_t cpt = utf8_decode(token_text, pos);
+      const int byte = unicode_to_byte(cpt);
+      if (byte >= 0) {
+        out.push_back(static_cast<char>(byte));
+      } else {
+        out.append(token_text, start, pos - start);
+      }
+    }
+    return out;
+  }
+
+  // `word` is the byte-char encoding of one pre-tokenized word.
+  void tokenize_word(std::string_view word, std::vector<TokenId>& out) const {
+    if (word.empty()) return;
+    if (ignore_merges_) {
+      const TokenId id = find_token(word);
+      if (id >= 0) {
+        out.push_back(id);
+        return;
+      }
+    }
+    std::vector<Symbol> symbols;
+    symbols.reserve(word.size());
+    for (size_t offset = 0; offset < word.size();) {
+      size_t len = utf8_sequence_length(static_cast<uint8_t>(word[offset]));
+      if (len == 0 || offset + len > word.size()) len = 1;
+      const int index = static_cast<int>(symbols.size());
+      symbols.push_back({index - 1, offset + len == word.size() ? -1 : index + 1,
+                         static_cast<uint32_t>(offset), static_cast<uint32_t>(len)});
+      offset += len;
+    }
+
+    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+    std::string key;
+    const auto try_add = [&](int left, int right) {
+      if (left < 0 || right < 0) return;
+      const Symbol& l = symbols[static_cast<size_t>(left)];
+      const Symbol& r = symbols[static_cast<size_t>(right)];
+      key.assign(word.substr(l.offset, l.n));
+      key.push_back(' ');
+      key.append(word.substr(r.offset, r.n));
+      const auto it = ranks_.find(key);
+      if (it == ranks_.end()) return;
+      queue.push({left, right, it->second, l.n + r.n});
+    };
+    for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
+
+    while (!queue.empty()) {
+      const Bigram b = queue.top();
+      queue.pop();
+      Symbol& l = symbols[static_cast<size_t>(b.left)];
+      Symbol& r = symbols[static_cast<size_t>(b.right)];
+      if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
+      l.n += r.n;
+      r.n = 0;
+      l.next = r.next;
+      if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = b.left;
+      try_add(l.prev, b.left);
+      try_add(b.left, l.next);
+    }
+
+    for (int i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
+      const Symbol& s = symbols[static_cast<size_t>(i)];
+      const std::string_view piece = word.substr(s.offset, s.n);
+      const TokenId id = find_token(piece);
+      if (id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+      // A merge whose result is not a token: fall back to the byte chars.
+      for (size_t pos = 0; pos < piece.size();) {
+        const size_t start = pos;
+        utf8_decode(piece, pos);
+        const TokenId char_id = find_token(piece.substr(start, pos - start));
+        if (char_id >= 0) {
+          out.push_back(char_id);
+        } else if (vocab_.unk_id >= 0) {
+          out.push_back(vocab_.unk_id);
+        }
+      }
+    }
+  }
+
+  PreTokenizer pre_ = PreTokenizer::Default;
+  bool ignore_merges_ = false;
+  TokenIndex ranks_;  // merge text "left right" -> rank
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab vocab) {
+  return std::make_unique<BpeTokenizer>(std::move(vocab));
+}
+
+}  // namespace tc::text::detail

@@ -1,0 +1,174 @@
+// read_vocab / write_vocab: the `tokenizer.*` keys as llama.cpp reads and
+// writes them, with llama.cpp's defaults for keys a file leaves out.
+#include "engine/text/vocab.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/text/pre_tokenizer.h"
+
+namespace tc::text {
+
+namespace {
+
+constexpr const char* kModel = "tokenizer.ggml.model";
+constexpr const char* kPre = "tokenizer.ggml.pre";
+constexpr const char* kTokens = "tokenizer.ggml.tokens";
+constexpr const char* kScores = "tokenizer.ggml.scores";
+constexpr const char* kTokenType = "tokenizer.ggml.token_type";
+constexpr const char* kMerges = "tokenizer.ggml.merges";
+constexpr const char* kBosId = "tokenizer.ggml.bos_token_id";
+constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
+constexpr const char* kUnkId = "tokenizer.ggml.unknown_token_id";
+constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
+constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
+constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
+constexpr const char* kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
+constexpr const char* kChatTemplate = "tokenizer.chat_template";
+
+TokenType token_type_from_int(int32_t v) {
+  // llama.cpp maps values outside the enum to "undefined".
+  return (v >= 0 && v <= static_cast<int32_t>(TokenType::Byte)) ? static_cast<TokenType>(v)
+                                                                 : TokenType::Undefined;
+}
+
+}  // namespace
+
+Vocab read_vocab(const gguf::GgufFile& file) {
+  Vocab v;
+  if (!file.has(kModel)) throw file.error(kModel, "missing; the file has no tokenizer");
+  const std::string model = file.get_string(kModel);
+  if (model == "llama") {
+    v.kind = TokenizerKind::Spm;
+  } else if (model == "gpt2") {
+    v.kind = TokenizerKind::Bpe;
+  } else {
+    throw file.error(kModel, "unsupported tokenizer model '" + model +
+                                 "'; supported: \"llama\" (SentencePiece BPE), \"gpt2\" "
+                                 "(byte-level BPE)");
+  }
+  v.pre = file.get_string(kPre, "");
+
+  if (!file.has(kTokens)) throw file.error(kTokens, "missing; the tokenizer needs its token list");
+  v.tokens = file.get_string_array(kTokens);
+  const size_t n = v.tokens.size();
+  if (n == 0) throw file.error(kTokens, "is empty");
+  if (n > static_cast<size_t>(INT32_MAX)) throw file.error(kTokens, "has too many tokens");
+  const auto count_msg = [&](size_t got) {
+    return "has " + std::to_string(got) + " entries but " + std::string(kTokens) + " has " +
+           std::to_string(n);
+  };
+
+  if (file.has(kScores)) {
+    v.scores = file.get_f32_array(kScores);
+    if (v.scores.size() != n) throw file.error(kScores, count_msg(v.scores.size()));
+  }
+  if (file.has(kTokenType)) {
+    const std::vector<int32_t> types = file.get_i32_array(kTokenType);
+    if (types.size() != n) throw file.error(kTokenType, count_msg(types.size()));
+    v.types.reserve(n);
+    for (const int32_t t : types) v.types.push_back(token_type_from_int(t));
+  } else {
+    v.types.assign(n, TokenType::Normal);
+  }
+
+  // Empty texts are renamed and duplicates rejected, as llama.cpp does.
+  std::unordered_map<std::string, size_t> seen;
+  seen.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (v.tokens[i].empty()) v.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
+    const auto [it, inserted] = seen.emplace(v.tokens[i], i);
+    if (!inserted) {
+      throw file.error(kTokens, "duplicate token '" + v.tokens[i] + "' at ids " +
+                                    std::to_string(it->second) + " and " + std::to_string(i));
+    }
+  }
+
+  if (v.kind == TokenizerKind::Bpe) {
+    if (!file.has(kMerges)) throw file.error(kMerges, "missing; a \"gpt2\" tokenizer needs its merges");
+    v.merges = file.get_string_array(kMerges);
+    const auto pre = pre_tokenizer_from_name(v.pre);
+    if (!pre) {
+      throw file.error(kPre, "unsupported pre-tokenizer '" + v.pre + "'; supported: " +
+                                 std::string(supported_pre_tokenizer_names()));
+    }
+    // llama.cpp's "gpt2" defaults: BOS = EOS = 11, no unknown token, no
+    // space prefix, add_bos only for the Llama-3 pre-tokenizer.
+    v.bos_id = 11;
+    v.eos_id = 11;
+    v.unk_id = -1;
+    v.add_bos = pre_tokenizer_default_add_bos(*pre);
+    v.add_space_prefix = false;
+  } else {
+    if (file.has(kMerges)) v.merges = file.get_string_array(kMerges);
+    // llama.cpp's "llama" defaults.
+    v.bos_id = 1;
+    v.eos_id = 2;
+    v.unk_id = 0;
+    v.add_bos = true;
+    v.add_space_prefix = true;
+  }
+  v.pad_id = -1;
+  v.add_eos = false;
+
+  const auto read_id = [&](const char* key, TokenId& id) {
+    if (!file.has(key)) {
+      if (id >= static_cast<TokenId>(n)) id = -1;  // a default outside the vocab is disabled
+      return;
+    }
+    const uint64_t value = file.get_u64(key);
+    if (value >= n) {
+      throw file.error(key, "token id " + std::to_string(value) + " is out of range [0, " +
+                                std::to_string(n) + ")");
+    }
+    id = static_cast<TokenId>(value);
+  };
+  read_id(kBosId, v.bos_id);
+  read_id(kEosId, v.eos_id);
+  read_id(kUnkId, v.unk_id);
+  read_id(kPadId, v.pad_id);
+
+  v.add_bos = file.get_bool(kAddBos, v.add_bos);
+  v.add_eos = file.get_bool(kAddEos, v.add_eos);
+  v.add_space_prefix = file.get_bool(kAddSpacePrefix, v.add_space_prefix);
+  if (v.add_bos && v.bos_id < 0) {
+    throw file.error(kAddBos, std::string("is true but ") + kBosId + " is not set");
+  }
+  if (v.add_eos && v.eos_id < 0) {
+    throw file.error(kAddEos, std::string("is true but ") + kEosId + " is not set");
+  }
+  if (file.has(kChatTemplate)) v.chat_template = file.get_string(kChatTemplate);
+  return v;
+}
+
+void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
+  using gguf::Value;
+  writer.set(kModel, Value(std::string(vocab.kind == TokenizerKind::Spm ? "llama" : "gpt2")));
+  if (!vocab.pre.empty()) writer.set(kPre, Value(vocab.pre));
+  writer.set(kTokens, Value::string_array(vocab.tokens));
+  if (!vocab.scores.empty()) writer.set(kScores, Value::f32_array(vocab.scores));
+  if (!vocab.types.empty()) {
+    std::vector<int32_t> types;
+    types.reserve(vocab.types.size());
+    for (const TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
+    writer.set(kTokenType, Value::i32_array(types));
+  }
+  if (vocab.kind == TokenizerKind::Bpe || !vocab.merges.empty()) {
+    writer.set(kMerges, Value::string_array(vocab.merges));
+  }
+  const auto write_id = [&](const char* key, TokenId id) {
+    if (id >= 0) writer.set(key, Value(static_cast<uint32_t>(id)));
+  };
+  write_id(kBosId, vocab.bos_id);
+  write_id(kEosId, vocab.eos_id);
+  write_id(kUnkId, vocab.unk_id);
+  write_id(kPadId, vocab.pad_id);
+  writer.set(kAddBos, Value(vocab.add_bos));
+  writer.set(kAddEos, Value(vocab.add_eos));
+  writer.set(kAddSpacePrefix, Value(vocab.add_space_prefix));
+  if (vocab.chat_template) writer.set(kChatTemplate, Value(*vocab.chat_template));
+}
+
+}  // namespace tc::text

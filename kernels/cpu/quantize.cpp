@@ -1,0 +1,264 @@
+// Reference conversions between f32 and the weight dtypes: scalar f16/bf16,
+// plain rows (F32, F16, BF16) and the 32-element block formats Q8_0 and Q4_0.
+// The k-quants live in quantize_kquants.cpp. Results match llama.cpp's
+// reference (`*_ref`) functions bit for bit; tests/oracle checks that.
+#include "kernels/cpu/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/cpu/quantize_kquants.h"
+
+// Bit-exact agreement with llama.cpp needs every multiply and add rounded on
+// its own: no fused multiply-add contraction. GCC does not contract in ISO
+// C++ mode (the project's -std=c++20); clang does by default on FMA targets.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+namespace tc::kernels {
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// f16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+// f32: 1 sign, 8 exponent (bias 127), 23 mantissa bits.
+constexpr uint32_t kF32AbsMask = 0x7fffffffu;
+constexpr uint32_t kF32Inf = 0x7f800000u;
+constexpr uint32_t kF32QuietBit = 0x00400000u;
+// The exponent re-bias between the two formats, (127 - 15) << 23.
+constexpr uint32_t kF16ToF32Rebias = 112u << 23;
+// |f| at or above 65520 (half way between f16 max 65504 and 2^16) rounds to inf.
+constexpr uint32_t kF16OverflowAbs = 0x477ff000u;
+// |f| at or above 2^-14 is a normal f16.
+constexpr uint32_t kF16MinNormalAbs = 0x38800000u;
+// |f| at or below 2^-25 (half the smallest subnormal, a tie that goes to
+// the even 0) rounds to zero.
+constexpr uint32_t kF16ZeroAbs = 0x33000000u;
+
+// ---- Q8_0 / Q4_0 ----
+
+void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK8_0;
+    float amax = 0.0f;
+    for (int64_t j = 0; j < kQK8_0; ++j) amax = std::max(amax, std::fabs(x[j]));
+
+    // Symmetric: the largest magnitude maps to +-127.
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    dst[b].d = f32_to_f16(d);
+    // llama.cpp rounds half away from zero here (roundf), unlike the
+    // ties-to-even nearest_int of the k-quants.
+    for (int64_t j = 0; j < kQK8_0; ++j) {
+      dst[b].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+    }
+  }
+}
+
+void dequantize_q8_0(const BlockQ8_0* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(src[b].d);
+    float* y = dst + b * kQK8_0;
+    for (int64_t j = 0; j < kQK8_0; ++j) y[j] = static_cast<float>(src[b].qs[j]) * d;
+  }
+}
+
+// Rounds x / d + 8 to a nibble the way llama.cpp does: add 8.5 and truncate,
+// then cap at 15. The value of largest magnitude maps to exactly -8 (nibble
+// 0), so the opposite extreme may want 16 and is capped. The clamp to
+// [0, 16] before the int conversion changes nothing for finite inputs in
+// range; it only keeps a degenerate scale (1/d overflowing) free of UB.
+inline uint8_t q4_0_nibble(float scaled) {
+  const float shifted = std::clamp(scaled + 8.5f, 0.0f, 16.0f);
+  return static_cast<uint8_t>(std::min(15, static_cast<int>(shifted)));
+}
+
+void quantize_q4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK4_0 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK4_0;
+    // The signed value of largest magnitude, first one on ties.
+    float amax = 0.0f;
+    float max = 0.0f;
+    for (int64_t j = 0; j < kQK4_0; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    // Dividing by -8 (not 8) uses the asymmetric range [-8, 7] fully: the
+    // extreme value lands on -8 whatever its sign.
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    dst[b].d = f32_to_f16(d);
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const uint8_t lo = q4_0_nibble(x[j] * id);
+      const uint8_t hi = q4_0_nibble(x[j + kHalf] * id);
+      dst[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void dequantize_q4_0(const BlockQ4_0* src, float* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK4_0 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(src[b].d);
+    float* y = dst + b * kQK4_0;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const int lo = (src[b].qs[j] & 0x0f) - 8;
+      const int hi = (src[b].qs[j] >> 4) - 8;
+      y[j] = static_cast<float>(lo) * d;
+      y[j + kHalf] = static_cast<float>(hi) * d;
+    }
+  }
+}
+
+}  // namespace
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) {
+    // Inf keeps its sign; NaN keeps sign and payload and comes out quiet,
+    // as x86 F16C and ggml's converter both do.
+    const uint32_t quiet = mantissa != 0 ? kF32QuietBit : 0;
+    return bits_float(sign | kF32Inf | quiet | (mantissa << 13));
+  }
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in f32.
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return bits_float(sign | float_bits(magnitude));
+  }
+  return bits_float(sign | (((exponent << 23) + kF16ToF32Rebias) | (mantissa << 13)));
+}
+
+uint16_t f32_to_f16(float f) {
+  const uint32_t x = float_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & kF32AbsMask;
+  // NaN becomes the canonical quiet NaN (sign kept), as in ggml: a payload
+  // would not survive the 13 dropped mantissa bits anyway.
+  if (abs > kF32Inf) return sign | 0x7e00u;
+  if (abs >= kF16OverflowAbs) return sign | 0x7c00u;
+  if (abs >= kF16MinNormalAbs) {
+    // Re-bias the exponent, then drop 13 mantissa bits rounding to nearest
+    // even; a carry out of the mantissa correctly bumps the exponent.
+    const uint32_t rebased = abs - kF16ToF32Rebias;
+    const uint32_t rounded = rebased + 0x0fffu + ((rebased >> 13) & 1u);
+    return sign | static_cast<uint16_t>(rounded >> 13);
+  }
+  if (abs <= kF16ZeroAbs) return sign;
+  // Subnormal f16: result = round(|f| / 2^-24). With the implicit bit,
+  // |f| = m * 2^(e - 150), so the result is m >> (126 - e), rounded to
+  // nearest even; the shift is 14..24 here. A round-up to 0x400 yields the
+  // smallest normal, which is the right encoding.
+  const uint32_t e = abs >> 23;
+  const uint32_t m = (abs & 0x007fffffu) | 0x00800000u;
+  const uint32_t shift = 126u - e;
+  uint32_t q = m >> shift;
+  const uint32_t rest = m & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1u);
+  if (rest > half || (rest == half && (q & 1u))) ++q;
+  return sign | static_cast<uint16_t>(q);
+}
+
+float bf16_to_f32(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
+uint16_t f32_to_bf16(float f) {
+  const uint32_t x = float_bits(f);
+  // NaN: truncate but force the quiet bit, so a payload living only in the
+  // dropped bits cannot turn the NaN into inf.
+  if ((x & kF32AbsMask) > kF32Inf) return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  // Round to nearest even on the 16 dropped bits (overflow goes to inf).
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+void quantize_row(DType type, const float* src, void* dst, int64_t n) {
+  const auto& traits = dtype_traits(type);
+  TC_CHECK(n >= 0 && n % traits.block_size == 0,
+           "quantize_row: row length must be a multiple of the block size");
+  const int64_t n_blocks = n / traits.block_size;
+  switch (type) {
+    case DType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::F16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case DType::BF16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(src[i]);
+      return;
+    }
+    case DType::Q8_0:
+      quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), n_blocks);
+      return;
+    case DType::Q4_0:
+      quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
+      return;
+    case DType::Q4_K:
+      detail::quantize_q4_K(src, static_cast<BlockQ4_K*>(dst), n_blocks);
+      return;
+    case DType::Q6_K:
+      detail::quantize_q6_K(src, static_cast<BlockQ6_K*>(dst), n_blocks);
+      return;
+    default:
+      break;
+  }
+  TC_CHECK(false, "quantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+}
+
+void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
+  const auto& traits = dtype_traits(type);
+  TC_CHECK(n >= 0 && n % traits.block_size == 0,
+           "dequantize_row: row length must be a multiple of the block size");
+  const int64_t n_blocks = n / traits.block_size;
+  switch (type) {
+    case DType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::F16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(in[i]);
+      return;
+    }
+    case DType::BF16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(in[i]);
+      return;
+    }
+    case DType::Q8_0:
+      dequantize_q8_0(static_cast<const BlockQ8_0*>(src), dst, n_blocks);
+      return;
+    case DType::Q4_0:
+      dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
+      return;
+    case DType::Q4_K:
+      detail::dequantize_q4_K(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+      return;
+    case DType::Q6_K:
+      detail::dequantize_q6_K(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+      return;
+    default:
+      break;
+  }
+  TC_CHECK(false, "dequantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+}
+
+}  // namespace tc::kernels

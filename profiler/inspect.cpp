@@ -1,0 +1,217 @@
+// Builds the inspect report: one data-gathering pass, then a text or JSON
+// rendering of the same facts.
+#include "profiler/inspect.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/model_spec.h"
+#include "engine/text/vocab.h"
+
+namespace tc::profiler {
+namespace {
+
+using nlohmann::json;
+
+struct Report {
+  const gguf::GgufFile& file;
+  std::optional<model::ModelSpec> spec;
+  std::string spec_error;
+  std::optional<text::Vocab> vocab;
+  std::string vocab_error;
+  uint64_t total_tensor_bytes = 0;
+  int64_t total_elements = 0;
+};
+
+std::string human_bytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string token_text(const text::Vocab& v, text::TokenId id) {
+  if (id < 0 || id >= v.n_vocab()) return "none";
+  return std::to_string(id) + " '" + v.tokens[static_cast<size_t>(id)] + "'";
+}
+
+std::string_view kind_name(text::TokenizerKind k) { return k == text::TokenizerKind::Spm ? "llama (SentencePiece BPE)" : "gpt2 (byte-level BPE)"; }
+
+json value_to_json(const gguf::Value& v, size_t max_items) {
+  using gguf::ValueType;
+  if (const auto* s = v.as_string()) return *s;
+  if (const auto* b = v.as_bool()) return *b;
+  if (const auto* arr = v.as_array()) {
+    json items = json::array();
+    for (size_t i = 0; i < arr->size() && i < max_items; ++i) items.push_back(value_to_json((*arr)[i], max_items));
+    json out = {{"type", "array"}, {"element_type", gguf::value_type_name(v.array_type())}, {"count", arr->size()}};
+    out[arr->size() > max_items ? "head" : "items"] = std::move(items);
+    return out;
+  }
+  if (v.is_float()) {
+    double d = 0;
+    v.to_f64(d);
+    return d;
+  }
+  int64_t i = 0;
+  if (v.to_i64(i)) return i;
+  uint64_t u = 0;
+  v.to_u64(u);
+  return u;
+}
+
+json spec_to_json(const model::ModelSpec& s) {
+  return {{"architecture", s.arch},       {"name", s.name},
+          {"n_vocab", s.n_vocab},         {"n_embd", s.n_embd},
+          {"n_layer", s.n_layer},         {"n_ff", s.n_ff},
+          {"n_head", s.n_head},           {"n_head_kv", s.n_head_kv},
+          {"head_dim", s.head_dim},       {"n_rot", s.n_rot},
+          {"n_ctx_train", s.n_ctx_train}, {"rope_freq_base", s.rope_freq_base},
+          {"rope_freq_scale", s.rope_freq_scale}, {"rms_eps", s.rms_eps},
+          {"ffn_form", model::ffn_form_name(s.ffn_form)},
+          {"tied_embeddings", s.tied_embeddings}, {"sparse_layout", s.sparse_layout}};
+}
+
+json to_json(const Report& r, const InspectOptions& o) {
+  const auto& f = r.file;
+  json j;
+  j["file"] = f.path();
+  j["magic"] = gguf::magic_name(f.magic());
+  j["version"] = f.version();
+  j["alignment"] = f.alignment();
+  j["file_size"] = f.file_size();
+  j["data_offset"] = f.data_offset();
+  j["model"] = r.spec ? spec_to_json(*r.spec) : json{{"error", r.spec_error}};
+  if (r.vocab) {
+    const auto& v = *r.vocab;
+    j["tokenizer"] = {{"model", v.kind == text::TokenizerKind::Spm ? "llama" : "gpt2"},
+                      {"pre", v.pre},
+                      {"n_vocab", v.n_vocab()},
+                      {"n_merges", v.merges.size()},
+                      {"bos_token_id", v.bos_id},
+                      {"eos_token_id", v.eos_id},
+                      {"unknown_token_id", v.unk_id},
+                      {"padding_token_id", v.pad_id},
+                      {"add_bos", v.add_bos},
+                      {"add_eos", v.add_eos}};
+    j["chat_template"] = v.chat_template ? json(*v.chat_template) : json(nullptr);
+  } else {
+    j["tokenizer"] = {{"error", r.vocab_error}};
+  }
+  json meta = json::object();
+  for (const auto& [key, value] : f.metadata()) {
+    meta[key] = {{"type", gguf::value_type_name(value.type())}, {"value", value_to_json(value, o.max_array_items)}};
+  }
+  j["metadata"] = std::move(meta);
+  json tensors = json::array();
+  for (const auto& t : f.tensors()) {
+    tensors.push_back({{"name", t.name},
+                       {"dtype", kernels::dtype_name(t.dtype)},
+                       {"shape", t.ne},
+                       {"bytes", t.n_bytes},
+                       {"offset", t.offset}});
+  }
+  j["tensors"] = std::move(tensors);
+  j["totals"] = {{"n_tensors", f.tensors().size()},
+                 {"tensor_bytes", r.total_tensor_bytes},
+                 {"n_elements", r.total_elements}};
+  return j;
+}
+
+std::string to_text(const Report& r, const InspectOptions& o) {
+  const auto& f = r.file;
+  std::ostringstream out;
+  out << "file:          " << f.path() << "\n"
+      << "container:     " << gguf::magic_name(f.magic()) << " v" << f.version() << ", alignment " << f.alignment()
+      << ", " << human_bytes(f.file_size()) << ", data at offset " << f.data_offset() << "\n\n";
+
+  out << "== model ==\n";
+  if (r.spec) {
+    const auto& s = *r.spec;
+    out << "architecture:  " << s.arch << (s.name.empty() ? "" : " (" + s.name + ")") << "\n"
+        << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer << ", n_ff " << s.n_ff
+        << "\n"
+        << "n_head " << s.n_head << ", n_head_kv " << s.n_head_kv << ", head_dim " << s.head_dim << ", n_rot "
+        << s.n_rot << ", n_ctx_train " << s.n_ctx_train << "\n"
+        << "rope_freq_base " << s.rope_freq_base << ", rope_freq_scale " << s.rope_freq_scale << ", rms_eps "
+        << s.rms_eps << "\n"
+        << "ffn form:      " << model::ffn_form_name(s.ffn_form) << (s.sparse_layout ? ", PowerInfer layout (ffn_down_t)" : "")
+        << (s.tied_embeddings ? ", tied embeddings (no output.weight)" : "") << "\n\n";
+  } else {
+    out << "not a runnable model: " << r.spec_error << "\n\n";
+  }
+
+  out << "== tokenizer ==\n";
+  if (r.vocab) {
+    const auto& v = *r.vocab;
+    out << "model:         " << kind_name(v.kind) << (v.pre.empty() ? "" : ", pre '" + v.pre + "'") << "\n"
+        << "n_vocab " << v.n_vocab() << ", merges " << v.merges.size() << ", add_bos " << v.add_bos << ", add_eos "
+        << v.add_eos << "\n"
+        << "bos " << token_text(v, v.bos_id) << ", eos " << token_text(v, v.eos_id) << ", unk "
+        << token_text(v, v.unk_id) << ", pad " << token_text(v, v.pad_id) << "\n\n";
+    out << "== chat template ==\n" << (v.chat_template ? *v.chat_template : std::string("(none)")) << "\n\n";
+  } else {
+    out << "none: " << r.vocab_error << "\n\n";
+  }
+
+  out << "== metadata (" << f.metadata().size() << " keys) ==\n";
+  for (const auto& [key, value] : f.metadata()) {
+    out << key << " [" << gguf::value_type_name(value.type()) << "] = "
+        << value.to_display_string(o.max_array_items) << "\n";
+  }
+
+  out << "\n== tensors (" << f.tensors().size() << ", " << human_bytes(r.total_tensor_bytes) << ", "
+      << r.total_elements << " elements) ==\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-36s %-6s %-22s %14s %14s\n", "name", "dtype", "shape", "bytes", "offset");
+  out << line;
+  for (const auto& t : f.tensors()) {
+    std::snprintf(line, sizeof line, "%-36s %-6s %-22s %14llu %14llu\n", t.name.c_str(),
+                  std::string(kernels::dtype_name(t.dtype)).c_str(), t.shape_string().c_str(),
+                  static_cast<unsigned long long>(t.n_bytes), static_cast<unsigned long long>(t.offset));
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string inspect_file(const std::filesystem::path& path, const InspectOptions& options) {
+  const auto file = gguf::GgufFile::open(path);
+  Report r{file, std::nullopt, "", std::nullopt, ""};
+  try {
+    auto spec = model::read_model_spec(file);
+    model::validate_model_tensors(file, spec);
+    r.spec = std::move(spec);
+  } catch (const gguf::ModelLoadError& e) {
+    r.spec_error = e.what();
+  }
+  if (file.has("tokenizer.ggml.model")) {
+    try {
+      r.vocab = text::read_vocab(file);
+    } catch (const gguf::ModelLoadError& e) {
+      r.vocab_error = e.what();
+    }
+  } else {
+    r.vocab_error = "the file has no tokenizer.ggml.model key";
+  }
+  for (const auto& t : file.tensors()) {
+    r.total_tensor_bytes += t.n_bytes;
+    r.total_elements += t.n_elements();
+  }
+  return options.json ? to_json(r, options).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                      : to_text(r, options);
+}
+
+}  // namespace tc::profiler

@@ -1,0 +1,70 @@
+// The real binary: make-model, inspect (table, JSON, errors), exit codes.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+using tc::test::run_command;
+
+namespace {
+
+std::string bin() { return tc::test::thermocline_binary().string(); }
+
+}  // namespace
+
+TEST_CASE("make-model then inspect through the binary", "[integration][cli]") {
+  const auto dir = tc::test::scratch_dir("cli_make_inspect");
+  const auto model = (dir / "tiny.gguf").string();
+  auto made = run_command(bin() + " make-model -o " + model +
+                          " --n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --type q8_0"
+                          " --ffn drelu --seed 3");
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  CHECK_THAT(made.output, Catch::Contains("wrote"));
+
+  auto table = run_command(bin() + " inspect " + model);
+  INFO(table.output);
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.output, Catch::Contains("ffn form:      drelu"));
+  CHECK_THAT(table.output, Catch::Contains("blk.1.ffn_down.weight"));
+
+  auto js = run_command(bin() + " inspect --json " + model);
+  REQUIRE(js.exit_code == 0);
+  const auto j = nlohmann::json::parse(js.output);
+  CHECK(j["model"]["n_layer"] == 2);
+  CHECK(j["tensors"].size() == 3 + 2 * 9);
+}
+
+TEST_CASE("inspect names the file and the fault for bad files", "[integration][cli]") {
+  const auto dir = tc::test::scratch_dir("cli_bad_files");
+  SECTION("missing file") {
+    auto r = run_command(bin() + " inspect " + (dir / "nope.gguf").string());
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("nope.gguf"));
+  }
+  SECTION("not a GGUF file") {
+    tc::test::write_file(dir / "text.gguf", "this is not a model file at all, just text\n");
+    auto r = run_command(bin() + " inspect " + (dir / "text.gguf").string());
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("text.gguf"));
+    CHECK_THAT(r.output, Catch::Contains("magic"));
+  }
+  SECTION("truncated model") {
+    const auto model = dir / "full.gguf";
+    REQUIRE(run_command(bin() + " make-model -o " + model.string() +
+                        " --n-embd 64 --n-layer 1 --n-ff 64 --n-head 4 --n-head-kv 4 --n-vocab 600 --type f16")
+                .exit_code == 0);
+    auto bytes = tc::test::read_file(model);
+    tc::test::write_file(dir / "cut.gguf", bytes.substr(0, bytes.size() - 100));
+    auto r = run_command(bin() + " inspect " + (dir / "cut.gguf").string());
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("cut.gguf"));
+    CHECK_THAT(r.output, Catch::Contains("output.weight") || Catch::Contains("blk.0"));
+  }
+  SECTION("bad flags") {
+    auto r = run_command(bin() + " make-model -o x.gguf --type q9_9");
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Catch::Contains("--type"));
+  }
+}
