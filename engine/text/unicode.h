@@ -59,8 +59,8 @@ inline bool is_number(char32_t cpt) { return category(cpt) == Category::Number; 
 inline bool is_punctuation(char32_t cpt) { return category(cpt) == Category::Punctuation; }
 inline bool is_symbol(char32_t cpt) { return category(cpt) == Category::Symbol; }
 inline bool is_mark(char32_t cpt) { return category(cpt) == Category::Mark; }
-// The White_Space property, which is what regex `\s` matches in the
-// tokenizers' (Python `regex`, Rust `fancy-regex`) engines.
+// The White_Space property: what `\s` means in the pre-tokenizer regexes
+// (llama.cpp's unicode_set_whitespace is the same list).
 bool is_whitespace(char32_t cpt);
 
 // The Unicode version the tables were generated from, e.g. "15.0.0".
