@@ -3,7 +3,6 @@
 // rendering and BOS/EOS handling. Not part of the public API.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>

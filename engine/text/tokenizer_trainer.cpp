@@ -33,7 +33,6 @@
 namespace tc::text {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 constexpr char32_t kSpaceMarkerCpt = 0x2581;
 constexpr int32_t kSpmFixedTokens = 3 + 256;  // <unk>, <s>, </s>, <0x00>..<0xFF>
 constexpr const char* kBpeBos = "<|begin_of_text|>";
