@@ -1,6 +1,7 @@
 # Checks the module arrows of architecture.md on #include lines: each module
 # may include only its own headers and those of the modules it points to.
 # Run by CTest as `module_layering`.
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 set(allowed_config "config")
 set(allowed_kernels "kernels;config")
 set(allowed_engine "engine;kernels;config")

@@ -3,17 +3,35 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace tc::test {
 
+namespace {
+
+// Removes this process's scratch directories at exit.
+struct ScratchCleanup {
+  std::vector<std::filesystem::path> dirs;
+  ~ScratchCleanup() {
+    if (std::getenv("THERMOCLINE_KEEP_SCRATCH") != nullptr) return;
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+ScratchCleanup scratch_cleanup;
+
+}  // namespace
+
 std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::current_path() / "scratch" / name;
+  auto dir = std::filesystem::current_path() / "scratch" / (name + "." + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_cleanup.dirs.push_back(dir);
   return dir;
 }
 

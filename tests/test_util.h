@@ -11,7 +11,9 @@
 namespace tc::test {
 
 // A fresh, empty directory under the build tree's test scratch area, named
-// after `name`; removed and recreated on each call.
+// after `name` and this process (CTest runs test cases in parallel
+// processes); removed and recreated on each call, and removed when the
+// process exits unless THERMOCLINE_KEEP_SCRATCH is set.
 std::filesystem::path scratch_dir(const std::string& name);
 
 // n normally distributed floats (mean 0, sd `scale`) from a fixed seed; never

@@ -89,7 +89,8 @@ GgufFile write_llama(const FileRecipe& r) {
       add(layer(l, "ffn_down"), DType::F16, {d.n_ff, d.n_embd});
     }
   }
-  const auto path = tc::test::scratch_dir("model_spec") / "m.gguf";
+  static int file_count = 0;  // a fresh file each time: earlier ones stay mapped
+  const auto path = tc::test::scratch_dir("model_spec_" + std::to_string(file_count++)) / "m.gguf";
   w.write(path);
   return GgufFile::open(path);
 }
