@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -40,6 +41,13 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
   std::normal_distribution<float> dist(0.0f, scale);
   std::vector<float> out(n);
   for (auto& v : out) v = dist(rng);
+  return out;
+}
+
+std::vector<std::byte> random_bytes(size_t n, uint64_t seed) {
+  const auto f = random_floats((n + 3) / 4, seed);
+  std::vector<std::byte> out(n);
+  std::memcpy(out.data(), f.data(), n);
   return out;
 }
 

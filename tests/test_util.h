@@ -2,6 +2,7 @@
 // the paths of the source tree and the built binary.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -19,6 +20,9 @@ std::filesystem::path scratch_dir(const std::string& name);
 // n normally distributed floats (mean 0, sd `scale`) from a fixed seed; never
 // all zeros.
 std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f);
+
+// n bytes of seeded random data (the bytes of random_floats).
+std::vector<std::byte> random_bytes(size_t n, uint64_t seed);
 
 // Reads a whole file into a string; throws on failure.
 std::string read_file(const std::filesystem::path& path);

@@ -3,12 +3,13 @@
 // words, each word's bytes become GPT-2 byte chars, and the adjacent pair
 // with the lowest merge rank is merged (leftmost on ties) until no ranked
 // pair is left.
-#include <queue>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "engine/text/pre_tokenizer.h"
+#include "engine/text/bigram_merge.h"
 #include "engine/text/tokenizer_impl.h"
 #include "engine/text/unicode.h"
 
@@ -54,24 +55,6 @@ class BpeTokenizer final : public TokenizerBase {
   }
 
  private:
-  struct Symbol {
-    int prev;
-    int next;
-    uint32_t offset;
-    uint32_t n;  // bytes; 0 once merged into the symbol on its left
-  };
-  struct Bigram {
-    int left;
-    int right;
-    int32_t rank;
-    uint32_t size;
-  };
-  struct BigramOrder {
-    bool operator()(const Bigram& l, const Bigram& r) const {
-      return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);
-    }
-  };
-
   // Byte chars back to bytes; a char outside the 256 byte chars is kept as
   // its UTF-8 (llama.cpp would print "[UNK_BYTE_..]").
   std::string normal_piece(const std::string& token_text) const override {
@@ -100,48 +83,16 @@ class BpeTokenizer final : public TokenizerBase {
         return;
       }
     }
-    std::vector<Symbol> symbols;
-    symbols.reserve(word.size());
-    for (size_t offset = 0; offset < word.size();) {
-      size_t len = utf8_sequence_length(static_cast<uint8_t>(word[offset]));
-      if (len == 0 || offset + len > word.size()) len = 1;
-      const int index = static_cast<int>(symbols.size());
-      symbols.push_back({index - 1, offset + len == word.size() ? -1 : index + 1,
-                         static_cast<uint32_t>(offset), static_cast<uint32_t>(len)});
-      offset += len;
-    }
-
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
     std::string key;
-    const auto try_add = [&](int left, int right) {
-      if (left < 0 || right < 0) return;
-      const Symbol& l = symbols[static_cast<size_t>(left)];
-      const Symbol& r = symbols[static_cast<size_t>(right)];
-      key.assign(word.substr(l.offset, l.n));
+    const auto merge_rank = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+      key.assign(left);
       key.push_back(' ');
-      key.append(word.substr(r.offset, r.n));
+      key.append(right);
       const auto it = ranks_.find(key);
-      if (it == ranks_.end()) return;
-      queue.push({left, right, it->second, l.n + r.n});
+      if (it == ranks_.end()) return std::nullopt;
+      return -static_cast<double>(it->second);  // lower rank merges first
     };
-    for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
-
-    while (!queue.empty()) {
-      const Bigram b = queue.top();
-      queue.pop();
-      Symbol& l = symbols[static_cast<size_t>(b.left)];
-      Symbol& r = symbols[static_cast<size_t>(b.right)];
-      if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
-      l.n += r.n;
-      r.n = 0;
-      l.next = r.next;
-      if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = b.left;
-      try_add(l.prev, b.left);
-      try_add(b.left, l.next);
-    }
-
-    for (int i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
-      const Symbol& s = symbols[static_cast<size_t>(i)];
+    for (const MergedSymbol& s : merge_bigrams(word, merge_rank)) {
       const std::string_view piece = word.substr(s.offset, s.n);
       const TokenId id = find_token(piece);
       if (id >= 0) {

@@ -3,10 +3,11 @@
 // into characters, and the adjacent pair whose concatenation is the
 // highest-scoring vocab piece is merged (leftmost on ties) until none is
 // left; symbols that are not pieces fall back to <0xXX> byte tokens.
-#include <queue>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/text/bigram_merge.h"
 #include "engine/text/tokenizer_impl.h"
 #include "engine/text/unicode.h"
 
@@ -64,24 +65,6 @@ class SpmTokenizer final : public TokenizerBase {
   }
 
  private:
-  struct Symbol {
-    int prev;
-    int next;
-    uint32_t offset;
-    uint32_t n;  // bytes; 0 once merged into the symbol on its left
-  };
-  struct Bigram {
-    int left;
-    int right;
-    float score;
-    uint32_t size;
-  };
-  struct BigramOrder {
-    bool operator()(const Bigram& l, const Bigram& r) const {
-      return l.score < r.score || (l.score == r.score && l.left > r.left);
-    }
-  };
-
   std::string normal_piece(const std::string& token_text) const override {
     std::string out;
     out.reserve(token_text.size());
@@ -102,46 +85,13 @@ class SpmTokenizer final : public TokenizerBase {
 
   // `text` is valid UTF-8 with spaces already escaped.
   void tokenize(std::string_view text, std::vector<TokenId>& out) const {
-    std::vector<Symbol> symbols;
-    symbols.reserve(text.size());
-    for (size_t offset = 0; offset < text.size();) {
-      size_t len = utf8_sequence_length(static_cast<uint8_t>(text[offset]));
-      if (len == 0 || offset + len > text.size()) len = 1;  // cannot happen after sanitizing
-      const int index = static_cast<int>(symbols.size());
-      symbols.push_back({index - 1, offset + len == text.size() ? -1 : index + 1,
-                         static_cast<uint32_t>(offset), static_cast<uint32_t>(len)});
-      offset += len;
-    }
-    if (symbols.empty()) return;
-
-    std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
-    const auto try_add = [&](int left, int right) {
-      if (left < 0 || right < 0) return;
-      const Symbol& l = symbols[static_cast<size_t>(left)];
-      const Symbol& r = symbols[static_cast<size_t>(right)];
-      const TokenId id = find_token(text.substr(l.offset, l.n + r.n));
-      if (id < 0) return;
-      queue.push({left, right, score(id), l.n + r.n});
+    const auto piece_score = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+      // Adjacent views into `text`: the merged piece is their union.
+      const TokenId id = find_token(std::string_view(left.data(), left.size() + right.size()));
+      if (id < 0) return std::nullopt;
+      return score(id);
     };
-    for (int i = 1; i < static_cast<int>(symbols.size()); ++i) try_add(i - 1, i);
-
-    while (!queue.empty()) {
-      const Bigram b = queue.top();
-      queue.pop();
-      Symbol& l = symbols[static_cast<size_t>(b.left)];
-      Symbol& r = symbols[static_cast<size_t>(b.right)];
-      // Stale when either side has changed since the pair was queued.
-      if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;
-      l.n += r.n;
-      r.n = 0;
-      l.next = r.next;
-      if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = b.left;
-      try_add(l.prev, b.left);
-      try_add(b.left, l.next);
-    }
-
-    for (int i = 0; i != -1; i = symbols[static_cast<size_t>(i)].next) {
-      const Symbol& s = symbols[static_cast<size_t>(i)];
+    for (const MergedSymbol& s : merge_bigrams(text, piece_score)) {
       const std::string_view piece = text.substr(s.offset, s.n);
       const TokenId id = find_token(piece);
       if (id >= 0) {

@@ -128,15 +128,16 @@ std::string escape(std::string_view s, size_t max_bytes = 160) {
 
 // ids[from, to) as `id"piece"`, around the first difference of two lists.
 std::string show_ids(const Vocab& vocab, const std::vector<TokenId>& ids, size_t from, size_t to) {
-  std::string out = "[" + std::to_string(ids.size()) + " ids]";
-  if (from > 0) out += " ...";
+  std::ostringstream out;
+  out << "[" << ids.size() << " ids]";
+  if (from > 0) out << " ...";
   for (size_t i = from; i < std::min(to, ids.size()); ++i) {
     const TokenId id = ids[i];
-    out += " " + std::to_string(id);
-    if (id >= 0 && id < vocab.n_vocab()) out += "\"" + escape(vocab.tokens[id], 40) + "\"";
+    out << " " << id;
+    if (id >= 0 && id < vocab.n_vocab()) out << "\"" << escape(vocab.tokens[id], 40) << "\"";
   }
-  if (to < ids.size()) out += " ...";
-  return out;
+  if (to < ids.size()) out << " ...";
+  return out.str();
 }
 
 const char* kind_name(TokenizerKind kind) { return kind == TokenizerKind::Spm ? "spm" : "bpe"; }

@@ -16,13 +16,8 @@ using tc::gguf::GgufWriter;
 using tc::gguf::Value;
 using tc::gguf::ValueType;
 using tc::kernels::DType;
+using tc::test::random_bytes;
 
-std::vector<std::byte> random_bytes(size_t n, uint64_t seed) {
-  const auto f = random_floats((n + 3) / 4, seed);
-  std::vector<std::byte> out(n);
-  std::memcpy(out.data(), f.data(), n);
-  return out;
-}
 
 // Offset of the only occurrence of `needle` in the header of `bytes`.
 size_t find_once(const std::string& bytes, const std::string& needle) {
