@@ -113,8 +113,8 @@ std::string check_params_layout(const LlamaApi& api, ModelParams& out) {
   api.llama_model_default_params(buf.data());
   for (size_t i = kBoolsEnd; i < buf.size(); ++i) {
     if (buf[i] != kPoison) {
-      return "llama_model_default_params wrote byte " + std::to_string(i) + ", past the pinned " +
-             std::to_string(kBoolsEnd) + "-byte layout";
+      return "llama_model_default_params wrote byte " + std::to_string(i) +
+             ", past the pinned layout's last field (byte " + std::to_string(kBoolsEnd - 1) + ")";
     }
   }
   for (size_t i = kVocabOnlyOffset; i < kBoolsEnd; ++i) {

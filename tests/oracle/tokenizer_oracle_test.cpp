@@ -35,7 +35,7 @@ using namespace std::string_literals;
 
 // Random texts in the default run, per vocab: sized so that the four test
 // cases stay under ~30 s together on one core. The [.slow] sweep uses more.
-constexpr int kDefaultRandomTexts = 2000;
+constexpr int kDefaultRandomTexts = 3000;
 constexpr int kSlowRandomTexts = 40000;
 constexpr size_t kSliceBytes = 20000;
 constexpr int kShownMismatches = 5;
@@ -142,14 +142,60 @@ std::string show_ids(const Vocab& vocab, const std::vector<TokenId>& ids, size_t
 
 const char* kind_name(TokenizerKind kind) { return kind == TokenizerKind::Spm ? "spm" : "bpe"; }
 
-// Trains one vocab of `kind` and `size` and compares it with llama.cpp for
-// each pre-tokenizer (BPE) on `texts`.
-void compare_with_llama(TokenizerKind kind, int32_t size, const std::vector<std::string>& texts) {
+// Token ids from both in three modes (specials added or not, special texts
+// parsed); CHECKs that none differ and shows the first few that do.
+void check_encodings(const LlamaVocab& ref, const Tokenizer& ours, const std::vector<std::string>& texts) {
+  const EncodeOptions modes[] = {{true, false}, {false, false}, {true, true}};
+  const Vocab& vocab = ours.vocab();
+  size_t n_mismatch = 0;
+  std::ostringstream report;
+  for (const auto& text : texts) {
+    for (const auto& mode : modes) {
+      const auto want = ref.tokenize(text, mode.add_special, mode.parse_special);
+      const auto got = ours.encode(text, mode);
+      if (got == want || ++n_mismatch > kShownMismatches) continue;
+      const size_t at = static_cast<size_t>(
+          std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
+      const size_t from = at > 4 ? at - 4 : 0;
+      report << "\n  text \"" << escape(text) << "\" add_special=" << mode.add_special
+             << " parse_special=" << mode.parse_special << ", first difference at id index " << at
+             << "\n    llama.cpp: " << show_ids(vocab, want, from, from + 24)
+             << "\n    ours:      " << show_ids(vocab, got, from, from + 24);
+    }
+  }
+  INFO(n_mismatch << " of " << texts.size() * 3 << " encodings differ from llama.cpp:" << report.str());
+  CHECK(n_mismatch == 0);
+}
+
+// The piece of every token id from both, special rendering off and on.
+void check_pieces(const LlamaVocab& ref, const Tokenizer& ours) {
+  const Vocab& vocab = ours.vocab();
+  size_t n_mismatch = 0;
+  std::ostringstream report;
+  for (TokenId id = 0; id < vocab.n_vocab(); ++id) {
+    for (const bool special : {false, true}) {
+      const std::string want = ref.token_to_piece(id, special);
+      const std::string got = ours.token_to_piece(id, special);
+      if (got == want || ++n_mismatch > kShownMismatches) continue;
+      report << "\n  id " << id << " \"" << escape(vocab.tokens[id]) << "\" special=" << special
+             << ": llama.cpp \"" << escape(want) << "\", ours \"" << escape(got) << "\"";
+    }
+  }
+  INFO(n_mismatch << " of " << vocab.n_vocab() * 2 << " pieces differ from llama.cpp:" << report.str());
+  CHECK(n_mismatch == 0);
+}
+
+void require_valid_utf8(const std::vector<std::string>& texts) {
   const auto invalid = std::find_if(texts.begin(), texts.end(),
                                     [](const std::string& t) { return !tc::text::utf8_is_valid(t); });
   INFO("text " << (invalid - texts.begin()) << " is not valid UTF-8");
   REQUIRE(invalid == texts.end());
+}
 
+// Trains one vocab of `kind` and `size`, and compares our tokenizer with
+// llama.cpp's on it for each pre-tokenizer (BPE) on `texts`.
+void compare_with_llama(TokenizerKind kind, int32_t size, const std::vector<std::string>& texts) {
+  require_valid_utf8(texts);
   const Vocab base = tc::text::train_vocab(corpus(), {kind, size});
   REQUIRE(base.n_vocab() == size);
   const std::vector<std::string> pres = kind == TokenizerKind::Spm
@@ -160,85 +206,49 @@ void compare_with_llama(TokenizerKind kind, int32_t size, const std::vector<std:
   for (const auto& pre : pres) {
     Vocab vocab = base;
     if (kind == TokenizerKind::Bpe) vocab.pre = pre;
-    const std::string config = kind_name(kind) + " "s + std::to_string(size) + (pre.empty() ? "" : " pre=" + pre);
-    INFO("vocab " << config);
+    INFO("vocab " << kind_name(kind) << " " << size << (pre.empty() ? "" : " pre=" + pre));
     const auto path = dir / ((pre.empty() ? "spm"s : pre) + ".gguf");
     tc::oracle::write_vocab_only_gguf(vocab, path);
 
     const LlamaVocab ref(path);
-    // The loaded vocab must be ours: this catches a llama_model_params layout
-    // that no longer matches the pinned one (e.g. a vocab_only flag not set).
+    // The loaded vocab must be ours: this also catches a llama_model_params
+    // layout that no longer matches the pinned one.
     REQUIRE(ref.n_tokens() == vocab.n_vocab());
     REQUIRE(ref.type() == (kind == TokenizerKind::Spm ? 1 : 2));
     REQUIRE(ref.bos() == vocab.bos_id);
     REQUIRE(ref.eos() == vocab.eos_id);
     const auto ours = Tokenizer::create(vocab);
 
-    // Token ids in three modes: specials added or not, special texts parsed.
-    const EncodeOptions modes[] = {{true, false}, {false, false}, {true, true}};
-    size_t n_mismatch = 0;
-    std::ostringstream report;
-    for (const auto& text : texts) {
-      for (const auto& mode : modes) {
-        const auto want = ref.tokenize(text, mode.add_special, mode.parse_special);
-        const auto got = ours->encode(text, mode);
-        if (got == want) continue;
-        if (++n_mismatch > kShownMismatches) continue;
-        const size_t at = static_cast<size_t>(
-            std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
-        const size_t from = at > 4 ? at - 4 : 0;
-        report << "\n  text \"" << escape(text) << "\" add_special=" << mode.add_special
-               << " parse_special=" << mode.parse_special << ", first difference at id index " << at
-               << "\n    llama.cpp: " << show_ids(vocab, want, from, from + 24)
-               << "\n    ours:      " << show_ids(vocab, got, from, from + 24);
-      }
-    }
-    INFO(n_mismatch << " of " << texts.size() * 3 << " encodings differ from llama.cpp:" << report.str());
-    CHECK(n_mismatch == 0);
-
-    // The piece of every token id, with special rendering off and on.
-    size_t n_piece_mismatch = 0;
-    std::ostringstream piece_report;
-    for (TokenId id = 0; id < vocab.n_vocab(); ++id) {
-      for (const bool special : {false, true}) {
-        const std::string want = ref.token_to_piece(id, special);
-        const std::string got = ours->token_to_piece(id, special);
-        if (got == want || ++n_piece_mismatch > kShownMismatches) continue;
-        piece_report << "\n  id " << id << " \"" << escape(vocab.tokens[id]) << "\" special=" << special
-                     << ": llama.cpp \"" << escape(want) << "\", ours \"" << escape(got) << "\"";
-      }
-    }
-    INFO(n_piece_mismatch << " of " << vocab.n_vocab() * 2 << " pieces differ from llama.cpp:"
-                          << piece_report.str());
-    CHECK(n_piece_mismatch == 0);
+    check_encodings(ref, *ours, texts);
+    check_pieces(ref, *ours);
   }
 }
 
 }  // namespace
 
-TEST_CASE("SPM tokenizer matches llama.cpp, 4096 tokens", "[oracle][text][llama]") {
+TEST_CASE("SPM tokenizer matches llama.cpp with 4096 tokens", "[oracle][text][llama]") {
   TC_LLAMA_ORACLE_REQUIRE_OR_SKIP();
   compare_with_llama(TokenizerKind::Spm, 4096, oracle_texts(kDefaultRandomTexts, 10, 7));
 }
 
-TEST_CASE("SPM tokenizer matches llama.cpp, 32000 tokens", "[oracle][text][llama]") {
+TEST_CASE("SPM tokenizer matches llama.cpp with 32000 tokens", "[oracle][text][llama]") {
   TC_LLAMA_ORACLE_REQUIRE_OR_SKIP();
   compare_with_llama(TokenizerKind::Spm, 32000, oracle_texts(kDefaultRandomTexts, 10, 7));
 }
 
-TEST_CASE("BPE tokenizer matches llama.cpp for each pre-tokenizer, 4096 tokens", "[oracle][text][llama]") {
+TEST_CASE("BPE tokenizer matches llama.cpp for each pre-tokenizer with 4096 tokens", "[oracle][text][llama]") {
   TC_LLAMA_ORACLE_REQUIRE_OR_SKIP();
   compare_with_llama(TokenizerKind::Bpe, 4096, oracle_texts(kDefaultRandomTexts, 10, 7));
 }
 
-TEST_CASE("BPE tokenizer matches llama.cpp for each pre-tokenizer, 32000 tokens", "[oracle][text][llama]") {
+TEST_CASE("BPE tokenizer matches llama.cpp for each pre-tokenizer with 32000 tokens", "[oracle][text][llama]") {
   TC_LLAMA_ORACLE_REQUIRE_OR_SKIP();
   compare_with_llama(TokenizerKind::Bpe, 32000, oracle_texts(kDefaultRandomTexts, 10, 7));
 }
 
 // A bigger sweep: many more and longer random texts, other seeds, and the
 // whole corpus as one text.
-TEST_CASE("tokenizers match llama.cpp, large random sweep", "[oracle][text][llama][.slow]") {
+TEST_CASE("tokenizers match llama.cpp on a large random sweep", "[oracle][text][llama][.slow]") {
   TC_LLAMA_ORACLE_REQUIRE_OR_SKIP();
   auto texts = oracle_texts(kSlowRandomTexts, 40, 20240517);
   texts.push_back(corpus());
