@@ -51,7 +51,7 @@ if [ "$want_npm" -eq 1 ]; then
     echo "setup: installing the llama.cpp oracle (npm @node-llama-cpp/linux-x64@3.22.1) into .deps/npm"
     mkdir -p .deps/npm
     [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
-    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund \
+    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
          @node-llama-cpp/linux-x64@3.22.1; then
       echo "setup: warning: npm install failed; oracle tests will be skipped" >&2
     fi
