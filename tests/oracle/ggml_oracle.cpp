@@ -2,8 +2,6 @@
 // reference GGUF file written with llama.cpp's own writer.
 #include "tests/oracle/ggml_oracle.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -11,6 +9,7 @@
 #include <variant>
 
 #include "kernels/check.h"
+#include "tests/oracle/shared_library.h"
 #include "tests/test_util.h"
 
 namespace tc::oracle {
@@ -26,35 +25,16 @@ struct Loaded {
   std::string reason;
 };
 
-template <typename Fn>
-bool resolve(void* handle, const char* name, Fn& slot, std::string& missing) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    missing += missing.empty() ? name : std::string(", ") + name;
-    return false;
-  }
-  slot = reinterpret_cast<Fn>(sym);
-  return true;
-}
 
 Loaded load() {
   Loaded out;
   const auto path = ggml_library_path();
-  if (!std::filesystem::exists(path)) {
-    out.reason = "no library at " + path.string() +
-                 " (run scripts/setup.sh, or point THERMOCLINE_GGML_LIB at libggml-base.so)";
-    return out;
-  }
   // Never closed: the functions stay valid for the life of the process.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* err = dlerror();
-    out.reason = "dlopen(" + path.string() + ") failed: " + (err ? err : "unknown error");
-    return out;
-  }
+  void* handle = open_shared_library(path, "THERMOCLINE_GGML_LIB", out.reason);
+  if (handle == nullptr) return out;
   std::string missing;
   GgmlApi& a = out.api;
-#define TC_RESOLVE(name) resolve(handle, #name, a.name, missing)
+#define TC_RESOLVE(name) resolve_symbol(handle, #name, a.name, missing)
   TC_RESOLVE(ggml_quantize_chunk);
   TC_RESOLVE(dequantize_row_q8_0);
   TC_RESOLVE(dequantize_row_q4_0);

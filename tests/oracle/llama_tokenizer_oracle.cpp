@@ -3,8 +3,6 @@
 // llama.cpp repo ggml-org/llama.cpp, release "v0.5.0"; libllama.v0.5.0.so).
 #include "tests/oracle/llama_tokenizer_oracle.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -14,6 +12,7 @@
 #include <utility>
 
 #include "engine/gguf/gguf_writer.h"
+#include "tests/oracle/shared_library.h"
 #include "tests/test_util.h"
 
 namespace tc::oracle {
@@ -95,15 +94,6 @@ void capture_log(int level, const char* text, void*) {
   if (tail.size() > kKeep) tail.erase(0, tail.size() - kKeep);
 }
 
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn& slot, std::string& missing) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    missing += missing.empty() ? name : std::string(", ") + name;
-    return;
-  }
-  slot = reinterpret_cast<Fn>(sym);
-}
 
 // Empty when the defaults match the pinned layout, else what differs.
 std::string check_params_layout(const LlamaApi& api, ModelParams& out) {
@@ -135,21 +125,12 @@ std::string check_params_layout(const LlamaApi& api, ModelParams& out) {
 Loaded load() {
   Loaded out;
   const auto path = llama_library_path();
-  if (!std::filesystem::exists(path)) {
-    out.reason = "no library at " + path.string() +
-                 " (run scripts/setup.sh, or point THERMOCLINE_LLAMA_LIB at libllama.v0.5.0.so)";
-    return out;
-  }
   // Never closed: the functions stay valid for the life of the process.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* err = dlerror();
-    out.reason = "dlopen(" + path.string() + ") failed: " + (err ? err : "unknown error");
-    return out;
-  }
+  void* handle = open_shared_library(path, "THERMOCLINE_LLAMA_LIB", out.reason);
+  if (handle == nullptr) return out;
   std::string missing;
   LlamaApi& a = out.api;
-#define TC_RESOLVE(name) resolve(handle, #name, a.name, missing)
+#define TC_RESOLVE(name) resolve_symbol(handle, #name, a.name, missing)
   TC_RESOLVE(llama_model_default_params);
   TC_RESOLVE(llama_model_load_from_file);
   TC_RESOLVE(llama_model_free);
