@@ -9,6 +9,8 @@ namespace tc::cli {
 void register_serve(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
+void register_generate(CLI::App& app);
+void register_bench(CLI::App& app);
 
 // Runs the parsed subcommand; returns the process exit status. Throws on
 // errors (ModelLoadError, ConfigError, invalid_argument, ...).

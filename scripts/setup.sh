@@ -36,9 +36,20 @@ else
   echo "setup: Debian packages already installed"
 fi
 
-# llama.cpp's own libggml (prebuilt CPU build shipped by node-llama-cpp) is
-# the oracle that writes and reads GGUF files in tests/oracle. Optional: the
-# tests that need it skip with a message when it is absent.
+# llama.cpp as an oracle and a benchmark baseline, from npm into .deps/npm:
+# node-llama-cpp 3.22.1 with its prebuilt llama.cpp CPU build
+# @node-llama-cpp/linux-x64 3.22.1 (libllama, libggml*), which tests/oracle
+# dlopens and bench/ runs. Installed with --omit=optional (node-llama-cpp's
+# other platform binaries are optional dependencies) and --ignore-scripts (its
+# postinstall would look for a build); at run time bench/llamacpp/run.mjs asks
+# for the prebuilt CPU binary with build "never" and skipDownload, so nothing
+# is downloaded or compiled. Optional: the tests that need it skip with a
+# message when it is absent.
+nlc_version=3.22.1
+npm_installed_version() {  # prints the installed version of package $1, if any
+  node -e 'try { process.stdout.write(require(process.argv[1]).version) } catch (e) {}' \
+    "$PWD/.deps/npm/node_modules/$1/package.json" 2>/dev/null || true
+}
 if [ "$want_npm" -eq 1 ]; then
   if ! command -v npm >/dev/null 2>&1; then
     echo "setup: installing nodejs and npm"
@@ -46,17 +57,20 @@ if [ "$want_npm" -eq 1 ]; then
     $SUDO apt-get update -q
     $SUDO apt-get install -y -q --no-install-recommends nodejs npm
   fi
-  oracle_lib=.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so
-  if [ ! -f "$oracle_lib" ]; then
-    echo "setup: installing the llama.cpp oracle (npm @node-llama-cpp/linux-x64@3.22.1) into .deps/npm"
+  oracle_lib=.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.5.0.so
+  if [ -f "$oracle_lib" ] &&
+     [ "$(npm_installed_version node-llama-cpp)" = "$nlc_version" ] &&
+     [ "$(npm_installed_version @node-llama-cpp/linux-x64)" = "$nlc_version" ]; then
+    echo "setup: llama.cpp oracle (node-llama-cpp $nlc_version) already installed"
+  else
+    echo "setup: installing the llama.cpp oracle (npm node-llama-cpp@$nlc_version," \
+         "@node-llama-cpp/linux-x64@$nlc_version) into .deps/npm"
     mkdir -p .deps/npm
     [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
     if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
-         @node-llama-cpp/linux-x64@3.22.1; then
+         "node-llama-cpp@$nlc_version" "@node-llama-cpp/linux-x64@$nlc_version"; then
       echo "setup: warning: npm install failed; oracle tests will be skipped" >&2
     fi
-  else
-    echo "setup: llama.cpp oracle already installed"
   fi
 fi
 echo "setup: done"

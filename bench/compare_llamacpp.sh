@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Thermocline against llama.cpp on the same files, the same thread count, in
+# one run: prompt (pp) and decode (tg) tokens/s as mean ± sd over R runs
+# after a warm-up, decode bandwidth (weight bytes read per token x tokens/s)
+# against the machine's read bandwidth (bench/membw, when built), and the
+# peak RSS of each side during the tg test. Prints markdown tables.
+#
+# llama.cpp is the prebuilt CPU build of npm @node-llama-cpp/linux-x64 3.22.1
+# (scripts/setup.sh), driven by bench/llamacpp_bench.cpp: libllama called
+# directly, llama-bench's method (tools/llama-bench of the same release), no
+# JavaScript in the timed loop. `--runner node` uses bench/llamacpp/run.mjs
+# (node-llama-cpp's API) instead, as a cross-check.
+#
+# Models from `thermocline make-model` (seed 1), made once into MODEL_DIR and
+# reused: "1b" (n_embd 2048, 16 layers, n_ff 5504, 32 heads, 8 KV heads,
+# vocab 32000) and "7b-layers" (n_embd 4096, 4 layers, n_ff 11008, 32 heads,
+# 32 KV heads, vocab 32000), each in every type asked for.
+#
+#   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN]
+#                             [--models 1b,7b-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--flash-attn off|on|auto]
+#   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
+#   A quick check: bench/compare_llamacpp.sh -r 2 -p 64 -n 16 --models 1b --types q4_0
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+build=build
+model_dir=
+threads=2
+reps=5
+n_prompt=512
+n_gen=128
+models=1b,7b-layers
+types=f16,q8_0,q4_0
+runner=cpp
+flash_attn=off
+usage() { sed -n '/^#   bench/,/^#   A quick/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -b) build=$2; shift 2 ;;
+    -m) model_dir=$2; shift 2 ;;
+    -t) threads=$2; shift 2 ;;
+    -r) reps=$2; shift 2 ;;
+    -p) n_prompt=$2; shift 2 ;;
+    -n) n_gen=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --types) types=$2; shift 2 ;;
+    --runner) runner=$2; shift 2 ;;
+    --flash-attn) flash_attn=$2; shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "compare_llamacpp.sh: unknown option $1" >&2; usage ;;
+  esac
+done
+[ -n "$model_dir" ] || model_dir=$build/bench-models
+case "$runner" in cpp|node) ;; *) echo "--runner is cpp or node" >&2; exit 2 ;; esac
+
+thermocline=$build/cli/thermocline
+[ -x "$thermocline" ] || { echo "no $thermocline: build it first (cmake --build $build --target thermocline)" >&2; exit 1; }
+command -v node >/dev/null || { echo "node is needed (scripts/setup.sh installs it)" >&2; exit 1; }
+lib=${THERMOCLINE_LLAMA_LIB:-$repo/.deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.5.0.so}
+[ -f "$lib" ] || { echo "no llama.cpp library at $lib: run scripts/setup.sh" >&2; exit 1; }
+time_cmd=()
+if /usr/bin/time -v true >/dev/null 2>&1; then time_cmd=(/usr/bin/time -v); fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The llama.cpp runner: built beside the others unless bench/CMakeLists.txt already did.
+runner_bin=$build/bench/llamacpp_bench
+if [ "$runner" = cpp ]; then
+  src=bench/llamacpp_bench.cpp hdr=tests/oracle/llama_context_oracle.h
+  if [ ! -x "$runner_bin" ] || [ "$src" -nt "$runner_bin" ] || [ "$hdr" -nt "$runner_bin" ]; then
+    mkdir -p "$build/bench"
+    echo "building $runner_bin" >&2
+    ${CXX:-c++} -std=c++20 -O2 -Wall -Wextra -I"$repo" -DTHERMOCLINE_SOURCE_DIR="\"$repo\"" "$src" -ldl -o "$runner_bin"
+  fi
+fi
+
+# --- models -----------------------------------------------------------------
+mkdir -p "$model_dir"
+model_args() {
+  case "$1" in
+    1b) echo "--n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
+    7b-layers) echo "--n-embd 4096 --n-layer 4 --n-ff 11008 --n-head 32 --n-head-kv 32 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 7b-layers)" >&2; exit 2 ;;
+  esac
+}
+IFS=, read -r -a model_list <<< "$models"
+IFS=, read -r -a type_list <<< "$types"
+for m in "${model_list[@]}"; do
+  for t in "${type_list[@]}"; do
+    f=$model_dir/$m-$t.gguf
+    if [ ! -s "$f" ]; then
+      echo "making $f" >&2
+      # shellcheck disable=SC2046
+      "$thermocline" make-model -o "$f.tmp" $(model_args "$m") --type "$t" --seed 1 -t "$(nproc)" >/dev/null 2>&1
+      mv "$f.tmp" "$f"
+    fi
+  done
+done
+
+# --- memory bandwidth -------------------------------------------------------
+membw_gbs=
+if [ -x "$build/bench/membw" ]; then
+  echo "running $build/bench/membw -t $threads" >&2
+  "$build/bench/membw" -t "$threads" > "$work/membw.txt"
+  membw_gbs=$(awk -F'|' '$2 ~ /read/ { gsub(/ /, "", $5); print $5 }' "$work/membw.txt")
+fi
+
+# --- runs -------------------------------------------------------------------
+# run NAME CMD...: stdout to $work/NAME.json, /usr/bin/time's report to $work/NAME.time.
+run() {
+  local name=$1; shift
+  if [ ${#time_cmd[@]} -gt 0 ]; then
+    "${time_cmd[@]}" -o "$work/$name.time" "$@" > "$work/$name.json" 2> "$work/$name.err" ||
+      { cat "$work/$name.err" >&2; exit 1; }
+  else
+    "$@" > "$work/$name.json" 2> "$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
+    : > "$work/$name.time"
+  fi
+}
+llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN
+  if [ "$runner" = cpp ]; then
+    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
+  else
+    run "$1" node bench/llamacpp/run.mjs bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads"
+  fi
+}
+ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN
+  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads" -o json
+}
+
+list=
+for m in "${model_list[@]}"; do
+  for t in "${type_list[@]}"; do
+    f=$model_dir/$m-$t.gguf
+    key=$m-$t
+    "$thermocline" inspect "$f" --json > "$work/$key.inspect.json"
+    # pp and tg as separate processes, so that each peak RSS belongs to one test;
+    # llama.cpp first, then Thermocline, on the same warm page cache.
+    for side in llama ours; do
+      if [ "$n_prompt" -gt 0 ]; then
+        echo "$key: $side pp$n_prompt" >&2
+        "${side}_run" "$key.$side.pp" "$f" "$n_prompt" 0
+      fi
+      if [ "$n_gen" -gt 0 ]; then
+        echo "$key: $side tg$n_gen" >&2
+        "${side}_run" "$key.$side.tg" "$f" 0 "$n_gen"
+      fi
+    done
+    list="$list $m:$t"
+  done
+done
+grep -h "loaded CPU backend" "$work"/*.llama.*.err 2>/dev/null | head -1 | sed 's/^/llama.cpp: /' >&2 || true
+
+# --- tables -----------------------------------------------------------------
+WORK=$work LIST=$list MEMBW=$membw_gbs THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen RUNNER=$runner \
+FA=$flash_attn node - <<'EOF'
+const fs = require("fs");
+const env = process.env;
+const w = (n) => `${env.WORK}/${n}`;
+const read = (n) => (fs.existsSync(w(n)) ? fs.readFileSync(w(n), "utf8") : "");
+const json = (n) => { const t = read(n); return t.trim() ? JSON.parse(t) : []; };
+const rssKiB = (n) => { const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(read(n)); return m ? Number(m[1]) : null; };
+const fmt = (r) => (r ? `${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)}` : "-");
+const gib = (b) => (b / 2 ** 30).toFixed(2) + " GiB";
+const speed = [
+  "| model | type | test | llama.cpp t/s | thermocline t/s | ratio |",
+  "| --- | --- | --- | ---: | ---: | ---: |"];
+const memory = [
+  "| model | type | weights read / token | llama.cpp decode GB/s | thermocline decode GB/s | thermocline % of read bw | thermocline peak RSS (tg) | file + KV | llama.cpp peak RSS (tg) |",
+  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
+for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
+  const [model, type] = item.split(":");
+  const key = `${model}-${type}`;
+  const info = JSON.parse(read(`${key}.inspect.json`));
+  // Decode reads every weight once per token, except the token embedding
+  // (one row), unless the output head reuses it (tied embeddings).
+  const tensors = info.tensors;
+  const tied = !tensors.some((t) => t.name === "output.weight");
+  const emb = tensors.find((t) => t.name === "token_embd.weight");
+  const perToken = tensors.reduce((s, t) => s + t.bytes, 0) - (tied ? 0 : emb.bytes - emb.bytes / emb.shape[1]);
+  const meta = (k) => info.metadata[k]?.value;
+  const nLayer = meta("llama.block_count"), nEmbd = meta("llama.embedding_length");
+  const nKv = nEmbd / meta("llama.attention.head_count") * (meta("llama.attention.head_count_kv") ?? meta("llama.attention.head_count"));
+  const kvBytes = 2 * nLayer * (Number(env.NG) + 1) * nKv * 2;  // f16 K and V for the tg test's cache
+  for (const test of ["pp", "tg"]) {
+    const ours = json(`${key}.ours.${test}.json`)[0];
+    const llama = json(`${key}.llama.${test}.json`)[0];
+    if (!ours && !llama) continue;
+    const ratio = ours && llama ? (ours.avg_ts / llama.avg_ts).toFixed(2) + "x" : "-";
+    speed.push(`| ${model} | ${type} | ${(ours ?? llama).test} | ${fmt(llama)} | ${fmt(ours)} | ${ratio} |`);
+  }
+  const tgOurs = json(`${key}.ours.tg.json`)[0], tgLlama = json(`${key}.llama.tg.json`)[0];
+  if (tgOurs || tgLlama) {
+    const bw = (r) => (r ? (perToken * r.avg_ts / 1e9).toFixed(1) : "-");
+    const pct = tgOurs && env.MEMBW ? (100 * perToken * tgOurs.avg_ts / 1e9 / Number(env.MEMBW)).toFixed(0) + "%" : "-";
+    const rss = (n) => { const k = rssKiB(n); return k == null ? "-" : gib(k * 1024); };
+    memory.push(`| ${model} | ${type} | ${gib(perToken)} | ${bw(tgLlama)} | ${bw(tgOurs)} | ${pct} | ` +
+      `${rss(`${key}.ours.tg.time`)} | ${gib(info.file_size + kvBytes)} | ${rss(`${key}.llama.tg.time`)} |`);
+  }
+}
+const runner = env.RUNNER === "cpp"
+  ? `bench/llamacpp_bench (libllama of @node-llama-cpp/linux-x64 3.22.1, flash-attn ${env.FA})`
+  : "bench/llamacpp/run.mjs (node-llama-cpp 3.22.1)";
+console.log(`${env.THREADS} threads, ${env.REPS} runs after a warm-up, mean ± sd; llama.cpp: ${runner}.\n`);
+console.log(speed.join("\n"));
+console.log("");
+console.log(`Decode bandwidth = weight bytes read per token x tg tokens/s; machine read bandwidth ${env.MEMBW ? env.MEMBW + " GB/s (bench/membw, " + env.THREADS + " threads)" : "not measured (bench/membw not built)"}.\n`);
+console.log(memory.join("\n"));
+EOF

@@ -1,0 +1,77 @@
+// `thermocline bench -m FILE -p 512 -n 128 -t T -r 5 [-o md|json]`: prompt
+// (pp) and decode (tg) tokens/s as mean ± sd over repetitions, like
+// llama-bench.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/runners.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/generation.h"
+#include "kernels/backend.h"
+
+namespace tc::cli {
+namespace {
+
+std::string weight_type_summary(const model::LoadedModel& m) {
+  return std::string(kernels::dtype_name(m.file.tensor("blk.0.ffn_gate.weight").dtype));
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  struct Options {
+    std::string model;
+    int threads = 0;
+    std::string output = "md";
+    runtime::BenchOptions bench;
+  };
+  auto o = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("bench", "Measure prompt and decode speed (llama-bench style)");
+  sub->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  sub->add_option("-p,--n-prompt", o->bench.n_prompt, "Prompt tokens for the pp test (0: skip)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-n,--n-gen", o->bench.n_gen, "Tokens for the tg test (0: skip)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-b,--batch-size", o->bench.n_batch, "Prompt tokens per prefill step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
+  sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
+  runners()["bench"] = [o] {
+    const auto loaded = model::load_model(o->model);
+    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
+    model::LlamaModel llama(*loaded, *backend);
+    runtime::KvCache kv(*backend, loaded->spec, 1, std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1);
+    const auto series = runtime::run_bench(llama, kv, o->bench);
+    const std::string model_name = std::filesystem::path(o->model).filename().string();
+    if (o->output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& s : series) {
+        j.push_back({{"model", model_name},
+                     {"type", weight_type_summary(*loaded)},
+                     {"backend", backend->name()},
+                     {"threads", backend->n_threads()},
+                     {"test", s.test},
+                     {"avg_ts", s.mean()},
+                     {"stddev_ts", s.stddev()},
+                     {"samples_ts", s.tokens_per_second}});
+      }
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::printf("| model | type | backend | threads | test | t/s |\n| --- | --- | --- | ---: | ---: | ---: |\n");
+      for (const auto& s : series) {
+        std::printf("| %s | %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(),
+                    weight_type_summary(*loaded).c_str(), backend->name().c_str(), backend->n_threads(),
+                    s.test.c_str(), s.mean(), s.stddev());
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace tc::cli

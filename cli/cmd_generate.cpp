@@ -1,0 +1,71 @@
+// `thermocline generate -m FILE -p TEXT -n N [sampling flags]`: streams the
+// continuation to stdout, then prompt and decode speed to stderr.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/runners.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/generation.h"
+#include "kernels/backend.h"
+
+namespace tc::cli {
+
+void register_generate(CLI::App& app) {
+  struct Options {
+    std::string model;
+    std::string prompt;
+    int threads = 0;
+    int64_t n_ctx = 0;
+    runtime::GenerateOptions gen;
+  };
+  auto o = std::make_shared<Options>();
+  auto* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
+  sub->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  sub->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
+  sub->add_option("-n,--n-predict", o->gen.n_predict, "Tokens to generate")->check(CLI::Range(0, 1 << 20));
+  sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  sub->add_option("-c,--ctx-size", o->n_ctx, "Context size (default: prompt + n-predict, at most the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  sub->add_option("-b,--batch-size", o->gen.n_batch, "Prompt tokens per prefill step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  auto& s = o->gen.sampling;
+  sub->add_option("--temp", s.temperature, "Temperature (0: greedy)");
+  sub->add_option("--top-k", s.top_k, "Top-k (0: off)");
+  sub->add_option("--top-p", s.top_p, "Top-p (1: off)");
+  sub->add_option("--min-p", s.min_p, "Min-p (0: off)");
+  sub->add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)");
+  sub->add_option("--repeat-last-n", s.repeat_last_n, "Repetition penalty window");
+  sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");
+  sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
+  sub->add_option("-s,--seed", s.seed, "Sampling seed");
+  sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
+  runners()["generate"] = [o] {
+    const auto loaded = model::load_model(o->model);
+    if (const std::string err = runtime::validate(o->gen.sampling, static_cast<int32_t>(loaded->spec.n_vocab));
+        !err.empty()) {
+      throw std::invalid_argument(err);
+    }
+    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
+    model::LlamaModel llama(*loaded, *backend);
+    const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
+    const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx
+                                       : std::min(loaded->spec.n_ctx_train, prompt_estimate + o->gen.n_predict);
+    runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);
+    std::fprintf(stderr, "model %s, %s, context %lld\n", o->model.c_str(), backend->name().c_str(),
+                 static_cast<long long>(n_ctx));
+    std::cout << o->prompt << std::flush;
+    const auto stats = runtime::generate(llama, kv, *loaded->tokenizer, o->prompt, o->gen,
+                                         [](std::string_view piece) { std::cout << piece << std::flush; });
+    std::cout << "\n";
+    std::fprintf(stderr, "prompt: %lld tokens, %.2f tokens/s | decode: %lld tokens, %.2f tokens/s | stop: %s\n",
+                 static_cast<long long>(stats.n_prompt), stats.prompt_tokens_per_second(),
+                 static_cast<long long>(stats.n_generated), stats.decode_tokens_per_second(),
+                 std::string(runtime::stop_reason_name(stats.stop)).c_str());
+    return 0;
+  };
+}
+
+}  // namespace tc::cli

@@ -1,0 +1,152 @@
+// The llama forward pass: embeddings, then per layer
+//   x += attn_output(attention(rope(q), rope(k), v))   on rms_norm(x)
+//   x += ffn_down(act(ffn_gate, ffn_up))                on rms_norm(x)
+// then the final norm and the output head on the rows that need logits.
+#include "engine/model/llama_model.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tc::model {
+namespace {
+
+kernels::Activation activation_for(FfnForm form) {
+  switch (form) {
+    case FfnForm::SwiGLU: return kernels::Activation::SwiGLU;
+    case FfnForm::ReGLU: return kernels::Activation::ReGLU;
+    case FfnForm::DReLU: return kernels::Activation::DReLU;
+  }
+  return kernels::Activation::SwiGLU;
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend)
+    : spec_(model.spec),
+      weights_(map_llama_weights(model.file, model.spec)),
+      backend_(backend),
+      activation_(activation_for(model.spec.ffn_form)),
+      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {}
+
+void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
+  auto f32 = [this](int64_t n) { return backend_.allocate(static_cast<size_t>(n) * sizeof(float)); };
+  if (n_tokens > capacity_tokens_) {
+    const int64_t t = std::max(n_tokens, capacity_tokens_ * 2);
+    x_ = f32(t * spec_.n_embd);
+    cur_ = f32(t * spec_.n_embd);
+    q_ = f32(t * spec_.n_embd);
+    k_ = f32(t * spec_.n_embd_kv());
+    v_ = f32(t * spec_.n_embd_kv());
+    ffn_gate_ = f32(t * spec_.n_ff);
+    ffn_up_ = f32(t * spec_.n_ff);
+    tmp_ = f32(t * spec_.n_embd);
+    ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
+    positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
+    capacity_tokens_ = t;
+  }
+  if (n_logit_rows > capacity_logit_rows_) {
+    const int64_t r = std::max(n_logit_rows, capacity_logit_rows_ * 2);
+    head_in_ = f32(r * spec_.n_embd);
+    capacity_logit_rows_ = r;
+  }
+}
+
+StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime::KvCache& kv,
+                               std::vector<float>& logits) {
+  int64_t n_tokens = 0;
+  int64_t n_logit_rows = 0;
+  for (const auto& s : sequences) {
+    if (kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()) > kv.n_ctx()) return StepStatus::ContextFull;
+    for (const text::TokenId id : s.tokens) {
+      if (id < 0 || id >= spec_.n_vocab) return StepStatus::InvalidToken;
+    }
+    n_tokens += static_cast<int64_t>(s.tokens.size());
+    n_logit_rows += s.tokens.empty() ? 0 : (s.all_logits ? static_cast<int64_t>(s.tokens.size()) : 1);
+  }
+  logits.resize(static_cast<size_t>(n_logit_rows * spec_.n_vocab));
+  if (n_tokens == 0) return StepStatus::Ok;
+  reserve(n_tokens, n_logit_rows);
+
+  auto* ids = ids_.as<int32_t>();
+  auto* positions = positions_.as<int32_t>();
+  int64_t t = 0;
+  for (const auto& s : sequences) {
+    const int64_t start = kv.n_used(s.slot);
+    for (size_t i = 0; i < s.tokens.size(); ++i, ++t) {
+      ids[t] = s.tokens[i];
+      positions[t] = static_cast<int32_t>(start + static_cast<int64_t>(i));
+    }
+  }
+
+  backend_.get_rows(weights_.token_embd, ids, n_tokens, x_.as<float>());
+  for (int64_t l = 0; l < spec_.n_layer; ++l) {
+    run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
+  }
+  for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
+
+  // Gather the rows that need logits, then norm and project only those.
+  const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
+  int64_t row = 0;
+  t = 0;
+  for (const auto& s : sequences) {
+    const auto n = static_cast<int64_t>(s.tokens.size());
+    const int64_t first = s.all_logits ? t : t + n - 1;
+    for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
+      std::memcpy(head_in_.as<float>() + row * spec_.n_embd, x_.as<float>() + i * spec_.n_embd, row_bytes);
+    }
+    t += n;
+  }
+  backend_.rms_norm(head_in_.as<float>(), static_cast<const float*>(weights_.output_norm.data), n_logit_rows,
+                    spec_.n_embd, static_cast<float>(spec_.rms_eps), head_in_.as<float>());
+  backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
+  backend_.synchronize();
+  return StepStatus::Ok;
+}
+
+void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
+                           runtime::KvCache& kv, int64_t n_tokens) {
+  const int64_t n_embd = spec_.n_embd;
+  const int64_t n_embd_kv = spec_.n_embd_kv();
+  const float eps = static_cast<float>(spec_.rms_eps);
+  float* x = x_.as<float>();
+  float* cur = cur_.as<float>();
+  float* q = q_.as<float>();
+  float* k = k_.as<float>();
+  float* v = v_.as<float>();
+  float* tmp = tmp_.as<float>();
+  const int32_t* positions = positions_.as<int32_t>();
+
+  // Attention block.
+  backend_.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
+  backend_.matmul(w.attn_q, cur, n_tokens, q);
+  backend_.matmul(w.attn_k, cur, n_tokens, k);
+  backend_.matmul(w.attn_v, cur, n_tokens, v);
+  backend_.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope_);
+  backend_.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope_);
+  int64_t t = 0;
+  for (const auto& s : sequences) {
+    const auto n = static_cast<int64_t>(s.tokens.size());
+    const int64_t start = kv.n_used(s.slot);
+    uint16_t* k_cache = kv.k(s.slot, layer);
+    uint16_t* v_cache = kv.v(s.slot, layer);
+    backend_.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
+    backend_.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
+    backend_.attention(q + t * n_embd, k_cache, v_cache, n, start + n, spec_.n_head, spec_.n_head_kv,
+                       spec_.head_dim, positions + t, cur + t * n_embd);
+    t += n;
+  }
+  backend_.matmul(w.attn_output, cur, n_tokens, tmp);
+  backend_.add(x, tmp, n_tokens * n_embd);
+
+  // FFN block.
+  float* gate = ffn_gate_.as<float>();
+  float* up = ffn_up_.as<float>();
+  backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd, eps, cur);
+  backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
+  backend_.matmul(w.ffn_up, cur, n_tokens, up);
+  backend_.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
+  backend_.matmul(w.ffn_down, gate, n_tokens, tmp);
+  backend_.add(x, tmp, n_tokens * n_embd);
+}
+
+}  // namespace tc::model

@@ -1,0 +1,153 @@
+// generate() and run_bench().
+#include "engine/runtime/generation.h"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <span>
+#include <stdexcept>
+
+namespace tc::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Prefills `tokens` into `slot` in chunks; returns the last token's logits.
+model::StepStatus prefill(model::LlamaModel& model, KvCache& kv, int slot, std::span<const text::TokenId> tokens,
+                          int64_t n_batch, std::vector<float>& logits) {
+  for (size_t begin = 0; begin < tokens.size(); begin += static_cast<size_t>(n_batch)) {
+    const size_t n = std::min(tokens.size() - begin, static_cast<size_t>(n_batch));
+    const model::StepSequence step{slot, tokens.subspan(begin, n), false};
+    const auto status = model.forward({&step, 1}, kv, logits);
+    if (status != model::StepStatus::Ok) return status;
+  }
+  return model::StepStatus::Ok;
+}
+
+}  // namespace
+
+std::string_view stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::Length: return "length";
+    case StopReason::EndOfSequence: return "eos";
+    case StopReason::ContextFull: return "context full";
+    case StopReason::NoCandidates: return "no candidates";
+  }
+  return "?";
+}
+
+GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Tokenizer& tokenizer,
+                         std::string_view prompt, const GenerateOptions& options,
+                         const std::function<void(std::string_view)>& on_text) {
+  GenerationStats stats;
+  const auto prompt_tokens = tokenizer.encode(prompt);
+  if (prompt_tokens.empty()) throw std::invalid_argument("the prompt is empty");
+  if (static_cast<int64_t>(prompt_tokens.size()) >= kv.n_ctx()) {
+    throw std::invalid_argument("the prompt has " + std::to_string(prompt_tokens.size()) +
+                                " tokens, the context holds " + std::to_string(kv.n_ctx()));
+  }
+  stats.n_prompt = static_cast<int64_t>(prompt_tokens.size());
+  kv.clear(0);
+  Sampler sampler(options.sampling, tokenizer.n_vocab());
+  sampler.accept_prompt(prompt_tokens);
+  text::StreamingDetokenizer detok(tokenizer, false, /*continuation=*/true);
+
+  std::vector<float> logits;
+  auto start = Clock::now();
+  prefill(model, kv, 0, prompt_tokens, options.n_batch, logits);
+  stats.prompt_seconds = seconds_since(start);
+
+  start = Clock::now();
+  const text::TokenId eos = tokenizer.vocab().eos_id;
+  while (stats.n_generated < options.n_predict) {
+    const auto result = sampler.sample(logits);
+    if (result.status != SampleStatus::Ok) {
+      stats.stop = StopReason::NoCandidates;
+      break;
+    }
+    if (options.stop_at_eos && result.token == eos) {
+      stats.stop = StopReason::EndOfSequence;
+      break;
+    }
+    sampler.accept(result.token);
+    stats.tokens.push_back(result.token);
+    ++stats.n_generated;
+    const std::string piece = detok.push(result.token);
+    if (!piece.empty()) on_text(piece);
+    if (stats.n_generated == options.n_predict) break;
+    const model::StepSequence step{0, std::span(&result.token, 1), false};
+    if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
+      stats.stop = StopReason::ContextFull;
+      break;
+    }
+  }
+  stats.decode_seconds = seconds_since(start);
+  const std::string rest = detok.flush();
+  if (!rest.empty()) on_text(rest);
+  return stats;
+}
+
+double BenchSeries::mean() const {
+  if (tokens_per_second.empty()) return 0;
+  return std::accumulate(tokens_per_second.begin(), tokens_per_second.end(), 0.0) /
+         static_cast<double>(tokens_per_second.size());
+}
+
+double BenchSeries::stddev() const {
+  if (tokens_per_second.size() < 2) return 0;
+  const double m = mean();
+  double ss = 0;
+  for (double v : tokens_per_second) ss += (v - m) * (v - m);
+  return std::sqrt(ss / static_cast<double>(tokens_per_second.size() - 1));
+}
+
+std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const BenchOptions& options) {
+  std::mt19937_64 rng(options.seed);
+  const auto n_vocab = static_cast<uint64_t>(model.spec().n_vocab);
+  auto random_tokens = [&](int64_t n) {
+    std::vector<text::TokenId> t(static_cast<size_t>(n));
+    for (auto& id : t) id = static_cast<text::TokenId>(rng() % n_vocab);
+    return t;
+  };
+  std::vector<float> logits;
+  std::vector<BenchSeries> out;
+
+  if (options.n_prompt > 0) {
+    BenchSeries s{"pp" + std::to_string(options.n_prompt), {}};
+    const auto tokens = random_tokens(options.n_prompt);
+    for (int r = -1; r < options.repetitions; ++r) {  // r = -1: warm-up
+      kv.clear(0);
+      const auto start = Clock::now();
+      if (prefill(model, kv, 0, tokens, options.n_batch, logits) != model::StepStatus::Ok) {
+        throw std::invalid_argument("pp test does not fit the context");
+      }
+      if (r >= 0) s.tokens_per_second.push_back(static_cast<double>(options.n_prompt) / seconds_since(start));
+    }
+    out.push_back(std::move(s));
+  }
+  if (options.n_gen > 0) {
+    BenchSeries s{"tg" + std::to_string(options.n_gen), {}};
+    const auto tokens = random_tokens(options.n_gen);
+    for (int r = -1; r < options.repetitions; ++r) {
+      kv.clear(0);
+      const auto start = Clock::now();
+      for (const auto& token : tokens) {
+        const model::StepSequence step{0, std::span(&token, 1), false};
+        if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
+          throw std::invalid_argument("tg test does not fit the context");
+        }
+      }
+      if (r >= 0) s.tokens_per_second.push_back(static_cast<double>(options.n_gen) / seconds_since(start));
+    }
+    out.push_back(std::move(s));
+  }
+  kv.clear(0);
+  return out;
+}
+
+}  // namespace tc::runtime

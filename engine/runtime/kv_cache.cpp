@@ -1,0 +1,40 @@
+// KvCache storage and bookkeeping.
+#include "engine/runtime/kv_cache.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/check.h"
+
+namespace tc::runtime {
+
+KvCache::KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx)
+    : n_slots_(n_slots), n_layer_(spec.n_layer), n_ctx_(n_ctx), n_embd_kv_(spec.n_embd_kv()),
+      used_(static_cast<size_t>(n_slots), 0) {
+  if (n_slots < 1) throw std::invalid_argument("KV cache needs at least one slot");
+  if (n_ctx < 1) throw std::invalid_argument("KV cache context must be positive");
+  const size_t values =
+      static_cast<size_t>(n_slots) * static_cast<size_t>(n_layer_) * 2 * static_cast<size_t>(n_ctx) *
+      static_cast<size_t>(n_embd_kv_);
+  buffer_ = backend.allocate(values * sizeof(uint16_t));
+}
+
+uint16_t* KvCache::base(int slot, int64_t layer, int which) const {
+  TC_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < n_layer_, "KV cache slot or layer out of range");
+  const size_t per_matrix = static_cast<size_t>(n_ctx_) * static_cast<size_t>(n_embd_kv_);
+  const size_t index = (static_cast<size_t>(slot) * static_cast<size_t>(n_layer_) + static_cast<size_t>(layer)) * 2 +
+                       static_cast<size_t>(which);
+  return buffer_.as<uint16_t>() + index * per_matrix;
+}
+
+int64_t KvCache::n_used(int slot) const {
+  TC_CHECK(slot >= 0 && slot < n_slots_, "KV cache slot out of range");
+  return used_[static_cast<size_t>(slot)];
+}
+
+void KvCache::set_used(int slot, int64_t n) {
+  TC_CHECK(slot >= 0 && slot < n_slots_ && n >= 0 && n <= n_ctx_, "KV cache slot or length out of range");
+  used_[static_cast<size_t>(slot)] = n;
+}
+
+}  // namespace tc::runtime

@@ -1,0 +1,44 @@
+// KvCache: the f16 keys and values of every layer for a fixed number of
+// sequence slots. Per-step state, owned by the engine thread.
+// Layout per (slot, layer): k and v each f16 [n_ctx, n_embd_kv], row p =
+// position p (heads contiguous inside a row).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/model_spec.h"
+#include "kernels/backend.h"
+
+namespace tc::runtime {
+
+class KvCache {
+ public:
+  // Allocates n_slots * n_layer * 2 * n_ctx * n_embd_kv f16 values on the backend.
+  KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx);
+
+  int n_slots() const { return n_slots_; }
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_embd_kv() const { return n_embd_kv_; }
+  size_t bytes() const { return buffer_.size(); }
+
+  uint16_t* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
+  uint16_t* v(int slot, int64_t layer) const { return base(slot, layer, 1); }
+
+  // Positions [0, n_used(slot)) hold valid entries.
+  int64_t n_used(int slot) const;
+  void set_used(int slot, int64_t n);
+  void clear(int slot) { set_used(slot, 0); }
+
+ private:
+  uint16_t* base(int slot, int64_t layer, int which) const;
+
+  int n_slots_;
+  int64_t n_layer_;
+  int64_t n_ctx_;
+  int64_t n_embd_kv_;
+  kernels::Buffer buffer_;
+  std::vector<int64_t> used_;
+};
+
+}  // namespace tc::runtime

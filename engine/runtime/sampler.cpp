@@ -1,0 +1,427 @@
+// The sampling chain of sampler.h: logits -> bias -> penalties -> filters ->
+// temperature -> draw, plus the temperature-1 log-probabilities it reports.
+#include "engine/runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "kernels/check.h"
+
+namespace tc::runtime {
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kBanBias = -100.0f;  // OpenAI: -100 bans the token
+// top-p sorts the candidates in growing chunks, starting here, so the usual
+// case (a few dozen tokens reach top_p) costs one partition and a tiny sort.
+constexpr size_t kFirstSortChunk = 64;
+// Up to this k, top-k keeps a bounded heap while scanning and sorts it;
+// beyond, it partitions (nth_element) and keeps the candidates in id order
+// unless top-p needs them sorted.
+constexpr size_t kTopKSortLimit = 256;
+// top-p without top-k bands the tokens by (max - logit) in steps of
+// 1/kTopPBucketsPerLogit; the last band takes everything further down.
+constexpr float kTopPBucketsPerLogit = 16.0f;
+constexpr double kTopPBoundSlack = 0.999;
+
+int top_p_bucket(float d) {
+  constexpr float kLast = static_cast<float>(Sampler::kTopPBuckets - 1);
+  const float x = d * kTopPBucketsPerLogit;
+  return x < kLast ? static_cast<int>(x) : Sampler::kTopPBuckets - 1;
+}
+
+// Within range, NaN rejected.
+bool in_closed(double x, double lo, double hi) { return x >= lo && x <= hi; }
+
+std::string fmt(double x) {
+  std::string s = std::to_string(x);
+  // to_string gives six decimals; trim the zeros so "2.000000" reads "2".
+  s.erase(s.find_last_not_of('0') + 1);
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Strict total order: higher logit first, then lower id. Makes every
+// partition and sort below give one answer on every standard library.
+struct Better {
+  template <typename C>
+  bool operator()(const C& a, const C& b) const {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
+};
+
+}  // namespace
+
+std::string validate(const SamplingParams& p, int32_t n_vocab) {
+  if (!in_closed(p.temperature, 0.0, 2.0)) return "temperature must be in [0, 2], got " + fmt(p.temperature);
+  if (p.top_k < 0) return "top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k);
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return "top_p must be in (0, 1], got " + fmt(p.top_p);
+  if (!in_closed(p.min_p, 0.0, 1.0)) return "min_p must be in [0, 1], got " + fmt(p.min_p);
+  if (!(p.repeat_penalty > 0.0f && std::isfinite(p.repeat_penalty))) {
+    return "repeat_penalty must be > 0 (1 = off), got " + fmt(p.repeat_penalty);
+  }
+  if (p.repeat_last_n < -1) {
+    return "repeat_last_n must be >= -1 (0 = off, -1 = whole history), got " + std::to_string(p.repeat_last_n);
+  }
+  if (!in_closed(p.presence_penalty, -2.0, 2.0)) {
+    return "presence_penalty must be in [-2, 2], got " + fmt(p.presence_penalty);
+  }
+  if (!in_closed(p.frequency_penalty, -2.0, 2.0)) {
+    return "frequency_penalty must be in [-2, 2], got " + fmt(p.frequency_penalty);
+  }
+  if (p.n_probs < 0 || p.n_probs > kMaxProbs) {
+    return "n_probs must be in [0, " + std::to_string(kMaxProbs) + "], got " + std::to_string(p.n_probs);
+  }
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token < 0 || (n_vocab > 0 && token >= n_vocab)) {
+      return "logit_bias token " + std::to_string(token) + " is out of range [0, " +
+             (n_vocab > 0 ? std::to_string(n_vocab) : std::string("n_vocab")) + ")";
+    }
+    if (!in_closed(bias, -100.0, 100.0)) {
+      return "logit_bias value for token " + std::to_string(token) + " must be in [-100, 100], got " + fmt(bias);
+    }
+  }
+  return {};
+}
+
+Sampler::Sampler(SamplingParams params, int32_t n_vocab) : params_(std::move(params)), n_vocab_(n_vocab) {
+  TC_CHECK(n_vocab_ > 0, "Sampler needs n_vocab > 0");
+  const std::string error = validate(params_, n_vocab_);
+  TC_CHECK(error.empty(), error.c_str());
+  bias_.assign(params_.logit_bias.begin(), params_.logit_bias.end());
+  work_.resize(static_cast<size_t>(n_vocab_));
+  candidates_.reserve(static_cast<size_t>(n_vocab_));
+  if (params_.repeat_penalty != 1.0f && params_.repeat_last_n != 0) {
+    window_stamp_.assign(static_cast<size_t>(n_vocab_), 0);
+    if (params_.repeat_last_n > 0) window_.reserve(static_cast<size_t>(params_.repeat_last_n));
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    gen_count_.assign(static_cast<size_t>(n_vocab_), 0);
+  }
+  reset();
+}
+
+void Sampler::reset() {
+  window_.clear();
+  window_head_ = 0;
+  for (TokenId t : gen_distinct_) gen_count_[static_cast<size_t>(t)] = 0;
+  gen_distinct_.clear();
+  uint64_t s = params_.seed;
+  for (auto& word : rng_) word = splitmix64(s);
+}
+
+uint64_t Sampler::next_u64() {
+  // xoshiro256** (Blackman and Vigna).
+  const uint64_t result = rotl(rng_[1] * 5, 7) * 9;
+  const uint64_t t = rng_[1] << 17;
+  rng_[2] ^= rng_[0];
+  rng_[3] ^= rng_[1];
+  rng_[1] ^= rng_[2];
+  rng_[0] ^= rng_[3];
+  rng_[2] ^= t;
+  rng_[3] = rotl(rng_[3], 45);
+  return result;
+}
+
+void Sampler::push_window(TokenId token) {
+  if (window_stamp_.empty()) return;  // repeat penalty off
+  const int32_t n = params_.repeat_last_n;
+  if (n < 0 || window_.size() < static_cast<size_t>(n)) {
+    window_.push_back(token);
+  } else {
+    window_[window_head_] = token;
+    window_head_ = (window_head_ + 1) % window_.size();
+  }
+}
+
+void Sampler::accept(TokenId token) {
+  TC_CHECK(token >= 0 && token < n_vocab_, "accept: token id out of range");
+  push_window(token);
+  if (!gen_count_.empty()) {
+    if (gen_count_[static_cast<size_t>(token)]++ == 0) gen_distinct_.push_back(token);
+  }
+}
+
+void Sampler::accept_prompt(std::span<const TokenId> tokens) {
+  for (TokenId t : tokens) {
+    TC_CHECK(t >= 0 && t < n_vocab_, "accept_prompt: token id out of range");
+    push_window(t);
+  }
+}
+
+void Sampler::apply_penalties() {
+  if (!window_.empty()) {
+    if (++stamp_ == 0) {  // wrapped: old marks could collide with the new stamp
+      std::fill(window_stamp_.begin(), window_stamp_.end(), 0u);
+      stamp_ = 1;
+    }
+    const float penalty = params_.repeat_penalty;
+    for (TokenId t : window_) {
+      auto& mark = window_stamp_[static_cast<size_t>(t)];
+      if (mark == stamp_) continue;  // each distinct token once
+      mark = stamp_;
+      float& v = work_[static_cast<size_t>(t)];
+      v = v > 0.0f ? v / penalty : v * penalty;
+    }
+  }
+  for (TokenId t : gen_distinct_) {
+    const auto count = static_cast<float>(gen_count_[static_cast<size_t>(t)]);
+    work_[static_cast<size_t>(t)] -= params_.presence_penalty + params_.frequency_penalty * count;
+  }
+}
+
+void Sampler::prepare_logits(std::span<const float> logits) {
+  TC_CHECK(logits.size() == static_cast<size_t>(n_vocab_), "sample: logits size != n_vocab");
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float x = logits[i];
+    work_[i] = std::isnan(x) ? -kInf : x;
+  }
+  // A ban is an assignment, not an addition, so a +inf logit cannot turn
+  // into NaN.
+  for (const auto& [t, bias] : bias_) {
+    float& v = work_[static_cast<size_t>(t)];
+    v = bias <= kBanBias ? -kInf : v + bias;
+  }
+  apply_penalties();
+  float m = -kInf;
+  for (float v : work_) m = std::max(m, v);
+  if (m == kInf) {
+    for (float& v : work_) v = v == kInf ? 0.0f : -kInf;
+    m = 0.0f;
+  }
+  max_logit_ = m;
+}
+
+SampleResult Sampler::sample(std::span<const float> logits) {
+  SampleResult result;
+  prepare_logits(logits);
+  const float m = max_logit_;
+  if (m == -kInf) {
+    result.status = SampleStatus::NoCandidates;
+    result.token = -1;
+    result.logprob = -kInf;
+    return result;
+  }
+
+  // Normaliser of the reported (temperature-1) distribution; >= 1 because
+  // the max contributes exp(0).
+  double z = 0.0;
+  for (float v : work_) z += std::exp(v - m);
+  const double log_z = std::log(z);
+
+  if (params_.temperature == 0.0f) {
+    result.token = static_cast<TokenId>(std::find(work_.begin(), work_.end(), m) - work_.begin());
+  } else {
+    result.token = draw_token(z);
+  }
+  result.logprob = static_cast<float>(static_cast<double>(work_[static_cast<size_t>(result.token)]) - m - log_z);
+  if (params_.n_probs > 0) fill_top(result, log_z);
+  return result;
+}
+
+TokenId Sampler::draw_token(double z) {
+  const float m = max_logit_;
+  auto& c = candidates_;
+  c.clear();
+  const size_t k = static_cast<size_t>(params_.top_k);
+  const bool top_p_on = params_.top_p < 1.0f;
+  const bool min_p_on = params_.min_p > 0.0f;
+  const double log_min_p = min_p_on ? std::log(static_cast<double>(params_.min_p)) : 0.0;
+  auto passes_min_p = [&](float v) { return static_cast<double>(v) - m >= log_min_p; };
+  const float temperature = params_.temperature;
+  // 53 random bits -> a double in [0, 1); one per call, whatever is kept.
+  const double u = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+
+  if (k == 0 && !top_p_on && !min_p_on) {
+    // Nothing to filter: draw straight from the logits in id order. At
+    // temperature 1 the weights are exactly z's terms.
+    double sum = z;
+    if (temperature != 1.0f) {
+      sum = 0.0;
+      for (float v : work_) sum += std::exp((v - m) / temperature);
+    }
+    const double target = u * sum;
+    double acc = 0.0;
+    TokenId last = -1;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      const float w = std::exp((work_[i] - m) / temperature);
+      if (w == 0.0f) continue;
+      acc += w;
+      last = static_cast<TokenId>(i);
+      if (acc > target) return last;
+    }
+    return last;  // rounding left target at the very top
+  }
+
+  // The draw scans `c` in order, so that order must not depend on the
+  // standard library: either token-id order (as collected) or sorted by
+  // Better.
+  bool sorted = false;
+  double total = z;  // sum of exp(logit - m) over what top-k kept, for top-p
+  auto sum_candidates = [&] {
+    double sum = 0.0;
+    for (const auto& cand : c) sum += std::exp(cand.logit - m);
+    return sum;
+  };
+  // min-p keeps a top-by-logit prefix, as top-p does, so without top-k it can
+  // filter while collecting: the top-p prefix of what survives is the same
+  // one, because top-p normalises by z over all tokens either way. With
+  // top-k, top-p's normaliser is the top-k set, so min-p waits its turn.
+  const bool min_p_early = min_p_on && k == 0;
+
+  if (k > 0 && k <= kTopKSortLimit) {
+    // Small k: one pass with a bounded heap whose front is the worst kept.
+    const Better better;
+    for (size_t i = 0; i < work_.size(); ++i) {
+      const Candidate cand{work_[i], static_cast<TokenId>(i)};
+      if (cand.logit == -kInf) continue;
+      if (c.size() < k) {
+        c.push_back(cand);
+        std::push_heap(c.begin(), c.end(), better);
+      } else if (better(cand, c.front())) {
+        std::pop_heap(c.begin(), c.end(), better);
+        c.back() = cand;
+        std::push_heap(c.begin(), c.end(), better);
+      }
+    }
+    std::sort_heap(c.begin(), c.end(), better);  // best first
+    sorted = true;
+    if (top_p_on) total = sum_candidates();
+  } else if (k > kTopKSortLimit) {
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (work_[i] != -kInf) c.push_back({work_[i], static_cast<TokenId>(i)});
+    }
+    if (k < c.size()) {
+      std::nth_element(c.begin(), c.begin() + static_cast<ptrdiff_t>(k - 1), c.end(), Better{});
+      const Candidate pivot = c[k - 1];
+      if (top_p_on) {
+        c.resize(k);  // top-p sorts what it needs
+        total = sum_candidates();
+      } else {
+        // Nothing else needs an order: collect again in id order, keeping
+        // what ranks at or above the k-th token.
+        c.clear();
+        for (size_t i = 0; i < work_.size(); ++i) {
+          const Candidate cand{work_[i], static_cast<TokenId>(i)};
+          if (cand.logit != -kInf && !Better{}(pivot, cand)) c.push_back(cand);
+        }
+      }
+    }
+  } else {
+    // No top-k. With top-p, a histogram of (max - logit) bounds from below
+    // the mass of each logit band, which says how far down the top-p prefix
+    // can reach; only tokens above that line are collected (and sorted).
+    int max_bucket = Sampler::kTopPBuckets - 1;
+    if (top_p_on) {
+      hist_.fill(0);
+      for (float v : work_) {
+        if (v != -kInf) ++hist_[static_cast<size_t>(top_p_bucket(m - v))];
+      }
+      const double target = static_cast<double>(params_.top_p) * z;
+      double mass_lower_bound = 0.0;
+      for (int b = 0; b < Sampler::kTopPBuckets - 1; ++b) {
+        // exp(-(b + 1) / 16) bounds each token of band b from below; the
+        // slack absorbs float rounding at the band edges.
+        mass_lower_bound += kTopPBoundSlack * hist_[static_cast<size_t>(b)] *
+                            std::exp(-static_cast<double>(b + 1) / kTopPBucketsPerLogit);
+        if (mass_lower_bound >= target) {
+          max_bucket = b;
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < work_.size(); ++i) {
+      const float v = work_[i];
+      if (v == -kInf || (min_p_early && !passes_min_p(v)) || top_p_bucket(m - v) > max_bucket) continue;
+      c.push_back({v, static_cast<TokenId>(i)});
+    }
+  }
+
+  if (top_p_on) {
+    // Smallest prefix (in Better order) whose probability reaches top_p;
+    // sorted in doubling chunks, only as far as the prefix reaches.
+    const double target = static_cast<double>(params_.top_p) * total;
+    const size_t n = c.size();
+    size_t n_sorted = sorted ? n : 0;
+    size_t keep = n;
+    double cum = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      if (i == n_sorted) {
+        const size_t next = std::min(n, std::max(n_sorted * 2, kFirstSortChunk));
+        if (next < n) std::nth_element(c.begin() + static_cast<ptrdiff_t>(n_sorted),
+                                       c.begin() + static_cast<ptrdiff_t>(next), c.end(), Better{});
+        std::sort(c.begin() + static_cast<ptrdiff_t>(n_sorted), c.begin() + static_cast<ptrdiff_t>(next), Better{});
+        n_sorted = next;
+      }
+      cum += std::exp(c[i].logit - m);
+      if (cum >= target) {
+        keep = i + 1;
+        break;
+      }
+    }
+    c.resize(keep);  // without a break every chunk got sorted: still canonical
+  }
+
+  if (min_p_on && !min_p_early) {
+    // The max (always kept) gives p_max, and p / p_max does not change when
+    // the kept set is renormalised; stable so the order stays canonical.
+    c.erase(std::stable_partition(c.begin(), c.end(), [&](const Candidate& cand) { return passes_min_p(cand.logit); }),
+            c.end());
+  }
+
+  // Temperature and softmax weights, then the draw.
+  double sum = 0.0;
+  for (auto& cand : c) {
+    cand.logit = std::exp((cand.logit - m) / temperature);
+    sum += cand.logit;
+  }
+  const double target = u * sum;
+  double acc = 0.0;
+  for (const auto& cand : c) {
+    acc += cand.logit;
+    if (acc > target) return cand.id;
+  }
+  // Rounding left target at the very top: the last token with weight.
+  for (auto it = c.rbegin(); it != c.rend(); ++it) {
+    if (it->logit > 0.0f) return it->id;
+  }
+  TC_CHECK(false, "sampler: no candidate with weight (the max always has weight 1)");
+  return -1;
+}
+
+void Sampler::fill_top(SampleResult& result, double log_z) const {
+  // One pass with a small sorted array: most tokens fail the first compare.
+  const int32_t n_want = params_.n_probs;
+  auto& top = result.top;
+  int32_t n = 0;
+  for (size_t i = 0; i < work_.size(); ++i) {
+    const float v = work_[i];
+    if (v == -kInf) continue;
+    if (n == n_want && !(v > top[static_cast<size_t>(n - 1)].logprob)) continue;  // ties: lower id stays
+    int32_t j = n < n_want ? n++ : n - 1;
+    while (j > 0 && top[static_cast<size_t>(j - 1)].logprob < v) {
+      top[static_cast<size_t>(j)] = top[static_cast<size_t>(j - 1)];
+      --j;
+    }
+    top[static_cast<size_t>(j)] = {static_cast<TokenId>(i), v};  // logit for now
+  }
+  for (int32_t j = 0; j < n; ++j) {
+    auto& entry = top[static_cast<size_t>(j)];
+    entry.logprob = static_cast<float>(static_cast<double>(entry.logprob) - max_logit_ - log_z);
+  }
+  result.n_top = n;
+}
+
+}  // namespace tc::runtime

@@ -1,0 +1,176 @@
+// Token sampler: turns one row of logits into the next token id, with the
+// llama.cpp / OpenAI controls (logit bias, penalties, top-k, top-p, min-p,
+// temperature, seed) and the log-probabilities the API reports.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/text/vocab.h"
+
+namespace tc::runtime {
+
+using text::TokenId;
+
+// The largest n_probs (OpenAI's `top_logprobs` cap).
+inline constexpr int32_t kMaxProbs = 20;
+
+// Per-request sampling controls. The defaults switch every filter and penalty
+// off and sample at temperature 1 (OpenAI's defaults); server-wide defaults
+// such as llama.cpp's top_k 40 / top_p 0.95 / min_p 0.05 are the config's
+// business, not this struct's.
+struct SamplingParams {
+  // Divides the logits before the draw. 0 = greedy (argmax, ties to the
+  // lowest id). Range [0, 2] as OpenAI allows.
+  float temperature = 1.0f;
+  int32_t top_k = 0;         // keep the k most likely tokens; 0 = off
+  float top_p = 1.0f;        // keep the smallest prefix with cumulative prob >= top_p; 1 = off
+  float min_p = 0.0f;        // keep tokens with p >= min_p * p_max; 0 = off
+  // llama.cpp repetition penalty over the last repeat_last_n tokens of prompt
+  // + generated text, each distinct token once: logit > 0 ? logit / penalty
+  // : logit * penalty. 1 = off.
+  float repeat_penalty = 1.0f;
+  int32_t repeat_last_n = 64;  // window for repeat_penalty; 0 = off, -1 = the whole history
+  // OpenAI penalties over the generated tokens only (the prompt does not
+  // count): logit -= presence * (count > 0) + frequency * count. 0 = off.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // Additive bias per token id. A bias of -100 or below bans the token
+  // (its logit becomes -inf); +100 makes it all but certain.
+  std::map<TokenId, float> logit_bias;
+  // Seeds the sampler's own PRNG (xoshiro256**). Same seed + same sequence of
+  // logits = same tokens. The server draws a random seed when the client
+  // sends none.
+  uint64_t seed = 0;
+  int32_t n_probs = 0;  // how many top log-probabilities to return, [0, kMaxProbs]
+};
+
+// An error message naming the field at fault ("top_p must be in (0, 1]"), or
+// empty when the params are valid. With n_vocab > 0 the logit_bias token ids
+// are checked against [0, n_vocab) too.
+std::string validate(const SamplingParams& params, int32_t n_vocab = 0);
+
+struct TokenLogprob {
+  TokenId token = -1;
+  float logprob = 0.0f;  // natural log
+};
+
+enum class SampleStatus {
+  Ok,
+  // Every logit was NaN or -inf after the bias (all tokens banned, or the
+  // model produced garbage): no token can be chosen. The caller ends the
+  // request with an error; token is -1.
+  NoCandidates,
+};
+
+// What one sample() call returns; a fixed-size value, no heap memory.
+struct SampleResult {
+  SampleStatus status = SampleStatus::Ok;
+  TokenId token = -1;
+  // Log-probability of `token` under the reported distribution (see Sampler).
+  float logprob = 0.0f;
+  // The n_probs most likely tokens, logprob descending (ties: lower id
+  // first). Banned (-inf) tokens are never listed, so fewer than n_probs
+  // entries come back only when fewer tokens are possible.
+  std::array<TokenLogprob, kMaxProbs> top{};
+  int32_t n_top = 0;
+
+  std::span<const TokenLogprob> top_logprobs() const {
+    return {top.data(), static_cast<size_t>(n_top)};
+  }
+};
+
+// Samples tokens for one sequence. The chain, in order (llama.cpp's order):
+//   1. NaN logits become -inf.
+//   2. logit_bias (bias <= -100: -inf).
+//   3. penalties: repeat_penalty over the window, then presence/frequency.
+//   4. If any logit is +inf, those tokens share all the probability (the
+//      limit of the softmax); the others become -inf.
+//   5. temperature == 0: argmax, done.
+//   6. top-k, 7. top-p, 8. min-p, all on the temperature-1 distribution
+//      (each renormalised over what the previous step kept; at least one
+//      token always survives),
+//   9. temperature, 10. softmax and a draw from the PRNG.
+// Reported log-probabilities (SampleResult::logprob and top) are the
+// log-softmax at temperature 1 over the whole vocabulary after steps 1-4,
+// whatever the temperature and filters: the model's distribution as the
+// request shaped it with bias and penalties, which is what OpenAI reports and
+// the same for greedy and sampled requests.
+//
+// Ties are broken by the lower token id everywhere, and the draw scans the
+// candidates in an order that does not depend on the standard library, so a
+// seed gives the same tokens on every platform for the same logits.
+//
+// Memory: 12 bytes per vocabulary entry of workspace (plus 4 more each for
+// the repeat-window marks and the generated-token counts when those
+// penalties are on), allocated by the constructor and reused; sample()
+// allocates nothing (accept() grows the history lists, amortised).
+// Not thread-safe: one Sampler per sequence, used by one thread at a time.
+class Sampler {
+ public:
+  // The params must be valid (validate(params, n_vocab) empty): an
+  // InvariantError otherwise.
+  Sampler(SamplingParams params, int32_t n_vocab);
+
+  // Picks the next token from `logits` (f32 [n_vocab], read only). Advances
+  // the PRNG by one step per call when temperature > 0 (also when only one
+  // candidate is left), never when greedy. Does not record the token: call
+  // accept() with what the sequence really appends.
+  SampleResult sample(std::span<const float> logits);
+
+  // Records a generated token: it counts for all three penalties.
+  void accept(TokenId token);
+  // Records prompt tokens: they count for repeat_penalty's window only.
+  void accept_prompt(std::span<const TokenId> tokens);
+
+  // Forgets the recorded tokens and restarts the PRNG from the seed.
+  void reset();
+
+  const SamplingParams& params() const { return params_; }
+  int32_t n_vocab() const { return n_vocab_; }
+
+  static constexpr int kTopPBuckets = 512;  // logit bands of the top-p pre-cut
+
+ private:
+  struct Candidate {
+    float logit;  // becomes the unnormalised weight once temperature is applied
+    TokenId id;
+  };
+
+  void prepare_logits(std::span<const float> logits);
+  void apply_penalties();
+  void fill_top(SampleResult& result, double log_z) const;
+  TokenId draw_token(double z);  // z: sum of exp(logit - max) over the vocab
+  void push_window(TokenId token);
+  uint64_t next_u64();
+
+  SamplingParams params_;
+  int32_t n_vocab_;
+  std::vector<std::pair<TokenId, float>> bias_;  // logit_bias flattened for the hot loop
+
+  // Repeat-penalty window: a ring of the last repeat_last_n tokens (the whole
+  // history when repeat_last_n is -1); window_stamp_[id] == stamp_ marks ids
+  // already penalised in the current call.
+  std::vector<TokenId> window_;
+  size_t window_head_ = 0;  // next slot to overwrite once the ring is full
+  std::vector<uint32_t> window_stamp_;
+  uint32_t stamp_ = 0;
+
+  // Generated-token counts for presence/frequency, and the distinct ids seen.
+  std::vector<int32_t> gen_count_;
+  std::vector<TokenId> gen_distinct_;
+
+  std::array<uint64_t, 4> rng_{};  // xoshiro256** state
+
+  std::vector<float> work_;             // f32 [n_vocab]: logits after steps 1-4
+  std::vector<Candidate> candidates_;   // [<= n_vocab]: what the filters keep
+  std::array<uint32_t, kTopPBuckets> hist_{};  // tokens per band, top-p pre-cut
+  float max_logit_ = 0.0f;
+};
+
+}  // namespace tc::runtime

@@ -1,0 +1,68 @@
+// Backend: the device the forward pass runs on, behind one interface (in
+// the spirit of ggml-backend): memory, synchronization, and the ops of the
+// llama forward pass. The model code calls only this interface, so the
+// CUDA backend slots in beside the CPU one. All pointers passed to ops live
+// in memory the backend can address (host/mapped for the CPU backend).
+// Ops are issued in order on the backend's stream; on the CPU they run
+// synchronously and synchronize() is a no-op. Not thread-safe: one engine
+// thread drives a backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/buffer.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/tensor.h"
+
+namespace tc::kernels {
+
+enum class DeviceKind { Cpu, Cuda };
+
+struct BackendOptions {
+  int n_threads = 0;   // CPU worker threads, caller included; 0: physical cores
+  int device_index = 0;
+};
+
+// Asking for a backend this build or machine cannot provide.
+class BackendUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind device() const = 0;
+  virtual std::string name() const = 0;   // "cpu (avx2, 2 threads)"
+  virtual int n_threads() const = 0;
+
+  // Working memory for activations and the KV cache on this device.
+  virtual Buffer allocate(size_t bytes) = 0;
+  // Waits until every op issued so far has finished.
+  virtual void synchronize() = 0;
+
+  // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
+  virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;
+  virtual void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) = 0;
+  virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps,
+                        float* y) = 0;
+  virtual void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
+                    const RopeParams& params) = 0;
+  virtual void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+                         int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
+                         float* out) = 0;
+  virtual void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) = 0;
+  // y[i] += x[i]
+  virtual void add(float* y, const float* x, int64_t n) = 0;
+  virtual void store_f16(const float* src, int64_t n, uint16_t* dst) = 0;
+};
+
+// The backend for `device`. Throws BackendUnavailable for CUDA in a build
+// without it (backend_factory.cpp is the one file that knows).
+std::unique_ptr<Backend> create_backend(DeviceKind device, const BackendOptions& options = {});
+
+}  // namespace tc::kernels

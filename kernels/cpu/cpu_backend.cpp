@@ -1,0 +1,47 @@
+// CpuBackend: forwards each op to kernels/cpu with the backend's pool.
+#include "kernels/cpu/cpu_backend.h"
+
+#include "kernels/cpu/matmul.h"
+
+namespace tc::kernels {
+
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
+
+std::string CpuBackend::name() const {
+  return "cpu (" + matmul_isa() + ", " + std::to_string(pool_.n_threads()) + " threads)";
+}
+
+void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
+  kernels::matmul(w, x, n_tokens, y, pool_);
+}
+
+void CpuBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) {
+  kernels::get_rows(table, ids, n_tokens, out);
+}
+
+void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) {
+  kernels::rms_norm(x, weight, n_rows, n, eps, y);
+}
+
+void CpuBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
+                      const RopeParams& params) {
+  kernels::rope(x, n_tokens, n_head, head_dim, positions, params);
+}
+
+void CpuBackend::attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+                           int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
+                           float* out) {
+  kernels::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, pool_);
+}
+
+void CpuBackend::ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
+  kernels::ffn_activation(act, gate, up, n, out);
+}
+
+void CpuBackend::add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::store_f16(const float* src, int64_t n, uint16_t* dst) { kernels::store_f16(src, n, dst); }
+
+}  // namespace tc::kernels

@@ -1,0 +1,40 @@
+// CpuBackend: the Backend on the host CPU, running kernels/cpu ops on a
+// ThreadPool. The readable reference for every other backend.
+#pragma once
+
+#include <memory>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tc::kernels {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads);
+
+  DeviceKind device() const override { return DeviceKind::Cpu; }
+  std::string name() const override;
+  int n_threads() const override { return pool_.n_threads(); }
+  Buffer allocate(size_t bytes) override { return Buffer::host(bytes); }
+  void synchronize() override {}
+
+  void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
+  void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) override;
+  void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) override;
+  void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
+            const RopeParams& params) override;
+  void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+                 int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
+                 float* out) override;
+  void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;
+  void add(float* y, const float* x, int64_t n) override;
+  void store_f16(const float* src, int64_t n, uint16_t* dst) override;
+
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace tc::kernels

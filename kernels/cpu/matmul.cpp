@@ -1,0 +1,281 @@
+// The matmul driver: picks the instruction-set variant once (CPUID, XCR0
+// and THERMOCLINE_ISA), quantizes the activations into a scratch buffer
+// that grows once per calling thread, and splits the output rows across the
+// pool. The kernels themselves sit in matmul_{portable,avx2,avx512}.cpp.
+#include "kernels/cpu/matmul.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/check.h"
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace tc::kernels {
+namespace detail {
+namespace {
+
+constexpr int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
+
+// Output rows per unit of work: 16 f32 outputs fill a cache line, so
+// threads never write the same line of y.
+constexpr int64_t kRowGrain = 16;
+
+// Below this many tokens the activations are quantized by the calling
+// thread alone; above, by the pool (a second fork/join is cheaper).
+constexpr int64_t kParallelQuantizeTokens = 8;
+
+struct CpuFeatures {
+  bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled by the OS
+  bool avx512 = false;  // AVX-512 F/BW/VL/VNNI, ZMM and opmask state enabled by the OS
+};
+
+#if defined(__x86_64__) || defined(__i386__)
+uint64_t read_xcr0() {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+CpuFeatures detect_cpu() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c & bit_OSXSAVE) != 0;
+  const bool fma = (c & bit_FMA) != 0;
+  const bool f16c = (c & bit_F16C) != 0;
+  const bool avx = (c & bit_AVX) != 0;
+  if (!osxsave || !avx) return f;
+  const uint64_t xcr0 = read_xcr0();
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;   // plus opmask, ZMM_Hi256, Hi16_ZMM
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  const bool avx2 = (b & bit_AVX2) != 0;
+  const bool avx512f = (b & bit_AVX512F) != 0;
+  const bool avx512bw = (b & bit_AVX512BW) != 0;
+  const bool avx512vl = (b & bit_AVX512VL) != 0;
+  const bool avx512vnni = (c & bit_AVX512VNNI) != 0;
+  f.avx2 = ymm_state && avx2 && fma && f16c;
+  f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && avx512vnni;
+  return f;
+}
+#else
+CpuFeatures detect_cpu() { return {}; }
+#endif
+
+const CpuFeatures& cpu() {
+  static const CpuFeatures features = detect_cpu();
+  return features;
+}
+
+// Variants from the lowest to the highest.
+const MatmulIsa* variant(int level) {
+  switch (level) {
+    case 0: return &isa_portable();
+    case 1: return cpu().avx2 ? isa_avx2() : nullptr;
+    case 2: return cpu().avx512 ? isa_avx512() : nullptr;
+    default: return nullptr;
+  }
+}
+
+int level_of(const char* name) {
+  if (std::strcmp(name, "portable") == 0) return 0;
+  if (std::strcmp(name, "avx2") == 0) return 1;
+  if (std::strcmp(name, "avx512") == 0) return 2;
+  return -1;
+}
+
+const MatmulIsa& best_variant() {
+  for (int level = 2; level > 0; --level) {
+    if (const MatmulIsa* v = variant(level)) return *v;
+  }
+  return isa_portable();
+}
+
+// A 64-byte aligned byte buffer that only grows.
+class Scratch {
+ public:
+  Scratch() = default;
+  ~Scratch() { release(); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  std::byte* get(int64_t n_bytes) {
+    if (n_bytes > capacity_) {
+      release();
+      // Grow geometrically so a slowly rising token count reallocates rarely.
+      const int64_t cap = align64(n_bytes > 2 * capacity_ ? n_bytes : 2 * capacity_);
+      data_ = static_cast<std::byte*>(::operator new(static_cast<size_t>(cap), std::align_val_t{64}));
+      capacity_ = cap;
+    }
+    return data_;
+  }
+
+ private:
+  void release() {
+    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{64});
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+  std::byte* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
+// What the pool's threads share during one matmul; passed by pointer so the
+// job lambda stays small enough for std::function's inline storage.
+struct Job {
+  const MatmulIsa* isa;
+  const MatmulArgs* args;
+  const float* x;
+  std::byte* xq;
+  int64_t n_tokens;
+  int64_t n_row_chunks;
+};
+
+// Thread t's share [begin, end) of n items.
+void share(int64_t n, int t, int nt, int64_t& begin, int64_t& end) {
+  begin = n * t / nt;
+  end = n * (t + 1) / nt;
+}
+
+void compute_share(const Job& job, int t, int nt) {
+  int64_t c0, c1;
+  share(job.n_row_chunks, t, nt, c0, c1);
+  const int64_t n_out = job.args->n_out;
+  const int64_t r0 = c0 * kRowGrain < n_out ? c0 * kRowGrain : n_out;
+  const int64_t r1 = c1 * kRowGrain < n_out ? c1 * kRowGrain : n_out;
+  if (r0 < r1) job.isa->compute_rows(*job.args, r0, r1);
+}
+
+}  // namespace
+
+XLayout x_layout(DType dtype, int64_t n_in) {
+  XLayout l;
+  l.n_in = n_in;
+  // 64-byte aligned, an odd number of cache lines.
+  auto row_stride = [](int64_t bytes) {
+    const int64_t lines = (bytes + 63) / 64;
+    return (lines % 2 == 0 ? lines + 1 : lines) * 64;
+  };
+  auto round8 = [](int64_t v) { return (v + 7) / 8 * 8; };
+  switch (dtype) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+      l.format = XFormat::F32;
+      l.stride = row_stride(n_in * static_cast<int64_t>(sizeof(float)));
+      return l;
+    case DType::Q8_0:
+      l.format = XFormat::Q8_32;
+      l.block = 32;
+      break;
+    case DType::Q4_0:
+      l.format = XFormat::Q8_32_NIB;
+      l.block = 32;
+      break;
+    case DType::Q4_K:
+    case DType::Q6_K:
+      l.format = XFormat::Q8_256;
+      l.block = kQK_K;
+      break;
+    default:
+      TC_CHECK(false, "matmul: unsupported weight dtype");
+  }
+  TC_CHECK(n_in % l.block == 0, "matmul: n_in is not a multiple of the dtype's block size");
+  l.d_offset = align64(n_in);
+  l.sum32_offset = align64(l.d_offset + round8(n_in / l.block) * static_cast<int64_t>(sizeof(float)));
+  l.sum16_offset = align64(l.sum32_offset + round8(n_in / 32) * static_cast<int64_t>(sizeof(int32_t)));
+  const int64_t sum16_bytes = l.format == XFormat::Q8_256 ? n_in / 16 * static_cast<int64_t>(sizeof(int16_t)) : 0;
+  l.stride = row_stride(l.sum16_offset + sum16_bytes);
+  return l;
+}
+
+bool isa_supported(const char* name) {
+  const int level = level_of(name);
+  return level >= 0 && variant(level) != nullptr;
+}
+
+const MatmulIsa& isa_for_request(const char* request) {
+  const MatmulIsa& best = best_variant();
+  if (request == nullptr || *request == '\0') return best;
+  const int level = level_of(request);
+  if (level < 0) {
+    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not one of portable, avx2, avx512; using %s\n",
+                 request, best.name);
+    return best;
+  }
+  if (level > level_of(best.name)) {
+    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not supported by this CPU; using %s\n", request,
+                 best.name);
+    return best;
+  }
+  return *variant(level);
+}
+
+void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y,
+                 ThreadPool* pool) {
+  TC_CHECK(w.data != nullptr && x != nullptr && y != nullptr, "matmul: null pointer");
+  TC_CHECK(n_tokens >= 0, "matmul: negative token count");
+  MatmulArgs a;
+  a.dtype = w.dtype;
+  a.w = static_cast<const std::byte*>(w.data);
+  a.row_bytes = w.row_bytes;
+  a.n_in = w.n_cols();
+  a.n_out = w.n_rows();
+  a.xl = x_layout(w.dtype, a.n_in);
+  a.n_tokens = n_tokens;
+  a.y = y;
+  TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
+  if (n_tokens == 0 || a.n_out == 0) return;
+
+  thread_local Scratch scratch;
+  std::byte* xq = scratch.get(a.xl.stride * n_tokens);
+  a.xq = xq;
+
+  Job job{&isa, &a, x, xq, n_tokens, (a.n_out + kRowGrain - 1) / kRowGrain};
+  const Job* jp = &job;
+  const int nt = pool != nullptr ? pool->n_threads() : 1;
+  if (nt == 1 || n_tokens < kParallelQuantizeTokens) {
+    isa.quantize_x(a.xl, x, 0, n_tokens, xq);
+  } else {
+    pool->run([jp](int t, int n) {
+      int64_t t0, t1;
+      share(jp->n_tokens, t, n, t0, t1);
+      if (t0 < t1) jp->isa->quantize_x(jp->args->xl, jp->x, t0, t1, jp->xq);
+    });
+  }
+  if (nt == 1 || job.n_row_chunks == 1) {
+    isa.compute_rows(a, 0, a.n_out);
+  } else {
+    pool->run([jp](int t, int n) { compute_share(*jp, t, n); });
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+// Chosen on first use, for the life of the process.
+const detail::MatmulIsa& chosen_isa() {
+  static const detail::MatmulIsa& isa = detail::isa_for_request(std::getenv("THERMOCLINE_ISA"));
+  return isa;
+}
+
+}  // namespace
+
+void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  detail::matmul_with(chosen_isa(), w, x, n_tokens, y, &pool);
+}
+
+void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
+  detail::matmul_with(detail::isa_portable(), w, x, n_tokens, y, nullptr);
+}
+
+std::string matmul_isa() { return chosen_isa().name; }
+
+}  // namespace tc::kernels

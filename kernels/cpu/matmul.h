@@ -1,0 +1,33 @@
+// Matrix multiplication of a weight matrix (any weight dtype, as stored in
+// the model file) with f32 activations: GEMV for decode (few tokens) and a
+// blocked GEMM for prefill, chosen inside. Fast paths per instruction set
+// (AVX2, AVX-512 incl. VNNI/BF16) are picked at run time by CPUID; a
+// portable path runs everywhere. Activations may be quantized on the fly
+// (Q8 blocks) for int8 dot products against quantized weights.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/tensor.h"
+
+namespace tc::kernels {
+
+// y[t * n_out + r] = sum_c W[r, c] * x[t * n_in + c]   for t < n_tokens, r < n_out
+// w: weights, ne = {n_in, n_out} (row r = output r), dtype F32, F16, BF16,
+//    Q8_0, Q4_0, Q4_K or Q6_K, rows `w.row_bytes` apart.
+// x: f32 [n_tokens, n_in], contiguous.   y: f32 [n_tokens, n_out], contiguous.
+// Deterministic: the same inputs give the same bits for any thread count.
+// Uses the pool's threads; call from one thread at a time.
+void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// The same product computed by the portable scalar path (the readable
+// reference the fast paths are tested against).
+void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y);
+
+// Which instruction-set variant matmul uses on this machine, e.g. "avx2",
+// "avx512-vnni", "portable" (for bench output and logs).
+std::string matmul_isa();
+
+}  // namespace tc::kernels

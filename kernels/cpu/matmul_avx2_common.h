@@ -1,0 +1,96 @@
+// Internal to the AVX2 matmul files (compiled with -mavx2 -mfma -mf16c):
+// the shared constants, horizontal sums and tile stores. Everything here has
+// internal linkage (anonymous namespace), so no AVX2 code is shared with
+// baseline translation units through the linker.
+#pragma once
+
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "matmul_avx2_common.h needs -mavx2 -mfma -mf16c"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+// The per-block and per-chunk pieces must inline into one loop: calls and
+// spilled pointers between 8-block chunks cost more than the blocks.
+#define TC_AVX2_INLINE inline __attribute__((always_inline))
+
+namespace tc::kernels::detail {
+namespace {
+
+constexpr int64_t kChunk = 256;
+// Must equal matmul_portable.cpp's: every variant writes the same bytes.
+constexpr float kTinyAmax = 1e-30f;
+
+// GEMV order (few tokens): one row at a time, streamed once from memory
+// (several interleaved row streams read DRAM markedly slower here), with up
+// to kGemvTokens tokens per pass. GEMM order: for each chunk, the chunk of
+// every token stays in L2 while tiles of rows x tokens sweep it.
+constexpr int kGemvTokens = 4;
+// Prepared activations of all tokens above this size switch to GEMM order.
+constexpr int64_t kGemvMaxXBytes = 192 << 10;
+
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+inline float hsum8(__m256 v) {
+  __m256 h = _mm256_hadd_ps(v, v);
+  h = _mm256_hadd_ps(h, h);
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+}
+
+// hsum8 of four vectors at once, bit for bit the same sums.
+inline __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+inline int32_t hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline __m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+inline __m256i loadu32(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Adds the two chains and writes y[t * ys + r] for the tile: stored on a
+// row's first chunk, added after.
+template <int R, int T>
+inline void store_tile(const __m256 (&a0)[R][T], const __m256 (&a1)[R][T], float* y, int64_t ys, bool first) {
+  for (int t = 0; t < T; ++t) {
+    float* yt = y + t * ys;
+    int r = 0;
+    for (; r + 4 <= R; r += 4) {
+      const __m128 s = hsum8x4(_mm256_add_ps(a0[r][t], a1[r][t]), _mm256_add_ps(a0[r + 1][t], a1[r + 1][t]),
+                               _mm256_add_ps(a0[r + 2][t], a1[r + 2][t]), _mm256_add_ps(a0[r + 3][t], a1[r + 3][t]));
+      _mm_storeu_ps(yt + r, first ? s : _mm_add_ps(_mm_loadu_ps(yt + r), s));
+    }
+    for (; r < R; ++r) {
+      const float s = hsum8(_mm256_add_ps(a0[r][t], a1[r][t]));
+      yt[r] = first ? s : yt[r] + s;
+    }
+  }
+}
+
+template <int R, int T>
+inline void zero(__m256 (&a)[R][T]) {
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) a[r][t] = _mm256_setzero_ps();
+  }
+}
+
+inline void prefetch_rows(const std::byte* first_row, int64_t row_bytes, int n_rows, int64_t offset, int64_t n_bytes) {
+  for (int i = 0; i < n_rows; ++i) {
+    const char* p = reinterpret_cast<const char*>(first_row + i * row_bytes + offset);
+    for (int64_t b = 0; b < n_bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  }
+}
+
+inline bool gemm_order(const MatmulArgs& a) { return a.n_tokens * a.xl.stride > kGemvMaxXBytes; }
+
+}  // namespace
+}  // namespace tc::kernels::detail

@@ -1,0 +1,427 @@
+// AVX2 matmul kernels for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) against
+// activations quantized to int8 (matmul_kernels.h): exact int32 block sums
+// from maddubs/madd, scaled and accumulated in f32 by FMA. Compiled with
+// -mavx2 -mfma -mf16c; the summation order is described in matmul_avx2.cpp.
+#include "kernels/cpu/matmul_kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/matmul_avx2_common.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+// One token's quantized activations (layout in matmul_kernels.h).
+struct XRow {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* sum32;
+  const int16_t* sum16;
+};
+
+XRow x_row(const MatmulArgs& a, int64_t t) {
+  const std::byte* base = a.xq + t * a.xl.stride;
+  return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + a.xl.d_offset),
+          reinterpret_cast<const int32_t*>(base + a.xl.sum32_offset),
+          reinterpret_cast<const int16_t*>(base + a.xl.sum16_offset)};
+}
+
+// The f16 scales of up to 8 consecutive 32-element blocks as f32, zeros
+// after nb. Inserted one by one: narrow stores read back as one vector would
+// stall store-to-load forwarding.
+template <class Block>
+TC_AVX2_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
+  __m128i h = _mm_setzero_si128();
+  if (nb == 8) {
+    h = _mm_insert_epi16(h, blk[0].d, 0);
+    h = _mm_insert_epi16(h, blk[1].d, 1);
+    h = _mm_insert_epi16(h, blk[2].d, 2);
+    h = _mm_insert_epi16(h, blk[3].d, 3);
+    h = _mm_insert_epi16(h, blk[4].d, 4);
+    h = _mm_insert_epi16(h, blk[5].d, 5);
+    h = _mm_insert_epi16(h, blk[6].d, 6);
+    h = _mm_insert_epi16(h, blk[7].d, 7);
+  } else {
+    alignas(16) uint16_t v[8] = {};
+    for (int64_t i = 0; i < nb; ++i) v[i] = blk[i].d;
+    h = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+  }
+  return _mm256_cvtph_ps(h);
+}
+
+// Per dtype, over one chunk of nb blocks starting at block b0:
+//   prepare() computes per (row, token) constants once per chunk,
+//   unit() adds `count` (<= kUnit) blocks from block index i of the chunk
+//   (the steps of the summation order are units),
+//   finish() adds chunk-wide terms to the odd chain.
+
+struct OpsQ8_0 {
+  using Block = BlockQ8_0;
+  static constexpr int64_t kBlock = 32;
+  static constexpr int64_t kChunkBlocks = 8;
+  static constexpr int64_t kUnit = 1;
+  static constexpr int kGemmRows = 4;
+  static constexpr int kGemmTokens = 3;
+  struct Prep {
+    alignas(32) float d[8];  // weight scale * activation scale per block
+  };
+  template <int R, int T>
+  TC_AVX2_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+    for (int r = 0; r < R; ++r) {
+      const __m256 dw = block_scales(reinterpret_cast<const BlockQ8_0*>(w[r]) + b0, nb);
+      for (int t = 0; t < T; ++t) _mm256_store_ps(p[r][t].d, _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0)));
+    }
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
+                   int64_t i, int64_t) {
+    const int64_t b = b0 + i;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r) {
+      const __m256i q = loadu32(reinterpret_cast<const BlockQ8_0*>(w[r])[b].qs);
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      for (int t = 0; t < T; ++t) {
+        // |w| * (x with w's sign) = w * x, unsigned times signed as maddubs wants.
+        const __m256i prod = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q));
+        const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+        acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&p[r][t].d[i]), acc[r][t]);
+      }
+    }
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+};
+
+struct OpsQ4_0 {
+  using Block = BlockQ4_0;
+  static constexpr int64_t kBlock = 32;
+  static constexpr int64_t kChunkBlocks = 8;
+  static constexpr int64_t kUnit = 2;
+  static constexpr int kGemmRows = 4;
+  static constexpr int kGemmTokens = 3;
+  struct Prep {
+    alignas(32) float pair[4][8];  // blocks 2k, 2k+1: 4 lanes each (a lone last block: all 8)
+    alignas(32) float d[8];        // per block
+  };
+  template <int R, int T>
+  TC_AVX2_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+    for (int r = 0; r < R; ++r) {
+      const __m256 dw = block_scales(reinterpret_cast<const BlockQ4_0*>(w[r]) + b0, nb);
+      for (int t = 0; t < T; ++t) {
+        const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0));
+        _mm256_store_ps(p[r][t].d, d);
+        for (int64_t k = 0; 2 * k < nb; ++k) {
+          const int lo = static_cast<int>(2 * k);
+          const int hi = 2 * k + 1 < nb ? lo + 1 : lo;
+          const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
+          _mm256_store_ps(p[r][t].pair[k], _mm256_permutevar8x32_ps(d, pick));
+        }
+      }
+    }
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
+                   int64_t i, int64_t count) {
+    const int64_t b = b0 + i;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r) {
+      const auto* blk = reinterpret_cast<const BlockQ4_0*>(w[r]) + b;
+      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
+      if (count == 2) {
+        // Low nibbles: elements 0-15 of both blocks; high: 16-31. The
+        // activations sit in the same order (Q8_32_NIB).
+        const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(v0),
+                                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)), 1);
+        const __m256i lo = _mm256_and_si256(v, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        for (int t = 0; t < T; ++t) {
+          const __m256i prod = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load32(x[t].qs + 32 * b)),
+                                                _mm256_maddubs_epi16(hi, load32(x[t].qs + 32 * b + 32)));
+          const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
+        }
+      } else {
+        const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4);
+        for (int t = 0; t < T; ++t) {
+          const __m256i prod = _mm256_maddubs_epi16(q, load32(x[t].qs + 32 * b));
+          const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
+        }
+      }
+    }
+  }
+  // The nibbles are 0..15 for values q - 8: subtract 8 * d * sum(x) per block.
+  template <int R, int T>
+  TC_AVX2_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0) {
+    for (int t = 0; t < T; ++t) {
+      const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0)), _mm256_set1_ps(8.0f));
+      for (int r = 0; r < R; ++r) a1[r][t] = _mm256_fnmadd_ps(_mm256_load_ps(p[r][t].d), s8, a1[r][t]);
+    }
+  }
+};
+
+struct OpsQ4_K {
+  using Block = BlockQ4_K;
+  static constexpr int64_t kBlock = kQK_K;
+  static constexpr int64_t kChunkBlocks = 1;
+  static constexpr int64_t kUnit = 1;
+  static constexpr int kGemmRows = 4;
+  static constexpr int kGemmTokens = 3;
+  struct Prep {};
+  // One super-block of a row, unpacked.
+  struct W {
+    __m256i q[8];   // sub-block j: elements 32j..32j+31, 0..15
+    __m256i sc[8];  // int16 scale of sub-block j, broadcast
+    __m256i mins;   // int16 mins, each twice: m0 m0 m1 m1 .. m7 m7
+    float d, dmin;
+  };
+  TC_AVX2_INLINE static void unpack(const BlockQ4_K* blk, W& w) {
+    // The 6-bit scales and mins, as llama.cpp unpacks them.
+    uint32_t u[4];
+    std::memcpy(u, blk->scales, 12);
+    constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
+    u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
+    const uint32_t m_lo = u[1] & kM1;
+    u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
+    u[2] = m_lo;
+    u[0] &= kM1;
+    const __m128i scm = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
+    w.mins = _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins));
+    const __m256i sc2 = _mm256_broadcastsi128_si256(scm);
+    for (int j = 0; j < 8; ++j) {
+      w.sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = loadu32(blk->qs + 32 * c);
+      w.q[2 * c] = _mm256_and_si256(v, m4);
+      w.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    }
+    w.d = _cvtsh_ss(blk->d);
+    w.dmin = _cvtsh_ss(blk->dmin);
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
+  template <int R, int T>
+  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
+                   int64_t i, int64_t) {
+    const int64_t b = b0 + i;
+    for (int r = 0; r < R; ++r) {
+      W u;
+      unpack(reinterpret_cast<const BlockQ4_K*>(w[r]) + b, u);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* xq = x[t].qs + kQK_K * b;
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+          const __m256i prod = _mm256_maddubs_epi16(u.q[j], load32(xq + 32 * j));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[j]));
+        }
+        const __m256i msum = _mm256_madd_epi16(u.mins, load32(x[t].sum16 + 16 * b));
+        const float dx = x[t].d[b];
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc[r][t]);
+        acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc[r][t]);
+      }
+    }
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+};
+
+struct OpsQ6_K {
+  using Block = BlockQ6_K;
+  static constexpr int64_t kBlock = kQK_K;
+  static constexpr int64_t kChunkBlocks = 1;
+  static constexpr int64_t kUnit = 1;
+  static constexpr int kGemmRows = 4;
+  static constexpr int kGemmTokens = 3;
+  struct Prep {};
+  struct W {
+    __m256i q[8];   // 32-element chunk c, 0..63 (the -32 goes through the activation sums)
+    __m256i sc[8];  // int16 scales of chunk c: 8 x sc[2c], then 8 x sc[2c+1]
+    __m256i sc16;   // the 16 scales as int16
+    float d;
+  };
+  TC_AVX2_INLINE static void unpack(const BlockQ6_K* blk, W& w) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i m2 = _mm256_set1_epi8(0x03);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = loadu32(blk->ql + 64 * h);
+      const __m256i l1 = loadu32(blk->ql + 64 * h + 32);
+      const __m256i hb = loadu32(blk->qh + 32 * h);
+      const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(hb, m2), 4);
+      const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m2), 4);
+      const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m2), 4);
+      const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m2), 4);
+      w.q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), h0);
+      w.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), h1);
+      w.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), h2);
+      w.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), h3);
+    }
+    w.sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));
+    // Chunk c: the int16 pair (sc[2c], sc[2c+1]) in every dword, then the
+    // first repeated over the low 128 bits and the second over the high.
+    const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3);
+    for (int c = 0; c < 8; ++c) {
+      w.sc[c] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(w.sc16, _mm256_set1_epi32(c)), spread);
+    }
+    w.d = _cvtsh_ss(blk->d);
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
+  template <int R, int T>
+  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
+                   int64_t i, int64_t) {
+    const int64_t b = b0 + i;
+    for (int r = 0; r < R; ++r) {
+      W u;
+      unpack(reinterpret_cast<const BlockQ6_K*>(w[r]) + b, u);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* xq = x[t].qs + kQK_K * b;
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 8; ++c) {
+          const __m256i prod = _mm256_maddubs_epi16(u.q[c], load32(xq + 32 * c));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[c]));
+        }
+        // 32 * sum over sub-blocks of scale * sum(x).
+        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x[t].sum16 + 16 * b)), 5);
+        isum = _mm256_sub_epi32(isum, off);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x[t].d[b]), acc[r][t]);
+      }
+    }
+  }
+  template <int R, int T>
+  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+};
+
+// One chunk (nb blocks from b0) for R rows x T tokens. NB > 0: nb == NB
+// known at compile time (full chunks), so the blocks unroll with fixed offsets.
+template <class Ops, int R, int T, int64_t NB>
+TC_AVX2_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb_rt, float* y, int64_t ys,
+                        bool first) {
+  const int64_t nb = NB > 0 ? NB : nb_rt;
+  typename Ops::Prep p[R][T];
+  Ops::template prepare<R, T>(p, w, x, b0, nb);
+  __m256 a0[R][T], a1[R][T];
+  zero(a0);
+  zero(a1);
+  constexpr int64_t U = Ops::kUnit;
+  const int64_t n_units = (nb + U - 1) / U;
+  auto unit = [&](__m256 (&acc)[R][T], int64_t u) __attribute__((always_inline)) {
+    Ops::template unit<R, T>(acc, w, x, p, b0, u * U, min64(U, nb - u * U));
+  };
+  if constexpr (R * T <= 2) {
+    int64_t u = 0;
+#pragma GCC unroll 8
+    for (; u + 1 < n_units; u += 2) {
+      unit(a0, u);
+      unit(a1, u + 1);
+    }
+    if (u < n_units) unit(a0, u);
+  } else {
+#pragma GCC unroll 8
+    for (int64_t u = 0; u < n_units; u += 2) unit(a0, u);
+#pragma GCC unroll 8
+    for (int64_t u = 1; u < n_units; u += 2) unit(a1, u);
+  }
+  Ops::template finish<R, T>(a1, p, x, b0);
+  store_tile<R, T>(a0, a1, y, ys, first);
+}
+
+template <class Ops, int R, int T>
+void quant_tile(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  if (nb == Ops::kChunkBlocks) {
+    quant_chunk<Ops, R, T, Ops::kChunkBlocks>(w, x, b0, nb, y, ys, first);
+  } else {
+    quant_chunk<Ops, R, T, 0>(w, x, b0, nb, y, ys, first);
+  }
+}
+
+// quant_tile for rr <= R rows and tt <= T tokens known at run time.
+template <class Ops, int R, int T>
+void quant_tile_n(int rr, int tt, const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb, float* y,
+                  int64_t ys, bool first) {
+  if constexpr (R > 1) {
+    if (rr < R) return quant_tile_n<Ops, R - 1, T>(rr, tt, w, x, b0, nb, y, ys, first);
+  }
+  if constexpr (T > 1) {
+    if (tt < T) return quant_tile_n<Ops, R, T - 1>(rr, tt, w, x, b0, nb, y, ys, first);
+  }
+  quant_tile<Ops, R, T>(w, x, b0, nb, y, ys, first);
+}
+
+template <class Ops>
+void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  const int64_t n_blocks = a.n_in / Ops::kBlock;
+  const int64_t n_out = a.n_out;
+  if (a.n_tokens == 1) {
+    // Decode: one row after another, its chunks in one tight loop.
+    constexpr int64_t K = Ops::kChunkBlocks;
+    const XRow x = x_row(a, 0);
+    for (int64_t r = r0; r < r1; ++r) {
+      const std::byte* w[1] = {a.w + r * a.row_bytes};
+      int64_t c0 = 0;
+      for (; c0 + K <= n_blocks; c0 += K) quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+      if (c0 < n_blocks) quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
+    }
+    return;
+  }
+  if (!gemm_order(a)) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const std::byte* w[1] = {a.w + r * a.row_bytes};
+      for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
+        const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
+          const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
+          XRow x[kGemvTokens];
+          for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+          quant_tile_n<Ops, 1, kGemvTokens>(1, tt, w, x, c0, nb, a.y + t0 * n_out + r, n_out, c0 == 0);
+        }
+      }
+    }
+    return;
+  }
+  constexpr int R = Ops::kGemmRows;
+  constexpr int T = Ops::kGemmTokens;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
+    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
+    for (int64_t rt = r0; rt < r1; rt += R) {
+      const int rr = static_cast<int>(min64(R, r1 - rt));
+      if (rt + 2 * R <= r1) {
+        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
+      }
+      const std::byte* w[R];
+      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
+        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+        XRow x[T];
+        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+        quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * n_out + rt, n_out, c0 == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void avx2_compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.dtype) {
+    case DType::Q8_0: return run_quant<OpsQ8_0>(a, r0, r1);
+    case DType::Q4_0: return run_quant<OpsQ4_0>(a, r0, r1);
+    case DType::Q4_K: return run_quant<OpsQ4_K>(a, r0, r1);
+    case DType::Q6_K: return run_quant<OpsQ6_K>(a, r0, r1);
+    default: return;
+  }
+}
+
+}  // namespace tc::kernels::detail
+
+#endif

@@ -1,0 +1,107 @@
+// Internal to kernels/cpu: the contract between the matmul driver
+// (matmul.cpp: dispatch, scratch, threads) and the per-ISA kernel files
+// (matmul_portable.cpp, matmul_avx2.cpp, matmul_avx512.cpp).
+//
+// Only plain data and function pointers cross this boundary. The ISA files
+// are compiled with -mavx2 / -mavx512* and must not instantiate inline or
+// template code with external linkage (std:: containers, std::min, ...):
+// the linker keeps one copy of such code for the whole program and could pick
+// the AVX one for the baseline callers. Their helpers live in anonymous
+// namespaces.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace tc::kernels {
+struct Tensor;
+class ThreadPool;
+}  // namespace tc::kernels
+
+namespace tc::kernels::detail {
+
+// How the activations are prepared for a weight dtype.
+enum class XFormat {
+  F32,        // f32 copy (F32, F16, BF16 weights)
+  Q8_32,      // int8 in blocks of 32 (Q8_0 weights)
+  Q8_32_NIB,  // as Q8_32 with each pair of blocks in nibble order (Q4_0 weights)
+  Q8_256,     // int8 in blocks of 256 (Q4_K, Q6_K weights)
+};
+
+// Where the parts of one prepared token row sit (byte offsets from the row
+// start). Rows are `stride` bytes apart: 64-byte aligned and an odd number
+// of cache lines, so the rows of many tokens do not crowd the same cache sets.
+// F32: the n_in values as they came. Quantized, with nb = n_in / block:
+//   qs     int8  [n_in]        x[i] ~= qs[i] * d[i / block]
+//   d      f32   [nb]          d = max|x| over the block / 127 (0 for an all-zero block)
+//   sum32  int32 [n_in / 32]   sum of qs over each 32 elements
+//   sum16  int16 [n_in / 16]   sum of qs over each 16 elements (Q8_256 only)
+// d and sum32 are zero-filled up to a multiple of 8 entries (kernels read
+// them 8 at a time). In Q8_32_NIB, blocks 2k and 2k+1 store their qs as
+// [2k: 0-15 | 2k+1: 0-15 | 2k: 16-31 | 2k+1: 16-31], matching how Q4_0 packs
+// elements j and j+16 in one byte; an odd last block stays in order.
+// Every ISA writes the same bytes: qs = round_to_nearest_even(x * (1 / d)).
+struct XLayout {
+  XFormat format = XFormat::F32;
+  int64_t n_in = 0;
+  int64_t block = 1;
+  int64_t d_offset = 0;
+  int64_t sum32_offset = 0;
+  int64_t sum16_offset = 0;
+  int64_t stride = 0;
+};
+
+// One matmul as the kernels see it (see matmul.h for the meaning).
+struct MatmulArgs {
+  DType dtype = DType::F32;
+  const std::byte* w = nullptr;  // weights, row r at w + r * row_bytes
+  int64_t row_bytes = 0;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+  const std::byte* xq = nullptr; // prepared activations [n_tokens], layout xl
+  XLayout xl;
+  int64_t n_tokens = 0;
+  float* y = nullptr;            // f32 [n_tokens, n_out]
+};
+
+// The kernels of one instruction-set variant. Both functions are pure and
+// thread-safe; they write only their own part of the output.
+struct MatmulIsa {
+  const char* name;
+  // Prepares tokens [t_begin, t_end) of x (f32 [*, xl.n_in]) into xq.
+  void (*quantize_x)(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_end, std::byte* xq);
+  // Computes y[t, r] for r in [r_begin, r_end) and every token. Each output
+  // is summed in an order fixed by (dtype, n_in) alone, so tiling, the row
+  // range and the token count never change its bits.
+  void (*compute_rows)(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
+};
+
+// The variants compiled into this binary. The AVX ones return nullptr when
+// the build has no x86-64 SIMD flags; whether this CPU runs them is the
+// driver's business (matmul.cpp).
+const MatmulIsa& isa_portable();
+const MatmulIsa* isa_avx2();
+const MatmulIsa* isa_avx512();
+
+// The AVX2 variant's kernels for quantized weights (matmul_avx2_quant.cpp).
+void avx2_compute_rows_quant(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
+
+// The layout of quantized activations for weights of `dtype` and rows of n_in.
+XLayout x_layout(DType dtype, int64_t n_in);
+
+// Whether this CPU (and OS) can run the variant named "portable", "avx2" or
+// "avx512".
+bool isa_supported(const char* name);
+
+// The variant matmul() uses for a THERMOCLINE_ISA value (nullptr or "" for
+// none): the best supported one, or the one asked for when it is supported
+// and not above the best.
+const MatmulIsa& isa_for_request(const char* request);
+
+// matmul() with a given variant; pool may be nullptr (single-threaded).
+void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y,
+                 ThreadPool* pool);
+
+}  // namespace tc::kernels::detail

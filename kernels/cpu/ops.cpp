@@ -1,0 +1,106 @@
+// CPU reference implementations of the element-wise and per-row ops in
+// ops.h: get_rows, rms_norm, rope, ffn_activation, store_f16. Attention
+// lives in ops_attention.cpp. Plain scalar loops; SIMD is left to later.
+#include <cmath>
+#include <vector>
+
+#include "kernels/check.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
+
+namespace tc::kernels {
+
+void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) {
+  const int64_t n_embd = table.n_cols();
+  const int64_t n_vocab = table.n_rows();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    TC_CHECK(ids[t] >= 0 && ids[t] < n_vocab, "get_rows: token id out of range [0, n_vocab)");
+    dequantize_row(table.dtype, table.row(ids[t]), out + t * n_embd, n_embd);
+  }
+}
+
+void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) {
+  TC_CHECK(n > 0, "rms_norm: row length must be positive");
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    // As ggml_compute_forward_rms_norm_f32: squares rounded to f32, summed in
+    // double in index order; the mean and the scale in f32. The weight is
+    // applied after the scale, as the separate ggml_mul in llama.cpp's graph.
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * scale) * weight[i];
+  }
+}
+
+void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
+          const RopeParams& params) {
+  const int64_t n_rot = params.n_rot;
+  TC_CHECK(n_rot >= 0 && n_rot % 2 == 0 && n_rot <= head_dim, "rope: n_rot must be even and <= head_dim");
+  const int64_t n_pairs = n_rot / 2;
+  if (n_pairs == 0) return;
+  // cos/sin of each pair's angle for the current token; grows once, then
+  // reused (rope runs on the engine thread only).
+  thread_local std::vector<double> cos_sin;
+  if (cos_sin.size() < static_cast<size_t>(2 * n_pairs)) cos_sin.resize(static_cast<size_t>(2 * n_pairs));
+
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    // Angles in double, each from its own pow(): llama.cpp builds them in f32
+    // by repeated multiplication with theta_scale = base^(-2/n_rot), whose
+    // rounding error grows with the pair index and the position (about 1e-4
+    // rad at position 4000). Double keeps every angle exact to ~1e-12 rad, so
+    // results may differ from llama.cpp by that much at long contexts.
+    const double pos = static_cast<double>(positions[t]) * params.freq_scale;
+    for (int64_t i = 0; i < n_pairs; ++i) {
+      const double theta =
+          pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+      cos_sin[2 * i] = std::cos(theta);
+      cos_sin[2 * i + 1] = std::sin(theta);
+    }
+    for (int64_t h = 0; h < n_head; ++h) {
+      float* xh = x + (t * n_head + h) * head_dim;
+      for (int64_t i = 0; i < n_pairs; ++i) {
+        const double c = cos_sin[2 * i];
+        const double s = cos_sin[2 * i + 1];
+        const double x0 = xh[2 * i];
+        const double x1 = xh[2 * i + 1];
+        // Rotated in double and rounded once: no f32 cancellation error when
+        // x0*c and x1*s nearly cancel.
+        xh[2 * i] = static_cast<float>(x0 * c - x1 * s);
+        xh[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
+      }
+    }
+  }
+}
+
+void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
+  switch (act) {
+    case Activation::SwiGLU:
+      // silu(g) = g / (1 + exp(-g)) as ggml_silu_f32; for g << 0 exp overflows
+      // to inf and the quotient is -0, for g >> 0 it is g.
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + std::exp(-g)) * up[i];
+      }
+      return;
+    case Activation::ReGLU:
+      for (int64_t i = 0; i < n; ++i) out[i] = (gate[i] > 0.0f ? gate[i] : 0.0f) * up[i];
+      return;
+    case Activation::DReLU:
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i] > 0.0f ? gate[i] : 0.0f;
+        const float u = up[i] > 0.0f ? up[i] : 0.0f;
+        out[i] = g * u;
+      }
+      return;
+  }
+  TC_CHECK(false, "ffn_activation: unknown Activation");
+}
+
+void store_f16(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+}  // namespace tc::kernels

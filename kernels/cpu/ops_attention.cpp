@@ -1,0 +1,202 @@
+// CPU attention over an f16 KV cache (see ops.h): scalar loops written so GCC
+// vectorizes them. Every output row (token, head) is computed by one thread
+// with the same arithmetic whatever the split, so results are bit-identical
+// for any thread count.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kernels/check.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
+
+namespace tc::kernels {
+namespace {
+
+// f32 value of every f16 bit pattern, built once from the exact
+// f16_to_f32: a lookup is far cheaper than a call per K/V element.
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1u << 16);
+    for (uint32_t h = 0; h < (1u << 16); ++h) t[h] = f16_to_f32(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
+}
+
+void f16_row_to_f32_portable(const float* table, const uint16_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+}
+
+#if defined(__x86_64__)
+// F16C converts 8 values per instruction, exactly as the table (NaNs come out
+// quiet with their payload in both), so the two paths give the same bits.
+__attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const float* table, const uint16_t* src, int64_t n,
+                                                               float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = table[src[i]];
+}
+#endif
+
+using F16RowToF32 = void (*)(const float*, const uint16_t*, int64_t, float*);
+
+// Picked once by CPUID.
+F16RowToF32 f16_row_to_f32() {
+#if defined(__x86_64__)
+  static const F16RowToF32 fn = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
+                                    ? f16_row_to_f32_f16c
+                                    : f16_row_to_f32_portable;
+  return fn;
+#else
+  return f16_row_to_f32_portable;
+#endif
+}
+
+// Dot product with 8 independent partial sums combined in a fixed tree:
+// the order does not depend on anything but n, and the lanes vectorize.
+float dot(const float* __restrict a, const float* __restrict b, int64_t n) {
+  constexpr int kLanes = 8;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// Per-thread scratch, grown on demand and kept: no allocation once the
+// largest context has been seen.
+struct Scratch {
+  std::vector<float> scores;  // f32 [n_run, n_ctx]: scores, then probabilities
+  std::vector<float> row;     // f32 [head_dim]: one K or V row converted from f16
+};
+
+Scratch& thread_scratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+void grow(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+}
+
+struct AttentionArgs {
+  const float* q;
+  const uint16_t* k;
+  const uint16_t* v;
+  int64_t n_head;
+  int64_t n_head_kv;
+  int64_t head_dim;
+  const int32_t* positions;
+  float* out;
+  float scale;
+};
+
+// Heads [h_begin, h_end) of token t, all reading KV head kv_idx. Each K and V
+// row is converted once and used by every head of the run; the arithmetic of
+// one head is the same for any run it is part of.
+void attend_run(const AttentionArgs& a, int64_t t, int64_t kv_idx, int64_t h_begin, int64_t h_end) {
+  const float* table = f16_table();
+  const F16RowToF32 to_f32 = f16_row_to_f32();
+  Scratch& s = thread_scratch();
+  const int64_t n_ctx = static_cast<int64_t>(a.positions[t]) + 1;
+  const int64_t n_run = h_end - h_begin;
+  const int64_t kv_stride = a.n_head_kv * a.head_dim;
+  const int64_t head_dim = a.head_dim;
+  grow(s.scores, n_run * n_ctx);
+  grow(s.row, head_dim);
+  float* row = s.row.data();
+  float* scores = s.scores.data();
+  const float* q_t = a.q + (t * a.n_head + h_begin) * head_dim;
+  float* out_t = a.out + (t * a.n_head + h_begin) * head_dim;
+
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    to_f32(table, a.k + j * kv_stride + kv_idx * head_dim, head_dim, row);
+    for (int64_t r = 0; r < n_run; ++r) scores[r * n_ctx + j] = dot(q_t + r * head_dim, row, head_dim) * a.scale;
+  }
+
+  for (int64_t r = 0; r < n_run; ++r) {
+    float* p = scores + r * n_ctx;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n_ctx; ++j) max = std::max(max, p[j]);
+    // exp in f32; the sum in double, as ggml_vec_soft_max_f32, so long
+    // contexts lose nothing to the accumulation.
+    double sum = 0.0;
+    for (int64_t j = 0; j < n_ctx; ++j) {
+      p[j] = std::exp(p[j] - max);
+      sum += p[j];
+    }
+    // Normalized before the weighted sum, as llama.cpp's soft_max followed by
+    // the kq @ v product.
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < n_ctx; ++j) p[j] *= inv_sum;
+    std::fill(out_t + r * head_dim, out_t + (r + 1) * head_dim, 0.0f);
+  }
+
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    to_f32(table, a.v + j * kv_stride + kv_idx * head_dim, head_dim, row);
+    for (int64_t r = 0; r < n_run; ++r) {
+      const float p = scores[r * n_ctx + j];
+      float* __restrict o = out_t + r * head_dim;
+      for (int64_t d = 0; d < head_dim; ++d) o[d] += p * row[d];
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+               int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+               ThreadPool& pool) {
+  TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
+           "attention: n_head must be a positive multiple of n_head_kv");
+  TC_CHECK(head_dim > 0, "attention: head_dim must be positive");
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    TC_CHECK(positions[t] >= 0 && positions[t] < n_kv, "attention: position outside the KV cache [0, n_kv)");
+  }
+  if (n_tokens <= 0) return;
+  f16_table();  // built here, not by the first worker that needs it
+  f16_row_to_f32();
+
+  const AttentionArgs args{q, k, v, n_head, n_head_kv, head_dim, positions, out,
+                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))};
+  const int64_t n_group = n_head / n_head_kv;
+  const int64_t n_groups = n_tokens * n_head_kv;
+  // Work items are (token, KV head, slice of its query heads). Whole groups
+  // share the K/V conversion; when there are too few groups to keep every
+  // thread busy (decode with few KV heads) the groups are split, aiming at
+  // about 4 items per thread.
+  const int64_t n_threads = pool.n_threads();
+  const int64_t n_split =
+      n_threads == 1 ? 1 : std::clamp<int64_t>((4 * n_threads + n_groups - 1) / n_groups, 1, n_group);
+  const int64_t n_items = n_groups * n_split;
+  // Threads take items from a shared counter, last token first (the longest
+  // context first balances prefill). Which thread takes an item does not
+  // change its result.
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    for (int64_t item = next.fetch_add(1); item < n_items; item = next.fetch_add(1)) {
+      const int64_t rev = n_items - 1 - item;
+      const int64_t group_idx = rev / n_split;
+      const int64_t slice = rev % n_split;
+      const int64_t t = group_idx / n_head_kv;
+      const int64_t kv_idx = group_idx % n_head_kv;
+      const int64_t h_begin = kv_idx * n_group + n_group * slice / n_split;
+      const int64_t h_end = kv_idx * n_group + n_group * (slice + 1) / n_split;
+      if (h_begin < h_end) attend_run(args, t, kv_idx, h_begin, h_end);
+    }
+  });
+}
+
+}  // namespace tc::kernels

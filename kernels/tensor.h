@@ -1,0 +1,51 @@
+// Tensor: a non-owning view of a 1-4 dimensional array (pointer, dtype,
+// shape, row stride, memory kind). ne[0] is the innermost (contiguous)
+// dimension, as in GGUF: a matrix of `rows` rows of `cols` elements has
+// ne = {cols, rows}. Rows may be padded (row_bytes >= the packed size).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace tc::kernels {
+
+enum class MemoryKind {
+  Host,        // ordinary host memory (heap)
+  MappedFile,  // a read-only mmap of a model file
+  PinnedHost,  // page-locked host memory (CUDA builds)
+  Device,      // GPU memory
+};
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  std::array<int64_t, 4> ne = {1, 1, 1, 1};
+  int64_t row_bytes = 0;   // bytes from one row (ne[0] elements) to the next
+  MemoryKind memory = MemoryKind::Host;
+
+  int64_t n_cols() const { return ne[0]; }
+  int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
+  int64_t n_elements() const { return ne[0] * n_rows(); }
+  std::byte* row(int64_t r) const { return static_cast<std::byte*>(data) + r * row_bytes; }
+  template <typename T>
+  T* row_as(int64_t r) const {
+    return reinterpret_cast<T*>(row(r));
+  }
+
+  // A packed view of `data` with shape {n_cols, n_rows}.
+  static Tensor matrix(const void* data, DType dtype, int64_t n_cols, int64_t n_rows,
+                       MemoryKind memory = MemoryKind::Host) {
+    Tensor t;
+    t.data = const_cast<void*>(data);
+    t.dtype = dtype;
+    t.ne = {n_cols, n_rows, 1, 1};
+    t.row_bytes = kernels::row_bytes(dtype, n_cols);
+    t.memory = memory;
+    return t;
+  }
+};
+
+}  // namespace tc::kernels

@@ -1,0 +1,154 @@
+// The float64 reference forward pass: direct loops over the model's
+// equations, one position at a time, full causal attention each time.
+#include "tests/engine/model/reference_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/quantize.h"
+
+namespace tc::test {
+namespace {
+
+using Matrix = std::vector<std::vector<double>>;  // [rows][cols]
+
+Matrix load_matrix(const gguf::GgufFile& file, const std::string& name) {
+  const auto& info = file.tensor(name);
+  const auto data = file.tensor_data(info);
+  const int64_t cols = info.ne[0];
+  const int64_t rows = info.ne.size() > 1 ? info.ne[1] : 1;
+  const int64_t row_bytes = kernels::row_bytes(info.dtype, cols);
+  Matrix m(static_cast<size_t>(rows), std::vector<double>(static_cast<size_t>(cols)));
+  std::vector<float> tmp(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::dequantize_row(info.dtype, data.data() + r * row_bytes, tmp.data(), cols);
+    std::copy(tmp.begin(), tmp.end(), m[static_cast<size_t>(r)].begin());
+  }
+  return m;
+}
+
+std::vector<double> matvec(const Matrix& w, const std::vector<double>& x) {
+  std::vector<double> y(w.size());
+  for (size_t r = 0; r < w.size(); ++r) {
+    double s = 0;
+    for (size_t c = 0; c < x.size(); ++c) s += w[r][c] * x[c];
+    y[r] = s;
+  }
+  return y;
+}
+
+std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double scale = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
+  return y;
+}
+
+// Rotates adjacent pairs of each head (llama.cpp's normal mode).
+void rope(std::vector<double>& x, int64_t n_head, int64_t head_dim, int64_t n_rot, int64_t pos, double base,
+          double scale) {
+  for (int64_t h = 0; h < n_head; ++h) {
+    for (int64_t i = 0; i < n_rot / 2; ++i) {
+      const double theta = static_cast<double>(pos) * scale * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+      const size_t a = static_cast<size_t>(h * head_dim + 2 * i);
+      const double x0 = x[a], x1 = x[a + 1];
+      x[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      x[a + 1] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+double round_f16(double v) { return kernels::f16_to_f32(kernels::f32_to_f16(static_cast<float>(v))); }
+
+}  // namespace
+
+std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& s,
+                                                  const std::vector<text::TokenId>& tokens) {
+  auto layer_name = [](int64_t l, const char* t) { return model::layer_tensor_name(l, t); };
+  const Matrix embd = load_matrix(file, "token_embd.weight");
+  const Matrix out_w = s.tied_embeddings ? embd : load_matrix(file, "output.weight");
+  const std::vector<double> out_norm = load_matrix(file, "output_norm.weight")[0];
+  const int64_t group = s.n_head / s.n_head_kv;
+
+  std::vector<std::vector<double>> x;  // residual per position
+  for (auto id : tokens) x.push_back(embd[static_cast<size_t>(id)]);
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const auto attn_norm = load_matrix(file, layer_name(l, "attn_norm"))[0];
+    const auto wq = load_matrix(file, layer_name(l, "attn_q"));
+    const auto wk = load_matrix(file, layer_name(l, "attn_k"));
+    const auto wv = load_matrix(file, layer_name(l, "attn_v"));
+    const auto wo = load_matrix(file, layer_name(l, "attn_output"));
+    const auto ffn_norm = load_matrix(file, layer_name(l, "ffn_norm"))[0];
+    const auto wg = load_matrix(file, layer_name(l, "ffn_gate"));
+    const auto wu = load_matrix(file, layer_name(l, "ffn_up"));
+    const auto wd = load_matrix(file, layer_name(l, "ffn_down"));
+
+    std::vector<std::vector<double>> q(tokens.size()), k(tokens.size()), v(tokens.size());
+    for (size_t p = 0; p < tokens.size(); ++p) {
+      const auto h = rms_norm(x[p], attn_norm, s.rms_eps);
+      q[p] = matvec(wq, h);
+      k[p] = matvec(wk, h);
+      v[p] = matvec(wv, h);
+      rope(q[p], s.n_head, s.head_dim, s.n_rot, static_cast<int64_t>(p), s.rope_freq_base, s.rope_freq_scale);
+      rope(k[p], s.n_head_kv, s.head_dim, s.n_rot, static_cast<int64_t>(p), s.rope_freq_base, s.rope_freq_scale);
+      for (auto& e : k[p]) e = round_f16(e);
+      for (auto& e : v[p]) e = round_f16(e);
+    }
+    for (size_t p = 0; p < tokens.size(); ++p) {
+      std::vector<double> attn(static_cast<size_t>(s.n_embd), 0.0);
+      for (int64_t h = 0; h < s.n_head; ++h) {
+        const int64_t kvh = h / group;
+        std::vector<double> scores(p + 1);
+        double max_score = -1e300;
+        for (size_t j = 0; j <= p; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < s.head_dim; ++d) {
+            dot += q[p][static_cast<size_t>(h * s.head_dim + d)] * k[j][static_cast<size_t>(kvh * s.head_dim + d)];
+          }
+          scores[j] = dot / std::sqrt(static_cast<double>(s.head_dim));
+          max_score = std::max(max_score, scores[j]);
+        }
+        double total = 0;
+        for (auto& sc : scores) total += (sc = std::exp(sc - max_score));
+        for (size_t j = 0; j <= p; ++j) {
+          for (int64_t d = 0; d < s.head_dim; ++d) {
+            attn[static_cast<size_t>(h * s.head_dim + d)] +=
+                scores[j] / total * v[j][static_cast<size_t>(kvh * s.head_dim + d)];
+          }
+        }
+      }
+      const auto o = matvec(wo, attn);
+      for (size_t i = 0; i < o.size(); ++i) x[p][i] += o[i];
+
+      const auto h = rms_norm(x[p], ffn_norm, s.rms_eps);
+      auto g = matvec(wg, h);
+      const auto u = matvec(wu, h);
+      for (size_t i = 0; i < g.size(); ++i) {
+        switch (s.ffn_form) {
+          case model::FfnForm::SwiGLU: g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i]; break;
+          case model::FfnForm::ReGLU: g[i] = std::max(g[i], 0.0) * u[i]; break;
+          case model::FfnForm::DReLU: g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0); break;
+        }
+      }
+      const auto d = matvec(wd, g);
+      for (size_t i = 0; i < d.size(); ++i) x[p][i] += d[i];
+    }
+  }
+  std::vector<std::vector<double>> logits;
+  for (const auto& row : x) logits.push_back(matvec(out_w, rms_norm(row, out_norm, s.rms_eps)));
+  return logits;
+}
+
+double relative_error(const float* a, const std::vector<double>& b) {
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    max_ref = std::max(max_ref, std::abs(b[i]));
+  }
+  return max_diff / max_ref;
+}
+
+}  // namespace tc::test

@@ -1,0 +1,305 @@
+// matmul for every weight dtype, shape and ISA variant against a float64
+// reference over the dequantized weights; bit-identical results for any
+// thread count, any token batching and padded rows; the activation
+// quantization every variant shares; the variant chosen at run time.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize.h"
+#include "kernels/dtype.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace tc::kernels;
+namespace detail = tc::kernels::detail;
+
+constexpr DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+
+// Relative f32 rounding slack for any dtype, against sum |w| * |x|.
+constexpr double kFloatTolerance = 1e-5;
+
+// The variants this CPU runs; warns once about the ones it cannot.
+std::vector<const detail::MatmulIsa*> variants() {
+  std::vector<const detail::MatmulIsa*> out = {&detail::isa_portable()};
+  if (detail::isa_supported("avx2")) out.push_back(detail::isa_avx2());
+  if (detail::isa_supported("avx512")) {
+    out.push_back(detail::isa_avx512());
+  } else {
+    static bool warned = false;
+    if (!warned) WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 matmul variant is not run");
+    warned = true;
+  }
+  return out;
+}
+
+// A weight matrix [n_out, n_in] stored as `dtype` with rows `pad` bytes
+// longer than packed (padding filled with 0xff: NaN in every float format),
+// and its dequantized values.
+struct Weights {
+  DType dtype;
+  int64_t n_in, n_out, row_bytes;
+  std::vector<std::byte> bytes;
+  std::vector<double> values;  // [n_out, n_in]
+
+  Tensor tensor() const {
+    Tensor t = Tensor::matrix(bytes.data(), dtype, n_in, n_out);
+    t.row_bytes = row_bytes;
+    return t;
+  }
+};
+
+Weights make_weights(DType dtype, int64_t n_in, int64_t n_out, uint64_t seed, int64_t pad = 0) {
+  Weights w{dtype, n_in, n_out, row_bytes(dtype, n_in) + pad, {}, {}};
+  const auto src = tc::test::random_floats(static_cast<size_t>(n_in * n_out), seed, 0.5f);
+  w.bytes.assign(static_cast<size_t>(w.row_bytes * n_out), std::byte{0xff});
+  w.values.resize(static_cast<size_t>(n_in * n_out));
+  std::vector<float> row(static_cast<size_t>(n_in));
+  for (int64_t r = 0; r < n_out; ++r) {
+    std::byte* dst = w.bytes.data() + r * w.row_bytes;
+    quantize_row(dtype, src.data() + r * n_in, dst, n_in);
+    dequantize_row(dtype, dst, row.data(), n_in);
+    for (int64_t i = 0; i < n_in; ++i) w.values[static_cast<size_t>(r * n_in + i)] = row[static_cast<size_t>(i)];
+  }
+  return w;
+}
+
+std::vector<float> make_x(int64_t n_tokens, int64_t n_in, uint64_t seed) {
+  return tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed);
+}
+
+// y = W x in float64, with the error each output may carry: f32 rounding
+// (kFloatTolerance * sum |w||x|) plus, for quantized weights, the
+// activation quantization: each x moves by at most half its block's step
+// max|x| / 127, so the output by sum over blocks of step / 2 * sum |w|.
+struct Reference {
+  std::vector<double> y, tol;
+  std::vector<double> float_tol;  // the f32 rounding part of tol
+};
+
+Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tokens) {
+  const int64_t block = w.dtype == DType::Q4_K || w.dtype == DType::Q6_K ? kQK_K
+                        : dtype_traits(w.dtype).is_quantized           ? 32
+                                                                       : 0;
+  Reference ref;
+  ref.y.resize(static_cast<size_t>(n_tokens * w.n_out));
+  ref.tol.resize(ref.y.size());
+  ref.float_tol.resize(ref.y.size());
+  double max_ratio = 0;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x.data() + t * w.n_in;
+    for (int64_t r = 0; r < w.n_out; ++r) {
+      const double* wr = w.values.data() + r * w.n_in;
+      double y = 0, abs = 0, quant = 0;
+      for (int64_t i = 0; i < w.n_in; ++i) {
+        y += wr[i] * xt[i];
+        abs += std::fabs(wr[i] * xt[i]);
+      }
+      for (int64_t b0 = 0; block > 0 && b0 < w.n_in; b0 += block) {
+        double amax = 0, wsum = 0;
+        for (int64_t i = b0; i < b0 + block; ++i) {
+          amax = std::fmax(amax, std::fabs(xt[i]));
+          wsum += std::fabs(wr[i]);
+        }
+        quant += amax / 127.0 / 2.0 * wsum;
+        abs += amax / 127.0 / 2.0 * wsum;
+      }
+      ref.y[static_cast<size_t>(t * w.n_out + r)] = y;
+      const auto i = static_cast<size_t>(t * w.n_out + r);
+      ref.float_tol[i] = kFloatTolerance * abs + 1e-30;
+      ref.tol[i] = quant * (1 + 1e-4) + ref.float_tol[i];
+      // The bound must stay tight enough to catch real mistakes.
+      max_ratio = std::fmax(max_ratio, ref.tol[i] / abs);
+    }
+  }
+  REQUIRE(max_ratio < 0.03);
+  return ref;
+}
+
+std::vector<float> run(const detail::MatmulIsa& isa, const Weights& w, const std::vector<float>& x, int64_t n_tokens,
+                       ThreadPool* pool = nullptr) {
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_out), std::nanf(""));  // poisoned
+  detail::matmul_with(isa, w.tensor(), x.data(), n_tokens, y.data(), pool);
+  return y;
+}
+
+std::vector<int64_t> n_in_values(DType dtype) {
+  switch (dtype) {
+    case DType::Q4_K:
+    case DType::Q6_K: return {256, 768};
+    case DType::Q8_0:
+    case DType::Q4_0: return {32, 96, 512};
+    default: return {8, 37, 256, 300};
+  }
+}
+
+std::string label(const detail::MatmulIsa& isa, DType dtype, int64_t n_in, int64_t n_out, int64_t n_tokens) {
+  return std::string(isa.name) + " " + std::string(dtype_name(dtype)) + " n_in " + std::to_string(n_in) +
+         " n_out " + std::to_string(n_out) + " n_tokens " + std::to_string(n_tokens);
+}
+
+void check_against_reference(const Weights& w, int64_t n_tokens, uint64_t seed) {
+  const auto x = make_x(n_tokens, w.n_in, seed);
+  const Reference ref = reference(w, x, n_tokens);
+  std::vector<float> y_portable;
+  for (const auto* isa : variants()) {
+    INFO(label(*isa, w.dtype, w.n_in, w.n_out, n_tokens));
+    const auto y = run(*isa, w, x, n_tokens);
+    if (y_portable.empty()) y_portable = y;
+    // One assertion per run (the first bad output), not one per element.
+    size_t bad = y.size();
+    for (size_t i = 0; i < y.size() && bad == y.size(); ++i) {
+      // Every variant quantizes x to the same bytes, so they differ from the
+      // portable path by f32 rounding only.
+      if (!std::isfinite(y[i]) || std::fabs(y[i] - ref.y[i]) > ref.tol[i] ||
+          std::fabs(static_cast<double>(y[i]) - y_portable[i]) > 2 * ref.float_tol[i]) {
+        bad = i;
+      }
+    }
+    if (bad < y.size()) {
+      INFO("output " << bad << " got " << y[bad] << " want " << ref.y[bad] << " tolerance " << ref.tol[bad]
+                     << " portable " << y_portable[bad] << " float tolerance " << ref.float_tol[bad]);
+      REQUIRE(bad == y.size());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches a float64 reference for every dtype, shape and variant", "[kernels][matmul]") {
+  uint64_t seed = 1;
+  for (DType dtype : kDTypes) {
+    for (int64_t n_in : n_in_values(dtype)) {
+      for (int64_t n_out : {1, 3, 37, 300}) {
+        const Weights w = make_weights(dtype, n_in, n_out, seed++);
+        for (int64_t n_tokens : {1, 2, 3, 7, 8, 17, 64}) {
+          if (n_out == 300 && n_tokens > 8 && n_in > 300) continue;  // keep the suite fast
+          check_against_reference(w, n_tokens, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul in GEMM order (many tokens, long rows) matches the reference", "[kernels][matmul]") {
+  uint64_t seed = 100;
+  for (DType dtype : kDTypes) {
+    const Weights w = make_weights(dtype, 4096, 21, seed++);
+    check_against_reference(w, 64, seed++);
+  }
+}
+
+TEST_CASE("matmul gives the same bits for 1, 2, 3 and 4 threads", "[kernels][matmul]") {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3), ThreadPool(4)};
+  uint64_t seed = 200;
+  for (DType dtype : kDTypes) {
+    for (auto [n_in, n_out, n_tokens] : {std::tuple<int64_t, int64_t, int64_t>{512, 300, 1}, {512, 300, 7},
+                                         {4096, 75, 64}}) {
+      const Weights w = make_weights(dtype, n_in, n_out, seed++);
+      const auto x = make_x(n_tokens, n_in, seed++);
+      for (const auto* isa : variants()) {
+        INFO(label(*isa, dtype, n_in, n_out, n_tokens));
+        const auto y1 = run(*isa, w, x, n_tokens, &pools[0]);
+        for (int p = 1; p < 4; ++p) {
+          INFO("threads " << pools[p].n_threads());
+          const auto yp = run(*isa, w, x, n_tokens, &pools[p]);
+          REQUIRE(std::memcmp(y1.data(), yp.data(), y1.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kernels][matmul]") {
+  // GEMV (one token), small batches and GEMM order (64 tokens of 4096) all
+  // sum each output in the same order.
+  uint64_t seed = 300;
+  for (DType dtype : kDTypes) {
+    for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 7}, {4096, 64}}) {
+      const Weights w = make_weights(dtype, n_in, 19, seed++);
+      const auto x = make_x(n_tokens, n_in, seed++);
+      for (const auto* isa : variants()) {
+        INFO(label(*isa, dtype, n_in, w.n_out, n_tokens));
+        const auto batch = run(*isa, w, x, n_tokens);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          const std::vector<float> xt(x.begin() + t * n_in, x.begin() + (t + 1) * n_in);
+          const auto one = run(*isa, w, xt, 1);
+          INFO("token " << t);
+          REQUIRE(std::memcmp(one.data(), batch.data() + t * w.n_out, one.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul reads padded rows (row_bytes above the packed size)", "[kernels][matmul]") {
+  uint64_t seed = 400;
+  for (DType dtype : kDTypes) {
+    const int64_t n_in = dtype == DType::Q4_K || dtype == DType::Q6_K ? 512 : 96;
+    const Weights packed = make_weights(dtype, n_in, 37, seed);
+    const Weights padded = make_weights(dtype, n_in, 37, seed, 64 + 6);
+    seed++;
+    for (int64_t n_tokens : {1, 5}) {
+      const auto x = make_x(n_tokens, n_in, seed++);
+      for (const auto* isa : variants()) {
+        INFO(label(*isa, dtype, n_in, 37, n_tokens));
+        const auto a = run(*isa, packed, x, n_tokens);
+        const auto b = run(*isa, padded, x, n_tokens);
+        REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][matmul]") {
+  for (DType dtype : {DType::Q8_0, DType::Q4_K}) {
+    const int64_t n_in = 1024;
+    const detail::XLayout xl = detail::x_layout(dtype, n_in);
+    auto x = make_x(3, n_in, 500);
+    // An all-zero block, a tiny block and one huge value among small ones.
+    for (int64_t i = 0; i < 256; ++i) x[static_cast<size_t>(i)] = 0.0f;
+    for (int64_t i = 256; i < 512; ++i) x[static_cast<size_t>(i)] *= 1e-35f;
+    x[600] = 3e4f;
+    std::vector<std::byte> want(static_cast<size_t>(xl.stride * 3), std::byte{0x5a});
+    detail::isa_portable().quantize_x(xl, x.data(), 0, 3, want.data());
+    const auto* d = reinterpret_cast<const float*>(want.data() + xl.d_offset);
+    CHECK(d[0] == 0.0f);
+    for (const auto* isa : variants()) {
+      INFO(isa->name << " " << dtype_name(dtype));
+      std::vector<std::byte> got(want.size(), std::byte{0x5a});
+      isa->quantize_x(xl, x.data(), 0, 3, got.data());
+      REQUIRE(got == want);
+    }
+  }
+}
+
+TEST_CASE("matmul runs the best variant this CPU supports unless told a lower one", "[kernels][matmul]") {
+  const std::string best = detail::isa_for_request(nullptr).name;
+  INFO("best variant " << best);
+  CHECK(detail::isa_supported("portable"));
+  CHECK_FALSE(detail::isa_supported("sse9"));
+  CHECK(std::string(detail::isa_for_request("portable").name) == "portable");
+  CHECK(std::string(detail::isa_for_request("").name) == best);
+  if (detail::isa_supported("avx2")) CHECK(std::string(detail::isa_for_request("avx2").name) == "avx2");
+  if (!detail::isa_supported("avx512")) CHECK(std::string(detail::isa_for_request("avx512").name) == best);
+  // matmul() uses the variant matmul_isa() names.
+  const std::string chosen = matmul_isa();
+  REQUIRE(detail::isa_supported(chosen.c_str()));
+  const Weights w = make_weights(DType::Q4_0, 256, 40, 600);
+  const auto x = make_x(3, 256, 601);
+  ThreadPool pool(2);
+  std::vector<float> y(3 * 40, std::nanf(""));
+  matmul(w.tensor(), x.data(), 3, y.data(), pool);
+  REQUIRE(y == run(detail::isa_for_request(chosen.c_str()), w, x, 3));
+  std::vector<float> y_ref(3 * 40, std::nanf(""));
+  matmul_reference(w.tensor(), x.data(), 3, y_ref.data());
+  REQUIRE(y_ref == run(detail::isa_portable(), w, x, 3));
+}

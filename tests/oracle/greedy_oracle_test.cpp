@@ -1,0 +1,288 @@
+// Our forward pass and greedy generation against llama.cpp's on the same
+// files: Q8_0 and Q4_0 models from make-model are loaded by both (llama.cpp
+// through libllama of npm @node-llama-cpp/linux-x64 3.22.1, and through
+// node-llama-cpp's own API via bench/llamacpp/run.mjs when node is there).
+// The prompt must tokenize the same, its last-position logits must agree
+// within a few percent of their sd, and on 32 greedy steps (EOS ignored)
+// llama.cpp's token must be our argmax at every step of its path unless that
+// step is a near-tie for us; the free-running sequences must be identical up
+// to such a step (with the seeds used here: all 32 tokens). Skips with a
+// warning without the library (fails with THERMOCLINE_REQUIRE_ORACLE=1).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/generation.h"
+#include "engine/runtime/kv_cache.h"
+#include "kernels/backend.h"
+#include "profiler/make_model.h"
+#include "tests/oracle/llama_context_oracle.h"
+#include "tests/oracle/llama_tokenizer_oracle.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace lc = tc::oracle::llamacpp;
+
+// Plain text: llama.cpp parses special-token texts in prompts and we do not,
+// so the prompt has none. Words, punctuation, digits and a non-ASCII letter.
+constexpr char kPrompt[] = "The hacker's dream: 42 lines of C, one café, and a machine that never sleeps.";
+constexpr int kNGen = 32;
+constexpr int kThreads = 2;
+// Both sides quantize activations to int8 blocks of 32 for Q8_0 and Q4_0
+// weights, but llama.cpp rounds each block's scale to f16, and in attention
+// rounds q and the softmax probabilities to f16, where we keep f32. Inputs
+// that differ in the last bits then round to different int8 values, and
+// those flips add up to 5-8% of the logit sd at the last layer (measured on
+// seeds 1-10; -s prints the figures); single matmuls on the same input agree
+// to 0.1%. With llama.cpp's roundings emulated the logits come out
+// bit-identical, so these bounds could shrink if the engine adopted them.
+// Bounds in units of the logit sd at that position; observed maxima: 0.078
+// for the logits, 0.036 for how far llama.cpp's token was below our argmax.
+constexpr double kLogitTolerance = 0.15;
+constexpr double kTieTolerance = 0.15;
+
+struct ModelCase {
+  const char* type;
+  uint64_t seed;
+};
+
+fs::path make_oracle_model(const ModelCase& c, const fs::path& dir) {
+  tc::profiler::MakeModelOptions o;
+  o.output = dir / ("greedy_" + std::string(c.type) + "_seed" + std::to_string(c.seed) + ".gguf");
+  o.seed = c.seed;
+  o.n_vocab = 4096;
+  o.n_embd = 256;
+  o.n_layer = 4;
+  o.n_ff = 512;
+  o.n_head = 8;
+  o.n_head_kv = 4;
+  o.n_ctx = 256;
+  o.weight_type = c.type;
+  o.n_threads = kThreads;
+  tc::profiler::make_model(o);
+  return o.output;
+}
+
+struct LogitStats {
+  double sd = 0;
+  double top2_gap = 0;  // top-1 minus top-2 logit
+  int32_t argmax = 0;   // the lowest id among equal maxima, as both greedy samplers pick
+};
+
+LogitStats logit_stats(const float* logits, size_t n) {
+  LogitStats s;
+  double sum = 0, sum2 = 0;
+  float top1 = -INFINITY, top2 = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = logits[i];
+    sum += v;
+    sum2 += static_cast<double>(v) * v;
+    if (v > top1) top2 = top1, top1 = v, s.argmax = static_cast<int32_t>(i);
+    else if (v > top2) top2 = v;
+  }
+  const double mean = sum / static_cast<double>(n);
+  s.sd = std::sqrt(std::max(0.0, sum2 / static_cast<double>(n) - mean * mean));
+  s.top2_gap = static_cast<double>(top1) - top2;
+  return s;
+}
+
+struct OurRun {
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> tokens;  // free-running greedy
+  // f32 [kNGen, n_vocab]: our logits with llama.cpp's tokens as the prefix
+  // (teacher forcing): row i is what step i chooses from, row 0 the
+  // prompt's last position.
+  std::vector<float> forced_logits;
+};
+
+// Our greedy run (tc::runtime::generate, as `thermocline generate --temp 0
+// --ignore-eos`), then one pass over prompt + `theirs` with every position's
+// logits.
+OurRun run_ours(const fs::path& path, const std::vector<int32_t>& theirs) {
+  OurRun r;
+  const auto loaded = tc::model::load_model(path);
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = kThreads});
+  tc::model::LlamaModel model(*loaded, *backend);
+  const auto n_vocab = static_cast<size_t>(loaded->spec.n_vocab);
+  tc::runtime::KvCache kv(*backend, loaded->spec, 1, 256);
+
+  for (const auto id : loaded->tokenizer->encode(kPrompt)) r.prompt_tokens.push_back(id);
+  tc::runtime::GenerateOptions gen;
+  gen.n_predict = kNGen;
+  gen.stop_at_eos = false;
+  gen.sampling.temperature = 0.0f;
+  const auto stats = tc::runtime::generate(model, kv, *loaded->tokenizer, kPrompt, gen, [](std::string_view) {});
+  for (const auto id : stats.tokens) r.tokens.push_back(id);
+
+  std::vector<int32_t> all = r.prompt_tokens;
+  all.insert(all.end(), theirs.begin(), theirs.end() - 1);
+  kv.clear(0);
+  std::vector<float> logits;
+  const tc::model::StepSequence step{0, all, true};
+  REQUIRE(model.forward({&step, 1}, kv, logits) == tc::model::StepStatus::Ok);
+  REQUIRE(logits.size() == all.size() * n_vocab);
+  const size_t first = r.prompt_tokens.size() - 1;
+  r.forced_logits.assign(logits.begin() + static_cast<ptrdiff_t>(first * n_vocab), logits.end());
+  return r;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (const char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+std::string join(const std::vector<int32_t>& v) {
+  std::ostringstream s;
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? " " : "") << v[i];
+  return s.str();
+}
+
+const lc::LlamaCppLibrary& library() { return lc::LlamaCppLibrary::instance(tc::oracle::llama_library_path()); }
+
+// The models of both test cases, made once per process.
+const std::vector<std::pair<ModelCase, fs::path>>& oracle_models() {
+  static const std::vector<std::pair<ModelCase, fs::path>> models = [] {
+    const fs::path dir = tc::test::scratch_dir("greedy_oracle");
+    std::vector<std::pair<ModelCase, fs::path>> m;
+    // Seed 8: on this prompt both models' free-running greedy sequences
+    // are identical to llama.cpp's for all 32 tokens (other seeds part at a
+    // near-tie after 1 to 28 tokens, which the test allows).
+    for (const ModelCase& c : {ModelCase{"q8_0", 8}, ModelCase{"q4_0", 8}}) m.emplace_back(c, make_oracle_model(c, dir));
+    return m;
+  }();
+  return models;
+}
+
+}  // namespace
+
+// First statement of a test that needs libllama's full model API.
+#define TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP()                                                   \
+  do {                                                                                              \
+    if (!library().ok()) {                                                                          \
+      if (library().broken() || ::tc::oracle::oracle_required()) {                                  \
+        FAIL("llama.cpp oracle unusable: " << library().reason());                                  \
+      }                                                                                             \
+      WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());                       \
+      return;                                                                                       \
+    }                                                                                               \
+  } while (0)
+
+TEST_CASE("Greedy tokens and prompt logits match llama.cpp's on Q8_0 and Q4_0 models", "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  for (const auto& [c, path] : oracle_models()) {
+    INFO("model " << c.type << " seed " << c.seed << " (" << path.string() << ")");
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const int32_t n_vocab = theirs_model.n_vocab();
+    const auto theirs_prompt = theirs_model.tokenize(kPrompt);
+    lc::ContextOptions co;
+    co.n_ctx = 256;
+    co.n_threads = kThreads;
+    lc::LlamaCppContext ctx(theirs_model, co);
+    const auto theirs = lc::greedy(ctx, n_vocab, theirs_prompt, kNGen);
+    const OurRun ours = run_ours(path, theirs.tokens);
+    REQUIRE(ours.forced_logits.size() == static_cast<size_t>(kNGen) * static_cast<size_t>(n_vocab));
+
+    CHECK(join(ours.prompt_tokens) == join(theirs_prompt));
+
+    // The prompt's last-position logits, ours against llama.cpp's.
+    const LogitStats prompt_stats = logit_stats(theirs.prompt_logits.data(), static_cast<size_t>(n_vocab));
+    double max_diff = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(theirs.prompt_logits[i] - ours.forced_logits[i])));
+    }
+    CHECK(max_diff < kLogitTolerance * prompt_stats.sd);
+
+    // Every step on llama.cpp's path: its token must be our argmax, or a
+    // near-tie for us (within kTieTolerance logit sd of our top logit).
+    int n_exact = 0;
+    double min_gap_sd = INFINITY;
+    std::string ties;
+    for (int i = 0; i < kNGen; ++i) {
+      const float* row = ours.forced_logits.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
+      const LogitStats s = logit_stats(row, static_cast<size_t>(n_vocab));
+      const int32_t want = theirs.tokens[static_cast<size_t>(i)];
+      min_gap_sd = std::min(min_gap_sd, s.top2_gap / s.sd);
+      if (s.argmax == want) {
+        ++n_exact;
+        continue;
+      }
+      const double short_by = (row[s.argmax] - row[want]) / s.sd;
+      ties += " step " + std::to_string(i) + ": llama.cpp " + std::to_string(want) + ", ours " +
+              std::to_string(s.argmax) + ", " + std::to_string(short_by) + " sd apart;";
+      INFO("step " << i << ": llama.cpp picks " << want << ", our argmax is " << s.argmax << ", "
+                   << short_by << " logit sd above it");
+      CHECK(short_by <= kTieTolerance);
+    }
+
+    // Free-running: ours and llama.cpp's agree up to the first step where,
+    // on the same prefix, our argmax differs from llama.cpp's token (a
+    // near-tie, checked above); a divergence anywhere else is a failure.
+    size_t common = 0;
+    while (common < ours.tokens.size() && common < theirs.tokens.size() &&
+           ours.tokens[common] == theirs.tokens[common]) {
+      ++common;
+    }
+    if (common < static_cast<size_t>(kNGen)) {
+      const float* row = ours.forced_logits.data() + common * static_cast<size_t>(n_vocab);
+      INFO("ours " << join(ours.tokens) << "\nllama.cpp " << join(theirs.tokens));
+      CHECK(logit_stats(row, static_cast<size_t>(n_vocab)).argmax != theirs.tokens[common]);
+    }
+
+    // Shown with -s (Catch2 prints warnings of passing tests only there).
+    WARN(c.type << " seed " << c.seed << ": prompt " << ours.prompt_tokens.size()
+                << " tokens, identical; last-position logits max |ours - llama.cpp| = " << max_diff << " = "
+                << max_diff / prompt_stats.sd << " logit sd; greedy: " << n_exact << "/" << kNGen
+                << " steps pick llama.cpp's token on its path, free-running sequences identical for " << common
+                << "/" << kNGen << " tokens; smallest top-2 gap " << min_gap_sd << " sd;" << ties);
+  }
+}
+
+// node-llama-cpp runs the same libllama, so its greedy tokens must equal
+// those of the direct libllama run exactly: this checks that run.mjs switches
+// every default sampler of node-llama-cpp off and tokenizes as llama.cpp does.
+TEST_CASE("node-llama-cpp's greedy tokens (bench/llamacpp/run.mjs) equal libllama's on Q8_0 and Q4_0 models",
+          "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  const fs::path script = tc::test::source_dir() / "bench" / "llamacpp" / "run.mjs";
+  const fs::path package = tc::test::source_dir() / ".deps/npm/node_modules/node-llama-cpp/package.json";
+  const bool have_node = tc::test::run_command("node --version").exit_code == 0;
+  if (!have_node || !fs::exists(package)) {
+    const std::string why = !have_node ? "node is not on PATH" : "no " + package.string() + " (run scripts/setup.sh)";
+    if (::tc::oracle::oracle_required()) FAIL("node-llama-cpp oracle unavailable: " << why);
+    WARN("SKIPPED (node-llama-cpp unavailable): " << why);
+    return;
+  }
+  for (const auto& [c, path] : oracle_models()) {
+    INFO("model " << c.type << " (" << path.string() << ")");
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const auto theirs_prompt = theirs_model.tokenize(kPrompt);
+    lc::ContextOptions co;
+    co.n_ctx = 256;
+    co.n_threads = kThreads;
+    lc::LlamaCppContext ctx(theirs_model, co);
+    const auto theirs = lc::greedy(ctx, theirs_model.n_vocab(), theirs_prompt, kNGen);
+
+    const auto result = tc::test::run_command("node " + shell_quote(script.string()) + " greedy -m " +
+                                              shell_quote(path.string()) + " --prompt " + shell_quote(kPrompt) +
+                                              " -n " + std::to_string(kNGen) + " -t " + std::to_string(kThreads));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    // The JSON is the last line (node-llama-cpp may log above it).
+    const size_t line = result.output.rfind("{\"prompt_tokens\"");
+    REQUIRE(line != std::string::npos);
+    const auto j = nlohmann::json::parse(result.output.substr(line));
+    CHECK(join(j.at("prompt_tokens").get<std::vector<int32_t>>()) == join(theirs_prompt));
+    CHECK(join(j.at("tokens").get<std::vector<int32_t>>()) == join(theirs.tokens));
+  }
+}
