@@ -116,7 +116,10 @@ std::filesystem::path default_lib(const char* argv0) {
 
 std::string json_ints(const std::vector<int32_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(v[i]);
+  }
   return s + "]";
 }
 

@@ -3,13 +3,23 @@
 // GEMM (512 tokens; GFLOP/s), on the pool's threads.
 //   matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST]
 //                [--shape NOUTxNIN,...] [--tokens N] [--no-gemm] [--no-gemv]
+//                [--ggml DIR]
 // LIST is comma separated (e.g. --isa avx2 --dtype f16,q8_0).
+// --ggml DIR also times llama.cpp's ggml_mul_mat from the prebuilt CPU
+// libraries in DIR (libggml-base.so and libggml-cpu-haswell.so, e.g. the
+// npm package @node-llama-cpp/linux-x64), loaded with dlopen: row "ggml"
+// (plain weight buffer) and, for the types llama.cpp repacks at load time on
+// this CPU, "ggml-repack" (its CPU_REPACK buffer type), with the same thread
+// count and a persistent ggml threadpool.
 // Shared machines see memory bandwidth drift by 30% within seconds, so GEMV
 // runs in ROUNDS interleaved rounds, each also timing a read-bandwidth probe
 // (as bench/membw); the table gives medians over rounds, the best round, and
 // the median over rounds of GEMV GB/s as a share of that round's probe.
 // GEMM is timed ROUNDS times per variant (median).
+#include <dlfcn.h>
 #include <emmintrin.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +61,7 @@ struct Options {
   int64_t gemm_tokens = 512;
   bool gemm = true;
   bool gemv = true;
+  std::string ggml_dir;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -65,7 +76,7 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST] [--shape NOUTxNIN,...]\n"
-               "                    [--tokens N] [--no-gemm] [--no-gemv]\n");
+               "                    [--tokens N] [--no-gemm] [--no-gemv] [--ggml DIR]\n");
   std::exit(2);
 }
 
@@ -98,6 +109,8 @@ Options parse(int argc, char** argv) {
       o.gemm = false;
     } else if (a == "--no-gemv") {
       o.gemv = false;
+    } else if (a == "--ggml") {
+      o.ggml_dir = next();
     } else {
       usage();
     }
@@ -196,8 +209,165 @@ double probe_read(const std::byte* bytes, int64_t n, ThreadPool& pool) {
   return static_cast<double>(n) / s * 1e-9;
 }
 
+// ---- llama.cpp's ggml CPU backend, loaded at run time ----
+
+// The few ggml entry points used, declared as ggml.h / ggml-backend.h /
+// ggml-cpu.h do; only ggml_init_params crosses by value (3 fields, stable).
+struct GgmlInitParams {
+  size_t mem_size;
+  void* mem_buffer;
+  bool no_alloc;
+};
+
+class Ggml {
+ public:
+  bool load(const std::string& dir, int n_threads) {
+    base_ = dlopen((dir + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    cpu_ = base_ ? dlopen((dir + "/libggml-cpu-haswell.so").c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
+    if (cpu_ == nullptr) {
+      std::fprintf(stderr, "matmul_bench: cannot load ggml from %s: %s\n", dir.c_str(), dlerror());
+      return false;
+    }
+    bool ok = true;
+    auto sym = [&](void* lib, const char* name) {
+      void* f = dlsym(lib, name);
+      if (f == nullptr) {
+        std::fprintf(stderr, "matmul_bench: ggml symbol %s missing\n", name);
+        ok = false;
+      }
+      return f;
+    };
+    init_ = reinterpret_cast<void* (*)(GgmlInitParams)>(sym(base_, "ggml_init"));
+    new_tensor_2d_ = reinterpret_cast<void* (*)(void*, int, int64_t, int64_t)>(sym(base_, "ggml_new_tensor_2d"));
+    mul_mat_ = reinterpret_cast<void* (*)(void*, void*, void*)>(sym(base_, "ggml_mul_mat"));
+    new_graph_ = reinterpret_cast<void* (*)(void*)>(sym(base_, "ggml_new_graph"));
+    expand_ = reinterpret_cast<void (*)(void*, void*)>(sym(base_, "ggml_build_forward_expand"));
+    get_data_ = reinterpret_cast<void* (*)(void*)>(sym(base_, "ggml_get_data"));
+    nbytes_ = reinterpret_cast<size_t (*)(const void*)>(sym(base_, "ggml_nbytes"));
+    graph_compute_ = reinterpret_cast<int (*)(void*, void*)>(sym(base_, "ggml_backend_graph_compute"));
+    buft_alloc_ = reinterpret_cast<void* (*)(void*, size_t)>(sym(base_, "ggml_backend_buft_alloc_buffer"));
+    buffer_base_ = reinterpret_cast<void* (*)(void*)>(sym(base_, "ggml_backend_buffer_get_base"));
+    tensor_alloc_ = reinterpret_cast<int (*)(void*, void*, void*)>(sym(base_, "ggml_backend_tensor_alloc"));
+    tensor_set_ = reinterpret_cast<void (*)(void*, const void*, size_t, size_t)>(sym(base_, "ggml_backend_tensor_set"));
+    auto cpu_init = reinterpret_cast<void (*)()>(sym(cpu_, "ggml_cpu_init"));
+    auto backend_init = reinterpret_cast<void* (*)()>(sym(cpu_, "ggml_backend_cpu_init"));
+    auto set_threads = reinterpret_cast<void (*)(void*, int)>(sym(cpu_, "ggml_backend_cpu_set_n_threads"));
+    auto tp_params_init = reinterpret_cast<void (*)(void*, int)>(sym(base_, "ggml_threadpool_params_init"));
+    auto tp_new = reinterpret_cast<void* (*)(void*)>(sym(cpu_, "ggml_threadpool_new"));
+    auto set_tp = reinterpret_cast<void (*)(void*, void*)>(sym(cpu_, "ggml_backend_cpu_set_threadpool"));
+    tp_pause_ = reinterpret_cast<void (*)(void*)>(sym(cpu_, "ggml_threadpool_pause"));
+    tp_resume_ = reinterpret_cast<void (*)(void*)>(sym(cpu_, "ggml_threadpool_resume"));
+    repack_buft_ = reinterpret_cast<void* (*)()>(sym(cpu_, "_Z35ggml_backend_cpu_repack_buffer_typev"));
+    if (!ok) return false;
+    // Quiet: ggml logs every repacked tensor.
+    if (auto log_set = reinterpret_cast<void (*)(void (*)(int, const char*, void*), void*)>(
+            dlsym(base_, "ggml_log_set"))) {
+      log_set([](int, const char*, void*) {}, nullptr);
+    }
+    cpu_init();
+    // Which types ggml repacks on this CPU is decided inside it (null traits
+    // for the others, which then crash in set_tensor): probe each in a child.
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+      std::fflush(nullptr);
+      const pid_t pid = fork();
+      if (pid == 0) {
+        std::vector<std::byte> w(static_cast<size_t>(row_bytes(t, 256) * 8));
+        std::vector<float> src(256 * 8, 0.25f);
+        for (int r = 0; r < 8; ++r) quantize_row(t, src.data() + r * 256, w.data() + r * row_bytes(t, 256), 256);
+        prepare(t, w.data(), 256, 8, 1, true);
+        _exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) repacked_.push_back(t);
+    }
+    backend_ = backend_init();
+    set_threads(backend_, n_threads);
+    // ggml_threadpool_params is filled by ggml itself; this buffer is larger.
+    alignas(64) static unsigned char tp_params[4096];
+    tp_params_init(tp_params, n_threads);
+    threadpool_ = tp_new(tp_params);
+    set_tp(backend_, threadpool_);
+    tp_pause_(threadpool_);
+    return true;
+  }
+
+  // y = W x through one ggml graph. W's bytes are ours (the same block
+  // layouts); `repack` places W in ggml's CPU_REPACK buffer type.
+  struct MulMat {
+    void* graph;
+    void* x;
+    void* y;
+  };
+  MulMat prepare(DType dtype, const std::byte* w_bytes, int64_t n_in, int64_t n_out, int64_t n_tok, bool repack) {
+    const size_t w_bytes_n = static_cast<size_t>(row_bytes(dtype, n_in) * n_out);
+    const size_t act = static_cast<size_t>(n_tok * (n_in + n_out)) * sizeof(float);
+    void* ctx = init_({act + (repack ? 0 : w_bytes_n) + (16u << 20), nullptr, false});
+    void* w = nullptr;
+    if (repack) {
+      void* wctx = init_({1u << 20, nullptr, true});
+      w = new_tensor_2d_(wctx, static_cast<int>(dtype), n_in, n_out);
+      void* buf = buft_alloc_(repack_buft_(), nbytes_(w) + 4096);
+      tensor_alloc_(buf, w, buffer_base_(buf));
+      tensor_set_(w, w_bytes, 0, w_bytes_n);  // repacks here
+    } else {
+      w = new_tensor_2d_(ctx, static_cast<int>(dtype), n_in, n_out);
+      std::memcpy(get_data_(w), w_bytes, w_bytes_n);
+    }
+    void* x = new_tensor_2d_(ctx, 0 /* GGML_TYPE_F32 */, n_in, n_tok);
+    void* y = mul_mat_(ctx, w, x);
+    void* graph = new_graph_(ctx);
+    expand_(graph, y);
+    return {graph, x, y};
+  }
+  void set_x(const MulMat& m, const float* x, size_t n) { std::memcpy(get_data_(m.x), x, n * sizeof(float)); }
+  void run(const MulMat& m) {
+    if (graph_compute_(backend_, m.graph) != 0) {
+      std::fprintf(stderr, "matmul_bench: ggml graph compute failed\n");
+      std::exit(1);
+    }
+  }
+  const float* y(const MulMat& m) { return static_cast<const float*>(get_data_(m.y)); }
+  // ggml's workers poll for a while after each graph; paused, they leave
+  // the cores to the other variants being timed.
+  void resume() { tp_resume_(threadpool_); }
+  void pause() { tp_pause_(threadpool_); }
+  // Whether llama.cpp repacks weights of this type at load time on this CPU.
+  bool repacks(DType t) const { return std::find(repacked_.begin(), repacked_.end(), t) != repacked_.end(); }
+
+ private:
+  void* base_ = nullptr;
+  void* cpu_ = nullptr;
+  void* backend_ = nullptr;
+  void* threadpool_ = nullptr;
+  void (*tp_pause_)(void*) = nullptr;
+  void (*tp_resume_)(void*) = nullptr;
+  void* (*init_)(GgmlInitParams) = nullptr;
+  void* (*new_tensor_2d_)(void*, int, int64_t, int64_t) = nullptr;
+  void* (*mul_mat_)(void*, void*, void*) = nullptr;
+  void* (*new_graph_)(void*) = nullptr;
+  void (*expand_)(void*, void*) = nullptr;
+  void* (*get_data_)(void*) = nullptr;
+  size_t (*nbytes_)(const void*) = nullptr;
+  int (*graph_compute_)(void*, void*) = nullptr;
+  void* (*buft_alloc_)(void*, size_t) = nullptr;
+  void* (*buffer_base_)(void*) = nullptr;
+  int (*tensor_alloc_)(void*, void*, void*) = nullptr;
+  void (*tensor_set_)(void*, const void*, size_t, size_t) = nullptr;
+  void* (*repack_buft_)() = nullptr;
+  std::vector<DType> repacked_;
+};
+
 struct GemvResult {
   std::vector<double> ms, gbs, share;
+};
+
+// One way of computing y = W x for a matrix: a Thermocline variant or ggml.
+struct Runner {
+  std::string name;
+  const detail::MatmulIsa* isa = nullptr;  // null: ggml
+  std::vector<Ggml::MulMat> gemv;          // ggml: one graph per copy
+  Ggml::MulMat gemm{};
 };
 
 }  // namespace
@@ -233,8 +403,47 @@ int main(int argc, char** argv) {
   fill_random(x.data(), static_cast<int64_t>(x.size()), 12345);
   std::vector<float> y(static_cast<size_t>(n_tok * max_out));
 
-  const size_t n_isa = o.isas.size();
-  std::vector<GemvResult> gemv(mats.size() * n_isa);
+  Ggml ggml;
+  const bool with_ggml = !o.ggml_dir.empty() && ggml.load(o.ggml_dir, pool.n_threads());
+  if (!o.ggml_dir.empty() && !with_ggml) return 1;
+
+  // Runners per matrix.
+  std::vector<std::vector<Runner>> runners(mats.size());
+  for (size_t mi = 0; mi < mats.size(); ++mi) {
+    const Matrix& m = mats[mi];
+    for (const auto& name : o.isas) runners[mi].push_back({name, &detail::isa_for_request(name.c_str()), {}, {}});
+    if (!with_ggml) continue;
+    for (bool repack : {false, true}) {
+      if (repack && !ggml.repacks(m.dtype)) continue;
+      Runner r{repack ? "ggml-repack" : "ggml", nullptr, {}, {}};
+      for (int c = 0; o.gemv && c < m.n_copies; ++c) {
+        r.gemv.push_back(ggml.prepare(m.dtype, m.bytes + c * m.copy_bytes, m.n_in, m.n_out, 1, repack));
+        ggml.set_x(r.gemv.back(), x.data(), static_cast<size_t>(m.n_in));
+      }
+      if (o.gemm) {
+        r.gemm = ggml.prepare(m.dtype, m.bytes, m.n_in, m.n_out, n_tok, repack);
+        ggml.set_x(r.gemm, x.data(), static_cast<size_t>(n_tok * m.n_in));
+      }
+      runners[mi].push_back(std::move(r));
+    }
+  }
+  auto run_gemv = [&](const Matrix& m, Runner& r, int copy) {
+    if (r.isa != nullptr) {
+      detail::matmul_with(*r.isa, m.view(copy), x.data(), 1, y.data(), &pool);
+    } else {
+      ggml.run(r.gemv[static_cast<size_t>(copy)]);
+    }
+  };
+  auto run_gemm = [&](const Matrix& m, Runner& r) {
+    if (r.isa != nullptr) {
+      detail::matmul_with(*r.isa, m.view(0), x.data(), n_tok, y.data(), &pool);
+    } else {
+      ggml.run(r.gemm);
+    }
+  };
+
+  std::vector<std::vector<GemvResult>> gemv(mats.size());
+  for (size_t mi = 0; mi < mats.size(); ++mi) gemv[mi].resize(runners[mi].size());
   std::vector<double> probe;
   if (o.gemv) {
     std::unique_ptr<std::byte[]> probe_buf(new std::byte[static_cast<size_t>(kProbeBytes + 64)]);
@@ -249,23 +458,25 @@ int main(int argc, char** argv) {
       probe.push_back(bw);
       for (size_t mi = 0; mi < mats.size(); ++mi) {
         const Matrix& m = mats[mi];
-        for (size_t ii = 0; ii < n_isa; ++ii) {
-          const detail::MatmulIsa& isa = detail::isa_for_request(o.isas[ii].c_str());
-          for (int c = 0; c < m.n_copies; ++c) detail::matmul_with(isa, m.view(c), x.data(), 1, y.data(), &pool);
+        for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
+          Runner& r = runners[mi][ri];
+          if (r.isa == nullptr) ggml.resume();
+          for (int c = 0; c < m.n_copies; ++c) run_gemv(m, r, c);
           std::vector<double> calls;
           double total = 0;
           for (int i = 0; total < kGemvRoundSeconds || i < m.n_copies; ++i) {
             const auto t0 = Clock::now();
-            detail::matmul_with(isa, m.view(i % m.n_copies), x.data(), 1, y.data(), &pool);
-            const double s = seconds_since(t0);
-            calls.push_back(s);
-            total += s;
+            run_gemv(m, r, i % m.n_copies);
+            const double sec = seconds_since(t0);
+            calls.push_back(sec);
+            total += sec;
           }
-          const double s = median(calls);
-          GemvResult& r = gemv[mi * n_isa + ii];
-          r.ms.push_back(s * 1e3);
-          r.gbs.push_back(static_cast<double>(m.copy_bytes) / s * 1e-9);
-          r.share.push_back(r.gbs.back() / bw);
+          const double sec = median(calls);
+          GemvResult& g = gemv[mi][ri];
+          g.ms.push_back(sec * 1e3);
+          g.gbs.push_back(static_cast<double>(m.copy_bytes) / sec * 1e-9);
+          g.share.push_back(g.gbs.back() / bw);
+          if (r.isa == nullptr) ggml.pause();
         }
       }
     }
@@ -274,47 +485,66 @@ int main(int argc, char** argv) {
                 o.rounds);
   }
 
-  std::printf("\n| isa | dtype | n_out x n_in | GEMV ms | GEMV GB/s | best GB/s | of read bw | GEMM ms | GEMM GFLOP/s |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("\n| variant | dtype | n_out x n_in | GEMV ms | GEMV GB/s | best GB/s | of read bw | GEMM ms | GEMM GFLOP/s "
+              "| GEMM vs first |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::vector<float> y_first;
   for (size_t mi = 0; mi < mats.size(); ++mi) {
     const Matrix& m = mats[mi];
-    for (size_t ii = 0; ii < n_isa; ++ii) {
-      const detail::MatmulIsa& isa = detail::isa_for_request(o.isas[ii].c_str());
-      std::string gemm_ms = "-", gemm_gf = "-";
+    for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
+      Runner& r = runners[mi][ri];
+      std::string gemm_ms = "-", gemm_gf = "-", gemm_diff = "-";
       if (o.gemm && o.gemm_tokens > 0) {
         // The portable path is slow: one timed run is enough to place it.
-        const int reps = std::string(isa.name) == "portable" ? 1 : o.rounds;
-        detail::matmul_with(isa, m.view(0), x.data(), n_tok, y.data(), &pool);
+        const int reps = r.name == "portable" ? 1 : o.rounds;
+        if (r.isa == nullptr) ggml.resume();
+        run_gemm(m, r);
         std::vector<double> times;
-        for (int r = 0; r < reps; ++r) {
+        for (int k = 0; k < reps; ++k) {
           const auto t0 = Clock::now();
-          detail::matmul_with(isa, m.view(0), x.data(), n_tok, y.data(), &pool);
+          run_gemm(m, r);
           times.push_back(seconds_since(t0));
         }
-        const double s = median(times);
+        if (r.isa == nullptr) ggml.pause();
+        const double sec = median(times);
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%.1f", s * 1e3);
+        std::snprintf(buf, sizeof buf, "%.1f", sec * 1e3);
         gemm_ms = buf;
-        std::snprintf(buf, sizeof buf, "%.1f", 2.0 * static_cast<double>(m.n_in * m.n_out * n_tok) / s * 1e-9);
+        std::snprintf(buf, sizeof buf, "%.1f", 2.0 * static_cast<double>(m.n_in * m.n_out * n_tok) / sec * 1e-9);
         gemm_gf = buf;
+        // Max |y - y_first| / max |y_first| against the first variant's output:
+        // every row times the same product.
+        const float* yr = r.isa != nullptr ? y.data() : ggml.y(r.gemm);
+        const size_t ny = static_cast<size_t>(n_tok * m.n_out);
+        if (ri == 0) {
+          y_first.assign(yr, yr + ny);
+        } else {
+          double dmax = 0, ymax = 0;
+          for (size_t i = 0; i < ny; ++i) {
+            dmax = std::max(dmax, static_cast<double>(std::fabs(yr[i] - y_first[i])));
+            ymax = std::max(ymax, static_cast<double>(std::fabs(y_first[i])));
+          }
+          std::snprintf(buf, sizeof buf, "%.1e", dmax / ymax);
+          gemm_diff = buf;
+        }
       }
       std::string gv_ms = "-", gv_gbs = "-", gv_best = "-", gv_share = "-";
       if (o.gemv) {
-        const GemvResult& r = gemv[mi * n_isa + ii];
+        const GemvResult& g = gemv[mi][ri];
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%.3f", median(r.ms));
+        std::snprintf(buf, sizeof buf, "%.3f", median(g.ms));
         gv_ms = buf;
-        std::snprintf(buf, sizeof buf, "%.1f", median(r.gbs));
+        std::snprintf(buf, sizeof buf, "%.1f", median(g.gbs));
         gv_gbs = buf;
-        std::snprintf(buf, sizeof buf, "%.1f", *std::max_element(r.gbs.begin(), r.gbs.end()));
+        std::snprintf(buf, sizeof buf, "%.1f", *std::max_element(g.gbs.begin(), g.gbs.end()));
         gv_best = buf;
-        std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * median(r.share));
+        std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * median(g.share));
         gv_share = buf;
       }
-      std::printf("| %s | %s | %lld x %lld | %s | %s | %s | %s | %s | %s |\n", isa.name,
+      std::printf("| %s | %s | %lld x %lld | %s | %s | %s | %s | %s | %s | %s |\n", r.name.c_str(),
                   std::string(dtype_name(m.dtype)).c_str(), static_cast<long long>(m.n_out),
                   static_cast<long long>(m.n_in), gv_ms.c_str(), gv_gbs.c_str(), gv_best.c_str(), gv_share.c_str(),
-                  gemm_ms.c_str(), gemm_gf.c_str());
+                  gemm_ms.c_str(), gemm_gf.c_str(), gemm_diff.c_str());
       std::fflush(stdout);
     }
   }

@@ -76,6 +76,13 @@ async function importNodeLlamaCpp(npmPrefix) {
     return import(pathToFileURL(entry).href);
 }
 
+// The token count from the GGUF metadata (tokenizer.ggml.tokens).
+function vocabularySize(model) {
+    const n = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length;
+    if (!Number.isInteger(n) || n <= 0) throw new Error("the model file has no tokenizer.ggml.tokens");
+    return n;
+}
+
 // Only llama.cpp's greedy sampler: temperature 0 selects it (AddonSampler
 // then builds a chain of token bias, repeat penalty, DRY, XTC and greedy, and
 // each of those is absent unless asked for); top-k/top-p/min-p are set to
@@ -105,7 +112,7 @@ async function runGreedy(args, llama, model) {
         const next = out[input.length - 1]?.next;
         if (next?.token == null) throw new Error("node-llama-cpp returned no token");
         if (promptLogits == null && next.logits != null) {
-            promptLogits = new Array(model.tokens.vocabularySize ?? next.logits.size).fill(null);
+            promptLogits = new Array(vocabularySize(model)).fill(null);
             for (const [id, v] of next.logits) promptLogits[id] = v;
         }
         tokens.push(next.token);
@@ -137,7 +144,7 @@ function makeRng(seed) {
 }
 
 async function runBench(args, llama, model) {
-    const nVocab = model.tokens.vocabularySize ?? model.fileInsights.vocabularySize;
+    const nVocab = vocabularySize(model);
     const rng = makeRng(1);
     const randomToken = () => rng() % nVocab;
     const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null;
@@ -152,7 +159,7 @@ async function runBench(args, llama, model) {
     const lastWithLogits = (toks) => toks.map((t, i) => (i === toks.length - 1
         ? [t, {generateNext: {token: true, options: greedyOptions}}] : t));
     if (args.nPrompt > 0) {
-        const context = await model.createContext({contextSize: args.nPrompt, batchSize: args.nPrompt,
+        const context = await model.createContext({contextSize: args.nPrompt + 1, batchSize: args.nPrompt,
             sequences: 1, threads: args.threads, flashAttention: false});
         const sequence = context.getSequence();
         const once = async () => {
@@ -170,7 +177,7 @@ async function runBench(args, llama, model) {
         await context.dispose();
     }
     if (args.nGen > 0) {
-        const context = await model.createContext({contextSize: args.nGen, batchSize: 1, sequences: 1,
+        const context = await model.createContext({contextSize: args.nGen + 1, batchSize: 1, sequences: 1,
             threads: args.threads, flashAttention: false});
         const sequence = context.getSequence();
         const once = async (n) => {

@@ -1,8 +1,42 @@
-// AVX-512 matmul kernels (placeholder while the AVX2 path settles).
+// The AVX-512 matmul variant: the kernels of matmul_x86_*.h compiled with
+// -mavx512f -mavx512bw -mavx512vl -mavx512vnni (kernels/CMakeLists.txt),
+// so int8 dot products use vpdpbusd and tiles get 32 vector registers. The
+// summation order and the integer lanes are those of the AVX2 variant: both
+// give the same bits (tests/kernels checks it where the CPU has AVX-512).
+// matmul.cpp calls it only after CPUID and XCR0 said yes.
 #include "kernels/cpu/matmul_kernels.h"
 
-namespace tc::kernels::detail {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__FMA__) && defined(__F16C__)
 
-const MatmulIsa* isa_avx512() { return nullptr; }
+#define TC_MATMUL_VNNI 1
+#include "kernels/cpu/matmul_x86_float.h"
+#include "kernels/cpu/matmul_x86_quant.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+void compute_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  switch (a.dtype) {
+    case DType::F32: return run_float<LoadF32>(a, r0, r1);
+    case DType::F16: return run_float<LoadF16>(a, r0, r1);
+    case DType::BF16: return run_float<LoadBF16>(a, r0, r1);
+    default: return compute_rows_quant(a, r0, r1);
+  }
+}
+
+constexpr MatmulIsa kAvx512 = {"avx512", quantize_x, compute_rows};
+
+}  // namespace
+
+const MatmulIsa* isa_avx512() { return &kAvx512; }
 
 }  // namespace tc::kernels::detail
+
+#else
+
+namespace tc::kernels::detail {
+const MatmulIsa* isa_avx512() { return nullptr; }
+}  // namespace tc::kernels::detail
+
+#endif

@@ -85,9 +85,6 @@ const MatmulIsa& isa_portable();
 const MatmulIsa* isa_avx2();
 const MatmulIsa* isa_avx512();
 
-// The AVX2 variant's kernels for quantized weights (matmul_avx2_quant.cpp).
-void avx2_compute_rows_quant(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
-
 // The layout of quantized activations for weights of `dtype` and rows of n_in.
 XLayout x_layout(DType dtype, int64_t n_in);
 

@@ -303,3 +303,21 @@ TEST_CASE("matmul runs the best variant this CPU supports unless told a lower on
   matmul_reference(w.tensor(), x.data(), 3, y_ref.data());
   REQUIRE(y_ref == run(detail::isa_portable(), w, x, 3));
 }
+
+TEST_CASE("the avx512 variant gives the same bits as avx2", "[kernels][matmul]") {
+  // Same summation order and the same exact int32 lanes (vpdpbusd instead of
+  // vpmaddubsw + vpmaddwd), so no tolerance.
+  if (!detail::isa_supported("avx512")) {
+    WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): avx512 vs avx2 not checked");
+    return;
+  }
+  uint64_t seed = 700;
+  for (DType dtype : kDTypes) {
+    for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}}) {
+      const Weights w = make_weights(dtype, n_in, 37, seed++);
+      const auto x = make_x(n_tokens, n_in, seed++);
+      INFO(label(*detail::isa_avx512(), dtype, n_in, 37, n_tokens));
+      REQUIRE(run(*detail::isa_avx512(), w, x, n_tokens) == run(*detail::isa_avx2(), w, x, n_tokens));
+    }
+  }
+}

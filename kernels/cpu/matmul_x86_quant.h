@@ -1,17 +1,17 @@
-// AVX2 matmul kernels for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) against
-// activations quantized to int8 (matmul_kernels.h): exact int32 block sums
-// from maddubs/madd, scaled and accumulated in f32 by FMA. Compiled with
-// -mavx2 -mfma -mf16c; the summation order is described in matmul_avx2.cpp.
-#include "kernels/cpu/matmul_kernels.h"
-
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
+// kernels for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) against
+// activations quantized to int8 (matmul_kernels.h): exact int32 block sums,
+// scaled and accumulated in f32 by FMA in the order described in
+// matmul_x86_float.h.
+#pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/matmul_avx2_common.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/matmul_x86_common.h"
 
 namespace tc::kernels::detail {
 namespace {
@@ -35,7 +35,7 @@ XRow x_row(const MatmulArgs& a, int64_t t) {
 // after nb. Inserted one by one: narrow stores read back as one vector would
 // stall store-to-load forwarding.
 template <class Block>
-TC_AVX2_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
+TC_SIMD_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
   __m128i h = _mm_setzero_si128();
   if (nb == 8) {
     h = _mm_insert_epi16(h, blk[0].d, 0);
@@ -71,30 +71,29 @@ struct OpsQ8_0 {
     alignas(32) float d[8];  // weight scale * activation scale per block
   };
   template <int R, int T>
-  TC_AVX2_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
     for (int r = 0; r < R; ++r) {
       const __m256 dw = block_scales(reinterpret_cast<const BlockQ8_0*>(w[r]) + b0, nb);
       for (int t = 0; t < T; ++t) _mm256_store_ps(p[r][t].d, _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0)));
     }
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
                    int64_t i, int64_t) {
     const int64_t b = b0 + i;
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int r = 0; r < R; ++r) {
       const __m256i q = loadu32(reinterpret_cast<const BlockQ8_0*>(w[r])[b].qs);
       const __m256i aq = _mm256_sign_epi8(q, q);
       for (int t = 0; t < T; ++t) {
-        // |w| * (x with w's sign) = w * x, unsigned times signed as maddubs wants.
-        const __m256i prod = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q));
-        const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+        // |w| * (x with w's sign) = w * x as unsigned times signed; pairs
+        // stay within 2 * 127 * 127.
+        const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q)));
         acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&p[r][t].d[i]), acc[r][t]);
       }
     }
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
 };
 
 struct OpsQ4_0 {
@@ -109,7 +108,7 @@ struct OpsQ4_0 {
     alignas(32) float d[8];        // per block
   };
   template <int R, int T>
-  TC_AVX2_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
     for (int r = 0; r < R; ++r) {
       const __m256 dw = block_scales(reinterpret_cast<const BlockQ4_0*>(w[r]) + b0, nb);
       for (int t = 0; t < T; ++t) {
@@ -125,11 +124,10 @@ struct OpsQ4_0 {
     }
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
                    int64_t i, int64_t count) {
     const int64_t b = b0 + i;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int r = 0; r < R; ++r) {
       const auto* blk = reinterpret_cast<const BlockQ4_0*>(w[r]) + b;
       const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
@@ -141,16 +139,15 @@ struct OpsQ4_0 {
         const __m256i lo = _mm256_and_si256(v, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         for (int t = 0; t < T; ++t) {
-          const __m256i prod = _mm256_add_epi16(_mm256_maddubs_epi16(lo, load32(x[t].qs + 32 * b)),
-                                                _mm256_maddubs_epi16(hi, load32(x[t].qs + 32 * b + 32)));
-          const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          // Nibble pairs stay within 4 * 15 * 127 when added.
+          const __m256 s = _mm256_cvtepi32_ps(
+              dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
           acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
         }
       } else {
         const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4);
         for (int t = 0; t < T; ++t) {
-          const __m256i prod = _mm256_maddubs_epi16(q, load32(x[t].qs + 32 * b));
-          const __m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(q, load32(x[t].qs + 32 * b)));
           acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
         }
       }
@@ -158,7 +155,7 @@ struct OpsQ4_0 {
   }
   // The nibbles are 0..15 for values q - 8: subtract 8 * d * sum(x) per block.
   template <int R, int T>
-  TC_AVX2_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0) {
+  TC_SIMD_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0) {
     for (int t = 0; t < T; ++t) {
       const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0)), _mm256_set1_ps(8.0f));
       for (int r = 0; r < R; ++r) a1[r][t] = _mm256_fnmadd_ps(_mm256_load_ps(p[r][t].d), s8, a1[r][t]);
@@ -181,7 +178,7 @@ struct OpsQ4_K {
     __m256i mins;   // int16 mins, each twice: m0 m0 m1 m1 .. m7 m7
     float d, dmin;
   };
-  TC_AVX2_INLINE static void unpack(const BlockQ4_K* blk, W& w) {
+  TC_SIMD_INLINE static void unpack(const BlockQ4_K* blk, W& w) {
     // The 6-bit scales and mins, as llama.cpp unpacks them.
     uint32_t u[4];
     std::memcpy(u, blk->scales, 12);
@@ -208,9 +205,9 @@ struct OpsQ4_K {
     w.dmin = _cvtsh_ss(blk->dmin);
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
+  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   template <int R, int T>
-  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
                    int64_t i, int64_t) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
@@ -231,7 +228,7 @@ struct OpsQ4_K {
     }
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
 };
 
 struct OpsQ6_K {
@@ -248,7 +245,7 @@ struct OpsQ6_K {
     __m256i sc16;   // the 16 scales as int16
     float d;
   };
-  TC_AVX2_INLINE static void unpack(const BlockQ6_K* blk, W& w) {
+  TC_SIMD_INLINE static void unpack(const BlockQ6_K* blk, W& w) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i m2 = _mm256_set1_epi8(0x03);
     for (int h = 0; h < 2; ++h) {
@@ -275,9 +272,9 @@ struct OpsQ6_K {
     w.d = _cvtsh_ss(blk->d);
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
+  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   template <int R, int T>
-  TC_AVX2_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
                    int64_t i, int64_t) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
@@ -298,13 +295,13 @@ struct OpsQ6_K {
     }
   }
   template <int R, int T>
-  TC_AVX2_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
 };
 
 // One chunk (nb blocks from b0) for R rows x T tokens. NB > 0: nb == NB
 // known at compile time (full chunks), so the blocks unroll with fixed offsets.
 template <class Ops, int R, int T, int64_t NB>
-TC_AVX2_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb_rt, float* y, int64_t ys,
+TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb_rt, float* y, int64_t ys,
                         bool first) {
   const int64_t nb = NB > 0 ? NB : nb_rt;
   typename Ops::Prep p[R][T];
@@ -410,9 +407,7 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-}  // namespace
-
-void avx2_compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
+void compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   switch (a.dtype) {
     case DType::Q8_0: return run_quant<OpsQ8_0>(a, r0, r1);
     case DType::Q4_0: return run_quant<OpsQ4_0>(a, r0, r1);
@@ -422,6 +417,5 @@ void avx2_compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+}  // namespace
 }  // namespace tc::kernels::detail
-
-#endif

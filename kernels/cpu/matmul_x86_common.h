@@ -1,11 +1,21 @@
-// Internal to the AVX2 matmul files (compiled with -mavx2 -mfma -mf16c):
-// the shared constants, horizontal sums and tile stores. Everything here has
-// internal linkage (anonymous namespace), so no AVX2 code is shared with
-// baseline translation units through the linker.
+// Internal to the x86 SIMD matmul variants: constants, horizontal sums,
+// tile stores and the int8 dot product, included (with matmul_x86_float.h
+// and matmul_x86_quant.h) by matmul_avx2.cpp and matmul_avx512.cpp only,
+// which are compiled with their own -m flags. Everything here has internal
+// linkage (anonymous namespace), so no SIMD code reaches baseline
+// translation units through the linker.
+//
+// TC_MATMUL_VNNI (set by matmul_avx512.cpp) computes u8 x s8 dot products
+// with vpdpbusd instead of vpmaddubsw + vpmaddwd: the same exact int32 lanes
+// (the kernels keep maddubs' int16 pairs below saturation), so both variants
+// give the same bits.
 #pragma once
 
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
-#error "matmul_avx2_common.h needs -mavx2 -mfma -mf16c"
+#error "matmul_x86_common.h needs -mavx2 -mfma -mf16c"
+#endif
+#if defined(TC_MATMUL_VNNI) && !(defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#error "TC_MATMUL_VNNI needs -mavx512vnni -mavx512vl"
 #endif
 
 #include <immintrin.h>
@@ -16,7 +26,7 @@
 
 // The per-block and per-chunk pieces must inline into one loop: calls and
 // spilled pointers between 8-block chunks cost more than the blocks.
-#define TC_AVX2_INLINE inline __attribute__((always_inline))
+#define TC_SIMD_INLINE inline __attribute__((always_inline))
 
 namespace tc::kernels::detail {
 namespace {
@@ -52,6 +62,27 @@ inline int32_t hsum_i32(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
   return _mm_cvtsi128_si32(s);
+}
+
+// Sums of u[4i..4i+3] * s[4i..4i+3] (u unsigned, s signed) in int32 lane i.
+// Callers keep each pair u[2j]*s[2j] + u[2j+1]*s[2j+1] within int16.
+TC_SIMD_INLINE __m256i dot_u8s8(__m256i u, __m256i s) {
+#if defined(TC_MATMUL_VNNI)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+// dot_u8s8(u0, s0) + dot_u8s8(u1, s1) lane by lane.
+TC_SIMD_INLINE __m256i dot2_u8s8(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+#if defined(TC_MATMUL_VNNI)
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
+#else
+  // Both int16 pair sums stay small enough here to add before widening.
+  return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)),
+                           _mm256_set1_epi16(1));
+#endif
 }
 
 inline __m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }

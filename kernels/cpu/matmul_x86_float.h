@@ -1,0 +1,226 @@
+// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h):
+// activation preparation and the kernels for F32, F16 and BF16 weights.
+//
+// Summation order, fixed by (dtype, n_in) alone so that tile shapes, row
+// ranges, thread counts and token batching never change a bit: an output
+// is a sum over chunks of 256 inputs in ascending order. A chunk is summed
+// in 8 f32 lanes by two chains of FMAs (of x*w, or of exact int32 block sums
+// times their scale): one over its even steps (of 8 inputs, or of one unit
+// of blocks), one over its odd steps, each ascending. The chains are added
+// lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and added to y.
+// Single-row kernels interleave the two chains (memory stays sequential);
+// wide tiles run the even pass, then the odd one.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/matmul_x86_common.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+// ---- activations ----
+
+void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_end, std::byte* xq) {
+  const int64_t n = xl.n_in;
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  const __m256i pack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    const float* xr = x + t * n;
+    std::byte* row = xq + t * xl.stride;
+    if (xl.format == XFormat::F32) {
+      std::memcpy(row, xr, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+    auto* qs = reinterpret_cast<int8_t*>(row);
+    auto* d = reinterpret_cast<float*>(row + xl.d_offset);
+    auto* sum32 = reinterpret_cast<int32_t*>(row + xl.sum32_offset);
+    auto* sum16 = reinterpret_cast<int16_t*>(row + xl.sum16_offset);
+    const int64_t nb = n / xl.block;
+    const int64_t n32 = n / 32;
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = xr + b * xl.block;
+      __m256 m = _mm256_setzero_ps();
+      for (int64_t i = 0; i < xl.block; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(xb + i)));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+      const float amax = _mm_cvtss_f32(m4);
+      const float db = amax < kTinyAmax ? 0.0f : amax / 127.0f;
+      const float id = db == 0.0f ? 0.0f : 1.0f / db;
+      d[b] = db;
+      const __m256 vid = _mm256_set1_ps(id);
+      for (int64_t g = b * xl.block / 32; g < (b + 1) * xl.block / 32; ++g) {
+        const float* xg = xr + g * 32;
+        const __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg), vid));
+        const __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 8), vid));
+        const __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 16), vid));
+        const __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + 24), vid));
+        const int32_t s_lo = hsum_i32(_mm256_add_epi32(i0, i1));
+        const int32_t s_hi = hsum_i32(_mm256_add_epi32(i2, i3));
+        sum32[g] = s_lo + s_hi;
+        if (xl.format == XFormat::Q8_256) {
+          sum16[2 * g] = static_cast<int16_t>(s_lo);
+          sum16[2 * g + 1] = static_cast<int16_t>(s_hi);
+        }
+        const __m256i q = _mm256_permutevar8x32_epi32(
+            _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3)), pack_order);
+        if (xl.format == XFormat::Q8_32_NIB && (g % 2 == 1 || g + 1 < n32)) {
+          int8_t* pair = qs + 64 * (g / 2) + 16 * (g % 2);
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(pair), _mm256_castsi256_si128(q));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(pair + 32), _mm256_extracti128_si256(q, 1));
+        } else {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(qs + g * 32), q);
+        }
+      }
+    }
+    for (int64_t b = nb; b % 8 != 0; ++b) d[b] = 0.0f;
+    for (int64_t g = n32; g % 8 != 0; ++g) sum32[g] = 0;
+  }
+}
+
+// ---- float weights ----
+
+struct LoadF32 {
+  using Elem = float;
+  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct LoadF16 {
+  using Elem = uint16_t;
+  static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+};
+struct LoadBF16 {
+  using Elem = uint16_t;
+  static __m256 load(const uint16_t* p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+};
+
+// The first n (< 8) elements, zeros after.
+template <class L>
+inline __m256 load_partial(const typename L::Elem* p, int64_t n) {
+  typename L::Elem tmp[8] = {};
+  std::memcpy(tmp, p, static_cast<size_t>(n) * sizeof(tmp[0]));
+  return L::load(tmp);
+}
+
+// acc[r][t] += w[r][k..k+8) * x[t][k..k+8) (n < 8: the first n only).
+template <class L, int R, int T>
+TC_SIMD_INLINE void float_step(__m256 (&acc)[R][T], const typename L::Elem* const* w, const float* x, int64_t xs, int64_t k,
+                       int64_t n = 8) {
+  __m256 wv[R];
+  for (int r = 0; r < R; ++r) wv[r] = n == 8 ? L::load(w[r] + k) : load_partial<L>(w[r] + k, n);
+  for (int t = 0; t < T; ++t) {
+    const __m256 xv = n == 8 ? _mm256_loadu_ps(x + t * xs + k) : load_partial<LoadF32>(x + t * xs + k, n);
+    for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+  }
+}
+
+// One chunk of n inputs for R rows x T tokens; w[r] and x point at the chunk.
+template <class L, int R, int T>
+void float_tile(const typename L::Elem* const* w, const float* x, int64_t xs, int64_t n, float* y, int64_t ys,
+                bool first) {
+  __m256 a0[R][T], a1[R][T];
+  zero(a0);
+  zero(a1);
+  const int64_t n_full = n / 8;  // full steps; a partial one after them has index n_full
+  if constexpr (R * T <= 2) {
+    int64_t s = 0;
+    for (; s + 1 < n_full; s += 2) {
+      float_step<L, R, T>(a0, w, x, xs, 8 * s);
+      float_step<L, R, T>(a1, w, x, xs, 8 * s + 8);
+    }
+    if (s < n_full) float_step<L, R, T>(a0, w, x, xs, 8 * s);
+  } else {
+    for (int64_t s = 0; s < n_full; s += 2) float_step<L, R, T>(a0, w, x, xs, 8 * s);
+    for (int64_t s = 1; s < n_full; s += 2) float_step<L, R, T>(a1, w, x, xs, 8 * s);
+  }
+  if (n % 8 != 0) float_step<L, R, T>(n_full % 2 == 0 ? a0 : a1, w, x, xs, 8 * n_full, n % 8);
+  store_tile<R, T>(a0, a1, y, ys, first);
+}
+
+// float_tile for tt <= T tokens known at run time.
+template <class L, int R, int T>
+void float_tile_n(int tt, const typename L::Elem* const* w, const float* x, int64_t xs, int64_t n, float* y,
+                  int64_t ys, bool first) {
+  if constexpr (T > 1) {
+    if (tt < T) return float_tile_n<L, R, T - 1>(tt, w, x, xs, n, y, ys, first);
+  }
+  float_tile<L, R, T>(w, x, xs, n, y, ys, first);
+}
+
+template <int T>
+void float_tile_rt(int rr, int tt, const float* const* w, const float* x, int64_t xs, int64_t n, float* y, int64_t ys,
+                   bool first) {
+  switch (rr) {
+    case 4: return float_tile_n<LoadF32, 4, T>(tt, w, x, xs, n, y, ys, first);
+    case 3: return float_tile_n<LoadF32, 3, T>(tt, w, x, xs, n, y, ys, first);
+    case 2: return float_tile_n<LoadF32, 2, T>(tt, w, x, xs, n, y, ys, first);
+    default: return float_tile_n<LoadF32, 1, T>(tt, w, x, xs, n, y, ys, first);
+  }
+}
+
+template <class L>
+void convert_chunk(const typename L::Elem* src, float* dst, int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) _mm256_store_ps(dst + k, L::load(src + k));
+  if (k < n) _mm256_store_ps(dst + k, load_partial<L>(src + k, n - k));
+}
+
+constexpr int kFloatGemmRows = 4;
+constexpr int kFloatGemmTokens = 3;
+
+template <class L>
+void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  using Elem = typename L::Elem;
+  const int64_t n_in = a.n_in;
+  const int64_t n_out = a.n_out;
+  const auto* x = reinterpret_cast<const float*>(a.xq);
+  const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(float));
+  auto row = [&](int64_t r) { return reinterpret_cast<const Elem*>(a.w + r * a.row_bytes); };
+  if (!gemm_order(a)) {
+    for (int64_t r = r0; r < r1; ++r) {
+      for (int64_t k0 = 0; k0 < n_in; k0 += kChunk) {
+        const int64_t n = min64(kChunk, n_in - k0);
+        const Elem* w[1] = {row(r) + k0};
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
+          const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
+          float_tile_n<L, 1, kGemvTokens>(tt, w, x + t0 * xs + k0, xs, n, a.y + t0 * n_out + r, n_out, k0 == 0);
+        }
+      }
+    }
+    return;
+  }
+  alignas(32) float packed[kFloatGemmRows][kChunk];
+  for (int64_t k0 = 0; k0 < n_in; k0 += kChunk) {
+    const int64_t n = min64(kChunk, n_in - k0);
+    for (int64_t rt = r0; rt < r1; rt += kFloatGemmRows) {
+      const int rr = static_cast<int>(min64(kFloatGemmRows, r1 - rt));
+      if (rt + 2 * kFloatGemmRows <= r1) {
+        prefetch_rows(a.w + (rt + kFloatGemmRows) * a.row_bytes, a.row_bytes, kFloatGemmRows,
+                      k0 * static_cast<int64_t>(sizeof(Elem)), n * static_cast<int64_t>(sizeof(Elem)));
+      }
+      const float* w[kFloatGemmRows];
+      for (int i = 0; i < rr; ++i) {
+        if constexpr (sizeof(Elem) == sizeof(float)) {
+          w[i] = row(rt + i) + k0;
+        } else {
+          convert_chunk<L>(row(rt + i) + k0, packed[i], n);
+          w[i] = packed[i];
+        }
+      }
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kFloatGemmTokens) {
+        const int tt = static_cast<int>(min64(kFloatGemmTokens, a.n_tokens - t0));
+        float_tile_rt<kFloatGemmTokens>(rr, tt, w, x + t0 * xs + k0, xs, n, a.y + t0 * n_out + rt, n_out, k0 == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tc::kernels::detail
