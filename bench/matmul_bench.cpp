@@ -260,8 +260,8 @@ class Ggml {
     repack_buft_ = reinterpret_cast<void* (*)()>(sym(cpu_, "_Z35ggml_backend_cpu_repack_buffer_typev"));
     if (!ok) return false;
     // Quiet: ggml logs every repacked tensor.
-    if (auto log_set = reinterpret_cast<void (*)(void (*)(int, const char*, void*), void*)>(
-            dlsym(base_, "ggml_log_set"))) {
+    if (auto log_set =
+            reinterpret_cast<void (*)(void (*)(int, const char*, void*), void*)>(dlsym(base_, "ggml_log_set"))) {
       log_set([](int, const char*, void*) {}, nullptr);
     }
     cpu_init();
@@ -375,9 +375,10 @@ struct Runner {
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   ThreadPool pool(o.n_threads);
-  std::printf("matmul_bench: %d threads; GEMV: 1 token, weights from DRAM, %d interleaved rounds; "
-              "GEMM: %lld tokens, median of %d\n",
-              pool.n_threads(), o.rounds, static_cast<long long>(o.gemm_tokens), o.rounds);
+  std::printf(
+      "matmul_bench: %d threads; GEMV: 1 token, weights from DRAM, %d interleaved rounds; "
+      "GEMM: %lld tokens, median of %d\n",
+      pool.n_threads(), o.rounds, static_cast<long long>(o.gemm_tokens), o.rounds);
   std::printf("chosen variant here: %s\n", matmul_isa().c_str());
 
   std::vector<Matrix> mats;
@@ -389,7 +390,8 @@ int main(int argc, char** argv) {
     }
     for (auto [n_out, n_in] : o.shapes) {
       const int64_t copy_bytes = row_bytes(*dtype, n_in) * n_out;
-      const int n_copies = o.gemv ? static_cast<int>(std::max<int64_t>(1, (kGemvMinBytes + copy_bytes - 1) / copy_bytes)) : 1;
+      const int n_copies =
+          o.gemv ? static_cast<int>(std::max<int64_t>(1, (kGemvMinBytes + copy_bytes - 1) / copy_bytes)) : 1;
       mats.push_back(make_matrix(*dtype, n_out, n_in, n_copies, pool));
     }
   }
@@ -481,12 +483,12 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("read bandwidth probe: median %.1f GB/s, range %.1f - %.1f over %d rounds\n", median(probe),
-                *std::min_element(probe.begin(), probe.end()), *std::max_element(probe.begin(), probe.end()),
-                o.rounds);
+                *std::min_element(probe.begin(), probe.end()), *std::max_element(probe.begin(), probe.end()), o.rounds);
   }
 
-  std::printf("\n| variant | dtype | n_out x n_in | GEMV ms | GEMV GB/s | best GB/s | of read bw | GEMM ms | GEMM GFLOP/s "
-              "| GEMM vs first |\n");
+  std::printf(
+      "\n| variant | dtype | n_out x n_in | GEMV ms | GEMV GB/s | best GB/s | of read bw | GEMM ms | GEMM GFLOP/s "
+      "| GEMM vs first |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::vector<float> y_first;
   for (size_t mi = 0; mi < mats.size(); ++mi) {

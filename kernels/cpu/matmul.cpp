@@ -8,6 +8,8 @@
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,9 +24,15 @@ namespace {
 
 constexpr int64_t align64(int64_t v) { return (v + 63) / 64 * 64; }
 
-// Output rows per unit of work: 16 f32 outputs fill a cache line, so
-// threads never write the same line of y.
+// Rows are handed out in chunks that threads claim from a shared counter
+// (lock-free), about kChunksPerThread per thread, a multiple of kRowGrain
+// rows: 16 f32 outputs fill a cache line, so threads never write the same
+// line of y. Claiming rather than fixed halves keeps both threads streaming
+// neighbouring memory (two streams a power of two apart can collide in the
+// DRAM interleave) and lets a thread that got the core longer do more. Which
+// thread computes an output never changes its bits.
 constexpr int64_t kRowGrain = 16;
+constexpr int64_t kChunksPerThread = 8;
 
 // Below this many tokens the activations are quantized by the calling
 // thread alone; above, by the pool (a second fork/join is cheaper).
@@ -52,8 +60,8 @@ CpuFeatures detect_cpu() {
   const bool avx = (c & bit_AVX) != 0;
   if (!osxsave || !avx) return f;
   const uint64_t xcr0 = read_xcr0();
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;     // SSE and AVX state
-  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;   // plus opmask, ZMM_Hi256, Hi16_ZMM
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;    // SSE and AVX state
+  const bool zmm_state = (xcr0 & 0xe6) == 0xe6;  // plus opmask, ZMM_Hi256, Hi16_ZMM
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
   const bool avx2 = (b & bit_AVX2) != 0;
   const bool avx512f = (b & bit_AVX512F) != 0;
@@ -76,10 +84,14 @@ const CpuFeatures& cpu() {
 // Variants from the lowest to the highest.
 const MatmulIsa* variant(int level) {
   switch (level) {
-    case 0: return &isa_portable();
-    case 1: return cpu().avx2 ? isa_avx2() : nullptr;
-    case 2: return cpu().avx512 ? isa_avx512() : nullptr;
-    default: return nullptr;
+    case 0:
+      return &isa_portable();
+    case 1:
+      return cpu().avx2 ? isa_avx2() : nullptr;
+    case 2:
+      return cpu().avx512 ? isa_avx512() : nullptr;
+    default:
+      return nullptr;
   }
 }
 
@@ -110,7 +122,7 @@ class Scratch {
       release();
       // Grow geometrically so a slowly rising token count reallocates rarely.
       const int64_t cap = align64(n_bytes > 2 * capacity_ ? n_bytes : 2 * capacity_);
-      data_ = static_cast<std::byte*>(::operator new(static_cast<size_t>(cap), std::align_val_t{64}));
+      data_ = static_cast<std::byte*>(::operator new (static_cast<size_t>(cap), std::align_val_t{64}));
       capacity_ = cap;
     }
     return data_;
@@ -118,7 +130,7 @@ class Scratch {
 
  private:
   void release() {
-    if (data_ != nullptr) ::operator delete(data_, std::align_val_t{64});
+    if (data_ != nullptr) ::operator delete (data_, std::align_val_t{64});
     data_ = nullptr;
     capacity_ = 0;
   }
@@ -134,7 +146,9 @@ struct Job {
   const float* x;
   std::byte* xq;
   int64_t n_tokens;
+  int64_t rows_per_chunk;
   int64_t n_row_chunks;
+  std::atomic<int64_t> next_chunk{0};
 };
 
 // Thread t's share [begin, end) of n items.
@@ -143,13 +157,15 @@ void share(int64_t n, int t, int nt, int64_t& begin, int64_t& end) {
   end = n * (t + 1) / nt;
 }
 
-void compute_share(const Job& job, int t, int nt) {
-  int64_t c0, c1;
-  share(job.n_row_chunks, t, nt, c0, c1);
+void compute_chunks(Job& job) {
   const int64_t n_out = job.args->n_out;
-  const int64_t r0 = c0 * kRowGrain < n_out ? c0 * kRowGrain : n_out;
-  const int64_t r1 = c1 * kRowGrain < n_out ? c1 * kRowGrain : n_out;
-  if (r0 < r1) job.isa->compute_rows(*job.args, r0, r1);
+  for (;;) {
+    const int64_t c = job.next_chunk.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job.n_row_chunks) return;
+    const int64_t r0 = c * job.rows_per_chunk;
+    const int64_t r1 = r0 + job.rows_per_chunk < n_out ? r0 + job.rows_per_chunk : n_out;
+    job.isa->compute_rows(*job.args, r0, r1);
+  }
 }
 
 }  // namespace
@@ -191,7 +207,10 @@ XLayout x_layout(DType dtype, int64_t n_in) {
   l.sum32_offset = align64(l.d_offset + round8(n_in / l.block) * static_cast<int64_t>(sizeof(float)));
   l.sum16_offset = align64(l.sum32_offset + round8(n_in / 32) * static_cast<int64_t>(sizeof(int32_t)));
   const int64_t sum16_bytes = l.format == XFormat::Q8_256 ? n_in / 16 * static_cast<int64_t>(sizeof(int16_t)) : 0;
-  l.stride = row_stride(l.sum16_offset + sum16_bytes);
+  l.dpair_offset = align64(l.sum16_offset + sum16_bytes);
+  const int64_t dpair_bytes =
+      l.format == XFormat::Q8_32_NIB ? (n_in / 32 + 1) / 2 * 8 * static_cast<int64_t>(sizeof(float)) : 0;
+  l.stride = row_stride(l.dpair_offset + dpair_bytes);
   return l;
 }
 
@@ -205,8 +224,8 @@ const MatmulIsa& isa_for_request(const char* request) {
   if (request == nullptr || *request == '\0') return best;
   const int level = level_of(request);
   if (level < 0) {
-    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not one of portable, avx2, avx512; using %s\n",
-                 request, best.name);
+    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not one of portable, avx2, avx512; using %s\n", request,
+                 best.name);
     return best;
   }
   if (level > level_of(best.name)) {
@@ -217,8 +236,7 @@ const MatmulIsa& isa_for_request(const char* request) {
   return *variant(level);
 }
 
-void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y,
-                 ThreadPool* pool) {
+void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
   TC_CHECK(w.data != nullptr && x != nullptr && y != nullptr, "matmul: null pointer");
   TC_CHECK(n_tokens >= 0, "matmul: negative token count");
   MatmulArgs a;
@@ -237,9 +255,12 @@ void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t 
   std::byte* xq = scratch.get(a.xl.stride * n_tokens);
   a.xq = xq;
 
-  Job job{&isa, &a, x, xq, n_tokens, (a.n_out + kRowGrain - 1) / kRowGrain};
-  const Job* jp = &job;
   const int nt = pool != nullptr ? pool->n_threads() : 1;
+  const int64_t grains = (a.n_out + kRowGrain - 1) / kRowGrain;
+  static const int64_t kCpt = std::getenv("TC_CPT") ? std::atoi(std::getenv("TC_CPT")) : kChunksPerThread;  // EXPERIMENT
+  const int64_t grains_per_chunk = std::max<int64_t>(1, grains / (nt * kCpt));
+  Job job{&isa, &a, x, xq, n_tokens, grains_per_chunk * kRowGrain, (grains + grains_per_chunk - 1) / grains_per_chunk};
+  Job* jp = &job;
   if (nt == 1 || n_tokens < kParallelQuantizeTokens) {
     isa.quantize_x(a.xl, x, 0, n_tokens, xq);
   } else {
@@ -252,7 +273,7 @@ void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t 
   if (nt == 1 || job.n_row_chunks == 1) {
     isa.compute_rows(a, 0, a.n_out);
   } else {
-    pool->run([jp](int t, int n) { compute_share(*jp, t, n); });
+    pool->run([jp](int, int) { compute_chunks(*jp); });
   }
 }
 

@@ -26,8 +26,9 @@ void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadP
 // reference the fast paths are tested against).
 void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y);
 
-// Which instruction-set variant matmul uses on this machine, e.g. "avx2",
-// "avx512-vnni", "portable" (for bench output and logs).
+// Which instruction-set variant matmul uses on this machine: "avx512"
+// (F/BW/VL/VNNI), "avx2" (with FMA and F16C) or "portable"; the best the CPU
+// supports unless THERMOCLINE_ISA names a lower one (for bench output and logs).
 std::string matmul_isa();
 
 }  // namespace tc::kernels

@@ -18,10 +18,14 @@ namespace {
 
 void compute_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
   switch (a.dtype) {
-    case DType::F32: return run_float<LoadF32>(a, r0, r1);
-    case DType::F16: return run_float<LoadF16>(a, r0, r1);
-    case DType::BF16: return run_float<LoadBF16>(a, r0, r1);
-    default: return compute_rows_quant(a, r0, r1);
+    case DType::F32:
+      return run_float<LoadF32>(a, r0, r1);
+    case DType::F16:
+      return run_float<LoadF16>(a, r0, r1);
+    case DType::BF16:
+      return run_float<LoadBF16>(a, r0, r1);
+    default:
+      return compute_rows_quant(a, r0, r1);
   }
 }
 

@@ -35,9 +35,13 @@ enum class XFormat {
 // of cache lines, so the rows of many tokens do not crowd the same cache sets.
 // F32: the n_in values as they came. Quantized, with nb = n_in / block:
 //   qs     int8  [n_in]        x[i] ~= qs[i] * d[i / block]
-//   d      f32   [nb]          d = max|x| over the block / 127 (0 for an all-zero block)
+//   d      f32   [nb]          d = max|x| over the block / 127; 0 (and qs 0) when
+//                              max|x| < 1e-30. x must be finite.
 //   sum32  int32 [n_in / 32]   sum of qs over each 32 elements
 //   sum16  int16 [n_in / 16]   sum of qs over each 16 elements (Q8_256 only)
+//   dpair  f32   [(nb + 1) / 2][8]  Q8_32_NIB only: per pair of blocks 2k,
+//                              2k+1 the lanes d[2k] x4, d[2k+1] x4 (a lone last
+//                              block: d x8), as the Q4_0 kernels scale them
 // d and sum32 are zero-filled up to a multiple of 8 entries (kernels read
 // them 8 at a time). In Q8_32_NIB, blocks 2k and 2k+1 store their qs as
 // [2k: 0-15 | 2k+1: 0-15 | 2k: 16-31 | 2k+1: 16-31], matching how Q4_0 packs
@@ -50,6 +54,7 @@ struct XLayout {
   int64_t d_offset = 0;
   int64_t sum32_offset = 0;
   int64_t sum16_offset = 0;
+  int64_t dpair_offset = 0;
   int64_t stride = 0;
 };
 
@@ -60,17 +65,18 @@ struct MatmulArgs {
   int64_t row_bytes = 0;
   int64_t n_in = 0;
   int64_t n_out = 0;
-  const std::byte* xq = nullptr; // prepared activations [n_tokens], layout xl
+  const std::byte* xq = nullptr;  // prepared activations [n_tokens], layout xl
   XLayout xl;
   int64_t n_tokens = 0;
-  float* y = nullptr;            // f32 [n_tokens, n_out]
+  float* y = nullptr;  // f32 [n_tokens, n_out]
 };
 
 // The kernels of one instruction-set variant. Both functions are pure and
 // thread-safe; they write only their own part of the output.
 struct MatmulIsa {
   const char* name;
-  // Prepares tokens [t_begin, t_end) of x (f32 [*, xl.n_in]) into xq.
+  // Prepares tokens [t_begin, t_end) of x (f32 [*, xl.n_in]) into xq
+  // (64-byte aligned, as matmul's scratch buffer is).
   void (*quantize_x)(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_end, std::byte* xq);
   // Computes y[t, r] for r in [r_begin, r_end) and every token. Each output
   // is summed in an order fixed by (dtype, n_in) alone, so tiling, the row
@@ -98,7 +104,6 @@ bool isa_supported(const char* name);
 const MatmulIsa& isa_for_request(const char* request);
 
 // matmul() with a given variant; pool may be nullptr (single-threaded).
-void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y,
-                 ThreadPool* pool);
+void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
 
 }  // namespace tc::kernels::detail

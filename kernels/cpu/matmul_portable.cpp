@@ -77,6 +77,13 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
       sum32[g] = s;
     }
     for (int64_t g = n / 32; g % 8 != 0; ++g) sum32[g] = 0;
+    if (xl.format == XFormat::Q8_32_NIB) {
+      auto* dpair = reinterpret_cast<float*>(row + xl.dpair_offset);
+      for (int64_t k = 0; 2 * k < nb; ++k) {
+        const float hi = 2 * k + 1 < nb ? d[2 * k + 1] : d[2 * k];
+        for (int i = 0; i < 8; ++i) dpair[8 * k + i] = i < 4 ? d[2 * k] : hi;
+      }
+    }
     if (xl.format == XFormat::Q8_256) {
       for (int64_t g = 0; g < n / 16; ++g) {
         int32_t s = 0;
@@ -221,11 +228,20 @@ float dot_q6_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
 void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   float (*dot)(const std::byte*, const XRow&, int64_t) = nullptr;
   switch (a.dtype) {
-    case DType::Q8_0: dot = dot_q8_0; break;
-    case DType::Q4_0: dot = dot_q4_0; break;
-    case DType::Q4_K: dot = dot_q4_K; break;
-    case DType::Q6_K: dot = dot_q6_K; break;
-    default: return;
+    case DType::Q8_0:
+      dot = dot_q8_0;
+      break;
+    case DType::Q4_0:
+      dot = dot_q4_0;
+      break;
+    case DType::Q4_K:
+      dot = dot_q4_K;
+      break;
+    case DType::Q6_K:
+      dot = dot_q6_K;
+      break;
+    default:
+      return;
   }
   const int64_t n_blocks = a.n_in / a.xl.block;
   for (int64_t r = r0; r < r1; ++r) {

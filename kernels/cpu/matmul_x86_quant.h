@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/matmul_x86_common.h"
@@ -22,36 +23,38 @@ struct XRow {
   const float* d;
   const int32_t* sum32;
   const int16_t* sum16;
+  const float* dpair;
 };
 
 XRow x_row(const MatmulArgs& a, int64_t t) {
   const std::byte* base = a.xq + t * a.xl.stride;
   return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + a.xl.d_offset),
           reinterpret_cast<const int32_t*>(base + a.xl.sum32_offset),
-          reinterpret_cast<const int16_t*>(base + a.xl.sum16_offset)};
+          reinterpret_cast<const int16_t*>(base + a.xl.sum16_offset),
+          reinterpret_cast<const float*>(base + a.xl.dpair_offset)};
 }
 
 // The f16 scales of up to 8 consecutive 32-element blocks as f32, zeros
-// after nb. Inserted one by one: narrow stores read back as one vector would
-// stall store-to-load forwarding.
+// after nb. Assembled in general-purpose registers (the integer ALUs are idle
+// in these kernels) and moved over once: inserting them one by one costs
+// two vector uops each, and narrow stores read back as one vector would stall
+// store-to-load forwarding.
 template <class Block>
 TC_SIMD_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
-  __m128i h = _mm_setzero_si128();
+  uint64_t lo = 0, hi = 0;
   if (nb == 8) {
-    h = _mm_insert_epi16(h, blk[0].d, 0);
-    h = _mm_insert_epi16(h, blk[1].d, 1);
-    h = _mm_insert_epi16(h, blk[2].d, 2);
-    h = _mm_insert_epi16(h, blk[3].d, 3);
-    h = _mm_insert_epi16(h, blk[4].d, 4);
-    h = _mm_insert_epi16(h, blk[5].d, 5);
-    h = _mm_insert_epi16(h, blk[6].d, 6);
-    h = _mm_insert_epi16(h, blk[7].d, 7);
+    lo = uint64_t{blk[0].d} | (uint64_t{blk[1].d} << 16) | (uint64_t{blk[2].d} << 32) | (uint64_t{blk[3].d} << 48);
+    hi = uint64_t{blk[4].d} | (uint64_t{blk[5].d} << 16) | (uint64_t{blk[6].d} << 32) | (uint64_t{blk[7].d} << 48);
   } else {
-    alignas(16) uint16_t v[8] = {};
-    for (int64_t i = 0; i < nb; ++i) v[i] = blk[i].d;
-    h = _mm_load_si128(reinterpret_cast<const __m128i*>(v));
+    for (int64_t i = 0; i < nb; ++i) {
+      if (i < 4) {
+        lo |= uint64_t{blk[i].d} << (16 * i);
+      } else {
+        hi |= uint64_t{blk[i].d} << (16 * (i - 4));
+      }
+    }
   }
-  return _mm256_cvtph_ps(h);
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
 }
 
 // Per dtype, over one chunk of nb blocks starting at block b0:
@@ -60,26 +63,34 @@ TC_SIMD_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
 //   (the steps of the summation order are units),
 //   finish() adds chunk-wide terms to the odd chain.
 
+// Blocks per chunk of the 32-element formats, and per group of scales
+// (converted 8 at a time).
+constexpr int64_t kChunkBlocks32 = 32;
+constexpr int64_t kGroup = 8;
+
 struct OpsQ8_0 {
   using Block = BlockQ8_0;
   static constexpr int64_t kBlock = 32;
-  static constexpr int64_t kChunkBlocks = 8;
+  static constexpr int64_t kChunkBlocks = kChunkBlocks32;
   static constexpr int64_t kUnit = 1;
-  static constexpr int kGemmRows = 4;
-  static constexpr int kGemmTokens = 3;
   struct Prep {
-    alignas(32) float d[8];  // weight scale * activation scale per block
+    alignas(32) float d[kChunkBlocks32];  // weight scale * activation scale per block
   };
   template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0,
+                                     int64_t nb) {
     for (int r = 0; r < R; ++r) {
-      const __m256 dw = block_scales(reinterpret_cast<const BlockQ8_0*>(w[r]) + b0, nb);
-      for (int t = 0; t < T; ++t) _mm256_store_ps(p[r][t].d, _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0)));
+      for (int64_t g = 0; g < nb; g += kGroup) {
+        const __m256 dw = block_scales(reinterpret_cast<const BlockQ8_0*>(w[r]) + b0 + g, min64(kGroup, nb - g));
+        for (int t = 0; t < T; ++t) {
+          _mm256_store_ps(p[r][t].d + g, _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0 + g)));
+        }
+      }
     }
   }
   template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
-                   int64_t i, int64_t) {
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T],
+                                  int64_t b0, int64_t i, int64_t) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
       const __m256i q = loadu32(reinterpret_cast<const BlockQ8_0*>(w[r])[b].qs);
@@ -93,39 +104,53 @@ struct OpsQ8_0 {
     }
   }
   template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
+
+// Lanes 2k x4, 2k+1 x4: the scales of pair k of a group, as permute indices.
+TC_SIMD_INLINE __m256i pair_pick(int k) {
+  const int lo = 2 * k;
+  return _mm256_setr_epi32(lo, lo, lo, lo, lo + 1, lo + 1, lo + 1, lo + 1);
+}
 
 struct OpsQ4_0 {
   using Block = BlockQ4_0;
   static constexpr int64_t kBlock = 32;
-  static constexpr int64_t kChunkBlocks = 8;
+  static constexpr int64_t kChunkBlocks = kChunkBlocks32;
   static constexpr int64_t kUnit = 2;
-  static constexpr int kGemmRows = 4;
-  static constexpr int kGemmTokens = 3;
   struct Prep {
-    alignas(32) float pair[4][8];  // blocks 2k, 2k+1: 4 lanes each (a lone last block: all 8)
-    alignas(32) float d[8];        // per block
+    alignas(32) float pair[kChunkBlocks32 / 2][8];  // blocks 2k, 2k+1: 4 lanes each (a lone last block: all 8)
+    alignas(32) float d[kChunkBlocks32];            // per block
   };
   template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb) {
+  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0,
+                                     int64_t nb) {
     for (int r = 0; r < R; ++r) {
-      const __m256 dw = block_scales(reinterpret_cast<const BlockQ4_0*>(w[r]) + b0, nb);
-      for (int t = 0; t < T; ++t) {
-        const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0));
-        _mm256_store_ps(p[r][t].d, d);
-        for (int64_t k = 0; 2 * k < nb; ++k) {
-          const int lo = static_cast<int>(2 * k);
-          const int hi = 2 * k + 1 < nb ? lo + 1 : lo;
-          const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
-          _mm256_store_ps(p[r][t].pair[k], _mm256_permutevar8x32_ps(d, pick));
+      for (int64_t g = 0; g < nb; g += kGroup) {
+        const int64_t ng = min64(kGroup, nb - g);
+        const __m256 dw = block_scales(reinterpret_cast<const BlockQ4_0*>(w[r]) + b0 + g, ng);
+        for (int t = 0; t < T; ++t) {
+          const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0 + g));
+          _mm256_store_ps(p[r][t].d + g, d);
+          if (ng == kGroup) {
+            for (int k = 0; k < kGroup / 2; ++k) {
+              _mm256_store_ps(p[r][t].pair[g / 2 + k], _mm256_permutevar8x32_ps(d, pair_pick(k)));
+            }
+          } else {
+            for (int64_t k = 0; 2 * k < ng; ++k) {
+              const int lo = static_cast<int>(2 * k);
+              const int hi = 2 * k + 1 < ng ? lo + 1 : lo;
+              const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
+              _mm256_store_ps(p[r][t].pair[(g + 2 * k) / 2], _mm256_permutevar8x32_ps(d, pick));
+            }
+          }
         }
       }
     }
   }
   template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T], int64_t b0,
-                   int64_t i, int64_t count) {
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T],
+                                  int64_t b0, int64_t i, int64_t count) {
     const int64_t b = b0 + i;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int r = 0; r < R; ++r) {
@@ -140,8 +165,8 @@ struct OpsQ4_0 {
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         for (int t = 0; t < T; ++t) {
           // Nibble pairs stay within 4 * 15 * 127 when added.
-          const __m256 s = _mm256_cvtepi32_ps(
-              dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
+          const __m256 s =
+              _mm256_cvtepi32_ps(dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
           acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
         }
       } else {
@@ -153,12 +178,15 @@ struct OpsQ4_0 {
       }
     }
   }
-  // The nibbles are 0..15 for values q - 8: subtract 8 * d * sum(x) per block.
+  // The nibbles are 0..15 for values q - 8: subtract 8 * d * sum(x) per
+  // block, a group of 8 blocks at a time.
   template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0) {
-    for (int t = 0; t < T; ++t) {
-      const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0)), _mm256_set1_ps(8.0f));
-      for (int r = 0; r < R; ++r) a1[r][t] = _mm256_fnmadd_ps(_mm256_load_ps(p[r][t].d), s8, a1[r][t]);
+  TC_SIMD_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0, int64_t nb) {
+    for (int64_t g = 0; g < nb; g += kGroup) {
+      for (int t = 0; t < T; ++t) {
+        const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0 + g)), _mm256_set1_ps(8.0f));
+        for (int r = 0; r < R; ++r) a1[r][t] = _mm256_fnmadd_ps(_mm256_load_ps(p[r][t].d + g), s8, a1[r][t]);
+      }
     }
   }
 };
@@ -166,7 +194,7 @@ struct OpsQ4_0 {
 struct OpsQ4_K {
   using Block = BlockQ4_K;
   static constexpr int64_t kBlock = kQK_K;
-  static constexpr int64_t kChunkBlocks = 1;
+  static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
@@ -207,8 +235,8 @@ struct OpsQ4_K {
   template <int R, int T>
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
-                   int64_t i, int64_t) {
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
+                                  int64_t b0, int64_t i, int64_t) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
       W u;
@@ -228,13 +256,13 @@ struct OpsQ4_K {
     }
   }
   template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
 struct OpsQ6_K {
   using Block = BlockQ6_K;
   static constexpr int64_t kBlock = kQK_K;
-  static constexpr int64_t kChunkBlocks = 1;
+  static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
@@ -274,8 +302,8 @@ struct OpsQ6_K {
   template <int R, int T>
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T], int64_t b0,
-                   int64_t i, int64_t) {
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
+                                  int64_t b0, int64_t i, int64_t) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
       W u;
@@ -295,14 +323,14 @@ struct OpsQ6_K {
     }
   }
   template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t) {}
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
 // One chunk (nb blocks from b0) for R rows x T tokens. NB > 0: nb == NB
 // known at compile time (full chunks), so the blocks unroll with fixed offsets.
 template <class Ops, int R, int T, int64_t NB>
-TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb_rt, float* y, int64_t ys,
-                        bool first) {
+TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_t b0, int64_t nb_rt, float* y,
+                                int64_t ys, bool first) {
   const int64_t nb = NB > 0 ? NB : nb_rt;
   typename Ops::Prep p[R][T];
   Ops::template prepare<R, T>(p, w, x, b0, nb);
@@ -311,7 +339,7 @@ TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_
   zero(a1);
   constexpr int64_t U = Ops::kUnit;
   const int64_t n_units = (nb + U - 1) / U;
-  auto unit = [&](__m256 (&acc)[R][T], int64_t u) __attribute__((always_inline)) {
+  auto unit = [&](__m256(&acc)[R][T], int64_t u) __attribute__((always_inline)) {
     Ops::template unit<R, T>(acc, w, x, p, b0, u * U, min64(U, nb - u * U));
   };
   if constexpr (R * T <= 2) {
@@ -328,7 +356,7 @@ TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_
 #pragma GCC unroll 8
     for (int64_t u = 1; u < n_units; u += 2) unit(a1, u);
   }
-  Ops::template finish<R, T>(a1, p, x, b0);
+  Ops::template finish<R, T>(a1, p, x, b0, nb);
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
@@ -352,6 +380,235 @@ void quant_tile_n(int rr, int tt, const std::byte* const* w, const XRow* x, int6
     if (tt < T) return quant_tile_n<Ops, R, T - 1>(rr, tt, w, x, b0, nb, y, ys, first);
   }
   quant_tile<Ops, R, T>(w, x, b0, nb, y, ys, first);
+}
+
+// ---- GEMM for Q8_0 and Q4_0: packed row tiles ----
+//
+// In GEMM order a tile of R rows x one chunk is unpacked once into an L1
+// buffer (quants ready for the dot products, scales widened to f32) and then
+// swept by every tile of T tokens: the micro-kernel keeps only its R x T
+// accumulators in registers. Same summation order and values as the
+// kernels above, so the same bits.
+
+constexpr int kPackRows = 4;
+
+struct PackQ8_0 {
+  __m256i q[kPackRows][kChunkBlocks32];   // signed quants of block i
+  __m256i aq[kPackRows][kChunkBlocks32];  // their magnitudes
+  alignas(32) float dw[kPackRows][kChunkBlocks32];
+};
+
+inline void pack_q8_0(PackQ8_0& p, const std::byte* const* w, int rr, int64_t b0, int64_t nb) {
+  for (int r = 0; r < rr; ++r) {
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(w[r]) + b0;
+    for (int64_t g = 0; g < nb; g += kGroup) _mm256_store_ps(p.dw[r] + g, block_scales(blk + g, min64(kGroup, nb - g)));
+    for (int64_t i = 0; i < nb; ++i) {
+      const __m256i q = loadu32(blk[i].qs);
+      p.q[r][i] = q;
+      p.aq[r][i] = _mm256_sign_epi8(q, q);
+    }
+  }
+}
+
+template <int R, int T>
+void packed_tile_q8_0(const PackQ8_0& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  alignas(32) float d[R][T][kChunkBlocks32];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      for (int64_t g = 0; g < nb; g += kGroup) {
+        _mm256_store_ps(d[r][t] + g, _mm256_mul_ps(_mm256_load_ps(p.dw[r] + g), _mm256_loadu_ps(x[t].d + b0 + g)));
+      }
+    }
+  }
+  // The even blocks, then the odd ones (two passes keep R x T accumulators live).
+  auto pass = [&](__m256(&acc)[R][T], int64_t first_block) __attribute__((always_inline)) {
+    zero(acc);
+    for (int64_t i = first_block; i < nb; i += 2) {
+      const int64_t b = b0 + i;
+      for (int r = 0; r < R; ++r) {
+        const __m256i q = _mm256_load_si256(&p.q[r][i]);
+        const __m256i aq = _mm256_load_si256(&p.aq[r][i]);
+        for (int t = 0; t < T; ++t) {
+          const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q)));
+          acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&d[r][t][i]), acc[r][t]);
+        }
+      }
+    }
+  };
+  __m256 a0[R][T], a1[R][T];
+  pass(a0, 0);
+  pass(a1, 1);
+  store_tile<R, T>(a0, a1, y, ys, first);
+}
+
+struct PackQ4_0 {
+  __m256i lo[kPackRows][kChunkBlocks32 / 2];  // pair k: low nibbles of blocks 2k, 2k+1 (a lone block: its 32 values)
+  __m256i hi[kPackRows][kChunkBlocks32 / 2];  // pair k: high nibbles
+  __m256 dw_pair[kPackRows][kChunkBlocks32 / 2];
+  alignas(32) float dw[kPackRows][kChunkBlocks32];
+};
+
+inline void pack_q4_0(PackQ4_0& p, const std::byte* const* w, int rr, int64_t b0, int64_t nb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int r = 0; r < rr; ++r) {
+    const auto* blk = reinterpret_cast<const BlockQ4_0*>(w[r]) + b0;
+    for (int64_t g = 0; g < nb; g += kGroup) {
+      const int64_t ng = min64(kGroup, nb - g);
+      const __m256 dw = block_scales(blk + g, ng);
+      _mm256_store_ps(p.dw[r] + g, dw);
+      for (int64_t j = 0; j < ng; j += 2) {
+        const int64_t k = (g + j) / 2;
+        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[g + j].qs));
+        const int lo_idx = static_cast<int>(j);
+        if (j + 1 < ng) {
+          const __m256i v = _mm256_inserti128_si256(
+              _mm256_castsi128_si256(v0), _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[g + j + 1].qs)), 1);
+          p.lo[r][k] = _mm256_and_si256(v, m4);
+          p.hi[r][k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+          p.dw_pair[r][k] = _mm256_permutevar8x32_ps(
+              dw, _mm256_setr_epi32(lo_idx, lo_idx, lo_idx, lo_idx, lo_idx + 1, lo_idx + 1, lo_idx + 1, lo_idx + 1));
+        } else {
+          p.lo[r][k] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4);
+          p.dw_pair[r][k] = _mm256_permutevar8x32_ps(dw, _mm256_set1_epi32(lo_idx));
+        }
+      }
+    }
+  }
+}
+
+template <int R, int T>
+void packed_tile_q4_0(const PackQ4_0& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  const int64_t n_units = (nb + 1) / 2;
+  // The even units, then the odd ones (two passes keep R x T accumulators live).
+  auto pass = [&](__m256(&acc)[R][T], int64_t first_unit) __attribute__((always_inline)) {
+    zero(acc);
+    for (int64_t k = first_unit; k < n_units; k += 2) {
+      const int64_t b = b0 + 2 * k;
+      const bool pair = 2 * k + 1 < nb;
+      for (int r = 0; r < R; ++r) {
+        const __m256i lo = _mm256_load_si256(&p.lo[r][k]);
+        const __m256 dw = p.dw_pair[r][k];
+        if (pair) {
+          const __m256i hi = _mm256_load_si256(&p.hi[r][k]);
+          for (int t = 0; t < T; ++t) {
+            const __m256 s =
+                _mm256_cvtepi32_ps(dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(x[t].dpair + 4 * b));
+            acc[r][t] = _mm256_fmadd_ps(s, d, acc[r][t]);
+          }
+        } else {
+          for (int t = 0; t < T; ++t) {
+            const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(lo, load32(x[t].qs + 32 * b)));
+            const __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(x[t].dpair + 4 * b));
+            acc[r][t] = _mm256_fmadd_ps(s, d, acc[r][t]);
+          }
+        }
+      }
+    }
+  };
+  __m256 a0[R][T], a1[R][T];
+  pass(a0, 0);
+  pass(a1, 1);
+  // The nibbles' -8, as OpsQ4_0::finish.
+  for (int64_t g = 0; g < nb; g += kGroup) {
+    for (int t = 0; t < T; ++t) {
+      const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0 + g)), _mm256_set1_ps(8.0f));
+      const __m256 dx = _mm256_loadu_ps(x[t].d + b0 + g);
+      for (int r = 0; r < R; ++r) {
+        a1[r][t] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_load_ps(p.dw[r] + g), dx), s8, a1[r][t]);
+      }
+    }
+  }
+  store_tile<R, T>(a0, a1, y, ys, first);
+}
+
+template <class Pack, int R, int T>
+void packed_tile(const Pack& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  if constexpr (std::is_same_v<Pack, PackQ8_0>) {
+    packed_tile_q8_0<R, T>(p, x, b0, nb, y, ys, first);
+  } else {
+    packed_tile_q4_0<R, T>(p, x, b0, nb, y, ys, first);
+  }
+}
+
+// packed_tile for rr <= R rows and tt <= T tokens known at run time.
+template <class Pack, int R, int T>
+void packed_tile_n(int rr, int tt, const Pack& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys,
+                   bool first) {
+  if constexpr (R > 1) {
+    if (rr < R) return packed_tile_n<Pack, R - 1, T>(rr, tt, p, x, b0, nb, y, ys, first);
+  }
+  if constexpr (T > 1) {
+    if (tt < T) return packed_tile_n<Pack, R, T - 1>(rr, tt, p, x, b0, nb, y, ys, first);
+  }
+  packed_tile<Pack, R, T>(p, x, b0, nb, y, ys, first);
+}
+
+// Tokens per packed micro-kernel: R x T accumulators plus a few operands
+// fit 16 vector registers at 4 x 2 (AVX2); AVX-512 has 32.
+#if defined(TC_MATMUL_VNNI)
+constexpr int kPackTokens = 4;
+#else
+constexpr int kPackTokens = 2;
+#endif
+
+template <class Ops>
+void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  using Pack = std::conditional_t<std::is_same_v<Ops, OpsQ8_0>, PackQ8_0, PackQ4_0>;
+  constexpr int R = kPackRows;
+  constexpr int T = kPackTokens;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+  const int64_t n_blocks = a.n_in / Ops::kBlock;
+  Pack p;
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
+    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
+    for (int64_t rt = r0; rt < r1; rt += R) {
+      const int rr = static_cast<int>(min64(R, r1 - rt));
+      if (rt + 2 * R <= r1) {
+        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
+      }
+      const std::byte* w[R];
+      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
+      if constexpr (std::is_same_v<Pack, PackQ8_0>) {
+        pack_q8_0(p, w, rr, c0, nb);
+      } else {
+        pack_q4_0(p, w, rr, c0, nb);
+      }
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
+        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+        XRow x[T];
+        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+        packed_tile_n<Pack, R, T>(rr, tt, p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+      }
+    }
+  }
+}
+
+// GEMM order for the k-quants: their super-blocks unpack into registers
+// once per row tile and serve kGemmTokens tokens.
+template <class Ops>
+void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  constexpr int R = Ops::kGemmRows;
+  constexpr int T = Ops::kGemmTokens;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+  const int64_t n_blocks = a.n_in / Ops::kBlock;
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
+    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
+    for (int64_t rt = r0; rt < r1; rt += R) {
+      const int rr = static_cast<int>(min64(R, r1 - rt));
+      if (rt + 2 * R <= r1) {
+        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
+      }
+      const std::byte* w[R];
+      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
+        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+        XRow x[T];
+        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+        quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+      }
+    }
+  }
 }
 
 template <class Ops>
@@ -385,35 +642,25 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
     }
     return;
   }
-  constexpr int R = Ops::kGemmRows;
-  constexpr int T = Ops::kGemmTokens;
-  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
-    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
-    for (int64_t rt = r0; rt < r1; rt += R) {
-      const int rr = static_cast<int>(min64(R, r1 - rt));
-      if (rt + 2 * R <= r1) {
-        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
-      }
-      const std::byte* w[R];
-      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
-        XRow x[T];
-        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * n_out + rt, n_out, c0 == 0);
-      }
-    }
+  if constexpr (std::is_same_v<Ops, OpsQ8_0> || std::is_same_v<Ops, OpsQ4_0>) {
+    run_packed_gemm<Ops>(a, r0, r1);
+  } else {
+    run_tiled_gemm<Ops>(a, r0, r1);
   }
 }
 
 void compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   switch (a.dtype) {
-    case DType::Q8_0: return run_quant<OpsQ8_0>(a, r0, r1);
-    case DType::Q4_0: return run_quant<OpsQ4_0>(a, r0, r1);
-    case DType::Q4_K: return run_quant<OpsQ4_K>(a, r0, r1);
-    case DType::Q6_K: return run_quant<OpsQ6_K>(a, r0, r1);
-    default: return;
+    case DType::Q8_0:
+      return run_quant<OpsQ8_0>(a, r0, r1);
+    case DType::Q4_0:
+      return run_quant<OpsQ4_0>(a, r0, r1);
+    case DType::Q4_K:
+      return run_quant<OpsQ4_K>(a, r0, r1);
+    case DType::Q6_K:
+      return run_quant<OpsQ6_K>(a, r0, r1);
+    default:
+      return;
   }
 }
 
