@@ -257,8 +257,7 @@ void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t 
 
   const int nt = pool != nullptr ? pool->n_threads() : 1;
   const int64_t grains = (a.n_out + kRowGrain - 1) / kRowGrain;
-  static const int64_t kCpt = std::getenv("TC_CPT") ? std::atoi(std::getenv("TC_CPT")) : kChunksPerThread;  // EXPERIMENT
-  const int64_t grains_per_chunk = std::max<int64_t>(1, grains / (nt * kCpt));
+  const int64_t grains_per_chunk = std::max<int64_t>(1, grains / (nt * kChunksPerThread));
   Job job{&isa, &a, x, xq, n_tokens, grains_per_chunk * kRowGrain, (grains + grains_per_chunk - 1) / grains_per_chunk};
   Job* jp = &job;
   if (nt == 1 || n_tokens < kParallelQuantizeTokens) {
