@@ -23,7 +23,7 @@ std::string make_tiny_model(const std::string& name) {
 
 // stdout only: stderr carries the speed line.
 std::string generate(const std::string& model, const std::string& flags) {
-  const auto r = run_command("(" + bin() + " generate -m " + model + " -p 'The hacker' -t 2 " + flags + " 2>/dev/null)");
+  const auto r = run_command(std::string("(").append(bin()) + " generate -m " + model + " -p 'The hacker' -t 2 " + flags + " 2>/dev/null)");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   return r.output;
@@ -53,7 +53,7 @@ TEST_CASE("generate streams a continuation and reproduces with a seed", "[integr
 
 TEST_CASE("bench reports pp and tg as mean and sd", "[integration][bench]") {
   const auto model = make_tiny_model("cli_bench");
-  const auto r = run_command("(" + bin() + " bench -m " + model + " -p 32 -n 8 -r 3 -t 2 -o json 2>/dev/null)");
+  const auto r = run_command(std::string("(").append(bin()) + " bench -m " + model + " -p 32 -n 8 -r 3 -t 2 -o json 2>/dev/null)");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.output);
