@@ -5,26 +5,12 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
-#include "kernels/cpu/matmul_x86_float.h"
-#include "kernels/cpu/matmul_x86_quant.h"
+#include "kernels/cpu/matmul_x86_rows.h"
 
 namespace tc::kernels::detail {
 namespace {
 
-void compute_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  switch (a.dtype) {
-    case DType::F32:
-      return run_float<LoadF32>(a, r0, r1);
-    case DType::F16:
-      return run_float<LoadF16>(a, r0, r1);
-    case DType::BF16:
-      return run_float<LoadBF16>(a, r0, r1);
-    default:
-      return compute_rows_quant(a, r0, r1);
-  }
-}
-
-constexpr MatmulIsa kAvx2 = {"avx2", quantize_x, compute_rows};
+constexpr MatmulIsa kAvx2 = {"avx2", quantize_x, compute_rows_x86};
 
 }  // namespace
 
