@@ -1,12 +1,13 @@
-// Options of `thermocline serve` and their validation. The full loader
-// (TOML file, THERMOCLINE_* environment, flags; precedence flags > env >
-// file > defaults) grows here; today the CLI fills these from flags.
+// Options of `thermocline serve` and their validation. Each field's key is
+// its TOML key, its THERMOCLINE_<KEY> environment variable and its
+// --<key-with-dashes> flag; precedence flags > env > file > defaults.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tc::config {
 
@@ -22,11 +23,39 @@ class ConfigError : public std::runtime_error {
 };
 
 struct ServeOptions {
+  // Listening and the model.
   std::string host = "127.0.0.1";   // bind address (key: host)
   int port = 8080;                  // TCP port (key: port)
-  std::filesystem::path model;      // GGUF file (key: model); empty: the default model
+  std::filesystem::path model;      // GGUF file (key: model); empty: the bundled default model
   std::string model_alias;          // id shown in /v1/models (key: model_alias); empty: file stem
+  std::filesystem::path chat_template_file;  // Jinja file overriding the GGUF's template (key: chat_template_file)
   int http_threads = 8;             // HTTP worker threads (key: http_threads)
+
+  // Engine.
+  int parallel = 4;                 // sequence slots batched together (key: parallel)
+  int64_t ctx_size = 4096;          // context per slot in tokens (key: ctx_size); capped at the model's
+  int64_t batch_size = 512;         // tokens per engine step at most (key: batch_size)
+  int queue_size = 64;              // waiting requests before 503 (key: queue_size)
+  int threads = 0;                  // CPU worker threads, 0 = physical cores (key: threads)
+
+  // Per-request limits.
+  int64_t max_tokens_cap = 0;       // max_tokens above this is a 400; 0 = the context size (key: max_tokens_cap)
+  int max_n = 8;                    // `n` choices at most (key: max_n)
+  int max_stop = 16;                // stop strings at most (key: max_stop)
+  int max_stop_bytes = 256;         // bytes per stop string at most (key: max_stop_bytes)
+  int max_top_logprobs = 20;        // top_logprobs / logprobs at most, <= 20 (key: max_top_logprobs)
+  double request_timeout_s = 600;   // generation time limit per request, 0 = none (key: request_timeout_s)
+  int64_t max_body_bytes = 8 << 20; // request body limit, larger is a 413 (key: max_body_bytes)
+
+  // Security.
+  std::vector<std::string> api_keys;          // accepted keys; empty = auth off (key: api_keys)
+  std::filesystem::path api_key_file;         // one key per line, '#' comments (key: api_key_file)
+  std::vector<std::string> cors_origins;      // allowed Origins, "*" = any; empty = CORS off (key: cors_origins)
+
+  // Operations.
+  double shutdown_grace_s = 10;     // SIGTERM: seconds to finish in-flight work (key: shutdown_grace_s)
+  std::string log_level = "info";   // trace|debug|info|warn|error|off (key: log_level)
+  std::string log_format = "text";  // text|json: one line per request either way (key: log_format)
 };
 
 // Throws ConfigError naming the first invalid key.
