@@ -3,7 +3,7 @@
 // GEMM (512 tokens; GFLOP/s), on the pool's threads.
 //   matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST]
 //                [--shape NOUTxNIN,...] [--tokens N] [--no-gemm] [--no-gemv]
-//                [--ggml DIR]
+//                [--batch LIST] [--gemv-mb MB] [--ggml DIR]
 // LIST is comma separated (e.g. --isa avx2 --dtype f16,q8_0).
 // --ggml DIR also times llama.cpp's ggml_mul_mat from the prebuilt CPU
 // libraries in DIR (libggml-base.so and libggml-cpu-haswell.so, e.g. the
@@ -16,6 +16,10 @@
 // (as bench/membw); the table gives medians over rounds, the best round, and
 // the median over rounds of GEMV GB/s as a share of that round's probe.
 // GEMM is timed ROUNDS times per variant (median).
+// --batch 1,2,4,8 also times small batches (the server's batched decode) in
+// the same interleaved rounds, weights from DRAM, and prints each one's time
+// as a multiple of the 1-token time: a kernel that reads the weights once
+// per call stays far below n x (Thermocline variants only).
 #include <dlfcn.h>
 #include <emmintrin.h>
 #include <sys/wait.h>
@@ -47,7 +51,8 @@ using Clock = std::chrono::steady_clock;
 
 // GEMV cycles through copies of a matrix adding up to at least this many
 // bytes, 8x the last-level cache here, so weights come from DRAM.
-constexpr int64_t kGemvMinBytes = 256ll << 20;
+// --gemv-mb sets it (e.g. 1: one copy, cache-resident, to time compute).
+int64_t g_gemv_min_bytes = 256ll << 20;
 // Timed GEMV calls per (variant, round): at least this long.
 constexpr double kGemvRoundSeconds = 0.15;
 constexpr int64_t kProbeBytes = 512ll << 20;
@@ -59,6 +64,7 @@ struct Options {
   std::vector<std::string> dtypes = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_K", "q6_K"};
   std::vector<std::pair<int64_t, int64_t>> shapes = {{4096, 4096}, {11008, 4096}};  // {n_out, n_in}
   int64_t gemm_tokens = 512;
+  std::vector<int64_t> batches = {1};  // GEMV token counts; the first must be 1
   bool gemm = true;
   bool gemv = true;
   std::string ggml_dir;
@@ -76,7 +82,8 @@ std::vector<std::string> split(const std::string& s) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST] [--shape NOUTxNIN,...]\n"
-               "                    [--tokens N] [--no-gemm] [--no-gemv] [--ggml DIR]\n");
+               "                    [--tokens N] [--no-gemm] [--no-gemv] [--batch LIST] [--gemv-mb MB]\n"
+               "                    [--ggml DIR]\n");
   std::exit(2);
 }
 
@@ -109,6 +116,13 @@ Options parse(int argc, char** argv) {
       o.gemm = false;
     } else if (a == "--no-gemv") {
       o.gemv = false;
+    } else if (a == "--gemv-mb") {
+      g_gemv_min_bytes = std::atoll(next().c_str()) << 20;
+    } else if (a == "--batch") {
+      o.batches = {1};
+      for (const auto& b : split(next())) {
+        if (std::atoll(b.c_str()) > 1) o.batches.push_back(std::atoll(b.c_str()));
+      }
     } else if (a == "--ggml") {
       o.ggml_dir = next();
     } else {
@@ -391,7 +405,7 @@ int main(int argc, char** argv) {
     for (auto [n_out, n_in] : o.shapes) {
       const int64_t copy_bytes = row_bytes(*dtype, n_in) * n_out;
       const int n_copies =
-          o.gemv ? static_cast<int>(std::max<int64_t>(1, (kGemvMinBytes + copy_bytes - 1) / copy_bytes)) : 1;
+          o.gemv ? static_cast<int>(std::max<int64_t>(1, (g_gemv_min_bytes + copy_bytes - 1) / copy_bytes)) : 1;
       mats.push_back(make_matrix(*dtype, n_out, n_in, n_copies, pool));
     }
   }
@@ -400,7 +414,8 @@ int main(int argc, char** argv) {
     max_in = std::max(max_in, m.n_in);
     max_out = std::max(max_out, m.n_out);
   }
-  const int64_t n_tok = std::max<int64_t>(1, o.gemm_tokens);
+  const int64_t n_tok =
+      std::max<int64_t>({int64_t{1}, o.gemm_tokens, *std::max_element(o.batches.begin(), o.batches.end())});
   std::vector<float> x(static_cast<size_t>(n_tok * max_in));
   fill_random(x.data(), static_cast<int64_t>(x.size()), 12345);
   std::vector<float> y(static_cast<size_t>(n_tok * max_out));
@@ -429,9 +444,9 @@ int main(int argc, char** argv) {
       runners[mi].push_back(std::move(r));
     }
   }
-  auto run_gemv = [&](const Matrix& m, Runner& r, int copy) {
+  auto run_gemv = [&](const Matrix& m, Runner& r, int copy, int64_t n = 1) {
     if (r.isa != nullptr) {
-      detail::matmul_with(*r.isa, m.view(copy), x.data(), 1, y.data(), &pool);
+      detail::matmul_with(*r.isa, m.view(copy), x.data(), n, y.data(), &pool);
     } else {
       ggml.run(r.gemv[static_cast<size_t>(copy)]);
     }
@@ -446,6 +461,11 @@ int main(int argc, char** argv) {
 
   std::vector<std::vector<GemvResult>> gemv(mats.size());
   for (size_t mi = 0; mi < mats.size(); ++mi) gemv[mi].resize(runners[mi].size());
+  // Small batches: [matrix][runner][batch index] median ms per round.
+  std::vector<std::vector<std::vector<std::vector<double>>>> batch_ms(mats.size());
+  for (size_t mi = 0; mi < mats.size(); ++mi) {
+    batch_ms[mi].assign(runners[mi].size(), std::vector<std::vector<double>>(o.batches.size()));
+  }
   std::vector<double> probe;
   if (o.gemv) {
     std::unique_ptr<std::byte[]> probe_buf(new std::byte[static_cast<size_t>(kProbeBytes + 64)]);
@@ -479,6 +499,19 @@ int main(int argc, char** argv) {
           g.gbs.push_back(static_cast<double>(m.copy_bytes) / sec * 1e-9);
           g.share.push_back(g.gbs.back() / bw);
           if (r.isa == nullptr) ggml.pause();
+          for (size_t bi = 1; r.isa != nullptr && bi < o.batches.size(); ++bi) {
+            std::vector<double> bcalls;
+            double btotal = 0;
+            for (int i = 0; btotal < kGemvRoundSeconds || i < m.n_copies; ++i) {
+              const auto t0 = Clock::now();
+              run_gemv(m, r, i % m.n_copies, o.batches[bi]);
+              const double bsec = seconds_since(t0);
+              bcalls.push_back(bsec);
+              btotal += bsec;
+            }
+            batch_ms[mi][ri][bi].push_back(median(bcalls) * 1e3);
+          }
+          batch_ms[mi][ri][0].push_back(sec * 1e3);
         }
       }
     }
@@ -548,6 +581,29 @@ int main(int argc, char** argv) {
                   static_cast<long long>(m.n_in), gv_ms.c_str(), gv_gbs.c_str(), gv_best.c_str(), gv_share.c_str(),
                   gemm_ms.c_str(), gemm_gf.c_str(), gemm_diff.c_str());
       std::fflush(stdout);
+    }
+  }
+  if (o.gemv && o.batches.size() > 1) {
+    std::printf("\nSmall batches (weights from DRAM): median ms per call, and as a multiple of 1 token\n\n");
+    std::printf("| variant | dtype | n_out x n_in |");
+    for (int64_t b : o.batches) std::printf(" n=%lld |", static_cast<long long>(b));
+    std::printf("\n| --- | --- | --- |");
+    for (size_t bi = 0; bi < o.batches.size(); ++bi) std::printf(" --- |");
+    std::printf("\n");
+    for (size_t mi = 0; mi < mats.size(); ++mi) {
+      const Matrix& m = mats[mi];
+      for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
+        if (runners[mi][ri].isa == nullptr) continue;
+        std::printf("| %s | %s | %lld x %lld |", runners[mi][ri].name.c_str(),
+                    std::string(dtype_name(m.dtype)).c_str(), static_cast<long long>(m.n_out),
+                    static_cast<long long>(m.n_in));
+        const double one = median(batch_ms[mi][ri][0]);
+        for (size_t bi = 0; bi < o.batches.size(); ++bi) {
+          const double ms = median(batch_ms[mi][ri][bi]);
+          std::printf(" %.3f (%.2fx) |", ms, ms / one);
+        }
+        std::printf("\n");
+      }
     }
   }
   return 0;

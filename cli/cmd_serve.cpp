@@ -1,19 +1,32 @@
-// `thermocline serve`: load the model, start the HTTP server, stop cleanly
-// on SIGINT/SIGTERM.
+// `thermocline serve`: listen at once (/health says 503 while loading), load
+// the model and start the engine in the background, print the curl line
+// when ready; SIGINT/SIGTERM stop accepting, finish or cancel in-flight
+// requests within the grace period, exit 0.
+#include <spdlog/spdlog.h>
+#include <spdlog/formatter.h>
+
+#include <nlohmann/json.hpp>
+
 #include <atomic>
+#include <chrono>
 #include <csignal>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <pthread.h>
+#include <sstream>
 #include <thread>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/runners.h"
+#include "config/serve_config.h"
 #include "config/serve_options.h"
 #include "engine/model/loaded_model.h"
+#include "engine/runtime/engine.h"
+#include "engine/text/chat_template.h"
 #include "kernels/device_info.h"
 #include "server/http_server.h"
 
@@ -36,22 +49,147 @@ std::filesystem::path find_default_model() {
   return {};
 }
 
+std::string read_text_file(const std::filesystem::path& path, const char* key) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config::ConfigError(key, "cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// {"time":..., "level":..., "msg":...} per line, the message escaped by nlohmann/json.
+class JsonLogFormatter : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto seconds = std::chrono::duration<double>(msg.time.time_since_epoch()).count();
+    const auto level = spdlog::level::to_string_view(msg.level);
+    const nlohmann::json line = {{"time", seconds},
+                                 {"level", std::string(level.data(), level.size())},
+                                 {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+    const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonLogFormatter>(); }
+};
+
+runtime::EngineOptions engine_options(const config::ServeOptions& o) {
+  runtime::EngineOptions e;
+  e.n_parallel = o.parallel;
+  e.n_ctx = o.ctx_size;
+  e.n_batch = o.batch_size;
+  e.queue_size = o.queue_size;
+  e.threads = o.threads;
+  return e;
+}
+
+// log_level; log_format json writes each line as one JSON object.
+void configure_logging(const config::ServeOptions& o) {
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+  if (o.log_format == "json") {
+    spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
+  } else {
+    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  }
+}
+
+// Everything `serve` keeps alive while it runs.
+struct ServeSession {
+  config::ServeOptions options;
+  std::string chat_template_override;  // --chat-template file contents
+  server::HttpServer http;
+  std::shared_ptr<runtime::Engine> engine;  // set by the loader thread
+  std::mutex engine_mutex;
+
+  explicit ServeSession(config::ServeOptions o) : options(o), http(o) {}
+
+  // The loader thread: model, chat template, engine; then waits for the
+  // engine to be ready and prints how to talk to it.
+  void load() {
+    try {
+      spdlog::info("loading {}", options.model.string());
+      std::shared_ptr<const model::LoadedModel> loaded = model::load_model(options.model);
+      spdlog::info("gpu: {}", kernels::query_gpus().status);
+      std::shared_ptr<const text::ChatTemplate> chat_template;
+      std::string template_error;
+      const auto& file_template = loaded->tokenizer->vocab().chat_template;
+      try {
+        if (!chat_template_override.empty()) {
+          chat_template = std::make_shared<text::ChatTemplate>(chat_template_override);
+        } else if (file_template) {
+          chat_template = std::make_shared<text::ChatTemplate>(*file_template);
+        } else {
+          spdlog::warn("the model has no chat template (tokenizer.chat_template); using ChatML");
+          chat_template = std::make_shared<text::ChatTemplate>(text::ChatTemplate::chatml_source());
+        }
+      } catch (const text::ChatTemplateError& e) {
+        template_error = std::string("the model's chat template cannot be used: ") + e.what();
+        spdlog::error("{}; chat requests will fail with this message", template_error);
+      }
+      auto engine = std::make_shared<runtime::Engine>(loaded, engine_options(options));
+      {
+        std::lock_guard lock(engine_mutex);
+        this->engine = engine;
+      }
+      const std::string model_id =
+          options.model_alias.empty() ? options.model.stem().string() : options.model_alias;
+      http.publish(loaded, engine, chat_template, template_error, model_id);
+      while (engine->state() == runtime::EngineState::Loading) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (engine->state() == runtime::EngineState::Ready) {
+        spdlog::info("ready: model {} ({} slots x {} tokens of context)", model_id, engine->options().n_parallel,
+                     engine->n_ctx());
+        std::fprintf(stderr,
+                     "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
+                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n",
+                     options.host.c_str(), options.port);
+      } else {
+        spdlog::error("the engine failed to start: {}", engine->stats().failure);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("cannot load the model: {}", e.what());
+      http.set_load_error(e.what());
+    }
+  }
+
+  void shut_down() {
+    http.begin_drain();
+    std::shared_ptr<runtime::Engine> e;
+    {
+      std::lock_guard lock(engine_mutex);
+      e = engine;
+    }
+    if (e) {
+      const auto grace = std::chrono::milliseconds(static_cast<int64_t>(options.shutdown_grace_s * 1000));
+      e->shutdown(grace);
+    }
+    http.stop();
+  }
+};
+
 }  // namespace
 
 void register_serve(CLI::App& app) {
-  auto o = std::make_shared<config::ServeOptions>();
   auto* sub = app.add_subcommand("serve", "Run the OpenAI-compatible HTTP server");
-  sub->add_option("-m,--model", o->model, "GGUF model file (default: the bundled model)");
-  sub->add_option("--host", o->host, "Bind address");
-  sub->add_option("--port", o->port, "TCP port");
-  sub->add_option("--alias", o->model_alias, "Model id shown to clients (default: file name)");
-  sub->add_option("--http-threads", o->http_threads, "HTTP worker threads");
-  runners()["serve"] = [o] {
-    config::validate(*o);
+  auto flags = config::add_serve_flags(*sub);
+  runners()["serve"] = [flags] {
+    auto o = std::make_shared<config::ServeOptions>(config::resolve_serve_options(*flags));
+    if (o->model.empty()) o->model = find_default_model();
+    if (config::print_config_requested(*flags)) {
+      std::fputs(config::to_toml(*o).c_str(), stdout);
+      return 0;
+    }
     if (o->model.empty()) {
-      o->model = find_default_model();
-      if (o->model.empty()) {
-        throw config::ConfigError("model", "no --model given and no bundled default model (models/default.gguf) found");
+      throw config::ConfigError("model", "no --model given and no bundled default model (models/default.gguf) found");
+    }
+    configure_logging(*o);
+    ServeSession session(*o);
+    if (!o->chat_template_file.empty()) {
+      session.chat_template_override = read_text_file(o->chat_template_file, "chat_template_file");
+      try {
+        text::ChatTemplate check(session.chat_template_override);  // a broken file fails at start
+      } catch (const text::ChatTemplateError& e) {
+        throw config::ConfigError("chat_template_file", o->chat_template_file.string() + ": " + e.what());
       }
     }
     // Block the stop signals in every thread; one thread waits for them.
@@ -61,35 +199,29 @@ void register_serve(CLI::App& app) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    std::fprintf(stderr, "loading %s\n", o->model.string().c_str());
-    std::shared_ptr<const model::LoadedModel> loaded = model::load_model(o->model);
-    const auto gpus = kernels::query_gpus();
-    std::fprintf(stderr, "gpu: %s\n", gpus.status.c_str());
-
-    server::HttpServer http(*o, loaded);
     std::atomic<bool> server_done{false};
-    std::thread signal_waiter([&http, &server_done, stop_signals] {
+    std::thread signal_waiter([&session, &server_done, stop_signals] {
       const timespec poll_interval{0, 200'000'000};
       while (!server_done.load()) {
         const int sig = sigtimedwait(&stop_signals, nullptr, &poll_interval);
         if (sig == SIGINT || sig == SIGTERM) {
-          std::fprintf(stderr, "received %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-          http.stop();
+          spdlog::info("received {}, shutting down (grace {} s)", sig == SIGINT ? "SIGINT" : "SIGTERM",
+                       session.options.shutdown_grace_s);
+          session.shut_down();
           return;
         }
       }
     });
-    const bool ok = http.run([&] {
-      std::fprintf(stderr, "thermocline listening on http://%s:%d (model %s)\n", o->host.c_str(), o->port,
-                   o->model.filename().string().c_str());
-      std::fprintf(stderr, "try: curl http://%s:%d/v1/models\n", o->host.c_str(), o->port);
+    std::thread loader;
+    const bool ok = session.http.run([&] {
+      spdlog::info("thermocline listening on http://{}:{}", o->host, o->port);
+      loader = std::thread([&session] { session.load(); });
     });
-    if (!ok && !http.error().empty()) {
-      std::fprintf(stderr, "error: %s\n", http.error().c_str());
-    }
+    if (!ok && !session.http.error().empty()) spdlog::error("{}", session.http.error());
     server_done.store(true);
     signal_waiter.join();
-    return ok || http.error().empty() ? 0 : 1;
+    if (loader.joinable()) loader.join();
+    return ok || session.http.error().empty() ? 0 : 1;
   };
 }
 

@@ -15,10 +15,17 @@ target_compile_definitions(tc_spdlog INTERFACE SPDLOG_HEADER_ONLY SPDLOG_FMT_EXT
 target_link_libraries(tc_spdlog INTERFACE fmt::fmt-header-only Threads::Threads)
 
 # cpp-httplib: Debian ships the header and a shared library; only server/ uses it.
-find_path(HTTPLIB_INCLUDE_DIR httplib.h REQUIRED)
-find_library(HTTPLIB_LIBRARY NAMES cpp-httplib REQUIRED)
+# The library was built with OpenSSL, zlib and Brotli support, and those
+# macros change the layout of its classes (httplib::Client gains members):
+# every user must compile with the same macros, taken from its pkg-config
+# file, or objects built here are smaller than what the library writes.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED cpp-httplib)
+find_path(HTTPLIB_INCLUDE_DIR httplib.h HINTS ${HTTPLIB_INCLUDE_DIRS} REQUIRED)
+find_library(HTTPLIB_LIBRARY NAMES cpp-httplib HINTS ${HTTPLIB_LIBRARY_DIRS} REQUIRED)
 add_library(tc_httplib INTERFACE)
 target_include_directories(tc_httplib SYSTEM INTERFACE ${HTTPLIB_INCLUDE_DIR})
+target_compile_options(tc_httplib INTERFACE ${HTTPLIB_CFLAGS_OTHER})
 target_link_libraries(tc_httplib INTERFACE ${HTTPLIB_LIBRARY} Threads::Threads)
 
 if(THERMOCLINE_TESTS)

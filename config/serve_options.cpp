@@ -1,13 +1,13 @@
-// Validation of ServeOptions.
+// Validation of ServeOptions against the bounds and rules of the option table.
 #include "config/serve_options.h"
+
+#include "config/serve_option_table.h"
 
 namespace tc::config {
 
 void validate(const ServeOptions& o) {
-  if (o.host.empty()) throw ConfigError("host", "must not be empty");
-  if (o.port < 1 || o.port > 65535) throw ConfigError("port", "must be in 1..65535, got " + std::to_string(o.port));
-  if (o.http_threads < 1 || o.http_threads > 1024) {
-    throw ConfigError("http_threads", "must be in 1..1024, got " + std::to_string(o.http_threads));
+  for (const auto& d : serve_option_table()) {
+    if (auto problem = d.problem(o)) throw ConfigError(std::string(d.key), *problem);
   }
 }
 

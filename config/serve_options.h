@@ -11,15 +11,21 @@
 
 namespace tc::config {
 
-// A configuration value that cannot be used; the message names the key.
+// A configuration value that cannot be used; the message names the key and,
+// when known, where the value came from ("flag --port", "env THERMOCLINE_PORT",
+// "file serve.toml:3:1", "default").
 class ConfigError : public std::runtime_error {
  public:
-  ConfigError(const std::string& key, const std::string& problem)
-      : std::runtime_error("config '" + key + "': " + problem), key_(key) {}
+  ConfigError(const std::string& key, const std::string& problem, const std::string& source = "")
+      : std::runtime_error("config '" + key + "'" + (source.empty() ? "" : " (" + source + ")") + ": " + problem),
+        key_(key),
+        source_(source) {}
   const std::string& key() const { return key_; }
+  const std::string& source() const { return source_; }
 
  private:
   std::string key_;
+  std::string source_;
 };
 
 struct ServeOptions {
@@ -58,7 +64,8 @@ struct ServeOptions {
   std::string log_format = "text";  // text|json: one line per request either way (key: log_format)
 };
 
-// Throws ConfigError naming the first invalid key.
+// Throws ConfigError naming the first invalid key (bounds and rules of
+// config/serve_option_table.cpp; files are not read here).
 void validate(const ServeOptions& options);
 
 }  // namespace tc::config

@@ -21,7 +21,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev libtomlplusplus-dev
-  curl ca-certificates
+  curl ca-certificates python3-jinja2
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -70,6 +70,19 @@ if [ "$want_npm" -eq 1 ]; then
     if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
          "node-llama-cpp@$nlc_version" "@node-llama-cpp/linux-x64@$nlc_version"; then
       echo "setup: warning: npm install failed; oracle tests will be skipped" >&2
+    fi
+  fi
+  # The official OpenAI Node SDK, which the server's integration tests drive.
+  openai_version=4.104.0
+  if [ "$(npm_installed_version openai)" = "$openai_version" ]; then
+    echo "setup: OpenAI Node SDK $openai_version already installed"
+  else
+    echo "setup: installing the OpenAI Node SDK (npm openai@$openai_version) into .deps/npm"
+    mkdir -p .deps/npm
+    [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
+    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
+         "openai@$openai_version"; then
+      echo "setup: warning: npm install failed; OpenAI SDK tests will be skipped" >&2
     fi
   fi
 fi

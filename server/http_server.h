@@ -1,7 +1,7 @@
 // HttpServer: the OpenAI-compatible HTTP front door (cpp-httplib stays
-// inside server/). Today it serves the model's facts and its tokenizer;
-// completions arrive with the engine. Handlers never throw: every failure is
-// an OpenAI error body.
+// inside server/). It listens before the model is loaded (/health says 503
+// "loading" until publish()), checks API keys and CORS on every route but
+// /health, and maps every failure to an OpenAI error body.
 #pragma once
 
 #include <functional>
@@ -13,18 +13,37 @@
 namespace tc::model {
 struct LoadedModel;
 }
+namespace tc::runtime {
+class Engine;
+}
+namespace tc::text {
+class ChatTemplate;
+}
 
 namespace tc::server {
 
 class HttpServer {
  public:
-  HttpServer(config::ServeOptions options, std::shared_ptr<const model::LoadedModel> model);
+  explicit HttpServer(config::ServeOptions options);
   ~HttpServer();
+
+  // Thread-safe: the model is loaded and its engine starting; routes answer
+  // once the engine is Ready. `model_id` is what /v1/models lists. A null
+  // `chat_template` makes chat requests a 400 carrying `chat_template_error`.
+  void publish(std::shared_ptr<const model::LoadedModel> model, std::shared_ptr<runtime::Engine> engine,
+               std::shared_ptr<const text::ChatTemplate> chat_template, std::string chat_template_error,
+               std::string model_id);
+  // Thread-safe: loading failed; /health answers 503 with `message`.
+  void set_load_error(std::string message);
 
   // Binds and serves until stop(); calls on_ready once listening. Returns
   // false (with a message in error()) when the address cannot be bound.
   bool run(const std::function<void()>& on_ready = {});
-  // Thread-safe; makes run() return.
+  // Thread-safe: new generation requests get 503 "shutting down"; requests
+  // in flight go on.
+  void begin_drain();
+  // Thread-safe; stops listening and makes run() return once the handlers
+  // in flight are done.
   void stop();
   const std::string& error() const { return error_; }
 

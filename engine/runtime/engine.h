@@ -37,10 +37,15 @@ namespace tc::runtime {
 
 using Clock = std::chrono::steady_clock;
 
+// Each must be >= 1 (threads >= 0); otherwise the engine goes to Failed
+// with a message naming the field.
 struct EngineOptions {
   int n_parallel = 4;          // sequence slots (each its own KV cache of n_ctx)
   int64_t n_ctx = 4096;        // context per slot, tokens; capped at the model's n_ctx_train
-  int64_t n_batch = 512;       // tokens per step at most (prefill chunks + decodes)
+  // Tokens per step at most (prefill chunks + decodes). Every decoding
+  // sequence gets its token even when they alone exceed n_batch; prefill
+  // chunks fill what is left.
+  int64_t n_batch = 512;
   int queue_size = 64;         // queued (not yet admitted) requests at most
   int threads = 0;             // CPU worker threads; 0 = physical cores
 };
@@ -55,14 +60,17 @@ struct GenerationRequest {
   std::vector<std::string> stop;      // stop strings, none empty; the text is cut before the first match
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool return_tokens = false;         // fill StreamEvent::tokens (logprobs; top list per sampling.n_probs)
-  // Wall-clock limit; reaching it finishes the request with Length.
+  // Wall-clock limit; reaching it finishes the request with Length (also
+  // while it is still queued).
   std::optional<Clock::time_point> deadline;
 };
 
 // One generated token, for logprobs.
 struct TokenInfo {
   text::TokenId id = -1;
-  std::string piece;          // the token's bytes as text (may be partial UTF-8)
+  // The token's bytes as text (may be partial UTF-8); control tokens are
+  // rendered ("</s>"), although they add nothing to the text.
+  std::string piece;
   float logprob = 0.0f;
   std::vector<std::pair<std::string, float>> top;  // n_probs alternatives: piece, logprob (descending)
 };
@@ -76,7 +84,10 @@ struct Usage {
 // What a RequestHandle yields. Text events carry new text (never empty
 // unless `tokens` is non-empty) and the tokens sampled since the previous
 // event; the last event of every request is Finished (with the final
-// text/tokens, usage and timings) or Error.
+// text/tokens, usage and timings) or Error. The texts of all events
+// concatenated are the whole completion: whole UTF-8, cut exactly before a
+// stop string. An end-of-generation token ends the request with Stop and is
+// neither in the text nor in `tokens` nor counted in completion_tokens.
 struct StreamEvent {
   enum class Kind { Text, Finished, Error } kind = Kind::Text;
   std::string text;
@@ -97,15 +108,18 @@ class RequestHandle {
   // ("no more events") — callers stop at Finished/Error.
   bool next(StreamEvent& event, std::chrono::milliseconds timeout);
   // Asks the engine to drop the request; it is gone within one step, and a
-  // Finished event with FinishReason::Cancelled follows.
+  // Finished event with FinishReason::Cancelled follows (unless the request
+  // ended on its own first). Thread-safe, never blocks.
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  // Whether the last event (Finished or Error) has been pushed.
+  bool ended() const;
 
-  // Engine side.
+  // Engine side. Events after the last one are dropped.
   void push(StreamEvent event);
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<StreamEvent> events_;
   bool ended_ = false;
@@ -123,7 +137,8 @@ struct EngineStats {
   int64_t cached_tokens_total = 0;      // prompt tokens reused from the KV cache
   int64_t generated_tokens_total = 0;
   int64_t steps_total = 0;
-  int64_t kv_tokens_used = 0;           // over all slots
+  int64_t kv_tokens_used = 0;           // held by running requests, over all slots
+  int64_t kv_tokens_cached = 0;         // kept by idle slots for prefix reuse (free to overwrite)
   int64_t kv_tokens_capacity = 0;       // n_parallel * n_ctx
   std::string failure;                  // Failed: why
 };
@@ -147,12 +162,15 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Thread-safe. Validates (prompt non-empty, tokens in range, sampling
-  // params, context: prompt + max_tokens <= n_ctx -> ContextExceeded) and
-  // queues. Never blocks on the engine step.
+  // params, max_tokens >= 1, stop strings non-empty -> InvalidRequest;
+  // context: prompt + max_tokens <= n_ctx -> ContextExceeded) and queues
+  // (full -> QueueFull). Accepted while Loading (runs once Ready); NotReady
+  // once Failed or shutting down. Never blocks on the engine step.
   SubmitResult submit(GenerationRequest request);
 
   // Stops admitting; waits up to `grace` for running and queued requests to
-  // finish, then cancels the rest. Thread-safe; returns when the loop ended.
+  // finish, then cancels the rest. Thread-safe; returns when the loop ended
+  // (state Stopped, or Failed if it had failed).
   void shutdown(std::chrono::milliseconds grace);
 
   EngineStats stats() const;

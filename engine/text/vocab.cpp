@@ -3,6 +3,7 @@
 #include "engine/text/vocab.h"
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "engine/gguf/gguf_file.h"
@@ -23,6 +24,7 @@ constexpr const char* kBosId = "tokenizer.ggml.bos_token_id";
 constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
 constexpr const char* kUnkId = "tokenizer.ggml.unknown_token_id";
 constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
+constexpr const char* kEotId = "tokenizer.ggml.eot_token_id";
 constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
 constexpr const char* kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
@@ -34,7 +36,26 @@ TokenType token_type_from_int(int32_t v) {
                                                                  : TokenType::Undefined;
 }
 
+// Texts of end-of-generation tokens, as llama.cpp's llama-vocab.cpp lists
+// them (its EOT/EOG auto-detection), plus SentencePiece's </s>.
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "</s>", "<EOT>", "_<EOT>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",  // DeepSeek
+};
+
 }  // namespace
+
+bool Vocab::is_end_of_generation(TokenId id) const {
+  if (id < 0 || id >= n_vocab()) return false;
+  if (id == eos_id || id == eot_id) return true;
+  const auto i = static_cast<size_t>(id);
+  if (i >= types.size() || types[i] != TokenType::Control) return false;
+  for (const std::string_view text : kEndOfGenerationTexts) {
+    if (tokens[i] == text) return true;
+  }
+  return false;
+}
 
 Vocab read_vocab(const gguf::GgufFile& file) {
   Vocab v;
@@ -111,6 +132,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.add_space_prefix = true;
   }
   v.pad_id = -1;
+  v.eot_id = -1;
   v.add_eos = false;
 
   const auto read_id = [&](const char* key, TokenId& id) {
@@ -129,6 +151,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
   read_id(kEosId, v.eos_id);
   read_id(kUnkId, v.unk_id);
   read_id(kPadId, v.pad_id);
+  read_id(kEotId, v.eot_id);
 
   v.add_bos = file.get_bool(kAddBos, v.add_bos);
   v.add_eos = file.get_bool(kAddEos, v.add_eos);
@@ -165,6 +188,7 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
   write_id(kEosId, vocab.eos_id);
   write_id(kUnkId, vocab.unk_id);
   write_id(kPadId, vocab.pad_id);
+  write_id(kEotId, vocab.eot_id);
   writer.set(kAddBos, Value(vocab.add_bos));
   writer.set(kAddEos, Value(vocab.add_eos));
   writer.set(kAddSpacePrefix, Value(vocab.add_space_prefix));

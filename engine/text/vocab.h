@@ -43,12 +43,19 @@ struct Vocab {
   TokenId eos_id = -1;
   TokenId unk_id = -1;
   TokenId pad_id = -1;
+  TokenId eot_id = -1;                  // end of turn (`tokenizer.ggml.eot_token_id`), -1 if none
   bool add_bos = true;
   bool add_eos = false;
   bool add_space_prefix = true;         // SPM: prepend U+2581 to the text
   std::optional<std::string> chat_template;  // `tokenizer.chat_template`
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
+
+  // Whether generating `id` ends the text: eos, eot, or a control token whose
+  // text is one of the end-of-turn markers llama.cpp recognises (<|im_end|>,
+  // <|eot_id|>, <|end|>, <end_of_turn>, <|endoftext|>, </s>, ...). False for
+  // ids outside the vocab.
+  bool is_end_of_generation(TokenId id) const;
 };
 
 // Reads `tokenizer.*` from a file; ModelLoadError names the key at fault

@@ -628,15 +628,19 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
     return;
   }
   if (!gemm_order(a)) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const std::byte* w[1] = {a.w + r * a.row_bytes};
+    // Small batches: kGemvRows rows x up to kGemvTokens tokens per tile,
+    // each weight read from memory once per call.
+    for (int64_t r = r0; r < r1; r += kGemvRows) {
+      const int rr = static_cast<int>(min64(kGemvRows, r1 - r));
+      const std::byte* w[kGemvRows];
+      for (int i = 0; i < rr; ++i) w[i] = a.w + (r + i) * a.row_bytes;
       for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
         const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
           const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
           XRow x[kGemvTokens];
           for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-          quant_tile_n<Ops, 1, kGemvTokens>(1, tt, w, x, c0, nb, a.y + t0 * n_out + r, n_out, c0 == 0);
+          quant_tile_n<Ops, kGemvRows, kGemvTokens>(rr, tt, w, x, c0, nb, a.y + t0 * n_out + r, n_out, c0 == 0);
         }
       }
     }

@@ -374,3 +374,34 @@ TEST_CASE("matmul allocates nothing once its scratch has grown", "[kernels][matm
     }
   }
 }
+
+TEST_CASE("matmul batch invariance: a row's bits do not depend on the batch around it", "[kernels][matmul][batch]") {
+  // The server batches sequences: row i's output must be bit-identical
+  // whether it runs alone or at any position inside batches of any size,
+  // with other (fresh random) rows beside it, on any kernel path (GEMV,
+  // small batch, GEMM order) and thread count.
+  ThreadPool pool(2);
+  uint64_t seed = 900;
+  for (DType dtype : kDTypes) {
+    for (int64_t n_in : {512, 4096}) {
+      const Weights w = make_weights(dtype, n_in, 45, seed++);
+      const auto row = make_x(1, n_in, seed++);
+      for (const auto* isa : variants()) {
+        const auto alone = run(*isa, w, row, 1);
+        const auto alone_pool = run(*isa, w, row, 1, &pool);
+        INFO(label(*isa, dtype, n_in, w.n_out, 1));
+        REQUIRE(std::memcmp(alone.data(), alone_pool.data(), alone.size() * sizeof(float)) == 0);
+        for (int64_t n_tokens : {2, 3, 4, 5, 8, 9, 16, 33, 64}) {
+          if (isa == &detail::isa_portable() && n_in > 512 && n_tokens > 9) continue;  // keep the suite fast
+          for (int64_t pos : {int64_t{0}, n_tokens / 2, n_tokens - 1}) {
+            auto x = make_x(n_tokens, n_in, seed++);
+            std::copy(row.begin(), row.end(), x.begin() + pos * n_in);
+            const auto y = run(*isa, w, x, n_tokens, n_tokens % 2 == 0 ? &pool : nullptr);
+            INFO(label(*isa, dtype, n_in, w.n_out, n_tokens) << " position " << pos);
+            REQUIRE(std::memcmp(alone.data(), y.data() + pos * w.n_out, alone.size() * sizeof(float)) == 0);
+          }
+        }
+      }
+    }
+  }
+}

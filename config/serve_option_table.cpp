@@ -1,0 +1,284 @@
+// The serve option table and the per-kind parsing, formatting and checks
+// that every source (flags, env, TOML) and --print-config share.
+#include "config/serve_option_table.h"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+
+#include "config/text_util.h"
+
+namespace tc::config {
+namespace {
+
+constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info", "warn", "error", "off"};
+constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
+
+bool has_space_or_control(std::string_view s) {
+  for (unsigned char c : s) {
+    if (std::isspace(c) || std::iscntrl(c)) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> check_host(const ServeOptions& o) {
+  if (o.host.empty()) return "must not be empty";
+  if (has_space_or_control(o.host)) return "must not contain whitespace, got \"" + o.host + "\"";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_api_keys(const ServeOptions& o) {
+  const size_t n = o.api_keys.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (auto problem = api_key_problem(o.api_keys[i])) {
+      return "key " + std::to_string(i + 1) + " of " + std::to_string(n) + ": " + *problem;
+    }
+  }
+  return std::nullopt;
+}
+
+// An Origin header is scheme://host[:port], no path, no trailing slash.
+std::optional<std::string> check_cors_origins(const ServeOptions& o) {
+  for (const std::string& origin : o.cors_origins) {
+    if (origin == "*") continue;
+    const size_t scheme_end = origin.find("://");
+    const bool ok = scheme_end != std::string::npos && scheme_end > 0 && scheme_end + 3 < origin.size() &&
+                    origin.find('/', scheme_end + 3) == std::string::npos && !has_space_or_control(origin) &&
+                    origin.find(',') == std::string::npos;
+    if (!ok) {
+      return "\"" + origin +
+             "\" is not \"*\" or an origin like \"https://example.com\" (scheme://host[:port], no path)";
+    }
+  }
+  return std::nullopt;
+}
+
+const OptionDescriptor kTable[] = {
+    // Listening and the model.
+    {.key = "host", .flags = "--host", .help = "Bind address (IP address or host name)",
+     .field = &ServeOptions::host, .check = check_host},
+    {.key = "port", .flags = "--port", .help = "TCP port", .field = &ServeOptions::port, .min = 1, .max = 65535},
+    {.key = "model", .flags = "-m,--model", .help = "GGUF model file; empty: the bundled default model",
+     .field = &ServeOptions::model},
+    {.key = "model_alias", .flags = "--alias,--model-alias",
+     .help = "Model id shown in /v1/models; empty: the model file's stem", .field = &ServeOptions::model_alias},
+    {.key = "chat_template_file", .flags = "--chat-template,--chat-template-file",
+     .help = "Jinja chat template file used instead of the model's own", .field = &ServeOptions::chat_template_file},
+    {.key = "http_threads", .flags = "--http-threads", .help = "HTTP worker threads",
+     .field = &ServeOptions::http_threads, .min = 1, .max = 1024},
+    // Engine.
+    {.key = "parallel", .flags = "--parallel", .help = "Sequence slots decoded together (continuous batching)",
+     .field = &ServeOptions::parallel, .min = 1, .max = 256},
+    {.key = "ctx_size", .flags = "-c,--ctx-size", .help = "Context per slot in tokens, capped at the model's",
+     .field = &ServeOptions::ctx_size, .min = 16, .max = 1 << 20},
+    {.key = "batch_size", .flags = "--batch-size", .help = "Tokens per engine step at most",
+     .field = &ServeOptions::batch_size, .min = 1, .max = 1 << 20},
+    {.key = "queue_size", .flags = "--queue-size", .help = "Requests waiting for a slot before new ones get 503",
+     .field = &ServeOptions::queue_size, .min = 0, .max = 100000},
+    {.key = "threads", .flags = "-t,--threads", .help = "CPU worker threads; 0: one per physical core",
+     .field = &ServeOptions::threads, .min = 0, .max = 1024},
+    // Per-request limits.
+    {.key = "max_tokens_cap", .flags = "--max-tokens-cap",
+     .help = "Largest max_tokens a request may ask for (larger is a 400); 0: the context size",
+     .field = &ServeOptions::max_tokens_cap, .min = 0},
+    {.key = "max_n", .flags = "--max-n", .help = "Most choices (`n`) per request", .field = &ServeOptions::max_n,
+     .min = 1, .max = 128},
+    {.key = "max_stop", .flags = "--max-stop", .help = "Most stop strings per request",
+     .field = &ServeOptions::max_stop, .min = 0, .max = 1024},
+    {.key = "max_stop_bytes", .flags = "--max-stop-bytes", .help = "Longest stop string in bytes",
+     .field = &ServeOptions::max_stop_bytes, .min = 1, .max = 65536},
+    {.key = "max_top_logprobs", .flags = "--max-top-logprobs", .help = "Most top_logprobs / logprobs per token",
+     .field = &ServeOptions::max_top_logprobs, .min = 0, .max = 20},
+    {.key = "request_timeout_s", .flags = "--request-timeout-s",
+     .help = "Generation time limit per request in seconds; 0: none", .field = &ServeOptions::request_timeout_s,
+     .min = 0},
+    {.key = "max_body_bytes", .flags = "--max-body-bytes", .help = "Request body limit in bytes (larger is a 413)",
+     .field = &ServeOptions::max_body_bytes, .min = 1024},
+    // Security.
+    {.key = "api_keys", .flags = "--api-key,--api-keys",
+     .help = "Accepted API key (repeatable, or comma-separated; env THERMOCLINE_API_KEY adds one); none: auth off",
+     .field = &ServeOptions::api_keys, .check = check_api_keys},
+    {.key = "api_key_file", .flags = "--api-key-file",
+     .help = "File of API keys, one per line, '#' comments; added to api_keys", .field = &ServeOptions::api_key_file},
+    {.key = "cors_origins", .flags = "--cors-origin,--cors-origins",
+     .help = "Allowed CORS origin (repeatable, or comma-separated); \"*\": any; none: CORS off",
+     .field = &ServeOptions::cors_origins, .check = check_cors_origins},
+    // Operations.
+    {.key = "shutdown_grace_s", .flags = "--shutdown-grace-s",
+     .help = "Seconds to finish in-flight requests after SIGTERM/SIGINT", .field = &ServeOptions::shutdown_grace_s,
+     .min = 0},
+    {.key = "log_level", .flags = "--log-level", .help = "Log level", .field = &ServeOptions::log_level,
+     .choices = kLogLevels},
+    {.key = "log_format", .flags = "--log-format", .help = "Log line format (one line per request either way)",
+     .field = &ServeOptions::log_format, .choices = kLogFormats},
+};
+
+std::string format_number(double v) {
+  std::array<char, 64> buf{};
+  const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), res.ptr);
+}
+
+}  // namespace
+
+// Keys are secrets: the problem never quotes the key.
+std::optional<std::string> api_key_problem(std::string_view key) {
+  if (key.empty()) return "is empty";
+  if (has_space_or_control(key)) return "contains whitespace or a control character";
+  if (key.find(',') != std::string_view::npos) return "contains ',' (lists in env and flags split at commas)";
+  return std::nullopt;
+}
+
+std::span<const OptionDescriptor> serve_option_table() { return kTable; }
+
+const OptionDescriptor* find_serve_option(std::string_view key) {
+  for (const auto& d : kTable) {
+    if (d.key == key) return &d;
+  }
+  return nullptr;
+}
+
+std::string OptionDescriptor::env_name() const {
+  std::string name = "THERMOCLINE_";
+  for (char c : key) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::string OptionDescriptor::long_flag() const {
+  std::string flag = "--";
+  for (char c : key) flag += c == '_' ? '-' : c;
+  return flag;
+}
+
+std::string OptionDescriptor::range_text() const {
+  if (numeric()) {
+    if (max) return format_number(min) + ".." + format_number(*max);
+    return ">= " + format_number(min);
+  }
+  std::string out;
+  for (auto c : choices) {
+    if (!out.empty()) out += '|';
+    out += c;
+  }
+  return out;
+}
+
+void OptionDescriptor::set_from_text(ServeOptions& o, std::string_view text, const std::string& source) const {
+  const std::string_view t = trim(text);
+  const auto bad = [&](const std::string& problem) { throw ConfigError(std::string(key), problem, source); };
+  switch (kind()) {
+    case OptionKind::String:
+      o.*std::get<std::string ServeOptions::*>(field) = std::string(t);
+      return;
+    case OptionKind::Path:
+      o.*std::get<std::filesystem::path ServeOptions::*>(field) = std::filesystem::path(std::string(t));
+      return;
+    case OptionKind::Int:
+    case OptionKind::Int64: {
+      int64_t v = 0;
+      const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (res.ec == std::errc::result_out_of_range ||
+          (res.ec == std::errc() && res.ptr == t.data() + t.size() && kind() == OptionKind::Int &&
+           (v < INT_MIN || v > INT_MAX))) {
+        bad("must be in " + range_text() + ", got " + std::string(t));
+      }
+      if (res.ec != std::errc() || res.ptr != t.data() + t.size() || t.empty()) {
+        bad("cannot parse \"" + std::string(text) + "\" as an integer");
+      }
+      if (kind() == OptionKind::Int) {
+        o.*std::get<int ServeOptions::*>(field) = static_cast<int>(v);
+      } else {
+        o.*std::get<int64_t ServeOptions::*>(field) = v;
+      }
+      return;
+    }
+    case OptionKind::Double: {
+      double v = 0;
+      const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (res.ec != std::errc() || res.ptr != t.data() + t.size() || t.empty()) {
+        bad("cannot parse \"" + std::string(text) + "\" as a number");
+      }
+      o.*std::get<double ServeOptions::*>(field) = v;
+      return;
+    }
+    case OptionKind::StringList:
+      o.*std::get<std::vector<std::string> ServeOptions::*>(field) = split_list(text);
+      return;
+  }
+}
+
+void OptionDescriptor::set_list(ServeOptions& o, const std::vector<std::string>& items) const {
+  if (kind() != OptionKind::StringList) throw std::logic_error("set_list on non-list key " + std::string(key));
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    for (auto& part : split_list(item)) out.push_back(std::move(part));
+  }
+  o.*std::get<std::vector<std::string> ServeOptions::*>(field) = std::move(out);
+}
+
+std::string OptionDescriptor::toml_value(const ServeOptions& o, bool mask) const {
+  switch (kind()) {
+    case OptionKind::String:
+      return toml_quote(o.*std::get<std::string ServeOptions::*>(field));
+    case OptionKind::Path:
+      return toml_quote((o.*std::get<std::filesystem::path ServeOptions::*>(field)).string());
+    case OptionKind::Int:
+      return std::to_string(o.*std::get<int ServeOptions::*>(field));
+    case OptionKind::Int64:
+      return std::to_string(o.*std::get<int64_t ServeOptions::*>(field));
+    case OptionKind::Double: {
+      std::string s = format_number(o.*std::get<double ServeOptions::*>(field));
+      // TOML needs a '.' or an exponent to read a float back as a float.
+      if (s.find_first_of(".eIn") == std::string::npos) s += ".0";
+      return s;
+    }
+    case OptionKind::StringList: {
+      const bool secret = mask && key == "api_keys";
+      std::string out = "[";
+      for (const auto& item : o.*std::get<std::vector<std::string> ServeOptions::*>(field)) {
+        if (out.size() > 1) out += ", ";
+        out += toml_quote(secret ? "***" : item);
+      }
+      return out + "]";
+    }
+  }
+  return "";
+}
+
+std::optional<std::string> OptionDescriptor::problem(const ServeOptions& o) const {
+  if (numeric()) {
+    double v = 0;
+    std::string shown;
+    switch (kind()) {
+      case OptionKind::Int:
+        v = o.*std::get<int ServeOptions::*>(field);
+        shown = std::to_string(o.*std::get<int ServeOptions::*>(field));
+        break;
+      case OptionKind::Int64:
+        v = static_cast<double>(o.*std::get<int64_t ServeOptions::*>(field));
+        shown = std::to_string(o.*std::get<int64_t ServeOptions::*>(field));
+        break;
+      default:
+        v = o.*std::get<double ServeOptions::*>(field);
+        shown = format_number(v);
+        if (!std::isfinite(v)) return "must be a finite number, got " + shown;
+        break;
+    }
+    if (!(v >= min) || (max && v > *max)) {
+      return "must be " + (max ? "in " : std::string()) + range_text() + ", got " + shown;
+    }
+  }
+  if (!choices.empty()) {
+    const std::string& v = o.*std::get<std::string ServeOptions::*>(field);
+    bool found = false;
+    for (auto c : choices) found = found || c == v;
+    if (!found) return "must be one of " + range_text() + ", got \"" + v + "\"";
+  }
+  if (check) return check(o);
+  return std::nullopt;
+}
+
+}  // namespace tc::config

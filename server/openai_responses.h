@@ -1,0 +1,65 @@
+// The response side of the OpenAI schema: JSON bodies and SSE chunks of
+// completions and chat completions, logprobs in both shapes, usage, and the
+// SSE framing. Pure functions of their inputs (unit-tested without HTTP).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/engine.h"
+
+namespace tc::server {
+
+enum class Endpoint { Completions, Chat };
+
+// Fields every chunk and body of one response shares.
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::Chat;
+  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  int64_t created = 0;  // unix seconds
+  std::string model;
+  std::string system_fingerprint;
+};
+
+// One finished choice, for a non-streamed body.
+struct ChoiceResult {
+  std::string text;
+  std::vector<runtime::TokenInfo> tokens;  // when logprobs were asked for
+  runtime::FinishReason finish = runtime::FinishReason::Stop;
+};
+
+// Serialises without ever throwing: invalid UTF-8 becomes U+FFFD.
+std::string dump_json(const nlohmann::json& j);
+
+// SSE framing: "data: <json>\n\n", the terminator and a keep-alive comment.
+std::string sse_event(const nlohmann::json& j);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+inline constexpr std::string_view kSsePing = ": ping\n\n";
+
+// "stop" / "length" (a cancelled or failed choice never reaches a client body).
+const char* openai_finish_reason(runtime::FinishReason reason);
+
+nlohmann::json usage_json(const runtime::Usage& usage);
+
+// Logprobs of `tokens`: chat's {"content":[{token,logprob,bytes,top_logprobs}]}
+// or the legacy completions {tokens, token_logprobs, top_logprobs, text_offset}
+// with offsets counted from `text_offset` bytes.
+nlohmann::json chat_logprobs_json(const std::vector<runtime::TokenInfo>& tokens);
+nlohmann::json completion_logprobs_json(const std::vector<runtime::TokenInfo>& tokens, size_t text_offset);
+
+// Streamed chunks. `logprobs` is null or the value from the functions above.
+nlohmann::json chat_role_chunk(const ResponseMeta& meta, int index);
+nlohmann::json content_chunk(const ResponseMeta& meta, int index, const std::string& text,
+                             const nlohmann::json& logprobs);
+nlohmann::json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish);
+nlohmann::json usage_chunk(const ResponseMeta& meta, const runtime::Usage& usage);
+
+// A whole non-streamed body; `logprobs` selects whether choices carry them.
+nlohmann::json response_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                             const runtime::Usage& usage, bool logprobs);
+
+}  // namespace tc::server

@@ -1,0 +1,334 @@
+// Parsing and validating OpenAI request bodies (see openai_schema.h).
+#include "server/openai_schema.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside this file only; turned into Parsed::error at the boundary.
+struct FieldError {
+  ApiError error;
+};
+
+[[noreturn]] void fail(std::string message, std::string param) {
+  throw FieldError{invalid_request(std::move(message), std::move(param))};
+}
+
+// The field's value, or nullptr when absent or null.
+const json* find_field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<double> read_number(const json& body, const char* key, double lo, double hi) {
+  const json* v = find_field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) fail(std::string("'") + key + "' must be a number", key);
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) {
+    fail(std::string("'") + key + "' must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " + v->dump(),
+         key);
+  }
+  return x;
+}
+
+std::optional<int64_t> read_integer(const json& body, const char* key, int64_t lo, int64_t hi) {
+  const json* v = find_field(body, key);
+  if (!v) return std::nullopt;
+  // 3.0 is accepted as 3 (JavaScript clients send floats), 3.5 is not.
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) {
+      const auto i = static_cast<int64_t>(d);
+      if (i < lo || i > hi) {
+        fail(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", key);
+      }
+      return i;
+    }
+    fail(std::string("'") + key + "' must be an integer", key);
+  }
+  if (!v->is_number_integer()) fail(std::string("'") + key + "' must be an integer", key);
+  if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    fail(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", key);
+  }
+  const int64_t i = v->get<int64_t>();
+  if (i < lo || i > hi) {
+    fail(std::string("'") + key + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+             std::to_string(i),
+         key);
+  }
+  return i;
+}
+
+std::optional<bool> read_bool(const json& body, const char* key) {
+  const json* v = find_field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) fail(std::string("'") + key + "' must be a boolean", key);
+  return v->get<bool>();
+}
+
+std::optional<std::string> read_string(const json& body, const char* key) {
+  const json* v = find_field(body, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) fail(std::string("'") + key + "' must be a string", key);
+  return v->get<std::string>();
+}
+
+std::vector<std::string> read_stop(const json& body, const RequestLimits& limits) {
+  const json* v = find_field(body, "stop");
+  std::vector<std::string> stops;
+  if (!v) return stops;
+  if (v->is_string()) {
+    stops.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    for (const auto& s : *v) {
+      if (!s.is_string()) fail("'stop' must be a string or an array of strings", "stop");
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    fail("'stop' must be a string or an array of strings", "stop");
+  }
+  if (static_cast<int>(stops.size()) > limits.max_stop) {
+    fail("'stop' may hold at most " + std::to_string(limits.max_stop) + " strings", "stop");
+  }
+  std::vector<std::string> kept;
+  for (auto& s : stops) {
+    if (static_cast<int>(s.size()) > limits.max_stop_bytes) {
+      fail("each 'stop' string may be at most " + std::to_string(limits.max_stop_bytes) + " bytes", "stop");
+    }
+    if (!s.empty()) kept.push_back(std::move(s));  // OpenAI ignores empty stop strings
+  }
+  return kept;
+}
+
+void read_logit_bias(const json& body, const RequestLimits& limits, runtime::SamplingParams& sampling) {
+  const json* v = find_field(body, "logit_bias");
+  if (!v) return;
+  if (!v->is_object()) fail("'logit_bias' must be an object mapping token ids to biases", "logit_bias");
+  for (const auto& [key, bias] : v->items()) {
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || errno != 0 || id < 0 || (limits.n_vocab > 0 && id >= limits.n_vocab)) {
+      fail("'logit_bias' key '" + key + "' is not a token id in [0, " + std::to_string(limits.n_vocab) + ")",
+           "logit_bias");
+    }
+    if (!bias.is_number() || !std::isfinite(bias.get<double>()) || bias.get<double>() < -100 ||
+        bias.get<double>() > 100) {
+      fail("'logit_bias' values must be numbers in [-100, 100]", "logit_bias");
+    }
+    sampling.logit_bias[static_cast<text::TokenId>(id)] = bias.get<float>();
+  }
+}
+
+void check_object(const json& body) {
+  if (!body.is_object()) fail("request body must be a JSON object", "");
+}
+
+// Fields common to both endpoints; `logprobs` differs and is read by each.
+CommonRequest read_common(const json& body, const RequestLimits& limits) {
+  CommonRequest r;
+  if (auto model = read_string(body, "model")) r.model = *model;
+  r.max_tokens = read_integer(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max());
+  if (!r.max_tokens) r.max_tokens = read_integer(body, "max_tokens", 1, std::numeric_limits<int32_t>::max());
+  if (r.max_tokens && *r.max_tokens > limits.max_tokens_cap) {
+    fail("'max_tokens' must be at most " + std::to_string(limits.max_tokens_cap) + " on this server", "max_tokens");
+  }
+  auto& s = r.sampling;
+  if (auto t = read_number(body, "temperature", 0, 2)) s.temperature = static_cast<float>(*t);
+  if (auto p = read_number(body, "top_p", 0, 1)) {
+    if (*p <= 0) fail("'top_p' must be in (0, 1]", "top_p");
+    s.top_p = static_cast<float>(*p);
+  }
+  if (auto k = read_integer(body, "top_k", -1, std::numeric_limits<int32_t>::max())) {
+    s.top_k = static_cast<int32_t>(*k < 0 ? 0 : *k);
+  }
+  if (auto m = read_number(body, "min_p", 0, 1)) s.min_p = static_cast<float>(*m);
+  if (auto p = read_number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*p);
+  if (auto f = read_number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*f);
+  if (auto rp = read_number(body, "repeat_penalty", 0, 10)) {
+    if (*rp <= 0) fail("'repeat_penalty' must be in (0, 10]", "repeat_penalty");
+    s.repeat_penalty = static_cast<float>(*rp);
+  }
+  if (auto seed = read_integer(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    s.seed = static_cast<uint64_t>(*seed);
+    r.has_seed = true;
+  }
+  if (auto n = read_integer(body, "n", 1, limits.max_n)) r.n = static_cast<int>(*n);
+  r.stop = read_stop(body, limits);
+  read_logit_bias(body, limits, s);
+  r.stream = read_bool(body, "stream").value_or(false);
+  if (const json* so = find_field(body, "stream_options")) {
+    if (!so->is_object()) fail("'stream_options' must be an object", "stream_options");
+    if (!r.stream) fail("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    r.include_usage = read_bool(*so, "include_usage").value_or(false);
+  }
+  r.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
+  read_string(body, "user");  // type-checked, otherwise ignored
+  return r;
+}
+
+std::vector<int32_t> read_token_array(const json& arr, const RequestLimits& limits) {
+  std::vector<int32_t> ids;
+  ids.reserve(arr.size());
+  for (const auto& t : arr) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || (limits.n_vocab > 0 && t.get<int64_t>() >= limits.n_vocab)) {
+      fail("'prompt' token ids must be integers in [0, " + std::to_string(limits.n_vocab) + ")", "prompt");
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  if (ids.empty()) fail("'prompt' must not be an empty token array", "prompt");
+  return ids;
+}
+
+void read_prompts(const json& body, const RequestLimits& limits, CompletionRequest& r) {
+  const json* p = find_field(body, "prompt");
+  if (!p) fail("'prompt' is required", "prompt");
+  const char* kShape = "'prompt' must be a string, an array of strings, an array of token ids or an array of those";
+  if (p->is_string()) {
+    r.prompts.emplace_back(p->get<std::string>());
+    return;
+  }
+  if (!p->is_array() || p->empty()) fail(kShape, "prompt");
+  if ((*p)[0].is_number()) {
+    r.prompts.emplace_back(read_token_array(*p, limits));
+    return;
+  }
+  for (const auto& item : *p) {
+    if (item.is_string()) {
+      r.prompts.emplace_back(item.get<std::string>());
+    } else if (item.is_array()) {
+      r.prompts.emplace_back(read_token_array(item, limits));
+    } else {
+      fail(kShape, "prompt");
+    }
+  }
+}
+
+// A message's content as the template sees it: a string, or null (an
+// assistant message carrying tool_calls).
+json normalise_content(const json& message, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  auto it = message.find("content");
+  if (it == message.end() || it->is_null()) {
+    if (message.contains("tool_calls") && !message["tool_calls"].is_null()) return nullptr;
+    fail("'" + where + "' is required", "messages");
+  }
+  if (it->is_string()) return *it;
+  if (it->is_array()) {
+    std::string text;
+    for (const auto& part : *it) {
+      if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+        fail("'" + where + "' parts must be objects with a 'type'", "messages");
+      }
+      if (part["type"] != "text") {
+        fail("'" + where + "' part type '" + part["type"].get<std::string>() + "' is not supported by this model",
+             "messages");
+      }
+      if (!part.contains("text") || !part["text"].is_string()) {
+        fail("'" + where + "' text parts need a string 'text'", "messages");
+      }
+      if (!text.empty()) text += "\n";
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  fail("'" + where + "' must be a string, an array of content parts or null", "messages");
+}
+
+json read_messages(const json& body) {
+  const json* m = find_field(body, "messages");
+  if (!m) fail("'messages' is required", "messages");
+  if (!m->is_array()) fail("'messages' must be an array", "messages");
+  if (m->empty()) fail("'messages' must not be empty", "messages");
+  json out = json::array();
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) fail("'" + where + "' must be an object", "messages");
+    auto role = msg.find("role");
+    if (role == msg.end() || !role->is_string()) fail("'" + where + ".role' must be a string", "messages");
+    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
+    bool known = false;
+    for (const char* k : kRoles) known = known || *role == k;
+    if (!known) fail("'" + where + ".role' must be one of system, developer, user, assistant, tool", "messages");
+    json copy = msg;
+    copy["content"] = normalise_content(msg, i);
+    if (copy.contains("name") && !copy["name"].is_null() && !copy["name"].is_string()) {
+      fail("'" + where + ".name' must be a string", "messages");
+    }
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+template <class T, class Fn>
+Parsed<T> guarded(Fn&& fn) {
+  Parsed<T> result;
+  try {
+    result.request = fn();
+  } catch (const FieldError& e) {
+    result.error = e.error;
+  } catch (const nlohmann::json::exception& e) {
+    result.error = invalid_request(std::string("invalid request: ") + e.what());
+  }
+  return result;
+}
+
+}  // namespace
+
+ApiError invalid_request(std::string message, std::string param) {
+  return {400, "invalid_request_error", std::move(message), "", std::move(param)};
+}
+
+Parsed<CompletionRequest> parse_completion_request(const json& body, const RequestLimits& limits) {
+  return guarded<CompletionRequest>([&] {
+    check_object(body);
+    CompletionRequest r;
+    r.common = read_common(body, limits);
+    read_prompts(body, limits, r);
+    r.echo = read_bool(body, "echo").value_or(false);
+    if (auto suffix = read_string(body, "suffix"); suffix && !suffix->empty()) {
+      fail("'suffix' is not supported by this model", "suffix");
+    }
+    // Legacy logprobs: an integer count of alternatives, 0..5 in OpenAI's API.
+    if (auto lp = read_integer(body, "logprobs", 0, limits.max_top_logprobs)) {
+      r.common.logprobs = true;
+      r.common.sampling.n_probs = static_cast<int32_t>(*lp);
+    }
+    if (r.echo && r.common.logprobs) fail("'echo' together with 'logprobs' is not supported", "echo");
+    if (static_cast<int64_t>(r.prompts.size()) * r.common.n > limits.max_n) {
+      fail("the number of prompts times 'n' must be at most " + std::to_string(limits.max_n), "n");
+    }
+    return r;
+  });
+}
+
+Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& limits) {
+  return guarded<ChatRequest>([&] {
+    check_object(body);
+    ChatRequest r;
+    r.common = read_common(body, limits);
+    r.messages = read_messages(body);
+    r.common.logprobs = read_bool(body, "logprobs").value_or(false);
+    if (auto top = read_integer(body, "top_logprobs", 0, limits.max_top_logprobs)) {
+      if (!r.common.logprobs) fail("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
+      r.common.sampling.n_probs = static_cast<int32_t>(*top);
+    }
+    if (const json* tools = find_field(body, "tools")) {
+      if (!tools->is_array()) fail("'tools' must be an array", "tools");
+      r.tools = *tools;
+    }
+    if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
+    return r;
+  });
+}
+
+}  // namespace tc::server

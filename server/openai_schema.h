@@ -1,0 +1,76 @@
+// The request side of the OpenAI schema: JSON bodies of /v1/completions and
+// /v1/chat/completions parsed and validated into plain structs. Unknown
+// fields are ignored, null means "absent" for every optional field, a wrong
+// type or a bad value is an ApiError (400) naming the field. No HTTP here,
+// so it is unit-tested directly.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/sampler.h"
+#include "server/openai_errors.h"
+
+namespace tc::server {
+
+// Server-side caps that shape validation (from ServeOptions).
+struct RequestLimits {
+  int64_t max_tokens_cap = 4096;  // max_tokens above this: 400
+  int max_n = 8;                  // n (times the number of prompts) above this: 400
+  int max_stop = 16;
+  int max_stop_bytes = 256;
+  int max_top_logprobs = 20;
+  int32_t n_vocab = 0;            // for token-id prompts and logit_bias keys
+};
+
+// Fields both endpoints share.
+struct CommonRequest {
+  std::string model;                       // as sent; empty when absent
+  std::optional<int64_t> max_tokens;       // max_tokens or max_completion_tokens; absent: endpoint default
+  runtime::SamplingParams sampling;        // seed: random when absent (has_seed false)
+  bool has_seed = false;
+  int n = 1;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;              // stream_options.include_usage
+  bool logprobs = false;                   // report logprobs of the chosen tokens
+  bool ignore_eos = false;                 // llama.cpp extension
+};
+
+// /v1/completions. `prompts` holds one entry per prompt: text or token ids.
+struct CompletionRequest {
+  CommonRequest common;
+  std::vector<std::variant<std::string, std::vector<int32_t>>> prompts;
+  bool echo = false;
+  std::string suffix;  // accepted only when empty
+};
+
+// /v1/chat/completions. `messages` is normalised for the template: every
+// message an object with a string `role` and `content` a string (text parts
+// joined) or null; other fields (name, tool_calls, tool_call_id) kept.
+struct ChatRequest {
+  CommonRequest common;
+  nlohmann::json messages;            // array of objects
+  nlohmann::json tools;               // null or the array as sent, passed to the template
+  bool add_generation_prompt = true;  // llama.cpp extension: false renders no assistant header
+};
+
+// Parse results: exactly one of request / error is set.
+template <class T>
+struct Parsed {
+  std::optional<T> request;
+  std::optional<ApiError> error;
+};
+
+Parsed<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
+Parsed<ChatRequest> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
+
+// A 400 invalid_request_error naming `param`.
+ApiError invalid_request(std::string message, std::string param = "");
+
+}  // namespace tc::server

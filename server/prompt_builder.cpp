@@ -1,0 +1,142 @@
+// Chat template rendering, tokenization, max_tokens and the context check
+// (see prompt_builder.h).
+#include "server/prompt_builder.h"
+
+#include <chrono>
+#include <mutex>
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+// A fresh seed for requests that send none (thread-safe).
+uint64_t random_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return rng();
+}
+
+ApiError context_exceeded(std::string message) {
+  return {400, "invalid_request_error", std::move(message), "context_length_exceeded", "messages"};
+}
+
+// Fills `plan` with n choices for one tokenized prompt, or sets plan.error.
+void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo_text, int prompt_group,
+                 const CommonRequest& common, int64_t default_max_tokens, const ServingModel& serving,
+                 const config::ServeOptions& options) {
+  const int64_t n_ctx = serving.engine->n_ctx();
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt == 0) {
+    plan.error = invalid_request("the prompt is empty", "prompt");
+    return;
+  }
+  int64_t max_tokens = common.max_tokens.value_or(default_max_tokens);
+  if (!common.max_tokens) {
+    // Defaults shrink to what is left of the context; explicit values never do.
+    max_tokens = std::min(max_tokens, n_ctx - n_prompt);
+    if (options.max_tokens_cap > 0) max_tokens = std::min(max_tokens, options.max_tokens_cap);
+  }
+  if (n_prompt >= n_ctx) {
+    // The prompt alone fills the context (a default max_tokens would be <= 0 here).
+    plan.error = context_exceeded("this model's context is " + std::to_string(n_ctx) + " tokens; the prompt has " +
+                                  std::to_string(n_prompt) + " tokens, leaving no room to generate; shorten the prompt");
+    return;
+  }
+  if (n_prompt + max_tokens > n_ctx) {
+    plan.error = context_exceeded("this model's context is " + std::to_string(n_ctx) + " tokens; the prompt has " +
+                                  std::to_string(n_prompt) + " tokens and " + std::to_string(max_tokens) +
+                                  " more were asked for (max_tokens); shorten the prompt or lower max_tokens");
+    return;
+  }
+  std::optional<runtime::Clock::time_point> deadline;
+  if (options.request_timeout_s > 0) {
+    deadline = runtime::Clock::now() + std::chrono::duration_cast<runtime::Clock::duration>(
+                                           std::chrono::duration<double>(options.request_timeout_s));
+  }
+  for (int i = 0; i < common.n; ++i) {
+    PlannedChoice c;
+    c.request.prompt = prompt;
+    c.request.max_tokens = static_cast<int32_t>(max_tokens);
+    c.request.sampling = common.sampling;
+    // Choices of one request differ; a seeded request stays reproducible.
+    c.request.sampling.seed = common.has_seed ? common.sampling.seed + static_cast<uint64_t>(i) : random_seed();
+    c.request.stop = common.stop;
+    c.request.ignore_eos = common.ignore_eos;
+    c.request.return_tokens = common.logprobs;
+    c.request.deadline = deadline;
+    c.echo_text = echo_text;
+    c.prompt_group = prompt_group;
+    plan.choices.push_back(std::move(c));
+  }
+}
+
+int64_t max_tokens_limit(const ServingModel& serving, const config::ServeOptions& options) {
+  return options.max_tokens_cap > 0 ? options.max_tokens_cap : serving.engine->n_ctx();
+}
+
+}  // namespace
+
+std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving) {
+  const auto& tokenizer = *serving.model->tokenizer;
+  const auto& vocab = tokenizer.vocab();
+  json vars = {{"messages", request.messages},
+               {"add_generation_prompt", request.add_generation_prompt},
+               {"bos_token", vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : ""},
+               {"eos_token", vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : ""}};
+  if (!request.tools.is_null()) vars["tools"] = request.tools;
+  return serving.chat_template->render(vars);
+}
+
+Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options) {
+  Plan plan;
+  if (!serving.chat_template) {
+    plan.error = invalid_request(serving.chat_template_error, "messages");
+    return plan;
+  }
+  std::string prompt_text;
+  try {
+    prompt_text = render_chat_prompt(request, serving);
+  } catch (const text::ChatTemplateError& e) {
+    plan.error = invalid_request(e.what(), "messages");
+    return plan;
+  }
+  const auto& tokenizer = *serving.model->tokenizer;
+  const auto& vocab = tokenizer.vocab();
+  // Templates that write the BOS text themselves must not get a second one.
+  const std::string bos_text = vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : "";
+  text::EncodeOptions encode;
+  encode.parse_special = true;
+  encode.add_special = bos_text.empty() || prompt_text.compare(0, bos_text.size(), bos_text) != 0;
+  add_choices(plan, tokenizer.encode(prompt_text, encode), "", 0, request.common,
+              max_tokens_limit(serving, options), serving, options);
+  return plan;
+}
+
+Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,
+                     const config::ServeOptions& options) {
+  Plan plan;
+  const auto& tokenizer = *serving.model->tokenizer;
+  int group = 0;
+  for (const auto& prompt : request.prompts) {
+    std::vector<text::TokenId> ids;
+    std::string echo;
+    if (const auto* text = std::get_if<std::string>(&prompt)) {
+      text::EncodeOptions encode;
+      encode.parse_special = true;
+      ids = tokenizer.encode(*text, encode);
+      if (request.echo) echo = *text;
+    } else {
+      const auto& tokens = std::get<std::vector<int32_t>>(prompt);
+      ids.assign(tokens.begin(), tokens.end());
+      if (request.echo) echo = tokenizer.decode(ids);
+    }
+    // OpenAI's completions default: 16 tokens.
+    add_choices(plan, std::move(ids), std::move(echo), group++, request.common, 16, serving, options);
+    if (plan.error) return plan;
+  }
+  return plan;
+}
+
+}  // namespace tc::server

@@ -1,0 +1,39 @@
+// From a parsed request to engine requests: render the chat template,
+// tokenize, pick max_tokens and check the context, all before the server
+// answers 200. Errors are ApiErrors (400s) with the template's or the
+// context check's message.
+#pragma once
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/engine.h"
+#include "server/openai_schema.h"
+#include "server/server_context.h"
+
+namespace tc::server {
+
+// One choice to generate: its engine request and, for echo, the prompt text.
+struct PlannedChoice {
+  runtime::GenerationRequest request;
+  std::string echo_text;
+  int prompt_group = 0;  // which prompt it answers (usage counts each prompt once)
+};
+
+struct Plan {
+  std::vector<PlannedChoice> choices;  // in OpenAI's choice index order
+  std::optional<ApiError> error;
+};
+
+// Chat: template + tokenize; one prompt, `n` choices.
+Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
+// Completions: each prompt (text or ids) times `n` choices.
+Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,
+                     const config::ServeOptions& options);
+
+// The text the chat template renders for `request`.
+std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving);
+
+}  // namespace tc::server

@@ -1,0 +1,147 @@
+// Routes that do not generate: /health, /metrics, /v1/models, /props,
+// /tokenize, /detokenize (each also with or without /v1, `//` collapsed).
+#include <string>
+#include <vector>
+
+#include "server/openai_responses.h"
+#include "server/server_context.h"
+#include "server/route_paths.h"
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+// Parses the body as a JSON object, or sends a 400 and returns false.
+bool parse_object(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res, json& out) {
+  // httplib 0.11 enforces the body limit only for Content-Length bodies.
+  if (req.body.size() > static_cast<size_t>(ctx.options.max_body_bytes)) {
+    send_error(res, {413, "invalid_request_error", "request body is larger than the server's limit", "", ""});
+    return false;
+  }
+  out = json::parse(req.body, nullptr, false);
+  if (out.is_discarded()) {
+    send_error(res, {400, "invalid_request_error", "request body is not valid JSON", "", ""});
+    return false;
+  }
+  if (!out.is_object()) {
+    send_error(res, {400, "invalid_request_error", "request body must be a JSON object", "", ""});
+    return false;
+  }
+  return true;
+}
+
+// An optional boolean field; null or absent gives the fallback.
+bool optional_bool(const json& body, const char* key, bool fallback, bool& ok, httplib::Response& res) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    send_error(res, {400, "invalid_request_error", std::string("'") + key + "' must be a boolean", "", key});
+    ok = false;
+    return fallback;
+  }
+  return it->get<bool>();
+}
+
+// The serving model, or an error already sent.
+std::shared_ptr<const ServingModel> require_model(const ServerContext& ctx, httplib::Response& res) {
+  auto serving = ctx.serving();
+  if (!serving) {
+    send_error(res, *unavailable(ctx, nullptr));
+    return nullptr;
+  }
+  return serving;
+}
+
+}  // namespace
+
+void install_info_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Get(route_pattern("health"), [&ctx](const httplib::Request&, httplib::Response& res) {
+    const auto serving = ctx.serving();
+    if (auto err = unavailable(ctx, serving.get())) {
+      // /health reports failure as 503 too: load balancers only read the status.
+      send_error(res, {503, "unavailable_error", err->message, "", ""});
+      return;
+    }
+    send_json(res, 200, {{"status", "ok"}});
+  });
+  http.Get(route_pattern("metrics"), [&ctx](const httplib::Request&, httplib::Response& res) {
+    const auto serving = ctx.serving();
+    runtime::EngineStats stats;
+    if (serving) stats = serving->engine->stats();
+    res.set_content(ctx.metrics.render(stats), "text/plain; version=0.0.4");
+  });
+  http.Get(route_pattern("models"), [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto serving = require_model(ctx, res);
+    if (!serving) return;
+    send_json(res, 200,
+              {{"object", "list"},
+               {"data", json::array({{{"id", serving->model_id},
+                                      {"object", "model"},
+                                      {"created", ctx.created},
+                                      {"owned_by", "thermocline"}}})}});
+  });
+  http.Get(route_pattern("props"), [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto serving = require_model(ctx, res);
+    if (!serving) return;
+    const auto& m = *serving->model;
+    const auto& s = m.spec;
+    const auto& v = m.tokenizer->vocab();
+    const auto& engine_options = serving->engine->options();
+    send_json(res, 200,
+              {{"model", serving->model_id},
+               {"model_path", m.file.path()},
+               {"n_ctx", serving->engine->n_ctx()},
+               {"n_ctx_train", s.n_ctx_train},
+               {"n_parallel", engine_options.n_parallel},
+               {"n_vocab", s.n_vocab},
+               {"n_embd", s.n_embd},
+               {"n_layer", s.n_layer},
+               {"ffn_form", model::ffn_form_name(s.ffn_form)},
+               {"chat_template", serving->chat_template ? json(serving->chat_template->source()) : json(nullptr)},
+               {"bos_token", v.bos_id >= 0 ? json(m.tokenizer->token_to_piece(v.bos_id, true)) : json(nullptr)},
+               {"eos_token", v.eos_id >= 0 ? json(m.tokenizer->token_to_piece(v.eos_id, true)) : json(nullptr)}});
+  });
+  http.Post(route_pattern("tokenize"), [&ctx](const httplib::Request& req, httplib::Response& res) {
+    auto serving = require_model(ctx, res);
+    if (!serving) return;
+    json body;
+    if (!parse_object(ctx, req, res, body)) return;
+    auto it = body.find("content");
+    if (it == body.end() || !it->is_string()) {
+      send_error(res, {400, "invalid_request_error", "'content' must be a string", "", "content"});
+      return;
+    }
+    bool ok = true;
+    text::EncodeOptions opt;
+    opt.add_special = optional_bool(body, "add_special", false, ok, res);
+    if (ok) opt.parse_special = optional_bool(body, "parse_special", true, ok, res);
+    if (!ok) return;
+    send_json(res, 200, {{"tokens", serving->model->tokenizer->encode(it->get_ref<const std::string&>(), opt)}});
+  });
+  http.Post(route_pattern("detokenize"), [&ctx](const httplib::Request& req, httplib::Response& res) {
+    auto serving = require_model(ctx, res);
+    if (!serving) return;
+    json body;
+    if (!parse_object(ctx, req, res, body)) return;
+    auto it = body.find("tokens");
+    const int64_t n_vocab = serving->model->spec.n_vocab;
+    if (it == body.end() || !it->is_array()) {
+      send_error(res, {400, "invalid_request_error", "'tokens' must be an array of token ids", "", "tokens"});
+      return;
+    }
+    std::vector<text::TokenId> ids;
+    ids.reserve(it->size());
+    for (const auto& t : *it) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab) {
+        send_error(res, {400, "invalid_request_error",
+                         "'tokens' must hold integers in [0, " + std::to_string(n_vocab) + ")", "", "tokens"});
+        return;
+      }
+      ids.push_back(static_cast<text::TokenId>(t.get<int64_t>()));
+    }
+    send_json(res, 200, {{"content", serving->model->tokenizer->decode(ids)}});
+  });
+}
+
+}  // namespace tc::server

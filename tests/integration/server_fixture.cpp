@@ -1,0 +1,155 @@
+// ServerProcess and the HTTP helpers of the integration tests.
+#include "tests/integration/server_fixture.h"
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <fstream>
+#include <netinet/in.h>
+#include <sstream>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "tests/test_util.h"
+
+namespace tc::test {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::filesystem::path make_test_model(const std::filesystem::path& dir, const std::string& name,
+                                      const std::string& flags) {
+  const auto path = dir / (name + ".gguf");
+  if (!std::filesystem::exists(path)) {
+    const auto r = run_command(thermocline_binary().string() + " make-model -o " + path.string() + " " + flags);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  return path;
+}
+
+ServerProcess::ServerProcess(const std::filesystem::path& model, const std::vector<std::string>& extra_args,
+                             const std::filesystem::path& log_dir) {
+  port_ = free_port();
+  REQUIRE(port_ > 0);
+  log_path_ = log_dir / ("serve-" + std::to_string(port_) + ".log");
+  const std::string bin = thermocline_binary().string();
+  std::vector<std::string> args = {bin, "serve", "--model", model.string(), "--port", std::to_string(port_)};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_ = fork();
+  REQUIRE(pid_ >= 0);
+  if (pid_ == 0) {
+    if (!freopen(log_path_.c_str(), "w", stderr)) _exit(126);
+    dup2(STDERR_FILENO, STDOUT_FILENO);  // the server logs to stdout: keep it in the log, out of the test output
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(std::chrono::seconds(1));
+  for (int i = 0; i < 300; ++i) {
+    auto health = c.Get("/health");
+    if (health && health->status == 200) return;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      FAIL("thermocline serve exited during start-up:\n" << log());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  FAIL("thermocline serve did not become healthy in 30 s:\n" << log());
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+httplib::Client ServerProcess::client() const {
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(std::chrono::seconds(5));
+  c.set_read_timeout(std::chrono::seconds(60));
+  return c;
+}
+
+int ServerProcess::stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+long ServerProcess::rss_bytes() const {
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+std::string ServerProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+JsonResponse post_json(httplib::Client& client, const std::string& path, const nlohmann::json& body,
+                       const httplib::Headers& headers) {
+  JsonResponse r;
+  auto res = client.Post(path, headers, body.dump(), "application/json");
+  if (!res) return r;
+  r.status = res->status;
+  r.raw = res->body;
+  r.headers = res->headers;
+  r.body = nlohmann::json::parse(res->body, nullptr, false);
+  return r;
+}
+
+SseResponse post_stream(httplib::Client& client, const std::string& path, const nlohmann::json& body,
+                        const httplib::Headers& headers) {
+  SseResponse r;
+  auto res = client.Post(path, headers, body.dump(), "application/json");
+  if (!res) return r;
+  r.status = res->status;
+  r.content_type = res->get_header_value("Content-Type");
+  r.raw = res->body;
+  size_t pos = 0;
+  while (pos < r.raw.size()) {
+    const size_t end = r.raw.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    const std::string event = r.raw.substr(pos, end - pos);
+    pos = end + 2;
+    if (event.rfind("data: ", 0) != 0) continue;  // comments (": ping")
+    const std::string payload = event.substr(6);
+    r.data.push_back(payload);
+    if (payload != "[DONE]") r.events.push_back(nlohmann::json::parse(payload, nullptr, false));
+  }
+  return r;
+}
+
+}  // namespace tc::test

@@ -1,0 +1,68 @@
+// A real `thermocline serve` process for integration tests: a generated
+// model, a free loopback port, /health polled until ready, SIGTERM on
+// destruction (with the exit status checked by stop()).
+#pragma once
+
+#include <httplib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tc::test {
+
+// A free TCP port on loopback (bind port 0, read it back, close).
+int free_port();
+
+// Generates (once per scratch dir) a small model with make-model flags.
+std::filesystem::path make_test_model(const std::filesystem::path& dir, const std::string& name,
+                                      const std::string& make_model_flags);
+
+class ServerProcess {
+ public:
+  // Starts `thermocline serve -m model --port P extra_args...`, waits up to
+  // 30 s for /health 200. REQUIREs that it came up.
+  ServerProcess(const std::filesystem::path& model, const std::vector<std::string>& extra_args,
+                const std::filesystem::path& log_dir);
+  ~ServerProcess();  // SIGKILL if still running
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  httplib::Client client() const;
+  // SIGTERM, waits; returns the exit status (-1 if killed by a signal).
+  int stop();
+  // Resident set size of the server process in bytes (from /proc).
+  long rss_bytes() const;
+  std::string log() const;
+
+ private:
+  int pid_ = -1;
+  int port_ = -1;
+  std::filesystem::path log_path_;
+};
+
+// POST a JSON body; the parsed response (status, json body or null).
+struct JsonResponse {
+  int status = 0;
+  nlohmann::json body;
+  std::string raw;
+  httplib::Headers headers;
+};
+JsonResponse post_json(httplib::Client& client, const std::string& path, const nlohmann::json& body,
+                       const httplib::Headers& headers = {});
+
+// A streamed response split into its SSE `data:` payloads (JSON or "[DONE]")
+// and comment lines.
+struct SseResponse {
+  int status = 0;
+  std::string content_type;
+  std::vector<std::string> data;      // payloads in order, "[DONE]" included
+  std::vector<nlohmann::json> events; // the JSON payloads
+  std::string raw;
+};
+SseResponse post_stream(httplib::Client& client, const std::string& path, const nlohmann::json& body,
+                        const httplib::Headers& headers = {});
+
+}  // namespace tc::test
