@@ -22,6 +22,7 @@ using nlohmann::json;
 using runtime::StreamEvent;
 
 constexpr auto kPingInterval = std::chrono::seconds(2);
+constexpr auto kAliveCheckInterval = std::chrono::milliseconds(50);
 
 // One accepted request being answered: its handles, what was produced so far
 // and the bookkeeping for the log line and the metrics.
@@ -114,10 +115,20 @@ struct GenerationJob {
       results[i].text = planned[i].echo_text;
       text_bytes[i] = planned[i].echo_text.size();
     }
-    const auto wait = n == 1 ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5);
+    const auto wait = n == 1 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(5);
     auto last_write = runtime::Clock::now();
     StreamEvent ev;
+    auto last_alive_check = runtime::Clock::now();
     while (n_done < n) {
+      // Polled whether or not events flow: a non-streamed response writes
+      // nothing until the end, so only this notices a client that left.
+      if (runtime::Clock::now() - last_alive_check >= kAliveCheckInterval) {
+        if (!alive()) {
+          client_gone();
+          return;
+        }
+        last_alive_check = runtime::Clock::now();
+      }
       bool any = false;
       for (size_t i = 0; i < n; ++i) {
         if (done[i] || !handles[i]->next(ev, wait)) continue;
@@ -151,10 +162,6 @@ struct GenerationJob {
         }
       }
       if (any) continue;
-      if (!alive()) {
-        client_gone();
-        return;
-      }
       if (stream && runtime::Clock::now() - last_write >= kPingInterval) {
         if (!write(std::string(kSsePing))) return;
         last_write = runtime::Clock::now();

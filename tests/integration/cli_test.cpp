@@ -68,3 +68,29 @@ TEST_CASE("inspect names the file and the fault for bad files", "[integration][c
     CHECK_THAT(r.output, Catch::Contains("--type"));
   }
 }
+
+TEST_CASE("serve --print-config shows flags over env over file, and bad values name their key", "[integration][cli]") {
+  const auto dir = tc::test::scratch_dir("print_config");
+  const auto config = dir / "serve.toml";
+  tc::test::write_file(config, "port = 9000\nparallel = 2\nqueue_size = 7\n");
+  const std::string bin = tc::test::thermocline_binary().string();
+  const auto r = run_command("THERMOCLINE_PARALLEL=3 THERMOCLINE_API_KEY=secret-key " + bin +
+                             " serve --print-config --config " + config.string() + " --port 9100 -m " +
+                             (dir / "m.gguf").string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("port = 9100") != std::string::npos);       // flag over file
+  CHECK(r.output.find("parallel = 3") != std::string::npos);      // env over file
+  CHECK(r.output.find("queue_size = 7") != std::string::npos);    // file over default
+  CHECK(r.output.find("host = \"127.0.0.1\"") != std::string::npos);  // default
+  CHECK(r.output.find("secret-key") == std::string::npos);        // keys masked
+  CHECK(r.output.find("***") != std::string::npos);
+
+  const auto bad = run_command("THERMOCLINE_PORT=70000 " + bin + " serve --print-config");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.output.find("port") != std::string::npos);
+  CHECK(bad.output.find("THERMOCLINE_PORT") != std::string::npos);
+  const auto unknown = run_command(bin + " serve --print-config --config " + config.string() + ".missing");
+  CHECK(unknown.exit_code != 0);
+  CHECK(unknown.output.find(".missing") != std::string::npos);
+}
