@@ -4,6 +4,7 @@
 // requests within the grace period, exit 0.
 #include <spdlog/spdlog.h>
 #include <spdlog/formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <nlohmann/json.hpp>
 
@@ -84,6 +85,8 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
 
 // log_level; log_format json writes each line as one JSON object.
 void configure_logging(const config::ServeOptions& o) {
+  // Logs go to stderr; stdout stays for what a command prints (--print-config).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("thermocline"));
   spdlog::set_level(spdlog::level::from_str(o.log_level));
   if (o.log_format == "json") {
     spdlog::set_formatter(std::make_unique<JsonLogFormatter>());

@@ -57,7 +57,7 @@ ServerProcess::ServerProcess(const std::filesystem::path& model, const std::vect
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
     if (!freopen(log_path_.c_str(), "w", stderr)) _exit(126);
-    dup2(STDERR_FILENO, STDOUT_FILENO);  // the server logs to stdout: keep it in the log, out of the test output
+    dup2(STDERR_FILENO, STDOUT_FILENO);  // everything the server prints goes to the log, not the test output
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
