@@ -81,4 +81,16 @@ CommandResult run_command(const std::string& command) {
   return {code, output};
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace tc::test

@@ -32,6 +32,9 @@ void write_file(const std::filesystem::path& path, const std::string& bytes);
 std::filesystem::path source_dir();   // the repo root
 std::filesystem::path thermocline_binary();
 
+// Single-quotes `s` for sh (embedded quotes escaped).
+std::string shell_quote(const std::string& s);
+
 // Runs a shell command, returns its exit status and captures stdout+stderr.
 struct CommandResult {
   int exit_code;

@@ -36,17 +36,6 @@ bool have_curl() {
   return false;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -116,8 +105,8 @@ Curl curl(const fs::path& dir, const std::string& args, const std::string& url) 
   fs::remove(h);
   fs::remove(b);
   Curl r;
-  r.command = "curl -sS --max-time 60 -D " + shell_quote(h.string()) + " -o " + shell_quote(b.string()) +
-              " -w '%{http_code}' " + args + " " + shell_quote(url);
+  r.command = "curl -sS --max-time 60 -D " + tc::test::shell_quote(h.string()) + " -o " + tc::test::shell_quote(b.string()) +
+              " -w '%{http_code}' " + args + " " + tc::test::shell_quote(url);
   const auto out = tc::test::run_command(r.command);
   r.exit_code = out.exit_code;
   r.output = out.output;
@@ -129,7 +118,7 @@ Curl curl(const fs::path& dir, const std::string& args, const std::string& url) 
 
 // -d with a JSON body and its content type.
 std::string json_data(const json& body) {
-  return "-H 'Content-Type: application/json' --data-binary " + shell_quote(body.dump());
+  return "-H 'Content-Type: application/json' --data-binary " + tc::test::shell_quote(body.dump());
 }
 
 const json kChat = {{"model", "tiny"},
@@ -169,7 +158,7 @@ TEST_CASE("curl: SSE streaming, JSON, paths, body limit, no CORS by default", "[
   SECTION("curl -sN streams SSE ending in [DONE]") {
     json body = kChat;
     body["stream"] = true;
-    const std::string cmd = "curl -sN --max-time 60 " + json_data(body) + " " + shell_quote(base + "/v1/chat/completions");
+    const std::string cmd = "curl -sN --max-time 60 " + json_data(body) + " " + tc::test::shell_quote(base + "/v1/chat/completions");
     const auto r = tc::test::run_command(cmd);
     INFO(cmd << "\n" << r.output);
     REQUIRE(r.exit_code == 0);
@@ -208,7 +197,7 @@ TEST_CASE("curl: SSE streaming, JSON, paths, body limit, no CORS by default", "[
     json body = kChat;
     body["stream"] = true;
     const std::string cmd =
-        "curl -sN -i --max-time 60 " + json_data(body) + " " + shell_quote(base + "/v1/chat/completions");
+        "curl -sN -i --max-time 60 " + json_data(body) + " " + tc::test::shell_quote(base + "/v1/chat/completions");
     const auto r = tc::test::run_command(cmd);
     INFO(cmd << "\n" << r.output);
     REQUIRE(r.exit_code == 0);
@@ -258,7 +247,7 @@ TEST_CASE("curl: SSE streaming, JSON, paths, body limit, no CORS by default", "[
     // With and without "Expect: 100-continue" (curl sends it for large
     // bodies), and chunked (no Content-Length: httplib 0.11 reads it whole).
     for (const std::string extra : {"-H 'Expect: 100-continue'", "-H 'Expect:'", "-H 'Transfer-Encoding: chunked'"}) {
-      const auto r = curl(dir, "-H 'Content-Type: application/json' --data-binary @" + shell_quote(path.string()) +
+      const auto r = curl(dir, "-H 'Content-Type: application/json' --data-binary @" + tc::test::shell_quote(path.string()) +
                                    " " + extra,
                           base + "/v1/chat/completions");
       INFO(r.command << "\n" << r.output << "\n" << r.headers << r.body);
@@ -266,7 +255,7 @@ TEST_CASE("curl: SSE streaming, JSON, paths, body limit, no CORS by default", "[
       CHECK(r.status == 413);
       check_error_body(r.body, "invalid_request_error");
     }
-    const auto tokenize = curl(dir, "-H 'Transfer-Encoding: chunked' --data-binary @" + shell_quote(path.string()),
+    const auto tokenize = curl(dir, "-H 'Transfer-Encoding: chunked' --data-binary @" + tc::test::shell_quote(path.string()),
                                base + "/tokenize");
     CHECK(tokenize.status == 413);
     // The server still serves afterwards.

@@ -19,18 +19,6 @@ bool require_oracle() {
   return env && *env && std::string(env) != "0";
 }
 
-// Single-quotes `s` for sh.
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 }  // namespace
 
@@ -61,8 +49,8 @@ TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
                                   "2", "--threads", "2"},
                                  dir);
 
-  const std::string command = "node " + shell_quote(script.string()) + " " + shell_quote(server.url() + "/v1") +
-                              " test-key-1 tiny " + shell_quote(node_modules.string());
+  const std::string command = "node " + tc::test::shell_quote(script.string()) + " " + tc::test::shell_quote(server.url() + "/v1") +
+                              " test-key-1 tiny " + tc::test::shell_quote(node_modules.string());
   const auto r = tc::test::run_command(command);
   INFO("command: " << command);
   INFO("output:\n" << r.output);
