@@ -119,11 +119,10 @@ struct LoadBF16 {
 constexpr int64_t kStreamPrefetchBytes = 2048;
 
 // Decode (one token, the whole row streamed from DRAM) prefetches into L2,
-// this far ahead: measured here against NTA prefetch at 2 KiB (into L1),
-// 1.2-2x the F16 decode bandwidth with 2 threads. The L1 miss buffers
-// stay free for the demand loads, and the hardware L2 streamer is not
-// second-guessed.
-constexpr int64_t kDecodePrefetchBytes = TC_DECODE_PREFETCH;
+// this far ahead. Against NTA prefetch at 2 KiB (into L1) it gave 1.1-1.5x
+// the F16 decode GB/s in interleaved 2-thread runs on the shared 2-core VM
+// (noisy; 4-8 KiB alike): the L1 miss buffers stay free for demand loads.
+constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // The first n (< 8) elements, zeros after.
 template <class L>
