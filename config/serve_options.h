@@ -60,6 +60,7 @@ struct ServeOptions {
 
   // Operations.
   double shutdown_grace_s = 10;     // SIGTERM: seconds to finish in-flight work (key: shutdown_grace_s)
+  double sse_ping_s = 2;            // a stream silent this long (queued, long prefill) gets ": ping" (key: sse_ping_s)
   std::string log_level = "info";   // trace|debug|info|warn|error|off (key: log_level)
   std::string log_format = "text";  // text|json: one line per request either way (key: log_format)
 };

@@ -21,7 +21,6 @@ namespace {
 using nlohmann::json;
 using runtime::StreamEvent;
 
-constexpr auto kPingInterval = std::chrono::seconds(2);
 constexpr auto kAliveCheckInterval = std::chrono::milliseconds(50);
 
 // One accepted request being answered: its handles, what was produced so far
@@ -117,6 +116,7 @@ struct GenerationJob {
     }
     const auto wait = n == 1 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(5);
     auto last_write = runtime::Clock::now();
+    const auto ping_interval = std::chrono::duration<double>(ctx->options.sse_ping_s);
     StreamEvent ev;
     auto last_alive_check = runtime::Clock::now();
     while (n_done < n) {
@@ -162,7 +162,7 @@ struct GenerationJob {
         }
       }
       if (any) continue;
-      if (stream && runtime::Clock::now() - last_write >= kPingInterval) {
+      if (stream && runtime::Clock::now() - last_write >= ping_interval) {
         if (!write(std::string(kSsePing))) return;
         last_write = runtime::Clock::now();
       }

@@ -395,3 +395,23 @@ TEST_CASE("SIGTERM lets a running stream finish and exits 0", "[integration][api
   CHECK(s.data.back() == "[DONE]");
   check_stream_invariants(s, false, false);
 }
+
+TEST_CASE("a stream waiting for a slot gets SSE pings, then its answer", "[integration][api]") {
+  ServerProcess server(test_model(), {"--parallel", "1", "--sse-ping-s", "0.05"},
+                       tc::test::scratch_dir("openai_api_logs"));
+  auto blocker = std::async(std::launch::async, [&server] {
+    auto c = server.client();
+    return post_json(c, "/v1/completions", {{"prompt", "hold the slot"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+  });
+  auto c = server.client();
+  for (int i = 0; i < 200; ++i) {  // until the blocker holds the only slot
+    const auto m = c.Get("/metrics");
+    if (m && m->body.find("thermocline_requests_running 1\n") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto waiting = post_stream(c, "/v1/completions", {{"prompt", "after you"}, {"max_tokens", 4}, {"stream", true}});
+  check_stream_invariants(waiting, false, false);
+  CHECK(waiting.raw.rfind(": ping\n\n", 0) == 0);  // pings come before the first data event
+  CHECK(blocker.get().status == 200);
+  CHECK(server.stop() == 0);
+}
