@@ -34,14 +34,17 @@
 namespace tc::cli {
 namespace {
 
-// The bundled default model: next to the binary's install prefix, or in the
-// source tree's models/ for a build-tree binary.
+// The bundled default model (models/default.gguf in the source tree): first
+// where `cmake --install` puts it (<prefix>/share/thermocline/models, found
+// from the binary's own path, as in the Docker images), then the source tree
+// of a build-tree binary (THERMOCLINE_SOURCE_MODELS_DIR, set by CMake), then
+// models/ under the working directory.
 std::filesystem::path find_default_model() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::filesystem::path candidates[] = {
       exe.parent_path().parent_path() / "share/thermocline/models/default.gguf",
-      exe.parent_path().parent_path() / "models/default.gguf",
+      std::filesystem::path(THERMOCLINE_SOURCE_MODELS_DIR) / "default.gguf",
       "models/default.gguf",
   };
   for (const auto& c : candidates) {
@@ -142,10 +145,15 @@ struct ServeSession {
       if (engine->state() == runtime::EngineState::Ready) {
         spdlog::info("ready: model {} ({} slots x {} tokens of context)", model_id, engine->options().n_parallel,
                      engine->n_ctx());
+        // A wildcard bind address is reachable on loopback; IPv6 goes in brackets.
+        const bool wildcard = options.host == "0.0.0.0" || options.host == "::";
+        const std::string url_host = wildcard                                       ? std::string("127.0.0.1")
+                                     : options.host.find(':') != std::string::npos ? "[" + options.host + "]"
+                                                                                   : options.host;
         std::fprintf(stderr,
                      "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
-                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}]}'\n",
-                     options.host.c_str(), options.port);
+                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":64}'\n",
+                     url_host.c_str(), options.port);
       } else {
         spdlog::error("the engine failed to start: {}", engine->stats().failure);
       }

@@ -21,7 +21,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   catch2 libcli11-dev libtomlplusplus-dev
-  curl ca-certificates python3-jinja2
+  curl ca-certificates python3-jinja2 python3-yaml
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <random>
 
 #include "server/access.h"
 #include "server/openai_responses.h"
@@ -73,7 +74,7 @@ struct HttpServer::Impl {
                           req.get_header_value("X-Api-Key"))) {
       send_error(res, {401, "authentication_error", "invalid or missing API key (send 'Authorization: Bearer KEY')",
                        "invalid_api_key", ""});
-      ctx.metrics.record({canonical_route(req.path), 401});
+      ctx.metrics.record({route_label(req.path), 401});
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -110,6 +111,7 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(config::ServeOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->ctx.options = std::move(options);
+  impl_->ctx.id_salt = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   impl_->ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();

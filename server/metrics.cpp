@@ -34,7 +34,7 @@ void Metrics::record(const RequestRecord& r) {
   request_duration_.observe(r.total_seconds);
   if (r.completion_tokens > 0) time_to_first_token_.observe(r.queue_seconds + r.first_token_seconds);
   if (r.completion_tokens > 1) {
-    const double decode = r.total_seconds - r.first_token_seconds;
+    const double decode = r.total_seconds - r.queue_seconds - r.first_token_seconds;  // total counts from queueing
     inter_token_latency_.observe(decode / static_cast<double>(r.completion_tokens - 1));
   }
 }
@@ -78,7 +78,7 @@ std::string Metrics::render(const runtime::EngineStats& e) const {
   inter_token_latency_.render(out, "thermocline_inter_token_latency_seconds",
                               "Mean time between generated tokens, per request");
   queue_time_.render(out, "thermocline_queue_time_seconds", "Time a request waited for a slot");
-  request_duration_.render(out, "thermocline_request_duration_seconds", "Time from admission to the last token");
+  request_duration_.render(out, "thermocline_request_duration_seconds", "Time from queueing to the last token");
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Route path patterns and canonical names (see route_paths.h).
 #include "server/route_paths.h"
 
+#include <array>
 #include <vector>
 
 namespace tc::server {
@@ -36,6 +37,18 @@ std::string canonical_route(std::string_view path) {
   std::string out;
   for (const auto& s : segments(path)) out += "/" + s;
   return out.empty() ? "/" : out;
+}
+
+std::string route_label(std::string_view path) {
+  static constexpr std::array<std::string_view, 8> kRoutes = {
+      "/completions", "/chat/completions", "/models", "/health", "/metrics", "/tokenize", "/detokenize", "/props"};
+  std::string route = canonical_route(path);
+  const std::string_view unversioned =
+      route.rfind("/v1/", 0) == 0 ? std::string_view(route).substr(3) : std::string_view(route);
+  for (const auto known : kRoutes) {
+    if (unversioned == known) return route;
+  }
+  return "other";
 }
 
 }  // namespace tc::server

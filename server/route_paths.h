@@ -14,4 +14,9 @@ std::string route_pattern(std::string_view path);
 // "//v1//chat/completions/" -> "/v1/chat/completions".
 std::string canonical_route(std::string_view path);
 
+// canonical_route() for a path that is one of the server's routes (with or
+// without /v1), else "other": a bounded label set for metrics, whatever
+// paths unauthenticated clients send.
+std::string route_label(std::string_view path);
+
 }  // namespace tc::server

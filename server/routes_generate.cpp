@@ -51,7 +51,7 @@ struct GenerationJob {
                  "ttft_s={:.3f} total_s={:.3f}{}",
                  meta.id, route, status, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
                  record.queue_seconds, record.queue_seconds + record.first_token_seconds,
-                 record.queue_seconds + record.total_seconds, error.empty() ? "" : " error=\"" + error + "\"");
+                 record.total_seconds, error.empty() ? "" : " error=\"" + error + "\"");
   }
 
   void cancel_all() {
@@ -210,9 +210,14 @@ ApiError model_not_found(const std::string& asked, const std::string& served) {
           "model_not_found", "model"};
 }
 
+// 24 hex digits: unique within the process (a serial), unpredictable across
+// processes (mixed with the per-process random salt by splitmix64's finalizer).
 std::string random_id(ServerContext& ctx) {
-  const uint64_t serial = ctx.next_request.fetch_add(1);
-  return fmt::format("{:08x}{:016x}", static_cast<uint32_t>(ctx.created), serial * 0x9e3779b97f4a7c15ull);
+  uint64_t z = ctx.id_salt + ctx.next_request.fetch_add(1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return fmt::format("{:08x}{:016x}", static_cast<uint32_t>(ctx.created), z);
 }
 
 void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {

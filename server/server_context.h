@@ -36,6 +36,7 @@ struct ServerContext {
   int64_t created = 0;                 // unix seconds at start, for /v1/models
   std::atomic<bool> draining{false};   // SIGTERM received: new generations get 503
   std::atomic<uint64_t> next_request{1};
+  uint64_t id_salt = 0;                // random per process (std::random_device): response ids differ across replicas
 
   // The model, null while loading. Readers take a shared_ptr copy.
   std::shared_ptr<const ServingModel> serving() const {

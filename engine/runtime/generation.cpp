@@ -63,14 +63,15 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
   stats.prompt_seconds = seconds_since(start);
 
   start = Clock::now();
-  const text::TokenId eos = tokenizer.vocab().eos_id;
+  const text::Vocab& vocab = tokenizer.vocab();
   while (stats.n_generated < options.n_predict) {
     const auto result = sampler.sample(logits);
     if (result.status != SampleStatus::Ok) {
       stats.stop = StopReason::NoCandidates;
       break;
     }
-    if (options.stop_at_eos && result.token == eos) {
+    // EOS and the other end-of-generation tokens (EOT, ChatML's <|im_end|>), as the server stops.
+    if (options.stop_at_eos && vocab.is_end_of_generation(result.token)) {
       stats.stop = StopReason::EndOfSequence;
       break;
     }

@@ -116,10 +116,11 @@ def main():
       "log-probabilities %.1e, in the top-5 alternatives' %.1e.\n"
       % (32, ag["generate_identical"], ag["server_identical"], ag["max_abs_dlogprob_chosen"],
          ag["max_abs_dlogprob_top5"]))
-    w("llama.cpp loads the file too (architecture `llama`, its keys and tensor names), but it has no ReGLU "
-      "for `llama` and ignores `thermocline.ffn_form`, so it runs the FFN as SwiGLU and its text differs. "
-      "The dlopen harness of `tests/oracle/greedy_oracle_test.cpp` (`tests/oracle/llama_context_oracle.h`) "
-      "is the place for a load check of this file.\n")
+    w("llama.cpp loads the file too (architecture `llama`, its keys and tensor names; the test "
+      "\"llama.cpp loads the bundled model and tokenizes like us\" in `tests/oracle/greedy_oracle_test.cpp` "
+      "loads it through llama.cpp's own libllama, checks that its prompt tokens equal ours and decodes). "
+      "llama.cpp has no ReGLU for `llama` and ignores `thermocline.ffn_form`, so it runs the FFN as SwiGLU "
+      "and its text differs: Thermocline is the runtime for this model.\n")
     w("## Samples\n")
     w("PyTorch, from the prompt after `<s>`; greedy, and sampled at temperature 0.8, top-k 40, seed 1.\n")
     w("| prompt | greedy | sampled |\n| --- | --- | --- |")

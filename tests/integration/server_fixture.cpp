@@ -45,19 +45,25 @@ std::filesystem::path make_test_model(const std::filesystem::path& dir, const st
   return path;
 }
 
-ServerProcess::ServerProcess(const std::filesystem::path& model, const std::vector<std::string>& extra_args,
-                             const std::filesystem::path& log_dir) {
+ServerProcess::ServerProcess(const ServerLaunch& launch, const std::filesystem::path& model,
+                             const std::vector<std::string>& extra_args, const std::filesystem::path& log_dir) {
   port_ = free_port();
   REQUIRE(port_ > 0);
-  log_path_ = log_dir / ("serve-" + std::to_string(port_) + ".log");
-  const std::string bin = thermocline_binary().string();
-  std::vector<std::string> args = {bin, "serve", "--model", model.string(), "--port", std::to_string(port_)};
+  log_path_ = std::filesystem::absolute(log_dir / ("serve-" + std::to_string(port_) + ".log"));
+  const std::string bin = launch.binary.empty() ? thermocline_binary().string() : launch.binary.string();
+  std::vector<std::string> args = {bin, "serve", "--port", std::to_string(port_)};
+  if (!model.empty()) {
+    args.push_back("--model");
+    args.push_back(model.string());
+  }
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = fork();
   REQUIRE(pid_ >= 0);
   if (pid_ == 0) {
     if (!freopen(log_path_.c_str(), "w", stderr)) _exit(126);
     dup2(STDERR_FILENO, STDOUT_FILENO);  // everything the server prints goes to the log, not the test output
+    if (!launch.working_dir.empty() && chdir(launch.working_dir.c_str()) != 0) _exit(125);
+    for (const auto& e : launch.env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -20,12 +20,25 @@ int free_port();
 std::filesystem::path make_test_model(const std::filesystem::path& dir, const std::string& name,
                                       const std::string& make_model_flags);
 
+// How to start the server process: which binary (default: the build's), in
+// which working directory (default: the test's), with which extra
+// environment variables ("NAME=value").
+struct ServerLaunch {
+  std::filesystem::path binary;
+  std::filesystem::path working_dir;
+  std::vector<std::string> env;
+};
+
 class ServerProcess {
  public:
   // Starts `thermocline serve -m model --port P extra_args...`, waits up to
-  // 30 s for /health 200. REQUIREs that it came up.
+  // 30 s for /health 200. REQUIREs that it came up. An empty model passes
+  // no --model (the bundled default model).
   ServerProcess(const std::filesystem::path& model, const std::vector<std::string>& extra_args,
-                const std::filesystem::path& log_dir);
+                const std::filesystem::path& log_dir)
+      : ServerProcess(ServerLaunch{}, model, extra_args, log_dir) {}
+  ServerProcess(const ServerLaunch& launch, const std::filesystem::path& model,
+                const std::vector<std::string>& extra_args, const std::filesystem::path& log_dir);
   ~ServerProcess();  // SIGKILL if still running
 
   int port() const { return port_; }

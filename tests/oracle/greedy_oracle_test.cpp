@@ -286,3 +286,36 @@ TEST_CASE("node-llama-cpp's greedy tokens (bench/llamacpp/run.mjs) equal libllam
     CHECK(join(j.at("tokens").get<std::vector<int32_t>>()) == join(theirs.tokens));
   }
 }
+
+// The bundled trained model (models/default.gguf, scripts/train/) must load
+// in llama.cpp too: same vocabulary, the same prompt tokens (plain text and a
+// ChatML prompt with special tokens parsed), and a decode with finite
+// logits. llama.cpp runs its FFN as SwiGLU (it ignores thermocline.ffn_form),
+// so its logits are not compared.
+TEST_CASE("llama.cpp loads the bundled model and tokenizes like us", "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  const fs::path path = tc::test::source_dir() / "models/default.gguf";
+  REQUIRE(fs::is_regular_file(path));
+  const auto ours = tc::model::load_model(path);
+  const lc::LlamaCppModel theirs(library(), path);
+  CHECK(theirs.n_vocab() == ours->spec.n_vocab);
+  for (const std::string text :
+       {"In the beginning God created the heaven and the earth.", "And the LORD spake unto Moses, saying,",
+        "<|im_start|>user\nRead me Psalms 23.<|im_end|>\n<|im_start|>assistant\n"}) {
+    INFO(text);
+    std::vector<int32_t> mine;
+    for (const auto id : ours->tokenizer->encode(text, {.add_special = true, .parse_special = true})) {
+      mine.push_back(id);
+    }
+    const auto their_ids = theirs.tokenize(text, true, true);
+    CHECK(join(mine) == join(their_ids));
+    lc::ContextOptions co;
+    co.n_ctx = 128;
+    co.n_threads = kThreads;
+    lc::LlamaCppContext ctx(theirs, co);
+    REQUIRE(ctx.decode(their_ids.data(), static_cast<int32_t>(their_ids.size())) == 0);
+    const float* logits = ctx.last_logits();
+    REQUIRE(logits != nullptr);
+    CHECK(std::all_of(logits, logits + theirs.n_vocab(), [](float v) { return std::isfinite(v); }));
+  }
+}

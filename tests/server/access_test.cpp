@@ -44,6 +44,17 @@ TEST_CASE("route patterns accept /v1, repeated and trailing slashes", "[server][
   CHECK(canonical_route("/") == "/");
 }
 
+TEST_CASE("metric route labels are the server's routes or 'other'", "[server][routes]") {
+  CHECK(route_label("//v1//chat/completions/") == "/v1/chat/completions");
+  CHECK(route_label("/tokenize") == "/tokenize");
+  CHECK(route_label("/v1/models") == "/v1/models");
+  // Arbitrary paths (401s are counted before routing) must not become label values.
+  CHECK(route_label("/x\"y\nz") == "other");
+  CHECK(route_label("/v1/secret-probe-12345") == "other");
+  CHECK(route_label("/v1") == "other");
+  CHECK(route_label("/") == "other");
+}
+
 TEST_CASE("metrics render Prometheus text with cumulative buckets", "[server][metrics]") {
   Metrics m;
   RequestRecord r;

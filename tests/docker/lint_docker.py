@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""Lints docker/Dockerfile, docker/Dockerfile.cuda and docker/compose.yaml.
+
+No Docker engine runs on our machines and Debian 12 packages no Dockerfile
+linter (hadolint is not in Debian), so this checks, by hand, the hadolint
+rules that matter here plus what the images promise (issue 5): pinned base
+images, COPY not ADD, exec-form ENTRYPOINT, a non-root USER, apt hygiene,
+EXPOSE 8080, a HEALTHCHECK on /health, the /models volume, host 0.0.0.0
+through THERMOCLINE_* variables, and that every repo script a RUN calls
+exists and is run by CI too. `--self-test` lints broken samples and fails
+unless each broken rule is reported.
+
+  tests/docker/lint_docker.py REPO_ROOT
+  tests/docker/lint_docker.py --self-test
+"""
+import os
+import re
+import shlex
+import sys
+
+import yaml
+
+# The repo scripts a Dockerfile may call, and the CI step that runs each.
+SCRIPTS_RUN_BY_CI = {
+    "scripts/install.sh": "tests/integration/default_model_test.cpp",
+    "scripts/runtime_setup.sh": "tests/docker/check_docker.sh",
+    "scripts/setup.sh": "scripts/test.sh",
+    "scripts/build.sh": "scripts/test.sh",
+}
+
+
+def instructions(text):
+    """(line number, INSTRUCTION, arguments) with continuations joined."""
+    out, buf, start = [], "", 0
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not buf and (not stripped or stripped.startswith("#")):
+            continue
+        if buf and stripped.startswith("#"):
+            continue
+        if not buf:
+            start = n
+        if stripped.endswith("\\"):
+            buf += stripped[:-1] + " "
+            continue
+        buf += stripped
+        word, _, rest = buf.partition(" ")
+        out.append((start, word.upper(), rest.strip()))
+        buf = ""
+    return out
+
+
+def lint_dockerfile(name, text, repo=None, cuda=False):
+    """Problems found in one Dockerfile, as 'name:line: message' strings."""
+    problems = []
+    ins = instructions(text)
+
+    def problem(line, msg):
+        problems.append("%s:%d: %s" % (name, line, msg))
+
+    args = {}
+    stages = []  # [first line, image, [instructions]]
+    for line, word, rest in ins:
+        if word == "ARG":
+            key, _, value = rest.partition("=")
+            args[key] = value
+            if stages:
+                stages[-1][2].append((line, word, rest))
+            continue
+        if word == "FROM":
+            image = rest.split()[0]
+            resolved = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), ""), image)
+            if ":" not in resolved.split("/")[-1] or resolved.endswith(":latest") or resolved.endswith(":"):
+                problem(line, "FROM %s: pin the base image to a tag, not latest (DL3006/DL3007)" % image)
+            stages.append([line, resolved, []])
+            continue
+        if not stages:
+            problem(line, "%s before the first FROM" % word)
+            continue
+        stages[-1][2].append((line, word, rest))
+        if word == "ADD":
+            problem(line, "use COPY, not ADD (DL3020)")
+        if word in ("ENTRYPOINT", "CMD") and not rest.startswith("["):
+            problem(line, "%s in shell form; use the exec (JSON) form (DL3025)" % word)
+        if word == "WORKDIR" and not rest.startswith("/"):
+            problem(line, "WORKDIR %s: use an absolute path (DL3000)" % rest)
+        if word == "RUN":
+            if re.search(r"\bsudo\b", rest):
+                problem(line, "RUN uses sudo (DL3004)")
+            if re.search(r"apt-get\s+install", rest):
+                if "--no-install-recommends" not in rest:
+                    problem(line, "apt-get install without --no-install-recommends (DL3015)")
+                if not re.search(r"\s-y\b|--yes", rest):
+                    problem(line, "apt-get install without -y (DL3014)")
+                if "rm -rf /var/lib/apt/lists" not in rest:
+                    problem(line, "apt lists not removed in the same RUN (DL3009)")
+            for script in re.findall(r"(?:^|[\s/])(scripts/[\w./-]+)", rest):
+                check_script(problem, line, script, repo)
+        if word == "COPY":
+            for src in shlex.split(rest)[:-1]:
+                if src.startswith("scripts/"):
+                    check_script(problem, line, src, repo)
+
+    if not stages:
+        return ["%s: no FROM" % name]
+    final = stages[-1]
+    final_ins = final[2]
+    words = [w for _, w, _ in final_ins]
+    users = [r for _, w, r in final_ins if w == "USER"]
+    if not users or users[-1].split(":")[0] in ("root", "0"):
+        problem(final[0], "the final stage must switch to a non-root USER (DL3002)")
+    if "8080" not in " ".join(r for _, w, r in final_ins if w == "EXPOSE").split():
+        problem(final[0], "the final stage must EXPOSE 8080")
+    health = [r for _, w, r in final_ins if w == "HEALTHCHECK"]
+    if not health or "/health" not in health[-1]:
+        problem(final[0], "the final stage needs a HEALTHCHECK on /health")
+    volumes = " ".join(r for _, w, r in final_ins if w == "VOLUME")
+    if "/models" not in volumes:
+        problem(final[0], "the final stage must declare VOLUME /models")
+    env = " ".join(r for _, w, r in final_ins if w == "ENV")
+    if not re.search(r"THERMOCLINE_HOST=0\.0\.0\.0", env):
+        problem(final[0], "set THERMOCLINE_HOST=0.0.0.0 with ENV (the server binds 127.0.0.1 by default)")
+    if "ENTRYPOINT" not in words:
+        problem(final[0], "the final stage needs an ENTRYPOINT")
+    if cuda:
+        if len(stages) < 2:
+            problem(1, "the CUDA image must be multi-stage (build in devel, run in runtime)")
+        if not re.match(r"nvidia/cuda:[\w.]+-devel-", stages[0][1]):
+            problem(stages[0][0], "build stage should be an nvidia/cuda *-devel-* image, got %s" % stages[0][1])
+        if not re.match(r"nvidia/cuda:[\w.]+-(runtime|base)-", final[1]):
+            problem(final[0], "final stage should be an nvidia/cuda *-runtime-* image, got %s" % final[1])
+        if "CMAKE_CUDA_ARCHITECTURES=75;80;86;89;90" not in text:
+            problem(1, "build for CMAKE_CUDA_ARCHITECTURES 75;80;86;89;90")
+    return problems
+
+
+def check_script(problem, line, script, repo):
+    if repo is None:
+        return
+    path = os.path.join(repo, script)
+    if not os.path.isfile(path):
+        problem(line, "%s does not exist" % script)
+    elif not os.access(path, os.X_OK):
+        problem(line, "%s is not executable" % script)
+    ci = SCRIPTS_RUN_BY_CI.get(script)
+    if ci is None:
+        problem(line, "%s is not known to be run by CI (add it to SCRIPTS_RUN_BY_CI with the step that runs it)" % script)
+    elif not re.search(re.escape(script.split("/")[-1]), open(os.path.join(repo, ci)).read()):
+        problem(line, "%s: %s does not run it" % (script, ci))
+
+
+def lint_compose(name, text, repo=None):
+    problems = []
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        return ["%s: not YAML: %s" % (name, e)]
+    services = (doc or {}).get("services") or {}
+    service = services.get("thermocline")
+    if not isinstance(service, dict):
+        return ["%s: no services.thermocline" % name]
+    build = service.get("build") or {}
+    dockerfile = build.get("dockerfile") if isinstance(build, dict) else None
+    if repo is not None and (not dockerfile or not os.path.isfile(os.path.join(repo, dockerfile))):
+        problems.append("%s: build.dockerfile %r does not exist (context is the repo root)" % (name, dockerfile))
+    if not any(str(p).endswith(":8080") for p in service.get("ports") or []):
+        problems.append("%s: publish port 8080" % name)
+    if not any(str(v).endswith(":/models") for v in service.get("volumes") or []):
+        problems.append("%s: mount a models volume at /models" % name)
+    if service.get("restart") not in ("always", "unless-stopped", "on-failure"):
+        problems.append("%s: set a restart policy" % name)
+    devices = (((service.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices")
+    if not devices or not any(d.get("driver") == "nvidia" and "gpu" in (d.get("capabilities") or [])
+                              for d in devices):
+        problems.append("%s: reserve the GPU (deploy.resources.reservations.devices: driver nvidia, "
+                        "capabilities [gpu])" % name)
+    env = service.get("environment") or {}
+    if isinstance(env, dict) and any(not str(k).startswith("THERMOCLINE_") for k in env):
+        problems.append("%s: configure the server through THERMOCLINE_* variables only" % name)
+    if not re.search(r"^#\s*open-webui:", text, re.M) or "OPENAI_API_BASE_URL: http://thermocline:8080/v1" not in text:
+        problems.append("%s: keep the commented Open WebUI service pointed at http://thermocline:8080/v1" % name)
+    return problems
+
+
+def lint_repo(repo):
+    read = lambda p: open(os.path.join(repo, p)).read()
+    problems = lint_dockerfile("docker/Dockerfile", read("docker/Dockerfile"), repo)
+    problems += lint_dockerfile("docker/Dockerfile.cuda", read("docker/Dockerfile.cuda"), repo, cuda=True)
+    problems += lint_compose("docker/compose.yaml", read("docker/compose.yaml"), repo)
+    ignore = read(".dockerignore").split()
+    for must in (".git", "build*/", ".deps/"):
+        if must not in ignore:
+            problems.append(".dockerignore: add %s (the build context is the repo root)" % must)
+    return problems
+
+
+BROKEN_DOCKERFILE = """FROM debian AS build
+ADD . /src
+WORKDIR src
+RUN sudo apt-get install curl
+FROM debian:latest
+ENTRYPOINT thermocline serve
+"""
+BROKEN_COMPOSE = """services:
+  thermocline:
+    image: thermocline
+    environment:
+      HOST: 0.0.0.0
+"""
+EXPECTED_SELF_TEST = ["DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014", "DL3009", "DL3025", "DL3002",
+                      "EXPOSE 8080", "HEALTHCHECK", "VOLUME /models", "THERMOCLINE_HOST", "multi-stage",
+                      "port 8080", "/models", "restart", "reserve the GPU", "THERMOCLINE_* variables",
+                      "Open WebUI"]
+
+
+def self_test():
+    found = lint_dockerfile("broken", BROKEN_DOCKERFILE, cuda=True) + lint_compose("broken", BROKEN_COMPOSE)
+    found += lint_dockerfile("one-stage", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n", cuda=True)
+    missing = [rule for rule in EXPECTED_SELF_TEST if not any(rule in p for p in found)]
+    for p in found:
+        print("  " + p)
+    if missing:
+        print("lint_docker self-test: rules not reported: %s" % ", ".join(missing))
+        return 1
+    print("lint_docker self-test: all %d rules reported" % len(EXPECTED_SELF_TEST))
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    problems = lint_repo(sys.argv[1])
+    for p in problems:
+        print(p)
+    print("lint_docker: %s" % ("%d problems" % len(problems) if problems else "docker/ is clean"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
