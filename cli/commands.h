@@ -11,6 +11,8 @@ void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_perplexity(CLI::App& app);
+void register_profile(CLI::App& app);
 
 // Runs the parsed subcommand; returns the process exit status. Throws on
 // errors (ModelLoadError, ConfigError, invalid_argument, ...).

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   tc::cli::register_make_model(app);
   tc::cli::register_generate(app);
   tc::cli::register_bench(app);
+  tc::cli::register_perplexity(app);
+  tc::cli::register_profile(app);
 
   try {
     app.parse(argc, argv);

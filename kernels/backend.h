@@ -47,6 +47,23 @@ class Backend {
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;
+  // The sparse FFN of decode (see kernels/cpu/sparse_ffn.h). rows: i32
+  // [n_rows], the active neurons shared by all tokens, each in
+  // [0, n_neurons), any order.
+  // Row-gathered GEMV (gate/up): y[t, k] = dot(w[rows[k], :], x[t, :]).
+  //   w: ne = {n_in, n_neurons} (row i = neuron i, e.g. ffn_gate f16
+  //   [n_ff, n_embd]), any matmul dtype; x: f32 [n_tokens, n_in];
+  //   y: f32 [n_tokens, n_rows]. Bit-identical to matmul's outputs for those rows.
+  virtual void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                           float* y) = 0;
+  // Down projection as a sum of scaled rows: y[t, :] = sum_k a[t, k] * w_t[rows[k], :].
+  //   w_t: ne = {n_out, n_neurons} (row i = neuron i's output column:
+  //   ffn_down_t f16 [n_ff, n_embd]), any matmul dtype; a: f32
+  //   [n_tokens, n_rows] (matmul_rows' layout, after the activation);
+  //   y: f32 [n_tokens, n_out], overwritten. Exact zeros in a are skipped;
+  //   the same bits for any thread count.
+  virtual void axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                         float* y) = 0;
   virtual void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) = 0;
   virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps,
                         float* y) = 0;

@@ -144,6 +144,10 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
   backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd, eps, cur);
   backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
   backend_.matmul(w.ffn_up, cur, n_tokens, up);
+  if (ffn_observer_ != nullptr) {
+    backend_.synchronize();
+    ffn_observer_->on_ffn(layer, n_tokens, x, gate, up);
+  }
   backend_.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
   backend_.matmul(w.ffn_down, gate, n_tokens, tmp);
   backend_.add(x, tmp, n_tokens * n_embd);

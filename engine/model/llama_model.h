@@ -24,6 +24,26 @@ struct StepSequence {
   bool all_logits = false;   // logits for every token, not only the last
 };
 
+// Sees each layer's FFN inputs during forward(): what activation profiling
+// and predictor training record. Called on the engine thread, synchronously,
+// once per layer per step, after the gate and up matmuls and before the
+// activation; the pointers are valid only during the call (host memory on
+// the CPU backend; a device backend will have to copy them out first).
+// Rows are the step's tokens in order (sequences concatenated).
+// Firing definitions built on it: ReGLU fires iff gate > 0 (relu(gate) > 0),
+// dReLU iff gate > 0 and up > 0; SwiGLU has no exact zeros, so a threshold
+// on |silu(gate) * up| is the observer's business.
+class FfnObserver {
+ public:
+  virtual ~FfnObserver() = default;
+  // ffn_in: f32 [n_tokens, n_embd], the residual entering the FFN block
+  //         (after the attention add, before ffn_norm);
+  // gate:   f32 [n_tokens, n_ff], ffn_gate · ffn_norm(ffn_in), before the activation;
+  // up:     f32 [n_tokens, n_ff], ffn_up · ffn_norm(ffn_in).
+  virtual void on_ffn(int64_t layer, int64_t n_tokens, const float* ffn_in, const float* gate,
+                      const float* up) = 0;
+};
+
 enum class StepStatus {
   Ok,
   ContextFull,    // a sequence would run past the KV cache's n_ctx; nothing was changed
@@ -43,6 +63,10 @@ class LlamaModel {
   // all_logits), and each slot's KV length has grown by its token count.
   StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
 
+  // Installs an observer for the FFN blocks of later steps (nullptr: none,
+  // the default, which costs nothing). Not owned; must outlive its use.
+  void set_ffn_observer(FfnObserver* observer) { ffn_observer_ = observer; }
+
  private:
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
   void run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
@@ -53,6 +77,7 @@ class LlamaModel {
   kernels::Backend& backend_;
   kernels::Activation activation_;
   kernels::RopeParams rope_;
+  FfnObserver* ffn_observer_ = nullptr;
 
   // Workspace, f32 unless noted; rows = tokens of the step.
   int64_t capacity_tokens_ = 0;

@@ -2,6 +2,7 @@
 #include "kernels/cpu/cpu_backend.h"
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/sparse_ffn.h"
 
 namespace tc::kernels {
 
@@ -13,6 +14,16 @@ std::string CpuBackend::name() const {
 
 void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
   kernels::matmul(w, x, n_tokens, y, pool_);
+}
+
+void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                             float* y) {
+  kernels::matmul_rows(w, x, n_tokens, rows, n_rows, y, pool_);
+}
+
+void CpuBackend::axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                           float* y) {
+  kernels::axpy_rows(w_t, a, n_tokens, rows, n_rows, y, pool_);
 }
 
 void CpuBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) {

@@ -20,6 +20,10 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
+  void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                   float* y) override;
+  void axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
+                 float* y) override;
   void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) override;
   void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,

@@ -236,19 +236,26 @@ const MatmulIsa& isa_for_request(const char* request) {
   return *variant(level);
 }
 
-void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
-  TC_CHECK(w.data != nullptr && x != nullptr && y != nullptr, "matmul: null pointer");
+namespace {
+
+// Fills the shape fields of `a` from w and checks them; the caller sets rows
+// and n_out.
+void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* y, MatmulArgs& a) {
+  TC_CHECK(w.data != nullptr && x != nullptr, "matmul: null pointer");
   TC_CHECK(n_tokens >= 0, "matmul: negative token count");
-  MatmulArgs a;
   a.dtype = w.dtype;
   a.w = static_cast<const std::byte*>(w.data);
   a.row_bytes = w.row_bytes;
   a.n_in = w.n_cols();
-  a.n_out = w.n_rows();
   a.xl = x_layout(w.dtype, a.n_in);
   a.n_tokens = n_tokens;
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
+}
+
+// Quantizes x once and computes every output of `a` on the pool.
+void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) {
+  const int64_t n_tokens = a.n_tokens;
   if (n_tokens == 0 || a.n_out == 0) return;
 
   thread_local Scratch scratch;
@@ -276,26 +283,46 @@ void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t 
   }
 }
 
-}  // namespace detail
+}  // namespace
 
-namespace {
+void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
+  TC_CHECK(y != nullptr, "matmul: null pointer");
+  MatmulArgs a;
+  describe_weights(w, x, n_tokens, y, a);
+  a.n_out = w.n_rows();
+  run(isa, a, x, pool);
+}
+
+void matmul_rows_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows,
+                      int64_t n_rows, float* y, ThreadPool* pool) {
+  TC_CHECK(n_rows >= 0 && ((rows != nullptr && y != nullptr) || n_rows == 0), "matmul_rows: null or negative row set");
+  MatmulArgs a;
+  describe_weights(w, x, n_tokens, y, a);
+  const int64_t n_weight_rows = w.n_rows();
+  for (int64_t k = 0; k < n_rows; ++k) {
+    TC_CHECK(rows[k] >= 0 && rows[k] < n_weight_rows, "matmul_rows: row index outside the weight matrix");
+  }
+  a.rows = rows;
+  a.n_out = n_rows;
+  run(isa, a, x, pool);
+}
 
 // Chosen on first use, for the life of the process.
-const detail::MatmulIsa& chosen_isa() {
-  static const detail::MatmulIsa& isa = detail::isa_for_request(std::getenv("THERMOCLINE_ISA"));
+const MatmulIsa& chosen_isa() {
+  static const MatmulIsa& isa = isa_for_request(std::getenv("THERMOCLINE_ISA"));
   return isa;
 }
 
-}  // namespace
+}  // namespace detail
 
 void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  detail::matmul_with(chosen_isa(), w, x, n_tokens, y, &pool);
+  detail::matmul_with(detail::chosen_isa(), w, x, n_tokens, y, &pool);
 }
 
 void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
   detail::matmul_with(detail::isa_portable(), w, x, n_tokens, y, nullptr);
 }
 
-std::string matmul_isa() { return chosen_isa().name; }
+std::string matmul_isa() { return detail::chosen_isa().name; }
 
 }  // namespace tc::kernels

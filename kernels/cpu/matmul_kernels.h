@@ -1,6 +1,7 @@
 // Internal to kernels/cpu: the contract between the matmul driver
 // (matmul.cpp: dispatch, scratch, threads) and the per-ISA kernel files
-// (matmul_portable.cpp, matmul_avx2.cpp, matmul_avx512.cpp).
+// (matmul_portable.cpp, matmul_avx2.cpp, matmul_avx512.cpp). The sparse FFN
+// (sparse_ffn.h) runs the same kernels over a gathered set of rows.
 //
 // Only plain data and function pointers cross this boundary. The ISA files
 // are compiled with -mavx2 / -mavx512* and must not instantiate inline or
@@ -59,17 +60,30 @@ struct XLayout {
 };
 
 // One matmul as the kernels see it (see matmul.h for the meaning).
+// Output r reads weight row r, or row rows[r] when rows is set (the
+// row-gathered GEMV of sparse_ffn.h); n_out counts outputs either way.
 struct MatmulArgs {
   DType dtype = DType::F32;
-  const std::byte* w = nullptr;  // weights, row r at w + r * row_bytes
+  const std::byte* w = nullptr;  // weights, row i at w + i * row_bytes
   int64_t row_bytes = 0;
   int64_t n_in = 0;
   int64_t n_out = 0;
+  const int32_t* rows = nullptr;  // i32 [n_out]: the weight row of each output; nullptr: output r = row r
   const std::byte* xq = nullptr;  // prepared activations [n_tokens], layout xl
   XLayout xl;
   int64_t n_tokens = 0;
   float* y = nullptr;  // f32 [n_tokens, n_out]
 };
+
+// Internal linkage (see the top of this file): every ISA file gets its own copy.
+namespace {
+
+// The weight row that output r reads.
+inline const std::byte* weight_row(const MatmulArgs& a, int64_t r) {
+  return a.w + (a.rows != nullptr ? static_cast<int64_t>(a.rows[r]) : r) * a.row_bytes;
+}
+
+}  // namespace
 
 // The kernels of one instruction-set variant. Both functions are pure and
 // thread-safe; they write only their own part of the output.
@@ -103,7 +117,17 @@ bool isa_supported(const char* name);
 // and not above the best.
 const MatmulIsa& isa_for_request(const char* request);
 
+// The variant matmul() uses in this process: isa_for_request of
+// THERMOCLINE_ISA, chosen on first use.
+const MatmulIsa& chosen_isa();
+
 // matmul() with a given variant; pool may be nullptr (single-threaded).
 void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// The row-gathered matmul (sparse_ffn.h's matmul_rows) with a given variant:
+// y[t * n_rows + k] = the matmul output of weight row rows[k] for token t,
+// bit for bit. pool may be nullptr.
+void matmul_rows_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows,
+                      int64_t n_rows, float* y, ThreadPool* pool);
 
 }  // namespace tc::kernels::detail

@@ -111,7 +111,7 @@ float dot_f32(const float* w, const float* x, int64_t n) {
 void compute_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   float wf[kChunk];
   for (int64_t r = r0; r < r1; ++r) {
-    const std::byte* row = a.w + r * a.row_bytes;
+    const std::byte* row = weight_row(a, r);
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kChunk) {
       const int64_t n = a.n_in - k0 < kChunk ? a.n_in - k0 : kChunk;
       const float* wp = wf;
@@ -245,7 +245,7 @@ void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
   const int64_t n_blocks = a.n_in / a.xl.block;
   for (int64_t r = r0; r < r1; ++r) {
-    const std::byte* row = a.w + r * a.row_bytes;
+    const std::byte* row = weight_row(a, r);
     for (int64_t t = 0; t < a.n_tokens; ++t) a.y[t * a.n_out + r] = dot(row, x_row(a, t), n_blocks);
   }
 }

@@ -119,11 +119,48 @@ inline void zero(__m256 (&a)[R][T]) {
   }
 }
 
-inline void prefetch_rows(const std::byte* first_row, int64_t row_bytes, int n_rows, int64_t offset, int64_t n_bytes) {
+// Prefetches bytes [offset, offset + n_bytes) of the weight rows of outputs
+// r_first .. r_first + n_rows - 1.
+inline void prefetch_rows(const MatmulArgs& a, int64_t r_first, int n_rows, int64_t offset, int64_t n_bytes) {
   for (int i = 0; i < n_rows; ++i) {
-    const char* p = reinterpret_cast<const char*>(first_row + i * row_bytes + offset);
+    const char* p = reinterpret_cast<const char*>(weight_row(a, r_first + i) + offset);
     for (int64_t b = 0; b < n_bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   }
+}
+
+// How far ahead the decode loops of quantized weights prefetch gathered rows
+// (MatmulArgs::rows): the hardware prefetcher cannot guess the jump from one
+// gathered row to the next, and a Q4_0 row of 4096 is only 36 cache lines.
+// Measured on Q4_0 11008x4096, 5-10% of the rows, one thread, interleaved:
+// 1.5x the GB/s of no prefetching at 2 KiB, 1.25x at 4 KiB, 1.0x at 8 KiB.
+constexpr int64_t kGatheredPrefetchBytes = 2048;
+
+// The weight rows a decode loop reads one after another, seen as one stream
+// for prefetching: bytes past the end of `row` continue at `next`, the row
+// of the next output. For a dense matmul next == row + row_bytes, so the
+// addresses are those of plain row + offset prefetching; a gathered one
+// (MatmulArgs::rows) prefetches the start of the next gathered row instead
+// of the unused row that follows in memory.
+struct RowStream {
+  const char* row;
+  const char* next;
+  int64_t row_bytes;
+
+  RowStream(const MatmulArgs& a, int64_t r)
+      : row(reinterpret_cast<const char*>(weight_row(a, r))),
+        next(r + 1 < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r + 1)) : row + a.row_bytes),
+        row_bytes(a.row_bytes) {}
+
+  // The address `distance` bytes after p (a pointer into `row`) in the stream.
+  const char* ahead(const void* p, int64_t distance) const {
+    const int64_t pos = static_cast<const char*>(p) - row + distance;
+    return pos < row_bytes ? row + pos : next + (pos - row_bytes);
+  }
+};
+
+// Prefetches the cache lines `distance` bytes after [p, p + n_bytes) in the stream.
+inline void prefetch_stream(const RowStream& stream, const std::byte* p, int64_t n_bytes, int64_t distance) {
+  for (int64_t b = 0; b < n_bytes; b += 64) _mm_prefetch(stream.ahead(p + b, distance), _MM_HINT_T1);
 }
 
 inline bool gemm_order(const MatmulArgs& a) { return a.n_tokens * a.xl.stride > kGemvMaxXBytes; }

@@ -181,13 +181,14 @@ TC_SIMD_INLINE void float_tile(const typename L::Elem* const* w, const float* x,
 // the same bits as one chunk at a time, and memory stays one sequential
 // stream.
 template <class L, int G>
-TC_SIMD_INLINE void float_row_chunks(const typename L::Elem* w, const float* x, float* y, bool first) {
+TC_SIMD_INLINE void float_row_chunks(const typename L::Elem* w, const float* x, float* y, bool first,
+                                     const RowStream& stream) {
   __m256 a0[G], a1[G];
   for (int g = 0; g < G; ++g) a0[g] = a1[g] = _mm256_setzero_ps();
   for (int64_t s = 0; s < kChunk / 8; s += 2) {
     if ((s * 8 * static_cast<int64_t>(sizeof(typename L::Elem))) % 64 == 0) {
       for (int g = 0; g < G; ++g) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + g * kChunk + 8 * s) + kDecodePrefetchBytes, _MM_HINT_T1);
+        _mm_prefetch(stream.ahead(w + g * kChunk + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
       }
     }
     for (int g = 0; g < G; ++g) {
@@ -248,15 +249,16 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_out = a.n_out;
   const auto* x = reinterpret_cast<const float*>(a.xq);
   const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(float));
-  auto row = [&](int64_t r) { return reinterpret_cast<const Elem*>(a.w + r * a.row_bytes); };
+  auto row = [&](int64_t r) { return reinterpret_cast<const Elem*>(weight_row(a, r)); };
   if (a.n_tokens == 1) {
     // Decode: one row after another (a single stream per thread reads DRAM
     // best here), its two chains interleaved, its chunks in one loop.
     constexpr int64_t kGroupIn = kDecodeChunks * kChunk;
     for (int64_t r = r0; r < r1; ++r) {
+      const RowStream stream(a, r);
       int64_t k0 = 0;
       for (; k0 + kGroupIn <= n_in; k0 += kGroupIn) {
-        float_row_chunks<L, kDecodeChunks>(row(r) + k0, x + k0, a.y + r, k0 == 0);
+        float_row_chunks<L, kDecodeChunks>(row(r) + k0, x + k0, a.y + r, k0 == 0, stream);
       }
       for (; k0 < n_in; k0 += kChunk) {
         const Elem* w[1] = {row(r) + k0};
@@ -275,6 +277,12 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
         const int64_t n = min64(kChunk, n_in - k0);
         const Elem* w[kGemvRows];
         for (int i = 0; i < rr; ++i) w[i] = row(r + i) + k0;
+        if (a.rows != nullptr && r + 2 * kGemvRows <= r1) {
+          // Gathered rows do not follow each other in memory: fetch the next
+          // tile's chunk while this one computes.
+          prefetch_rows(a, r + kGemvRows, kGemvRows, k0 * static_cast<int64_t>(sizeof(Elem)),
+                        n * static_cast<int64_t>(sizeof(Elem)));
+        }
         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
           const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
           float* yt = a.y + t0 * n_out + r;
@@ -294,8 +302,8 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t rt = r0; rt < r1; rt += kFloatGemmRows) {
       const int rr = static_cast<int>(min64(kFloatGemmRows, r1 - rt));
       if (rt + 2 * kFloatGemmRows <= r1) {
-        prefetch_rows(a.w + (rt + kFloatGemmRows) * a.row_bytes, a.row_bytes, kFloatGemmRows,
-                      k0 * static_cast<int64_t>(sizeof(Elem)), n * static_cast<int64_t>(sizeof(Elem)));
+        prefetch_rows(a, rt + kFloatGemmRows, kFloatGemmRows, k0 * static_cast<int64_t>(sizeof(Elem)),
+                      n * static_cast<int64_t>(sizeof(Elem)));
       }
       const float* w[kFloatGemmRows];
       for (int i = 0; i < rr; ++i) {

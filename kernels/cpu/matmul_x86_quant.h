@@ -569,10 +569,10 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t rt = r0; rt < r1; rt += R) {
       const int rr = static_cast<int>(min64(R, r1 - rt));
       if (rt + 2 * R <= r1) {
-        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
+        prefetch_rows(a, rt + R, R, c0 * kBlockBytes, nb * kBlockBytes);
       }
       const std::byte* w[R];
-      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
+      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
       if constexpr (std::is_same_v<Pack, PackQ8_0>) {
         pack_q8_0(p, w, rr, c0, nb);
       } else {
@@ -601,10 +601,10 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t rt = r0; rt < r1; rt += R) {
       const int rr = static_cast<int>(min64(R, r1 - rt));
       if (rt + 2 * R <= r1) {
-        prefetch_rows(a.w + (rt + R) * a.row_bytes, a.row_bytes, R, c0 * kBlockBytes, nb * kBlockBytes);
+        prefetch_rows(a, rt + R, R, c0 * kBlockBytes, nb * kBlockBytes);
       }
       const std::byte* w[R];
-      for (int i = 0; i < rr; ++i) w[i] = a.w + (rt + i) * a.row_bytes;
+      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
       for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
         const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
         XRow x[T];
@@ -622,12 +622,23 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.n_tokens == 1) {
     // Decode: one row after another, its chunks in one tight loop.
     constexpr int64_t K = Ops::kChunkBlocks;
+    constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+    const bool gathered = a.rows != nullptr;
     const XRow x = x_row(a, 0);
     for (int64_t r = r0; r < r1; ++r) {
-      const std::byte* w[1] = {a.w + r * a.row_bytes};
+      const std::byte* w[1] = {weight_row(a, r)};
+      const RowStream stream(a, r);
       int64_t c0 = 0;
-      for (; c0 + K <= n_blocks; c0 += K) quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
-      if (c0 < n_blocks) quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
+      for (; c0 + K <= n_blocks; c0 += K) {
+        if (gathered) prefetch_stream(stream, w[0] + c0 * kBlockBytes, K * kBlockBytes, kGatheredPrefetchBytes);
+        quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+      }
+      if (c0 < n_blocks) {
+        if (gathered) {
+          prefetch_stream(stream, w[0] + c0 * kBlockBytes, (n_blocks - c0) * kBlockBytes, kGatheredPrefetchBytes);
+        }
+        quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
+      }
     }
     return;
   }
@@ -638,9 +649,15 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r += kRows) {
       const int rr = static_cast<int>(min64(kRows, r1 - r));
       const std::byte* w[kRows];
-      for (int i = 0; i < rr; ++i) w[i] = a.w + (r + i) * a.row_bytes;
+      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, r + i);
       for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
         const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
+        if (a.rows != nullptr && r + 2 * kRows <= r1) {
+          // Gathered rows do not follow each other in memory: fetch the next
+          // tile's chunk while this one computes.
+          constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+          prefetch_rows(a, r + kRows, kRows, c0 * kBlockBytes, nb * kBlockBytes);
+        }
         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
           const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
           XRow x[kGemvTokens];

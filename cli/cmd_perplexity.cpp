@@ -1,0 +1,124 @@
+// `thermocline perplexity -m FILE -f TEXT [--ctx N] [--batch N] [--threads N]
+// [--chunks N]`: llama.cpp's perplexity over a text file; the running value
+// after each chunk, then `ppl = X +/- Y`, on stdout.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/runners.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/perplexity.h"
+#include "kernels/backend.h"
+
+namespace tc::cli {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return ss.str();
+}
+
+// "tokens done/total" on stderr when it is a terminal (ProgressBar counts MiB).
+class TokenProgress {
+ public:
+  explicit TokenProgress(const char* label) : label_(label), tty_(isatty(STDERR_FILENO) == 1) {}
+  void update(int64_t done, int64_t total) {
+    if (!tty_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;  // at most ~10 redraws a second
+    last_draw_ = now;
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    std::fprintf(stderr, "\r\033[K%s: %lld/%lld tokens (%.1f%%), %.0f tokens/s", label_,
+                 static_cast<long long>(done), static_cast<long long>(total),
+                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+                 secs > 0 ? static_cast<double>(done) / secs : 0.0);
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (tty_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  const char* label_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_draw_{};
+};
+
+}  // namespace
+
+void register_perplexity(CLI::App& app) {
+  struct Options {
+    std::string model;
+    std::string text;
+    int threads = 0;
+    int64_t n_ctx = 0;
+    int64_t n_batch = 512;
+    int64_t n_chunks = 0;
+  };
+  auto o = std::make_shared<Options>();
+  auto* sub = app.add_subcommand(
+      "perplexity",
+      "Perplexity of a model on a text file, by llama.cpp's method: the text (with BOS as the vocab asks) is cut "
+      "into chunks of --ctx tokens, each run from an empty KV cache with BOS first, and the second half of each "
+      "chunk is scored. Prints the running perplexity after each chunk, then `ppl = X +/- Y` (standard error). "
+      "The text needs at least 2 x --ctx tokens.");
+  sub->add_option("-m,--model", o->model, "GGUF model file")->required()->check(CLI::ExistingFile);
+  sub->add_option("-f,--file", o->text, "Text file to score (UTF-8)")->required()->check(CLI::ExistingFile);
+  sub->add_option("-c,--ctx", o->n_ctx, "Tokens per chunk (default: 512, at most the model's context)")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
+  sub->add_option("-b,--batch", o->n_batch, "Tokens per forward step inside a chunk")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  sub->add_option("--chunks", o->n_chunks, "Chunks to score at most (default 0: every whole chunk)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  runners()["perplexity"] = [o] {
+    const auto loaded = model::load_model(o->model);
+    const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, loaded->spec.n_ctx_train);
+    if (n_ctx > loaded->spec.n_ctx_train) {
+      std::fprintf(stderr, "warning: --ctx %lld is longer than the model's training context %lld\n",
+                   static_cast<long long>(n_ctx), static_cast<long long>(loaded->spec.n_ctx_train));
+    }
+    const auto& vocab = loaded->tokenizer->vocab();
+    const auto tokens = loaded->tokenizer->encode(read_text(o->text));
+    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
+    model::LlamaModel llama(*loaded, *backend);
+    runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);
+    const runtime::PerplexityOptions options{n_ctx, o->n_batch, o->n_chunks};
+    const int64_t n_whole = static_cast<int64_t>(tokens.size()) / n_ctx;
+    const int64_t n_chunks = o->n_chunks > 0 ? std::min(o->n_chunks, n_whole) : n_whole;
+    std::fprintf(stderr, "model %s, %s | %s: %zu tokens, %lld chunks of %lld\n", o->model.c_str(),
+                 backend->name().c_str(), o->text.c_str(), tokens.size(), static_cast<long long>(n_chunks),
+                 static_cast<long long>(n_ctx));
+    TokenProgress progress("perplexity");
+    runtime::PerplexityCallbacks callbacks;
+    callbacks.on_progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
+    callbacks.on_chunk = [&progress](const runtime::PerplexityChunk& c) {
+      progress.clear();
+      std::printf("[%lld/%lld] ppl %.4f\n", static_cast<long long>(c.index + 1), static_cast<long long>(c.n_chunks),
+                  c.running_ppl);
+      std::fflush(stdout);
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = runtime::perplexity(llama, kv, tokens, vocab.add_bos ? vocab.bos_id : -1, options, callbacks);
+    progress.clear();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("ppl = %.4f +/- %.5f\n", r.ppl, r.ppl_error);
+    std::fprintf(stderr, "%lld tokens scored in %lld chunks, mean nll %.5f nats, %.1f s (%.0f tokens/s)\n",
+                 static_cast<long long>(r.n_scored), static_cast<long long>(r.n_chunks), r.mean_nll, secs,
+                 static_cast<double>(r.n_chunks * n_ctx) / secs);
+    return 0;
+  };
+}
+
+}  // namespace tc::cli
