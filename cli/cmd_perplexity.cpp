@@ -1,15 +1,13 @@
 // `thermocline perplexity -m FILE -f TEXT [--ctx N] [--batch N] [--threads N]
 // [--chunks N]`: llama.cpp's perplexity over a text file; the running value
 // after each chunk, then `ppl = X +/- Y`, on stdout.
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/runners.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
@@ -17,45 +15,6 @@
 #include "kernels/backend.h"
 
 namespace tc::cli {
-namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return ss.str();
-}
-
-// "tokens done/total" on stderr when it is a terminal (ProgressBar counts MiB).
-class TokenProgress {
- public:
-  explicit TokenProgress(const char* label) : label_(label), tty_(isatty(STDERR_FILENO) == 1) {}
-  void update(int64_t done, int64_t total) {
-    if (!tty_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;  // at most ~10 redraws a second
-    last_draw_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r\033[K%s: %lld/%lld tokens (%.1f%%), %.0f tokens/s", label_,
-                 static_cast<long long>(done), static_cast<long long>(total),
-                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
-                 secs > 0 ? static_cast<double>(done) / secs : 0.0);
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (tty_) std::fprintf(stderr, "\r\033[K");
-  }
-
- private:
-  const char* label_;
-  bool tty_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_draw_{};
-};
-
-}  // namespace
-
 void register_perplexity(CLI::App& app) {
   struct Options {
     std::string model;
@@ -90,7 +49,7 @@ void register_perplexity(CLI::App& app) {
                    static_cast<long long>(n_ctx), static_cast<long long>(loaded->spec.n_ctx_train));
     }
     const auto& vocab = loaded->tokenizer->vocab();
-    const auto tokens = loaded->tokenizer->encode(read_text(o->text));
+    const auto tokens = loaded->tokenizer->encode(read_text_input(o->text));
     auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
     model::LlamaModel llama(*loaded, *backend);
     runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);

@@ -1,17 +1,15 @@
 // `thermocline profile -m FILE --corpus TEXT [--tokens N] [--ctx N] -o STATS
 // [--report DIR]`: counts how often each FFN neuron fires over a corpus,
 // writes the activation statistics file, and prints the per-layer report.
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/runners.h"
 #include "engine/model/loaded_model.h"
 #include "engine/sparse/activation_stats.h"
@@ -20,46 +18,6 @@
 #include "profiler/profile_report.h"
 
 namespace tc::cli {
-namespace {
-
-std::string read_corpus(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return ss.str();
-}
-
-// "tokens done/total" on stderr when it is a terminal (ProgressBar counts MiB).
-class TokenProgress {
- public:
-  explicit TokenProgress(const char* label) : label_(label), tty_(isatty(STDERR_FILENO) == 1) {}
-  ~TokenProgress() { clear(); }
-  void update(int64_t done, int64_t total) {
-    if (!tty_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;  // at most ~10 redraws a second
-    last_draw_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
-    std::fprintf(stderr, "\r\033[K%s: %lld/%lld tokens (%.1f%%), %.0f tokens/s", label_,
-                 static_cast<long long>(done), static_cast<long long>(total),
-                 total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
-                 secs > 0 ? static_cast<double>(done) / secs : 0.0);
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (tty_) std::fprintf(stderr, "\r\033[K");
-  }
-
- private:
-  const char* label_;
-  bool tty_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_draw_{};
-};
-
-}  // namespace
-
 void register_profile(CLI::App& app) {
   struct Options {
     std::string model;
@@ -110,7 +68,7 @@ void register_profile(CLI::App& app) {
     }
     o->profile.corpus_name = std::filesystem::path(o->corpus).filename().string();
     const auto& vocab = loaded->tokenizer->vocab();
-    const auto tokens = loaded->tokenizer->encode(read_corpus(o->corpus));
+    const auto tokens = loaded->tokenizer->encode(read_text_input(o->corpus));
     auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
     const auto n_corpus = static_cast<int64_t>(tokens.size());
     const int64_t n_use = o->profile.max_tokens > 0 ? std::min(o->profile.max_tokens, n_corpus) : n_corpus;

@@ -1,7 +1,10 @@
-// ProgressBar drawing.
+// ProgressBar and TokenProgress drawing; reading a text input.
 #include "cli/progress.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace tc::cli {
@@ -30,6 +33,36 @@ void ProgressBar::finish() {
   if (!enabled_ || finished_) return;
   finished_ = true;
   std::fprintf(stderr, "\n");
+}
+
+TokenProgress::TokenProgress(std::string label)
+    : label_(std::move(label)), tty_(isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+
+TokenProgress::~TokenProgress() { clear(); }
+
+void TokenProgress::update(int64_t done, int64_t total) {
+  if (!tty_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (done < total && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  std::fprintf(stderr, "\r\033[K%s: %lld/%lld tokens (%.1f%%), %.0f tokens/s", label_.c_str(),
+               static_cast<long long>(done), static_cast<long long>(total),
+               total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0,
+               secs > 0 ? static_cast<double>(done) / secs : 0.0);
+  std::fflush(stderr);
+}
+
+void TokenProgress::clear() {
+  if (tty_) std::fprintf(stderr, "\r\033[K");
+}
+
+std::string read_text_input(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 }  // namespace tc::cli

@@ -23,4 +23,23 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
+// "label: done/total tokens (x%), N tokens/s" on stderr when it is a terminal
+// (profile, perplexity); cleared on destruction.
+class TokenProgress {
+ public:
+  explicit TokenProgress(std::string label);
+  ~TokenProgress();
+  void update(int64_t done, int64_t total);  // redraws at most ~10 times a second
+  void clear();
+
+ private:
+  std::string label_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_{};
+};
+
+// A whole text file (a corpus); throws std::runtime_error naming the path.
+std::string read_text_input(const std::string& path);
+
 }  // namespace tc::cli
