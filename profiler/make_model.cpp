@@ -1,6 +1,8 @@
 // make-model: synthetic llama-architecture GGUF files with seeded random
 // weights. Each row of each tensor draws from its own RNG stream, seeded by
 // (seed, tensor index, row), so the bytes do not depend on the thread count.
+// Sparse models (planted activations, predictors) are built by
+// sparse_planting.cpp; this file writes their shared metadata and vocab.
 #include "profiler/make_model.h"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "engine/text/tokenizer_trainer.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
+#include "profiler/sparse_planting.h"
 #include "profiler/tokenizer_corpus.h"
 
 namespace tc::profiler {
@@ -161,6 +164,11 @@ constexpr const char* kChatTemplate =
 void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
   const WeightTypes types = parse_weight_type(o.weight_type);
   check_options(o, types);
+  SparseTensorTypes sparse_types{types.base, types.heavy, types.base};
+  if (o.sparse.enabled) {
+    sparse_types.predictor = sparse_predictor_type(o, types.base);
+    check_sparse_options(o, sparse_types);
+  }
   const int n_threads =
       o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
@@ -173,7 +181,8 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
   text::Vocab vocab = text::train_vocab(corpus, {.kind = o.tokenizer, .vocab_size = static_cast<int32_t>(o.n_vocab)});
   vocab.chat_template = kChatTemplate;
 
-  gguf::GgufWriter w;
+  const bool pwri = o.sparse.enabled && o.sparse.layout == SparseLayout::PowerInfer;
+  gguf::GgufWriter w(pwri ? gguf::Magic::PWRI : gguf::Magic::GGUF);
   w.set("general.architecture", gguf::Value("llama"));
   w.set("general.name", gguf::Value(o.name));
   w.set("general.file_type", gguf::Value(types.file_type));
@@ -191,6 +200,11 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
   w.set("thermocline.make_model.seed", gguf::Value(o.seed));
   text::write_vocab(vocab, w);
+  if (o.sparse.enabled) {
+    add_sparse_model(o, sparse_types, w, n_threads);
+    w.write(o.output, progress);
+    return;
+  }
 
   const int64_t n_embd_kv = o.n_embd / o.n_head * o.n_head_kv;
   auto sd_for = [&](int64_t fan_in) {

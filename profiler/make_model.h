@@ -1,8 +1,10 @@
 // make-model: writes a llama-architecture GGUF with seeded random weights
 // (normal, never zeros), any dims, GQA, FFN form, weight dtype, a tokenizer
-// learned from a text, and a chat template. The same options give the same
-// bytes, whatever the thread count. Every test model in the repo comes from
-// here.
+// learned from a text, and a chat template; or, with `sparse`, a ReLU model
+// whose FFN activations are truly sparse, with exact predictors, in the GGUF
+// or the PowerInfer (PWRI) layout (profiler/sparse_planting.h). The same
+// options give the same bytes, whatever the thread count. Every test model
+// in the repo comes from here.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,28 @@
 #include "engine/text/vocab.h"
 
 namespace tc::profiler {
+
+// Where the FFN down projection goes in a sparse model.
+enum class SparseLayout {
+  Gguf,        // magic GGUF, `ffn_down` [n_ff, n_embd] plus fc1/fc2: runs dense today
+  PowerInfer,  // magic PWRI, `ffn_down_t` [n_embd, n_ff] (row i = neuron i) instead of ffn_down
+};
+
+// Planted activation sparsity (docs/synthetic-sparse-models.md). Neuron i of
+// every layer fires (gate pre-activation > 0) on a fraction f_i of tokens,
+// with f over the neuron ranks a power law of mean `active`, and the file
+// carries predictors blk.N.fc1 [n_embd, r] / blk.N.fc2 [r, n_ff] whose score
+// fc2 . relu(fc1 . x) has the sign of the gate pre-activation, x being the
+// residual stream entering the FFN block (before ffn_norm).
+struct SparseOptions {
+  bool enabled = false;
+  double active = 0.10;          // mean fraction of neurons with gate > 0 per token, in (0.001, 0.99)
+  double alpha = 1.0;            // f_i ~ (rank_i + 1)^-alpha, clipped to [0.001, 0.99]; 0: all equal
+  int64_t predictor_rank = 0;    // r, even; 0: n_embd / 4 rounded to a multiple of 64 (at least 64)
+  SparseLayout layout = SparseLayout::Gguf;
+  std::string predictor_type;    // dtype of fc1/fc2; empty: the weight type (q4_k for q4_k_m)
+  int64_t calib_tokens = 256;    // tokens of the calibration forward pass (sequences of up to 64)
+};
 
 struct MakeModelOptions {
   std::filesystem::path output;
@@ -38,13 +62,15 @@ struct MakeModelOptions {
   float weight_scale = 0.0f;          // sd of weights; 0: 1/sqrt(fan_in)
   std::string name = "thermocline-random";
   int n_threads = 0;                  // 0: hardware concurrency
+  SparseOptions sparse;               // enabled: a synthetic sparse ReLU model (reglu or drelu)
 };
 
 // Progress callback: bytes written so far, total.
 using MakeModelProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Throws std::invalid_argument for inconsistent options (n_embd % n_head,
-// n_head % n_head_kv, a row length not a multiple of the dtype's block...).
+// n_head % n_head_kv, a row length not a multiple of the dtype's block, a
+// sparse model with SwiGLU...).
 void make_model(const MakeModelOptions& options, const MakeModelProgress& progress = {});
 
 }  // namespace tc::profiler

@@ -63,10 +63,19 @@ void rope(std::vector<double>& x, int64_t n_head, int64_t head_dim, int64_t n_ro
 
 double round_f16(double v) { return kernels::f16_to_f32(kernels::f32_to_f16(static_cast<float>(v))); }
 
+Matrix transpose(const Matrix& m) {
+  Matrix t(m.empty() ? 0 : m[0].size(), std::vector<double>(m.size()));
+  for (size_t r = 0; r < m.size(); ++r) {
+    for (size_t c = 0; c < m[r].size(); ++c) t[c][r] = m[r][c];
+  }
+  return t;
+}
+
 }  // namespace
 
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& s,
-                                                  const std::vector<text::TokenId>& tokens) {
+                                                  const std::vector<text::TokenId>& tokens,
+                                                  const FfnObserver& observe_ffn) {
   auto layer_name = [](int64_t l, const char* t) { return model::layer_tensor_name(l, t); };
   const Matrix embd = load_matrix(file, "token_embd.weight");
   const Matrix out_w = s.tied_embeddings ? embd : load_matrix(file, "output.weight");
@@ -84,7 +93,9 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
     const auto ffn_norm = load_matrix(file, layer_name(l, "ffn_norm"))[0];
     const auto wg = load_matrix(file, layer_name(l, "ffn_gate"));
     const auto wu = load_matrix(file, layer_name(l, "ffn_up"));
-    const auto wd = load_matrix(file, layer_name(l, "ffn_down"));
+    // ffn_down_t row i = neuron i: the transpose of ffn_down (row j = output j).
+    const auto wd = s.sparse_layout ? transpose(load_matrix(file, layer_name(l, "ffn_down_t")))
+                                    : load_matrix(file, layer_name(l, "ffn_down"));
 
     std::vector<std::vector<double>> q(tokens.size()), k(tokens.size()), v(tokens.size());
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -125,6 +136,7 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
 
       const auto h = rms_norm(x[p], ffn_norm, s.rms_eps);
       auto g = matvec(wg, h);
+      if (observe_ffn) observe_ffn({l, p, x[p], g});
       const auto u = matvec(wu, h);
       for (size_t i = 0; i < g.size(); ++i) {
         switch (s.ffn_form) {

@@ -1,9 +1,13 @@
 // A float64 llama forward pass written plainly from the definitions (no
 // shared code with the engine beyond dequantization and f16 rounding), the
 // yardstick for LlamaModel. K and V are rounded to f16 as the engine's
-// cache stores them; everything else is double.
+// cache stores them; everything else is double. Reads both layouts: ffn_down
+// and PowerInfer's neuron-major ffn_down_t.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
@@ -12,10 +16,21 @@
 
 namespace tc::test {
 
+// What an FFN block of the reference pass saw, for one position.
+struct FfnObservation {
+  int64_t layer;
+  size_t position;
+  const std::vector<double>& input;  // [n_embd] residual stream entering the block, before ffn_norm
+  const std::vector<double>& gate;   // [n_ff] gate pre-activations (ffn_gate . ffn_norm(input))
+};
+// Called once per layer and position, in layer order; may be empty.
+using FfnObserver = std::function<void(const FfnObservation&)>;
+
 // Logits for every position of `tokens` (one sequence from position 0):
 // [tokens.size()][n_vocab].
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& spec,
-                                                  const std::vector<text::TokenId>& tokens);
+                                                  const std::vector<text::TokenId>& tokens,
+                                                  const FfnObserver& observe_ffn = {});
 
 // max_i |a_i - b_i| / max_i |b_i| over one row of logits.
 double relative_error(const float* a, const std::vector<double>& b);
