@@ -82,6 +82,22 @@ std::optional<DType> dtype_from_id(uint32_t id);
 std::optional<DType> dtype_from_name(std::string_view name);
 inline std::string_view dtype_name(DType type) { return dtype_traits(type).name; }
 
+// The dtypes a weight matrix may have (what matmul and the sparse FFN run).
+inline bool is_weight_dtype(DType type) {
+  switch (type) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Bytes taken by a row of `n_elements`; n_elements must be a multiple of the
 // block size (checked by callers that read files; CHECKed here).
 int64_t row_bytes(DType type, int64_t n_elements);

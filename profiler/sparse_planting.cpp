@@ -508,21 +508,6 @@ void add_down_transposed(gguf::GgufWriter& w, const std::string& name, DType dty
   });
 }
 
-bool is_weight_format(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 std::vector<double> power_law_frequencies(int64_t n, double mean, double alpha) {
@@ -562,7 +547,7 @@ int64_t sparse_predictor_rank(const MakeModelOptions& o) {
 DType sparse_predictor_type(const MakeModelOptions& o, DType base) {
   if (o.sparse.predictor_type.empty()) return base;
   const auto t = kernels::dtype_from_name(o.sparse.predictor_type);
-  if (!t || !is_weight_format(*t)) {
+  if (!t || !kernels::is_weight_dtype(*t)) {
     throw std::invalid_argument("predictor type '" + o.sparse.predictor_type +
                                 "' is not a weight format (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
   }

@@ -25,21 +25,6 @@ int64_t positive_key(const GgufFile& file, const std::string& key, int64_t fallb
   return positive_key(file, key);
 }
 
-bool is_weight_dtype(DType t) {
-  switch (t) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
 void expect_weight(const GgufFile& file, const std::string& name, std::initializer_list<int64_t> ne) {
   const auto& info = file.tensor(name, ne);
   if (!is_weight_dtype(info.dtype)) {

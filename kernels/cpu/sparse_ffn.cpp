@@ -42,21 +42,6 @@ void compute_axpy_chunks(AxpyJob& job) {
   }
 }
 
-bool is_weight_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-    case DType::F16:
-    case DType::BF16:
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_K:
-    case DType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 int64_t axpy_column_grain(DType dtype) {
