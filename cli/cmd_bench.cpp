@@ -1,6 +1,7 @@
 // `thermocline bench -m FILE -p 512 -n 128 -t T -r 5 [-o md|json]`: prompt
 // (pp) and decode (tg) tokens/s as mean ± sd over repetitions, like
 // llama-bench.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -8,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_setup.h"
 #include "cli/runners.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
+#include "engine/sparse/decode_bytes.h"
 #include "kernels/backend.h"
 
 namespace tc::cli {
@@ -27,6 +30,7 @@ void register_bench(CLI::App& app) {
   struct Options {
     std::string model;
     int threads = 0;
+    SparsityCliOptions sparsity;
     std::string output = "md";
     runtime::BenchOptions bench;
   };
@@ -40,14 +44,33 @@ void register_bench(CLI::App& app) {
   sub->add_option("-b,--batch-size", o->bench.n_batch, "Prompt tokens per prefill step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  add_sparsity_options(sub, o->sparsity);
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
   runners()["bench"] = [o] {
-    const auto loaded = model::load_model(o->model);
-    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
-    model::LlamaModel llama(*loaded, *backend);
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    const auto& loaded = m.loaded;
+    const auto& backend = m.backend;
+    model::LlamaModel& llama = *m.llama;
     runtime::KvCache kv(*backend, loaded->spec, 1, std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1);
     const auto series = runtime::run_bench(llama, kv, o->bench);
+    // What a tg token reads, with the sparse FFN's measured neuron counts.
+    const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),
+                                                     static_cast<double>(o->bench.n_gen) / 2.0);
+    const auto* counters = llama.sparse_counters();
+    double computed = 1.0, predicted = 1.0;
+    if (counters != nullptr) {
+      int64_t tokens = 0, n_computed = 0, n_predicted = 0;
+      for (size_t l = 0; l < counters->token_layers.size(); ++l) {
+        tokens += counters->token_layers[l];
+        n_computed += counters->computed[l];
+        n_predicted += counters->predicted[l];
+      }
+      const double denom = static_cast<double>(std::max<int64_t>(tokens, 1) * loaded->spec.n_ff);
+      computed = static_cast<double>(n_computed) / denom;
+      predicted = static_cast<double>(n_predicted) / denom;
+    }
+    const std::string ffn_mode(model::ffn_mode_name(llama.options().ffn_mode));
     const std::string model_name = std::filesystem::path(o->model).filename().string();
     if (o->output == "json") {
       nlohmann::json j = nlohmann::json::array();
@@ -57,18 +80,31 @@ void register_bench(CLI::App& app) {
                      {"backend", backend->name()},
                      {"threads", backend->n_threads()},
                      {"test", s.test},
+                     {"ffn", ffn_mode},
+                     {"ffn_predicted_fraction", predicted},
+                     {"ffn_computed_fraction", computed},
+                     {"read_bytes_per_token", read.total()},
                      {"avg_ts", s.mean()},
                      {"stddev_ts", s.stddev()},
                      {"samples_ts", s.tokens_per_second}});
       }
       std::cout << j.dump(2) << "\n";
     } else {
-      std::printf("| model | type | backend | threads | test | t/s |\n| --- | --- | --- | ---: | ---: | ---: |\n");
+      std::printf("| model | type | ffn | backend | threads | test | t/s |\n"
+                  "| --- | --- | --- | --- | ---: | ---: | ---: |\n");
       for (const auto& s : series) {
-        std::printf("| %s | %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(),
-                    weight_type_summary(*loaded).c_str(), backend->name().c_str(), backend->n_threads(),
-                    s.test.c_str(), s.mean(), s.stddev());
+        std::printf("| %s | %s | %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(),
+                    weight_type_summary(*loaded).c_str(), ffn_mode.c_str(), backend->name().c_str(),
+                    backend->n_threads(), s.test.c_str(), s.mean(), s.stddev());
       }
+      constexpr double kMB = 1e6;
+      std::printf("\nread per decode token: %.1f MB (attention %.1f, predictors %.1f, FFN %.1f, head %.1f, KV %.1f)",
+                  read.total() / kMB, read.attention / kMB, read.predictors / kMB, read.ffn / kMB, read.head / kMB,
+                  read.kv / kMB);
+      if (counters != nullptr) {
+        std::printf("; FFN neurons predicted %.1f%%, computed %.1f%%", 100.0 * predicted, 100.0 * computed);
+      }
+      std::printf("\n");
     }
     return 0;
   };

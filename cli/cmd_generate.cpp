@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/model_setup.h"
 #include "cli/runners.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
@@ -18,6 +19,7 @@ void register_generate(CLI::App& app) {
     std::string model;
     std::string prompt;
     int threads = 0;
+    SparsityCliOptions sparsity;
     int64_t n_ctx = 0;
     runtime::GenerateOptions gen;
   };
@@ -27,6 +29,7 @@ void register_generate(CLI::App& app) {
   sub->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
   sub->add_option("-n,--n-predict", o->gen.n_predict, "Tokens to generate")->check(CLI::Range(0, 1 << 20));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  add_sparsity_options(sub, o->sparsity);
   sub->add_option("-c,--ctx-size", o->n_ctx, "Context size (default: prompt + n-predict, at most the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("-b,--batch-size", o->gen.n_batch, "Prompt tokens per prefill step")
@@ -43,13 +46,14 @@ void register_generate(CLI::App& app) {
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
   runners()["generate"] = [o] {
-    const auto loaded = model::load_model(o->model);
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    const auto& loaded = m.loaded;
+    const auto& backend = m.backend;
+    model::LlamaModel& llama = *m.llama;
     if (const std::string err = runtime::validate(o->gen.sampling, static_cast<int32_t>(loaded->spec.n_vocab));
         !err.empty()) {
       throw std::invalid_argument(err);
     }
-    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
-    model::LlamaModel llama(*loaded, *backend);
     const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
     const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx
                                        : std::min(loaded->spec.n_ctx_train, prompt_estimate + o->gen.n_predict);

@@ -81,8 +81,12 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}))
       ->needs(sparse);
   sub->add_option("--layout", *layout,
-                  "gguf: ffn_down, magic GGUF (runs dense today); pwri: PowerInfer's ffn_down_t, magic PWRI")
+                  "gguf: ffn_down, magic GGUF; pwri: PowerInfer's ffn_down_t, magic PWRI")
       ->check(CLI::IsMember({"gguf", "pwri"}))
+      ->needs(sparse);
+  sub->add_flag("--no-predictors", [o](int64_t) { o->sparse.write_predictors = false; },
+                "Leave fc1/fc2 out: a plain llama.cpp-loadable file (train predictors with `thermocline profile "
+                "--train-predictors`)")
       ->needs(sparse);
   sub->add_option("--calib-tokens", o->sparse.calib_tokens, "Tokens of the calibration forward pass")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 16))

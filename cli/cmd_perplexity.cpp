@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "cli/model_setup.h"
 #include "cli/runners.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
@@ -20,6 +21,7 @@ void register_perplexity(CLI::App& app) {
     std::string model;
     std::string text;
     int threads = 0;
+    SparsityCliOptions sparsity;
     int64_t n_ctx = 0;
     int64_t n_batch = 512;
     int64_t n_chunks = 0;
@@ -39,10 +41,14 @@ void register_perplexity(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  add_sparsity_options(sub, o->sparsity);
   sub->add_option("--chunks", o->n_chunks, "Chunks to score at most (default 0: every whole chunk)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   runners()["perplexity"] = [o] {
-    const auto loaded = model::load_model(o->model);
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    const auto& loaded = m.loaded;
+    const auto& backend = m.backend;
+    model::LlamaModel& llama = *m.llama;
     const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, loaded->spec.n_ctx_train);
     if (n_ctx > loaded->spec.n_ctx_train) {
       std::fprintf(stderr, "warning: --ctx %lld is longer than the model's training context %lld\n",
@@ -50,8 +56,6 @@ void register_perplexity(CLI::App& app) {
     }
     const auto& vocab = loaded->tokenizer->vocab();
     const auto tokens = loaded->tokenizer->encode(read_text_input(o->text));
-    auto backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = o->threads});
-    model::LlamaModel llama(*loaded, *backend);
     runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);
     const runtime::PerplexityOptions options{n_ctx, o->n_batch, o->n_chunks};
     const int64_t n_whole = static_cast<int64_t>(tokens.size()) / n_ctx;

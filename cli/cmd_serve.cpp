@@ -83,6 +83,8 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
   e.threads = o.threads;
+  e.sparsity = config::parse_sparsity_setting(o.sparsity);  // validated with the other options
+  e.sparse_max_tokens = o.sparse_max_tokens;
   return e;
 }
 
@@ -113,7 +115,7 @@ struct ServeSession {
   void load() {
     try {
       spdlog::info("loading {}", options.model.string());
-      std::shared_ptr<const model::LoadedModel> loaded = model::load_model(options.model);
+      std::shared_ptr<const model::LoadedModel> loaded = model::load_model(options.model, {.stats = options.stats});
       spdlog::info("gpu: {}", kernels::query_gpus().status);
       std::shared_ptr<const text::ChatTemplate> chat_template;
       std::string template_error;

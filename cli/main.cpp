@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tc::cli::register_bench(app);
   tc::cli::register_perplexity(app);
   tc::cli::register_profile(app);
+  tc::cli::register_convert(app);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "config/sparsity_setting.h"
 #include "config/text_util.h"
 
 namespace tc::config {
@@ -27,6 +28,15 @@ bool has_space_or_control(std::string_view s) {
 std::optional<std::string> check_host(const ServeOptions& o) {
   if (o.host.empty()) return "must not be empty";
   if (has_space_or_control(o.host)) return "must not contain whitespace, got \"" + o.host + "\"";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_sparsity(const ServeOptions& o) {
+  try {
+    parse_sparsity_setting(o.sparsity);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
   return std::nullopt;
 }
 
@@ -80,6 +90,16 @@ const OptionDescriptor kTable[] = {
      .field = &ServeOptions::queue_size, .min = 0, .max = 100000},
     {.key = "threads", .flags = "-t,--threads", .help = "CPU worker threads; 0: one per physical core",
      .field = &ServeOptions::threads, .min = 0, .max = 1024},
+    {.key = "stats", .flags = "--stats",
+     .help = "Stats file from `thermocline profile` recorded on this model (predictors, TEAL thresholds)",
+     .field = &ServeOptions::stats},
+    {.key = "sparsity", .flags = "--sparsity",
+     .help = "dense | auto (sparse FFN when predictors exist) | relu (sparse FFN, required) | teal:X (TEAL at "
+             "target sparsity X, thresholds from stats)",
+     .field = &ServeOptions::sparsity, .check = check_sparsity},
+    {.key = "sparse_max_tokens", .flags = "--sparse-max-tokens",
+     .help = "Engine steps with more tokens than this run the dense FFN (the measured crossover)",
+     .field = &ServeOptions::sparse_max_tokens, .min = 1, .max = 65536},
     // Per-request limits.
     {.key = "max_tokens_cap", .flags = "--max-tokens-cap",
      .help = "Largest max_tokens a request may ask for (larger is a 400); 0: the context size",

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/sparsity_setting.h"
+
 namespace tc::config {
 
 // A configuration value that cannot be used; the message names the key and,
@@ -43,6 +45,10 @@ struct ServeOptions {
   int64_t batch_size = 512;         // tokens per engine step at most (key: batch_size)
   int queue_size = 64;              // waiting requests before 503 (key: queue_size)
   int threads = 0;                  // CPU worker threads, 0 = physical cores (key: threads)
+  std::filesystem::path stats;      // `thermocline profile` stats file: predictors, TEAL thresholds (key: stats)
+  std::string sparsity = "auto";    // dense|auto|relu|teal:X (key: sparsity)
+  // Steps with more tokens run the dense FFN (key: sparse_max_tokens).
+  int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
 
   // Per-request limits.
   int64_t max_tokens_cap = 0;       // max_tokens above this is a 400; 0 = the context size (key: max_tokens_cap)

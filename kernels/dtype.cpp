@@ -20,6 +20,7 @@ constexpr std::array kEntries = {
     Entry{DType::F32, {"f32", 1, 4, false}},
     Entry{DType::F16, {"f16", 1, 2, false}},
     Entry{DType::Q4_0, {"q4_0", kQK4_0, sizeof(BlockQ4_0), true}},
+    Entry{DType::Q5_0, {"q5_0", kQK5_0, sizeof(BlockQ5_0), true}},
     Entry{DType::Q8_0, {"q8_0", kQK8_0, sizeof(BlockQ8_0), true}},
     Entry{DType::Q4_K, {"q4_K", kQK_K, sizeof(BlockQ4_K), true}},
     Entry{DType::Q6_K, {"q6_K", kQK_K, sizeof(BlockQ6_K), true}},

@@ -14,6 +14,7 @@ enum class DType : uint32_t {
   F32 = 0,
   F16 = 1,
   Q4_0 = 2,
+  Q5_0 = 6,   // read and written, not a matmul weight type (see is_weight_dtype)
   Q8_0 = 8,
   Q4_K = 12,
   Q6_K = 14,
@@ -27,8 +28,9 @@ enum class DType : uint32_t {
 
 // Elements per block of the k-quant super-block formats.
 inline constexpr int64_t kQK_K = 256;
-// Elements per block of Q4_0 and Q8_0.
+// Elements per block of Q4_0, Q5_0 and Q8_0.
 inline constexpr int64_t kQK4_0 = 32;
+inline constexpr int64_t kQK5_0 = 32;
 inline constexpr int64_t kQK8_0 = 32;
 
 // Q8_0: x[i] = d * qs[i].
@@ -45,6 +47,17 @@ struct BlockQ4_0 {
   uint8_t qs[kQK4_0 / 2];    // nibbles
 };
 static_assert(sizeof(BlockQ4_0) == 18);
+
+// Q5_0: x[i] = d * (q - 16) with q 5-bit: the low 4 bits as in Q4_0 (qs[j]
+// holds element j low, element j + 16 high), the 5th bit of element i is
+// bit i of qh (read as a little-endian uint32). PowerInfer ships predictors
+// in this format.
+struct BlockQ5_0 {
+  uint16_t d;                // f16 scale
+  uint8_t qh[4];             // 5th bits
+  uint8_t qs[kQK5_0 / 2];    // low nibbles
+};
+static_assert(sizeof(BlockQ5_0) == 22);
 
 // Q4_K: 8 sub-blocks of 32 elements, each with a 6-bit scale and 6-bit min
 // packed into `scales`; x = d * sc * q - dmin * m.
@@ -83,6 +96,8 @@ std::optional<DType> dtype_from_name(std::string_view name);
 inline std::string_view dtype_name(DType type) { return dtype_traits(type).name; }
 
 // The dtypes a weight matrix may have (what matmul and the sparse FFN run).
+// Q5_0 is not one: files that hold it (PowerInfer's predictors) are widened
+// to f16 by the loader.
 inline bool is_weight_dtype(DType type) {
   switch (type) {
     case DType::F32:

@@ -19,7 +19,7 @@ namespace tc::profiler {
 
 // Where the FFN down projection goes in a sparse model.
 enum class SparseLayout {
-  Gguf,        // magic GGUF, `ffn_down` [n_ff, n_embd] plus fc1/fc2: runs dense today
+  Gguf,        // magic GGUF, `ffn_down` [n_ff, n_embd] plus fc1/fc2 (llama.cpp reads it; sparse runs transpose ffn_down at load)
   PowerInfer,  // magic PWRI, `ffn_down_t` [n_embd, n_ff] (row i = neuron i) instead of ffn_down
 };
 
@@ -37,6 +37,9 @@ struct SparseOptions {
   SparseLayout layout = SparseLayout::Gguf;
   std::string predictor_type;    // dtype of fc1/fc2; empty: the weight type (q4_k for q4_k_m)
   int64_t calib_tokens = 256;    // tokens of the calibration forward pass (sequences of up to 64)
+  // false: no fc1/fc2 in the file (llama.cpp refuses tensors it does not
+  // know); every other tensor has the same bytes either way.
+  bool write_predictors = true;
 };
 
 struct MakeModelOptions {

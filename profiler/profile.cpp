@@ -1,4 +1,4 @@
-// profile_activations(): an FfnObserver that counts firings (or, for SwiGLU,
+// profile_activations(): a ForwardObserver that counts firings (or, for SwiGLU,
 // first samples |activation| to set the per-layer thresholds), driven over
 // the corpus in chunks.
 #include "profiler/profile.h"
@@ -23,7 +23,7 @@ constexpr int64_t kCalibrationSamples = int64_t{1} << 20;
 // silu(g) * u as the CPU kernel computes it (kernels/cpu/ops.cpp).
 float swiglu(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
-class FiringCounter final : public model::FfnObserver {
+class FiringCounter final : public model::ForwardObserver {
  public:
   FiringCounter(sparse::FiringRule rule, int64_t n_layer, int64_t n_ff)
       : rule_(rule), n_ff_(n_ff),
@@ -96,7 +96,7 @@ class FiringCounter final : public model::FfnObserver {
 // Detaches the observer however the run ends.
 struct ObserverGuard {
   model::LlamaModel& model;
-  ~ObserverGuard() { model.set_ffn_observer(nullptr); }
+  ~ObserverGuard() { model.set_observer(nullptr); }
 };
 
 }  // namespace
@@ -126,7 +126,7 @@ sparse::ActivationStats profile_activations(const model::LoadedModel& loaded, ke
   model::LlamaModel llama(loaded, backend);
   runtime::KvCache kv(backend, spec, 1, n_ctx);
   FiringCounter counter(rule, spec.n_layer, spec.n_ff);
-  llama.set_ffn_observer(&counter);
+  llama.set_observer(&counter);
   const ObserverGuard guard{llama};
 
   const bool calibrate = rule == sparse::FiringRule::AbsAboveThreshold;

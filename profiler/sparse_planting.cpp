@@ -596,7 +596,7 @@ void add_sparse_model(const MakeModelOptions& o, const SparseTensorTypes& types,
   w.set(std::string(kCalibTokensKey), gguf::Value(static_cast<uint32_t>(o.sparse.calib_tokens)));
   w.set(std::string(kLayerActiveKey), gguf::Value::f32_array(layer_active));
   w.set(std::string(kBiasChannelKey), gguf::Value(static_cast<uint32_t>(kBiasChannel)));
-  w.set(std::string(kSparseThresholdKey), gguf::Value(0.0f));
+  w.set(std::string(sparse::kSparseThresholdKey), gguf::Value(0.0f));
 
   const int64_t n = m->n_embd, n_ff = m->n_ff;
   auto rows = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows,
@@ -632,6 +632,7 @@ void add_sparse_model(const MakeModelOptions& o, const SparseTensorTypes& types,
     } else {
       rows(name("ffn_down"), types.heavy, n_ff, n, [m, l](int64_t j, float* out) { m->down_row(l, j, out); });
     }
+    if (!o.sparse.write_predictors) continue;
     rows(name("fc1"), types.predictor, n, m->rank, [m, l](int64_t k, float* out) { m->fc1_row(l, k, out); });
     rows(name("fc2"), types.predictor, m->rank, n_ff, [m, l](int64_t i, float* out) { m->fc2_row(l, i, out); });
   }

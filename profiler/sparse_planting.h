@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/sparse/predictors.h"
 #include "kernels/dtype.h"
 #include "profiler/make_model.h"
 
@@ -29,8 +30,6 @@ inline constexpr std::string_view kCalibTokensKey = "thermocline.synthetic.calib
 inline constexpr std::string_view kLayerActiveKey = "thermocline.synthetic.layer_active";
 // u32: the residual channel held constant (the per-neuron bias input).
 inline constexpr std::string_view kBiasChannelKey = "thermocline.synthetic.bias_channel";
-// f32, PowerInfer's key: the predictor fires a neuron when its score > this.
-inline constexpr std::string_view kSparseThresholdKey = "powerinfer.sparse_threshold";
 
 // Target firing frequency of the neuron of rank k (0 = hottest), k < n:
 // clip(s * (k + 1)^-alpha, kMinFireFrequency, kMaxFireFrequency), with s

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace tc::model {
 namespace {
@@ -21,12 +22,55 @@ kernels::Activation activation_for(FfnForm form) {
 
 }  // namespace
 
-LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend)
+std::string_view linear_input_name(LinearInput site) {
+  switch (site) {
+    case LinearInput::AttnQkv: return "attn_qkv";
+    case LinearInput::AttnOutput: return "attn_output";
+    case LinearInput::FfnGateUp: return "ffn_gate_up";
+    case LinearInput::FfnDown: return "ffn_down";
+  }
+  return "?";
+}
+
+void LlamaModel::prepare_input(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x) {
+  if (observer_ == nullptr && sparsifier_ == nullptr) return;
+  backend_.synchronize();
+  if (observer_ != nullptr) observer_->on_linear_input(layer, site, n_tokens, n, x);
+  if (sparsifier_ != nullptr) sparsifier_->sparsify(layer, site, n_tokens, n, x);
+}
+
+std::string_view ffn_mode_name(FfnMode mode) { return mode == FfnMode::Sparse ? "sparse" : "dense"; }
+
+LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options)
     : spec_(model.spec),
+      options_(options),
       weights_(map_llama_weights(model.file, model.spec)),
+      transposed_down_(backend),
       backend_(backend),
       activation_(activation_for(model.spec.ffn_form)),
-      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {}
+      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {
+  if (options.ffn_mode != FfnMode::Sparse) return;
+  if (spec_.ffn_form == FfnForm::SwiGLU) {
+    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu); " + model.file.path() +
+                                " is swiglu (use --sparsity teal:X for SiLU models)");
+  }
+  if (model.predictors.empty()) {
+    throw std::invalid_argument("the sparse FFN needs predictors: " + model.file.path() +
+                                " has none (blk.N.fc1/fc2); make them with `thermocline profile "
+                                "--train-predictors` and pass the stats file with --stats");
+  }
+  if (options.sparse_max_tokens < 1) throw std::invalid_argument("sparse_max_tokens must be at least 1");
+  if (!spec_.sparse_layout) {
+    kernels::ThreadPool pool(backend.n_threads());
+    down_t_storage_.resize(weights_.layers.size());
+    for (size_t l = 0; l < weights_.layers.size(); ++l) {
+      weights_.layers[l].ffn_down_t = transpose_down(weights_.layers[l].ffn_down, down_t_storage_[l], pool);
+    }
+  }
+  sparse_ffn_ = std::make_unique<SparseFfnBlock>(spec_, backend_, model.predictors, activation_);
+}
+
+LlamaModel::~LlamaModel() = default;
 
 void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
   auto f32 = [this](int64_t n) { return backend_.allocate(static_cast<size_t>(n) * sizeof(float)); };
@@ -82,6 +126,10 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   for (int64_t l = 0; l < spec_.n_layer; ++l) {
     run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
   }
+  if (sparse_ffn_ != nullptr) {
+    auto& c = sparse_ffn_->counters();
+    ++(n_tokens <= options_.sparse_max_tokens ? c.sparse_steps : c.dense_steps);
+  }
   for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
 
   // Gather the rows that need logits, then norm and project only those.
@@ -118,6 +166,7 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
 
   // Attention block.
   backend_.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
+  prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
   backend_.matmul(w.attn_q, cur, n_tokens, q);
   backend_.matmul(w.attn_k, cur, n_tokens, k);
   backend_.matmul(w.attn_v, cur, n_tokens, v);
@@ -135,21 +184,40 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
                        spec_.head_dim, positions + t, cur + t * n_embd);
     t += n;
   }
+  prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd, cur);
   backend_.matmul(w.attn_output, cur, n_tokens, tmp);
   backend_.add(x, tmp, n_tokens * n_embd);
 
-  // FFN block.
-  float* gate = ffn_gate_.as<float>();
-  float* up = ffn_up_.as<float>();
-  backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd, eps, cur);
-  backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
-  backend_.matmul(w.ffn_up, cur, n_tokens, up);
-  if (ffn_observer_ != nullptr) {
-    backend_.synchronize();
-    ffn_observer_->on_ffn(layer, n_tokens, x, gate, up);
+  run_ffn(w, layer, n_tokens);
+}
+
+void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t n_tokens) {
+  const int64_t n_embd = spec_.n_embd;
+  float* x = x_.as<float>();
+  float* cur = cur_.as<float>();
+  float* tmp = tmp_.as<float>();
+  backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
+                    static_cast<float>(spec_.rms_eps), cur);
+  prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
+  if (sparse_ffn_ != nullptr && n_tokens <= options_.sparse_max_tokens) {
+    sparse_ffn_->run(layer, w, x, cur, n_tokens, tmp);
+  } else {
+    float* gate = ffn_gate_.as<float>();
+    float* up = ffn_up_.as<float>();
+    backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
+    backend_.matmul(w.ffn_up, cur, n_tokens, up);
+    if (observer_ != nullptr) {
+      backend_.synchronize();
+      observer_->on_ffn(layer, n_tokens, x, gate, up);
+    }
+    backend_.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
+    prepare_input(layer, LinearInput::FfnDown, n_tokens, spec_.n_ff, gate);
+    if (w.ffn_down.data != nullptr) {
+      backend_.matmul(w.ffn_down, gate, n_tokens, tmp);
+    } else {
+      transposed_down_.run(w.ffn_down_t, gate, n_tokens, tmp);
+    }
   }
-  backend_.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
-  backend_.matmul(w.ffn_down, gate, n_tokens, tmp);
   backend_.add(x, tmp, n_tokens * n_embd);
 }
 

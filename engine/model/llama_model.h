@@ -7,10 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
+#include "config/sparsity_setting.h"
 #include "engine/model/llama_weights.h"
+#include "engine/model/sparse_ffn_block.h"
+#include "engine/model/transposed_down.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
@@ -24,24 +29,61 @@ struct StepSequence {
   bool all_logits = false;   // logits for every token, not only the last
 };
 
-// Sees each layer's FFN inputs during forward(): what activation profiling
-// and predictor training record. Called on the engine thread, synchronously,
-// once per layer per step, after the gate and up matmuls and before the
-// activation; the pointers are valid only during the call (host memory on
-// the CPU backend; a device backend will have to copy them out first).
+// The inputs of a layer's linear projections, in forward order.
+enum class LinearInput {
+  AttnQkv,     // f32 [n_tokens, n_embd]: attn_norm(x), entering attn_q/k/v
+  AttnOutput,  // f32 [n_tokens, n_embd]: the attention heads' output, entering attn_output
+  FfnGateUp,   // f32 [n_tokens, n_embd]: ffn_norm(x), entering ffn_gate/up
+  FfnDown,     // f32 [n_tokens, n_ff]: the FFN activation, entering ffn_down
+};
+inline constexpr int kLinearInputCount = 4;
+std::string_view linear_input_name(LinearInput site);  // "attn_qkv", "attn_output", "ffn_gate_up", "ffn_down"
+
+// Sees activations during forward(): what activation profiling, predictor
+// training and TEAL calibration record. Called on the engine thread,
+// synchronously; the pointers are valid only during the call (host memory
+// on the CPU backend; a device backend will have to copy them out first).
 // Rows are the step's tokens in order (sequences concatenated).
-// Firing definitions built on it: ReGLU fires iff gate > 0 (relu(gate) > 0),
+// Firing definitions built on on_ffn: ReGLU fires iff gate > 0 (relu(gate) > 0),
 // dReLU iff gate > 0 and up > 0; SwiGLU has no exact zeros, so a threshold
 // on |silu(gate) * up| is the observer's business.
-class FfnObserver {
+class ForwardObserver {
  public:
-  virtual ~FfnObserver() = default;
+  virtual ~ForwardObserver() = default;
+  // Once per layer per step, after the gate and up matmuls (dense) and
+  // before the activation. Not called for steps that run the sparse FFN.
   // ffn_in: f32 [n_tokens, n_embd], the residual entering the FFN block
   //         (after the attention add, before ffn_norm);
   // gate:   f32 [n_tokens, n_ff], ffn_gate · ffn_norm(ffn_in), before the activation;
   // up:     f32 [n_tokens, n_ff], ffn_up · ffn_norm(ffn_in).
   virtual void on_ffn(int64_t layer, int64_t n_tokens, const float* ffn_in, const float* gate,
                       const float* up) = 0;
+  // Before each linear input is used (and before an InputSparsifier sees
+  // it): x is f32 [n_tokens, n] (n = n_embd, or n_ff for FfnDown).
+  virtual void on_linear_input(int64_t /*layer*/, LinearInput /*site*/, int64_t /*n_tokens*/, int64_t /*n*/,
+                               const float* /*x*/) {}
+};
+
+// Rewrites linear inputs in place before they are used (TEAL-style
+// magnitude sparsification: small entries set to exactly 0). Called on the
+// engine thread for every layer and site of every step; x is f32
+// [n_tokens, n] in host memory on the CPU backend.
+class InputSparsifier {
+ public:
+  virtual ~InputSparsifier() = default;
+  virtual void sparsify(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x) = 0;
+};
+
+// How the FFN blocks run.
+enum class FfnMode {
+  Dense,   // every neuron, every step
+  Sparse,  // decode steps over the predicted neurons (SparseFfnBlock); larger steps dense
+};
+std::string_view ffn_mode_name(FfnMode mode);  // "dense", "sparse"
+
+struct ForwardOptions {
+  FfnMode ffn_mode = FfnMode::Dense;
+  int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;  // larger steps run the dense FFN
 };
 
 enum class StepStatus {
@@ -52,8 +94,12 @@ enum class StepStatus {
 
 class LlamaModel {
  public:
-  // `model` and `backend` must outlive this object.
-  LlamaModel(const LoadedModel& model, kernels::Backend& backend);
+  // `model` and `backend` must outlive this object. FfnMode::Sparse needs a
+  // ReLU-family model with predictors (the file's or the stats file's) and
+  // throws std::invalid_argument saying what is missing otherwise; on a GGUF
+  // (not PWRI) file it builds the neuron-major ffn_down_t in memory first.
+  LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options = {});
+  ~LlamaModel();
 
   const ModelSpec& spec() const { return spec_; }
   kernels::Backend& backend() { return backend_; }
@@ -63,21 +109,37 @@ class LlamaModel {
   // all_logits), and each slot's KV length has grown by its token count.
   StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
 
-  // Installs an observer for the FFN blocks of later steps (nullptr: none,
-  // the default, which costs nothing). Not owned; must outlive its use.
-  void set_ffn_observer(FfnObserver* observer) { ffn_observer_ = observer; }
+  const ForwardOptions& options() const { return options_; }
+  // The sparse FFN's counters (nullptr in dense mode); reset by assigning {}.
+  SparseFfnCounters* sparse_counters() { return sparse_ffn_ ? &sparse_ffn_->counters() : nullptr; }
+
+  // Installs an observer for later steps (nullptr: none, the default,
+  // which costs nothing). Not owned; must outlive its use.
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // Installs a sparsifier of linear inputs for later steps (nullptr: none,
+  // the default). Not owned; must outlive its use.
+  void set_input_sparsifier(InputSparsifier* sparsifier) { sparsifier_ = sparsifier; }
 
  private:
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
+  // Shows a linear input to the observer, then lets the sparsifier rewrite it.
+  void prepare_input(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x);
   void run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
                  runtime::KvCache& kv, int64_t n_tokens);
 
+  void run_ffn(const LayerWeights& w, int64_t layer, int64_t n_tokens);
+
   const ModelSpec& spec_;
+  ForwardOptions options_;
   LlamaWeights weights_;
+  std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
+  std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense mode
+  TransposedDown transposed_down_;                 // dense down projection of PWRI files
   kernels::Backend& backend_;
   kernels::Activation activation_;
   kernels::RopeParams rope_;
-  FfnObserver* ffn_observer_ = nullptr;
+  ForwardObserver* observer_ = nullptr;
+  InputSparsifier* sparsifier_ = nullptr;
 
   // Workspace, f32 unless noted; rows = tokens of the step.
   int64_t capacity_tokens_ = 0;

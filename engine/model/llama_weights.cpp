@@ -2,9 +2,8 @@
 #include "engine/model/llama_weights.h"
 
 namespace tc::model {
-namespace {
 
-kernels::Tensor view(const gguf::GgufFile& file, const std::string& name) {
+kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name) {
   const auto& info = file.tensor(name);
   const auto bytes = file.tensor_data(info);
   kernels::Tensor t;
@@ -16,24 +15,25 @@ kernels::Tensor view(const gguf::GgufFile& file, const std::string& name) {
   return t;
 }
 
-}  // namespace
-
 LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& spec) {
-  if (spec.sparse_layout) {
-    throw file.error("blk.0.ffn_down_t.weight",
-                     "PowerInfer's neuron-major ffn_down_t runs on the sparse FFN, which this build does not have "
-                     "yet; expected ffn_down");
-  }
   LlamaWeights w;
-  w.token_embd = view(file, "token_embd.weight");
-  w.output_norm = view(file, "output_norm.weight");
-  w.output = spec.tied_embeddings ? w.token_embd : view(file, "output.weight");
+  w.token_embd = tensor_view(file, "token_embd.weight");
+  w.output_norm = tensor_view(file, "output_norm.weight");
+  w.output = spec.tied_embeddings ? w.token_embd : tensor_view(file, "output.weight");
   w.layers.reserve(static_cast<size_t>(spec.n_layer));
   for (int64_t l = 0; l < spec.n_layer; ++l) {
     auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
-    w.layers.push_back({view(file, name("attn_norm")), view(file, name("attn_q")), view(file, name("attn_k")),
-                        view(file, name("attn_v")), view(file, name("attn_output")), view(file, name("ffn_norm")),
-                        view(file, name("ffn_gate")), view(file, name("ffn_up")), view(file, name("ffn_down"))});
+    LayerWeights lw{tensor_view(file, name("attn_norm")), tensor_view(file, name("attn_q")),
+                    tensor_view(file, name("attn_k")),    tensor_view(file, name("attn_v")),
+                    tensor_view(file, name("attn_output")), tensor_view(file, name("ffn_norm")),
+                    tensor_view(file, name("ffn_gate")),  tensor_view(file, name("ffn_up")),
+                    {},                                   {}};
+    if (spec.sparse_layout) {
+      lw.ffn_down_t = tensor_view(file, name("ffn_down_t"));
+    } else {
+      lw.ffn_down = tensor_view(file, name("ffn_down"));
+    }
+    w.layers.push_back(lw);
   }
   return w;
 }

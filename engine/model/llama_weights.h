@@ -20,7 +20,8 @@ struct LayerWeights {
   kernels::Tensor ffn_norm;     // f32 [n_embd]
   kernels::Tensor ffn_gate;     // weight dtype {n_embd, n_ff}, row i = neuron i
   kernels::Tensor ffn_up;       // weight dtype {n_embd, n_ff}, row i = neuron i
-  kernels::Tensor ffn_down;     // weight dtype {n_ff, n_embd}, row j = output j
+  kernels::Tensor ffn_down;     // weight dtype {n_ff, n_embd}, row j = output j; data null in PWRI files
+  kernels::Tensor ffn_down_t;   // weight dtype {n_embd, n_ff}, row i = neuron i (PWRI files); data null otherwise
 };
 
 struct LlamaWeights {
@@ -30,10 +31,13 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
 };
 
+// A view of tensor `name` in `file` (which must outlive it). Throws
+// ModelLoadError naming the tensor when it is missing.
+kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name);
+
 // Views into `file` (which must outlive the result). The spec must come from
-// read_model_spec + validate_model_tensors on the same file. Throws
-// ModelLoadError for layouts the dense forward pass cannot run yet
-// (PowerInfer's ffn_down_t).
+// read_model_spec + validate_model_tensors on the same file. PWRI files
+// give ffn_down_t, the others ffn_down.
 LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& spec);
 
 }  // namespace tc::model

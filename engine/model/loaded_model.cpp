@@ -3,11 +3,12 @@
 
 #include <stdexcept>
 
+#include "engine/sparse/activation_stats.h"
 #include "engine/text/vocab.h"
 
 namespace tc::model {
 
-std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
+std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path, const LoadOptions& options) {
   auto file = gguf::GgufFile::open(path);
   ModelSpec spec = read_model_spec(file);
   validate_model_tensors(file, spec);
@@ -23,7 +24,21 @@ std::unique_ptr<LoadedModel> load_model(const std::filesystem::path& path) {
   } catch (const std::invalid_argument& e) {
     throw file.error("tokenizer.ggml.model", e.what());
   }
-  return std::unique_ptr<LoadedModel>(new LoadedModel{std::move(file), std::move(spec), std::move(tokenizer)});
+  auto loaded = std::unique_ptr<LoadedModel>(new LoadedModel{std::move(file), std::move(spec), std::move(tokenizer),
+                                                             std::nullopt, {}});
+  if (!options.stats.empty()) {
+    auto stats_file = gguf::GgufFile::open(options.stats);
+    const sparse::ActivationStats stats = sparse::read_activation_stats(stats_file);
+    sparse::check_stats_match_model(stats, stats_file.path(), loaded->file, loaded->spec);
+    loaded->stats_file.emplace(std::move(stats_file));
+  }
+  // The views point into the mappings, which stay put in `loaded`.
+  if (sparse::has_predictors(loaded->file)) {
+    loaded->predictors = sparse::map_predictors(loaded->file, loaded->spec);
+  } else if (loaded->stats_file && sparse::has_predictors(*loaded->stats_file)) {
+    loaded->predictors = sparse::map_predictors(*loaded->stats_file, loaded->spec);
+  }
+  return loaded;
 }
 
 }  // namespace tc::model

@@ -12,6 +12,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/stop_text.h"
+#include "engine/sparse/sparsity_plan.h"
 #include "engine/text/tokenizer.h"
 #include "kernels/backend.h"
 
@@ -145,6 +146,7 @@ struct Engine::Impl {
 
   // Engine thread only.
   std::unique_ptr<kernels::Backend> backend;
+  sparse::SparsityPlan sparsity;           // outlives llama (its sparsifier is installed there)
   std::unique_ptr<model::LlamaModel> llama;
   std::unique_ptr<KvCache> kv;
   std::vector<Slot> slots;
@@ -204,7 +206,9 @@ void Engine::Impl::build() {
   if (!loaded->tokenizer) throw std::invalid_argument("the model has no tokenizer");
   if (const std::string problem = check_options(options); !problem.empty()) throw std::invalid_argument(problem);
   backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = options.threads});
-  llama = std::make_unique<model::LlamaModel>(*loaded, *backend);
+  sparsity = sparse::plan_sparsity(*loaded, options.sparsity, options.sparse_max_tokens);
+  llama = std::make_unique<model::LlamaModel>(*loaded, *backend, sparsity.forward);
+  sparsity.attach(*llama);
   kv = std::make_unique<KvCache>(*backend, loaded->spec, options.n_parallel, options.n_ctx);
   slots.resize(static_cast<size_t>(options.n_parallel));
   step.reserve(slots.size());

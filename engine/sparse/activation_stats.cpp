@@ -117,7 +117,8 @@ ModelFingerprint fingerprint_model(const gguf::GgufFile& file, const model::Mode
   return fp;
 }
 
-void write_activation_stats(const ActivationStats& stats, const std::filesystem::path& path) {
+void write_activation_stats(const ActivationStats& stats, const std::filesystem::path& path,
+                            const StatsSections& add_sections) {
   const int64_t n_layer = stats.n_layer();
   const int64_t n_ff = stats.n_ff();
   if (n_layer < 1 || n_ff < 1) throw std::invalid_argument("activation stats: no layers or no neurons");
@@ -170,6 +171,7 @@ void write_activation_stats(const ActivationStats& stats, const std::filesystem:
     std::memcpy(bytes.data(), c.data(), bytes.size());
     w.add_tensor(fire_count_tensor_name(l), kernels::DType::I32, {n_ff}, std::move(bytes));  // i32 [n_ff]
   }
+  if (add_sections) add_sections(w);
   w.write(path);
 }
 
@@ -253,7 +255,11 @@ ActivationStats read_activation_stats(const gguf::GgufFile& f) {
   if (static_cast<int64_t>(f.tensors().size()) != s.model.n_layer) {
     for (const auto& t : f.tensors()) {
       bool known = false;
-      for (int64_t l = 0; l < s.model.n_layer && !known; ++l) known = t.name == fire_count_tensor_name(l);
+      for (int64_t l = 0; l < s.model.n_layer && !known; ++l) {
+        known = t.name == fire_count_tensor_name(l) || t.name == model::layer_tensor_name(l, "fc1") ||
+                t.name == model::layer_tensor_name(l, "fc2");
+      }
+      known = known || t.name.starts_with(kTealTensorPrefix);
       if (!known) {
         throw ModelLoadError::for_tensor(file, t.name,
                                          "is not expected in a stats file with n_layer = " +

@@ -7,12 +7,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_spec.h"
+
+namespace tc::gguf {
+class GgufWriter;
+}
 
 namespace tc::sparse {
 
@@ -63,10 +68,19 @@ struct ActivationStats {
 std::string stats_key(std::string_view suffix);                // "thermocline.activation_stats.n_tokens"
 std::string fire_count_tensor_name(int64_t layer);            // "blk.3.ffn_fire_count"
 
+// Tensors of the TEAL section start with this (engine/sparse/teal.h).
+inline constexpr std::string_view kTealTensorPrefix = "teal.";
+
+// Adds further sections (keys and tensors) to a stats file being written:
+// trained predictors (blk.N.fc1/fc2), TEAL thresholds. Their names must not
+// collide with the stats' own (thermocline.activation_stats.*, blk.N.ffn_fire_count).
+using StatsSections = std::function<void(gguf::GgufWriter& writer)>;
+
 // Writes atomically. Throws std::invalid_argument for inconsistent stats
 // (ragged counts, a count above n_tokens, thresholds not [n_layer]) and
 // std::runtime_error naming the path on I/O failure.
-void write_activation_stats(const ActivationStats& stats, const std::filesystem::path& path);
+void write_activation_stats(const ActivationStats& stats, const std::filesystem::path& path,
+                            const StatsSections& add_sections = {});
 
 // Reads and validates every key and tensor. Throws gguf::ModelLoadError
 // naming the file and the key or tensor at fault.

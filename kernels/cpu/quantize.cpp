@@ -1,5 +1,6 @@
 // Reference conversions between f32 and the weight dtypes: scalar f16/bf16,
-// plain rows (F32, F16, BF16) and the 32-element block formats Q8_0 and Q4_0.
+// plain rows (F32, F16, BF16) and the 32-element block formats Q8_0, Q4_0
+// and Q5_0.
 // The k-quants live in quantize_kquants.cpp. Results match llama.cpp's
 // reference (`*_ref`) functions bit for bit; tests/oracle checks that.
 #include "kernels/cpu/quantize.h"
@@ -48,7 +49,7 @@ constexpr uint32_t kF16MinNormalAbs = 0x38800000u;
 // the even 0) rounds to zero.
 constexpr uint32_t kF16ZeroAbs = 0x33000000u;
 
-// ---- Q8_0 / Q4_0 ----
+// ---- Q8_0 / Q4_0 / Q5_0 ----
 
 void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -76,32 +77,41 @@ void dequantize_q8_0(const BlockQ8_0* src, float* dst, int64_t n_blocks) {
   }
 }
 
-// Rounds x / d + 8 to a nibble the way llama.cpp does: add 8.5 and truncate,
-// then cap at 15. The value of largest magnitude maps to exactly -8 (nibble
-// 0), so the opposite extreme may want 16 and is capped. The clamp to
-// [0, 16] before the int conversion changes nothing for finite inputs in
-// range; it only keeps a degenerate scale (1/d overflowing) free of UB.
-inline uint8_t q4_0_nibble(float scaled) {
-  const float shifted = std::clamp(scaled + 8.5f, 0.0f, 16.0f);
-  return static_cast<uint8_t>(std::min(15, static_cast<int>(shifted)));
+// Rounds x / d + offset to a quant in [0, q_max] the way llama.cpp does:
+// add `half_up` (offset + 0.5, one float add as llama.cpp writes it) and
+// truncate, then cap at q_max. The value of largest magnitude maps to
+// exactly -offset (quant 0), so the opposite extreme may want q_max + 1 and
+// is capped. The clamp before the int conversion changes nothing for finite
+// inputs in range; it only keeps a degenerate scale (1/d overflowing) free
+// of UB.
+inline uint8_t offset_quant(float scaled, float half_up, int q_max) {
+  const float shifted = std::clamp(scaled + half_up, 0.0f, static_cast<float>(q_max + 1));
+  return static_cast<uint8_t>(std::min(q_max, static_cast<int>(shifted)));
+}
+
+inline uint8_t q4_0_nibble(float scaled) { return offset_quant(scaled, 8.5f, 15); }
+
+// The signed value of largest magnitude in x[0..n), the first one on ties
+// (Q4_0 and Q5_0 scale their blocks by it).
+float signed_absmax(const float* x, int64_t n) {
+  float amax = 0.0f;
+  float max = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
 }
 
 void quantize_q4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
   constexpr int64_t kHalf = kQK4_0 / 2;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQK4_0;
-    // The signed value of largest magnitude, first one on ties.
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int64_t j = 0; j < kQK4_0; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
     // Dividing by -8 (not 8) uses the asymmetric range [-8, 7] fully: the
     // extreme value lands on -8 whatever its sign.
-    const float d = max / -8.0f;
+    const float d = signed_absmax(x, kQK4_0) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     dst[b].d = f32_to_f16(d);
     for (int64_t j = 0; j < kHalf; ++j) {
@@ -120,6 +130,42 @@ void dequantize_q4_0(const BlockQ4_0* src, float* dst, int64_t n_blocks) {
     for (int64_t j = 0; j < kHalf; ++j) {
       const int lo = (src[b].qs[j] & 0x0f) - 8;
       const int hi = (src[b].qs[j] >> 4) - 8;
+      y[j] = static_cast<float>(lo) * d;
+      y[j + kHalf] = static_cast<float>(hi) * d;
+    }
+  }
+}
+
+// As Q4_0 with 5-bit quants in [-16, 15]; the 5th bits gather in qh.
+void quantize_q5_0(const float* src, BlockQ5_0* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK5_0 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK5_0;
+    const float d = signed_absmax(x, kQK5_0) / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    dst[b].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const uint8_t lo = offset_quant(x[j] * id, 16.5f, 31);
+      const uint8_t hi = offset_quant(x[j + kHalf] * id, 16.5f, 31);
+      dst[b].qs[j] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << j;
+      qh |= static_cast<uint32_t>(hi >> 4) << (j + kHalf);
+    }
+    std::memcpy(dst[b].qh, &qh, sizeof qh);
+  }
+}
+
+void dequantize_q5_0(const BlockQ5_0* src, float* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK5_0 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(src[b].d);
+    uint32_t qh;
+    std::memcpy(&qh, src[b].qh, sizeof qh);
+    float* y = dst + b * kQK5_0;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const int lo = static_cast<int>((src[b].qs[j] & 0x0f) | (((qh >> j) & 1u) << 4)) - 16;
+      const int hi = static_cast<int>((src[b].qs[j] >> 4) | (((qh >> (j + kHalf)) & 1u) << 4)) - 16;
       y[j] = static_cast<float>(lo) * d;
       y[j + kHalf] = static_cast<float>(hi) * d;
     }
@@ -212,6 +258,9 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     case DType::Q4_0:
       quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
       return;
+    case DType::Q5_0:
+      quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n_blocks);
+      return;
     case DType::Q4_K:
       detail::quantize_q4_K(src, static_cast<BlockQ4_K*>(dst), n_blocks);
       return;
@@ -221,7 +270,7 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     default:
       break;
   }
-  TC_CHECK(false, "quantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  TC_CHECK(false, "quantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)");
 }
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -249,6 +298,9 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::Q4_0:
       dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
       return;
+    case DType::Q5_0:
+      dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n_blocks);
+      return;
     case DType::Q4_K:
       detail::dequantize_q4_K(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
       return;
@@ -258,7 +310,7 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     default:
       break;
   }
-  TC_CHECK(false, "dequantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  TC_CHECK(false, "dequantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)");
 }
 
 }  // namespace tc::kernels

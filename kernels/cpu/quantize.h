@@ -1,6 +1,7 @@
 // Reference (scalar, portable) conversions between f32 and every weight
 // dtype: f16/bf16 scalar conversion, and row quantize/dequantize for Q8_0,
-// Q4_0, Q4_K and Q6_K with llama.cpp's block layouts and rounding rules.
+// Q4_0, Q4_K and Q6_K with llama.cpp's block layouts and rounding rules (and
+// Q5_0, which files carry but matmul does not run).
 // Thread-safe (pure functions). The fast SIMD kernels sit beside these.
 #pragma once
 

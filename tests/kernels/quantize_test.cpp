@@ -1,5 +1,5 @@
 // quantize_row / dequantize_row for every weight dtype against float64
-// references: per-element error bounds for F16/BF16/Q8_0/Q4_0, rms bounds for
+// references: per-element error bounds for F16/BF16/Q8_0/Q4_0/Q5_0, rms bounds for
 // Q4_K/Q6_K, block layouts decoded from hand-built blocks, multi-block rows,
 // outliers, constant and tiny data, and the byte sizes of each format.
 #include <catch2/catch.hpp>
@@ -67,27 +67,29 @@ void check_q8_0_bounds(const std::vector<float>& x) {
   }
 }
 
-// Checks Q4_0 element errors: with d32 = max / -8 (max = the signed value of
-// largest magnitude) each value lands on the nearest point of the grid
-// d32 * {-8..7}, found here by brute force; decoding with d16 adds at most
-// 8 |d32 - d16|.
-void check_q4_0_bounds(const std::vector<float>& x) {
-  const auto q = quantize(DType::Q4_0, x);
-  const auto y = dequantize(DType::Q4_0, q, static_cast<int64_t>(x.size()));
-  for (size_t b = 0; b < x.size() / kQK4_0; ++b) {
+// Checks Q4_0 / Q5_0 element errors (offset 8 / 16): with d32 = max /
+// -offset (max = the signed value of largest magnitude) each value lands on
+// the nearest point of the grid d32 * {-offset..offset-1}, found here by
+// brute force; decoding with d16 adds at most offset |d32 - d16|.
+void check_offset_quant_bounds(DType type, const std::vector<float>& x) {
+  const int offset = type == DType::Q5_0 ? 16 : 8;
+  const int64_t bs = dtype_traits(type).block_size;
+  const auto q = quantize(type, x);
+  const auto y = dequantize(type, q, static_cast<int64_t>(x.size()));
+  for (size_t b = 0; b < x.size() / static_cast<size_t>(bs); ++b) {
     double max = 0;
-    for (int64_t j = 0; j < kQK4_0; ++j) {
-      const double v = x[b * kQK4_0 + j];
+    for (int64_t j = 0; j < bs; ++j) {
+      const double v = x[b * bs + j];
       if (std::fabs(v) > std::fabs(max)) max = v;
     }
-    const double d32 = max / -8.0;
-    const double d16 = block_d(q, static_cast<int64_t>(b), sizeof(BlockQ4_0));
+    const double d32 = max / -offset;
+    const double d16 = block_d(q, static_cast<int64_t>(b), dtype_traits(type).block_bytes);
     REQUIRE(std::fabs(d16 - d32) <= std::max(std::fabs(d32) * 0x1p-11, 0x1p-25));
-    for (int64_t j = 0; j < kQK4_0; ++j) {
-      const size_t i = b * kQK4_0 + static_cast<size_t>(j);
+    for (int64_t j = 0; j < bs; ++j) {
+      const size_t i = b * bs + static_cast<size_t>(j);
       double grid_dist = INFINITY;
-      for (int k = -8; k <= 7; ++k) grid_dist = std::min(grid_dist, std::fabs(x[i] - d32 * k));
-      const double bound = grid_dist + 1e-6 * std::fabs(d32) + 8.0 * std::fabs(d32 - d16);
+      for (int k = -offset; k < offset; ++k) grid_dist = std::min(grid_dist, std::fabs(x[i] - d32 * k));
+      const double bound = grid_dist + 1e-6 * std::fabs(d32) + offset * std::fabs(d32 - d16);
       INFO("block " << b << " element " << j << " x " << x[i] << " y " << y[i] << " d " << d16);
       REQUIRE(std::isfinite(y[i]));
       REQUIRE(std::fabs(static_cast<double>(y[i]) - x[i]) <= bound);
@@ -183,6 +185,8 @@ TEST_CASE("block and row byte sizes match llama.cpp's formats", "[quantize]") {
   CHECK(row_bytes(DType::BF16, 256) == 512);
   CHECK(row_bytes(DType::Q8_0, 256) == 8 * 34);
   CHECK(row_bytes(DType::Q4_0, 256) == 8 * 18);
+  CHECK(row_bytes(DType::Q5_0, 256) == 8 * 22);
+  CHECK(offsetof(BlockQ5_0, qs) == 6);
   CHECK(row_bytes(DType::Q4_K, 256) == 144);
   CHECK(row_bytes(DType::Q6_K, 256) == 210);
   CHECK(row_bytes(DType::Q4_K, 4096) == 16 * 144);
@@ -244,25 +248,45 @@ TEST_CASE("Q8_0 error is within half a step of the f32 scale", "[quantize][q8_0]
   SECTION("large values") { check_q8_0_bounds(tc::test::random_floats(64 * 32, 8, 400.0f)); }
 }
 
-TEST_CASE("Q4_0 lands on the nearest grid point of the f32 scale", "[quantize][q4_0]") {
-  SECTION("gaussian rows of several blocks") { check_q4_0_bounds(tc::test::random_floats(64 * 32, 9, 1.0f)); }
-  SECTION("weight-sized values") { check_q4_0_bounds(tc::test::random_floats(64 * 32, 10, 0.02f)); }
-  SECTION("outliers") {
-    auto x = tc::test::random_floats(64 * 32, 11, 0.1f);
+TEST_CASE("Q4_0 and Q5_0 land on the nearest grid point of the f32 scale", "[quantize][q4_0][q5_0]") {
+  for (DType type : {DType::Q4_0, DType::Q5_0}) {
+    const uint64_t seed = type == DType::Q5_0 ? 100 : 0;  // fresh data for each format
+    INFO(dtype_name(type) << ": gaussian rows of several blocks");
+    check_offset_quant_bounds(type, tc::test::random_floats(64 * 32, 9 + seed, 1.0f));
+    INFO("weight-sized values");
+    check_offset_quant_bounds(type, tc::test::random_floats(64 * 32, 10 + seed, 0.02f));
+    INFO("outliers");
+    auto x = tc::test::random_floats(64 * 32, 11 + seed, 0.1f);
     for (size_t i = 5; i < x.size(); i += 31) x[i] *= -150.0f;
-    check_q4_0_bounds(x);
-  }
-  SECTION("one-signed blocks (the opposite extreme is capped at +7)") {
-    auto x = tc::test::random_floats(64 * 32, 12, 1.0f);
+    check_offset_quant_bounds(type, x);
+    INFO("one-signed blocks (the opposite extreme is capped at offset - 1)");
+    x = tc::test::random_floats(64 * 32, 12 + seed, 1.0f);
     for (auto& v : x) v = std::fabs(v);
-    check_q4_0_bounds(x);
+    check_offset_quant_bounds(type, x);
     for (auto& v : x) v = -v;
-    check_q4_0_bounds(x);
+    check_offset_quant_bounds(type, x);
+    INFO("tiny values");
+    check_offset_quant_bounds(type, tc::test::random_floats(64 * 32, 13 + seed, 1e-6f));
   }
-  SECTION("tiny values") { check_q4_0_bounds(tc::test::random_floats(64 * 32, 13, 1e-6f)); }
 }
 
-TEST_CASE("Q8_0 and Q4_0 reproduce values already on their grid exactly", "[quantize]") {
+TEST_CASE("Q5_0 halves Q4_0's error on gaussian data", "[quantize][q5_0]") {
+  const auto x = tc::test::random_floats(256 * 32, 31, 1.0f);
+  auto rms = [&x](DType type) {
+    const auto y = round_trip(type, x);
+    double sq = 0;
+    for (size_t i = 0; i < x.size(); ++i) sq += (static_cast<double>(y[i]) - x[i]) * (static_cast<double>(y[i]) - x[i]);
+    return std::sqrt(sq / static_cast<double>(x.size()));
+  };
+  const double q4 = rms(DType::Q4_0);
+  const double q5 = rms(DType::Q5_0);
+  INFO("rms error q4_0 " << q4 << " q5_0 " << q5);
+  // One more bit halves the step: the ratio is about 0.5.
+  CHECK(q5 < 0.55 * q4);
+  CHECK(q5 > 0.45 * q4);
+}
+
+TEST_CASE("Q8_0, Q4_0 and Q5_0 reproduce values already on their grid exactly", "[quantize]") {
   std::mt19937 rng(14);
   std::uniform_int_distribution<int> q8(-127, 127);
   std::uniform_int_distribution<int> q4(-8, 7);
@@ -275,6 +299,10 @@ TEST_CASE("Q8_0 and Q4_0 reproduce values already on their grid exactly", "[quan
   }
   CHECK(round_trip(DType::Q8_0, x8) == x8);
   CHECK(round_trip(DType::Q4_0, x4) == x4);
+  std::uniform_int_distribution<int> q5(-16, 15);
+  std::vector<float> x5(8 * 32);
+  for (size_t i = 0; i < x5.size(); ++i) x5[i] = d * static_cast<float>(i % 32 == 17 ? -16 : q5(rng));
+  CHECK(round_trip(DType::Q5_0, x5) == x5);
 }
 
 TEST_CASE("Q8_0 rounds exact half steps away from zero", "[quantize][q8_0]") {
@@ -318,6 +346,19 @@ TEST_CASE("hand-built blocks decode per the documented layouts", "[quantize]") {
     std::vector<float> y(32);
     dequantize_row(DType::Q4_0, &blk, y.data(), 32);
     for (int i = 0; i < 32; ++i) REQUIRE(y[i] == -0.5f * static_cast<float>(nib[i] - 8));
+  }
+  SECTION("Q5_0: nibbles as Q4_0, bit i of qh is element i's 5th bit") {
+    BlockQ5_0 blk;
+    blk.d = f32_to_f16(0.25f);
+    int level[32];
+    for (int& v : level) v = static_cast<int>(rng() % 32);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) blk.qs[j] = static_cast<uint8_t>((level[j] & 15) | ((level[j + 16] & 15) << 4));
+    for (int i = 0; i < 32; ++i) qh |= static_cast<uint32_t>(level[i] >> 4) << i;
+    std::memcpy(blk.qh, &qh, sizeof qh);
+    std::vector<float> y(32);
+    dequantize_row(DType::Q5_0, &blk, y.data(), 32);
+    for (int i = 0; i < 32; ++i) REQUIRE(y[i] == 0.25f * static_cast<float>(level[i] - 16));
   }
   SECTION("Q4_K: 6-bit scales/mins and nibble order") {
     BlockQ4_K blk;
@@ -418,7 +459,7 @@ TEST_CASE("Q4_K and Q6_K errors beat a naive float64 quantizer", "[quantize][kqu
 }
 
 TEST_CASE("k-quants: multi-block rows equal block-by-block quantization", "[quantize][kquant]") {
-  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
     INFO(dtype_name(type));
     const auto x = tc::test::random_floats(8 * kQK_K, 21 + static_cast<uint64_t>(type), 0.7f);
     const auto whole = quantize(type, x);
@@ -441,7 +482,7 @@ TEST_CASE("k-quants: multi-block rows equal block-by-block quantization", "[quan
 TEST_CASE("constant rows decode to the constant", "[quantize]") {
   for (float c : {0.75f, -0.3f, 12.5f, -2.0f, -1e-3f, 4e-5f}) {
     const std::vector<float> x(2 * kQK_K, c);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
       INFO(dtype_name(type) << " constant " << c);
       const auto y = round_trip(type, x);
       // Only the f16 rounding of the super-scale remains: half an ulp
@@ -454,7 +495,7 @@ TEST_CASE("constant rows decode to the constant", "[quantize]") {
 }
 
 TEST_CASE("zero blocks inside a row decode to zero and do not disturb neighbours", "[quantize]") {
-  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
     INFO(dtype_name(type));
     auto x = tc::test::random_floats(3 * kQK_K, 22, 1.0f);
     std::fill(x.begin() + kQK_K, x.begin() + 2 * kQK_K, 0.0f);

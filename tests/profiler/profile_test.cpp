@@ -188,7 +188,7 @@ TEST_CASE("fire counts equal a float64 brute-force count (ReGLU, dReLU)", "[prof
 }
 
 TEST_CASE("the FFN observer sees the pre-norm residual and the raw gate and up", "[profiler][observer]") {
-  struct Recorder final : tc::model::FfnObserver {
+  struct Recorder final : tc::model::ForwardObserver {
     int64_t n_embd = 0, n_ff = 0;
     std::vector<std::vector<float>> ffn_in, gate, up;  // per layer: f32 [n_tokens, n_embd] / [n_tokens, n_ff]
     std::vector<int64_t> layers;
@@ -207,7 +207,7 @@ TEST_CASE("the FFN observer sees the pre-norm residual and the raw gate and up",
   Recorder rec;
   rec.n_embd = m->spec.n_embd;
   rec.n_ff = m->spec.n_ff;
-  llama.set_ffn_observer(&rec);
+  llama.set_observer(&rec);
   std::vector<float> logits;
   const tc::model::StepSequence step{0, tokens, false};
   REQUIRE(llama.forward({&step, 1}, kv, logits) == tc::model::StepStatus::Ok);
@@ -232,7 +232,7 @@ TEST_CASE("the FFN observer sees the pre-norm residual and the raw gate and up",
     CHECK(max_rel(rec.up[l], ref.up[l]) < 1e-5);
   }
   // Detached, the next step reports nothing.
-  llama.set_ffn_observer(nullptr);
+  llama.set_observer(nullptr);
   kv.clear(0);
   REQUIRE(llama.forward({&step, 1}, kv, logits) == tc::model::StepStatus::Ok);
   CHECK(rec.layers.size() == 2);

@@ -9,9 +9,6 @@
 #include "kernels/cpu/quantize.h"
 
 namespace tc::test {
-namespace {
-
-using Matrix = std::vector<std::vector<double>>;  // [rows][cols]
 
 Matrix load_matrix(const gguf::GgufFile& file, const std::string& name) {
   const auto& info = file.tensor(name);
@@ -37,6 +34,8 @@ std::vector<double> matvec(const Matrix& w, const std::vector<double>& x) {
   }
   return y;
 }
+
+namespace {
 
 std::vector<double> rms_norm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
   double ss = 0;
@@ -75,7 +74,7 @@ Matrix transpose(const Matrix& m) {
 
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& s,
                                                   const std::vector<text::TokenId>& tokens,
-                                                  const FfnObserver& observe_ffn) {
+                                                  const FfnObserver& observe_ffn, const NeuronMask& mask) {
   auto layer_name = [](int64_t l, const char* t) { return model::layer_tensor_name(l, t); };
   const Matrix embd = load_matrix(file, "token_embd.weight");
   const Matrix out_w = s.tied_embeddings ? embd : load_matrix(file, "output.weight");
@@ -137,6 +136,7 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
       const auto h = rms_norm(x[p], ffn_norm, s.rms_eps);
       auto g = matvec(wg, h);
       if (observe_ffn) observe_ffn({l, p, x[p], g});
+      const std::vector<char> keep = mask ? mask({l, p, x[p], g}) : std::vector<char>{};
       const auto u = matvec(wu, h);
       for (size_t i = 0; i < g.size(); ++i) {
         switch (s.ffn_form) {
@@ -144,6 +144,7 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
           case model::FfnForm::ReGLU: g[i] = std::max(g[i], 0.0) * u[i]; break;
           case model::FfnForm::DReLU: g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0); break;
         }
+        if (!keep.empty() && keep[i] == 0) g[i] = 0.0;
       }
       const auto d = matvec(wd, g);
       for (size_t i = 0; i < d.size(); ++i) x[p][i] += d[i];

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
@@ -15,6 +16,13 @@
 #include "engine/text/vocab.h"
 
 namespace tc::test {
+
+using Matrix = std::vector<std::vector<double>>;  // [rows][cols]
+
+// A tensor dequantized to double: [rows][ne[0]].
+Matrix load_matrix(const gguf::GgufFile& file, const std::string& name);
+// w · x for w [rows][cols], x [cols].
+std::vector<double> matvec(const Matrix& w, const std::vector<double>& x);
 
 // What an FFN block of the reference pass saw, for one position.
 struct FfnObservation {
@@ -26,11 +34,16 @@ struct FfnObservation {
 // Called once per layer and position, in layer order; may be empty.
 using FfnObserver = std::function<void(const FfnObservation&)>;
 
+// Which neurons of a block to compute (the others count as 0): keep[i] != 0
+// keeps neuron i. An empty result, or no function, keeps them all.
+using NeuronMask = std::function<std::vector<char>(const FfnObservation&)>;
+
 // Logits for every position of `tokens` (one sequence from position 0):
 // [tokens.size()][n_vocab].
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& spec,
                                                   const std::vector<text::TokenId>& tokens,
-                                                  const FfnObserver& observe_ffn = {});
+                                                  const FfnObserver& observe_ffn = {},
+                                                  const NeuronMask& mask = {});
 
 // max_i |a_i - b_i| / max_i |b_i| over one row of logits.
 double relative_error(const float* a, const std::vector<double>& b);

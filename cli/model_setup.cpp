@@ -1,0 +1,40 @@
+// add_sparsity_options / open_cli_model.
+#include "cli/model_setup.h"
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace tc::cli {
+
+void add_sparsity_options(CLI::App* sub, SparsityCliOptions& options) {
+  sub->add_option("--stats", options.stats,
+                  "Stats file from `thermocline profile` (predictors, TEAL thresholds) recorded on this model")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--sparsity", options.sparsity,
+                  "dense | auto (sparse FFN when the model has predictors) | relu (sparse FFN, required) | "
+                  "teal:X (TEAL thresholds at target sparsity X, from --stats)")
+      ->capture_default_str();
+  sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
+                  "Steps with more tokens than this run the dense FFN")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+}
+
+CliModel open_cli_model(const std::string& path, int threads, const SparsityCliOptions& options) {
+  config::SparsitySetting setting;
+  try {
+    setting = config::parse_sparsity_setting(options.sparsity);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--sparsity: ") + e.what());
+  }
+  CliModel m;
+  m.loaded = model::load_model(path, {.stats = options.stats});
+  m.backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = threads});
+  m.plan = sparse::plan_sparsity(*m.loaded, setting, options.sparse_max_tokens);
+  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward);
+  m.plan.attach(*m.llama);
+  std::fprintf(stderr, "sparsity: %s\n", m.plan.summary.c_str());
+  return m;
+}
+
+}  // namespace tc::cli

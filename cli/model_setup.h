@@ -1,0 +1,40 @@
+// The model options every running subcommand shares (--stats, --sparsity,
+// --sparse-max-tokens) and the set-up they drive: load, backend, sparsity
+// plan, forward pass. Used by generate, bench and perplexity.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/sparse/sparsity_plan.h"
+#include "kernels/backend.h"
+
+namespace tc::cli {
+
+struct SparsityCliOptions {
+  std::string stats;                 // --stats: a `thermocline profile` stats file
+  std::string sparsity = "auto";     // --sparsity: dense | auto | relu | teal:X
+  int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
+};
+
+void add_sparsity_options(CLI::App* sub, SparsityCliOptions& options);
+
+// A model ready to run on the CPU: members in construction order.
+struct CliModel {
+  std::unique_ptr<model::LoadedModel> loaded;
+  std::unique_ptr<kernels::Backend> backend;
+  sparse::SparsityPlan plan;
+  std::unique_ptr<model::LlamaModel> llama;
+};
+
+// Loads `path` with the options' stats file, creates the CPU backend with
+// `threads` threads, resolves the sparsity setting and builds the forward
+// pass. Prints the plan's summary on stderr. Throws what the steps throw
+// (gguf::ModelLoadError, std::invalid_argument with the option named).
+CliModel open_cli_model(const std::string& path, int threads, const SparsityCliOptions& options);
+
+}  // namespace tc::cli

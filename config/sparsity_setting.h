@@ -1,0 +1,40 @@
+// The sparsity setting shared by `serve` (key `sparsity`) and the running
+// subcommands (--sparsity): dense | auto | relu | teal:X. Parsed here, in the
+// leaf config library, so every front end validates it the same way;
+// engine/sparse/sparsity_plan.h decides what it means for a loaded model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tc::config {
+
+// Engine steps of up to this many tokens run the predicted sparse FFN by
+// default; larger ones (prefill, big batches) run dense. The crossover
+// measured by bench/sparse_decode.py (docs/benchmarks.md).
+inline constexpr int64_t kDefaultSparseMaxTokens = 8;
+
+// The highest TEAL target sparsity accepted.
+inline constexpr float kTealMaxSparsity = 0.95f;
+
+enum class SparsityMode {
+  Dense,  // "dense": every neuron
+  Auto,   // "auto": the predicted sparse FFN when the model supports it, else dense
+  Relu,   // "relu": the predicted sparse FFN (ReLU-family models with predictors), required
+  Teal,   // "teal:X": TEAL magnitude thresholds at target sparsity X
+};
+
+struct SparsitySetting {
+  SparsityMode mode = SparsityMode::Auto;
+  float teal_target = 0.0f;  // Teal only: in [0, kTealMaxSparsity]
+};
+
+// Parses "dense", "auto", "relu" or "teal:X" (X a decimal fraction in
+// [0, 0.95], e.g. teal:0.4). Throws std::invalid_argument quoting the value
+// and saying what is accepted.
+SparsitySetting parse_sparsity_setting(std::string_view text);
+// Back to the flag's spelling ("teal:0.4").
+std::string sparsity_setting_string(const SparsitySetting& setting);
+
+}  // namespace tc::config

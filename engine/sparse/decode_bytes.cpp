@@ -1,0 +1,47 @@
+// decode_bytes_per_token: tensor sizes from the file's directory, scaled by
+// the sparse FFN's measured neuron counts.
+#include "engine/sparse/decode_bytes.h"
+
+namespace tc::sparse {
+namespace {
+
+double tensor_bytes(const gguf::GgufFile& file, const std::string& name) {
+  const auto* info = file.find_tensor(name);
+  return info == nullptr ? 0.0 : static_cast<double>(kernels::row_bytes(info->dtype, info->ne[0]) * info->n_rows());
+}
+
+}  // namespace
+
+DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model::SparseFfnCounters* counters,
+                                   double mean_context) {
+  const auto& f = model.file;
+  const auto& s = model.spec;
+  DecodeBytes b;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    auto bytes = [&](const char* t) { return tensor_bytes(f, model::layer_tensor_name(l, t)); };
+    b.attention += bytes("attn_norm") + bytes("attn_q") + bytes("attn_k") + bytes("attn_v") + bytes("attn_output") +
+                   bytes("ffn_norm");
+    const double gate = bytes("ffn_gate");
+    const double up = bytes("ffn_up");
+    const double down = bytes("ffn_down") + bytes("ffn_down_t");  // one of the two is in the file
+    const auto i = static_cast<size_t>(l);
+    if (counters == nullptr || counters->token_layers[i] == 0) {
+      b.ffn += gate + up + down;
+      continue;
+    }
+    const double tokens = static_cast<double>(counters->token_layers[i]);
+    const double n_ff = static_cast<double>(s.n_ff);
+    const double predicted = static_cast<double>(counters->predicted[i]) / tokens / n_ff;
+    const double computed = static_cast<double>(counters->computed[i]) / tokens / n_ff;
+    b.ffn += predicted * gate + computed * (up + down);
+    const auto& p = model.predictors.layers[i];
+    b.predictors += static_cast<double>(p.fc1.row_bytes * p.fc1.n_rows() + p.fc2.row_bytes * p.fc2.n_rows());
+  }
+  const double embd_row = tensor_bytes(f, "token_embd.weight") / static_cast<double>(s.n_vocab);
+  b.head = (s.tied_embeddings ? tensor_bytes(f, "token_embd.weight") : tensor_bytes(f, "output.weight")) +
+           tensor_bytes(f, "output_norm.weight") + embd_row;
+  b.kv = mean_context * static_cast<double>(s.n_layer * 2 * s.n_embd_kv()) * 2.0;  // f16 K and V
+  return b;
+}
+
+}  // namespace tc::sparse
