@@ -33,10 +33,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
@@ -70,63 +70,49 @@ struct Options {
   std::string ggml_dir;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST] [--shape NOUTxNIN,...]\n"
-               "                    [--tokens N] [--no-gemm] [--no-gemv] [--batch LIST] [--gemv-mb MB]\n"
-               "                    [--ggml DIR]\n");
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: matmul_bench [-t THREADS] [-r ROUNDS] [--isa LIST] [--dtype LIST] [--shape NOUTxNIN,...]\n"
+    "                    [--tokens N] [--no-gemm] [--no-gemv] [--batch LIST] [--gemv-mb MB]\n"
+    "                    [--ggml DIR]\n";
 
 Options parse(int argc, char** argv) {
+  using tc::bench::split_list;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& a = args.flag();
     if (a == "-t") {
-      o.n_threads = std::atoi(next().c_str());
+      o.n_threads = args.int_value();
     } else if (a == "-r") {
-      o.rounds = std::max(1, std::atoi(next().c_str()));
+      o.rounds = std::max(1, args.int_value());
     } else if (a == "--isa") {
-      o.isas = split(next());
+      o.isas = split_list(args.value());
     } else if (a == "--dtype") {
-      o.dtypes = split(next());
+      o.dtypes = split_list(args.value());
     } else if (a == "--shape") {
       o.shapes.clear();
-      for (const auto& s : split(next())) {
+      for (const auto& s : split_list(args.value())) {
         const auto x = s.find('x');
-        if (x == std::string::npos) usage();
+        if (x == std::string::npos) args.usage();
         o.shapes.push_back({std::atoll(s.substr(0, x).c_str()), std::atoll(s.substr(x + 1).c_str())});
       }
     } else if (a == "--tokens") {
-      o.gemm_tokens = std::atoll(next().c_str());
+      o.gemm_tokens = args.int64_value();
     } else if (a == "--no-gemm") {
       o.gemm = false;
     } else if (a == "--no-gemv") {
       o.gemv = false;
     } else if (a == "--gemv-mb") {
-      g_gemv_min_bytes = std::atoll(next().c_str()) << 20;
+      g_gemv_min_bytes = args.int64_value() << 20;
     } else if (a == "--batch") {
       o.batches = {1};
-      for (const auto& b : split(next())) {
+      for (const auto& b : split_list(args.value())) {
         if (std::atoll(b.c_str()) > 1) o.batches.push_back(std::atoll(b.c_str()));
       }
     } else if (a == "--ggml") {
-      o.ggml_dir = next();
+      o.ggml_dir = args.value();
     } else {
-      usage();
+      args.usage();
     }
   }
   if (o.isas.empty()) {

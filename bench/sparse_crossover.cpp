@@ -14,10 +14,10 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
@@ -36,32 +36,25 @@ struct Options {
   std::vector<int64_t> batches = {1, 2, 4, 8, 16, 32};
 };
 
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: sparse_crossover --dense FILE --sparse FILE [-t T] [-r ROUNDS] [--batch LIST] [--steps N]\n");
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: sparse_crossover --dense FILE --sparse FILE [-t T] [-r ROUNDS] [--batch LIST] [--steps N]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
-    if (a == "--dense") o.dense_path = next();
-    else if (a == "--sparse") o.sparse_path = next();
-    else if (a == "-t") o.threads = std::atoi(next().c_str());
-    else if (a == "-r") o.rounds = std::atoi(next().c_str());
-    else if (a == "--steps") o.steps = std::atoi(next().c_str());
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& a = args.flag();
+    if (a == "--dense") o.dense_path = args.value();
+    else if (a == "--sparse") o.sparse_path = args.value();
+    else if (a == "-t") o.threads = args.int_value();
+    else if (a == "-r") o.rounds = args.int_value();
+    else if (a == "--steps") o.steps = args.int_value();
     else if (a == "--batch") {
       o.batches.clear();
-      std::stringstream ss(next());
-      for (std::string item; std::getline(ss, item, ',');) o.batches.push_back(std::atoll(item.c_str()));
-    } else usage();
+      for (const auto& s : tc::bench::split_list(args.value())) o.batches.push_back(std::atoll(s.c_str()));
+    } else args.usage();
   }
-  if (o.dense_path.empty() || o.sparse_path.empty() || o.threads < 1 || o.rounds < 1 || o.steps < 1) usage();
+  if (o.dense_path.empty() || o.sparse_path.empty() || o.threads < 1 || o.rounds < 1 || o.steps < 1) args.usage();
   return o;
 }
 

@@ -29,10 +29,10 @@
 #include <memory>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sparse_ffn.h"
@@ -60,54 +60,40 @@ struct Options {
   int64_t n_ff = 11008;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: sparse_ffn_bench [-t LIST] [-r ROUNDS] [--dtype LIST] [--active LIST] [--batch LIST]\n"
-               "                        [--batch-active LIST] [--shape EMBDxFF]\n");
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: sparse_ffn_bench [-t LIST] [-r ROUNDS] [--dtype LIST] [--active LIST] [--batch LIST]\n"
+    "                        [--batch-active LIST] [--shape EMBDxFF]\n";
 
 Options parse(int argc, char** argv) {
+  using tc::bench::split_list;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& a = args.flag();
     if (a == "-t") {
       o.threads.clear();
-      for (const auto& s : split(next())) o.threads.push_back(std::max(1, std::atoi(s.c_str())));
+      for (const auto& s : split_list(args.value())) o.threads.push_back(std::max(1, std::atoi(s.c_str())));
     } else if (a == "-r") {
-      o.rounds = std::max(1, std::atoi(next().c_str()));
+      o.rounds = std::max(1, args.int_value());
     } else if (a == "--dtype") {
-      o.dtypes = split(next());
+      o.dtypes = split_list(args.value());
     } else if (a == "--active") {
       o.active.clear();
-      for (const auto& s : split(next())) o.active.push_back(std::atof(s.c_str()));
+      for (const auto& s : split_list(args.value())) o.active.push_back(std::atof(s.c_str()));
     } else if (a == "--batch") {
       o.batches.clear();
-      for (const auto& s : split(next())) o.batches.push_back(std::max<int64_t>(1, std::atoll(s.c_str())));
+      for (const auto& s : split_list(args.value())) o.batches.push_back(std::max<int64_t>(1, std::atoll(s.c_str())));
     } else if (a == "--batch-active") {
       o.batch_active.clear();
-      for (const auto& s : split(next())) o.batch_active.push_back(std::atof(s.c_str()));
+      for (const auto& s : split_list(args.value())) o.batch_active.push_back(std::atof(s.c_str()));
     } else if (a == "--shape") {
-      const std::string s = next();
+      const std::string s = args.value();
       const auto x = s.find('x');
-      if (x == std::string::npos) usage();
+      if (x == std::string::npos) args.usage();
       o.n_embd = std::atoll(s.substr(0, x).c_str());
       o.n_ff = std::atoll(s.substr(x + 1).c_str());
     } else {
-      usage();
+      args.usage();
     }
   }
   return o;

@@ -17,13 +17,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "config/sparsity_setting.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
@@ -47,34 +47,28 @@ struct Options {
   bool random_prompts = false;
 };
 
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: sparse_quality -m MODEL [--stats STATS] --sparsity relu|teal:X -f TEXT [--prompts P] [-n N]\n"
-               "                      [--ctx C] [--chunks K] [-t T] [--random-prompts]\n");
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: sparse_quality -m MODEL [--stats STATS] --sparsity relu|teal:X -f TEXT [--prompts P] [-n N]\n"
+    "                      [--ctx C] [--chunks K] [-t T] [--random-prompts]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
-    if (a == "-m") o.model = next();
-    else if (a == "--stats") o.stats = next();
-    else if (a == "--sparsity") o.sparsity = next();
-    else if (a == "-f") o.text = next();
-    else if (a == "--prompts") o.prompts = std::atoi(next().c_str());
-    else if (a == "-n") o.n_gen = std::atoll(next().c_str());
-    else if (a == "--ctx") o.n_ctx = std::atoll(next().c_str());
-    else if (a == "--chunks") o.chunks = std::atoll(next().c_str());
-    else if (a == "-t") o.threads = std::atoi(next().c_str());
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& a = args.flag();
+    if (a == "-m") o.model = args.value();
+    else if (a == "--stats") o.stats = args.value();
+    else if (a == "--sparsity") o.sparsity = args.value();
+    else if (a == "-f") o.text = args.value();
+    else if (a == "--prompts") o.prompts = args.int_value();
+    else if (a == "-n") o.n_gen = args.int64_value();
+    else if (a == "--ctx") o.n_ctx = args.int64_value();
+    else if (a == "--chunks") o.chunks = args.int64_value();
+    else if (a == "-t") o.threads = args.int_value();
     else if (a == "--random-prompts") o.random_prompts = true;
-    else usage();
+    else args.usage();
   }
-  if (o.model.empty() || o.text.empty() || o.prompts < 1 || o.n_gen < 1 || o.n_ctx < 8) usage();
+  if (o.model.empty() || o.text.empty() || o.prompts < 1 || o.n_gen < 1 || o.n_ctx < 8) args.usage();
   return o;
 }
 
@@ -107,17 +101,6 @@ std::vector<TokenId> generate(LlamaModel& m, tc::kernels::Backend& backend, cons
     step = std::span(seq).last(1);
   }
   return seq;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "sparse_quality: cannot read %s\n", path.c_str());
-    std::exit(1);
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::vector<std::vector<TokenId>> make_prompts(const Options& o, const tc::model::LoadedModel& m,
@@ -160,7 +143,7 @@ int main(int argc, char** argv) {
   auto plan = tc::sparse::plan_sparsity(*loaded, setting, 1);
   LlamaModel sparse(*loaded, *backend, plan.forward);
   plan.attach(sparse);
-  const std::string text = read_all(o.text);
+  const std::string text = tc::bench::read_file("sparse_quality", o.text);
   std::printf("sparse_quality: %s, %s (%s), %s\n\n", o.model.c_str(), o.sparsity.c_str(), plan.summary.c_str(),
               backend->name().c_str());
 

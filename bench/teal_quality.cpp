@@ -15,13 +15,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <span>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
@@ -47,62 +46,44 @@ struct Options {
   int threads = 0;
 };
 
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: teal_quality (-m MODEL --calib TEXT -f TEXT | --random-swiglu) [--targets LIST] [--ctx N]\n"
-               "                    [--calib-tokens N] [--chunks N] [--kl-chunks N] [-t THREADS] [--out DIR]\n");
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: teal_quality (-m MODEL --calib TEXT -f TEXT | --random-swiglu) [--targets LIST] [--ctx N]\n"
+    "                    [--calib-tokens N] [--chunks N] [--kl-chunks N] [-t THREADS] [--out DIR]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& a = args.flag();
     if (a == "-m") {
-      o.model = next();
+      o.model = args.value();
     } else if (a == "--calib") {
-      o.calib = next();
+      o.calib = args.value();
     } else if (a == "-f") {
-      o.text = next();
+      o.text = args.value();
     } else if (a == "--random-swiglu") {
       o.random_swiglu = true;
     } else if (a == "--out") {
-      o.out = next();
+      o.out = args.value();
     } else if (a == "--targets") {
       o.targets.clear();
-      std::stringstream ss(next());
-      for (std::string s; std::getline(ss, s, ',');) o.targets.push_back(std::strtof(s.c_str(), nullptr));
+      for (const auto& s : tc::bench::split_list(args.value())) o.targets.push_back(std::strtof(s.c_str(), nullptr));
     } else if (a == "--ctx") {
-      o.n_ctx = std::atoll(next().c_str());
+      o.n_ctx = args.int64_value();
     } else if (a == "--calib-tokens") {
-      o.calib_tokens = std::atoll(next().c_str());
+      o.calib_tokens = args.int64_value();
     } else if (a == "--kl-chunks") {
-      o.kl_chunks = std::max<int64_t>(1, std::atoll(next().c_str()));
+      o.kl_chunks = std::max<int64_t>(1, args.int64_value());
     } else if (a == "--chunks") {
-      o.n_chunks = std::atoll(next().c_str());
+      o.n_chunks = args.int64_value();
     } else if (a == "-t") {
-      o.threads = std::atoi(next().c_str());
+      o.threads = args.int_value();
     } else {
-      usage();
+      args.usage();
     }
   }
-  if (!o.random_swiglu && (o.model.empty() || o.calib.empty() || o.text.empty())) usage();
+  if (!o.random_swiglu && (o.model.empty() || o.calib.empty() || o.text.empty())) args.usage();
   return o;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "teal_quality: cannot read %s\n", path.c_str());
-    std::exit(1);
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::vector<TokenId> random_tokens(const tc::model::LoadedModel& m, size_t n, uint64_t seed) {
@@ -194,10 +175,10 @@ int main(int argc, char** argv) {
     text = random_tokens(*m, 16384, 2);
   } else {
     // A prefix is enough: about 4 bytes a token, twice over for safety.
-    std::string c = read_all(o.calib);
+    std::string c = tc::bench::read_file("teal_quality", o.calib);
     c.resize(std::min(c.size(), static_cast<size_t>(o.calib_tokens) * 8));
     calib = m->tokenizer->encode(c);
-    text = m->tokenizer->encode(read_all(o.text));
+    text = m->tokenizer->encode(tc::bench::read_file("teal_quality", o.text));
   }
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = o.threads});
   std::printf("model %s (%s, n_layer %lld) | calibration %s: %lld tokens | scored %s: %zu tokens, ctx %lld\n",

@@ -13,7 +13,7 @@ namespace tc::config {
 // Engine steps of up to this many tokens run the predicted sparse FFN by
 // default; larger ones (prefill, big batches) run dense. The crossover
 // measured by bench/sparse_decode.py (docs/benchmarks.md).
-inline constexpr int64_t kDefaultSparseMaxTokens = 8;
+inline constexpr int64_t kDefaultSparseMaxTokens = 32;
 
 // The highest TEAL target sparsity accepted.
 inline constexpr float kTealMaxSparsity = 0.95f;

@@ -1,6 +1,6 @@
 // profile_activations(): a ForwardObserver that counts firings (or, for SwiGLU,
 // first samples |activation| to set the per-layer thresholds), driven over
-// the corpus in chunks.
+// the corpus in chunks by run_corpus_chunks().
 #include "profiler/profile.h"
 
 #include <algorithm>
@@ -19,9 +19,6 @@ namespace {
 
 // |activation| values kept per layer for the SwiGLU threshold (a strided sample).
 constexpr int64_t kCalibrationSamples = int64_t{1} << 20;
-
-// silu(g) * u as the CPU kernel computes it (kernels/cpu/ops.cpp).
-float swiglu(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
 class FiringCounter final : public model::ForwardObserver {
  public:
@@ -44,17 +41,7 @@ class FiringCounter final : public model::ForwardObserver {
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* g = gate + t * n_ff_;  // f32 [n_ff]
       const float* u = up + t * n_ff_;    // f32 [n_ff]
-      switch (rule_) {
-        case sparse::FiringRule::GatePositive:
-          for (int64_t i = 0; i < n_ff_; ++i) count[i] += g[i] > 0.0f;
-          break;
-        case sparse::FiringRule::GateAndUpPositive:
-          for (int64_t i = 0; i < n_ff_; ++i) count[i] += g[i] > 0.0f && u[i] > 0.0f;
-          break;
-        case sparse::FiringRule::AbsAboveThreshold:
-          for (int64_t i = 0; i < n_ff_; ++i) count[i] += std::fabs(swiglu(g[i], u[i])) > threshold;
-          break;
-      }
+      for (int64_t i = 0; i < n_ff_; ++i) count[i] += sparse::fires(rule_, g[i], u[i], threshold);
     }
   }
 
@@ -81,7 +68,7 @@ class FiringCounter final : public model::ForwardObserver {
     const int64_t stride = std::max<int64_t>(1, n / kCalibrationSamples);
     auto& s = samples_[l];
     for (int64_t i = 0; i < n && static_cast<int64_t>(s.size()) < kCalibrationSamples; i += stride) {
-      s.push_back(std::fabs(swiglu(gate[i], up[i])));
+      s.push_back(std::fabs(sparse::swiglu(gate[i], up[i])));
     }
   }
 
@@ -130,32 +117,22 @@ sparse::ActivationStats profile_activations(const model::LoadedModel& loaded, ke
   const ObserverGuard guard{llama};
 
   const bool calibrate = rule == sparse::FiringRule::AbsAboveThreshold;
+  const auto corpus = tokens.first(static_cast<size_t>(n_use));
+  // Calibration runs the first chunk once more; progress counts it too.
   const int64_t total = n_use + (calibrate ? n_ctx : 0);
-  int64_t done = 0;
-  std::vector<float> logits;
-  auto run_chunk = [&](int64_t start) {
-    const int64_t len = std::min(n_ctx, n_use - start);
-    const auto chunk = runtime::chunk_tokens(tokens, start, len, bos);
-    kv.clear(0);
-    for (int64_t b = 0; b < len; b += n_batch) {
-      const int64_t n = std::min(n_batch, len - b);
-      const model::StepSequence step{0, std::span(chunk).subspan(static_cast<size_t>(b), static_cast<size_t>(n)),
-                                     false};
-      if (llama.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
-        throw std::invalid_argument("profile: the corpus holds a token id outside [0, " +
-                                    std::to_string(spec.n_vocab) + ") near token " + std::to_string(start + b));
-      }
-      done += n;
-      if (progress) progress(done, total);
-    }
+  int64_t done_before = 0;
+  const ProfileProgress report = [&](int64_t done, int64_t /*pass_total*/) {
+    if (progress) progress(done_before + done, total);
   };
+  std::vector<int64_t> starts;
+  for (int64_t start = 0; start < n_use; start += n_ctx) starts.push_back(start);
   if (calibrate) {
     counter.set_calibrating(true);
-    run_chunk(0);
+    run_corpus_chunks(llama, kv, corpus, bos, std::span(starts).first(1), n_ctx, n_batch, "profile", report);
     counter.finish_calibration(options.silu_fire_fraction);
+    done_before = n_ctx;
   }
-  for (int64_t start = 0; start < n_use; start += n_ctx) run_chunk(start);
-  kv.clear(0);
+  run_corpus_chunks(llama, kv, corpus, bos, starts, n_ctx, n_batch, "profile", report);
 
   sparse::ActivationStats stats;
   stats.model = sparse::fingerprint_model(loaded.file, spec);
@@ -167,6 +144,34 @@ sparse::ActivationStats profile_activations(const model::LoadedModel& loaded, ke
   stats.thresholds = counter.thresholds();
   for (const auto& layer : counter.counts()) stats.fire_counts.emplace_back(layer.begin(), layer.end());
   return stats;
+}
+
+void run_corpus_chunks(model::LlamaModel& llama, runtime::KvCache& kv, std::span<const text::TokenId> tokens,
+                       text::TokenId bos, std::span<const int64_t> starts, int64_t n_ctx, int64_t n_batch,
+                       std::string_view what, const ProfileProgress& progress) {
+  const auto n_tokens = static_cast<int64_t>(tokens.size());
+  int64_t total = 0;
+  for (const int64_t start : starts) total += std::min(n_ctx, n_tokens - start);
+  int64_t done = 0;
+  std::vector<float> logits;
+  for (const int64_t start : starts) {
+    const int64_t len = std::min(n_ctx, n_tokens - start);
+    const auto chunk = runtime::chunk_tokens(tokens, start, len, bos);
+    kv.clear(0);
+    for (int64_t b = 0; b < len; b += n_batch) {
+      const int64_t n = std::min(n_batch, len - b);
+      const model::StepSequence step{0, std::span(chunk).subspan(static_cast<size_t>(b), static_cast<size_t>(n)),
+                                     false};
+      if (llama.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
+        throw std::invalid_argument(std::string(what) + ": the corpus holds a token id outside [0, " +
+                                    std::to_string(llama.spec().n_vocab) + ") near token " +
+                                    std::to_string(start + b));
+      }
+      done += n;
+      if (progress) progress(done, total);
+    }
+  }
+  kv.clear(0);
 }
 
 }  // namespace tc::profiler

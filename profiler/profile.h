@@ -9,8 +9,11 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 
+#include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/sparse/activation_stats.h"
 #include "engine/text/vocab.h"
 #include "kernels/backend.h"
@@ -39,5 +42,18 @@ using ProfileProgress = std::function<void(int64_t done, int64_t total)>;
 sparse::ActivationStats profile_activations(const model::LoadedModel& model, kernels::Backend& backend,
                                             std::span<const text::TokenId> tokens, text::TokenId bos,
                                             const ProfileOptions& options, const ProfileProgress& progress = {});
+
+// The pass over a corpus that profile and the predictor recorder drive
+// their observers with: runs `llama` over the chunks of `tokens` beginning
+// at `starts`, in order, each min(n_ctx, tokens.size() - start) tokens
+// evaluated from an empty slot 0 of `kv` (which holds n_ctx positions at
+// least) with `bos` in its first position (-1: none), in forward steps of at
+// most n_batch tokens. progress(done, total) after each step: tokens
+// evaluated so far, tokens in all the chunks. Leaves slot 0 empty. Throws
+// std::invalid_argument "<what>: the corpus holds a token id outside
+// [0, n_vocab) near token N".
+void run_corpus_chunks(model::LlamaModel& llama, runtime::KvCache& kv, std::span<const text::TokenId> tokens,
+                       text::TokenId bos, std::span<const int64_t> starts, int64_t n_ctx, int64_t n_batch,
+                       std::string_view what, const ProfileProgress& progress = {});
 
 }  // namespace tc::profiler

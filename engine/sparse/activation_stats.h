@@ -5,6 +5,7 @@
 // fingerprint; see docs/profiling.md for the keys. Plain data.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -33,6 +34,21 @@ enum class FiringRule {
 std::string_view firing_rule_name(FiringRule rule);  // "gate>0", "gate>0&&up>0", "|act|>threshold"
 bool parse_firing_rule(std::string_view name, FiringRule& out);
 FiringRule firing_rule_for(model::FfnForm form);
+
+// silu(gate) * up as the CPU kernel computes it (kernels/cpu/ops.cpp).
+inline float swiglu(float gate, float up) { return gate / (1.0f + std::exp(-gate)) * up; }
+
+// Whether a neuron fires on a token under `rule`, from its gate and up
+// pre-activations; `threshold` is the layer's (AbsAboveThreshold only,
+// ignored by the ReLU rules). What `profile` counts and predictors learn.
+inline bool fires(FiringRule rule, float gate, float up, float threshold) {
+  switch (rule) {
+    case FiringRule::GatePositive: return gate > 0.0f;
+    case FiringRule::GateAndUpPositive: return gate > 0.0f && up > 0.0f;
+    case FiringRule::AbsAboveThreshold: return std::fabs(swiglu(gate, up)) > threshold;
+  }
+  return false;
+}
 
 // Identifies the model a stats file belongs to.
 struct ModelFingerprint {

@@ -282,6 +282,30 @@ TEST_CASE("sparse make-model: the PowerInfer layout holds the same model", "[pro
   }
 }
 
+TEST_CASE("sparse make-model: --no-predictors leaves only fc1 and fc2 out", "[profiler][make_model][sparse]") {
+  const auto dir = tc::test::scratch_dir("make_model_sparse_nopred");
+  auto with = tiny_sparse_options(dir / "with.gguf");
+  auto without = tiny_sparse_options(dir / "without.gguf");
+  without.sparse.write_predictors = false;
+  tc::profiler::make_model(with);
+  tc::profiler::make_model(without);
+  const auto fw = GgufFile::open(with.output);
+  const auto fo = GgufFile::open(without.output);
+  CHECK(fo.tensors().size() + 2 * 2 == fw.tensors().size());
+  for (const auto& t : fw.tensors()) {
+    INFO(t.name);
+    const bool predictor = t.name.find(".fc1.") != std::string::npos || t.name.find(".fc2.") != std::string::npos;
+    const auto* other = fo.find_tensor(t.name);
+    CHECK((other == nullptr) == predictor);
+    if (other == nullptr) continue;
+    const auto a = fw.tensor_data(t);
+    const auto b = fo.tensor_data(*other);
+    CHECK((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0));
+  }
+  CHECK(tc::model::load_model(without.output)->predictors.empty());
+  CHECK(tc::model::load_model(with.output)->predictors.layers.size() == 2);
+}
+
 TEST_CASE("sparse make-model: the GGUF layout runs dense in the engine", "[profiler][make_model][sparse]") {
   // fc1/fc2 are extra tensors the dense forward pass ignores.
   for (auto form : {tc::model::FfnForm::ReGLU, tc::model::FfnForm::DReLU}) {
