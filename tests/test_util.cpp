@@ -44,6 +44,13 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
   return out;
 }
 
+std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int64_t n_vocab) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> out(n);
+  for (auto& t : out) t = static_cast<int32_t>(rng() % static_cast<uint64_t>(n_vocab));
+  return out;
+}
+
 std::vector<std::byte> random_bytes(size_t n, uint64_t seed) {
   const auto f = random_floats((n + 3) / 4, seed);
   std::vector<std::byte> out(n);

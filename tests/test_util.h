@@ -21,6 +21,9 @@ std::filesystem::path scratch_dir(const std::string& name);
 // all zeros.
 std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f);
 
+// n token ids uniform in [0, n_vocab) from a fixed seed (mt19937_64).
+std::vector<int32_t> random_tokens(size_t n, uint64_t seed, int64_t n_vocab);
+
 // n bytes of seeded random data (the bytes of random_floats).
 std::vector<std::byte> random_bytes(size_t n, uint64_t seed);
 

@@ -28,6 +28,8 @@ using tc::gguf::GgufFile;
 using tc::profiler::MakeModelOptions;
 using tc::profiler::SparseLayout;
 
+using tc::test::random_tokens;
+
 namespace {
 
 using Rows = std::vector<std::vector<double>>;
@@ -80,13 +82,6 @@ std::vector<double> mat_vec(const Rows& w, const std::vector<double>& x) {
   std::vector<double> y(w.size());
   for (size_t r = 0; r < w.size(); ++r) y[r] = std::inner_product(x.begin(), x.end(), w[r].begin(), 0.0);
   return y;
-}
-
-std::vector<tc::text::TokenId> random_tokens(size_t n, uint64_t seed, int64_t n_vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<tc::text::TokenId> out(n);
-  for (auto& t : out) t = static_cast<tc::text::TokenId>(rng() % static_cast<uint64_t>(n_vocab));
-  return out;
 }
 
 // Firing counts and predictor agreement per layer, from the reference pass.

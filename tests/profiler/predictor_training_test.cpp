@@ -32,6 +32,8 @@ using tc::profiler::PredictorOptions;
 using tc::profiler::PredictorSamples;
 using tc::text::TokenId;
 
+using tc::test::random_tokens;
+
 namespace {
 
 constexpr int64_t kPlantedRank = 32;  // predictor_rank of the planted models: the gate has rank 16
@@ -56,13 +58,6 @@ std::unique_ptr<tc::model::LoadedModel> planted_model(const std::string& name, F
   o.sparse.predictor_rank = kPlantedRank;
   tc::profiler::make_model(o);
   return tc::model::load_model(o.output);
-}
-
-std::vector<TokenId> random_tokens(size_t n, uint64_t seed, int64_t n_vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<TokenId> out(n);
-  for (auto& t : out) t = static_cast<TokenId>(rng() % static_cast<uint64_t>(n_vocab));
-  return out;
 }
 
 PredictorSamples record(const tc::model::LoadedModel& m, size_t n_tokens, int64_t max_samples, uint64_t seed = 3) {

@@ -18,6 +18,8 @@ using tc::model::StepStatus;
 using tc::runtime::KvCache;
 using tc::text::TokenId;
 
+using tc::test::random_tokens;
+
 namespace {
 
 struct TestModel {
@@ -52,13 +54,6 @@ TestModel make_test_model(const std::string& name, const std::string& type, tc::
   m.backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = n_threads});
   m.model = std::make_unique<LlamaModel>(*m.loaded, *m.backend);
   return m;
-}
-
-std::vector<TokenId> random_tokens(size_t n, uint64_t seed, int32_t n_vocab) {
-  std::mt19937_64 rng(seed);
-  std::vector<TokenId> out(n);
-  for (auto& t : out) t = static_cast<TokenId>(rng() % static_cast<uint64_t>(n_vocab));
-  return out;
 }
 
 // Logits for every position of one sequence in one step.

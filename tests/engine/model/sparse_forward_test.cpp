@@ -27,6 +27,8 @@ using tc::model::StepStatus;
 using tc::runtime::KvCache;
 using tc::text::TokenId;
 
+using tc::test::random_tokens;
+
 namespace {
 
 constexpr int64_t kVocab = 512;
@@ -57,13 +59,6 @@ std::unique_ptr<tc::model::LoadedModel> planted_model(const std::string& name, b
   const auto o = planted_options(name, pwri, type);
   tc::profiler::make_model(o);
   return tc::model::load_model(o.output);
-}
-
-std::vector<TokenId> random_tokens(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<TokenId> out(n);
-  for (auto& t : out) t = static_cast<TokenId>(rng() % static_cast<uint64_t>(kVocab));
-  return out;
 }
 
 // Logits of every position, one token per step (decode steps: the sparse path).
@@ -114,7 +109,7 @@ TEST_CASE("sparse FFN decode matches the float64 reference over the predicted ne
     REQUIRE_FALSE(loaded->predictors.empty());
     auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
     LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
-    const auto tokens = random_tokens(12, 3);
+    const auto tokens = random_tokens(12, 3, kVocab);
     const auto logits = decode_each(sparse, *backend, tokens);
     const auto ref = tc::test::reference_logits(loaded->file, loaded->spec, tokens, {}, predictor_mask(*loaded));
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -144,7 +139,7 @@ TEST_CASE("sparse and dense passes give the same greedy tokens on planted models
       auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
       LlamaModel dense(*loaded, *backend);
       LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
-      const auto tokens = random_tokens(16, 4);
+      const auto tokens = random_tokens(16, 4, kVocab);
       const auto d = decode_each(dense, *backend, tokens);
       const auto s = decode_each(sparse, *backend, tokens);
       for (size_t p = 0; p < tokens.size(); ++p) {
@@ -174,7 +169,7 @@ TEST_CASE("the sparse pass gives the same bits on 1 and 2 threads", "[model][spa
     auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = threads});
     LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4});
     // Steps of 3 tokens: several tokens share the union of predicted sets.
-    const auto tokens = random_tokens(12, 5);
+    const auto tokens = random_tokens(12, 5, kVocab);
     KvCache kv(*backend, sparse.spec(), 1, 64);
     std::vector<float> all, logits;
     for (size_t i = 0; i < tokens.size(); i += 3) {
@@ -193,7 +188,7 @@ TEST_CASE("steps above the crossover run the dense FFN", "[model][sparse]") {
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4});
   LlamaModel dense(*loaded, *backend);
-  const auto tokens = random_tokens(10, 6);
+  const auto tokens = random_tokens(10, 6, kVocab);
   // A 10-token prefill is above the crossover: the same bits as the dense pass.
   const auto s = one_pass(sparse, *backend, tokens);
   const auto d = one_pass(dense, *backend, tokens);
@@ -212,7 +207,7 @@ TEST_CASE("the dense pass of a PWRI file matches its GGUF twin", "[model][sparse
   LlamaModel p(*pwri, *backend);
   for (size_t n : {size_t{1}, size_t{5}, size_t{20}}) {
     INFO(n << " tokens");
-    const auto tokens = random_tokens(n, 7 + n);
+    const auto tokens = random_tokens(n, 7 + n, kVocab);
     const auto lg = one_pass(g, *backend, tokens);
     const auto lp = one_pass(p, *backend, tokens);
     for (size_t t = 0; t < n; ++t) {
