@@ -30,6 +30,16 @@ void print_sparse_summary(const std::filesystem::path& path) {
                f.magic() == gguf::Magic::PWRI ? "PWRI layout (ffn_down_t)" : "GGUF layout (ffn_down)",
                f.get_f64(profiler::kSparseActiveKey), f.get_f64(profiler::kSparseAlphaKey),
                static_cast<unsigned long long>(f.get_u64(profiler::kPredictorRankKey)), per_layer.c_str());
+  if (f.has(sparse::kLayerThresholdsKey)) {
+    std::string thresholds;
+    for (float t : f.get_f32_array(sparse::kLayerThresholdsKey)) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%s%.3g", thresholds.empty() ? "" : " ", static_cast<double>(t));
+      thresholds += buf;
+    }
+    std::fprintf(stderr, "quantized predictors: per-layer thresholds %s (recall %.3f of the calibration firings)\n",
+                 thresholds.c_str(), profiler::kPlantedRecall);
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -226,6 +227,7 @@ struct LayerPlan {
   std::vector<float> ffn_norm;  // [n_embd]; [0] scales the bias channel
   std::vector<float> beta;      // [n_ff]: gate column 0
   double calib_active = 0.0;    // fraction of gate > 0 on the calibration tokens
+  float threshold = 0.0f;       // predictor threshold (below 0 only for quantized predictors)
 };
 
 // Everything needed to produce any row of any tensor; const after
@@ -332,6 +334,38 @@ struct F32Matrix {
     tensor.row_bytes = n_cols * static_cast<int64_t>(sizeof(float));
   }
 };
+
+// The planted predictor is exact, but a quantized fc1/fc2 rounds its
+// scores, and neurons whose gate is just above 0 fall below the threshold.
+// The largest threshold <= 0 that keeps kPlantedRecall of the firing
+// (token, neuron) pairs of the calibration tokens: the scores of the
+// predictor as stored (rounded through its dtype) on the residual x
+// entering the FFN, f32 [n_tok, n_embd]; gate f32 [n_tok, n_ff] > 0 = fires.
+float quantized_predictor_threshold(const SparseModel& m, int64_t l, const std::vector<float>& x,
+                                    const std::vector<float>& gate, int64_t n_tok, ThreadPool& pool) {
+  const DType dtype = m.types.predictor;
+  auto rounded = [dtype](int64_t n_cols, float* row) {
+    std::vector<std::byte> q(static_cast<size_t>(kernels::row_bytes(dtype, n_cols)));
+    kernels::quantize_row(dtype, row, q.data(), n_cols);
+    kernels::dequantize_row(dtype, q.data(), row, n_cols);
+  };
+  const int64_t n = m.n_embd, r = m.rank, n_ff = m.n_ff;
+  const F32Matrix fc1(r, n, pool, [&](int64_t k, float* out) { m.fc1_row(l, k, out); rounded(n, out); });
+  const F32Matrix fc2(n_ff, r, pool, [&](int64_t i, float* out) { m.fc2_row(l, i, out); rounded(r, out); });
+  std::vector<float> hidden(static_cast<size_t>(n_tok * r)), score(static_cast<size_t>(n_tok * n_ff));
+  kernels::matmul(fc1.tensor, x.data(), n_tok, hidden.data(), pool);
+  for (float& h : hidden) h = std::max(h, 0.0f);
+  kernels::matmul(fc2.tensor, hidden.data(), n_tok, score.data(), pool);
+  std::vector<float> firing;  // scores of the pairs that fire
+  for (size_t e = 0; e < gate.size(); ++e) {
+    if (gate[e] > 0.0f) firing.push_back(score[e]);
+  }
+  if (firing.empty()) return 0.0f;
+  const auto k = static_cast<size_t>((1.0 - kPlantedRecall) * static_cast<double>(firing.size()));
+  std::nth_element(firing.begin(), firing.begin() + static_cast<std::ptrdiff_t>(k), firing.end());
+  // Predicted iff score > threshold: just below the k-th smallest keeps it.
+  return std::min(0.0f, std::nextafter(firing[k], -std::numeric_limits<float>::infinity()));
+}
 
 // The forward pass over calibration tokens, layer by layer: attention as the
 // engine runs it (f16 KV), then the FFN input sets that layer's ffn_norm[0]
@@ -456,6 +490,9 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
       }
     }
     plan.calib_active = static_cast<double>(n_active) / static_cast<double>(n_tok * n_ff);
+    if (o.sparse.write_predictors && kernels::dtype_traits(m.types.predictor).is_quantized) {
+      plan.threshold = quantized_predictor_threshold(m, l, x, gate, n_tok, pool);
+    }
     if (l + 1 == o.n_layer) break;  // the last FFN output feeds only the head
     kernels::rms_norm(x.data(), plan.ffn_norm.data(), n_tok, n, eps, cur.data());
     {
@@ -596,7 +633,13 @@ void add_sparse_model(const MakeModelOptions& o, const SparseTensorTypes& types,
   w.set(std::string(kCalibTokensKey), gguf::Value(static_cast<uint32_t>(o.sparse.calib_tokens)));
   w.set(std::string(kLayerActiveKey), gguf::Value::f32_array(layer_active));
   w.set(std::string(kBiasChannelKey), gguf::Value(static_cast<uint32_t>(kBiasChannel)));
-  w.set(std::string(sparse::kSparseThresholdKey), gguf::Value(0.0f));
+  std::vector<float> thresholds;
+  for (const auto& p : m->plan) thresholds.push_back(p.threshold);
+  // PowerInfer reads one global threshold: the lowest keeps every layer's recall.
+  w.set(std::string(sparse::kSparseThresholdKey), gguf::Value(*std::min_element(thresholds.begin(), thresholds.end())));
+  if (*std::min_element(thresholds.begin(), thresholds.end()) < 0.0f) {
+    w.set(std::string(sparse::kLayerThresholdsKey), gguf::Value::f32_array(thresholds));
+  }
 
   const int64_t n = m->n_embd, n_ff = m->n_ff;
   auto rows = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows,

@@ -38,6 +38,12 @@ inline constexpr std::string_view kBiasChannelKey = "thermocline.synthetic.bias_
 // kMinFireFrequency < mean < kMaxFireFrequency and alpha >= 0.
 std::vector<double> power_law_frequencies(int64_t n, double mean, double alpha);
 
+// Quantized predictors round the planted scores: each layer then gets the
+// largest threshold <= 0 (thermocline.predictor.layer_thresholds, and the
+// lowest as powerinfer.sparse_threshold) that keeps this fraction of the
+// firing (token, neuron) pairs of the calibration tokens predicted.
+inline constexpr double kPlantedRecall = 0.999;
+
 struct SparseTensorTypes {
   kernels::DType base;       // token_embd, attention, ffn_gate, ffn_up
   kernels::DType heavy;      // output, attn_v, ffn_down / ffn_down_t
