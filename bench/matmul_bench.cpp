@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "bench/bench_timing.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
@@ -47,7 +48,10 @@ namespace {
 
 using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
-using Clock = std::chrono::steady_clock;
+using tc::bench::Clock;
+using tc::bench::median;
+using tc::bench::probe_read;
+using tc::bench::seconds_since;
 
 // GEMV cycles through copies of a matrix adding up to at least this many
 // bytes, 8x the last-level cache here, so weights come from DRAM.
@@ -145,12 +149,7 @@ void fill_random(float* dst, int64_t n, uint64_t seed) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // A weight matrix and copies of it, 64-byte aligned.
 struct Matrix {
@@ -187,27 +186,6 @@ Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, Threa
   return m;
 }
 
-// Read bandwidth over `bytes` with the pool's threads (GB/s), as membw.
-double probe_read(const std::byte* bytes, int64_t n, ThreadPool& pool) {
-  std::vector<uint64_t> sink(static_cast<size_t>(pool.n_threads()));
-  const auto t0 = Clock::now();
-  pool.run([&](int t, int nt) {
-    const int64_t b = n * t / nt / 64 * 64, e = n * (t + 1) / nt / 64 * 64;
-    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = b; i < e; i += 64) {
-      a0 = _mm_add_epi64(a0, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i)));
-      a1 = _mm_add_epi64(a1, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 16)));
-      a2 = _mm_add_epi64(a2, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 32)));
-      a3 = _mm_add_epi64(a3, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 48)));
-    }
-    uint64_t l[2];
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3)));
-    sink[static_cast<size_t>(t)] = l[0] + l[1];
-  });
-  const double s = seconds_since(t0);
-  if (sink[0] == 42) std::printf(" ");  // keep the sums alive
-  return static_cast<double>(n) / s * 1e-9;
-}
 
 // ---- llama.cpp's ggml CPU backend, loaded at run time ----
 

@@ -15,12 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace {
 
 using tc::kernels::ThreadPool;
-using Clock = std::chrono::steady_clock;
+using tc::bench::Clock;
+using tc::bench::median;
 
 // 64-byte aligned, uninitialised (the caller first-touches it from the pool).
 struct AlignedArray {
@@ -64,10 +66,6 @@ uint64_t sum_bytes(const char* p, size_t n) {
   return total;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

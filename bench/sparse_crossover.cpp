@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "bench/bench_timing.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
@@ -25,7 +26,8 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using tc::bench::Clock;
+using tc::bench::median;
 using tc::model::LlamaModel;
 
 struct Options {
@@ -82,10 +84,6 @@ double seconds_per_step(LlamaModel& m, tc::kernels::Backend& backend, int64_t ba
   return std::chrono::duration<double>(Clock::now() - start).count() / steps;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

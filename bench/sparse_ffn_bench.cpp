@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "bench/bench_timing.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sparse_ffn.h"
@@ -42,7 +43,10 @@
 namespace {
 
 using namespace tc::kernels;
-using Clock = std::chrono::steady_clock;
+using tc::bench::Clock;
+using tc::bench::median;
+using tc::bench::probe_read;
+using tc::bench::seconds_since;
 
 constexpr int64_t kMinWeightBytes = 256ll << 20;  // copies of the FFN add up to this
 constexpr int64_t kProbeBytes = 512ll << 20;
@@ -99,12 +103,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Values near N(0, 0.25) from a xorshift generator (as matmul_bench).
 void fill_random(float* dst, int64_t n, uint64_t seed) {
@@ -151,27 +150,6 @@ struct Ffn {
   Tensor gate, up, down, down_t;
 };
 
-// Read bandwidth over `n` bytes with the pool's threads (GB/s), bench/membw's method.
-double probe_read(const std::byte* bytes, int64_t n, ThreadPool& pool) {
-  std::vector<uint64_t> sink(static_cast<size_t>(pool.n_threads()));
-  const auto t0 = Clock::now();
-  pool.run([&](int t, int nt) {
-    const int64_t b = n * t / nt / 64 * 64, e = n * (t + 1) / nt / 64 * 64;
-    __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = b; i < e; i += 64) {
-      a0 = _mm_add_epi64(a0, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i)));
-      a1 = _mm_add_epi64(a1, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 16)));
-      a2 = _mm_add_epi64(a2, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 32)));
-      a3 = _mm_add_epi64(a3, _mm_load_si128(reinterpret_cast<const __m128i*>(bytes + i + 48)));
-    }
-    uint64_t l[2];
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(l), _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3)));
-    sink[static_cast<size_t>(t)] = l[0] + l[1];
-  });
-  const double s = seconds_since(t0);
-  if (sink[0] == 42) std::printf(" ");  // keep the sums alive
-  return static_cast<double>(n) / s * 1e-9;
-}
 
 // The active sets of one configuration: per draw, the union of n_tokens
 // independent random sets of `count` neurons (sorted), and activations

@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
+#include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
 
 // Counts heap allocations (this test binary's operator new) to check that a
@@ -48,56 +49,17 @@ namespace {
 
 using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
+using tc::test::make_weights;
+using tc::test::Weights;
 
-constexpr DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+constexpr auto& kDTypes = tc::test::kWeightDTypes;
+std::vector<const detail::MatmulIsa*> variants() { return tc::test::matmul_variants("matmul"); }
 
 // Relative f32 rounding slack for any dtype, against sum |w| * |x|.
 constexpr double kFloatTolerance = 1e-5;
 
-// The variants this CPU runs; warns once about the ones it cannot.
-std::vector<const detail::MatmulIsa*> variants() {
-  std::vector<const detail::MatmulIsa*> out = {&detail::isa_portable()};
-  if (detail::isa_supported("avx2")) out.push_back(detail::isa_avx2());
-  if (detail::isa_supported("avx512")) {
-    out.push_back(detail::isa_avx512());
-  } else {
-    static bool warned = false;
-    if (!warned) WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 matmul variant is not run");
-    warned = true;
-  }
-  return out;
-}
 
-// A weight matrix [n_out, n_in] stored as `dtype` with rows `pad` bytes
-// longer than packed (padding filled with 0xff: NaN in every float format),
-// and its dequantized values.
-struct Weights {
-  DType dtype;
-  int64_t n_in, n_out, row_bytes;
-  std::vector<std::byte> bytes;
-  std::vector<double> values;  // [n_out, n_in]
 
-  Tensor tensor() const {
-    Tensor t = Tensor::matrix(bytes.data(), dtype, n_in, n_out);
-    t.row_bytes = row_bytes;
-    return t;
-  }
-};
-
-Weights make_weights(DType dtype, int64_t n_in, int64_t n_out, uint64_t seed, int64_t pad = 0) {
-  Weights w{dtype, n_in, n_out, row_bytes(dtype, n_in) + pad, {}, {}};
-  const auto src = tc::test::random_floats(static_cast<size_t>(n_in * n_out), seed, 0.5f);
-  w.bytes.assign(static_cast<size_t>(w.row_bytes * n_out), std::byte{0xff});
-  w.values.resize(static_cast<size_t>(n_in * n_out));
-  std::vector<float> row(static_cast<size_t>(n_in));
-  for (int64_t r = 0; r < n_out; ++r) {
-    std::byte* dst = w.bytes.data() + r * w.row_bytes;
-    quantize_row(dtype, src.data() + r * n_in, dst, n_in);
-    dequantize_row(dtype, dst, row.data(), n_in);
-    for (int64_t i = 0; i < n_in; ++i) w.values[static_cast<size_t>(r * n_in + i)] = row[static_cast<size_t>(i)];
-  }
-  return w;
-}
 
 std::vector<float> make_x(int64_t n_tokens, int64_t n_in, uint64_t seed) {
   return tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed);
@@ -117,20 +79,20 @@ Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tok
                         : dtype_traits(w.dtype).is_quantized             ? 32
                                                                          : 0;
   Reference ref;
-  ref.y.resize(static_cast<size_t>(n_tokens * w.n_out));
+  ref.y.resize(static_cast<size_t>(n_tokens * w.n_rows));
   ref.tol.resize(ref.y.size());
   ref.float_tol.resize(ref.y.size());
   double max_ratio = 0;
   for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* xt = x.data() + t * w.n_in;
-    for (int64_t r = 0; r < w.n_out; ++r) {
-      const double* wr = w.values.data() + r * w.n_in;
+    const float* xt = x.data() + t * w.n_cols;
+    for (int64_t r = 0; r < w.n_rows; ++r) {
+      const double* wr = w.values.data() + r * w.n_cols;
       double y = 0, abs = 0, quant = 0;
-      for (int64_t i = 0; i < w.n_in; ++i) {
+      for (int64_t i = 0; i < w.n_cols; ++i) {
         y += wr[i] * xt[i];
         abs += std::fabs(wr[i] * xt[i]);
       }
-      for (int64_t b0 = 0; block > 0 && b0 < w.n_in; b0 += block) {
+      for (int64_t b0 = 0; block > 0 && b0 < w.n_cols; b0 += block) {
         double amax = 0, wsum = 0;
         for (int64_t i = b0; i < b0 + block; ++i) {
           amax = std::fmax(amax, std::fabs(xt[i]));
@@ -139,8 +101,8 @@ Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tok
         quant += amax / 127.0 / 2.0 * wsum;
         abs += amax / 127.0 / 2.0 * wsum;
       }
-      ref.y[static_cast<size_t>(t * w.n_out + r)] = y;
-      const auto i = static_cast<size_t>(t * w.n_out + r);
+      ref.y[static_cast<size_t>(t * w.n_rows + r)] = y;
+      const auto i = static_cast<size_t>(t * w.n_rows + r);
       ref.float_tol[i] = kFloatTolerance * abs + 1e-30;
       ref.tol[i] = quant * (1 + 1e-4) + ref.float_tol[i];
       // The bound must stay tight enough to catch real mistakes.
@@ -153,7 +115,7 @@ Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tok
 
 std::vector<float> run(const detail::MatmulIsa& isa, const Weights& w, const std::vector<float>& x, int64_t n_tokens,
                        ThreadPool* pool = nullptr) {
-  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_out), std::nanf(""));  // poisoned
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_rows), std::nanf(""));  // poisoned
   detail::matmul_with(isa, w.tensor(), x.data(), n_tokens, y.data(), pool);
   return y;
 }
@@ -177,11 +139,11 @@ std::string label(const detail::MatmulIsa& isa, DType dtype, int64_t n_in, int64
 }
 
 void check_against_reference(const Weights& w, int64_t n_tokens, uint64_t seed) {
-  const auto x = make_x(n_tokens, w.n_in, seed);
+  const auto x = make_x(n_tokens, w.n_cols, seed);
   const Reference ref = reference(w, x, n_tokens);
   std::vector<float> y_portable;
   for (const auto* isa : variants()) {
-    INFO(label(*isa, w.dtype, w.n_in, w.n_out, n_tokens));
+    INFO(label(*isa, w.dtype, w.n_cols, w.n_rows, n_tokens));
     const auto y = run(*isa, w, x, n_tokens);
     if (y_portable.empty()) y_portable = y;
     // One assertion per run (the first bad output), not one per element.
@@ -258,13 +220,13 @@ TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kern
       const Weights w = make_weights(dtype, n_in, 19, seed++);
       const auto x = make_x(n_tokens, n_in, seed++);
       for (const auto* isa : variants()) {
-        INFO(label(*isa, dtype, n_in, w.n_out, n_tokens));
+        INFO(label(*isa, dtype, n_in, w.n_rows, n_tokens));
         const auto batch = run(*isa, w, x, n_tokens);
         for (int64_t t = 0; t < n_tokens; ++t) {
           const std::vector<float> xt(x.begin() + t * n_in, x.begin() + (t + 1) * n_in);
           const auto one = run(*isa, w, xt, 1);
           INFO("token " << t);
-          REQUIRE(std::memcmp(one.data(), batch.data() + t * w.n_out, one.size() * sizeof(float)) == 0);
+          REQUIRE(std::memcmp(one.data(), batch.data() + t * w.n_rows, one.size() * sizeof(float)) == 0);
         }
       }
     }
@@ -391,7 +353,7 @@ TEST_CASE("matmul batch invariance: a row's bits do not depend on the batch arou
       for (const auto* isa : variants()) {
         const auto alone = run(*isa, w, row, 1);
         const auto alone_pool = run(*isa, w, row, 1, &pool);
-        INFO(label(*isa, dtype, n_in, w.n_out, 1));
+        INFO(label(*isa, dtype, n_in, w.n_rows, 1));
         REQUIRE(std::memcmp(alone.data(), alone_pool.data(), alone.size() * sizeof(float)) == 0);
         for (int64_t n_tokens : {2, 3, 4, 5, 8, 9, 16, 33, 64}) {
           if (isa == &detail::isa_portable() && n_in > 512 && n_tokens > 9) continue;  // keep the suite fast
@@ -399,8 +361,8 @@ TEST_CASE("matmul batch invariance: a row's bits do not depend on the batch arou
             auto x = make_x(n_tokens, n_in, seed++);
             std::copy(row.begin(), row.end(), x.begin() + pos * n_in);
             const auto y = run(*isa, w, x, n_tokens, n_tokens % 2 == 0 ? &pool : nullptr);
-            INFO(label(*isa, dtype, n_in, w.n_out, n_tokens) << " position " << pos);
-            REQUIRE(std::memcmp(alone.data(), y.data() + pos * w.n_out, alone.size() * sizeof(float)) == 0);
+            INFO(label(*isa, dtype, n_in, w.n_rows, n_tokens) << " position " << pos);
+            REQUIRE(std::memcmp(alone.data(), y.data() + pos * w.n_rows, alone.size() * sizeof(float)) == 0);
           }
         }
       }

@@ -26,64 +26,25 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sparse_ffn_kernels.h"
 #include "kernels/dtype.h"
+#include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
+using tc::test::make_weights;
+using tc::test::Weights;
 
-constexpr DType kDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K};
+constexpr auto& kDTypes = tc::test::kWeightDTypes;
+std::vector<const detail::MatmulIsa*> variants() { return tc::test::matmul_variants("sparse FFN"); }
 
 // Relative f32 rounding slack of the GEMV (matmul_test's), against sum |w| * |x|.
 constexpr double kGemvTolerance = 1e-5;
 constexpr double kF32Epsilon = 1.0 / (1 << 24);  // unit roundoff
 
-// The matmul variants this CPU runs; warns once about AVX-512.
-std::vector<const detail::MatmulIsa*> variants() {
-  std::vector<const detail::MatmulIsa*> out = {&detail::isa_portable()};
-  if (detail::isa_supported("avx2")) out.push_back(detail::isa_avx2());
-  if (detail::isa_supported("avx512")) {
-    out.push_back(detail::isa_avx512());
-  } else {
-    static bool warned = false;
-    if (!warned) WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 sparse FFN variant is not run");
-    warned = true;
-  }
-  return out;
-}
 
-// A weight matrix of n_rows rows of n_cols values stored as `dtype`, rows
-// `pad` bytes longer than packed (padding 0xff: NaN in every float format),
-// and its dequantized values [n_rows][n_cols].
-struct Weights {
-  DType dtype;
-  int64_t n_cols, n_rows, row_bytes;
-  std::vector<std::byte> bytes;
-  std::vector<double> values;
 
-  Tensor tensor() const {
-    Tensor t = Tensor::matrix(bytes.data(), dtype, n_cols, n_rows);
-    t.row_bytes = row_bytes;
-    return t;
-  }
-  double at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * n_cols + c)]; }
-};
-
-Weights make_weights(DType dtype, int64_t n_cols, int64_t n_rows, uint64_t seed, int64_t pad = 0) {
-  Weights w{dtype, n_cols, n_rows, row_bytes(dtype, n_cols) + pad, {}, {}};
-  const auto src = tc::test::random_floats(static_cast<size_t>(n_cols * n_rows), seed, 0.5f);
-  w.bytes.assign(static_cast<size_t>(w.row_bytes * n_rows), std::byte{0xff});
-  w.values.resize(static_cast<size_t>(n_cols * n_rows));
-  std::vector<float> row(static_cast<size_t>(n_cols));
-  for (int64_t r = 0; r < n_rows; ++r) {
-    std::byte* dst = w.bytes.data() + r * w.row_bytes;
-    quantize_row(dtype, src.data() + r * n_cols, dst, n_cols);
-    dequantize_row(dtype, dst, row.data(), n_cols);
-    for (int64_t c = 0; c < n_cols; ++c) w.values[static_cast<size_t>(r * n_cols + c)] = row[static_cast<size_t>(c)];
-  }
-  return w;
-}
 
 // An active set of `count` distinct rows of [0, n_neurons), ascending or
 // shuffled.

@@ -1,0 +1,73 @@
+// Fixtures shared by the kernel tests that run every matmul variant over
+// every weight dtype (matmul_test, sparse_ffn_test): the dtypes, the ISA
+// variants this CPU runs, and padded weight matrices of fresh random values
+// with their dequantized float64 copies.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize.h"
+#include "kernels/dtype.h"
+#include "kernels/tensor.h"
+#include "tests/test_util.h"
+
+namespace tc::test {
+
+inline constexpr kernels::DType kWeightDTypes[] = {kernels::DType::F32,  kernels::DType::F16,  kernels::DType::BF16,
+                                                   kernels::DType::Q8_0, kernels::DType::Q4_0, kernels::DType::Q4_K,
+                                                   kernels::DType::Q6_K};
+
+// The matmul variants this CPU runs; warns once (naming `what`) about AVX-512.
+inline std::vector<const kernels::detail::MatmulIsa*> matmul_variants(const char* what) {
+  namespace detail = kernels::detail;
+  std::vector<const detail::MatmulIsa*> out = {&detail::isa_portable()};
+  if (detail::isa_supported("avx2")) out.push_back(detail::isa_avx2());
+  if (detail::isa_supported("avx512")) {
+    out.push_back(detail::isa_avx512());
+  } else {
+    static bool warned = false;
+    if (!warned) WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 " << what << " variant is not run");
+    warned = true;
+  }
+  return out;
+}
+
+// A weight matrix of n_rows rows of n_cols values stored as `dtype`, rows
+// `pad` bytes longer than packed (padding 0xff: NaN in every float format),
+// and its dequantized values [n_rows][n_cols].
+struct Weights {
+  kernels::DType dtype;
+  int64_t n_cols, n_rows, row_bytes;
+  std::vector<std::byte> bytes;
+  std::vector<double> values;
+
+  kernels::Tensor tensor() const {
+    kernels::Tensor t = kernels::Tensor::matrix(bytes.data(), dtype, n_cols, n_rows);
+    t.row_bytes = row_bytes;
+    return t;
+  }
+  double at(int64_t r, int64_t c) const { return values[static_cast<size_t>(r * n_cols + c)]; }
+};
+
+// Normal values (sd 0.5, fixed seed) quantized to `dtype`.
+inline Weights make_weights(kernels::DType dtype, int64_t n_cols, int64_t n_rows, uint64_t seed, int64_t pad = 0) {
+  Weights w{dtype, n_cols, n_rows, kernels::row_bytes(dtype, n_cols) + pad, {}, {}};
+  const auto src = random_floats(static_cast<size_t>(n_cols * n_rows), seed, 0.5f);
+  w.bytes.assign(static_cast<size_t>(w.row_bytes * n_rows), std::byte{0xff});
+  w.values.resize(static_cast<size_t>(n_cols * n_rows));
+  std::vector<float> row(static_cast<size_t>(n_cols));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::byte* dst = w.bytes.data() + r * w.row_bytes;
+    kernels::quantize_row(dtype, src.data() + r * n_cols, dst, n_cols);
+    kernels::dequantize_row(dtype, dst, row.data(), n_cols);
+    for (int64_t c = 0; c < n_cols; ++c) w.values[static_cast<size_t>(r * n_cols + c)] = row[static_cast<size_t>(c)];
+  }
+  return w;
+}
+
+}  // namespace tc::test
