@@ -128,7 +128,8 @@ void powerinfer_notes(const GgufFile& in, const model::ModelSpec& spec, std::vec
         "relu(up) only for architecture 'bamboo'; Thermocline reads thermocline.ffn_form, PowerInfer does not");
   }
   if (spec.tied_embeddings) {
-    notes.push_back("no output.weight (tied embeddings): PowerInfer's loader requires output.weight");
+    notes.push_back("tied embeddings: output.weight written as a copy of token_embd.weight (PowerInfer's loader "
+                    "requires one)");
   }
   std::vector<std::string> extra;
   for (const auto& t : in.tensors()) {
@@ -226,9 +227,13 @@ ConvertPwriResult convert_to_pwri(const ConvertPwriOptions& o, const ConvertProg
                      model::transpose_down_into(model::tensor_view(*in, t->name), out, *pool);
                    });
     } else {
-      w.add_tensor(t->name, t->dtype, t->ne, [in, t](std::span<std::byte> out) {
-        std::memcpy(out.data(), in->tensor_data(*t).data(), out.size());
-      });
+      auto copy = [in, t](std::span<std::byte> out) { std::memcpy(out.data(), in->tensor_data(*t).data(), out.size()); };
+      w.add_tensor(t->name, t->dtype, t->ne, copy);
+      if (spec.tied_embeddings && t->name == "token_embd.weight") {
+        // PowerInfer's loader requires an output head: the tied one, materialized.
+        w.add_tensor("output.weight", t->dtype, t->ne, copy);
+        result.n_tensors += 1;
+      }
     }
     if (l >= 0 && l < spec.n_layer && idx == last_of_layer[static_cast<size_t>(l)]) add_predictors(l);
     result.n_tensors += is_input_predictor(t->name, l) ? 0 : 1;

@@ -186,6 +186,35 @@ TEST_CASE("convert --to-pwri: an f16 model gives the bytes make-model writes in 
   CHECK(preds.layers[0].rank() == 32);
 }
 
+TEST_CASE("convert --to-pwri: tied embeddings get output.weight, a copy of token_embd", "[profiler][convert]") {
+  const auto dir = tc::test::scratch_dir("convert_pwri_tied");
+  auto g = tiny_sparse(dir / "m.gguf");
+  g.tied_embeddings = true;
+  tc::profiler::make_model(g);
+  write_own_stats(g.output, dir / "m.stats.gguf");
+  const auto c = convert_options(g.output, dir / "m.stats.gguf", dir / "converted.gguf");
+  const auto r = tc::profiler::convert_to_pwri(c);
+  const auto fin = GgufFile::open(g.output);
+  const auto fc = GgufFile::open(c.output);
+  REQUIRE(fin.find_tensor("output.weight") == nullptr);
+  const auto& embd = fc.tensor("token_embd.weight");
+  const auto& out = fc.tensor("output.weight");
+  CHECK(out.dtype == embd.dtype);
+  CHECK(out.ne == embd.ne);
+  const auto a = fc.tensor_data(embd);
+  const auto b = fc.tensor_data(out);
+  CHECK((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0));
+  CHECK(r.n_tensors == static_cast<int64_t>(fc.tensors().size()));
+  bool noted = false;
+  for (const auto& n : r.notes) noted = noted || n.find("output.weight written as a copy") != std::string::npos;
+  CHECK(noted);
+  // It loads with its own output head (the same bytes as the embeddings).
+  const auto lin = tc::model::load_model(g.output);
+  const auto lout = tc::model::load_model(c.output);
+  CHECK(lin->spec.tied_embeddings);
+  CHECK_FALSE(lout->spec.tied_embeddings);
+}
+
 TEST_CASE("convert --to-pwri: q4_0 ffn_down is re-quantized onto the nearest grid point", "[profiler][convert]") {
   const auto dir = tc::test::scratch_dir("convert_pwri_q4_0");
   auto g = tiny_sparse(dir / "q.gguf", 7);
