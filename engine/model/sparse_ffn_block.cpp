@@ -63,10 +63,21 @@ void SparseFfnBlock::run(int64_t layer, const LayerWeights& w, const float* x, c
     if (on) rows[n_pred++] = static_cast<int32_t>(i);
   }
 
-  // 2. Gate over P; L = the neurons whose gate is positive for some token
-  // (the others are exactly 0 after the ReLU).
+  // 2. Gate over P. Each token keeps only its own predicted neurons (a
+  // gate of 0 there is 0 after the ReLU), so its output does not depend on
+  // the other tokens of the step. L = the neurons whose gate is positive for
+  // some token (the others are exactly 0 after the ReLU).
   backend_.matmul_rows(w.ffn_gate, cur, n_tokens, rows, n_pred, gate);
   backend_.synchronize();
+  if (n_tokens > 1) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* score = scores + t * n_ff;
+      float* g = gate + t * n_pred;
+      for (int64_t k = 0; k < n_pred; ++k) {
+        if (!(score[rows[k]] > pred.threshold)) g[k] = 0.0f;
+      }
+    }
+  }
   int64_t n_live = 0;
   for (int64_t k = 0; k < n_pred; ++k) {
     bool on = false;

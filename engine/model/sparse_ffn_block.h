@@ -3,8 +3,11 @@
 //   1. scores = fc2 · relu(fc1 · x) on the residual x entering the block;
 //      the predicted set P = neurons whose score exceeds the layer's
 //      threshold for any token of the step (ascending);
-//   2. gate over P (row-gathered GEMV); neurons whose gate is <= 0 for every
-//      token are exactly zero after the ReLU and are dropped: the live set L;
+//   2. gate over P (row-gathered GEMV); each token keeps only its own
+//      predicted neurons (so a token's output does not depend on the other
+//      tokens of the step: the same bits alone or batched); neurons whose
+//      gate is <= 0 for every token are exactly zero after the ReLU and are
+//      dropped: the live set L;
 //   3. up over L, the activation, and down as a sum of the scaled ffn_down_t
 //      rows of L (zeros skipped, deterministic).
 // Neurons a predictor misses are not computed: that is the approximation.

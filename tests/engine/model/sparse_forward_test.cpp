@@ -183,6 +183,35 @@ TEST_CASE("the sparse pass gives the same bits on 1 and 2 threads", "[model][spa
   CHECK(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)) == 0);
 }
 
+TEST_CASE("a sequence's sparse logits do not depend on the other sequences of the step", "[model][sparse]") {
+  constexpr float kMissingThreshold = 0.5f;  // removing the per-token mask fails this test (checked)
+  const auto a = random_tokens(8, 11, kVocab);
+  const auto b = random_tokens(8, 12, kVocab);
+  for (const char* type : {"f16", "q8_0"}) {
+    INFO(type);
+    const auto loaded = planted_model(std::string("batch_") + type, true, type);
+    // A high threshold makes the predictors miss firing neurons, so the
+    // step's union of predicted sets would add neurons to each token.
+    for (auto& p : loaded->predictors.layers) p.threshold = kMissingThreshold;
+    auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+    LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
+    // Alone: each sequence in its own cache, one token per step.
+    const auto alone_a = decode_each(sparse, *backend, a);
+    const auto alone_b = decode_each(sparse, *backend, b);
+    // Together: both in one step each time (their predicted sets differ).
+    KvCache kv(*backend, sparse.spec(), 2, 64);
+    std::vector<float> together_a, together_b, logits;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const StepSequence seqs[] = {{0, std::span(a).subspan(i, 1), false}, {1, std::span(b).subspan(i, 1), false}};
+      REQUIRE(sparse.forward(seqs, kv, logits) == StepStatus::Ok);
+      together_a.insert(together_a.end(), logits.begin(), logits.begin() + kVocab);
+      together_b.insert(together_b.end(), logits.begin() + kVocab, logits.end());
+    }
+    CHECK(std::memcmp(alone_a.data(), together_a.data(), alone_a.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(alone_b.data(), together_b.data(), alone_b.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("steps above the crossover run the dense FFN", "[model][sparse]") {
   const auto loaded = planted_model("crossover", false);
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
