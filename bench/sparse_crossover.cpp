@@ -74,7 +74,7 @@ double seconds_per_step(LlamaModel& m, tc::kernels::Backend& backend, int64_t ba
     if (s == warmup) start = Clock::now();
     for (int64_t b = 0; b < batch; ++b) {
       ids[static_cast<size_t>(b)] = static_cast<tc::text::TokenId>(rng() % static_cast<uint64_t>(m.spec().n_vocab));
-      seqs[static_cast<size_t>(b)] = {static_cast<int>(b), std::span(&ids[static_cast<size_t>(b)], 1), false};
+      seqs[static_cast<size_t>(b)] = {static_cast<int>(b), std::span(&ids[static_cast<size_t>(b)], 1), false, true};
     }
     if (m.forward(seqs, kv, logits) != tc::model::StepStatus::Ok) {
       std::fprintf(stderr, "sparse_crossover: forward failed\n");

@@ -95,7 +95,7 @@ std::vector<TokenId> generate(LlamaModel& m, tc::kernels::Backend& backend, cons
   std::vector<float> logits;
   std::span<const TokenId> step(seq);
   for (int64_t i = 0; i < n; ++i) {
-    const tc::model::StepSequence s{0, step, false};
+    const tc::model::StepSequence s{0, step, false, i > 0};
     if (m.forward({&s, 1}, kv, logits) != tc::model::StepStatus::Ok) std::exit(1);
     seq.push_back(static_cast<TokenId>(argmax(logits.data(), m.spec().n_vocab)));
     step = std::span(seq).last(1);

@@ -41,10 +41,14 @@ void register_perplexity(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
-  add_sparsity_options(sub, o->sparsity);
+  auto* sparse_max = add_sparsity_options(sub, o->sparsity);
   sub->add_option("--chunks", o->n_chunks, "Chunks to score at most (default 0: every whole chunk)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  runners()["perplexity"] = [o] {
+  runners()["perplexity"] = [o, sparse_max] {
+    // Every scored token is a prompt token here: in sparse mode let whole
+    // steps run sparse unless told otherwise (each token still uses only its
+    // own predicted neurons, as in decode).
+    if (sparse_max->count() == 0) o->sparsity.sparse_max_tokens = o->n_batch;
     CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;

@@ -6,7 +6,7 @@
 
 namespace tc::cli {
 
-void add_sparsity_options(CLI::App* sub, SparsityCliOptions& options) {
+CLI::Option* add_sparsity_options(CLI::App* sub, SparsityCliOptions& options) {
   sub->add_option("--stats", options.stats,
                   "Stats file from `thermocline profile` (predictors, TEAL thresholds) recorded on this model")
       ->check(CLI::ExistingFile);
@@ -14,10 +14,11 @@ void add_sparsity_options(CLI::App* sub, SparsityCliOptions& options) {
                   "dense | auto (sparse FFN when the model has predictors) | relu (sparse FFN, required) | "
                   "teal:X (TEAL thresholds at target sparsity X, from --stats)")
       ->capture_default_str();
-  sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
-                  "Steps with more tokens than this run the dense FFN")
+  return sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
+                         "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too "
+                         "(generated tokens always do); 0: prompts run dense")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
 }
 
 CliModel open_cli_model(const std::string& path, int threads, const SparsityCliOptions& options) {

@@ -21,7 +21,8 @@ struct SparsityCliOptions {
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
 };
 
-void add_sparsity_options(CLI::App* sub, SparsityCliOptions& options);
+// Returns the --sparse-max-tokens option (to tell whether it was given).
+CLI::Option* add_sparsity_options(CLI::App* sub, SparsityCliOptions& options);
 
 // A model ready to run on the CPU: members in construction order.
 struct CliModel {

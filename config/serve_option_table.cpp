@@ -98,8 +98,9 @@ const OptionDescriptor kTable[] = {
              "target sparsity X, thresholds from stats)",
      .field = &ServeOptions::sparsity, .check = check_sparsity},
     {.key = "sparse_max_tokens", .flags = "--sparse-max-tokens",
-     .help = "Engine steps with more tokens than this run the dense FFN (the measured crossover)",
-     .field = &ServeOptions::sparse_max_tokens, .min = 1, .max = 65536},
+     .help = "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too (generated tokens "
+             "always do); 0: prompts run dense",
+     .field = &ServeOptions::sparse_max_tokens, .min = 0, .max = 65536},
     // Per-request limits.
     {.key = "max_tokens_cap", .flags = "--max-tokens-cap",
      .help = "Largest max_tokens a request may ask for (larger is a 400); 0: the context size",

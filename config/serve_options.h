@@ -47,7 +47,8 @@ struct ServeOptions {
   int threads = 0;                  // CPU worker threads, 0 = physical cores (key: threads)
   std::filesystem::path stats;      // `thermocline profile` stats file: predictors, TEAL thresholds (key: stats)
   std::string sparsity = "auto";    // dense|auto|relu|teal:X (key: sparsity)
-  // Steps with more tokens run the dense FFN (key: sparse_max_tokens).
+  // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN
+  // too; generated tokens always do (key: sparse_max_tokens).
   int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
 
   // Per-request limits.

@@ -10,10 +10,11 @@
 
 namespace tc::config {
 
-// Engine steps of up to this many tokens run the predicted sparse FFN by
-// default; larger ones (prefill, big batches) run dense. The crossover
-// measured by bench/sparse_decode.py (docs/benchmarks.md).
-inline constexpr int64_t kDefaultSparseMaxTokens = 32;
+// In sparse mode generated tokens always run the predicted sparse FFN (it
+// stays ahead of dense up to 128 sequences per step, docs/benchmarks.md);
+// prompt chunks of up to this many tokens run it too. 0: prompts run dense,
+// so whether a token runs sparse never depends on the other requests.
+inline constexpr int64_t kDefaultSparseMaxTokens = 0;
 
 // The highest TEAL target sparsity accepted.
 inline constexpr float kTealMaxSparsity = 0.95f;

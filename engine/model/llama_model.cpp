@@ -59,7 +59,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
                                 " has none (blk.N.fc1/fc2); make them with `thermocline profile "
                                 "--train-predictors` and pass the stats file with --stats");
   }
-  if (options.sparse_max_tokens < 1) throw std::invalid_argument("sparse_max_tokens must be at least 1");
+  if (options.sparse_max_tokens < 0) throw std::invalid_argument("sparse_max_tokens must be at least 0");
   if (!spec_.sparse_layout) {
     kernels::ThreadPool pool(backend.n_threads());
     down_t_storage_.resize(weights_.layers.size());
@@ -127,8 +127,11 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
   }
   if (sparse_ffn_ != nullptr) {
+    bool any_sparse = false, any_dense = false;
+    for (const auto& s : sequences) (runs_sparse(s) ? any_sparse : any_dense) = true;
     auto& c = sparse_ffn_->counters();
-    ++(n_tokens <= options_.sparse_max_tokens ? c.sparse_steps : c.dense_steps);
+    c.sparse_steps += any_sparse ? 1 : 0;
+    c.dense_steps += any_dense ? 1 : 0;
   }
   for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
 
@@ -188,22 +191,40 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
   backend_.matmul(w.attn_output, cur, n_tokens, tmp);
   backend_.add(x, tmp, n_tokens * n_embd);
 
-  run_ffn(w, layer, n_tokens);
+  // The FFN in runs of consecutive sequences that take the same path.
+  int64_t begin = 0;
+  t = 0;
+  bool run_sparse = false;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const bool sparse = runs_sparse(sequences[i]);
+    if (t > begin && sparse != run_sparse) {
+      run_ffn(w, layer, begin, t - begin, run_sparse);
+      begin = t;
+    }
+    run_sparse = sparse;
+    t += static_cast<int64_t>(sequences[i].tokens.size());
+  }
+  if (t > begin) run_ffn(w, layer, begin, t - begin, run_sparse);
 }
 
-void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t n_tokens) {
+bool LlamaModel::runs_sparse(const StepSequence& s) const {
+  return sparse_ffn_ != nullptr &&
+         (s.generated || static_cast<int64_t>(s.tokens.size()) <= options_.sparse_max_tokens);
+}
+
+void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64_t n_tokens, bool sparse) {
   const int64_t n_embd = spec_.n_embd;
-  float* x = x_.as<float>();
-  float* cur = cur_.as<float>();
-  float* tmp = tmp_.as<float>();
+  float* x = x_.as<float>() + t0 * n_embd;
+  float* cur = cur_.as<float>() + t0 * n_embd;
+  float* tmp = tmp_.as<float>() + t0 * n_embd;
   backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
                     static_cast<float>(spec_.rms_eps), cur);
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
-  if (sparse_ffn_ != nullptr && n_tokens <= options_.sparse_max_tokens) {
+  if (sparse) {
     sparse_ffn_->run(layer, w, x, cur, n_tokens, tmp);
   } else {
-    float* gate = ffn_gate_.as<float>();
-    float* up = ffn_up_.as<float>();
+    float* gate = ffn_gate_.as<float>() + t0 * spec_.n_ff;
+    float* up = ffn_up_.as<float>() + t0 * spec_.n_ff;
     backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
     backend_.matmul(w.ffn_up, cur, n_tokens, up);
     if (observer_ != nullptr) {

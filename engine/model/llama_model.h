@@ -27,6 +27,10 @@ struct StepSequence {
   int slot = 0;
   std::span<const text::TokenId> tokens;
   bool all_logits = false;   // logits for every token, not only the last
+  // The tokens were generated (a decode step), not read from a prompt: in
+  // FfnMode::Sparse they always run the sparse FFN; prompt tokens run it
+  // only in chunks of up to ForwardOptions::sparse_max_tokens.
+  bool generated = false;
 };
 
 // The inputs of a layer's linear projections, in forward order.
@@ -77,13 +81,16 @@ class InputSparsifier {
 // How the FFN blocks run.
 enum class FfnMode {
   Dense,   // every neuron, every step
-  Sparse,  // decode steps over the predicted neurons (SparseFfnBlock); larger steps dense
+  Sparse,  // generated tokens (and short prompt chunks) over the predicted neurons (SparseFfnBlock)
 };
 std::string_view ffn_mode_name(FfnMode mode);  // "dense", "sparse"
 
 struct ForwardOptions {
   FfnMode ffn_mode = FfnMode::Dense;
-  int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;  // larger steps run the dense FFN
+  // Prompt chunks (StepSequence::generated false) of at most this many
+  // tokens run the sparse FFN too; longer ones, and every chunk when 0, dense.
+  // Decided per sequence, so a sequence's path never depends on the others.
+  int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
 };
 
 enum class StepStatus {
@@ -127,7 +134,9 @@ class LlamaModel {
   void run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
                  runtime::KvCache& kv, int64_t n_tokens);
 
-  void run_ffn(const LayerWeights& w, int64_t layer, int64_t n_tokens);
+  // The FFN block over rows [t0, t0 + n) of the step, dense or sparse.
+  void run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64_t n, bool sparse);
+  bool runs_sparse(const StepSequence& s) const;
 
   const ModelSpec& spec_;
   ForwardOptions options_;

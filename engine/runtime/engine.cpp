@@ -402,7 +402,7 @@ void Engine::Impl::run_step() {
       error(slot_idx, "sampled token id " + std::to_string(seq->next_token) + " is out of range");
       continue;
     }
-    step.push_back({slot_idx, std::span(&seq->next_token, 1), false});
+    step.push_back({slot_idx, std::span(&seq->next_token, 1), false, true});
     --budget;
   }
   // Then prefill chunks, oldest admission first, while the budget lasts.

@@ -81,7 +81,7 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
     const std::string piece = detok.push(result.token);
     if (!piece.empty()) on_text(piece);
     if (stats.n_generated == options.n_predict) break;
-    const model::StepSequence step{0, std::span(&result.token, 1), false};
+    const model::StepSequence step{0, std::span(&result.token, 1), false, true};
     if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
       stats.stop = StopReason::ContextFull;
       break;
@@ -138,7 +138,7 @@ std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const 
       kv.clear(0);
       const auto start = Clock::now();
       for (const auto& token : tokens) {
-        const model::StepSequence step{0, std::span(&token, 1), false};
+        const model::StepSequence step{0, std::span(&token, 1), false, true};
         if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
           throw std::invalid_argument("tg test does not fit the context");
         }

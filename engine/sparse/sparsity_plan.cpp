@@ -22,8 +22,10 @@ SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::Sparsi
   if (sparse_ffn) {
     // LlamaModel's constructor explains what is missing when this cannot run.
     plan.forward.ffn_mode = model::FfnMode::Sparse;
-    plan.summary = "sparse FFN (predictors: " + model.predictors.source + "; steps of up to " +
-                   std::to_string(sparse_max_tokens) + " tokens)";
+    plan.summary = "sparse FFN (predictors: " + model.predictors.source + "; generated tokens" +
+                   (sparse_max_tokens > 0 ? " and prompt chunks of up to " + std::to_string(sparse_max_tokens) + " tokens"
+                                          : std::string()) +
+                   ")";
     if (model.predictors.empty()) plan.summary = "sparse FFN (no predictors)";
     return plan;
   }

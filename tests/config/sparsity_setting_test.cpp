@@ -45,6 +45,6 @@ TEST_CASE("the serve key sparsity is validated with the same rule", "[config][sp
   o.sparsity = "teal:2";
   CHECK_THROWS_WITH(tc::config::validate(o), Catch::Contains("'sparsity'") && Catch::Contains("outside"));
   o.sparsity = "auto";
-  o.sparse_max_tokens = 0;
+  o.sparse_max_tokens = -1;
   CHECK_THROWS_WITH(tc::config::validate(o), Catch::Contains("'sparse_max_tokens'"));
 }

@@ -66,7 +66,7 @@ std::vector<float> decode_each(LlamaModel& m, tc::kernels::Backend& backend, con
   KvCache kv(backend, m.spec(), 1, 64);
   std::vector<float> all, logits;
   for (const TokenId t : tokens) {
-    const StepSequence seq{0, std::span(&t, 1), false};
+    const StepSequence seq{0, std::span(&t, 1), false, true};
     REQUIRE(m.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
     all.insert(all.end(), logits.begin(), logits.end());
   }
@@ -202,7 +202,8 @@ TEST_CASE("a sequence's sparse logits do not depend on the other sequences of th
     KvCache kv(*backend, sparse.spec(), 2, 64);
     std::vector<float> together_a, together_b, logits;
     for (size_t i = 0; i < a.size(); ++i) {
-      const StepSequence seqs[] = {{0, std::span(a).subspan(i, 1), false}, {1, std::span(b).subspan(i, 1), false}};
+      const StepSequence seqs[] = {{0, std::span(a).subspan(i, 1), false, true},
+                                   {1, std::span(b).subspan(i, 1), false, true}};
       REQUIRE(sparse.forward(seqs, kv, logits) == StepStatus::Ok);
       together_a.insert(together_a.end(), logits.begin(), logits.begin() + kVocab);
       together_b.insert(together_b.end(), logits.begin() + kVocab, logits.end());
@@ -210,6 +211,28 @@ TEST_CASE("a sequence's sparse logits do not depend on the other sequences of th
     CHECK(std::memcmp(alone_a.data(), together_a.data(), alone_a.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(alone_b.data(), together_b.data(), alone_b.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE("a decode next to another sequence's long prompt chunk still runs sparse, with the same bits", "[model][sparse]") {
+  const auto loaded = planted_model("mixed", true, "f16");
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
+  const auto a = random_tokens(6, 21, kVocab);
+  const auto prompt = random_tokens(20, 22, kVocab);
+  const auto alone = decode_each(sparse, *backend, a);
+  // A decodes; at its third token B's 20-token prompt (dense) joins the step.
+  KvCache kv(*backend, sparse.spec(), 2, 64);
+  std::vector<float> mixed, logits;
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::vector<StepSequence> seqs = {{0, std::span(a).subspan(i, 1), false, true}};
+    if (i == 2) seqs.push_back({1, prompt, false, false});
+    REQUIRE(sparse.forward(seqs, kv, logits) == StepStatus::Ok);
+    mixed.insert(mixed.end(), logits.begin(), logits.begin() + kVocab);
+  }
+  CHECK(std::memcmp(alone.data(), mixed.data(), alone.size() * sizeof(float)) == 0);
+  // Both paths ran: 6 steps with sparse rows, one of them with dense rows too.
+  CHECK(sparse.sparse_counters()->sparse_steps == 12);
+  CHECK(sparse.sparse_counters()->dense_steps == 1);
 }
 
 TEST_CASE("steps above the crossover run the dense FFN", "[model][sparse]") {
