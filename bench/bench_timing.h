@@ -1,7 +1,8 @@
-// bench_timing: the timing pieces the CPU bench programs share: the clock,
-// seconds since a time point, the (upper) median of repeated timings, and
-// the read-bandwidth probe run between timed blocks (bench/membw's method:
-// SSE2 loads summed over a buffer on the pool's threads).
+// bench_timing: what the CPU bench programs share around their timings: the
+// clock, seconds since a time point, the (upper) median of repeated
+// timings, the read-bandwidth probe run between timed blocks (bench/membw's
+// method: SSE2 loads summed over a buffer on the pool's threads), and a fast
+// seeded fill of the benchmarked matrices.
 #pragma once
 
 #include <emmintrin.h>
@@ -50,6 +51,22 @@ inline double probe_read(const std::byte* bytes, int64_t n, kernels::ThreadPool&
   const double s = seconds_since(t0);
   if (sink[0] == 42) std::printf(" ");  // keep the sums alive
   return static_cast<double>(n) / s * 1e-9;
+}
+
+// Values near N(0, 0.25) from a xorshift generator (a sum of four uniforms):
+// fast for the hundreds of millions of values 7B-shaped matrices need.
+inline void fill_random(float* dst, int64_t n, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = 0;
+    for (int k = 0; k < 4; ++k) {
+      s ^= s << 13;
+      s ^= s >> 7;
+      s ^= s << 17;
+      v += static_cast<float>(s >> 40) * (1.0f / 16777216.0f) - 0.5f;
+    }
+    dst[i] = v * 0.5f;
+  }
 }
 
 }  // namespace tc::bench

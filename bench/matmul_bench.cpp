@@ -50,6 +50,7 @@ using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
 using tc::bench::Clock;
 using tc::bench::median;
+using tc::bench::fill_random;
 using tc::bench::probe_read;
 using tc::bench::seconds_since;
 
@@ -133,24 +134,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// Values near N(0, 0.25) from a xorshift generator (sum of uniforms): fast
-// for the hundreds of millions of values 7B-shaped matrices need.
-void fill_random(float* dst, int64_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = 0;
-    for (int k = 0; k < 4; ++k) {
-      s ^= s << 13;
-      s ^= s >> 7;
-      s ^= s << 17;
-      v += static_cast<float>(s >> 40) * (1.0f / 16777216.0f) - 0.5f;
-    }
-    dst[i] = v * 0.5f;
-  }
-}
-
-
-
 // A weight matrix and copies of it, 64-byte aligned.
 struct Matrix {
   DType dtype;
@@ -185,7 +168,6 @@ Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, Threa
   });
   return m;
 }
-
 
 // ---- llama.cpp's ggml CPU backend, loaded at run time ----
 

@@ -45,6 +45,7 @@ namespace {
 using namespace tc::kernels;
 using tc::bench::Clock;
 using tc::bench::median;
+using tc::bench::fill_random;
 using tc::bench::probe_read;
 using tc::bench::seconds_since;
 
@@ -103,23 +104,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-
-
-// Values near N(0, 0.25) from a xorshift generator (as matmul_bench).
-void fill_random(float* dst, int64_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (int64_t i = 0; i < n; ++i) {
-    float v = 0;
-    for (int k = 0; k < 4; ++k) {
-      s ^= s << 13;
-      s ^= s >> 7;
-      s ^= s << 17;
-      v += static_cast<float>(s >> 40) * (1.0f / 16777216.0f) - 0.5f;
-    }
-    dst[i] = v * 0.5f;
-  }
-}
-
 // 64-byte aligned bytes.
 struct Bytes {
   explicit Bytes(int64_t n) : storage(new std::byte[static_cast<size_t>(n + 64)]) {
@@ -149,7 +133,6 @@ Tensor make_matrix(Bytes& mem, int64_t offset, DType dtype, int64_t n_cols, int6
 struct Ffn {
   Tensor gate, up, down, down_t;
 };
-
 
 // The active sets of one configuration: per draw, the union of n_tokens
 // independent random sets of `count` neurons (sorted), and activations

@@ -20,20 +20,13 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "profiler/sparse_planting.h"
+#include "profiler/splitmix64.h"
 #include "profiler/tokenizer_corpus.h"
 
 namespace tc::profiler {
 namespace {
 
 using kernels::DType;
-
-// splitmix64: turns (seed, stream) into well-mixed RNG state.
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // xoshiro256+ with Box-Muller: a fast source of standard normal floats.
 class NormalStream {

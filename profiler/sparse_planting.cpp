@@ -30,6 +30,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
+#include "profiler/splitmix64.h"
 
 namespace tc::profiler {
 namespace {
@@ -71,13 +72,6 @@ enum class Stream : uint64_t {
 
 uint64_t stream_id(Stream s, int64_t layer = -1) {
   return static_cast<uint64_t>(s) + 32u * static_cast<uint64_t>(layer + 1);
-}
-
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 // xoshiro256**. normal() is the Irwin-Hall sum of the four 16-bit lanes of
