@@ -181,10 +181,14 @@ XLayout x_layout(DType dtype, int64_t n_in) {
   auto round8 = [](int64_t v) { return (v + 7) / 8 * 8; };
   switch (dtype) {
     case DType::F32:
-    case DType::F16:
     case DType::BF16:
       l.format = XFormat::F32;
       l.stride = row_stride(n_in * static_cast<int64_t>(sizeof(float)));
+      return l;
+    case DType::F16:
+      l.format = XFormat::F16;
+      l.f32_offset = align64(n_in * static_cast<int64_t>(sizeof(uint16_t)));
+      l.stride = row_stride(l.f32_offset + n_in * static_cast<int64_t>(sizeof(float)));
       return l;
     case DType::Q8_0:
       l.format = XFormat::Q8_32;

@@ -2,8 +2,10 @@
 // the model file) with f32 activations: GEMV for decode (few tokens) and a
 // blocked GEMM for prefill, chosen inside. Fast paths per instruction set
 // (AVX2, AVX-512 incl. VNNI/BF16) are picked at run time by CPUID; a
-// portable path runs everywhere. Activations may be quantized on the fly
-// (Q8 blocks) for int8 dot products against quantized weights.
+// portable path runs everywhere. The activations are prepared once per call
+// as llama.cpp prepares them: int8 blocks for int8 dot products against
+// quantized weights, f16 for F16 weights (x rounded to nearest-even f16,
+// clamped to +-65504), f32 as they came for F32 and BF16 weights.
 #pragma once
 
 #include <cstdint>

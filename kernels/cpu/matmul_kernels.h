@@ -25,7 +25,8 @@ namespace tc::kernels::detail {
 
 // How the activations are prepared for a weight dtype.
 enum class XFormat {
-  F32,        // f32 copy (F32, F16, BF16 weights)
+  F32,        // f32 copy (F32 and BF16 weights)
+  F16,        // rounded to f16, kept as f16 and widened back to f32 (F16 weights)
   Q8_32,      // int8 in blocks of 32 (Q8_0 weights)
   Q8_32_NIB,  // as Q8_32 with each pair of blocks in nibble order (Q4_0 weights)
   Q8_256,     // int8 in blocks of 256 (Q4_K, Q6_K weights)
@@ -34,7 +35,15 @@ enum class XFormat {
 // Where the parts of one prepared token row sit (byte offsets from the row
 // start). Rows are `stride` bytes apart: 64-byte aligned and an odd number
 // of cache lines, so the rows of many tokens do not crowd the same cache sets.
-// F32: the n_in values as they came. Quantized, with nb = n_in / block:
+// F32: the n_in values as they came (f32_offset 0).
+// F16: x clamped to +-65504 and rounded to nearest-even f16, as llama.cpp
+// prepares x for F16
+// weights (half the cache traffic of f32 x in the decode loop):
+//   h      f16   [n_in]        at offset 0
+//   xf     f32   [n_in]        at f32_offset: the same values widened (exact),
+//                              for the paths that multiply in f32 tiles
+// Both forms hold the same numbers, so every path forms the same products.
+// Quantized, with nb = n_in / block:
 //   qs     int8  [n_in]        x[i] ~= qs[i] * d[i / block]
 //   d      f32   [nb]          d = max|x| over the block / 127; 0 (and qs 0) when
 //                              max|x| < 1e-30. x must be finite.
@@ -56,6 +65,7 @@ struct XLayout {
   int64_t sum32_offset = 0;
   int64_t sum16_offset = 0;
   int64_t dpair_offset = 0;
+  int64_t f32_offset = 0;  // F32 and F16: where the f32 values sit
   int64_t stride = 0;
 };
 

@@ -19,6 +19,9 @@ constexpr int64_t kChunk = 256;
 // Blocks whose largest |x| is below this quantize to zeros: 1 / d would
 // overflow, and their contribution is far below f32 resolution anyway.
 constexpr float kTinyAmax = 1e-30f;
+// The largest finite f16: F16-weight activations are clamped to +-this
+// before rounding, so a huge x cannot become inf (matmul_x86_common.h too).
+constexpr float kF16Max = 65504.0f;
 
 struct XRow {
   const int8_t* qs;
@@ -48,6 +51,15 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
     std::byte* row = xq + t * xl.stride;
     if (xl.format == XFormat::F32) {
       std::memcpy(row, xr, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+    if (xl.format == XFormat::F16) {
+      auto* h = reinterpret_cast<uint16_t*>(row);
+      auto* xf = reinterpret_cast<float*>(row + xl.f32_offset);
+      for (int64_t i = 0; i < n; ++i) {
+        h[i] = f32_to_f16(std::fmax(std::fmin(xr[i], kF16Max), -kF16Max));
+        xf[i] = f16_to_f32(h[i]);
+      }
       continue;
     }
     auto* qs = reinterpret_cast<int8_t*>(row);
@@ -122,7 +134,7 @@ void compute_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
         dequantize_row(a.dtype, row + k0 * elem, wf, n);
       }
       for (int64_t t = 0; t < a.n_tokens; ++t) {
-        const float* xt = reinterpret_cast<const float*>(a.xq + t * a.xl.stride);
+        const float* xt = reinterpret_cast<const float*>(a.xq + t * a.xl.stride + a.xl.f32_offset);
         const float s = dot_f32(wp, xt + k0, n);
         float& out = a.y[t * a.n_out + r];
         out = k0 == 0 ? s : out + s;
@@ -251,7 +263,7 @@ void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 void compute_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  if (a.xl.format == XFormat::F32) {
+  if (a.xl.format == XFormat::F32 || a.xl.format == XFormat::F16) {
     compute_float(a, r0, r1);
   } else {
     compute_quant(a, r0, r1);

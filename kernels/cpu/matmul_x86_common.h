@@ -34,6 +34,9 @@ namespace {
 constexpr int64_t kChunk = 256;
 // Must equal matmul_portable.cpp's: every variant writes the same bytes.
 constexpr float kTinyAmax = 1e-30f;
+// The largest finite f16: F16-weight activations are clamped to +-this
+// before rounding (XFormat::F16), so a huge x cannot become inf.
+constexpr float kF16Max = 65504.0f;
 
 // GEMV order (few tokens): one row at a time, streamed once from memory
 // (several interleaved row streams read DRAM markedly slower here), with up

@@ -11,7 +11,10 @@
 // adds its -8 offset terms to the odd chain, 8 blocks at a time. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and
 // added to y. Single-row kernels interleave the two chains (memory stays
-// sequential); wide tiles run the even pass, then the odd one.
+// sequential); wide tiles run the even pass, then the odd one. For F16
+// weights x is rounded to f16 first (XFormat::F16): decode reads that f16
+// copy, the tiles its exact f32 widening, so every path forms the same
+// products.
 #pragma once
 
 #include <immintrin.h>
@@ -27,6 +30,35 @@ namespace {
 
 // ---- activations ----
 
+// h[i] = x[i] clamped to f16's finite range and rounded to nearest-even
+// f16, xf[i] = h[i] widened (exact). Bit for bit the portable variant's
+// f32_to_f16(clamp(x)) for finite x.
+TC_SIMD_INLINE __m128i to_f16_saturated(__m256 v) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m256 limit = _mm256_set1_ps(kF16Max);
+  return _mm256_cvtps_ph(_mm256_max_ps(_mm256_min_ps(v, limit), _mm256_sub_ps(_mm256_setzero_ps(), limit)), kRound);
+}
+
+inline void round_to_f16(const float* x, int64_t n, uint16_t* h, float* xf) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i hv = to_f16_saturated(_mm256_loadu_ps(x + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), hv);
+    _mm256_storeu_ps(xf + i, _mm256_cvtph_ps(hv));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    alignas(16) uint16_t tail_h[8];
+    alignas(32) float tail_f[8];
+    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    const __m128i hv = to_f16_saturated(_mm256_load_ps(tail));
+    _mm_store_si128(reinterpret_cast<__m128i*>(tail_h), hv);
+    _mm256_store_ps(tail_f, _mm256_cvtph_ps(hv));
+    std::memcpy(h + i, tail_h, static_cast<size_t>(n - i) * sizeof(uint16_t));
+    std::memcpy(xf + i, tail_f, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
 void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_end, std::byte* xq) {
   const int64_t n = xl.n_in;
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
@@ -36,6 +68,10 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
     std::byte* row = xq + t * xl.stride;
     if (xl.format == XFormat::F32) {
       std::memcpy(row, xr, static_cast<size_t>(n) * sizeof(float));
+      continue;
+    }
+    if (xl.format == XFormat::F16) {
+      round_to_f16(xr, n, reinterpret_cast<uint16_t*>(row), reinterpret_cast<float*>(row + xl.f32_offset));
       continue;
     }
     auto* qs = reinterpret_cast<int8_t*>(row);
@@ -118,10 +154,10 @@ struct LoadBF16 {
 // F16 decode from DRAM went from ~70% to ~85% of the read bandwidth).
 constexpr int64_t kStreamPrefetchBytes = 2048;
 
-// Decode (one token, the whole row streamed from DRAM) prefetches into L2,
-// this far ahead. Against NTA prefetch at 2 KiB (into L1) it gave 1.1-1.5x
-// the F16 decode GB/s in interleaved 2-thread runs on the shared 2-core VM
-// (noisy; 4-8 KiB alike): the L1 miss buffers stay free for demand loads.
+// How far ahead decode prefetches gathered rows (MatmulArgs::rows) into L2:
+// the hardware prefetcher cannot guess the jump to the next gathered row.
+// Dense rows are not prefetched by hand at all: one sequential stream per
+// thread is what the hardware prefetcher follows best (see float_row_chunk).
 constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // The first n (< 8) elements, zeros after.
@@ -175,37 +211,52 @@ TC_SIMD_INLINE void float_tile(const typename L::Elem* const* w, const float* x,
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
-// Decode (one token): G neighbouring chunks of one row at once, each with
-// its own two chains (2G independent FMA chains hide the FMA latency that
-// bounds a lone chunk pair), their sums added to y in ascending chunk order:
-// the same bits as one chunk at a time, and memory stays one sequential
-// stream.
-template <class L, int G>
-TC_SIMD_INLINE void float_row_chunks(const typename L::Elem* w, const float* x, float* y, bool first,
-                                     const RowStream& stream) {
-  __m256 a0[G], a1[G];
-  for (int g = 0; g < G; ++g) a0[g] = a1[g] = _mm256_setzero_ps();
+// Decode (one token): one chunk of one row, its two chains interleaved,
+// added to y. XL loads x: f16 for F16 weights (XFormat::F16), else f32.
+//
+// One chunk at a time keeps each thread's reads one sequential stream, which
+// the hardware prefetcher follows at full speed; two chains already outrun
+// one core's share of DRAM. Measured on the 1B and 7B-layer F16 models, 2
+// threads, alternating runs against llama.cpp's decode (medians of 6-8):
+// four chunks at once with software prefetching 4 KiB ahead 0.81-0.86x of
+// llama.cpp; one chunk, no prefetching 0.76-0.93x; that with f16 x
+// 0.99-1.07x; two or four chunks without prefetching 0.4x (several streams
+// within a row defeat the hardware prefetcher).
+template <class L, class XL, bool kGathered>
+TC_SIMD_INLINE void float_row_chunk(const typename L::Elem* w, const typename XL::Elem* x, float* y, bool first,
+                                    const RowStream& stream) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
   for (int64_t s = 0; s < kChunk / 8; s += 2) {
-    if ((s * 8 * static_cast<int64_t>(sizeof(typename L::Elem))) % 64 == 0) {
-      for (int g = 0; g < G; ++g) {
-        _mm_prefetch(stream.ahead(w + g * kChunk + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
-      }
+    if (kGathered && (s * 8 * static_cast<int64_t>(sizeof(typename L::Elem))) % 64 == 0) {
+      _mm_prefetch(stream.ahead(w + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
     }
-    for (int g = 0; g < G; ++g) {
-      a0[g] = _mm256_fmadd_ps(L::load(w + g * kChunk + 8 * s), _mm256_loadu_ps(x + g * kChunk + 8 * s), a0[g]);
-    }
-    for (int g = 0; g < G; ++g) {
-      a1[g] = _mm256_fmadd_ps(L::load(w + g * kChunk + 8 * s + 8), _mm256_loadu_ps(x + g * kChunk + 8 * s + 8), a1[g]);
-    }
+    a0 = _mm256_fmadd_ps(L::load(w + 8 * s), XL::load(x + 8 * s), a0);
+    a1 = _mm256_fmadd_ps(L::load(w + 8 * s + 8), XL::load(x + 8 * s + 8), a1);
   }
-  for (int g = 0; g < G; ++g) {
-    const float sum = hsum8(_mm256_add_ps(a0[g], a1[g]));
-    *y = first && g == 0 ? sum : *y + sum;
-  }
+  const float sum = hsum8(_mm256_add_ps(a0, a1));
+  *y = first ? sum : *y + sum;
 }
 
-// Chunks per float_row_chunks call in decode.
-constexpr int kDecodeChunks = 4;
+// Decode rows [r0, r1) of one token: full chunks with float_row_chunk, a
+// partial last chunk with the f32 tile (the same products: xf holds x's
+// values exactly).
+template <class L, class XL, bool kGathered>
+void float_decode_rows(const MatmulArgs& a, const typename XL::Elem* x, const float* xf, int64_t r0, int64_t r1) {
+  using Elem = typename L::Elem;
+  const int64_t n_in = a.n_in;
+  for (int64_t r = r0; r < r1; ++r) {
+    const Elem* w = reinterpret_cast<const Elem*>(weight_row(a, r));
+    const RowStream stream(a, r);
+    int64_t k0 = 0;
+    for (; k0 + kChunk <= n_in; k0 += kChunk) {
+      float_row_chunk<L, XL, kGathered>(w + k0, x + k0, a.y + r, k0 == 0, stream);
+    }
+    if (k0 < n_in) {
+      const Elem* wp[1] = {w + k0};
+      float_tile<L, 1, 1>(wp, xf + k0, 0, n_in - k0, a.y + r, a.n_out, k0 == 0);
+    }
+  }
+}
 
 // float_tile for tt <= T tokens known at run time.
 template <class L, int R, int T>
@@ -247,23 +298,18 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   using Elem = typename L::Elem;
   const int64_t n_in = a.n_in;
   const int64_t n_out = a.n_out;
-  const auto* x = reinterpret_cast<const float*>(a.xq);
+  // The f32 values of x (F16 weights: x rounded to f16, widened).
+  const auto* x = reinterpret_cast<const float*>(a.xq + a.xl.f32_offset);
   const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(float));
   auto row = [&](int64_t r) { return reinterpret_cast<const Elem*>(weight_row(a, r)); };
   if (a.n_tokens == 1) {
-    // Decode: one row after another (a single stream per thread reads DRAM
-    // best here), its two chains interleaved, its chunks in one loop.
-    constexpr int64_t kGroupIn = kDecodeChunks * kChunk;
-    for (int64_t r = r0; r < r1; ++r) {
-      const RowStream stream(a, r);
-      int64_t k0 = 0;
-      for (; k0 + kGroupIn <= n_in; k0 += kGroupIn) {
-        float_row_chunks<L, kDecodeChunks>(row(r) + k0, x + k0, a.y + r, k0 == 0, stream);
-      }
-      for (; k0 < n_in; k0 += kChunk) {
-        const Elem* w[1] = {row(r) + k0};
-        float_tile<L, 1, 1>(w, x + k0, xs, min64(kChunk, n_in - k0), a.y + r, n_out, k0 == 0);
-      }
+    const auto* xh = reinterpret_cast<const uint16_t*>(a.xq);
+    if (a.xl.format == XFormat::F16) {
+      a.rows != nullptr ? float_decode_rows<L, LoadF16, true>(a, xh, x, r0, r1)
+                        : float_decode_rows<L, LoadF16, false>(a, xh, x, r0, r1);
+    } else {
+      a.rows != nullptr ? float_decode_rows<L, LoadF32, true>(a, x, x, r0, r1)
+                        : float_decode_rows<L, LoadF32, false>(a, x, x, r0, r1);
     }
     return;
   }

@@ -66,18 +66,15 @@ std::vector<float> make_x(int64_t n_tokens, int64_t n_in, uint64_t seed) {
 }
 
 // y = W x in float64, with the error each output may carry: f32 rounding
-// (kFloatTolerance * sum |w||x|) plus, for quantized weights, the
-// activation quantization: each x moves by at most half its block's step
-// max|x| / 127, so the output by sum over blocks of step / 2 * sum |w|.
+// (kFloatTolerance * sum |w||x|) plus what preparing the activations may
+// cost (activation_error_bound: int8 blocks for quantized weights, f16 for
+// F16 weights).
 struct Reference {
   std::vector<double> y, tol;
   std::vector<double> float_tol;  // the f32 rounding part of tol
 };
 
 Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tokens) {
-  const int64_t block = w.dtype == DType::Q4_K || w.dtype == DType::Q6_K ? kQK_K
-                        : dtype_traits(w.dtype).is_quantized             ? 32
-                                                                         : 0;
   Reference ref;
   ref.y.resize(static_cast<size_t>(n_tokens * w.n_rows));
   ref.tol.resize(ref.y.size());
@@ -87,24 +84,17 @@ Reference reference(const Weights& w, const std::vector<float>& x, int64_t n_tok
     const float* xt = x.data() + t * w.n_cols;
     for (int64_t r = 0; r < w.n_rows; ++r) {
       const double* wr = w.values.data() + r * w.n_cols;
-      double y = 0, abs = 0, quant = 0;
+      double y = 0, abs = 0;
       for (int64_t i = 0; i < w.n_cols; ++i) {
         y += wr[i] * xt[i];
         abs += std::fabs(wr[i] * xt[i]);
       }
-      for (int64_t b0 = 0; block > 0 && b0 < w.n_cols; b0 += block) {
-        double amax = 0, wsum = 0;
-        for (int64_t i = b0; i < b0 + block; ++i) {
-          amax = std::fmax(amax, std::fabs(xt[i]));
-          wsum += std::fabs(wr[i]);
-        }
-        quant += amax / 127.0 / 2.0 * wsum;
-        abs += amax / 127.0 / 2.0 * wsum;
-      }
-      ref.y[static_cast<size_t>(t * w.n_rows + r)] = y;
+      const double prepared = tc::test::activation_error_bound(w, r, xt);
+      abs += prepared;
       const auto i = static_cast<size_t>(t * w.n_rows + r);
+      ref.y[i] = y;
       ref.float_tol[i] = kFloatTolerance * abs + 1e-30;
-      ref.tol[i] = quant * (1 + 1e-4) + ref.float_tol[i];
+      ref.tol[i] = prepared * (1 + 1e-4) + ref.float_tol[i];
       // The bound must stay tight enough to catch real mistakes.
       max_ratio = std::fmax(max_ratio, ref.tol[i] / abs);
     }
@@ -253,15 +243,24 @@ TEST_CASE("matmul reads padded rows (row_bytes above the packed size)", "[kernel
 }
 
 TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][matmul]") {
-  for (DType dtype : {DType::F32, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
     // An odd block count: Q4_0's nibble order leaves the last block alone.
-    const int64_t n_in = dtype == DType::Q4_K ? 1280 : 1024 + 32;
+    // F16: not a multiple of 8 (the SIMD loop's tail).
+    const int64_t n_in = dtype == DType::Q4_K ? 1280 : dtype == DType::F16 ? 1024 + 35 : 1024 + 32;
     const detail::XLayout xl = detail::x_layout(dtype, n_in);
     auto x = make_x(3, n_in, 500);
     // An all-zero block, a tiny block and one huge value among small ones.
     for (int64_t i = 0; i < 256; ++i) x[static_cast<size_t>(i)] = 0.0f;
     for (int64_t i = 256; i < 512; ++i) x[static_cast<size_t>(i)] *= 1e-35f;
     x[600] = 3e4f;
+    // F16: beyond its range (clamped to 65504), halfway cases and f16
+    // subnormals; the last element sits in the SIMD tail.
+    x[601] = -1e6f;
+    x[602] = 1.0f + 0x1p-11f;
+    x[603] = 1.0f + 3 * 0x1p-11f;
+    x[604] = 3e-6f;
+    x[605] = -0x1p-25f;
+    x[static_cast<size_t>(n_in - 1)] = 70000.0f;
     // The kernels want the 64-byte alignment of matmul's scratch buffer.
     const auto n_bytes = static_cast<size_t>(xl.stride * 3);
     std::vector<std::byte> want_buf(n_bytes + 64, std::byte{0x5a}), got_buf(n_bytes + 64);
@@ -270,7 +269,20 @@ TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][ma
     };
     std::byte* want = aligned(want_buf);
     detail::isa_portable().quantize_x(xl, x.data(), 0, 3, want);
-    if (dtype != DType::F32) CHECK(reinterpret_cast<const float*>(want + xl.d_offset)[0] == 0.0f);
+    if (dtype != DType::F32 && dtype != DType::F16) CHECK(reinterpret_cast<const float*>(want + xl.d_offset)[0] == 0.0f);
+    if (dtype == DType::F16) {
+      // The f16 copy is round-to-nearest-even of the clamped value; the f32
+      // copy holds the same numbers.
+      const auto* h = reinterpret_cast<const uint16_t*>(want);
+      const auto* xf = reinterpret_cast<const float*>(want + xl.f32_offset);
+      CHECK(h[600] == f32_to_f16(3e4f));
+      CHECK(xf[601] == -65504.0f);
+      CHECK(xf[602] == 1.0f);                  // a tie rounds to the even neighbour
+      CHECK(xf[603] == 1.0f + 4 * 0x1p-11f);  // ... which is up here
+      CHECK(h[604] == f32_to_f16(3e-6f));
+      CHECK(xf[static_cast<size_t>(n_in - 1)] == 65504.0f);
+      for (int64_t i = 0; i < n_in; ++i) REQUIRE(xf[i] == f16_to_f32(h[i]));
+    }
     for (const auto* isa : variants()) {
       INFO(isa->name << " " << dtype_name(dtype));
       std::fill(got_buf.begin(), got_buf.end(), std::byte{0x5a});

@@ -124,35 +124,25 @@ size_t first_bad(const std::vector<float>& y, const std::vector<double>& want, c
 }
 
 // GEMV reference over the gathered rows, with matmul_test's error model:
-// f32 rounding plus, for quantized weights, half a quantization step of each
-// activation block times the block's sum |w|.
+// f32 rounding plus what preparing the activations may cost
+// (activation_error_bound).
 void gemv_reference(const Weights& w, const std::vector<float>& x, int64_t n_tokens, const std::vector<int32_t>& rows,
                     std::vector<double>& want, std::vector<double>& tol) {
-  const int64_t block = w.dtype == DType::Q4_K || w.dtype == DType::Q6_K ? kQK_K
-                        : dtype_traits(w.dtype).is_quantized             ? 32
-                                                                         : 0;
   const auto n_rows = static_cast<int64_t>(rows.size());
   want.assign(static_cast<size_t>(n_tokens * n_rows), 0.0);
   tol.assign(want.size(), 0.0);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x.data() + t * w.n_cols;
     for (int64_t k = 0; k < n_rows; ++k) {
-      double y = 0, abs = 0, quant = 0;
+      double y = 0, abs = 0;
       for (int64_t c = 0; c < w.n_cols; ++c) {
         y += w.at(rows[k], c) * xt[c];
         abs += std::fabs(w.at(rows[k], c) * xt[c]);
       }
-      for (int64_t b0 = 0; block > 0 && b0 < w.n_cols; b0 += block) {
-        double amax = 0, wsum = 0;
-        for (int64_t c = b0; c < b0 + block; ++c) {
-          amax = std::fmax(amax, std::fabs(xt[c]));
-          wsum += std::fabs(w.at(rows[k], c));
-        }
-        quant += amax / 127.0 / 2.0 * wsum;
-      }
+      const double prepared = tc::test::activation_error_bound(w, rows[k], xt);
       const auto i = static_cast<size_t>(t * n_rows + k);
       want[i] = y;
-      tol[i] = quant * (1 + 1e-4) + kGemvTolerance * (abs + quant) + 1e-30;
+      tol[i] = prepared * (1 + 1e-4) + kGemvTolerance * (abs + prepared) + 1e-30;
     }
   }
 }

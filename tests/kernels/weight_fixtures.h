@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -68,6 +69,36 @@ inline Weights make_weights(kernels::DType dtype, int64_t n_cols, int64_t n_rows
     for (int64_t c = 0; c < n_cols; ++c) w.values[static_cast<size_t>(r * n_cols + c)] = row[static_cast<size_t>(c)];
   }
   return w;
+}
+
+// The most matmul's prepared activations can move output row r of w for the
+// token x (f32 [n_cols]), against the float64 product over x itself:
+// - quantized weights: each x moves by at most half its block's step
+//   max|x| / 127, so the output by sum over blocks of step / 2 * sum |w|;
+// - F16 weights: x is rounded to f16, each x by at most half an ulp
+//   (2^-11 |x|; 2^-25 below f16's normal range), times |w|;
+// - F32 and BF16 weights: 0 (x is used as it came).
+inline double activation_error_bound(const Weights& w, int64_t r, const float* x) {
+  if (w.dtype == kernels::DType::F16) {
+    double bound = 0;
+    for (int64_t c = 0; c < w.n_cols; ++c) {
+      const double ax = std::fabs(static_cast<double>(x[c]));
+      bound += std::fabs(w.at(r, c)) * std::fmax(ax * 0x1p-11, 0x1p-25);
+    }
+    return bound;
+  }
+  if (!kernels::dtype_traits(w.dtype).is_quantized) return 0;
+  const int64_t block = w.dtype == kernels::DType::Q4_K || w.dtype == kernels::DType::Q6_K ? kernels::kQK_K : 32;
+  double bound = 0;
+  for (int64_t b0 = 0; b0 < w.n_cols; b0 += block) {
+    double amax = 0, wsum = 0;
+    for (int64_t c = b0; c < b0 + block; ++c) {
+      amax = std::fmax(amax, std::fabs(static_cast<double>(x[c])));
+      wsum += std::fabs(w.at(r, c));
+    }
+    bound += amax / 127.0 / 2.0 * wsum;
+  }
+  return bound;
 }
 
 }  // namespace tc::test
