@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Thermocline against llama.cpp on the same files, the same thread count, in
-# one run: prompt (pp) and decode (tg) tokens/s as mean ± sd over R runs
-# after a warm-up, decode bandwidth (weight bytes read per token x tokens/s)
+# one run: prompt (pp) and decode (tg) tokens/s, decode bandwidth (weight bytes read per token x tokens/s)
 # against the machine's read bandwidth (bench/membw, when built), and the
 # peak RSS of each side during the tg test. Prints markdown tables.
+#
+# The two engines alternate: each of the R repetitions runs llama.cpp, then
+# Thermocline, one process per test (each with its own warm-up run), so
+# both see the same machine state. This VM's memory bandwidth drifts by 2x
+# over minutes; back-to-back blocks of runs turned that drift into ratios.
+# Reported: the median t/s of each side, its range, and the median of the
+# per-repetition ratios.
 #
 # llama.cpp is the prebuilt CPU build of npm @node-llama-cpp/linux-x64 3.22.1
 # (scripts/setup.sh), driven by bench/llamacpp_bench.cpp: libllama called
@@ -101,12 +107,12 @@ for m in "${model_list[@]}"; do
 done
 
 # --- memory bandwidth -------------------------------------------------------
-membw_gbs=
-if [ -x "$build/bench/membw" ]; then
-  echo "running $build/bench/membw -t $threads" >&2
-  "$build/bench/membw" -t "$threads" > "$work/membw.txt"
-  membw_gbs=$(awk -F'|' '$2 ~ /read/ { gsub(/ /, "", $5); print $5 }' "$work/membw.txt")
-fi
+# probe_bandwidth: one bench/membw read probe (when built), appended to
+# $work/membw.txt; run with every repetition, since the bandwidth drifts.
+probe_bandwidth() {
+  [ -x "$build/bench/membw" ] || return 0
+  "$build/bench/membw" -t "$threads" | awk -F'|' '$2 ~ /read/ { gsub(/ /, "", $5); print $5 }' >> "$work/membw.txt"
+}
 
 # --- runs -------------------------------------------------------------------
 # run NAME CMD...: stdout to $work/NAME.json, /usr/bin/time's report to $work/NAME.time.
@@ -120,15 +126,15 @@ run() {
     : > "$work/$name.time"
   fi
 }
-llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN
+llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN: one timed run after a warm-up
   if [ "$runner" = cpp ]; then
-    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
+    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
   else
-    run "$1" node bench/llamacpp/run.mjs bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads"
+    run "$1" node bench/llamacpp/run.mjs bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads"
   fi
 }
-ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN
-  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -r "$reps" -t "$threads" -o json
+ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN: one timed run after a warm-up
+  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads" -o json
 }
 
 list=
@@ -137,17 +143,20 @@ for m in "${model_list[@]}"; do
     f=$model_dir/$m-$t.gguf
     key=$m-$t
     "$thermocline" inspect "$f" --json > "$work/$key.inspect.json"
-    # pp and tg as separate processes, so that each peak RSS belongs to one test;
-    # llama.cpp first, then Thermocline, on the same warm page cache.
-    for side in llama ours; do
-      if [ "$n_prompt" -gt 0 ]; then
-        echo "$key: $side pp$n_prompt" >&2
-        "${side}_run" "$key.$side.pp" "$f" "$n_prompt" 0
-      fi
-      if [ "$n_gen" -gt 0 ]; then
-        echo "$key: $side tg$n_gen" >&2
-        "${side}_run" "$key.$side.tg" "$f" 0 "$n_gen"
-      fi
+    # pp and tg as separate processes, so that each peak RSS belongs to one
+    # test; per repetition llama.cpp first, then Thermocline, on the same
+    # warm page cache.
+    for rep in $(seq "$reps"); do
+      probe_bandwidth
+      for test in pp tg; do
+        np=0 ng=0
+        if [ "$test" = pp ]; then np=$n_prompt; else ng=$n_gen; fi
+        [ "$np" -gt 0 ] || [ "$ng" -gt 0 ] || continue
+        for side in llama ours; do
+          echo "$key: $side $test (repetition $rep of $reps)" >&2
+          "${side}_run" "$key.$side.$test.$rep" "$f" "$np" "$ng"
+        done
+      done
     done
     list="$list $m:$t"
   done
@@ -155,7 +164,12 @@ done
 grep -h "loaded CPU backend" "$work"/*.llama.*.err 2>/dev/null | head -1 | sed 's/^/llama.cpp: /' >&2 || true
 
 # --- tables -----------------------------------------------------------------
-WORK=$work LIST=$list MEMBW=$membw_gbs THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen RUNNER=$runner \
+membw_gbs=
+if [ -s "$work/membw.txt" ]; then
+  membw_gbs=$(sort -n "$work/membw.txt" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f", m }')
+  membw_range=$(sort -n "$work/membw.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }')
+fi
+WORK=$work LIST=$list MEMBW=$membw_gbs MEMBW_RANGE=${membw_range:-} PROBES=$(wc -l < "$work/membw.txt" 2>/dev/null || echo 0) THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen RUNNER=$runner \
 FA=$flash_attn node - <<'EOF'
 const fs = require("fs");
 const env = process.env;
@@ -163,10 +177,24 @@ const w = (n) => `${env.WORK}/${n}`;
 const read = (n) => (fs.existsSync(w(n)) ? fs.readFileSync(w(n), "utf8") : "");
 const json = (n) => { const t = read(n); return t.trim() ? JSON.parse(t) : []; };
 const rssKiB = (n) => { const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(read(n)); return m ? Number(m[1]) : null; };
-const fmt = (r) => (r ? `${r.avg_ts.toFixed(2)} ± ${r.stddev_ts.toFixed(2)}` : "-");
+const reps = Number(env.REPS);
+const median = (v) => { const s = [...v].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+// The t/s of each repetition of one side's test (null where it did not run).
+const samples = (key, side, test) => {
+  const out = [];
+  for (let r = 1; r <= reps; ++r) { const j = json(`${key}.${side}.${test}.${r}.json`)[0]; out.push(j ? j.avg_ts : null); }
+  return out.every((v) => v != null) ? out : null;
+};
+const testName = (key, test) => (json(`${key}.ours.${test}.1.json`)[0] ?? json(`${key}.llama.${test}.1.json`)[0])?.test;
+const peakKiB = (key, side, test) => {
+  let peak = null;
+  for (let r = 1; r <= reps; ++r) { const k = rssKiB(`${key}.${side}.${test}.${r}.time`); if (k != null) peak = Math.max(peak ?? 0, k); }
+  return peak;
+};
+const fmt = (v) => (v ? `${median(v).toFixed(2)} (${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)})` : "-");
 const gib = (b) => (b / 2 ** 30).toFixed(2) + " GiB";
 const speed = [
-  "| model | type | test | llama.cpp t/s | thermocline t/s | ratio |",
+  "| model | type | test | llama.cpp t/s, median (range) | thermocline t/s, median (range) | ratio, median of pairs |",
   "| --- | --- | --- | ---: | ---: | ---: |"];
 const memory = [
   "| model | type | weights read / token | llama.cpp decode GB/s | thermocline decode GB/s | thermocline % of read bw | thermocline peak RSS (tg) | file + KV | llama.cpp peak RSS (tg) |",
@@ -186,27 +214,27 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const nKv = nEmbd / meta("llama.attention.head_count") * (meta("llama.attention.head_count_kv") ?? meta("llama.attention.head_count"));
   const kvBytes = 2 * nLayer * (Number(env.NG) + 1) * nKv * 2;  // f16 K and V for the tg test's cache
   for (const test of ["pp", "tg"]) {
-    const ours = json(`${key}.ours.${test}.json`)[0];
-    const llama = json(`${key}.llama.${test}.json`)[0];
+    const ours = samples(key, "ours", test);
+    const llama = samples(key, "llama", test);
     if (!ours && !llama) continue;
-    const ratio = ours && llama ? (ours.avg_ts / llama.avg_ts).toFixed(2) + "x" : "-";
-    speed.push(`| ${model} | ${type} | ${(ours ?? llama).test} | ${fmt(llama)} | ${fmt(ours)} | ${ratio} |`);
+    const ratio = ours && llama ? median(ours.map((v, i) => v / llama[i])).toFixed(2) + "x" : "-";
+    speed.push(`| ${model} | ${type} | ${testName(key, test)} | ${fmt(llama)} | ${fmt(ours)} | ${ratio} |`);
   }
-  const tgOurs = json(`${key}.ours.tg.json`)[0], tgLlama = json(`${key}.llama.tg.json`)[0];
+  const tgOurs = samples(key, "ours", "tg"), tgLlama = samples(key, "llama", "tg");
   if (tgOurs || tgLlama) {
-    const bw = (r) => (r ? (perToken * r.avg_ts / 1e9).toFixed(1) : "-");
-    const pct = tgOurs && env.MEMBW ? (100 * perToken * tgOurs.avg_ts / 1e9 / Number(env.MEMBW)).toFixed(0) + "%" : "-";
-    const rss = (n) => { const k = rssKiB(n); return k == null ? "-" : gib(k * 1024); };
+    const bw = (v) => (v ? (perToken * median(v) / 1e9).toFixed(1) : "-");
+    const pct = tgOurs && env.MEMBW ? (100 * perToken * median(tgOurs) / 1e9 / Number(env.MEMBW)).toFixed(0) + "%" : "-";
+    const rss = (side) => { const k = peakKiB(key, side, "tg"); return k == null ? "-" : gib(k * 1024); };
     memory.push(`| ${model} | ${type} | ${gib(perToken)} | ${bw(tgLlama)} | ${bw(tgOurs)} | ${pct} | ` +
-      `${rss(`${key}.ours.tg.time`)} | ${gib(info.file_size + kvBytes)} | ${rss(`${key}.llama.tg.time`)} |`);
+      `${rss("ours")} | ${gib(info.file_size + kvBytes)} | ${rss("llama")} |`);
   }
 }
 const runner = env.RUNNER === "cpp"
   ? `bench/llamacpp_bench (libllama of @node-llama-cpp/linux-x64 3.22.1, flash-attn ${env.FA})`
   : "bench/llamacpp/run.mjs (node-llama-cpp 3.22.1)";
-console.log(`${env.THREADS} threads, ${env.REPS} runs after a warm-up, mean ± sd; llama.cpp: ${runner}.\n`);
+console.log(`${env.THREADS} threads; ${env.REPS} repetitions alternating llama.cpp and Thermocline, each one process with a warm-up run; llama.cpp: ${runner}.\n`);
 console.log(speed.join("\n"));
 console.log("");
-console.log(`Decode bandwidth = weight bytes read per token x tg tokens/s; machine read bandwidth ${env.MEMBW ? env.MEMBW + " GB/s (bench/membw, " + env.THREADS + " threads)" : "not measured (bench/membw not built)"}.\n`);
+console.log(`Decode bandwidth = weight bytes read per token x median tg tokens/s; machine read bandwidth ${env.MEMBW ? `median ${env.MEMBW} GB/s (range ${env.MEMBW_RANGE}) over ${env.PROBES.trim()} bench/membw probes, ${env.THREADS} threads, one per repetition` : "not measured (bench/membw not built)"}.\n`);
 console.log(memory.join("\n"));
 EOF
