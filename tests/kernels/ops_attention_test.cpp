@@ -189,3 +189,26 @@ TEST_CASE("attention reads nothing past a token's position", "[kernels][ops][att
   check_against_reference(p, out);
   check_thread_counts(p, out);
 }
+
+TEST_CASE("attention gives a token the same bits alone as among a prefill's tokens", "[kernels][ops][attention]") {
+  // Prefill runs tokens in blocks that share each K/V row's conversion; a
+  // decode step runs one token. A token's output must not depend on which.
+  // Positions out of order and repeated, across several blocks.
+  const std::vector<int32_t> positions = {5, 0, 29, 30, 17, 17, 3, 22, 9, 31, 1, 12, 26, 8, 19, 2, 30, 14, 6};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) {
+    INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
+    const auto all = make_problem(shape, 32, positions, 600);
+    const auto out_all = run_attention(all, 2);
+    check_against_reference(all, out_all);
+    const int64_t per_token = shape.n_head * shape.head_dim;
+    for (size_t t = 0; t < positions.size(); ++t) {
+      Problem one = all;
+      one.positions = {positions[t]};
+      one.q.assign(all.q.begin() + static_cast<std::ptrdiff_t>(t) * per_token,
+                   all.q.begin() + static_cast<std::ptrdiff_t>(t + 1) * per_token);
+      const auto out_one = run_attention(one, 2);
+      INFO("token " << t << " position " << positions[t]);
+      REQUIRE(std::memcmp(out_one.data(), out_all.data() + t * per_token, per_token * sizeof(float)) == 0);
+    }
+  }
+}
