@@ -30,6 +30,7 @@
 #include "engine/text/chat_template.h"
 #include "kernels/device_info.h"
 #include "server/http_server.h"
+#include "server/request_log.h"
 
 namespace tc::cli {
 namespace {
@@ -61,15 +62,24 @@ std::string read_text_file(const std::filesystem::path& path, const char* key) {
   return text.str();
 }
 
-// {"time":..., "level":..., "msg":...} per line, the message escaped by nlohmann/json.
+// {"time":..., "level":..., "msg":...} per line, the message escaped by
+// nlohmann/json. A message that is itself a JSON object (the per-request
+// line, server/request_log.h) has its fields merged in instead of "msg".
 class JsonLogFormatter : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto seconds = std::chrono::duration<double>(msg.time.time_since_epoch()).count();
     const auto level = spdlog::level::to_string_view(msg.level);
-    const nlohmann::json line = {{"time", seconds},
-                                 {"level", std::string(level.data(), level.size())},
-                                 {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+    const std::string payload(msg.payload.data(), msg.payload.size());
+    nlohmann::json line = {{"time", seconds}, {"level", std::string(level.data(), level.size())}};
+    nlohmann::json fields = payload.starts_with('{') ? nlohmann::json::parse(payload, nullptr, false) : nlohmann::json();
+    if (fields.is_object()) {
+      for (auto& [key, value] : fields.items()) {
+        if (!line.contains(key)) line[key] = std::move(value);
+      }
+    } else {
+      line["msg"] = payload;
+    }
     const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     dest.append(text.data(), text.data() + text.size());
   }
@@ -93,6 +103,7 @@ void configure_logging(const config::ServeOptions& o) {
   // Logs go to stderr; stdout stays for what a command prints (--print-config).
   spdlog::set_default_logger(spdlog::stderr_color_mt("thermocline"));
   spdlog::set_level(spdlog::level::from_str(o.log_level));
+  server::set_request_log_json(o.log_format == "json");
   if (o.log_format == "json") {
     spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
   } else {

@@ -10,6 +10,7 @@
 
 #include "server/access.h"
 #include "server/openai_responses.h"
+#include "server/request_log.h"
 #include "server/route_paths.h"
 #include "server/server_context.h"
 
@@ -67,6 +68,8 @@ struct HttpServer::Impl {
         res.set_header("Access-Control-Max-Age", "600");
       }
       res.status = 204;
+      ctx.metrics.record({route_label(req.path), 204});
+      log_request(plain_request_line(req.method, route_label(req.path), 204));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (canonical_route(req.path) == "/health") return httplib::Server::HandlerResponse::Unhandled;
@@ -75,6 +78,7 @@ struct HttpServer::Impl {
       send_error(res, {401, "authentication_error", "invalid or missing API key (send 'Authorization: Bearer KEY')",
                        "invalid_api_key", ""});
       ctx.metrics.record({route_label(req.path), 401});
+      log_request(plain_request_line(req.method, route_label(req.path), 401, 0, "invalid or missing API key"));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -85,7 +89,13 @@ struct HttpServer::Impl {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       return pre_route(req, res);
     });
-    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // An empty body: no handler ran (no route, a body over the limit), so
+      // no line was logged for this request yet.
+      if (res.body.empty()) {
+        ctx.metrics.record({route_label(req.path), res.status});
+        log_request(plain_request_line(req.method, route_label(req.path), res.status));
+      }
       if (res.status == 413) {
         send_error(res, {413, "invalid_request_error", "request body is larger than the server's limit", "", ""});
       } else if (res.status == 404 && res.body.empty()) {

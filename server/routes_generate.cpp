@@ -2,8 +2,6 @@
 // tokenize, context check), submit to the engine, then stream SSE chunks or
 // write one JSON body. Everything that can fail with a 4xx happens before
 // the 200; a client that goes away cancels its choices within one step.
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <fmt/format.h>
 #include <memory>
@@ -12,6 +10,7 @@
 
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
+#include "server/request_log.h"
 #include "server/route_paths.h"
 #include "server/server_context.h"
 
@@ -41,17 +40,31 @@ struct GenerationJob {
   RequestRecord record;
   int status = 200;
   std::string error;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
 
   ~GenerationJob() {
     for (auto& h : handles) h->cancel();  // no-op for finished ones
     record.route = route;
     record.status = status;
     ctx->metrics.record(record);
-    spdlog::info("request {} {} status={} prompt_tokens={} completion_tokens={} cached_tokens={} queue_s={:.3f} "
-                 "ttft_s={:.3f} total_s={:.3f}{}",
-                 meta.id, route, status, usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens,
-                 record.queue_seconds, record.queue_seconds + record.first_token_seconds,
-                 record.total_seconds, error.empty() ? "" : " error=\"" + error + "\"");
+    RequestLogLine line;
+    line.id = meta.id;
+    line.method = "POST";
+    line.route = route;
+    line.status = status;
+    line.prompt_tokens = usage.prompt_tokens;
+    line.completion_tokens = usage.completion_tokens;
+    line.cached_tokens = usage.cached_tokens;
+    if (record.generated) {
+      line.queue_s = record.queue_seconds;
+      line.ttft_s = record.queue_seconds + record.first_token_seconds;
+    }
+    // Engine timings for a request that ran; handler time for one rejected before.
+    line.total_s = record.generated
+                       ? record.total_seconds
+                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
+    line.error = error;
+    log_request(line);
   }
 
   void cancel_all() {

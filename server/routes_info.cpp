@@ -1,9 +1,12 @@
 // Routes that do not generate: /health, /metrics, /v1/models, /props,
 // /tokenize, /detokenize (each also with or without /v1, `//` collapsed).
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "server/openai_responses.h"
+#include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/route_paths.h"
 
@@ -53,10 +56,22 @@ std::shared_ptr<const ServingModel> require_model(const ServerContext& ctx, http
   return serving;
 }
 
+// The handler, timed, counted and logged (one line per request, request_log.h).
+httplib::Server::Handler logged(ServerContext& ctx, httplib::Server::Handler handler) {
+  return [&ctx, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    const auto start = std::chrono::steady_clock::now();
+    handler(req, res);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string route = route_label(req.path);
+    ctx.metrics.record({route, res.status});
+    log_request(plain_request_line(req.method, route, res.status, seconds));
+  };
+}
+
 }  // namespace
 
 void install_info_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Get(route_pattern("health"), [&ctx](const httplib::Request&, httplib::Response& res) {
+  http.Get(route_pattern("health"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
     const auto serving = ctx.serving();
     if (auto err = unavailable(ctx, serving.get())) {
       // /health reports failure as 503 too: load balancers only read the status.
@@ -64,14 +79,14 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       return;
     }
     send_json(res, 200, {{"status", "ok"}});
-  });
-  http.Get(route_pattern("metrics"), [&ctx](const httplib::Request&, httplib::Response& res) {
+  }));
+  http.Get(route_pattern("metrics"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
     const auto serving = ctx.serving();
     runtime::EngineStats stats;
     if (serving) stats = serving->engine->stats();
     res.set_content(ctx.metrics.render(stats), "text/plain; version=0.0.4");
-  });
-  http.Get(route_pattern("models"), [&ctx](const httplib::Request&, httplib::Response& res) {
+  }));
+  http.Get(route_pattern("models"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     send_json(res, 200,
@@ -80,8 +95,8 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
                                       {"object", "model"},
                                       {"created", ctx.created},
                                       {"owned_by", "thermocline"}}})}});
-  });
-  http.Get(route_pattern("props"), [&ctx](const httplib::Request&, httplib::Response& res) {
+  }));
+  http.Get(route_pattern("props"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     const auto& m = *serving->model;
@@ -101,8 +116,8 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
                {"chat_template", serving->chat_template ? json(serving->chat_template->source()) : json(nullptr)},
                {"bos_token", v.bos_id >= 0 ? json(m.tokenizer->token_to_piece(v.bos_id, true)) : json(nullptr)},
                {"eos_token", v.eos_id >= 0 ? json(m.tokenizer->token_to_piece(v.eos_id, true)) : json(nullptr)}});
-  });
-  http.Post(route_pattern("tokenize"), [&ctx](const httplib::Request& req, httplib::Response& res) {
+  }));
+  http.Post(route_pattern("tokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     json body;
@@ -118,8 +133,8 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     if (ok) opt.parse_special = optional_bool(body, "parse_special", true, ok, res);
     if (!ok) return;
     send_json(res, 200, {{"tokens", serving->model->tokenizer->encode(it->get_ref<const std::string&>(), opt)}});
-  });
-  http.Post(route_pattern("detokenize"), [&ctx](const httplib::Request& req, httplib::Response& res) {
+  }));
+  http.Post(route_pattern("detokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     json body;
@@ -141,7 +156,7 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       ids.push_back(static_cast<text::TokenId>(t.get<int64_t>()));
     }
     send_json(res, 200, {{"content", serving->model->tokenizer->decode(ids)}});
-  });
+  }));
 }
 
 }  // namespace tc::server

@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -68,4 +72,80 @@ TEST_CASE("serve answers health, models, props, tokenize and detokenize", "[inte
   }
 
   CHECK(server.stop() == 0);
+}
+
+TEST_CASE("serve logs one structured line per request with --log-format json", "[integration][serve][log]") {
+  const auto dir = tc::test::scratch_dir("serve_json_log");
+  const auto model = tc::test::make_test_model(
+      dir, "tiny", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
+  tc::test::ServerProcess server(model, {"--alias", "tiny", "--log-format", "json", "--api-key", "k1"}, dir);
+  httplib::Client client = server.client();
+  const httplib::Headers auth = {{"Authorization", "Bearer k1"}};
+  auto models = client.Get("/v1/models", auth);
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  auto denied = client.Get("/v1/models");  // no key
+  REQUIRE(denied);
+  CHECK(denied->status == 401);
+  auto missing = client.Get("/v1/nothing-here", auth);
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
+  const json request = {{"prompt", "Hello"}, {"max_tokens", 4}, {"temperature", 0}};
+  auto completion = client.Post("/v1/completions", auth, request.dump(), "application/json");
+  REQUIRE(completion);
+  REQUIRE(completion->status == 200);
+  const std::string completion_id = json::parse(completion->body)["id"];
+  auto bad = client.Post("/v1/completions", auth, R"({"prompt": 5})", "application/json");
+  REQUIRE(bad);
+  CHECK(bad->status == 400);
+  // Every request is counted too, the routes that do not generate included.
+  auto metrics = client.Get("/metrics", auth);
+  REQUIRE(metrics);
+  for (const char* series : {R"(thermocline_http_requests_total{route="/v1/models",status="200"} 1)",
+                             R"(thermocline_http_requests_total{route="/v1/models",status="401"} 1)",
+                             R"(thermocline_http_requests_total{route="other",status="404"} 1)",
+                             R"(thermocline_http_requests_total{route="/v1/completions",status="200"} 1)",
+                             R"(thermocline_http_requests_total{route="/v1/completions",status="400"} 1)"}) {
+    INFO(series);
+    CHECK(metrics->body.find(series) != std::string::npos);
+  }
+  CHECK(server.stop() == 0);
+
+  // Every log line (stderr; the fixture's file also holds the curl hint
+  // printed on stdout) is a JSON object; the request lines carry fields.
+  std::vector<json> requests;
+  std::istringstream lines(server.log());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.starts_with("try: ") || line.starts_with("  ")) continue;
+    const json j = json::parse(line, nullptr, false);
+    INFO(line);
+    REQUIRE(j.is_object());
+    CHECK(j.contains("time"));
+    CHECK(j.contains("level"));
+    if (j.value("event", "") == "request") requests.push_back(j);
+  }
+  auto find = [&](const std::string& route, int status) -> const json* {
+    for (const auto& r : requests) {
+      if (r["route"] == route && r["status"] == status) return &r;
+    }
+    return nullptr;
+  };
+  const json* m = find("/v1/models", 200);
+  REQUIRE(m);
+  CHECK((*m)["method"] == "GET");
+  CHECK((*m)["total_s"].is_number());
+  REQUIRE(find("/v1/models", 401));
+  REQUIRE(find("other", 404));
+  const json* c = find("/v1/completions", 200);
+  REQUIRE(c);
+  CHECK((*c)["id"] == completion_id);
+  CHECK((*c)["prompt_tokens"].get<int>() >= 2);
+  CHECK((*c)["completion_tokens"].get<int>() >= 1);
+  CHECK((*c)["queue_s"].is_number());
+  CHECK((*c)["ttft_s"].get<double>() >= (*c)["queue_s"].get<double>());
+  CHECK((*c)["total_s"].get<double>() >= (*c)["ttft_s"].get<double>() - (*c)["queue_s"].get<double>());
+  const json* b = find("/v1/completions", 400);
+  REQUIRE(b);
+  CHECK(b->contains("error"));
+  CHECK_FALSE(b->contains("queue_s"));  // never reached the engine
 }
