@@ -23,6 +23,9 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  // Every 503 is transient here (loading, queue full, shutting down);
+  // failures that will not pass are 500s.
+  if (e.status == 503) res.set_header("Retry-After", "1");
   res.set_content(error_body(e), "application/json");
 }
 

@@ -245,7 +245,6 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   auto reject = [&](const ApiError& e) {
     job->status = e.status;
     job->error = e.message;
-    if (e.status == 503) res.set_header("Retry-After", "1");
     send_error(res, e);
   };
 

@@ -74,8 +74,10 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
   http.Get(route_pattern("health"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
     const auto serving = ctx.serving();
     if (auto err = unavailable(ctx, serving.get())) {
-      // /health reports failure as 503 too: load balancers only read the status.
+      // /health reports failure as 503 too: load balancers only read the
+      // status. A failure (500 elsewhere) will not pass: no Retry-After.
       send_error(res, {503, "unavailable_error", err->message, "", ""});
+      if (err->status != 503) res.headers.erase("Retry-After");
       return;
     }
     send_json(res, 200, {{"status", "ok"}});
