@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/text/unicode.h"
 #include "server/openai_responses.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
@@ -133,8 +134,23 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     text::EncodeOptions opt;
     opt.add_special = optional_bool(body, "add_special", false, ok, res);
     if (ok) opt.parse_special = optional_bool(body, "parse_special", true, ok, res);
+    const bool with_pieces = ok && optional_bool(body, "with_pieces", false, ok, res);
     if (!ok) return;
-    send_json(res, 200, {{"tokens", serving->model->tokenizer->encode(it->get_ref<const std::string&>(), opt)}});
+    const text::Tokenizer& tokenizer = *serving->model->tokenizer;
+    const auto ids = tokenizer.encode(it->get_ref<const std::string&>(), opt);
+    if (!with_pieces) {
+      send_json(res, 200, {{"tokens", ids}});
+      return;
+    }
+    // llama.cpp's shape: each token with its piece, a string when the piece
+    // is valid UTF-8 on its own, else its byte values.
+    json tokens = json::array();
+    for (const auto id : ids) {
+      const std::string piece = tokenizer.token_to_piece(id, true);
+      json piece_json = text::utf8_is_valid(piece) ? json(piece) : json(std::vector<uint8_t>(piece.begin(), piece.end()));
+      tokens.push_back({{"id", id}, {"piece", std::move(piece_json)}});
+    }
+    send_json(res, 200, {{"tokens", std::move(tokens)}});
   }));
   http.Post(route_pattern("detokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto serving = require_model(ctx, res);

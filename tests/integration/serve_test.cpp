@@ -49,6 +49,34 @@ TEST_CASE("serve answers health, models, props, tokenize and detokenize", "[inte
   REQUIRE(detok);
   CHECK(json::parse(detok->body)["content"] == "Hello world");
 
+  SECTION("tokenize with_pieces gives each id with its text or bytes") {
+    for (const std::string content : {"Hello world", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"}) {
+      INFO(content);
+      const json plain = json::parse(client.Post("/tokenize", json{{"content", content}}.dump(), "application/json")->body);
+      auto r = client.Post("/tokenize", json{{"content", content}, {"with_pieces", true}}.dump(), "application/json");
+      REQUIRE(r);
+      REQUIRE(r->status == 200);
+      const json pieces = json::parse(r->body)["tokens"];
+      REQUIRE(pieces.size() == plain["tokens"].size());
+      std::string bytes;
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        CHECK(pieces[i]["id"] == plain["tokens"][i]);
+        const json& piece = pieces[i]["piece"];
+        if (piece.is_string()) {
+          bytes += piece.get<std::string>();
+        } else {
+          REQUIRE(piece.is_array());  // a piece that is not valid UTF-8 alone
+          for (const auto& b : piece) bytes += static_cast<char>(b.get<int>());
+        }
+      }
+      // The pieces spell the text (SentencePiece adds a leading space).
+      CHECK((bytes == content || bytes == " " + content));
+    }
+    auto bad = client.Post("/tokenize", R"({"content":"x","with_pieces":"yes"})", "application/json");
+    REQUIRE(bad);
+    CHECK(bad->status == 400);
+  }
+
   SECTION("errors are OpenAI error bodies") {
     auto bad_json = client.Post("/tokenize", "{not json", "application/json");
     REQUIRE(bad_json);
