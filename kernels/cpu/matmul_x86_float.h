@@ -217,11 +217,12 @@ TC_SIMD_INLINE void float_tile(const typename L::Elem* const* w, const float* x,
 // One chunk at a time keeps each thread's reads one sequential stream, which
 // the hardware prefetcher follows at full speed; two chains already outrun
 // one core's share of DRAM. Measured on the 1B and 7B-layer F16 models, 2
-// threads, alternating runs against llama.cpp's decode (medians of 6-8):
-// four chunks at once with software prefetching 4 KiB ahead 0.81-0.86x of
-// llama.cpp; one chunk, no prefetching 0.76-0.93x; that with f16 x
-// 0.99-1.07x; two or four chunks without prefetching 0.4x (several streams
-// within a row defeat the hardware prefetcher).
+// threads, alternating runs against llama.cpp's decode (medians of 5-8;
+// docs/benchmarks.md): four chunks at once with software prefetching 4 KiB
+// ahead 0.81-0.86x of llama.cpp; one chunk, no prefetching, f32 x
+// 0.76-0.96x; the same with f16 x 0.99-1.13x; two or four chunks without
+// prefetching 0.4x (several streams within a 4 KiB page defeat the hardware
+// prefetcher).
 template <class L, class XL, bool kGathered>
 TC_SIMD_INLINE void float_row_chunk(const typename L::Elem* w, const typename XL::Elem* x, float* y, bool first,
                                     const RowStream& stream) {
