@@ -7,22 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "profiler/report_format.h"
+
 namespace tc::profiler {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string pct(double fraction) { return fmt("%.1f%%", 100.0 * fraction); }
-
-std::string kib(int64_t bytes) { return fmt("%.1f KiB", static_cast<double>(bytes) / 1024.0); }
+std::string kib(int64_t bytes) { return format_double("%.1f KiB", static_cast<double>(bytes) / 1024.0); }
 
 std::string count(int64_t n) {
-  if (n >= 1000000) return fmt("%.2fM", static_cast<double>(n) / 1e6);
-  if (n >= 1000) return fmt("%.1fk", static_cast<double>(n) / 1e3);
+  if (n >= 1000000) return format_double("%.2fM", static_cast<double>(n) / 1e6);
+  if (n >= 1000) return format_double("%.1fk", static_cast<double>(n) / 1e3);
   return std::to_string(n);
 }
 
@@ -77,13 +71,13 @@ std::string predictor_report_markdown(const PredictorBuild& b) {
   const auto& o = b.options;
   std::string s = "# Activation predictors\n\n";
   s += "Kind written: **" + std::string(predictor_kind_name(o.kind)) + "**, type " +
-       std::string(kernels::dtype_name(o.dtype)) + ", target recall " + fmt("%.3g", o.target_recall) +
+       std::string(kernels::dtype_name(o.dtype)) + ", target recall " + format_double("%.3g", o.target_recall) +
        ", candidate ranks up to " + std::to_string(o.max_rank) + ". FFN form " +
        std::string(model::ffn_form_name(b.ffn_form)) + ", n_embd " + std::to_string(b.n_embd) + ", n_ff " +
        std::to_string(b.n_ff) + ".\n";
   s += "Recorded tokens per layer: " + std::to_string(b.n_samples) + " (train " + std::to_string(b.split.train.size()) +
        ", calibration " + std::to_string(b.split.calib.size()) + ", evaluation " + std::to_string(b.split.eval.size()) +
-       "); " + fmt("%.1f", b.seconds) + " s.\n\n";
+       "); " + format_double("%.1f", b.seconds) + " s.\n\n";
   s += "Figures on the evaluation tokens (never trained or calibrated on), with the weights as written. "
        "Rank: the smallest candidate whose recall at threshold 0 reached the target on the calibration tokens "
        "(else the largest, marked *); threshold: calibrated there so that recall >= target.\n\n";
@@ -94,15 +88,15 @@ std::string predictor_report_markdown(const PredictorBuild& b) {
     for (const auto* kind : kinds(b)) {
       const auto& p = (*kind)[l];
       s += "| " + std::to_string(p.layer) + " | " + std::string(predictor_kind_name(p.kind)) + " | " +
-           std::to_string(p.rank) + (p.target_reached ? "" : "*") + " | " + fmt("%.3g", p.threshold) + " | " +
-           fmt("%.4f", p.eval.recall()) + " | " + fmt("%.4f", p.eval.precision()) + " | " +
-           pct(p.eval.predicted_fraction()) + " | " + pct(p.eval.true_fraction()) + " | " + kib(p.cost.bytes) +
+           std::to_string(p.rank) + (p.target_reached ? "" : "*") + " | " + format_double("%.3g", p.threshold) + " | " +
+           format_double("%.4f", p.eval.recall()) + " | " + format_double("%.4f", p.eval.precision()) + " | " +
+           percent(p.eval.predicted_fraction()) + " | " + percent(p.eval.true_fraction()) + " | " + kib(p.cost.bytes) +
            " | " + count(p.cost.flops) + " | " +
-           pct(static_cast<double>(p.cost.bytes) / static_cast<double>(p.cost.ffn_bytes)) + " |\n";
+           percent(static_cast<double>(p.cost.bytes) / static_cast<double>(p.cost.ffn_bytes)) + " |\n";
     }
   }
   s += "\n\"of FFN\": predictor bytes over the layer's ffn_gate + ffn_up + ffn_down bytes as stored (FLOPs: " +
-       fmt("%.1f%%", 100.0 * static_cast<double>(b.layers[0].cost.flops) / static_cast<double>(b.layers[0].cost.ffn_flops)) +
+       format_double("%.1f%%", 100.0 * static_cast<double>(b.layers[0].cost.flops) / static_cast<double>(b.layers[0].cost.ffn_flops)) +
        " of the dense FFN's in layer 0).\n\n";
 
   s += "Recall at threshold 0 on the calibration tokens, by rank tried:\n\n";
@@ -113,7 +107,7 @@ std::string predictor_report_markdown(const PredictorBuild& b) {
         s += ' ';
         s += std::to_string(t.rank);
         s += " → ";
-        s += fmt("%.4f", t.calib.recall());
+        s += format_double("%.4f", t.calib.recall());
         s += ';';
       }
       s.pop_back();
@@ -130,8 +124,8 @@ std::string predictor_report_markdown(const PredictorBuild& b) {
            "target.\n";
     }
     s += "- " + name + ": predictor + predicted-active FFN FLOPs per token are " +
-         pct(t.sparse_flops / static_cast<double>(t.ffn_flops)) + " of the dense FFN's (true active fraction " +
-         pct(t.active) + ").\n";
+         percent(t.sparse_flops / static_cast<double>(t.ffn_flops)) + " of the dense FFN's (true active fraction " +
+         percent(t.active) + ").\n";
   }
   if (!b.baseline.empty() || o.kind == PredictorKind::Svd) {
     s += "- svd: fc1 = [B; -B], fc2 = [A, -A] with A B the truncated SVD of W_gate diag(ffn_norm), so the score "
@@ -155,12 +149,12 @@ std::string predictor_summary(const PredictorBuild& b) {
       ranks += std::to_string(p.rank);
     }
     s += "predictors (" + name + (kind == &b.layers ? ", written" : ", baseline") + "): ranks " + ranks +
-         "; held-out recall " + fmt("%.4f", t.recall) + ", precision " + fmt("%.4f", t.precision) +
-         " (mean over layers); predicted active " + pct(t.predicted) + " vs truly active " + pct(t.active) +
-         "; predictor " + kib(t.bytes) + " = " + pct(static_cast<double>(t.bytes) / static_cast<double>(t.ffn_bytes)) +
+         "; held-out recall " + format_double("%.4f", t.recall) + ", precision " + format_double("%.4f", t.precision) +
+         " (mean over layers); predicted active " + percent(t.predicted) + " vs truly active " + percent(t.active) +
+         "; predictor " + kib(t.bytes) + " = " + percent(static_cast<double>(t.bytes) / static_cast<double>(t.ffn_bytes)) +
          " of the FFN weights\n";
     if (!t.missed.empty()) {
-      s += "  target recall " + fmt("%.3g", b.options.target_recall) + " not reached at max rank " +
+      s += "  target recall " + format_double("%.3g", b.options.target_recall) + " not reached at max rank " +
            std::to_string(b.options.max_rank) + " in layer(s) " + layer_list(t.missed) +
            " (max rank used, threshold lowered)\n";
     }

@@ -10,16 +10,10 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "profiler/report_format.h"
+
 namespace tc::profiler {
 namespace {
-
-std::string format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string percent(double fraction) { return format("%.1f%%", 100.0 * fraction); }
 
 std::string xml_escape(const std::string& s) {
   std::string out;
@@ -127,7 +121,7 @@ std::string report_markdown(const sparse::ActivationStats& stats, const std::vec
     md += "| " + std::to_string(s.layer) + " | " + percent(s.fire_rate) + " | " + percent(s.sparsity) + " | " +
           with_share(s.cover_80) + " | " + with_share(s.cover_90) + " | " + with_share(s.cover_99) + " | " +
           percent(s.hottest_rate) + " | " + std::to_string(s.n_never) + " |";
-    if (thresholds) md.append(" ").append(format("%.4g", stats.thresholds[static_cast<size_t>(s.layer)])).append(" |");
+    if (thresholds) md.append(" ").append(format_double("%.4g", stats.thresholds[static_cast<size_t>(s.layer)])).append(" |");
     md += "\n";
     rate_sum += s.fire_rate;
   }
@@ -162,11 +156,11 @@ std::string firing_svg(const sparse::ActivationStats& stats) {
   auto py = [&](double freq) { return kTop + plot_h * (std::log10(freq) / y_min); };
 
   std::string svg = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + format("%.0f", kWidth) + "\" height=\"" +
-         format("%.0f", kHeight) + "\" viewBox=\"0 0 " + format("%.0f", kWidth) + " " + format("%.0f", kHeight) +
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + format_double("%.0f", kWidth) + "\" height=\"" +
+         format_double("%.0f", kHeight) + "\" viewBox=\"0 0 " + format_double("%.0f", kWidth) + " " + format_double("%.0f", kHeight) +
          "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + format("%.1f", kLeft + plot_w / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
+  svg += "<text x=\"" + format_double("%.1f", kLeft + plot_w / 2) + "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" +
          xml_escape("FFN firing frequency by neuron rank: " + stats.model.name + " (" + stats.model.ffn_form + ", " +
                     std::to_string(stats.n_tokens) + " tokens)") +
          "</text>\n";
@@ -175,32 +169,32 @@ std::string firing_svg(const sparse::ActivationStats& stats) {
   svg += "<g stroke=\"#dddddd\" stroke-width=\"1\">\n";
   for (int e = 0; e <= x_max; ++e) {
     const double x = px(std::pow(10.0, e));
-    svg += "<line x1=\"" + format("%.1f", x) + "\" y1=\"" + format("%.1f", kTop) + "\" x2=\"" + format("%.1f", x) +
-           "\" y2=\"" + format("%.1f", kTop + plot_h) + "\"/>\n";
+    svg += "<line x1=\"" + format_double("%.1f", x) + "\" y1=\"" + format_double("%.1f", kTop) + "\" x2=\"" + format_double("%.1f", x) +
+           "\" y2=\"" + format_double("%.1f", kTop + plot_h) + "\"/>\n";
   }
   for (int e = y_min; e <= 0; ++e) {
     const double y = py(std::pow(10.0, e));
-    svg += "<line x1=\"" + format("%.1f", kLeft) + "\" y1=\"" + format("%.1f", y) + "\" x2=\"" +
-           format("%.1f", kLeft + plot_w) + "\" y2=\"" + format("%.1f", y) + "\"/>\n";
+    svg += "<line x1=\"" + format_double("%.1f", kLeft) + "\" y1=\"" + format_double("%.1f", y) + "\" x2=\"" +
+           format_double("%.1f", kLeft + plot_w) + "\" y2=\"" + format_double("%.1f", y) + "\"/>\n";
   }
   svg += "</g>\n";
-  svg += "<rect x=\"" + format("%.1f", kLeft) + "\" y=\"" + format("%.1f", kTop) + "\" width=\"" +
-         format("%.1f", plot_w) + "\" height=\"" + format("%.1f", plot_h) +
+  svg += "<rect x=\"" + format_double("%.1f", kLeft) + "\" y=\"" + format_double("%.1f", kTop) + "\" width=\"" +
+         format_double("%.1f", plot_w) + "\" height=\"" + format_double("%.1f", plot_h) +
          "\" fill=\"none\" stroke=\"black\" stroke-width=\"1\"/>\n";
   svg += "<g text-anchor=\"middle\">\n";
   for (int e = 0; e <= x_max; ++e) {
-    svg += "<text x=\"" + format("%.1f", px(std::pow(10.0, e))) + "\" y=\"" + format("%.1f", kTop + plot_h + 18) +
+    svg += "<text x=\"" + format_double("%.1f", px(std::pow(10.0, e))) + "\" y=\"" + format_double("%.1f", kTop + plot_h + 18) +
            "\">" + decade_label(e) + "</text>\n";
   }
   svg += "</g>\n<g text-anchor=\"end\">\n";
   for (int e = y_min; e <= 0; ++e) {
-    svg += "<text x=\"" + format("%.1f", kLeft - 6) + "\" y=\"" + format("%.1f", py(std::pow(10.0, e)) + 4) + "\">" +
+    svg += "<text x=\"" + format_double("%.1f", kLeft - 6) + "\" y=\"" + format_double("%.1f", py(std::pow(10.0, e)) + 4) + "\">" +
            decade_label(e) + "</text>\n";
   }
   svg += "</g>\n";
-  svg += "<text x=\"" + format("%.1f", kLeft + plot_w / 2) + "\" y=\"" + format("%.1f", kHeight - 16) +
+  svg += "<text x=\"" + format_double("%.1f", kLeft + plot_w / 2) + "\" y=\"" + format_double("%.1f", kHeight - 16) +
          "\" text-anchor=\"middle\">neuron rank (1 = most often firing), log scale</text>\n";
-  svg += "<text transform=\"translate(20," + format("%.1f", kTop + plot_h / 2) +
+  svg += "<text transform=\"translate(20," + format_double("%.1f", kTop + plot_h / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">firings per token, log scale</text>\n";
 
   // One polyline per layer over log-spaced ranks (every rank when n_ff is small).
@@ -218,8 +212,8 @@ std::string firing_svg(const sparse::ActivationStats& stats) {
       const int64_t c = sorted[static_cast<size_t>(r - 1)];
       if (c == 0) break;
       if (!points.empty()) points += ' ';
-      points += format("%.1f", px(static_cast<double>(r))) + "," +
-                format("%.1f", py(static_cast<double>(c) / n_tokens));
+      points += format_double("%.1f", px(static_cast<double>(r))) + "," +
+                format_double("%.1f", py(static_cast<double>(c) / n_tokens));
     }
     svg += "<polyline stroke=\"" + layer_colour(l, n_layer) + "\" points=\"" + points + "\"><title>layer " +
            std::to_string(l) + "</title></polyline>\n";
@@ -232,9 +226,9 @@ std::string firing_svg(const sparse::ActivationStats& stats) {
   for (int64_t l = 0; l < n_layer; ++l) {
     const double y = kTop + 8 + step * static_cast<double>(l);
     const double x = kLeft + plot_w + 14;
-    svg += "<line x1=\"" + format("%.1f", x) + "\" y1=\"" + format("%.1f", y) + "\" x2=\"" + format("%.1f", x + 24) +
-           "\" y2=\"" + format("%.1f", y) + "\" stroke=\"" + layer_colour(l, n_layer) + "\" stroke-width=\"2\"/>\n";
-    svg += "<text x=\"" + format("%.1f", x + 30) + "\" y=\"" + format("%.1f", y + 4) + "\">layer " +
+    svg += "<line x1=\"" + format_double("%.1f", x) + "\" y1=\"" + format_double("%.1f", y) + "\" x2=\"" + format_double("%.1f", x + 24) +
+           "\" y2=\"" + format_double("%.1f", y) + "\" stroke=\"" + layer_colour(l, n_layer) + "\" stroke-width=\"2\"/>\n";
+    svg += "<text x=\"" + format_double("%.1f", x + 30) + "\" y=\"" + format_double("%.1f", y + 4) + "\">layer " +
            std::to_string(l) + "</text>\n";
   }
   svg += "</g>\n</svg>\n";
