@@ -211,10 +211,10 @@ XLayout x_layout(DType dtype, int64_t n_in) {
   l.sum32_offset = align64(l.d_offset + round8(n_in / l.block) * static_cast<int64_t>(sizeof(float)));
   l.sum16_offset = align64(l.sum32_offset + round8(n_in / 32) * static_cast<int64_t>(sizeof(int32_t)));
   const int64_t sum16_bytes = l.format == XFormat::Q8_256 ? n_in / 16 * static_cast<int64_t>(sizeof(int16_t)) : 0;
-  l.dpair_offset = align64(l.sum16_offset + sum16_bytes);
-  const int64_t dpair_bytes =
-      l.format == XFormat::Q8_32_NIB ? (n_in / 32 + 1) / 2 * 8 * static_cast<int64_t>(sizeof(float)) : 0;
-  l.stride = row_stride(l.dpair_offset + dpair_bytes);
+  const int64_t group_bytes = l.format == XFormat::Q8_32_NIB ? round8(n_in / 32) * 4 : 0;  // f32 / i32 each
+  l.gd_offset = align64(l.sum16_offset + sum16_bytes);
+  l.gs8_offset = align64(l.gd_offset + group_bytes);
+  l.stride = row_stride(l.gs8_offset + group_bytes);
   return l;
 }
 

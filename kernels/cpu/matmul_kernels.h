@@ -49,11 +49,12 @@ enum class XFormat {
 //                              max|x| < 1e-30. x must be finite.
 //   sum32  int32 [n_in / 32]   sum of qs over each 32 elements
 //   sum16  int16 [n_in / 16]   sum of qs over each 16 elements (Q8_256 only)
-//   dpair  f32   [(nb + 1) / 2][8]  Q8_32_NIB only: per pair of blocks 2k,
-//                              2k+1 the lanes d[2k] x4, d[2k+1] x4 (a lone last
-//                              block: d x8), as the Q4_0 kernels scale them
-// d and sum32 are zero-filled up to a multiple of 8 entries (kernels read
-// them 8 at a time). In Q8_32_NIB, blocks 2k and 2k+1 store their qs as
+//   gd     f32   [nb8]         Q8_32_NIB only, nb8 = nb rounded up to 8: d of
+//                              each group of 8 blocks in kQ4GroupOrder
+//   gs8    int32 [nb8]         Q8_32_NIB only: 8 * sum32 in the same order
+//                              (the Q4_0 nibbles' -8 offset, exact)
+// d, sum32, gd and gs8 are zero-filled up to a multiple of 8 entries (kernels
+// read them 8 at a time). In Q8_32_NIB, blocks 2k and 2k+1 store their qs as
 // [2k: 0-15 | 2k+1: 0-15 | 2k: 16-31 | 2k+1: 16-31], matching how Q4_0 packs
 // elements j and j+16 in one byte; an odd last block stays in order.
 // Every ISA writes the same bytes: qs = round_to_nearest_even(x * (1 / d)).
@@ -64,7 +65,8 @@ struct XLayout {
   int64_t d_offset = 0;
   int64_t sum32_offset = 0;
   int64_t sum16_offset = 0;
-  int64_t dpair_offset = 0;
+  int64_t gd_offset = 0;
+  int64_t gs8_offset = 0;
   int64_t f32_offset = 0;  // F32 and F16: where the f32 values sit
   int64_t stride = 0;
 };
@@ -87,6 +89,22 @@ struct MatmulArgs {
 
 // Internal linkage (see the top of this file): every ISA file gets its own copy.
 namespace {
+
+// The order of a group of 8 Q4_0 blocks in the lanes of the x86 kernels: a
+// tree of horizontal adds over the four block pairs leaves block 2k's sum in
+// the low half and 2k+1's in the high half (matmul_x86_quant.h).
+constexpr int kQ4GroupOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+// Fills a Q8_32_NIB row's gd and gs8 (see XLayout) from its d and sum32
+// (nb blocks, both zero-filled to a multiple of 8).
+inline void fill_q4_groups(const float* d, const int32_t* sum32, int64_t nb, float* gd, int32_t* gs8) {
+  for (int64_t g = 0; g < nb; g += 8) {
+    for (int i = 0; i < 8; ++i) {
+      gd[g + i] = d[g + kQ4GroupOrder[i]];
+      gs8[g + i] = 8 * sum32[g + kQ4GroupOrder[i]];
+    }
+  }
+}
 
 // The weight row that output r reads.
 inline const std::byte* weight_row(const MatmulArgs& a, int64_t r) {

@@ -90,11 +90,8 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
     }
     for (int64_t g = n / 32; g % 8 != 0; ++g) sum32[g] = 0;
     if (xl.format == XFormat::Q8_32_NIB) {
-      auto* dpair = reinterpret_cast<float*>(row + xl.dpair_offset);
-      for (int64_t k = 0; 2 * k < nb; ++k) {
-        const float hi = 2 * k + 1 < nb ? d[2 * k + 1] : d[2 * k];
-        for (int i = 0; i < 8; ++i) dpair[8 * k + i] = i < 4 ? d[2 * k] : hi;
-      }
+      fill_q4_groups(d, sum32, nb, reinterpret_cast<float*>(row + xl.gd_offset),
+                     reinterpret_cast<int32_t*>(row + xl.gs8_offset));
     }
     if (xl.format == XFormat::Q8_256) {
       for (int64_t g = 0; g < n / 16; ++g) {

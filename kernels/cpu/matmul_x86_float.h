@@ -6,9 +6,9 @@
 // is a sum over chunks (256 inputs for F32/F16/BF16, 1024 for the quantized
 // types) in ascending order. A chunk is summed in 8 f32 lanes by two chains
 // of FMAs (of x*w, or of exact int32 block sums times their scale): one over
-// its even steps (8 inputs; or one unit: a Q8_0 block, a pair of Q4_0 blocks,
-// a k-quant super-block), one over its odd steps, each ascending; Q4_0 then
-// adds its -8 offset terms to the odd chain, 8 blocks at a time. The chains
+// its even steps (8 inputs; or one unit: a Q8_0 block, a group of 8 Q4_0
+// blocks in the lanes of kQ4GroupOrder, a k-quant super-block), one over its
+// odd steps, each ascending. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and
 // added to y. Single-row kernels interleave the two chains (memory stays
 // sequential); wide tiles run the even pass, then the odd one. For F16
@@ -120,12 +120,8 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
     for (int64_t b = nb; b % 8 != 0; ++b) d[b] = 0.0f;
     for (int64_t g = n32; g % 8 != 0; ++g) sum32[g] = 0;
     if (xl.format == XFormat::Q8_32_NIB) {
-      auto* dpair = reinterpret_cast<float*>(row + xl.dpair_offset);
-      for (int64_t k = 0; 2 * k < nb; ++k) {
-        const __m128 lo = _mm_set1_ps(d[2 * k]);
-        const __m128 hi = _mm_set1_ps(2 * k + 1 < nb ? d[2 * k + 1] : d[2 * k]);
-        _mm256_store_ps(dpair + 8 * k, _mm256_set_m128(hi, lo));
-      }
+      fill_q4_groups(d, sum32, nb, reinterpret_cast<float*>(row + xl.gd_offset),
+                     reinterpret_cast<int32_t*>(row + xl.gs8_offset));
     }
   }
 }

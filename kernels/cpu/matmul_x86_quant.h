@@ -23,7 +23,8 @@ struct XRow {
   const float* d;
   const int32_t* sum32;
   const int16_t* sum16;
-  const float* dpair;
+  const float* gd;     // Q8_32_NIB: d per group of 8 blocks in kQ4GroupOrder
+  const int32_t* gs8;  // Q8_32_NIB: 8 * sum32 in the same order
 };
 
 XRow x_row(const MatmulArgs& a, int64_t t) {
@@ -31,7 +32,8 @@ XRow x_row(const MatmulArgs& a, int64_t t) {
   return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + a.xl.d_offset),
           reinterpret_cast<const int32_t*>(base + a.xl.sum32_offset),
           reinterpret_cast<const int16_t*>(base + a.xl.sum16_offset),
-          reinterpret_cast<const float*>(base + a.xl.dpair_offset)};
+          reinterpret_cast<const float*>(base + a.xl.gd_offset),
+          reinterpret_cast<const int32_t*>(base + a.xl.gs8_offset)};
 }
 
 // The f16 scales of up to 8 consecutive 32-element blocks as f32, zeros
@@ -74,6 +76,7 @@ struct OpsQ8_0 {
   static constexpr int64_t kChunkBlocks = kChunkBlocks32;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // rows per small-batch tile (2 measured no faster)
+  static constexpr int kDecodeRows = 1;
   struct Prep {
     alignas(32) float d[kChunkBlocks32];  // weight scale * activation scale per block
   };
@@ -108,89 +111,103 @@ struct OpsQ8_0 {
   TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
-// Lanes 2k x4, 2k+1 x4: the scales of pair k of a group, as permute indices.
-TC_SIMD_INLINE __m256i pair_pick(int k) {
-  const int lo = 2 * k;
-  return _mm256_setr_epi32(lo, lo, lo, lo, lo + 1, lo + 1, lo + 1, lo + 1);
+// ---- Q4_0: groups of 8 blocks ----
+//
+// A group's 4 block pairs give 4 vectors of int32 partial sums (block 2k in
+// the low 128 bits, 2k+1 in the high ones; Q8_32_NIB puts x in that order).
+// A tree of horizontal adds reduces them to one exact int32 sum per block in
+// kQ4GroupOrder, the nibbles' -8 offset is subtracted as an integer (gs8),
+// and one convert and one FMA scale all 8 blocks: per block
+// acc += float(sum) * (dw * dx). (Scaling each pair on its own cost about
+// twice the instructions.)
+
+// The f16 scales of up to 8 blocks (zeros after count) as f32 in kQ4GroupOrder.
+TC_SIMD_INLINE __m256 q4_group_scales(const BlockQ4_0* blk, int64_t count) {
+  uint64_t lo = 0, hi = 0;
+  if (count == 8) {
+    lo = uint64_t{blk[0].d} | (uint64_t{blk[2].d} << 16) | (uint64_t{blk[4].d} << 32) | (uint64_t{blk[6].d} << 48);
+    hi = uint64_t{blk[1].d} | (uint64_t{blk[3].d} << 16) | (uint64_t{blk[5].d} << 32) | (uint64_t{blk[7].d} << 48);
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      const int shift = static_cast<int>(16 * (i / 2));
+      if (i % 2 == 0) {
+        lo |= uint64_t{blk[i].d} << shift;
+      } else {
+        hi |= uint64_t{blk[i].d} << shift;
+      }
+    }
+  }
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+}
+
+// The nibbles of blocks 2k, 2k+1 as two vectors of unsigned bytes: lo holds
+// elements 0-15 of both, hi elements 16-31 (the order of Q8_32_NIB's x). A
+// lone last block: lo holds its 32 values in order, hi is unused.
+struct Q4Pair {
+  __m256i lo, hi;
+};
+TC_SIMD_INLINE Q4Pair q4_unpack_pair(const BlockQ4_0* blk, bool lone) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
+  if (lone) return {_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4), _mm256_setzero_si256()};
+  const __m256i v =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(v0), _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)), 1);
+  return {_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)};
+}
+
+// Partial int32 sums of a pair against x at its first block: block 2k in the
+// low 4 lanes, 2k+1 in the high 4 (a lone block: all in the low 4).
+TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone) {
+  if (lone) {
+    const __m256i s = dot_u8s8(q.lo, load32(xq));
+    return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+  }
+  // Nibble pairs stay within 4 * 15 * 127 when added.
+  return dot2_u8s8(q.lo, load32(xq), q.hi, load32(xq + 32));
+}
+
+// acc += the group of `count` blocks (pairs p[0..3], missing ones zero) of
+// one row and one token, with dw = q4_group_scales and g the group's first
+// block index into x's gd/gs8.
+TC_SIMD_INLINE __m256 q4_group_fma(const __m256i (&p)[4], __m256 dw, const XRow& x, int64_t g, __m256 acc) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i exact = _mm256_sub_epi32(h, load32(x.gs8 + g));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, _mm256_load_ps(x.gd + g)), acc);
 }
 
 struct OpsQ4_0 {
   using Block = BlockQ4_0;
   static constexpr int64_t kBlock = 32;
   static constexpr int64_t kChunkBlocks = kChunkBlocks32;
-  static constexpr int64_t kUnit = 2;
+  static constexpr int64_t kUnit = kGroup;
   static constexpr int kGemvRows = 2;  // 2 x 4 tokens: n=2..8 1.1-1.6x faster than 1 x 4
-  struct Prep {
-    alignas(32) float pair[kChunkBlocks32 / 2][8];  // blocks 2k, 2k+1: 4 lanes each (a lone last block: all 8)
-    alignas(32) float d[kChunkBlocks32];            // per block
-  };
+  static constexpr int kDecodeRows = 2;  // 1-token rows per tile: overlaps one row's chunk tail with the other's work, 1.15x
+  struct Prep {};
   template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0,
-                                     int64_t nb) {
-    for (int r = 0; r < R; ++r) {
-      for (int64_t g = 0; g < nb; g += kGroup) {
-        const int64_t ng = min64(kGroup, nb - g);
-        const __m256 dw = block_scales(reinterpret_cast<const BlockQ4_0*>(w[r]) + b0 + g, ng);
-        for (int t = 0; t < T; ++t) {
-          const __m256 d = _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0 + g));
-          _mm256_store_ps(p[r][t].d + g, d);
-          if (ng == kGroup) {
-            for (int k = 0; k < kGroup / 2; ++k) {
-              _mm256_store_ps(p[r][t].pair[g / 2 + k], _mm256_permutevar8x32_ps(d, pair_pick(k)));
-            }
-          } else {
-            for (int64_t k = 0; 2 * k < ng; ++k) {
-              const int lo = static_cast<int>(2 * k);
-              const int hi = 2 * k + 1 < ng ? lo + 1 : lo;
-              const __m256i pick = _mm256_setr_epi32(lo, lo, lo, lo, hi, hi, hi, hi);
-              _mm256_store_ps(p[r][t].pair[(g + 2 * k) / 2], _mm256_permutevar8x32_ps(d, pick));
-            }
-          }
-        }
-      }
-    }
-  }
+  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T],
+  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
                                   int64_t b0, int64_t i, int64_t count) {
     const int64_t b = b0 + i;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int r = 0; r < R; ++r) {
       const auto* blk = reinterpret_cast<const BlockQ4_0*>(w[r]) + b;
-      const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
-      if (count == 2) {
-        // Low nibbles: elements 0-15 of both blocks; high: 16-31. The
-        // activations sit in the same order (Q8_32_NIB).
-        const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(v0),
-                                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)), 1);
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        for (int t = 0; t < T; ++t) {
-          // Nibble pairs stay within 4 * 15 * 127 when added.
-          const __m256 s =
-              _mm256_cvtepi32_ps(dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
-          acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
-        }
-      } else {
-        const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4);
-        for (int t = 0; t < T; ++t) {
-          const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(q, load32(x[t].qs + 32 * b)));
-          acc[r][t] = _mm256_fmadd_ps(s, _mm256_load_ps(p[r][t].pair[i / 2]), acc[r][t]);
-        }
+      Q4Pair q[4] = {};
+      for (int k = 0; k < 4; ++k) {
+        if (2 * k < count) q[k] = q4_unpack_pair(blk + 2 * k, 2 * k + 1 == count);
       }
-    }
-  }
-  // The nibbles are 0..15 for values q - 8: subtract 8 * d * sum(x) per
-  // block, a group of 8 blocks at a time.
-  template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&a1)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0, int64_t nb) {
-    for (int64_t g = 0; g < nb; g += kGroup) {
+      const __m256 dw = q4_group_scales(blk, count);
       for (int t = 0; t < T; ++t) {
-        const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0 + g)), _mm256_set1_ps(8.0f));
-        for (int r = 0; r < R; ++r) a1[r][t] = _mm256_fnmadd_ps(_mm256_load_ps(p[r][t].d + g), s8, a1[r][t]);
+        __m256i p[4];
+        for (int k = 0; k < 4; ++k) {
+          p[k] = 2 * k < count ? q4_pair_dot(q[k], x[t].qs + 32 * (b + 2 * k), 2 * k + 1 == count)
+                               : _mm256_setzero_si256();
+        }
+        acc[r][t] = q4_group_fma(p, dw, x[t], b, acc[r][t]);
       }
     }
   }
+  template <int R, int T>
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
 struct OpsQ4_K {
@@ -199,6 +216,7 @@ struct OpsQ4_K {
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
+  static constexpr int kDecodeRows = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
   struct Prep {};
@@ -268,6 +286,7 @@ struct OpsQ6_K {
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
+  static constexpr int kDecodeRows = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
   struct Prep {};
@@ -446,66 +465,36 @@ void packed_tile_q8_0(const PackQ8_0& p, const XRow* x, int64_t b0, int64_t nb, 
 }
 
 struct PackQ4_0 {
-  __m256i lo[kPackRows][kChunkBlocks32 / 2];  // pair k: low nibbles of blocks 2k, 2k+1 (a lone block: its 32 values)
-  __m256i hi[kPackRows][kChunkBlocks32 / 2];  // pair k: high nibbles
-  __m256 dw_pair[kPackRows][kChunkBlocks32 / 2];
-  alignas(32) float dw[kPackRows][kChunkBlocks32];
+  Q4Pair pair[kPackRows][kChunkBlocks32 / 2];         // pair k: blocks 2k, 2k+1 unpacked
+  __m256 dw[kPackRows][kChunkBlocks32 / kGroup];      // per group: q4_group_scales
 };
 
 inline void pack_q4_0(PackQ4_0& p, const std::byte* const* w, int rr, int64_t b0, int64_t nb) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int r = 0; r < rr; ++r) {
     const auto* blk = reinterpret_cast<const BlockQ4_0*>(w[r]) + b0;
-    for (int64_t g = 0; g < nb; g += kGroup) {
-      const int64_t ng = min64(kGroup, nb - g);
-      const __m256 dw = block_scales(blk + g, ng);
-      _mm256_store_ps(p.dw[r] + g, dw);
-      for (int64_t j = 0; j < ng; j += 2) {
-        const int64_t k = (g + j) / 2;
-        const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[g + j].qs));
-        const int lo_idx = static_cast<int>(j);
-        if (j + 1 < ng) {
-          const __m256i v = _mm256_inserti128_si256(
-              _mm256_castsi128_si256(v0), _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[g + j + 1].qs)), 1);
-          p.lo[r][k] = _mm256_and_si256(v, m4);
-          p.hi[r][k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-          p.dw_pair[r][k] = _mm256_permutevar8x32_ps(
-              dw, _mm256_setr_epi32(lo_idx, lo_idx, lo_idx, lo_idx, lo_idx + 1, lo_idx + 1, lo_idx + 1, lo_idx + 1));
-        } else {
-          p.lo[r][k] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4);
-          p.dw_pair[r][k] = _mm256_permutevar8x32_ps(dw, _mm256_set1_epi32(lo_idx));
-        }
-      }
-    }
+    for (int64_t g = 0; g < nb; g += kGroup) p.dw[r][g / kGroup] = q4_group_scales(blk + g, min64(kGroup, nb - g));
+    for (int64_t j = 0; j < nb; j += 2) p.pair[r][j / 2] = q4_unpack_pair(blk + j, j + 1 == nb);
   }
 }
 
 template <int R, int T>
 void packed_tile_q4_0(const PackQ4_0& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
-  const int64_t n_units = (nb + 1) / 2;
-  // The even units, then the odd ones (two passes keep R x T accumulators live).
+  const int64_t n_units = (nb + kGroup - 1) / kGroup;
+  // The even groups, then the odd ones (two passes keep R x T accumulators
+  // live), as OpsQ4_0 sums them.
   auto pass = [&](__m256(&acc)[R][T], int64_t first_unit) __attribute__((always_inline)) {
     zero(acc);
-    for (int64_t k = first_unit; k < n_units; k += 2) {
-      const int64_t b = b0 + 2 * k;
-      const bool pair = 2 * k + 1 < nb;
+    for (int64_t u = first_unit; u < n_units; u += 2) {
+      const int64_t g = kGroup * u;
+      const int64_t count = min64(kGroup, nb - g);
       for (int r = 0; r < R; ++r) {
-        const __m256i lo = _mm256_load_si256(&p.lo[r][k]);
-        const __m256 dw = p.dw_pair[r][k];
-        if (pair) {
-          const __m256i hi = _mm256_load_si256(&p.hi[r][k]);
-          for (int t = 0; t < T; ++t) {
-            const __m256 s =
-                _mm256_cvtepi32_ps(dot2_u8s8(lo, load32(x[t].qs + 32 * b), hi, load32(x[t].qs + 32 * b + 32)));
-            const __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(x[t].dpair + 4 * b));
-            acc[r][t] = _mm256_fmadd_ps(s, d, acc[r][t]);
+        for (int t = 0; t < T; ++t) {
+          __m256i s[4];
+          for (int k = 0; k < 4; ++k) {
+            s[k] = 2 * k < count ? q4_pair_dot(p.pair[r][g / 2 + k], x[t].qs + 32 * (b0 + g + 2 * k), 2 * k + 1 == count)
+                                 : _mm256_setzero_si256();
           }
-        } else {
-          for (int t = 0; t < T; ++t) {
-            const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(lo, load32(x[t].qs + 32 * b)));
-            const __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(x[t].dpair + 4 * b));
-            acc[r][t] = _mm256_fmadd_ps(s, d, acc[r][t]);
-          }
+          acc[r][t] = q4_group_fma(s, p.dw[r][u], x[t], b0 + g, acc[r][t]);
         }
       }
     }
@@ -513,16 +502,6 @@ void packed_tile_q4_0(const PackQ4_0& p, const XRow* x, int64_t b0, int64_t nb, 
   __m256 a0[R][T], a1[R][T];
   pass(a0, 0);
   pass(a1, 1);
-  // The nibbles' -8, as OpsQ4_0::finish.
-  for (int64_t g = 0; g < nb; g += kGroup) {
-    for (int t = 0; t < T; ++t) {
-      const __m256 s8 = _mm256_mul_ps(_mm256_cvtepi32_ps(load32(x[t].sum32 + b0 + g)), _mm256_set1_ps(8.0f));
-      const __m256 dx = _mm256_loadu_ps(x[t].d + b0 + g);
-      for (int r = 0; r < R; ++r) {
-        a1[r][t] = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_load_ps(p.dw[r] + g), dx), s8, a1[r][t]);
-      }
-    }
-  }
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
@@ -615,31 +594,43 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// Decode: R rows (outputs r..r+R-1) against one token, their chunks in one
+// tight loop. Gathered rows prefetch their own continuation.
+template <class Ops, int R>
+void decode_rows(const MatmulArgs& a, int64_t r, const XRow& x, int64_t step) {
+  constexpr int64_t K = Ops::kChunkBlocks;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
+  const int64_t n_blocks = a.n_in / Ops::kBlock;
+  const bool gathered = a.rows != nullptr;
+  const std::byte* w[R];
+  for (int i = 0; i < R; ++i) w[i] = weight_row(a, r + i);
+  auto prefetch = [&](int64_t c0, int64_t nb) __attribute__((always_inline)) {
+    if (!gathered) return;
+    for (int i = 0; i < R; ++i) {
+      prefetch_stream(RowStream(a, r + i, step), w[i] + c0 * kBlockBytes, nb * kBlockBytes, kGatheredPrefetchBytes);
+    }
+  };
+  int64_t c0 = 0;
+  for (; c0 + K <= n_blocks; c0 += K) {
+    prefetch(c0, K);
+    quant_chunk<Ops, R, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+  }
+  if (c0 < n_blocks) {
+    prefetch(c0, n_blocks - c0);
+    quant_chunk<Ops, R, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
+  }
+}
+
 template <class Ops>
 void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / Ops::kBlock;
   const int64_t n_out = a.n_out;
   if (a.n_tokens == 1) {
-    // Decode: one row after another, its chunks in one tight loop.
-    constexpr int64_t K = Ops::kChunkBlocks;
-    constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
-    const bool gathered = a.rows != nullptr;
+    constexpr int R = Ops::kDecodeRows;
     const XRow x = x_row(a, 0);
-    for (int64_t r = r0; r < r1; ++r) {
-      const std::byte* w[1] = {weight_row(a, r)};
-      const RowStream stream(a, r);
-      int64_t c0 = 0;
-      for (; c0 + K <= n_blocks; c0 += K) {
-        if (gathered) prefetch_stream(stream, w[0] + c0 * kBlockBytes, K * kBlockBytes, kGatheredPrefetchBytes);
-        quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
-      }
-      if (c0 < n_blocks) {
-        if (gathered) {
-          prefetch_stream(stream, w[0] + c0 * kBlockBytes, (n_blocks - c0) * kBlockBytes, kGatheredPrefetchBytes);
-        }
-        quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
-      }
-    }
+    int64_t r = r0;
+    for (; r + R <= r1; r += R) decode_rows<Ops, R>(a, r, x, R);
+    for (; r < r1; ++r) decode_rows<Ops, 1>(a, r, x, 1);
     return;
   }
   if (!gemm_order(a)) {

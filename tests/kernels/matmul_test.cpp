@@ -123,6 +123,22 @@ std::vector<int64_t> n_in_values(DType dtype) {
   }
 }
 
+// An n_in whose last chunk is partial: for Q8_0/Q4_0 43 blocks (a last chunk
+// of 11, its last Q4_0 group of 3 ending in a lone block), for the k-quants 5
+// super-blocks, for the float types 300 inputs.
+int64_t ragged_n_in(DType dtype) {
+  switch (dtype) {
+    case DType::Q4_K:
+    case DType::Q6_K:
+      return 1280;
+    case DType::Q8_0:
+    case DType::Q4_0:
+      return 43 * 32;
+    default:
+      return 300;
+  }
+}
+
 std::string label(const detail::MatmulIsa& isa, DType dtype, int64_t n_in, int64_t n_out, int64_t n_tokens) {
   return std::string(isa.name) + " " + std::string(dtype_name(dtype)) + " n_in " + std::to_string(n_in) + " n_out " +
          std::to_string(n_out) + " n_tokens " + std::to_string(n_tokens);
@@ -359,7 +375,7 @@ TEST_CASE("matmul batch invariance: a row's bits do not depend on the batch arou
   ThreadPool pool(2);
   uint64_t seed = 900;
   for (DType dtype : kDTypes) {
-    for (int64_t n_in : {512, 4096}) {
+    for (int64_t n_in : {int64_t{512}, int64_t{4096}, ragged_n_in(dtype)}) {
       const Weights w = make_weights(dtype, n_in, 45, seed++);
       const auto row = make_x(1, n_in, seed++);
       for (const auto* isa : variants()) {
