@@ -90,9 +90,9 @@ struct MatmulArgs {
 // Internal linkage (see the top of this file): every ISA file gets its own copy.
 namespace {
 
-// The order of a group of 8 Q4_0 blocks in the lanes of the x86 kernels: a
-// tree of horizontal adds over the four block pairs leaves block 2k's sum in
-// the low half and 2k+1's in the high half (matmul_x86_quant.h).
+// The order of a group of 8 Q4_0 blocks in the lanes of the x86 kernels:
+// reducing the four block pairs' partial sums leaves block 2k's sum in the
+// low half and 2k+1's in the high half (matmul_x86_quant.h).
 constexpr int kQ4GroupOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 // Fills a Q8_32_NIB row's gd and gs8 (see XLayout) from its d and sum32

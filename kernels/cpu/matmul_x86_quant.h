@@ -115,7 +115,7 @@ struct OpsQ8_0 {
 //
 // A group's 4 block pairs give 4 vectors of int32 partial sums (block 2k in
 // the low 128 bits, 2k+1 in the high ones; Q8_32_NIB puts x in that order).
-// A tree of horizontal adds reduces them to one exact int32 sum per block in
+// A transpose-and-add reduces them to one exact int32 sum per block in
 // kQ4GroupOrder, the nibbles' -8 offset is subtracted as an integer (gs8),
 // and one convert and one FMA scale all 8 blocks: per block
 // acc += float(sum) * (dw * dx). (Scaling each pair on its own cost about
@@ -170,7 +170,11 @@ TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone)
 // one row and one token, with dw = q4_group_scales and g the group's first
 // block index into x's gd/gs8.
 TC_SIMD_INLINE __m256 q4_group_fma(const __m256i (&p)[4], __m256 dw, const XRow& x, int64_t g, __m256 acc) {
-  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  // A 4 x 4 transpose-and-add in each 128-bit half (a little faster than
+  // three horizontal adds): lane k of the low half sums p[k]'s low 4 lanes.
+  const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+  const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+  const __m256i h = _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
   const __m256i exact = _mm256_sub_epi32(h, load32(x.gs8 + g));
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, _mm256_load_ps(x.gd + g)), acc);
 }
