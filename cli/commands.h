@@ -14,6 +14,7 @@ void register_bench(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_profile(CLI::App& app);
 void register_convert(CLI::App& app);
+void register_place(CLI::App& app);
 
 // Runs the parsed subcommand; returns the process exit status. Throws on
 // errors (ModelLoadError, ConfigError, invalid_argument, ...).

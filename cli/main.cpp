@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tc::cli::register_perplexity(app);
   tc::cli::register_profile(app);
   tc::cli::register_convert(app);
+  tc::cli::register_place(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,65 @@
+// place_model: model + stats + budget -> plan, and the plan as a gpuidx file.
+#include "engine/sparse/place_model.h"
+
+#include <algorithm>
+
+#include "config/serve_options.h"
+#include "engine/model/loaded_model.h"
+#include "engine/sparse/activation_stats.h"
+#include "engine/sparse/vram_budget.h"
+#include "kernels/device_info.h"
+
+namespace tc::sparse {
+
+PlaceResult place_model(const PlaceRequest& request) {
+  // load_model validates the model and checks the stats' fingerprint against it.
+  const auto loaded = model::load_model(request.model, {.stats = request.stats});
+  const ActivationStats stats = read_activation_stats(*loaded->stats_file);
+  const model::ModelSpec& spec = loaded->spec;
+
+  PlaceResult result;
+  PlacementShape shape = request.shape;
+  if (shape.n_ctx == 0) shape.n_ctx = std::min(config::ServeOptions{}.ctx_size, spec.n_ctx_train);
+  uint64_t budget = 0;
+  if (request.vram_budget) {
+    budget = *request.vram_budget;
+    result.budget_source = "--vram-budget " + (request.vram_budget_text.empty() ? std::to_string(budget)
+                                                                                 : request.vram_budget_text);
+  } else {
+    const DefaultBudget d = default_vram_budget(kernels::query_gpus());
+    budget = d.bytes;
+    result.budget_source = d.source;
+  }
+  const PlacementCosts costs = placement_costs(loaded->file, spec, loaded->predictors, shape);
+  result.plan = solve_placement(costs, stats.fire_counts, budget);
+  result.model_path = request.model.string();
+  result.model_name = spec.name;
+  result.ffn_form = std::string(model::ffn_form_name(spec.ffn_form));
+  result.stats_path = request.stats.string();
+  result.stats_tokens = stats.n_tokens;
+  result.model_tensor_hash = stats.model.tensor_hash;  // equal to the model's: checked by load_model
+  return result;
+}
+
+GpuIndex to_gpu_index(const PlaceResult& result) {
+  const PlacementPlan& plan = result.plan;
+  GpuIndex index;
+  index.vram_capacity = plan.neuron_budget();
+  index.n_ff = plan.costs.n_ff;
+  for (const auto& layer : plan.layers) index.hot.push_back(layer.hot);
+  index.model_tensor_hash = result.model_tensor_hash;
+  const auto& shape = plan.costs.shape;
+  index.notes = {{"vram_budget", plan.vram_budget},
+                 {"fixed_bytes", plan.costs.fixed.total()},
+                 {"hot_bytes", plan.hot_bytes()},
+                 {"n_ctx", static_cast<uint64_t>(shape.n_ctx)},
+                 {"n_parallel", static_cast<uint64_t>(shape.n_parallel)},
+                 {"n_batch", static_cast<uint64_t>(shape.n_batch)}};
+  return index;
+}
+
+std::filesystem::path default_gpu_index_path(const std::filesystem::path& model) {
+  return model.string() + ".generated.gpuidx";
+}
+
+}  // namespace tc::sparse

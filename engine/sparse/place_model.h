@@ -1,0 +1,57 @@
+// `thermocline place` as one call: open the model and its activation
+// statistics (checked to belong to it), measure the costs, solve the
+// placement, and turn the plan into a report and a gpuidx file. Synchronous;
+// no shared state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "engine/sparse/gpu_index.h"
+#include "engine/sparse/placement.h"
+
+namespace tc::sparse {
+
+struct PlaceRequest {
+  std::filesystem::path model;   // GGUF or PWRI model file
+  std::filesystem::path stats;   // `thermocline profile` stats file recorded on this model
+  // Bytes; nullopt: default_vram_budget(kernels::query_gpus()).
+  std::optional<uint64_t> vram_budget;
+  std::string vram_budget_text;  // as the user wrote it, for the report ("12GiB")
+  // n_ctx 0: serve's default context (4096) capped at the model's training context.
+  PlacementShape shape{.n_ctx = 0};
+};
+
+struct PlaceResult {
+  PlacementPlan plan;
+  std::string budget_source;     // "--vram-budget 12GiB" or the default's description
+  std::string model_path;
+  std::string model_name;        // general.name
+  std::string ffn_form;          // "reglu", ...
+  std::string stats_path;
+  uint64_t stats_tokens = 0;     // tokens the statistics were recorded over
+  uint64_t model_tensor_hash = 0;
+};
+
+// Throws gguf::ModelLoadError (model or stats file, stats of another model),
+// std::invalid_argument (no budget and no GPU, bad shape) and PlacementError
+// (budget below the fixed cost).
+PlaceResult place_model(const PlaceRequest& request);
+
+// The plan as PowerInfer's file: split.vram_capacity = the budget left after
+// the fixed part, plus thermocline.placement.* notes (vram_budget,
+// fixed_bytes, hot_bytes, n_ctx, n_parallel, n_batch) and the model hash.
+GpuIndex to_gpu_index(const PlaceResult& result);
+
+// Markdown: per layer the hot neurons, their bytes, bytes per neuron and
+// dtypes, the expected GPU share of firings; then the fixed-cost breakdown
+// and the totals.
+std::string placement_report(const PlaceResult& result);
+
+// Where `place` writes by default: "<model>.generated.gpuidx" (PowerInfer's
+// convention, next to the model).
+std::filesystem::path default_gpu_index_path(const std::filesystem::path& model);
+
+}  // namespace tc::sparse

@@ -1,0 +1,183 @@
+// Exact byte accounting on generated models against hand computations
+// (f16 GGUF with predictors, q4_k_m PWRI, tied embeddings, no predictors),
+// and place_model end to end: a model whose layers have different FFN
+// dtypes, stats of another model, a budget below the fixed cost.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/gguf/model_load_error.h"
+#include "engine/model/loaded_model.h"
+#include "engine/sparse/place_model.h"
+#include "engine/sparse/placement_costs.h"
+#include "tests/engine/sparse/placement_fixtures.h"
+#include "tests/test_util.h"
+
+using tc::kernels::DType;
+using tc::sparse::PlacementShape;
+namespace fx = tc::test::placement;
+
+namespace {
+
+tc::sparse::PlacementCosts costs_of(const std::filesystem::path& path, const PlacementShape& shape) {
+  const auto loaded = tc::model::load_model(path);
+  return tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, shape);
+}
+
+}  // namespace
+
+TEST_CASE("placement: costs of an f16 model with predictors match a hand computation", "[sparse][placement]") {
+  const auto dir = tc::test::scratch_dir("placement_costs_f16");
+  const auto model = fx::make_model_file(fx::tiny_sparse_options(dir / "m.gguf"));
+  const auto c = costs_of(model, {.n_ctx = 128, .n_parallel = 3, .n_batch = 16});
+  // n_embd 64, n_embd_kv 32 (2 KV heads of 16), n_ff 256, n_vocab 512, f16 = 2 bytes.
+  // Per layer: attn_norm 64*4 + attn_q 64*64*2 + attn_k 64*32*2 + attn_v 64*32*2
+  //            + attn_output 64*64*2 + ffn_norm 64*4 = 25088.
+  CHECK(c.fixed.attention == 2 * 25088);
+  // fc1 [64, 32] + fc2 [32, 256], f16: 4096 + 16384 per layer.
+  CHECK(c.fixed.predictors == 2 * (4096 + 16384));
+  // output [64, 512] f16 + output_norm [64] f32.
+  CHECK(c.fixed.output_head == 65536 + 256);
+  // 2 (K, V) * 2 layers * 3 slots * 128 positions * 32 * 2 bytes.
+  CHECK(c.fixed.kv_cache == 98304);
+  // T = 16, R = 3, r = 32: f32 16*(4*64 + 2*32 + 2*256) + i32 16*2 + f32 3*(64 + 512)
+  // + f32 3*4*128 + f32 3*(32 + 256) + i32 3*256 = (13312 + 32 + 1728 + 1536 + 864 + 768) * 4.
+  CHECK(c.fixed.workspace == 72960);
+  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 72960);
+  REQUIRE(c.layers.size() == 2);
+  for (const auto& layer : c.layers) {
+    CHECK(layer.gate_dtype == DType::F16);
+    CHECK(layer.up_dtype == DType::F16);
+    CHECK(layer.down_t_dtype == DType::F16);  // ffn_down, transposed at load in its own dtype
+    CHECK(layer.bytes() == 3 * 64 * 2);
+  }
+  CHECK(c.n_ff == 256);
+}
+
+TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at its own dtype", "[sparse][placement]") {
+  const auto dir = tc::test::scratch_dir("placement_costs_q4km");
+  auto o = fx::tiny_sparse_options(dir / "m.powerinfer.gguf");
+  o.n_embd = 256;
+  o.n_ff = 512;
+  o.weight_type = "q4_k_m";
+  o.sparse.layout = tc::profiler::SparseLayout::PowerInfer;
+  o.sparse.predictor_type = "q8_0";
+  o.sparse.predictor_rank = 64;
+  const auto c = costs_of(fx::make_model_file(o), {.n_ctx = 64, .n_parallel = 1, .n_batch = 8});
+  // A q4_K row of 256 is 144 bytes, q6_K 210, q8_0 8 * 34 = 272; a q8_0 row of 64 is 68.
+  // Per layer: attn_norm 1024 + attn_q 256 rows q4_K + attn_k 128 rows q4_K
+  //            + attn_v 128 rows q6_K + attn_output 256 rows q4_K + ffn_norm 1024.
+  CHECK(c.fixed.attention == 2 * (1024 + 256 * 144 + 128 * 144 + 128 * 210 + 256 * 144 + 1024));
+  // fc1 [256, 64]: 64 rows of 272; fc2 [64, 512]: 512 rows of 68.
+  CHECK(c.fixed.predictors == 2 * (64 * 272 + 512 * 68));
+  // output [256, 512] q6_K: 512 rows of 210, + output_norm.
+  CHECK(c.fixed.output_head == 512 * 210 + 1024);
+  CHECK(c.fixed.kv_cache == 2 * 2 * 1 * 64 * 128 * 2);
+  // f32 8*(4*256 + 2*128 + 2*512) + i32 8*2 + f32 (256 + 512) + f32 4*64 + f32 (64 + 512) + i32 512.
+  CHECK(c.fixed.workspace == (8 * 2304 + 16 + 768 + 256 + 576 + 512) * 4);
+  for (const auto& layer : c.layers) {
+    CHECK(layer.gate_dtype == DType::Q4_K);
+    CHECK(layer.up_dtype == DType::Q4_K);
+    CHECK(layer.down_t_dtype == DType::Q6_K);  // ffn_down_t as stored in the PWRI file
+    CHECK(layer.bytes() == 144 + 144 + 210);
+  }
+}
+
+TEST_CASE("placement: tied embeddings count token_embd as the head, no predictors, no predictor workspace",
+          "[sparse][placement]") {
+  const auto dir = tc::test::scratch_dir("placement_costs_tied");
+  auto o = fx::tiny_sparse_options(dir / "m.gguf");
+  o.tied_embeddings = true;
+  o.sparse.write_predictors = false;
+  o.weight_type = "q8_0";
+  const auto c = costs_of(fx::make_model_file(o), {.n_ctx = 32, .n_parallel = 2, .n_batch = 4});
+  CHECK(c.fixed.predictors == 0);
+  // token_embd [64, 512] q8_0: 512 rows of 68, + output_norm.
+  CHECK(c.fixed.output_head == 512 * 68 + 256);
+  // f32 4*(4*64 + 2*32 + 2*256) + i32 4*2 + f32 2*(64 + 512) + f32 2*4*32.
+  CHECK(c.fixed.workspace == (4 * 832 + 8 + 1152 + 256) * 4);
+  CHECK(c.layers[0].bytes() == 3 * 68);
+}
+
+TEST_CASE("placement: shapes out of range are rejected", "[sparse][placement]") {
+  const auto dir = tc::test::scratch_dir("placement_costs_shape");
+  const auto model = fx::make_model_file(fx::tiny_sparse_options(dir / "m.gguf"));
+  CHECK_THROWS_WITH(costs_of(model, {.n_ctx = 0, .n_parallel = 1, .n_batch = 1}), Catch::Contains("n_ctx (0)"));
+  CHECK_THROWS_WITH(costs_of(model, {.n_ctx = 1, .n_parallel = 0, .n_batch = 1}), Catch::Contains("n_parallel (0)"));
+  CHECK_THROWS_WITH(costs_of(model, {.n_ctx = int64_t{1} << 40, .n_parallel = int64_t{1} << 20, .n_batch = 1}),
+                    Catch::Contains("overflows"));
+}
+
+TEST_CASE("placement: place_model ranks neurons per byte across layers of different dtypes and writes the plan",
+          "[sparse][placement]") {
+  const auto dir = tc::test::scratch_dir("placement_place_model");
+  const auto f16_model = fx::make_model_file(fx::tiny_sparse_options(dir / "f16.gguf"));
+  const auto model = dir / "mixed.gguf";
+  fx::rewrite_layer_ffn(f16_model, model, 1, DType::Q8_0);  // layer 0: 384 B per neuron, layer 1: 204 B
+  std::vector<std::vector<int32_t>> counts(2, std::vector<int32_t>(256, 0));
+  // Layer 0 fires more (100 vs 60) but layer 1's neurons are cheaper:
+  // 100/384 = 0.26 < 60/204 = 0.29, so every firing layer-1 neuron goes first.
+  for (int i = 0; i < 10; ++i) counts[0][static_cast<size_t>(20 + i)] = 100;
+  for (int i = 0; i < 10; ++i) counts[1][static_cast<size_t>(100 + i)] = 60;
+  counts[0][3] = 7;
+  const auto stats = dir / "mixed.stats";
+  fx::write_stats(model, counts, stats);
+
+  tc::sparse::PlaceRequest request;
+  request.model = model;
+  request.stats = stats;
+  request.shape = {.n_ctx = 64, .n_parallel = 2, .n_batch = 8};
+  request.vram_budget = uint64_t{1} << 40;
+  const uint64_t fixed = tc::sparse::place_model(request).plan.costs.fixed.total();
+  {
+    const auto all = tc::sparse::place_model(request);
+    CHECK(all.plan.n_hot() == 512);
+    CHECK(all.plan.costs.layers[0].bytes() == 384);
+    CHECK(all.plan.costs.layers[1].bytes() == 204);
+    CHECK(all.plan.costs.layers[1].gate_dtype == DType::Q8_0);
+  }
+  // The 10 layer-1 neurons, then 3 of layer 0, then 40 bytes to spare.
+  request.vram_budget = fixed + 10 * 204 + 3 * 384 + 40;
+  const auto r = tc::sparse::place_model(request);
+  std::vector<int32_t> layer1;
+  for (int i = 0; i < 10; ++i) layer1.push_back(100 + i);
+  CHECK(r.plan.layers[1].hot == layer1);
+  CHECK(r.plan.layers[0].hot == std::vector<int32_t>{20, 21, 22});
+  CHECK(r.plan.layers[0].hot_bytes == 3 * 384);
+  CHECK(r.plan.layers[0].gpu_share() == Approx(300.0 / 1007.0));
+  CHECK(r.plan.layers[1].gpu_share() == 1.0);
+  CHECK(r.plan.vram_budget - r.plan.used_bytes() == 40);
+  CHECK(r.stats_tokens == 100);
+
+  // The file: PowerInfer's keys and the plan, tied to the model.
+  const auto out = tc::sparse::default_gpu_index_path(model);
+  CHECK(out.string() == model.string() + ".generated.gpuidx");
+  tc::sparse::write_gpu_index(tc::sparse::to_gpu_index(r), out);
+  const auto back = tc::sparse::read_gpu_index(out, 2, 256, r.model_tensor_hash);
+  CHECK(back.hot[0] == r.plan.layers[0].hot);
+  CHECK(back.hot[1] == layer1);
+  CHECK(back.vram_capacity == 10 * 204 + 3 * 384 + 40);
+  const auto f = tc::gguf::GgufFile::open(out);
+  CHECK(f.get_u64("thermocline.placement.vram_budget") == fixed + 10 * 204 + 3 * 384 + 40);
+  CHECK(f.get_u64("thermocline.placement.fixed_bytes") == fixed);
+  CHECK(f.get_u64("thermocline.placement.hot_bytes") == 10 * 204 + 3 * 384);
+  CHECK_THROWS_WITH(tc::sparse::read_gpu_index(out, 2, 256, r.model_tensor_hash + 1),
+                    Catch::Contains("thermocline.placement.model.tensor_hash") && Catch::Contains("another model"));
+
+  const std::string report = tc::sparse::placement_report(r);
+  CHECK_THAT(report, Catch::Contains("| 1 | 10 / 256 | 2040 | 204 | q8_0/q8_0/q8_0 | 100.0% |") &&
+                         Catch::Contains("| 0 | 3 / 256 | 1152 | 384 | f16/f16/f16 | 29.8% |") &&
+                         Catch::Contains("| **fixed total** | " + std::to_string(fixed) + " |") &&
+                         Catch::Contains("| unused | 40 |"));
+
+  // A budget one byte short of the fixed part.
+  request.vram_budget = fixed - 1;
+  CHECK_THROWS_AS(tc::sparse::place_model(request), tc::sparse::PlacementError);
+  // Statistics recorded on another model (the f16 original).
+  request.vram_budget = fixed;
+  fx::write_stats(f16_model, counts, dir / "f16.stats");
+  request.stats = dir / "f16.stats";
+  CHECK_THROWS_AS(tc::sparse::place_model(request), tc::gguf::ModelLoadError);
+  CHECK_THROWS_WITH(tc::sparse::place_model(request), Catch::Contains("recorded on another model"));
+}
