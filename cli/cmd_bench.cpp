@@ -30,7 +30,7 @@ void register_bench(CLI::App& app) {
   struct Options {
     std::string model;
     int threads = 0;
-    SparsityCliOptions sparsity;
+    ModelCliOptions sparsity;
     std::string output = "md";
     runtime::BenchOptions bench;
   };
@@ -44,7 +44,7 @@ void register_bench(CLI::App& app) {
   sub->add_option("-b,--batch-size", o->bench.n_batch, "Prompt tokens per prefill step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
-  add_sparsity_options(sub, o->sparsity);
+  add_model_options(sub, o->sparsity);
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
   runners()["bench"] = [o] {

@@ -19,7 +19,7 @@ void register_generate(CLI::App& app) {
     std::string model;
     std::string prompt;
     int threads = 0;
-    SparsityCliOptions sparsity;
+    ModelCliOptions sparsity;
     int64_t n_ctx = 0;
     runtime::GenerateOptions gen;
   };
@@ -29,7 +29,7 @@ void register_generate(CLI::App& app) {
   sub->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
   sub->add_option("-n,--n-predict", o->gen.n_predict, "Tokens to generate")->check(CLI::Range(0, 1 << 20));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
-  add_sparsity_options(sub, o->sparsity);
+  add_model_options(sub, o->sparsity);
   sub->add_option("-c,--ctx-size", o->n_ctx, "Context size (default: prompt + n-predict, at most the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("-b,--batch-size", o->gen.n_batch, "Prompt tokens per prefill step")

@@ -21,7 +21,7 @@ void register_perplexity(CLI::App& app) {
     std::string model;
     std::string text;
     int threads = 0;
-    SparsityCliOptions sparsity;
+    ModelCliOptions sparsity;
     int64_t n_ctx = 0;
     int64_t n_batch = 512;
     int64_t n_chunks = 0;
@@ -41,7 +41,7 @@ void register_perplexity(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
-  auto* sparse_max = add_sparsity_options(sub, o->sparsity);
+  auto* sparse_max = add_model_options(sub, o->sparsity);
   sub->add_option("--chunks", o->n_chunks, "Chunks to score at most (default 0: every whole chunk)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   runners()["perplexity"] = [o, sparse_max] {

@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/runners.h"
 #include "config/serve_config.h"
+#include "config/device_setting.h"
 #include "config/serve_options.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/engine.h"
@@ -93,6 +94,7 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
   e.threads = o.threads;
+  e.device = config::parse_device_setting(o.device);  // validated with the other options
   e.sparsity = config::parse_sparsity_setting(o.sparsity);  // validated with the other options
   e.sparse_max_tokens = o.sparse_max_tokens;
   return e;

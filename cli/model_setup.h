@@ -1,6 +1,6 @@
-// The model options every running subcommand shares (--stats, --sparsity,
-// --sparse-max-tokens) and the set-up they drive: load, backend, sparsity
-// plan, forward pass. Used by generate, bench and perplexity.
+// The model options every running subcommand shares (--device, --stats,
+// --sparsity, --sparse-max-tokens) and the set-up they drive: load, backend,
+// sparsity plan, forward pass. Used by generate, bench and perplexity.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,16 +15,17 @@
 
 namespace tc::cli {
 
-struct SparsityCliOptions {
+struct ModelCliOptions {
+  std::string device = "cpu";        // --device: cpu | cuda | cuda:N
   std::string stats;                 // --stats: a `thermocline profile` stats file
   std::string sparsity = "auto";     // --sparsity: dense | auto | relu | teal:X
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
 };
 
 // Returns the --sparse-max-tokens option (to tell whether it was given).
-CLI::Option* add_sparsity_options(CLI::App* sub, SparsityCliOptions& options);
+CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options);
 
-// A model ready to run on the CPU: members in construction order.
+// A model ready to run: members in construction order.
 struct CliModel {
   std::unique_ptr<model::LoadedModel> loaded;
   std::unique_ptr<kernels::Backend> backend;
@@ -32,10 +33,11 @@ struct CliModel {
   std::unique_ptr<model::LlamaModel> llama;
 };
 
-// Loads `path` with the options' stats file, creates the CPU backend with
-// `threads` threads, resolves the sparsity setting and builds the forward
-// pass. Prints the plan's summary on stderr. Throws what the steps throw
-// (gguf::ModelLoadError, std::invalid_argument with the option named).
-CliModel open_cli_model(const std::string& path, int threads, const SparsityCliOptions& options);
+// Loads `path` with the options' stats file, creates the --device backend
+// (CPU: `threads` threads), resolves the sparsity setting and builds the
+// forward pass. Prints the plan's summary on stderr. Throws what the steps
+// throw (gguf::ModelLoadError, kernels::BackendUnavailable,
+// std::invalid_argument with the option named).
+CliModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options);
 
 }  // namespace tc::cli

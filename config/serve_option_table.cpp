@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "config/device_setting.h"
 #include "config/sparsity_setting.h"
 #include "config/text_util.h"
 
@@ -34,6 +35,15 @@ std::optional<std::string> check_host(const ServeOptions& o) {
 std::optional<std::string> check_sparsity(const ServeOptions& o) {
   try {
     parse_sparsity_setting(o.sparsity);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_device(const ServeOptions& o) {
+  try {
+    parse_device_setting(o.device);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -90,6 +100,9 @@ const OptionDescriptor kTable[] = {
      .field = &ServeOptions::queue_size, .min = 0, .max = 100000},
     {.key = "threads", .flags = "-t,--threads", .help = "CPU worker threads; 0: one per physical core",
      .field = &ServeOptions::threads, .min = 0, .max = 1024},
+    {.key = "device", .flags = "--device",
+     .help = "cpu | cuda | cuda:N: the backend that runs the model (CUDA: dense FFN only so far)",
+     .field = &ServeOptions::device, .check = check_device},
     {.key = "stats", .flags = "--stats",
      .help = "Stats file from `thermocline profile` recorded on this model (predictors, TEAL thresholds)",
      .field = &ServeOptions::stats},

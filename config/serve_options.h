@@ -45,6 +45,7 @@ struct ServeOptions {
   int64_t batch_size = 512;         // tokens per engine step at most (key: batch_size)
   int queue_size = 64;              // waiting requests before 503 (key: queue_size)
   int threads = 0;                  // CPU worker threads, 0 = physical cores (key: threads)
+  std::string device = "cpu";       // cpu|cuda|cuda:N: the backend that runs the model (key: device)
   std::filesystem::path stats;      // `thermocline profile` stats file: predictors, TEAL thresholds (key: stats)
   std::string sparsity = "auto";    // dense|auto|relu|teal:X (key: sparsity)
   // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN

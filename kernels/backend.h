@@ -1,11 +1,16 @@
 // Backend: the device the forward pass runs on, behind one interface (in
-// the spirit of ggml-backend): memory, synchronization, and the ops of the
-// llama forward pass. The model code calls only this interface, so the
-// CUDA backend slots in beside the CPU one. All pointers passed to ops live
-// in memory the backend can address (host/mapped for the CPU backend).
-// Ops are issued in order on the backend's stream; on the CPU they run
-// synchronously and synchronize() is a no-op. Not thread-safe: one engine
-// thread drives a backend.
+// the spirit of ggml-backend): memory, copies, synchronization, and the ops
+// of the llama forward pass. The model code calls only this interface, so
+// the CUDA backend slots in beside the CPU one.
+// Pointers passed to ops and copies live in memory the backend addresses:
+// host or mapped memory for the CPU backend; device memory for the CUDA
+// backend (from allocate(), or the tensors upload() returns; pinned host
+// memory from allocate_host() also works there, read over PCIe). Weight
+// tensors passed to a CUDA backend must be MemoryKind::Device or PinnedHost
+// (checked). Ops are issued in order on the backend's stream and may return
+// before they finish (CUDA); on the CPU they run synchronously and
+// synchronize() is a no-op. Free a buffer an issued op uses only after
+// synchronize(). Not thread-safe: one engine thread drives a backend.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +28,17 @@ enum class DeviceKind { Cpu, Cuda };
 
 struct BackendOptions {
   int n_threads = 0;   // CPU worker threads, caller included; 0: physical cores
-  int device_index = 0;
+  int device_index = 0;  // which CUDA device (query_gpus() lists them)
+};
+
+// A tensor placed in a backend's memory: the view the ops take and the
+// memory it points into. On the CPU backend `storage` is empty and `tensor`
+// is the host view itself (zero-copy); on CUDA `storage` owns the device
+// copy. Move-only; the view is valid while `storage` lives (CPU: while the
+// host memory lives).
+struct PlacedTensor {
+  Tensor tensor;
+  Buffer storage;
 };
 
 // Asking for a backend this build or machine cannot provide.
@@ -40,9 +55,31 @@ class Backend {
   virtual std::string name() const = 0;   // "cpu (avx2, 2 threads)"
   virtual int n_threads() const = 0;
 
-  // Working memory for activations and the KV cache on this device.
+  // Working memory for activations and the KV cache on this device
+  // (MemoryKind::Host on the CPU, Device on CUDA), zero-filled.
   virtual Buffer allocate(size_t bytes) = 0;
-  // Waits until every op issued so far has finished.
+  // Host memory the CPU reads and writes directly and this backend copies to
+  // and from fastest: page-locked (PinnedHost) on CUDA, so copies are truly
+  // asynchronous; ordinary Host memory on the CPU. Zero-filled. For staging
+  // token ids, positions, logits and sampled ids.
+  virtual Buffer allocate_host(size_t bytes) = 0;
+  // A weight tensor placed where this backend's ops read it. `host`: any
+  // memory the CPU reads (heap, mapped file). CUDA: a device copy with rows
+  // packed (row_bytes = the packed size), same dtype and ne. CPU: `host`
+  // itself, nothing copied. Synchronous: `host` may change or go away once
+  // this returns (CPU: the returned view still points into it).
+  virtual PlacedTensor upload(const Tensor& host) = 0;
+  // Copies of `bytes` bytes, in order with the ops: the copy sees every op
+  // issued before it and the ops issued after it see the copy. May return
+  // before the copy is done: `src` must stay unchanged and `dst` unread until
+  // synchronize(). copy_to_device: host -> backend memory; copy_to_host:
+  // backend -> host memory; copy_on_device: within backend memory (ranges
+  // must not overlap). The CPU backend copies with memcpy at once.
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
+  virtual void copy_on_device(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until every op and copy issued so far has finished. CUDA: also
+  // where a fault of an earlier kernel surfaces (as CudaError).
   virtual void synchronize() = 0;
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
@@ -53,7 +90,8 @@ class Backend {
   // Row-gathered GEMV (gate/up): y[t, k] = dot(w[rows[k], :], x[t, :]).
   //   w: ne = {n_in, n_neurons} (row i = neuron i, e.g. ffn_gate f16
   //   [n_ff, n_embd]), any matmul dtype; x: f32 [n_tokens, n_in];
-  //   y: f32 [n_tokens, n_rows]. Bit-identical to matmul's outputs for those rows.
+  //   y: f32 [n_tokens, n_rows]. Bit-identical to matmul's outputs for those rows
+  //   (CUDA: where matmul runs its GEMV, n_tokens <= 8; above, cuBLAS).
   virtual void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                            float* y) = 0;
   // Down projection as a sum of scaled rows: y[t, :] = sum_k a[t, k] * w_t[rows[k], :].
@@ -76,10 +114,16 @@ class Backend {
   // y[i] += x[i]
   virtual void add(float* y, const float* x, int64_t n) = 0;
   virtual void store_f16(const float* src, int64_t n, uint16_t* dst) = 0;
+  // Greedy sampling: out[r] = the index of the largest x[r, :], NaN counting
+  // as -inf, ties (and rows of only -inf/NaN) to the lowest index, as
+  // the sampler's temperature-0 path. x: f32 [n_rows, n]; out: i32 [n_rows]
+  // in backend memory (read back with copy_to_host: 4 bytes per sequence).
+  virtual void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) = 0;
 };
 
 // The backend for `device`. Throws BackendUnavailable for CUDA in a build
-// without it (backend_factory.cpp is the one file that knows).
+// without it or on a machine without the device (backend_factory.cpp is the
+// one file that knows), with the reason.
 std::unique_ptr<Backend> create_backend(DeviceKind device, const BackendOptions& options = {});
 
 }  // namespace tc::kernels

@@ -1,7 +1,9 @@
-// create_backend: the one place that knows which backends this build has.
-// CUDA builds compile kernels/cuda/ and define THERMOCLINE_WITH_CUDA.
+// create_backend: the one place that picks between the backends. Whether
+// CUDA was built is known through query_gpus() and make_cuda_backend(),
+// which kernels/cuda/ or kernels/no_cuda/ define.
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda_backend_entry.h"
 #include "kernels/device_info.h"
 
 namespace tc::kernels {
@@ -10,7 +12,12 @@ std::unique_ptr<Backend> create_backend(DeviceKind device, const BackendOptions&
   if (device == DeviceKind::Cpu) return std::make_unique<CpuBackend>(options.n_threads);
   const GpuInventory gpus = query_gpus();
   if (!gpus.cuda_built) throw BackendUnavailable("CUDA backend requested, but " + gpus.status);
-  throw BackendUnavailable("the CUDA backend is not implemented yet (" + gpus.status + ")");
+  if (gpus.devices.empty()) throw BackendUnavailable("CUDA backend requested, but " + gpus.status);
+  if (options.device_index < 0 || options.device_index >= static_cast<int>(gpus.devices.size())) {
+    throw BackendUnavailable("CUDA backend requested on device " + std::to_string(options.device_index) +
+                             ", but this machine has " + gpus.status);
+  }
+  return make_cuda_backend(options);
 }
 
 }  // namespace tc::kernels

@@ -20,6 +20,15 @@ kernels::Activation activation_for(FfnForm form) {
   return kernels::Activation::SwiGLU;
 }
 
+bool on_host(const kernels::Backend& backend) { return backend.device() == kernels::DeviceKind::Cpu; }
+
+void require_host_backend(const kernels::Backend& backend, const char* what) {
+  if (!on_host(backend)) {
+    throw std::invalid_argument(std::string(what) + " needs the CPU backend (it reads activations in host memory); "
+                                "this model runs on " + backend.name());
+  }
+}
+
 }  // namespace
 
 std::string_view linear_input_name(LinearInput site) {
@@ -30,6 +39,16 @@ std::string_view linear_input_name(LinearInput site) {
     case LinearInput::FfnDown: return "ffn_down";
   }
   return "?";
+}
+
+void LlamaModel::set_observer(ForwardObserver* observer) {
+  if (observer != nullptr) require_host_backend(backend_, "a forward observer (profiling, predictor training)");
+  observer_ = observer;
+}
+
+void LlamaModel::set_input_sparsifier(InputSparsifier* sparsifier) {
+  if (sparsifier != nullptr) require_host_backend(backend_, "an input sparsifier (TEAL)");
+  sparsifier_ = sparsifier;
 }
 
 void LlamaModel::prepare_input(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x) {
@@ -49,6 +68,21 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
       backend_(backend),
       activation_(activation_for(model.spec.ffn_form)),
       rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {
+  if (!on_host(backend)) {
+    // The hybrid engine (sparse FFN across CPU and GPU) and PWRI's dense
+    // down projection (host-side tiles in TransposedDown) are not on the GPU yet.
+    if (options.ffn_mode == FfnMode::Sparse) {
+      throw std::invalid_argument("the sparse FFN runs on the CPU backend only so far; run " + model.file.path() +
+                                  " on " + backend.name() + " with --sparsity dense");
+    }
+    if (spec_.sparse_layout) {
+      throw std::invalid_argument(model.file.path() + " is a PowerInfer (PWRI) file: its dense down projection "
+                                  "runs on the CPU backend only so far");
+    }
+  }
+  PlacedWeights placed = place_weights(weights_, backend);  // the CPU backend: the same views, nothing copied
+  weights_ = std::move(placed.views);
+  weight_storage_ = std::move(placed.storage);
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (spec_.ffn_form == FfnForm::SwiGLU) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu); " + model.file.path() +
@@ -86,11 +120,14 @@ void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
     tmp_ = f32(t * spec_.n_embd);
     ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
     positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
+    ids_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
+    positions_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
     capacity_tokens_ = t;
   }
   if (n_logit_rows > capacity_logit_rows_) {
     const int64_t r = std::max(n_logit_rows, capacity_logit_rows_ * 2);
     head_in_ = f32(r * spec_.n_embd);
+    if (!on_host(backend_)) logits_dev_ = f32(r * spec_.n_vocab);
     capacity_logit_rows_ = r;
   }
 }
@@ -111,8 +148,8 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   if (n_tokens == 0) return StepStatus::Ok;
   reserve(n_tokens, n_logit_rows);
 
-  auto* ids = ids_.as<int32_t>();
-  auto* positions = positions_.as<int32_t>();
+  auto* ids = ids_host_.as<int32_t>();
+  auto* positions = positions_host_.as<int32_t>();
   int64_t t = 0;
   for (const auto& s : sequences) {
     const int64_t start = kv.n_used(s.slot);
@@ -121,8 +158,11 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       positions[t] = static_cast<int32_t>(start + static_cast<int64_t>(i));
     }
   }
+  const size_t index_bytes = static_cast<size_t>(n_tokens) * sizeof(int32_t);
+  backend_.copy_to_device(ids_.data(), ids, index_bytes);
+  backend_.copy_to_device(positions_.data(), positions, index_bytes);
 
-  backend_.get_rows(weights_.token_embd, ids, n_tokens, x_.as<float>());
+  backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, x_.as<float>());
   for (int64_t l = 0; l < spec_.n_layer; ++l) {
     run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
   }
@@ -143,13 +183,18 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     const auto n = static_cast<int64_t>(s.tokens.size());
     const int64_t first = s.all_logits ? t : t + n - 1;
     for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
-      std::memcpy(head_in_.as<float>() + row * spec_.n_embd, x_.as<float>() + i * spec_.n_embd, row_bytes);
+      backend_.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x_.as<float>() + i * spec_.n_embd, row_bytes);
     }
     t += n;
   }
   backend_.rms_norm(head_in_.as<float>(), static_cast<const float*>(weights_.output_norm.data), n_logit_rows,
                     spec_.n_embd, static_cast<float>(spec_.rms_eps), head_in_.as<float>());
-  backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
+  if (on_host(backend_)) {
+    backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
+  } else {
+    backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits_dev_.as<float>());
+    backend_.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
+  }
   backend_.synchronize();
   return StepStatus::Ok;
 }

@@ -14,6 +14,7 @@
 
 #include "config/sparsity_setting.h"
 #include "engine/model/llama_weights.h"
+#include "engine/model/placed_weights.h"
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/model/transposed_down.h"
 #include "engine/model/loaded_model.h"
@@ -101,10 +102,13 @@ enum class StepStatus {
 
 class LlamaModel {
  public:
-  // `model` and `backend` must outlive this object. FfnMode::Sparse needs a
-  // ReLU-family model with predictors (the file's or the stats file's) and
-  // throws std::invalid_argument saying what is missing otherwise; on a GGUF
-  // (not PWRI) file it builds the neuron-major ffn_down_t in memory first.
+  // `model` and `backend` must outlive this object. The weights are placed
+  // on the backend (CPU: the mapped file itself; CUDA: device copies).
+  // FfnMode::Sparse needs a ReLU-family model with predictors (the file's or
+  // the stats file's) and throws std::invalid_argument saying what is missing
+  // otherwise; on a GGUF (not PWRI) file it builds the neuron-major
+  // ffn_down_t in memory first. On a GPU backend only the dense FFN of GGUF
+  // files runs so far (std::invalid_argument otherwise).
   LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options = {});
   ~LlamaModel();
 
@@ -121,11 +125,12 @@ class LlamaModel {
   SparseFfnCounters* sparse_counters() { return sparse_ffn_ ? &sparse_ffn_->counters() : nullptr; }
 
   // Installs an observer for later steps (nullptr: none, the default,
-  // which costs nothing). Not owned; must outlive its use.
-  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  // which costs nothing). Not owned; must outlive its use. CPU backend only
+  // (observers read activations in host memory): std::invalid_argument otherwise.
+  void set_observer(ForwardObserver* observer);
   // Installs a sparsifier of linear inputs for later steps (nullptr: none,
-  // the default). Not owned; must outlive its use.
-  void set_input_sparsifier(InputSparsifier* sparsifier) { sparsifier_ = sparsifier; }
+  // the default). Not owned; must outlive its use. CPU backend only.
+  void set_input_sparsifier(InputSparsifier* sparsifier);
 
  private:
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
@@ -140,7 +145,8 @@ class LlamaModel {
 
   const ModelSpec& spec_;
   ForwardOptions options_;
-  LlamaWeights weights_;
+  LlamaWeights weights_;                          // views the backend's ops read
+  std::vector<kernels::Buffer> weight_storage_;   // device copies behind weights_ (GPU backends)
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense mode
   TransposedDown transposed_down_;                 // dense down projection of PWRI files
@@ -163,7 +169,10 @@ class LlamaModel {
   kernels::Buffer tmp_;        // [T, n_embd] projection outputs before the residual add
   kernels::Buffer ids_;        // i32 [T]
   kernels::Buffer positions_;  // i32 [T]
+  kernels::Buffer ids_host_;        // i32 [T] staging for ids_ (allocate_host)
+  kernels::Buffer positions_host_;  // i32 [T] staging for positions_
   kernels::Buffer head_in_;    // [R, n_embd] rows that get logits
+  kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host
 };
 
 }  // namespace tc::model

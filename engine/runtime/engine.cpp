@@ -15,6 +15,7 @@
 #include "engine/sparse/sparsity_plan.h"
 #include "engine/text/tokenizer.h"
 #include "kernels/backend.h"
+#include "kernels/backend_from_setting.h"
 
 namespace tc::runtime {
 
@@ -205,8 +206,9 @@ void Engine::Impl::build() {
   if (!loaded) throw std::invalid_argument("no model");
   if (!loaded->tokenizer) throw std::invalid_argument("the model has no tokenizer");
   if (const std::string problem = check_options(options); !problem.empty()) throw std::invalid_argument(problem);
-  backend = kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = options.threads});
-  sparsity = sparse::plan_sparsity(*loaded, options.sparsity, options.sparse_max_tokens);
+  backend = kernels::create_backend(options.device, options.threads);
+  sparsity = sparse::plan_sparsity(*loaded, options.sparsity, options.sparse_max_tokens,
+                                   backend->device() == kernels::DeviceKind::Cpu);
   llama = std::make_unique<model::LlamaModel>(*loaded, *backend, sparsity.forward);
   sparsity.attach(*llama);
   kv = std::make_unique<KvCache>(*backend, loaded->spec, options.n_parallel, options.n_ctx);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/device_setting.h"
 #include "config/sparsity_setting.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/vocab.h"
@@ -49,6 +50,7 @@ struct EngineOptions {
   int64_t n_batch = 512;
   int queue_size = 64;         // queued (not yet admitted) requests at most
   int threads = 0;             // CPU worker threads; 0 = physical cores
+  config::DeviceSetting device;  // the backend that runs the model (CPU by default)
   config::SparsitySetting sparsity;                              // FFN mode (engine/sparse/sparsity_plan.h)
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;   // larger steps run the dense FFN
 };

@@ -14,11 +14,11 @@ bool can_run_sparse_ffn(const model::LoadedModel& m) {
 }  // namespace
 
 SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::SparsitySetting& setting,
-                           int64_t sparse_max_tokens) {
+                           int64_t sparse_max_tokens, bool cpu_backend) {
   SparsityPlan plan;
   plan.forward.sparse_max_tokens = sparse_max_tokens;
   const bool sparse_ffn = setting.mode == config::SparsityMode::Relu ||
-                          (setting.mode == config::SparsityMode::Auto && can_run_sparse_ffn(model));
+                          (setting.mode == config::SparsityMode::Auto && cpu_backend && can_run_sparse_ffn(model));
   if (sparse_ffn) {
     // LlamaModel's constructor explains what is missing when this cannot run.
     plan.forward.ffn_mode = model::FfnMode::Sparse;
@@ -44,9 +44,11 @@ SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::Sparsi
                    model.stats_file->path() + ")";
     return plan;
   }
-  plan.summary = setting.mode == config::SparsityMode::Auto && model.spec.ffn_form != model::FfnForm::SwiGLU
-                     ? "dense (the model has no predictors; see thermocline profile --train-predictors)"
-                     : "dense";
+  const bool relu_auto = setting.mode == config::SparsityMode::Auto && model.spec.ffn_form != model::FfnForm::SwiGLU;
+  plan.summary = !relu_auto ? "dense"
+                 : !cpu_backend
+                     ? "dense (the sparse FFN runs on the CPU backend only so far)"
+                     : "dense (the model has no predictors; see thermocline profile --train-predictors)";
   return plan;
 }
 

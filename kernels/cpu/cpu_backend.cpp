@@ -1,6 +1,9 @@
 // CpuBackend: forwards each op to kernels/cpu with the backend's pool.
 #include "kernels/cpu/cpu_backend.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/sparse_ffn.h"
 
@@ -10,6 +13,18 @@ CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 std::string CpuBackend::name() const {
   return "cpu (" + matmul_isa() + ", " + std::to_string(pool_.n_threads()) + " threads)";
+}
+
+void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+void CpuBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
 void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
@@ -54,5 +69,21 @@ void CpuBackend::add(float* y, const float* x, int64_t n) {
 }
 
 void CpuBackend::store_f16(const float* src, int64_t n, uint16_t* dst) { kernels::store_f16(src, n, dst); }
+
+void CpuBackend::argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = x + r * n;
+    int64_t best = 0;
+    float best_value = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = std::isnan(row[i]) ? -INFINITY : row[i];
+      if (v > best_value) {  // strict: ties keep the lower index
+        best_value = v;
+        best = i;
+      }
+    }
+    out[r] = static_cast<int32_t>(best);
+  }
+}
 
 }  // namespace tc::kernels

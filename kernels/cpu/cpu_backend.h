@@ -17,6 +17,12 @@ class CpuBackend final : public Backend {
   std::string name() const override;
   int n_threads() const override { return pool_.n_threads(); }
   Buffer allocate(size_t bytes) override { return Buffer::host(bytes); }
+  Buffer allocate_host(size_t bytes) override { return Buffer::host(bytes); }
+  // Zero-copy: the host view itself, empty storage.
+  PlacedTensor upload(const Tensor& host) override { return PlacedTensor{host, Buffer()}; }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override;
+  void copy_to_host(void* dst, const void* src, size_t bytes) override;
+  void copy_on_device(void* dst, const void* src, size_t bytes) override;
   void synchronize() override {}
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
@@ -34,6 +40,7 @@ class CpuBackend final : public Backend {
   void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;
   void add(float* y, const float* x, int64_t n) override;
   void store_f16(const float* src, int64_t n, uint16_t* dst) override;
+  void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override;
 
   ThreadPool& pool() { return pool_; }
 

@@ -1,0 +1,24 @@
+// Weights placed where a backend's ops read them: on the CPU the mapped
+// file's views themselves (no copy), on a GPU device copies owned here.
+// Built once at model load; const afterwards.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/llama_weights.h"
+#include "kernels/backend.h"
+
+namespace tc::model {
+
+struct PlacedWeights {
+  LlamaWeights views;                    // what the forward pass reads (shapes and dtypes as the file's)
+  std::vector<kernels::Buffer> storage;  // device copies behind `views` (empty on the CPU backend)
+  size_t device_bytes = 0;               // bytes in `storage`
+};
+
+// Uploads every tensor of `host` with backend.upload (a tied output head is
+// uploaded once and shared with token_embd). Throws what upload throws
+// (e.g. out of device memory), naming the tensor.
+PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend);
+
+}  // namespace tc::model

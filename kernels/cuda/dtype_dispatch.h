@@ -1,0 +1,41 @@
+// Runtime DType -> compile-time template argument for the kernel launchers:
+// visit_weight_dtype(t, f) calls f(std::integral_constant<DType, T>{}) for
+// the seven matmul weight dtypes; visit_table_dtype adds Q5_0 (every dtype
+// dequantize_row, and so get_rows, reads). Other dtypes fail a TC_CHECK.
+#pragma once
+
+#include <type_traits>
+
+#include "kernels/check.h"
+#include "kernels/dtype.h"
+
+namespace tc::kernels::cuda {
+
+template <DType T>
+using DTypeConstant = std::integral_constant<DType, T>;
+
+template <typename F>
+void visit_weight_dtype(DType type, F&& f) {
+  switch (type) {
+    case DType::F32: f(DTypeConstant<DType::F32>{}); return;
+    case DType::F16: f(DTypeConstant<DType::F16>{}); return;
+    case DType::BF16: f(DTypeConstant<DType::BF16>{}); return;
+    case DType::Q8_0: f(DTypeConstant<DType::Q8_0>{}); return;
+    case DType::Q4_0: f(DTypeConstant<DType::Q4_0>{}); return;
+    case DType::Q4_K: f(DTypeConstant<DType::Q4_K>{}); return;
+    case DType::Q6_K: f(DTypeConstant<DType::Q6_K>{}); return;
+    default: break;
+  }
+  TC_CHECK(false, "CUDA backend: not a weight dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+}
+
+template <typename F>
+void visit_table_dtype(DType type, F&& f) {
+  if (type == DType::Q5_0) {
+    f(DTypeConstant<DType::Q5_0>{});
+    return;
+  }
+  visit_weight_dtype(type, f);
+}
+
+}  // namespace tc::kernels::cuda

@@ -1,0 +1,83 @@
+// RMSNorm and RoPE as kernels/cpu/ops.cpp computes them: rms_norm sums the
+// f32-rounded squares in double (one block per row, a fixed reduction tree)
+// and scales in f32; rope takes each angle from its own pow() in double and
+// rotates in double, rounding once to f32.
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/launch_util.cuh"
+
+namespace tc::kernels::cuda {
+namespace {
+
+constexpr int kNormThreads = 256;
+constexpr int kRopeThreads = 256;
+
+// x, y: f32 [n_rows, n] (y may alias x: every element is read before the
+// barrier and written after it, by the same thread); weight: f32 [n].
+// grid.x = n_rows.
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_kernel(const float* x, const float* __restrict__ weight, int64_t n, float eps, float* y) {
+  __shared__ double partial[kNormThreads];
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
+  float* yr = y + static_cast<int64_t>(blockIdx.x) * n;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
+    const float v = xr[i];
+    sum += static_cast<double>(__fmul_rn(v, v));
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = kNormThreads / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const float mean = static_cast<float>(partial[0] / static_cast<double>(n));
+  const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
+  for (int64_t i = threadIdx.x; i < n; i += kNormThreads) yr[i] = __fmul_rn(__fmul_rn(xr[i], scale), weight[i]);
+}
+
+// x: f32 [n_tokens, n_head, head_dim], in place; one thread per (token,
+// head, pair), pairs fastest.
+__global__ void __launch_bounds__(kRopeThreads)
+    rope_kernel(float* __restrict__ x, int64_t n_tokens, int64_t n_head, int64_t head_dim,
+                const int32_t* __restrict__ positions, int64_t n_rot, double freq_base, double freq_scale) {
+  const int64_t n_pairs = n_rot / 2;
+  const int64_t n_items = n_tokens * n_head * n_pairs;
+  for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < n_items;
+       item += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = item % n_pairs;
+    const int64_t th = item / n_pairs;  // token * n_head + head
+    const int64_t t = th / n_head;
+    const double pos = static_cast<double>(positions[t]) * freq_scale;
+    const double theta = pos * pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+    double s, c;
+    sincos(theta, &s, &c);
+    float* xh = x + th * head_dim;
+    const double x0 = xh[2 * i];
+    const double x1 = xh[2 * i + 1];
+    xh[2 * i] = static_cast<float>(__dsub_rn(__dmul_rn(x0, c), __dmul_rn(x1, s)));
+    xh[2 * i + 1] = static_cast<float>(__dadd_rn(__dmul_rn(x0, s), __dmul_rn(x1, c)));
+  }
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y,
+              cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  rms_norm_kernel<<<grid_x(n_rows), kNormThreads, 0, stream>>>(x, weight, n, eps, y);
+  TC_CUDA_CHECK_LAUNCH();
+}
+
+void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
+          const RopeParams& params, cudaStream_t stream) {
+  const int64_t n_items = n_tokens * n_head * (params.n_rot / 2);
+  if (n_items <= 0) return;
+  rope_kernel<<<grid_stride_blocks(n_items, kRopeThreads), kRopeThreads, 0, stream>>>(
+      x, n_tokens, n_head, head_dim, positions, params.n_rot, params.freq_base, params.freq_scale);
+  TC_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tc::kernels::cuda

@@ -1,0 +1,56 @@
+// The CPU backend's memory and copy methods (the reference the CUDA backend
+// is held to): upload is zero-copy, allocations are zero-filled host
+// memory, copies are immediate memcpys, and argmax breaks ties to the lowest
+// index with NaN counted as -inf.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "tests/test_util.h"
+
+using namespace tc::kernels;
+
+TEST_CASE("cpu backend: upload returns the host view itself, with no storage", "[kernels][backend]") {
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  std::vector<float> data(6 * 5, 1.5f);
+  Tensor host = Tensor::matrix(data.data(), DType::F32, 5, 6);
+  host.row_bytes = 6 * sizeof(float);  // padded rows stay as they are
+  const PlacedTensor placed = cpu->upload(host);
+  CHECK(placed.tensor.data == data.data());
+  CHECK(placed.tensor.row_bytes == host.row_bytes);
+  CHECK(placed.tensor.memory == MemoryKind::Host);
+  CHECK(placed.storage.data() == nullptr);
+}
+
+TEST_CASE("cpu backend: allocations are zero-filled host memory and copies are immediate", "[kernels][backend]") {
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  Buffer a = cpu->allocate(100 * sizeof(float));
+  Buffer staging = cpu->allocate_host(100 * sizeof(float));
+  CHECK(a.kind() == MemoryKind::Host);
+  CHECK(staging.kind() == MemoryKind::Host);
+  for (int i = 0; i < 100; ++i) REQUIRE((a.as<float>()[i] == 0.0f && staging.as<float>()[i] == 0.0f));
+  const auto values = tc::test::random_floats(100, 1);
+  cpu->copy_to_device(a.data(), values.data(), 100 * sizeof(float));
+  Buffer b = cpu->allocate(100 * sizeof(float));
+  cpu->copy_on_device(b.data(), a.data(), 100 * sizeof(float));
+  cpu->copy_to_host(staging.data(), b.data(), 100 * sizeof(float));
+  for (int i = 0; i < 100; ++i) REQUIRE(staging.as<float>()[i] == values[static_cast<size_t>(i)]);
+}
+
+TEST_CASE("cpu backend: argmax takes the lowest index on ties and counts NaN as -inf", "[kernels][backend]") {
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::nanf("");
+  const std::vector<float> x = {1, 3, 3, 2,          // tie: 1
+                                nan, -5, nan, -7,    // NaN loses: 1
+                                -inf, -inf, -inf, -inf,  // nothing finite: 0
+                                nan, nan, nan, nan,      // 0
+                                0, inf, 4, inf};         // first +inf: 1
+  std::vector<int32_t> out(5, -1);
+  cpu->argmax(x.data(), 5, 4, out.data());
+  CHECK(out == std::vector<int32_t>{1, 1, 0, 0, 1});
+}
