@@ -149,10 +149,9 @@ struct RowStream {
   const char* next;
   int64_t row_bytes;
 
-  // Row r, followed by row r + step (the next one the same loop reads).
-  RowStream(const MatmulArgs& a, int64_t r, int64_t step = 1)
+  RowStream(const MatmulArgs& a, int64_t r)
       : row(reinterpret_cast<const char*>(weight_row(a, r))),
-        next(r + step < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r + step)) : row + a.row_bytes),
+        next(r + 1 < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r + 1)) : row + a.row_bytes),
         row_bytes(a.row_bytes) {}
 
   // The address `distance` bytes after p (a pointer into `row`) in the stream.

@@ -76,7 +76,6 @@ struct OpsQ8_0 {
   static constexpr int64_t kChunkBlocks = kChunkBlocks32;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // rows per small-batch tile (2 measured no faster)
-  static constexpr int kDecodeRows = 1;
   struct Prep {
     alignas(32) float d[kChunkBlocks32];  // weight scale * activation scale per block
   };
@@ -185,7 +184,6 @@ struct OpsQ4_0 {
   static constexpr int64_t kChunkBlocks = kChunkBlocks32;
   static constexpr int64_t kUnit = kGroup;
   static constexpr int kGemvRows = 2;  // 2 x 2 tokens (3 and more take the packed tiles: run_quant)
-  static constexpr int kDecodeRows = 2;  // 1-token rows per tile: overlaps one row's chunk tail with the other's work, 1.15x
   struct Prep {};
   template <int R, int T>
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
@@ -220,7 +218,6 @@ struct OpsQ4_K {
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
-  static constexpr int kDecodeRows = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
   struct Prep {};
@@ -290,7 +287,6 @@ struct OpsQ6_K {
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
-  static constexpr int kDecodeRows = 1;
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 3;
   struct Prep {};
@@ -598,30 +594,24 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-// Decode: R rows (outputs r..r+R-1) against one token, their chunks in one
-// tight loop. Gathered rows prefetch their own continuation.
-template <class Ops, int R>
-void decode_rows(const MatmulArgs& a, int64_t r, const XRow& x, int64_t step) {
+// Decode: output r against one token, its chunks in one tight loop. (Two
+// rows per tile ran faster from L2 but halved the bandwidth from DRAM.)
+template <class Ops>
+void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
   constexpr int64_t K = Ops::kChunkBlocks;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   const int64_t n_blocks = a.n_in / Ops::kBlock;
   const bool gathered = a.rows != nullptr;
-  const std::byte* w[R];
-  for (int i = 0; i < R; ++i) w[i] = weight_row(a, r + i);
-  auto prefetch = [&](int64_t c0, int64_t nb) __attribute__((always_inline)) {
-    if (!gathered) return;
-    for (int i = 0; i < R; ++i) {
-      prefetch_stream(RowStream(a, r + i, step), w[i] + c0 * kBlockBytes, nb * kBlockBytes, kGatheredPrefetchBytes);
-    }
-  };
+  const std::byte* w[1] = {weight_row(a, r)};
+  const RowStream stream(a, r);
   int64_t c0 = 0;
   for (; c0 + K <= n_blocks; c0 += K) {
-    prefetch(c0, K);
-    quant_chunk<Ops, R, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+    if (gathered) prefetch_stream(stream, w[0] + c0 * kBlockBytes, K * kBlockBytes, kGatheredPrefetchBytes);
+    quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
   }
   if (c0 < n_blocks) {
-    prefetch(c0, n_blocks - c0);
-    quant_chunk<Ops, R, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
+    if (gathered) prefetch_stream(stream, w[0] + c0 * kBlockBytes, (n_blocks - c0) * kBlockBytes, kGatheredPrefetchBytes);
+    quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
   }
 }
 
@@ -630,11 +620,8 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / Ops::kBlock;
   const int64_t n_out = a.n_out;
   if (a.n_tokens == 1) {
-    constexpr int R = Ops::kDecodeRows;
     const XRow x = x_row(a, 0);
-    int64_t r = r0;
-    for (; r + R <= r1; r += R) decode_rows<Ops, R>(a, r, x, R);
-    for (; r < r1; ++r) decode_rows<Ops, 1>(a, r, x, 1);
+    for (int64_t r = r0; r < r1; ++r) decode_row<Ops>(a, r, x);
     return;
   }
   // Q4_0 from 3 tokens on: the packed tiles (nibbles unpacked once per row
