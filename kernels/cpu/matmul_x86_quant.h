@@ -37,26 +37,25 @@ XRow x_row(const MatmulArgs& a, int64_t t) {
 }
 
 // The f16 scales of up to 8 consecutive 32-element blocks as f32, zeros
-// after nb. Assembled in general-purpose registers (the integer ALUs are idle
-// in these kernels) and moved over once: inserting them one by one costs
-// two vector uops each, and narrow stores read back as one vector would stall
+// after nb: lane i holds block i, or with kQ4Order block kQ4GroupOrder[i].
+// Assembled in general-purpose registers (the integer ALUs are idle in these
+// kernels) and moved over once: inserting them one by one costs two vector
+// uops each, and narrow stores read back as one vector would stall
 // store-to-load forwarding.
-template <class Block>
+template <class Block, bool kQ4Order = false>
 TC_SIMD_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
-  uint64_t lo = 0, hi = 0;
+  uint64_t half[2] = {0, 0};
+  auto put = [&](int64_t i) __attribute__((always_inline)) {
+    const int64_t lane = kQ4Order ? i / 2 + 4 * (i % 2) : i;
+    half[lane / 4] |= uint64_t{blk[i].d} << (16 * (lane % 4));
+  };
   if (nb == 8) {
-    lo = uint64_t{blk[0].d} | (uint64_t{blk[1].d} << 16) | (uint64_t{blk[2].d} << 32) | (uint64_t{blk[3].d} << 48);
-    hi = uint64_t{blk[4].d} | (uint64_t{blk[5].d} << 16) | (uint64_t{blk[6].d} << 32) | (uint64_t{blk[7].d} << 48);
+#pragma GCC unroll 8
+    for (int64_t i = 0; i < 8; ++i) put(i);
   } else {
-    for (int64_t i = 0; i < nb; ++i) {
-      if (i < 4) {
-        lo |= uint64_t{blk[i].d} << (16 * i);
-      } else {
-        hi |= uint64_t{blk[i].d} << (16 * (i - 4));
-      }
-    }
+    for (int64_t i = 0; i < nb; ++i) put(i);
   }
-  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(half[1]), static_cast<long long>(half[0])));
 }
 
 // Per dtype, over one chunk of nb blocks starting at block b0:
@@ -122,21 +121,7 @@ struct OpsQ8_0 {
 
 // The f16 scales of up to 8 blocks (zeros after count) as f32 in kQ4GroupOrder.
 TC_SIMD_INLINE __m256 q4_group_scales(const BlockQ4_0* blk, int64_t count) {
-  uint64_t lo = 0, hi = 0;
-  if (count == 8) {
-    lo = uint64_t{blk[0].d} | (uint64_t{blk[2].d} << 16) | (uint64_t{blk[4].d} << 32) | (uint64_t{blk[6].d} << 48);
-    hi = uint64_t{blk[1].d} | (uint64_t{blk[3].d} << 16) | (uint64_t{blk[5].d} << 32) | (uint64_t{blk[7].d} << 48);
-  } else {
-    for (int64_t i = 0; i < count; ++i) {
-      const int shift = static_cast<int>(16 * (i / 2));
-      if (i % 2 == 0) {
-        lo |= uint64_t{blk[i].d} << shift;
-      } else {
-        hi |= uint64_t{blk[i].d} << shift;
-      }
-    }
-  }
-  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+  return block_scales<BlockQ4_0, true>(blk, count);
 }
 
 // The nibbles of blocks 2k, 2k+1 as two vectors of unsigned bytes: lo holds
