@@ -4,6 +4,10 @@
 # The Docker images' runtime stage installs exactly these.
 #   scripts/runtime_packages.sh build/cli/thermocline
 # Fails, naming the library, when ldd cannot find one or no package owns it.
+# A CUDA build's CUDA libraries (cuBLAS, from the toolkit under
+# /usr/local/cuda*) are no Debian package's: they are skipped with a note on
+# stderr, since the CUDA image's runtime stage (nvidia/cuda *-runtime)
+# carries them.
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 EXECUTABLE" >&2; exit 2; }
 exe=$1
@@ -38,6 +42,12 @@ if grep -q "not found" <<<"$ldd_out"; then
 fi
 packages=()
 while read -r lib; do
+  case "$(readlink -f "$lib")" in
+    /usr/local/cuda*/*)
+      echo "runtime_packages: $lib comes with the CUDA toolkit / nvidia/cuda runtime image, not a package" >&2
+      continue
+      ;;
+  esac
   if ! pkg=$(owner_of "$lib"); then
     echo "runtime_packages: $exe: no installed package owns $lib" >&2
     exit 1
