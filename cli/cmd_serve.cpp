@@ -168,7 +168,7 @@ struct ServeSession {
         std::fprintf(stderr,
                      "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
                      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":64}'\n",
-                     url_host.c_str(), options.port);
+                     url_host.c_str(), http.bound_port());
       } else {
         spdlog::error("the engine failed to start: {}", engine->stats().failure);
       }
@@ -240,7 +240,7 @@ void register_serve(CLI::App& app) {
     });
     std::thread loader;
     const bool ok = session.http.run([&] {
-      spdlog::info("thermocline listening on http://{}:{}", o->host, o->port);
+      spdlog::info("thermocline listening on http://{}:{}", o->host, session.http.bound_port());
       loader = std::thread([&session] { session.load(); });
     });
     if (!ok && !session.http.error().empty()) spdlog::error("{}", session.http.error());

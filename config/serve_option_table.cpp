@@ -80,7 +80,7 @@ const OptionDescriptor kTable[] = {
     // Listening and the model.
     {.key = "host", .flags = "--host", .help = "Bind address (IP address or host name)",
      .field = &ServeOptions::host, .check = check_host},
-    {.key = "port", .flags = "--port", .help = "TCP port", .field = &ServeOptions::port, .min = 1, .max = 65535},
+    {.key = "port", .flags = "--port", .help = "TCP port (0: any free port, printed at start)", .field = &ServeOptions::port, .min = 0, .max = 65535},
     {.key = "model", .flags = "-m,--model", .help = "GGUF model file; empty: the bundled default model",
      .field = &ServeOptions::model},
     {.key = "model_alias", .flags = "--alias,--model-alias",

@@ -155,11 +155,15 @@ void HttpServer::set_load_error(std::string message) { impl_->ctx.set_load_error
 
 bool HttpServer::run(const std::function<void()>& on_ready) {
   auto& http = impl_->http;
-  if (!http.bind_to_port(impl_->ctx.options.host, impl_->ctx.options.port)) {
-    error_ = "cannot listen on " + impl_->ctx.options.host + ":" + std::to_string(impl_->ctx.options.port) +
-             " (address in use or not available)";
+  const auto& o = impl_->ctx.options;
+  // Port 0 lets the kernel choose; it is never taken by another process in
+  // between, unlike a port probed as free and then bound.
+  const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port <= 0) {
+    error_ = "cannot listen on " + o.host + ":" + std::to_string(o.port) + " (address in use or not available)";
     return false;
   }
+  bound_port_.store(port);
   if (on_ready) on_ready();
   return http.listen_after_bind();
 }

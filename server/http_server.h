@@ -4,6 +4,7 @@
 // /health, and maps every failure to an OpenAI error body.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,7 +39,10 @@ class HttpServer {
 
   // Binds and serves until stop(); calls on_ready once listening. Returns
   // false (with a message in error()) when the address cannot be bound.
+  // Port 0 binds any free port; bound_port() tells which.
   bool run(const std::function<void()>& on_ready = {});
+  // The port run() bound (valid from on_ready on; -1 before).
+  int bound_port() const { return bound_port_; }
   // Thread-safe: new generation requests get 503 "shutting down"; requests
   // in flight go on.
   void begin_drain();
@@ -51,6 +55,7 @@ class HttpServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string error_;
+  std::atomic<int> bound_port_{-1};
 };
 
 }  // namespace tc::server

@@ -123,7 +123,7 @@ TEST_CASE("a flag value that does not parse names the flag", "[config]") {
 TEST_CASE("an integer too large for its field is a range error, not a wrap-around", "[config]") {
   const auto env = resolve_error({}, env_with("THERMOCLINE_PORT", "4294975488"));
   CHECK(env.key == "port");
-  CHECK(contains(env.message, "must be in 1..65535"));
+  CHECK(contains(env.message, "must be in 0..65535"));
   const auto file = resolve_error(config_flags("config_err_wrap", "parallel = 4294967297\n"));
   CHECK(file.key == "parallel");
   CHECK(contains(file.message, "must be in 1..256"));
@@ -139,7 +139,7 @@ TEST_CASE("the bounds of the issue are the table's", "[config]") {
     double max;  // < 0: none
   };
   const Bound bounds[] = {
-      {"port", 1, 65535},         {"parallel", 1, 256},       {"ctx_size", 16, 1 << 20},
+      {"port", 0, 65535},         {"parallel", 1, 256},       {"ctx_size", 16, 1 << 20},
       {"queue_size", 0, 100000},  {"threads", 0, 1024},       {"max_n", 1, 128},
       {"max_top_logprobs", 0, 20}, {"request_timeout_s", 0, -1}, {"max_body_bytes", 1024, -1},
       {"http_threads", 1, 1024},

@@ -45,7 +45,6 @@ import py_compile
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -229,17 +228,16 @@ def clean_env():
             if not k.startswith("THERMOCLINE_") or k == "THERMOCLINE_REQUIRE_ORACLE"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+LISTENING = re.compile(r'listening on http://[^\s"]+:([0-9]+)')
 
 
 class Server:
     def __init__(self, binary, model, extra, workdir):
-        self.port = free_port()
-        self.log_path = Path(workdir) / f"serve-{self.port}.log"
-        args = [binary, "serve", "--model", str(model), "--host", "127.0.0.1", "--port", str(self.port)]
+        # Port 0: the server binds a free port itself and logs it, so no
+        # other process can take it between a probe and the bind.
+        self.port = None
+        self.log_path = Path(tempfile.mkstemp(prefix="serve-", suffix=".log", dir=workdir)[1])
+        args = [binary, "serve", "--model", str(model), "--host", "127.0.0.1", "--port", "0"]
         if Path(model).stem != "default":
             args += ["--alias", "default"]  # the docs' model id
         self.args = args + extra
@@ -249,10 +247,14 @@ class Server:
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"`{' '.join(self.args)}` exited with {self.proc.returncode}:\n{self.log()}")
+            if self.port is None:
+                m = LISTENING.search(self.log_path.read_text(errors="replace"))
+                self.port = int(m.group(1)) if m else None
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
+                if self.port is not None:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                        if r.status == 200:
+                            return
             except OSError:
                 pass
             if time.time() > deadline:

@@ -271,6 +271,7 @@ TEST_CASE("parallel clients with the same seed get the same output", "[integrati
   }
   for (int i = 0; i < 16; ++i) {
     const auto r = futures[static_cast<size_t>(i)].get();
+    INFO("request " << i << ": " << r.error << " " << r.raw << "\nserver log:\n" << server.log());
     REQUIRE(r.status == 200);
     if (i % 2 == 0) CHECK(r.body["choices"][0]["message"] == reference.body["choices"][0]["message"]);
   }

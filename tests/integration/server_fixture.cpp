@@ -3,12 +3,11 @@
 
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
 #include <csignal>
+#include <atomic>
 #include <fstream>
-#include <netinet/in.h>
+#include <regex>
 #include <sstream>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -17,22 +16,23 @@
 
 namespace tc::test {
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
+namespace {
+
+// A log file name unique among the servers of all test processes.
+std::string next_log_name() {
+  static std::atomic<int> count{0};
+  return "serve-" + std::to_string(getpid()) + "-" + std::to_string(count++) + ".log";
 }
+
+// The port from the server's "listening on http://HOST:PORT" line; -1 until
+// it is logged.
+int logged_port(const std::string& log) {
+  static const std::regex listening(R"(listening on http://[^\s"]+:([0-9]+))");
+  std::smatch m;
+  return std::regex_search(log, m, listening) ? std::stoi(m[1].str()) : -1;
+}
+
+}  // namespace
 
 std::filesystem::path make_test_model(const std::filesystem::path& dir, const std::string& name,
                                       const std::string& flags) {
@@ -47,11 +47,11 @@ std::filesystem::path make_test_model(const std::filesystem::path& dir, const st
 
 ServerProcess::ServerProcess(const ServerLaunch& launch, const std::filesystem::path& model,
                              const std::vector<std::string>& extra_args, const std::filesystem::path& log_dir) {
-  port_ = free_port();
-  REQUIRE(port_ > 0);
-  log_path_ = std::filesystem::absolute(log_dir / ("serve-" + std::to_string(port_) + ".log"));
+  log_path_ = std::filesystem::absolute(log_dir / next_log_name());
   const std::string bin = launch.binary.empty() ? thermocline_binary().string() : launch.binary.string();
-  std::vector<std::string> args = {bin, "serve", "--port", std::to_string(port_)};
+  // Port 0: the server binds a free port itself and logs it, so no other
+  // process can take it between a probe and the bind.
+  std::vector<std::string> args = {bin, "serve", "--port", "0"};
   if (!model.empty()) {
     args.push_back("--model");
     args.push_back(model.string());
@@ -70,11 +70,14 @@ ServerProcess::ServerProcess(const ServerLaunch& launch, const std::filesystem::
     execv(bin.c_str(), argv.data());
     _exit(127);
   }
-  httplib::Client c("127.0.0.1", port_);
-  c.set_connection_timeout(std::chrono::seconds(1));
   for (int i = 0; i < 300; ++i) {
-    auto health = c.Get("/health");
-    if (health && health->status == 200) return;
+    if (port_ < 0) port_ = logged_port(log());
+    if (port_ > 0) {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_connection_timeout(std::chrono::seconds(1));
+      auto health = c.Get("/health");
+      if (health && health->status == 200) return;
+    }
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -128,7 +131,10 @@ JsonResponse post_json(httplib::Client& client, const std::string& path, const n
                        const httplib::Headers& headers) {
   JsonResponse r;
   auto res = client.Post(path, headers, body.dump(), "application/json");
-  if (!res) return r;
+  if (!res) {
+    r.error = httplib::to_string(res.error());
+    return r;
+  }
   r.status = res->status;
   r.raw = res->body;
   r.headers = res->headers;
@@ -140,7 +146,10 @@ SseResponse post_stream(httplib::Client& client, const std::string& path, const 
                         const httplib::Headers& headers) {
   SseResponse r;
   auto res = client.Post(path, headers, body.dump(), "application/json");
-  if (!res) return r;
+  if (!res) {
+    r.error = httplib::to_string(res.error());
+    return r;
+  }
   r.status = res->status;
   r.content_type = res->get_header_value("Content-Type");
   r.raw = res->body;

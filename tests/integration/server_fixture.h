@@ -1,5 +1,5 @@
 // A real `thermocline serve` process for integration tests: a generated
-// model, a free loopback port, /health polled until ready, SIGTERM on
+// model, a loopback port the server picks (--port 0), /health polled until ready, SIGTERM on
 // destruction (with the exit status checked by stop()).
 #pragma once
 
@@ -12,9 +12,6 @@
 #include <nlohmann/json.hpp>
 
 namespace tc::test {
-
-// A free TCP port on loopback (bind port 0, read it back, close).
-int free_port();
 
 // Generates (once per scratch dir) a small model with make-model flags.
 std::filesystem::path make_test_model(const std::filesystem::path& dir, const std::string& name,
@@ -58,7 +55,8 @@ class ServerProcess {
 
 // POST a JSON body; the parsed response (status, json body or null).
 struct JsonResponse {
-  int status = 0;
+  int status = 0;       // 0: no HTTP response (see `error`)
+  std::string error;    // httplib's client error when status is 0
   nlohmann::json body;
   std::string raw;
   httplib::Headers headers;
@@ -69,7 +67,8 @@ JsonResponse post_json(httplib::Client& client, const std::string& path, const n
 // A streamed response split into its SSE `data:` payloads (JSON or "[DONE]")
 // and comment lines.
 struct SseResponse {
-  int status = 0;
+  int status = 0;      // 0: no HTTP response (see `error`)
+  std::string error;   // httplib's client error when status is 0
   std::string content_type;
   std::vector<std::string> data;      // payloads in order, "[DONE]" included
   std::vector<nlohmann::json> events; // the JSON payloads
