@@ -43,6 +43,9 @@ void register_bench(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-b,--batch-size", o->bench.n_batch, "Prompt tokens per prefill step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub->add_option("--parallel", o->bench.n_parallel,
+                  "Also a tg test of this many sequences decoding together (tokens/s summed), as the server batches")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   sub->add_option("-t,--threads", o->threads, "CPU threads (default: physical cores)")->check(CLI::Range(0, 1024));
   add_model_options(sub, o->sparsity);
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
@@ -52,7 +55,7 @@ void register_bench(CLI::App& app) {
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;
-    runtime::KvCache kv(*backend, loaded->spec, 1, std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1);
+    runtime::KvCache kv(*backend, loaded->spec, static_cast<int>(o->bench.n_parallel), std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1);
     const auto series = runtime::run_bench(llama, kv, o->bench);
     // What a tg token reads, with the sparse FFN's measured neuron counts.
     const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),

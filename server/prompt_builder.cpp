@@ -89,18 +89,18 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
   return serving.chat_template->render(vars);
 }
 
-Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options) {
-  Plan plan;
+ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving) {
+  ChatTokens out;
   if (!serving.chat_template) {
-    plan.error = invalid_request(serving.chat_template_error, "messages");
-    return plan;
+    out.error = invalid_request(serving.chat_template_error, "messages");
+    return out;
   }
   std::string prompt_text;
   try {
     prompt_text = render_chat_prompt(request, serving);
   } catch (const text::ChatTemplateError& e) {
-    plan.error = invalid_request(e.what(), "messages");
-    return plan;
+    out.error = invalid_request(e.what(), "messages");
+    return out;
   }
   const auto& tokenizer = *serving.model->tokenizer;
   const auto& vocab = tokenizer.vocab();
@@ -109,8 +109,30 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   text::EncodeOptions encode;
   encode.parse_special = true;
   encode.add_special = bos_text.empty() || prompt_text.compare(0, bos_text.size(), bos_text) != 0;
-  add_choices(plan, tokenizer.encode(prompt_text, encode), "", 0, request.common,
-              max_tokens_limit(serving, options), serving, options);
+  out.ids = tokenizer.encode(prompt_text, encode);
+  return out;
+}
+
+RequestLimits request_limits(const config::ServeOptions& options, const ServingModel& serving) {
+  RequestLimits limits;
+  limits.max_tokens_cap = max_tokens_limit(serving, options);
+  limits.max_n = options.max_n;
+  limits.max_stop = options.max_stop;
+  limits.max_stop_bytes = options.max_stop_bytes;
+  limits.max_top_logprobs = options.max_top_logprobs;
+  limits.n_vocab = static_cast<int32_t>(serving.model->spec.n_vocab);
+  return limits;
+}
+
+Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options) {
+  Plan plan;
+  auto tokens = tokenize_chat(request, serving);
+  if (tokens.error) {
+    plan.error = std::move(tokens.error);
+    return plan;
+  }
+  add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
+              options);
   return plan;
 }
 

@@ -36,4 +36,16 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
 // The text the chat template renders for `request`.
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving);
 
+// The chat prompt's token ids: the template rendered and tokenized (special
+// tokens parsed, BOS added unless the template wrote it), or the 400 (no
+// template, or the template's own error).
+struct ChatTokens {
+  std::vector<text::TokenId> ids;
+  std::optional<ApiError> error;
+};
+ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving);
+
+// The per-request caps of `options` for `serving`'s model.
+RequestLimits request_limits(const config::ServeOptions& options, const ServingModel& serving);
+
 }  // namespace tc::server

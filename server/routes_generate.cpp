@@ -261,13 +261,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   }
   const json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) return reject(invalid_request("request body is not valid JSON"));
-  RequestLimits limits;
-  limits.max_tokens_cap = ctx.options.max_tokens_cap > 0 ? ctx.options.max_tokens_cap : serving.engine->n_ctx();
-  limits.max_n = ctx.options.max_n;
-  limits.max_stop = ctx.options.max_stop;
-  limits.max_stop_bytes = ctx.options.max_stop_bytes;
-  limits.max_top_logprobs = ctx.options.max_top_logprobs;
-  limits.n_vocab = static_cast<int32_t>(serving.model->spec.n_vocab);
+  const RequestLimits limits = request_limits(ctx.options, serving);
 
   Plan plan;
   CommonRequest common;

@@ -7,6 +7,7 @@
 
 #include "engine/text/unicode.h"
 #include "server/openai_responses.h"
+#include "server/prompt_builder.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/route_paths.h"
@@ -120,37 +121,58 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
                {"bos_token", v.bos_id >= 0 ? json(m.tokenizer->token_to_piece(v.bos_id, true)) : json(nullptr)},
                {"eos_token", v.eos_id >= 0 ? json(m.tokenizer->token_to_piece(v.eos_id, true)) : json(nullptr)}});
   }));
+  // llama.cpp's /tokenize ({"content", "add_special", "parse_special",
+  // "with_pieces"} -> {"tokens"}) and vLLM's ({"prompt", "add_special_tokens"}
+  // or {"messages", "add_generation_prompt"} -> {"tokens", "count",
+  // "max_model_len"}); every answer carries all three fields.
   http.Post(route_pattern("tokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     json body;
     if (!parse_object(ctx, req, res, body)) return;
-    auto it = body.find("content");
-    if (it == body.end() || !it->is_string()) {
-      send_error(res, {400, "invalid_request_error", "'content' must be a string", "", "content"});
-      return;
-    }
-    bool ok = true;
-    text::EncodeOptions opt;
-    opt.add_special = optional_bool(body, "add_special", false, ok, res);
-    if (ok) opt.parse_special = optional_bool(body, "parse_special", true, ok, res);
-    const bool with_pieces = ok && optional_bool(body, "with_pieces", false, ok, res);
-    if (!ok) return;
     const text::Tokenizer& tokenizer = *serving->model->tokenizer;
-    const auto ids = tokenizer.encode(it->get_ref<const std::string&>(), opt);
-    if (!with_pieces) {
-      send_json(res, 200, {{"tokens", ids}});
-      return;
+    bool ok = true;
+    const bool with_pieces = optional_bool(body, "with_pieces", false, ok, res);
+    if (!ok) return;
+    std::vector<text::TokenId> ids;
+    if (body.contains("messages") && !body.contains("content") && !body.contains("prompt")) {
+      auto parsed = parse_chat_request(body, request_limits(ctx.options, *serving));
+      if (parsed.error) return send_error(res, *parsed.error);
+      auto chat = tokenize_chat(*parsed.request, *serving);
+      if (chat.error) return send_error(res, *chat.error);
+      ids = std::move(chat.ids);
+    } else {
+      const bool vllm = !body.contains("content");
+      const char* field = vllm ? "prompt" : "content";
+      auto it = body.find(field);
+      if (it == body.end() || !it->is_string()) {
+        send_error(res, {400, "invalid_request_error",
+                         "'content' (or 'prompt', or 'messages') must be a string (an array of messages)", "", field});
+        return;
+      }
+      text::EncodeOptions opt;
+      // vLLM adds BOS unless told not to; llama.cpp only when asked.
+      opt.add_special = vllm ? optional_bool(body, "add_special_tokens", true, ok, res)
+                             : optional_bool(body, "add_special", false, ok, res);
+      if (ok) opt.parse_special = optional_bool(body, "parse_special", true, ok, res);
+      if (!ok) return;
+      ids = tokenizer.encode(it->get_ref<const std::string&>(), opt);
     }
-    // llama.cpp's shape: each token with its piece, a string when the piece
-    // is valid UTF-8 on its own, else its byte values.
-    json tokens = json::array();
-    for (const auto id : ids) {
-      const std::string piece = tokenizer.token_to_piece(id, true);
-      json piece_json = text::utf8_is_valid(piece) ? json(piece) : json(std::vector<uint8_t>(piece.begin(), piece.end()));
-      tokens.push_back({{"id", id}, {"piece", std::move(piece_json)}});
+    json tokens = json(ids);
+    if (with_pieces) {
+      // llama.cpp's shape: each token with its piece, a string when the piece
+      // is valid UTF-8 on its own, else its byte values.
+      tokens = json::array();
+      for (const auto id : ids) {
+        const std::string piece = tokenizer.token_to_piece(id, true);
+        json piece_json =
+            text::utf8_is_valid(piece) ? json(piece) : json(std::vector<uint8_t>(piece.begin(), piece.end()));
+        tokens.push_back({{"id", id}, {"piece", std::move(piece_json)}});
+      }
     }
-    send_json(res, 200, {{"tokens", std::move(tokens)}});
+    send_json(res, 200, {{"tokens", std::move(tokens)},
+                         {"count", ids.size()},
+                         {"max_model_len", serving->engine->n_ctx()}});
   }));
   http.Post(route_pattern("detokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto serving = require_model(ctx, res);
@@ -173,7 +195,9 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       }
       ids.push_back(static_cast<text::TokenId>(t.get<int64_t>()));
     }
-    send_json(res, 200, {{"content", serving->model->tokenizer->decode(ids)}});
+    // "content": llama.cpp's field; "prompt": vLLM's.
+    const std::string text = serving->model->tokenizer->decode(ids);
+    send_json(res, 200, {{"content", text}, {"prompt", text}});
   }));
 }
 

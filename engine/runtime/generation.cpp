@@ -1,6 +1,7 @@
 // generate() and run_bench().
 #include "engine/runtime/generation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -147,7 +148,30 @@ std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const 
     }
     out.push_back(std::move(s));
   }
-  kv.clear(0);
+  if (options.n_gen > 0 && options.n_parallel > 1) {
+    const int64_t n_seq = options.n_parallel;
+    BenchSeries s{"tg" + std::to_string(options.n_gen) + "x" + std::to_string(n_seq), {}};
+    std::vector<std::vector<text::TokenId>> tokens;
+    for (int64_t q = 0; q < n_seq; ++q) tokens.push_back(random_tokens(options.n_gen));
+    std::vector<model::StepSequence> step(static_cast<size_t>(n_seq));
+    for (int r = -1; r < options.repetitions; ++r) {
+      for (int64_t q = 0; q < n_seq; ++q) kv.clear(static_cast<int>(q));
+      const auto start = Clock::now();
+      for (int64_t i = 0; i < options.n_gen; ++i) {
+        for (int64_t q = 0; q < n_seq; ++q) {
+          step[static_cast<size_t>(q)] = {static_cast<int>(q), std::span(&tokens[static_cast<size_t>(q)][static_cast<size_t>(i)], 1), false, true};
+        }
+        if (model.forward(step, kv, logits) != model::StepStatus::Ok) {
+          throw std::invalid_argument("the parallel tg test does not fit the context");
+        }
+      }
+      if (r >= 0) {
+        s.tokens_per_second.push_back(static_cast<double>(n_seq * options.n_gen) / seconds_since(start));
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  for (int64_t q = 0; q < std::max<int64_t>(options.n_parallel, 1); ++q) kv.clear(static_cast<int>(q));
   return out;
 }
 

@@ -50,12 +50,16 @@ struct BenchOptions {
   int64_t n_prompt = 512;  // pp test: one prefill of this many tokens (0: skip)
   int64_t n_gen = 128;     // tg test: this many single-token decodes from an empty cache (0: skip)
   int64_t n_batch = 512;   // prefill chunk
+  // > 1: also a tg test of this many sequences decoding together, one token
+  // each per step from their own KV slots (the server's batched decode);
+  // the KvCache needs that many slots.
+  int64_t n_parallel = 1;
   int repetitions = 5;
   uint64_t seed = 1;       // for the random token ids
 };
 
 struct BenchSeries {
-  std::string test;                 // "pp512", "tg128"
+  std::string test;                 // "pp512", "tg128", "tg128x8" (8 sequences, tokens/s summed over them)
   std::vector<double> tokens_per_second;  // one per repetition
   double mean() const;
   double stddev() const;

@@ -77,6 +77,46 @@ TEST_CASE("serve answers health, models, props, tokenize and detokenize", "[inte
     CHECK(bad->status == 400);
   }
 
+  SECTION("vLLM's tokenize and detokenize shapes") {
+    const json llama_form = json::parse(
+        client.Post("/tokenize", json{{"content", "Hello world"}, {"add_special", true}}.dump(), "application/json")
+            ->body);
+    auto r = client.Post("/tokenize", json{{"prompt", "Hello world"}}.dump(), "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    const json vllm = json::parse(r->body);
+    CHECK(vllm["tokens"] == llama_form["tokens"]);  // vLLM adds BOS by default
+    CHECK(vllm["count"] == vllm["tokens"].size());
+    CHECK(vllm["max_model_len"] == json::parse(client.Get("/props")->body)["n_ctx"]);
+    const json no_bos = json::parse(client.Post("/tokenize",
+                                                json{{"prompt", "Hello world"}, {"add_special_tokens", false}}.dump(),
+                                                "application/json")
+                                        ->body);
+    CHECK(no_bos["count"] == vllm["count"].get<int>() - 1);
+    const json detok = json::parse(client.Post("/detokenize", json{{"tokens", no_bos["tokens"]}}.dump(),
+                                               "application/json")
+                                       ->body);
+    CHECK(detok["prompt"] == "Hello world");
+    CHECK(detok["content"] == "Hello world");
+
+    // Chat messages count exactly what a chat completion's prompt uses.
+    const json messages = {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi there"}}};
+    auto chat_tok = client.Post("/tokenize", json{{"messages", messages}}.dump(), "application/json");
+    REQUIRE(chat_tok);
+    REQUIRE(chat_tok->status == 200);
+    auto chat = client.Post("/v1/chat/completions", json{{"messages", messages}, {"max_tokens", 1}}.dump(),
+                            "application/json");
+    REQUIRE(chat);
+    REQUIRE(chat->status == 200);
+    CHECK(json::parse(chat_tok->body)["count"] == json::parse(chat->body)["usage"]["prompt_tokens"]);
+    auto bad_messages = client.Post("/tokenize", R"({"messages":"hi"})", "application/json");
+    REQUIRE(bad_messages);
+    CHECK(bad_messages->status == 400);
+    auto bad_flag = client.Post("/tokenize", R"({"prompt":"x","add_special_tokens":3})", "application/json");
+    REQUIRE(bad_flag);
+    CHECK(bad_flag->status == 400);
+  }
+
   SECTION("errors are OpenAI error bodies") {
     auto bad_json = client.Post("/tokenize", "{not json", "application/json");
     REQUIRE(bad_json);
