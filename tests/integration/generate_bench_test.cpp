@@ -69,3 +69,17 @@ TEST_CASE("bench reports pp and tg as mean and sd", "[integration][bench]") {
   CHECK(md.exit_code == 0);
   CHECK_THAT(md.output, Catch::Contains("| tg4 |"));
 }
+
+TEST_CASE("bench --parallel adds a test of sequences decoding together", "[integration][bench]") {
+  const auto model = make_tiny_model("cli_bench_parallel");
+  const auto r = run_command(std::string("(").append(bin()) + " bench -m " + model +
+                             " -p 0 -n 6 -r 2 -t 1 --parallel 3 -o json 2>/dev/null)");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["test"] == "tg6");
+  CHECK(j[1]["test"] == "tg6x3");
+  CHECK(j[1]["samples_ts"].size() == 2);
+  CHECK(j[1]["avg_ts"].get<double>() > 0);
+}
