@@ -139,6 +139,7 @@ TC_SIMD_INLINE Q4Pair q4_unpack_pair(const BlockQ4_0* blk, bool lone) {
   return {_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)};
 }
 
+#if defined(TC_MATMUL_VNNI)
 // Partial int32 sums of a pair against x at its first block: block 2k in the
 // low 4 lanes, 2k+1 in the high 4 (a lone block: all in the low 4).
 TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone) {
@@ -146,20 +147,48 @@ TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone)
     const __m256i s = dot_u8s8(q.lo, load32(xq));
     return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
   }
-  // Nibble pairs stay within 4 * 15 * 127 when added.
   return dot2_u8s8(q.lo, load32(xq), q.hi, load32(xq + 32));
 }
+
+// The exact int32 sum of each block of a group in kQ4GroupOrder from its
+// four pairs' partial sums (missing pairs zero): a 4 x 4 transpose-and-add
+// in each 128-bit half (a little faster than three horizontal adds): lane k
+// of the low half sums p[k]'s low 4 lanes.
+TC_SIMD_INLINE __m256i q4_group_sums(const __m256i (&p)[4]) {
+  const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+  const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+}
+#else
+// Partial int16 sums of a pair against x at its first block: block 2k in the
+// low 8 lanes, 2k+1 in the high 8 (a lone block: all in the low 8), each
+// lane 4 products, so within 4 * 15 * 127.
+TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone) {
+  if (lone) {
+    const __m256i s = _mm256_maddubs_epi16(q.lo, load32(xq));
+    return _mm256_zextsi128_si256(_mm_add_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+  }
+  return _mm256_add_epi16(_mm256_maddubs_epi16(q.lo, load32(xq)), _mm256_maddubs_epi16(q.hi, load32(xq + 32)));
+}
+
+// The exact int32 sum of each block of a group in kQ4GroupOrder from its
+// four pairs' int16 partial sums (missing pairs zero). Two rounds of
+// horizontal adds stay in int16 (16 products, within 30480) and leave, per
+// 128-bit half, [2k, 2k, 2k + 2, 2k + 2, ...] pairs of the low blocks (the
+// high half: the odd blocks), which one vpmaddwd adds: lanes 0-3 blocks 0,
+// 2, 4, 6 and lanes 4-7 blocks 1, 3, 5, 7. One vpmaddwd per group instead
+// of one per pair (the multiply port is what decode waits on).
+TC_SIMD_INLINE __m256i q4_group_sums(const __m256i (&p)[4]) {
+  const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(p[0], p[1]), _mm256_hadd_epi16(p[2], p[3]));
+  return _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+}
+#endif
 
 // acc += the group of `count` blocks (pairs p[0..3], missing ones zero) of
 // one row and one token, with dw = q4_group_scales and g the group's first
 // block index into x's gd/gs8.
 TC_SIMD_INLINE __m256 q4_group_fma(const __m256i (&p)[4], __m256 dw, const XRow& x, int64_t g, __m256 acc) {
-  // A 4 x 4 transpose-and-add in each 128-bit half (a little faster than
-  // three horizontal adds): lane k of the low half sums p[k]'s low 4 lanes.
-  const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-  const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-  const __m256i h = _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
-  const __m256i exact = _mm256_sub_epi32(h, load32(x.gs8 + g));
+  const __m256i exact = _mm256_sub_epi32(q4_group_sums(p), load32(x.gs8 + g));
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, _mm256_load_ps(x.gd + g)), acc);
 }
 
@@ -582,7 +611,7 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // Decode: output r against one token, its chunks in one tight loop. (Two
 // rows per tile ran faster from L2 but halved the bandwidth from DRAM.)
 template <class Ops>
-void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
+TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
   constexpr int64_t K = Ops::kChunkBlocks;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   const int64_t n_blocks = a.n_in / Ops::kBlock;
