@@ -72,8 +72,16 @@ void write_file(const std::filesystem::path& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-std::filesystem::path source_dir() { return THERMOCLINE_SOURCE_DIR; }
-std::filesystem::path thermocline_binary() { return THERMOCLINE_BINARY; }
+// The build's paths, unless the environment moves them (test binaries run
+// from a copy of the tree elsewhere, as on the GPU machine: scripts/gpu_check.sh).
+std::filesystem::path source_dir() {
+  const char* moved = std::getenv("THERMOCLINE_TEST_SOURCE_DIR");
+  return moved != nullptr && *moved != '\0' ? moved : THERMOCLINE_SOURCE_DIR;
+}
+std::filesystem::path thermocline_binary() {
+  const char* moved = std::getenv("THERMOCLINE_TEST_BINARY");
+  return moved != nullptr && *moved != '\0' ? moved : THERMOCLINE_BINARY;
+}
 
 CommandResult run_command(const std::string& command) {
   std::string full = command + " 2>&1";

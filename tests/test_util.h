@@ -32,8 +32,8 @@ std::string read_file(const std::filesystem::path& path);
 // Writes bytes to a file, replacing it.
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
-std::filesystem::path source_dir();   // the repo root
-std::filesystem::path thermocline_binary();
+std::filesystem::path source_dir();   // the repo root (env THERMOCLINE_TEST_SOURCE_DIR overrides)
+std::filesystem::path thermocline_binary();  // env THERMOCLINE_TEST_BINARY overrides
 
 // Single-quotes `s` for sh (embedded quotes escaped).
 std::string shell_quote(const std::string& s);
