@@ -8,12 +8,12 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
 #include "engine/gguf/model_load_error.h"
 #include "engine/sparse/gpu_index.h"
+#include "tests/engine/gguf_edit.h"
 #include "tests/test_util.h"
 
 using tc::gguf::ModelLoadError;
@@ -21,6 +21,7 @@ using tc::gguf::Value;
 using tc::kernels::DType;
 using tc::sparse::GpuIndex;
 using tc::sparse::read_gpu_index;
+using tc::test::GgufEdit;
 
 namespace {
 
@@ -96,83 +97,11 @@ std::string powerinfer_file(const std::vector<std::vector<int32_t>>& buckets, in
   return b.s;
 }
 
-// A gpuidx file's metadata and tensors, editable, then written with GgufWriter.
-struct RawIndex {
-  std::vector<std::pair<std::string, Value>> metadata;
-  std::vector<std::tuple<std::string, DType, std::vector<int64_t>, std::vector<int32_t>>> tensors;
-
-  static RawIndex from(const std::filesystem::path& path) {
-    const auto f = tc::gguf::GgufFile::open(path);
-    RawIndex r;
-    for (const auto& kv : f.metadata()) {
-      if (kv.first != "general.alignment") r.metadata.push_back(kv);
-    }
-    for (const auto& t : f.tensors()) {
-      const auto d = f.tensor_data(t);
-      std::vector<int32_t> v(d.size() / 4);
-      if (!v.empty()) std::memcpy(v.data(), d.data(), d.size());
-      r.tensors.emplace_back(t.name, t.dtype, t.ne, v);
-    }
-    return r;
-  }
-  void set(const std::string& key, Value v) {
-    for (auto& kv : metadata) {
-      if (kv.first == key) {
-        kv.second = std::move(v);
-        return;
-      }
-    }
-    metadata.emplace_back(key, std::move(v));
-  }
-  void erase_key(const std::string& key) {
-    std::erase_if(metadata, [&](const auto& kv) { return kv.first == key; });
-  }
-  void erase_tensor(const std::string& name) {
-    std::erase_if(tensors, [&](const auto& t) { return std::get<0>(t) == name; });
-  }
-  std::vector<int32_t>& values(const std::string& name) {
-    for (auto& t : tensors) {
-      if (std::get<0>(t) == name) return std::get<3>(t);
-    }
-    throw std::logic_error("no tensor " + name);
-  }
-  // Replaces a tensor's values (and its 1-D shape).
-  void replace(const std::string& name, std::vector<int32_t> v) {
-    for (auto& t : tensors) {
-      if (std::get<0>(t) == name) {
-        std::get<2>(t) = {static_cast<int64_t>(v.size())};
-        std::get<3>(t) = std::move(v);
-        return;
-      }
-    }
-    throw std::logic_error("no tensor " + name);
-  }
-  void write(const std::filesystem::path& path) const {
-    tc::gguf::GgufWriter w(tc::gguf::Magic::PWRI);
-    for (const auto& [k, v] : metadata) w.set(k, v);
-    for (const auto& [name, dtype, ne, values] : tensors) {
-      std::vector<std::byte> bytes(values.size() * 4);
-      if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
-      w.add_tensor(name, dtype, ne, std::move(bytes));
-    }
-    w.write(path);
-  }
-};
-
 // Expects read_gpu_index to throw a ModelLoadError naming the file, `item`
 // and `problem`.
 void expect_rejected(const std::filesystem::path& path, int64_t n_layer, int64_t n_ff, const std::string& item,
                      const std::string& problem) {
-  try {
-    read_gpu_index(path, n_layer, n_ff);
-    FAIL("accepted: expected an error about " << item);
-  } catch (const ModelLoadError& e) {
-    const std::string what = e.what();
-    INFO(what);
-    CHECK(what.find(path.string()) != std::string::npos);
-    CHECK(what.find(item) != std::string::npos);
-    CHECK(what.find(problem) != std::string::npos);
-  }
+  tc::test::expect_load_error([&] { read_gpu_index(path, n_layer, n_ff); }, path, item, problem);
 }
 
 }  // namespace
@@ -246,63 +175,61 @@ TEST_CASE("placement: every malformed gpuidx file is rejected, naming the key or
   tc::sparse::write_gpu_index(sample_index(), valid);
   REQUIRE_NOTHROW(read_gpu_index(valid, 3, 40));
   const auto bad = dir / "bad.gpuidx";
-  auto with = [&](const std::function<void(RawIndex&)>& edit) {
-    auto raw = RawIndex::from(valid);
+  auto with = [&](const std::function<void(GgufEdit&)>& edit) {
+    auto raw = GgufEdit::from(valid, tc::gguf::Magic::PWRI);
     edit(raw);
     raw.write(bad);
     return bad;
   };
 
   SECTION("not a gpuidx file") {
-    expect_rejected(with([](RawIndex& r) { r.set("general.architecture", Value(std::string("llama"))); }),
+    expect_rejected(with([](GgufEdit& r) { r.set("general.architecture", Value(std::string("llama"))); }),
                     3, 40, "general.architecture", "not a gpuidx placement file");
   }
   SECTION("keys missing or wrong") {
-    expect_rejected(with([](RawIndex& r) { r.erase_key("split.vram_capacity"); }), 3, 40, "split.vram_capacity",
+    expect_rejected(with([](GgufEdit& r) { r.erase_key("split.vram_capacity"); }), 3, 40, "split.vram_capacity",
                     "");
-    expect_rejected(with([](RawIndex& r) { r.set("split.vram_capacity", Value(std::string("lots"))); }), 3, 40,
+    expect_rejected(with([](GgufEdit& r) { r.set("split.vram_capacity", Value(std::string("lots"))); }), 3, 40,
                     "split.vram_capacity", "type");
-    expect_rejected(with([](RawIndex& r) { r.set("generic.gpu_index.block_count", Value(uint32_t{2})); }), 3, 40,
+    expect_rejected(with([](GgufEdit& r) { r.set("generic.gpu_index.block_count", Value(uint32_t{2})); }), 3, 40,
                     "generic.gpu_index.block_count", "is 2");
   }
   SECTION("tensors missing, extra, or of the wrong type or shape") {
-    expect_rejected(with([](RawIndex& r) { r.erase_tensor("blk.1.gpu_bucket"); }), 3, 40, "blk.1.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.erase_tensor("blk.1.gpu_bucket"); }), 3, 40, "blk.1.gpu_bucket",
                     "is missing");
-    expect_rejected(with([](RawIndex& r) { r.erase_tensor("blk.2.gpu_idx"); }), 3, 40, "blk.2.gpu_idx",
+    expect_rejected(with([](GgufEdit& r) { r.erase_tensor("blk.2.gpu_idx"); }), 3, 40, "blk.2.gpu_idx",
                     "is missing");
     // A third layer for a 2-layer model (block_count, which would say so first, removed).
-    expect_rejected(with([](RawIndex& r) { r.erase_key("generic.gpu_index.block_count"); }), 2, 40,
+    expect_rejected(with([](GgufEdit& r) { r.erase_key("generic.gpu_index.block_count"); }), 2, 40,
                     "blk.2.gpu_idx", "not expected");
     expect_rejected(valid, 2, 40, "generic.gpu_index.block_count", "is 3 but the model has n_layer = 2");
-    expect_rejected(with([](RawIndex& r) {
-                      for (auto& t : r.tensors) {
-                        if (std::get<0>(t) == "blk.0.gpu_idx") std::get<1>(t) = DType::F32;
-                      }
+    expect_rejected(with([](GgufEdit& r) {
+                      r.tensor("blk.0.gpu_idx").dtype = DType::F32;
                     }),
                     3, 40, "blk.0.gpu_idx", "is f32 [40], expected i32 [40]");
-    expect_rejected(with([](RawIndex& r) { r.replace("blk.0.gpu_idx", std::vector<int32_t>(41, 0)); }), 3, 40,
+    expect_rejected(with([](GgufEdit& r) { r.replace("blk.0.gpu_idx", std::vector<int32_t>(41, 0)); }), 3, 40,
                     "blk.0.gpu_idx", "expected i32 [40]");
   }
   SECTION("mask and bucket values") {
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_idx")[5] = 2; }), 3, 40, "blk.0.gpu_idx",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_idx")[5] = 2; }), 3, 40, "blk.0.gpu_idx",
                     "neuron 5 has 2, expected 0 (CPU) or 1 (GPU)");
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_bucket")[1] = -3; }), 3, 40, "blk.0.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_bucket")[1] = -3; }), 3, 40, "blk.0.gpu_bucket",
                     "entry 1 is -3, outside [0, n_ff = 40)");
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_bucket")[3] = 40; }), 3, 40, "blk.0.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_bucket")[3] = 40; }), 3, 40, "blk.0.gpu_bucket",
                     "outside [0, n_ff = 40)");
-    expect_rejected(with([](RawIndex& r) {
-                      auto& bucket = r.values("blk.0.gpu_bucket");
+    expect_rejected(with([](GgufEdit& r) {
+                      const auto bucket = r.values<int32_t>("blk.0.gpu_bucket");
                       std::swap(bucket[1], bucket[2]);
                     }),
                     3, 40, "blk.0.gpu_bucket", "strictly ascending");
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_bucket")[2] = 3; }), 3, 40, "blk.0.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_bucket")[2] = 3; }), 3, 40, "blk.0.gpu_bucket",
                     "strictly ascending");
     // The mask marks a neuron the bucket does not list, and the other way round.
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_idx")[9] = 1; }), 3, 40, "blk.0.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_idx")[9] = 1; }), 3, 40, "blk.0.gpu_bucket",
                     "lists 4 neurons but blk.0.gpu_idx marks 5");
-    expect_rejected(with([](RawIndex& r) { r.values("blk.0.gpu_idx")[17] = 0; }), 3, 40, "blk.0.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.values<int32_t>("blk.0.gpu_idx")[17] = 0; }), 3, 40, "blk.0.gpu_bucket",
                     "lists neuron 17 but blk.0.gpu_idx marks it 0");
-    expect_rejected(with([](RawIndex& r) { r.replace("blk.1.gpu_bucket", {}); }), 3, 40, "blk.1.gpu_bucket",
+    expect_rejected(with([](GgufEdit& r) { r.replace("blk.1.gpu_bucket", std::vector<int32_t>{}); }), 3, 40, "blk.1.gpu_bucket",
                     "lists 0 neurons but blk.1.gpu_idx marks 10");
   }
   SECTION("the model's fingerprint") {
