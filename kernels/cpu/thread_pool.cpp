@@ -1,4 +1,4 @@
-// ThreadPool: generation counter + spin-then-wait workers.
+// ThreadPool: generation counter + spin-then-wait workers claiming slots.
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
@@ -41,8 +41,9 @@ int ThreadPool::physical_cores() {
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads > 0 ? n_threads : physical_cores()) {
+  next_slot_.store(n_threads_);
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -52,7 +53,21 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::worker_loop(int thread_idx) {
+void ThreadPool::run_claimed_slots() {
+  // The claim comes first: a worker that wakes late may take a slot of a
+  // later job, and then reads that job (run() publishes job_ before slots).
+  for (int slot = next_slot_.fetch_add(1, std::memory_order_acq_rel); slot < n_threads_;
+       slot = next_slot_.fetch_add(1, std::memory_order_acq_rel)) {
+    try {
+      (*job_)(slot, n_threads_);
+    } catch (...) {
+      if (!has_error_.exchange(true)) error_ = std::current_exception();
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+  }
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
@@ -66,12 +81,7 @@ void ThreadPool::worker_loop(int thread_idx) {
     }
     seen = gen;
     if (stop_.load()) return;
-    try {
-      (*job_)(thread_idx, n_threads_);
-    } catch (...) {
-      if (!has_error_.exchange(true)) error_ = std::current_exception();
-    }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    run_claimed_slots();
   }
 }
 
@@ -84,6 +94,7 @@ void ThreadPool::run(const std::function<void(int, int)>& job) {
   has_error_.store(false);
   error_ = nullptr;
   pending_.store(n_threads_ - 1, std::memory_order_release);
+  next_slot_.store(1, std::memory_order_release);  // publishes the job: slots are claimable from here
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   std::exception_ptr caller_error;
@@ -92,6 +103,7 @@ void ThreadPool::run(const std::function<void(int, int)>& job) {
   } catch (...) {
     caller_error = std::current_exception();
   }
+  run_claimed_slots();  // the slots of workers that have not started
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0 && spin < kSpinIterations; ++spin) cpu_relax();
   for (int left = pending_.load(std::memory_order_acquire); left != 0; left = pending_.load(std::memory_order_acquire)) {
     pending_.wait(left, std::memory_order_acquire);

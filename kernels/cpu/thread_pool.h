@@ -3,6 +3,14 @@
 // token (a dozen per layer): workers spin briefly before sleeping, so a job
 // starts in microseconds. run() is not re-entrant and must be called from
 // one thread at a time (the engine thread).
+//
+// A job is n_threads slots. The caller runs slot 0; workers claim the others
+// as they wake, and once its own slot is done the caller claims whatever no
+// worker has started. So a worker whose core another process holds (a
+// desktop, a compile beside the server) delays a job by at most the slot it
+// is in, not until the OS schedules it again. Jobs must therefore not
+// synchronize between slots (no barriers inside a job): a slot's work
+// depends on its index only, never on which thread runs it.
 #pragma once
 
 #include <atomic>
@@ -24,10 +32,10 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Runs job(thread_idx, n_threads) on every thread (thread 0 is the caller)
-  // and returns when all have finished. Exceptions thrown by the job on a
-  // worker are rethrown here (the first one).
-  void run(const std::function<void(int thread_idx, int n_threads)>& job);
+  // Runs job(slot, n_threads) for every slot in [0, n_threads) (slot 0 on the
+  // caller) and returns when all have finished. Exceptions thrown by the job
+  // are rethrown here (the caller's own, else the first other one).
+  void run(const std::function<void(int slot, int n_threads)>& job);
 
   // Splits [0, n) into n_threads contiguous chunks (aligned to `grain`) and
   // runs body(begin, end) on each.
@@ -37,13 +45,16 @@ class ThreadPool {
   static int physical_cores();
 
  private:
-  void worker_loop(int thread_idx);
+  void worker_loop();
+  // Claims and runs slots of the current job until none is left.
+  void run_claimed_slots();
 
   int n_threads_;
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<int> next_slot_{0};  // the next slot to claim; >= n_threads_: none left
+  std::atomic<int> pending_{0};    // claimable slots not yet finished
   std::atomic<bool> stop_{false};
   std::exception_ptr error_;
   std::atomic<bool> has_error_{false};
