@@ -5,14 +5,21 @@
 #include <stdexcept>
 
 #include "config/device_setting.h"
+#include "engine/sparse/activation_stats.h"
+#include "engine/sparse/gpu_index.h"
 #include "kernels/backend_from_setting.h"
 
 namespace tc::cli {
 
 CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
   sub->add_option("--device", options.device,
-                  "cpu | cuda | cuda:N: the backend that runs the model (CUDA: dense FFN only so far)")
+                  "cpu | cuda | cuda:N: the backend that runs the model (CUDA: the dense FFN, or hybrid with "
+                  "--placement)")
       ->capture_default_str();
+  sub->add_option("--placement", options.placement,
+                  "Hybrid mode (needs --device cuda): the hot neurons of this .generated.gpuidx (from "
+                  "`thermocline place`) on the GPU, the cold ones on the CPU")
+      ->check(CLI::ExistingFile);
   sub->add_option("--stats", options.stats,
                   "Stats file from `thermocline profile` (predictors, TEAL thresholds) recorded on this model")
       ->check(CLI::ExistingFile);
@@ -40,14 +47,40 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("--device: ") + e.what());
   }
+  const bool hybrid = !options.placement.empty();
+  if (hybrid && !device.cuda) {
+    throw std::invalid_argument("--placement runs hybrid mode (hot neurons on a GPU, cold ones on the CPU): it "
+                                "needs --device cuda; on the CPU every neuron is already on the CPU, drop "
+                                "--placement");
+  }
   CliModel m;
   m.loaded = model::load_model(path, {.stats = options.stats});
   m.backend = kernels::create_backend(device, threads);
   m.plan = sparse::plan_sparsity(*m.loaded, setting, options.sparse_max_tokens,
-                                 m.backend->device() == kernels::DeviceKind::Cpu);
-  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward);
+                                 hybrid || m.backend->device() == kernels::DeviceKind::Cpu);
+  model::HybridOptions hybrid_options;
+  if (hybrid) {
+    if (m.plan.forward.ffn_mode != model::FfnMode::Sparse) {
+      throw std::invalid_argument("--placement needs the sparse FFN (a ReLU-family model with predictors, "
+                                  "--sparsity auto or relu); the plan here is: " + m.plan.summary);
+    }
+    const auto& spec = m.loaded->spec;
+    const uint64_t hash = sparse::fingerprint_model(m.loaded->file, spec).tensor_hash;
+    hybrid_options.placement.hot = sparse::read_gpu_index(options.placement, spec.n_layer, spec.n_ff, hash).hot;
+    m.cold_backend = kernels::create_backend(config::DeviceSetting{}, threads);
+    hybrid_options.cpu = m.cold_backend.get();
+  }
+  int64_t n_hot = 0;
+  for (const auto& layer : hybrid_options.placement.hot) n_hot += static_cast<int64_t>(layer.size());
+  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options));
   m.plan.attach(*m.llama);
   std::fprintf(stderr, "sparsity: %s\n", m.plan.summary.c_str());
+  if (hybrid) {
+    const int64_t n_neurons = m.loaded->spec.n_layer * m.loaded->spec.n_ff;
+    std::fprintf(stderr, "hybrid: %lld of %lld FFN neurons hot (%s) on %s, the cold ones on %s\n",
+                 static_cast<long long>(n_hot), static_cast<long long>(n_neurons), options.placement.c_str(),
+                 m.backend->name().c_str(), m.cold_backend->name().c_str());
+  }
   return m;
 }
 

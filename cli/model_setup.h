@@ -1,6 +1,7 @@
 // The model options every running subcommand shares (--device, --stats,
-// --sparsity, --sparse-max-tokens) and the set-up they drive: load, backend,
-// sparsity plan, forward pass. Used by generate, bench and perplexity.
+// --sparsity, --sparse-max-tokens, --placement) and the set-up they drive:
+// load, backend(s), sparsity plan, forward pass. Used by generate, bench and
+// perplexity.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,9 @@ struct ModelCliOptions {
   std::string stats;                 // --stats: a `thermocline profile` stats file
   std::string sparsity = "auto";     // --sparsity: dense | auto | relu | teal:X
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
+  // --placement: a .generated.gpuidx (`thermocline place`): hybrid mode, its
+  // hot neurons on the --device GPU, the cold ones on the CPU. Empty: none.
+  std::string placement;
 };
 
 // Returns the --sparse-max-tokens option (to tell whether it was given).
@@ -29,13 +33,15 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options);
 struct CliModel {
   std::unique_ptr<model::LoadedModel> loaded;
   std::unique_ptr<kernels::Backend> backend;
+  std::unique_ptr<kernels::Backend> cold_backend;  // hybrid mode: the CPU backend of the cold neurons
   sparse::SparsityPlan plan;
   std::unique_ptr<model::LlamaModel> llama;
 };
 
 // Loads `path` with the options' stats file, creates the --device backend
 // (CPU: `threads` threads), resolves the sparsity setting and builds the
-// forward pass. Prints the plan's summary on stderr. Throws what the steps
+// forward pass; with --placement in hybrid mode (the cold neurons' CPU
+// backend gets `threads` threads). Prints the plan's summary on stderr. Throws what the steps
 // throw (gguf::ModelLoadError, kernels::BackendUnavailable,
 // std::invalid_argument with the option named).
 CliModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options);

@@ -113,6 +113,16 @@ class Backend {
   virtual void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) = 0;
   // y[i] += x[i]
   virtual void add(float* y, const float* x, int64_t n) = 0;
+  // x[i] = x[i] < 0 ? 0 : x[i], in place (the predictor's hidden layer);
+  // -0 and NaN are kept. x: f32 [n].
+  virtual void relu(float* x, int64_t n) = 0;
+  // The scores above a threshold as a bitmask (the predicted-active neurons,
+  // 1 bit each, so an active set crosses PCIe as n/8 bytes per token):
+  //   bit b of bits[r * n_words + w] = x[r * n + 32 w + b] > threshold
+  // with n_words = (n + 31) / 32; NaN is not above; the tail bits of a row's
+  // last word are 0. x: f32 [n_rows, n]; bits: u32 [n_rows, n_words] in
+  // backend memory, overwritten.
+  virtual void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) = 0;
   virtual void store_f16(const float* src, int64_t n, uint16_t* dst) = 0;
   // Greedy sampling: out[r] = the index of the largest x[r, :], NaN counting
   // as -inf, ties (and rows of only -inf/NaN) to the lowest index, as

@@ -60,7 +60,8 @@ void LlamaModel::prepare_input(int64_t layer, LinearInput site, int64_t n_tokens
 
 std::string_view ffn_mode_name(FfnMode mode) { return mode == FfnMode::Sparse ? "sparse" : "dense"; }
 
-LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options)
+LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options,
+                       HybridOptions hybrid)
     : spec_(model.spec),
       options_(options),
       weights_(map_llama_weights(model.file, model.spec)),
@@ -68,19 +69,27 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
       backend_(backend),
       activation_(activation_for(model.spec.ffn_form)),
       rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {
-  if (!on_host(backend)) {
-    // The hybrid engine (sparse FFN across CPU and GPU) and PWRI's dense
-    // down projection (host-side tiles in TransposedDown) are not on the GPU yet.
+  const bool hybrid_mode = hybrid.cpu != nullptr;
+  if (hybrid_mode && options.ffn_mode != FfnMode::Sparse) {
+    throw std::invalid_argument("hybrid mode (a neuron placement) runs the sparse FFN: use --sparsity relu or auto");
+  }
+  if (!on_host(backend) && !hybrid_mode) {
+    // The sparse FFN on a GPU is hybrid mode; PWRI's dense down projection
+    // (host-side tiles in TransposedDown) is not on the GPU either.
     if (options.ffn_mode == FfnMode::Sparse) {
-      throw std::invalid_argument("the sparse FFN runs on the CPU backend only so far; run " + model.file.path() +
-                                  " on " + backend.name() + " with --sparsity dense");
+      throw std::invalid_argument("the sparse FFN on " + backend.name() + " needs a neuron placement (hybrid mode: "
+                                  "--placement FILE.gpuidx from `thermocline place`); without one it runs on the "
+                                  "CPU backend only; run " + model.file.path() + " with --sparsity dense");
     }
     if (spec_.sparse_layout) {
       throw std::invalid_argument(model.file.path() + " is a PowerInfer (PWRI) file: its dense down projection "
-                                  "runs on the CPU backend only so far");
+                                  "runs on the CPU backend only so far (or hybrid mode, with --placement)");
     }
   }
-  PlacedWeights placed = place_weights(weights_, backend);  // the CPU backend: the same views, nothing copied
+  const LlamaWeights host_weights = weights_;
+  // The CPU backend: the same views, nothing copied. Hybrid: no FFN matrices
+  // (the split below uploads the hot rows).
+  PlacedWeights placed = place_weights(weights_, backend, !hybrid_mode);
   weights_ = std::move(placed.views);
   weight_storage_ = std::move(placed.storage);
   if (options.ffn_mode != FfnMode::Sparse) return;
@@ -94,13 +103,23 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
                                 "--train-predictors` and pass the stats file with --stats");
   }
   if (options.sparse_max_tokens < 0) throw std::invalid_argument("sparse_max_tokens must be at least 0");
+  if (hybrid_mode) check_neuron_placement(hybrid.placement, spec_.n_layer, spec_.n_ff);
+  // The neuron-major ffn_down_t in host memory: the file's (PWRI) or built here.
+  std::vector<LayerWeights> host_layers = host_weights.layers;
   if (!spec_.sparse_layout) {
-    kernels::ThreadPool pool(backend.n_threads());
-    down_t_storage_.resize(weights_.layers.size());
-    for (size_t l = 0; l < weights_.layers.size(); ++l) {
-      weights_.layers[l].ffn_down_t = transpose_down(weights_.layers[l].ffn_down, down_t_storage_[l], pool);
+    kernels::ThreadPool pool(hybrid_mode ? hybrid.cpu->n_threads() : backend.n_threads());
+    down_t_storage_.resize(host_layers.size());
+    for (size_t l = 0; l < host_layers.size(); ++l) {
+      host_layers[l].ffn_down_t = transpose_down(host_layers[l].ffn_down, down_t_storage_[l], pool);
     }
   }
+  if (hybrid_mode) {
+    hybrid_weights_ = split_hybrid_weights(host_layers, hybrid.placement, backend);
+    hybrid_ffn_ = std::make_unique<HybridFfnBlock>(spec_, backend_, *hybrid.cpu, model.predictors, hybrid_weights_,
+                                                   activation_);
+    return;
+  }
+  for (size_t l = 0; l < host_layers.size(); ++l) weights_.layers[l].ffn_down_t = host_layers[l].ffn_down_t;
   sparse_ffn_ = std::make_unique<SparseFfnBlock>(spec_, backend_, model.predictors, activation_);
 }
 
@@ -115,8 +134,10 @@ void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
     q_ = f32(t * spec_.n_embd);
     k_ = f32(t * spec_.n_embd_kv());
     v_ = f32(t * spec_.n_embd_kv());
-    ffn_gate_ = f32(t * spec_.n_ff);
-    ffn_up_ = f32(t * spec_.n_ff);
+    if (hybrid_ffn_ == nullptr) {  // hybrid mode has its own, smaller, FFN workspace
+      ffn_gate_ = f32(t * spec_.n_ff);
+      ffn_up_ = f32(t * spec_.n_ff);
+    }
     tmp_ = f32(t * spec_.n_embd);
     ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
     positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
@@ -166,10 +187,10 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   for (int64_t l = 0; l < spec_.n_layer; ++l) {
     run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
   }
-  if (sparse_ffn_ != nullptr) {
+  if (SparseFfnCounters* counters = sparse_counters(); counters != nullptr) {
     bool any_sparse = false, any_dense = false;
     for (const auto& s : sequences) (runs_sparse(s) ? any_sparse : any_dense) = true;
-    auto& c = sparse_ffn_->counters();
+    auto& c = *counters;
     c.sparse_steps += any_sparse ? 1 : 0;
     c.dense_steps += any_dense ? 1 : 0;
   }
@@ -253,7 +274,7 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
 }
 
 bool LlamaModel::runs_sparse(const StepSequence& s) const {
-  return sparse_ffn_ != nullptr &&
+  return (sparse_ffn_ != nullptr || hybrid_ffn_ != nullptr) &&
          (s.generated || static_cast<int64_t>(s.tokens.size()) <= options_.sparse_max_tokens);
 }
 
@@ -265,7 +286,10 @@ void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64
   backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
                     static_cast<float>(spec_.rms_eps), cur);
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
-  if (sparse) {
+  if (hybrid_ffn_ != nullptr) {
+    // Sparse and dense steps alike: the hot neurons here, the cold ones on the CPU.
+    hybrid_ffn_->run(layer, x, cur, n_tokens, sparse, tmp);
+  } else if (sparse) {
     sparse_ffn_->run(layer, w, x, cur, n_tokens, tmp);
   } else {
     float* gate = ffn_gate_.as<float>() + t0 * spec_.n_ff;

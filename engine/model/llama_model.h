@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/sparsity_setting.h"
+#include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/placed_weights.h"
 #include "engine/model/sparse_ffn_block.h"
@@ -100,6 +101,14 @@ enum class StepStatus {
   InvalidToken,   // a token id outside [0, n_vocab); nothing was changed
 };
 
+// Hybrid mode (docs/hybrid.md): the model's backend (a GPU) runs attention,
+// norms, predictors, the output head and the hot FFN neurons; `cpu` runs the
+// cold ones from host memory, at the same time (HybridFfnBlock).
+struct HybridOptions {
+  kernels::Backend* cpu = nullptr;  // CPU backend of the cold neurons; not owned, outlives the model; null: not hybrid
+  NeuronPlacement placement;        // the hot neurons of every layer
+};
+
 class LlamaModel {
  public:
   // `model` and `backend` must outlive this object. The weights are placed
@@ -107,9 +116,12 @@ class LlamaModel {
   // FfnMode::Sparse needs a ReLU-family model with predictors (the file's or
   // the stats file's) and throws std::invalid_argument saying what is missing
   // otherwise; on a GGUF (not PWRI) file it builds the neuron-major
-  // ffn_down_t in memory first. On a GPU backend only the dense FFN of GGUF
-  // files runs so far (std::invalid_argument otherwise).
-  LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options = {});
+  // ffn_down_t in memory first. On a GPU backend the sparse FFN and PWRI
+  // files need hybrid mode (`hybrid.cpu` set; FfnMode::Sparse): only the
+  // hot neurons' FFN rows are uploaded, and every FFN step, sparse or dense,
+  // runs split (std::invalid_argument otherwise, saying so).
+  LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options = {},
+             HybridOptions hybrid = {});
   ~LlamaModel();
 
   const ModelSpec& spec() const { return spec_; }
@@ -122,7 +134,12 @@ class LlamaModel {
 
   const ForwardOptions& options() const { return options_; }
   // The sparse FFN's counters (nullptr in dense mode); reset by assigning {}.
-  SparseFfnCounters* sparse_counters() { return sparse_ffn_ ? &sparse_ffn_->counters() : nullptr; }
+  SparseFfnCounters* sparse_counters() {
+    return hybrid_ffn_ ? &hybrid_ffn_->counters() : sparse_ffn_ ? &sparse_ffn_->counters() : nullptr;
+  }
+  // Hybrid mode: how many neurons went to the device and to the CPU (nullptr otherwise).
+  HybridSplitCounters* hybrid_counters() { return hybrid_ffn_ ? &hybrid_ffn_->split_counters() : nullptr; }
+  bool hybrid() const { return hybrid_ffn_ != nullptr; }
 
   // Installs an observer for later steps (nullptr: none, the default,
   // which costs nothing). Not owned; must outlive its use. CPU backend only
@@ -148,7 +165,9 @@ class LlamaModel {
   LlamaWeights weights_;                          // views the backend's ops read
   std::vector<kernels::Buffer> weight_storage_;   // device copies behind weights_ (GPU backends)
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
-  std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense mode
+  std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
+  HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
+  std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
   TransposedDown transposed_down_;                 // dense down projection of PWRI files
   kernels::Backend& backend_;
   kernels::Activation activation_;

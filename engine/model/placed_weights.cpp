@@ -31,7 +31,7 @@ class Placer {
 
 }  // namespace
 
-PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend) {
+PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend, bool ffn_matrices) {
   PlacedWeights out;
   Placer placer(backend, out);
   LlamaWeights& v = out.views;
@@ -43,11 +43,14 @@ PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend)
   for (size_t l = 0; l < host.layers.size(); ++l) {
     const LayerWeights& h = host.layers[l];
     auto name = [l](std::string_view t) { return layer_tensor_name(static_cast<int64_t>(l), t); };
+    auto ffn = [&](const kernels::Tensor& t, std::string_view n) {
+      return ffn_matrices ? placer.place(t, name(n)) : kernels::Tensor{};
+    };
     v.layers.push_back({placer.place(h.attn_norm, name("attn_norm")), placer.place(h.attn_q, name("attn_q")),
                         placer.place(h.attn_k, name("attn_k")), placer.place(h.attn_v, name("attn_v")),
                         placer.place(h.attn_output, name("attn_output")), placer.place(h.ffn_norm, name("ffn_norm")),
-                        placer.place(h.ffn_gate, name("ffn_gate")), placer.place(h.ffn_up, name("ffn_up")),
-                        placer.place(h.ffn_down, name("ffn_down")), placer.place(h.ffn_down_t, name("ffn_down_t"))});
+                        ffn(h.ffn_gate, "ffn_gate"), ffn(h.ffn_up, "ffn_up"), ffn(h.ffn_down, "ffn_down"),
+                        ffn(h.ffn_down_t, "ffn_down_t")});
   }
   return out;
 }

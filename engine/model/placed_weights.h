@@ -17,8 +17,10 @@ struct PlacedWeights {
 };
 
 // Uploads every tensor of `host` with backend.upload (a tied output head is
-// uploaded once and shared with token_embd). Throws what upload throws
-// (e.g. out of device memory), naming the tensor.
-PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend);
+// uploaded once and shared with token_embd). ffn_matrices false (hybrid
+// mode): ffn_gate, ffn_up, ffn_down and ffn_down_t are left out (null views;
+// the hybrid split uploads the hot rows). Throws what upload throws (e.g.
+// out of device memory), naming the tensor.
+PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend, bool ffn_matrices = true);
 
 }  // namespace tc::model

@@ -47,7 +47,7 @@ SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::Sparsi
   const bool relu_auto = setting.mode == config::SparsityMode::Auto && model.spec.ffn_form != model::FfnForm::SwiGLU;
   plan.summary = !relu_auto ? "dense"
                  : !cpu_backend
-                     ? "dense (the sparse FFN runs on the CPU backend only so far)"
+                     ? "dense (the sparse FFN runs on the CPU backend only, or on a GPU with --placement)"
                      : "dense (the model has no predictors; see thermocline profile --train-predictors)";
   return plan;
 }

@@ -31,8 +31,9 @@ struct SparsityPlan {
 
 // Throws std::invalid_argument saying what is missing (predictors, a ReLU
 // model, a stats file with a TEAL section) when the setting cannot apply.
-// cpu_backend false (the model runs on a GPU): "auto" resolves to dense, as
-// the sparse FFN runs on the CPU backend only so far.
+// cpu_backend false (the model runs on a GPU without a neuron placement):
+// "auto" resolves to dense, as the sparse FFN on a GPU is hybrid mode
+// (--placement). Pass true for the CPU backend and for hybrid mode.
 SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::SparsitySetting& setting,
                            int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens, bool cpu_backend = true);
 

@@ -1,6 +1,7 @@
 // CpuBackend: forwards each op to kernels/cpu with the backend's pool.
 #include "kernels/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -66,6 +67,24 @@ void CpuBackend::ffn_activation(Activation act, const float* gate, const float* 
 
 void CpuBackend::add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::relu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+void CpuBackend::threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) {
+  const int64_t n_words = (n + 31) / 32;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = x + r * n;
+    uint32_t* out = bits + r * n_words;
+    for (int64_t w = 0; w < n_words; ++w) {
+      uint32_t word = 0;
+      const int64_t end = std::min<int64_t>(32, n - 32 * w);
+      for (int64_t b = 0; b < end; ++b) word |= static_cast<uint32_t>(row[32 * w + b] > threshold) << b;
+      out[w] = word;
+    }
+  }
 }
 
 void CpuBackend::store_f16(const float* src, int64_t n, uint16_t* dst) { kernels::store_f16(src, n, dst); }

@@ -219,6 +219,17 @@ void CudaBackend::add(float* y, const float* x, int64_t n) {
   cuda::add(y, x, n, stream_.get());
 }
 
+void CudaBackend::relu(float* x, int64_t n) {
+  activate();
+  cuda::relu(x, n, stream_.get());
+}
+
+void CudaBackend::threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) {
+  TC_CHECK(n_rows >= 0 && n >= 0, "threshold_bits: n_rows and n must be >= 0");
+  activate();
+  cuda::threshold_bits(x, n_rows, n, threshold, bits, stream_.get());
+}
+
 void CudaBackend::store_f16(const float* src, int64_t n, uint16_t* dst) {
   activate();
   cuda::store_f16(src, n, dst, stream_.get());

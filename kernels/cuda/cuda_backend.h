@@ -48,6 +48,8 @@ class CudaBackend final : public Backend {
                  float* out) override;
   void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;
   void add(float* y, const float* x, int64_t n) override;
+  void relu(float* x, int64_t n) override;
+  void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override;
   void store_f16(const float* src, int64_t n, uint16_t* dst) override;
   void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override;
 

@@ -1,7 +1,8 @@
 // Element-wise ops as kernels/cpu/ops.cpp computes them: the FFN
 // activations (SwiGLU with IEEE division and expf, not the fast
 // intrinsics), y += x, and f32 -> f16 stores for the KV cache (round to
-// nearest even, NaN to the canonical quiet NaN with its sign, as f32_to_f16).
+// nearest even, NaN to the canonical quiet NaN with its sign, as f32_to_f16);
+// the predictor's relu and its active-set bitmask (as CpuBackend's).
 #include <cuda_fp16.h>
 
 #include <cmath>
@@ -44,6 +45,31 @@ __global__ void __launch_bounds__(kThreads) add_kernel(float* y, const float* x,
   }
 }
 
+__global__ void __launch_bounds__(kThreads) relu_kernel(float* x, int64_t n) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = x[i];
+    x[i] = v < 0.0f ? 0.0f : v;
+  }
+}
+
+// One thread per output word: 32 consecutive scores of one row.
+__global__ void __launch_bounds__(kThreads) threshold_bits_kernel(const float* __restrict__ x, int64_t n_rows,
+                                                                  int64_t n, float threshold,
+                                                                  uint32_t* __restrict__ bits) {
+  const int64_t n_words = (n + 31) / 32;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n_rows * n_words;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / n_words;
+    const int64_t w = i % n_words;
+    const float* row = x + r * n + 32 * w;
+    const int64_t end = n - 32 * w < 32 ? n - 32 * w : 32;
+    uint32_t word = 0;
+    for (int64_t b = 0; b < end; ++b) word |= static_cast<uint32_t>(row[b] > threshold) << b;
+    bits[i] = word;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
     store_f16_kernel(const float* __restrict__ src, int64_t n, uint16_t* __restrict__ dst) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -81,6 +107,20 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
 void add(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   add_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(y, x, n);
+  TC_CUDA_CHECK_LAUNCH();
+}
+
+void relu(float* x, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  relu_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(x, n);
+  TC_CUDA_CHECK_LAUNCH();
+}
+
+void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits, cudaStream_t stream) {
+  const int64_t n_words = (n + 31) / 32;
+  if (n_rows <= 0 || n_words <= 0) return;
+  threshold_bits_kernel<<<grid_stride_blocks(n_rows * n_words, kThreads), kThreads, 0, stream>>>(x, n_rows, n,
+                                                                                                  threshold, bits);
   TC_CUDA_CHECK_LAUNCH();
 }
 

@@ -65,6 +65,10 @@ void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_t
 // elementwise.cu. As kernels/cpu/ops.h (out may alias gate); add: y += x.
 void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream);
 void add(float* y, const float* x, int64_t n, cudaStream_t stream);
+// relu: x = x < 0 ? 0 : x in place. threshold_bits: as Backend::threshold_bits
+// (x: f32 [n_rows, n]; bits: u32 [n_rows, (n + 31) / 32]).
+void relu(float* x, int64_t n, cudaStream_t stream);
+void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits, cudaStream_t stream);
 void store_f16(const float* src, int64_t n, uint16_t* dst, cudaStream_t stream);
 
 // argmax.cu. out[r] = the index of the largest x[r, :] (NaN counts as -inf;

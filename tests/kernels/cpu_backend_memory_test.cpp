@@ -1,7 +1,8 @@
 // The CPU backend's memory and copy methods (the reference the CUDA backend
 // is held to): upload is zero-copy, allocations are zero-filled host
-// memory, copies are immediate memcpys, and argmax breaks ties to the lowest
-// index with NaN counted as -inf.
+// memory, copies are immediate memcpys, argmax breaks ties to the lowest
+// index with NaN counted as -inf; relu and threshold_bits (hybrid mode's
+// predictor ops) on specials and a partial last word.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -53,4 +54,34 @@ TEST_CASE("cpu backend: argmax takes the lowest index on ties and counts NaN as 
   std::vector<int32_t> out(5, -1);
   cpu->argmax(x.data(), 5, 4, out.data());
   CHECK(out == std::vector<int32_t>{1, 1, 0, 0, 1});
+}
+
+TEST_CASE("cpu backend: relu keeps -0 and NaN; threshold_bits packs scores above the threshold", "[kernels][backend]") {
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  const float nan = std::nanf("");
+  std::vector<float> x = {-1.5f, 2.0f, -0.0f, 0.0f, nan, -1e-30f};
+  cpu->relu(x.data(), static_cast<int64_t>(x.size()));
+  CHECK(x[0] == 0.0f);
+  CHECK(!std::signbit(x[0]));
+  CHECK(x[1] == 2.0f);
+  CHECK(std::signbit(x[2]));
+  CHECK(std::isnan(x[4]));
+  CHECK(x[5] == 0.0f);
+
+  // 2 rows of 40 scores (a full word and a partial one each): bit b of word
+  // w is score 32 w + b > 0.25, NaN never, the partial word's tail bits 0.
+  const auto scores = tc::test::random_floats(80, 9);
+  std::vector<float> s = scores;
+  s[3] = nan;
+  s[4] = 0.25f;  // equal is not above
+  std::vector<uint32_t> bits(4, 0xdeadbeefu);
+  cpu->threshold_bits(s.data(), 2, 40, 0.25f, bits.data());
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 64; ++i) {
+      const bool bit = (bits[static_cast<size_t>(r * 2 + i / 32)] >> (i % 32)) & 1u;
+      INFO("row " << r << " score " << i);
+      CHECK(bit == (i < 40 && s[static_cast<size_t>(r * 40 + i)] > 0.25f));
+    }
+  }
+  CHECK((bits[0] >> 3 & 1u) == 0);
 }

@@ -82,6 +82,10 @@ class HostDeviceBackend final : public kernels::Backend {
     cpu_->ffn_activation(act, gate, up, n, out);
   }
   void add(float* y, const float* x, int64_t n) override { cpu_->add(y, x, n); }
+  void relu(float* x, int64_t n) override { cpu_->relu(x, n); }
+  void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override {
+    cpu_->threshold_bits(x, n_rows, n, threshold, bits);
+  }
   void store_f16(const float* src, int64_t n, uint16_t* dst) override { cpu_->store_f16(src, n, dst); }
   void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override { cpu_->argmax(x, n_rows, n, out); }
 

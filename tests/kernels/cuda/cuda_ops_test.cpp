@@ -1,8 +1,8 @@
 // The CUDA element and row ops against the CPU ops (themselves tested
 // against float64 in tests/kernels/ops_test.cpp): get_rows bit-identical
 // for every table dtype and NaN for a bad id; rms_norm and rope within a
-// few f32 ulps (in place too); the FFN activations, add and store_f16
-// (bit-identical, specials included).
+// few f32 ulps (in place too); the FFN activations, add, store_f16, relu
+// and threshold_bits (bit-identical, specials included).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -181,4 +181,27 @@ TEST_CASE("cuda add and store_f16: bit-identical to the CPU, f16 specials includ
   const Buffer dxs = to_device(*cuda, xs);
   cuda->add(dy.as<float>(), dxs.as<float>(), static_cast<int64_t>(xs.size()));
   REQUIRE(same_bits(from_device<float>(*cuda, dy.data(), xs.size()), want_sum));
+}
+
+TEST_CASE("cuda relu and threshold_bits: the CPU's bits", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  auto x = tc::test::random_floats(3 * 1000, 60);
+  x[7] = -0.0f;
+  x[8] = std::nanf("");
+  x[9] = 0.0f;
+  // relu, in place.
+  auto want = x;
+  cpu->relu(want.data(), static_cast<int64_t>(want.size()));
+  const Buffer dx = to_device(*cuda, x);
+  cuda->relu(dx.as<float>(), static_cast<int64_t>(x.size()));
+  REQUIRE(same_bits(from_device<float>(*cuda, dx.data(), x.size()), want));
+  // threshold_bits: 3 rows of 1000 scores (31 full words and a partial one each).
+  const int64_t n_words = (1000 + 31) / 32;
+  std::vector<uint32_t> want_bits(static_cast<size_t>(3 * n_words));
+  cpu->threshold_bits(x.data(), 3, 1000, 0.5f, want_bits.data());
+  const Buffer dscores = to_device(*cuda, x);
+  const Buffer dbits = to_device(*cuda, std::vector<uint32_t>(want_bits.size(), 0xdeadbeefu));
+  cuda->threshold_bits(dscores.as<float>(), 3, 1000, 0.5f, dbits.as<uint32_t>());
+  REQUIRE(from_device<uint32_t>(*cuda, dbits.data(), want_bits.size()) == want_bits);
 }

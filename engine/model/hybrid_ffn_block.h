@@ -1,0 +1,112 @@
+// HybridFfnBlock: one layer's FFN split between a device backend (the hot
+// neurons, in VRAM) and the CPU backend (the cold neurons, in host memory),
+// PowerInfer's hybrid engine. Per layer of a decode step:
+//   1. device: scores = fc2 · relu(fc1 · x); the predicted set P as a bitmask
+//      (n_ff / 8 bytes per token), copied to the host with ffn_norm(x);
+//      one synchronize (the host needs P);
+//   2. host: P split into hot ∩ P (positions in the compact hot matrices)
+//      and cold ∩ P (neuron ids); the positions are copied to the device;
+//   3. device ops for hot ∩ P are issued (gate, per-token mask, up,
+//      activation, down as scaled rows into `out`); on CUDA they run
+//      asynchronously while
+//   4. the engine thread computes cold ∩ P on the CPU backend (its pool):
+//      gate, live set, up, activation, down into a partial sum;
+//   5. the partial sum (n_embd floats per token) is copied to the device and
+//      one add merges it into `out`.
+// Only activations, the bitmask, hot positions (and, for several tokens, a
+// per-token 0/1 mask over hot ∩ P) and the partial sums cross the bus: no
+// weight bytes after load.
+// Dense steps (prefill chunks above the crossover) take the same path with
+// P = every neuron and no predictor: the hot neurons on the device, the cold
+// ones on the CPU, so no neuron is dropped and nothing more is uploaded.
+// Each token keeps only its own predicted neurons (as SparseFfnBlock), so a
+// token's output does not depend on the other tokens of the step.
+// Not thread-safe: the engine thread's. Workspace grows to the largest step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/hybrid_weights.h"
+#include "engine/model/sparse_ffn_block.h"
+#include "engine/sparse/predictors.h"
+#include "kernels/backend.h"
+
+namespace tc::model {
+
+// Where the FFN work went, summed over the steps since reset (per layer).
+struct HybridSplitCounters {
+  std::vector<int64_t> hot;   // [n_layer] neurons of hot ∩ P computed on the device, summed over steps
+  std::vector<int64_t> cold;  // [n_layer] neurons of cold ∩ P given to the CPU, summed over steps
+};
+
+class HybridFfnBlock {
+ public:
+  // `spec`, `predictors` and `weights` must outlive this object; `device`
+  // runs the predictor and the hot neurons, `cpu` (a CPU backend) the cold
+  // ones. `activation`: ReGLU or DReLU. The predictors are uploaded here.
+  HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, kernels::Backend& cpu,
+                 const sparse::PredictorSet& predictors, const HybridWeights& weights,
+                 kernels::Activation activation);
+
+  // out = FFN(ffn_norm(x)) of layer `layer`, over the predicted neurons
+  // (`sparse`) or over every neuron. Device memory:
+  // x: f32 [n_tokens, n_embd], the residual entering the block (predictor input);
+  // cur: f32 [n_tokens, n_embd], ffn_norm(x);
+  // out: f32 [n_tokens, n_embd], overwritten.
+  // Returns with device ops still in flight (CUDA), as every op does.
+  void run(int64_t layer, const float* x, const float* cur, int64_t n_tokens, bool sparse, float* out);
+
+  SparseFfnCounters& counters() { return counters_; }   // predicted = |P|, computed = |hot ∩ P| + |cold live set|
+  HybridSplitCounters& split_counters() { return split_; }
+
+ private:
+  void reserve(int64_t n_tokens);
+  // Host: P from the bitmask (sparse) or every neuron, split into hot
+  // positions (hot_rows_host_) and cold ids (cold_rows_); the per-token mask
+  // over hot ∩ P when several tokens run sparse.
+  void partition(const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
+  // CPU: the cold neurons into partial_host_; returns the size of their
+  // live set (0: partial_host_ untouched, nothing to add).
+  int64_t run_cold(const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
+  bool token_predicted(int64_t t, int32_t neuron) const;
+
+  const ModelSpec& spec_;
+  kernels::Backend& device_;
+  kernels::Backend& cpu_;
+  const sparse::PredictorSet& predictors_;
+  const HybridWeights& weights_;
+  kernels::Activation activation_;
+  std::vector<kernels::PlacedTensor> fc1_, fc2_;  // [n_layer] the predictors on the device: as LayerPredictor
+  SparseFfnCounters counters_;
+  HybridSplitCounters split_;
+  int64_t n_words_ = 0;            // (n_ff + 31) / 32
+  int64_t max_rank_ = 0;
+  int64_t capacity_tokens_ = 0;
+  int64_t n_hot_ = 0;              // |hot ∩ P| of the current layer
+  int64_t n_cold_ = 0;             // |cold ∩ P| of the current layer
+
+  // Device workspace.
+  kernels::Buffer hidden_dev_;     // f32 [T, max rank]: relu(fc1 · x)
+  kernels::Buffer scores_dev_;     // f32 [T, n_ff]: fc2 · hidden
+  kernels::Buffer bits_dev_;       // u32 [T, n_words]: scores > threshold
+  kernels::Buffer hot_rows_dev_;   // i32 [n_ff]: hot ∩ P as positions in the hot matrices
+  kernels::Buffer hot_mask_dev_;   // f32 [T, n_ff]: 1 where token t predicted hot ∩ P's neuron k, else 0
+  kernels::Buffer hot_gate_dev_;   // f32 [T, |hot ∩ P|]: gate, masked, then relu
+  kernels::Buffer hot_up_dev_;     // f32 [T, |hot ∩ P|]: up, then the activation
+  kernels::Buffer partial_dev_;    // f32 [T, n_embd]: the CPU's partial sum
+  // Host staging (the device's allocate_host: pinned on CUDA).
+  kernels::Buffer bits_host_;      // u32 [T, n_words]
+  kernels::Buffer cur_host_;       // f32 [T, n_embd]: ffn_norm(x)
+  kernels::Buffer hot_rows_host_;  // i32 [n_ff]
+  kernels::Buffer hot_mask_host_;  // f32 [T, n_ff]
+  kernels::Buffer partial_host_;   // f32 [T, n_embd]
+  // CPU workspace.
+  std::vector<int32_t> hot_ids_;    // i32 [n_ff]: hot ∩ P as neuron ids (for the per-token mask)
+  std::vector<int32_t> cold_rows_;  // i32 [n_ff]: cold ∩ P (ascending ids), then the live set
+  std::vector<int32_t> live_;       // i32 [n_ff]: positions in cold ∩ P of the live neurons
+  std::vector<float> cold_gate_;    // f32 [T, n_ff]: gate over cold ∩ P, then compacted to the live set
+  std::vector<float> cold_up_;      // f32 [T, n_ff]: up over the live set, then the activation
+};
+
+}  // namespace tc::model

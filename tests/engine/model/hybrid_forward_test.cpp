@@ -1,0 +1,391 @@
+// Hybrid mode (hot FFN neurons on the device, cold ones on the CPU) on
+// HostDeviceBackend, a "GPU" in host memory that counts the bytes crossing
+// its bus, against the CPU-only sparse FFN on planted sparse models: one
+// layer's FFN output on random inputs, whole-model logits and greedy tokens
+// for placements with every, no, and a solver-chosen part of the neurons
+// hot, and what crosses the bus per decode step.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/model/hybrid_ffn_block.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/model/sparse_ffn_block.h"
+#include "engine/sparse/gpu_index.h"
+#include "engine/sparse/placement.h"
+#include "kernels/backend.h"
+#include "profiler/make_model.h"
+#include "tests/engine/model/host_device_backend.h"
+#include "tests/engine/model/reference_forward.h"
+#include "tests/test_util.h"
+
+using tc::model::FfnMode;
+using tc::model::HybridOptions;
+using tc::model::LlamaModel;
+using tc::model::NeuronPlacement;
+using tc::model::StepSequence;
+using tc::model::StepStatus;
+using tc::runtime::KvCache;
+using tc::text::TokenId;
+
+namespace {
+
+constexpr int64_t kVocab = 512;
+
+std::unique_ptr<tc::model::LoadedModel> planted_model(const std::string& name, bool pwri, const std::string& type) {
+  tc::profiler::MakeModelOptions o;
+  o.output = tc::test::scratch_dir("hybrid_forward_" + name) / "m.gguf";
+  o.n_vocab = kVocab;
+  o.n_embd = 128;
+  o.n_layer = 2;
+  // f32/f16: not a multiple of 32, so the bitmask's last word is partial;
+  // quantized ffn_down rows need whole blocks of 32.
+  o.n_ff = type == "f32" || type == "f16" ? 500 : 544;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_ctx = 128;
+  o.weight_type = type;
+  o.ffn_form = tc::model::FfnForm::ReGLU;
+  o.seed = 33;
+  o.n_threads = 2;
+  o.sparse.enabled = true;
+  o.sparse.active = 0.10;
+  o.sparse.predictor_rank = 32;
+  o.sparse.layout = pwri ? tc::profiler::SparseLayout::PowerInfer : tc::profiler::SparseLayout::Gguf;
+  tc::profiler::make_model(o);
+  return tc::model::load_model(o.output);
+}
+
+NeuronPlacement all_hot(const tc::model::ModelSpec& spec) {
+  NeuronPlacement p;
+  p.hot.resize(static_cast<size_t>(spec.n_layer));
+  for (auto& layer : p.hot) {
+    for (int32_t i = 0; i < spec.n_ff; ++i) layer.push_back(i);
+  }
+  return p;
+}
+
+NeuronPlacement none_hot(const tc::model::ModelSpec& spec) {
+  NeuronPlacement p;
+  p.hot.resize(static_cast<size_t>(spec.n_layer));
+  return p;
+}
+
+// The solver's plan for half of the FFN bytes, from power-law firing counts
+// (neuron i of layer l fires ~ 1 / (1 + (i * 37 + l) % n_ff)), written to a
+// .gpuidx and read back as the CLI reads it.
+NeuronPlacement solver_placement(const tc::model::LoadedModel& m, const std::string& name) {
+  const tc::sparse::PlacementShape shape{.n_ctx = 64, .n_parallel = 2, .n_batch = 16};
+  const auto costs = tc::sparse::placement_costs(m.file, m.spec, m.predictors, shape);
+  std::vector<std::vector<int32_t>> fire_counts(static_cast<size_t>(m.spec.n_layer));
+  uint64_t ffn_bytes = 0;
+  for (int64_t l = 0; l < m.spec.n_layer; ++l) {
+    for (int64_t i = 0; i < m.spec.n_ff; ++i) {
+      fire_counts[static_cast<size_t>(l)].push_back(static_cast<int32_t>(100000 / (1 + (i * 37 + l) % m.spec.n_ff)));
+    }
+    ffn_bytes += costs.layers[static_cast<size_t>(l)].bytes() * static_cast<uint64_t>(m.spec.n_ff);
+  }
+  const auto plan = tc::sparse::solve_placement(costs, fire_counts, costs.fixed.total() + ffn_bytes / 2);
+  REQUIRE(plan.n_hot() > 0);
+  REQUIRE(plan.n_hot() < plan.n_neurons());
+  tc::sparse::GpuIndex index;
+  index.vram_capacity = plan.neuron_budget();
+  index.n_ff = m.spec.n_ff;
+  for (const auto& layer : plan.layers) index.hot.push_back(layer.hot);
+  const auto path = tc::test::scratch_dir("hybrid_forward_gpuidx_" + name) / "m.generated.gpuidx";
+  tc::sparse::write_gpu_index(index, path);
+  return NeuronPlacement{tc::sparse::read_gpu_index(path, m.spec.n_layer, m.spec.n_ff).hot};
+}
+
+// Half of each layer's neurons, every other one (for the block test).
+NeuronPlacement alternate_hot(const tc::model::ModelSpec& spec) {
+  NeuronPlacement p;
+  p.hot.resize(static_cast<size_t>(spec.n_layer));
+  for (auto& layer : p.hot) {
+    for (int32_t i = 1; i < spec.n_ff; i += 2) layer.push_back(i);
+  }
+  return p;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (const float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
+  return m;
+}
+
+// A prompt (one step), then `n_decode` greedy steps; returns every step's logits.
+struct GreedyRun {
+  std::vector<TokenId> tokens;
+  std::vector<float> logits;
+};
+GreedyRun greedy(LlamaModel& m, tc::kernels::Backend& backend, const std::vector<TokenId>& prompt, int n_decode) {
+  KvCache kv(backend, m.spec(), 1, 64);
+  GreedyRun run;
+  std::vector<float> logits;
+  const StepSequence first{0, prompt, false};
+  REQUIRE(m.forward({&first, 1}, kv, logits) == StepStatus::Ok);
+  for (int step = 0;; ++step) {
+    run.logits.insert(run.logits.end(), logits.begin(), logits.end());
+    run.tokens.push_back(static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    if (step == n_decode) break;
+    const StepSequence next{0, std::span(&run.tokens.back(), 1), false, true};
+    REQUIRE(m.forward({&next, 1}, kv, logits) == StepStatus::Ok);
+  }
+  return run;
+}
+
+// Two sequences decoded together (each step: one token of each), after a
+// short prompt each: every step's logits.
+std::vector<float> decode_pair(LlamaModel& m, tc::kernels::Backend& backend) {
+  KvCache kv(backend, m.spec(), 2, 64);
+  const auto a = tc::test::random_tokens(10, 41, kVocab);
+  const auto b = tc::test::random_tokens(10, 42, kVocab);
+  std::vector<float> all, logits;
+  const StepSequence prompts[] = {{0, std::span(a).first(4), false}, {1, std::span(b).first(3), false}};
+  REQUIRE(m.forward(prompts, kv, logits) == StepStatus::Ok);
+  all.insert(all.end(), logits.begin(), logits.end());
+  for (size_t i = 4; i < a.size(); ++i) {
+    const StepSequence seqs[] = {{0, std::span(a).subspan(i, 1), false, true},
+                                 {1, std::span(b).subspan(i, 1), false, true}};
+    REQUIRE(m.forward(seqs, kv, logits) == StepStatus::Ok);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the hybrid FFN of one layer equals the CPU sparse FFN on random inputs", "[model][hybrid]") {
+  const auto loaded = planted_model("block", true, "f32");
+  const auto& spec = loaded->spec;
+  const auto host = tc::model::map_llama_weights(loaded->file, spec);
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  tc::model::SparseFfnBlock reference(spec, *cpu, loaded->predictors, tc::kernels::Activation::ReGLU);
+
+  struct Case {
+    const char* name;
+    NeuronPlacement placement;
+    bool exact;  // every neuron on one side: the same summation order as the CPU
+  };
+  const Case cases[] = {{"all hot", all_hot(spec), true},
+                        {"none hot", none_hot(spec), true},
+                        {"alternate", alternate_hot(spec), false}};
+  for (const auto& c : cases) {
+    for (int64_t n_tokens : {1, 3}) {
+      INFO(c.name << ", " << n_tokens << " tokens");
+      tc::test::HostDeviceBackend device(2);
+      const auto split = tc::model::split_hybrid_weights(host.layers, c.placement, device);
+      tc::model::HybridFfnBlock hybrid(spec, device, *cpu, loaded->predictors, split, tc::kernels::Activation::ReGLU);
+      for (int64_t layer = 0; layer < spec.n_layer; ++layer) {
+        const auto n = static_cast<size_t>(n_tokens * spec.n_embd);
+        const auto x = tc::test::random_floats(n, 100 + static_cast<uint64_t>(layer * 10 + n_tokens), 1.0f);
+        const auto cur = tc::test::random_floats(n, 200 + static_cast<uint64_t>(layer * 10 + n_tokens), 1.0f);
+        std::vector<float> want(n, std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> got(n, std::numeric_limits<float>::quiet_NaN());
+        reference.run(layer, host.layers[static_cast<size_t>(layer)], x.data(), cur.data(), n_tokens, want.data());
+        hybrid.run(layer, x.data(), cur.data(), n_tokens, true, got.data());
+        const double scale = max_abs(want);
+        REQUIRE(scale > 0);
+        if (c.exact) {
+          CHECK(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0);
+        } else {
+          double worst = 0;
+          for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+          CHECK(worst <= 1e-6 * scale);
+        }
+      }
+      // Both sides really worked, and the predictor did not keep everything.
+      const auto& split_counts = hybrid.split_counters();
+      const int64_t hot = split_counts.hot[0] + split_counts.hot[1];
+      const int64_t cold = split_counts.cold[0] + split_counts.cold[1];
+      CHECK((hot > 0) == !c.placement.hot[0].empty());
+      CHECK((cold > 0) == (c.placement.hot[0].size() < static_cast<size_t>(spec.n_ff)));
+      CHECK(hot + cold < spec.n_layer * spec.n_ff);
+      CHECK(hybrid.counters().predicted[0] == hybrid.split_counters().hot[0] + hybrid.split_counters().cold[0]);
+    }
+  }
+}
+
+TEST_CASE("hybrid logits equal the CPU sparse logits bit for bit when one side holds every neuron",
+          "[model][hybrid]") {
+  // Prompts of up to 8 tokens run sparse too, so every FFN step is sparse
+  // and, with all neurons on one side, summed in the CPU's order.
+  const tc::model::ForwardOptions options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 8};
+  for (bool pwri : {false, true}) {
+    INFO((pwri ? "pwri" : "gguf"));
+    const auto loaded = planted_model(pwri ? "bits_pwri" : "bits_gguf", pwri, "f16");
+    auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+    LlamaModel on_cpu(*loaded, *cpu, options);
+    const auto want = decode_pair(on_cpu, *cpu);
+    for (bool hot : {true, false}) {
+      INFO((hot ? "all hot" : "none hot"));
+      tc::test::HostDeviceBackend device(2);
+      LlamaModel hybrid(*loaded, device, options,
+                        HybridOptions{cpu.get(), hot ? all_hot(loaded->spec) : none_hot(loaded->spec)});
+      const auto got = decode_pair(hybrid, device);
+      REQUIRE(got.size() == want.size());
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      CHECK(hybrid.sparse_counters()->sparse_steps == 7);
+      CHECK(hybrid.sparse_counters()->dense_steps == 0);
+    }
+  }
+}
+
+TEST_CASE("hybrid greedy tokens equal CPU-only sparse greedy tokens", "[model][hybrid]") {
+  // A 12-token prompt (sparse: under the crossover of 16, so several tokens
+  // share a step and each keeps its own predicted neurons), then 16 greedy
+  // decode steps.
+  const tc::model::ForwardOptions options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 16};
+  for (const char* type : {"f16", "q8_0"}) {
+    for (bool pwri : {false, true}) {
+      INFO(type << (pwri ? " pwri" : " gguf"));
+      const std::string name = std::string("greedy_") + type + (pwri ? "_pwri" : "_gguf");
+      const auto loaded = planted_model(name, pwri, type);
+      const auto& spec = loaded->spec;
+      auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+      LlamaModel on_cpu(*loaded, *cpu, options);
+      const auto prompt = tc::test::random_tokens(12, 51, kVocab);
+      const auto want = greedy(on_cpu, *cpu, prompt, 16);
+      struct Placement {
+        const char* name;
+        NeuronPlacement placement;
+        bool exact;  // every neuron on one side: the CPU's summation order
+      };
+      const Placement placements[] = {{"all hot", all_hot(spec), true},
+                                      {"none hot", none_hot(spec), true},
+                                      {"solver", solver_placement(*loaded, name), false}};
+      // A split sum differs from the CPU's in the last bits; q8_0 quantizes
+      // each matmul's activations to int8, where such a difference can flip
+      // a rounding (1/254 of a block's range) and grow over the steps.
+      const double tolerance = std::string(type) == "q8_0" ? 1e-2 : 1e-5;
+      for (const auto& p : placements) {
+        INFO(p.name);
+        tc::test::HostDeviceBackend device(2);
+        LlamaModel hybrid(*loaded, device, options, HybridOptions{cpu.get(), p.placement});
+        const auto got = greedy(hybrid, device, prompt, 16);
+        CHECK(got.tokens == want.tokens);
+        std::vector<double> ref(want.logits.begin(), want.logits.end());
+        REQUIRE(got.logits.size() == want.logits.size());
+        CHECK(tc::test::relative_error(got.logits.data(), ref) < tolerance);
+        if (p.exact) CHECK(std::memcmp(got.logits.data(), want.logits.data(), want.logits.size() * sizeof(float)) == 0);
+        const auto& c = *hybrid.sparse_counters();
+        CHECK(c.sparse_steps == 17);
+        CHECK(c.dense_steps == 0);
+        const auto& split = *hybrid.hybrid_counters();
+        for (int64_t l = 0; l < spec.n_layer; ++l) {
+          const auto i = static_cast<size_t>(l);
+          CHECK(c.token_layers[i] == 12 + 16);
+          CHECK(c.predicted[i] == split.hot[i] + split.cold[i]);
+          CHECK((split.hot[i] > 0) == !p.placement.hot[i].empty());
+          CHECK((split.cold[i] > 0) == (p.placement.hot[i].size() < static_cast<size_t>(spec.n_ff)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split between the sides", "[model][hybrid]") {
+  // f32 weights: the dense CPU pass differs from the split one only in the
+  // order of its sums. A step that dropped the cold (or hot) neurons would
+  // be far off.
+  const auto loaded = planted_model("dense_prompt", false, "f32");
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  LlamaModel dense(*loaded, *cpu);
+  const auto prompt = tc::test::random_tokens(20, 71, kVocab);
+  std::vector<float> want, got;
+  {
+    KvCache kv(*cpu, dense.spec(), 1, 64);
+    const StepSequence seq{0, prompt, true};
+    REQUIRE(dense.forward({&seq, 1}, kv, want) == StepStatus::Ok);
+  }
+  tc::test::HostDeviceBackend device(2);
+  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
+                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt")});
+  KvCache kv(device, hybrid.spec(), 1, 64);
+  const StepSequence seq{0, prompt, true};
+  REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
+  REQUIRE(got.size() == want.size());
+  std::vector<double> ref(want.begin(), want.end());
+  CHECK(tc::test::relative_error(got.data(), ref) < 1e-5);
+  CHECK(hybrid.sparse_counters()->dense_steps == 1);
+  CHECK(hybrid.sparse_counters()->sparse_steps == 0);
+  for (int64_t l = 0; l < loaded->spec.n_layer; ++l) {
+    const auto i = static_cast<size_t>(l);
+    CHECK(hybrid.hybrid_counters()->hot[i] + hybrid.hybrid_counters()->cold[i] == loaded->spec.n_ff);
+  }
+}
+
+TEST_CASE("hybrid decode moves activations, active sets and partial sums, never weights", "[model][hybrid]") {
+  const auto loaded = planted_model("bus", true, "f16");
+  const auto& spec = loaded->spec;
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  const auto placement = solver_placement(*loaded, "bus");
+  tc::test::HostDeviceBackend device(2);
+  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement});
+
+  // Uploaded once: everything but the FFN matrices, plus the hot rows and the predictors.
+  size_t expected_upload = 0;
+  for (const auto& t : loaded->file.tensors()) {
+    const std::string name(t.name);
+    const bool ffn = name.find("ffn_gate.") != std::string::npos || name.find("ffn_up.") != std::string::npos ||
+                     name.find("ffn_down_t.") != std::string::npos;
+    if (!ffn) expected_upload += loaded->file.tensor_data(t).size();  // fc1/fc2 included
+  }
+  int64_t n_hot_total = 0;
+  for (const auto& layer : placement.hot) n_hot_total += static_cast<int64_t>(layer.size());
+  const size_t neuron_bytes = 3 * tc::kernels::row_bytes(tc::kernels::DType::F16, spec.n_embd);
+  expected_upload += static_cast<size_t>(n_hot_total) * neuron_bytes;
+  CHECK(device.uploaded_bytes == expected_upload);
+  const int uploads_after_load = device.uploads;
+
+  KvCache kv(device, spec, 1, 64);
+  std::vector<float> logits;
+  const auto prompt = tc::test::random_tokens(6, 61, kVocab);
+  const StepSequence first{0, prompt, false};
+  REQUIRE(hybrid.forward({&first, 1}, kv, logits) == StepStatus::Ok);
+  const size_t n_words = static_cast<size_t>((spec.n_ff + 31) / 32);
+  const size_t embd_bytes = static_cast<size_t>(spec.n_embd) * sizeof(float);
+  for (int step = 0; step < 8; ++step) {
+    const TokenId next = static_cast<TokenId>((13 * step + 5) % kVocab);
+    const auto hot_before = hybrid.hybrid_counters()->hot;
+    const size_t to_device = device.to_device_bytes, to_host = device.to_host_bytes;
+    const StepSequence seq{0, std::span(&next, 1), false, true};
+    REQUIRE(hybrid.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
+    // Out: per layer the bitmask and ffn_norm(x); then the logits.
+    CHECK(device.to_host_bytes - to_host ==
+          static_cast<size_t>(spec.n_layer) * (n_words * sizeof(uint32_t) + embd_bytes) + kVocab * sizeof(float));
+    // In: the token id and position; per layer the hot positions and at most one partial sum.
+    size_t hot_positions = 0;
+    for (size_t l = 0; l < hot_before.size(); ++l) {
+      hot_positions += static_cast<size_t>(hybrid.hybrid_counters()->hot[l] - hot_before[l]) * sizeof(int32_t);
+    }
+    const size_t in = device.to_device_bytes - to_device;
+    CHECK(in >= 2 * sizeof(int32_t) + hot_positions);
+    CHECK(in <= 2 * sizeof(int32_t) + hot_positions + static_cast<size_t>(spec.n_layer) * embd_bytes);
+  }
+  CHECK(device.uploads == uploads_after_load);
+}
+
+TEST_CASE("hybrid mode refuses what it cannot run, saying why", "[model][hybrid]") {
+  const auto loaded = planted_model("refuse", false, "f32");
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 1});
+  tc::test::HostDeviceBackend device(1);
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}),
+                    Catch::Contains("needs a neuron placement") && Catch::Contains("--placement"));
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {}, HybridOptions{cpu.get(), all_hot(loaded->spec)}),
+                    Catch::Contains("runs the sparse FFN"));
+  NeuronPlacement short_plan = all_hot(loaded->spec);
+  short_plan.hot.pop_back();
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), short_plan}),
+                    Catch::Contains("1 layers; the model has 2"));
+  NeuronPlacement unsorted = none_hot(loaded->spec);
+  unsorted.hot[1] = {5, 3};
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), unsorted}),
+                    Catch::Contains("layer 1") && Catch::Contains("ascending"));
+}

@@ -1,0 +1,56 @@
+// `--placement` (hybrid mode) through the real binary: a plan from `place`
+// runs on `--device cuda` where a GPU is (the hybrid line on stderr), and
+// everywhere else stops with the reason; misuse is refused with a message.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/test_util.h"
+
+using tc::test::run_command;
+
+namespace {
+
+std::string bin() { return tc::test::thermocline_binary().string(); }
+
+}  // namespace
+
+TEST_CASE("generate --placement runs hybrid mode on a GPU and says why not elsewhere", "[integration][hybrid]") {
+  const auto dir = tc::test::scratch_dir("cli_hybrid");
+  const std::string model = (dir / "m.gguf").string();
+  const std::string stats = (dir / "m.stats").string();
+  const std::string plan = (dir / "m.gpuidx").string();
+  const std::string corpus = (tc::test::source_dir() / "README.md").string();
+  auto made = run_command(bin() + " make-model --sparse -o " + model +
+                          " --n-embd 128 --n-layer 2 --n-ff 512 --n-head 4 --n-vocab 1024 --type f16"
+                          " --predictor-rank 32 --seed 4 -t 2");
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  auto prof = run_command(bin() + " profile -m " + model + " --corpus " + corpus + " -o " + stats +
+                          " --ctx 128 -n 1024 -t 2");
+  INFO(prof.output);
+  REQUIRE(prof.exit_code == 0);
+  // 1.3 MiB: the fixed part of this shape (957 KiB) and about half of the neurons.
+  auto placed = run_command(bin() + " place -m " + model + " --stats " + stats +
+                            " --vram-budget 1.3MiB --ctx 128 --parallel 1 --batch 32 -o " + plan);
+  INFO(placed.output);
+  REQUIRE(placed.exit_code == 0);
+
+  const std::string args = " -m " + model + " -p 'The quick brown fox' -n 8 -t 2 --placement " + plan;
+  auto on_cpu = run_command(bin() + " generate" + args + " --device cpu");
+  CHECK(on_cpu.exit_code != 0);
+  CHECK_THAT(on_cpu.output, Catch::Contains("--placement") && Catch::Contains("needs --device cuda"));
+  auto dense = run_command(bin() + " generate" + args + " --device cuda --sparsity dense");
+  CHECK(dense.exit_code != 0);
+  CHECK_THAT(dense.output, Catch::Contains("CUDA") || Catch::Contains("needs the sparse FFN"));
+
+  auto hybrid = run_command(bin() + " generate" + args + " --device cuda");
+  INFO(hybrid.output);
+  if (hybrid.exit_code == 0) {
+    CHECK_THAT(hybrid.output, Catch::Contains("hybrid: ") && Catch::Contains("FFN neurons hot"));
+  } else {
+    // No CUDA in this build or no GPU here: the backend's reason, no crash.
+    CHECK(hybrid.exit_code == 1);
+    CHECK_THAT(hybrid.output, Catch::Contains("error: ") && Catch::Contains("CUDA"));
+  }
+}
