@@ -51,11 +51,15 @@ void register_bench(CLI::App& app) {
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
   runners()["bench"] = [o] {
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
+      return sparse::PlacementShape{.n_ctx = std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
+                                    .n_parallel = o->bench.n_parallel,
+                                    .n_batch = std::max<int64_t>(o->bench.n_batch, o->bench.n_parallel)};
+    });
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;
-    runtime::KvCache kv(*backend, loaded->spec, static_cast<int>(o->bench.n_parallel), std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1);
+    runtime::KvCache kv = m.make_kv_cache();
     const auto series = runtime::run_bench(llama, kv, o->bench);
     // What a tg token reads, with the sparse FFN's measured neuron counts.
     const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),

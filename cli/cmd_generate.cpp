@@ -46,7 +46,12 @@ void register_generate(CLI::App& app) {
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
   runners()["generate"] = [o] {
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o, prompt_estimate](const model::ModelSpec& spec) {
+      const int64_t n_ctx =
+          o->n_ctx > 0 ? o->n_ctx : std::min(spec.n_ctx_train, prompt_estimate + o->gen.n_predict);
+      return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = std::min(o->gen.n_batch, n_ctx)};
+    });
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;
@@ -54,10 +59,8 @@ void register_generate(CLI::App& app) {
         !err.empty()) {
       throw std::invalid_argument(err);
     }
-    const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
-    const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx
-                                       : std::min(loaded->spec.n_ctx_train, prompt_estimate + o->gen.n_predict);
-    runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);
+    const int64_t n_ctx = m.shape.n_ctx;
+    runtime::KvCache kv = m.make_kv_cache();
     std::fprintf(stderr, "model %s, %s, context %lld\n", o->model.c_str(), backend->name().c_str(),
                  static_cast<long long>(n_ctx));
     std::cout << o->prompt << std::flush;

@@ -49,18 +49,21 @@ void register_perplexity(CLI::App& app) {
     // steps run sparse unless told otherwise (each token still uses only its
     // own predicted neurons, as in decode).
     if (sparse_max->count() == 0) o->sparsity.sparse_max_tokens = o->n_batch;
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity);
+    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec& spec) {
+      const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, spec.n_ctx_train);
+      return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = std::min(o->n_batch, n_ctx)};
+    });
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;
-    const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, loaded->spec.n_ctx_train);
+    const int64_t n_ctx = m.shape.n_ctx;
     if (n_ctx > loaded->spec.n_ctx_train) {
       std::fprintf(stderr, "warning: --ctx %lld is longer than the model's training context %lld\n",
                    static_cast<long long>(n_ctx), static_cast<long long>(loaded->spec.n_ctx_train));
     }
     const auto& vocab = loaded->tokenizer->vocab();
     const auto tokens = loaded->tokenizer->encode(read_text_input(o->text));
-    runtime::KvCache kv(*backend, loaded->spec, 1, n_ctx);
+    runtime::KvCache kv = m.make_kv_cache();
     const runtime::PerplexityOptions options{n_ctx, o->n_batch, o->n_chunks};
     const int64_t n_whole = static_cast<int64_t>(tokens.size()) / n_ctx;
     const int64_t n_chunks = o->n_chunks > 0 ? std::min(o->n_chunks, n_whole) : n_whole;

@@ -7,6 +7,8 @@
 #include "config/device_setting.h"
 #include "engine/sparse/activation_stats.h"
 #include "engine/sparse/gpu_index.h"
+#include "engine/sparse/layer_offload_plan.h"
+#include "engine/sparse/vram_budget.h"
 #include "kernels/backend_from_setting.h"
 
 namespace tc::cli {
@@ -27,6 +29,14 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "dense | auto (sparse FFN when the model has predictors) | relu (sparse FFN, required) | "
                   "teal:X (TEAL thresholds at target sparsity X, from --stats)")
       ->capture_default_str();
+  auto* offload = sub->add_option("--offload-layers", options.offload_layers,
+                                  "Layer offload (needs --device cuda; dense FFN): the first K layers on the GPU, "
+                                  "the rest on the CPU; the output head too when K is every layer")
+                      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("--vram-budget", options.vram_budget,
+                  "Layer offload (needs --device cuda): the largest --offload-layers K whose weights, KV cache "
+                  "and workspace fit this many bytes (e.g. 12GiB, 800MiB)")
+      ->excludes(offload);
   return sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
                          "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too "
                          "(generated tokens always do); 0: prompts run dense")
@@ -34,7 +44,8 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
 }
 
-CliModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options) {
+CliModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options,
+                        const ShapeOf& shape_of) {
   config::SparsitySetting setting;
   try {
     setting = config::parse_sparsity_setting(options.sparsity);
@@ -53,9 +64,47 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
                                 "needs --device cuda; on the CPU every neuron is already on the CPU, drop "
                                 "--placement");
   }
+  const bool by_budget = !options.vram_budget.empty();
+  const bool offload = options.offload_layers >= 0 || by_budget;
+  const char* offload_flag = by_budget ? "--vram-budget" : "--offload-layers";
+  uint64_t budget = 0;
+  if (offload) {
+    if (!device.cuda) {
+      throw std::invalid_argument(std::string(offload_flag) + " runs layer offload (the first layers on a GPU, the "
+                                  "rest on the CPU): it needs --device cuda");
+    }
+    if (hybrid) {
+      throw std::invalid_argument(std::string(offload_flag) + " (layer offload) and --placement (hybrid mode) are "
+                                  "two modes: pick one (the placement already spent its VRAM budget)");
+    }
+    if (by_budget) {
+      try {
+        budget = sparse::parse_byte_size(options.vram_budget);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--vram-budget: ") + e.what());
+      }
+    }
+  }
   CliModel m;
   m.loaded = model::load_model(path, {.stats = options.stats});
+  m.shape = shape_of(m.loaded->spec);
   m.backend = kernels::create_backend(device, threads);
+  model::LayerOffloadOptions offload_options;
+  std::string offload_summary;
+  if (offload) {
+    const auto& spec = m.loaded->spec;
+    offload_options.n_device_layers = options.offload_layers;
+    if (by_budget) {
+      const auto plan = sparse::plan_layer_offload(sparse::layer_offload_costs(m.loaded->file, spec, m.shape), budget);
+      offload_options.n_device_layers = plan.n_device_layers;
+      offload_summary = " (--vram-budget: " + plan.summary + ")";
+    } else if (options.offload_layers > spec.n_layer) {
+      throw std::invalid_argument("--offload-layers " + std::to_string(options.offload_layers) + ": " + path +
+                                  " has " + std::to_string(spec.n_layer) + " layers");
+    }
+    m.cold_backend = kernels::create_backend(config::DeviceSetting{}, threads);
+    offload_options.cpu = m.cold_backend.get();
+  }
   m.plan = sparse::plan_sparsity(*m.loaded, setting, options.sparse_max_tokens,
                                  hybrid || m.backend->device() == kernels::DeviceKind::Cpu);
   model::HybridOptions hybrid_options;
@@ -72,7 +121,12 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
   }
   int64_t n_hot = 0;
   for (const auto& layer : hybrid_options.placement.hot) n_hot += static_cast<int64_t>(layer.size());
-  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options));
+  if (offload && m.plan.forward.ffn_mode != model::FfnMode::Dense) {
+    throw std::invalid_argument(std::string(offload_flag) + " (layer offload) runs the dense FFN: use --sparsity "
+                                "dense (the plan here is: " + m.plan.summary + ")");
+  }
+  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options),
+                                                offload_options);
   m.plan.attach(*m.llama);
   std::fprintf(stderr, "sparsity: %s\n", m.plan.summary.c_str());
   if (hybrid) {
@@ -80,6 +134,14 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
     std::fprintf(stderr, "hybrid: %lld of %lld FFN neurons hot (%s) on %s, the cold ones on %s\n",
                  static_cast<long long>(n_hot), static_cast<long long>(n_neurons), options.placement.c_str(),
                  m.backend->name().c_str(), m.cold_backend->name().c_str());
+  }
+  if (offload) {
+    std::fprintf(stderr, "layer offload: the first %lld of %lld layers on %s (%s of weights%s), the rest on %s%s\n",
+                 static_cast<long long>(offload_options.n_device_layers),
+                 static_cast<long long>(m.loaded->spec.n_layer), m.backend->name().c_str(),
+                 sparse::human_bytes(m.llama->device_weight_bytes()).c_str(),
+                 offload_options.n_device_layers == m.loaded->spec.n_layer ? ", output head included" : "",
+                 m.cold_backend->name().c_str(), offload_summary.c_str());
   }
   return m;
 }

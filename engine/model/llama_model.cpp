@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+
+#include "kernels/check.h"
 
 namespace tc::model {
 namespace {
@@ -61,15 +64,18 @@ void LlamaModel::prepare_input(int64_t layer, LinearInput site, int64_t n_tokens
 std::string_view ffn_mode_name(FfnMode mode) { return mode == FfnMode::Sparse ? "sparse" : "dense"; }
 
 LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options,
-                       HybridOptions hybrid)
+                       HybridOptions hybrid, LayerOffloadOptions offload)
     : spec_(model.spec),
       options_(options),
       weights_(map_llama_weights(model.file, model.spec)),
       transposed_down_(backend),
       backend_(backend),
       activation_(activation_for(model.spec.ffn_form)),
-      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale} {
+      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale},
+      offload_cpu_(offload.cpu),
+      n_device_layers_(offload.n_device_layers) {
   const bool hybrid_mode = hybrid.cpu != nullptr;
+  if (offload_cpu_ != nullptr) check_layer_offload(model, hybrid_mode);
   if (hybrid_mode && options.ffn_mode != FfnMode::Sparse) {
     throw std::invalid_argument("hybrid mode (a neuron placement) runs the sparse FFN: use --sparsity relu or auto");
   }
@@ -89,9 +95,12 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   const LlamaWeights host_weights = weights_;
   // The CPU backend: the same views, nothing copied. Hybrid: no FFN matrices
   // (the split below uploads the hot rows).
-  PlacedWeights placed = place_weights(weights_, backend, !hybrid_mode);
+  PlacedWeights placed = offload_cpu_ != nullptr
+                             ? place_leading_layers(weights_, backend, n_device_layers_, head_on_device())
+                             : place_weights(weights_, backend, !hybrid_mode);
   weights_ = std::move(placed.views);
   weight_storage_ = std::move(placed.storage);
+  device_weight_bytes_ = placed.device_bytes;
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (spec_.ffn_form == FfnForm::SwiGLU) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu); " + model.file.path() +
@@ -125,30 +134,63 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
 
 LlamaModel::~LlamaModel() = default;
 
+void LlamaModel::check_layer_offload(const LoadedModel& model, bool hybrid_mode) const {
+  const std::string what = "layer offload (--offload-layers)";
+  if (on_host(backend_)) throw std::invalid_argument(what + " needs a GPU backend (--device cuda)");
+  if (!on_host(*offload_cpu_)) throw std::invalid_argument(what + ": the host layers' backend must be the CPU's");
+  if (hybrid_mode) throw std::invalid_argument(what + " and a neuron placement (hybrid mode) are two modes: pick one");
+  if (options_.ffn_mode != FfnMode::Dense) {
+    throw std::invalid_argument(what + " runs the dense FFN: use --sparsity dense");
+  }
+  if (spec_.sparse_layout) {
+    throw std::invalid_argument(what + ": " + model.file.path() + " is a PWRI file; it needs a GGUF file");
+  }
+  if (n_device_layers_ < 0 || n_device_layers_ > spec_.n_layer) {
+    throw std::invalid_argument(what + ": " + std::to_string(n_device_layers_) + " layers asked, the model has " +
+                                std::to_string(spec_.n_layer));
+  }
+}
+
+runtime::KvCache LlamaModel::make_kv_cache(int n_slots, int64_t n_ctx) {
+  if (offload_cpu_ == nullptr) return runtime::KvCache(backend_, spec_, n_slots, n_ctx);
+  return runtime::KvCache(backend_, *offload_cpu_, n_device_layers_, spec_, n_slots, n_ctx);
+}
+
+void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x) {
+  auto f32 = [&b](int64_t n) { return b.allocate(static_cast<size_t>(n) * sizeof(float)); };
+  // The CPU side's residual crosses to and from the device: pinned, so the copies run at full speed.
+  ws.x = pinned_x ? backend_.allocate_host(static_cast<size_t>(t * spec_.n_embd) * sizeof(float))
+                  : f32(t * spec_.n_embd);
+  ws.cur = f32(t * spec_.n_embd);
+  ws.q = f32(t * spec_.n_embd);
+  ws.k = f32(t * spec_.n_embd_kv());
+  ws.v = f32(t * spec_.n_embd_kv());
+  if (hybrid_ffn_ == nullptr) {  // hybrid mode has its own, smaller, FFN workspace
+    ws.ffn_gate = f32(t * spec_.n_ff);
+    ws.ffn_up = f32(t * spec_.n_ff);
+  }
+  ws.tmp = f32(t * spec_.n_embd);
+}
+
 void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
-  auto f32 = [this](int64_t n) { return backend_.allocate(static_cast<size_t>(n) * sizeof(float)); };
+  const bool device_used = offload_cpu_ == nullptr || n_device_layers_ > 0;
   if (n_tokens > capacity_tokens_) {
     const int64_t t = std::max(n_tokens, capacity_tokens_ * 2);
-    x_ = f32(t * spec_.n_embd);
-    cur_ = f32(t * spec_.n_embd);
-    q_ = f32(t * spec_.n_embd);
-    k_ = f32(t * spec_.n_embd_kv());
-    v_ = f32(t * spec_.n_embd_kv());
-    if (hybrid_ffn_ == nullptr) {  // hybrid mode has its own, smaller, FFN workspace
-      ffn_gate_ = f32(t * spec_.n_ff);
-      ffn_up_ = f32(t * spec_.n_ff);
+    if (device_used) reserve_workspace(backend_, ws_, t, false);
+    if (offload_cpu_ != nullptr) reserve_workspace(*offload_cpu_, cpu_ws_, t, true);
+    if (device_used) {
+      ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
+      positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
     }
-    tmp_ = f32(t * spec_.n_embd);
-    ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
-    positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
     ids_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
     positions_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
     capacity_tokens_ = t;
   }
   if (n_logit_rows > capacity_logit_rows_) {
     const int64_t r = std::max(n_logit_rows, capacity_logit_rows_ * 2);
-    head_in_ = f32(r * spec_.n_embd);
-    if (!on_host(backend_)) logits_dev_ = f32(r * spec_.n_vocab);
+    kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
+    head_in_ = head.allocate(static_cast<size_t>(r * spec_.n_embd) * sizeof(float));
+    if (!on_host(head)) logits_dev_ = head.allocate(static_cast<size_t>(r * spec_.n_vocab) * sizeof(float));
     capacity_logit_rows_ = r;
   }
 }
@@ -180,12 +222,31 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     }
   }
   const size_t index_bytes = static_cast<size_t>(n_tokens) * sizeof(int32_t);
-  backend_.copy_to_device(ids_.data(), ids, index_bytes);
-  backend_.copy_to_device(positions_.data(), positions, index_bytes);
-
-  backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, x_.as<float>());
+  const size_t hidden_bytes = static_cast<size_t>(n_tokens * spec_.n_embd) * sizeof(float);
+  if (offload_cpu_ == nullptr) {
+    backend_.copy_to_device(ids_.data(), ids, index_bytes);
+    backend_.copy_to_device(positions_.data(), positions, index_bytes);
+    backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
+  } else {
+    TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
+    // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
+    offload_cpu_->get_rows(weights_.token_embd, ids, n_tokens, cpu_ws_.x.as<float>());
+    if (n_device_layers_ > 0) {
+      backend_.copy_to_device(positions_.data(), positions, index_bytes);
+      backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
+    }
+  }
   for (int64_t l = 0; l < spec_.n_layer; ++l) {
-    run_layer(weights_.layers[static_cast<size_t>(l)], l, sequences, kv, n_tokens);
+    const auto& w = weights_.layers[static_cast<size_t>(l)];
+    if (layer_on_device(l)) {
+      run_layer(backend_, ws_, positions_.as<int32_t>(), w, l, sequences, kv, n_tokens);
+      continue;
+    }
+    if (l == n_device_layers_ && l > 0) {  // the boundary: the residual comes down once
+      backend_.copy_to_host(cpu_ws_.x.data(), ws_.x.data(), hidden_bytes);
+      backend_.synchronize();
+    }
+    run_layer(*offload_cpu_, cpu_ws_, positions, w, l, sequences, kv, n_tokens);
   }
   if (SparseFfnCounters* counters = sparse_counters(); counters != nullptr) {
     bool any_sparse = false, any_dense = false;
@@ -197,6 +258,8 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
 
   // Gather the rows that need logits, then norm and project only those.
+  kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
+  const float* x = (head_on_device() ? ws_ : cpu_ws_).x.as<float>();
   const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
   int64_t row = 0;
   t = 0;
@@ -204,58 +267,58 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     const auto n = static_cast<int64_t>(s.tokens.size());
     const int64_t first = s.all_logits ? t : t + n - 1;
     for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
-      backend_.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x_.as<float>() + i * spec_.n_embd, row_bytes);
+      head.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x + i * spec_.n_embd, row_bytes);
     }
     t += n;
   }
-  backend_.rms_norm(head_in_.as<float>(), static_cast<const float*>(weights_.output_norm.data), n_logit_rows,
-                    spec_.n_embd, static_cast<float>(spec_.rms_eps), head_in_.as<float>());
-  if (on_host(backend_)) {
-    backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
+  head.rms_norm(head_in_.as<float>(), static_cast<const float*>(weights_.output_norm.data), n_logit_rows,
+                spec_.n_embd, static_cast<float>(spec_.rms_eps), head_in_.as<float>());
+  if (on_host(head)) {
+    head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
   } else {
-    backend_.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits_dev_.as<float>());
-    backend_.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
+    head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits_dev_.as<float>());
+    head.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
   }
   backend_.synchronize();
   return StepStatus::Ok;
 }
 
-void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
-                           runtime::KvCache& kv, int64_t n_tokens) {
+void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w,
+                           int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
+                           int64_t n_tokens) {
   const int64_t n_embd = spec_.n_embd;
   const int64_t n_embd_kv = spec_.n_embd_kv();
   const float eps = static_cast<float>(spec_.rms_eps);
-  float* x = x_.as<float>();
-  float* cur = cur_.as<float>();
-  float* q = q_.as<float>();
-  float* k = k_.as<float>();
-  float* v = v_.as<float>();
-  float* tmp = tmp_.as<float>();
-  const int32_t* positions = positions_.as<int32_t>();
+  float* x = ws.x.as<float>();
+  float* cur = ws.cur.as<float>();
+  float* q = ws.q.as<float>();
+  float* k = ws.k.as<float>();
+  float* v = ws.v.as<float>();
+  float* tmp = ws.tmp.as<float>();
 
   // Attention block.
-  backend_.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
+  b.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
-  backend_.matmul(w.attn_q, cur, n_tokens, q);
-  backend_.matmul(w.attn_k, cur, n_tokens, k);
-  backend_.matmul(w.attn_v, cur, n_tokens, v);
-  backend_.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope_);
-  backend_.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope_);
+  b.matmul(w.attn_q, cur, n_tokens, q);
+  b.matmul(w.attn_k, cur, n_tokens, k);
+  b.matmul(w.attn_v, cur, n_tokens, v);
+  b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope_);
+  b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope_);
   int64_t t = 0;
   for (const auto& s : sequences) {
     const auto n = static_cast<int64_t>(s.tokens.size());
     const int64_t start = kv.n_used(s.slot);
     uint16_t* k_cache = kv.k(s.slot, layer);
     uint16_t* v_cache = kv.v(s.slot, layer);
-    backend_.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
-    backend_.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
-    backend_.attention(q + t * n_embd, k_cache, v_cache, n, start + n, spec_.n_head, spec_.n_head_kv,
+    b.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
+    b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
+    b.attention(q + t * n_embd, k_cache, v_cache, n, start + n, spec_.n_head, spec_.n_head_kv,
                        spec_.head_dim, positions + t, cur + t * n_embd);
     t += n;
   }
   prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd, cur);
-  backend_.matmul(w.attn_output, cur, n_tokens, tmp);
-  backend_.add(x, tmp, n_tokens * n_embd);
+  b.matmul(w.attn_output, cur, n_tokens, tmp);
+  b.add(x, tmp, n_tokens * n_embd);
 
   // The FFN in runs of consecutive sequences that take the same path.
   int64_t begin = 0;
@@ -264,13 +327,13 @@ void LlamaModel::run_layer(const LayerWeights& w, int64_t layer, std::span<const
   for (size_t i = 0; i < sequences.size(); ++i) {
     const bool sparse = runs_sparse(sequences[i]);
     if (t > begin && sparse != run_sparse) {
-      run_ffn(w, layer, begin, t - begin, run_sparse);
+      run_ffn(b, ws, w, layer, begin, t - begin, run_sparse);
       begin = t;
     }
     run_sparse = sparse;
     t += static_cast<int64_t>(sequences[i].tokens.size());
   }
-  if (t > begin) run_ffn(w, layer, begin, t - begin, run_sparse);
+  if (t > begin) run_ffn(b, ws, w, layer, begin, t - begin, run_sparse);
 }
 
 bool LlamaModel::runs_sparse(const StepSequence& s) const {
@@ -278,12 +341,13 @@ bool LlamaModel::runs_sparse(const StepSequence& s) const {
          (s.generated || static_cast<int64_t>(s.tokens.size()) <= options_.sparse_max_tokens);
 }
 
-void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64_t n_tokens, bool sparse) {
+void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0,
+                         int64_t n_tokens, bool sparse) {
   const int64_t n_embd = spec_.n_embd;
-  float* x = x_.as<float>() + t0 * n_embd;
-  float* cur = cur_.as<float>() + t0 * n_embd;
-  float* tmp = tmp_.as<float>() + t0 * n_embd;
-  backend_.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
+  float* x = ws.x.as<float>() + t0 * n_embd;
+  float* cur = ws.cur.as<float>() + t0 * n_embd;
+  float* tmp = ws.tmp.as<float>() + t0 * n_embd;
+  b.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
                     static_cast<float>(spec_.rms_eps), cur);
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
   if (hybrid_ffn_ != nullptr) {
@@ -292,23 +356,23 @@ void LlamaModel::run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64
   } else if (sparse) {
     sparse_ffn_->run(layer, w, x, cur, n_tokens, tmp);
   } else {
-    float* gate = ffn_gate_.as<float>() + t0 * spec_.n_ff;
-    float* up = ffn_up_.as<float>() + t0 * spec_.n_ff;
-    backend_.matmul(w.ffn_gate, cur, n_tokens, gate);
-    backend_.matmul(w.ffn_up, cur, n_tokens, up);
+    float* gate = ws.ffn_gate.as<float>() + t0 * spec_.n_ff;
+    float* up = ws.ffn_up.as<float>() + t0 * spec_.n_ff;
+    b.matmul(w.ffn_gate, cur, n_tokens, gate);
+    b.matmul(w.ffn_up, cur, n_tokens, up);
     if (observer_ != nullptr) {
-      backend_.synchronize();
+      b.synchronize();
       observer_->on_ffn(layer, n_tokens, x, gate, up);
     }
-    backend_.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
+    b.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
     prepare_input(layer, LinearInput::FfnDown, n_tokens, spec_.n_ff, gate);
     if (w.ffn_down.data != nullptr) {
-      backend_.matmul(w.ffn_down, gate, n_tokens, tmp);
+      b.matmul(w.ffn_down, gate, n_tokens, tmp);
     } else {
       transposed_down_.run(w.ffn_down_t, gate, n_tokens, tmp);
     }
   }
-  backend_.add(x, tmp, n_tokens * n_embd);
+  b.add(x, tmp, n_tokens * n_embd);
 }
 
 }  // namespace tc::model

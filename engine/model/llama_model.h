@@ -109,6 +109,18 @@ struct HybridOptions {
   NeuronPlacement placement;        // the hot neurons of every layer
 };
 
+// Layer offload, the llama.cpp-style baseline (docs/hybrid.md "Layer offload
+// (the baseline)"): the model's backend (a GPU) runs layers [0,
+// n_device_layers) from uploaded weights with their KV cache in its memory;
+// `cpu` runs the token embedding lookup (always, as llama.cpp keeps its
+// input layer on the CPU), layers [n_device_layers, n_layer) from the mapped
+// file, and the output norm and head unless every layer is on the device.
+// Only the hidden state (f32 [n_tokens, n_embd]) crosses at each boundary.
+struct LayerOffloadOptions {
+  kernels::Backend* cpu = nullptr;  // CPU backend of the host layers; not owned, outlives the model; null: not offload
+  int64_t n_device_layers = 0;      // k in [0, n_layer]
+};
+
 class LlamaModel {
  public:
   // `model` and `backend` must outlive this object. The weights are placed
@@ -120,8 +132,11 @@ class LlamaModel {
   // files need hybrid mode (`hybrid.cpu` set; FfnMode::Sparse): only the
   // hot neurons' FFN rows are uploaded, and every FFN step, sparse or dense,
   // runs split (std::invalid_argument otherwise, saying so).
+  // Layer offload (`offload.cpu` set) needs a device backend, the dense FFN,
+  // a GGUF (not PWRI) file and no hybrid placement (std::invalid_argument
+  // otherwise); its KV cache must come from make_kv_cache().
   LlamaModel(const LoadedModel& model, kernels::Backend& backend, const ForwardOptions& options = {},
-             HybridOptions hybrid = {});
+             HybridOptions hybrid = {}, LayerOffloadOptions offload = {});
   ~LlamaModel();
 
   const ModelSpec& spec() const { return spec_; }
@@ -131,6 +146,15 @@ class LlamaModel {
   // sequence in order, its last token's logits (or every token's when
   // all_logits), and each slot's KV length has grown by its token count.
   StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
+
+  // A KV cache for this model: on its backend, or in layer offload mode
+  // split, layers [0, k) on the device and the rest on the CPU backend.
+  runtime::KvCache make_kv_cache(int n_slots, int64_t n_ctx);
+  // Layer offload: the CPU backend (nullptr otherwise) and k.
+  kernels::Backend* offload_cpu() const { return offload_cpu_; }
+  int64_t n_device_layers() const { return n_device_layers_; }
+  // Bytes of weights copied to the backend at load (0 on the CPU backend).
+  size_t device_weight_bytes() const { return device_weight_bytes_; }
 
   const ForwardOptions& options() const { return options_; }
   // The sparse FFN's counters (nullptr in dense mode); reset by assigning {}.
@@ -150,14 +174,32 @@ class LlamaModel {
   void set_input_sparsifier(InputSparsifier* sparsifier);
 
  private:
+  // The activation buffers of one side (the backend's, or the CPU's in
+  // layer offload mode), f32; rows = tokens of the step.
+  struct Workspace {
+    kernels::Buffer x;         // [T, n_embd] residual stream
+    kernels::Buffer cur;       // [T, n_embd] normed input / attention output
+    kernels::Buffer q;         // [T, n_embd]
+    kernels::Buffer k;         // [T, n_embd_kv]
+    kernels::Buffer v;         // [T, n_embd_kv]
+    kernels::Buffer ffn_gate;  // [T, n_ff] (not in hybrid mode, which has its own)
+    kernels::Buffer ffn_up;    // [T, n_ff]
+    kernels::Buffer tmp;       // [T, n_embd] projection outputs before the residual add
+  };
+  void check_layer_offload(const LoadedModel& model, bool hybrid_mode) const;
+  void reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x);
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
+  bool layer_on_device(int64_t layer) const { return offload_cpu_ == nullptr || layer < n_device_layers_; }
+  bool head_on_device() const { return offload_cpu_ == nullptr || n_device_layers_ == spec_.n_layer; }
   // Shows a linear input to the observer, then lets the sparsifier rewrite it.
   void prepare_input(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x);
-  void run_layer(const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
-                 runtime::KvCache& kv, int64_t n_tokens);
+  // One layer on backend `b` over workspace `ws`; positions: i32 [T] that b can read.
+  void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w, int64_t layer,
+                 std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
 
   // The FFN block over rows [t0, t0 + n) of the step, dense or sparse.
-  void run_ffn(const LayerWeights& w, int64_t layer, int64_t t0, int64_t n, bool sparse);
+  void run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0, int64_t n,
+               bool sparse);
   bool runs_sparse(const StepSequence& s) const;
 
   const ModelSpec& spec_;
@@ -172,25 +214,22 @@ class LlamaModel {
   kernels::Backend& backend_;
   kernels::Activation activation_;
   kernels::RopeParams rope_;
+  kernels::Backend* offload_cpu_ = nullptr;  // layer offload: the host layers' backend
+  int64_t n_device_layers_ = 0;               // layer offload: k
+  size_t device_weight_bytes_ = 0;
   ForwardObserver* observer_ = nullptr;
   InputSparsifier* sparsifier_ = nullptr;
 
   // Workspace, f32 unless noted; rows = tokens of the step.
   int64_t capacity_tokens_ = 0;
   int64_t capacity_logit_rows_ = 0;
-  kernels::Buffer x_;          // [T, n_embd] residual stream
-  kernels::Buffer cur_;        // [T, n_embd] normed input / attention output
-  kernels::Buffer q_;          // [T, n_embd]
-  kernels::Buffer k_;          // [T, n_embd_kv]
-  kernels::Buffer v_;          // [T, n_embd_kv]
-  kernels::Buffer ffn_gate_;   // [T, n_ff]
-  kernels::Buffer ffn_up_;     // [T, n_ff]
-  kernels::Buffer tmp_;        // [T, n_embd] projection outputs before the residual add
+  Workspace ws_;               // on backend_ (unused in layer offload with k = 0)
+  Workspace cpu_ws_;           // layer offload: on offload_cpu_, x in backend_.allocate_host() (pinned) memory
   kernels::Buffer ids_;        // i32 [T]
   kernels::Buffer positions_;  // i32 [T]
   kernels::Buffer ids_host_;        // i32 [T] staging for ids_ (allocate_host)
   kernels::Buffer positions_host_;  // i32 [T] staging for positions_
-  kernels::Buffer head_in_;    // [R, n_embd] rows that get logits
+  kernels::Buffer head_in_;    // [R, n_embd] rows that get logits (on the head's side)
   kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host
 };
 

@@ -55,4 +55,22 @@ PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend,
   return out;
 }
 
+PlacedWeights place_leading_layers(const LlamaWeights& host, kernels::Backend& backend, int64_t n_device_layers,
+                                   bool head) {
+  LlamaWeights device_part;
+  device_part.layers.assign(host.layers.begin(), host.layers.begin() + n_device_layers);
+  if (head) {
+    device_part.output_norm = host.output_norm;
+    device_part.output = host.output;  // placed on its own: the tied token_embd stays on the host
+  }
+  PlacedWeights out = place_weights(device_part, backend);
+  out.views.token_embd = host.token_embd;
+  if (!head) {
+    out.views.output_norm = host.output_norm;
+    out.views.output = host.output;
+  }
+  out.views.layers.insert(out.views.layers.end(), host.layers.begin() + n_device_layers, host.layers.end());
+  return out;
+}
+
 }  // namespace tc::model

@@ -23,4 +23,11 @@ struct PlacedWeights {
 // out of device memory), naming the tensor.
 PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend, bool ffn_matrices = true);
 
+// Layer offload: uploads every tensor of layers [0, n_device_layers) and,
+// when `head` is set, output_norm and the output head (token_embd's data
+// when tied); everything else (token_embd, the later layers) stays the host
+// view. Throws as place_weights.
+PlacedWeights place_leading_layers(const LlamaWeights& host, kernels::Backend& backend, int64_t n_device_layers,
+                                   bool head);
+
 }  // namespace tc::model

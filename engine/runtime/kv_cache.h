@@ -16,11 +16,18 @@ class KvCache {
  public:
   // Allocates n_slots * n_layer * 2 * n_ctx * n_embd_kv f16 values on the backend.
   KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx);
+  // Layer offload: layers [0, n_first_layers) on `first` (the device), the
+  // rest on `rest` (the CPU), each side laid out [slot][layer][k/v] as above.
+  KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers, const model::ModelSpec& spec,
+          int n_slots, int64_t n_ctx);
 
   int n_slots() const { return n_slots_; }
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_embd_kv() const { return n_embd_kv_; }
-  size_t bytes() const { return buffer_.size(); }
+  size_t bytes() const { return buffer_.size() + rest_buffer_.size(); }
+  // Layers [0, n_first_layers()) live in the first backend's memory (all of them unless split).
+  int64_t n_first_layers() const { return n_first_layers_; }
+  size_t first_bytes() const { return buffer_.size(); }
 
   uint16_t* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
   uint16_t* v(int slot, int64_t layer) const { return base(slot, layer, 1); }
@@ -37,7 +44,9 @@ class KvCache {
   int64_t n_layer_;
   int64_t n_ctx_;
   int64_t n_embd_kv_;
-  kernels::Buffer buffer_;
+  int64_t n_first_layers_;
+  kernels::Buffer buffer_;       // f16, layers [0, n_first_layers_)
+  kernels::Buffer rest_buffer_;  // f16, layers [n_first_layers_, n_layer) (split caches only)
   std::vector<int64_t> used_;
 };
 

@@ -19,6 +19,7 @@ class HostDeviceBackend final : public kernels::Backend {
   explicit HostDeviceBackend(int n_threads) : cpu_(kernels::create_backend(kernels::DeviceKind::Cpu, {.n_threads = n_threads})) {}
 
   size_t uploaded_bytes = 0;   // weight bytes copied by upload()
+  size_t allocated_bytes = 0;  // allocate(): "device" memory other than weights
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
@@ -26,7 +27,10 @@ class HostDeviceBackend final : public kernels::Backend {
   kernels::DeviceKind device() const override { return kernels::DeviceKind::Cuda; }
   std::string name() const override { return "host-device (test)"; }
   int n_threads() const override { return cpu_->n_threads(); }
-  kernels::Buffer allocate(size_t bytes) override { return kernels::Buffer::host(bytes); }
+  kernels::Buffer allocate(size_t bytes) override {
+    allocated_bytes += bytes;
+    return kernels::Buffer::host(bytes);
+  }
   kernels::Buffer allocate_host(size_t bytes) override { return kernels::Buffer::host(bytes); }
   // A packed copy, as the CUDA backend makes (row_bytes = the packed size).
   kernels::PlacedTensor upload(const kernels::Tensor& host) override {
