@@ -13,6 +13,7 @@
 #include "kernels/backend.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/test_util.h"
 
@@ -48,22 +49,6 @@ std::unique_ptr<tc::model::LoadedModel> planted_f32(const std::string& name, boo
   return tc::model::load_model(o.output);
 }
 
-// A 12-token prompt (dense: every neuron, split), then one token per step
-// (sparse), teacher-forced: every step's logits.
-std::vector<float> prompt_then_decode(LlamaModel& m, tc::kernels::Backend& backend, const std::vector<TokenId>& tokens) {
-  KvCache kv(backend, m.spec(), 1, 64);
-  std::vector<float> all, logits;
-  const StepSequence prompt{0, std::span(tokens.data(), 12), true};
-  REQUIRE(m.forward({&prompt, 1}, kv, logits) == StepStatus::Ok);
-  all = logits;
-  for (size_t i = 12; i < tokens.size(); ++i) {
-    const StepSequence step{0, std::span(tokens.data() + i, 1), false, true};
-    REQUIRE(m.forward({&step, 1}, kv, logits) == StepStatus::Ok);
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("[cuda] hybrid mode on the GPU matches the CPU sparse pass", "[cuda][model][hybrid]") {
@@ -81,8 +66,8 @@ TEST_CASE("[cuda] hybrid mode on the GPU matches the CPU sparse pass", "[cuda][m
     }
     LlamaModel hybrid(*loaded, *cuda, {.ffn_mode = FfnMode::Sparse}, {cpu.get(), placement});
     const auto tokens = tc::test::random_tokens(28, 81, kVocab);
-    const auto want = prompt_then_decode(on_cpu, *cpu, tokens);
-    const auto got = prompt_then_decode(hybrid, *cuda, tokens);
+    const auto want = tc::test::prompt_then_decode_logits(on_cpu, *cpu, tokens, 12);
+    const auto got = tc::test::prompt_then_decode_logits(hybrid, *cuda, tokens, 12);
     REQUIRE(got.size() == want.size());
     const size_t n_rows = want.size() / kVocab;
     for (size_t r = 0; r < n_rows; ++r) {

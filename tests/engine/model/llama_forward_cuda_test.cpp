@@ -13,6 +13,7 @@
 #include "kernels/backend.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/test_util.h"
 
@@ -43,23 +44,6 @@ std::unique_ptr<tc::model::LoadedModel> gpu_test_model(const std::string& type) 
   return tc::model::load_model(o.output);
 }
 
-// Logits of every position: the prompt's first 8 tokens in one step, then
-// one token per step through the KV cache.
-std::vector<float> prefill_then_decode(LlamaModel& m, tc::kernels::Backend& backend,
-                                       const std::vector<TokenId>& tokens) {
-  KvCache kv(backend, m.spec(), 1, 64);
-  std::vector<float> all, logits;
-  const StepSequence prefill{0, std::span(tokens.data(), 8), true};
-  REQUIRE(m.forward({&prefill, 1}, kv, logits) == StepStatus::Ok);
-  all = logits;
-  for (size_t i = 8; i < tokens.size(); ++i) {
-    const StepSequence step{0, std::span(tokens.data() + i, 1), false, true};
-    REQUIRE(m.forward({&step, 1}, kv, logits) == StepStatus::Ok);
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("[cuda] the forward pass on the GPU matches the float64 reference and the CPU", "[cuda][model]") {
@@ -71,8 +55,8 @@ TEST_CASE("[cuda] the forward pass on the GPU matches the float64 reference and 
     auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
     LlamaModel on_cpu(*loaded, *cpu);
     LlamaModel on_gpu(*loaded, *cuda);
-    const auto want = prefill_then_decode(on_cpu, *cpu, tokens);
-    const auto got = prefill_then_decode(on_gpu, *cuda, tokens);
+    const auto want = tc::test::prompt_then_decode_logits(on_cpu, *cpu, tokens, 8);
+    const auto got = tc::test::prompt_then_decode_logits(on_gpu, *cuda, tokens, 8);
     REQUIRE(got.size() == want.size());
     const auto ref = tc::test::reference_logits(loaded->file, loaded->spec, tokens);
     // The CPU quantizes activations to int8 for the quantized types; the GPU

@@ -1,0 +1,34 @@
+// Test helper: every position's logits from a prompt run in one step and
+// then the rest of the tokens one per step through the KV cache, for
+// comparing a model on two backends (or two modes) position by position.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "engine/model/llama_model.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace tc::test {
+
+// f32 [tokens.size(), n_vocab]: the prompt's n_prompt positions (one step,
+// all_logits), then one row per decode step. The KV cache: 1 slot, 64 tokens.
+inline std::vector<float> prompt_then_decode_logits(model::LlamaModel& m, kernels::Backend& backend,
+                                                    const std::vector<text::TokenId>& tokens, size_t n_prompt) {
+  runtime::KvCache kv(backend, m.spec(), 1, 64);
+  std::vector<float> all, logits;
+  const model::StepSequence prompt{0, std::span(tokens.data(), n_prompt), true};
+  REQUIRE(m.forward({&prompt, 1}, kv, logits) == model::StepStatus::Ok);
+  all = logits;
+  for (size_t i = n_prompt; i < tokens.size(); ++i) {
+    const model::StepSequence step{0, std::span(tokens.data() + i, 1), false, true};
+    REQUIRE(m.forward({&step, 1}, kv, logits) == model::StepStatus::Ok);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+}  // namespace tc::test
