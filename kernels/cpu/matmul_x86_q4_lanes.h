@@ -2,14 +2,20 @@
 // Q4_0 GEMM with weight rows in the vector lanes, for batches of 3 tokens and
 // more (prefill, several sequences decoding at once).
 //
-// A tile of 8 rows x one chunk (up to 32 blocks) is repacked once into L1:
-// per block, 8 vectors (step s: the 8 rows' elements 4s..4s+3 as unsigned
-// nibbles, row j in int32 lane j) and the 8 rows' f32 scales. Each step then
-// costs one broadcast of the token's 4 activations and one vpmaddubsw per
-// token: the 8 steps' int16 pair sums add without overflow (8 x 2 x 15 x 127
-// < 32767) and one vpmaddwd leaves each row's exact int32 block sum in its
-// lane, with no transpose. The row-by-row kernels (matmul_x86_quant.h) need
-// a 4 x 4 transpose per group, row and token to get the same sums.
+// A tile of 8 (ymm) or 16 (zmm) rows x one chunk (up to 32 blocks) is
+// repacked once into L1: per block, 8 vectors (step s: the rows' elements
+// 4s..4s+3 as unsigned nibbles, row j in int32 lane j) and the rows' f32
+// scales. Each step then costs one broadcast of the token's 4 activations
+// and one vpdpbusd per token (AVX2: one vpmaddubsw; the 8 steps' int16 pair
+// sums add without overflow, 8 x 2 x 15 x 127 < 32767, and one vpmaddwd
+// leaves each row's exact int32 block sum in its lane), with no transpose.
+// The row-by-row kernels (matmul_x86_quant.h) need a 4 x 4 transpose per
+// group, row and token to get the same sums.
+//
+// The avx512 variant runs 16 rows per zmm (LaneVec16) and the AVX2 one 8 per
+// ymm (LaneVec8); a row's lane sees the same operations either way, so the
+// width changes no bit. Rows left over from the 16-row tiles take an 8-row
+// tile, then the row-by-row packed GEMM.
 //
 // Same bits as the row-by-row kernels: block sums are exact integers, and the
 // float steps replay OpsQ4_0's order for each row, lane by lane. There a row
@@ -18,7 +24,7 @@
 // group; each chain is chain = fma(float(sum - 8 * sum32), dw * dx, chain)
 // from +0, then store_tile adds the two parities and sums the 8 lanes as
 // ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)). Here each of those 16
-// chains is a vector over the 8 rows, kept in a small buffer per token.
+// chains is a vector over the tile's rows, kept in a small buffer per token.
 // (Blocks missing from a last partial group add fma(0, 0, chain) there,
 // which leaves a chain unchanged: chains are never -0. They are skipped.)
 #pragma once
@@ -32,68 +38,129 @@
 namespace tc::kernels::detail {
 namespace {
 
-constexpr int kLaneRows = 8;
-// Tokens per micro-kernel: 8 int16 sums, the step's weights and a broadcast
-// fit the 16 AVX2 registers.
-constexpr int kLaneTokens = 4;
-
-struct PackQ4Lanes {
-  __m256i q[kChunkBlocks32][8];               // block i, step s: rows 0-7 x elements 4s..4s+3, 0..15
-  alignas(32) float dw[kChunkBlocks32][kLaneRows];  // block i: the rows' scales
+// The vector a tile's rows share, one row per 32-bit lane: 8 rows in a ymm.
+struct LaneVec8 {
+  static constexpr int kRows = 8;
+  // Tokens per micro-kernel: 8 int16 sums, the step's weights and a
+  // broadcast fit the 16 AVX2 registers.
+  static constexpr int kTokens = 4;
+  using I = __m256i;
+  using F = __m256;
+  static I load_i(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
+  static I set1_i(int32_t v) { return _mm256_set1_epi32(v); }
+  static I zero_i() { return _mm256_setzero_si256(); }
+  static I sub_i(I a, I b) { return _mm256_sub_epi32(a, b); }
+#if defined(TC_MATMUL_VNNI)
+  static I dot_acc(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
+#endif
+  static F load_f(const float* p) { return _mm256_load_ps(p); }
+  static F loadu_f(const float* p) { return _mm256_loadu_ps(p); }
+  static void storeu_f(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static F set1_f(float v) { return _mm256_set1_ps(v); }
+  static F zero_f() { return _mm256_setzero_ps(); }
+  static F add_f(F a, F b) { return _mm256_add_ps(a, b); }
+  static F mul_f(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fma_f(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F cvt_f(I v) { return _mm256_cvtepi32_ps(v); }
 };
 
-// Repacks blocks [b0, b0 + nb) of 8 rows.
-inline void pack_q4_lanes(PackQ4Lanes& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+#if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
+// 16 rows in a zmm (the avx512 variant): twice the rows per vpdpbusd and per
+// float step, for the same activation broadcasts. (8 tokens per
+// micro-kernel measured no faster than 4.)
+struct LaneVec16 {
+  static constexpr int kRows = 16;
+  static constexpr int kTokens = 4;
+  using I = __m512i;
+  using F = __m512;
+  static I load_i(const void* p) { return _mm512_load_si512(p); }
+  static I set1_i(int32_t v) { return _mm512_set1_epi32(v); }
+  static I zero_i() { return _mm512_setzero_si512(); }
+  static I sub_i(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I dot_acc(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F load_f(const float* p) { return _mm512_load_ps(p); }
+  static F loadu_f(const float* p) { return _mm512_loadu_ps(p); }
+  static void storeu_f(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F set1_f(float v) { return _mm512_set1_ps(v); }
+  static F zero_f() { return _mm512_setzero_ps(); }
+  static F add_f(F a, F b) { return _mm512_add_ps(a, b); }
+  static F mul_f(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fma_f(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  // The zero-masked form: GCC 12's _mm512_cvtepi32_ps reads an undefined
+  // vector and warns (-Wmaybe-uninitialized); with every lane kept it is the
+  // same conversion.
+  static F cvt_f(I v) { return _mm512_maskz_cvtepi32_ps(0xffff, v); }
+};
+#endif
+
+// A tile of V::kRows rows x one chunk (up to 32 blocks), repacked once.
+template <class V>
+struct PackQ4Lanes {
+  // Block i, step s: the rows' elements 4s..4s+3 (s < 4: low nibbles, else
+  // high ones) as unsigned bytes 0..15, row j in 32-bit lane j.
+  alignas(64) uint8_t q[kChunkBlocks32][8][4 * V::kRows];
+  alignas(64) float dw[kChunkBlocks32][V::kRows];  // block i: the rows' scales
+};
+
+// Repacks blocks [b0, b0 + nb) of V::kRows rows, 8 rows (one ymm) at a time.
+template <class V>
+inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
-  const BlockQ4_0* blk[kLaneRows];
-  for (int r = 0; r < kLaneRows; ++r) blk[r] = reinterpret_cast<const BlockQ4_0*>(w[r]) + b0;
-  auto row16 = [&](int r, int64_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs)); };
-  for (int64_t i = 0; i < nb; ++i) {
-    // Rows 0-3 in the low 128 bits, 4-7 in the high; a 4 x 4 transpose of
-    // their dwords per half leaves dword s of row j in lane j of d[s].
-    const __m256i v0 = _mm256_set_m128i(row16(4, i), row16(0, i));
-    const __m256i v1 = _mm256_set_m128i(row16(5, i), row16(1, i));
-    const __m256i v2 = _mm256_set_m128i(row16(6, i), row16(2, i));
-    const __m256i v3 = _mm256_set_m128i(row16(7, i), row16(3, i));
-    const __m256i t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1);
-    const __m256i t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3);
-    const __m256i d[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
-                          _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
-    for (int s = 0; s < 4; ++s) {
-      // Byte j holds element j (low nibble) and j + 16 (high nibble).
-      _mm256_store_si256(&p.q[i][s], _mm256_and_si256(d[s], m4));
-      _mm256_store_si256(&p.q[i][s + 4], _mm256_and_si256(_mm256_srli_epi16(d[s], 4), m4));
+  for (int h = 0; h < V::kRows / 8; ++h) {
+    const BlockQ4_0* blk[8];
+    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ4_0*>(w[8 * h + r]) + b0;
+    auto row16 = [&](int r, int64_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs)); };
+    for (int64_t i = 0; i < nb; ++i) {
+      // Rows 0-3 in the low 128 bits, 4-7 in the high; a 4 x 4 transpose of
+      // their dwords per half leaves dword s of row j in lane j of d[s].
+      const __m256i v0 = _mm256_set_m128i(row16(4, i), row16(0, i));
+      const __m256i v1 = _mm256_set_m128i(row16(5, i), row16(1, i));
+      const __m256i v2 = _mm256_set_m128i(row16(6, i), row16(2, i));
+      const __m256i v3 = _mm256_set_m128i(row16(7, i), row16(3, i));
+      const __m256i t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1);
+      const __m256i t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3);
+      const __m256i d[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                            _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+      for (int s = 0; s < 4; ++s) {
+        // Byte j holds element j (low nibble) and j + 16 (high nibble).
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s] + 32 * h), _mm256_and_si256(d[s], m4));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s + 4] + 32 * h),
+                           _mm256_and_si256(_mm256_srli_epi16(d[s], 4), m4));
+      }
+      uint16_t dh[8];
+      for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
+      _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
     }
-    uint16_t h[kLaneRows];
-    for (int r = 0; r < kLaneRows; ++r) h[r] = blk[r][i].d;
-    _mm256_store_ps(p.dw[i], _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
   }
 }
 
-// The int32 block sums of 8 rows x T tokens for one block, x[t] pointing
-// at the block's activations: a pair (2k, 2k+1) of Q8_32_NIB interleaves its
-// halves, so elements 0-15 sit at +0 and 16-31 at +32 from block 2k + h's
-// first byte 64k + 16h (kLone: a lone last block, stored in order).
-template <int T, bool kLone>
-TC_SIMD_INLINE void lane_block_sums(const __m256i (&q)[8], const int8_t* const* x, __m256i (&sum)[T]) {
+// The int32 block sums of V::kRows rows x T tokens for one block, x[t]
+// pointing at the block's activations: a pair (2k, 2k+1) of Q8_32_NIB
+// interleaves its halves, so elements 0-15 sit at +0 and 16-31 at +32 from
+// block 2k + h's first byte 64k + 16h (kLone: a lone last block, stored in
+// order).
+template <class V, int T, bool kLone>
+TC_SIMD_INLINE void lane_block_sums(const uint8_t (&q)[8][4 * V::kRows], const int8_t* const* x,
+                                    typename V::I (&sum)[T]) {
   auto x4 = [&](int t, int s) __attribute__((always_inline)) {
     int32_t v;
     std::memcpy(&v, x[t] + (kLone || s < 4 ? 4 * s : 32 + 4 * (s - 4)), 4);
-    return _mm256_set1_epi32(v);
+    return V::set1_i(v);
   };
 #if defined(TC_MATMUL_VNNI)
-  for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
+  for (int t = 0; t < T; ++t) sum[t] = V::zero_i();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const __m256i w = _mm256_load_si256(&q[s]);
-    for (int t = 0; t < T; ++t) sum[t] = _mm256_dpbusd_epi32(sum[t], w, x4(t, s));
+    const typename V::I w = V::load_i(q[s]);
+    for (int t = 0; t < T; ++t) sum[t] = V::dot_acc(sum[t], w, x4(t, s));
   }
 #else
+  static_assert(V::kRows == 8, "without VNNI the lanes are AVX2's 8 rows");
   __m256i pairs[T];
   for (int t = 0; t < T; ++t) pairs[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const __m256i w = _mm256_load_si256(&q[s]);
+    const __m256i w = V::load_i(q[s]);
     for (int t = 0; t < T; ++t) {
       pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(w, x4(t, s)));
       // Keeps the additions in step order: GCC otherwise regroups them into
@@ -105,15 +172,17 @@ TC_SIMD_INLINE void lane_block_sums(const __m256i (&q)[8], const int8_t* const* 
 #endif
 }
 
-// y[t, rows 0-7] (+)= the chunk [b0, b0 + nb) for T tokens.
-template <int T>
-void lane_tile_q4_0(const PackQ4Lanes& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+// y[t, rows 0..V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens.
+template <class V, int T>
+void lane_tile_q4_0(const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
                     int64_t ys, bool first) {
+  using F = typename V::F;
+  using I = typename V::I;
   // chains[t][8 * parity + lane]: OpsQ4_0's chain of that unit parity and
-  // lane, for 8 rows.
-  __m256 chains[T][16];
+  // lane, for the tile's rows.
+  F chains[T][16];
   for (int t = 0; t < T; ++t) {
-    for (int c = 0; c < 16; ++c) chains[t][c] = _mm256_setzero_ps();
+    for (int c = 0; c < 16; ++c) chains[t][c] = V::zero_f();
   }
   for (int64_t u = 0; u * kGroup < nb; ++u) {
     const int64_t g = b0 + kGroup * u;  // the unit's first block (even)
@@ -125,70 +194,86 @@ void lane_tile_q4_0(const PackQ4Lanes& p, const XRow* x, int64_t b0, int64_t nb,
       const int64_t b = g + j;
       const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
       const int8_t* xb[T];
-      __m256i sum[T];
+      I sum[T];
       if (lone) {
         for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * b;
-        lane_block_sums<T, true>(p.q[b - b0], xb, sum);
+        lane_block_sums<V, T, true>(p.q[b - b0], xb, sum);
       } else {
         for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * g + (64 * (j / 2) + 16 * (j % 2));
-        lane_block_sums<T, false>(p.q[b - b0], xb, sum);
+        lane_block_sums<V, T, false>(p.q[b - b0], xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
       // 8 * sum32.
       const int lane = j % 2 == 0 ? j / 2 : 4 + j / 2;
-      const __m256 dw = _mm256_load_ps(p.dw[b - b0]);
+      const F dw = V::load_f(p.dw[b - b0]);
       for (int t = 0; t < T; ++t) {
-        const __m256i exact = _mm256_sub_epi32(sum[t], _mm256_set1_epi32(x[t].gs8[g + lane]));
-        const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(x[t].gd[g + lane]));
-        __m256& chain = chains[t][parity + lane];
-        chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), d, chain);
+        const I exact = V::sub_i(sum[t], V::set1_i(x[t].gs8[g + lane]));
+        const F d = V::mul_f(dw, V::set1_f(x[t].gd[g + lane]));
+        F& chain = chains[t][parity + lane];
+        chain = V::fma_f(V::cvt_f(exact), d, chain);
       }
     }
   }
   for (int t = 0; t < T; ++t) {
-    const __m256* a = chains[t];
-    __m256 v[8];
-    for (int l = 0; l < 8; ++l) v[l] = _mm256_add_ps(a[l], a[8 + l]);
-    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[0], v[1]), _mm256_add_ps(v[2], v[3])),
-                                   _mm256_add_ps(_mm256_add_ps(v[4], v[5]), _mm256_add_ps(v[6], v[7])));
+    const F* a = chains[t];
+    F v[8];
+    for (int l = 0; l < 8; ++l) v[l] = V::add_f(a[l], a[8 + l]);
+    const F s = V::add_f(V::add_f(V::add_f(v[0], v[1]), V::add_f(v[2], v[3])),
+                         V::add_f(V::add_f(v[4], v[5]), V::add_f(v[6], v[7])));
     float* yt = y + t * ys;
-    _mm256_storeu_ps(yt, first ? s : _mm256_add_ps(_mm256_loadu_ps(yt), s));
+    V::storeu_f(yt, first ? s : V::add_f(V::loadu_f(yt), s));
   }
 }
 
 // lane_tile_q4_0 for tt <= T tokens known at run time.
-template <int T>
-void lane_tile_q4_0_n(int tt, const PackQ4Lanes& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks,
+template <class V, int T>
+void lane_tile_q4_0_n(int tt, const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks,
                       float* y, int64_t ys, bool first) {
   if constexpr (T > 1) {
-    if (tt < T) return lane_tile_q4_0_n<T - 1>(tt, p, x, b0, nb, n_blocks, y, ys, first);
+    if (tt < T) return lane_tile_q4_0_n<V, T - 1>(tt, p, x, b0, nb, n_blocks, y, ys, first);
   }
-  lane_tile_q4_0<T>(p, x, b0, nb, n_blocks, y, ys, first);
+  lane_tile_q4_0<V, T>(p, x, b0, nb, n_blocks, y, ys, first);
 }
 
-// Outputs [r0, r1): tiles of 8 rows in lanes, the last r1 - r0 mod 8 rows by
-// the row-by-row packed GEMM (same bits either way).
-void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+// Outputs [r0, r0 + n_tiles * V::kRows), V::kRows rows in lanes per tile.
+template <class V>
+void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
+  constexpr int kRows = V::kRows;
   const int64_t n_blocks = a.n_in / 32;
-  const int64_t r_lanes = r0 + (r1 - r0) / kLaneRows * kLaneRows;
-  PackQ4Lanes p;
+  const int64_t r_end = r0 + n_tiles * kRows;
+  PackQ4Lanes<V> p;
   for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
-    for (int64_t rt = r0; rt < r_lanes; rt += kLaneRows) {
-      if (rt + 2 * kLaneRows <= r_lanes) prefetch_rows(a, rt + kLaneRows, kLaneRows, c0 * kBlockBytes, nb * kBlockBytes);
-      const std::byte* w[kLaneRows];
-      for (int i = 0; i < kLaneRows; ++i) w[i] = weight_row(a, rt + i);
+    for (int64_t rt = r0; rt < r_end; rt += kRows) {
+      if (rt + 2 * kRows <= r_end) prefetch_rows(a, rt + kRows, kRows, c0 * kBlockBytes, nb * kBlockBytes);
+      const std::byte* w[kRows];
+      for (int i = 0; i < kRows; ++i) w[i] = weight_row(a, rt + i);
       pack_q4_lanes(p, w, c0, nb);
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kLaneTokens) {
-        const int tt = static_cast<int>(min64(kLaneTokens, a.n_tokens - t0));
-        XRow x[kLaneTokens];
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
+        const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
+        XRow x[V::kTokens];
         for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        lane_tile_q4_0_n<kLaneTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+        lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
       }
     }
   }
-  if (r_lanes < r1) run_packed_gemm<OpsQ4_0>(a, r_lanes, r1);
+}
+
+// Outputs [r0, r1): the widest lane tiles the variant has, then 8-row tiles,
+// then the last r1 - r0 mod 8 rows by the row-by-row packed GEMM (same bits
+// every way).
+void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+#if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
+  const int64_t wide = (r1 - r) / LaneVec16::kRows;
+  if (wide > 0) run_lane_tiles_q4_0<LaneVec16>(a, r, wide);
+  r += wide * LaneVec16::kRows;
+#endif
+  const int64_t narrow = (r1 - r) / LaneVec8::kRows;
+  if (narrow > 0) run_lane_tiles_q4_0<LaneVec8>(a, r, narrow);
+  r += narrow * LaneVec8::kRows;
+  if (r < r1) run_packed_gemm<OpsQ4_0>(a, r, r1);
 }
 
 }  // namespace
