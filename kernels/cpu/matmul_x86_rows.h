@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
+#include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 
 #include <type_traits>
@@ -54,7 +55,11 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if constexpr (std::is_same_v<Ops, OpsQ4_0>) {
     run_lane_gemm_q4_0(a, r0, r1);
   } else if constexpr (std::is_same_v<Ops, OpsQ8_0>) {
+#if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
+    run_lane_gemm_q8_0(a, r0, r1);
+#else
     run_packed_gemm<Ops>(a, r0, r1);
+#endif
   } else {
     run_tiled_gemm<Ops>(a, r0, r1);
   }

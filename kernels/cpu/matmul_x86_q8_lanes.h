@@ -1,0 +1,166 @@
+// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
+// Q8_0 GEMM with weight rows in the vector lanes, for the avx512 variant
+// (prefill: the batches run_packed_gemm would take). Other variants, and
+// the rows left over from its 16-row tiles, take run_packed_gemm.
+//
+// A tile of 16 rows x one chunk (up to 32 blocks) is repacked once into L1:
+// per block and step s (elements 4s..4s+3), the 16 rows' 4 signed weights,
+// row j in int32 lane j, and a bias of -128 x their sum. A token's 4
+// activations are broadcast as unsigned bytes (x + 128), so one vpdpbusd
+// from the bias gives each row's exact sum of the 4 products:
+// sum (x + 128) w - 128 sum w = sum x w, at most 4 x 255 x 127 in
+// magnitude before the bias (vpdpbusd adds in int32 without saturating;
+// AVX2's vpmaddubsw would overflow its int16 pairs, hence VNNI only).
+//
+// Same bits as the row-by-row kernels: OpsQ8_0 and packed_tile_q8_0 keep,
+// per row and token, 8 f32 lanes (lane s: the 4-element sums of step s) in
+// two chains, even and odd blocks of the chunk,
+// chain = fma(float(sum4), dw * dx, chain) from +0, then store_tile adds the
+// two chains and sums the 8 lanes as ((v0 + v1) + (v2 + v3)) +
+// ((v4 + v5) + (v6 + v7)). Here each of those 16 chains is a zmm over the
+// tile's 16 rows.
+#pragma once
+
+#if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/matmul_x86_lanes.h"
+#include "kernels/cpu/matmul_x86_quant.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+using Q8Lanes = LaneVec16;
+// Tokens per micro-kernel: 8 chains per token, the step's weights and bias,
+// a broadcast and a temporary fit the 32 zmm registers at 2 tokens.
+constexpr int kQ8LaneTokens = 2;
+
+struct PackQ8Lanes {
+  // Block i, step s: the rows' weights 4s..4s+3 (int8), row j in lane j.
+  alignas(64) int8_t q[kChunkBlocks32][8][4 * Q8Lanes::kRows];
+  // Block i, step s: -128 x the sum of those 4 weights, per row.
+  alignas(64) int32_t bias[kChunkBlocks32][8][Q8Lanes::kRows];
+  alignas(64) float dw[kChunkBlocks32][Q8Lanes::kRows];  // block i: the rows' scales
+};
+
+// Repacks blocks [b0, b0 + nb) of 16 rows, 8 rows (one ymm per step) at a time.
+inline void pack_q8_lanes(PackQ8Lanes& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int h = 0; h < Q8Lanes::kRows / 8; ++h) {
+    const BlockQ8_0* blk[8];
+    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ8_0*>(w[8 * h + r]) + b0;
+    for (int64_t i = 0; i < nb; ++i) {
+      // An 8 x 8 transpose of dwords: row r's dword s to lane r of step s.
+      __m256i v[8];
+      for (int r = 0; r < 8; ++r) v[r] = loadu32(blk[r][i].qs);
+      const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+      const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+      const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+      const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+      // u0..u3: rows 0-3 of steps 0..3 in the low half, steps 4..7 in the
+      // high half; u4..u7 the same for rows 4-7.
+      const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+      const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+      const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+      const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+      const __m256i steps[8] = {
+          _mm256_permute2x128_si256(u0, u4, 0x20), _mm256_permute2x128_si256(u1, u5, 0x20),
+          _mm256_permute2x128_si256(u2, u6, 0x20), _mm256_permute2x128_si256(u3, u7, 0x20),
+          _mm256_permute2x128_si256(u0, u4, 0x31), _mm256_permute2x128_si256(u1, u5, 0x31),
+          _mm256_permute2x128_si256(u2, u6, 0x31), _mm256_permute2x128_si256(u3, u7, 0x31)};
+      for (int s = 0; s < 8; ++s) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s] + 32 * h), steps[s]);
+        const __m256i sum4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, steps[s]);
+        const __m256i bias = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum4), 7);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[i][s] + 8 * h), bias);
+      }
+      uint16_t dh[8];
+      for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
+      _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
+    }
+  }
+}
+
+// y[t, rows 0-15] (+)= the chunk [b0, b0 + nb) for T tokens.
+template <int T>
+void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  using V = Q8Lanes;
+  using F = V::F;
+  using I = V::I;
+  const I offset = _mm512_set1_epi8(static_cast<char>(0x80));  // x + 128 as unsigned = x xor 0x80
+  // The even blocks, then the odd ones, as packed_tile_q8_0.
+  F chains[2][T][8];
+  for (int parity = 0; parity < 2; ++parity) {
+    F acc[T][8];
+    for (int t = 0; t < T; ++t) {
+      for (int s = 0; s < 8; ++s) acc[t][s] = V::zero_f();
+    }
+    for (int64_t i = parity; i < nb; i += 2) {
+      const int64_t b = b0 + i;
+      const F dw = V::load_f(p.dw[i]);
+      F d[T];
+      for (int t = 0; t < T; ++t) d[t] = V::mul_f(dw, V::set1_f(x[t].d[b]));
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) {
+        const I w = V::load_i(p.q[i][s]);
+        const I bias = V::load_i(p.bias[i][s]);
+        for (int t = 0; t < T; ++t) {
+          int32_t x4;
+          std::memcpy(&x4, x[t].qs + 32 * b + 4 * s, 4);
+          const I xu = _mm512_xor_si512(V::set1_i(x4), offset);
+          acc[t][s] = V::fma_f(V::cvt_f(V::dot_acc(bias, xu, w)), d[t], acc[t][s]);
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      for (int s = 0; s < 8; ++s) chains[parity][t][s] = acc[t][s];
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    F v[8];
+    for (int s = 0; s < 8; ++s) v[s] = V::add_f(chains[0][t][s], chains[1][t][s]);
+    const F sum = V::add_f(V::add_f(V::add_f(v[0], v[1]), V::add_f(v[2], v[3])),
+                           V::add_f(V::add_f(v[4], v[5]), V::add_f(v[6], v[7])));
+    float* yt = y + t * ys;
+    V::storeu_f(yt, first ? sum : V::add_f(V::loadu_f(yt), sum));
+  }
+}
+
+// Outputs [r0, r1): tiles of 16 rows in lanes, the last r1 - r0 mod 16 rows
+// by the row-by-row packed GEMM (same bits either way).
+void run_lane_gemm_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ8_0));
+  constexpr int kRows = Q8Lanes::kRows;
+  const int64_t n_blocks = a.n_in / 32;
+  const int64_t r_lanes = r0 + (r1 - r0) / kRows * kRows;
+  PackQ8Lanes p;
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+    const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
+    for (int64_t rt = r0; rt < r_lanes; rt += kRows) {
+      if (rt + 2 * kRows <= r_lanes) prefetch_rows(a, rt + kRows, kRows, c0 * kBlockBytes, nb * kBlockBytes);
+      const std::byte* w[kRows];
+      for (int i = 0; i < kRows; ++i) w[i] = weight_row(a, rt + i);
+      pack_q8_lanes(p, w, c0, nb);
+      int64_t t0 = 0;
+      for (; t0 + kQ8LaneTokens <= a.n_tokens; t0 += kQ8LaneTokens) {
+        XRow x[kQ8LaneTokens];
+        for (int i = 0; i < kQ8LaneTokens; ++i) x[i] = x_row(a, t0 + i);
+        lane_tile_q8_0<kQ8LaneTokens>(p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+      }
+      for (; t0 < a.n_tokens; ++t0) {
+        const XRow x = x_row(a, t0);
+        lane_tile_q8_0<1>(p, &x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+      }
+    }
+  }
+  if (r_lanes < r1) run_packed_gemm<OpsQ8_0>(a, r_lanes, r1);
+}
+
+}  // namespace
+}  // namespace tc::kernels::detail
+
+#endif
