@@ -49,12 +49,19 @@ struct PackQ4Lanes {
 };
 
 // Repacks blocks [b0, b0 + nb) of V::kRows rows, 8 rows (one ymm) at a time.
+// Each row's blocks are first copied whole into L1 (`stage`): read one
+// block of every row after another, rows from memory kept only about 8
+// cache lines in flight and ran at a quarter of the bandwidth a row read in
+// one stream gets.
 template <class V>
 inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
+  alignas(64) std::byte stage[V::kRows][kChunkBlocks32 * kBlockBytes];
+  for (int r = 0; r < V::kRows; ++r) std::memcpy(stage[r], w[r] + b0 * kBlockBytes, static_cast<size_t>(nb * kBlockBytes));
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int h = 0; h < V::kRows / 8; ++h) {
     const BlockQ4_0* blk[8];
-    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ4_0*>(w[8 * h + r]) + b0;
+    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ4_0*>(stage[8 * h + r]);
     auto row16 = [&](int r, int64_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs)); };
     for (int64_t i = 0; i < nb; ++i) {
       // Rows 0-3 in the low 128 bits, 4-7 in the high; a 4 x 4 transpose of
