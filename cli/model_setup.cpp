@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "config/byte_size.h"
 #include "config/device_setting.h"
 #include "engine/sparse/activation_stats.h"
 #include "engine/sparse/gpu_index.h"
@@ -79,7 +80,7 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
     }
     if (by_budget) {
       try {
-        budget = sparse::parse_byte_size(options.vram_budget);
+        budget = config::parse_byte_size(options.vram_budget);
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string("--vram-budget: ") + e.what());
       }
