@@ -51,7 +51,7 @@ void register_bench(CLI::App& app) {
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
   runners()["bench"] = [o] {
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
+    runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
       return sparse::PlacementShape{.n_ctx = std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
                                     .n_parallel = o->bench.n_parallel,
                                     .n_batch = std::max<int64_t>(o->bench.n_batch, o->bench.n_parallel)};

@@ -47,11 +47,12 @@ void register_generate(CLI::App& app) {
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
   runners()["generate"] = [o] {
     const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o, prompt_estimate](const model::ModelSpec& spec) {
+    const auto shape_of = [o, prompt_estimate](const model::ModelSpec& spec) {
       const int64_t n_ctx =
           o->n_ctx > 0 ? o->n_ctx : std::min(spec.n_ctx_train, prompt_estimate + o->gen.n_predict);
       return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = std::min(o->gen.n_batch, n_ctx)};
-    });
+    };
+    runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, shape_of);
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;

@@ -49,7 +49,7 @@ void register_perplexity(CLI::App& app) {
     // steps run sparse unless told otherwise (each token still uses only its
     // own predicted neurons, as in decode).
     if (sparse_max->count() == 0) o->sparsity.sparse_max_tokens = o->n_batch;
-    CliModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec& spec) {
+    runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec& spec) {
       const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, spec.n_ctx_train);
       return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = std::min(o->n_batch, n_ctx)};
     });

@@ -10,9 +10,9 @@
 
 #include "cli/commands.h"
 #include "cli/runners.h"
+#include "config/byte_size.h"
 #include "config/serve_options.h"
 #include "engine/sparse/place_model.h"
-#include "engine/sparse/vram_budget.h"
 
 namespace tc::cli {
 
@@ -54,7 +54,7 @@ void register_place(CLI::App& app) {
 
   runners()["place"] = [o] {
     if (!o->budget.empty()) {
-      o->request.vram_budget = sparse::parse_byte_size(o->budget);
+      o->request.vram_budget = config::parse_byte_size(o->budget);
       o->request.vram_budget_text = o->budget;
     }
     const sparse::PlaceResult result = sparse::place_model(o->request);

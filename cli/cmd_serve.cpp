@@ -25,6 +25,7 @@
 #include "cli/runners.h"
 #include "config/serve_config.h"
 #include "config/device_setting.h"
+#include "config/gpu_split_setting.h"
 #include "config/serve_options.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/engine.h"
@@ -93,10 +94,13 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_ctx = o.ctx_size;
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
-  e.threads = o.threads;
-  e.device = config::parse_device_setting(o.device);  // validated with the other options
-  e.sparsity = config::parse_sparsity_setting(o.sparsity);  // validated with the other options
-  e.sparse_max_tokens = o.sparse_max_tokens;
+  // Validated with the other options, so these parses do not throw.
+  e.model.threads = o.threads;
+  e.model.device = config::parse_device_setting(o.device);
+  e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
+  e.model.sparse_max_tokens = o.sparse_max_tokens;
+  e.model.gpu_split =
+      config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget);
   return e;
 }
 
@@ -158,6 +162,7 @@ struct ServeSession {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       if (engine->state() == runtime::EngineState::Ready) {
+        for (const auto& line : engine->setup_summary()) spdlog::info("{}", line);
         spdlog::info("ready: model {} ({} slots x {} tokens of context)", model_id, engine->options().n_parallel,
                      engine->n_ctx());
         // A wildcard bind address is reachable on loopback; IPv6 goes in brackets.
@@ -170,7 +175,7 @@ struct ServeSession {
                      "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":64}'\n",
                      url_host.c_str(), http.bound_port());
       } else {
-        spdlog::error("the engine failed to start: {}", engine->stats().failure);
+        spdlog::error("{}", engine->stats().failure);  // "engine failed to start: <reason>"
       }
     } catch (const std::exception& e) {
       spdlog::error("cannot load the model: {}", e.what());

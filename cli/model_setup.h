@@ -1,20 +1,19 @@
 // The model options every running subcommand shares (--device, --stats,
 // --sparsity, --sparse-max-tokens, --placement, --offload-layers,
-// --vram-budget) and the set-up they drive: load, backend(s), sparsity plan,
-// forward pass, KV cache. Used by generate, bench and perplexity.
+// --vram-budget) and open_cli_model, which parses them, loads the model and
+// hands it to the engine's set-up (engine/runtime/model_setup.h, the code
+// `serve` runs too). Used by generate, bench and perplexity.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 
-#include "engine/model/llama_model.h"
-#include "engine/model/loaded_model.h"
+#include "config/sparsity_setting.h"
+#include "engine/model/model_spec.h"
+#include "engine/runtime/model_setup.h"
 #include "engine/sparse/placement_costs.h"
-#include "engine/sparse/sparsity_plan.h"
-#include "kernels/backend.h"
 
 namespace tc::cli {
 
@@ -23,14 +22,15 @@ struct ModelCliOptions {
   std::string stats;                 // --stats: a `thermocline profile` stats file
   std::string sparsity = "auto";     // --sparsity: dense | auto | relu | teal:X
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
-  // --placement: a .generated.gpuidx (`thermocline place`): hybrid mode, its
-  // hot neurons on the --device GPU, the cold ones on the CPU. Empty: none.
+  // The GPU split (config/gpu_split_setting.h). --placement: hybrid mode, a
+  // .generated.gpuidx (`thermocline place`) or "auto" (solved at load from
+  // --stats); empty: none.
   std::string placement;
-  // --offload-layers K: layer offload (the llama.cpp-style baseline), the
-  // first K layers on the --device GPU, the rest on the CPU. -1: off.
+  // --offload-layers K: layer offload, the first K layers on the --device
+  // GPU, the rest on the CPU. -1: off.
   int64_t offload_layers = -1;
-  // --vram-budget B: layer offload with the largest K whose device bytes
-  // (weights, KV cache, workspace, head with every layer) fit B. Empty: off.
+  // --vram-budget B: --placement auto's budget, or else layer offload with
+  // the largest K that fits. Empty: none.
   std::string vram_budget;
 };
 
@@ -39,32 +39,15 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options);
 
 // The KV cache and step shape a subcommand runs (n_parallel slots of n_ctx
 // positions, steps of up to n_batch tokens), from the model's spec: what
-// --vram-budget's accounting and the KV cache use.
+// the GPU split's budgets and the KV cache use.
 using ShapeOf = std::function<sparse::PlacementShape(const model::ModelSpec&)>;
 
-// A model ready to run: members in construction order.
-struct CliModel {
-  std::unique_ptr<model::LoadedModel> loaded;
-  std::unique_ptr<kernels::Backend> backend;
-  // The CPU backend of hybrid mode's cold neurons, or of layer offload's host layers; null otherwise.
-  std::unique_ptr<kernels::Backend> cold_backend;
-  sparse::SparsityPlan plan;
-  std::unique_ptr<model::LlamaModel> llama;
-  sparse::PlacementShape shape;  // shape_of(spec)
-
-  // The KV cache of `shape` (split in layer offload mode).
-  runtime::KvCache make_kv_cache() { return llama->make_kv_cache(static_cast<int>(shape.n_parallel), shape.n_ctx); }
-};
-
-// Loads `path` with the options' stats file, creates the --device backend
-// (CPU: `threads` threads), resolves the sparsity setting and builds the
-// forward pass; with --placement in hybrid mode (the cold neurons' CPU
-// backend gets `threads` threads), or in layer offload mode with
-// --offload-layers / --vram-budget (the host layers' CPU backend gets
-// `threads` threads). Prints the plan's summary on stderr. Throws what the
-// steps throw (gguf::ModelLoadError, kernels::BackendUnavailable,
-// std::invalid_argument with the option named).
-CliModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options,
-                        const ShapeOf& shape_of);
+// Parses the options (std::invalid_argument naming the flag), loads `path`
+// with the stats file, and sets it up for shape_of(spec) with `threads` CPU
+// threads per backend (runtime::set_up_model); prints what was set up on
+// stderr. Throws what those throw (gguf::ModelLoadError,
+// kernels::BackendUnavailable, std::invalid_argument naming the option).
+runtime::RunnableModel open_cli_model(const std::string& path, int threads, const ModelCliOptions& options,
+                                      const ShapeOf& shape_of);
 
 }  // namespace tc::cli

@@ -87,7 +87,7 @@ void set_from_toml(const OptionDescriptor& d, const toml::node& node, const fs::
       if (s == nullptr) expected("a string (a path)");
       fs::path p(s->get());
       // Relative to the file, so a config file works from any directory.
-      if (!p.empty() && p.is_relative()) p = file.parent_path() / p;
+      if (!p.empty() && p.is_relative() && !d.is_keyword(s->get())) p = file.parent_path() / p;
       o.*std::get<fs::path ServeOptions::*>(d.field) = p;
       return;
     }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "config/device_setting.h"
+#include "config/gpu_split_setting.h"
 #include "config/sparsity_setting.h"
 #include "config/text_util.h"
 
@@ -18,6 +19,7 @@ namespace {
 
 constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info", "warn", "error", "off"};
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
+constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
   for (unsigned char c : s) {
@@ -48,6 +50,34 @@ std::optional<std::string> check_device(const ServeOptions& o) {
     return e.what();
   }
   return std::nullopt;
+}
+
+// The GPU split's problem that belongs to `option`'s key. One parse checks
+// the three keys together; each key reports the problems about itself, so
+// whichever is found first is named under the right key.
+std::optional<std::string> gpu_split_problem(const ServeOptions& o, GpuSplitOption option) {
+  DeviceSetting device;
+  try {
+    device = parse_device_setting(o.device);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // the device key reports it
+  }
+  try {
+    parse_gpu_split_setting(device, o.placement.string(), o.offload_layers, o.vram_budget);
+  } catch (const GpuSplitError& e) {
+    if (e.option() == option) return e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_placement(const ServeOptions& o) {
+  return gpu_split_problem(o, GpuSplitOption::Placement);
+}
+std::optional<std::string> check_offload_layers(const ServeOptions& o) {
+  return gpu_split_problem(o, GpuSplitOption::OffloadLayers);
+}
+std::optional<std::string> check_vram_budget(const ServeOptions& o) {
+  return gpu_split_problem(o, GpuSplitOption::VramBudget);
 }
 
 std::optional<std::string> check_api_keys(const ServeOptions& o) {
@@ -101,7 +131,8 @@ const OptionDescriptor kTable[] = {
     {.key = "threads", .flags = "-t,--threads", .help = "CPU worker threads; 0: one per physical core",
      .field = &ServeOptions::threads, .min = 0, .max = 1024},
     {.key = "device", .flags = "--device",
-     .help = "cpu | cuda | cuda:N: the backend that runs the model (CUDA: dense FFN only so far)",
+     .help = "cpu | cuda | cuda:N: the backend that runs the model (CUDA: the dense FFN, or the GPU split of "
+             "placement, offload_layers or vram_budget)",
      .field = &ServeOptions::device, .check = check_device},
     {.key = "stats", .flags = "--stats",
      .help = "Stats file from `thermocline profile` recorded on this model (predictors, TEAL thresholds)",
@@ -114,6 +145,17 @@ const OptionDescriptor kTable[] = {
      .help = "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too (generated tokens "
              "always do); 0: prompts run dense",
      .field = &ServeOptions::sparse_max_tokens, .min = 0, .max = 65536},
+    {.key = "placement", .flags = "--placement",
+     .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "
+             "the cold ones on the CPU; auto: solve the placement at start from stats within vram_budget",
+     .field = &ServeOptions::placement, .keywords = kPlacementKeywords, .check = check_placement},
+    {.key = "offload_layers", .flags = "--offload-layers",
+     .help = "Layer offload (device cuda, dense FFN): the first K layers on the GPU, the rest on the CPU; -1: off",
+     .field = &ServeOptions::offload_layers, .min = -1, .max = 1 << 20, .check = check_offload_layers},
+    {.key = "vram_budget", .flags = "--vram-budget",
+     .help = "VRAM bytes (12GiB, 800MiB): with placement auto the solver's budget (default: free VRAM minus a "
+             "margin); alone, layer offload with the largest K that fits",
+     .field = &ServeOptions::vram_budget, .check = check_vram_budget},
     // Per-request limits.
     {.key = "max_tokens_cap", .flags = "--max-tokens-cap",
      .help = "Largest max_tokens a request may ask for (larger is a 400); 0: the context size",

@@ -34,11 +34,20 @@ struct OptionDescriptor {
   std::optional<double> max = std::nullopt;
   // Allowed values of an enum-like String key; empty: any.
   std::span<const std::string_view> choices = {};
+  // Words a Path key takes besides paths (placement's "auto"): kept as
+  // written, never resolved against the config file's folder.
+  std::span<const std::string_view> keywords = {};
   // Extra rule for keys that a bound or choice cannot say (host, api_keys,
   // cors_origins): the problem, or nullopt when valid.
   std::optional<std::string> (*check)(const ServeOptions&) = nullptr;
 
   OptionKind kind() const { return static_cast<OptionKind>(field.index()); }
+  bool is_keyword(std::string_view value) const {
+    for (auto k : keywords) {
+      if (k == value) return true;
+    }
+    return false;
+  }
   bool numeric() const {
     return kind() == OptionKind::Int || kind() == OptionKind::Int64 || kind() == OptionKind::Double;
   }

@@ -51,6 +51,14 @@ struct ServeOptions {
   // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN
   // too; generated tokens always do (key: sparse_max_tokens).
   int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
+  // The GPU split (config/gpu_split_setting.h), device cuda only. Hybrid
+  // mode: a .gpuidx placement file, or "auto" to solve it at start from
+  // `stats` (key: placement); empty: none.
+  std::filesystem::path placement;
+  int64_t offload_layers = -1;      // layer offload: the first K layers on the GPU; -1: off (key: offload_layers)
+  // Bytes ("12GiB"): the solver's budget with placement "auto" (empty: free
+  // VRAM minus a margin); alone, layer offload with the largest K that fits (key: vram_budget).
+  std::string vram_budget;
 
   // Per-request limits.
   int64_t max_tokens_cap = 0;       // max_tokens above this is a 400; 0 = the context size (key: max_tokens_cap)

@@ -12,10 +12,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/stop_text.h"
-#include "engine/sparse/sparsity_plan.h"
 #include "engine/text/tokenizer.h"
-#include "kernels/backend.h"
-#include "kernels/backend_from_setting.h"
 
 namespace tc::runtime {
 
@@ -122,7 +119,9 @@ std::string check_options(const EngineOptions& o) {
   if (o.n_ctx < 1) return "n_ctx must be >= 1, got " + std::to_string(o.n_ctx);
   if (o.n_batch < 1) return "n_batch must be >= 1, got " + std::to_string(o.n_batch);
   if (o.queue_size < 1) return "queue_size must be >= 1, got " + std::to_string(o.queue_size);
-  if (o.threads < 0) return "threads must be >= 0 (0 = physical cores), got " + std::to_string(o.threads);
+  if (o.model.threads < 0) {
+    return "threads must be >= 0 (0 = physical cores), got " + std::to_string(o.model.threads);
+  }
   return {};
 }
 
@@ -145,10 +144,11 @@ struct Engine::Impl {
   std::thread thread;
   std::mutex join_mutex;         // serialises shutdown()'s join
 
+  std::vector<std::string> setup_summary;  // set once, before Ready; guarded by `mutex`
+
   // Engine thread only.
-  std::unique_ptr<kernels::Backend> backend;
-  sparse::SparsityPlan sparsity;           // outlives llama (its sparsifier is installed there)
-  std::unique_ptr<model::LlamaModel> llama;
+  RunnableModel runnable;                  // backends and forward pass; outlives kv
+  model::LlamaModel* llama = nullptr;      // runnable.llama
   std::unique_ptr<KvCache> kv;
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order
@@ -187,6 +187,7 @@ void Engine::Impl::run() {
   }
   {
     std::lock_guard lock(mutex);
+    setup_summary = runnable.summary;
     stats.state = EngineState::Ready;
   }
   try {
@@ -206,12 +207,10 @@ void Engine::Impl::build() {
   if (!loaded) throw std::invalid_argument("no model");
   if (!loaded->tokenizer) throw std::invalid_argument("the model has no tokenizer");
   if (const std::string problem = check_options(options); !problem.empty()) throw std::invalid_argument(problem);
-  backend = kernels::create_backend(options.device, options.threads);
-  sparsity = sparse::plan_sparsity(*loaded, options.sparsity, options.sparse_max_tokens,
-                                   backend->device() == kernels::DeviceKind::Cpu);
-  llama = std::make_unique<model::LlamaModel>(*loaded, *backend, sparsity.forward);
-  sparsity.attach(*llama);
-  kv = std::make_unique<KvCache>(*backend, loaded->spec, options.n_parallel, options.n_ctx);
+  runnable = set_up_model(loaded, options.model,
+                          {.n_ctx = options.n_ctx, .n_parallel = options.n_parallel, .n_batch = options.n_batch});
+  llama = runnable.llama.get();
+  kv = std::make_unique<KvCache>(runnable.make_kv_cache());
   slots.resize(static_cast<size_t>(options.n_parallel));
   step.reserve(slots.size());
   prefill_order.reserve(slots.size());
@@ -637,6 +636,11 @@ EngineStats Engine::stats() const {
 EngineState Engine::state() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->stats.state;
+}
+
+std::vector<std::string> Engine::setup_summary() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->setup_summary;
 }
 
 }  // namespace tc::runtime

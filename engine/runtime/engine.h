@@ -26,21 +26,16 @@
 #include <thread>
 #include <vector>
 
-#include "config/device_setting.h"
-#include "config/sparsity_setting.h"
+#include "engine/runtime/model_setup.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/vocab.h"
-
-namespace tc::model {
-struct LoadedModel;
-}
 
 namespace tc::runtime {
 
 using Clock = std::chrono::steady_clock;
 
-// Each must be >= 1 (threads >= 0); otherwise the engine goes to Failed
-// with a message naming the field.
+// Each must be >= 1 (model.threads >= 0); otherwise the engine goes to
+// Failed with a message naming the field.
 struct EngineOptions {
   int n_parallel = 4;          // sequence slots (each its own KV cache of n_ctx)
   int64_t n_ctx = 4096;        // context per slot, tokens; capped at the model's n_ctx_train
@@ -49,10 +44,9 @@ struct EngineOptions {
   // chunks fill what is left.
   int64_t n_batch = 512;
   int queue_size = 64;         // queued (not yet admitted) requests at most
-  int threads = 0;             // CPU worker threads; 0 = physical cores
-  config::DeviceSetting device;  // the backend that runs the model (CPU by default)
-  config::SparsitySetting sparsity;                              // FFN mode (engine/sparse/sparsity_plan.h)
-  int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;   // larger steps run the dense FFN
+  // How the model runs: CPU threads, device, sparsity, hybrid mode or layer
+  // offload (set up for n_parallel x n_ctx and n_batch by set_up_model).
+  ModelSetup model;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -158,8 +152,10 @@ struct SubmitResult {
 
 class Engine {
  public:
-  // Starts the engine thread, which builds the backend, the model and the KV
-  // cache (state Loading until done, then Ready; Failed if that throws).
+  // Starts the engine thread, which sets up the model (set_up_model: its
+  // backends and forward pass) and the KV cache (state Loading until done,
+  // then Ready; Failed with the reason if that throws, e.g. the backend's
+  // when this build or machine has no such device).
   Engine(std::shared_ptr<const model::LoadedModel> model, EngineOptions options);
   // Cancels everything still queued or running and joins the thread.
   ~Engine();
@@ -180,6 +176,10 @@ class Engine {
 
   EngineStats stats() const;
   EngineState state() const;
+  // Once Ready (empty before): what the engine set up, one line each for the
+  // log ("sparsity: ...", "hybrid: ..." or "layer offload: ..."; see
+  // RunnableModel::summary). Thread-safe.
+  std::vector<std::string> setup_summary() const;
   int64_t n_ctx() const { return options_.n_ctx; }
   const EngineOptions& options() const { return options_; }
 

@@ -2,36 +2,38 @@
 #include "engine/sparse/place_model.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "config/serve_options.h"
 #include "engine/model/loaded_model.h"
 #include "engine/sparse/activation_stats.h"
 #include "engine/sparse/vram_budget.h"
-#include "kernels/device_info.h"
 
 namespace tc::sparse {
+
+PlacementPlan place_loaded_model(const model::LoadedModel& loaded, uint64_t vram_budget,
+                                 const PlacementShape& shape) {
+  if (!loaded.stats_file) {
+    throw std::invalid_argument("placing neurons needs the activation statistics `thermocline profile` recorded "
+                                "on this model (a stats file)");
+  }
+  const ActivationStats stats = read_activation_stats(*loaded.stats_file);
+  const PlacementCosts costs = placement_costs(loaded.file, loaded.spec, loaded.predictors, shape);
+  return solve_placement(costs, stats.fire_counts, vram_budget);
+}
 
 PlaceResult place_model(const PlaceRequest& request) {
   // load_model validates the model and checks the stats' fingerprint against it.
   const auto loaded = model::load_model(request.model, {.stats = request.stats});
-  const ActivationStats stats = read_activation_stats(*loaded->stats_file);
+  const ActivationStats stats = read_activation_stats(*loaded->stats_file);  // for the report
   const model::ModelSpec& spec = loaded->spec;
 
   PlaceResult result;
   PlacementShape shape = request.shape;
   if (shape.n_ctx == 0) shape.n_ctx = std::min(config::ServeOptions{}.ctx_size, spec.n_ctx_train);
-  uint64_t budget = 0;
-  if (request.vram_budget) {
-    budget = *request.vram_budget;
-    result.budget_source = "--vram-budget " + (request.vram_budget_text.empty() ? std::to_string(budget)
-                                                                                 : request.vram_budget_text);
-  } else {
-    const DefaultBudget d = default_vram_budget(kernels::query_gpus());
-    budget = d.bytes;
-    result.budget_source = d.source;
-  }
-  const PlacementCosts costs = placement_costs(loaded->file, spec, loaded->predictors, shape);
-  result.plan = solve_placement(costs, stats.fire_counts, budget);
+  const VramBudget budget = resolve_vram_budget(request.vram_budget, request.vram_budget_text);
+  result.budget_source = budget.source;
+  result.plan = place_loaded_model(*loaded, budget.bytes, shape);
   result.model_path = request.model.string();
   result.model_name = spec.name;
   result.ffn_form = std::string(model::ffn_form_name(spec.ffn_form));

@@ -12,12 +12,16 @@
 #include "engine/sparse/gpu_index.h"
 #include "engine/sparse/placement.h"
 
+namespace tc::model {
+struct LoadedModel;
+}
+
 namespace tc::sparse {
 
 struct PlaceRequest {
   std::filesystem::path model;   // GGUF or PWRI model file
   std::filesystem::path stats;   // `thermocline profile` stats file recorded on this model
-  // Bytes; nullopt: default_vram_budget(kernels::query_gpus()).
+  // Bytes; nullopt: default_vram_budget(kernels::query_gpus()) (resolve_vram_budget).
   std::optional<uint64_t> vram_budget;
   std::string vram_budget_text;  // as the user wrote it, for the report ("12GiB")
   // n_ctx 0: serve's default context (4096) capped at the model's training context.
@@ -39,6 +43,13 @@ struct PlaceResult {
 // std::invalid_argument (no budget and no GPU, bad shape) and PlacementError
 // (budget below the fixed cost).
 PlaceResult place_model(const PlaceRequest& request);
+
+// The solver over `loaded`'s activation statistics (its stats file) and
+// costs for `shape` under `vram_budget` bytes: what place_model and hybrid
+// mode's `--placement auto` (engine/runtime/model_setup.h) run. Throws
+// std::invalid_argument when the model was opened without a stats file,
+// PlacementError when the budget is below the fixed cost.
+PlacementPlan place_loaded_model(const model::LoadedModel& loaded, uint64_t vram_budget, const PlacementShape& shape);
 
 // The plan as PowerInfer's file: split.vram_capacity = the budget left after
 // the fixed part, plus thermocline.placement.* notes (vram_budget,

@@ -1,6 +1,7 @@
-// `--placement` (hybrid mode) through the real binary: a plan from `place`
-// runs on `--device cuda` where a GPU is (the hybrid line on stderr), and
-// everywhere else stops with the reason; misuse is refused with a message.
+// `--placement` (hybrid mode) through the real binary: a plan from `place`,
+// or `--placement auto` solved at load, runs on `--device cuda` where a GPU
+// is (the hybrid line on stderr), and everywhere else stops with the
+// reason; misuse is refused with a message.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -12,6 +13,19 @@ using tc::test::run_command;
 namespace {
 
 std::string bin() { return tc::test::thermocline_binary().string(); }
+
+// A `--device cuda` run: where a GPU is it ran in hybrid mode and printed
+// `ran_line`; with no CUDA in this build or no GPU here it stopped with the
+// backend's reason, no crash.
+void check_hybrid_or_no_cuda(const tc::test::CommandResult& r, const std::string& ran_line) {
+  INFO(r.output);
+  if (r.exit_code == 0) {
+    CHECK_THAT(r.output, Catch::Contains("hybrid: ") && Catch::Contains(ran_line));
+  } else {
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, Catch::Contains("error: ") && Catch::Contains("CUDA"));
+  }
+}
 
 }  // namespace
 
@@ -44,13 +58,16 @@ TEST_CASE("generate --placement runs hybrid mode on a GPU and says why not elsew
   CHECK(dense.exit_code != 0);
   CHECK_THAT(dense.output, Catch::Contains("CUDA") || Catch::Contains("needs the sparse FFN"));
 
-  auto hybrid = run_command(bin() + " generate" + args + " --device cuda");
-  INFO(hybrid.output);
-  if (hybrid.exit_code == 0) {
-    CHECK_THAT(hybrid.output, Catch::Contains("hybrid: ") && Catch::Contains("FFN neurons hot"));
-  } else {
-    // No CUDA in this build or no GPU here: the backend's reason, no crash.
-    CHECK(hybrid.exit_code == 1);
-    CHECK_THAT(hybrid.output, Catch::Contains("error: ") && Catch::Contains("CUDA"));
-  }
+  check_hybrid_or_no_cuda(run_command(bin() + " generate" + args + " --device cuda"), "FFN neurons hot");
+
+  // --placement auto: the same budget, solved at load from --stats.
+  const std::string auto_args = " -m " + model + " -p 'The quick brown fox' -n 8 -t 2 --placement auto --stats " +
+                                stats + " --vram-budget 1.3MiB -c 128 -b 32";
+  auto auto_on_cpu = run_command(bin() + " generate" + auto_args + " --device cpu");
+  CHECK(auto_on_cpu.exit_code == 1);
+  CHECK_THAT(auto_on_cpu.output, Catch::Contains("--placement") && Catch::Contains("needs --device cuda"));
+  auto file_and_budget = run_command(bin() + " generate" + args + " --device cuda --vram-budget 1GiB");
+  CHECK(file_and_budget.exit_code == 1);
+  CHECK_THAT(file_and_budget.output, Catch::Contains("--vram-budget with --placement FILE"));
+  check_hybrid_or_no_cuda(run_command(bin() + " generate" + auto_args + " --device cuda"), "solved at start");
 }

@@ -76,7 +76,7 @@ ServerProcess::ServerProcess(const ServerLaunch& launch, const std::filesystem::
       httplib::Client c("127.0.0.1", port_);
       c.set_connection_timeout(std::chrono::seconds(1));
       auto health = c.Get("/health");
-      if (health && health->status == 200) return;
+      if (health && (health->status == 200 || !launch.require_ready)) return;
     }
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {

@@ -24,12 +24,16 @@ struct ServerLaunch {
   std::filesystem::path binary;
   std::filesystem::path working_dir;
   std::vector<std::string> env;
+  // false: start-up ends once /health answers at all (any status), for a
+  // server whose engine is expected to fail.
+  bool require_ready = true;
 };
 
 class ServerProcess {
  public:
   // Starts `thermocline serve -m model --port P extra_args...`, waits up to
-  // 30 s for /health 200. REQUIREs that it came up. An empty model passes
+  // 30 s for /health 200 (any answer unless launch.require_ready). REQUIREs
+  // that it came up. An empty model passes
   // no --model (the bundled default model).
   ServerProcess(const std::filesystem::path& model, const std::vector<std::string>& extra_args,
                 const std::filesystem::path& log_dir)

@@ -82,7 +82,7 @@ EngineOptions options(int n_parallel, int64_t n_batch = 512, int queue_size = 64
   o.n_ctx = kCtxTrain;
   o.n_batch = n_batch;
   o.queue_size = queue_size;
-  o.threads = 1;
+  o.model.threads = 1;
   return o;
 }
 

@@ -1,63 +1,18 @@
-// --vram-budget values: bytes and units (binary for K/M/G/T and KiB..TiB,
-// decimal for KB..TB), fractions, garbage rejected naming the value; the
-// default budget from a GPU inventory, and its absence without a GPU.
+// The VRAM budget: the default from a GPU inventory (the chosen device's free
+// memory minus the margin), its absence without a GPU, and a given budget
+// taking precedence. (The --vram-budget syntax: tests/config/byte_size_test.cpp.)
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "engine/sparse/vram_budget.h"
 
 using tc::sparse::default_vram_budget;
-using tc::sparse::parse_byte_size;
+using tc::sparse::resolve_vram_budget;
 
-TEST_CASE("placement: byte sizes parse as plain bytes or with a binary or decimal unit", "[sparse][placement]") {
-  constexpr uint64_t kGiB = uint64_t{1} << 30;
-  CHECK(parse_byte_size("0") == 0);
-  CHECK(parse_byte_size("123456789") == 123456789);
-  CHECK(parse_byte_size("9223372036854775807") == 9223372036854775807ull);
-  CHECK(parse_byte_size("512B") == 512);
-  CHECK(parse_byte_size("12GiB") == 12 * kGiB);
-  CHECK(parse_byte_size("12 GiB") == 12 * kGiB);
-  CHECK(parse_byte_size("1.5GiB") == 3 * kGiB / 2);
-  CHECK(parse_byte_size("800MiB") == 800ull << 20);
-  CHECK(parse_byte_size("64KiB") == 65536);
-  CHECK(parse_byte_size("2TiB") == 2ull << 40);
-  // Bare letters are binary; an SI unit spelled with B and no i is decimal.
-  CHECK(parse_byte_size("8G") == 8 * kGiB);
-  CHECK(parse_byte_size("8g") == 8 * kGiB);
-  CHECK(parse_byte_size("8GB") == 8'000'000'000ull);
-  CHECK(parse_byte_size("8gb") == 8'000'000'000ull);
-  CHECK(parse_byte_size("3M") == 3ull << 20);
-  CHECK(parse_byte_size("3MB") == 3'000'000ull);
-  CHECK(parse_byte_size("1K") == 1024);
-  CHECK(parse_byte_size("1KB") == 1000);
-  CHECK(parse_byte_size("1TB") == 1'000'000'000'000ull);
-  // Fractions round down to whole bytes.
-  CHECK(parse_byte_size("0.5KiB") == 512);
-  CHECK(parse_byte_size("1.0001KiB") == 1024);
-  CHECK(parse_byte_size("0.1GB") == 100'000'000ull);
-  CHECK(parse_byte_size("0.333333333333333333GiB") == 357913941);  // floor(2^30 / 3)
-}
-
-TEST_CASE("placement: garbage budgets are rejected with a message naming the value", "[sparse][placement]") {
-  for (const std::string bad : {"", "GiB", "-1", "-4GiB", "12XB", "12 G B", "1.5", "1.", ".5GiB", "1e9", "12GiB ",
-                                " 12GiB", "12  GiB", "0x100", "1,5GiB", "nan", "12GiBs", "9223372036854775808",
-                                "8388608TiB", "99999999999999999999", "1.0000000000000000001GiB"}) {
-    INFO("'" << bad << "'");
-    try {
-      parse_byte_size(bad);
-      FAIL("accepted");
-    } catch (const std::invalid_argument& e) {
-      CHECK_THAT(e.what(), Catch::Contains("VRAM budget '" + bad + "'") && Catch::Contains("expected bytes"));
-    }
-  }
-  CHECK_THROWS_WITH(parse_byte_size("-1"), Catch::Contains("negative"));
-  CHECK_THROWS_WITH(parse_byte_size("12XB"), Catch::Contains("unknown unit 'xb'"));
-  CHECK_THROWS_WITH(parse_byte_size("8388608TiB"), Catch::Contains("too large"));
-}
-
-TEST_CASE("placement: the default budget is GPU 0's free memory minus the margin, and needs a GPU",
+TEST_CASE("placement: the default budget is the GPU's free memory minus the margin, and needs a GPU",
           "[sparse][placement]") {
   tc::kernels::GpuInventory none;
   none.cuda_built = false;
@@ -81,4 +36,24 @@ TEST_CASE("placement: the default budget is GPU 0's free memory minus the margin
   CHECK(default_vram_budget(gpus).bytes == (3ull << 30) - (512ull << 20));  // 5% of 4 GiB < 512 MiB
   gpus.devices[0].free_bytes = 512ull << 20;
   CHECK_THROWS_WITH(default_vram_budget(gpus), Catch::Contains("margin") && Catch::Contains("--vram-budget"));
+  // Another device than GPU 0 is measured on its own.
+  gpus.devices[0].free_bytes = 3ull << 30;
+  const auto other = default_vram_budget(gpus, 1);
+  CHECK(other.bytes == (8ull << 30) - (512ull << 20));
+  CHECK_THAT(other.source, Catch::Contains("GPU 1 (Other)"));
+  CHECK_THROWS_WITH(default_vram_budget(gpus, 2), Catch::Contains("no GPU 2") && Catch::Contains("--vram-budget"));
+}
+
+TEST_CASE("placement: a given budget is used as given, with its spelling as the source", "[sparse][placement]") {
+  const auto given = resolve_vram_budget(uint64_t{12} << 30, "12GiB");
+  CHECK(given.bytes == uint64_t{12} << 30);
+  CHECK(given.source == "--vram-budget 12GiB");
+  CHECK(resolve_vram_budget(uint64_t{1000}, "").source == "--vram-budget 1000");
+  // None given: the default, which in a build without CUDA (or with no GPU) says to pass one.
+  const auto gpus = tc::kernels::query_gpus();
+  if (!gpus.cuda_built || gpus.devices.empty()) {
+    CHECK_THROWS_WITH(resolve_vram_budget(std::nullopt, ""), Catch::Contains("--vram-budget"));
+  } else {
+    CHECK(resolve_vram_budget(std::nullopt, "").bytes == default_vram_budget(gpus).bytes);
+  }
 }

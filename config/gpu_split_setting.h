@@ -1,0 +1,73 @@
+// The GPU split shared by `serve` (keys placement, offload_layers,
+// vram_budget) and the running subcommands (--placement, --offload-layers,
+// --vram-budget): which parts of the model go to the GPU. Parsed and checked
+// for contradictions here, in the leaf config library, so every front end
+// applies one rule; engine/runtime/model_setup.h carries it out.
+//
+// The rule (docs/hybrid.md, "Choosing the mode"):
+//   --placement FILE        hybrid mode: the hot neurons of a `thermocline place` file
+//   --placement auto        hybrid mode: the placement solved at load from the stats
+//                           file, within --vram-budget (default: free VRAM minus a margin)
+//   --offload-layers K      layer offload: the first K layers on the GPU
+//   --vram-budget B alone   layer offload: the largest K whose bytes fit B
+// So --vram-budget is the budget of the mode in use: the solver's with
+// --placement auto, layer offload's otherwise. It contradicts a placement
+// file (which spent its budget when it was made) and --offload-layers
+// (which fixes K). Every mode needs --device cuda[:N].
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "config/device_setting.h"
+
+namespace tc::config {
+
+// The --placement value that solves the placement at load.
+inline constexpr std::string_view kPlacementAuto = "auto";
+
+enum class GpuSplitMode {
+  None,          // no split: the whole model on the --device backend
+  HybridFile,    // hot neurons on the GPU, from a placement file
+  HybridAuto,    // hot neurons on the GPU, solved at load
+  LayerOffload,  // the first layers on the GPU, the rest on the CPU
+};
+
+struct GpuSplitSetting {
+  GpuSplitMode mode = GpuSplitMode::None;
+  std::filesystem::path placement_file;  // HybridFile only
+  int64_t offload_layers = -1;           // LayerOffload: K; -1: the largest K that fits vram_budget
+  // Bytes. HybridAuto: the solver's budget (nullopt: the GPU's free memory
+  // minus a margin); LayerOffload with offload_layers -1: K's budget.
+  std::optional<uint64_t> vram_budget;
+  std::string vram_budget_text;          // vram_budget as written ("12GiB"), for logs
+
+  bool hybrid() const { return mode == GpuSplitMode::HybridFile || mode == GpuSplitMode::HybridAuto; }
+};
+
+// The option a GpuSplitError is about (serve reports it under that key).
+enum class GpuSplitOption { Placement, OffloadLayers, VramBudget };
+
+class GpuSplitError : public std::invalid_argument {
+ public:
+  GpuSplitError(GpuSplitOption option, const std::string& message) : std::invalid_argument(message), option_(option) {}
+  GpuSplitOption option() const { return option_; }
+
+ private:
+  GpuSplitOption option_;
+};
+
+// placement: "" (none), "auto" or a placement file's path; offload_layers:
+// -1 (off) or K >= 0; vram_budget: "" (none) or a byte size
+// (config/byte_size.h). Throws GpuSplitError naming the flags at fault: a
+// bad budget or K, two modes at once, a placement file with a budget, a mode
+// without --device cuda. Whether the file exists, K fits the model, and the
+// build and machine have the GPU is checked at load.
+GpuSplitSetting parse_gpu_split_setting(const DeviceSetting& device, std::string_view placement,
+                                        int64_t offload_layers, std::string_view vram_budget);
+
+}  // namespace tc::config

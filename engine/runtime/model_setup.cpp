@@ -1,0 +1,133 @@
+// set_up_model: backend(s), sparsity plan, GPU split, forward pass.
+#include "engine/runtime/model_setup.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+#include "engine/sparse/activation_stats.h"
+#include "engine/sparse/gpu_index.h"
+#include "engine/sparse/layer_offload_plan.h"
+#include "engine/sparse/place_model.h"
+#include "engine/sparse/vram_budget.h"
+#include "kernels/backend_from_setting.h"
+
+namespace tc::runtime {
+namespace {
+
+using config::GpuSplitMode;
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+// Hybrid mode's hot neurons, and how they were chosen (for the summary).
+struct HotNeurons {
+  model::NeuronPlacement placement;
+  std::string origin;  // the file, or "solved at start: ..."
+};
+
+HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup,
+                       const sparse::PlacementShape& shape) {
+  const auto& spec = loaded.spec;
+  const auto& split = setup.gpu_split;
+  if (split.mode == GpuSplitMode::HybridFile) {
+    const uint64_t hash = sparse::fingerprint_model(loaded.file, spec).tensor_hash;
+    return {{sparse::read_gpu_index(split.placement_file, spec.n_layer, spec.n_ff, hash).hot},
+            split.placement_file.string()};
+  }
+  if (!loaded.stats_file) {
+    throw std::invalid_argument("--placement auto solves the placement from activation statistics: pass --stats "
+                                "FILE (from `thermocline profile` on this model), or a placement file");
+  }
+  const sparse::VramBudget budget =
+      sparse::resolve_vram_budget(split.vram_budget, split.vram_budget_text, setup.device.index);
+  const sparse::PlacementPlan plan = sparse::place_loaded_model(loaded, budget.bytes, shape);
+  HotNeurons hot;
+  for (const auto& layer : plan.layers) hot.placement.hot.push_back(layer.hot);
+  hot.origin = "solved at start from " + loaded.stats_file->path() + ": " + sparse::human_bytes(plan.used_bytes()) +
+               " of " + budget.source + ", expected GPU share of firings " + percent(plan.gpu_share());
+  return hot;
+}
+
+}  // namespace
+
+RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, const ModelSetup& setup,
+                           const sparse::PlacementShape& shape) {
+  if (!loaded) throw std::invalid_argument("no model");
+  const BackendFactory create =
+      setup.create_backend ? setup.create_backend : [](const config::DeviceSetting& device, int n_threads) {
+        return kernels::create_backend(device, n_threads);
+      };
+  const auto& split = setup.gpu_split;
+  const bool hybrid = split.hybrid();
+  const bool offload = split.mode == GpuSplitMode::LayerOffload;
+  const char* offload_flag = split.offload_layers < 0 ? "--vram-budget" : "--offload-layers";
+  const model::ModelSpec& spec = loaded->spec;
+
+  RunnableModel m;
+  m.loaded = std::move(loaded);
+  m.shape = shape;
+  m.backend = create(setup.device, setup.threads);
+  model::LayerOffloadOptions offload_options;
+  std::string offload_origin;
+  if (offload) {
+    offload_options.n_device_layers = split.offload_layers;
+    if (split.offload_layers < 0) {
+      const auto plan = sparse::plan_layer_offload(sparse::layer_offload_costs(m.loaded->file, spec, shape),
+                                                   split.vram_budget.value_or(0));
+      offload_options.n_device_layers = plan.n_device_layers;
+      offload_origin = " (--vram-budget: " + plan.summary + ")";
+    } else if (split.offload_layers > spec.n_layer) {
+      throw std::invalid_argument("--offload-layers " + std::to_string(split.offload_layers) + ": " +
+                                  m.loaded->file.path() + " has " + std::to_string(spec.n_layer) + " layers");
+    }
+  }
+  m.plan = sparse::plan_sparsity(*m.loaded, setup.sparsity, setup.sparse_max_tokens,
+                                 hybrid || m.backend->device() == kernels::DeviceKind::Cpu);
+  if (offload && m.plan.forward.ffn_mode != model::FfnMode::Dense) {
+    throw std::invalid_argument(std::string(offload_flag) + " (layer offload) runs the dense FFN: use --sparsity "
+                                "dense (the plan here is: " + m.plan.summary + ")");
+  }
+  model::HybridOptions hybrid_options;
+  std::string hot_origin;
+  if (hybrid) {
+    if (m.plan.forward.ffn_mode != model::FfnMode::Sparse) {
+      throw std::invalid_argument("--placement needs the sparse FFN (a ReLU-family model with predictors, "
+                                  "--sparsity auto or relu); the plan here is: " + m.plan.summary);
+    }
+    HotNeurons hot = hot_neurons(*m.loaded, setup, shape);
+    hybrid_options.placement = std::move(hot.placement);
+    hot_origin = std::move(hot.origin);
+  }
+  if (hybrid || offload) {
+    m.cpu_backend = create(config::DeviceSetting{}, setup.threads);
+    hybrid_options.cpu = hybrid ? m.cpu_backend.get() : nullptr;
+    offload_options.cpu = offload ? m.cpu_backend.get() : nullptr;
+  }
+  int64_t n_hot = 0;
+  for (const auto& layer : hybrid_options.placement.hot) n_hot += static_cast<int64_t>(layer.size());
+  m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options),
+                                                offload_options);
+  m.plan.attach(*m.llama);
+
+  m.summary.push_back("sparsity: " + m.plan.summary);
+  if (hybrid) {
+    m.summary.push_back("hybrid: " + std::to_string(n_hot) + " of " + std::to_string(spec.n_layer * spec.n_ff) +
+                        " FFN neurons hot (" + hot_origin + ") on " + m.backend->name() + ", the cold ones on " +
+                        m.cpu_backend->name());
+  }
+  if (offload) {
+    const int64_t k = offload_options.n_device_layers;
+    m.summary.push_back("layer offload: the first " + std::to_string(k) + " of " + std::to_string(spec.n_layer) +
+                        " layers on " + m.backend->name() + " (" +
+                        sparse::human_bytes(m.llama->device_weight_bytes()) + " of weights" +
+                        (k == spec.n_layer ? ", output head included" : "") + "), the rest on " +
+                        m.cpu_backend->name() + offload_origin);
+  }
+  return m;
+}
+
+}  // namespace tc::runtime

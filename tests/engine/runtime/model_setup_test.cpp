@@ -1,0 +1,177 @@
+// set_up_model, the one set-up of serve's Engine and the CLI: the device
+// backend comes first (its reason wins), each GPU split builds what it says
+// (hybrid from a file or solved from the stats, layer offload by K or by
+// budget, the KV cache split at K), and what depends on the model is
+// refused naming the option. The "GPU" is HostDeviceBackend.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "config/gpu_split_setting.h"
+#include "engine/runtime/model_setup.h"
+#include "engine/sparse/layer_offload_plan.h"
+#include "engine/sparse/place_model.h"
+#include "engine/sparse/placement.h"
+#include "kernels/backend.h"
+#include "tests/engine/runtime/gpu_split_fixtures.h"
+#include "tests/test_util.h"
+
+using tc::config::GpuSplitMode;
+using tc::runtime::ModelSetup;
+using tc::runtime::set_up_model;
+using tc::test::gpu_split::MadeBackends;
+
+namespace {
+
+const tc::sparse::PlacementShape kShape{.n_ctx = 128, .n_parallel = 2, .n_batch = 32};
+
+ModelSetup fake_cuda_setup(MadeBackends& made, tc::config::GpuSplitSetting split) {
+  ModelSetup s;
+  s.device = {.cuda = true, .index = 0};
+  s.threads = 2;
+  s.gpu_split = std::move(split);
+  s.create_backend = tc::test::gpu_split::fake_gpu_factory(made);
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("set_up_model makes the device backend before anything that can fail later", "[runtime][setup]") {
+  ModelSetup s;
+  s.device = {.cuda = true, .index = 0};
+  s.gpu_split.mode = GpuSplitMode::HybridFile;
+  s.gpu_split.placement_file = "/nonexistent/m.gpuidx";
+  int calls = 0;
+  s.create_backend = [&calls](const tc::config::DeviceSetting&, int) -> std::unique_ptr<tc::kernels::Backend> {
+    ++calls;
+    throw tc::kernels::BackendUnavailable("no CUDA here (test)");
+  };
+  CHECK_THROWS_AS(set_up_model(tc::test::gpu_split::sparse_model_with_stats(), s, kShape),
+                  tc::kernels::BackendUnavailable);
+  CHECK(calls == 1);
+}
+
+TEST_CASE("set_up_model builds hybrid mode from a placement file or from the stats", "[runtime][setup]") {
+  std::filesystem::path stats_path;
+  const auto loaded = tc::test::gpu_split::sparse_model_with_stats(&stats_path);
+  const uint64_t budget = tc::test::gpu_split::half_ffn_budget(*loaded, kShape);
+  const auto plan = tc::sparse::place_loaded_model(*loaded, budget, kShape);
+  REQUIRE(plan.n_hot() > 0);
+  REQUIRE(plan.n_hot() < plan.n_neurons());
+  const std::string hot_line =
+      "hybrid: " + std::to_string(plan.n_hot()) + " of " + std::to_string(plan.n_neurons()) + " FFN neurons hot";
+
+  SECTION("solved at load within the given budget") {
+    MadeBackends made;
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridAuto;
+    split.vram_budget = budget;
+    split.vram_budget_text = "BUDGET";
+    const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
+    CHECK(m.llama->hybrid());
+    CHECK(m.cpu_backend != nullptr);
+    CHECK(made.devices.size() == 1);
+    CHECK(made.n_cpu == 1);
+    const std::string summary = joined(m.summary);
+    CHECK_THAT(summary, Catch::Contains(hot_line) && Catch::Contains("solved at start from " + stats_path.string()) &&
+                            Catch::Contains("--vram-budget BUDGET"));
+    CHECK_THAT(summary, Catch::Contains("sparsity: sparse FFN"));
+  }
+  SECTION("from the file `place` wrote") {
+    const auto file =
+        tc::test::gpu_split::write_placement_file(*loaded, stats_path, budget, kShape, "setup_hybrid_file");
+    MadeBackends made;
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridFile;
+    split.placement_file = file;
+    const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
+    CHECK(m.llama->hybrid());
+    CHECK_THAT(joined(m.summary), Catch::Contains(hot_line + " (" + file.string() + ")"));
+  }
+}
+
+TEST_CASE("set_up_model builds layer offload by K or by budget, with a split KV cache", "[runtime][setup]") {
+  const auto loaded = tc::test::gpu_split::dense_model();
+  const int64_t n_layer = loaded->spec.n_layer;
+  const auto costs = tc::sparse::layer_offload_costs(loaded->file, loaded->spec, kShape);
+  struct Case {
+    int64_t offload_layers;
+    std::optional<uint64_t> budget;
+    int64_t want_k;
+  };
+  const Case cases[] = {{0, std::nullopt, 0},
+                        {2, std::nullopt, 2},
+                        {n_layer, std::nullopt, n_layer},
+                        {-1, costs.device_bytes(2), 2},
+                        {-1, costs.device_bytes(2) - 1, 1},
+                        {-1, uint64_t{1} << 40, n_layer}};
+  for (const auto& c : cases) {
+    INFO("offload_layers " << c.offload_layers << ", budget " << c.budget.value_or(0));
+    MadeBackends made;
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::LayerOffload;
+    split.offload_layers = c.offload_layers;
+    split.vram_budget = c.budget;
+    auto s = fake_cuda_setup(made, split);
+    s.sparsity.mode = tc::config::SparsityMode::Dense;
+    const auto m = set_up_model(loaded, s, kShape);
+    CHECK(m.llama->n_device_layers() == c.want_k);
+    CHECK(m.llama->offload_cpu() == m.cpu_backend.get());
+    const auto kv = m.make_kv_cache();
+    CHECK(kv.n_first_layers() == c.want_k);
+    CHECK(kv.n_slots() == kShape.n_parallel);
+    CHECK(kv.n_ctx() == kShape.n_ctx);
+    CHECK_THAT(joined(m.summary), Catch::Contains("layer offload: the first " + std::to_string(c.want_k) + " of " +
+                                                  std::to_string(n_layer) + " layers on host-device (test)"));
+    if (c.budget) CHECK_THAT(joined(m.summary), Catch::Contains("(--vram-budget: "));
+  }
+}
+
+TEST_CASE("set_up_model refuses what the model cannot run, naming the option", "[runtime][setup]") {
+  MadeBackends made;
+  SECTION("placement auto without a stats file") {
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridAuto;
+    split.vram_budget = uint64_t{1} << 30;
+    CHECK_THROWS_WITH(set_up_model(tc::test::gpu_split::sparse_model_without_stats(),
+                                   fake_cuda_setup(made, split), kShape),
+                      Catch::Contains("--placement auto") && Catch::Contains("--stats"));
+  }
+  SECTION("placement auto with a budget below the fixed cost") {
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridAuto;
+    split.vram_budget = 1000;
+    CHECK_THROWS_AS(set_up_model(tc::test::gpu_split::sparse_model_with_stats(), fake_cuda_setup(made, split),
+                                 kShape),
+                    tc::sparse::PlacementError);
+  }
+  SECTION("hybrid mode with the dense FFN") {
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridAuto;
+    split.vram_budget = uint64_t{1} << 30;
+    auto s = fake_cuda_setup(made, split);
+    s.sparsity.mode = tc::config::SparsityMode::Dense;
+    CHECK_THROWS_WITH(set_up_model(tc::test::gpu_split::sparse_model_with_stats(), s, kShape),
+                      Catch::Contains("--placement needs the sparse FFN"));
+  }
+  SECTION("layer offload with the sparse FFN, or more layers than the model has") {
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::LayerOffload;
+    split.offload_layers = 1;
+    auto relu = fake_cuda_setup(made, split);
+    relu.sparsity.mode = tc::config::SparsityMode::Relu;
+    CHECK_THROWS_WITH(set_up_model(tc::test::gpu_split::sparse_model_with_stats(), relu, kShape),
+                      Catch::Contains("--offload-layers (layer offload) runs the dense FFN"));
+    split.offload_layers = 4;
+    CHECK_THROWS_WITH(set_up_model(tc::test::gpu_split::dense_model(), fake_cuda_setup(made, split), kShape),
+                      Catch::Contains("--offload-layers 4") && Catch::Contains("has 3 layers"));
+  }
+}
