@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -29,9 +30,10 @@ inline constexpr int64_t kHybridVocab = 512;
 // A planted sparse ReLU model (make-model --sparse): n_embd 128, 10% of the
 // neurons active per token, predictors of rank 32. f32/f16: n_ff 500, not a
 // multiple of 32, so the bitmask's last word is partial; quantized ffn_down
-// rows need whole blocks of 32: 544.
-inline std::unique_ptr<model::LoadedModel> planted_model(const std::string& name, bool pwri, const std::string& type,
-                                                         int64_t n_layer = 2) {
+// rows need whole blocks of 32: 544. `reshape` may change the options last.
+inline std::unique_ptr<model::LoadedModel> planted_model(
+    const std::string& name, bool pwri, const std::string& type, int64_t n_layer = 2,
+    const std::function<void(profiler::MakeModelOptions&)>& reshape = {}) {
   profiler::MakeModelOptions o;
   o.output = scratch_dir("hybrid_forward_" + name) / "m.gguf";
   o.n_vocab = kHybridVocab;
@@ -49,6 +51,7 @@ inline std::unique_ptr<model::LoadedModel> planted_model(const std::string& name
   o.sparse.active = 0.10;
   o.sparse.predictor_rank = 32;
   o.sparse.layout = pwri ? profiler::SparseLayout::PowerInfer : profiler::SparseLayout::Gguf;
+  if (reshape) reshape(o);
   profiler::make_model(o);
   return model::load_model(o.output);
 }

@@ -132,7 +132,7 @@ TEST_CASE("hybrid logits equal the CPU sparse logits bit for bit when one side h
       INFO((hot ? "all hot" : "none hot"));
       tc::test::HostDeviceBackend device(2);
       LlamaModel hybrid(*loaded, device, options,
-                        HybridOptions{cpu.get(), hot ? all_hot(loaded->spec) : none_hot(loaded->spec)});
+                        HybridOptions{cpu.get(), hot ? all_hot(loaded->spec) : none_hot(loaded->spec), {}});
       const auto got = decode_pair(hybrid, device);
       REQUIRE(got.size() == want.size());
       CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
@@ -172,7 +172,7 @@ TEST_CASE("hybrid greedy tokens equal CPU-only sparse greedy tokens", "[model][h
       for (const auto& p : placements) {
         INFO(p.name);
         tc::test::HostDeviceBackend device(2);
-        LlamaModel hybrid(*loaded, device, options, HybridOptions{cpu.get(), p.placement});
+        LlamaModel hybrid(*loaded, device, options, HybridOptions{cpu.get(), p.placement, {}});
         const auto got = greedy(hybrid, device, prompt, 16);
         CHECK(got.tokens == want.tokens);
         std::vector<double> ref(want.logits.begin(), want.logits.end());
@@ -211,7 +211,7 @@ TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split betwe
   }
   tc::test::HostDeviceBackend device(2);
   LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
-                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt")});
+                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt"), {}});
   KvCache kv(device, hybrid.spec(), 1, 64);
   const StepSequence seq{0, prompt, true};
   REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
@@ -232,7 +232,7 @@ TEST_CASE("hybrid decode moves activations, active sets and partial sums, never 
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   const auto placement = solver_placement(*loaded, "bus");
   tc::test::HostDeviceBackend device(2);
-  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement});
+  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement, {}});
 
   // Uploaded once: everything but the FFN matrices, plus the hot rows and the predictors.
   size_t expected_upload = 0;
@@ -283,14 +283,15 @@ TEST_CASE("hybrid mode refuses what it cannot run, saying why", "[model][hybrid]
   tc::test::HostDeviceBackend device(1);
   CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}),
                     Catch::Contains("needs a neuron placement") && Catch::Contains("--placement"));
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {}, HybridOptions{cpu.get(), all_hot(loaded->spec)}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {}, HybridOptions{cpu.get(), all_hot(loaded->spec), {}}),
                     Catch::Contains("runs the sparse FFN"));
   NeuronPlacement short_plan = all_hot(loaded->spec);
   short_plan.hot.pop_back();
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), short_plan}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse},
+                               HybridOptions{cpu.get(), short_plan, {}}),
                     Catch::Contains("1 layers; the model has 2"));
   NeuronPlacement unsorted = none_hot(loaded->spec);
   unsorted.hot[1] = {5, 3};
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), unsorted}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), unsorted, {}}),
                     Catch::Contains("layer 1") && Catch::Contains("ascending"));
 }
