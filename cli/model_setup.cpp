@@ -22,6 +22,11 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "Hybrid mode (needs --device cuda): the hot neurons of this .generated.gpuidx (from "
                   "`thermocline place`) on the GPU, the cold ones on the CPU")
       ->check(CLI::ExistingFile);
+  sub->add_option("--prefetch", options.prefetch,
+                  "Hybrid mode: copy the cold neurons the next layer is predicted to use into a VRAM cache while "
+                  "the GPU computes: on | off | auto (a per-layer cost model on measured bandwidths decides)")
+      ->check(CLI::IsMember({"on", "off", "auto"}))
+      ->capture_default_str();
   sub->add_option("--stats", options.stats,
                   "Stats file from `thermocline profile` (predictors, TEAL thresholds) recorded on this model")
       ->check(CLI::ExistingFile);
@@ -63,6 +68,15 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
     throw std::invalid_argument("--placement runs hybrid mode (hot neurons on a GPU, cold ones on the CPU): it "
                                 "needs --device cuda; on the CPU every neuron is already on the CPU, drop "
                                 "--placement");
+  }
+  if (options.prefetch != "on" && options.prefetch != "off" && options.prefetch != "auto") {
+    throw std::invalid_argument("--prefetch: '" + options.prefetch + "' is not on, off or auto");
+  }
+  const auto prefetch = options.prefetch == "on"    ? model::PrefetchMode::On
+                        : options.prefetch == "off" ? model::PrefetchMode::Off
+                                                    : model::PrefetchMode::Auto;
+  if (prefetch == model::PrefetchMode::On && !hybrid) {
+    throw std::invalid_argument("--prefetch on copies cold neurons into VRAM in hybrid mode: it needs --placement");
   }
   const bool by_budget = !options.vram_budget.empty();
   const bool offload = options.offload_layers >= 0 || by_budget;
@@ -116,6 +130,7 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
     const auto& spec = m.loaded->spec;
     const uint64_t hash = sparse::fingerprint_model(m.loaded->file, spec).tensor_hash;
     hybrid_options.placement.hot = sparse::read_gpu_index(options.placement, spec.n_layer, spec.n_ff, hash).hot;
+    hybrid_options.prefetch.mode = prefetch;
     m.cold_backend = kernels::create_backend(config::DeviceSetting{}, threads);
     hybrid_options.cpu = m.cold_backend.get();
   }
@@ -134,6 +149,9 @@ CliModel open_cli_model(const std::string& path, int threads, const ModelCliOpti
     std::fprintf(stderr, "hybrid: %lld of %lld FFN neurons hot (%s) on %s, the cold ones on %s\n",
                  static_cast<long long>(n_hot), static_cast<long long>(n_neurons), options.placement.c_str(),
                  m.backend->name().c_str(), m.cold_backend->name().c_str());
+    std::fprintf(stderr, "prefetch: %s\n", m.llama->hybrid_prefetch() != nullptr
+                                                 ? m.llama->hybrid_prefetch()->summary().c_str()
+                                                 : "off");
   }
   if (offload) {
     std::fprintf(stderr, "layer offload: the first %lld of %lld layers on %s (%s of weights%s), the rest on %s%s\n",

@@ -1,7 +1,8 @@
 // The model options every running subcommand shares (--device, --stats,
-// --sparsity, --sparse-max-tokens, --placement, --offload-layers,
-// --vram-budget) and the set-up they drive: load, backend(s), sparsity plan,
-// forward pass, KV cache. Used by generate, bench and perplexity.
+// --sparsity, --sparse-max-tokens, --placement, --prefetch,
+// --offload-layers, --vram-budget) and the set-up they drive: load,
+// backend(s), sparsity plan, forward pass, KV cache. Used by generate, bench
+// and perplexity.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,9 @@ struct ModelCliOptions {
   // --placement: a .generated.gpuidx (`thermocline place`): hybrid mode, its
   // hot neurons on the --device GPU, the cold ones on the CPU. Empty: none.
   std::string placement;
+  // --prefetch: hybrid mode's VRAM neuron cache and prefetch thread: on,
+  // off, or auto (the per-layer cost model decides).
+  std::string prefetch = "auto";
   // --offload-layers K: layer offload (the llama.cpp-style baseline), the
   // first K layers on the --device GPU, the rest on the CPU. -1: off.
   int64_t offload_layers = -1;

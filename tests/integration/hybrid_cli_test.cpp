@@ -1,6 +1,7 @@
 // `--placement` (hybrid mode) through the real binary: a plan from `place`
-// runs on `--device cuda` where a GPU is (the hybrid line on stderr), and
-// everywhere else stops with the reason; misuse is refused with a message.
+// runs on `--device cuda` where a GPU is (the hybrid and prefetch lines on
+// stderr), and everywhere else stops with the reason; misuse (of
+// `--prefetch` too) is refused with a message.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -44,10 +45,21 @@ TEST_CASE("generate --placement runs hybrid mode on a GPU and says why not elsew
   CHECK(dense.exit_code != 0);
   CHECK_THAT(dense.output, Catch::Contains("CUDA") || Catch::Contains("needs the sparse FFN"));
 
+  auto bad_mode = run_command(bin() + " generate" + args + " --device cuda --prefetch sometimes");
+  CHECK(bad_mode.exit_code != 0);
+  CHECK_THAT(bad_mode.output, Catch::Contains("--prefetch"));
+  auto no_placement = run_command(bin() + " generate -m " + model + " -p 'x' -n 2 -t 2 --prefetch on");
+  CHECK(no_placement.exit_code != 0);
+  CHECK_THAT(no_placement.output, Catch::Contains("--prefetch on") && Catch::Contains("--placement"));
+
   auto hybrid = run_command(bin() + " generate" + args + " --device cuda");
   INFO(hybrid.output);
   if (hybrid.exit_code == 0) {
     CHECK_THAT(hybrid.output, Catch::Contains("hybrid: ") && Catch::Contains("FFN neurons hot"));
+    CHECK_THAT(hybrid.output, Catch::Contains("prefetch: auto") && Catch::Contains("GB/s"));
+    auto off = run_command(bin() + " generate" + args + " --device cuda --prefetch off");
+    CHECK(off.exit_code == 0);
+    CHECK_THAT(off.output, Catch::Contains("prefetch: off"));
   } else {
     // No CUDA in this build or no GPU here: the backend's reason, no crash.
     CHECK(hybrid.exit_code == 1);
