@@ -100,7 +100,8 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
   e.model.sparse_max_tokens = o.sparse_max_tokens;
   e.model.gpu_split =
-      config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget);
+      config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget,
+                                      o.prefetch);
   return e;
 }
 

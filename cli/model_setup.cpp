@@ -24,6 +24,11 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
             return value == config::kPlacementAuto ? std::string() : CLI::ExistingFile(value);
           },
           "FILE|auto"));
+  sub->add_option("--prefetch", options.prefetch,
+                  "Hybrid mode: copy the cold neurons the next layer is predicted to use into a VRAM cache while "
+                  "the GPU computes: on | off | auto (a per-layer cost model on measured bandwidths decides)")
+      ->check(CLI::IsMember({"on", "off", "auto"}))
+      ->capture_default_str();
   sub->add_option("--stats", options.stats,
                   "Stats file from `thermocline profile` (predictors, TEAL thresholds, firing counts for "
                   "--placement auto) recorded on this model")
@@ -64,7 +69,7 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
     throw std::invalid_argument(std::string("--device: ") + e.what());
   }
   setup.gpu_split = config::parse_gpu_split_setting(setup.device, options.placement, options.offload_layers,
-                                                    options.vram_budget);
+                                                    options.vram_budget, options.prefetch);
   std::shared_ptr<const model::LoadedModel> loaded = model::load_model(path, {.stats = options.stats});
   const sparse::PlacementShape shape = shape_of(loaded->spec);
   runtime::RunnableModel m = runtime::set_up_model(std::move(loaded), setup, shape);

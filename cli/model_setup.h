@@ -1,6 +1,6 @@
 // The model options every running subcommand shares (--device, --stats,
-// --sparsity, --sparse-max-tokens, --placement, --offload-layers,
-// --vram-budget) and open_cli_model, which parses them, loads the model and
+// --sparsity, --sparse-max-tokens, --placement, --prefetch,
+// --offload-layers, --vram-budget) and open_cli_model, which parses them, loads the model and
 // hands it to the engine's set-up (engine/runtime/model_setup.h, the code
 // `serve` runs too). Used by generate, bench and perplexity.
 #pragma once
@@ -26,6 +26,9 @@ struct ModelCliOptions {
   // .generated.gpuidx (`thermocline place`) or "auto" (solved at load from
   // --stats); empty: none.
   std::string placement;
+  // --prefetch: hybrid mode's VRAM neuron cache and prefetch thread: on,
+  // off, or auto (the per-layer cost model decides).
+  std::string prefetch = "auto";
   // --offload-layers K: layer offload, the first K layers on the --device
   // GPU, the rest on the CPU. -1: off.
   int64_t offload_layers = -1;

@@ -6,9 +6,21 @@
 namespace tc::config {
 
 GpuSplitSetting parse_gpu_split_setting(const DeviceSetting& device, std::string_view placement,
-                                        int64_t offload_layers, std::string_view vram_budget) {
+                                        int64_t offload_layers, std::string_view vram_budget,
+                                        std::string_view prefetch) {
   using Option = GpuSplitOption;
   GpuSplitSetting s;
+  if (prefetch == "on") {
+    s.prefetch = PrefetchSetting::On;
+  } else if (prefetch == "off") {
+    s.prefetch = PrefetchSetting::Off;
+  } else if (prefetch != "auto") {
+    throw GpuSplitError(Option::Prefetch, "--prefetch: '" + std::string(prefetch) + "' is not on, off or auto");
+  }
+  if (s.prefetch == PrefetchSetting::On && placement.empty()) {
+    throw GpuSplitError(Option::Prefetch, "--prefetch on copies cold neurons into a VRAM cache in hybrid mode: it "
+                                          "needs --placement (FILE or auto)");
+  }
   if (!vram_budget.empty()) {
     try {
       s.vram_budget = parse_byte_size(vram_budget);

@@ -19,6 +19,8 @@ namespace {
 
 constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info", "warn", "error", "off"};
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
+constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0], kPrefetchValues[1],
+                                                              kPrefetchValues[2]};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
@@ -53,7 +55,7 @@ std::optional<std::string> check_device(const ServeOptions& o) {
 }
 
 // The GPU split's problem that belongs to `option`'s key. One parse checks
-// the three keys together; each key reports the problems about itself, so
+// the four keys together; each key reports the problems about itself, so
 // whichever is found first is named under the right key.
 std::optional<std::string> gpu_split_problem(const ServeOptions& o, GpuSplitOption option) {
   DeviceSetting device;
@@ -63,7 +65,7 @@ std::optional<std::string> gpu_split_problem(const ServeOptions& o, GpuSplitOpti
     return std::nullopt;  // the device key reports it
   }
   try {
-    parse_gpu_split_setting(device, o.placement.string(), o.offload_layers, o.vram_budget);
+    parse_gpu_split_setting(device, o.placement.string(), o.offload_layers, o.vram_budget, o.prefetch);
   } catch (const GpuSplitError& e) {
     if (e.option() == option) return e.what();
   }
@@ -78,6 +80,9 @@ std::optional<std::string> check_offload_layers(const ServeOptions& o) {
 }
 std::optional<std::string> check_vram_budget(const ServeOptions& o) {
   return gpu_split_problem(o, GpuSplitOption::VramBudget);
+}
+std::optional<std::string> check_prefetch(const ServeOptions& o) {
+  return gpu_split_problem(o, GpuSplitOption::Prefetch);
 }
 
 std::optional<std::string> check_api_keys(const ServeOptions& o) {
@@ -149,6 +154,10 @@ const OptionDescriptor kTable[] = {
      .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "
              "the cold ones on the CPU; auto: solve the placement at start from stats within vram_budget",
      .field = &ServeOptions::placement, .keywords = kPlacementKeywords, .check = check_placement},
+    {.key = "prefetch", .flags = "--prefetch",
+     .help = "Hybrid mode: copy the cold neurons the next layer is predicted to use into a VRAM cache while the "
+             "GPU computes: on | off | auto (a per-layer cost model on measured bandwidths decides)",
+     .field = &ServeOptions::prefetch, .choices = kPrefetchChoices, .check = check_prefetch},
     {.key = "offload_layers", .flags = "--offload-layers",
      .help = "Layer offload (device cuda, dense FFN): the first K layers on the GPU, the rest on the CPU; -1: off",
      .field = &ServeOptions::offload_layers, .min = -1, .max = 1 << 20, .check = check_offload_layers},

@@ -55,6 +55,8 @@ struct ServeOptions {
   // mode: a .gpuidx placement file, or "auto" to solve it at start from
   // `stats` (key: placement); empty: none.
   std::filesystem::path placement;
+  // Hybrid mode's prefetch path into a VRAM neuron cache: on|off|auto (key: prefetch).
+  std::string prefetch = "auto";
   int64_t offload_layers = -1;      // layer offload: the first K layers on the GPU; -1: off (key: offload_layers)
   // Bytes ("12GiB"): the solver's budget with placement "auto" (empty: free
   // VRAM minus a margin); alone, layer offload with the largest K that fits (key: vram_budget).

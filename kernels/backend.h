@@ -10,7 +10,8 @@
 // (checked). Ops are issued in order on the backend's stream and may return
 // before they finish (CUDA); on the CPU they run synchronously and
 // synchronize() is a no-op. Free a buffer an issued op uses only after
-// synchronize(). Not thread-safe: one engine thread drives a backend.
+// synchronize(). Not thread-safe: one engine thread drives a backend; a
+// CopyQueue it made may be driven by one other thread at the same time.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,45 @@ struct BackendOptions {
 struct PlacedTensor {
   Tensor tensor;
   Buffer storage;
+};
+
+// A point in a queue of device work (a backend's stream or a CopyQueue),
+// recorded after some work so that another queue can wait for that work on
+// the device, the host not waiting (CUDA: a cudaEvent_t). Made by
+// Backend::make_event() and used only with that backend and its copy
+// queues. Recording again moves the point; a wait refers to the recording
+// that came before it in host time, so the thread that records must hand
+// the event to the thread that waits (the prefetcher's shared state does).
+// The CPU backend's events are empty: its work is done when issued.
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// A second in-order queue of host -> device copies beside a backend's
+// stream (CUDA: a non-blocking stream of its own, so the copies overlap the
+// ops), for prefetching weight rows while the ops run. Made by
+// Backend::make_copy_queue(); ordered with the backend's stream only
+// through events. One thread drives it (not necessarily the backend's).
+// Destroying it waits for its copies. The CPU backend's copies are memcpys
+// done when issued.
+class CopyQueue {
+ public:
+  virtual ~CopyQueue() = default;
+  // Copies `bytes` from host memory `src` to backend memory `dst` after the
+  // copies (and waits) issued on this queue before; may return at once.
+  // `src` must stay unchanged until synchronize() (or until an event
+  // recorded after the copy has been waited for by the host), and ops read
+  // `dst` only after waiting on such an event (Backend::wait_event). From
+  // allocate_host() memory the copy is truly asynchronous on CUDA.
+  virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
+  // Records `event` after the copies issued so far on this queue.
+  virtual void record_event(Event& event) = 0;
+  // Copies issued after this start only once the work `event` marks (on
+  // the backend's stream) is done; the host does not wait.
+  virtual void wait_event(const Event& event) = 0;
+  // The host waits for every copy issued so far.
+  virtual void synchronize() = 0;
 };
 
 // Asking for a backend this build or machine cannot provide.
@@ -81,6 +121,14 @@ class Backend {
   // Waits until every op and copy issued so far has finished. CUDA: also
   // where a fault of an earlier kernel surfaces (as CudaError).
   virtual void synchronize() = 0;
+  // Events and a second copy queue (see above), for the hybrid prefetch path.
+  virtual std::unique_ptr<Event> make_event() = 0;
+  virtual std::unique_ptr<CopyQueue> make_copy_queue() = 0;
+  // Records `event` after the ops and copies issued so far on this stream.
+  virtual void record_event(Event& event) = 0;
+  // Ops and copies issued after this run only once the work `event` marks
+  // (on a copy queue of this backend) is done; the host does not wait.
+  virtual void wait_event(const Event& event) = 0;
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;

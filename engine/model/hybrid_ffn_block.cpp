@@ -1,6 +1,7 @@
 // HybridFfnBlock::run: predictor on the device, the predicted set split
-// hot/cold on the host, hot on the device while cold runs on the CPU, one
-// add to merge (see the header for the steps and what crosses the bus).
+// device/CPU on the host (hot and cached neurons on the device), the
+// device's part there while the CPU runs the rest, one add to merge (see
+// the header for the steps and what crosses the bus).
 #include "engine/model/hybrid_ffn_block.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@ namespace tc::model {
 
 HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, kernels::Backend& cpu,
                                const sparse::PredictorSet& predictors, const HybridWeights& weights,
-                               kernels::Activation activation)
+                               kernels::Activation activation, PrefetchOptions prefetch)
     : spec_(spec), device_(device), cpu_(cpu), predictors_(predictors), weights_(weights), activation_(activation) {
   if (activation != kernels::Activation::ReGLU && activation != kernels::Activation::DReLU) {
     throw std::invalid_argument("the hybrid FFN needs a ReLU-family model (reglu or drelu)");
@@ -33,31 +34,36 @@ HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, 
   counters_.predicted.assign(n_layer, 0);
   counters_.computed.assign(n_layer, 0);
   split_.hot.assign(n_layer, 0);
+  split_.cached.assign(n_layer, 0);
   split_.cold.assign(n_layer, 0);
   n_words_ = (spec.n_ff + 31) / 32;
   const auto n_ff = static_cast<size_t>(spec.n_ff);
   cold_rows_.resize(n_ff);
-  hot_ids_.resize(n_ff);
+  cold_all_.resize(n_ff);
+  device_ids_.resize(n_ff);
   live_.resize(n_ff);
-  hot_rows_dev_ = device.allocate(n_ff * sizeof(int32_t));
-  hot_rows_host_ = device.allocate_host(n_ff * sizeof(int32_t));
+  device_rows_dev_ = device.allocate(n_ff * sizeof(int32_t));
+  device_rows_host_ = device.allocate_host(n_ff * sizeof(int32_t));
+  if (prefetch.mode != PrefetchMode::Off) {
+    prefetch_ = std::make_unique<HybridPrefetch>(spec, device, cpu, weights, predictors, std::move(prefetch));
+  }
 }
 
 void HybridFfnBlock::reserve(int64_t n_tokens) {
   if (n_tokens <= capacity_tokens_) return;
   const int64_t t = std::max(n_tokens, capacity_tokens_ * 2);
   const auto f32 = [t](int64_t n) { return static_cast<size_t>(t * n) * sizeof(float); };
-  const auto words = static_cast<size_t>(t * n_words_) * sizeof(uint32_t);
+  const auto words = 2 * static_cast<size_t>(t * n_words_) * sizeof(uint32_t);  // the layer's and the guess
   hidden_dev_ = device_.allocate(f32(max_rank_));
   scores_dev_ = device_.allocate(f32(spec_.n_ff));
   bits_dev_ = device_.allocate(words);
-  hot_mask_dev_ = device_.allocate(f32(spec_.n_ff));
-  hot_gate_dev_ = device_.allocate(f32(spec_.n_ff));
-  hot_up_dev_ = device_.allocate(f32(spec_.n_ff));
+  device_mask_dev_ = device_.allocate(f32(spec_.n_ff));
+  device_gate_dev_ = device_.allocate(f32(spec_.n_ff));
+  device_up_dev_ = device_.allocate(f32(spec_.n_ff));
   partial_dev_ = device_.allocate(f32(spec_.n_embd));
   bits_host_ = device_.allocate_host(words);
   cur_host_ = device_.allocate_host(f32(spec_.n_embd));
-  hot_mask_host_ = device_.allocate_host(f32(spec_.n_ff));
+  device_mask_host_ = device_.allocate_host(f32(spec_.n_ff));
   partial_host_ = device_.allocate_host(f32(spec_.n_embd));
   cold_gate_.resize(static_cast<size_t>(t * spec_.n_ff));
   cold_up_.resize(static_cast<size_t>(t * spec_.n_ff));
@@ -69,12 +75,31 @@ bool HybridFfnBlock::token_predicted(int64_t t, int32_t neuron) const {
   return ((word >> (neuron % 32)) & 1u) != 0;
 }
 
-void HybridFfnBlock::partition(const HybridLayerWeights& w, int64_t n_tokens, bool sparse) {
+void HybridFfnBlock::predict(int64_t layer, const float* x, int64_t n_tokens, bool guess) {
+  auto* bits = bits_dev_.as<uint32_t>();
+  float* hidden = hidden_dev_.as<float>();
+  float* scores = scores_dev_.as<float>();
+  for (int64_t k = 0; k < (guess ? 2 : 1); ++k) {
+    const auto l = static_cast<size_t>(layer + k);
+    const auto& pred = predictors_.layers[l];
+    device_.matmul(fc1_[l].tensor, x, n_tokens, hidden);
+    device_.relu(hidden, n_tokens * pred.rank());
+    device_.matmul(fc2_[l].tensor, hidden, n_tokens, scores);
+    device_.threshold_bits(scores, n_tokens, spec_.n_ff, pred.threshold, bits + k * n_tokens * n_words_);
+  }
+  device_.copy_to_host(bits_host_.data(), bits,
+                       static_cast<size_t>((guess ? 2 : 1) * n_tokens * n_words_) * sizeof(uint32_t));
+}
+
+void HybridFfnBlock::partition(int64_t layer, const HybridLayerWeights& w, int64_t n_tokens, bool sparse) {
   const int64_t n_ff = spec_.n_ff;
   const auto* bits = bits_host_.as<const uint32_t>();
-  auto* hot_rows = hot_rows_host_.as<int32_t>();
+  auto* device_rows = device_rows_host_.as<int32_t>();
+  const HybridPrefetch* prefetch = prefetch_.get();
   n_hot_ = 0;
+  n_device_ = 0;
   n_cold_ = 0;
+  n_cold_all_ = 0;
   // P ascending: the union over the tokens' bitmasks (every neuron when dense).
   for (int64_t word_idx = 0; word_idx < n_words_; ++word_idx) {
     uint32_t word = ~0u;
@@ -85,20 +110,28 @@ void HybridFfnBlock::partition(const HybridLayerWeights& w, int64_t n_tokens, bo
     for (int64_t b = 0; b < 32 && word != 0; ++b, word >>= 1) {
       const int64_t neuron = 32 * word_idx + b;
       if ((word & 1u) == 0 || neuron >= n_ff) continue;
-      const int32_t position = w.hot_position[static_cast<size_t>(neuron)];
+      const auto id = static_cast<int32_t>(neuron);
+      int32_t position = w.hot_position[static_cast<size_t>(neuron)];
       if (position >= 0) {
-        hot_ids_[static_cast<size_t>(n_hot_)] = static_cast<int32_t>(neuron);
-        hot_rows[n_hot_++] = position;
+        ++n_hot_;
+      } else if (prefetch != nullptr) {
+        cold_all_[static_cast<size_t>(n_cold_all_++)] = id;
+        const int32_t slot = prefetch->resident_slot(layer, id);
+        if (slot >= 0) position = static_cast<int32_t>(w.n_hot) + slot;
+      }
+      if (position >= 0) {
+        device_ids_[static_cast<size_t>(n_device_)] = id;
+        device_rows[n_device_++] = position;
       } else {
-        cold_rows_[static_cast<size_t>(n_cold_++)] = static_cast<int32_t>(neuron);
+        cold_rows_[static_cast<size_t>(n_cold_++)] = id;
       }
     }
   }
   if (!sparse || n_tokens == 1) return;
-  auto* mask = hot_mask_host_.as<float>();
+  auto* mask = device_mask_host_.as<float>();
   for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t k = 0; k < n_hot_; ++k) {
-      mask[t * n_hot_ + k] = token_predicted(t, hot_ids_[static_cast<size_t>(k)]) ? 1.0f : 0.0f;
+    for (int64_t k = 0; k < n_device_; ++k) {
+      mask[t * n_device_ + k] = token_predicted(t, device_ids_[static_cast<size_t>(k)]) ? 1.0f : 0.0f;
     }
   }
 }
@@ -145,58 +178,64 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
   const int64_t n_embd = spec_.n_embd;
   const size_t embd_bytes = static_cast<size_t>(n_tokens * n_embd) * sizeof(float);
 
-  // 1. Device: the predictor and its bitmask; ffn_norm(x) and the bitmask to the host.
-  if (sparse) {
-    const auto& pred = predictors_.layers[l];
-    float* hidden = hidden_dev_.as<float>();
-    device_.matmul(fc1_[l].tensor, x, n_tokens, hidden);
-    device_.relu(hidden, n_tokens * pred.rank());
-    device_.matmul(fc2_[l].tensor, hidden, n_tokens, scores_dev_.as<float>());
-    device_.threshold_bits(scores_dev_.as<float>(), n_tokens, spec_.n_ff, pred.threshold, bits_dev_.as<uint32_t>());
-    device_.copy_to_host(bits_host_.data(), bits_dev_.data(),
-                         static_cast<size_t>(n_tokens * n_words_) * sizeof(uint32_t));
-  }
+  // 1. Device: the predictor (and the next layer's guess) as bitmasks;
+  // ffn_norm(x) and the bitmasks to the host.
+  const bool guess = sparse && prefetch_ != nullptr && prefetch_->guesses_next(layer);
+  if (sparse) predict(layer, x, n_tokens, guess);
   device_.copy_to_host(cur_host_.data(), cur, embd_bytes);
   device_.synchronize();
 
-  // 2. Host: P split into hot positions and cold ids.
-  partition(w, n_tokens, sparse);
+  // 2. Host: P split into the device's part and the CPU's; the layer's
+  // prefetched rows, once issued, join the device's part.
+  if (prefetch_ != nullptr) prefetch_->begin_layer(layer);
+  partition(layer, w, n_tokens, sparse);
   counters_.token_layers[l] += sparse ? n_tokens : 0;
-  counters_.predicted[l] += sparse ? n_hot_ + n_cold_ : 0;
-  counters_.computed[l] += sparse ? n_hot_ : 0;
+  counters_.predicted[l] += sparse ? n_device_ + n_cold_ : 0;
+  counters_.computed[l] += sparse ? n_device_ : 0;
   split_.hot[l] += n_hot_;
+  split_.cached[l] += n_device_ - n_hot_;
   split_.cold[l] += n_cold_;
 
-  // 3. Device: hot ∩ P, issued before the CPU starts (asynchronous on CUDA).
-  const int64_t n_hot = n_hot_;
-  if (n_hot > 0) {
-    const auto* rows = hot_rows_dev_.as<int32_t>();
-    float* gate = hot_gate_dev_.as<float>();
-    float* up = hot_up_dev_.as<float>();
-    device_.copy_to_device(hot_rows_dev_.data(), hot_rows_host_.data(), static_cast<size_t>(n_hot) * sizeof(int32_t));
-    device_.matmul_rows(w.hot_gate, cur, n_tokens, rows, n_hot, gate);
+  // 3. Device: hot ∩ P and the cached neurons, issued before the CPU starts
+  // (asynchronous on CUDA).
+  const int64_t n_device = n_device_;
+  if (n_device > 0) {
+    const auto* rows = device_rows_dev_.as<int32_t>();
+    float* gate = device_gate_dev_.as<float>();
+    float* up = device_up_dev_.as<float>();
+    device_.copy_to_device(device_rows_dev_.data(), device_rows_host_.data(),
+                           static_cast<size_t>(n_device) * sizeof(int32_t));
+    device_.matmul_rows(w.hot_gate, cur, n_tokens, rows, n_device, gate);
     if (sparse && n_tokens > 1) {
       // relu(gate) * mask: 0 where the token did not predict the neuron (the
       // activation's relu(gate) then keeps it 0), relu(gate) exactly elsewhere.
-      device_.copy_to_device(hot_mask_dev_.data(), hot_mask_host_.data(),
-                             static_cast<size_t>(n_tokens * n_hot) * sizeof(float));
-      device_.ffn_activation(kernels::Activation::ReGLU, gate, hot_mask_dev_.as<float>(), n_tokens * n_hot, gate);
+      device_.copy_to_device(device_mask_dev_.data(), device_mask_host_.data(),
+                             static_cast<size_t>(n_tokens * n_device) * sizeof(float));
+      device_.ffn_activation(kernels::Activation::ReGLU, gate, device_mask_dev_.as<float>(), n_tokens * n_device, gate);
     }
-    device_.matmul_rows(w.hot_up, cur, n_tokens, rows, n_hot, up);
-    device_.ffn_activation(activation_, gate, up, n_tokens * n_hot, up);
-    device_.axpy_rows(w.hot_down_t, up, n_tokens, rows, n_hot, out);
+    device_.matmul_rows(w.hot_up, cur, n_tokens, rows, n_device, up);
+    device_.ffn_activation(activation_, gate, up, n_tokens * n_device, up);
+    device_.axpy_rows(w.hot_down_t, up, n_tokens, rows, n_device, out);
   }
 
-  // 4. CPU, meanwhile: cold ∩ P into the partial sum.
+  // 4. The next layer's guess into its cache (after this layer's device ops
+  // were issued, so the copies are ordered after every read of old slots).
+  if (sparse && prefetch_ != nullptr) {
+    const uint32_t* guess_bits = guess ? bits_host_.as<const uint32_t>() + n_tokens * n_words_ : nullptr;
+    prefetch_->end_layer(layer, std::span(cold_all_.data(), static_cast<size_t>(n_cold_all_)), n_hot_, guess_bits,
+                         n_tokens);
+  }
+
+  // 5. CPU, meanwhile: the rest of cold ∩ P into the partial sum.
   const int64_t n_cold_live = run_cold(w, n_tokens, sparse);
   counters_.computed[l] += sparse ? n_cold_live : 0;
   const bool cold_ran = n_cold_live > 0;
 
-  // 5. Merge: one copy of n_embd floats per token and one add.
-  if (n_hot > 0 && cold_ran) {
+  // 6. Merge: one copy of n_embd floats per token and one add.
+  if (n_device > 0 && cold_ran) {
     device_.copy_to_device(partial_dev_.data(), partial_host_.data(), embd_bytes);
     device_.add(out, partial_dev_.as<float>(), n_tokens * n_embd);
-  } else if (n_hot == 0) {
+  } else if (n_device == 0) {
     if (!cold_ran) std::memset(partial_host_.data(), 0, embd_bytes);  // nothing fired: the FFN adds 0
     device_.copy_to_device(out, partial_host_.data(), embd_bytes);
   }

@@ -4,18 +4,24 @@
 //   1. device: scores = fc2 · relu(fc1 · x); the predicted set P as a bitmask
 //      (n_ff / 8 bytes per token), copied to the host with ffn_norm(x);
 //      one synchronize (the host needs P);
-//   2. host: P split into hot ∩ P (positions in the compact hot matrices)
-//      and cold ∩ P (neuron ids); the positions are copied to the device;
-//   3. device ops for hot ∩ P are issued (gate, per-token mask, up,
-//      activation, down as scaled rows into `out`); on CUDA they run
+//   2. host: P split into the device's part, hot ∩ P and the cold neurons
+//      whose rows the prefetch path put in the layer's VRAM neuron cache
+//      (positions in the layer's device matrices), and the CPU's part, the
+//      rest of cold ∩ P (neuron ids); the positions are copied to the device;
+//   3. device ops for the device's part are issued (gate, per-token mask,
+//      up, activation, down as scaled rows into `out`); on CUDA they run
 //      asynchronously while
-//   4. the engine thread computes cold ∩ P on the CPU backend (its pool):
-//      gate, live set, up, activation, down into a partial sum;
-//   5. the partial sum (n_embd floats per token) is copied to the device and
+//   4. (prefetch path) the engine thread plans the lookahead's guess for the
+//      next layer into that layer's cache and posts the copies
+//      (HybridPrefetch), and then
+//   5. computes the CPU's part on the CPU backend (its pool): gate, live
+//      set, up, activation, down into a partial sum;
+//   6. the partial sum (n_embd floats per token) is copied to the device and
 //      one add merges it into `out`.
-// Only activations, the bitmask, hot positions (and, for several tokens, a
-// per-token 0/1 mask over hot ∩ P) and the partial sums cross the bus: no
-// weight bytes after load.
+// Only activations, the bitmasks, device positions (and, for several
+// tokens, a per-token 0/1 mask over them) and the partial sums cross the
+// bus on the stream; weight rows cross only on the prefetch path's own copy
+// queue, into the cache.
 // Dense steps (prefill chunks above the crossover) take the same path with
 // P = every neuron and no predictor: the hot neurons on the device, the cold
 // ones on the CPU, so no neuron is dropped and nothing more is uploaded.
@@ -25,8 +31,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "engine/model/hybrid_prefetch.h"
 #include "engine/model/hybrid_weights.h"
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/sparse/predictors.h"
@@ -36,8 +44,9 @@ namespace tc::model {
 
 // Where the FFN work went, summed over the steps since reset (per layer).
 struct HybridSplitCounters {
-  std::vector<int64_t> hot;   // [n_layer] neurons of hot ∩ P computed on the device, summed over steps
-  std::vector<int64_t> cold;  // [n_layer] neurons of cold ∩ P given to the CPU, summed over steps
+  std::vector<int64_t> hot;     // [n_layer] neurons of hot ∩ P computed on the device, summed over steps
+  std::vector<int64_t> cached;  // [n_layer] neurons of cold ∩ P computed on the device from the neuron cache
+  std::vector<int64_t> cold;    // [n_layer] neurons of cold ∩ P given to the CPU, summed over steps
 };
 
 class HybridFfnBlock {
@@ -45,9 +54,11 @@ class HybridFfnBlock {
   // `spec`, `predictors` and `weights` must outlive this object; `device`
   // runs the predictor and the hot neurons, `cpu` (a CPU backend) the cold
   // ones. `activation`: ReGLU or DReLU. The predictors are uploaded here.
+  // `prefetch`: the prefetch path (mode Off: none); `weights` must then
+  // have the slots of cache_slot_counts(prefetch, ...).
   HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, kernels::Backend& cpu,
                  const sparse::PredictorSet& predictors, const HybridWeights& weights,
-                 kernels::Activation activation);
+                 kernels::Activation activation, PrefetchOptions prefetch = {});
 
   // out = FFN(ffn_norm(x)) of layer `layer`, over the predicted neurons
   // (`sparse`) or over every neuron. Device memory:
@@ -57,15 +68,21 @@ class HybridFfnBlock {
   // Returns with device ops still in flight (CUDA), as every op does.
   void run(int64_t layer, const float* x, const float* cur, int64_t n_tokens, bool sparse, float* out);
 
-  SparseFfnCounters& counters() { return counters_; }   // predicted = |P|, computed = |hot ∩ P| + |cold live set|
+  SparseFfnCounters& counters() { return counters_; }   // predicted = |P|, computed = device part + |CPU live set|
   HybridSplitCounters& split_counters() { return split_; }
+  // The prefetch path (nullptr in mode Off).
+  HybridPrefetch* prefetch() { return prefetch_.get(); }
 
  private:
   void reserve(int64_t n_tokens);
-  // Host: P from the bitmask (sparse) or every neuron, split into hot
-  // positions (hot_rows_host_) and cold ids (cold_rows_); the per-token mask
-  // over hot ∩ P when several tokens run sparse.
-  void partition(const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
+  // Device: the layer's predictor and, when the prefetch path asks, the next
+  // layer's on the same input x, as bitmasks; both copied to the host.
+  void predict(int64_t layer, const float* x, int64_t n_tokens, bool guess);
+  // Host: P from the bitmask (sparse) or every neuron, split into device
+  // positions (hot, then cached: device_rows_host_) and the CPU's ids
+  // (cold_rows_); cold ∩ P in cold_all_ when prefetching; the per-token mask
+  // over the device's part when several tokens run sparse.
+  void partition(int64_t layer, const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
   // CPU: the cold neurons into partial_host_; returns the size of their
   // live set (0: partial_host_ untouched, nothing to add).
   int64_t run_cold(const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
@@ -83,30 +100,34 @@ class HybridFfnBlock {
   int64_t n_words_ = 0;            // (n_ff + 31) / 32
   int64_t max_rank_ = 0;
   int64_t capacity_tokens_ = 0;
+  std::unique_ptr<HybridPrefetch> prefetch_;  // null in mode Off
   int64_t n_hot_ = 0;              // |hot ∩ P| of the current layer
-  int64_t n_cold_ = 0;             // |cold ∩ P| of the current layer
+  int64_t n_device_ = 0;           // hot ∩ P and the cached neurons of P: the device's part
+  int64_t n_cold_ = 0;             // the CPU's part of cold ∩ P
+  int64_t n_cold_all_ = 0;         // |cold ∩ P| (prefetching only)
 
   // Device workspace.
-  kernels::Buffer hidden_dev_;     // f32 [T, max rank]: relu(fc1 · x)
-  kernels::Buffer scores_dev_;     // f32 [T, n_ff]: fc2 · hidden
-  kernels::Buffer bits_dev_;       // u32 [T, n_words]: scores > threshold
-  kernels::Buffer hot_rows_dev_;   // i32 [n_ff]: hot ∩ P as positions in the hot matrices
-  kernels::Buffer hot_mask_dev_;   // f32 [T, n_ff]: 1 where token t predicted hot ∩ P's neuron k, else 0
-  kernels::Buffer hot_gate_dev_;   // f32 [T, |hot ∩ P|]: gate, masked, then relu
-  kernels::Buffer hot_up_dev_;     // f32 [T, |hot ∩ P|]: up, then the activation
-  kernels::Buffer partial_dev_;    // f32 [T, n_embd]: the CPU's partial sum
+  kernels::Buffer hidden_dev_;         // f32 [T, max rank]: relu(fc1 · x)
+  kernels::Buffer scores_dev_;         // f32 [T, n_ff]: fc2 · hidden
+  kernels::Buffer bits_dev_;           // u32 [2, T, n_words]: scores > threshold; then the next layer's guess
+  kernels::Buffer device_rows_dev_;    // i32 [n_ff]: the device's part as rows of the layer's device matrices
+  kernels::Buffer device_mask_dev_;    // f32 [T, n_ff]: 1 where token t predicted the device part's neuron k, else 0
+  kernels::Buffer device_gate_dev_;    // f32 [T, n_device]: gate, masked, then relu
+  kernels::Buffer device_up_dev_;      // f32 [T, n_device]: up, then the activation
+  kernels::Buffer partial_dev_;        // f32 [T, n_embd]: the CPU's partial sum
   // Host staging (the device's allocate_host: pinned on CUDA).
-  kernels::Buffer bits_host_;      // u32 [T, n_words]
-  kernels::Buffer cur_host_;       // f32 [T, n_embd]: ffn_norm(x)
-  kernels::Buffer hot_rows_host_;  // i32 [n_ff]
-  kernels::Buffer hot_mask_host_;  // f32 [T, n_ff]
-  kernels::Buffer partial_host_;   // f32 [T, n_embd]
+  kernels::Buffer bits_host_;          // u32 [2, T, n_words]
+  kernels::Buffer cur_host_;           // f32 [T, n_embd]: ffn_norm(x)
+  kernels::Buffer device_rows_host_;   // i32 [n_ff]
+  kernels::Buffer device_mask_host_;   // f32 [T, n_ff]
+  kernels::Buffer partial_host_;       // f32 [T, n_embd]
   // CPU workspace.
-  std::vector<int32_t> hot_ids_;    // i32 [n_ff]: hot ∩ P as neuron ids (for the per-token mask)
-  std::vector<int32_t> cold_rows_;  // i32 [n_ff]: cold ∩ P (ascending ids), then the live set
-  std::vector<int32_t> live_;       // i32 [n_ff]: positions in cold ∩ P of the live neurons
-  std::vector<float> cold_gate_;    // f32 [T, n_ff]: gate over cold ∩ P, then compacted to the live set
-  std::vector<float> cold_up_;      // f32 [T, n_ff]: up over the live set, then the activation
+  std::vector<int32_t> device_ids_;  // i32 [n_ff]: the device's part as neuron ids (for the per-token mask)
+  std::vector<int32_t> cold_all_;    // i32 [n_ff]: cold ∩ P, ascending (prefetching only)
+  std::vector<int32_t> cold_rows_;   // i32 [n_ff]: the CPU's part (ascending ids), then the live set
+  std::vector<int32_t> live_;        // i32 [n_ff]: positions in the CPU part of its live neurons
+  std::vector<float> cold_gate_;     // f32 [T, n_ff]: gate over the CPU part, then compacted to the live set
+  std::vector<float> cold_up_;       // f32 [T, n_ff]: up over the live set, then the activation
 };
 
 }  // namespace tc::model

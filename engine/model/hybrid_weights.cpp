@@ -9,17 +9,18 @@
 namespace tc::model {
 namespace {
 
-// Rows `ids` of `host` packed into one matrix {n_cols, ids.size()} on `device`.
-kernels::Tensor upload_rows(const kernels::Tensor& host, const std::vector<int32_t>& ids, kernels::Backend& device,
-                            HybridWeights& out, const std::string& name) {
+// Rows `ids` of `host` packed into one matrix {n_cols, ids.size() + n_zero}
+// on `device`, the last n_zero rows zero.
+kernels::Tensor upload_rows(const kernels::Tensor& host, const std::vector<int32_t>& ids, int64_t n_zero,
+                            kernels::Backend& device, HybridWeights& out, const std::string& name) {
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t row_bytes = kernels::row_bytes(host.dtype, host.ne[0]);
-  kernels::Buffer gathered = kernels::Buffer::host(static_cast<size_t>(row_bytes * n));
+  kernels::Buffer gathered = kernels::Buffer::host(static_cast<size_t>(row_bytes * (n + n_zero)));
   for (int64_t p = 0; p < n; ++p) {
     std::memcpy(gathered.as<std::byte>() + p * row_bytes, host.row(ids[static_cast<size_t>(p)]),
                 static_cast<size_t>(row_bytes));
   }
-  const kernels::Tensor view = kernels::Tensor::matrix(gathered.data(), host.dtype, host.ne[0], n);
+  const kernels::Tensor view = kernels::Tensor::matrix(gathered.data(), host.dtype, host.ne[0], n + n_zero);
   try {
     kernels::PlacedTensor placed = device.upload(view);
     out.device_bytes += placed.storage.size();
@@ -55,7 +56,10 @@ void check_neuron_placement(const NeuronPlacement& placement, int64_t n_layer, i
 }
 
 HybridWeights split_hybrid_weights(const std::vector<LayerWeights>& host_layers, const NeuronPlacement& placement,
-                                   kernels::Backend& device) {
+                                   kernels::Backend& device, std::span<const int64_t> cache_slots) {
+  if (!cache_slots.empty() && cache_slots.size() != host_layers.size()) {
+    throw std::invalid_argument("the neuron cache needs a slot count per layer");
+  }
   HybridWeights out;
   out.layers.resize(host_layers.size());
   for (size_t l = 0; l < host_layers.size(); ++l) {
@@ -69,13 +73,18 @@ HybridWeights split_hybrid_weights(const std::vector<LayerWeights>& host_layers,
     w.host_up = h.ffn_up;
     w.host_down_t = h.ffn_down_t;
     w.n_hot = static_cast<int64_t>(hot.size());
+    w.n_slots = cache_slots.empty() ? 0 : cache_slots[l];
     w.hot_position.assign(static_cast<size_t>(h.ffn_gate.ne[1]), -1);
     for (size_t p = 0; p < hot.size(); ++p) w.hot_position[static_cast<size_t>(hot[p])] = static_cast<int32_t>(p);
-    if (hot.empty()) continue;
+    if (w.n_slots < 0 || w.n_hot + w.n_slots > h.ffn_gate.ne[1]) {
+      throw std::invalid_argument("layer " + std::to_string(l) + ": " + std::to_string(w.n_slots) +
+                                  " cache slots for " + std::to_string(h.ffn_gate.ne[1] - w.n_hot) + " cold neurons");
+    }
+    if (hot.empty() && w.n_slots == 0) continue;
     const auto name = [l](std::string_view t) { return layer_tensor_name(static_cast<int64_t>(l), t); };
-    w.hot_gate = upload_rows(h.ffn_gate, hot, device, out, name("ffn_gate"));
-    w.hot_up = upload_rows(h.ffn_up, hot, device, out, name("ffn_up"));
-    w.hot_down_t = upload_rows(h.ffn_down_t, hot, device, out, name("ffn_down_t"));
+    w.hot_gate = upload_rows(h.ffn_gate, hot, w.n_slots, device, out, name("ffn_gate"));
+    w.hot_up = upload_rows(h.ffn_up, hot, w.n_slots, device, out, name("ffn_up"));
+    w.hot_down_t = upload_rows(h.ffn_down_t, hot, w.n_slots, device, out, name("ffn_down_t"));
   }
   return out;
 }

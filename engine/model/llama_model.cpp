@@ -123,9 +123,10 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     }
   }
   if (hybrid_mode) {
-    hybrid_weights_ = split_hybrid_weights(host_layers, hybrid.placement, backend);
+    const auto cache_slots = cache_slot_counts(hybrid.prefetch, hybrid.placement, spec_.n_ff);
+    hybrid_weights_ = split_hybrid_weights(host_layers, hybrid.placement, backend, cache_slots);
     hybrid_ffn_ = std::make_unique<HybridFfnBlock>(spec_, backend_, *hybrid.cpu, model.predictors, hybrid_weights_,
-                                                   activation_);
+                                                   activation_, std::move(hybrid.prefetch));
     return;
   }
   for (size_t l = 0; l < host_layers.size(); ++l) weights_.layers[l].ffn_down_t = host_layers[l].ffn_down_t;

@@ -107,6 +107,7 @@ enum class StepStatus {
 struct HybridOptions {
   kernels::Backend* cpu = nullptr;  // CPU backend of the cold neurons; not owned, outlives the model; null: not hybrid
   NeuronPlacement placement;        // the hot neurons of every layer
+  PrefetchOptions prefetch;         // the VRAM neuron cache and its prefetch thread (docs/hybrid.md); off by default
 };
 
 // Layer offload, the llama.cpp-style baseline (docs/hybrid.md "Layer offload
@@ -163,6 +164,10 @@ class LlamaModel {
   }
   // Hybrid mode: how many neurons went to the device and to the CPU (nullptr otherwise).
   HybridSplitCounters* hybrid_counters() { return hybrid_ffn_ ? &hybrid_ffn_->split_counters() : nullptr; }
+  // Hybrid mode's prefetch path (nullptr when not hybrid or prefetch is off).
+  HybridPrefetch* hybrid_prefetch() { return hybrid_ffn_ ? hybrid_ffn_->prefetch() : nullptr; }
+  // Hybrid mode's FFN weights: hot rows and cache slots on the device (nullptr when not hybrid).
+  const HybridWeights* hybrid_weights() const { return hybrid_ffn_ ? &hybrid_weights_ : nullptr; }
   bool hybrid() const { return hybrid_ffn_ != nullptr; }
 
   // Installs an observer for later steps (nullptr: none, the default,

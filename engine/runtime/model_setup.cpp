@@ -101,6 +101,17 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
     HotNeurons hot = hot_neurons(*m.loaded, setup, shape);
     hybrid_options.placement = std::move(hot.placement);
     hot_origin = std::move(hot.origin);
+    switch (setup.gpu_split.prefetch) {
+      case config::PrefetchSetting::Off:
+        hybrid_options.prefetch.mode = model::PrefetchMode::Off;
+        break;
+      case config::PrefetchSetting::On:
+        hybrid_options.prefetch.mode = model::PrefetchMode::On;
+        break;
+      case config::PrefetchSetting::Auto:
+        hybrid_options.prefetch.mode = model::PrefetchMode::Auto;
+        break;
+    }
   }
   if (hybrid || offload) {
     m.cpu_backend = create(config::DeviceSetting{}, setup.threads);
@@ -118,6 +129,8 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
     m.summary.push_back("hybrid: " + std::to_string(n_hot) + " of " + std::to_string(spec.n_layer * spec.n_ff) +
                         " FFN neurons hot (" + hot_origin + ") on " + m.backend->name() + ", the cold ones on " +
                         m.cpu_backend->name());
+    const model::HybridPrefetch* prefetch = m.llama->hybrid_prefetch();
+    m.summary.push_back("prefetch: " + (prefetch != nullptr ? prefetch->summary() : std::string("off")));
   }
   if (offload) {
     const int64_t k = offload_options.n_device_layers;

@@ -51,7 +51,8 @@ struct RunnableModel {
   std::unique_ptr<model::LlamaModel> llama;
   sparse::PlacementShape shape;               // the KV cache and step shape it was set up for
   // What was set up, one line each for the log: "sparsity: ...", and
-  // "hybrid: ..." or "layer offload: ..." with a GPU split.
+  // "hybrid: ..." and "prefetch: ..." or "layer offload: ..." with a GPU
+  // split.
   std::vector<std::string> summary;
 
   // The KV cache of `shape` (n_parallel slots of n_ctx positions), split at

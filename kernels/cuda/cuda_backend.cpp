@@ -10,6 +10,7 @@
 #include "kernels/check.h"
 #include "kernels/cuda/cublas_matmul.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_copy_queue.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda_backend_entry.h"
 
@@ -132,6 +133,23 @@ void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
 void CudaBackend::synchronize() {
   activate();
   stream_.synchronize();
+}
+
+std::unique_ptr<Event> CudaBackend::make_event() {
+  activate();
+  return std::make_unique<CudaBackendEvent>();
+}
+
+std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() { return std::make_unique<CudaCopyQueue>(device_index_); }
+
+void CudaBackend::record_event(Event& event) {
+  activate();
+  cuda_event(event).record(stream_.get());
+}
+
+void CudaBackend::wait_event(const Event& event) {
+  activate();
+  cuda_event(event).wait_on(stream_.get());
 }
 
 void CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) {

@@ -33,6 +33,11 @@ class CudaBackend final : public Backend {
   void copy_to_host(void* dst, const void* src, size_t bytes) override;
   void copy_on_device(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;
+  // CudaBackendEvent / CudaCopyQueue (cuda_copy_queue.h).
+  std::unique_ptr<Event> make_event() override;
+  std::unique_ptr<CopyQueue> make_copy_queue() override;
+  void record_event(Event& event) override;
+  void wait_event(const Event& event) override;
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,

@@ -1,10 +1,12 @@
-// The GPU split (placement, offload_layers, vram_budget): each mode parses,
+// The GPU split (placement, prefetch, offload_layers, vram_budget): each mode parses,
 // contradictions and modes without CUDA are refused naming the options, and
 // the serve keys follow flags > env > file > defaults, report each problem
 // under its own key with its source, and print back with --print-config.
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "config/gpu_split_setting.h"
 #include "config/serve_config.h"
@@ -191,4 +193,48 @@ TEST_CASE("print-config shows the GPU split keys and reads them back", "[config]
   CHECK(contains(toml, "vram_budget = \"12GiB\""));
   const auto back = resolve(config_flags("config_gpu_split_print", toml));
   CHECK(tc::config::to_toml(back) == toml);
+}
+
+TEST_CASE("prefetch parses with hybrid mode and is refused without it or with a bad value", "[config][gpu_split]") {
+  using tc::config::PrefetchSetting;
+  CHECK(parse_gpu_split_setting(kCuda, "auto", -1, "").prefetch == PrefetchSetting::Auto);
+  CHECK(parse_gpu_split_setting(kCuda, "m.gpuidx", -1, "", "on").prefetch == PrefetchSetting::On);
+  CHECK(parse_gpu_split_setting(kCuda, "auto", -1, "", "off").prefetch == PrefetchSetting::Off);
+  // auto and off mean nothing without hybrid mode, and are accepted there.
+  CHECK(parse_gpu_split_setting(kCpu, "", -1, "", "off").mode == GpuSplitMode::None);
+  CHECK(parse_gpu_split_setting(kCuda, "", 2, "", "auto").mode == GpuSplitMode::LayerOffload);
+
+  for (const auto& [placement, offload_layers, prefetch, words] :
+       {std::tuple<std::string, int64_t, std::string, std::vector<std::string>>{
+            "", -1, "on", {"--prefetch on", "--placement"}},
+        {"", 2, "on", {"--prefetch on", "--placement"}},
+        {"auto", -1, "sometimes", {"--prefetch", "'sometimes'", "on, off or auto"}}}) {
+    INFO("placement '" << placement << "', prefetch '" << prefetch << "'");
+    try {
+      parse_gpu_split_setting(kCuda, placement, offload_layers, "", prefetch);
+      FAIL("accepted");
+    } catch (const GpuSplitError& e) {
+      CHECK(e.option() == GpuSplitOption::Prefetch);
+      for (const auto& word : words) CHECK_THAT(e.what(), Catch::Contains(word));
+    }
+  }
+
+  // The serve key: default, precedence, refusal under its own key, print-config.
+  CHECK(resolve({}).prefetch == "auto");
+  FakeEnv env;
+  env.vars = {{"THERMOCLINE_PREFETCH", "off"}};
+  const auto file = config_flags("config_gpu_split_prefetch", "device = \"cuda\"\nplacement = \"auto\"\n"
+                                                              "prefetch = \"on\"\n");
+  CHECK(resolve(file).prefetch == "on");
+  CHECK(resolve(file, env).prefetch == "off");
+  std::vector<std::string> args = file;
+  args.insert(args.end(), {"--prefetch", "auto"});
+  CHECK(resolve(args, env).prefetch == "auto");
+  const auto without_hybrid = resolve_error({"--device", "cuda", "--prefetch", "on"});
+  CHECK(without_hybrid.key == "prefetch");
+  CHECK(without_hybrid.source == "flag --prefetch");
+  CHECK(contains(without_hybrid.message, "needs --placement"));
+  const auto bad = resolve_error({"--prefetch", "sometimes"});
+  CHECK(bad.key == "prefetch");
+  CHECK(contains(tc::config::to_toml(resolve(file)), "prefetch = \"on\""));
 }

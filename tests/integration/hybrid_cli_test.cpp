@@ -1,7 +1,7 @@
 // `--placement` (hybrid mode) through the real binary: a plan from `place`,
 // or `--placement auto` solved at load, runs on `--device cuda` where a GPU
-// is (the hybrid line on stderr), and everywhere else stops with the
-// reason; misuse is refused with a message.
+// is (the hybrid and prefetch lines on stderr), and everywhere else stops
+// with the reason; misuse (of `--prefetch` too) is refused with a message.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -70,4 +70,19 @@ TEST_CASE("generate --placement runs hybrid mode on a GPU and says why not elsew
   CHECK(file_and_budget.exit_code == 1);
   CHECK_THAT(file_and_budget.output, Catch::Contains("--vram-budget with --placement FILE"));
   check_hybrid_or_no_cuda(run_command(bin() + " generate" + auto_args + " --device cuda"), "solved at start");
+
+  // --prefetch: a bad value, and "on" without hybrid mode, are refused;
+  // on a GPU the prefetch line says what runs.
+  auto bad_mode = run_command(bin() + " generate" + args + " --device cuda --prefetch sometimes");
+  CHECK(bad_mode.exit_code != 0);
+  CHECK_THAT(bad_mode.output, Catch::Contains("--prefetch"));
+  auto no_placement = run_command(bin() + " generate -m " + model + " -p 'x' -n 2 -t 2 --prefetch on");
+  CHECK(no_placement.exit_code != 0);
+  CHECK_THAT(no_placement.output, Catch::Contains("--prefetch on") && Catch::Contains("--placement"));
+  auto prefetch_auto = run_command(bin() + " generate" + args + " --device cuda");
+  check_hybrid_or_no_cuda(prefetch_auto, "prefetch: auto");
+  if (prefetch_auto.exit_code == 0) {
+    auto off = run_command(bin() + " generate" + args + " --device cuda --prefetch off");
+    check_hybrid_or_no_cuda(off, "prefetch: off");
+  }
 }

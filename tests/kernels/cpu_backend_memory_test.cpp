@@ -2,7 +2,8 @@
 // is held to): upload is zero-copy, allocations are zero-filled host
 // memory, copies are immediate memcpys, argmax breaks ties to the lowest
 // index with NaN counted as -inf; relu and threshold_bits (hybrid mode's
-// predictor ops) on specials and a partial last word.
+// predictor ops) on specials and a partial last word; the copy queue's
+// copies are immediate too and its events order nothing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -84,4 +85,23 @@ TEST_CASE("cpu backend: relu keeps -0 and NaN; threshold_bits packs scores above
     }
   }
   CHECK((bits[0] >> 3 & 1u) == 0);
+}
+
+TEST_CASE("cpu backend: the copy queue copies at once; events are recorded and waited on freely",
+          "[kernels][backend]") {
+  auto cpu = create_backend(DeviceKind::Cpu, {1});
+  auto queue = cpu->make_copy_queue();
+  auto copied = cpu->make_event();
+  auto stream_point = cpu->make_event();
+  const auto values = tc::test::random_floats(257, 2);
+  Buffer dst = cpu->allocate(values.size() * sizeof(float));
+  cpu->record_event(*stream_point);
+  queue->wait_event(*stream_point);
+  queue->copy_to_device(dst.data(), values.data(), values.size() * sizeof(float));
+  // Done when issued: no record, wait or synchronize needed to see it.
+  for (size_t i = 0; i < values.size(); ++i) REQUIRE(dst.as<float>()[i] == values[i]);
+  queue->record_event(*copied);
+  cpu->wait_event(*copied);
+  queue->synchronize();
+  queue->copy_to_device(dst.data(), values.data(), 0);  // empty copies are fine
 }

@@ -3,16 +3,37 @@
 // CpuBackend. It drives the model code's device path (weights uploaded as
 // packed copies, token ids and positions copied in, the head's rows gathered
 // on the device, logits copied out) on machines without a GPU, and counts
-// what crossed the "bus".
+// what crossed the "bus". Its copy queue (the prefetch path) is deferred like
+// a real copy engine that lags: a copy lands only when the backend's stream
+// waits on an event recorded after it (or the queue synchronizes), so an op
+// that reads prefetched rows without that wait reads stale ones; the order of
+// records, waits and prefetch copies is logged for tests to check.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/check.h"
 
 namespace tc::test {
+
+// One entry of HostDeviceBackend's queue log.
+struct QueueLogEntry {
+  enum class Queue { Compute, Copy };
+  enum class Kind { Copy, Record, Wait };
+  Queue queue;
+  Kind kind;
+  int event_id = -1;         // Record, Wait: the event (ids count from 0 in creation order)
+  const void* dst = nullptr;  // Copy: destination and size
+  size_t bytes = 0;
+};
 
 class HostDeviceBackend final : public kernels::Backend {
  public:
@@ -23,6 +44,14 @@ class HostDeviceBackend final : public kernels::Backend {
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
+  std::atomic<size_t> prefetch_bytes{0};  // copy queues' copy_to_device (issued)
+  std::atomic<int64_t> prefetch_copies{0};
+
+  // The log of records, waits and copy-queue copies, in host order (thread-safe).
+  std::vector<QueueLogEntry> queue_log() const {
+    std::lock_guard lock(log_mutex_);
+    return log_;
+  }
 
   kernels::DeviceKind device() const override { return kernels::DeviceKind::Cuda; }
   std::string name() const override { return "host-device (test)"; }
@@ -55,7 +84,23 @@ class HostDeviceBackend final : public kernels::Backend {
     std::memcpy(dst, src, bytes);
   }
   void copy_on_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void synchronize() override {}
+  void synchronize() override {}  // the stream only: the copy queue's copies may still be pending
+
+  std::unique_ptr<kernels::Event> make_event() override { return std::make_unique<FakeEvent>(next_event_id_++); }
+  std::unique_ptr<kernels::CopyQueue> make_copy_queue() override { return std::make_unique<FakeCopyQueue>(*this); }
+  void record_event(kernels::Event& event) override {
+    auto& e = fake(event);
+    e.queue.store(nullptr);
+    e.recorded.store(true);
+    log({QueueLogEntry::Queue::Compute, QueueLogEntry::Kind::Record, e.id});
+  }
+  // Lands the copies the event follows on its queue, then logs the wait.
+  void wait_event(const kernels::Event& event) override {
+    const auto& e = fake(event);
+    TC_CHECK(e.recorded.load(), "HostDeviceBackend: waiting on an event never recorded");
+    if (FakeCopyQueue* q = e.queue.load(); q != nullptr) q->land_until(e.mark.load());
+    log({QueueLogEntry::Queue::Compute, QueueLogEntry::Kind::Wait, e.id});
+  }
 
   void matmul(const kernels::Tensor& w, const float* x, int64_t n_tokens, float* y) override {
     cpu_->matmul(w, x, n_tokens, y);
@@ -94,7 +139,81 @@ class HostDeviceBackend final : public kernels::Backend {
   void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override { cpu_->argmax(x, n_rows, n, out); }
 
  private:
+  class FakeCopyQueue;
+  struct FakeEvent final : kernels::Event {
+    explicit FakeEvent(int event_id) : id(event_id) {}
+    const int id;
+    std::atomic<bool> recorded{false};
+    std::atomic<FakeCopyQueue*> queue{nullptr};  // recorded on this copy queue; null: on the stream
+    std::atomic<uint64_t> mark{0};                // copy queue: the copies [0, mark) come before it
+  };
+  static FakeEvent& fake(kernels::Event& e) { return dynamic_cast<FakeEvent&>(e); }
+  static const FakeEvent& fake(const kernels::Event& e) { return dynamic_cast<const FakeEvent&>(e); }
+
+  // Copies pile up until something lands them: the stream waiting on an
+  // event recorded after them, synchronize(), or destruction.
+  class FakeCopyQueue final : public kernels::CopyQueue {
+   public:
+    explicit FakeCopyQueue(HostDeviceBackend& owner) : owner_(owner) {}
+    ~FakeCopyQueue() override { land_until(UINT64_MAX); }
+    void copy_to_device(void* dst, const void* src, size_t bytes) override {
+      owner_.prefetch_bytes += bytes;
+      ++owner_.prefetch_copies;
+      owner_.log({QueueLogEntry::Queue::Copy, QueueLogEntry::Kind::Copy, -1, dst, bytes});
+      std::lock_guard lock(mutex_);
+      pending_.push_back({dst, src, bytes});
+      ++issued_;
+    }
+    void record_event(kernels::Event& event) override {
+      auto& e = fake(event);
+      {
+        std::lock_guard lock(mutex_);
+        e.mark.store(issued_);
+      }
+      e.queue.store(this);
+      e.recorded.store(true);
+      owner_.log({QueueLogEntry::Queue::Copy, QueueLogEntry::Kind::Record, e.id});
+    }
+    // The stream's work is done when issued: nothing to wait for but the log.
+    void wait_event(const kernels::Event& event) override {
+      const auto& e = fake(event);
+      TC_CHECK(e.recorded.load(), "HostDeviceBackend: copy queue waiting on an event never recorded");
+      owner_.log({QueueLogEntry::Queue::Copy, QueueLogEntry::Kind::Wait, e.id});
+    }
+    void synchronize() override { land_until(UINT64_MAX); }
+    // Performs the pending copies numbered below `mark`, in order.
+    void land_until(uint64_t mark) {
+      std::lock_guard lock(mutex_);
+      while (!pending_.empty() && landed_ < mark) {
+        const Pending& p = pending_.front();
+        std::memcpy(p.dst, p.src, p.bytes);
+        pending_.pop_front();
+        ++landed_;
+      }
+    }
+
+   private:
+    struct Pending {
+      void* dst;
+      const void* src;
+      size_t bytes;
+    };
+    HostDeviceBackend& owner_;
+    std::mutex mutex_;
+    std::deque<Pending> pending_;
+    uint64_t issued_ = 0;  // copies issued so far
+    uint64_t landed_ = 0;  // copies performed so far
+  };
+
+  void log(const QueueLogEntry& entry) {
+    std::lock_guard lock(log_mutex_);
+    log_.push_back(entry);
+  }
+
   std::unique_ptr<kernels::Backend> cpu_;
+  std::atomic<int> next_event_id_{0};
+  mutable std::mutex log_mutex_;
+  std::vector<QueueLogEntry> log_;
 };
 
 }  // namespace tc::test

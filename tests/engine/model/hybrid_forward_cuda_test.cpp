@@ -1,8 +1,10 @@
 // [cuda] Hybrid mode on the real CUDA backend (hot neurons on the GPU, cold
 // ones on a CPU backend, at the same time) against the CPU-only sparse pass
-// on planted f32 sparse models, both layouts. Skipped with a message where
-// no CUDA backend is available; tests/engine/model/hybrid_forward_test.cpp
-// checks the same data flow everywhere with a host-memory "GPU".
+// on planted f32 sparse models, both layouts, without and with the prefetch
+// path (its thread, copy stream and events for real). Skipped with a message
+// where no CUDA backend is available; tests/engine/model/hybrid_forward_test.cpp
+// and hybrid_prefetch_test.cpp check the same data flow everywhere with a
+// host-memory "GPU".
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -54,33 +56,41 @@ std::unique_ptr<tc::model::LoadedModel> planted_f32(const std::string& name, boo
 TEST_CASE("[cuda] hybrid mode on the GPU matches the CPU sparse pass", "[cuda][model][hybrid]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   for (bool pwri : {false, true}) {
-    INFO((pwri ? "pwri" : "gguf"));
-    const auto loaded = planted_f32(pwri ? "pwri" : "gguf", pwri);
-    const auto& spec = loaded->spec;
-    auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
-    LlamaModel on_cpu(*loaded, *cpu, {.ffn_mode = FfnMode::Sparse});
-    tc::model::NeuronPlacement placement;  // every third neuron hot
-    placement.hot.resize(static_cast<size_t>(spec.n_layer));
-    for (auto& layer : placement.hot) {
-      for (int32_t i = 0; i < spec.n_ff; i += 3) layer.push_back(i);
+    for (const auto prefetch : {tc::model::PrefetchMode::Off, tc::model::PrefetchMode::On}) {
+      INFO((pwri ? "pwri" : "gguf") << ", prefetch " << tc::model::prefetch_mode_name(prefetch));
+      const auto loaded = planted_f32(pwri ? "pwri" : "gguf", pwri);
+      const auto& spec = loaded->spec;
+      auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+      LlamaModel on_cpu(*loaded, *cpu, {.ffn_mode = FfnMode::Sparse});
+      tc::model::NeuronPlacement placement;  // every third neuron hot
+      placement.hot.resize(static_cast<size_t>(spec.n_layer));
+      for (auto& layer : placement.hot) {
+        for (int32_t i = 0; i < spec.n_ff; i += 3) layer.push_back(i);
+      }
+      tc::model::PrefetchOptions prefetch_options;  // asynchronous: the thread and the copy stream as served
+      prefetch_options.mode = prefetch;
+      LlamaModel hybrid(*loaded, *cuda, {.ffn_mode = FfnMode::Sparse}, {cpu.get(), placement, prefetch_options});
+      const auto tokens = tc::test::random_tokens(28, 81, kVocab);
+      const auto want = tc::test::prompt_then_decode_logits(on_cpu, *cpu, tokens, 12);
+      const auto got = tc::test::prompt_then_decode_logits(hybrid, *cuda, tokens, 12);
+      REQUIRE(got.size() == want.size());
+      const size_t n_rows = want.size() / kVocab;
+      for (size_t r = 0; r < n_rows; ++r) {
+        INFO("row " << r);
+        const std::vector<double> ref(want.begin() + static_cast<std::ptrdiff_t>(r * kVocab),
+                                      want.begin() + static_cast<std::ptrdiff_t>((r + 1) * kVocab));
+        // f32 on both sides; the GPU sums in other orders, and its predictor
+        // scores may put a neuron on the other side of the threshold (rare on
+        // planted models; this bound then fails first).
+        CHECK(tc::test::relative_error(got.data() + r * kVocab, ref) < 1e-3);
+      }
+      const auto& split = *hybrid.hybrid_counters();
+      CHECK(split.hot[0] > 0);
+      CHECK(split.cold[0] > 0);
+      if (prefetch == tc::model::PrefetchMode::On) {
+        CHECK(hybrid.hybrid_prefetch()->counters().filled[1] > 0);  // copies were made; whether in time is the GPU's
+        CHECK(hybrid.sparse_counters()->predicted[1] == split.hot[1] + split.cached[1] + split.cold[1]);
+      }
     }
-    LlamaModel hybrid(*loaded, *cuda, {.ffn_mode = FfnMode::Sparse}, {cpu.get(), placement});
-    const auto tokens = tc::test::random_tokens(28, 81, kVocab);
-    const auto want = tc::test::prompt_then_decode_logits(on_cpu, *cpu, tokens, 12);
-    const auto got = tc::test::prompt_then_decode_logits(hybrid, *cuda, tokens, 12);
-    REQUIRE(got.size() == want.size());
-    const size_t n_rows = want.size() / kVocab;
-    for (size_t r = 0; r < n_rows; ++r) {
-      INFO("row " << r);
-      const std::vector<double> ref(want.begin() + static_cast<std::ptrdiff_t>(r * kVocab),
-                                    want.begin() + static_cast<std::ptrdiff_t>((r + 1) * kVocab));
-      // f32 on both sides; the GPU sums in other orders, and its predictor
-      // scores may put a neuron on the other side of the threshold (rare on
-      // planted models; this bound then fails first).
-      CHECK(tc::test::relative_error(got.data() + r * kVocab, ref) < 1e-3);
-    }
-    const auto& split = *hybrid.hybrid_counters();
-    CHECK(split.hot[0] > 0);
-    CHECK(split.cold[0] > 0);
   }
 }

@@ -17,11 +17,9 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/model/sparse_ffn_block.h"
-#include "engine/sparse/gpu_index.h"
-#include "engine/sparse/placement.h"
 #include "kernels/backend.h"
-#include "profiler/make_model.h"
 #include "tests/engine/model/host_device_backend.h"
+#include "tests/engine/model/hybrid_fixtures.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/test_util.h"
 
@@ -36,109 +34,16 @@ using tc::text::TokenId;
 
 namespace {
 
-constexpr int64_t kVocab = 512;
-
-std::unique_ptr<tc::model::LoadedModel> planted_model(const std::string& name, bool pwri, const std::string& type) {
-  tc::profiler::MakeModelOptions o;
-  o.output = tc::test::scratch_dir("hybrid_forward_" + name) / "m.gguf";
-  o.n_vocab = kVocab;
-  o.n_embd = 128;
-  o.n_layer = 2;
-  // f32/f16: not a multiple of 32, so the bitmask's last word is partial;
-  // quantized ffn_down rows need whole blocks of 32.
-  o.n_ff = type == "f32" || type == "f16" ? 500 : 544;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_ctx = 128;
-  o.weight_type = type;
-  o.ffn_form = tc::model::FfnForm::ReGLU;
-  o.seed = 33;
-  o.n_threads = 2;
-  o.sparse.enabled = true;
-  o.sparse.active = 0.10;
-  o.sparse.predictor_rank = 32;
-  o.sparse.layout = pwri ? tc::profiler::SparseLayout::PowerInfer : tc::profiler::SparseLayout::Gguf;
-  tc::profiler::make_model(o);
-  return tc::model::load_model(o.output);
-}
-
-NeuronPlacement all_hot(const tc::model::ModelSpec& spec) {
-  NeuronPlacement p;
-  p.hot.resize(static_cast<size_t>(spec.n_layer));
-  for (auto& layer : p.hot) {
-    for (int32_t i = 0; i < spec.n_ff; ++i) layer.push_back(i);
-  }
-  return p;
-}
-
-NeuronPlacement none_hot(const tc::model::ModelSpec& spec) {
-  NeuronPlacement p;
-  p.hot.resize(static_cast<size_t>(spec.n_layer));
-  return p;
-}
-
-// The solver's plan for half of the FFN bytes, from power-law firing counts
-// (neuron i of layer l fires ~ 1 / (1 + (i * 37 + l) % n_ff)), written to a
-// .gpuidx and read back as the CLI reads it.
-NeuronPlacement solver_placement(const tc::model::LoadedModel& m, const std::string& name) {
-  const tc::sparse::PlacementShape shape{.n_ctx = 64, .n_parallel = 2, .n_batch = 16};
-  const auto costs = tc::sparse::placement_costs(m.file, m.spec, m.predictors, shape);
-  std::vector<std::vector<int32_t>> fire_counts(static_cast<size_t>(m.spec.n_layer));
-  uint64_t ffn_bytes = 0;
-  for (int64_t l = 0; l < m.spec.n_layer; ++l) {
-    for (int64_t i = 0; i < m.spec.n_ff; ++i) {
-      fire_counts[static_cast<size_t>(l)].push_back(static_cast<int32_t>(100000 / (1 + (i * 37 + l) % m.spec.n_ff)));
-    }
-    ffn_bytes += costs.layers[static_cast<size_t>(l)].bytes() * static_cast<uint64_t>(m.spec.n_ff);
-  }
-  const auto plan = tc::sparse::solve_placement(costs, fire_counts, costs.fixed.total() + ffn_bytes / 2);
-  REQUIRE(plan.n_hot() > 0);
-  REQUIRE(plan.n_hot() < plan.n_neurons());
-  tc::sparse::GpuIndex index;
-  index.vram_capacity = plan.neuron_budget();
-  index.n_ff = m.spec.n_ff;
-  for (const auto& layer : plan.layers) index.hot.push_back(layer.hot);
-  const auto path = tc::test::scratch_dir("hybrid_forward_gpuidx_" + name) / "m.generated.gpuidx";
-  tc::sparse::write_gpu_index(index, path);
-  return NeuronPlacement{tc::sparse::read_gpu_index(path, m.spec.n_layer, m.spec.n_ff).hot};
-}
+using tc::test::all_hot;
+using tc::test::greedy;
+using tc::test::max_abs;
+using tc::test::none_hot;
+using tc::test::planted_model;
+using tc::test::solver_placement;
+constexpr int64_t kVocab = tc::test::kHybridVocab;
 
 // Half of each layer's neurons, every other one (for the block test).
-NeuronPlacement alternate_hot(const tc::model::ModelSpec& spec) {
-  NeuronPlacement p;
-  p.hot.resize(static_cast<size_t>(spec.n_layer));
-  for (auto& layer : p.hot) {
-    for (int32_t i = 1; i < spec.n_ff; i += 2) layer.push_back(i);
-  }
-  return p;
-}
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (const float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
-  return m;
-}
-
-// A prompt (one step), then `n_decode` greedy steps; returns every step's logits.
-struct GreedyRun {
-  std::vector<TokenId> tokens;
-  std::vector<float> logits;
-};
-GreedyRun greedy(LlamaModel& m, tc::kernels::Backend& backend, const std::vector<TokenId>& prompt, int n_decode) {
-  KvCache kv(backend, m.spec(), 1, 64);
-  GreedyRun run;
-  std::vector<float> logits;
-  const StepSequence first{0, prompt, false};
-  REQUIRE(m.forward({&first, 1}, kv, logits) == StepStatus::Ok);
-  for (int step = 0;; ++step) {
-    run.logits.insert(run.logits.end(), logits.begin(), logits.end());
-    run.tokens.push_back(static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
-    if (step == n_decode) break;
-    const StepSequence next{0, std::span(&run.tokens.back(), 1), false, true};
-    REQUIRE(m.forward({&next, 1}, kv, logits) == StepStatus::Ok);
-  }
-  return run;
-}
+NeuronPlacement alternate_hot(const tc::model::ModelSpec& spec) { return tc::test::strided_hot(spec, 1, 2); }
 
 // Two sequences decoded together (each step: one token of each), after a
 // short prompt each: every step's logits.
@@ -227,7 +132,7 @@ TEST_CASE("hybrid logits equal the CPU sparse logits bit for bit when one side h
       INFO((hot ? "all hot" : "none hot"));
       tc::test::HostDeviceBackend device(2);
       LlamaModel hybrid(*loaded, device, options,
-                        HybridOptions{cpu.get(), hot ? all_hot(loaded->spec) : none_hot(loaded->spec)});
+                        HybridOptions{cpu.get(), hot ? all_hot(loaded->spec) : none_hot(loaded->spec), {}});
       const auto got = decode_pair(hybrid, device);
       REQUIRE(got.size() == want.size());
       CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
@@ -267,7 +172,7 @@ TEST_CASE("hybrid greedy tokens equal CPU-only sparse greedy tokens", "[model][h
       for (const auto& p : placements) {
         INFO(p.name);
         tc::test::HostDeviceBackend device(2);
-        LlamaModel hybrid(*loaded, device, options, HybridOptions{cpu.get(), p.placement});
+        LlamaModel hybrid(*loaded, device, options, HybridOptions{cpu.get(), p.placement, {}});
         const auto got = greedy(hybrid, device, prompt, 16);
         CHECK(got.tokens == want.tokens);
         std::vector<double> ref(want.logits.begin(), want.logits.end());
@@ -306,7 +211,7 @@ TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split betwe
   }
   tc::test::HostDeviceBackend device(2);
   LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
-                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt")});
+                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt"), {}});
   KvCache kv(device, hybrid.spec(), 1, 64);
   const StepSequence seq{0, prompt, true};
   REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
@@ -327,7 +232,7 @@ TEST_CASE("hybrid decode moves activations, active sets and partial sums, never 
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   const auto placement = solver_placement(*loaded, "bus");
   tc::test::HostDeviceBackend device(2);
-  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement});
+  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement, {}});
 
   // Uploaded once: everything but the FFN matrices, plus the hot rows and the predictors.
   size_t expected_upload = 0;
@@ -378,14 +283,15 @@ TEST_CASE("hybrid mode refuses what it cannot run, saying why", "[model][hybrid]
   tc::test::HostDeviceBackend device(1);
   CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}),
                     Catch::Contains("needs a neuron placement") && Catch::Contains("--placement"));
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {}, HybridOptions{cpu.get(), all_hot(loaded->spec)}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {}, HybridOptions{cpu.get(), all_hot(loaded->spec), {}}),
                     Catch::Contains("runs the sparse FFN"));
   NeuronPlacement short_plan = all_hot(loaded->spec);
   short_plan.hot.pop_back();
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), short_plan}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse},
+                               HybridOptions{cpu.get(), short_plan, {}}),
                     Catch::Contains("1 layers; the model has 2"));
   NeuronPlacement unsorted = none_hot(loaded->spec);
   unsorted.hot[1] = {5, 3};
-  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), unsorted}),
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), unsorted, {}}),
                     Catch::Contains("layer 1") && Catch::Contains("ascending"));
 }

@@ -163,7 +163,7 @@ TEST_CASE("layer offload refuses what it cannot run, saying why", "[model][offlo
                     Catch::Contains("layers asked"));
   CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, {}, one),
                     Catch::Contains("dense FFN"));
-  const tc::model::HybridOptions hybrid{.cpu = cpu.get(), .placement = {}};
+  const tc::model::HybridOptions hybrid{.cpu = cpu.get(), .placement = {}, .prefetch = {}};
   CHECK_THROWS_WITH(LlamaModel(*loaded, device, {.ffn_mode = FfnMode::Sparse}, hybrid, one),
                     Catch::Contains("two modes"));
 }
