@@ -5,6 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <atomic>
 #include <chrono>
 #include <random>
 
@@ -49,6 +52,19 @@ std::optional<ApiError> unavailable(const ServerContext& ctx, const ServingModel
 struct HttpServer::Impl {
   ServerContext ctx;
   httplib::Server http;
+  // The listening socket, seen by the socket options callback before bind.
+  std::atomic<int> listen_fd{-1};
+
+  Impl() {
+    // httplib's default options set SO_REUSEPORT, which lets a second
+    // listener share the port and take half its connections; SO_REUSEADDR
+    // is what a restart over TIME_WAIT needs.
+    http.set_socket_options([this](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+      listen_fd.store(sock);
+    });
+  }
 
   void add_cors_headers(const httplib::Request& req, httplib::Response& res) const {
     const std::string allow = cors_allow_origin(ctx.options.cors_origins, req.get_header_value("Origin"));
@@ -164,6 +180,11 @@ bool HttpServer::run(const std::function<void()>& on_ready) {
     return false;
   }
   bound_port_.store(port);
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled
+  // into Debian's library): a burst of more clients than that connecting at
+  // once overflowed the accept queue, and one of 16 concurrent test clients
+  // lost its request. listen() again on the bound socket raises it.
+  if (const int fd = impl_->listen_fd.load(); fd >= 0) ::listen(fd, SOMAXCONN);
   if (on_ready) on_ready();
   return http.listen_after_bind();
 }
