@@ -168,5 +168,26 @@ inline void prefetch_stream(const RowStream& stream, const std::byte* p, int64_t
 
 inline bool gemm_order(const MatmulArgs& a) { return a.n_tokens * a.xl.stride > kGemvMaxXBytes; }
 
+// The GEMM-order sweep over outputs [r0, r1) of a matrix of n_blocks blocks
+// per row: chunks of chunk_blocks blocks outer (a chunk of every token's
+// activations stays in L2), tiles of `rows` rows inner (the last one
+// shorter when rows does not divide r1 - r0). Each tile gets
+// tile(rt, rr, w, c0, nb): its first row, its row count, the rows' weight
+// pointers and the chunk, after the next tile's chunk was prefetched.
+template <int kMaxRows, class Tile>
+TC_SIMD_INLINE void sweep_chunk_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, int rows, int64_t n_blocks,
+                                      int64_t chunk_blocks, int64_t block_bytes, Tile&& tile) {
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk_blocks) {
+    const int64_t nb = min64(chunk_blocks, n_blocks - c0);
+    for (int64_t rt = r0; rt < r1; rt += rows) {
+      const int rr = static_cast<int>(min64(rows, r1 - rt));
+      if (rt + 2 * rows <= r1) prefetch_rows(a, rt + rows, rows, c0 * block_bytes, nb * block_bytes);
+      const std::byte* w[kMaxRows];
+      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
+      tile(rt, rr, w, c0, nb);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tc::kernels::detail

@@ -192,25 +192,19 @@ void lane_tile_q4_0_n(int tt, const PackQ4Lanes<V>& p, const XRow* x, int64_t b0
 template <class V>
 void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
-  constexpr int kRows = V::kRows;
   const int64_t n_blocks = a.n_in / 32;
-  const int64_t r_end = r0 + n_tiles * kRows;
   PackQ4Lanes<V> p;
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-    const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
-    for (int64_t rt = r0; rt < r_end; rt += kRows) {
-      if (rt + 2 * kRows <= r_end) prefetch_rows(a, rt + kRows, kRows, c0 * kBlockBytes, nb * kBlockBytes);
-      const std::byte* w[kRows];
-      for (int i = 0; i < kRows; ++i) w[i] = weight_row(a, rt + i);
-      pack_q4_lanes(p, w, c0, nb);
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
-        const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
-        XRow x[V::kTokens];
-        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-      }
-    }
-  }
+  sweep_chunk_tiles<V::kRows>(a, r0, r0 + n_tiles * V::kRows, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes,
+                              [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
+                                pack_q4_lanes(p, w, c0, nb);
+                                for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
+                                  const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
+                                  XRow x[V::kTokens];
+                                  for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+                                  lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt,
+                                                                  a.n_out, c0 == 0);
+                                }
+                              });
 }
 
 // Outputs [r0, r1): the widest lane tiles the variant has, then 8-row tiles,

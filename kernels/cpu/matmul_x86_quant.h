@@ -555,30 +555,21 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int R = kPackRows;
   constexpr int T = kPackTokens;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
-  const int64_t n_blocks = a.n_in / Ops::kBlock;
   Pack p;
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
-    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
-    for (int64_t rt = r0; rt < r1; rt += R) {
-      const int rr = static_cast<int>(min64(R, r1 - rt));
-      if (rt + 2 * R <= r1) {
-        prefetch_rows(a, rt + R, R, c0 * kBlockBytes, nb * kBlockBytes);
-      }
-      const std::byte* w[R];
-      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
-      if constexpr (std::is_same_v<Pack, PackQ8_0>) {
-        pack_q8_0(p, w, rr, c0, nb);
-      } else {
-        pack_q4_0(p, w, rr, c0, nb);
-      }
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
-        XRow x[T];
-        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        packed_tile_n<Pack, R, T>(rr, tt, p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-      }
-    }
-  }
+  sweep_chunk_tiles<R>(a, r0, r1, R, a.n_in / Ops::kBlock, Ops::kChunkBlocks, kBlockBytes,
+                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb) {
+                         if constexpr (std::is_same_v<Pack, PackQ8_0>) {
+                           pack_q8_0(p, w, rr, c0, nb);
+                         } else {
+                           pack_q4_0(p, w, rr, c0, nb);
+                         }
+                         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
+                           const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+                           XRow x[T];
+                           for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+                           packed_tile_n<Pack, R, T>(rr, tt, p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+                         }
+                       });
 }
 
 // GEMM order for the k-quants: their super-blocks unpack into registers
@@ -588,24 +579,15 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int R = Ops::kGemmRows;
   constexpr int T = Ops::kGemmTokens;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
-  const int64_t n_blocks = a.n_in / Ops::kBlock;
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
-    const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
-    for (int64_t rt = r0; rt < r1; rt += R) {
-      const int rr = static_cast<int>(min64(R, r1 - rt));
-      if (rt + 2 * R <= r1) {
-        prefetch_rows(a, rt + R, R, c0 * kBlockBytes, nb * kBlockBytes);
-      }
-      const std::byte* w[R];
-      for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-        const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
-        XRow x[T];
-        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-      }
-    }
-  }
+  sweep_chunk_tiles<R>(a, r0, r1, R, a.n_in / Ops::kBlock, Ops::kChunkBlocks, kBlockBytes,
+                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb) {
+                         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
+                           const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+                           XRow x[T];
+                           for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+                           quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+                         }
+                       });
 }
 
 // Decode: output r against one token, its chunks in one tight loop. (Two
