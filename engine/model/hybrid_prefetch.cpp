@@ -27,11 +27,16 @@ std::string_view prefetch_mode_name(PrefetchMode mode) {
   return "?";
 }
 
+int64_t cache_slots_per_layer(const PrefetchOptions& options, int64_t n_ff) {
+  if (options.mode == PrefetchMode::Off) return 0;
+  return options.cache_slots >= 0 ? options.cache_slots : n_ff / 16;
+}
+
 std::vector<int64_t> cache_slot_counts(const PrefetchOptions& options, const NeuronPlacement& placement,
                                        int64_t n_ff) {
   std::vector<int64_t> slots(placement.hot.size(), 0);
-  if (options.mode == PrefetchMode::Off) return slots;
-  const int64_t per_layer = options.cache_slots >= 0 ? options.cache_slots : n_ff / 16;
+  const int64_t per_layer = cache_slots_per_layer(options, n_ff);
+  if (per_layer == 0) return slots;
   for (size_t l = 1; l < slots.size(); ++l) {
     slots[l] = std::min(per_layer, n_ff - static_cast<int64_t>(placement.hot[l].size()));
   }

@@ -64,8 +64,12 @@ struct PrefetchOptions {
 };
 
 // The cache slots of each layer (split_hybrid_weights' cache_slots) for
-// `options` (mode Off: none) and the hot counts of `placement`.
+// `options` (mode Off: none) and the hot counts of `placement`: layer 0
+// none, every other layer min(cache_slots_per_layer, its cold neurons).
 std::vector<int64_t> cache_slot_counts(const PrefetchOptions& options, const NeuronPlacement& placement, int64_t n_ff);
+// The most slots a layer's cache gets (0 with mode Off), whatever the
+// placement: what a VRAM budget must keep free for the cache.
+int64_t cache_slots_per_layer(const PrefetchOptions& options, int64_t n_ff);
 
 // What the prefetch path did per layer ([n_layer] each), summed over sparse
 // runs since reset.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "engine/model/hybrid_prefetch.h"
 #include "engine/sparse/activation_stats.h"
 #include "engine/sparse/gpu_index.h"
 #include "engine/sparse/layer_offload_plan.h"
@@ -29,8 +30,35 @@ struct HotNeurons {
   std::string origin;  // the file, or "solved at start: ..."
 };
 
+// Hybrid mode's prefetch options from the GPU split's setting.
+model::PrefetchOptions prefetch_options(const config::GpuSplitSetting& split) {
+  model::PrefetchOptions options;
+  switch (split.prefetch) {
+    case config::PrefetchSetting::Off:
+      options.mode = model::PrefetchMode::Off;
+      break;
+    case config::PrefetchSetting::On:
+      options.mode = model::PrefetchMode::On;
+      break;
+    case config::PrefetchSetting::Auto:
+      options.mode = model::PrefetchMode::Auto;
+      break;
+  }
+  return options;
+}
+
+// The device bytes the prefetch path's neuron caches may take at most:
+// every layer but the first gets up to cache_slots_per_layer neurons (fewer
+// when it has fewer cold ones), each at that layer's bytes per neuron.
+uint64_t prefetch_cache_reserve(const sparse::PlacementCosts& costs, const model::PrefetchOptions& prefetch) {
+  const int64_t per_layer = model::cache_slots_per_layer(prefetch, costs.n_ff);
+  uint64_t bytes = 0;
+  for (size_t l = 1; l < costs.layers.size(); ++l) bytes += static_cast<uint64_t>(per_layer) * costs.layers[l].bytes();
+  return bytes;
+}
+
 HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup,
-                       const sparse::PlacementShape& shape) {
+                       const model::PrefetchOptions& prefetch, const sparse::PlacementShape& shape) {
   const auto& spec = loaded.spec;
   const auto& split = setup.gpu_split;
   if (split.mode == GpuSplitMode::HybridFile) {
@@ -44,10 +72,26 @@ HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup
   }
   const sparse::VramBudget budget =
       sparse::resolve_vram_budget(split.vram_budget, split.vram_budget_text, setup.device.index);
-  const sparse::PlacementPlan plan = sparse::place_loaded_model(loaded, budget.bytes, shape);
+  // The prefetch caches come out of the same budget: the solver spends
+  // what is left once their largest size is set aside. (A budget below the
+  // fixed part alone is the solver's PlacementError, as without prefetch.)
+  const sparse::PlacementCosts costs = sparse::placement_costs(loaded.file, loaded.spec, loaded.predictors, shape);
+  const uint64_t cache_reserve = prefetch_cache_reserve(costs, prefetch);
+  const uint64_t fixed = costs.fixed.total();
+  uint64_t solver_budget = budget.bytes;
+  if (cache_reserve > 0 && budget.bytes >= fixed) {
+    if (budget.bytes - fixed < cache_reserve) {
+      throw std::invalid_argument("--vram-budget: " + budget.source + " holds the fixed part (" +
+                                  sparse::human_bytes(fixed) + ") but not the prefetch path's neuron caches as well (" +
+                                  sparse::human_bytes(cache_reserve) + "): raise it, or --prefetch off");
+    }
+    solver_budget = budget.bytes - cache_reserve;
+  }
+  const sparse::PlacementPlan plan = sparse::place_loaded_model(loaded, solver_budget, shape);
   HotNeurons hot;
   for (const auto& layer : plan.layers) hot.placement.hot.push_back(layer.hot);
   hot.origin = "solved at start from " + loaded.stats_file->path() + ": " + sparse::human_bytes(plan.used_bytes()) +
+               (cache_reserve > 0 ? " + " + sparse::human_bytes(cache_reserve) + " kept for the prefetch caches" : "") +
                " of " + budget.source + ", expected GPU share of firings " + percent(plan.gpu_share());
   return hot;
 }
@@ -98,20 +142,10 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
       throw std::invalid_argument("--placement needs the sparse FFN (a ReLU-family model with predictors, "
                                   "--sparsity auto or relu); the plan here is: " + m.plan.summary);
     }
-    HotNeurons hot = hot_neurons(*m.loaded, setup, shape);
+    hybrid_options.prefetch = prefetch_options(setup.gpu_split);
+    HotNeurons hot = hot_neurons(*m.loaded, setup, hybrid_options.prefetch, shape);
     hybrid_options.placement = std::move(hot.placement);
     hot_origin = std::move(hot.origin);
-    switch (setup.gpu_split.prefetch) {
-      case config::PrefetchSetting::Off:
-        hybrid_options.prefetch.mode = model::PrefetchMode::Off;
-        break;
-      case config::PrefetchSetting::On:
-        hybrid_options.prefetch.mode = model::PrefetchMode::On;
-        break;
-      case config::PrefetchSetting::Auto:
-        hybrid_options.prefetch.mode = model::PrefetchMode::Auto;
-        break;
-    }
   }
   if (hybrid || offload) {
     m.cpu_backend = create(config::DeviceSetting{}, setup.threads);

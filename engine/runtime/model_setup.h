@@ -68,7 +68,8 @@ struct RunnableModel {
 //   hybrid mode    the sparse FFN split by the placement file (read and
 //                  checked against the model), or by the placement solved
 //                  from the model's stats file within the GPU split's
-//                  budget (default: the device's free memory minus a margin);
+//                  budget (default: the device's free memory minus a margin)
+//                  less the largest size of the prefetch caches;
 //   layer offload  the dense FFN, the first k layers on the device (k given,
 //                  or the largest that fits the budget).
 // Throws what the steps throw: kernels::BackendUnavailable,

@@ -10,10 +10,12 @@
 #include <utility>
 
 #include "config/gpu_split_setting.h"
+#include "engine/model/hybrid_prefetch.h"
 #include "engine/runtime/model_setup.h"
 #include "engine/sparse/layer_offload_plan.h"
 #include "engine/sparse/place_model.h"
 #include "engine/sparse/placement.h"
+#include "engine/sparse/placement_costs.h"
 #include "kernels/backend.h"
 #include "tests/engine/runtime/gpu_split_fixtures.h"
 #include "tests/test_util.h"
@@ -75,6 +77,7 @@ TEST_CASE("set_up_model builds hybrid mode from a placement file or from the sta
     split.mode = GpuSplitMode::HybridAuto;
     split.vram_budget = budget;
     split.vram_budget_text = "BUDGET";
+    split.prefetch = tc::config::PrefetchSetting::Off;  // the whole budget for the solver
     const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
     CHECK(m.llama->hybrid());
     CHECK(m.cpu_backend != nullptr);
@@ -84,6 +87,52 @@ TEST_CASE("set_up_model builds hybrid mode from a placement file or from the sta
     CHECK_THAT(summary, Catch::Contains(hot_line) && Catch::Contains("solved at start from " + stats_path.string()) &&
                             Catch::Contains("--vram-budget BUDGET"));
     CHECK_THAT(summary, Catch::Contains("sparsity: sparse FFN"));
+  }
+  SECTION("solved at load with the prefetch caches inside the budget") {
+    MadeBackends made;
+    tc::config::GpuSplitSetting split;
+    split.mode = GpuSplitMode::HybridAuto;
+    split.vram_budget = budget;
+    split.vram_budget_text = "BUDGET";
+    split.prefetch = tc::config::PrefetchSetting::On;
+    const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
+    REQUIRE(m.llama->hybrid_prefetch() != nullptr);
+    // The solver got the budget less the caches' largest size: n_ff / 16
+    // slots in every layer but the first, at that layer's bytes per neuron.
+    const auto costs = tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, kShape);
+    uint64_t reserve = 0;
+    for (size_t l = 1; l < costs.layers.size(); ++l) {
+      reserve += static_cast<uint64_t>(loaded->spec.n_ff / 16) * costs.layers[l].bytes();
+    }
+    REQUIRE(reserve > 0);
+    const auto smaller = tc::sparse::place_loaded_model(*loaded, budget - reserve, kShape);
+    CHECK(smaller.n_hot() < plan.n_hot());
+    const std::string summary = joined(m.summary);
+    CHECK_THAT(summary, Catch::Contains("hybrid: " + std::to_string(smaller.n_hot()) + " of ") &&
+                            Catch::Contains("kept for the prefetch caches"));
+    // The plan's bytes (fixed part and hot rows) plus the caches it gets
+    // (cache_slot_counts: what split_hybrid_weights allocates) fit the budget.
+    tc::model::NeuronPlacement placement;
+    for (const auto& layer : smaller.layers) placement.hot.push_back(layer.hot);
+    tc::model::PrefetchOptions prefetch_on;
+    prefetch_on.mode = tc::model::PrefetchMode::On;
+    const auto slots = tc::model::cache_slot_counts(prefetch_on, placement, loaded->spec.n_ff);
+    uint64_t cache_bytes = 0;
+    for (size_t l = 0; l < slots.size(); ++l) cache_bytes += static_cast<uint64_t>(slots[l]) * costs.layers[l].bytes();
+    CHECK(cache_bytes > 0);
+    CHECK(cache_bytes <= reserve);
+    CHECK(smaller.used_bytes() + cache_bytes <= budget);
+
+    // A budget that holds the fixed part but not the caches as well is
+    // refused, naming both options.
+    split.vram_budget = costs.fixed.total() + reserve - 1;
+    MadeBackends made_small;
+    try {
+      set_up_model(loaded, fake_cuda_setup(made_small, split), kShape);
+      FAIL("accepted a budget below the prefetch caches");
+    } catch (const std::invalid_argument& e) {
+      CHECK_THAT(e.what(), Catch::Contains("--vram-budget") && Catch::Contains("--prefetch off"));
+    }
   }
   SECTION("from the file `place` wrote") {
     const auto file =
