@@ -153,10 +153,15 @@ TEST_CASE("the engine in hybrid mode gives the CPU-only sparse engine's greedy t
   REQUIRE(plan.n_hot() > 0);
   REQUIRE(plan.n_hot() < plan.n_neurons());
 
-  tc::config::GpuSplitSetting split;
+  tc::config::GpuSplitSetting split;  // prefetch auto, the default
+  int64_t expected_hot = plan.n_hot();
   SECTION("placement auto: solved at start") {
     split.mode = GpuSplitMode::HybridAuto;
     split.vram_budget = budget;
+    // The prefetch caches come out of the budget first.
+    const uint64_t reserve = tc::test::gpu_split::prefetch_cache_reserve(*loaded, shape);
+    expected_hot = tc::sparse::place_loaded_model(*loaded, budget - reserve, shape).n_hot();
+    REQUIRE(expected_hot > 0);
   }
   SECTION("a placement file from `place`") {
     split.mode = GpuSplitMode::HybridFile;
@@ -167,7 +172,7 @@ TEST_CASE("the engine in hybrid mode gives the CPU-only sparse engine's greedy t
   const auto hybrid = run_engine(loaded, engine_options(fake_cuda(made, split)));
   // Split sums differ from the CPU's in the last bits (docs/hybrid.md, Numerics).
   check_same_tokens(hybrid, cpu, 1e-3);
-  CHECK_THAT(hybrid.summary, Catch::Contains("hybrid: " + std::to_string(plan.n_hot()) + " of " +
+  CHECK_THAT(hybrid.summary, Catch::Contains("hybrid: " + std::to_string(expected_hot) + " of " +
                                              std::to_string(plan.n_neurons()) + " FFN neurons hot"));
   REQUIRE(made.devices.size() == 1);
   CHECK(made.n_cpu == 1);

@@ -87,6 +87,15 @@ uint64_t half_ffn_budget(const model::LoadedModel& loaded, const sparse::Placeme
   return costs.fixed.total() + ffn_bytes / 2;
 }
 
+uint64_t prefetch_cache_reserve(const model::LoadedModel& loaded, const sparse::PlacementShape& shape) {
+  const auto costs = sparse::placement_costs(loaded.file, loaded.spec, loaded.predictors, shape);
+  uint64_t reserve = 0;
+  for (size_t l = 1; l < costs.layers.size(); ++l) {
+    reserve += static_cast<uint64_t>(loaded.spec.n_ff / 16) * costs.layers[l].bytes();
+  }
+  return reserve;
+}
+
 std::filesystem::path write_placement_file(const model::LoadedModel& loaded, const std::filesystem::path& stats_path,
                                            uint64_t budget, const sparse::PlacementShape& shape,
                                            const std::string& name) {

@@ -47,6 +47,12 @@ std::shared_ptr<const model::LoadedModel> dense_model();
 // of `loaded` hot: the fixed cost plus half of every neuron's bytes.
 uint64_t half_ffn_budget(const model::LoadedModel& loaded, const sparse::PlacementShape& shape);
 
+// What set_up_model keeps out of a --placement auto budget for the prefetch
+// caches when prefetch is on or auto, written out from docs/hybrid.md:
+// n_ff / 16 slots in every layer but the first, at that layer's bytes per
+// neuron.
+uint64_t prefetch_cache_reserve(const model::LoadedModel& loaded, const sparse::PlacementShape& shape);
+
 // `place`'s plan for `loaded` (opened with the stats file at `stats_path`)
 // within `budget` for `shape`, written as a .gpuidx in a scratch folder
 // named `name`; returns its path.

@@ -70,14 +70,20 @@ TEST_CASE("set_up_model builds hybrid mode from a placement file or from the sta
   REQUIRE(plan.n_hot() < plan.n_neurons());
   const std::string hot_line =
       "hybrid: " + std::to_string(plan.n_hot()) + " of " + std::to_string(plan.n_neurons()) + " FFN neurons hot";
-
-  SECTION("solved at load within the given budget") {
-    MadeBackends made;
+  // --placement auto --vram-budget BUDGET (= budget) --prefetch `prefetch`.
+  auto auto_split = [budget](tc::config::PrefetchSetting prefetch) {
     tc::config::GpuSplitSetting split;
     split.mode = GpuSplitMode::HybridAuto;
     split.vram_budget = budget;
     split.vram_budget_text = "BUDGET";
-    split.prefetch = tc::config::PrefetchSetting::Off;  // the whole budget for the solver
+    split.prefetch = prefetch;
+    return split;
+  };
+
+  SECTION("solved at load within the given budget") {
+    MadeBackends made;
+    // Prefetch off: the whole budget for the solver.
+    const auto split = auto_split(tc::config::PrefetchSetting::Off);
     const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
     CHECK(m.llama->hybrid());
     CHECK(m.cpu_backend != nullptr);
@@ -90,20 +96,13 @@ TEST_CASE("set_up_model builds hybrid mode from a placement file or from the sta
   }
   SECTION("solved at load with the prefetch caches inside the budget") {
     MadeBackends made;
-    tc::config::GpuSplitSetting split;
-    split.mode = GpuSplitMode::HybridAuto;
-    split.vram_budget = budget;
-    split.vram_budget_text = "BUDGET";
-    split.prefetch = tc::config::PrefetchSetting::On;
+    auto split = auto_split(tc::config::PrefetchSetting::On);
     const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
     REQUIRE(m.llama->hybrid_prefetch() != nullptr);
     // The solver got the budget less the caches' largest size: n_ff / 16
     // slots in every layer but the first, at that layer's bytes per neuron.
     const auto costs = tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, kShape);
-    uint64_t reserve = 0;
-    for (size_t l = 1; l < costs.layers.size(); ++l) {
-      reserve += static_cast<uint64_t>(loaded->spec.n_ff / 16) * costs.layers[l].bytes();
-    }
+    const uint64_t reserve = tc::test::gpu_split::prefetch_cache_reserve(*loaded, kShape);
     REQUIRE(reserve > 0);
     const auto smaller = tc::sparse::place_loaded_model(*loaded, budget - reserve, kShape);
     CHECK(smaller.n_hot() < plan.n_hot());
