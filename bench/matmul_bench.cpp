@@ -121,7 +121,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.isas.empty()) {
-    for (const char* name : {"portable", "avx2", "avx512"}) {
+    for (const char* name : {"portable", "avx2", "avx512", "avx512bf16"}) {
       if (detail::isa_supported(name)) o.isas.push_back(name);
     }
   }
@@ -183,7 +183,7 @@ class Ggml {
  public:
   bool load(const std::string& dir, int n_threads) {
     base_ = dlopen((dir + "/libggml-base.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
-    cpu_ = base_ ? dlopen((dir + "/libggml-cpu-haswell.so").c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
+    cpu_ = base_ ? dlopen((dir + "/" + (std::getenv("TC_GGML_CPU") ? std::getenv("TC_GGML_CPU") : "libggml-cpu-haswell.so")).c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
     if (cpu_ == nullptr) {
       std::fprintf(stderr, "matmul_bench: cannot load ggml from %s: %s\n", dir.c_str(), dlerror());
       return false;

@@ -41,6 +41,7 @@ constexpr int64_t kParallelQuantizeTokens = 8;
 struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled by the OS
   bool avx512 = false;  // AVX-512 F/BW/VL/VNNI, ZMM and opmask state enabled by the OS
+  bool avx512bf16 = false;  // and AVX512_BF16
 };
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,6 +71,8 @@ CpuFeatures detect_cpu() {
   const bool avx512vnni = (c & bit_AVX512VNNI) != 0;
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && avx512vnni;
+  constexpr unsigned kAvx512Bf16 = 1u << 5;  // CPUID.(EAX=7, ECX=1):EAX
+  f.avx512bf16 = f.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & kAvx512Bf16) != 0;
   return f;
 }
 #else
@@ -90,6 +93,8 @@ const MatmulIsa* variant(int level) {
       return cpu().avx2 ? isa_avx2() : nullptr;
     case 2:
       return cpu().avx512 ? isa_avx512() : nullptr;
+    case 3:
+      return cpu().avx512bf16 ? isa_avx512bf16() : nullptr;
     default:
       return nullptr;
   }
@@ -99,11 +104,12 @@ int level_of(const char* name) {
   if (std::strcmp(name, "portable") == 0) return 0;
   if (std::strcmp(name, "avx2") == 0) return 1;
   if (std::strcmp(name, "avx512") == 0) return 2;
+  if (std::strcmp(name, "avx512bf16") == 0) return 3;
   return -1;
 }
 
 const MatmulIsa& best_variant() {
-  for (int level = 2; level > 0; --level) {
+  for (int level = 3; level > 0; --level) {
     if (const MatmulIsa* v = variant(level)) return *v;
   }
   return isa_portable();
@@ -181,10 +187,16 @@ XLayout x_layout(DType dtype, int64_t n_in) {
   auto round8 = [](int64_t v) { return (v + 7) / 8 * 8; };
   switch (dtype) {
     case DType::F32:
-    case DType::BF16:
       l.format = XFormat::F32;
       l.stride = row_stride(n_in * static_cast<int64_t>(sizeof(float)));
       return l;
+    case DType::BF16: {
+      const int64_t n32 = (n_in + kBf16Step - 1) / kBf16Step * kBf16Step;
+      l.format = XFormat::BF16;
+      l.f32_offset = align64(n32 * static_cast<int64_t>(sizeof(uint16_t)));
+      l.stride = row_stride(l.f32_offset + n32 * static_cast<int64_t>(sizeof(float)));
+      return l;
+    }
     case DType::F16:
       l.format = XFormat::F16;
       l.f32_offset = align64(n_in * static_cast<int64_t>(sizeof(uint16_t)));
@@ -228,7 +240,7 @@ const MatmulIsa& isa_for_request(const char* request) {
   if (request == nullptr || *request == '\0') return best;
   const int level = level_of(request);
   if (level < 0) {
-    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not one of portable, avx2, avx512; using %s\n", request,
+    std::fprintf(stderr, "thermocline: THERMOCLINE_ISA=%s is not one of portable, avx2, avx512, avx512bf16; using %s\n", request,
                  best.name);
     return best;
   }

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/dtype.h"
 
@@ -25,8 +26,9 @@ namespace tc::kernels::detail {
 
 // How the activations are prepared for a weight dtype.
 enum class XFormat {
-  F32,        // f32 copy (F32 and BF16 weights)
+  F32,        // f32 copy (F32 weights)
   F16,        // rounded to f16, kept as f16 and widened back to f32 (F16 weights)
+  BF16,       // rounded to bf16, kept as bf16 pairs and widened to f32 odd/even halves (BF16 weights)
   Q8_32,      // int8 in blocks of 32 (Q8_0 weights)
   Q8_32_NIB,  // as Q8_32 with each pair of blocks in nibble order (Q4_0 weights)
   Q8_256,     // int8 in blocks of 256 (Q4_K, Q6_K weights)
@@ -43,6 +45,16 @@ enum class XFormat {
 //   xf     f32   [n_in]        at f32_offset: the same values widened (exact),
 //                              for the paths that multiply in f32 tiles
 // Both forms hold the same numbers, so every path forms the same products.
+// BF16: x clamped to bf16's finite range, rounded to nearest-even bf16 and
+// flushed to zero below bf16's normal range (as llama.cpp prepares x for
+// BF16 weights, and as vdpbf16ps reads its inputs), in steps of 32 inputs
+// (n32 = n_in rounded up to 32, zeros after n_in):
+//   hb     bf16  [n32]         at offset 0, in order (what vdpbf16ps takes)
+//   xs     f32   [n32]         at f32_offset: the same values widened, per
+//                              step s its odd inputs then its even ones:
+//                              xs[32s + l] = x[32s + 2l + 1],
+//                              xs[32s + 16 + l] = x[32s + 2l] (l < 16), for
+//                              the kernels that emulate vdpbf16ps with FMAs
 // Quantized, with nb = n_in / block:
 //   qs     int8  [n_in]        x[i] ~= qs[i] * d[i / block]
 //   d      f32   [nb]          d = max|x| over the block / 127; 0 (and qs 0) when
@@ -67,7 +79,7 @@ struct XLayout {
   int64_t sum16_offset = 0;
   int64_t gd_offset = 0;
   int64_t gs8_offset = 0;
-  int64_t f32_offset = 0;  // F32 and F16: where the f32 values sit
+  int64_t f32_offset = 0;  // F32, F16 and BF16: where the f32 values sit
   int64_t stride = 0;
 };
 
@@ -106,6 +118,38 @@ inline void fill_q4_groups(const float* d, const int32_t* sum32, int64_t nb, flo
   }
 }
 
+// Elements per step of the BF16 kernels: 16 f32 lanes, each summing one
+// pair of inputs per step.
+constexpr int64_t kBf16Step = 32;
+
+// x (f32) as matmul's BF16 kernels read it: clamped to +-bf16's largest
+// finite value, rounded to nearest-even bf16, and +-0 below bf16's normal
+// range. x must be finite.
+inline uint16_t bf16_for_matmul(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  const uint32_t sign = u & 0x80000000u;
+  uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+  if ((r & 0x7f80u) == 0x7f80u) r = (sign >> 16) | 0x7f7fu;  // rounded past the largest finite value
+  if ((r & 0x7f80u) == 0) r = sign >> 16;                    // subnormal or zero: +-0
+  return static_cast<uint16_t>(r);
+}
+
+// Prepares one token of x (f32 [n]) for BF16 weights into hb and xs (see
+// XLayout); n32 is n rounded up to kBf16Step.
+inline void prepare_bf16_x(const float* x, int64_t n, uint16_t* hb, float* xs) {
+  const int64_t n32 = (n + kBf16Step - 1) / kBf16Step * kBf16Step;
+  for (int64_t i = 0; i < n32; ++i) {
+    const uint16_t h = i < n ? bf16_for_matmul(x[i]) : 0;
+    hb[i] = h;
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    const int64_t step = i / kBf16Step, e = i % kBf16Step;
+    xs[kBf16Step * step + (e % 2 == 1 ? e / 2 : 16 + e / 2)] = f;
+  }
+}
+
 // The weight row that output r reads.
 inline const std::byte* weight_row(const MatmulArgs& a, int64_t r) {
   return a.w + (a.rows != nullptr ? static_cast<int64_t>(a.rows[r]) : r) * a.row_bytes;
@@ -132,12 +176,13 @@ struct MatmulIsa {
 const MatmulIsa& isa_portable();
 const MatmulIsa* isa_avx2();
 const MatmulIsa* isa_avx512();
+const MatmulIsa* isa_avx512bf16();  // avx512 with vdpbf16ps for BF16 weights
 
 // The layout of quantized activations for weights of `dtype` and rows of n_in.
 XLayout x_layout(DType dtype, int64_t n_in);
 
-// Whether this CPU (and OS) can run the variant named "portable", "avx2" or
-// "avx512".
+// Whether this CPU (and OS) can run the variant named "portable", "avx2",
+// "avx512" or "avx512bf16".
 bool isa_supported(const char* name);
 
 // The variant matmul() uses for a THERMOCLINE_ISA value (nullptr or "" for

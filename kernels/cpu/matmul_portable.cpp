@@ -53,6 +53,10 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
       std::memcpy(row, xr, static_cast<size_t>(n) * sizeof(float));
       continue;
     }
+    if (xl.format == XFormat::BF16) {
+      prepare_bf16_x(xr, n, reinterpret_cast<uint16_t*>(row), reinterpret_cast<float*>(row + xl.f32_offset));
+      continue;
+    }
     if (xl.format == XFormat::F16) {
       auto* h = reinterpret_cast<uint16_t*>(row);
       auto* xf = reinterpret_cast<float*>(row + xl.f32_offset);
@@ -119,6 +123,7 @@ float dot_f32(const float* w, const float* x, int64_t n) {
 
 void compute_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   float wf[kChunk];
+  float xb[kChunk];  // BF16: one chunk of x's bf16 values, widened
   for (int64_t r = r0; r < r1; ++r) {
     const std::byte* row = weight_row(a, r);
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kChunk) {
@@ -131,8 +136,13 @@ void compute_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
         dequantize_row(a.dtype, row + k0 * elem, wf, n);
       }
       for (int64_t t = 0; t < a.n_tokens; ++t) {
-        const float* xt = reinterpret_cast<const float*>(a.xq + t * a.xl.stride + a.xl.f32_offset);
-        const float s = dot_f32(wp, xt + k0, n);
+        const std::byte* xrow = a.xq + t * a.xl.stride;
+        const float* xt = reinterpret_cast<const float*>(xrow + a.xl.f32_offset) + k0;
+        if (a.xl.format == XFormat::BF16) {
+          dequantize_row(DType::BF16, reinterpret_cast<const uint16_t*>(xrow) + k0, xb, n);
+          xt = xb;
+        }
+        const float s = dot_f32(wp, xt, n);
         float& out = a.y[t * a.n_out + r];
         out = k0 == 0 ? s : out + s;
       }
@@ -260,7 +270,7 @@ void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 void compute_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  if (a.xl.format == XFormat::F32 || a.xl.format == XFormat::F16) {
+  if (a.xl.format == XFormat::F32 || a.xl.format == XFormat::F16 || a.xl.format == XFormat::BF16) {
     compute_float(a, r0, r1);
   } else {
     compute_quant(a, r0, r1);

@@ -1,9 +1,10 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h):
-// activation preparation and the kernels for F32, F16 and BF16 weights.
+// activation preparation and the kernels for F32 and F16 weights (BF16:
+// matmul_x86_bf16.h).
 //
 // Summation order, fixed by (dtype, n_in) alone so that tile shapes, row
 // ranges, thread counts and token batching never change a bit: an output
-// is a sum over chunks (256 inputs for F32/F16/BF16, 1024 for the quantized
+// is a sum over chunks (256 inputs for F32/F16, 1024 for the quantized
 // types) in ascending order. A chunk is summed in 8 f32 lanes by two chains
 // of FMAs (of x*w, or of exact int32 block sums times their scale): one over
 // its even steps (8 inputs; or one unit: a Q8_0 block, a group of 8 Q4_0
@@ -74,6 +75,10 @@ void quantize_x(const XLayout& xl, const float* x, int64_t t_begin, int64_t t_en
       round_to_f16(xr, n, reinterpret_cast<uint16_t*>(row), reinterpret_cast<float*>(row + xl.f32_offset));
       continue;
     }
+    if (xl.format == XFormat::BF16) {
+      prepare_bf16_x(xr, n, reinterpret_cast<uint16_t*>(row), reinterpret_cast<float*>(row + xl.f32_offset));
+      continue;
+    }
     auto* qs = reinterpret_cast<int8_t*>(row);
     auto* d = reinterpret_cast<float*>(row + xl.d_offset);
     auto* sum32 = reinterpret_cast<int32_t*>(row + xl.sum32_offset);
@@ -136,13 +141,6 @@ struct LoadF16 {
   using Elem = uint16_t;
   static __m256 load(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-};
-struct LoadBF16 {
-  using Elem = uint16_t;
-  static __m256 load(const uint16_t* p) {
-    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
   }
 };
 

@@ -4,6 +4,7 @@
 // unit compiles it with its own ISA flags (hence the anonymous namespace).
 #pragma once
 
+#include "kernels/cpu/matmul_x86_bf16.h"
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_decode.h"
@@ -94,7 +95,7 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::F16:
       return run_float<LoadF16>(a, r0, r1);
     case DType::BF16:
-      return run_float<LoadBF16>(a, r0, r1);
+      return run_bf16(a, r0, r1);
     default:
       return compute_rows_quant(a, r0, r1);
   }

@@ -259,10 +259,12 @@ TEST_CASE("matmul reads padded rows (row_bytes above the packed size)", "[kernel
 }
 
 TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][matmul]") {
-  for (DType dtype : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_K}) {
     // An odd block count: Q4_0's nibble order leaves the last block alone.
-    // F16: not a multiple of 8 (the SIMD loop's tail).
-    const int64_t n_in = dtype == DType::Q4_K ? 1280 : dtype == DType::F16 ? 1024 + 35 : 1024 + 32;
+    // F16, BF16: not a multiple of 8 or 32 (the SIMD loop's tail, a partial step).
+    const int64_t n_in = dtype == DType::Q4_K                             ? 1280
+                         : dtype == DType::F16 || dtype == DType::BF16 ? 1024 + 35
+                                                                       : 1024 + 32;
     const detail::XLayout xl = detail::x_layout(dtype, n_in);
     auto x = make_x(3, n_in, 500);
     // An all-zero block, a tiny block and one huge value among small ones.
@@ -276,6 +278,10 @@ TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][ma
     x[603] = 1.0f + 3 * 0x1p-11f;
     x[604] = 3e-6f;
     x[605] = -0x1p-25f;
+    // BF16: f32 subnormals (+-0 in bf16) and bf16's smallest normal.
+    x[606] = 1e-39f;
+    x[607] = -3e-39f;
+    x[608] = 0x1p-126f;
     x[static_cast<size_t>(n_in - 1)] = 70000.0f;
     // The kernels want the 64-byte alignment of matmul's scratch buffer.
     const auto n_bytes = static_cast<size_t>(xl.stride * 3);
@@ -285,7 +291,9 @@ TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][ma
     };
     std::byte* want = aligned(want_buf);
     detail::isa_portable().quantize_x(xl, x.data(), 0, 3, want);
-    if (dtype != DType::F32 && dtype != DType::F16) CHECK(reinterpret_cast<const float*>(want + xl.d_offset)[0] == 0.0f);
+    if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16) {
+      CHECK(reinterpret_cast<const float*>(want + xl.d_offset)[0] == 0.0f);
+    }
     if (dtype == DType::F16) {
       // The f16 copy is round-to-nearest-even of the clamped value; the f32
       // copy holds the same numbers.
@@ -298,6 +306,27 @@ TEST_CASE("every variant quantizes activations to the same bytes", "[kernels][ma
       CHECK(h[604] == f32_to_f16(3e-6f));
       CHECK(xf[static_cast<size_t>(n_in - 1)] == 65504.0f);
       for (int64_t i = 0; i < n_in; ++i) REQUIRE(xf[i] == f16_to_f32(h[i]));
+    }
+    if (dtype == DType::BF16) {
+      // Round-to-nearest-even bf16 of x, +-0 below bf16's normal range,
+      // zeros up to the step; xs holds the same values, each step's odd
+      // inputs first.
+      const auto* hb = reinterpret_cast<const uint16_t*>(want);
+      const auto* xs = reinterpret_cast<const float*>(want + xl.f32_offset);
+      CHECK(hb[600] == f32_to_bf16(3e4f));
+      CHECK(bf16_to_f32(hb[602]) == 1.0f);  // 1 + 2^-11 is below half a bf16 ulp
+      CHECK(hb[606] == 0);       // an f32 subnormal: +0
+      CHECK(hb[607] == 0x8000);  // ... negative: -0
+      CHECK(hb[608] == 0x0080);  // bf16's smallest normal stays
+      CHECK(detail::bf16_for_matmul(3.4e38f) == 0x7f7f);  // rounds past the largest finite bf16: clamped
+      CHECK(detail::bf16_for_matmul(-3.4e38f) == 0xff7f);
+      const int64_t n32 = (n_in + 31) / 32 * 32;
+      for (int64_t i = 0; i < n32; ++i) {
+        INFO("input " << i);
+        REQUIRE(hb[i] == (i < n_in ? detail::bf16_for_matmul(x[static_cast<size_t>(i)]) : 0));
+        const int64_t step = i / 32, e = i % 32;
+        REQUIRE(xs[32 * step + (e % 2 == 1 ? e / 2 : 16 + e / 2)] == bf16_to_f32(hb[i]));
+      }
     }
     for (const auto* isa : variants()) {
       INFO(isa->name << " " << dtype_name(dtype));
@@ -332,25 +361,81 @@ TEST_CASE("matmul runs the best variant this CPU supports unless told a lower on
   REQUIRE(y_ref == run(detail::isa_portable(), w, x, 3));
 }
 
-TEST_CASE("the avx512 variant gives the same bits as avx2", "[kernels][matmul]") {
+TEST_CASE("the avx512 and avx512bf16 variants give the same bits as avx2", "[kernels][matmul]") {
   // Same summation order and the same exact int32 lanes (vpdpbusd instead of
-  // vpmaddubsw + vpmaddwd), so no tolerance.
+  // vpmaddubsw + vpmaddwd); for BF16 the same FMA steps, one vdpbf16ps each
+  // in avx512bf16: no tolerance.
   if (!detail::isa_supported("avx512")) {
     WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): avx512 vs avx2 not checked");
     return;
   }
+  // (An array, not a vector: GCC 12 misreads this file's operator new
+  // override around a push_back.)
+  const detail::MatmulIsa* wide[2] = {detail::isa_avx512(), nullptr};
+  if (detail::isa_supported("avx512bf16")) {
+    wide[1] = detail::isa_avx512bf16();
+  } else {
+    WARN("this CPU has no AVX512_BF16: avx512bf16 vs avx2 not checked");
+  }
   // n_out 37 = two 16-row lane tiles (avx512's Q4_0 GEMM) + 5 rows; 29 =
   // one 16-row tile + one 8-row tile + 5 rows: every tile kind of both.
+  // n_in 300 (BF16 and the float types): a partial last chunk and step.
   uint64_t seed = 700;
   for (DType dtype : kDTypes) {
     for (int64_t n_out : {37, 29}) {
-      for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}}) {
+      for (auto [n_in, n_tokens] :
+           {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}, {ragged_n_in(dtype), 1}, {ragged_n_in(dtype), 5}}) {
         const Weights w = make_weights(dtype, n_in, n_out, seed++);
         const auto x = make_x(n_tokens, n_in, seed++);
-        INFO(label(*detail::isa_avx512(), dtype, n_in, n_out, n_tokens));
-        REQUIRE(run(*detail::isa_avx512(), w, x, n_tokens) == run(*detail::isa_avx2(), w, x, n_tokens));
+        const auto want = run(*detail::isa_avx2(), w, x, n_tokens);
+        for (const auto* isa : wide) {
+          if (isa == nullptr) continue;
+          INFO(label(*isa, dtype, n_in, n_out, n_tokens));
+          REQUIRE(run(*isa, w, x, n_tokens) == want);
+        }
       }
     }
+  }
+}
+
+TEST_CASE("BF16 weights: subnormal weights and activations count as zero in every x86 variant", "[kernels][matmul]") {
+  // vdpbf16ps reads bf16 subnormals as zero and flushes subnormal results;
+  // the FMA variants run with MXCSR's DAZ and FTZ to match. Weights and x
+  // near the bottom of the range make subnormal inputs, products and sums.
+  std::vector<const detail::MatmulIsa*> x86;
+  for (const auto* isa : variants()) {
+    if (isa != &detail::isa_portable()) x86.push_back(isa);
+  }
+  if (x86.size() < 2) {
+    WARN("fewer than two x86 variants here: BF16 subnormal handling not compared");
+    return;
+  }
+  constexpr int64_t n_in = 96, n_out = 19;
+  Weights w = make_weights(DType::BF16, n_in, n_out, 900);
+  for (int64_t r = 0; r < n_out; ++r) {
+    auto* row = reinterpret_cast<uint16_t*>(w.bytes.data() + r * w.row_bytes);
+    // Every third weight a bf16 subnormal (exponent field 0), the rest about
+    // +-2^-63, mixed signs.
+    for (int64_t c = 0; c < n_in; ++c) {
+      const auto mantissa = static_cast<uint16_t>((7 * c + r) % 127 + 1);
+      const auto exponent = static_cast<uint16_t>(c % 3 == 0 ? 0 : 127 - 63);
+      row[c] = static_cast<uint16_t>((c + r) % 2 == 1 ? 0x8000 : 0) | static_cast<uint16_t>(exponent << 7) | mantissa;
+    }
+  }
+  for (int64_t n_tokens : {1, 3, 40}) {
+    // x about 2^-63 (products and sums near f32's smallest normal 2^-126,
+    // some below it), every fourth an f32 subnormal (+-0 in bf16).
+    auto x = make_x(n_tokens, n_in, 901);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % 4 == 0 ? x[i] * 1e-39f : x[i] * 0x1p-63f;
+    const auto want = run(*x86.front(), w, x, n_tokens);
+    bool any_nonzero = false;
+    for (float v : want) any_nonzero = any_nonzero || v != 0.0f;
+    for (const auto* isa : x86) {
+      INFO(isa->name << " n_tokens " << n_tokens);
+      REQUIRE(run(*isa, w, x, n_tokens) == want);
+    }
+    INFO("some outputs must survive the flushing, or the comparison is vacuous");
+    CHECK(any_nonzero);
   }
 }
 

@@ -28,13 +28,18 @@ inline std::vector<const kernels::detail::MatmulIsa*> matmul_variants(const char
   namespace detail = kernels::detail;
   std::vector<const detail::MatmulIsa*> out = {&detail::isa_portable()};
   if (detail::isa_supported("avx2")) out.push_back(detail::isa_avx2());
+  static bool warned = false;
   if (detail::isa_supported("avx512")) {
     out.push_back(detail::isa_avx512());
-  } else {
-    static bool warned = false;
-    if (!warned) WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 " << what << " variant is not run");
-    warned = true;
+  } else if (!warned) {
+    WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): the avx512 " << what << " variant is not run");
   }
+  if (detail::isa_supported("avx512bf16")) {
+    out.push_back(detail::isa_avx512bf16());
+  } else if (!warned) {
+    WARN("this CPU has no AVX512_BF16: the avx512bf16 " << what << " variant is not run");
+  }
+  warned = true;
   return out;
 }
 
@@ -77,13 +82,16 @@ inline Weights make_weights(kernels::DType dtype, int64_t n_cols, int64_t n_rows
 //   max|x| / 127, so the output by sum over blocks of step / 2 * sum |w|;
 // - F16 weights: x is rounded to f16, each x by at most half an ulp
 //   (2^-11 |x|; 2^-25 below f16's normal range), times |w|;
-// - F32 and BF16 weights: 0 (x is used as it came).
+// - BF16 weights: x is rounded to bf16, each x by at most half an ulp
+//   (2^-8 |x|; all of it below 2^-126, flushed to zero), times |w|;
+// - F32 weights: 0 (x is used as it came).
 inline double activation_error_bound(const Weights& w, int64_t r, const float* x) {
-  if (w.dtype == kernels::DType::F16) {
+  if (w.dtype == kernels::DType::F16 || w.dtype == kernels::DType::BF16) {
+    const bool f16 = w.dtype == kernels::DType::F16;
     double bound = 0;
     for (int64_t c = 0; c < w.n_cols; ++c) {
       const double ax = std::fabs(static_cast<double>(x[c]));
-      bound += std::fabs(w.at(r, c)) * std::fmax(ax * 0x1p-11, 0x1p-25);
+      bound += std::fabs(w.at(r, c)) * (f16 ? std::fmax(ax * 0x1p-11, 0x1p-25) : std::fmax(ax * 0x1p-8, 0x1p-126));
     }
     return bound;
   }

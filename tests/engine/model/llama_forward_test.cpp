@@ -86,8 +86,10 @@ TEST_CASE("forward logits match the float64 reference on f32 models", "[model][f
 
 TEST_CASE("forward logits on quantized models stay close to the reference", "[model][forward]") {
   // The reference dequantizes the same weights, so only the engine's
-  // activation rounding (f16/bf16 conversions, Q8 activations) differs.
-  const std::pair<const char*, double> cases[] = {{"f16", 1e-3}, {"bf16", 1e-3}, {"q8_0", 3e-2},
+  // activation rounding (f16/bf16 conversions, Q8 activations) differs:
+  // bf16 rounds each matmul input to 8 significant bits where f16 keeps 11,
+  // hence 8x f16's bound (measured 0.0026-0.0041 here).
+  const std::pair<const char*, double> cases[] = {{"f16", 1e-3}, {"bf16", 8e-3}, {"q8_0", 3e-2},
                                                   {"q4_0", 3e-2}, {"q4_k_m", 3e-2}};
   for (const auto& [type, tolerance] : cases) {
     INFO(type);
