@@ -55,6 +55,21 @@ TC_SIMD_INLINE __m256 half8(__m512 v) {
 }
 #endif
 
+#if defined(__AVX512F__)
+// A step's 64 bytes of weights as two 32-byte loads: GGUF aligns tensors to
+// 32 bytes only (general.alignment), so one 64-byte load would straddle two
+// cache lines on every step of a mapped model's rows. Measured on the
+// 7B-layer BF16 model (2 threads, tg64): 17.6 t/s with one load per step.
+inline __m512i load_halves(const uint16_t* w) {
+  // (The masked forms: GCC 12's plain inserti64x4 and casts pass an
+  // undefined vector through, which -Wmaybe-uninitialized reports.)
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i lo =
+      _mm512_mask_inserti64x4(zero, 0xff, zero, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)), 0);
+  return _mm512_mask_inserti64x4(lo, 0xff, lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)), 1);
+}
+#endif
+
 // One step's lanes as the kernels see them: kGroups vectors of f32 lanes
 // (zmm: one group of 16; ymm: lanes 0-7, then 8-15), a step of a weight row
 // loaded per group (W), and step() adding it, times x, to one group's lanes.
@@ -70,7 +85,7 @@ struct Bf16Lanes {
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 4;
   static Acc zero() { return _mm512_setzero_ps(); }
-  static W load(const uint16_t* w, int) { return _mm512_loadu_si512(w); }
+  static W load(const uint16_t* w, int) { return load_halves(w); }
   static W load_partial(const uint16_t* w, int64_t n, int) {
     return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << n) - 1), w);
   }
@@ -100,7 +115,7 @@ struct Bf16Lanes {
     return {_mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(kBf16OddMask))),
             _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, v, 16))};  // (maskz: see half8)
   }
-  static W load(const uint16_t* w, int) { return split(_mm512_loadu_si512(w)); }
+  static W load(const uint16_t* w, int) { return split(load_halves(w)); }
   static W load_partial(const uint16_t* w, int64_t n, int) {
     return split(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << n) - 1), w));
   }

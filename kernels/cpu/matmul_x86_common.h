@@ -131,13 +131,6 @@ inline void prefetch_rows(const MatmulArgs& a, int64_t r_first, int n_rows, int6
   }
 }
 
-// How far ahead the decode loops of quantized weights prefetch gathered rows
-// (MatmulArgs::rows): the hardware prefetcher cannot guess the jump from one
-// gathered row to the next, and a Q4_0 row of 4096 is only 36 cache lines.
-// Measured on Q4_0 11008x4096, 5-10% of the rows, one thread, interleaved:
-// 1.5x the GB/s of no prefetching at 2 KiB, 1.25x at 4 KiB, 1.0x at 8 KiB.
-constexpr int64_t kGatheredPrefetchBytes = 2048;
-
 // The weight rows a decode loop reads one after another, seen as one stream
 // for prefetching: bytes past the end of `row` continue at `next`, the row
 // of the next output. For a dense matmul next == row + row_bytes, so the
@@ -160,11 +153,6 @@ struct RowStream {
     return pos < row_bytes ? row + pos : next + (pos - row_bytes);
   }
 };
-
-// Prefetches the cache lines `distance` bytes after [p, p + n_bytes) in the stream.
-inline void prefetch_stream(const RowStream& stream, const std::byte* p, int64_t n_bytes, int64_t distance) {
-  for (int64_t b = 0; b < n_bytes; b += 64) _mm_prefetch(stream.ahead(p + b, distance), _MM_HINT_T1);
-}
 
 inline bool gemm_order(const MatmulArgs& a) { return a.n_tokens * a.xl.stride > kGemvMaxXBytes; }
 

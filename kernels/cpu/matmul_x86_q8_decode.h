@@ -64,20 +64,12 @@ TC_SIMD_INLINE void q8_0_decode_chunk(const BlockQ8_0* blk, const XRow& x, int64
   *y = first ? s : *y + s;
 }
 
-// decode_row<OpsQ8_0> in zmm: output r against one token.
+// decode_row<OpsQ8_0> in zmm: output r against one token (dense rows).
 inline void decode_row_q8_0_zmm(const MatmulArgs& a, int64_t r, const XRow& x) {
   constexpr int64_t K = kChunkBlocks32;
-  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ8_0));
   const int64_t n_blocks = a.n_in / 32;
-  const bool gathered = a.rows != nullptr;
-  const std::byte* w = weight_row(a, r);
-  const auto* blk = reinterpret_cast<const BlockQ8_0*>(w);
-  const RowStream stream(a, r);
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += K) {
-    const int64_t nb = min64(K, n_blocks - c0);
-    if (gathered) prefetch_stream(stream, w + c0 * kBlockBytes, nb * kBlockBytes, kGatheredPrefetchBytes);
-    q8_0_decode_chunk(blk + c0, x, c0, nb, a.y + r, c0 == 0);
-  }
+  const auto* blk = reinterpret_cast<const BlockQ8_0*>(weight_row(a, r));
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += K) q8_0_decode_chunk(blk + c0, x, c0, min64(K, n_blocks - c0), a.y + r, c0 == 0);
 }
 
 }  // namespace

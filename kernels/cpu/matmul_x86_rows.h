@@ -22,6 +22,10 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_out = a.n_out;
   if (a.n_tokens == 1) {
     const XRow x = x_row(a, 0);
+    if (a.rows != nullptr) {
+      decode_gathered_rows<Ops>(a, r0, r1, x);
+      return;
+    }
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(TC_MATMUL_VNNI)
     if constexpr (std::is_same_v<Ops, OpsQ8_0>) {
       for (int64_t r = r0; r < r1; ++r) decode_row_q8_0_zmm(a, r, x);
