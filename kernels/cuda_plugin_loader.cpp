@@ -109,11 +109,11 @@ CudaPluginLoad find_and_load_cuda_plugin() {
     if (fs::exists(file, ec)) return load_cuda_plugin_file(file);
   }
   CudaPluginLoad none;
-  const std::string looked = "no CUDA plugin found (looked for " + join(candidates) + "; set " + kPluginEnv +
-                             " to its path)";
-  none.error = kPluginBuilt ? looked
-                            : "this build has no CUDA backend (built with THERMOCLINE_CUDA=OFF or without nvcc), and " +
-                                  looked;
+  // A CPU-only build says what it always said; it still loads a plugin
+  // that is there.
+  none.error = kPluginBuilt ? "no CUDA plugin found (looked for " + join(candidates) + "; set " + kPluginEnv +
+                                  " to its path)"
+                            : "this build has no CUDA backend (built with THERMOCLINE_CUDA=OFF or without nvcc)";
   return none;
 }
 
@@ -130,9 +130,11 @@ GpuInventory query_gpus() {
       inv.status = plugin.error;
       return inv;
     }
+    inv.cuda_built = true;
     return plugin.api->query_gpus();
   } catch (const std::exception& e) {
-    inv = GpuInventory{};
+    // The plugin's query never throws; an allocation failure still may.
+    inv.devices.clear();
     inv.status = std::string("querying GPUs failed: ") + e.what();
     return inv;
   }

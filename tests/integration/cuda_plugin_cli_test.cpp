@@ -59,7 +59,7 @@ bool has_gpu() {
 
 }  // namespace
 
-TEST_CASE("cuda plugin: the binary and the tests link no CUDA library; the plugin does", "[integration][plugin]") {
+TEST_CASE("cuda plugin: the binary and the tests link no CUDA library, the plugin does", "[integration][plugin]") {
   for (const std::string file : {bin(), std::filesystem::read_symlink("/proc/self/exe").string()}) {
     INFO(file);
     const std::string needed = needed_libraries(file);
@@ -78,7 +78,7 @@ TEST_CASE("cuda plugin: the binary and the tests link no CUDA library; the plugi
   CHECK_THAT(needed, !Catch::Contains("libcudart"));  // the static runtime
 }
 
-TEST_CASE("cuda plugin: a bad THERMOCLINE_CUDA_PLUGIN fails --device cuda naming the file; --device cpu works",
+TEST_CASE("cuda plugin: a bad THERMOCLINE_CUDA_PLUGIN fails --device cuda naming the file, --device cpu works",
           "[integration][plugin]") {
   const auto model = make_tiny_model("plugin_cli_bad");
   const auto dir = tc::test::scratch_dir("plugin_cli_bad_files");
