@@ -1,6 +1,6 @@
 // create_backend: the one place that picks between the backends. Whether
-// CUDA was built is known through query_gpus() and make_cuda_backend(),
-// which kernels/cuda/ or kernels/no_cuda/ define.
+// the CUDA backend can be had is known through query_gpus() and
+// make_cuda_backend(), which kernels/cuda_plugin_loader.cpp defines.
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda_backend_entry.h"

@@ -1,5 +1,6 @@
-// What GPUs this build can use. The CUDA build asks the driver; the CPU-only
-// build reports that CUDA was not compiled in. Thread-safe.
+// What GPUs this binary can use. Defined by kernels/cuda_plugin_loader.cpp:
+// the CUDA plugin asks the driver; without a loadable plugin the status says
+// why (the file tried and dlerror(), or where it was looked for). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,10 @@ struct GpuDeviceInfo {
 };
 
 struct GpuInventory {
-  bool cuda_built = false;      // this binary contains the CUDA backend
-  std::string status;           // "2 devices", "no CUDA device: <driver message>", ...
+  bool cuda_built = false;      // the CUDA plugin is loaded
+  // "2 CUDA device(s)", "no CUDA device: <driver message>",
+  // "CUDA plugin <file> could not be loaded: <dlerror>", ...
+  std::string status;
   std::vector<GpuDeviceInfo> devices;
 };
 

@@ -5,14 +5,17 @@
 #   scripts/gpu_check.sh pack [BUILD_DIR]
 #       Here (Debian, no GPU): builds BUILD_DIR (default build-gpu) with
 #       CUDA for sm_90 (H100/H200) and copies into gpu-carry/ (git-ignored)
-#       the binaries the checks run and the Debian shared libraries a bare
-#       CUDA machine lacks (cpp-httplib and its brotli; cuBLAS is the
-#       machine's own CUDA toolkit). Prints the size to carry (limit 64 MiB).
+#       the binaries the checks run, the CUDA plugin libthermocline_cuda.so
+#       beside them (the binaries link no CUDA library; they dlopen it), and
+#       the Debian shared libraries a bare CUDA machine lacks (cpp-httplib
+#       and its brotli; cuBLAS is the machine's own CUDA toolkit). Prints the
+#       size to carry (limit 64 MiB).
 #
 #   scripts/gpu_check.sh run [OUT_DIR]
-#       There, in the repository root, with gpu-carry carried: the [cuda]
-#       tests, compute-sanitizer memcheck and racecheck on them, whole-model
-#       GPU against CPU, and dense GPU and CPU decode/prefill speed on the
+#       There, in the repository root, with gpu-carry carried: that the
+#       plugin's libraries resolve, the [cuda] tests (through the plugin),
+#       compute-sanitizer memcheck and racecheck on them, whole-model GPU
+#       against CPU, and dense GPU and CPU decode/prefill speed on the
 #       1B-class models. Each step's log goes to OUT_DIR (default $OUT, the
 #       device tool's folder that comes back); a failing step does not stop
 #       the others. Exit status: the number of failed steps.
@@ -33,7 +36,12 @@ pack() {
   cmake --build "$build" -j"$(nproc)" --target thermocline tc_tests_cuda tc_tests_model
   rm -rf "$carry"
   mkdir -p "$carry/bin" "$carry/lib"
-  cp "$build/cli/thermocline" "$build/tests/tc_tests_cuda" "$build/tests/tc_tests_model" "$carry/bin/"
+  cp "$build/cli/thermocline" "$build/cli/libthermocline_cuda.so" "$build/tests/tc_tests_cuda" \
+     "$build/tests/tc_tests_model" "$carry/bin/"
+  if readelf -d "$carry/bin/thermocline" | grep NEEDED | grep -Eq 'libcublas|libcudart|libcuda\.so'; then
+    echo "gpu_check: thermocline links a CUDA library; it should dlopen the plugin" >&2
+    exit 1
+  fi
   # Shared libraries from Debian packages (not glibc/libstdc++, which the
   # machine's newer Ubuntu has, nor the CUDA toolkit's).
   for bin in "$carry"/bin/*; do
@@ -71,13 +79,17 @@ run_checks() {
   mkdir -p "$out_dir"
   local bin=$PWD/$carry/bin
   export LD_LIBRARY_PATH="$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-  # The test binaries were built elsewhere: point them at this tree.
+  # The test binaries were built elsewhere: point them at this tree, and
+  # everything at the carried CUDA plugin (thermocline would find it beside
+  # itself anyway; the test binaries' build-tree path is not here).
   export THERMOCLINE_TEST_SOURCE_DIR=$PWD THERMOCLINE_TEST_BINARY=$bin/thermocline
+  export THERMOCLINE_CUDA_PLUGIN=$bin/libthermocline_cuda.so
   local work
   work=$(mktemp -d)
   cd "$work" || exit 1  # the tests' scratch folders go here
 
   step gpu nvidia-smi
+  step plugin_libraries bash -c "ldd '$THERMOCLINE_CUDA_PLUGIN' && ! ldd '$THERMOCLINE_CUDA_PLUGIN' | grep 'not found'"
   step tests_cuda "$bin/tc_tests_cuda" --durations yes
   step tests_model_cuda "$bin/tc_tests_model" "[cuda]" --durations yes
   if command -v compute-sanitizer > /dev/null; then
@@ -119,5 +131,5 @@ run_checks() {
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run_checks "$@"; exit $? ;;
-  *) sed -n '2,22p' "$0"; exit 2 ;;
+  *) sed -n '2,24p' "$0"; exit 2 ;;
 esac

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Builds Thermocline and installs it under a prefix: bin/thermocline,
+# lib/thermocline/libthermocline_cuda.so (the CUDA plugin, CUDA builds only;
+# the binary loads it from there on --device cuda, docs/cuda.md),
 # share/thermocline/models/default.{gguf,md} (the bundled model),
 # share/thermocline/thermocline.example.toml, and
 # share/thermocline/runtime-packages.txt (the packages the binary's shared
@@ -30,5 +32,21 @@ if [ "$build" -eq 1 ]; then
   scripts/build.sh "${cmake_args[@]}"
 fi
 cmake --install "$build_dir" --prefix "$prefix"
-scripts/runtime_packages.sh "$prefix/bin/thermocline" > "$prefix/share/thermocline/runtime-packages.txt"
-echo "install: $prefix/bin/thermocline; runtime packages: $(tr '\n' ' ' < "$prefix/share/thermocline/runtime-packages.txt")"
+# A CUDA build's plugin must have landed where the binary looks for it, and
+# the binary itself must not need the CUDA libraries.
+plugin="$prefix/lib/thermocline/libthermocline_cuda.so"
+runtime_files=("$prefix/bin/thermocline")
+if [ -f "$build_dir/cli/libthermocline_cuda.so" ]; then
+  [ -f "$plugin" ] || { echo "install: the CUDA plugin is missing: $plugin" >&2; exit 1; }
+  runtime_files+=("$plugin")
+fi
+if readelf -d "$prefix/bin/thermocline" | grep NEEDED | grep -Eq 'libcublas|libcudart|libcuda\.so'; then
+  echo "install: $prefix/bin/thermocline links a CUDA library (it should load the plugin instead)" >&2
+  exit 1
+fi
+for f in "${runtime_files[@]}"; do
+  scripts/runtime_packages.sh "$f" || exit 1
+done | sort -u > "$prefix/share/thermocline/runtime-packages.txt"
+plugin_note="no CUDA plugin (CPU-only build)"
+[ -f "$plugin" ] && plugin_note="CUDA plugin $plugin"
+echo "install: $prefix/bin/thermocline; $plugin_note; runtime packages: $(tr '\n' ' ' < "$prefix/share/thermocline/runtime-packages.txt")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prints the Debian/Ubuntu packages that provide the shared libraries an
-# executable needs (from ldd, looked up with dpkg -S), one per line, sorted.
+# executable or shared library (the CUDA plugin) needs (from ldd, looked up
+# with dpkg -S), one per line, sorted.
 # The Docker images' runtime stage installs exactly these.
 #   scripts/runtime_packages.sh build/cli/thermocline
 # Fails, naming the library, when ldd cannot find one or no package owns it.
@@ -9,9 +10,11 @@
 # stderr, since the CUDA image's runtime stage (nvidia/cuda *-runtime)
 # carries them.
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: $0 EXECUTABLE" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: $0 EXECUTABLE|LIBRARY.so" >&2; exit 2; }
 exe=$1
-[ -x "$exe" ] || { echo "runtime_packages: $exe: not an executable" >&2; exit 2; }
+# Debian's CMake installs shared libraries without the x bit: -r for those.
+[ -x "$exe" ] || { [[ "$exe" == *.so ]] && [ -r "$exe" ]; } ||
+  { echo "runtime_packages: $exe: not an executable or shared library" >&2; exit 2; }
 
 # dpkg records a library under the path its package ships, which with merged
 # /usr may be /lib/... or /usr/lib/..., before or after resolving symlinks.

@@ -83,6 +83,12 @@ std::filesystem::path thermocline_binary() {
   return moved != nullptr && *moved != '\0' ? moved : THERMOCLINE_BINARY;
 }
 
+std::filesystem::path built_cuda_plugin() { return THERMOCLINE_TEST_CUDA_PLUGIN; }
+std::filesystem::path fake_cuda_plugin(const std::string& variant) {
+  const std::string stem = variant.empty() ? "libtc_fake_cuda_plugin" : "libtc_fake_cuda_plugin_" + variant;
+  return std::filesystem::path(THERMOCLINE_TEST_FAKE_PLUGIN_DIR) / (stem + ".so");
+}
+
 CommandResult run_command(const std::string& command) {
   std::string full = command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");

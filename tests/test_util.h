@@ -34,6 +34,12 @@ void write_file(const std::filesystem::path& path, const std::string& bytes);
 
 std::filesystem::path source_dir();   // the repo root (env THERMOCLINE_TEST_SOURCE_DIR overrides)
 std::filesystem::path thermocline_binary();  // env THERMOCLINE_TEST_BINARY overrides
+// The CUDA plugin this build made (kernels/CMakeLists.txt); empty in a
+// CPU-only build.
+std::filesystem::path built_cuda_plugin();
+// The fake CUDA plugins (tests/kernels/fake_plugin/): variant "" has this
+// binary's ABI version, "wrong_abi" another one, "no_entry" no entry.
+std::filesystem::path fake_cuda_plugin(const std::string& variant);
 
 // Single-quotes `s` for sh (embedded quotes escaped).
 std::string shell_quote(const std::string& s);

@@ -12,7 +12,6 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_copy_queue.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda_backend_entry.h"
 
 namespace tc::kernels {
 namespace {
@@ -71,10 +70,6 @@ int64_t axpy_split_count(int64_t n_rows) {
 }
 
 }  // namespace
-
-std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
-  return std::make_unique<CudaBackend>(options.device_index);
-}
 
 CudaBackend::CudaBackend(int device_index)
     : device_index_(device_index), name_(activate_and_describe(device_index)), stream_(), cublas_(stream_.get()) {}

@@ -6,23 +6,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <stdexcept>
-#include <string>
+#include "kernels/cuda_error.h"
 
 namespace tc::kernels {
-
-// A CUDA runtime or cuBLAS call failed. what(): "CUDA error: <call> failed
-// at <file>:<line>: <message> (<code name>)". After a sticky error (a fault
-// in a kernel) the device is unusable: the engine moves to Failed.
-class CudaError : public std::runtime_error {
- public:
-  CudaError(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
-  // The cudaError_t or cublasStatus_t value.
-  int code() const { return code_; }
-
- private:
-  int code_;
-};
 
 [[noreturn]] void cuda_call_failed(cudaError_t err, const char* call, const char* file, int line);
 [[noreturn]] void cublas_call_failed(cublasStatus_t status, const char* call, const char* file, int line);

@@ -1,14 +1,15 @@
-// query_gpus() for CUDA builds: asks the CUDA runtime for devices and their
-// memory. Never throws; a machine without a driver or GPU reports why.
+// query_cuda_devices(): the plugin's query_gpus(), asking the CUDA runtime
+// for devices and their memory. Never throws; a machine without a driver or
+// GPU reports why.
 #include <cuda_runtime.h>
 
 #include <string>
 
-#include "kernels/device_info.h"
+#include "kernels/cuda/cuda_devices.h"
 
 namespace tc::kernels {
 
-GpuInventory query_gpus() {
+GpuInventory query_cuda_devices() {
   GpuInventory inv;
   inv.cuda_built = true;
   int count = 0;

@@ -107,6 +107,17 @@ TEST_CASE("an installed thermocline finds the bundled model under its prefix", "
   CHECK(std::filesystem::is_regular_file(prefix / "share/thermocline/thermocline.example.toml"));
   CHECK(tc::test::read_file(prefix / "share/thermocline/runtime-packages.txt").find("libcpp-httplib") !=
         std::string::npos);
+  // A CUDA build's plugin lands in lib/thermocline/, where the installed
+  // binary finds it with THERMOCLINE_CUDA_PLUGIN unset (bin/../lib/thermocline).
+  const auto plugin = prefix / "lib/thermocline/libthermocline_cuda.so";
+  CHECK(std::filesystem::is_regular_file(plugin) == !tc::test::built_cuda_plugin().empty());
+  if (std::filesystem::is_regular_file(plugin)) {
+    const auto cuda = tc::test::run_command("env -u THERMOCLINE_CUDA_PLUGIN " +
+                                            tc::test::shell_quote((prefix / "bin/thermocline").string()) +
+                                            " generate -p hi -n 1 -t 1 --device cuda");
+    INFO(cuda.output);
+    CHECK_THAT(cuda.output, !Catch::Contains("no CUDA plugin found") && !Catch::Contains("could not be loaded"));
+  }
 
   // As the container runs it: the host from THERMOCLINE_HOST, no --model.
   tc::test::ServerProcess server(
