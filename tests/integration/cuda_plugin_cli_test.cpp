@@ -60,7 +60,7 @@ bool has_gpu() {
 }  // namespace
 
 TEST_CASE("cuda plugin: the binary and the tests link no CUDA library, the plugin does", "[integration][plugin]") {
-  for (const std::string file : {bin(), std::filesystem::read_symlink("/proc/self/exe").string()}) {
+  for (const std::string& file : {bin(), std::filesystem::read_symlink("/proc/self/exe").string()}) {
     INFO(file);
     const std::string needed = needed_libraries(file);
     INFO(needed);

@@ -57,7 +57,7 @@ TEST_CASE("cpu backend: argmax takes the lowest index on ties and counts NaN as 
   CHECK(out == std::vector<int32_t>{1, 1, 0, 0, 1});
 }
 
-TEST_CASE("cpu backend: relu keeps -0 and NaN; threshold_bits packs scores above the threshold", "[kernels][backend]") {
+TEST_CASE("cpu backend: relu keeps -0 and NaN, threshold_bits packs scores above the threshold", "[kernels][backend]") {
   auto cpu = create_backend(DeviceKind::Cpu, {1});
   const float nan = std::nanf("");
   std::vector<float> x = {-1.5f, 2.0f, -0.0f, 0.0f, nan, -1e-30f};
@@ -87,7 +87,7 @@ TEST_CASE("cpu backend: relu keeps -0 and NaN; threshold_bits packs scores above
   CHECK((bits[0] >> 3 & 1u) == 0);
 }
 
-TEST_CASE("cpu backend: the copy queue copies at once; events are recorded and waited on freely",
+TEST_CASE("cpu backend: the copy queue copies at once, events are recorded and waited on freely",
           "[kernels][backend]") {
   auto cpu = create_backend(DeviceKind::Cpu, {1});
   auto queue = cpu->make_copy_queue();

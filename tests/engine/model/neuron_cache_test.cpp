@@ -50,7 +50,7 @@ TEST_CASE("neuron cache: empty slots first, then the least recently used", "[mod
   CHECK(cache.n_resident() == 2);  // 9 never landed
 }
 
-TEST_CASE("neuron cache: wanted neurons never evict each other; the first ones win", "[model][prefetch]") {
+TEST_CASE("neuron cache: wanted neurons never evict each other, the first ones win", "[model][prefetch]") {
   NeuronCache cache(50, 2);
   cache.land(plan(cache, {1, 2}, 1));
   // 2 is wanted again and listed: only slot 0 (neuron 1) can go, to 3, the first newcomer.

@@ -601,7 +601,7 @@ TEST_CASE("engine: a request with no possible token fails alone", "[engine]") {
   CHECK(rc.tokens == alone(other).tokens);
 }
 
-TEST_CASE("engine: tokens carry logprobs; stats add up", "[engine]") {
+TEST_CASE("engine: tokens carry logprobs and stats add up", "[engine]") {
   Engine engine(test_model(), options(2, 64));
   REQUIRE(wait_until([&] { return engine.state() == EngineState::Ready; }));
   const auto& tokenizer = *test_model()->tokenizer;
