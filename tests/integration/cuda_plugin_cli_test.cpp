@@ -140,17 +140,7 @@ TEST_CASE("cuda plugin: without a GPU, generate and serve --device cuda say why 
   launch.require_ready = false;
   tc::test::ServerProcess server(launch, model, {"--device", "cuda", "-t", "1", "--ctx-size", "128"}, dir);
   auto client = server.client();
-  int status = 0;
-  std::string body;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  do {
-    const auto health = client.Get("/health");
-    REQUIRE(health);
-    status = health->status;
-    body = health->body;
-    if (status == 200 || body.find("loading") == std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < give_up);
+  const auto [status, body] = tc::test::wait_until_loaded(client);
   INFO(body << "\n" << server.log());
   CHECK(status == 503);
   CHECK_THAT(body, Catch::Contains(cuda_build ? "no CUDA device" : "no CUDA backend"));

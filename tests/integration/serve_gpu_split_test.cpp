@@ -57,17 +57,7 @@ TEST_CASE("serve --device cuda --placement auto runs hybrid mode on a GPU and sa
                                  dir);
   auto client = server.client();
   // Wait for the engine to leave Loading: 200 (ready) or 503 naming the failure.
-  int status = 0;
-  std::string body;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  do {
-    const auto health = client.Get("/health");
-    REQUIRE(health);
-    status = health->status;
-    body = health->body;
-    if (status == 200 || body.find("loading") == std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < give_up);
+  const auto [status, body] = tc::test::wait_until_loaded(client);
   INFO(body << "\n" << server.log());
   if (status == 200) {
     CHECK_THAT(server.log(), Catch::Contains("hybrid: ") && Catch::Contains("solved at start"));

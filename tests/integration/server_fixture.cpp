@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -118,6 +119,19 @@ long ServerProcess::rss_bytes() const {
     if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6)) * 1024;
   }
   return -1;
+}
+
+HealthAnswer wait_until_loaded(httplib::Client& client) {
+  HealthAnswer answer;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  do {
+    const auto health = client.Get("/health");
+    REQUIRE(health);
+    answer = {health->status, health->body};
+    if (answer.status == 200 || answer.body.find("loading") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < give_up);
+  return answer;
 }
 
 std::string ServerProcess::log() const {

@@ -57,6 +57,15 @@ class ServerProcess {
   std::filesystem::path log_path_;
 };
 
+// A server started with launch.require_ready = false: polls /health until
+// the engine leaves Loading (200 ready, or 503 naming why it failed; 60 s
+// at most) and returns that last answer.
+struct HealthAnswer {
+  int status = 0;
+  std::string body;
+};
+HealthAnswer wait_until_loaded(httplib::Client& client);
+
 // POST a JSON body; the parsed response (status, json body or null).
 struct JsonResponse {
   int status = 0;       // 0: no HTTP response (see `error`)
