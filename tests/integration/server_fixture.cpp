@@ -121,6 +121,16 @@ long ServerProcess::rss_bytes() const {
   return -1;
 }
 
+std::string ServerProcess::log_when_contains(const std::string& needle) const {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string text = log();
+  while (text.find(needle) == std::string::npos && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = log();
+  }
+  return text;
+}
+
 HealthAnswer wait_until_loaded(httplib::Client& client) {
   HealthAnswer answer;
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -50,6 +50,9 @@ class ServerProcess {
   // Resident set size of the server process in bytes (from /proc).
   long rss_bytes() const;
   std::string log() const;
+  // The log once it contains `needle` (the server writes some lines after
+  // /health already tells the same news), or as it is after 10 s.
+  std::string log_when_contains(const std::string& needle) const;
 
  private:
   int pid_ = -1;
