@@ -97,6 +97,12 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
     throw err;
   }
   ::close(fd);
+  // Ask for 2 MiB pages: where the page cache reads the file in 2 MiB
+  // folios (after this hint, on kernels with large folios for the file
+  // system) the weights are mapped by PMD entries, and the gathered rows of
+  // the sparse FFN, one jump per row, stop paying a page walk per row. A
+  // hint only: an error changes nothing.
+  ::madvise(map, size, MADV_HUGEPAGE);
   f.storage_->map = map;
   f.storage_->map_size = size;
   f.base_ = static_cast<const std::byte*>(map);

@@ -10,7 +10,7 @@
 namespace tc::kernels::detail {
 namespace {
 
-constexpr AxpyIsa kAvx2 = {"avx2", compute_columns_x86};
+constexpr AxpyIsa kAvx2 = {"avx2", compute_columns_x86<>};
 
 }  // namespace
 

@@ -320,7 +320,17 @@ void tail_tile(const AxpyArgs& args, const Group& g, int64_t c, int64_t n, int64
   }
 }
 
+// Wider one-token tiles an ISA may add (sparse_ffn_x86_512.h): Wide<D>
+// with kColumns > 0 has tile_one_token(g, next, c, y) over kColumns columns,
+// the same operations per column as tile_one_token (so the same bits); the
+// 64-column tiles take what is left. This default adds none.
 template <class D>
+struct NoWideTiles {
+  static constexpr int64_t kColumns = 0;
+  static void tile_one_token(const Group&, const Group&, int64_t, float*) {}
+};
+
+template <class D, template <class> class Wide>
 void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
   for (int64_t t = 0; t < args.n_tokens; ++t) {
     std::memset(args.y + t * args.n_out + j0, 0, static_cast<size_t>(j1 - j0) * sizeof(float));
@@ -339,6 +349,9 @@ void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
       const Group& next = groups[cur ^ 1];
       int64_t c = j0;
       if (tt == 1) {
+        if constexpr (Wide<D>::kColumns > 0) {
+          for (; c + Wide<D>::kColumns <= j1; c += Wide<D>::kColumns) Wide<D>::tile_one_token(g, next, c, y + c);
+        }
         for (; c + kTile <= j1; c += kTile) tile_one_token<D>(g, next, c, y + c);
       } else {
         for (; c + kTile <= j1; c += kTile) tile_tokens<D>(g, next, c, tt, y + c, args.n_out);
@@ -351,22 +364,23 @@ void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
   }
 }
 
+template <template <class> class Wide = NoWideTiles>
 void compute_columns_x86(const AxpyArgs& args, int64_t j0, int64_t j1) {
   switch (args.dtype) {
     case DType::F32:
-      return axpy_columns<DeqF32>(args, j0, j1);
+      return axpy_columns<DeqF32, Wide>(args, j0, j1);
     case DType::F16:
-      return axpy_columns<DeqF16>(args, j0, j1);
+      return axpy_columns<DeqF16, Wide>(args, j0, j1);
     case DType::BF16:
-      return axpy_columns<DeqBF16>(args, j0, j1);
+      return axpy_columns<DeqBF16, Wide>(args, j0, j1);
     case DType::Q8_0:
-      return axpy_columns<DeqQ8_0>(args, j0, j1);
+      return axpy_columns<DeqQ8_0, Wide>(args, j0, j1);
     case DType::Q4_0:
-      return axpy_columns<DeqQ4_0>(args, j0, j1);
+      return axpy_columns<DeqQ4_0, Wide>(args, j0, j1);
     case DType::Q4_K:
-      return axpy_columns<DeqQ4_K>(args, j0, j1);
+      return axpy_columns<DeqQ4_K, Wide>(args, j0, j1);
     case DType::Q6_K:
-      return axpy_columns<DeqQ6_K>(args, j0, j1);
+      return axpy_columns<DeqQ6_K, Wide>(args, j0, j1);
     default:
       return;
   }

@@ -489,7 +489,7 @@ TEST_CASE("sparse FFN: the avx512 variant gives the same bits as avx2", "[kernel
   }
   uint64_t seed = 800;
   for (DType dtype : kDTypes) {
-    const int64_t n_cols = dtype == DType::Q4_K || dtype == DType::Q6_K ? 768 : 544;
+    const int64_t n_cols = dtype == DType::Q4_K || dtype == DType::Q6_K ? 768 : 608;  // 608: four zmm tiles, a ymm tile, a tail
     const Weights w = make_weights(dtype, n_cols, kNeurons, seed++);
     const auto rows = active_set(kNeurons, 20, false, seed++);
     for (int64_t n_tokens : {1, 6}) {
