@@ -56,11 +56,14 @@ void SparseFfnBlock::run(int64_t layer, const LayerWeights& w, const float* x, c
   for (int64_t i = 0; i < n_tokens * rank; ++i) hidden[i] = std::max(hidden[i], 0.0f);
   backend_.matmul(pred.fc2, hidden, n_tokens, scores_.data());
   backend_.synchronize();
+  // The scans below write every index and advance by the test (no branch
+  // per neuron: a predicted set is an unpredictable tenth of n_ff).
   int64_t n_pred = 0;
   for (int64_t i = 0; i < n_ff; ++i) {
-    bool on = false;
-    for (int64_t t = 0; t < n_tokens && !on; ++t) on = scores[t * n_ff + i] > pred.threshold;
-    if (on) rows[n_pred++] = static_cast<int32_t>(i);
+    bool on = scores[i] > pred.threshold;
+    for (int64_t t = 1; t < n_tokens; ++t) on |= scores[t * n_ff + i] > pred.threshold;
+    rows[n_pred] = static_cast<int32_t>(i);
+    n_pred += on;
   }
 
   // 2. Gate over P. Each token keeps only its own predicted neurons (a
@@ -80,9 +83,10 @@ void SparseFfnBlock::run(int64_t layer, const LayerWeights& w, const float* x, c
   }
   int64_t n_live = 0;
   for (int64_t k = 0; k < n_pred; ++k) {
-    bool on = false;
-    for (int64_t t = 0; t < n_tokens && !on; ++t) on = gate[t * n_pred + k] > 0.0f;
-    if (on) live[n_live++] = static_cast<int32_t>(k);
+    bool on = gate[k] > 0.0f;
+    for (int64_t t = 1; t < n_tokens; ++t) on |= gate[t * n_pred + k] > 0.0f;
+    live[n_live] = static_cast<int32_t>(k);
+    n_live += on;
   }
   // Compact gate to [T, |L|] and rows to L in place: each write lands at or
   // before the element it copies, and before every element still to be read.
