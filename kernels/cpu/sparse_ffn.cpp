@@ -15,10 +15,14 @@ namespace detail {
 namespace {
 
 // Column chunks per thread. Every chunk walks all active rows, so fewer,
-// wider chunks read longer contiguous pieces of each row; more than one per
-// thread lets a thread that got its core longer take over work. Which thread
-// computes a column never changes its bits.
-constexpr int64_t kAxpyChunksPerThread = 2;
+// wider chunks read longer contiguous pieces of each row: one chunk per
+// thread (half a 4096-wide row each on 2 threads) against two took the Q4_0
+// down projection of 1101 rows from 0.21-0.22 to 0.17-0.18 ms and F16 from
+// 0.30-0.31 to 0.26-0.27 ms (sparse_ffn_bench -t 2 --active 10, Xeon VM,
+// 2026-11-23). Chunks are still claimed from a counter, so a chunk whose
+// worker has not started is taken by the caller. Which thread computes a
+// column never changes its bits.
+constexpr int64_t kAxpyChunksPerThread = 1;
 
 // What the pool's threads share during one axpy_rows; passed by pointer so
 // the job lambda stays small enough for std::function's inline storage.
