@@ -67,6 +67,12 @@ TC_SIMD_INLINE __m256 block_scales(const Block* blk, int64_t nb) {
 // Blocks per chunk of the 32-element formats, and per group of scales
 // (converted 8 at a time).
 constexpr int64_t kChunkBlocks32 = 32;
+// How far ahead decode_row prefetches its row (into L1, the next row's
+// start once the row ends). The hardware prefetcher restarts at every 4 KiB
+// page even inside a 2 MiB one; without this a 2-core Xeon (KVM, AVX-512
+// VNNI) decoded Q4_0 4096 x 11008 at 57-59% of the read probe, with it at
+// 76-80% (1024, 2048 and 4096 bytes all the same within noise).
+constexpr int64_t kQuantDecodePrefetchBytes = 2048;
 constexpr int64_t kGroup = 8;
 
 struct OpsQ8_0 {
@@ -598,8 +604,16 @@ TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
   constexpr int64_t K = Ops::kChunkBlocks;
   const int64_t n_blocks = a.n_in / Ops::kBlock;
   const std::byte* w[1] = {weight_row(a, r)};
+  constexpr int64_t kBB = static_cast<int64_t>(sizeof(typename Ops::Block));
+  const RowStream stream(a, r);
   int64_t c0 = 0;
-  for (; c0 + K <= n_blocks; c0 += K) quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+  for (; c0 + K <= n_blocks; c0 += K) {
+    const std::byte* chunk = w[0] + c0 * kBB;
+    for (int64_t b = 0; b < K * kBB; b += 64) {
+      _mm_prefetch(stream.ahead(chunk + b, kQuantDecodePrefetchBytes), _MM_HINT_T0);
+    }
+    quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+  }
   if (c0 < n_blocks) quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
 }
 
