@@ -152,6 +152,11 @@ struct RowStream {
     const int64_t pos = static_cast<const char*>(p) - row + distance;
     return pos < row_bytes ? row + pos : next + (pos - row_bytes);
   }
+
+  // Prefetches into L1 the n_bytes that lie `distance` bytes after p.
+  void prefetch_ahead(const void* p, int64_t n_bytes, int64_t distance) const {
+    for (int64_t b = 0; b < n_bytes; b += 64) _mm_prefetch(ahead(static_cast<const char*>(p) + b, distance), _MM_HINT_T0);
+  }
 };
 
 inline bool gemm_order(const MatmulArgs& a) { return a.n_tokens * a.xl.stride > kGemvMaxXBytes; }

@@ -72,11 +72,8 @@ inline void decode_row_q8_0_zmm(const MatmulArgs& a, int64_t r, const XRow& x) {
   const RowStream stream(a, r);
   for (int64_t c0 = 0; c0 < n_blocks; c0 += K) {
     const int64_t nb = min64(K, n_blocks - c0);
-    // As decode_row: prefetch the row kQuantDecodePrefetchBytes ahead.
-    const auto* chunk = reinterpret_cast<const char*>(blk + c0);
-    for (int64_t b = 0; b < nb * static_cast<int64_t>(sizeof(BlockQ8_0)); b += 64) {
-      _mm_prefetch(stream.ahead(chunk + b, kQuantDecodePrefetchBytes), _MM_HINT_T0);
-    }
+    // As decode_row: the row kQuantDecodePrefetchBytes ahead.
+    stream.prefetch_ahead(blk + c0, nb * static_cast<int64_t>(sizeof(BlockQ8_0)), kQuantDecodePrefetchBytes);
     q8_0_decode_chunk(blk + c0, x, c0, nb, a.y + r, c0 == 0);
   }
 }

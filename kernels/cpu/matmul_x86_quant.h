@@ -608,10 +608,7 @@ TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
   const RowStream stream(a, r);
   int64_t c0 = 0;
   for (; c0 + K <= n_blocks; c0 += K) {
-    const std::byte* chunk = w[0] + c0 * kBB;
-    for (int64_t b = 0; b < K * kBB; b += 64) {
-      _mm_prefetch(stream.ahead(chunk + b, kQuantDecodePrefetchBytes), _MM_HINT_T0);
-    }
+    stream.prefetch_ahead(w[0] + c0 * kBB, K * kBB, kQuantDecodePrefetchBytes);
     quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
   }
   if (c0 < n_blocks) quant_chunk<Ops, 1, 1, 0>(w, &x, c0, n_blocks - c0, a.y + r, 0, c0 == 0);
