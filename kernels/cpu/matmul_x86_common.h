@@ -184,5 +184,30 @@ TC_SIMD_INLINE void sweep_chunk_tiles(const MatmulArgs& a, int64_t r0, int64_t r
   }
 }
 
+// The tile-outer twin of sweep_chunk_tiles, for batches small enough that
+// their activations stay in L1/L2 anyway (!gemm_order): a tile's rows are
+// read chunk after chunk, and the next chunk of the same rows (or the next
+// tile's first) is prefetched while this one computes. Each row still gets
+// its chunks in ascending order, so the bits are those of sweep_chunk_tiles.
+template <int kMaxRows, class Tile>
+TC_SIMD_INLINE void sweep_tile_chunks(const MatmulArgs& a, int64_t r0, int64_t r1, int rows, int64_t n_blocks,
+                                      int64_t chunk_blocks, int64_t block_bytes, Tile&& tile) {
+  for (int64_t rt = r0; rt < r1; rt += rows) {
+    const int rr = static_cast<int>(min64(rows, r1 - rt));
+    const std::byte* w[kMaxRows];
+    for (int i = 0; i < rr; ++i) w[i] = weight_row(a, rt + i);
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += chunk_blocks) {
+      const int64_t nb = min64(chunk_blocks, n_blocks - c0);
+      const int64_t c1 = c0 + chunk_blocks;
+      if (c1 < n_blocks) {
+        prefetch_rows(a, rt, rr, c1 * block_bytes, min64(chunk_blocks, n_blocks - c1) * block_bytes);
+      } else if (rt + 2 * rows <= r1) {
+        prefetch_rows(a, rt + rows, rows, 0, min64(chunk_blocks, n_blocks) * block_bytes);
+      }
+      tile(rt, rr, w, c0, nb);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tc::kernels::detail

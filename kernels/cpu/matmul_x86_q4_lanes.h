@@ -194,17 +194,21 @@ void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
   const int64_t n_blocks = a.n_in / 32;
   PackQ4Lanes<V> p;
-  sweep_chunk_tiles<V::kRows>(a, r0, r0 + n_tiles * V::kRows, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes,
-                              [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
-                                pack_q4_lanes(p, w, c0, nb);
-                                for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
-                                  const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
-                                  XRow x[V::kTokens];
-                                  for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-                                  lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt,
-                                                                  a.n_out, c0 == 0);
-                                }
-                              });
+  auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
+    pack_q4_lanes(p, w, c0, nb);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
+      const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
+      XRow x[V::kTokens];
+      for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+      lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+    }
+  };
+  const int64_t r1 = r0 + n_tiles * V::kRows;
+  if (gemm_order(a)) {
+    sweep_chunk_tiles<V::kRows>(a, r0, r1, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
+  } else {
+    sweep_tile_chunks<V::kRows>(a, r0, r1, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
+  }
 }
 
 // Outputs [r0, r1): the widest lane tiles the variant has, then 8-row tiles,
