@@ -42,8 +42,21 @@ struct GenerationJob {
   std::string error;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
 
+  bool reported = false;
+
   ~GenerationJob() {
     for (auto& h : handles) h->cancel();  // no-op for finished ones
+    report();
+  }
+
+  // Counts the request in the metrics and writes its log line, once. run()
+  // calls it before its last write: a client that has the whole response
+  // then finds the request in /metrics and the log (the job itself is freed
+  // only after httplib has sent the response). Requests that end otherwise
+  // (rejected, client gone) are reported when the job is freed.
+  void report() {
+    if (reported) return;
+    reported = true;
     record.route = route;
     record.status = status;
     ctx->metrics.record(record);
@@ -180,6 +193,7 @@ struct GenerationJob {
         last_write = runtime::Clock::now();
       }
     }
+    report();
     if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
       write(std::string(kSseDone));
@@ -195,6 +209,7 @@ struct GenerationJob {
     error = message;
     cancel_all();
     const std::string body = error_body({500, "server_error", message, "", ""});
+    report();
     if (stream) {
       if (write("data: " + body + "\n\n")) write(std::string(kSseDone));
     } else {
