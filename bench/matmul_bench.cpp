@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #include "bench/bench_timing.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/q4_lanes16.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
@@ -135,6 +137,7 @@ Options parse(int argc, char** argv) {
 }
 
 // A weight matrix and copies of it, 64-byte aligned.
+// (dtype "q4_0x16": Q4_0 repacked into WeightLayout::Q4_0Lanes16.)
 struct Matrix {
   DType dtype;
   int64_t n_out, n_in;
@@ -142,24 +145,35 @@ struct Matrix {
   int n_copies;
   std::unique_ptr<std::byte[]> storage;
   std::byte* bytes;
+  bool lanes16 = false;
 
   Tensor view(int copy) const {
-    return Tensor::matrix(bytes + copy * copy_bytes, dtype, n_in, n_out, MemoryKind::Host);
+    Tensor t = Tensor::matrix(bytes + copy * copy_bytes, dtype, n_in, n_out, MemoryKind::Host);
+    if (lanes16) t.layout = WeightLayout::Q4_0Lanes16;
+    return t;
   }
+  std::string dtype_label() const { return lanes16 ? "q4_0x16" : std::string(dtype_name(dtype)); }
 };
 
-Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, ThreadPool& pool) {
-  Matrix m{dtype, n_out, n_in, row_bytes(dtype, n_in) * n_out, n_copies, nullptr, nullptr};
+int64_t matrix_bytes(DType dtype, int64_t n_out, int64_t n_in, bool lanes16) {
+  return lanes16 ? (q4_lanes16_bytes(n_in, n_out) + 63) / 64 * 64 : row_bytes(dtype, n_in) * n_out;
+}
+
+Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool lanes16, ThreadPool& pool) {
+  Matrix m{dtype, n_out, n_in, matrix_bytes(dtype, n_out, n_in, lanes16), n_copies, nullptr, nullptr, lanes16};
   m.storage.reset(new std::byte[static_cast<size_t>(m.copy_bytes * n_copies + 64)]);
   m.bytes = m.storage.get() + (64 - reinterpret_cast<uintptr_t>(m.storage.get()) % 64) % 64;
   const int64_t rb = row_bytes(dtype, n_in);
+  std::vector<std::byte> rows(static_cast<size_t>(lanes16 ? rb * n_out : 0));
+  std::byte* row_dst = lanes16 ? rows.data() : m.bytes;
   pool.run([&](int t, int nt) {
     std::vector<float> row(static_cast<size_t>(n_in));
     for (int64_t r = n_out * t / nt; r < n_out * (t + 1) / nt; ++r) {
       fill_random(row.data(), n_in, static_cast<uint64_t>(r) + 1);
-      quantize_row(dtype, row.data(), m.bytes + r * rb, n_in);
+      quantize_row(dtype, row.data(), row_dst + r * rb, n_in);
     }
   });
+  if (lanes16) pack_q4_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
   pool.run([&](int t, int nt) {
     const int64_t b0 = m.copy_bytes * t / nt, b1 = m.copy_bytes * (t + 1) / nt;
     for (int c = 1; c < n_copies; ++c) {
@@ -343,16 +357,17 @@ int main(int argc, char** argv) {
 
   std::vector<Matrix> mats;
   for (const auto& name : o.dtypes) {
-    const auto dtype = dtype_from_name(name);
+    const bool lanes16 = name == "q4_0x16";
+    const auto dtype = lanes16 ? std::optional<DType>(DType::Q4_0) : dtype_from_name(name);
     if (!dtype) {
       std::fprintf(stderr, "matmul_bench: unknown dtype %s\n", name.c_str());
       return 2;
     }
     for (auto [n_out, n_in] : o.shapes) {
-      const int64_t copy_bytes = row_bytes(*dtype, n_in) * n_out;
+      const int64_t copy_bytes = matrix_bytes(*dtype, n_out, n_in, lanes16);
       const int n_copies =
           o.gemv ? static_cast<int>(std::max<int64_t>(1, (g_gemv_min_bytes + copy_bytes - 1) / copy_bytes)) : 1;
-      mats.push_back(make_matrix(*dtype, n_out, n_in, n_copies, pool));
+      mats.push_back(make_matrix(*dtype, n_out, n_in, n_copies, lanes16, pool));
     }
   }
   int64_t max_in = 0, max_out = 0;
@@ -377,7 +392,7 @@ int main(int argc, char** argv) {
     for (const auto& name : o.isas) runners[mi].push_back({name, &detail::isa_for_request(name.c_str()), {}, {}});
     if (!with_ggml) continue;
     for (bool repack : {false, true}) {
-      if (repack && !ggml.repacks(m.dtype)) continue;
+      if ((repack && !ggml.repacks(m.dtype)) || m.lanes16) continue;
       Runner r{repack ? "ggml-repack" : "ggml", nullptr, {}, {}};
       for (int c = 0; o.gemv && c < m.n_copies; ++c) {
         r.gemv.push_back(ggml.prepare(m.dtype, m.bytes + c * m.copy_bytes, m.n_in, m.n_out, 1, repack));
@@ -523,7 +538,7 @@ int main(int argc, char** argv) {
         gv_share = buf;
       }
       std::printf("| %s | %s | %lld x %lld | %s | %s | %s | %s | %s | %s | %s |\n", r.name.c_str(),
-                  std::string(dtype_name(m.dtype)).c_str(), static_cast<long long>(m.n_out),
+                  m.dtype_label().c_str(), static_cast<long long>(m.n_out),
                   static_cast<long long>(m.n_in), gv_ms.c_str(), gv_gbs.c_str(), gv_best.c_str(), gv_share.c_str(),
                   gemm_ms.c_str(), gemm_gf.c_str(), gemm_diff.c_str());
       std::fflush(stdout);
@@ -541,7 +556,7 @@ int main(int argc, char** argv) {
       for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
         if (runners[mi][ri].isa == nullptr) continue;
         std::printf("| %s | %s | %lld x %lld |", runners[mi][ri].name.c_str(),
-                    std::string(dtype_name(m.dtype)).c_str(), static_cast<long long>(m.n_out),
+                    m.dtype_label().c_str(), static_cast<long long>(m.n_out),
                     static_cast<long long>(m.n_in));
         const double one = median(batch_ms[mi][ri][0]);
         for (size_t bi = 0; bi < o.batches.size(); ++bi) {

@@ -46,6 +46,9 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "budget; alone, layer offload with the largest --offload-layers K whose weights, KV cache and "
                   "workspace fit")
       ->excludes(offload);
+  sub->add_flag("--no-repack", options.no_repack,
+                "CPU: keep Q4_0 matrices in the file's row layout instead of repacking them at load for the "
+                "matmul (slower; for comparisons)");
   return sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
                          "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too "
                          "(generated tokens always do); 0: prompts run dense")
@@ -58,6 +61,7 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
   runtime::ModelSetup setup;
   setup.threads = threads;
   setup.sparse_max_tokens = options.sparse_max_tokens;
+  setup.repack_q4_0 = !options.no_repack;
   try {
     setup.sparsity = config::parse_sparsity_setting(options.sparsity);
   } catch (const std::invalid_argument& e) {

@@ -35,6 +35,9 @@ struct ModelCliOptions {
   // --vram-budget B: --placement auto's budget, or else layer offload with
   // the largest K that fits. Empty: none.
   std::string vram_budget;
+  // --no-repack: keep the CPU backend's Q4_0 matrices in the file's row
+  // layout (engine/model/cpu_repack.h), e.g. to measure what repacking gains.
+  bool no_repack = false;
 };
 
 // Returns the --sparse-max-tokens option (to tell whether it was given).

@@ -19,12 +19,21 @@ enum class MemoryKind {
   Device,      // GPU memory
 };
 
+// How a matrix's rows are laid out in memory.
+enum class WeightLayout {
+  Rows,         // row r at data + r * row_bytes, in the dtype's own block format
+  Q4_0Lanes16,  // Q4_0 repacked for the CPU matmul in tiles of 16 rows
+                // (kernels/cpu/q4_lanes16.h); row() does not apply, only
+                // matmul() and the helpers there read it
+};
+
 struct Tensor {
   void* data = nullptr;
   DType dtype = DType::F32;
   std::array<int64_t, 4> ne = {1, 1, 1, 1};
   int64_t row_bytes = 0;   // bytes from one row (ne[0] elements) to the next
   MemoryKind memory = MemoryKind::Host;
+  WeightLayout layout = WeightLayout::Rows;  // row_bytes stays the plain row size either way
 
   int64_t n_cols() const { return ne[0]; }
   int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }

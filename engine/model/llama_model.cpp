@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/cpu_repack.h"
 #include "kernels/check.h"
 
 namespace tc::model {
@@ -101,6 +102,10 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   weights_ = std::move(placed.views);
   weight_storage_ = std::move(placed.storage);
   device_weight_bytes_ = placed.device_bytes;
+  if (on_host(backend) && offload_cpu_ == nullptr && !hybrid_mode && options.repack_q4_0) {
+    kernels::ThreadPool pool(backend.n_threads());
+    repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, {.ffn = options.ffn_mode != FfnMode::Sparse}, pool, weight_storage_);
+  }
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (spec_.ffn_form == FfnForm::SwiGLU) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu); " + model.file.path() +

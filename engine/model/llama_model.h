@@ -93,6 +93,9 @@ struct ForwardOptions {
   // tokens run the sparse FFN too; longer ones, and every chunk when 0, dense.
   // Decided per sequence, so a sequence's path never depends on the others.
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
+  // CPU backend (not hybrid, not layer offload): copy the Q4_0 matrices the
+  // dense matmul reads into the lane layout at load (cpu_repack.h).
+  bool repack_q4_0 = true;
 };
 
 enum class StepStatus {
@@ -167,6 +170,8 @@ class LlamaModel {
   // Hybrid mode's prefetch path (nullptr when not hybrid or prefetch is off).
   HybridPrefetch* hybrid_prefetch() { return hybrid_ffn_ ? hybrid_ffn_->prefetch() : nullptr; }
   // Hybrid mode's FFN weights: hot rows and cache slots on the device (nullptr when not hybrid).
+  // Bytes of Q4_0 matrices repacked at load for the CPU matmul (cpu_repack.h); 0: none.
+  size_t repacked_weight_bytes() const { return repacked_weight_bytes_; }
   const HybridWeights* hybrid_weights() const { return hybrid_ffn_ ? &hybrid_weights_ : nullptr; }
   bool hybrid() const { return hybrid_ffn_ != nullptr; }
 
@@ -210,7 +215,7 @@ class LlamaModel {
   const ModelSpec& spec_;
   ForwardOptions options_;
   LlamaWeights weights_;                          // views the backend's ops read
-  std::vector<kernels::Buffer> weight_storage_;   // device copies behind weights_ (GPU backends)
+  std::vector<kernels::Buffer> weight_storage_;   // device copies (GPU backends) or repacked ones (CPU) behind weights_
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
@@ -222,6 +227,7 @@ class LlamaModel {
   kernels::Backend* offload_cpu_ = nullptr;  // layer offload: the host layers' backend
   int64_t n_device_layers_ = 0;               // layer offload: k
   size_t device_weight_bytes_ = 0;
+  size_t repacked_weight_bytes_ = 0;
   ForwardObserver* observer_ = nullptr;
   InputSparsifier* sparsifier_ = nullptr;
 

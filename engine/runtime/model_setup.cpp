@@ -131,6 +131,7 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   }
   m.plan = sparse::plan_sparsity(*m.loaded, setup.sparsity, setup.sparse_max_tokens,
                                  hybrid || m.backend->device() == kernels::DeviceKind::Cpu);
+  m.plan.forward.repack_q4_0 = setup.repack_q4_0;
   if (offload && m.plan.forward.ffn_mode != model::FfnMode::Dense) {
     throw std::invalid_argument(std::string(offload_flag) + " (layer offload) runs the dense FFN: use --sparsity "
                                 "dense (the plan here is: " + m.plan.summary + ")");

@@ -17,6 +17,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/q4_lanes16.h"
 
 namespace tc::kernels {
 namespace detail {
@@ -163,6 +164,44 @@ void share(int64_t n, int t, int nt, int64_t& begin, int64_t& end) {
   end = n * (t + 1) / nt;
 }
 
+// Outputs [r0, r1) of a Q4_0Lanes16 matrix: the tiles by a variant that
+// reads them, or unpacked 16 rows at a time (the portable one); the rows
+// after the tiles as the row-layout matrix they are. Row chunks start at
+// multiples of kRowGrain (16), so a range splits at tile edges only.
+void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, int64_t r1) {
+  MatmulArgs rows = a;  // outputs r >= first read rows[r - first] of `base`
+  rows.lane_rows = 0;
+  // The row kernels address row r at w + r * row_bytes: w is set that far
+  // before the rows they read (integer arithmetic: it may point outside them).
+  auto rows_at = [&rows](const std::byte* base, int64_t first) {
+    rows.w = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(base) - first * rows.row_bytes);
+  };
+  const int64_t tiled_end = std::min(r1, a.lane_rows);
+  if (r0 < tiled_end && isa.q4_lanes16) {
+    isa.compute_rows(a, r0, tiled_end);
+  } else if (r0 < tiled_end) {
+    thread_local Scratch unpacked;
+    std::byte* buf = unpacked.get(kQ4Lanes16Rows * a.row_bytes);
+    Tensor packed = Tensor::matrix(a.w, DType::Q4_0, a.n_in, a.n_out);
+    packed.layout = WeightLayout::Q4_0Lanes16;
+    for (int64_t r = r0; r < tiled_end; r += kQ4Lanes16Rows) {
+      unpack_q4_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
+      rows_at(buf, r);
+      isa.compute_rows(rows, r, r + kQ4Lanes16Rows);
+    }
+  }
+  if (std::max(r0, a.lane_rows) < r1) {
+    rows_at(a.lane_tail, a.lane_rows);
+    isa.compute_rows(rows, std::max(r0, a.lane_rows), r1);
+  }
+}
+
+// Outputs [r0, r1) of `a` with the variant's kernels.
+void compute_range(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.lane_rows > 0) return compute_lane_rows(isa, a, r0, r1);
+  isa.compute_rows(a, r0, r1);
+}
+
 void compute_chunks(Job& job) {
   const int64_t n_out = job.args->n_out;
   for (;;) {
@@ -170,7 +209,7 @@ void compute_chunks(Job& job) {
     if (c >= job.n_row_chunks) return;
     const int64_t r0 = c * job.rows_per_chunk;
     const int64_t r1 = r0 + job.rows_per_chunk < n_out ? r0 + job.rows_per_chunk : n_out;
-    job.isa->compute_rows(*job.args, r0, r1);
+    compute_range(*job.isa, *job.args, r0, r1);
   }
 }
 
@@ -267,6 +306,13 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   a.n_tokens = n_tokens;
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
+  if (w.layout == WeightLayout::Q4_0Lanes16) {
+    TC_CHECK(w.dtype == DType::Q4_0 && a.row_bytes == row_bytes(w.dtype, a.n_in),
+             "matmul: a Q4_0Lanes16 matrix must be Q4_0 with plain rows");
+    a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
+    a.lane_tile_bytes = q4_lanes16_tile_bytes(a.n_in);
+    a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
+  }
 }
 
 // Quantizes x once and computes every output of `a` on the pool.
@@ -293,7 +339,7 @@ void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) 
     });
   }
   if (nt == 1 || job.n_row_chunks == 1) {
-    isa.compute_rows(a, 0, a.n_out);
+    compute_range(isa, a, 0, a.n_out);
   } else {
     pool->run([jp](int, int) { compute_chunks(*jp); });
   }
@@ -312,6 +358,7 @@ void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t 
 void matmul_rows_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows,
                       int64_t n_rows, float* y, ThreadPool* pool) {
   TC_CHECK(n_rows >= 0 && ((rows != nullptr && y != nullptr) || n_rows == 0), "matmul_rows: null or negative row set");
+  TC_CHECK(w.layout == WeightLayout::Rows, "matmul_rows: the weights must be in row layout");
   MatmulArgs a;
   describe_weights(w, x, n_tokens, y, a);
   const int64_t n_weight_rows = w.n_rows();

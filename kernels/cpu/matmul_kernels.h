@@ -97,6 +97,13 @@ struct MatmulArgs {
   XLayout xl;
   int64_t n_tokens = 0;
   float* y = nullptr;  // f32 [n_tokens, n_out]
+  // WeightLayout::Q4_0Lanes16 (q4_lanes16.h), rows == nullptr: outputs
+  // [0, lane_rows) read 16-row tiles from w, lane_tile_bytes apart; the
+  // driver hands the kernels whole tiles and the rows after them (at
+  // lane_tail, row_bytes apart) as a row-layout matrix. 0: the row layout.
+  int64_t lane_rows = 0;
+  int64_t lane_tile_bytes = 0;
+  const std::byte* lane_tail = nullptr;
 };
 
 // Internal linkage (see the top of this file): every ISA file gets its own copy.
@@ -168,6 +175,9 @@ struct MatmulIsa {
   // is summed in an order fixed by (dtype, n_in) alone, so tiling, the row
   // range and the token count never change its bits.
   void (*compute_rows)(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
+  // Whether compute_rows reads Q4_0Lanes16 tiles (args.lane_rows > 0, the
+  // range whole tiles below lane_rows); the driver unpacks them otherwise.
+  bool q4_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

@@ -21,6 +21,7 @@ struct LaneVec8 {
   // Tokens per micro-kernel: 8 int16 sums, the step's weights and a
   // broadcast fit the 16 AVX2 registers.
   static constexpr int kTokens = 4;
+  static constexpr int kTokensInPlace = 8;  // reading Q4_0Lanes16 tiles in place (4: as fast)
   using I = __m256i;
   using F = __m256;
   static I load_i(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }
@@ -39,6 +40,10 @@ struct LaneVec8 {
   static F mul_f(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fma_f(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static F cvt_f(I v) { return _mm256_cvtepi32_ps(v); }
+  static F cvt_ph(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // The low / high nibble of every byte, as bytes 0..15.
+  static I lo_nibbles(I v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
+  static I hi_nibbles(I v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)); }
 };
 
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
@@ -48,6 +53,7 @@ struct LaneVec8 {
 struct LaneVec16 {
   static constexpr int kRows = 16;
   static constexpr int kTokens = 4;
+  static constexpr int kTokensInPlace = 8;
   using I = __m512i;
   using F = __m512;
   static I load_i(const void* p) { return _mm512_load_si512(p); }
@@ -67,6 +73,11 @@ struct LaneVec16 {
   // vector and warns (-Wmaybe-uninitialized); with every lane kept it is the
   // same conversion.
   static F cvt_f(I v) { return _mm512_maskz_cvtepi32_ps(0xffff, v); }
+  static F cvt_ph(const uint16_t* p) {  // zero-masked for GCC 12, as cvt_f
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static I lo_nibbles(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
+  static I hi_nibbles(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
 };
 #endif
 

@@ -102,10 +102,11 @@ inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t 
 // pointing at the block's activations: a pair (2k, 2k+1) of Q8_32_NIB
 // interleaves its halves, so elements 0-15 sit at +0 and 16-31 at +32 from
 // block 2k + h's first byte 64k + 16h (kLone: a lone last block, stored in
-// order).
-template <class V, int T, bool kLone>
-TC_SIMD_INLINE void lane_block_sums(const uint8_t (&q)[8][4 * V::kRows], const int8_t* const* x,
-                                    typename V::I (&sum)[T]) {
+// order). weights(s) gives step s's vector (the rows' elements 4s..4s+3 as
+// unsigned nibbles, see PackQ4Lanes). The sums are exact integers, so the
+// order of the steps changes no bit.
+template <class V, int T, bool kLone, class Weights>
+TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, typename V::I (&sum)[T]) {
   auto x4 = [&](int t, int s) __attribute__((always_inline)) {
     int32_t v;
     std::memcpy(&v, x[t] + (kLone || s < 4 ? 4 * s : 32 + 4 * (s - 4)), 4);
@@ -115,7 +116,7 @@ TC_SIMD_INLINE void lane_block_sums(const uint8_t (&q)[8][4 * V::kRows], const i
   for (int t = 0; t < T; ++t) sum[t] = V::zero_i();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const typename V::I w = V::load_i(q[s]);
+    const typename V::I w = weights(s);
     for (int t = 0; t < T; ++t) sum[t] = V::dot_acc(sum[t], w, x4(t, s));
   }
 #else
@@ -124,7 +125,7 @@ TC_SIMD_INLINE void lane_block_sums(const uint8_t (&q)[8][4 * V::kRows], const i
   for (int t = 0; t < T; ++t) pairs[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const __m256i w = V::load_i(q[s]);
+    const __m256i w = weights(s);
     for (int t = 0; t < T; ++t) {
       pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(w, x4(t, s)));
       // Keeps the additions in step order: GCC otherwise regroups them into
@@ -136,9 +137,53 @@ TC_SIMD_INLINE void lane_block_sums(const uint8_t (&q)[8][4 * V::kRows], const i
 #endif
 }
 
+// The weights of a chunk as lane_tile_q4_0 reads them, block i of the chunk
+// at a time: a tile repacked from the file's rows into L1 (PackQ4Lanes)...
+template <class V>
+struct PackedChunk {
+  const PackQ4Lanes<V>& p;
+  template <int T, bool kLone>
+  TC_SIMD_INLINE void sums(int64_t i, const int8_t* const* x, typename V::I (&sum)[T]) const {
+    lane_block_sums<V, T, kLone>([this, i](int s) __attribute__((always_inline)) { return V::load_i(p.q[i][s]); }, x,
+                                 sum);
+  }
+  TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::load_f(p.dw[i]); }
+  TC_SIMD_INLINE void prefetch(int64_t) const {}
+};
+
+constexpr int64_t kLanes16Ahead = 4096;
+
+// ... or read in place from a Q4_0Lanes16 tile (q4_lanes16.h): qs at the
+// chunk's first block (and the half's first row), blocks 256 bytes apart,
+// one 4-byte step of every row per 64 bytes, both nibbles of each byte
+// used; d the chunk's first f16 scales, 16 per block.
+template <class V>
+struct Lanes16Chunk {
+  const std::byte* qs;
+  const uint16_t* d;
+  template <int T, bool kLone>
+  TC_SIMD_INLINE void sums(int64_t i, const int8_t* const* x, typename V::I (&sum)[T]) const {
+    const std::byte* block = qs + 256 * i;
+    lane_block_sums<V, T, kLone>(
+        [block](int s) __attribute__((always_inline)) {
+          const typename V::I raw = V::load_i(block + 64 * (s % 4));
+          return s < 4 ? V::lo_nibbles(raw) : V::hi_nibbles(raw);
+        },
+        x, sum);
+  }
+  TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::cvt_ph(d + 16 * i); }
+  // Block i's qs and scales kLanes16Ahead bytes ahead in their streams
+  // (the hardware prefetcher restarts at every 4 KiB page).
+  TC_SIMD_INLINE void prefetch(int64_t i) const {
+    const char* q = reinterpret_cast<const char*>(qs + 256 * i) + kLanes16Ahead;
+    for (int l = 0; l < 4; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(d + 16 * i) + kLanes16Ahead / 8, _MM_HINT_T0);
+  }
+};
+
 // y[t, rows 0..V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens.
-template <class V, int T>
-void lane_tile_q4_0(const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+template <class V, int T, class Chunk>
+void lane_tile_q4_0(const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
                     int64_t ys, bool first) {
   using F = typename V::F;
   using I = typename V::I;
@@ -157,19 +202,20 @@ void lane_tile_q4_0(const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t 
       if (j >= count) break;
       const int64_t b = g + j;
       const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
+      w.prefetch(b - b0);
       const int8_t* xb[T];
       I sum[T];
       if (lone) {
         for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * b;
-        lane_block_sums<V, T, true>(p.q[b - b0], xb, sum);
+        w.template sums<T, true>(b - b0, xb, sum);
       } else {
         for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * g + (64 * (j / 2) + 16 * (j % 2));
-        lane_block_sums<V, T, false>(p.q[b - b0], xb, sum);
+        w.template sums<T, false>(b - b0, xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
       // 8 * sum32.
       const int lane = j % 2 == 0 ? j / 2 : 4 + j / 2;
-      const F dw = V::load_f(p.dw[b - b0]);
+      const F dw = w.scales(b - b0);
       for (int t = 0; t < T; ++t) {
         const I exact = V::sub_i(sum[t], V::set1_i(x[t].gs8[g + lane]));
         const F d = V::mul_f(dw, V::set1_f(x[t].gd[g + lane]));
@@ -190,13 +236,25 @@ void lane_tile_q4_0(const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t 
 }
 
 // lane_tile_q4_0 for tt <= T tokens known at run time.
-template <class V, int T>
-void lane_tile_q4_0_n(int tt, const PackQ4Lanes<V>& p, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks,
-                      float* y, int64_t ys, bool first) {
+template <class V, int T, class Chunk>
+void lane_tile_q4_0_n(int tt, const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+                      int64_t ys, bool first) {
   if constexpr (T > 1) {
-    if (tt < T) return lane_tile_q4_0_n<V, T - 1>(tt, p, x, b0, nb, n_blocks, y, ys, first);
+    if (tt < T) return lane_tile_q4_0_n<V, T - 1>(tt, w, x, b0, nb, n_blocks, y, ys, first);
   }
-  lane_tile_q4_0<V, T>(p, x, b0, nb, n_blocks, y, ys, first);
+  lane_tile_q4_0<V, T>(w, x, b0, nb, n_blocks, y, ys, first);
+}
+
+// y[all tokens, rows 0..V::kRows-1] (+)= the chunk [c0, c0 + nb), kTokens
+// tokens per pass.
+template <class V, class Chunk, int kTok = V::kTokens>
+TC_SIMD_INLINE void lane_tile_all_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb) {
+  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTok) {
+    const int tt = static_cast<int>(min64(kTok, a.n_tokens - t0));
+    XRow x[kTok];
+    for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+    lane_tile_q4_0_n<V, kTok>(tt, w, x, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+  }
 }
 
 // Outputs [r0, r0 + n_tiles * V::kRows), V::kRows rows in lanes per tile.
@@ -207,12 +265,7 @@ void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   PackQ4Lanes<V> p;
   auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
     pack_q4_lanes(p, w, c0, nb);
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += V::kTokens) {
-      const int tt = static_cast<int>(min64(V::kTokens, a.n_tokens - t0));
-      XRow x[V::kTokens];
-      for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-      lane_tile_q4_0_n<V, V::kTokens>(tt, p, x, c0, nb, n_blocks, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-    }
+    lane_tile_all_tokens<V>(a, PackedChunk<V>{p}, rt, c0, nb);
   };
   const int64_t r1 = r0 + n_tiles * V::kRows;
   if (gemm_order(a)) {
@@ -236,6 +289,43 @@ void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (narrow > 0) run_lane_tiles_q4_0<LaneVec8>(a, r, narrow);
   r += narrow * LaneVec8::kRows;
   if (r < r1) run_packed_gemm<OpsQ4_0>(a, r, r1);
+}
+
+// Outputs [r0, r1) of a Q4_0Lanes16 matrix (whole 16-row tiles, below
+// a.lane_rows), every token: the tiles read in place, V::kRows rows at a
+// time (the avx512 variant a whole tile, AVX2 its two halves). Small
+// batches sweep tile after tile, one stream per thread that the hardware
+// prefetcher follows; large ones chunk after chunk, as the row layout's
+// GEMM order does. Each row gets its chunks in order either way.
+template <class V>
+void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  const int64_t n_blocks = a.n_in / 32;
+  auto tile_chunk = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
+    const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
+    const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
+    const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
+    for (int h = 0; h < 16 / V::kRows; ++h) {
+      const Lanes16Chunk<V> chunk{tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h};
+      lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
+    }
+  };
+  if (gemm_order(a)) {
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+      for (int64_t rt = r0; rt < r1; rt += 16) tile_chunk(rt, c0);
+    }
+  } else {
+    for (int64_t rt = r0; rt < r1; rt += 16) {
+      for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) tile_chunk(rt, c0);
+    }
+  }
+}
+
+void run_lanes16_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+#if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
+  run_lanes16_tiles_q4_0<LaneVec16>(a, r0, r1);
+#else
+  run_lanes16_tiles_q4_0<LaneVec8>(a, r0, r1);
+#endif
 }
 
 }  // namespace

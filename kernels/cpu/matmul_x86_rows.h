@@ -101,6 +101,7 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::BF16:
       return run_bf16(a, r0, r1);
     default:
+      if (a.lane_rows > 0) return run_lanes16_q4_0(a, r0, r1);  // Q4_0Lanes16 tiles (matmul.cpp splits)
       return compute_rows_quant(a, r0, r1);
   }
 }

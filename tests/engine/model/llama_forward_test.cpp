@@ -8,6 +8,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/q4_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/test_util.h"
@@ -188,4 +189,43 @@ TEST_CASE("forward results do not depend on the thread count", "[model][forward]
   auto three = make_test_model("threads3", "q8_0", tc::model::FfnForm::DReLU, false, 3);
   const auto tokens = random_tokens(7, 13, 512);
   CHECK(one_pass(one, tokens) == one_pass(three, tokens));
+}
+
+TEST_CASE("Q4_0 models give the same logits bits with their matrices repacked for the CPU or not",
+          "[model][forward][q4_lanes16]") {
+  // n_embd 64 (k/v: 32 rows), n_ff 160, tied and untied heads: every
+  // matrix has whole 16-row tiles; a 7-token prompt and a 3-sequence step
+  // cover 1, 3 and 7 tokens per matmul.
+  for (bool tied : {false, true}) {
+    INFO((tied ? "tied" : "untied"));
+    auto m = make_test_model(tied ? "repack_tied" : "repack", "q4_0", tc::model::FfnForm::ReGLU, tied);
+    tc::model::ForwardOptions plain_options;
+    plain_options.repack_q4_0 = false;
+    LlamaModel plain(*m.loaded, *m.backend, plain_options);
+    REQUIRE(plain.repacked_weight_bytes() == 0);
+    if (tc::kernels::q4_lanes16_native()) {
+      // Every matrix but the tied head (get_rows reads token_embd's rows).
+      CHECK(m.model->repacked_weight_bytes() > 0);
+    } else {
+      WARN("this CPU's matmul variant does not repack Q4_0 (no AVX-512 VNNI): repacked vs plain not compared");
+    }
+    auto run = [&](LlamaModel& model) {
+      KvCache kv(*m.backend, model.spec(), 3, 64);
+      std::vector<float> prompt, step;
+      const auto a = random_tokens(7, 21, 512);
+      const StepSequence first[] = {{0, a, true}};
+      REQUIRE(model.forward(first, kv, prompt) == StepStatus::Ok);
+      const auto b = random_tokens(1, 22, 512);
+      const auto c = random_tokens(2, 23, 512);
+      const std::vector<TokenId> next = {a[3]};
+      const StepSequence batch[] = {{0, next, false}, {1, b, true}, {2, c, true}};
+      REQUIRE(model.forward(batch, kv, step) == StepStatus::Ok);
+      prompt.insert(prompt.end(), step.begin(), step.end());
+      return prompt;
+    };
+    const auto repacked_logits = run(*m.model);
+    const auto plain_logits = run(plain);
+    REQUIRE(repacked_logits.size() == (7 + 1 + 1 + 2) * 512u);
+    REQUIRE(repacked_logits == plain_logits);
+  }
 }

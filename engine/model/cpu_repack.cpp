@@ -1,0 +1,71 @@
+// repack_for_cpu_matmul: Q4_0 row views -> owned Q4_0Lanes16 copies.
+#include "engine/model/cpu_repack.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+#include "kernels/cpu/q4_lanes16.h"
+
+namespace tc::model {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Host memory for `bytes`, 2 MiB aligned and advised into huge pages before
+// it is first touched (the repack writes every byte).
+kernels::Buffer huge_page_buffer(size_t bytes) {
+  const size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, size);
+  if (p == nullptr) throw std::bad_alloc();
+  ::madvise(p, size, MADV_HUGEPAGE);  // a hint: an error changes nothing
+  return kernels::Buffer(p, bytes, kernels::MemoryKind::Host, [](void* q) { std::free(q); });
+}
+
+// Drops the whole pages of [data, data + bytes) of a file mapping from this
+// process; they come back from the file if anything reads them again.
+void release_mapped_pages(const void* data, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+bool eligible(const kernels::Tensor& t) {
+  return t.data != nullptr && t.dtype == kernels::DType::Q4_0 && t.layout == kernels::WeightLayout::Rows &&
+         t.ne[2] == 1 && t.ne[3] == 1 && t.n_rows() >= kernels::kQ4Lanes16Rows &&
+         t.row_bytes == kernels::row_bytes(kernels::DType::Q4_0, t.n_cols());
+}
+
+}  // namespace
+
+size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
+                             std::vector<kernels::Buffer>& storage) {
+  if (!kernels::q4_lanes16_native()) return 0;
+  size_t total = 0;
+  auto repack = [&](kernels::Tensor& t) {
+    if (!eligible(t)) return;
+    const auto bytes = static_cast<size_t>(kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows()));
+    kernels::Buffer buffer = huge_page_buffer(bytes);
+    const kernels::Tensor packed = kernels::pack_q4_lanes16(t, buffer.as<std::byte>(), &pool);
+    if (t.memory == kernels::MemoryKind::MappedFile) {
+      release_mapped_pages(t.data, static_cast<size_t>(t.row_bytes * t.n_rows()));
+    }
+    t = packed;
+    storage.push_back(std::move(buffer));
+    total += bytes;
+  };
+  if (weights.output.data != weights.token_embd.data) repack(weights.output);
+  for (LayerWeights& l : weights.layers) {
+    for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) repack(*t);
+    if (options.ffn) {
+      for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) repack(*t);
+    }
+  }
+  return total;
+}
+
+}  // namespace tc::model

@@ -1,0 +1,144 @@
+// Q4_0 in the 16-row lane layout (kernels/cpu/q4_lanes16.h): packing and
+// unpacking give back the file's bytes; matmul over a packed matrix gives
+// the same bits as over its rows for every variant (the portable one
+// unpacks), token count (1 token, small batches, GEMM order), thread count
+// and tile remainder, and matches a float64 reference on fresh random data.
+#include "kernels/cpu/q4_lanes16.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tests/kernels/weight_fixtures.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace tc::kernels;
+namespace detail = tc::kernels::detail;
+using tc::test::make_weights;
+using tc::test::Weights;
+
+// A 64-byte aligned packed copy of w (which must be Q4_0 rows).
+struct Packed {
+  std::vector<std::byte> storage;
+  Tensor tensor;
+
+  explicit Packed(const Weights& w, ThreadPool* pool = nullptr) {
+    const int64_t bytes = q4_lanes16_bytes(w.n_cols, w.n_rows);
+    CHECK(bytes == (w.n_rows / 16 * ((w.n_cols / 32 * 288 + 63) / 64 * 64)) + w.n_rows % 16 * w.row_bytes);
+    storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
+    auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+    tensor = pack_q4_lanes16(w.tensor(), dst, pool);
+  }
+};
+
+std::vector<float> run(const detail::MatmulIsa& isa, const Tensor& w, const std::vector<float>& x, int64_t n_tokens,
+                       ThreadPool* pool) {
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_rows()), std::nanf(""));
+  detail::matmul_with(isa, w, x.data(), n_tokens, y.data(), pool);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Q4_0 lanes16: packing keeps every byte (unpack gives back the rows)", "[kernels][q4_lanes16]") {
+  ThreadPool pool(2);
+  uint64_t seed = 900;
+  for (int64_t n_rows : {16, 37, 5, 48}) {
+    for (int64_t n_cols : {32, 96, 43 * 32, 4096}) {
+      INFO("n_rows " << n_rows << " n_cols " << n_cols);
+      const Weights w = make_weights(DType::Q4_0, n_cols, n_rows, seed++);
+      const Packed p(w, &pool);
+      REQUIRE(p.tensor.layout == WeightLayout::Q4_0Lanes16);
+      REQUIRE(p.tensor.row_bytes == w.row_bytes);
+      std::vector<std::byte> rows(w.bytes.size(), std::byte{0});
+      unpack_q4_lanes16_rows(p.tensor, 0, n_rows, rows.data());
+      REQUIRE(rows == w.bytes);
+      // A few rows on their own, tiled and not.
+      for (int64_t r : {int64_t{0}, n_rows / 2, n_rows - 1}) {
+        std::vector<std::byte> one(static_cast<size_t>(w.row_bytes));
+        unpack_q4_lanes16_rows(p.tensor, r, 1, one.data());
+        REQUIRE(std::memcmp(one.data(), w.bytes.data() + r * w.row_bytes, one.size()) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("Q4_0 lanes16: matmul gives the row layout's bits for every variant, batch and thread count",
+          "[kernels][q4_lanes16][matmul]") {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
+  uint64_t seed = 1000;
+  // n_out: tiles only, tiles + a tail, a tail only; n_in: one block, a
+  // partial chunk, 43 blocks (a lone last block), several chunks.
+  for (int64_t n_out : {64, 37, 5}) {
+    for (int64_t n_in : {32, 96, 43 * 32, 2048}) {
+      const Weights w = make_weights(DType::Q4_0, n_in, n_out, seed++);
+      const Packed packed(w);
+      for (int64_t n_tokens : {1, 2, 3, 5, 8, 9}) {
+        const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed++);
+        for (const auto* isa : tc::test::matmul_variants("q4_lanes16")) {
+          for (ThreadPool& pool : pools) {
+            INFO(isa->name << " n_in " << n_in << " n_out " << n_out << " n_tokens " << n_tokens << " threads "
+                           << pool.n_threads());
+            REQUIRE(run(*isa, packed.tensor, x, n_tokens, &pool) == run(*isa, w.tensor(), x, n_tokens, &pool));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Q4_0 lanes16: GEMM order (many tokens) gives the row layout's bits and the reference's values",
+          "[kernels][q4_lanes16][matmul]") {
+  ThreadPool pool(2);
+  const int64_t n_in = 4096, n_out = 40, n_tokens = 64;  // 64 tokens x 4096 inputs: GEMM order
+  const Weights w = make_weights(DType::Q4_0, n_in, n_out, 1100);
+  const Packed packed(w, &pool);
+  const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), 1101);
+  const auto rows = run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
+  const auto lanes = run(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
+  REQUIRE(lanes == rows);
+  // Against float64 over the dequantized weights: the int8 activations
+  // cost at most half a step of each block's scale per input.
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < n_out; ++r) {
+      double want = 0, bound = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        const double xi = x[static_cast<size_t>(t * n_in + i)];
+        want += w.at(r, i) * xi;
+        bound += std::fabs(w.at(r, i)) * (std::fabs(xi) * 1e-5);
+      }
+      for (int64_t b = 0; b < n_in / 32; ++b) {
+        double amax = 0, wsum = 0;
+        for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
+          amax = std::fmax(amax, std::fabs(x[static_cast<size_t>(t * n_in + i)]));
+          wsum += std::fabs(w.at(r, i));
+        }
+        bound += wsum * amax / 127 / 2;
+      }
+      INFO("token " << t << " row " << r);
+      REQUIRE(std::fabs(lanes[static_cast<size_t>(t * n_out + r)] - want) <= bound * 1.01 + 1e-6);
+    }
+  }
+}
+
+TEST_CASE("Q4_0 lanes16: bad input is refused with a message", "[kernels][q4_lanes16]") {
+  const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
+  std::vector<std::byte> dst(static_cast<size_t>(q4_lanes16_bytes(64, 16)) + 64);
+  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 matrix"));
+  const Weights w = make_weights(DType::Q4_0, 64, 16, 1201);
+  const Packed packed(w);
+  std::vector<float> y(16);
+  const int32_t rows[1] = {0};
+  REQUIRE_THROWS_WITH(detail::matmul_rows_with(detail::chosen_isa(), packed.tensor, y.data(), 1, rows, 1, y.data(),
+                                               nullptr),
+                      Catch::Contains("row layout"));
+}
