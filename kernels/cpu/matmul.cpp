@@ -164,6 +164,23 @@ void share(int64_t n, int t, int nt, int64_t& begin, int64_t& end) {
   end = n * (t + 1) / nt;
 }
 
+// Interleaves the a.n_tokens (<= kLaneXTokens) prepared rows at a.xq into
+// LaneX (matmul_kernels.h) at dst.
+void build_lane_x(const MatmulArgs& a, std::byte* dst) {
+  const int64_t nb = a.n_in / 32;
+  for (int64_t t = 0; t < a.n_tokens; ++t) {
+    const std::byte* row = a.xq + t * a.xl.stride;
+    // The last pair of an odd nb reads 32 bytes past qs, inside the row's
+    // padding up to d_offset (align64(n_in)).
+    for (int64_t p = 0; p < (nb + 1) / 2; ++p) std::memcpy(dst + (p * kLaneXTokens + t) * 64, row + 64 * p, 64);
+    for (int64_t g = 0; g < (nb + 7) / 8; ++g) {
+      const int64_t at = (g * kLaneXTokens + t) * 32;
+      std::memcpy(dst + lane_x_gs8_offset(nb) + at, row + a.xl.gs8_offset + 32 * g, 32);
+      std::memcpy(dst + lane_x_gd_offset(nb) + at, row + a.xl.gd_offset + 32 * g, 32);
+    }
+  }
+}
+
 // Outputs [r0, r1) of a Q4_0Lanes16 matrix: the tiles by a variant that
 // reads them, or unpacked 16 rows at a time (the portable one); the rows
 // after the tiles as the row-layout matrix they are. Row chunks start at
@@ -309,6 +326,7 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   if (w.layout == WeightLayout::Q4_0Lanes16) {
     TC_CHECK(w.dtype == DType::Q4_0 && a.row_bytes == row_bytes(w.dtype, a.n_in),
              "matmul: a Q4_0Lanes16 matrix must be Q4_0 with plain rows");
+    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a Q4_0Lanes16 matrix must be 64-byte aligned");
     a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
     a.lane_tile_bytes = q4_lanes16_tile_bytes(a.n_in);
     a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
@@ -320,8 +338,10 @@ void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) 
   const int64_t n_tokens = a.n_tokens;
   if (n_tokens == 0 || a.n_out == 0) return;
 
+  const bool lane_x = a.lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
   thread_local Scratch scratch;
-  std::byte* xq = scratch.get(a.xl.stride * n_tokens);
+  const int64_t xq_bytes = align64(a.xl.stride * n_tokens);
+  std::byte* xq = scratch.get(xq_bytes + (lane_x ? lane_x_bytes(a.n_in / 32) : 0));
   a.xq = xq;
 
   const int nt = pool != nullptr ? pool->n_threads() : 1;
@@ -337,6 +357,10 @@ void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) 
       share(jp->n_tokens, t, n, t0, t1);
       if (t0 < t1) jp->isa->quantize_x(jp->args->xl, jp->x, t0, t1, jp->xq);
     });
+  }
+  if (lane_x) {
+    build_lane_x(a, xq + xq_bytes);
+    a.lane_x = xq + xq_bytes;
   }
   if (nt == 1 || job.n_row_chunks == 1) {
     compute_range(isa, a, 0, a.n_out);

@@ -104,10 +104,28 @@ struct MatmulArgs {
   int64_t lane_rows = 0;
   int64_t lane_tile_bytes = 0;
   const std::byte* lane_tail = nullptr;
+  // Q4_0Lanes16 with at most kLaneXTokens tokens: their prepared activations
+  // interleaved by token (LaneX below), built once per call by the driver,
+  // so the kernel addresses every token from one pointer. nullptr: none.
+  const std::byte* lane_x = nullptr;
 };
+
+// LaneX: the Q8_32_NIB activations of up to kLaneXTokens tokens (t), for
+// nb blocks, np = (nb + 1) / 2 block pairs, ng = (nb + 7) / 8 groups:
+//   qs   int8  [np][kLaneXTokens][64]  pair p of token t (XLayout's qs
+//                                      bytes 64p..64p + 63)
+//   gs8  int32 [ng][kLaneXTokens][8]   at lane_x_gs8_offset: group g's gs8
+//   gd   f32   [ng][kLaneXTokens][8]   at lane_x_gd_offset: group g's gd
+// Tokens past the call's count are left unset (never read).
+constexpr int kLaneXTokens = 8;
 
 // Internal linkage (see the top of this file): every ISA file gets its own copy.
 namespace {
+
+// LaneX offsets (see above) for nb blocks.
+inline int64_t lane_x_gs8_offset(int64_t nb) { return (nb + 1) / 2 * kLaneXTokens * 64; }
+inline int64_t lane_x_gd_offset(int64_t nb) { return lane_x_gs8_offset(nb) + (nb + 7) / 8 * kLaneXTokens * 32; }
+inline int64_t lane_x_bytes(int64_t nb) { return lane_x_gd_offset(nb) + (nb + 7) / 8 * kLaneXTokens * 32; }
 
 // The order of a group of 8 Q4_0 blocks in the lanes of the x86 kernels:
 // reducing the four block pairs' partial sums leaves block 2k's sum in the

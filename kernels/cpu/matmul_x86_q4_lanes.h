@@ -181,9 +181,37 @@ struct Lanes16Chunk {
   }
 };
 
+// The activations of the tokens as lane_tile_q4_0 reads them: pair p
+// (blocks 2p and 2p + 1, see lane_block_sums) and group entry i of gs8 and
+// gd of token t, from each token's prepared row...
+struct XRows {
+  const XRow* x;
+  TC_SIMD_INLINE const int8_t* pair(int t, int64_t p) const { return x[t].qs + 64 * p; }
+  TC_SIMD_INLINE int32_t gs8(int t, int64_t i) const { return x[t].gs8[i]; }
+  TC_SIMD_INLINE float gd(int t, int64_t i) const { return x[t].gd[i]; }
+};
+
+// ... or from LaneX (matmul_kernels.h): every token at a constant offset
+// from one pointer (eight row pointers and their scales cost the 8-token
+// kernel a third of its time in register spills).
+struct XLanes {
+  const std::byte* base;
+  const int32_t* gs8v;
+  const float* gdv;
+  XLanes(const std::byte* lane_x, int64_t nb)
+      : base(lane_x),
+        gs8v(reinterpret_cast<const int32_t*>(lane_x + lane_x_gs8_offset(nb))),
+        gdv(reinterpret_cast<const float*>(lane_x + lane_x_gd_offset(nb))) {}
+  TC_SIMD_INLINE const int8_t* pair(int t, int64_t p) const {
+    return reinterpret_cast<const int8_t*>(base + (p * kLaneXTokens + t) * 64);
+  }
+  TC_SIMD_INLINE int32_t gs8(int t, int64_t i) const { return gs8v[(i / 8 * kLaneXTokens + t) * 8 + i % 8]; }
+  TC_SIMD_INLINE float gd(int t, int64_t i) const { return gdv[(i / 8 * kLaneXTokens + t) * 8 + i % 8]; }
+};
+
 // y[t, rows 0..V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens.
-template <class V, int T, class Chunk>
-void lane_tile_q4_0(const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+template <class V, int T, class Chunk, class X>
+void lane_tile_q4_0(const Chunk& w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
                     int64_t ys, bool first) {
   using F = typename V::F;
   using I = typename V::I;
@@ -206,10 +234,10 @@ void lane_tile_q4_0(const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64
       const int8_t* xb[T];
       I sum[T];
       if (lone) {
-        for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * b;
+        for (int t = 0; t < T; ++t) xb[t] = x.pair(t, b / 2);  // b is even
         w.template sums<T, true>(b - b0, xb, sum);
       } else {
-        for (int t = 0; t < T; ++t) xb[t] = x[t].qs + 32 * g + (64 * (j / 2) + 16 * (j % 2));
+        for (int t = 0; t < T; ++t) xb[t] = x.pair(t, g / 2 + j / 2) + 16 * (j % 2);
         w.template sums<T, false>(b - b0, xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
@@ -217,8 +245,8 @@ void lane_tile_q4_0(const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64
       const int lane = j % 2 == 0 ? j / 2 : 4 + j / 2;
       const F dw = w.scales(b - b0);
       for (int t = 0; t < T; ++t) {
-        const I exact = V::sub_i(sum[t], V::set1_i(x[t].gs8[g + lane]));
-        const F d = V::mul_f(dw, V::set1_f(x[t].gd[g + lane]));
+        const I exact = V::sub_i(sum[t], V::set1_i(x.gs8(t, g + lane)));
+        const F d = V::mul_f(dw, V::set1_f(x.gd(t, g + lane)));
         F& chain = chains[t][parity + lane];
         chain = V::fma_f(V::cvt_f(exact), d, chain);
       }
@@ -236,8 +264,8 @@ void lane_tile_q4_0(const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64
 }
 
 // lane_tile_q4_0 for tt <= T tokens known at run time.
-template <class V, int T, class Chunk>
-void lane_tile_q4_0_n(int tt, const Chunk& w, const XRow* x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+template <class V, int T, class Chunk, class X>
+void lane_tile_q4_0_n(int tt, const Chunk& w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
                       int64_t ys, bool first) {
   if constexpr (T > 1) {
     if (tt < T) return lane_tile_q4_0_n<V, T - 1>(tt, w, x, b0, nb, n_blocks, y, ys, first);
@@ -253,7 +281,7 @@ TC_SIMD_INLINE void lane_tile_all_tokens(const MatmulArgs& a, const Chunk& w, in
     const int tt = static_cast<int>(min64(kTok, a.n_tokens - t0));
     XRow x[kTok];
     for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-    lane_tile_q4_0_n<V, kTok>(tt, w, x, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+    lane_tile_q4_0_n<V, kTok>(tt, w, XRows{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
   }
 }
 
@@ -306,7 +334,12 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     for (int h = 0; h < 16 / V::kRows; ++h) {
       const Lanes16Chunk<V> chunk{tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h};
-      lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
+      if (a.lane_x != nullptr) {
+        lane_tile_q4_0_n<V, kLaneXTokens>(static_cast<int>(a.n_tokens), chunk, XLanes(a.lane_x, n_blocks), c0, nb,
+                                          n_blocks, a.y + rt + V::kRows * h, a.n_out, c0 == 0);
+      } else {
+        lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
+      }
     }
   };
   if (gemm_order(a)) {

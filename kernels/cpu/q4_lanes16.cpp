@@ -54,6 +54,7 @@ Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
   check_q4_0(rows, "pack_q4_lanes16: not a Q4_0 matrix");
   TC_CHECK(rows.layout == WeightLayout::Rows && rows.data != nullptr && dst != nullptr,
            "pack_q4_lanes16: needs a row-layout matrix and a destination");
+  TC_CHECK(reinterpret_cast<uintptr_t>(dst) % 64 == 0, "pack_q4_lanes16: the destination must be 64-byte aligned");
   const int64_t nb = rows.n_cols() / kQK4_0, n_rows = rows.n_rows();
   const int64_t tile_bytes = q4_lanes16_tile_bytes(rows.n_cols());
   const int64_t plain_row = row_bytes(DType::Q4_0, rows.n_cols());
