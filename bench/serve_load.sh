@@ -82,7 +82,7 @@ work=$(cd "$work" && pwd)
 # --- models -----------------------------------------------------------------
 mkdir -p "$model_dir"
 model_1b=$model_dir/1b-q4_0.gguf
-model_tiny=$model_dir/tiny-soak-q8_0.gguf
+model_tiny=$model_dir/tiny-soak-q4_0.gguf
 make_model() {  # make_model FILE FLAGS...
   local f=$1; shift
   [ -s "$f" ] && return 0
@@ -95,7 +95,7 @@ if want decode || want ttft; then
   make_model "$model_1b" --n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000 --type q4_0
 fi
 if want soak; then
-  make_model "$model_tiny" --n-embd 128 --n-layer 2 --n-ff 256 --n-head 4 --n-head-kv 2 --n-vocab 2048 --type q8_0
+  make_model "$model_tiny" --n-embd 128 --n-layer 2 --n-ff 256 --n-head 4 --n-head-kv 2 --n-vocab 2048 --type q4_0
 fi
 
 # --- server -----------------------------------------------------------------

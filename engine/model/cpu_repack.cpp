@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "kernels/cpu/q4_lanes16.h"
 
@@ -45,26 +46,34 @@ bool eligible(const kernels::Tensor& t) {
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
                              std::vector<kernels::Buffer>& storage) {
   if (!kernels::q4_lanes16_native()) return 0;
-  size_t total = 0;
-  auto repack = [&](kernels::Tensor& t) {
-    if (!eligible(t)) return;
-    const auto bytes = static_cast<size_t>(kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows()));
-    kernels::Buffer buffer = huge_page_buffer(bytes);
-    const kernels::Tensor packed = kernels::pack_q4_lanes16(t, buffer.as<std::byte>(), &pool);
-    if (t.memory == kernels::MemoryKind::MappedFile) {
-      release_mapped_pages(t.data, static_cast<size_t>(t.row_bytes * t.n_rows()));
-    }
-    t = packed;
-    storage.push_back(std::move(buffer));
-    total += bytes;
-  };
-  if (weights.output.data != weights.token_embd.data) repack(weights.output);
+  std::vector<kernels::Tensor*> matrices;
+  if (weights.output.data != weights.token_embd.data) matrices.push_back(&weights.output);
   for (LayerWeights& l : weights.layers) {
-    for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) repack(*t);
+    for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) matrices.push_back(t);
     if (options.ffn) {
-      for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) repack(*t);
+      for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) matrices.push_back(t);
     }
   }
+  std::erase_if(matrices, [](const kernels::Tensor* t) { return !eligible(*t); });
+  // One buffer for all of them: a huge page per matrix would waste up to
+  // 2 MiB each (a 1B model's k/v projections are 288 KB).
+  auto packed_bytes = [](const kernels::Tensor& t) {
+    return (static_cast<size_t>(kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows())) + 63) / 64 * 64;
+  };
+  size_t total = 0;
+  for (const kernels::Tensor* t : matrices) total += packed_bytes(*t);
+  if (total == 0) return 0;
+  kernels::Buffer buffer = huge_page_buffer(total);
+  std::byte* at = buffer.as<std::byte>();
+  for (kernels::Tensor* t : matrices) {
+    const kernels::Tensor packed = kernels::pack_q4_lanes16(*t, at, &pool);
+    if (t->memory == kernels::MemoryKind::MappedFile) {
+      release_mapped_pages(t->data, static_cast<size_t>(t->row_bytes * t->n_rows()));
+    }
+    at += packed_bytes(*t);
+    *t = packed;
+  }
+  storage.push_back(std::move(buffer));
   return total;
 }
 

@@ -1,5 +1,6 @@
 // LlamaWeights: views of a llama model's weight tensors (no copies: in CPU
-// mode they point into the file's mmap). Shapes in GGUF order {cols, rows};
+// mode they point into the file's mmap, until cpu_repack.h replaces the
+// Q4_0 matmul matrices with repacked copies). Shapes in GGUF order {cols, rows};
 // row r of a matrix is output r. Const after load.
 #pragma once
 

@@ -1,5 +1,6 @@
 // Weights placed where a backend's ops read them: on the CPU the mapped
-// file's views themselves (no copy), on a GPU device copies owned here.
+// file's views themselves (no copy; LlamaModel may then repack some for the
+// CPU matmul, cpu_repack.h), on a GPU device copies owned here.
 // Built once at model load; const afterwards.
 #pragma once
 
