@@ -15,11 +15,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/buffer.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/tensor.h"
 
@@ -94,6 +97,13 @@ class Backend {
   virtual DeviceKind device() const = 0;
   virtual std::string name() const = 0;   // "cpu (avx2, 2 threads)"
   virtual int n_threads() const = 0;
+  // body(i) for every i in [0, n), on the host: on the CPU backend's threads
+  // (each i once, any order, concurrently), elsewhere one after another on
+  // the calling thread. For host work between steps (sampling a step's
+  // sequences); body must be safe to run for different i at once.
+  virtual void host_parallel(int64_t n, const std::function<void(int64_t i)>& body) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+  }
 
   // Working memory for activations and the KV cache on this device
   // (MemoryKind::Host on the CPU, Device on CUDA), zero-filled.
@@ -132,6 +142,11 @@ class Backend {
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;
+  // matmul() of each target with the same x (q, k and v; gate and up): the
+  // CPU backend prepares x once and runs them as one job. Same bits.
+  virtual void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens) {
+    for (const MatmulTarget& t : targets) matmul(*t.w, x, n_tokens, t.y);
+  }
   // The sparse FFN of decode (see kernels/cpu/sparse_ffn.h). rows: i32
   // [n_rows], the active neurons shared by all tokens, each in
   // [0, n_neurons), any order.
@@ -158,6 +173,14 @@ class Backend {
   virtual void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                          int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
                          float* out) = 0;
+  // attention() of each sequence (each over its own cache); the CPU backend
+  // runs them as one job for its threads. Same bits as one call each.
+  virtual void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
+                               int64_t head_dim) {
+    for (const AttentionSequence& s : sequences) {
+      attention(s.q, s.k, s.v, s.n_tokens, s.n_kv, n_head, n_head_kv, head_dim, s.positions, s.out);
+    }
+  }
   virtual void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) = 0;
   // y[i] += x[i]
   virtual void add(float* y, const float* x, int64_t n) = 0;

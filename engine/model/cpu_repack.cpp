@@ -54,6 +54,7 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
       for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) matrices.push_back(t);
     }
   }
+  matrices.insert(matrices.end(), options.extra.begin(), options.extra.end());
   std::erase_if(matrices, [](const kernels::Tensor* t) { return !eligible(*t); });
   // One buffer for all of them: a huge page per matrix would waste up to
   // 2 MiB each (a 1B model's k/v projections are 288 KB).

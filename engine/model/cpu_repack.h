@@ -1,5 +1,6 @@
 // Repacking for the CPU backend: the Q4_0 matrices the dense matmul reads
-// (attention, the output head, and the FFN when it runs dense) are copied at
+// (attention, the output head, the FFN when it runs dense, and the sparse
+// FFN's predictors) are copied at
 // load into the 16-row lane layout of kernels/cpu/q4_lanes16.h, which the
 // x86 matmul reads without transposing tiles on every call (an 8-sequence
 // decode step of a 1B Q4_0 model 1.7x faster per matrix, one sequence
@@ -23,6 +24,9 @@ struct RepackOptions {
   // Repack ffn_gate / ffn_up / ffn_down too (false when the FFN runs sparse:
   // its rows are gathered by neuron).
   bool ffn = true;
+  // Other matrices only the dense matmul reads, repacked the same way (the
+  // sparse FFN's predictors fc1 / fc2).
+  std::vector<kernels::Tensor*> extra;
 };
 
 // Repacks the eligible matrices of `weights` in place (each view then points

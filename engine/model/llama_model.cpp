@@ -102,9 +102,15 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   weights_ = std::move(placed.views);
   weight_storage_ = std::move(placed.storage);
   device_weight_bytes_ = placed.device_bytes;
+  // The CPU sparse FFN's own views of the predictors (repacked with the rest).
+  std::vector<sparse::LayerPredictor> cpu_predictors = model.predictors.layers;
   if (on_host(backend) && offload_cpu_ == nullptr && !hybrid_mode && options.repack_q4_0) {
+    RepackOptions repack{.ffn = options.ffn_mode != FfnMode::Sparse, .extra = {}};
+    if (options.ffn_mode == FfnMode::Sparse) {
+      for (sparse::LayerPredictor& p : cpu_predictors) repack.extra.insert(repack.extra.end(), {&p.fc1, &p.fc2});
+    }
     kernels::ThreadPool pool(backend.n_threads());
-    repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, {.ffn = options.ffn_mode != FfnMode::Sparse}, pool, weight_storage_);
+    repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, repack, pool, weight_storage_);
   }
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (spec_.ffn_form == FfnForm::SwiGLU) {
@@ -135,7 +141,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     return;
   }
   for (size_t l = 0; l < host_layers.size(); ++l) weights_.layers[l].ffn_down_t = host_layers[l].ffn_down_t;
-  sparse_ffn_ = std::make_unique<SparseFfnBlock>(spec_, backend_, model.predictors, activation_);
+  sparse_ffn_ = std::make_unique<SparseFfnBlock>(spec_, backend_, std::move(cpu_predictors), activation_);
 }
 
 LlamaModel::~LlamaModel() = default;
@@ -305,12 +311,12 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   // Attention block.
   b.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
-  b.matmul(w.attn_q, cur, n_tokens, q);
-  b.matmul(w.attn_k, cur, n_tokens, k);
-  b.matmul(w.attn_v, cur, n_tokens, v);
+  const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
+  b.matmul_many(qkv, cur, n_tokens);
   b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope_);
   b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope_);
   int64_t t = 0;
+  attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
   for (const auto& s : sequences) {
     const auto n = static_cast<int64_t>(s.tokens.size());
     const int64_t start = kv.n_used(s.slot);
@@ -318,10 +324,10 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     uint16_t* v_cache = kv.v(s.slot, layer);
     b.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
     b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
-    b.attention(q + t * n_embd, k_cache, v_cache, n, start + n, spec_.n_head, spec_.n_head_kv,
-                       spec_.head_dim, positions + t, cur + t * n_embd);
+    attention_sequences_.push_back({q + t * n_embd, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd});
     t += n;
   }
+  b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim);
   prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd, cur);
   b.matmul(w.attn_output, cur, n_tokens, tmp);
   b.add(x, tmp, n_tokens * n_embd);
@@ -364,8 +370,8 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
   } else {
     float* gate = ws.ffn_gate.as<float>() + t0 * spec_.n_ff;
     float* up = ws.ffn_up.as<float>() + t0 * spec_.n_ff;
-    b.matmul(w.ffn_gate, cur, n_tokens, gate);
-    b.matmul(w.ffn_up, cur, n_tokens, up);
+    const kernels::MatmulTarget gate_up[] = {{&w.ffn_gate, gate}, {&w.ffn_up, up}};
+    b.matmul_many(gate_up, cur, n_tokens);
     if (observer_ != nullptr) {
       b.synchronize();
       observer_->on_ffn(layer, n_tokens, x, gate, up);

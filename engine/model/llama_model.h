@@ -218,6 +218,7 @@ class LlamaModel {
   std::vector<kernels::Buffer> weight_storage_;   // device copies (GPU backends) or repacked ones (CPU) behind weights_
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
+  std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
   TransposedDown transposed_down_;                 // dense down projection of PWRI files

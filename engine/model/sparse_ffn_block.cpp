@@ -4,19 +4,20 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace tc::model {
 
 SparseFfnBlock::SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend,
-                               const sparse::PredictorSet& predictors, kernels::Activation activation)
-    : spec_(spec), backend_(backend), predictors_(predictors), activation_(activation) {
+                               std::vector<sparse::LayerPredictor> predictors, kernels::Activation activation)
+    : spec_(spec), backend_(backend), predictors_(std::move(predictors)), activation_(activation) {
   if (activation != kernels::Activation::ReGLU && activation != kernels::Activation::DReLU) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu)");
   }
-  if (static_cast<int64_t>(predictors.layers.size()) != spec.n_layer) {
+  if (static_cast<int64_t>(predictors_.size()) != spec.n_layer) {
     throw std::invalid_argument("the sparse FFN needs one predictor per layer");
   }
-  for (const auto& p : predictors.layers) max_rank_ = std::max(max_rank_, p.rank());
+  for (const auto& p : predictors_) max_rank_ = std::max(max_rank_, p.rank());
   const auto n_layer = static_cast<size_t>(spec.n_layer);
   counters_.token_layers.assign(n_layer, 0);
   counters_.predicted.assign(n_layer, 0);
@@ -40,7 +41,7 @@ void SparseFfnBlock::run(int64_t layer, const LayerWeights& w, const float* x, c
                          float* out) {
   reserve(n_tokens);
   const auto l = static_cast<size_t>(layer);
-  const auto& pred = predictors_.layers[l];
+  const auto& pred = predictors_[l];
   const int64_t n_ff = spec_.n_ff;
   const int64_t rank = pred.rank();
   float* hidden = hidden_.data();

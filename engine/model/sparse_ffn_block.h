@@ -34,9 +34,11 @@ struct SparseFfnCounters {
 
 class SparseFfnBlock {
  public:
-  // `spec` and `predictors` must outlive this object; `activation` is the
-  // model's (ReGLU or DReLU: the live-set rule needs relu(gate)).
-  SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend, const sparse::PredictorSet& predictors,
+  // `spec` and the memory the predictor views point into must outlive this
+  // object (the views are copied: the CPU backend may have repacked them,
+  // engine/model/cpu_repack.h); `activation` is the model's (ReGLU or DReLU:
+  // the live-set rule needs relu(gate)).
+  SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend, std::vector<sparse::LayerPredictor> predictors,
                  kernels::Activation activation);
 
   // out = FFN(ffn_norm(x)) over the predicted neurons of layer `layer`.
@@ -52,7 +54,7 @@ class SparseFfnBlock {
 
   const ModelSpec& spec_;
   kernels::Backend& backend_;
-  const sparse::PredictorSet& predictors_;
+  std::vector<sparse::LayerPredictor> predictors_;  // [n_layer]
   kernels::Activation activation_;
   SparseFfnCounters counters_;
   int64_t capacity_tokens_ = 0;

@@ -158,6 +158,11 @@ struct Engine::Impl {
   std::vector<Pending> dropped;              // scratch: cancelled or expired while queued
   std::vector<FinishReason> dropped_reason;
   std::vector<float> logits;
+  // This step's sequences that sample a token: (slot, logits row), and what
+  // their samplers drew (scratch, sized once).
+  std::vector<std::pair<int, const float*>> to_sample;
+  std::vector<SampleResult> sampled;
+  kernels::Backend* host = nullptr;  // the backend whose CPU threads sample (runnable's CPU one where it has two)
   // Counters since the last publish.
   int64_t delta_prompt = 0, delta_cached = 0, delta_generated = 0, delta_steps = 0;
 
@@ -170,7 +175,7 @@ struct Engine::Impl {
 
   void admit(Pending pending);
   void run_step();
-  void sample_and_emit(int slot_idx, const float* row);
+  void emit(int slot_idx, const SampleResult& result);
   void finish(int slot_idx, FinishReason reason, std::string text = {});
   void error(int slot_idx, const std::string& message);
   void release(int slot_idx);
@@ -210,9 +215,12 @@ void Engine::Impl::build() {
   runnable = set_up_model(loaded, options.model,
                           {.n_ctx = options.n_ctx, .n_parallel = options.n_parallel, .n_batch = options.n_batch});
   llama = runnable.llama.get();
+  host = runnable.cpu_backend ? runnable.cpu_backend.get() : runnable.backend.get();
   kv = std::make_unique<KvCache>(runnable.make_kv_cache());
   slots.resize(static_cast<size_t>(options.n_parallel));
   step.reserve(slots.size());
+  to_sample.reserve(slots.size());
+  sampled.resize(slots.size());
   prefill_order.reserve(slots.size());
   admitted.reserve(slots.size());
 }
@@ -439,6 +447,7 @@ void Engine::Impl::run_step() {
   }
 
   const auto row_size = static_cast<size_t>(n_vocab);
+  to_sample.clear();
   for (size_t i = 0; i < step.size(); ++i) {
     const int slot_idx = step[i].slot;
     Slot& slot = slots[static_cast<size_t>(slot_idx)];
@@ -449,14 +458,20 @@ void Engine::Impl::run_step() {
       delta_prompt += static_cast<int64_t>(step[i].tokens.size());
       if (!seq.decoding()) continue;  // more prompt to go
     }
-    sample_and_emit(slot_idx, logits.data() + i * row_size);
+    to_sample.emplace_back(slot_idx, logits.data() + i * row_size);
   }
+  // Each sequence's sampler is its own (RNG, penalties, scratch), so the
+  // step's draws run on the CPU threads side by side (a full-vocabulary
+  // softmax each); what they drew is then emitted in step order.
+  host->host_parallel(static_cast<int64_t>(to_sample.size()), [this, row_size](int64_t k) {
+    const auto& [slot_idx, row] = to_sample[static_cast<size_t>(k)];
+    sampled[static_cast<size_t>(k)] = slots[static_cast<size_t>(slot_idx)].seq->sampler.sample(std::span(row, row_size));
+  });
+  for (size_t k = 0; k < to_sample.size(); ++k) emit(to_sample[k].first, sampled[k]);
 }
 
-void Engine::Impl::sample_and_emit(int slot_idx, const float* row) {
+void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
   auto& seq = *slots[static_cast<size_t>(slot_idx)].seq;
-  const auto n_vocab = static_cast<size_t>(llama->spec().n_vocab);
-  const SampleResult result = seq.sampler.sample(std::span(row, n_vocab));
   if (!seq.has_first_token) {
     seq.has_first_token = true;
     seq.first_token_at = Clock::now();

@@ -1,6 +1,8 @@
 // CpuBackend: forwards each op to kernels/cpu with the backend's pool.
 #include "kernels/cpu/cpu_backend.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -49,6 +51,10 @@ void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float
   kernels::matmul(w, x, n_tokens, y, pool_);
 }
 
+void CpuBackend::matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens) {
+  kernels::matmul_many(targets, x, n_tokens, pool_);
+}
+
 void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                              float* y) {
   kernels::matmul_rows(w, x, n_tokens, rows, n_rows, y, pool_);
@@ -86,6 +92,23 @@ void CpuBackend::attention(const float* q, const uint16_t* k, const uint16_t* v,
                            int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
                            float* out) {
   kernels::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, pool_);
+}
+
+void CpuBackend::host_parallel(int64_t n, const std::function<void(int64_t i)>& body) {
+  if (n <= 1 || pool_.n_threads() == 1) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  // Claimed one at a time: the items may cost very different amounts.
+  std::atomic<int64_t> next{0};
+  pool_.run([&](int, int) {
+    for (int64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) body(i);
+  });
+}
+
+void CpuBackend::attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
+                                 int64_t head_dim) {
+  kernels::attention_batch(sequences, n_head, n_head_kv, head_dim, pool_);
 }
 
 void CpuBackend::ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {

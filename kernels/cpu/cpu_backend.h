@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
   void wait_event(const Event&) override {}
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
+  void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens) override;
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                    float* y) override;
   void axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
@@ -42,6 +43,9 @@ class CpuBackend final : public Backend {
   void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                  int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
                  float* out) override;
+  void host_parallel(int64_t n, const std::function<void(int64_t i)>& body) override;
+  void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
+                       int64_t head_dim) override;
   void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;
   void add(float* y, const float* x, int64_t n) override;
   void relu(float* x, int64_t n) override;

@@ -145,16 +145,21 @@ class Scratch {
   int64_t capacity_ = 0;
 };
 
-// What the pool's threads share during one matmul; passed by pointer so the
-// job lambda stays small enough for std::function's inline storage.
+// What the pool's threads share during one call (one matrix, or up to
+// kMaxSharedInput sharing x); passed by pointer so the job lambda stays
+// small enough for std::function's inline storage. Matrix i's row chunks
+// are the job's chunks [first_chunk[i], first_chunk[i + 1]).
+constexpr int kMaxSharedInput = 4;
 struct Job {
   const MatmulIsa* isa;
-  const MatmulArgs* args;
   const float* x;
   std::byte* xq;
   int64_t n_tokens;
-  int64_t rows_per_chunk;
-  int64_t n_row_chunks;
+  const MatmulArgs* xl_args;  // the first matrix: its activation layout is everyone's
+  int n_matrices = 0;
+  const MatmulArgs* args[kMaxSharedInput] = {};
+  int64_t rows_per_chunk[kMaxSharedInput] = {};
+  int64_t first_chunk[kMaxSharedInput + 1] = {};
   std::atomic<int64_t> next_chunk{0};
 };
 
@@ -220,13 +225,15 @@ void compute_range(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, int64_
 }
 
 void compute_chunks(Job& job) {
-  const int64_t n_out = job.args->n_out;
+  int i = 0;  // chunks are claimed in ascending order, so the matrix only moves forward
   for (;;) {
     const int64_t c = job.next_chunk.fetch_add(1, std::memory_order_relaxed);
-    if (c >= job.n_row_chunks) return;
-    const int64_t r0 = c * job.rows_per_chunk;
-    const int64_t r1 = r0 + job.rows_per_chunk < n_out ? r0 + job.rows_per_chunk : n_out;
-    compute_range(*job.isa, *job.args, r0, r1);
+    if (c >= job.first_chunk[job.n_matrices]) return;
+    while (c >= job.first_chunk[i + 1]) ++i;
+    const MatmulArgs& a = *job.args[i];
+    const int64_t r0 = (c - job.first_chunk[i]) * job.rows_per_chunk[i];
+    const int64_t r1 = r0 + job.rows_per_chunk[i] < a.n_out ? r0 + job.rows_per_chunk[i] : a.n_out;
+    compute_range(*job.isa, a, r0, r1);
   }
 }
 
@@ -333,41 +340,63 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   }
 }
 
-// Quantizes x once and computes every output of `a` on the pool.
-void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) {
-  const int64_t n_tokens = a.n_tokens;
-  if (n_tokens == 0 || a.n_out == 0) return;
+// Quantizes x once and computes every output of the n matrices `as` (all of
+// one activation layout and token count) on the pool, as one job.
+void run_many(const MatmulIsa& isa, MatmulArgs* as, int n, const float* x, ThreadPool* pool) {
+  const int64_t n_tokens = as[0].n_tokens;
+  int64_t total_out = 0;
+  for (int i = 0; i < n; ++i) total_out += as[i].n_out;
+  if (n_tokens == 0 || total_out == 0) return;
 
-  const bool lane_x = a.lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
+  bool lane_x = false;
+  for (int i = 0; i < n; ++i) lane_x |= as[i].lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
   thread_local Scratch scratch;
-  const int64_t xq_bytes = align64(a.xl.stride * n_tokens);
-  std::byte* xq = scratch.get(xq_bytes + (lane_x ? lane_x_bytes(a.n_in / 32) : 0));
-  a.xq = xq;
+  const int64_t xq_bytes = align64(as[0].xl.stride * n_tokens);
+  std::byte* xq = scratch.get(xq_bytes + (lane_x ? lane_x_bytes(as[0].n_in / 32) : 0));
+  for (int i = 0; i < n; ++i) as[i].xq = xq;
 
   const int nt = pool != nullptr ? pool->n_threads() : 1;
-  const int64_t grains = (a.n_out + kRowGrain - 1) / kRowGrain;
-  const int64_t grains_per_chunk = std::max<int64_t>(1, grains / (nt * kChunksPerThread));
-  Job job{&isa, &a, x, xq, n_tokens, grains_per_chunk * kRowGrain, (grains + grains_per_chunk - 1) / grains_per_chunk};
+  Job job;
+  job.isa = &isa;
+  job.x = x;
+  job.xq = xq;
+  job.n_tokens = n_tokens;
+  job.xl_args = &as[0];
+  job.n_matrices = n;
+  for (int i = 0; i < n; ++i) {
+    // About kChunksPerThread chunks per thread over the whole job, in
+    // proportion to each matrix's rows.
+    const int64_t grains = (as[i].n_out + kRowGrain - 1) / kRowGrain;
+    const int64_t share_chunks = std::max<int64_t>(1, nt * kChunksPerThread * as[i].n_out / total_out);
+    const int64_t grains_per_chunk = std::max<int64_t>(1, grains / share_chunks);
+    job.args[i] = &as[i];
+    job.rows_per_chunk[i] = grains_per_chunk * kRowGrain;
+    job.first_chunk[i + 1] = job.first_chunk[i] + (grains + grains_per_chunk - 1) / grains_per_chunk;
+  }
   Job* jp = &job;
   if (nt == 1 || n_tokens < kParallelQuantizeTokens) {
-    isa.quantize_x(a.xl, x, 0, n_tokens, xq);
+    isa.quantize_x(as[0].xl, x, 0, n_tokens, xq);
   } else {
-    pool->run([jp](int t, int n) {
+    pool->run([jp](int t, int nthreads) {
       int64_t t0, t1;
-      share(jp->n_tokens, t, n, t0, t1);
-      if (t0 < t1) jp->isa->quantize_x(jp->args->xl, jp->x, t0, t1, jp->xq);
+      share(jp->n_tokens, t, nthreads, t0, t1);
+      if (t0 < t1) jp->isa->quantize_x(jp->xl_args->xl, jp->x, t0, t1, jp->xq);
     });
   }
   if (lane_x) {
-    build_lane_x(a, xq + xq_bytes);
-    a.lane_x = xq + xq_bytes;
+    build_lane_x(as[0], xq + xq_bytes);
+    for (int i = 0; i < n; ++i) {
+      if (as[i].lane_rows > 0) as[i].lane_x = xq + xq_bytes;
+    }
   }
-  if (nt == 1 || job.n_row_chunks == 1) {
-    compute_range(isa, a, 0, a.n_out);
+  if (nt == 1 || job.first_chunk[n] == 1) {
+    for (int i = 0; i < n; ++i) compute_range(isa, as[i], 0, as[i].n_out);
   } else {
     pool->run([jp](int, int) { compute_chunks(*jp); });
   }
 }
+
+void run(const MatmulIsa& isa, MatmulArgs& a, const float* x, ThreadPool* pool) { run_many(isa, &a, 1, x, pool); }
 
 }  // namespace
 
@@ -394,6 +423,28 @@ void matmul_rows_with(const MatmulIsa& isa, const Tensor& w, const float* x, int
   run(isa, a, x, pool);
 }
 
+void matmul_many_with(const MatmulIsa& isa, std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens,
+                      ThreadPool* pool) {
+  MatmulArgs as[kMaxSharedInput];
+  size_t done = 0;
+  // Runs of up to kMaxSharedInput neighbours with one activation layout
+  // share a job; a matrix that prepares x differently starts a new one.
+  while (done < targets.size()) {
+    int n = 0;
+    for (; done + n < targets.size() && n < kMaxSharedInput; ++n) {
+      const MatmulTarget& t = targets[done + n];
+      TC_CHECK(t.w != nullptr && t.y != nullptr, "matmul: null pointer");
+      MatmulArgs a;
+      describe_weights(*t.w, x, n_tokens, t.y, a);
+      a.n_out = t.w->n_rows();
+      if (n > 0 && !(a.xl == as[0].xl && a.n_in == as[0].n_in)) break;
+      as[n] = a;
+    }
+    run_many(isa, as, n, x, pool);
+    done += static_cast<size_t>(n);
+  }
+}
+
 // Chosen on first use, for the life of the process.
 const MatmulIsa& chosen_isa() {
   static const MatmulIsa& isa = isa_for_request(std::getenv("THERMOCLINE_ISA"));
@@ -404,6 +455,10 @@ const MatmulIsa& chosen_isa() {
 
 void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   detail::matmul_with(detail::chosen_isa(), w, x, n_tokens, y, &pool);
+}
+
+void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  detail::matmul_many_with(detail::chosen_isa(), targets, x, n_tokens, &pool);
 }
 
 void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y) {

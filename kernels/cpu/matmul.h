@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "kernels/cpu/thread_pool.h"
@@ -23,6 +24,18 @@ namespace tc::kernels {
 // Deterministic: the same inputs give the same bits for any thread count.
 // Uses the pool's threads; call from one thread at a time.
 void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// One product of a matmul_many call: y = W x.
+struct MatmulTarget {
+  const Tensor* w;  // as matmul()'s w
+  float* y;         // f32 [n_tokens, w->n_rows()]
+};
+
+// matmul() of several matrices with the same input x (attention's q, k and
+// v; the FFN's gate and up): x is prepared once for neighbours that read it
+// the same way (same dtype family and n_in, up to 4 of them) and their rows
+// go to the pool as one job. Each output has the bits matmul() gives it.
+void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens, ThreadPool& pool);
 
 // The same product computed by the portable scalar path (the readable
 // reference the fast paths are tested against).

@@ -14,12 +14,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "kernels/dtype.h"
 
 namespace tc::kernels {
 struct Tensor;
 class ThreadPool;
+struct MatmulTarget;
 }  // namespace tc::kernels
 
 namespace tc::kernels::detail {
@@ -81,6 +83,8 @@ struct XLayout {
   int64_t gs8_offset = 0;
   int64_t f32_offset = 0;  // F32, F16 and BF16: where the f32 values sit
   int64_t stride = 0;
+
+  bool operator==(const XLayout&) const = default;  // the same prepared bytes
 };
 
 // One matmul as the kernels see it (see matmul.h for the meaning).
@@ -224,6 +228,10 @@ const MatmulIsa& chosen_isa();
 
 // matmul() with a given variant; pool may be nullptr (single-threaded).
 void matmul_with(const MatmulIsa& isa, const Tensor& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// matmul_many() with a given variant; pool may be nullptr.
+void matmul_many_with(const MatmulIsa& isa, std::span<const MatmulTarget> targets, const float* x, int64_t n_tokens,
+                      ThreadPool* pool);
 
 // The row-gathered matmul (sparse_ffn.h's matmul_rows) with a given variant:
 // y[t * n_rows + k] = the matmul output of weight row rows[k] for token t,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/tensor.h"
@@ -43,6 +44,23 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                ThreadPool& pool);
+
+// One sequence of an attention_batch call: the arguments of attention().
+struct AttentionSequence {
+  const float* q;            // f32 [n_tokens, n_head, head_dim]
+  const uint16_t* k;         // f16 [n_kv, n_head_kv, head_dim]
+  const uint16_t* v;         // f16 [n_kv, n_head_kv, head_dim]
+  int64_t n_tokens;
+  int64_t n_kv;
+  const int32_t* positions;  // i32 [n_tokens]
+  float* out;                // f32 [n_tokens, n_head * head_dim]
+};
+
+// attention() of several sequences (each over its own cache) as one job for
+// the pool: a decode step of many sequences wakes the threads once per
+// layer, not once per sequence. Each output has the bits attention() gives.
+void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
+                     int64_t head_dim, ThreadPool& pool);
 
 enum class Activation {
   SwiGLU,  // silu(gate) * up

@@ -1,11 +1,14 @@
-// CPU attention over an f16 KV cache (see ops.h): scalar loops written so GCC
-// vectorizes them. Every output row (token, head) is computed by one thread
-// with the same arithmetic whatever the split, so results are bit-identical
-// for any thread count.
+// CPU attention over an f16 KV cache (see ops.h; the design in
+// docs/engine.md "CPU attention"): plain loops and GCC vector extensions,
+// built for x86-64-v3 and baseline (target_clones). Every output row
+// (token, head) is computed by one thread with the same arithmetic whatever
+// the split, so results are bit-identical for any thread count and batch.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -91,8 +94,97 @@ inline void prefetch_row(const uint16_t* row, int64_t n) {
 // largest context has been seen.
 struct Scratch {
   std::vector<float> scores;  // f32 [n_run, n_ctx]: scores, then probabilities
-  std::vector<float> row;     // f32 [head_dim]: one K or V row converted from f16
+  std::vector<float> kblock;  // f32 [kKBlock, n_kv_heads of the run, head_dim]: K rows of a block of positions
+  std::vector<float> vblock;  // f32 [kVBlock, n_kv_heads of the run, head_dim]: V rows of a block of positions
 };
+
+// Positions per block of the weighted V sum, and output values per register
+// tile (8 AVX2 vectors).
+constexpr int64_t kVBlock = 32;
+constexpr int64_t kKBlock = 8;  // positions per block of scores (dot8)
+constexpr int64_t kOutChunk = 64;
+
+// Eight floats as one value (GCC vector extension: a ymm register in the
+// x86-64-v3 clone of attend_run, two xmm in the baseline one); the unaligned,
+// may-alias twin loads and stores them from float arrays.
+typedef float F8 __attribute__((vector_size(32)));
+typedef float F8u __attribute__((vector_size(32), aligned(4), may_alias));
+// (Macros, not functions: a function passing F8 by value would take an ABI
+// that differs between the clones.)
+#define TC_LOAD8(p) (*reinterpret_cast<const F8u*>(p))
+#define TC_STORE8(p, v) (*reinterpret_cast<F8u*>(p) = (v))
+// Lanes of two F8 by index (0-7 the first, 8-15 the second).
+#if defined(__clang__)
+#define TC_SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef int I8 __attribute__((vector_size(32)));
+#define TC_SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, I8{__VA_ARGS__})
+#endif
+
+// o[0..64) += p[i] * v[i * v_stride + 0..64) for i < n, i ascending, with
+// o in eight named vectors (registers) across the rows: the same operations
+// per value as the scalar loop below, in the same order.
+inline __attribute__((always_inline)) void add_rows64(const float* __restrict p, const float* __restrict v,
+                                                      int64_t v_stride, int64_t n, float* __restrict o) {
+  F8 a0 = TC_LOAD8(o), a1 = TC_LOAD8(o + 8), a2 = TC_LOAD8(o + 16), a3 = TC_LOAD8(o + 24);
+  F8 a4 = TC_LOAD8(o + 32), a5 = TC_LOAD8(o + 40), a6 = TC_LOAD8(o + 48), a7 = TC_LOAD8(o + 56);
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = p[i];
+    const F8 pv = {pi, pi, pi, pi, pi, pi, pi, pi};
+    const float* vi = v + i * v_stride;
+    a0 += pv * TC_LOAD8(vi);
+    a1 += pv * TC_LOAD8(vi + 8);
+    a2 += pv * TC_LOAD8(vi + 16);
+    a3 += pv * TC_LOAD8(vi + 24);
+    a4 += pv * TC_LOAD8(vi + 32);
+    a5 += pv * TC_LOAD8(vi + 40);
+    a6 += pv * TC_LOAD8(vi + 48);
+    a7 += pv * TC_LOAD8(vi + 56);
+  }
+  TC_STORE8(o, a0), TC_STORE8(o + 8, a1), TC_STORE8(o + 16, a2), TC_STORE8(o + 24, a3);
+  TC_STORE8(o + 32, a4), TC_STORE8(o + 40, a5), TC_STORE8(o + 48, a6), TC_STORE8(o + 56, a7);
+}
+
+// dot() of q with 8 rows k + i * k_stride (i < 8) at once, n a multiple of
+// 8: each row's 8 partial sums (lane l over d = l mod 8, ascending d, as
+// dot()'s loop) are reduced by dot()'s tree ((l0 + l4) + (l1 + l5)) + ((l2 +
+// l6) + (l3 + l7)), the 8 rows' trees evaluated side by side in vectors
+// instead of one row's lanes at a time. Same operations, so the same bits.
+inline __attribute__((always_inline)) void dot8(const float* __restrict q, const float* __restrict k,
+                                                int64_t k_stride, int64_t n, float* __restrict out) {
+  F8 a[8] = {};
+  for (int64_t d = 0; d < n; d += 8) {
+    const F8 qv = TC_LOAD8(q + d);
+    for (int i = 0; i < 8; ++i) a[i] += qv * TC_LOAD8(k + i * k_stride + d);
+  }
+  // b(i) = lanes 0-3 + lanes 4-7 of a[i]; two rows per vector.
+  F8 b[4];
+  for (int i = 0; i < 4; ++i) {
+    b[i] = TC_SHUFFLE8(a[2 * i], a[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11) +
+           TC_SHUFFLE8(a[2 * i], a[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+  // Pairwise sums of neighbouring lanes, twice: (b0 + b1) + (b2 + b3) per row.
+#define TC_EVEN 0, 2, 8, 10, 4, 6, 12, 14
+#define TC_ODD 1, 3, 9, 11, 5, 7, 13, 15
+  const F8 c0 = TC_SHUFFLE8(b[0], b[1], TC_EVEN) + TC_SHUFFLE8(b[0], b[1], TC_ODD);  // rows 0, 2 | 1, 3
+  const F8 c1 = TC_SHUFFLE8(b[2], b[3], TC_EVEN) + TC_SHUFFLE8(b[2], b[3], TC_ODD);  // rows 4, 6 | 5, 7
+  const F8 e = TC_SHUFFLE8(c0, c1, TC_EVEN) + TC_SHUFFLE8(c0, c1, TC_ODD);          // rows 0, 2, 4, 6, 1, 3, 5, 7
+#undef TC_EVEN
+#undef TC_ODD
+  TC_STORE8(out, TC_SHUFFLE8(e, e, 0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+#undef TC_LOAD8
+#undef TC_STORE8
+#undef TC_SHUFFLE8
+
+// The same for one output value (head sizes that are not a multiple of 64).
+inline __attribute__((always_inline)) void add_rows1(const float* __restrict p, const float* __restrict v,
+                                                     int64_t v_stride, int64_t n, float* __restrict o) {
+  float acc = *o;
+  for (int64_t i = 0; i < n; ++i) acc += p[i] * v[i * v_stride];
+  *o = acc;
+}
 
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
@@ -115,42 +207,73 @@ struct AttentionArgs {
   float scale;
 };
 
-// Tokens [t_begin, t_end) x heads [h_begin, h_end), all reading KV head
-// kv_idx. Each K and V row is converted once and used by every (token, head)
-// of the run that sees it; the arithmetic of one (token, head) is the same
-// for any run it is part of, so prefill and decode give the same bits.
+// Tokens [t_begin, t_end) x query heads [h_begin, h_end), which read the KV
+// heads [h_begin / n_group, (h_end - 1) / n_group] (several whole groups, or
+// a slice of one). The run's K and V rows of one position lie next to each
+// other in the cache, so each is converted once, in one piece, and used by
+// every (token, head) of the run that sees it; the arithmetic of one (token,
+// head) is the same for any run it is part of, so prefill and decode, and
+// any split into runs, give the same bits.
 // Cloned for x86-64-v3 (AVX2, FMA) next to the baseline build, picked at
 // load time by CPUID: the dot products and the weighted sum of V rows
 // vectorize 8 wide with FMA there (4 wide, no FMA, in the baseline code).
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t kv_idx, int64_t h_begin,
-                int64_t h_end) {
+void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t h_begin, int64_t h_end) {
   const float* table = f16_table();
   const F16RowToF32 to_f32 = f16_row_to_f32();
   Scratch& s = thread_scratch();
   const int64_t n_heads = h_end - h_begin;
+  const int64_t n_group = a.n_head / a.n_head_kv;
+  const int64_t kv_begin = h_begin / n_group;
+  const int64_t n_kv_run = (h_end - 1) / n_group + 1 - kv_begin;
   const int64_t kv_stride = a.n_head_kv * a.head_dim;
   const int64_t head_dim = a.head_dim;
+  const int64_t run_width = n_kv_run * head_dim;  // the run's K (or V) values of one position
   int64_t max_ctx = 0;  // the longest context of the run's tokens
   for (int64_t t = t_begin; t < t_end; ++t) max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
   const int64_t n_rows = (t_end - t_begin) * n_heads;  // (token, head) pairs, token-major
   grow(s.scores, n_rows * max_ctx);
-  grow(s.row, head_dim);
-  float* row = s.row.data();
+  grow(s.vblock, kVBlock * run_width);
+  grow(s.kblock, kKBlock * run_width);
+  float* kblock = s.kblock.data();
+  float* vblock = s.vblock.data();
   float* scores = s.scores.data();
   auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
   auto q_of = [&](int64_t t, int64_t r) { return a.q + (t * a.n_head + h_begin + r) * head_dim; };
   auto out_of = [&](int64_t t, int64_t r) { return a.out + (t * a.n_head + h_begin + r) * head_dim; };
   auto scores_of = [&](int64_t t, int64_t r) { return scores + ((t - t_begin) * n_heads + r) * max_ctx; };
+  // Where head r's K/V row starts within a position's converted run.
+  auto kv_offset = [&](int64_t r) { return ((h_begin + r) / n_group - kv_begin) * head_dim; };
 
-  for (int64_t j = 0; j < max_ctx; ++j) {
-    if (j + kPrefetchRows < max_ctx) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_idx * head_dim, head_dim);
-    to_f32(table, a.k + j * kv_stride + kv_idx * head_dim, head_dim, row);
+  // Scores. Head sizes that are a multiple of 8 take kKBlock positions at a
+  // time: their K rows are converted into the scratch (rows past max_ctx
+  // zero-filled, never read), and dot8 computes their 8 dot products with
+  // the same operations as dot(), reducing them together.
+  const bool by_blocks = head_dim % 8 == 0;
+  for (int64_t j0 = 0; j0 < max_ctx; j0 += by_blocks ? kKBlock : 1) {
+    const int64_t nj = by_blocks ? std::min(kKBlock, max_ctx - j0) : 1;
+    for (int64_t i = 0; i < nj; ++i) {
+      const int64_t j = j0 + i;
+      if (j + kPrefetchRows < max_ctx) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
+      to_f32(table, a.k + j * kv_stride + kv_begin * head_dim, run_width, kblock + i * run_width);
+    }
+    if (by_blocks && nj < kKBlock) std::fill(kblock + nj * run_width, kblock + kKBlock * run_width, 0.0f);
     for (int64_t t = t_begin; t < t_end; ++t) {
-      if (j >= n_ctx_of(t)) continue;
-      for (int64_t r = 0; r < n_heads; ++r) scores_of(t, r)[j] = dot(q_of(t, r), row, head_dim) * a.scale;
+      const int64_t n_j = std::min(nj, n_ctx_of(t) - j0);  // this token's positions in the block
+      if (n_j <= 0) continue;
+      for (int64_t r = 0; r < n_heads; ++r) {
+        const float* k = kblock + kv_offset(r);
+        float* sc = scores_of(t, r) + j0;
+        if (by_blocks) {
+          float d8[kKBlock];
+          dot8(q_of(t, r), k, run_width, head_dim, d8);
+          for (int64_t i = 0; i < n_j; ++i) sc[i] = d8[i] * a.scale;
+        } else {
+          sc[0] = dot(q_of(t, r), k, head_dim) * a.scale;
+        }
+      }
     }
   }
 
@@ -175,69 +298,146 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
     }
   }
 
-  for (int64_t j = 0; j < max_ctx; ++j) {
-    if (j + kPrefetchRows < max_ctx) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_idx * head_dim, head_dim);
-    to_f32(table, a.v + j * kv_stride + kv_idx * head_dim, head_dim, row);
+  // The weighted sum of V rows, kVBlock positions at a time: the block's
+  // rows are converted once into the scratch, then each (token, head) adds
+  // them to its output kOutChunk values at a time, held in registers across
+  // the block (a load and a store of the output per position cost as much
+  // as the FMAs). Each output value still gets its terms in ascending j.
+  for (int64_t j0 = 0; j0 < max_ctx; j0 += kVBlock) {
+    const int64_t nj = std::min(kVBlock, max_ctx - j0);
+    for (int64_t i = 0; i < nj; ++i) {
+      const int64_t j = j0 + i;
+      if (j + kPrefetchRows < max_ctx) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
+      to_f32(table, a.v + j * kv_stride + kv_begin * head_dim, run_width, vblock + i * run_width);
+    }
     for (int64_t t = t_begin; t < t_end; ++t) {
-      if (j >= n_ctx_of(t)) continue;
+      const int64_t n_j = std::min(nj, n_ctx_of(t) - j0);  // this token's positions in the block
+      if (n_j <= 0) continue;
       for (int64_t r = 0; r < n_heads; ++r) {
-        const float p = scores_of(t, r)[j];
-        float* __restrict o = out_of(t, r);
-        for (int64_t d = 0; d < head_dim; ++d) o[d] += p * row[d];
+        const float* p = scores_of(t, r) + j0;
+        const float* v = vblock + kv_offset(r);
+        float* o = out_of(t, r);
+        int64_t d = 0;
+        for (; d + kOutChunk <= head_dim; d += kOutChunk) add_rows64(p, v + d, run_width, n_j, o + d);
+        for (; d < head_dim; ++d) add_rows1(p, v + d, run_width, n_j, o + d);
       }
     }
   }
 }
 
+// How one sequence's attention is cut into work items, (block of
+// kTokenBlock tokens, run of query heads). A block's tokens and a run's
+// heads share each K/V conversion (in prefill that conversion cost as much as
+// the dot products: 12% of a 7B-layer pp512 step). A run is a few whole KV
+// groups, whose rows of a position are contiguous in the cache: one stream
+// per run instead of one 8 KiB jump per head and position (7B-layer Q4_0, 2
+// Zen 5 threads, share of CPU time in attention: pp512 13.4-14.8% ->
+// 11.1-11.5%, sparse tg256 5.8-7.1% -> 5.1-6.5%, runs of one head against
+// runs of up to 8). When there are fewer groups than items wanted (decode
+// with few KV heads) a group is split into slices of its query heads
+// instead. The split never changes a result, only who computes it.
+struct SequenceItems {
+  static constexpr int64_t kTokenBlock = 8;
+  static constexpr int64_t kMaxRunHeads = 8;  // a prefill run's scores (8 tokens x heads x context) stay in L2
+
+  AttentionArgs args;
+  int64_t n_tokens, n_group, n_blocks, n_runs, groups_per_run, n_split;
+
+  // want: items wanted from this sequence, about.
+  SequenceItems(const AttentionArgs& a, int64_t n_tokens_, int64_t want)
+      : args(a), n_tokens(n_tokens_), n_group(a.n_head / a.n_head_kv) {
+    n_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
+    const int64_t n_head_kv = a.n_head_kv;
+    if (n_blocks * n_head_kv >= want) {
+      const int64_t per_block = std::max<int64_t>(1, (want + n_blocks - 1) / n_blocks);
+      groups_per_run = std::clamp<int64_t>(n_head_kv / per_block, 1, std::max<int64_t>(1, kMaxRunHeads / n_group));
+      n_runs = (n_head_kv + groups_per_run - 1) / groups_per_run;
+      n_split = 1;
+    } else {
+      groups_per_run = 1;
+      n_split = std::clamp<int64_t>((want + n_blocks * n_head_kv - 1) / (n_blocks * n_head_kv), 1, n_group);
+      n_runs = n_head_kv * n_split;
+    }
+  }
+  int64_t n_items() const { return n_blocks * n_runs; }
+
+  // Item i, last block first (the longest contexts first balances prefill).
+  void run(int64_t item) const {
+    const int64_t rev = n_items() - 1 - item;
+    const int64_t block = rev / n_runs;
+    const int64_t r = rev % n_runs;
+    const int64_t t_begin = block * kTokenBlock;
+    const int64_t t_end = std::min(n_tokens, t_begin + kTokenBlock);
+    int64_t h_begin, h_end;
+    if (n_split == 1) {
+      h_begin = r * groups_per_run * n_group;
+      h_end = std::min(args.n_head_kv, (r + 1) * groups_per_run) * n_group;
+    } else {
+      const int64_t kv_idx = r / n_split, slice = r % n_split;
+      h_begin = kv_idx * n_group + n_group * slice / n_split;
+      h_end = kv_idx * n_group + n_group * (slice + 1) / n_split;
+    }
+    if (h_begin < h_end) attend_run(args, t_begin, t_end, h_begin, h_end);
+  }
+};
+
 }  // namespace
+
+void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
+                     int64_t head_dim, ThreadPool& pool) {
+  TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
+           "attention: n_head must be a positive multiple of n_head_kv");
+  TC_CHECK(head_dim > 0, "attention: head_dim must be positive");
+  int64_t n_nonempty = 0;
+  for (const AttentionSequence& s : sequences) {
+    for (int64_t t = 0; t < s.n_tokens; ++t) {
+      TC_CHECK(s.positions[t] >= 0 && s.positions[t] < s.n_kv, "attention: position outside the KV cache [0, n_kv)");
+    }
+    n_nonempty += s.n_tokens > 0 ? 1 : 0;
+  }
+  if (n_nonempty == 0) return;
+  f16_table();  // built here, not by the first worker that needs it
+  f16_row_to_f32();
+
+  // About 4 items per thread over the whole call: several sequences of a
+  // decode step share one job for the pool (one wake-up, and the threads
+  // balance over all of their items).
+  const int64_t n_threads = pool.n_threads();
+  const int64_t want = n_threads == 1 ? 1 : std::max<int64_t>(1, (4 * n_threads + n_nonempty - 1) / n_nonempty);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  // A decode step's sequences fit here without allocating.
+  constexpr size_t kInline = 32;
+  std::array<std::optional<SequenceItems>, kInline> inline_items;
+  std::vector<std::optional<SequenceItems>> heap_items(sequences.size() > kInline ? sequences.size() : 0);
+  std::optional<SequenceItems>* items = sequences.size() > kInline ? heap_items.data() : inline_items.data();
+  std::array<int64_t, kInline + 1> inline_first{};
+  std::vector<int64_t> heap_first(sequences.size() > kInline ? sequences.size() + 1 : 0);
+  int64_t* first = sequences.size() > kInline ? heap_first.data() : inline_first.data();  // first item of sequence i
+  first[0] = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const AttentionSequence& s = sequences[i];
+    const AttentionArgs args{s.q, s.k, s.v, n_head, n_head_kv, head_dim, s.positions, s.out, scale};
+    if (s.n_tokens > 0) items[i].emplace(args, s.n_tokens, want);
+    first[i + 1] = first[i] + (s.n_tokens > 0 ? items[i]->n_items() : 0);
+  }
+  const int64_t n_items = first[sequences.size()];
+  // Threads take items from a shared counter. Which thread takes an item
+  // does not change its result.
+  std::atomic<int64_t> next{0};
+  pool.run([&](int, int) {
+    size_t seq = 0;
+    for (int64_t item = next.fetch_add(1); item < n_items; item = next.fetch_add(1)) {
+      while (first[seq + 1] <= item) ++seq;  // items are claimed in ascending order
+      items[seq]->run(item - first[seq]);
+    }
+  });
+}
 
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                ThreadPool& pool) {
-  TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
-           "attention: n_head must be a positive multiple of n_head_kv");
-  TC_CHECK(head_dim > 0, "attention: head_dim must be positive");
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    TC_CHECK(positions[t] >= 0 && positions[t] < n_kv, "attention: position outside the KV cache [0, n_kv)");
-  }
-  if (n_tokens <= 0) return;
-  f16_table();  // built here, not by the first worker that needs it
-  f16_row_to_f32();
-
-  const AttentionArgs args{q, k, v, n_head, n_head_kv, head_dim, positions, out,
-                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))};
-  const int64_t n_group = n_head / n_head_kv;
-  // Work items are (block of kTokenBlock tokens, KV head, slice of its query
-  // heads). A block's tokens and a group's heads share each K/V row's
-  // conversion (in prefill that conversion cost as much as the dot products:
-  // 12% of a 7B-layer pp512 step). When there are too few items to keep
-  // every thread busy (decode with few KV heads) the groups are split,
-  // aiming at about 4 items per thread.
-  constexpr int64_t kTokenBlock = 8;
-  const int64_t n_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
-  const int64_t n_groups = n_blocks * n_head_kv;
-  const int64_t n_threads = pool.n_threads();
-  const int64_t n_split =
-      n_threads == 1 ? 1 : std::clamp<int64_t>((4 * n_threads + n_groups - 1) / n_groups, 1, n_group);
-  const int64_t n_items = n_groups * n_split;
-  // Threads take items from a shared counter, last block first (the longest
-  // contexts first balances prefill). Which thread takes an item does not
-  // change its result.
-  std::atomic<int64_t> next{0};
-  pool.run([&](int, int) {
-    for (int64_t item = next.fetch_add(1); item < n_items; item = next.fetch_add(1)) {
-      const int64_t rev = n_items - 1 - item;
-      const int64_t group_idx = rev / n_split;
-      const int64_t slice = rev % n_split;
-      const int64_t block = group_idx / n_head_kv;
-      const int64_t kv_idx = group_idx % n_head_kv;
-      const int64_t t_begin = block * kTokenBlock;
-      const int64_t t_end = std::min(n_tokens, t_begin + kTokenBlock);
-      const int64_t h_begin = kv_idx * n_group + n_group * slice / n_split;
-      const int64_t h_end = kv_idx * n_group + n_group * (slice + 1) / n_split;
-      if (h_begin < h_end) attend_run(args, t_begin, t_end, kv_idx, h_begin, h_end);
-    }
-  });
+  const AttentionSequence one{q, k, v, n_tokens, n_kv, positions, out};
+  attention_batch({&one, 1}, n_head, n_head_kv, head_dim, pool);
 }
 
 }  // namespace tc::kernels

@@ -3,12 +3,18 @@
 // memory, copies are immediate memcpys, argmax breaks ties to the lowest
 // index with NaN counted as -inf; relu and threshold_bits (hybrid mode's
 // predictor ops) on specials and a partial last word; the copy queue's
-// copies are immediate too and its events order nothing.
+// copies are immediate too and its events order nothing; host_parallel
+// visits each index once, on the pool's threads.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -104,4 +110,27 @@ TEST_CASE("cpu backend: the copy queue copies at once, events are recorded and w
   cpu->wait_event(*copied);
   queue->synchronize();
   queue->copy_to_device(dst.data(), values.data(), 0);  // empty copies are fine
+}
+
+TEST_CASE("cpu backend: host_parallel runs every index once, on several threads", "[kernels][backend]") {
+  for (int threads : {1, 2, 3}) {
+    auto cpu = create_backend(DeviceKind::Cpu, {threads});
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{257}}) {
+      INFO("threads " << threads << " n " << n);
+      std::vector<std::atomic<int>> visits(static_cast<size_t>(n));
+      std::mutex mutex;
+      std::set<std::thread::id> ids;
+      cpu->host_parallel(n, [&](int64_t i) {
+        REQUIRE((i >= 0 && i < n));
+        visits[static_cast<size_t>(i)].fetch_add(1);
+        // Long enough that a second thread gets to claim some.
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        std::lock_guard lock(mutex);
+        ids.insert(std::this_thread::get_id());
+      });
+      for (const auto& v : visits) CHECK(v.load() == 1);
+      if (threads > 1 && n >= 257) CHECK(ids.size() > 1);
+      if (threads == 1 || n <= 1) CHECK(ids.size() <= 1);
+    }
+  }
 }

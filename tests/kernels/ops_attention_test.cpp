@@ -1,7 +1,8 @@
 // CPU attention (ops.h) against a float64 reference: GQA layouts, decode,
 // prefill and a prefill chunk after a cached prefix, head sizes 64/128 and
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
-// sharp softmax (scores in the hundreds) and no reads past the causal window.
+// sharp softmax (scores in the hundreds) and no reads past the causal window;
+// attention_batch (a decode step's sequences in one job) against single calls.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -65,6 +66,20 @@ std::vector<float> run_attention(const Problem& p, int n_threads) {
   attention(p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.shape.n_head, p.shape.n_head_kv,
             p.shape.head_dim, p.positions.data(), out.data(), pool(n_threads));
   return out;
+}
+
+// attention_batch over the problems (one shape), one output each (poisoned first).
+std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& problems, int n_threads) {
+  std::vector<std::vector<float>> outs;
+  std::vector<AttentionSequence> seqs;
+  for (const Problem& p : problems) outs.emplace_back(p.out_size(), std::nanf(""));
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const Problem& p = problems[i];
+    seqs.push_back({p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.positions.data(), outs[i].data()});
+  }
+  const Shape& shape = problems.front().shape;
+  attention_batch(seqs, shape.n_head, shape.n_head_kv, shape.head_dim, pool(n_threads));
+  return outs;
 }
 
 // Compares `out` with softmax(q k^T / sqrt(head_dim)) v over each token's
@@ -141,7 +156,7 @@ std::vector<int32_t> iota_positions(int32_t first, int32_t n) {
 
 TEST_CASE("attention matches float64 for GQA decode, prefill and chunked prefill", "[kernels][ops][attention]") {
   const Shape shape = GENERATE(Shape{8, 2, 64}, Shape{8, 2, 128}, Shape{8, 8, 64}, Shape{8, 8, 128}, Shape{4, 1, 64},
-                               Shape{4, 1, 128}, Shape{12, 4, 20});
+                               Shape{4, 1, 128}, Shape{12, 4, 20}, Shape{10, 10, 32});
   INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
 
   SECTION("decode: one token at the last cache position") {
@@ -210,5 +225,51 @@ TEST_CASE("attention gives a token the same bits alone as among a prefill's toke
       INFO("token " << t << " position " << positions[t]);
       REQUIRE(std::memcmp(out_one.data(), out_all.data() + t * per_token, per_token * sizeof(float)) == 0);
     }
+  }
+}
+
+TEST_CASE("attention_batch gives each sequence the bits of its own attention call", "[kernels][ops][attention]") {
+  // A decode step's mix: one-token sequences at different positions, a
+  // prompt chunk after a cached prefix, an empty sequence; 1B-like GQA and
+  // 7B-like MHA heads; 2 and 3 threads against single calls on 1 thread.
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}}) {
+    INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv);
+    std::vector<Problem> problems = {
+        make_problem(shape, 40, {39}, 700), make_problem(shape, 7, {6}, 710),
+        make_problem(shape, 60, iota_positions(48, 12), 720), make_problem(shape, 5, {}, 730),
+        make_problem(shape, 1, {0}, 740)};
+    std::vector<std::vector<float>> single;
+    for (const Problem& p : problems) single.push_back(run_attention(p, 1));
+    for (int n_threads : {2, 3}) {
+      INFO("threads " << n_threads);
+      const auto outs = run_attention_batch(problems, n_threads);
+      for (size_t i = 0; i < problems.size(); ++i) {
+        INFO("sequence " << i);
+        check_against_reference(problems[i], outs[i]);
+        REQUIRE(std::memcmp(outs[i].data(), single[i].data(), single[i].size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention_batch rejects a position outside a sequence's cache", "[kernels][ops][attention]") {
+  const Problem ok = make_problem(Shape{4, 2, 16}, 8, {7}, 800);
+  const Problem bad = make_problem(Shape{4, 2, 16}, 8, {8}, 810);
+  std::vector<float> out_ok(ok.out_size()), out_bad(bad.out_size());
+  const AttentionSequence seqs[] = {
+      {ok.q.data(), ok.k.data(), ok.v.data(), 1, ok.n_kv, ok.positions.data(), out_ok.data()},
+      {bad.q.data(), bad.k.data(), bad.v.data(), 1, bad.n_kv, bad.positions.data(), out_bad.data()}};
+  CHECK_THROWS_WITH(attention_batch(seqs, 4, 2, 16, pool(2)), Catch::Contains("outside the KV cache"));
+}
+
+TEST_CASE("attention_batch over more sequences than its inline arrays hold", "[kernels][ops][attention]") {
+  const Shape shape{4, 2, 16};
+  std::vector<Problem> problems;
+  for (int i = 0; i < 40; ++i) problems.push_back(make_problem(shape, 3 + i, {2 + i}, 900 + 10 * i));
+  const auto outs = run_attention_batch(problems, 2);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    INFO("sequence " << i);
+    const auto single = run_attention(problems[i], 1);
+    REQUIRE(std::memcmp(outs[i].data(), single.data(), single.size() * sizeof(float)) == 0);
   }
 }

@@ -71,7 +71,7 @@ TEST_CASE("the hybrid FFN of one layer equals the CPU sparse FFN on random input
   const auto& spec = loaded->spec;
   const auto host = tc::model::map_llama_weights(loaded->file, spec);
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
-  tc::model::SparseFfnBlock reference(spec, *cpu, loaded->predictors, tc::kernels::Activation::ReGLU);
+  tc::model::SparseFfnBlock reference(spec, *cpu, loaded->predictors.layers, tc::kernels::Activation::ReGLU);
 
   struct Case {
     const char* name;

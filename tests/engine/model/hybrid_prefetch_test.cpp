@@ -170,7 +170,7 @@ TEST_CASE("one layer's FFN with the cache serving part of P equals the CPU spars
   const auto& spec = loaded->spec;
   const auto host = tc::model::map_llama_weights(loaded->file, spec);
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
-  tc::model::SparseFfnBlock reference(spec, *cpu, loaded->predictors, tc::kernels::Activation::ReGLU);
+  tc::model::SparseFfnBlock reference(spec, *cpu, loaded->predictors.layers, tc::kernels::Activation::ReGLU);
   const NeuronPlacement placement = quarter_hot(spec);
 
   struct Case {

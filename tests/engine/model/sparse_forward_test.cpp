@@ -15,6 +15,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/q4_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/test_util.h"
@@ -181,6 +182,56 @@ TEST_CASE("the sparse pass gives the same bits on 1 and 2 threads", "[model][spa
   }
   REQUIRE(runs[0].size() == runs[1].size());
   CHECK(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("the sparse pass gives the same bits with its Q4_0 matrices and predictors repacked or not",
+          "[model][sparse][q4_lanes16]") {
+  const auto loaded = planted_model("repack", true, "q4_0");
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  ForwardOptions plain_options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4};
+  plain_options.repack_q4_0 = false;
+  LlamaModel plain(*loaded, *backend, plain_options);
+  LlamaModel repacked(*loaded, *backend, {.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4});
+  REQUIRE(plain.repacked_weight_bytes() == 0);
+  if (!tc::kernels::q4_lanes16_native()) {
+    WARN("this CPU's matmul variant does not repack Q4_0 (no AVX-512 VNNI): repacked vs plain not compared");
+    return;
+  }
+  // Exactly attention, the untied head and the predictors (fc1 {128, 32},
+  // fc2 {32, 512}) are repacked; not the gathered FFN rows.
+  int64_t expected = 0;
+  auto add = [&expected](const tc::kernels::Tensor& t) {
+    REQUIRE(t.dtype == tc::kernels::DType::Q4_0);
+    expected += (tc::kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows()) + 63) / 64 * 64;
+  };
+  const auto weights = tc::model::map_llama_weights(loaded->file, loaded->spec);
+  if (weights.output.data != weights.token_embd.data) add(weights.output);
+  for (const auto& l : weights.layers) {
+    for (const auto* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) add(*t);
+  }
+  for (const auto& p : loaded->predictors.layers) {
+    add(p.fc1);
+    add(p.fc2);
+  }
+  CHECK(static_cast<int64_t>(repacked.repacked_weight_bytes()) == expected);
+  // One token per step, then steps of 3 (sparse, the union of predicted sets).
+  auto run = [&](LlamaModel& m) {
+    auto all = decode_each(m, *backend, random_tokens(6, 31, kVocab));
+    const auto tokens = random_tokens(9, 32, kVocab);
+    KvCache kv(*backend, m.spec(), 1, 64);
+    std::vector<float> logits;
+    for (size_t i = 0; i < tokens.size(); i += 3) {
+      const StepSequence seq{0, std::span(tokens).subspan(i, 3), true};
+      REQUIRE(m.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+    return all;
+  };
+  const auto a = run(repacked);
+  const auto b = run(plain);
+  REQUIRE(a.size() == (6 + 9) * static_cast<size_t>(kVocab));
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  CHECK(repacked.sparse_counters()->dense_steps == 0);
 }
 
 TEST_CASE("a sequence's sparse logits do not depend on the other sequences of the step", "[model][sparse]") {
