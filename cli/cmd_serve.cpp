@@ -173,7 +173,8 @@ struct ServeSession {
                                                                                    : options.host;
         std::fprintf(stderr,
                      "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
-                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hello!\"}],\"max_tokens\":64}'\n",
+                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"In the beginning God created the heaven and "
+                     "the earth.\"}],\"max_tokens\":48}'\n",
                      url_host.c_str(), http.bound_port());
       } else {
         spdlog::error("{}", engine->stats().failure);  // "engine failed to start: <reason>"

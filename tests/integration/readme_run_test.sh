@@ -3,7 +3,11 @@
 # it. scripts/run.sh (setup, build, serve with no --model) must start the
 # bundled model and print a `try: curl ...` line when ready; that exact line,
 # run as printed, must get a chat completion with text; SIGTERM must stop the
-# server with exit status 0.
+# server with exit status 0. The answer is sampled (temperature 1, no seed), so
+# its length varies: of 1,500 answers to the printed verse prompt the median
+# had 127 letters and 2 had fewer than 10 (one had 4), none had none; the
+# check is that text came back, not how much (the model's quality is tested
+# by tests/integration/default_model_test.cpp).
 #   tests/integration/readme_run_test.sh REPO_ROOT BUILD_DIR
 set -euo pipefail
 repo=$1
@@ -32,7 +36,8 @@ import json, sys
 r = json.loads(sys.argv[1])
 text = r["choices"][0]["message"]["content"]
 assert r["object"] == "chat.completion", r
-assert sum(c.isalpha() for c in text) >= 10, "no text in the answer: %r" % text
+assert r["usage"]["completion_tokens"] >= 1, r
+assert any(c.isalpha() for c in text), "no text in the answer: %r" % text
 PY
 kill -TERM "$pid"
 status=0
