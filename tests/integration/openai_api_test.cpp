@@ -28,6 +28,18 @@ std::filesystem::path test_model() {
   return tc::test::make_test_model(dir, "tiny", kModelFlags);
 }
 
+// Polls /metrics until the engine runs `n` requests; false after 20 s.
+bool wait_for_running(ServerProcess& server, int n) {
+  auto c = server.client();
+  const std::string line = "thermocline_requests_running " + std::to_string(n) + "\n";
+  for (int i = 0; i < 2000; ++i) {
+    const auto m = c.Get("/metrics");
+    if (m && m->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 json user_chat(const std::string& content, json extra = json::object()) {
   json body = {{"messages", json::array({{{"role", "user"}, {"content", content}}})}};
   for (auto& [k, v] : extra.items()) body[k] = v;
@@ -307,6 +319,14 @@ TEST_CASE("n choices, prompt arrays and prefix reuse", "[integration][api]") {
 
 TEST_CASE("a full queue answers 503 with Retry-After", "[integration][api]") {
   ServerProcess server(test_model(), {"--parallel", "1", "--queue-size", "1"}, tc::test::scratch_dir("openai_api_logs"));
+  // A long request holds the only slot first, so that of the six that follow
+  // one can wait in the queue and the others find it full, however the
+  // client threads are scheduled.
+  auto blocker = std::async(std::launch::async, [&server] {
+    auto c = server.client();
+    return post_json(c, "/v1/completions", {{"prompt", "hold the slot"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+  });
+  REQUIRE(wait_for_running(server, 1));
   const json slow = {{"prompt", "keep going"}, {"max_tokens", 400}, {"ignore_eos", true}};
   std::vector<std::future<tc::test::JsonResponse>> futures;
   for (int i = 0; i < 6; ++i) {
@@ -330,6 +350,7 @@ TEST_CASE("a full queue answers 503 with Retry-After", "[integration][api]") {
   CHECK(ok >= 1);
   CHECK(busy >= 1);
   CHECK(ok + busy == 6);
+  CHECK(blocker.get().status == 200);
   CHECK(server.stop() == 0);
 }
 
@@ -387,9 +408,9 @@ TEST_CASE("SIGTERM lets a running stream finish and exits 0", "[integration][api
   auto future = std::async(std::launch::async, [&server] {
     auto c = server.client();
     return post_stream(c, "/v1/completions",
-                       {{"prompt", "go"}, {"max_tokens", 200}, {"ignore_eos", true}, {"stream", true}});
+                       {{"prompt", "go"}, {"max_tokens", 1500}, {"ignore_eos", true}, {"stream", true}});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  REQUIRE(wait_for_running(server, 1));  // SIGTERM while the stream runs
   CHECK(server.stop() == 0);
   const auto s = future.get();
   REQUIRE(s.status == 200);
@@ -398,18 +419,15 @@ TEST_CASE("SIGTERM lets a running stream finish and exits 0", "[integration][api
 }
 
 TEST_CASE("a stream waiting for a slot gets SSE pings, then its answer", "[integration][api]") {
-  ServerProcess server(test_model(), {"--parallel", "1", "--sse-ping-s", "0.05"},
+  // Pings every 5 ms: the blocker's 1500 tokens take tens of ms at least.
+  ServerProcess server(test_model(), {"--parallel", "1", "--sse-ping-s", "0.005"},
                        tc::test::scratch_dir("openai_api_logs"));
   auto blocker = std::async(std::launch::async, [&server] {
     auto c = server.client();
     return post_json(c, "/v1/completions", {{"prompt", "hold the slot"}, {"max_tokens", 1500}, {"ignore_eos", true}});
   });
+  REQUIRE(wait_for_running(server, 1));  // the blocker holds the only slot
   auto c = server.client();
-  for (int i = 0; i < 200; ++i) {  // until the blocker holds the only slot
-    const auto m = c.Get("/metrics");
-    if (m && m->body.find("thermocline_requests_running 1\n") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
   const auto waiting = post_stream(c, "/v1/completions", {{"prompt", "after you"}, {"max_tokens", 4}, {"stream", true}});
   check_stream_invariants(waiting, false, false);
   CHECK(waiting.raw.rfind(": ping\n\n", 0) == 0);  // pings come before the first data event

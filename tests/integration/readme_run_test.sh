@@ -12,9 +12,8 @@
 set -euo pipefail
 repo=$1
 export THERMOCLINE_BUILD_DIR=$2   # CI's build: run.sh's build step is then a no-op
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)
-"$repo/scripts/run.sh" --port "$port" > "$log" 2>&1 &
+"$repo/scripts/run.sh" --port 0 > "$log" 2>&1 &
 pid=$!
 cleanup() { kill -9 "$pid" 2>/dev/null || true; rm -f "$log"; }
 trap cleanup EXIT

@@ -3,7 +3,6 @@
 // segmentation.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <map>
 #include <stdexcept>
 
@@ -175,13 +174,12 @@ TEST_CASE("trainer: encoding a training word reproduces its segmentation", "[tex
   }
 }
 
-TEST_CASE("trainer: 32000 tokens train quickly", "[text][trainer]") {
+// No wall-clock limit here (tests do not time; a loaded CI machine would
+// fail one): a 32000-token vocabulary is what make-model trains, and a
+// regression to quadratic merging shows as this case running for minutes.
+TEST_CASE("trainer: a 32000-token vocabulary trains", "[text][trainer]") {
   for (const auto kind : {TokenizerKind::Spm, TokenizerKind::Bpe}) {
-    const auto t0 = std::chrono::steady_clock::now();
     const Vocab v = train_vocab(corpus(), {kind, 32000});
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(v.n_vocab() == 32000);
-    CHECK(seconds < 10.0);
   }
 }
