@@ -21,6 +21,7 @@ constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info"
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0], kPrefetchValues[1],
                                                               kPrefetchValues[2]};
+constexpr std::array<std::string_view, 3> kRepackChoices = {"auto", "on", "off"};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
@@ -150,6 +151,10 @@ const OptionDescriptor kTable[] = {
      .help = "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too (generated tokens "
              "always do); 0: prompts run dense",
      .field = &ServeOptions::sparse_max_tokens, .min = 0, .max = 65536},
+    {.key = "repack", .flags = "--repack",
+     .help = "CPU: when Q4_0 matrices are repacked at load for the matmul: auto (where every batch size gains: "
+             "AVX-512 VNNI), on (AVX2 too: faster for several sequences per step, slower for one), off",
+     .field = &ServeOptions::repack, .choices = kRepackChoices},
     {.key = "placement", .flags = "--placement",
      .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "
              "the cold ones on the CPU; auto: solve the placement at start from stats within vram_budget",

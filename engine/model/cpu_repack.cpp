@@ -45,7 +45,7 @@ bool eligible(const kernels::Tensor& t) {
 
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
                              std::vector<kernels::Buffer>& storage) {
-  if (!kernels::q4_lanes16_native()) return 0;
+  if (!kernels::q4_lanes16_wanted(options.mode)) return 0;
   std::vector<kernels::Tensor*> matrices;
   if (weights.output.data != weights.token_embd.data) matrices.push_back(&weights.output);
   for (LayerWeights& l : weights.layers) {

@@ -13,6 +13,7 @@
 
 #include "engine/model/llama_weights.h"
 #include "kernels/buffer.h"
+#include "kernels/cpu/q4_lanes16.h"
 
 namespace tc::kernels {
 class ThreadPool;
@@ -21,6 +22,8 @@ class ThreadPool;
 namespace tc::model {
 
 struct RepackOptions {
+  // Which matmul variants get the layout (q4_lanes16.h).
+  kernels::Q4Repack mode = kernels::Q4Repack::Auto;
   // Repack ffn_gate / ffn_up / ffn_down too (false when the FFN runs sparse:
   // its rows are gathered by neuron).
   bool ffn = true;
@@ -31,8 +34,8 @@ struct RepackOptions {
 
 // Repacks the eligible matrices of `weights` in place (each view then points
 // into a buffer appended to `storage`) and returns the bytes repacked. Does
-// nothing where matmul has no native kernel for the layout (the portable
-// variant). Eligible: Q4_0, row layout, at least 16 rows, not the tied
+// nothing where the matmul variant does not want the layout under
+// options.mode (q4_lanes16_wanted). Eligible: Q4_0, row layout, at least 16 rows, not the tied
 // token_embd (get_rows reads its rows).
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
                              std::vector<kernels::Buffer>& storage);

@@ -21,6 +21,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/q4_lanes16.h"
 
 namespace tc::model {
 
@@ -94,8 +95,9 @@ struct ForwardOptions {
   // Decided per sequence, so a sequence's path never depends on the others.
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
   // CPU backend (not hybrid, not layer offload): copy the Q4_0 matrices the
-  // dense matmul reads into the lane layout at load (cpu_repack.h).
-  bool repack_q4_0 = true;
+  // dense matmul reads into the lane layout at load (cpu_repack.h), where
+  // the matmul variant wants it under this mode.
+  kernels::Q4Repack repack_q4_0 = kernels::Q4Repack::Auto;
 };
 
 enum class StepStatus {

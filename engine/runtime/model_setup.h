@@ -37,7 +37,7 @@ struct ModelSetup {
   config::SparsitySetting sparsity;                             // FFN mode (engine/sparse/sparsity_plan.h)
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;  // larger prompt chunks run the dense FFN
   config::GpuSplitSetting gpu_split;                            // hybrid mode or layer offload (device cuda)
-  bool repack_q4_0 = true;                                      // ForwardOptions::repack_q4_0
+  kernels::Q4Repack repack_q4_0 = kernels::Q4Repack::Auto;      // ForwardOptions::repack_q4_0
   BackendFactory create_backend;                                // empty: kernels::create_backend
 };
 

@@ -43,11 +43,21 @@ int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows) {
   return n_tiles(n_rows) * q4_lanes16_tile_bytes(n_cols) + n_rows % kQ4Lanes16Rows * row_bytes(DType::Q4_0, n_cols);
 }
 
-bool q4_lanes16_native() {
-  // AVX2 without VNNI reads the tiles too, but its one-token decode is
-  // 10-20% slower from them than from rows (2-core Zen 5, matmul_bench
-  // --isa avx2), so only the VNNI variants ask for the layout.
-  return std::strncmp(detail::chosen_isa().name, "avx512", 6) == 0;
+bool q4_lanes16_wanted(Q4Repack mode) {
+  const char* isa = detail::chosen_isa().name;
+  switch (mode) {
+    case Q4Repack::Off: return false;
+    case Q4Repack::Auto: return std::strncmp(isa, "avx512", 6) == 0;
+    case Q4Repack::On: return std::strcmp(isa, "portable") != 0;
+  }
+  return false;
+}
+
+std::optional<Q4Repack> q4_repack_from_name(std::string_view name) {
+  if (name == "off") return Q4Repack::Off;
+  if (name == "auto") return Q4Repack::Auto;
+  if (name == "on") return Q4Repack::On;
+  return std::nullopt;
 }
 
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {

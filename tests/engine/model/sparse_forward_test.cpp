@@ -189,12 +189,14 @@ TEST_CASE("the sparse pass gives the same bits with its Q4_0 matrices and predic
   const auto loaded = planted_model("repack", true, "q4_0");
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   ForwardOptions plain_options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4};
-  plain_options.repack_q4_0 = false;
+  plain_options.repack_q4_0 = tc::kernels::Q4Repack::Off;
   LlamaModel plain(*loaded, *backend, plain_options);
-  LlamaModel repacked(*loaded, *backend, {.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4});
+  ForwardOptions on_options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4};
+  on_options.repack_q4_0 = tc::kernels::Q4Repack::On;  // AVX2 too
+  LlamaModel repacked(*loaded, *backend, on_options);
   REQUIRE(plain.repacked_weight_bytes() == 0);
-  if (!tc::kernels::q4_lanes16_native()) {
-    WARN("this CPU's matmul variant does not repack Q4_0 (no AVX-512 VNNI): repacked vs plain not compared");
+  if (!tc::kernels::q4_lanes16_wanted(tc::kernels::Q4Repack::On)) {
+    WARN("this CPU's matmul variant does not read the Q4_0 lane layout (portable): repacked vs plain not compared");
     return;
   }
   // Exactly attention, the untied head and the predictors (fc1 {128, 32},
