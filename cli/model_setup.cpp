@@ -65,8 +65,8 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
   runtime::ModelSetup setup;
   setup.threads = threads;
   setup.sparse_max_tokens = options.sparse_max_tokens;
-  setup.repack_q4_0 = options.no_repack ? kernels::Q4Repack::Off
-                                        : kernels::q4_repack_from_name(options.repack).value_or(kernels::Q4Repack::Auto);
+  // --repack's check admits only the three names.
+  setup.repack_q4_0 = options.no_repack ? kernels::Q4Repack::Off : kernels::q4_repack_from_name(options.repack).value();
   try {
     setup.sparsity = config::parse_sparsity_setting(options.sparsity);
   } catch (const std::invalid_argument& e) {
