@@ -12,11 +12,11 @@ namespace {
 
 std::string bin() { return tc::test::thermocline_binary().string(); }
 
-std::string make_tiny_model(const std::string& name) {
+std::string make_tiny_model(const std::string& name, const std::string& type = "q8_0") {
   const auto path = (tc::test::scratch_dir(name) / "tiny.gguf").string();
   const auto r = run_command(bin() + " make-model -o " + path +
                              " --n-embd 128 --n-layer 2 --n-ff 256 --n-head 4 --n-head-kv 2 --n-vocab 1024"
-                             " --type q8_0 --seed 5");
+                             " --type " + type + " --seed 5");
   REQUIRE(r.exit_code == 0);
   return path;
 }
@@ -82,4 +82,28 @@ TEST_CASE("bench --parallel adds a test of sequences decoding together", "[integ
   CHECK(j[1]["test"] == "tg6x3");
   CHECK(j[1]["samples_ts"].size() == 2);
   CHECK(j[1]["avg_ts"].get<double>() > 0);
+}
+
+TEST_CASE("bench --repack picks the Q4_0 layout and refuses other values", "[integration][bench]") {
+  const auto model = make_tiny_model("cli_bench_repack", "q4_0");
+  const std::string run = bin() + " bench -m " + model + " -p 0 -n 2 -r 1 -t 1";
+  const std::string repacked_line = "repacked into 16-row lane tiles";
+  // on: every variant but the portable one reads the tiles (this CPU's is
+  // named in the table).
+  const auto on = run_command(run + " --repack on");
+  INFO(on.output);
+  REQUIRE(on.exit_code == 0);
+  const bool portable = on.output.find("(portable") != std::string::npos;
+  CHECK((on.output.find(repacked_line) != std::string::npos) == !portable);
+  for (const char* off : {" --repack off", " --no-repack"}) {
+    const auto r = run_command(run + off);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find(repacked_line) == std::string::npos);
+  }
+  const auto bad = run_command(run + " --repack sometimes");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("--repack"));
+  const auto both = run_command(run + " --repack on --no-repack");
+  CHECK(both.exit_code != 0);
+  CHECK_THAT(both.output, Catch::Contains("excludes"));
 }
