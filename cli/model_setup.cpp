@@ -47,11 +47,11 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "workspace fit")
       ->excludes(offload);
   auto* repack = sub->add_option("--repack", options.repack,
-                                 "CPU: when Q4_0 matrices are repacked at load for the matmul: auto (where every "
-                                 "batch size gains: AVX-512 VNNI), on (AVX2 too: faster for several sequences per "
-                                 "step, slower for one), off (the file's row layout)")
+                                 "CPU: Q4_0 matrices repacked at load into the matmul's lane layout (auto: "
+                                 "wherever it reads them natively, AVX2 and AVX-512) or kept in the file's row "
+                                 "layout (off, for comparisons)")
                      ->capture_default_str()
-                     ->check(CLI::IsMember({"auto", "on", "off"}));
+                     ->check(CLI::IsMember({"auto", "off"}));
   sub->add_flag("--no-repack", options.no_repack, "CPU: --repack off (for comparisons)")->excludes(repack);
   return sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
                          "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too "
@@ -65,7 +65,7 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
   runtime::ModelSetup setup;
   setup.threads = threads;
   setup.sparse_max_tokens = options.sparse_max_tokens;
-  // --repack's check admits only the three names.
+  // --repack's check admits only the two names.
   setup.repack_q4_0 = options.no_repack ? kernels::Q4Repack::Off : kernels::q4_repack_from_name(options.repack).value();
   try {
     setup.sparsity = config::parse_sparsity_setting(options.sparsity);

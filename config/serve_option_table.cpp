@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 6> kLogLevels = {"trace", "debug", "info"
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0], kPrefetchValues[1],
                                                               kPrefetchValues[2]};
-constexpr std::array<std::string_view, 3> kRepackChoices = {"auto", "on", "off"};
+constexpr std::array<std::string_view, 2> kRepackChoices = {"auto", "off"};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
@@ -152,8 +152,8 @@ const OptionDescriptor kTable[] = {
              "always do); 0: prompts run dense",
      .field = &ServeOptions::sparse_max_tokens, .min = 0, .max = 65536},
     {.key = "repack", .flags = "--repack",
-     .help = "CPU: when Q4_0 matrices are repacked at load for the matmul: auto (where every batch size gains: "
-             "AVX-512 VNNI), on (AVX2 too: faster for several sequences per step, slower for one), off",
+     .help = "CPU: Q4_0 matrices repacked at load into the matmul's lane layout (auto: wherever it reads them "
+             "natively, AVX2 and AVX-512) or kept in the file's row layout (off, for comparisons)",
      .field = &ServeOptions::repack, .choices = kRepackChoices},
     {.key = "placement", .flags = "--placement",
      .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "

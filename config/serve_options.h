@@ -51,8 +51,8 @@ struct ServeOptions {
   // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN
   // too; generated tokens always do (key: sparse_max_tokens).
   int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
-  // CPU backend: when Q4_0 matrices are repacked at load for the matmul:
-  // auto|on|off, kernels/cpu/q4_lanes16.h's Q4Repack (key: repack).
+  // CPU backend: whether Q4_0 matrices are repacked at load for the matmul:
+  // auto|off, kernels/cpu/q4_lanes16.h's Q4Repack (key: repack).
   std::string repack = "auto";
   // The GPU split (config/gpu_split_setting.h), device cuda only. Hybrid
   // mode: a .gpuidx placement file, or "auto" to solve it at start from

@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/matmul_x86_common.h"
@@ -44,7 +45,70 @@ struct LaneVec8 {
   // The low / high nibble of every byte, as bytes 0..15.
   static I lo_nibbles(I v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
   static I hi_nibbles(I v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)); }
+#if !defined(TC_MATMUL_VNNI)
+  // Without VNNI (matmul_x86_q4_lanes.h): a step's unsigned x signed byte
+  // products as int16 pair sums added to `pairs`, then each lane's int32.
+  static I add_pairs(I pairs, I u, I s) { return _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u, s)); }
+  static I pairs_to_sums(I pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+  // Pins the value in a register at this point (see lane_block_sums).
+  static void keep(I& v) { asm("" : "+x"(v)); }
+#endif
 };
+
+#if !defined(TC_MATMUL_VNNI)
+// A whole 16-row tile of Q4_0Lanes16 in two ymm (AVX2 without VNNI): rows
+// 0-7 in `lo`, 8-15 in `hi`, each with LaneVec8's operations, so a row sees
+// the same bits as in an 8-row half. One or two tokens then read each
+// 64-byte line of the tile once and broadcast each activation step once for
+// both halves, where two LaneVec8 passes did both twice.
+struct LaneVec8x2 {
+  static constexpr int kRows = 16;
+  static constexpr int kTokensInPlace = 2;  // pair sums of 2 tokens, the weights and a broadcast: 7 of 16 ymm
+  struct I {
+    __m256i lo, hi;
+  };
+  struct F {
+    __m256 lo, hi;
+  };
+  using H = LaneVec8;
+  static I load_i(const void* p) {
+    const auto* b = static_cast<const std::byte*>(p);
+    return {H::load_i(b), H::load_i(b + 32)};
+  }
+  static I set1_i(int32_t v) {
+    const __m256i x = H::set1_i(v);
+    return {x, x};
+  }
+  static I zero_i() { return {H::zero_i(), H::zero_i()}; }
+  static I sub_i(I a, I b) { return {H::sub_i(a.lo, b.lo), H::sub_i(a.hi, b.hi)}; }
+  static F load_f(const float* p) { return {H::load_f(p), H::load_f(p + 8)}; }
+  static F loadu_f(const float* p) { return {H::loadu_f(p), H::loadu_f(p + 8)}; }
+  static void storeu_f(float* p, F v) {
+    H::storeu_f(p, v.lo);
+    H::storeu_f(p + 8, v.hi);
+  }
+  static F set1_f(float v) {
+    const __m256 x = H::set1_f(v);
+    return {x, x};
+  }
+  static F zero_f() { return {H::zero_f(), H::zero_f()}; }
+  static F add_f(F a, F b) { return {H::add_f(a.lo, b.lo), H::add_f(a.hi, b.hi)}; }
+  static F mul_f(F a, F b) { return {H::mul_f(a.lo, b.lo), H::mul_f(a.hi, b.hi)}; }
+  static F fma_f(F a, F b, F c) { return {H::fma_f(a.lo, b.lo, c.lo), H::fma_f(a.hi, b.hi, c.hi)}; }
+  static F cvt_f(I v) { return {H::cvt_f(v.lo), H::cvt_f(v.hi)}; }
+  static F cvt_ph(const uint16_t* p) { return {H::cvt_ph(p), H::cvt_ph(p + 8)}; }
+  static I lo_nibbles(I v) { return {H::lo_nibbles(v.lo), H::lo_nibbles(v.hi)}; }
+  static I hi_nibbles(I v) { return {H::hi_nibbles(v.lo), H::hi_nibbles(v.hi)}; }
+  static I add_pairs(I pairs, I u, I s) {
+    return {H::add_pairs(pairs.lo, u.lo, s.lo), H::add_pairs(pairs.hi, u.hi, s.hi)};
+  }
+  static I pairs_to_sums(I pairs) { return {H::pairs_to_sums(pairs.lo), H::pairs_to_sums(pairs.hi)}; }
+  static void keep(I& v) {
+    H::keep(v.lo);
+    H::keep(v.hi);
+  }
+};
+#endif
 
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
 // 16 rows in a zmm (the avx512 variant): twice the rows per vpdpbusd and per

@@ -120,20 +120,20 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
     for (int t = 0; t < T; ++t) sum[t] = V::dot_acc(sum[t], w, x4(t, s));
   }
 #else
-  static_assert(V::kRows == 8, "without VNNI the lanes are AVX2's 8 rows");
-  __m256i pairs[T];
-  for (int t = 0; t < T; ++t) pairs[t] = _mm256_setzero_si256();
+  // AVX2: LaneVec8, or LaneVec8x2 (a tile's two 8-row halves at once).
+  typename V::I pairs[T];
+  for (int t = 0; t < T; ++t) pairs[t] = V::zero_i();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const __m256i w = weights(s);
+    const typename V::I w = weights(s);
     for (int t = 0; t < T; ++t) {
-      pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(w, x4(t, s)));
+      pairs[t] = V::add_pairs(pairs[t], w, x4(t, s));
       // Keeps the additions in step order: GCC otherwise regroups them into
       // a tree over all 8 steps, which needs 8 x T live registers and spills.
-      asm("" : "+x"(pairs[t]));
+      V::keep(pairs[t]);
     }
   }
-  for (int t = 0; t < T; ++t) sum[t] = _mm256_madd_epi16(pairs[t], _mm256_set1_epi16(1));
+  for (int t = 0; t < T; ++t) sum[t] = V::pairs_to_sums(pairs[t]);
 #endif
 }
 
@@ -335,7 +335,8 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int h = 0; h < 16 / V::kRows; ++h) {
       const Lanes16Chunk<V> chunk{tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h};
       if (a.lane_x != nullptr) {
-        lane_tile_q4_0_n<V, kLaneXTokens>(static_cast<int>(a.n_tokens), chunk, XLanes(a.lane_x, n_blocks), c0, nb,
+        constexpr int kMaxTokens = kLaneXTokens < V::kTokensInPlace ? kLaneXTokens : V::kTokensInPlace;
+        lane_tile_q4_0_n<V, kMaxTokens>(static_cast<int>(a.n_tokens), chunk, XLanes(a.lane_x, n_blocks), c0, nb,
                                           n_blocks, a.y + rt + V::kRows * h, a.n_out, c0 == 0);
       } else {
         lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
@@ -357,7 +358,13 @@ void run_lanes16_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
   run_lanes16_tiles_q4_0<LaneVec16>(a, r0, r1);
 #else
-  run_lanes16_tiles_q4_0<LaneVec8>(a, r0, r1);
+  // One or two tokens: whole tiles in ymm pairs; more: 8-row halves, whose
+  // pair sums of up to 8 tokens fit the registers.
+  if (a.n_tokens <= LaneVec8x2::kTokensInPlace) {
+    run_lanes16_tiles_q4_0<LaneVec8x2>(a, r0, r1);
+  } else {
+    run_lanes16_tiles_q4_0<LaneVec8>(a, r0, r1);
+  }
 #endif
 }
 

@@ -44,19 +44,12 @@ int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows) {
 }
 
 bool q4_lanes16_wanted(Q4Repack mode) {
-  const char* isa = detail::chosen_isa().name;
-  switch (mode) {
-    case Q4Repack::Off: return false;
-    case Q4Repack::Auto: return std::strncmp(isa, "avx512", 6) == 0;
-    case Q4Repack::On: return std::strcmp(isa, "portable") != 0;
-  }
-  return false;
+  return mode == Q4Repack::Auto && std::strcmp(detail::chosen_isa().name, "portable") != 0;
 }
 
 std::optional<Q4Repack> q4_repack_from_name(std::string_view name) {
   if (name == "off") return Q4Repack::Off;
   if (name == "auto") return Q4Repack::Auto;
-  if (name == "on") return Q4Repack::On;
   return std::nullopt;
 }
 

@@ -35,24 +35,22 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols);
 // Bytes a Q4_0 matrix of this shape takes in the layout.
 int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows);
 
-// When Q4_0 matrices are repacked into the layout at load (the serve key
-// and bench/generate flags `repack`).
+// Whether Q4_0 matrices are repacked into the layout at load (the serve key
+// and bench/generate/perplexity option `repack`).
 enum class Q4Repack {
   Off,   // never: the file's row layout (for comparisons)
-  Auto,  // where every batch size gains: the avx512 (VNNI) variants
-  On,    // wherever matmul reads the layout natively: AVX2 too
+  Auto,  // wherever matmul reads the layout natively
 };
 
 // Whether matmul() here should get Q4_0 matrices in the layout under `mode`.
-// The avx512 (VNNI) variants are faster from it at every token count (2-core
-// Zen 5: 1 token 1.1-1.3x, 8 tokens 1.7-1.9x). AVX2 reads it natively too:
-// per matrix 2x faster at 2 tokens and 1.45x at 8, but 0-19% slower at one
-// (2-core Zen 3, matmul_bench --isa avx2 --dtype q4_0,q4_0x16); so Auto
-// keeps rows there and On (a server expecting concurrent streams) repacks.
-// The portable variant reads it only by unpacking tiles: never.
+// The x86 variants read it natively and are faster from it: avx512 (VNNI)
+// at every token count (2-core Zen 5: 1 token 1.1-1.3x, 8 tokens
+// 1.7-1.9x); AVX2 (2-core Zen 3) 2.2-2.7x at 2 tokens, 1.3-1.8x at 8, and
+// about even at one (-12% to +7% per matrix). The portable variant reads it
+// only by unpacking tiles: never.
 bool q4_lanes16_wanted(Q4Repack mode);
 
-// "off", "auto", "on" -> the mode; anything else: nullopt.
+// "off", "auto" -> the mode; anything else: nullopt.
 std::optional<Q4Repack> q4_repack_from_name(std::string_view name);
 
 // Repacks `rows` (a Q4_0 matrix in WeightLayout::Rows, n_cols a multiple of

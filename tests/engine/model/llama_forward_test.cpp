@@ -195,8 +195,7 @@ TEST_CASE("Q4_0 models give the same logits bits with their matrices repacked fo
           "[model][forward][q4_lanes16]") {
   // n_embd 64 (k/v: 32 rows), n_ff 160, tied and untied heads: every
   // matrix has whole 16-row tiles; a 7-token prompt and a 3-sequence step
-  // cover 1, 3 and 7 tokens per matmul. --repack on: AVX2 machines
-  // repack too (auto repacks only on AVX-512 VNNI).
+  // cover 1, 3 and 7 tokens per matmul.
   using tc::kernels::Q4Repack;
   for (bool tied : {false, true}) {
     INFO((tied ? "tied" : "untied"));
@@ -205,12 +204,8 @@ TEST_CASE("Q4_0 models give the same logits bits with their matrices repacked fo
     plain_options.repack_q4_0 = Q4Repack::Off;
     LlamaModel plain(*m.loaded, *m.backend, plain_options);
     REQUIRE(plain.repacked_weight_bytes() == 0);
-    tc::model::ForwardOptions on_options;
-    on_options.repack_q4_0 = Q4Repack::On;
-    LlamaModel repacked(*m.loaded, *m.backend, on_options);
-    // Auto (m.model) repacks where the variant wants it then.
-    CHECK((m.model->repacked_weight_bytes() > 0) == tc::kernels::q4_lanes16_wanted(Q4Repack::Auto));
-    if (tc::kernels::q4_lanes16_wanted(Q4Repack::On)) {
+    LlamaModel& repacked = *m.model;  // default options: Q4Repack::Auto
+    if (tc::kernels::q4_lanes16_wanted(Q4Repack::Auto)) {
       // Every matrix but the tied head (get_rows reads token_embd's rows).
       CHECK(repacked.repacked_weight_bytes() > 0);
     } else {
