@@ -1,5 +1,7 @@
-// Host buffer allocation.
+// Host buffer allocation: 64-byte aligned, huge pages from 2 MiB (buffer.h).
 #include "kernels/buffer.h"
+
+#include <sys/mman.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -8,10 +10,13 @@
 namespace tc::kernels {
 
 Buffer Buffer::host(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t align = bytes >= kHugePage ? kHugePage : 64;
+  const size_t rounded = bytes == 0 ? 64 : (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);  // a hint: an error changes nothing
+  std::memset(p, 0, rounded);
   return Buffer(p, bytes, MemoryKind::Host, [](void* q) { std::free(q); });
 }
 

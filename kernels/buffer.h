@@ -1,6 +1,9 @@
 // Buffer: owned memory of one memory kind, move-only. Host buffers are
-// 64-byte aligned (cache lines, AVX-512 loads). Device and pinned buffers
-// come from a backend (CUDA builds).
+// 64-byte aligned (cache lines, AVX-512 loads); from 2 MiB on they are 2 MiB
+// aligned and advised into transparent huge pages before their first touch
+// (KV caches and repacked weights: reads that jump between rows otherwise
+// miss the TLB on every row). Device and pinned buffers come from a backend
+// (CUDA builds).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +19,7 @@ class Buffer {
   // Takes ownership of `data`; `release` frees it.
   Buffer(void* data, size_t bytes, MemoryKind kind, std::function<void(void*)> release)
       : data_(data), bytes_(bytes), kind_(kind), release_(std::move(release)) {}
-  // Zero-filled, 64-byte aligned host memory. Throws std::bad_alloc.
+  // Zero-filled host memory, aligned as above. Throws std::bad_alloc.
   static Buffer host(size_t bytes);
 
   Buffer(Buffer&& o) noexcept { swap(o); }

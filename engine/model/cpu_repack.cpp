@@ -14,18 +14,6 @@
 namespace tc::model {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
-
-// Host memory for `bytes`, 2 MiB aligned and advised into huge pages before
-// it is first touched (the repack writes every byte).
-kernels::Buffer huge_page_buffer(size_t bytes) {
-  const size_t size = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, size);
-  if (p == nullptr) throw std::bad_alloc();
-  ::madvise(p, size, MADV_HUGEPAGE);  // a hint: an error changes nothing
-  return kernels::Buffer(p, bytes, kernels::MemoryKind::Host, [](void* q) { std::free(q); });
-}
-
 // Drops the whole pages of [data, data + bytes) of a file mapping from this
 // process; they come back from the file if anything reads them again.
 void release_mapped_pages(const void* data, size_t bytes) {
@@ -64,7 +52,7 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
   size_t total = 0;
   for (const kernels::Tensor* t : matrices) total += packed_bytes(*t);
   if (total == 0) return 0;
-  kernels::Buffer buffer = huge_page_buffer(total);
+  kernels::Buffer buffer = kernels::Buffer::host(total);  // on huge pages when large
   std::byte* at = buffer.as<std::byte>();
   for (kernels::Tensor* t : matrices) {
     const kernels::Tensor packed = kernels::pack_q4_lanes16(*t, at, &pool);

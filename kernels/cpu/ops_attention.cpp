@@ -174,6 +174,73 @@ inline __attribute__((always_inline)) void dot8(const float* __restrict q, const
   TC_STORE8(out, TC_SHUFFLE8(e, e, 0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// x = exp(x) for eight floats x <= 0 (scores minus their maximum), with the
+// range reduction and polynomial of Cephes' expf (about 1 ulp): x = n ln2 +
+// r with |r| <= ln2 / 2, exp(r) by a degree-7 polynomial, times 2^n built
+// in the exponent bits. Below -87.3 (exp under f32's normal range, -inf
+// included) the result is 0.
+typedef int I8v __attribute__((vector_size(32)));
+inline __attribute__((always_inline)) void exp8_nonpositive(F8& x) {
+  const F8 lo = F8{} - 87.3f;
+  const I8v underflow = x < lo;
+  x = x < lo ? lo : x;
+  const F8 magic = F8{} + 0x1.8p23f;                     // adding it rounds to an integer
+  const F8 n = (x * 1.44269504088896341f + magic) - magic;  // round(x / ln2)
+  F8 r = x - n * 0.693359375f;                          // ln2 in two pieces: the first exact in n * ln2
+  r = r + n * 2.12194440e-4f;
+  F8 y = F8{} + 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  const I8v scale = (__builtin_convertvector(n, I8v) + 127) << 23;  // 2^n, n >= -126
+  const F8 e = y * __builtin_bit_cast(F8, scale);
+  x = underflow ? F8{} : e;
+}
+
+// p[0, n) = softmax(p[0, n)): exp in f32 of each score minus their maximum,
+// the sum in double (as ggml_vec_soft_max_f32, so long contexts lose nothing
+// to the accumulation) in eight lanes combined in a fixed tree, then each
+// value times 1 / sum, as llama.cpp's soft_max before its kq @ v product.
+// Eight scores per step; the last partial step runs on a copy padded with
+// -inf (exp 0, which adds nothing). Every operation depends only on n.
+inline __attribute__((always_inline)) void softmax(float* p, int64_t n) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  F8 vmax = F8{} + neg_inf;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const F8 v = TC_LOAD8(p + j);
+    vmax = vmax > v ? vmax : v;
+  }
+  float max = neg_inf;
+  for (int l = 0; l < 8; ++l) max = std::max(max, vmax[l]);
+  for (; j < n; ++j) max = std::max(max, p[j]);
+  typedef float F4 __attribute__((vector_size(16)));
+  typedef double D4 __attribute__((vector_size(32)));
+  D4 sum_lo{}, sum_hi{};
+  auto exp_and_add = [&](float* q) {
+    F8 e = TC_LOAD8(q) - max;
+    exp8_nonpositive(e);
+    TC_STORE8(q, e);
+    const F4 e_lo{e[0], e[1], e[2], e[3]}, e_hi{e[4], e[5], e[6], e[7]};
+    sum_lo += __builtin_convertvector(e_lo, D4);
+    sum_hi += __builtin_convertvector(e_hi, D4);
+  };
+  for (j = 0; j + 8 <= n; j += 8) exp_and_add(p + j);
+  if (j < n) {
+    float tail[8];
+    for (int l = 0; l < 8; ++l) tail[l] = j + l < n ? p[j + l] : neg_inf;
+    exp_and_add(tail);
+    for (int l = 0; j + l < n; ++l) p[j + l] = tail[l];
+  }
+  const D4 s = sum_lo + sum_hi;
+  const float inv_sum = static_cast<float>(1.0 / ((s[0] + s[2]) + (s[1] + s[3])));
+  for (j = 0; j + 8 <= n; j += 8) TC_STORE8(p + j, TC_LOAD8(p + j) * inv_sum);
+  for (; j < n; ++j) p[j] *= inv_sum;
+}
+
 #undef TC_LOAD8
 #undef TC_STORE8
 #undef TC_SHUFFLE8
@@ -280,20 +347,7 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   for (int64_t t = t_begin; t < t_end; ++t) {
     const int64_t n_ctx = n_ctx_of(t);
     for (int64_t r = 0; r < n_heads; ++r) {
-      float* p = scores_of(t, r);
-      float max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n_ctx; ++j) max = std::max(max, p[j]);
-      // exp in f32; the sum in double, as ggml_vec_soft_max_f32, so long
-      // contexts lose nothing to the accumulation.
-      double sum = 0.0;
-      for (int64_t j = 0; j < n_ctx; ++j) {
-        p[j] = std::exp(p[j] - max);
-        sum += p[j];
-      }
-      // Normalized before the weighted sum, as llama.cpp's soft_max followed
-      // by the kq @ v product.
-      const float inv_sum = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n_ctx; ++j) p[j] *= inv_sum;
+      softmax(scores_of(t, r), n_ctx);
       std::fill(out_of(t, r), out_of(t, r) + head_dim, 0.0f);
     }
   }

@@ -1,0 +1,142 @@
+// attention_bench: decode attention (one new token per sequence) over f16
+// KV caches, as a decode step runs it (kernels::attention_batch), reported as
+// the KV bytes it reads per second against the machine's read bandwidth.
+//   attention_bench [-t THREADS] [-r REPEATS] [--ctx 256,1024,4096]
+//                   [--shape 32x32x128,32x8x128,32x4x64] [--seqs 1,8]
+// A shape is n_head x n_head_kv x head_dim. Each sequence has its own cache
+// (Buffer::host, as the engine's KvCache), filled with seeded random
+// values; enough layers of caches are cycled through that one pass over
+// them is far larger than the last-level cache. Medians over the repeats.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench_args.h"
+#include "bench/bench_timing.h"
+#include "kernels/buffer.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace {
+
+using tc::bench::Clock;
+
+constexpr const char* kUsage =
+    "usage: attention_bench [-t THREADS] [-r REPEATS] [--ctx LIST] [--shape HxKVxD,...] [--seqs LIST]\n";
+
+struct Shape {
+  int64_t n_head, n_head_kv, head_dim;
+};
+
+Shape parse_shape(const std::string& s, const tc::bench::ArgReader& args) {
+  Shape sh{};
+  if (std::sscanf(s.c_str(), "%ldx%ldx%ld", &sh.n_head, &sh.n_head_kv, &sh.head_dim) != 3 || sh.n_head <= 0 ||
+      sh.n_head_kv <= 0 || sh.head_dim <= 0 || sh.n_head % sh.n_head_kv != 0) {
+    args.usage();
+  }
+  return sh;
+}
+
+std::vector<int64_t> parse_ints(const std::string& s, const tc::bench::ArgReader& args) {
+  std::vector<int64_t> out;
+  for (const std::string& item : tc::bench::split_list(s)) {
+    const int64_t v = std::atoll(item.c_str());
+    if (v <= 0) args.usage();
+    out.push_back(v);
+  }
+  if (out.empty()) args.usage();
+  return out;
+}
+
+// Seeded random f16 values near N(0, 0.25).
+void fill_f16(uint16_t* dst, int64_t n, uint64_t seed) {
+  std::vector<float> tmp(4096);
+  for (int64_t i = 0; i < n; i += 4096) {
+    const int64_t m = std::min<int64_t>(4096, n - i);
+    tc::bench::fill_random(tmp.data(), m, seed + static_cast<uint64_t>(i));
+    for (int64_t j = 0; j < m; ++j) dst[i + j] = tc::kernels::f32_to_f16(tmp[static_cast<size_t>(j)]);
+  }
+}
+
+// Median seconds of one decode step's attention for `n_seqs` sequences at
+// context `ctx`, cycling through layers of caches.
+double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, int repeats, tc::kernels::ThreadPool& pool) {
+  const int64_t row = sh.n_head_kv * sh.head_dim;
+  const int64_t cache_values = ctx * row;  // f16 per K (or V) cache of one sequence
+  const int64_t step_bytes = 2 * cache_values * 2 * n_seqs;
+  const int64_t n_layers = std::max<int64_t>(2, (int64_t{512} << 20) / step_bytes);
+  // f16 [layer][seq][k|v][ctx, n_head_kv * head_dim], one buffer as the engine's KvCache.
+  tc::kernels::Buffer caches = tc::kernels::Buffer::host(static_cast<size_t>(n_layers * n_seqs * 2 * cache_values) * 2);
+  auto cache = [&](int64_t i) { return caches.as<uint16_t>() + i * cache_values; };
+  for (int64_t i = 0; i < n_layers * n_seqs * 2; ++i) fill_f16(cache(i), cache_values, static_cast<uint64_t>(i) + 1);
+  std::vector<float> q(static_cast<size_t>(n_seqs * sh.n_head * sh.head_dim));
+  tc::bench::fill_random(q.data(), static_cast<int64_t>(q.size()), 99);
+  std::vector<float> out(q.size());
+  const int32_t position = static_cast<int32_t>(ctx - 1);
+  std::vector<tc::kernels::AttentionSequence> seqs(static_cast<size_t>(n_seqs));
+  auto run_layer = [&](int64_t layer) {
+    for (int64_t s = 0; s < n_seqs; ++s) {
+      const int64_t base = (layer * n_seqs + s) * 2;
+      seqs[static_cast<size_t>(s)] = {q.data() + s * sh.n_head * sh.head_dim,
+                                      cache(base),
+                                      cache(base + 1),
+                                      1,
+                                      ctx,
+                                      &position,
+                                      out.data() + s * sh.n_head * sh.head_dim};
+    }
+    tc::kernels::attention_batch(seqs, sh.n_head, sh.n_head_kv, sh.head_dim, pool);
+  };
+  for (int64_t l = 0; l < n_layers; ++l) run_layer(l);  // warm-up pass
+  std::vector<double> per_step;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t l = 0; l < n_layers; ++l) run_layer(l);
+    per_step.push_back(tc::bench::seconds_since(t0) / static_cast<double>(n_layers));
+  }
+  return tc::bench::median(per_step);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, repeats = 7;
+  std::vector<int64_t> ctxs{256, 1024, 4096}, n_seqs{1, 8};
+  std::vector<Shape> shapes{{32, 32, 128}, {32, 8, 128}, {32, 4, 64}};
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    if (args.flag() == "-t") threads = args.int_value();
+    else if (args.flag() == "-r") repeats = args.int_value();
+    else if (args.flag() == "--ctx") ctxs = parse_ints(args.value(), args);
+    else if (args.flag() == "--seqs") n_seqs = parse_ints(args.value(), args);
+    else if (args.flag() == "--shape") {
+      shapes.clear();
+      for (const std::string& s : tc::bench::split_list(args.value())) shapes.push_back(parse_shape(s, args));
+      if (shapes.empty()) args.usage();
+    } else args.usage();
+  }
+  if (threads <= 0 || repeats <= 0) args.usage();
+  tc::kernels::ThreadPool pool(threads);
+  tc::kernels::Buffer probe = tc::kernels::Buffer::host(size_t{1} << 30);
+  std::vector<double> probes;
+  std::printf("# decode attention, f16 KV, %d threads, median of %d\n\n", threads, repeats);
+  std::printf("| heads x kv heads x head_dim | context | sequences | us per step | KV MB per step | KV GB/s | %% of read probe |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const Shape& sh : shapes) {
+    for (const int64_t ctx : ctxs) {
+      for (const int64_t n : n_seqs) {
+        const double bw = tc::bench::probe_read(probe.as<std::byte>(), static_cast<int64_t>(probe.size()), pool);
+        probes.push_back(bw);
+        const double s = time_step(sh, ctx, n, repeats, pool);
+        const double mb = 4.0 * static_cast<double>(ctx * sh.n_head_kv * sh.head_dim * n) * 1e-6;
+        std::printf("| %ldx%ldx%ld | %ld | %ld | %.1f | %.2f | %.1f | %.0f%% |\n", sh.n_head, sh.n_head_kv, sh.head_dim,
+                    ctx, n, s * 1e6, mb, mb * 1e-3 / s, 100.0 * mb * 1e-3 / s / bw);
+        std::fflush(stdout);
+      }
+    }
+  }
+  std::printf("\nread probe (GB/s, before each row): median %.1f\n", tc::bench::median(probes));
+  return 0;
+}
