@@ -93,9 +93,14 @@ inline void prefetch_row(const uint16_t* row, int64_t n) {
 // Per-thread scratch, grown on demand and kept: no allocation once the
 // largest context has been seen.
 struct Scratch {
-  std::vector<float> scores;  // f32 [n_run, n_ctx]: scores, then probabilities
+  std::vector<float> scores;  // f32 [n_run, kChunk]: a chunk's scores, then their exps
   std::vector<float> kblock;  // f32 [kKBlock, n_kv_heads of the run, head_dim]: K rows of a block of positions
   std::vector<float> vblock;  // f32 [kVBlock, n_kv_heads of the run, head_dim]: V rows of a block of positions
+  std::vector<float> chunk_max;   // f32 [n_run]: a prefill run's partials of one chunk (see attend_chunk)
+  std::vector<double> chunk_sum;  // f64 [n_run]
+  std::vector<float> chunk_out;   // f32 [n_run, head_dim]
+  std::vector<float> run_max;     // f32 [n_run]: a prefill run's folded state
+  std::vector<double> run_sum;    // f64 [n_run]
 };
 
 // Positions per block of the weighted V sum, and output values per register
@@ -200,13 +205,13 @@ inline __attribute__((always_inline)) void exp8_nonpositive(F8& x) {
   x = underflow ? F8{} : e;
 }
 
-// p[0, n) = softmax(p[0, n)): exp in f32 of each score minus their maximum,
-// the sum in double (as ggml_vec_soft_max_f32, so long contexts lose nothing
-// to the accumulation) in eight lanes combined in a fixed tree, then each
-// value times 1 / sum, as llama.cpp's soft_max before its kq @ v product.
-// Eight scores per step; the last partial step runs on a copy padded with
-// -inf (exp 0, which adds nothing). Every operation depends only on n.
-inline __attribute__((always_inline)) void softmax(float* p, int64_t n) {
+// p[0, n) = exp(p - m) with m = max p[0, n), n >= 1: returns m and sets
+// `sum` to the sum of the exps, taken in double (as ggml_vec_soft_max_f32,
+// so long contexts lose nothing to the accumulation) in eight lanes combined
+// in a fixed tree. Eight scores per step; the last partial step runs on a
+// copy padded with -inf (exp 0, which adds nothing). Every operation depends
+// only on n and the values.
+inline __attribute__((always_inline)) float chunk_exp(float* p, int64_t n, double& sum) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   F8 vmax = F8{} + neg_inf;
   int64_t j = 0;
@@ -236,9 +241,8 @@ inline __attribute__((always_inline)) void softmax(float* p, int64_t n) {
     for (int l = 0; j + l < n; ++l) p[j + l] = tail[l];
   }
   const D4 s = sum_lo + sum_hi;
-  const float inv_sum = static_cast<float>(1.0 / ((s[0] + s[2]) + (s[1] + s[3])));
-  for (j = 0; j + 8 <= n; j += 8) TC_STORE8(p + j, TC_LOAD8(p + j) * inv_sum);
-  for (; j < n; ++j) p[j] *= inv_sum;
+  sum = (s[0] + s[2]) + (s[1] + s[3]);
+  return max;
 }
 
 #undef TC_LOAD8
@@ -258,7 +262,8 @@ Scratch& thread_scratch() {
   return scratch;
 }
 
-void grow(std::vector<float>& v, int64_t n) {
+template <typename T>
+void grow(std::vector<T>& v, int64_t n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
 }
 
@@ -274,20 +279,43 @@ struct AttentionArgs {
   float scale;
 };
 
+// The context is cut into chunks of kChunk positions at fixed places (0,
+// kChunk, 2 kChunk, ...). For each (token, head) and chunk, attend_chunk
+// gives a partial: m, the chunk's largest score; s = sum of exp(score_j - m)
+// (double); o = sum of exp(score_j - m) v_j (f32, j ascending). fold_partial
+// merges the partials in chunk order into a running (M, S, o), and the
+// output is o / S. A prefill run folds its chunks as it goes; a decode
+// token's chunks are separate work items (so one sequence's long context
+// spreads over the threads, each reading whole KV rows that follow each
+// other in memory), folded once all are done. The chunks sit where they sit
+// whatever the split, batch or thread count, so every way gives the same
+// bits.
+constexpr int64_t kChunk = 256;  // a multiple of kKBlock and kVBlock
+
+// The partials of (token, head) rows i of one chunk: max[i], sum[i], out[i * head_dim ...].
+struct Partials {
+  float* max;
+  double* sum;
+  float* out;
+};
+
 // Tokens [t_begin, t_end) x query heads [h_begin, h_end), which read the KV
 // heads [h_begin / n_group, (h_end - 1) / n_group] (several whole groups, or
-// a slice of one). The run's K and V rows of one position lie next to each
-// other in the cache, so each is converted once, in one piece, and used by
-// every (token, head) of the run that sees it; the arithmetic of one (token,
-// head) is the same for any run it is part of, so prefill and decode, and
-// any split into runs, give the same bits.
+// a slice of one), over the positions [j_begin, j_begin + kChunk) each token
+// sees. Row i = (t - t_begin) * (h_end - h_begin) + (h - h_begin) of `part`
+// gets its partial; a token that sees none of the chunk gets max -inf, sum 0
+// and out 0. The run's K and V rows of one position lie next to each other
+// in the cache, so each is converted once, in one piece, and used by every
+// (token, head) of the run that sees it; the arithmetic of one (token, head)
+// is the same for any run it is part of.
 // Cloned for x86-64-v3 (AVX2, FMA) next to the baseline build, picked at
 // load time by CPUID: the dot products and the weighted sum of V rows
 // vectorize 8 wide with FMA there (4 wide, no FMA, in the baseline code).
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t h_begin, int64_t h_end) {
+void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t h_begin, int64_t h_end,
+                  int64_t j_begin, const Partials& part) {
   const float* table = f16_table();
   const F16RowToF32 to_f32 = f16_row_to_f32();
   Scratch& s = thread_scratch();
@@ -298,41 +326,44 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   const int64_t kv_stride = a.n_head_kv * a.head_dim;
   const int64_t head_dim = a.head_dim;
   const int64_t run_width = n_kv_run * head_dim;  // the run's K (or V) values of one position
-  int64_t max_ctx = 0;  // the longest context of the run's tokens
-  for (int64_t t = t_begin; t < t_end; ++t) max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
+  auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
+  int64_t j_end = j_begin;  // the end of the positions any token of the run sees in this chunk
+  for (int64_t t = t_begin; t < t_end; ++t) j_end = std::max(j_end, std::min(j_begin + kChunk, n_ctx_of(t)));
   const int64_t n_rows = (t_end - t_begin) * n_heads;  // (token, head) pairs, token-major
-  grow(s.scores, n_rows * max_ctx);
+  grow(s.scores, n_rows * kChunk);
   grow(s.vblock, kVBlock * run_width);
   grow(s.kblock, kKBlock * run_width);
   float* kblock = s.kblock.data();
   float* vblock = s.vblock.data();
   float* scores = s.scores.data();
-  auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
+  // This token's positions of the chunk, from j0 on (<= 0: none).
+  auto n_from = [&](int64_t t, int64_t j0) { return std::min(j_begin + kChunk, n_ctx_of(t)) - j0; };
   auto q_of = [&](int64_t t, int64_t r) { return a.q + (t * a.n_head + h_begin + r) * head_dim; };
-  auto out_of = [&](int64_t t, int64_t r) { return a.out + (t * a.n_head + h_begin + r) * head_dim; };
-  auto scores_of = [&](int64_t t, int64_t r) { return scores + ((t - t_begin) * n_heads + r) * max_ctx; };
+  auto row_of = [&](int64_t t, int64_t r) { return (t - t_begin) * n_heads + r; };
+  auto scores_of = [&](int64_t t, int64_t r) { return scores + row_of(t, r) * kChunk; };
+  auto out_of = [&](int64_t t, int64_t r) { return part.out + row_of(t, r) * head_dim; };
   // Where head r's K/V row starts within a position's converted run.
   auto kv_offset = [&](int64_t r) { return ((h_begin + r) / n_group - kv_begin) * head_dim; };
 
   // Scores. Head sizes that are a multiple of 8 take kKBlock positions at a
-  // time: their K rows are converted into the scratch (rows past max_ctx
+  // time: their K rows are converted into the scratch (rows past j_end
   // zero-filled, never read), and dot8 computes their 8 dot products with
   // the same operations as dot(), reducing them together.
   const bool by_blocks = head_dim % 8 == 0;
-  for (int64_t j0 = 0; j0 < max_ctx; j0 += by_blocks ? kKBlock : 1) {
-    const int64_t nj = by_blocks ? std::min(kKBlock, max_ctx - j0) : 1;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
+    const int64_t nj = by_blocks ? std::min(kKBlock, j_end - j0) : 1;
     for (int64_t i = 0; i < nj; ++i) {
       const int64_t j = j0 + i;
-      if (j + kPrefetchRows < max_ctx) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
+      if (j + kPrefetchRows < j_end) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
       to_f32(table, a.k + j * kv_stride + kv_begin * head_dim, run_width, kblock + i * run_width);
     }
     if (by_blocks && nj < kKBlock) std::fill(kblock + nj * run_width, kblock + kKBlock * run_width, 0.0f);
     for (int64_t t = t_begin; t < t_end; ++t) {
-      const int64_t n_j = std::min(nj, n_ctx_of(t) - j0);  // this token's positions in the block
+      const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
       for (int64_t r = 0; r < n_heads; ++r) {
         const float* k = kblock + kv_offset(r);
-        float* sc = scores_of(t, r) + j0;
+        float* sc = scores_of(t, r) + (j0 - j_begin);
         if (by_blocks) {
           float d8[kKBlock];
           dot8(q_of(t, r), k, run_width, head_dim, d8);
@@ -345,9 +376,11 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   }
 
   for (int64_t t = t_begin; t < t_end; ++t) {
-    const int64_t n_ctx = n_ctx_of(t);
+    const int64_t n = n_from(t, j_begin);
     for (int64_t r = 0; r < n_heads; ++r) {
-      softmax(scores_of(t, r), n_ctx);
+      const int64_t i = row_of(t, r);
+      part.sum[i] = 0.0;
+      part.max[i] = n > 0 ? chunk_exp(scores_of(t, r), n, part.sum[i]) : -std::numeric_limits<float>::infinity();
       std::fill(out_of(t, r), out_of(t, r) + head_dim, 0.0f);
     }
   }
@@ -357,18 +390,18 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   // them to its output kOutChunk values at a time, held in registers across
   // the block (a load and a store of the output per position cost as much
   // as the FMAs). Each output value still gets its terms in ascending j.
-  for (int64_t j0 = 0; j0 < max_ctx; j0 += kVBlock) {
-    const int64_t nj = std::min(kVBlock, max_ctx - j0);
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kVBlock) {
+    const int64_t nj = std::min(kVBlock, j_end - j0);
     for (int64_t i = 0; i < nj; ++i) {
       const int64_t j = j0 + i;
-      if (j + kPrefetchRows < max_ctx) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
+      if (j + kPrefetchRows < j_end) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
       to_f32(table, a.v + j * kv_stride + kv_begin * head_dim, run_width, vblock + i * run_width);
     }
     for (int64_t t = t_begin; t < t_end; ++t) {
-      const int64_t n_j = std::min(nj, n_ctx_of(t) - j0);  // this token's positions in the block
+      const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
       for (int64_t r = 0; r < n_heads; ++r) {
-        const float* p = scores_of(t, r) + j0;
+        const float* p = scores_of(t, r) + (j0 - j_begin);
         const float* v = vblock + kv_offset(r);
         float* o = out_of(t, r);
         int64_t d = 0;
@@ -379,59 +412,163 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   }
 }
 
-// How one sequence's attention is cut into work items, (block of
-// kTokenBlock tokens, run of query heads). A block's tokens and a run's
-// heads share each K/V conversion (in prefill that conversion cost as much as
-// the dot products: 12% of a 7B-layer pp512 step). A run is a few whole KV
-// groups, whose rows of a position are contiguous in the cache: one stream
-// per run instead of one 8 KiB jump per head and position (7B-layer Q4_0, 2
-// Zen 5 threads, share of CPU time in attention: pp512 13.4-14.8% ->
-// 11.1-11.5%, sparse tg256 5.8-7.1% -> 5.1-6.5%, runs of one head against
-// runs of up to 8). When there are fewer groups than items wanted (decode
-// with few KV heads) a group is split into slices of its query heads
-// instead. The split never changes a result, only who computes it.
-struct SequenceItems {
-  static constexpr int64_t kTokenBlock = 8;
-  static constexpr int64_t kMaxRunHeads = 8;  // a prefill run's scores (8 tokens x heads x context) stay in L2
+// One (token, head)'s running state (max, sum, out [head_dim]) merged with
+// the partial of its next chunk (chunk_max, chunk_sum, chunk_out); a chunk
+// the token does not see (max -inf) changes nothing. One function, not
+// inlined, for prefill runs and decode folds alike: the same bits.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+__attribute__((noinline)) void fold_partial(float& max, double& sum, float* __restrict out, float chunk_max,
+                                            double chunk_sum, const float* __restrict chunk_out, int64_t head_dim) {
+  if (!(chunk_max > -std::numeric_limits<float>::infinity())) return;
+  const float new_max = std::max(max, chunk_max);
+  const float keep = std::exp(max - new_max);  // 0 for the first chunk (max -inf)
+  const float take = std::exp(chunk_max - new_max);
+  sum = sum * static_cast<double>(keep) + chunk_sum * static_cast<double>(take);
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = out[d] * keep + chunk_out[d] * take;
+  max = new_max;
+}
 
-  AttentionArgs args;
-  int64_t n_tokens, n_group, n_blocks, n_runs, groups_per_run, n_split;
+// out / sum: normalized as llama.cpp's soft_max, once all chunks are folded.
+__attribute__((noinline)) void finish_row(float* out, double sum, int64_t head_dim) {
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv_sum;
+}
 
-  // want: items wanted from this sequence, about.
-  SequenceItems(const AttentionArgs& a, int64_t n_tokens_, int64_t want)
-      : args(a), n_tokens(n_tokens_), n_group(a.n_head / a.n_head_kv) {
-    n_blocks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
-    const int64_t n_head_kv = a.n_head_kv;
-    if (n_blocks * n_head_kv >= want) {
-      const int64_t per_block = std::max<int64_t>(1, (want + n_blocks - 1) / n_blocks);
-      groups_per_run = std::clamp<int64_t>(n_head_kv / per_block, 1, std::max<int64_t>(1, kMaxRunHeads / n_group));
+// A prefill run: tokens [t_begin, t_end) x heads [h_begin, h_end) over
+// every chunk their contexts reach, folded into the output as they come.
+void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t h_begin, int64_t h_end) {
+  Scratch& s = thread_scratch();
+  const int64_t n_heads = h_end - h_begin;
+  const int64_t n_rows = (t_end - t_begin) * n_heads;
+  const int64_t head_dim = a.head_dim;
+  grow(s.chunk_max, n_rows), grow(s.chunk_sum, n_rows), grow(s.chunk_out, n_rows * head_dim);
+  grow(s.run_max, n_rows), grow(s.run_sum, n_rows);
+  int64_t max_ctx = 0;  // the longest context of the run's tokens
+  for (int64_t t = t_begin; t < t_end; ++t) max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
+  auto out_of = [&](int64_t t, int64_t r) { return a.out + (t * a.n_head + h_begin + r) * head_dim; };
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t r = 0; r < n_heads; ++r) std::fill(out_of(t, r), out_of(t, r) + head_dim, 0.0f);
+  }
+  std::fill(s.run_max.begin(), s.run_max.begin() + n_rows, -std::numeric_limits<float>::infinity());
+  std::fill(s.run_sum.begin(), s.run_sum.begin() + n_rows, 0.0);
+  const Partials chunk{s.chunk_max.data(), s.chunk_sum.data(), s.chunk_out.data()};
+  for (int64_t j0 = 0; j0 < max_ctx; j0 += kChunk) {
+    // (attend_chunk may grow the scratch's other vectors, not these.)
+    attend_chunk(a, t_begin, t_end, h_begin, h_end, j0, chunk);
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      for (int64_t r = 0; r < n_heads; ++r) {
+        const int64_t i = (t - t_begin) * n_heads + r;
+        fold_partial(s.run_max[static_cast<size_t>(i)], s.run_sum[static_cast<size_t>(i)], out_of(t, r),
+                     chunk.max[i], chunk.sum[i], chunk.out + i * head_dim, head_dim);
+      }
+    }
+  }
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t r = 0; r < n_heads; ++r) {
+      finish_row(out_of(t, r), s.run_sum[static_cast<size_t>((t - t_begin) * n_heads + r)], head_dim);
+    }
+  }
+}
+
+// Query heads [h_begin, h_end) of run r when a sequence's KV heads are cut
+// into n_runs runs of groups_per_run whole groups (n_split 1), or each
+// group into n_split slices of its query heads.
+struct HeadRuns {
+  int64_t n_runs = 1, groups_per_run = 1, n_split = 1;
+
+  // About `want` runs, each at most max_heads query heads (at least one group).
+  HeadRuns(int64_t n_head, int64_t n_head_kv, int64_t want, int64_t max_heads) {
+    const int64_t n_group = n_head / n_head_kv;
+    if (n_head_kv >= want) {
+      groups_per_run = std::clamp<int64_t>(n_head_kv / want, 1, std::max<int64_t>(1, max_heads / n_group));
       n_runs = (n_head_kv + groups_per_run - 1) / groups_per_run;
-      n_split = 1;
     } else {
-      groups_per_run = 1;
-      n_split = std::clamp<int64_t>((want + n_blocks * n_head_kv - 1) / (n_blocks * n_head_kv), 1, n_group);
+      n_split = std::clamp<int64_t>((want + n_head_kv - 1) / n_head_kv, 1, n_group);
       n_runs = n_head_kv * n_split;
     }
   }
-  int64_t n_items() const { return n_blocks * n_runs; }
-
-  // Item i, last block first (the longest contexts first balances prefill).
-  void run(int64_t item) const {
-    const int64_t rev = n_items() - 1 - item;
-    const int64_t block = rev / n_runs;
-    const int64_t r = rev % n_runs;
-    const int64_t t_begin = block * kTokenBlock;
-    const int64_t t_end = std::min(n_tokens, t_begin + kTokenBlock);
-    int64_t h_begin, h_end;
+  void heads(int64_t r, int64_t n_head, int64_t n_head_kv, int64_t& h_begin, int64_t& h_end) const {
+    const int64_t n_group = n_head / n_head_kv;
     if (n_split == 1) {
       h_begin = r * groups_per_run * n_group;
-      h_end = std::min(args.n_head_kv, (r + 1) * groups_per_run) * n_group;
+      h_end = std::min(n_head_kv, (r + 1) * groups_per_run) * n_group;
     } else {
       const int64_t kv_idx = r / n_split, slice = r % n_split;
       h_begin = kv_idx * n_group + n_group * slice / n_split;
       h_end = kv_idx * n_group + n_group * (slice + 1) / n_split;
     }
-    if (h_begin < h_end) attend_run(args, t_begin, t_end, h_begin, h_end);
+  }
+};
+
+// How one sequence's attention is cut into work items. A prefill (several
+// tokens): (block of kTokenBlock tokens, run of query heads), each folding
+// all of its chunks. A block's tokens and a run's heads share each K/V
+// conversion (in prefill that conversion cost as much as the dot products:
+// 12% of a 7B-layer pp512 step). A run is a few whole KV groups, whose rows
+// of a position are contiguous in the cache: one stream per run instead of
+// one 8 KiB jump per head and position. When there are fewer groups than
+// items wanted (few KV heads) a group is split into slices of its query
+// heads instead. A decode token (one token): (chunk, run of heads), the
+// runs as wide as kMaxDecodeRunHeads allows, so that an item reads whole
+// KV rows one after the other (runs of a few heads jump 8 KiB per position
+// and leave the memory system waiting: decode attention read its KV at
+// 10-20% of the read probe that way on the Zen 5 guest), and its partials
+// go to `partials` for the fold. The split never changes a result, only
+// who computes it.
+struct SequenceItems {
+  static constexpr int64_t kTokenBlock = 8;
+  static constexpr int64_t kMaxRunHeads = 8;         // a prefill run's scores (8 tokens x heads x chunk) stay in L2
+  static constexpr int64_t kMaxDecodeRunHeads = 64;  // one token's: 64 heads x chunk
+
+  AttentionArgs args;
+  int64_t n_tokens, n_pieces;  // pieces: token blocks (prefill) or chunks (decode)
+  HeadRuns runs;
+  Partials partials{};  // decode: [chunk][head] rows, head_dim values each
+
+  // want: items wanted from this sequence, about.
+  SequenceItems(const AttentionArgs& a, int64_t n_tokens_, int64_t want)
+      : args(a),
+        n_tokens(n_tokens_),
+        n_pieces(n_tokens_ == 1 ? (a.positions[0] + kChunk) / kChunk : (n_tokens_ + kTokenBlock - 1) / kTokenBlock),
+        runs(a.n_head, a.n_head_kv, std::max<int64_t>(1, (want + n_pieces - 1) / n_pieces),
+             n_tokens_ == 1 ? kMaxDecodeRunHeads : kMaxRunHeads) {}
+  bool decode() const { return n_tokens == 1; }
+  int64_t n_items() const { return n_pieces * runs.n_runs; }
+  // f32 values / f64 values of this sequence's partials (decode only).
+  int64_t partial_floats() const { return decode() ? n_pieces * args.n_head * (args.head_dim + 1) : 0; }
+  int64_t partial_doubles() const { return decode() ? n_pieces * args.n_head : 0; }
+
+  // Item i: prefill last block first (the longest contexts first balances it).
+  void run(int64_t item) const {
+    const int64_t rev = n_items() - 1 - item;
+    const int64_t piece = rev / runs.n_runs;
+    int64_t h_begin, h_end;
+    runs.heads(rev % runs.n_runs, args.n_head, args.n_head_kv, h_begin, h_end);
+    if (h_begin >= h_end) return;
+    if (decode()) {
+      const int64_t row = piece * args.n_head + h_begin;
+      attend_chunk(args, 0, 1, h_begin, h_end, piece * kChunk,
+                   {partials.max + row, partials.sum + row, partials.out + row * args.head_dim});
+    } else {
+      const int64_t t_begin = piece * kTokenBlock;
+      attend_run(args, t_begin, std::min(n_tokens, t_begin + kTokenBlock), h_begin, h_end);
+    }
+  }
+
+  // Decode: head h's chunks folded in order into its output.
+  void fold(int64_t h) const {
+    const int64_t head_dim = args.head_dim;
+    float* out = args.out + h * head_dim;
+    std::fill(out, out + head_dim, 0.0f);
+    float max = -std::numeric_limits<float>::infinity();
+    double sum = 0.0;
+    for (int64_t c = 0; c < n_pieces; ++c) {
+      const int64_t row = c * args.n_head + h;
+      fold_partial(max, sum, out, partials.max[row], partials.sum[row], partials.out + row * head_dim, head_dim);
+    }
+    finish_row(out, sum, head_dim);
   }
 };
 
@@ -468,11 +605,32 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   std::vector<int64_t> heap_first(sequences.size() > kInline ? sequences.size() + 1 : 0);
   int64_t* first = sequences.size() > kInline ? heap_first.data() : inline_first.data();  // first item of sequence i
   first[0] = 0;
+  int64_t n_floats = 0, n_doubles = 0, n_decode = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const AttentionSequence& s = sequences[i];
     const AttentionArgs args{s.q, s.k, s.v, n_head, n_head_kv, head_dim, s.positions, s.out, scale};
-    if (s.n_tokens > 0) items[i].emplace(args, s.n_tokens, want);
+    if (s.n_tokens > 0) {
+      items[i].emplace(args, s.n_tokens, want);
+      n_floats += items[i]->partial_floats();
+      n_doubles += items[i]->partial_doubles();
+      n_decode += items[i]->decode() ? 1 : 0;
+    }
     first[i + 1] = first[i] + (s.n_tokens > 0 ? items[i]->n_items() : 0);
+  }
+  // The decode tokens' partials, in buffers the calling thread keeps.
+  thread_local std::vector<float> partial_floats;
+  thread_local std::vector<double> partial_doubles;
+  grow(partial_floats, n_floats);
+  grow(partial_doubles, n_doubles);
+  float* next_floats = partial_floats.data();
+  double* next_doubles = partial_doubles.data();
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    if (!items[i] || !items[i]->decode()) continue;
+    SequenceItems& it = *items[i];
+    const int64_t rows = it.partial_doubles();
+    it.partials = {next_floats, next_doubles, next_floats + rows};
+    next_floats += it.partial_floats();
+    next_doubles += rows;
   }
   const int64_t n_items = first[sequences.size()];
   // Threads take items from a shared counter. Which thread takes an item
@@ -483,6 +641,16 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
     for (int64_t item = next.fetch_add(1); item < n_items; item = next.fetch_add(1)) {
       while (first[seq + 1] <= item) ++seq;  // items are claimed in ascending order
       items[seq]->run(item - first[seq]);
+    }
+  });
+  if (n_decode == 0) return;
+  // The decode tokens' folds, one item per (sequence, head).
+  std::atomic<int64_t> next_fold{0};
+  const int64_t n_folds = static_cast<int64_t>(sequences.size()) * n_head;
+  pool.run([&](int, int) {
+    for (int64_t f = next_fold.fetch_add(1); f < n_folds; f = next_fold.fetch_add(1)) {
+      const auto& it = items[static_cast<size_t>(f / n_head)];
+      if (it && it->decode()) it->fold(f % n_head);
     }
   });
 }

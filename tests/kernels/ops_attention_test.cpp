@@ -205,26 +205,47 @@ TEST_CASE("attention reads nothing past a token's position", "[kernels][ops][att
   check_thread_counts(p, out);
 }
 
+namespace {
+
+// Each token of a prefill over `positions`, run alone (as a decode step
+// runs it), gives the bits it got among all of them.
+void check_alone_as_in_prefill(const Shape& shape, int64_t n_kv, const std::vector<int32_t>& positions,
+                               uint64_t seed) {
+  INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
+  const auto all = make_problem(shape, n_kv, positions, seed);
+  const auto out_all = run_attention(all, 2);
+  check_against_reference(all, out_all);
+  const int64_t per_token = shape.n_head * shape.head_dim;
+  for (size_t t = 0; t < positions.size(); ++t) {
+    Problem one = all;
+    one.positions = {positions[t]};
+    one.q.assign(all.q.begin() + static_cast<std::ptrdiff_t>(t) * per_token,
+                 all.q.begin() + static_cast<std::ptrdiff_t>(t + 1) * per_token);
+    const auto out_one = run_attention(one, 2);
+    INFO("token " << t << " position " << positions[t]);
+    REQUIRE(std::memcmp(out_one.data(), out_all.data() + t * per_token, per_token * sizeof(float)) == 0);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("attention gives a token the same bits alone as among a prefill's tokens", "[kernels][ops][attention]") {
   // Prefill runs tokens in blocks that share each K/V row's conversion; a
   // decode step runs one token. A token's output must not depend on which.
   // Positions out of order and repeated, across several blocks.
   const std::vector<int32_t> positions = {5, 0, 29, 30, 17, 17, 3, 22, 9, 31, 1, 12, 26, 8, 19, 2, 30, 14, 6};
-  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) {
-    INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
-    const auto all = make_problem(shape, 32, positions, 600);
-    const auto out_all = run_attention(all, 2);
-    check_against_reference(all, out_all);
-    const int64_t per_token = shape.n_head * shape.head_dim;
-    for (size_t t = 0; t < positions.size(); ++t) {
-      Problem one = all;
-      one.positions = {positions[t]};
-      one.q.assign(all.q.begin() + static_cast<std::ptrdiff_t>(t) * per_token,
-                   all.q.begin() + static_cast<std::ptrdiff_t>(t + 1) * per_token);
-      const auto out_one = run_attention(one, 2);
-      INFO("token " << t << " position " << positions[t]);
-      REQUIRE(std::memcmp(out_one.data(), out_all.data() + t * per_token, per_token * sizeof(float)) == 0);
-    }
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) check_alone_as_in_prefill(shape, 32, positions, 600);
+}
+
+TEST_CASE("attention gives a token the same bits alone as in a prefill over several context chunks",
+          "[kernels][ops][attention]") {
+  // Contexts past 256 positions are cut into chunks whose partial softmaxes
+  // are folded: a prefill run folds them as it goes, a decode token's chunks
+  // are separate work items folded at the end. Positions at and around the
+  // chunk edges (256, 512), out of order.
+  const std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}, Shape{6, 3, 20}}) {
+    check_alone_as_in_prefill(shape, 768, positions, 650);
   }
 }
 
@@ -235,7 +256,7 @@ TEST_CASE("attention_batch gives each sequence the bits of its own attention cal
   for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}}) {
     INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv);
     std::vector<Problem> problems = {
-        make_problem(shape, 40, {39}, 700), make_problem(shape, 7, {6}, 710),
+        make_problem(shape, 40, {39}, 700), make_problem(shape, 7, {6}, 710), make_problem(shape, 900, {899}, 715),
         make_problem(shape, 60, iota_positions(48, 12), 720), make_problem(shape, 5, {}, 730),
         make_problem(shape, 1, {0}, 740)};
     std::vector<std::vector<float>> single;
