@@ -426,9 +426,16 @@ __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 __attribute__((noinline)) void fold_partial(float& max, double& sum, float* __restrict out, float chunk_max,
                                             double chunk_sum, const float* __restrict chunk_out, int64_t head_dim) {
-  if (!(chunk_max > -std::numeric_limits<float>::infinity())) return;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (!(chunk_max > neg_inf)) return;
+  if (max == neg_inf) {  // the first chunk: what the general step gives (keep 0, take 1), without two exps
+    max = chunk_max;
+    sum = chunk_sum;
+    std::copy(chunk_out, chunk_out + head_dim, out);
+    return;
+  }
   const float new_max = std::max(max, chunk_max);
-  const float keep = std::exp(max - new_max);  // 0 for the first chunk (max -inf)
+  const float keep = std::exp(max - new_max);
   const float take = std::exp(chunk_max - new_max);
   sum = sum * static_cast<double>(keep) + chunk_sum * static_cast<double>(take);
   for (int64_t d = 0; d < head_dim; ++d) out[d] = out[d] * keep + chunk_out[d] * take;
