@@ -16,6 +16,7 @@
 #endif
 
 #include "kernels/check.h"
+#include "kernels/cpu/attention_f16_avx2.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quantize.h"
 
@@ -351,8 +352,28 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // zero-filled, never read), and dot8 computes their 8 dot products with
   // the same operations as dot(), reducing them together.
   const bool by_blocks = head_dim % 8 == 0;
+  // One token and one query head per KV head (a decode step of a model
+  // without grouped KV heads) use each K and V value once: the F16C loops
+  // read them from the cache directly, with the same bits as through the
+  // scratch (whose round trip cost more than the arithmetic). Whole blocks
+  // only: a block's 8 rows are all read.
+  const bool direct = t_end - t_begin == 1 && n_group == 1 && head_dim % kOutChunk == 0 &&
+                      detail::f16_kv_direct_available();
   for (int64_t j0 = j_begin; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
     const int64_t nj = by_blocks ? std::min(kKBlock, j_end - j0) : 1;
+    if (direct && nj == kKBlock) {
+      for (int64_t i = 0; i < nj; ++i) {
+        const int64_t j = j0 + i + kPrefetchRows;
+        if (j < j_end) prefetch_row(a.k + j * kv_stride + kv_begin * head_dim, run_width);
+      }
+      for (int64_t r = 0; r < n_heads; ++r) {
+        float d8[kKBlock];
+        detail::dot8_f16(q_of(t_begin, r), a.k + j0 * kv_stride + (h_begin + r) * head_dim, kv_stride, head_dim, d8);
+        float* sc = scores_of(t_begin, r) + (j0 - j_begin);
+        for (int64_t i = 0; i < nj; ++i) sc[i] = d8[i] * a.scale;
+      }
+      continue;
+    }
     for (int64_t i = 0; i < nj; ++i) {
       const int64_t j = j0 + i;
       if (j + kPrefetchRows < j_end) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
@@ -397,6 +418,19 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   const int64_t v_block = std::clamp<int64_t>(kVBlockBytes / (run_width * 4) / 8 * 8, 8, kVBlock);
   for (int64_t j0 = j_begin; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
+    if (direct) {
+      for (int64_t i = 0; i < nj; ++i) {
+        const int64_t j = j0 + i + kPrefetchRows;
+        if (j < j_end) prefetch_row(a.v + j * kv_stride + kv_begin * head_dim, run_width);
+      }
+      for (int64_t r = 0; r < n_heads; ++r) {
+        const float* p = scores_of(t_begin, r) + (j0 - j_begin);
+        const uint16_t* v = a.v + j0 * kv_stride + (h_begin + r) * head_dim;
+        float* o = out_of(t_begin, r);
+        for (int64_t d = 0; d < head_dim; d += kOutChunk) detail::add_rows64_f16(p, v + d, kv_stride, nj, o + d);
+      }
+      continue;
+    }
     for (int64_t i = 0; i < nj; ++i) {
       const int64_t j = j0 + i;
       if (j + kPrefetchRows < j_end) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);

@@ -244,7 +244,7 @@ TEST_CASE("attention gives a token the same bits alone as in a prefill over seve
   // are separate work items folded at the end. Positions at and around the
   // chunk edges (256, 512), out of order.
   const std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
-  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}, Shape{6, 3, 20}}) {
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}, Shape{4, 4, 128}, Shape{6, 3, 20}}) {
     check_alone_as_in_prefill(shape, 768, positions, 650);
   }
 }
