@@ -4,6 +4,7 @@
 // meet activations quantized to int8 (the same bytes every variant writes)
 // in exact integer dot products.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cpu/matmul_kernels.h"
@@ -129,8 +130,10 @@ void compute_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kChunk) {
       const int64_t n = a.n_in - k0 < kChunk ? a.n_in - k0 : kChunk;
       const float* wp = wf;
-      if (a.dtype == DType::F32) {
+      if (a.dtype == DType::F32 && reinterpret_cast<uintptr_t>(row) % alignof(float) == 0) {
         wp = reinterpret_cast<const float*>(row) + k0;
+      } else if (a.dtype == DType::F32) {  // a row at an odd byte offset: copied, not read as floats in place
+        std::memcpy(wf, row + k0 * static_cast<int64_t>(sizeof(float)), static_cast<size_t>(n) * sizeof(float));
       } else {
         const int64_t elem = 2;  // F16 and BF16
         dequantize_row(a.dtype, row + k0 * elem, wf, n);
