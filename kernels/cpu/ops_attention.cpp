@@ -186,6 +186,12 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   auto row_of = [&](int64_t t, int64_t r) { return (t - t_begin) * n_heads + r; };
   auto scores_of = [&](int64_t t, int64_t r) { return scores + row_of(t, r) * kChunk; };
   auto out_of = [&](int64_t t, int64_t r) { return part.out + row_of(t, r) * head_dim; };
+  // The run's rows kPrefetchRows positions past the block [j0, j0 + nj), asked for ahead.
+  auto prefetch_ahead = [&](const uint16_t* cache, int64_t j0, int64_t nj) {
+    for (int64_t j = j0 + kPrefetchRows; j < std::min(j0 + nj + kPrefetchRows, j_end); ++j) {
+      prefetch_row(cache + j * kv_stride + kv_begin * head_dim, run_width);
+    }
+  };
   // Where head r's K/V row starts within a position's converted run.
   auto kv_offset = [&](int64_t r) { return ((h_begin + r) / n_group - kv_begin) * head_dim; };
 
@@ -203,11 +209,8 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
                       detail::f16_kv_direct_available();
   for (int64_t j0 = j_begin; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
     const int64_t nj = by_blocks ? std::min(kKBlock, j_end - j0) : 1;
+    prefetch_ahead(a.k, j0, nj);
     if (direct && nj == kKBlock) {
-      for (int64_t i = 0; i < nj; ++i) {
-        const int64_t j = j0 + i + kPrefetchRows;
-        if (j < j_end) prefetch_row(a.k + j * kv_stride + kv_begin * head_dim, run_width);
-      }
       for (int64_t r = 0; r < n_heads; ++r) {
         float d8[kKBlock];
         detail::dot8_f16(q_of(t_begin, r), a.k + j0 * kv_stride + (h_begin + r) * head_dim, kv_stride, head_dim, d8);
@@ -217,9 +220,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       continue;
     }
     for (int64_t i = 0; i < nj; ++i) {
-      const int64_t j = j0 + i;
-      if (j + kPrefetchRows < j_end) prefetch_row(a.k + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
-      to_f32(table, a.k + j * kv_stride + kv_begin * head_dim, run_width, kblock + i * run_width);
+      to_f32(table, a.k + (j0 + i) * kv_stride + kv_begin * head_dim, run_width, kblock + i * run_width);
     }
     if (by_blocks && nj < kKBlock) std::fill(kblock + nj * run_width, kblock + kKBlock * run_width, 0.0f);
     for (int64_t t = t_begin; t < t_end; ++t) {
@@ -260,11 +261,8 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   const int64_t v_block = std::clamp<int64_t>(kVBlockBytes / (run_width * 4) / 8 * 8, 8, kVBlock);
   for (int64_t j0 = j_begin; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
+    prefetch_ahead(a.v, j0, nj);
     if (direct) {
-      for (int64_t i = 0; i < nj; ++i) {
-        const int64_t j = j0 + i + kPrefetchRows;
-        if (j < j_end) prefetch_row(a.v + j * kv_stride + kv_begin * head_dim, run_width);
-      }
       for (int64_t r = 0; r < n_heads; ++r) {
         const float* p = scores_of(t_begin, r) + (j0 - j_begin);
         const uint16_t* v = a.v + j0 * kv_stride + (h_begin + r) * head_dim;
@@ -274,9 +272,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       continue;
     }
     for (int64_t i = 0; i < nj; ++i) {
-      const int64_t j = j0 + i;
-      if (j + kPrefetchRows < j_end) prefetch_row(a.v + (j + kPrefetchRows) * kv_stride + kv_begin * head_dim, run_width);
-      to_f32(table, a.v + j * kv_stride + kv_begin * head_dim, run_width, vblock + i * run_width);
+      to_f32(table, a.v + (j0 + i) * kv_stride + kv_begin * head_dim, run_width, vblock + i * run_width);
     }
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
