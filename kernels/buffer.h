@@ -21,6 +21,9 @@ class Buffer {
       : data_(data), bytes_(bytes), kind_(kind), release_(std::move(release)) {}
   // Zero-filled host memory, aligned as above. Throws std::bad_alloc.
   static Buffer host(size_t bytes);
+  // The same, not zero-filled: for a caller that writes every byte (its
+  // writes are the first touch, so the huge pages land where it writes).
+  static Buffer host_uninitialized(size_t bytes);
 
   Buffer(Buffer&& o) noexcept { swap(o); }
   Buffer& operator=(Buffer&& o) noexcept {

@@ -5,8 +5,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "kernels/cpu/q4_lanes16.h"
@@ -52,7 +50,7 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
   size_t total = 0;
   for (const kernels::Tensor* t : matrices) total += packed_bytes(*t);
   if (total == 0) return 0;
-  kernels::Buffer buffer = kernels::Buffer::host(total);  // on huge pages when large
+  kernels::Buffer buffer = kernels::Buffer::host_uninitialized(total);  // the repack writes every byte
   std::byte* at = buffer.as<std::byte>();
   for (kernels::Tensor* t : matrices) {
     const kernels::Tensor packed = kernels::pack_q4_lanes16(*t, at, &pool);

@@ -175,7 +175,11 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   for (int64_t t = t_begin; t < t_end; ++t) j_end = std::max(j_end, std::min(j_begin + kChunk, n_ctx_of(t)));
   const int64_t n_rows = (t_end - t_begin) * n_heads;  // (token, head) pairs, token-major
   grow(s.scores, n_rows * kChunk);
-  grow(s.vblock, kVBlock * run_width);
+  // Wide runs (a decode token's whole KV rows) take fewer positions per V
+  // block, so that the block each head reads again stays in L1 (7B shape,
+  // 2 Zen 5 threads: 2048 positions x 8 sequences 12.3-12.9 -> 11.5 ms).
+  const int64_t v_block = std::clamp<int64_t>(kVBlockBytes / (run_width * 4) / 8 * 8, 8, kVBlock);
+  grow(s.vblock, v_block * run_width);
   grow(s.kblock, kKBlock * run_width);
   float* kblock = s.kblock.data();
   float* vblock = s.vblock.data();
@@ -255,10 +259,6 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // them to its output kOutChunk values at a time, held in registers across
   // the block (a load and a store of the output per position cost as much
   // as the FMAs). Each output value still gets its terms in ascending j.
-  // Wide runs (a decode token's whole KV rows) take fewer positions per
-  // block, so that the block each head reads again stays in L1 (7B shape,
-  // 2 Zen 5 threads: 2048 positions x 8 sequences 12.3-12.9 -> 11.5 ms).
-  const int64_t v_block = std::clamp<int64_t>(kVBlockBytes / (run_width * 4) / 8 * 8, 8, kVBlock);
   for (int64_t j0 = j_begin; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
     prefetch_ahead(a.v, j0, nj);
