@@ -615,34 +615,46 @@ TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
 }
 
 // Decode of gathered rows (MatmulArgs::rows, the sparse FFN's predicted
-// neurons): tiles of kGatheredRows rows, each chunk of the rows
-// kGatheredAheadTiles tiles on prefetched while it computes. Same bits as
-// decode_row (a 2 x 1 tile keeps decode_row's two interleaved chains per row).
+// neurons): one row at a time, the loop of decode_row (so the same bits),
+// each chunk of the row kGatheredAheadRows further on prefetched into L2
+// while this one computes.
 //
-// Every gathered row is a jump the hardware prefetcher cannot follow; one
-// row at a time, even with its successor prefetched, left most of each new
-// row's DRAM latency exposed. Q4_0 4096-wide rows, 20% of 11008 picked at
-// random, one Zen 5 thread: 5.2 GB/s one row at a time, 15.4 GB/s in pairs
-// two tiles ahead (11.8 GB/s in fours; dense decode runs at ~30); Q4_K 5.1
-// -> 15.6, Q8_0 12.4 -> 16.1.
-constexpr int kGatheredRows = 2;
-constexpr int64_t kGatheredAheadTiles = 2;
+// Every gathered row is a jump the hardware prefetcher cannot follow, so
+// the row's DRAM latency has to be hidden by software. Prefetching into L1
+// (T0) a few rows ahead is limited by the core's L1 miss buffers: Q4_0
+// 4096-wide rows, 10-20% of 11008 picked at random, 2 Zen 4 threads
+// (sparse_ffn_bench, gate + up): 2 rows per tile, T0 chunks 2 tiles ahead
+// (the kernel before this one) 0.40 / 0.73-0.79 ms; 1 row, T0 3 rows ahead
+// the same; 1 row, T1 8 rows ahead 0.27 / 0.43-0.48 ms (12 rows the same,
+// 16 slower). A read-only microbenchmark of random 2304-byte rows at 10%
+// density agreed: 15-18 GB/s with T0 at any distance, 24-30 GB/s with T1
+// 8-16 rows ahead, against 35 GB/s streaming. On the 2-core Xeon (AMX
+// generation) both kernels give 0.25-0.26 / 0.49-0.50 ms, and no distance
+// (3-16 rows), hint (T0/T1/T2) or whole-row prefetch beat them: there the
+// row kernel itself, not the gather, sets the pace (all rows in order cost
+// 1.2x less per row than 10% gathered).
+constexpr int64_t kGatheredAheadRows = 8;
 
 template <class Ops>
 void decode_gathered_rows(const MatmulArgs& a, int64_t r0, int64_t r1, const XRow& x) {
+  constexpr int64_t K = Ops::kChunkBlocks;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   const int64_t n_blocks = a.n_in / Ops::kBlock;
-  for (int64_t r = r0; r < r1; r += kGatheredRows) {
-    const int rr = static_cast<int>(min64(kGatheredRows, r1 - r));
-    const std::byte* w[kGatheredRows];
-    for (int i = 0; i < rr; ++i) w[i] = weight_row(a, r + i);
-    const int64_t ahead = r + kGatheredAheadTiles * kGatheredRows;
-    for (int64_t c0 = 0; c0 < n_blocks; c0 += Ops::kChunkBlocks) {
-      const int64_t nb = min64(Ops::kChunkBlocks, n_blocks - c0);
-      if (ahead < r1) {
-        prefetch_rows(a, ahead, static_cast<int>(min64(kGatheredRows, r1 - ahead)), c0 * kBlockBytes, nb * kBlockBytes);
+  for (int64_t r = r0; r < r1; ++r) {
+    const std::byte* w[1] = {weight_row(a, r)};
+    const char* ahead = r + kGatheredAheadRows < r1
+                            ? reinterpret_cast<const char*>(weight_row(a, r + kGatheredAheadRows))
+                            : nullptr;
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += K) {
+      const int64_t nb = min64(K, n_blocks - c0);
+      if (ahead != nullptr) {
+        for (int64_t b = c0 * kBlockBytes; b < (c0 + nb) * kBlockBytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T1);
       }
-      quant_tile_n<Ops, kGatheredRows, 1>(rr, 1, w, &x, c0, nb, a.y + r, a.n_out, c0 == 0);
+      if (nb == K) {
+        quant_chunk<Ops, 1, 1, K>(w, &x, c0, K, a.y + r, 0, c0 == 0);
+      } else {
+        quant_chunk<Ops, 1, 1, 0>(w, &x, c0, nb, a.y + r, 0, c0 == 0);
+      }
     }
   }
 }
