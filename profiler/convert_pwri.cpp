@@ -117,16 +117,8 @@ void fill_predictor(const GgufFile& stats, const TensorInfo& info, DType to, std
 }
 
 // Lines about what PowerInfer's loader (llm_load_sparse_model_tensors for
-// llama) would refuse or misread in the output.
+// llama and bamboo) would refuse or misread in the output.
 void powerinfer_notes(const GgufFile& in, const model::ModelSpec& spec, std::vector<std::string>& notes) {
-  if (spec.arch != "llama") {
-    notes.push_back("architecture '" + spec.arch + "': PowerInfer's sparse loader knows llama, bamboo and falcon");
-  }
-  if (spec.ffn_form == model::FfnForm::DReLU) {
-    notes.push_back(
-        "drelu under architecture 'llama': PowerInfer computes relu(gate) * up for llama and relu(gate) * "
-        "relu(up) only for architecture 'bamboo'; Thermocline reads thermocline.ffn_form, PowerInfer does not");
-  }
   if (spec.tied_embeddings) {
     notes.push_back("tied embeddings: output.weight written as a copy of token_embd.weight (PowerInfer's loader "
                     "requires one)");
@@ -173,8 +165,21 @@ ConvertPwriResult convert_to_pwri(const ConvertPwriOptions& o, const ConvertProg
   result.layer_thresholds = !o.threshold && stats_file->has(sparse::kLayerThresholdsKey);
 
   gguf::GgufWriter w(gguf::Magic::PWRI, static_cast<uint32_t>(in->alignment()));
+  result.architecture = std::string(model::architecture_for(spec.ffn_form, true));
+  const std::string in_prefix = spec.arch + ".", out_prefix = result.architecture + ".";
   for (const auto& [key, value] : in->metadata()) {
-    if (key != sparse::kLayerThresholdsKey) w.set(key, value);  // those of the input's own predictors, if any
+    if (key == sparse::kLayerThresholdsKey) continue;  // those of the input's own predictors, if any
+    if (key == "general.architecture") {
+      w.set(key, gguf::Value(result.architecture));
+    } else if (key.rfind(in_prefix, 0) == 0) {
+      w.set(out_prefix + key.substr(in_prefix.size()), value);
+    } else {
+      w.set(key, value);
+    }
+  }
+  // PowerInfer requires the epsilon, which llama.cpp (and Thermocline) default.
+  if (!in->has(in_prefix + "attention.layer_norm_rms_epsilon")) {
+    w.set(out_prefix + "attention.layer_norm_rms_epsilon", gguf::Value(static_cast<float>(spec.rms_eps)));
   }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(spec.ffn_form))));
   w.set(std::string(sparse::kSparseThresholdKey), gguf::Value(result.threshold));

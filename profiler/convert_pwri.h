@@ -39,10 +39,11 @@ struct ConvertPwriResult {
   uint64_t file_bytes = 0;                          // size of the output
   float threshold = 0.0f;                           // powerinfer.sparse_threshold written
   bool layer_thresholds = false;                    // thermocline.predictor.layer_thresholds written
+  std::string architecture;                         // general.architecture written (model::architecture_for)
   // One line each: what the conversion changed beyond the layout (the
   // re-rounding of a quantized ffn_down) and what PowerInfer's own loader
-  // would not accept in this file (tied embeddings, extra tensors, dReLU
-  // under architecture llama, ...). For the caller to print.
+  // would not accept in this file (tied embeddings, extra tensors, ...).
+  // For the caller to print.
   std::vector<std::string> notes;
 };
 
@@ -51,7 +52,9 @@ using ConvertProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Converts `o.input` to `o.output`. Every metadata key of the input is kept
 // (plus thermocline.ffn_form, powerinfer.sparse_threshold, the per-layer
-// thresholds when the stats have them, and kConvertSourceKey); every tensor
+// thresholds when the stats have them, and kConvertSourceKey), except that
+// a dReLU `llama` model becomes architecture `bamboo`, its `llama.*` keys
+// renamed `bamboo.*` (PowerInfer runs dReLU for bamboo only); every tensor
 // keeps its place and bytes except blk.N.ffn_down.weight {n_ff, n_embd},
 // which becomes blk.N.ffn_down_t.weight {n_embd, n_ff} (row i = neuron i;
 // float dtypes transposed exactly, quantized ones dequantized, transposed

@@ -2,7 +2,8 @@
 // (normal, never zeros), any dims, GQA, FFN form, weight dtype, a tokenizer
 // learned from a text, and a chat template; or, with `sparse`, a ReLU model
 // whose FFN activations are truly sparse, with exact predictors, in the GGUF
-// or the PowerInfer (PWRI) layout (profiler/sparse_planting.h). The same
+// or the PowerInfer (PWRI) layout (profiler/sparse_planting.h; a dReLU one
+// as PowerInfer's architecture `bamboo`, model::architecture_for). The same
 // options give the same bytes, whatever the thread count. Every test model
 // in the repo comes from here.
 #pragma once

@@ -62,6 +62,10 @@ bool parse_ffn_form(std::string_view name, FfnForm& out) {
   return false;
 }
 
+std::string_view architecture_for(FfnForm form, bool powerinfer_layout) {
+  return powerinfer_layout && form == FfnForm::DReLU ? kArchBamboo : kArchLlama;
+}
+
 std::string layer_tensor_name(int64_t layer, std::string_view tensor) {
   return "blk." + std::to_string(layer) + "." + std::string(tensor) + ".weight";
 }
@@ -69,9 +73,10 @@ std::string layer_tensor_name(int64_t layer, std::string_view tensor) {
 ModelSpec read_model_spec(const GgufFile& file) {
   ModelSpec s;
   s.arch = file.get_string("general.architecture");
-  if (s.arch != "llama") {
-    throw file.error("general.architecture",
-                     "is '" + s.arch + "', expected 'llama' (the only architecture supported so far)");
+  const bool bamboo = s.arch == kArchBamboo;
+  if (s.arch != kArchLlama && !bamboo) {
+    throw file.error("general.architecture", "is '" + gguf::printable(s.arch) +
+                                                 "', expected 'llama' or 'bamboo' (the architectures supported)");
   }
   s.name = file.get_string("general.name", "");
   const std::string p = s.arch + ".";
@@ -112,11 +117,15 @@ ModelSpec read_model_spec(const GgufFile& file) {
   }
 
   s.sparse_layout = file.magic() == gguf::Magic::PWRI;
-  s.ffn_form = s.sparse_layout ? FfnForm::ReGLU : FfnForm::SwiGLU;
+  s.ffn_form = bamboo ? FfnForm::DReLU : s.sparse_layout ? FfnForm::ReGLU : FfnForm::SwiGLU;
   if (file.has(kFfnFormKey)) {
     const std::string form = file.get_string(kFfnFormKey);
     if (!parse_ffn_form(form, s.ffn_form)) {
-      throw file.error(std::string(kFfnFormKey), "is '" + form + "', expected swiglu, reglu or drelu");
+      throw file.error(std::string(kFfnFormKey), "is '" + gguf::printable(form) + "', expected swiglu, reglu or drelu");
+    }
+    if (bamboo && s.ffn_form != FfnForm::DReLU) {
+      throw file.error(std::string(kFfnFormKey),
+                       "is '" + form + "', but architecture 'bamboo' is drelu (relu(gate) * relu(up))");
     }
   }
 

@@ -1,7 +1,7 @@
 // ModelSpec: the hyperparameters of a model, read from GGUF metadata (the
-// keys llama.cpp writes for architecture `llama`), and the check that the
-// file holds every tensor the spec needs with the right dtype and shape.
-// Plain data, immutable after load.
+// keys llama.cpp writes for architecture `llama`, or PowerInfer for its
+// `bamboo`), and the check that the file holds every tensor the spec needs
+// with the right dtype and shape. Plain data, immutable after load.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +24,22 @@ std::string_view ffn_form_name(FfnForm form);     // "swiglu", "reglu", "drelu"
 bool parse_ffn_form(std::string_view name, FfnForm& out);
 
 // Metadata key (ours) that names the FFN form; llama.cpp has none. Absent:
-// SwiGLU for `GGUF` files, ReGLU for PowerInfer `PWRI` files.
+// SwiGLU for `GGUF` files, ReGLU for PowerInfer `PWRI` files, DReLU for
+// architecture `bamboo` (which allows no other form).
 inline constexpr std::string_view kFfnFormKey = "thermocline.ffn_form";
+
+// The architectures read (`general.architecture`; hyperparameters under
+// "{arch}."): llama.cpp's `llama` (LLaMA-family, ReluLLaMA and ProSparse
+// PowerInfer files), and PowerInfer's `bamboo` (Bamboo-7B): the same
+// tensors and graph as llama with relu(gate) * relu(up), in dense and
+// sparse runs alike.
+inline constexpr std::string_view kArchLlama = "llama";
+inline constexpr std::string_view kArchBamboo = "bamboo";
+
+// The architecture a model of this FFN form is written under: `bamboo` for
+// a dReLU model in PowerInfer's layout (PowerInfer computes relu(gate) *
+// relu(up) for bamboo only, and relu(gate) * up for llama), else `llama`.
+std::string_view architecture_for(FfnForm form, bool powerinfer_layout);
 
 struct ModelSpec {
   std::string arch;          // `general.architecture`

@@ -122,9 +122,14 @@ void check_refused(const ConvertPwriOptions& c, const std::vector<std::string>& 
 
 TEST_CASE("convert --to-pwri: an f16 model gives the bytes make-model writes in the PWRI layout",
           "[profiler][convert]") {
-  const auto dir = tc::test::scratch_dir("convert_pwri_f16");
+  // A dReLU model becomes architecture bamboo in both (PowerInfer runs
+  // dReLU for bamboo only), its llama.* keys renamed bamboo.*.
+  const auto form = GENERATE(tc::model::FfnForm::ReGLU, tc::model::FfnForm::DReLU);
+  const std::string arch = form == tc::model::FfnForm::DReLU ? "bamboo" : "llama";
+  const auto dir = tc::test::scratch_dir("convert_pwri_f16_" + std::string(tc::model::ffn_form_name(form)));
   auto g = tiny_sparse(dir / "m.gguf");
   auto p = tiny_sparse(dir / "m.powerinfer.gguf");
+  g.ffn_form = p.ffn_form = form;
   p.sparse.layout = tc::profiler::SparseLayout::PowerInfer;
   tc::profiler::make_model(g);
   tc::profiler::make_model(p);
@@ -139,6 +144,12 @@ TEST_CASE("convert --to-pwri: an f16 model gives the bytes make-model writes in 
   CHECK(r.down_dtype == DType::F16);
   CHECK_FALSE(r.down_requantized);
   CHECK(r.threshold == 0.0f);
+  CHECK(r.architecture == arch);
+  CHECK(fc.get_string("general.architecture") == arch);
+  CHECK(GgufFile::open(g.output).get_string("general.architecture") == "llama");
+  std::string notes;  // nothing PowerInfer would misread (the model's own fc1/fc2 are replaced, a note too)
+  for (const auto& n : r.notes) notes += n + "; ";
+  CHECK_THAT(notes, !Catch::Contains("architecture") && !Catch::Contains("drelu"));
 
   // The same tensors in the same order, dtypes, shapes, offsets and bytes
   // (ffn_down_t and fc1/fc2 included).
@@ -180,10 +191,37 @@ TEST_CASE("convert --to-pwri: an f16 model gives the bytes make-model writes in 
   // Thermocline loads it as the sparse layout with its predictors.
   const auto loaded = tc::model::load_model(c.output);
   CHECK(loaded->spec.sparse_layout);
-  CHECK(loaded->spec.ffn_form == tc::model::FfnForm::ReGLU);
+  CHECK(loaded->spec.arch == arch);
+  CHECK(loaded->spec.ffn_form == form);
   const auto preds = tc::sparse::map_predictors(loaded->file, loaded->spec);
   CHECK(preds.layers.size() == 2);
   CHECK(preds.layers[0].rank() == 32);
+}
+
+TEST_CASE("convert --to-pwri writes the rms epsilon PowerInfer requires where the input leaves it out",
+          "[profiler][convert]") {
+  const auto dir = tc::test::scratch_dir("convert_pwri_eps");
+  auto g = tiny_sparse(dir / "full.gguf");
+  g.rms_eps = 1e-5;  // the default Thermocline assumes without the key
+  tc::profiler::make_model(g);
+  // The same model without llama.attention.layer_norm_rms_epsilon.
+  const auto full = GgufFile::open(g.output);
+  tc::gguf::GgufWriter w(tc::gguf::Magic::GGUF);
+  for (const auto& [key, value] : full.metadata()) {
+    if (key != "llama.attention.layer_norm_rms_epsilon") w.set(key, value);
+  }
+  for (const auto& t : full.tensors()) {
+    const auto data = full.tensor_data(t);
+    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(data.begin(), data.end()));
+  }
+  w.write(dir / "m.gguf");
+  write_own_stats(dir / "m.gguf", dir / "m.stats.gguf");
+
+  const auto c = convert_options(dir / "m.gguf", dir / "m.stats.gguf", dir / "m.powerinfer.gguf");
+  tc::profiler::convert_to_pwri(c);
+  const auto out = GgufFile::open(c.output);
+  CHECK(out.get_f64("llama.attention.layer_norm_rms_epsilon") == Approx(1e-5));
+  CHECK(tc::model::read_model_spec(out).rms_eps == Approx(1e-5));
 }
 
 TEST_CASE("convert --to-pwri: tied embeddings get output.weight, a copy of token_embd", "[profiler][convert]") {

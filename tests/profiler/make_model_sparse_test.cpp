@@ -249,9 +249,12 @@ TEST_CASE("sparse make-model: quantized predictors get thresholds that keep thei
 }
 
 TEST_CASE("sparse make-model: the PowerInfer layout holds the same model", "[profiler][make_model][sparse]") {
-  const auto dir = tc::test::scratch_dir("make_model_sparse_pwri");
+  const auto form = GENERATE(tc::model::FfnForm::ReGLU, tc::model::FfnForm::DReLU);
+  const bool bamboo = form == tc::model::FfnForm::DReLU;
+  const auto dir = tc::test::scratch_dir("make_model_sparse_pwri_" + std::string(tc::model::ffn_form_name(form)));
   auto g = tiny_sparse_options(dir / "m.gguf");
   auto p = tiny_sparse_options(dir / "m.powerinfer.gguf");
+  g.ffn_form = p.ffn_form = form;
   p.sparse.layout = SparseLayout::PowerInfer;
   tc::profiler::make_model(g);
   tc::profiler::make_model(p);
@@ -261,7 +264,20 @@ TEST_CASE("sparse make-model: the PowerInfer layout holds the same model", "[pro
   CHECK(fp.magic() == tc::gguf::Magic::PWRI);
   CHECK(fp.version() == 3);
   CHECK(fp.get_f64("powerinfer.sparse_threshold") == 0.0);
-  CHECK(fp.metadata() == fg.metadata());
+  // The same keys and values in the same order; a dReLU model's PWRI file
+  // is architecture bamboo (PowerInfer runs dReLU for bamboo only), its
+  // llama.* keys under bamboo.*.
+  CHECK(fg.get_string("general.architecture") == "llama");
+  CHECK(fp.get_string("general.architecture") == (bamboo ? "bamboo" : "llama"));
+  REQUIRE(fp.metadata().size() == fg.metadata().size());
+  for (size_t i = 0; i < fg.metadata().size(); ++i) {
+    const auto& [key, value] = fg.metadata()[i];
+    INFO(key);
+    if (key == "general.architecture") continue;
+    const bool renamed = bamboo && key.rfind("llama.", 0) == 0;
+    CHECK(fp.metadata()[i].first == (renamed ? "bamboo." + key.substr(6) : key));
+    CHECK(fp.metadata()[i].second == value);
+  }
   REQUIRE(fp.tensors().size() == fg.tensors().size());
   for (int64_t l = 0; l < 2; ++l) {
     auto name = [l](const char* t) { return tc::model::layer_tensor_name(l, t); };
@@ -296,7 +312,8 @@ TEST_CASE("sparse make-model: the PowerInfer layout holds the same model", "[pro
   const auto lg = tc::model::load_model(g.output);
   const auto lp = tc::model::load_model(p.output);
   CHECK(lp->spec.sparse_layout);
-  CHECK(lp->spec.ffn_form == tc::model::FfnForm::ReGLU);
+  CHECK(lp->spec.ffn_form == form);
+  CHECK(lg->spec.ffn_form == form);
   const auto tokens = random_tokens(8, 3, 512);
   const auto ref_g = tc::test::reference_logits(lg->file, lg->spec, tokens);
   const auto ref_p = tc::test::reference_logits(lp->file, lp->spec, tokens);

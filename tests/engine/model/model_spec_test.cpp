@@ -34,10 +34,12 @@ std::vector<std::byte> random_tensor(DType t, int64_t n_cols, int64_t n_rows, ui
   return out;
 }
 
-// A minimal llama file. `edit` may change keys or tensors before writing;
+// A minimal llama file (or, with arch "bamboo", the same under PowerInfer's
+// bamboo keys). `extra_keys` may add or change keys before the tensors;
 // `skip` names a tensor to leave out; `reshape` gives one tensor another ne.
 struct FileRecipe {
   Dims d;
+  std::string arch = "llama";
   tc::gguf::Magic magic = tc::gguf::Magic::GGUF;
   bool tied = false;
   std::string skip;
@@ -51,16 +53,17 @@ struct FileRecipe {
 GgufFile write_llama(const FileRecipe& r) {
   GgufWriter w(r.magic);
   const auto& d = r.d;
-  w.set("general.architecture", Value("llama"));
+  const std::string p = r.arch + ".";
+  w.set("general.architecture", Value(r.arch));
   w.set("general.name", Value("spec-test"));
-  if (!r.omit_key_embd) w.set("llama.embedding_length", Value(static_cast<uint32_t>(d.n_embd)));
-  w.set("llama.block_count", Value(static_cast<uint32_t>(d.n_layer)));
-  w.set("llama.feed_forward_length", Value(static_cast<uint32_t>(d.n_ff)));
-  w.set("llama.attention.head_count", Value(static_cast<uint32_t>(d.n_head)));
-  w.set("llama.attention.head_count_kv", Value(static_cast<uint32_t>(d.n_head_kv)));
-  w.set("llama.context_length", Value(uint32_t{512}));
-  w.set("llama.rope.freq_base", Value(500000.0f));
-  w.set("llama.attention.layer_norm_rms_epsilon", Value(1e-6f));
+  if (!r.omit_key_embd) w.set(p + "embedding_length", Value(static_cast<uint32_t>(d.n_embd)));
+  w.set(p + "block_count", Value(static_cast<uint32_t>(d.n_layer)));
+  w.set(p + "feed_forward_length", Value(static_cast<uint32_t>(d.n_ff)));
+  w.set(p + "attention.head_count", Value(static_cast<uint32_t>(d.n_head)));
+  w.set(p + "attention.head_count_kv", Value(static_cast<uint32_t>(d.n_head_kv)));
+  w.set(p + "context_length", Value(uint32_t{512}));
+  w.set(p + "rope.freq_base", Value(500000.0f));
+  w.set(p + "attention.layer_norm_rms_epsilon", Value(1e-6f));
   if (r.extra_keys) r.extra_keys(w);
   uint64_t seed = 1;
   const int64_t n_embd_kv = d.n_embd / d.n_head * d.n_head_kv;
@@ -160,6 +163,34 @@ TEST_CASE("model spec: tied embeddings, FFN forms, PWRI layout, rope scaling", "
     CHECK(s.ffn_form == FfnForm::ReGLU);
     CHECK(load_error(f).empty());
   }
+  SECTION("architecture bamboo: its own keys, dReLU in either layout") {
+    for (auto magic : {tc::gguf::Magic::GGUF, tc::gguf::Magic::PWRI}) {
+      FileRecipe r;
+      r.arch = "bamboo";
+      r.magic = magic;
+      const auto f = write_llama(r);
+      const auto s = tc::model::read_model_spec(f);
+      CHECK(s.arch == "bamboo");
+      CHECK(s.n_embd == 32);
+      CHECK(s.n_head_kv == 2);
+      CHECK(s.rms_eps == Approx(1e-6));
+      CHECK(s.rope_freq_base == Approx(500000.0));
+      CHECK(s.ffn_form == FfnForm::DReLU);
+      CHECK(s.sparse_layout == (magic == tc::gguf::Magic::PWRI));
+      CHECK(load_error(f).empty());
+    }
+    FileRecipe r;
+    r.arch = "bamboo";
+    r.extra_keys = [](GgufWriter& w) { w.set(std::string(tc::model::kFfnFormKey), Value("drelu")); };
+    CHECK(tc::model::read_model_spec(write_llama(r)).ffn_form == FfnForm::DReLU);
+  }
+  SECTION("the architecture a writer names") {
+    using tc::model::architecture_for;
+    CHECK(architecture_for(FfnForm::DReLU, true) == "bamboo");
+    CHECK(architecture_for(FfnForm::DReLU, false) == "llama");
+    CHECK(architecture_for(FfnForm::ReGLU, true) == "llama");
+    CHECK(architecture_for(FfnForm::SwiGLU, false) == "llama");
+  }
   SECTION("linear rope scaling") {
     FileRecipe r;
     r.extra_keys = [](GgufWriter& w) {
@@ -198,7 +229,28 @@ TEST_CASE("model spec errors name the key", "[model]") {
   SECTION("wrong architecture") {
     FileRecipe r;
     r.extra_keys = [](GgufWriter& w) { w.set("general.architecture", Value("falcon")); };
-    CHECK_THAT(load_error(write_llama(r)), Catch::Contains("general.architecture"));
+    const auto msg = load_error(write_llama(r));
+    CHECK_THAT(msg, Catch::Contains("general.architecture"));
+    CHECK_THAT(msg, Catch::Contains("falcon"));
+    CHECK_THAT(msg, Catch::Contains("'llama' or 'bamboo'"));
+  }
+  SECTION("bamboo reads bamboo.* keys, not llama.* ones") {
+    FileRecipe r;
+    r.omit_key_embd = true;
+    r.arch = "bamboo";
+    r.extra_keys = [](GgufWriter& w) { w.set("llama.embedding_length", Value(uint32_t{32})); };
+    CHECK_THAT(load_error(write_llama(r)), Catch::Contains("bamboo.embedding_length"));
+  }
+  SECTION("bamboo with another ffn form") {
+    for (const char* form : {"reglu", "swiglu"}) {
+      FileRecipe r;
+      r.arch = "bamboo";
+      r.extra_keys = [form](GgufWriter& w) { w.set(std::string(tc::model::kFfnFormKey), Value(form)); };
+      const auto msg = load_error(write_llama(r));
+      CHECK_THAT(msg, Catch::Contains("thermocline.ffn_form"));
+      CHECK_THAT(msg, Catch::Contains(form));
+      CHECK_THAT(msg, Catch::Contains("'bamboo' is drelu"));
+    }
   }
   SECTION("wrong type for a key") {
     FileRecipe r;
