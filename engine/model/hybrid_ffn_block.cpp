@@ -51,6 +51,10 @@ HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, 
 
 void HybridFfnBlock::reserve(int64_t n_tokens) {
   if (n_tokens <= capacity_tokens_) return;
+  // The buffers replaced below may still be read by ops issued for an
+  // earlier run in this step (a decode run, then a longer prompt run of the
+  // same layer): a buffer an issued op uses is freed only after synchronize().
+  if (capacity_tokens_ > 0) device_.synchronize();
   const int64_t t = std::max(n_tokens, capacity_tokens_ * 2);
   const auto f32 = [t](int64_t n) { return static_cast<size_t>(t * n) * sizeof(float); };
   const auto words = 2 * static_cast<size_t>(t * n_words_) * sizeof(uint32_t);  // the layer's and the guess
