@@ -632,7 +632,11 @@ TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
 // generation) both kernels give 0.25-0.26 / 0.49-0.50 ms, and no distance
 // (3-16 rows), hint (T0/T1/T2) or whole-row prefetch beat them: there the
 // row kernel itself, not the gather, sets the pace (all rows in order cost
-// 1.2x less per row than 10% gathered).
+// 1.2x less per row than 10% gathered). On the 2-core Zen 5 guest the two
+// measured the same too (2026-11-25, `thermocline bench --sparsity relu -p 0
+// -n 64` of the 7B-layer sparse Q4_0 file, 6 alternating runs each: medians
+// 117 and 120 t/s, spread 111-128), as did distances 8/12/16 rows with or
+// without a T1 prefetch of the range's first rows (sparse_ffn_bench).
 constexpr int64_t kGatheredAheadRows = 8;
 
 template <class Ops>
