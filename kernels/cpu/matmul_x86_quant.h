@@ -636,7 +636,9 @@ TC_SIMD_INLINE void decode_row(const MatmulArgs& a, int64_t r, const XRow& x) {
 // measured the same too (2026-11-25, `thermocline bench --sparsity relu -p 0
 // -n 64` of the 7B-layer sparse Q4_0 file, 6 alternating runs each: medians
 // 117 and 120 t/s, spread 111-128), as did distances 8/12/16 rows with or
-// without a T1 prefetch of the range's first rows (sparse_ffn_bench).
+// without a T1 prefetch of the range's first rows (sparse_ffn_bench);
+// prefetching whole rows instead (the next one T0, or row r + 16 T1, or
+// both) was 3-40% slower there.
 constexpr int64_t kGatheredAheadRows = 8;
 
 template <class Ops>
