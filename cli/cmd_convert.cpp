@@ -38,7 +38,8 @@ void register_convert(CLI::App& app) {
     const auto r = profiler::convert_to_pwri(*o, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
     bar.finish();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "wrote %s in %.1f s: architecture %s, %lld tensors, %.1f MiB, ffn_down_t %s, sparse threshold %g%s\n",
+    std::fprintf(stderr,
+                 "wrote %s in %.1f s: architecture %s, %lld tensors, %.1f MiB, ffn_down_t %s, sparse threshold %g%s\n",
                  o->output.string().c_str(), secs, r.architecture.c_str(), static_cast<long long>(r.n_tensors),
                  static_cast<double>(r.file_bytes) / (1024.0 * 1024.0),
                  std::string(kernels::dtype_name(r.down_dtype)).c_str(), static_cast<double>(r.threshold),

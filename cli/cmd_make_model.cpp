@@ -49,7 +49,9 @@ void register_make_model(CLI::App& app) {
   auto ffn = std::make_shared<std::string>("swiglu");
   auto tokenizer = std::make_shared<std::string>("llama");
   auto layout = std::make_shared<std::string>("gguf");
-  auto* sub = app.add_subcommand("make-model", "Write a llama-architecture GGUF with seeded random weights (PowerInfer's bamboo: a dReLU model in the PWRI layout)");
+  auto* sub = app.add_subcommand("make-model",
+                                 "Write a llama-architecture GGUF with seeded random weights (PowerInfer's bamboo: "
+                                 "a dReLU model in the PWRI layout)");
   sub->add_option("-o,--output", o->output, "Output GGUF file")->required();
   sub->add_option("--seed", o->seed, "RNG seed (same seed and options: same bytes)");
   sub->add_option("--n-vocab", o->n_vocab, "Vocabulary size")->check(CLI::Range(int64_t{512}, int64_t{1} << 20));
