@@ -51,7 +51,9 @@ void register_perplexity(CLI::App& app) {
     if (sparse_max->count() == 0) o->sparsity.sparse_max_tokens = o->n_batch;
     runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec& spec) {
       const int64_t n_ctx = o->n_ctx > 0 ? o->n_ctx : std::min<int64_t>(512, spec.n_ctx_train);
-      return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = std::min(o->n_batch, n_ctx)};
+      const int64_t n_batch = std::min(o->n_batch, n_ctx);
+      // Every token of a step is scored: its logits all come back.
+      return sparse::PlacementShape{.n_ctx = n_ctx, .n_parallel = 1, .n_batch = n_batch, .n_logit_rows = n_batch};
     });
     const auto& loaded = m.loaded;
     const auto& backend = m.backend;

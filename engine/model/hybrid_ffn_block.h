@@ -67,6 +67,9 @@ class HybridFfnBlock {
   // out: f32 [n_tokens, n_embd], overwritten.
   // Returns with device ops still in flight (CUDA), as every op does.
   void run(int64_t layer, const float* x, const float* cur, int64_t n_tokens, bool sparse, float* out);
+  // Allocates the buffers of steps of up to n_tokens tokens (run() grows
+  // them when a step is larger; sizes: sparse::hybrid_step_workspace).
+  void reserve(int64_t n_tokens);
 
   SparseFfnCounters& counters() { return counters_; }   // predicted = |P|, computed = device part + |CPU live set|
   HybridSplitCounters& split_counters() { return split_; }
@@ -74,7 +77,6 @@ class HybridFfnBlock {
   HybridPrefetch* prefetch() { return prefetch_.get(); }
 
  private:
-  void reserve(int64_t n_tokens);
   // Device: the layer's predictor and, when the prefetch path asks, the next
   // layer's on the same input x, as bitmasks; both copied to the host.
   void predict(int64_t layer, const float* x, int64_t n_tokens, bool guess);

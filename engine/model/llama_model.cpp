@@ -184,6 +184,14 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.tmp = f32(t * spec_.n_embd);
 }
 
+void LlamaModel::reserve_steps(int64_t max_tokens, int64_t max_logit_rows) {
+  if (max_tokens < 1 || max_logit_rows < 0) {
+    throw std::invalid_argument("reserve_steps: max_tokens must be >= 1 and max_logit_rows >= 0");
+  }
+  reserve(max_tokens, max_logit_rows);
+  if (hybrid_ffn_ != nullptr) hybrid_ffn_->reserve(max_tokens);
+}
+
 void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
   const bool device_used = offload_cpu_ == nullptr || n_device_layers_ > 0;
   if (n_tokens > capacity_tokens_) {

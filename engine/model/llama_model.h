@@ -153,6 +153,13 @@ class LlamaModel {
   // all_logits), and each slot's KV length has grown by its token count.
   StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
 
+  // Allocates the buffers of steps of up to max_tokens tokens and
+  // max_logit_rows logit rows now, at exactly that size, so that the device
+  // memory is what the placement counted (sparse::dense_step_workspace,
+  // hybrid_step_workspace) and no serving step allocates. Optional: a
+  // larger step grows them (to at least twice the size).
+  void reserve_steps(int64_t max_tokens, int64_t max_logit_rows);
+
   // A KV cache for this model: on its backend, or in layer offload mode
   // split, layers [0, k) on the device and the rest on the CPU backend.
   runtime::KvCache make_kv_cache(int n_slots, int64_t n_ctx);

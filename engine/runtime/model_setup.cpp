@@ -158,6 +158,9 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options),
                                                 offload_options);
   m.plan.attach(*m.llama);
+  // The step buffers at the shape's size now: the device memory the
+  // placement counted, and no allocation while serving.
+  m.llama->reserve_steps(shape.step_tokens(), shape.logit_rows());
 
   m.summary.push_back("sparsity: " + m.plan.summary);
   if (m.llama->repacked_weight_bytes() > 0) {

@@ -12,7 +12,7 @@ uint64_t LayerOffloadCosts::device_bytes(int64_t k) const {
   const auto n_layer = static_cast<int64_t>(layer_weights.size());
   if (k < 0 || k > n_layer) throw std::invalid_argument("layer offload: k out of [0, n_layer]");
   if (k == 0) return 0;
-  uint64_t bytes = workspace + kv_per_layer * static_cast<uint64_t>(k);
+  uint64_t bytes = workspace.total(k == n_layer) + kv_per_layer * static_cast<uint64_t>(k);
   for (int64_t l = 0; l < k; ++l) bytes += layer_weights[static_cast<size_t>(l)];
   if (k == n_layer) bytes += output_head;
   return bytes;
@@ -20,8 +20,8 @@ uint64_t LayerOffloadCosts::device_bytes(int64_t k) const {
 
 LayerOffloadCosts layer_offload_costs(const gguf::GgufFile& file, const model::ModelSpec& spec,
                                       const PlacementShape& shape) {
-  // placement_costs checks the shape and measures the head, KV cache and
-  // workspace the same way for the hybrid solver; its neuron costs are unused.
+  // placement_costs checks the shape and measures the head and KV cache the
+  // same way for the hybrid solver; its neuron costs are unused.
   const PlacementCosts placed = placement_costs(file, spec, PredictorSet{}, shape);
   LayerOffloadCosts costs;
   costs.layer_weights.assign(static_cast<size_t>(spec.n_layer), 0);
@@ -36,7 +36,7 @@ LayerOffloadCosts layer_offload_costs(const gguf::GgufFile& file, const model::M
   }
   costs.kv_per_layer = kv_cache_bytes(spec, shape) / static_cast<uint64_t>(spec.n_layer);
   costs.output_head = placed.fixed.output_head;
-  costs.workspace = workspace_bytes(spec, shape, 0);
+  costs.workspace = dense_step_workspace(file, spec, shape);
   return costs;
 }
 

@@ -19,11 +19,12 @@ struct LayerOffloadCosts {
   std::vector<uint64_t> layer_weights;  // [n_layer]: attn_*, ffn_* of layer N as stored in the file
   uint64_t kv_per_layer = 0;            // f16 K and V of one layer: kv_cache_bytes(spec, shape) / n_layer
   uint64_t output_head = 0;             // output.weight (token_embd.weight when tied) + output_norm
-  uint64_t workspace = 0;               // workspace_bytes(spec, shape, 0): the dense step's buffers
+  StepWorkspace workspace;              // dense_step_workspace(): the dense step's buffers and GPU scratch
 
   // Device bytes with layers [0, k) on the device: their weights and KV
-  // cache, the workspace when k > 0, the head when k = n_layer (llama.cpp
-  // offloads the output layer only with every layer). 0 for k = 0.
+  // cache, the workspace when k > 0 (its head part only with the head), the
+  // head when k = n_layer (llama.cpp offloads the output layer only with
+  // every layer). 0 for k = 0.
   uint64_t device_bytes(int64_t k) const;
 };
 

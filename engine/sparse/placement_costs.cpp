@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/device_scratch.h"
+
 namespace tc::sparse {
 namespace {
 
@@ -61,34 +63,106 @@ NeuronCost layer_neuron_cost(const gguf::GgufFile& file, const model::ModelSpec&
   return c;
 }
 
+void check_shape(const PlacementShape& shape) {
+  if (shape.n_ctx < 1 || shape.n_parallel < 1 || shape.n_batch < 1 || shape.n_logit_rows < 0) {
+    throw std::invalid_argument("placement: n_ctx (" + std::to_string(shape.n_ctx) + "), n_parallel (" +
+                                std::to_string(shape.n_parallel) + ") and n_batch (" +
+                                std::to_string(shape.n_batch) + ") must all be at least 1, n_logit_rows (" +
+                                std::to_string(shape.n_logit_rows) + ") at least 0");
+  }
+}
+
+// The buffers every step has, whatever its FFN; and the head's.
+void common_buffers(const model::ModelSpec& spec, const PlacementShape& shape, StepWorkspace& ws) {
+  const char* what = "the workspace size";
+  const int64_t t = shape.step_tokens();
+  ws.buffers = checked_product({t, 4 * spec.n_embd + 2 * spec.n_embd_kv()}, what) * 4 + checked_product({t, 2}, what) * 4;
+  ws.head_buffers = checked_product({shape.logit_rows(), spec.n_embd + spec.n_vocab}, what) * 4;
+}
+
+// The GPU scratch of a matmul of T tokens over a matrix of ne = {n_in, n_out}.
+uint64_t gemm_scratch_of(kernels::DType dtype, int64_t n_in, int64_t n_out, int64_t n_tokens) {
+  return kernels::gemm_scratch(dtype, n_in, n_out, n_tokens).total();
+}
+
+uint64_t file_matrix_scratch(const gguf::GgufFile& file, const std::string& name, int64_t n_tokens) {
+  const gguf::TensorInfo& info = file.tensor(name);
+  return gemm_scratch_of(info.dtype, info.ne[0], info.n_rows(), n_tokens);
+}
+
+// The largest scratch of the attention matmuls of every layer over T tokens.
+uint64_t attention_scratch(const gguf::GgufFile& file, const model::ModelSpec& spec, int64_t n_tokens) {
+  uint64_t most = 0;
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+      most = std::max(most, file_matrix_scratch(file, model::layer_tensor_name(l, t), n_tokens));
+    }
+  }
+  return most;
+}
+
+uint64_t head_scratch(const gguf::GgufFile& file, const model::ModelSpec& spec, const PlacementShape& shape) {
+  return file_matrix_scratch(file, spec.tied_embeddings ? "token_embd.weight" : "output.weight", shape.logit_rows());
+}
+
+// axpy_rows of the down projection over up to n_ff neuron rows of T tokens.
+uint64_t down_axpy_scratch(const model::ModelSpec& spec, int64_t n_tokens) {
+  return kernels::axpy_scratch_bytes(spec.n_ff, n_tokens, spec.n_embd);
+}
+
 }  // namespace
 
 uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shape) {
   return checked_product({2, spec.n_layer, shape.n_parallel, shape.n_ctx, spec.n_embd_kv(), 2}, "the KV cache size");
 }
 
-uint64_t workspace_bytes(const model::ModelSpec& spec, const PlacementShape& shape, int64_t max_predictor_rank) {
-  const int64_t t = shape.n_batch;
-  const int64_t r = shape.n_parallel;
-  const char* what = "the workspace size";
-  uint64_t floats = checked_product({t, 4 * spec.n_embd + 2 * spec.n_embd_kv() + 2 * spec.n_ff}, what);
-  uint64_t ints = checked_product({t, 2}, what);
-  floats += checked_product({r, spec.n_embd + spec.n_vocab}, what);
-  floats += checked_product({r, spec.n_head, shape.n_ctx}, what);
-  if (max_predictor_rank > 0) {
-    floats += checked_product({r, max_predictor_rank + spec.n_ff}, what);
-    ints += checked_product({r, spec.n_ff}, what);
+StepWorkspace dense_step_workspace(const gguf::GgufFile& file, const model::ModelSpec& spec,
+                                   const PlacementShape& shape) {
+  check_shape(shape);
+  StepWorkspace ws;
+  common_buffers(spec, shape, ws);
+  const int64_t t = shape.step_tokens();
+  ws.buffers += checked_product({t, 2 * spec.n_ff}, "the workspace size") * 4;
+  ws.scratch = attention_scratch(file, spec, t);
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    for (const char* name : {"ffn_gate", "ffn_up", "ffn_down"}) {
+      const std::string full = model::layer_tensor_name(l, name);
+      if (file.find_tensor(full) != nullptr) ws.scratch = std::max(ws.scratch, file_matrix_scratch(file, full, t));
+    }
+    // PWRI files keep only ffn_down_t: the dense down projection is an axpy over every neuron.
+    if (file.find_tensor(model::layer_tensor_name(l, "ffn_down_t")) != nullptr) {
+      ws.scratch = std::max(ws.scratch, down_axpy_scratch(spec, t));
+    }
   }
-  return (floats + ints) * 4;  // f32 and i32 are both 4 bytes
+  ws.head_scratch = head_scratch(file, spec, shape);
+  return ws;
+}
+
+StepWorkspace hybrid_step_workspace(const gguf::GgufFile& file, const model::ModelSpec& spec,
+                                    const PredictorSet& predictors, const PlacementShape& shape) {
+  check_shape(shape);
+  const char* what = "the workspace size";
+  StepWorkspace ws;
+  common_buffers(spec, shape, ws);
+  const int64_t t = shape.step_tokens();
+  int64_t max_rank = 0;
+  for (const auto& p : predictors.layers) max_rank = std::max(max_rank, p.rank());
+  const int64_t n_words = (spec.n_ff + 31) / 32;
+  ws.buffers += checked_product({t, max_rank + 4 * spec.n_ff + spec.n_embd}, what) * 4 +
+                checked_product({2, t, n_words}, what) * 4 + checked_product({spec.n_ff}, what) * 4;
+  ws.scratch = std::max(attention_scratch(file, spec, t), down_axpy_scratch(spec, t));
+  for (const auto& p : predictors.layers) {
+    for (const kernels::Tensor* m : {&p.fc1, &p.fc2}) {
+      ws.scratch = std::max(ws.scratch, gemm_scratch_of(m->dtype, m->ne[0], m->n_rows(), t));
+    }
+  }
+  ws.head_scratch = head_scratch(file, spec, shape);
+  return ws;
 }
 
 PlacementCosts placement_costs(const gguf::GgufFile& file, const model::ModelSpec& spec,
                                const PredictorSet& predictors, const PlacementShape& shape) {
-  if (shape.n_ctx < 1 || shape.n_parallel < 1 || shape.n_batch < 1) {
-    throw std::invalid_argument("placement: n_ctx (" + std::to_string(shape.n_ctx) + "), n_parallel (" +
-                                std::to_string(shape.n_parallel) + ") and n_batch (" +
-                                std::to_string(shape.n_batch) + ") must all be at least 1");
-  }
+  check_shape(shape);
   PlacementCosts costs;
   costs.shape = shape;
   costs.n_ff = spec.n_ff;
@@ -99,15 +173,11 @@ PlacementCosts placement_costs(const gguf::GgufFile& file, const model::ModelSpe
     }
     costs.layers.push_back(layer_neuron_cost(file, spec, l));
   }
-  int64_t max_rank = 0;
-  for (const auto& p : predictors.layers) {
-    fixed.predictors += tensor_bytes(p.fc1) + tensor_bytes(p.fc2);
-    max_rank = std::max(max_rank, p.rank());
-  }
+  for (const auto& p : predictors.layers) fixed.predictors += tensor_bytes(p.fc1) + tensor_bytes(p.fc2);
   fixed.output_head = tensor_bytes(file, spec.tied_embeddings ? "token_embd.weight" : "output.weight") +
                       tensor_bytes(file, "output_norm.weight");
   fixed.kv_cache = kv_cache_bytes(spec, shape);
-  fixed.workspace = workspace_bytes(spec, shape, max_rank);
+  fixed.workspace = hybrid_step_workspace(file, spec, predictors, shape).total();
   return costs;
 }
 

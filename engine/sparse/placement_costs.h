@@ -20,7 +20,13 @@ namespace tc::sparse {
 struct PlacementShape {
   int64_t n_ctx = 4096;    // KV positions per slot
   int64_t n_parallel = 4;  // KV slots (sequences decoded together)
-  int64_t n_batch = 512;   // tokens of the largest step (a prefill chunk)
+  int64_t n_batch = 512;   // tokens of the largest prefill step (a prompt chunk)
+  int64_t n_logit_rows = 0;  // logit rows of one step at most; 0: n_parallel (one per sequence)
+
+  // Tokens of one step at most: every decoding sequence gets its token even
+  // when they alone exceed n_batch (runtime::EngineOptions).
+  int64_t step_tokens() const { return n_batch > n_parallel ? n_batch : n_parallel; }
+  int64_t logit_rows() const { return n_logit_rows > 0 ? n_logit_rows : n_parallel; }
 };
 
 // The bytes placed before any FFN neuron, in the order they are spent.
@@ -29,7 +35,7 @@ struct FixedCosts {
   uint64_t predictors = 0;   // fc1 + fc2 of every layer at their loaded dtypes (0: no predictors)
   uint64_t output_head = 0;  // output.weight (token_embd.weight when tied) + output_norm
   uint64_t kv_cache = 0;     // kv_cache_bytes()
-  uint64_t workspace = 0;    // workspace_bytes()
+  uint64_t workspace = 0;    // hybrid_step_workspace().total()
   uint64_t total() const { return attention + predictors + output_head + kv_cache + workspace; }
 };
 
@@ -56,19 +62,49 @@ struct PlacementCosts {
 //   2 (K, V) * n_layer * n_parallel * n_ctx * n_embd_kv * 2 bytes.
 uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shape);
 
-// The activation buffers of one step, with T = n_batch, R = n_parallel
-// (one decode row per slot) and r = the largest predictor rank (0: none):
-//   f32 [T, 4 n_embd + 2 n_embd_kv + 2 n_ff]  residual, normed input, q, projection out; k, v; gate, up
-//   i32 [T, 2]                                token ids, positions
-//   f32 [R, n_embd + n_vocab]                 rows entering the output head, logits
-//   f32 [R, n_head * n_ctx]                   decode attention scores
-//   f32 [R, r + n_ff] + i32 [R, n_ff]         predictor hidden and scores, active neuron lists (r > 0 only)
-// (the buffers LlamaModel::reserve() allocates, plus the decode-only ones).
-uint64_t workspace_bytes(const model::ModelSpec& spec, const PlacementShape& shape, int64_t max_predictor_rank);
+// The device memory of one step besides weights and KV cache, in exact
+// bytes, with T = shape.step_tokens(), R = shape.logit_rows() and r = the
+// largest predictor rank:
+//   buffers       the step's activations (LlamaModel::reserve_steps):
+//                   f32 [T, 4 n_embd + 2 n_embd_kv]  residual, normed input, q, projection out; k, v
+//                   i32 [T, 2]                       token ids, positions
+//                 and the FFN's, dense:
+//                   f32 [T, 2 n_ff]                  gate, up
+//                 or hybrid (HybridFfnBlock::reserve):
+//                   f32 [T, r + 4 n_ff + n_embd]     predictor hidden and scores, device mask, hot
+//                                                    gate and up, the CPU's partial sum
+//                   u32 [2, T, ceil(n_ff / 32)]      predicted-set bitmasks (the layer's, the next one's guess)
+//                   i32 [n_ff]                       the device's rows of the layer
+//   head_buffers  f32 [R, n_embd + n_vocab]          rows entering the output head, logits
+//   scratch       the GPU backend's workspace, the largest request of one
+//                 op (kernels/device_scratch.h): a cuBLAS matmul of T
+//                 tokens over any layer matrix on the device (attention,
+//                 predictors, dense FFN), or the down projection's
+//                 axpy_rows over up to n_ff rows (ffn_down_t, hybrid's hot rows)
+//   head_scratch  the head's matmul over R rows
+struct StepWorkspace {
+  uint64_t buffers = 0;
+  uint64_t head_buffers = 0;
+  uint64_t scratch = 0;
+  uint64_t head_scratch = 0;
+  // With the head on the device or not (one scratch serves every op).
+  uint64_t total(bool with_head = true) const {
+    const uint64_t s = with_head && head_scratch > scratch ? head_scratch : scratch;
+    return buffers + (with_head ? head_buffers : 0) + s;
+  }
+};
+
+// The dense step: every layer's attention and FFN on the device (layer
+// offload's layers, a model wholly on the GPU).
+StepWorkspace dense_step_workspace(const gguf::GgufFile& file, const model::ModelSpec& spec,
+                                   const PlacementShape& shape);
+// Hybrid mode's step: attention, predictors and the hot FFN rows on the device.
+StepWorkspace hybrid_step_workspace(const gguf::GgufFile& file, const model::ModelSpec& spec,
+                                    const PredictorSet& predictors, const PlacementShape& shape);
 
 // The costs of `file` (validated against `spec`) with `predictors` (the
 // loaded set; empty: none). Throws std::invalid_argument for a shape out of
-// range (n_ctx, n_parallel, n_batch < 1) and gguf::ModelLoadError naming
+// range (n_ctx, n_parallel, n_batch < 1, n_logit_rows < 0) and gguf::ModelLoadError naming
 // the tensor when an FFN tensor cannot be stored neuron-major (a quantized
 // ffn_down whose n_embd is not a multiple of its block size).
 PlacementCosts placement_costs(const gguf::GgufFile& file, const model::ModelSpec& spec,

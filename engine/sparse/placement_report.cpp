@@ -54,7 +54,7 @@ std::string placement_report(const PlaceResult& r) {
   out += row("output head", f.output_head, "output (or tied token_embd) + output_norm");
   out += row("KV cache", f.kv_cache,
              "f16 K and V, n_ctx " + std::to_string(shape.n_ctx) + " x " + std::to_string(shape.n_parallel) + " slots");
-  out += row("workspace", f.workspace, "one step of " + std::to_string(shape.n_batch) + " tokens");
+  out += row("workspace", f.workspace, "one step of " + std::to_string(shape.step_tokens()) + " tokens");
   out += row("**fixed total**", f.total());
   out += row("hot FFN neurons", plan.hot_bytes(),
              std::to_string(plan.n_hot()) + " of " + std::to_string(plan.n_neurons()) + " neurons");

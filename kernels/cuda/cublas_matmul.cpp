@@ -11,13 +11,10 @@
 #include "kernels/check.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::kernels::cuda {
 namespace {
-
-constexpr size_t kAlign = 256;
-
-size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 int as_int(int64_t v, const char* what) {
   TC_CHECK(v >= 0 && v <= INT_MAX, what);
@@ -46,12 +43,12 @@ void matmul_cublas(const Tensor& w, const float* x, int64_t n_tokens, float* y, 
   }
 
   const bool f32_tiles = w.dtype == DType::BF16;
-  const size_t x16_bytes = f32_tiles ? 0 : align_up(static_cast<size_t>(n_tokens * n_in) * 2);
-  const size_t elem_bytes = f32_tiles ? 4 : 2;
-  const size_t row_tile_bytes = std::max<size_t>(static_cast<size_t>(n_in) * elem_bytes, 1);
-  const int64_t tile_rows =
-      w.dtype == DType::F16 ? 0 : std::clamp<int64_t>(static_cast<int64_t>(kMaxTileBytes / row_tile_bytes), 1, n_out);
-  auto* base = static_cast<uint8_t*>(workspace.get(x16_bytes + static_cast<size_t>(tile_rows) * row_tile_bytes, stream));
+  // The layout kernels/device_scratch.h gives (and the placement counts).
+  const GemmScratch scratch = gemm_scratch(w.dtype, n_in, n_out, n_tokens);
+  const int64_t tile_rows = scratch.tile_rows;
+  const size_t row_tile_bytes = scratch.tile_row_bytes;
+  auto* base = static_cast<uint8_t*>(workspace.get(scratch.total(), stream));
+  const size_t x16_bytes = scratch.x16_bytes;
   auto* x16 = reinterpret_cast<uint16_t*>(base);
   void* tile = base + x16_bytes;
   if (!f32_tiles) f32_to_f16_clamped(x, n_tokens * n_in, x16, stream);

@@ -2,7 +2,7 @@
 // accumulation. F32 weights: SGEMM on the weights as they are (no TF32).
 // F16 weights: GemmEx on the weights with x rounded to f16. BF16: tiles
 // dequantized to f32 and SGEMM (bf16's range does not fit f16). Q8_0, Q4_0,
-// Q4_K, Q6_K: tiles of rows dequantized to f16 (at most kMaxTileBytes each,
+// Q4_K, Q6_K: tiles of rows dequantized to f16 (at most kGemmMaxTileBytes each,
 // reusing the workspace) and GemmEx with x in f16.
 #pragma once
 
@@ -16,8 +16,8 @@
 
 namespace tc::kernels::cuda {
 
-inline constexpr size_t kMaxTileBytes = size_t{64} << 20;
-
+// The workspace it takes: gemm_scratch() (kernels/device_scratch.h); called
+// only above kGemvMaxTokens tokens.
 // w: ne = {n_in, n_out}, any weight dtype, rows w.row_bytes apart (a
 // multiple of 2, of 4 for F32); x: f32 [n_tokens, n_in]; y: f32 [n_tokens,
 // n_out]. All on the device; issued on the handle's stream.

@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_copy_queue.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::kernels {
 namespace {
@@ -58,15 +59,6 @@ void check_matrix(const Tensor& w) {
 void check_weight(const Tensor& w) {
   TC_CHECK(is_weight_dtype(w.dtype), "CUDA backend: not a weight dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
   check_matrix(w);
-}
-
-// Splits of axpy_rows' active rows (see launch.h): about kRowsPerSplit rows
-// each, at most kMaxSplits. A function of n_rows only, so a token's result
-// does not depend on the batch.
-int64_t axpy_split_count(int64_t n_rows) {
-  constexpr int64_t kRowsPerSplit = 64;
-  constexpr int64_t kMaxSplits = 32;
-  return std::clamp<int64_t>((n_rows + kRowsPerSplit - 1) / kRowsPerSplit, 1, kMaxSplits);
 }
 
 }  // namespace
@@ -151,7 +143,7 @@ void CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, floa
   check_weight(w);
   TC_CHECK(n_tokens >= 0, "matmul: n_tokens must be >= 0");
   activate();
-  if (n_tokens <= cuda::kGemvMaxTokens) {
+  if (n_tokens <= kGemvMaxTokens) {
     cuda::gemv(w, x, n_tokens, nullptr, w.n_rows(), y, stream_.get());
   } else {
     cuda::matmul_cublas(w, x, n_tokens, y, cublas_.get(), workspace_, stream_.get());
@@ -173,6 +165,8 @@ void CudaBackend::axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens,
   activate();
   const int64_t n_out = w_t.n_cols();
   if (n_tokens == 0 || n_out == 0) return;
+  // Splits of the active rows (kernels/device_scratch.h): a function of
+  // n_rows only, so a token's result does not depend on the batch.
   const int64_t n_split = axpy_split_count(n_rows);
   if (n_split == 1) {
     // One split's sum starts at +0 like pass 2 does, so writing y directly
@@ -180,10 +174,17 @@ void CudaBackend::axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens,
     cuda::axpy_rows_partial(w_t, a, n_tokens, rows, n_rows, 1, y, stream_.get());
     return;
   }
-  const size_t partial_bytes = static_cast<size_t>(n_split * n_tokens * n_out) * sizeof(float);
-  auto* partial = static_cast<float*>(workspace_.get(partial_bytes, stream_.get()));
-  cuda::axpy_rows_partial(w_t, a, n_tokens, rows, n_rows, n_split, partial, stream_.get());
-  cuda::sum_partials(partial, n_split, n_tokens * n_out, y, stream_.get());
+  // Passes of at most axpy_pass_tokens tokens keep the partials within
+  // kAxpyMaxPartialBytes (a 512-token prompt at n_embd 5120 would need 320
+  // MiB at once); a token's sum is the same in any pass.
+  const int64_t pass = axpy_pass_tokens(n_split, n_out);
+  auto* partial = static_cast<float*>(
+      workspace_.get(axpy_scratch_bytes(n_rows, n_tokens, n_out), stream_.get()));
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += pass) {
+    const int64_t tt = std::min(pass, n_tokens - t0);
+    cuda::axpy_rows_partial(w_t, a + t0 * n_rows, tt, rows, n_rows, n_split, partial, stream_.get());
+    cuda::sum_partials(partial, n_split, tt * n_out, y + t0 * n_out, stream_.get());
+  }
 }
 
 void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) {

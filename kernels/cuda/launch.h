@@ -11,13 +11,14 @@
 #include <cstdint>
 
 #include "kernels/cpu/ops.h"
+#include "kernels/device_scratch.h"
 #include "kernels/tensor.h"
 
 namespace tc::kernels::cuda {
 
 // Most tokens one GEMV launch reads each weight row for (gemv.cu); matmul
 // takes cuBLAS above this.
-inline constexpr int64_t kGemvMaxTokens = 8;
+using kernels::kGemvMaxTokens;
 
 // gemv.cu. y[t * n_y + k] = dot(w.row(rows ? rows[k] : k), x[t * n_in : ...])
 // for t < n_tokens, k < n_y. w: any weight dtype, ne = {n_in, n_w_rows};

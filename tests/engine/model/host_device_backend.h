@@ -7,9 +7,12 @@
 // a real copy engine that lags: a copy lands only when the backend's stream
 // waits on an event recorded after it (or the queue synchronizes), so an op
 // that reads prefetched rows without that wait reads stale ones; the order of
-// records, waits and prefetch copies is logged for tests to check.
+// records, waits and prefetch copies is logged for tests to check. It also
+// records the largest workspace request the CUDA backend's matmul and
+// axpy_rows would make (kernels/device_scratch.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +24,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/check.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::test {
 
@@ -41,6 +45,7 @@ class HostDeviceBackend final : public kernels::Backend {
 
   size_t uploaded_bytes = 0;   // weight bytes copied by upload()
   size_t allocated_bytes = 0;  // allocate(): "device" memory other than weights
+  size_t scratch_peak = 0;     // the CUDA backend's workspace after the same ops: its largest request
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
@@ -103,6 +108,7 @@ class HostDeviceBackend final : public kernels::Backend {
   }
 
   void matmul(const kernels::Tensor& w, const float* x, int64_t n_tokens, float* y) override {
+    scratch_peak = std::max(scratch_peak, kernels::gemm_scratch(w.dtype, w.n_cols(), w.n_rows(), n_tokens).total());
     cpu_->matmul(w, x, n_tokens, y);
   }
   void matmul_rows(const kernels::Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
@@ -111,6 +117,7 @@ class HostDeviceBackend final : public kernels::Backend {
   }
   void axpy_rows(const kernels::Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                  float* y) override {
+    scratch_peak = std::max(scratch_peak, kernels::axpy_scratch_bytes(n_rows, n_tokens, w_t.n_cols()));
     cpu_->axpy_rows(w_t, a, n_tokens, rows, n_rows, y);
   }
   void get_rows(const kernels::Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) override {

@@ -6,8 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "config/gpu_split_setting.h"
 #include "engine/model/hybrid_prefetch.h"
@@ -180,6 +182,88 @@ TEST_CASE("set_up_model builds layer offload by K or by budget, with a split KV 
     CHECK_THAT(joined(m.summary), Catch::Contains("layer offload: the first " + std::to_string(c.want_k) + " of " +
                                                   std::to_string(n_layer) + " layers on host-device (test)"));
     if (c.budget) CHECK_THAT(joined(m.summary), Catch::Contains("(--vram-budget: "));
+  }
+}
+
+namespace {
+
+// A prefill step of 20 prompt tokens in slot 0, a full one of n_batch in
+// slot 1 (grown on demand, the buffers would double from 20 to 40 tokens
+// here), then a decode step of every slot (generated tokens: the sparse FFN
+// where there is one).
+void run_full_steps(tc::runtime::RunnableModel& m, tc::runtime::KvCache& kv) {
+  std::vector<float> logits;
+  std::vector<tc::text::TokenId> prompt(static_cast<size_t>(kShape.n_batch));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<tc::text::TokenId>((7 * i + 3) % 500);
+  const tc::model::StepSequence first{.slot = 0, .tokens = std::span(prompt).first(20)};
+  REQUIRE(m.llama->forward(std::span(&first, 1), kv, logits) == tc::model::StepStatus::Ok);
+  const tc::model::StepSequence full{.slot = 1, .tokens = prompt};
+  REQUIRE(m.llama->forward(std::span(&full, 1), kv, logits) == tc::model::StepStatus::Ok);
+  std::vector<tc::text::TokenId> next(static_cast<size_t>(kShape.n_parallel), 11);
+  std::vector<tc::model::StepSequence> decode;
+  for (int slot = 0; slot < kShape.n_parallel; ++slot) {
+    decode.push_back({.slot = slot, .tokens = std::span(&next[static_cast<size_t>(slot)], 1), .generated = true});
+  }
+  REQUIRE(m.llama->forward(decode, kv, logits) == tc::model::StepStatus::Ok);
+}
+
+}  // namespace
+
+TEST_CASE("set_up_model: the device memory of full-size steps is what the placement counted", "[runtime][setup]") {
+  SECTION("hybrid mode") {
+    const auto loaded = tc::test::gpu_split::sparse_model_with_stats();
+    const auto ws = tc::sparse::hybrid_step_workspace(loaded->file, loaded->spec, loaded->predictors, kShape);
+    const auto costs = tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, kShape);
+    CHECK(costs.fixed.workspace == ws.total());
+    // Half the FFN hot: the hot down projection's rows split fewer ways than
+    // the bound (every neuron) assumes; all of it hot: exactly the bound.
+    for (const bool all_hot : {false, true}) {
+      INFO("every neuron hot: " << all_hot);
+      MadeBackends made;
+      tc::config::GpuSplitSetting split;
+      split.mode = GpuSplitMode::HybridAuto;
+      split.vram_budget = all_hot ? uint64_t{1} << 40 : tc::test::gpu_split::half_ffn_budget(*loaded, kShape);
+      split.vram_budget_text = "BUDGET";
+      split.prefetch = tc::config::PrefetchSetting::Off;
+      auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
+      auto kv = m.make_kv_cache();
+      run_full_steps(m, kv);
+      REQUIRE(made.devices.size() == 1);
+      const auto& device = *made.devices[0];
+      // Nothing grew past the set-up's reservation: the buffers and the KV cache, to the byte.
+      CHECK(device.allocated_bytes == costs.fixed.kv_cache + ws.buffers + ws.head_buffers);
+      CHECK(device.scratch_peak > 0);
+      if (all_hot) {
+        CHECK(device.scratch_peak == ws.total() - ws.buffers - ws.head_buffers);
+      } else {
+        CHECK(device.scratch_peak <= ws.total() - ws.buffers - ws.head_buffers);
+      }
+    }
+  }
+  SECTION("layer offload") {
+    const auto loaded = tc::test::gpu_split::dense_model();
+    const int64_t n_layer = loaded->spec.n_layer;
+    const auto costs = tc::sparse::layer_offload_costs(loaded->file, loaded->spec, kShape);
+    for (const int64_t k : {int64_t{1}, n_layer}) {
+      INFO("k = " << k);
+      MadeBackends made;
+      tc::config::GpuSplitSetting split;
+      split.mode = GpuSplitMode::LayerOffload;
+      split.offload_layers = k;
+      auto s = fake_cuda_setup(made, split);
+      s.sparsity.mode = tc::config::SparsityMode::Dense;
+      auto m = set_up_model(loaded, s, kShape);
+      auto kv = m.make_kv_cache();
+      run_full_steps(m, kv);
+      const auto& device = *made.devices[0];
+      const bool head = k == n_layer;
+      const auto& ws = costs.workspace;
+      CHECK(device.allocated_bytes ==
+            costs.kv_per_layer * static_cast<uint64_t>(k) + ws.buffers + (head ? ws.head_buffers : 0));
+      // The dense layers' largest cuBLAS request (every layer has the same shapes and dtypes).
+      CHECK(device.scratch_peak == ws.total(head) - ws.buffers - (head ? ws.head_buffers : 0));
+      CHECK(device.scratch_peak > 0);
+    }
   }
 }
 

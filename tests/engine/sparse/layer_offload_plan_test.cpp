@@ -37,13 +37,20 @@ TEST_CASE("layer offload: costs match a hand computation", "[sparse][offload]") 
   CHECK(c.kv_per_layer == 2 * 3 * 128 * 32 * 2);
   // output [64, 512] f16 + output_norm [64] f32.
   CHECK(c.output_head == 64 * 512 * 2 + 64 * 4);
-  CHECK(c.workspace == tc::sparse::workspace_bytes(loaded->spec, shape, 0));
-  CHECK(c.workspace > 0);
+  // T = 16, R = 3: f32 16*(4*64 + 2*32 + 2*256) + i32 16*2; the head's f32 3*(64 + 512).
+  CHECK(c.workspace.buffers == (13312 + 32) * 4);
+  CHECK(c.workspace.head_buffers == 1728 * 4);
+  // cuBLAS over 16 tokens: layer 0's f16 matrices need their f16
+  // activations, the largest ffn_down's 16*256*2 (layer 1's f32 ones
+  // nothing); the head's 3 rows take the GEMV.
+  CHECK(c.workspace.scratch == 16 * 256 * 2);
+  CHECK(c.workspace.head_scratch == 0);
+  const uint64_t step = 53376 + 8192;
 
   CHECK(c.device_bytes(0) == 0);
-  CHECK(c.device_bytes(1) == c.workspace + c.kv_per_layer + c.layer_weights[0]);
+  CHECK(c.device_bytes(1) == step + c.kv_per_layer + c.layer_weights[0]);
   CHECK(c.device_bytes(2) ==
-        c.workspace + 2 * c.kv_per_layer + c.layer_weights[0] + c.layer_weights[1] + c.output_head);
+        step + 6912 + 2 * c.kv_per_layer + c.layer_weights[0] + c.layer_weights[1] + c.output_head);
   CHECK_THROWS(c.device_bytes(3));
   CHECK_THROWS(c.device_bytes(-1));
 }
@@ -53,7 +60,7 @@ TEST_CASE("layer offload: the largest k that fits the budget", "[sparse][offload
   c.layer_weights = {1000, 2000, 1500, 1000};
   c.kv_per_layer = 100;
   c.output_head = 700;
-  c.workspace = 50;
+  c.workspace.buffers = 50;
   // device_bytes: k=1 1150, k=2 3250, k=3 4850, k=4 5950 + 700 = 6650.
   CHECK(c.device_bytes(4) == 6650);
   for (int64_t k = 1; k <= 4; ++k) {

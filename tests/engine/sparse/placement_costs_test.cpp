@@ -30,7 +30,9 @@ tc::sparse::PlacementCosts costs_of(const std::filesystem::path& path, const Pla
 TEST_CASE("placement: costs of an f16 model with predictors match a hand computation", "[sparse][placement]") {
   const auto dir = tc::test::scratch_dir("placement_costs_f16");
   const auto model = fx::make_model_file(fx::tiny_sparse_options(dir / "m.gguf"));
-  const auto c = costs_of(model, {.n_ctx = 128, .n_parallel = 3, .n_batch = 16});
+  const PlacementShape shape{.n_ctx = 128, .n_parallel = 3, .n_batch = 16};
+  const auto loaded = tc::model::load_model(model);
+  const auto c = tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, shape);
   // n_embd 64, n_embd_kv 32 (2 KV heads of 16), n_ff 256, n_vocab 512, f16 = 2 bytes.
   // Per layer: attn_norm 64*4 + attn_q 64*64*2 + attn_k 64*32*2 + attn_v 64*32*2
   //            + attn_output 64*64*2 + ffn_norm 64*4 = 25088.
@@ -41,10 +43,19 @@ TEST_CASE("placement: costs of an f16 model with predictors match a hand computa
   CHECK(c.fixed.output_head == 65536 + 256);
   // 2 (K, V) * 2 layers * 3 slots * 128 positions * 32 * 2 bytes.
   CHECK(c.fixed.kv_cache == 98304);
-  // T = 16, R = 3, r = 32: f32 16*(4*64 + 2*32 + 2*256) + i32 16*2 + f32 3*(64 + 512)
-  // + f32 3*4*128 + f32 3*(32 + 256) + i32 3*256 = (13312 + 32 + 1728 + 1536 + 864 + 768) * 4.
-  CHECK(c.fixed.workspace == 72960);
-  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 72960);
+  // T = 16, R = 3, r = 32, n_ff / 32 = 8 bitmask words.
+  const auto ws = tc::sparse::hybrid_step_workspace(loaded->file, loaded->spec, loaded->predictors, shape);
+  // f32 16*(4*64 + 2*32) + i32 16*2, and hybrid mode's FFN: f32 16*(32 + 4*256 + 64)
+  // + u32 2*16*8 + i32 256.
+  CHECK(ws.buffers == (5120 + 32 + 17920 + 256 + 256) * 4);
+  CHECK(ws.head_buffers == 3 * (64 + 512) * 4);  // f32 [R, n_embd + n_vocab]
+  // The largest GPU request: the hot down projection over up to 256 rows
+  // (4 splits of 64) of 16 tokens, 4*16*64 f32 partials; the f16 cuBLAS
+  // matmuls need only their f16 activations (attention: 16*64*2).
+  CHECK(ws.scratch == 4 * 16 * 64 * 4);
+  CHECK(ws.head_scratch == 0);  // 3 rows: the GEMV
+  CHECK(c.fixed.workspace == 94336 + 6912 + 16384);
+  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 117632);
   REQUIRE(c.layers.size() == 2);
   for (const auto& layer : c.layers) {
     CHECK(layer.gate_dtype == DType::F16);
@@ -64,7 +75,11 @@ TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at it
   o.sparse.layout = tc::profiler::SparseLayout::PowerInfer;
   o.sparse.predictor_type = "q8_0";
   o.sparse.predictor_rank = 64;
-  const auto c = costs_of(fx::make_model_file(o), {.n_ctx = 64, .n_parallel = 1, .n_batch = 8});
+  const auto loaded = tc::model::load_model(fx::make_model_file(o));
+  const auto costs_at = [&loaded](const PlacementShape& shape) {
+    return tc::sparse::placement_costs(loaded->file, loaded->spec, loaded->predictors, shape);
+  };
+  const auto c = costs_at({.n_ctx = 64, .n_parallel = 1, .n_batch = 8});
   // A q4_K row of 256 is 144 bytes, q6_K 210, q8_0 8 * 34 = 272; a q8_0 row of 64 is 68.
   // Per layer: attn_norm 1024 + attn_q 256 rows q4_K + attn_k 128 rows q4_K
   //            + attn_v 128 rows q6_K + attn_output 256 rows q4_K + ffn_norm 1024.
@@ -74,8 +89,17 @@ TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at it
   // output [256, 512] q6_K: 512 rows of 210, + output_norm.
   CHECK(c.fixed.output_head == 512 * 210 + 1024);
   CHECK(c.fixed.kv_cache == 2 * 2 * 1 * 64 * 128 * 2);
-  // f32 8*(4*256 + 2*128 + 2*512) + i32 8*2 + f32 (256 + 512) + f32 4*64 + f32 (64 + 512) + i32 512.
-  CHECK(c.fixed.workspace == (8 * 2304 + 16 + 768 + 256 + 576 + 512) * 4);
+  // T = 8, R = 1, r = 64, 16 bitmask words: f32 8*(4*256 + 2*128) + i32 8*2
+  // + f32 8*(64 + 4*512 + 256) + u32 2*8*16 + i32 512, the head's f32 (256 + 512),
+  // and the GPU scratch: 8 tokens take the GEMV (no workspace); the hot down
+  // projection over up to 512 rows splits 8 ways: f32 8*8*256.
+  CHECK(c.fixed.workspace == (10240 + 16 + 18944 + 256 + 512) * 4 + 768 * 4 + 8 * 8 * 256 * 4);
+  // 16 tokens take cuBLAS: f16 activations 16*256*2 = 8192 bytes, then
+  // whole matrices dequantized to f16 tiles (each well under 64 MiB); the
+  // largest are attn_q and attn_output, 256 rows of 512 bytes.
+  const auto ws16 =
+      tc::sparse::hybrid_step_workspace(loaded->file, loaded->spec, loaded->predictors, {.n_ctx = 64, .n_parallel = 1, .n_batch = 16});
+  CHECK(ws16.scratch == 8192 + 256 * 512);
   for (const auto& layer : c.layers) {
     CHECK(layer.gate_dtype == DType::Q4_K);
     CHECK(layer.up_dtype == DType::Q4_K);
@@ -84,7 +108,7 @@ TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at it
   }
 }
 
-TEST_CASE("placement: tied embeddings count token_embd as the head, no predictors, no predictor workspace",
+TEST_CASE("placement: tied embeddings count token_embd as the head, no predictors",
           "[sparse][placement]") {
   const auto dir = tc::test::scratch_dir("placement_costs_tied");
   auto o = fx::tiny_sparse_options(dir / "m.gguf");
@@ -95,8 +119,9 @@ TEST_CASE("placement: tied embeddings count token_embd as the head, no predictor
   CHECK(c.fixed.predictors == 0);
   // token_embd [64, 512] q8_0: 512 rows of 68, + output_norm.
   CHECK(c.fixed.output_head == 512 * 68 + 256);
-  // f32 4*(4*64 + 2*32 + 2*256) + i32 4*2 + f32 2*(64 + 512) + f32 2*4*32.
-  CHECK(c.fixed.workspace == (4 * 832 + 8 + 1152 + 256) * 4);
+  // T = 4, R = 2, r = 0: f32 4*(4*64 + 2*32) + i32 4*2 + f32 4*(4*256 + 64) + u32 2*4*8
+  // + i32 256, the head's f32 2*(64 + 512), the down projection's 4 splits: f32 4*4*64.
+  CHECK(c.fixed.workspace == (1280 + 8 + 4352 + 64 + 256) * 4 + 1152 * 4 + 4 * 4 * 64 * 4);
   CHECK(c.layers[0].bytes() == 3 * 68);
 }
 
@@ -105,6 +130,8 @@ TEST_CASE("placement: shapes out of range are rejected", "[sparse][placement]") 
   const auto model = fx::make_model_file(fx::tiny_sparse_options(dir / "m.gguf"));
   CHECK_THROWS_WITH(costs_of(model, {.n_ctx = 0, .n_parallel = 1, .n_batch = 1}), Catch::Contains("n_ctx (0)"));
   CHECK_THROWS_WITH(costs_of(model, {.n_ctx = 1, .n_parallel = 0, .n_batch = 1}), Catch::Contains("n_parallel (0)"));
+  CHECK_THROWS_WITH(costs_of(model, {.n_ctx = 1, .n_parallel = 1, .n_batch = 1, .n_logit_rows = -1}),
+                    Catch::Contains("n_logit_rows (-1)"));
   CHECK_THROWS_WITH(costs_of(model, {.n_ctx = int64_t{1} << 40, .n_parallel = int64_t{1} << 20, .n_batch = 1}),
                     Catch::Contains("overflows"));
 }
