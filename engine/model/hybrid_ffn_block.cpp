@@ -9,6 +9,15 @@
 #include <stdexcept>
 
 namespace tc::model {
+namespace {
+
+// Rows [0, n) of a row-layout matrix, as a matrix of n rows.
+kernels::Tensor leading_rows(kernels::Tensor t, int64_t n) {
+  t.ne = {t.ne[0], n, 1, 1};
+  return t;
+}
+
+}  // namespace
 
 HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, kernels::Backend& cpu,
                                const sparse::PredictorSet& predictors, const HybridWeights& weights,
@@ -99,7 +108,9 @@ void HybridFfnBlock::partition(int64_t layer, const HybridLayerWeights& w, int64
   const int64_t n_ff = spec_.n_ff;
   const auto* bits = bits_host_.as<const uint32_t>();
   auto* device_rows = device_rows_host_.as<int32_t>();
-  const HybridPrefetch* prefetch = prefetch_.get();
+  // Dense steps leave the neuron cache to the CPU: the device part is then
+  // the hot rows in order, one plain matmul (cuBLAS for prompt chunks).
+  const HybridPrefetch* prefetch = sparse ? prefetch_.get() : nullptr;
   n_hot_ = 0;
   n_device_ = 0;
   n_cold_ = 0;
@@ -209,7 +220,11 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
     float* up = device_up_dev_.as<float>();
     device_.copy_to_device(device_rows_dev_.data(), device_rows_host_.data(),
                            static_cast<size_t>(n_device) * sizeof(int32_t));
-    device_.matmul_rows(w.hot_gate, cur, n_tokens, rows, n_device, gate);
+    if (sparse) {
+      device_.matmul_rows(w.hot_gate, cur, n_tokens, rows, n_device, gate);
+    } else {
+      device_.matmul(leading_rows(w.hot_gate, n_device), cur, n_tokens, gate);
+    }
     if (sparse && n_tokens > 1) {
       // relu(gate) * mask: 0 where the token did not predict the neuron (the
       // activation's relu(gate) then keeps it 0), relu(gate) exactly elsewhere.
@@ -217,7 +232,11 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
                              static_cast<size_t>(n_tokens * n_device) * sizeof(float));
       device_.ffn_activation(kernels::Activation::ReGLU, gate, device_mask_dev_.as<float>(), n_tokens * n_device, gate);
     }
-    device_.matmul_rows(w.hot_up, cur, n_tokens, rows, n_device, up);
+    if (sparse) {
+      device_.matmul_rows(w.hot_up, cur, n_tokens, rows, n_device, up);
+    } else {
+      device_.matmul(leading_rows(w.hot_up, n_device), cur, n_tokens, up);
+    }
     device_.ffn_activation(activation_, gate, up, n_tokens * n_device, up);
     device_.axpy_rows(w.hot_down_t, up, n_tokens, rows, n_device, out);
   }

@@ -23,11 +23,13 @@
 // bus on the stream; weight rows cross only on the prefetch path's own copy
 // queue, into the cache.
 // Dense steps (prefill chunks above the crossover) take the same path with
-// P = every neuron and no predictor: the hot neurons on the device, the cold
-// ones on the CPU, so no neuron is dropped and nothing more is uploaded.
+// P = every neuron and no predictor: the hot neurons on the device, as plain
+// matmuls over the hot matrices' leading rows (cuBLAS above 8 tokens), the
+// cold ones on the CPU (the neuron cache's too), so no neuron is dropped and
+// nothing more is uploaded.
 // Each token keeps only its own predicted neurons (as SparseFfnBlock), so a
 // token's output does not depend on the other tokens of the step.
-// Not thread-safe: the engine thread's. Workspace grows to the largest step.
+// Not thread-safe: the engine thread's. Workspace: reserve(), grown by a larger step.
 #pragma once
 
 #include <cstdint>

@@ -151,6 +151,13 @@ StepWorkspace hybrid_step_workspace(const gguf::GgufFile& file, const model::Mod
   ws.buffers += checked_product({t, max_rank + 4 * spec.n_ff + spec.n_embd}, what) * 4 +
                 checked_product({2, t, n_words}, what) * 4 + checked_product({spec.n_ff}, what) * 4;
   ws.scratch = std::max(attention_scratch(file, spec, t), down_axpy_scratch(spec, t));
+  // Dense steps run the hot gate and up rows as matmuls (up to n_ff rows).
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    for (const char* name : {"ffn_gate", "ffn_up"}) {
+      const std::string full = model::layer_tensor_name(l, name);
+      if (file.find_tensor(full) != nullptr) ws.scratch = std::max(ws.scratch, file_matrix_scratch(file, full, t));
+    }
+  }
   for (const auto& p : predictors.layers) {
     for (const kernels::Tensor* m : {&p.fc1, &p.fc2}) {
       ws.scratch = std::max(ws.scratch, gemm_scratch_of(m->dtype, m->ne[0], m->n_rows(), t));

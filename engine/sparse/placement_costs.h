@@ -79,7 +79,8 @@ uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shap
 //   scratch       the GPU backend's workspace, the largest request of one
 //                 op (kernels/device_scratch.h): a cuBLAS matmul of T
 //                 tokens over any layer matrix on the device (attention,
-//                 predictors, dense FFN), or the down projection's
+//                 predictors, dense FFN; hybrid's hot gate and up rows, up
+//                 to n_ff, in dense steps), or the down projection's
 //                 axpy_rows over up to n_ff rows (ffn_down_t, hybrid's hot rows)
 //   head_scratch  the head's matmul over R rows
 struct StepWorkspace {

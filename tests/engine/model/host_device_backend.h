@@ -46,6 +46,7 @@ class HostDeviceBackend final : public kernels::Backend {
   size_t uploaded_bytes = 0;   // weight bytes copied by upload()
   size_t allocated_bytes = 0;  // allocate(): "device" memory other than weights
   size_t scratch_peak = 0;     // the CUDA backend's workspace after the same ops: its largest request
+  int long_matmul_rows = 0;    // matmul_rows calls over more than kGemvMaxTokens tokens (the GEMV, never cuBLAS)
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
@@ -113,6 +114,7 @@ class HostDeviceBackend final : public kernels::Backend {
   }
   void matmul_rows(const kernels::Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                    float* y) override {
+    if (n_tokens > kernels::kGemvMaxTokens) ++long_matmul_rows;
     cpu_->matmul_rows(w, x, n_tokens, rows, n_rows, y);
   }
   void axpy_rows(const kernels::Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,

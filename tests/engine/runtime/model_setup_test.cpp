@@ -233,6 +233,8 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       // Nothing grew past the set-up's reservation: the buffers and the KV cache, to the byte.
       CHECK(device.allocated_bytes == costs.fixed.kv_cache + ws.buffers + ws.head_buffers);
       CHECK(device.scratch_peak > 0);
+      // The prompt steps ran dense: the hot rows as plain matmuls (cuBLAS on a GPU), never the GEMV.
+      CHECK(device.long_matmul_rows == 0);
       if (all_hot) {
         CHECK(device.scratch_peak == ws.total() - ws.buffers - ws.head_buffers);
       } else {
