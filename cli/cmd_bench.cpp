@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -14,6 +15,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
+#include "engine/sparse/bandwidth_probe.h"
 #include "engine/sparse/decode_bytes.h"
 #include "kernels/backend.h"
 
@@ -24,6 +26,38 @@ std::string weight_type_summary(const model::LoadedModel& m) {
   return std::string(kernels::dtype_name(m.file.tensor("blk.0.ffn_gate.weight").dtype));
 }
 
+// --time-split: where hybrid mode's steps went, against the modelled limit
+// with bandwidths measured now on this machine (docs/hybrid.md).
+struct TimeSplitReport {
+  std::string text;
+  nlohmann::json json;
+};
+
+TimeSplitReport time_split_report(runtime::RunnableModel& m, const model::HybridTimeSplit& split, double mean_context) {
+  model::LlamaModel& llama = *m.llama;
+  model::HybridPrefetch* prefetch = llama.hybrid_prefetch();
+  const model::HybridBytes bytes =
+      model::hybrid_bytes_per_token(*m.loaded, *llama.sparse_counters(), *llama.hybrid_counters(),
+                                    prefetch != nullptr ? &prefetch->counters() : nullptr, split, mean_context);
+  const sparse::Bandwidths bw = sparse::measure_bandwidths(*m.backend, *m.cpu_backend);
+  const double n = static_cast<double>(std::max<int64_t>(split.steps, 1));
+  const double limit = std::max({bytes.gpu / bw.gpu, bytes.cpu / bw.host_dram, bytes.bus / bw.pcie_h2d});
+  nlohmann::json j = {{"steps", split.steps},
+                      {"wall_ms", 1e3 * split.wall_s / n},
+                      {"gpu_ms", split.gpu_timed ? nlohmann::json(1e3 * split.gpu_s / n) : nlohmann::json(nullptr)},
+                      {"cpu_ms", 1e3 * split.cpu_s / n},
+                      {"wait_ms", 1e3 * split.wait_s / n},
+                      {"gpu_bytes", bytes.gpu},
+                      {"cpu_bytes", bytes.cpu},
+                      {"bus_bytes", bytes.bus},
+                      {"gpu_bw", bw.gpu},
+                      {"dram_bw", bw.host_dram},
+                      {"pcie_bw", bw.pcie_h2d},
+                      {"limit_ms", 1e3 * limit},
+                      {"limit_fraction", limit / (split.wall_s / n)}};
+  return {model::describe_time_split(split, bytes, bw), std::move(j)};
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app) {
@@ -31,6 +65,7 @@ void register_bench(CLI::App& app) {
     std::string model;
     int threads = 0;
     ModelCliOptions sparsity;
+    bool time_split = false;
     std::string output = "md";
     runtime::BenchOptions bench;
   };
@@ -50,6 +85,9 @@ void register_bench(CLI::App& app) {
   add_model_options(sub, o->sparsity);
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
+  sub->add_flag("--time-split", o->time_split,
+                "Hybrid mode: also report where a step's time went (GPU busy, CPU cold neurons, waits, bus bytes) "
+                "against the modelled limit from bandwidths measured at the end of the run");
   runners()["bench"] = [o] {
     runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
       return sparse::PlacementShape{.n_ctx = std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
@@ -60,7 +98,11 @@ void register_bench(CLI::App& app) {
     const auto& backend = m.backend;
     model::LlamaModel& llama = *m.llama;
     runtime::KvCache kv = m.make_kv_cache();
+    // Throws, naming --placement, when not hybrid.
+    const model::HybridStepTimer* timer = o->time_split ? &llama.enable_time_split() : nullptr;
     const auto series = runtime::run_bench(llama, kv, o->bench);
+    std::optional<TimeSplitReport> split;
+    if (timer != nullptr) split = time_split_report(m, timer->split(), static_cast<double>(o->bench.n_gen) / 2.0);
     // What a tg token reads, with the sparse FFN's measured neuron counts.
     const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),
                                                      static_cast<double>(o->bench.n_gen) / 2.0);
@@ -94,6 +136,7 @@ void register_bench(CLI::App& app) {
                      {"avg_ts", s.mean()},
                      {"stddev_ts", s.stddev()},
                      {"samples_ts", s.tokens_per_second}});
+        if (split) j.back()["time_split"] = split->json;
       }
       std::cout << j.dump(2) << "\n";
     } else {
@@ -112,6 +155,7 @@ void register_bench(CLI::App& app) {
         std::printf("; FFN neurons predicted %.1f%%, computed %.1f%%", 100.0 * predicted, 100.0 * computed);
       }
       std::printf("\n");
+      if (split) std::printf("\n%s", split->text.c_str());
     }
     return 0;
   };

@@ -139,6 +139,13 @@ class Backend {
   // Ops and copies issued after this run only once the work `event` marks
   // (on a copy queue of this backend) is done; the host does not wait.
   virtual void wait_event(const Event& event) = 0;
+  // Events for measuring the stream's time (CUDA: with timing, a little
+  // dearer to record than make_event()'s), and the seconds between two of
+  // them recorded on this backend's stream, once both are done (after a
+  // synchronize()); -1 where the backend does not time its work (the CPU's
+  // ops are done when issued: nothing to time apart from the host's clock).
+  virtual std::unique_ptr<Event> make_timing_event() { return make_event(); }
+  virtual double elapsed_seconds(const Event& /*start*/, const Event& /*end*/) { return -1.0; }
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;

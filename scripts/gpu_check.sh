@@ -20,6 +20,14 @@
 #       device tool's folder that comes back); a failing step does not stop
 #       the others. Exit status: the number of failed steps.
 #
+#   scripts/gpu_check.sh hybrid [TYPES] [OUT_DIR]
+#       There too, in a call of its own: issue 7's speed table,
+#       bench/hybrid_modes.py on the 13B-layer shape (TYPES: q4_0 by
+#       default, or f16, or f16,q4_0 when the call's time allows): CPU
+#       only, layer offload, hybrid without and with prefetch, and the
+#       whole model on the GPU, at 40% of the model's bytes, with the
+#       hybrid time split; the table to OUT_DIR/hybrid_modes.md.
+#
 # Example (the device tool's `run`, ~10 minutes):
 #   command: scripts/gpu_check.sh run    carry: ["gpu-carry"]
 set -uo pipefail
@@ -78,12 +86,11 @@ run_checks() {
   out_dir=${1:-${OUT:-gpu-check-out}}
   mkdir -p "$out_dir"
   local bin=$PWD/$carry/bin
-  export LD_LIBRARY_PATH="$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
   # The test binaries were built elsewhere: point them at this tree, and
   # everything at the carried CUDA plugin (thermocline would find it beside
   # itself anyway; the test binaries' build-tree path is not here).
+  carried_env
   export THERMOCLINE_TEST_SOURCE_DIR=$PWD THERMOCLINE_TEST_BINARY=$bin/thermocline
-  export THERMOCLINE_CUDA_PLUGIN=$bin/libthermocline_cuda.so
   local work
   work=$(mktemp -d)
   cd "$work" || exit 1  # the tests' scratch folders go here
@@ -128,8 +135,25 @@ run_checks() {
   return "$failed"
 }
 
+# The carried binaries' environment (as run_checks sets it).
+carried_env() {
+  export LD_LIBRARY_PATH="$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+  export THERMOCLINE_CUDA_PLUGIN=$PWD/$carry/bin/libthermocline_cuda.so
+}
+
+hybrid_table() {
+  local types=${1:-q4_0}
+  local out_dir=${2:-${OUT:-gpu-check-out}}
+  mkdir -p "$out_dir"
+  carried_env
+  set -o pipefail
+  PYTHONUNBUFFERED=1 python3 bench/hybrid_modes.py -b "$carry" -m /tmp/hybrid-models --types "$types" \
+    --shape 13b -n 32 -r 3 2> "$out_dir/hybrid_modes.err" | tee "$out_dir/hybrid_modes.md"
+}
+
 case "${1:-}" in
   pack) shift; pack "$@" ;;
   run) shift; run_checks "$@"; exit $? ;;
-  *) sed -n '2,24p' "$0"; exit 2 ;;
+  hybrid) shift; hybrid_table "$@"; exit $? ;;
+  *) sed -n '2,32p' "$0"; exit 2 ;;
 esac

@@ -100,8 +100,9 @@ void HybridFfnBlock::predict(int64_t layer, const float* x, int64_t n_tokens, bo
     device_.matmul(fc2_[l].tensor, hidden, n_tokens, scores);
     device_.threshold_bits(scores, n_tokens, spec_.n_ff, pred.threshold, bits + k * n_tokens * n_words_);
   }
-  device_.copy_to_host(bits_host_.data(), bits,
-                       static_cast<size_t>((guess ? 2 : 1) * n_tokens * n_words_) * sizeof(uint32_t));
+  const size_t bits_bytes = static_cast<size_t>((guess ? 2 : 1) * n_tokens * n_words_) * sizeof(uint32_t);
+  device_.copy_to_host(bits_host_.data(), bits, bits_bytes);
+  if (timer_ != nullptr) timer_->add_bus(bits_bytes);
 }
 
 void HybridFfnBlock::partition(int64_t layer, const HybridLayerWeights& w, int64_t n_tokens, bool sparse) {
@@ -198,7 +199,10 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
   const bool guess = sparse && prefetch_ != nullptr && prefetch_->guesses_next(layer);
   if (sparse) predict(layer, x, n_tokens, guess);
   device_.copy_to_host(cur_host_.data(), cur, embd_bytes);
+  const double wait_start = timer_ != nullptr ? host_seconds() : 0.0;
+  if (timer_ != nullptr) timer_->mark(layer, HybridStepTimer::Mark::PredictEnd);
   device_.synchronize();
+  if (timer_ != nullptr) timer_->add_wait(host_seconds() - wait_start);
 
   // 2. Host: P split into the device's part and the CPU's; the layer's
   // prefetched rows, once issued, join the device's part.
@@ -214,6 +218,13 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
   // 3. Device: hot ∩ P and the cached neurons, issued before the CPU starts
   // (asynchronous on CUDA).
   const int64_t n_device = n_device_;
+  if (timer_ != nullptr) {
+    timer_->mark(layer, HybridStepTimer::Mark::HotBegin);
+    // cur down; the device's rows and the per-token mask up.
+    const bool mask = sparse && n_tokens > 1 && n_device > 0;
+    timer_->add_bus(embd_bytes + static_cast<size_t>(n_device) * sizeof(int32_t) +
+                    (mask ? static_cast<size_t>(n_tokens * n_device) * sizeof(float) : 0));
+  }
   if (n_device > 0) {
     const auto* rows = device_rows_dev_.as<int32_t>();
     float* gate = device_gate_dev_.as<float>();
@@ -249,18 +260,27 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
                          n_tokens);
   }
 
+  if (timer_ != nullptr) timer_->mark(layer, HybridStepTimer::Mark::HotEnd);
+
   // 5. CPU, meanwhile: the rest of cold ∩ P into the partial sum.
+  const double cpu_start = timer_ != nullptr ? host_seconds() : 0.0;
   const int64_t n_cold_live = run_cold(w, n_tokens, sparse);
+  if (timer_ != nullptr) timer_->add_cpu(host_seconds() - cpu_start);
   counters_.computed[l] += sparse ? n_cold_live : 0;
   const bool cold_ran = n_cold_live > 0;
 
   // 6. Merge: one copy of n_embd floats per token and one add.
+  if (timer_ != nullptr) timer_->mark(layer, HybridStepTimer::Mark::MergeBegin);
   if (n_device > 0 && cold_ran) {
     device_.copy_to_device(partial_dev_.data(), partial_host_.data(), embd_bytes);
     device_.add(out, partial_dev_.as<float>(), n_tokens * n_embd);
   } else if (n_device == 0) {
     if (!cold_ran) std::memset(partial_host_.data(), 0, embd_bytes);  // nothing fired: the FFN adds 0
     device_.copy_to_device(out, partial_host_.data(), embd_bytes);
+  }
+  if (timer_ != nullptr) {
+    if (n_device == 0 || cold_ran) timer_->add_bus(embd_bytes);  // the partial sum, or the CPU's whole result
+    timer_->mark(layer, HybridStepTimer::Mark::MergeEnd);
   }
 }
 

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "engine/model/hybrid_prefetch.h"
+#include "engine/model/hybrid_time_split.h"
 #include "engine/model/hybrid_weights.h"
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/sparse/predictors.h"
@@ -77,6 +78,8 @@ class HybridFfnBlock {
   HybridSplitCounters& split_counters() { return split_; }
   // The prefetch path (nullptr in mode Off).
   HybridPrefetch* prefetch() { return prefetch_.get(); }
+  // Times the runs from now on (nullptr: stop); not owned, outlives its use.
+  void set_timer(HybridStepTimer* timer) { timer_ = timer; }
 
  private:
   // Device: the layer's predictor and, when the prefetch path asks, the next
@@ -105,6 +108,7 @@ class HybridFfnBlock {
   int64_t max_rank_ = 0;
   int64_t capacity_tokens_ = 0;
   std::unique_ptr<HybridPrefetch> prefetch_;  // null in mode Off
+  HybridStepTimer* timer_ = nullptr;          // bench --time-split; null: not timed
   int64_t n_hot_ = 0;              // |hot ∩ P| of the current layer
   int64_t n_device_ = 0;           // hot ∩ P and the cached neurons of P: the device's part
   int64_t n_cold_ = 0;             // the CPU's part of cold ∩ P

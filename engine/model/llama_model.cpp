@@ -184,6 +184,15 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.tmp = f32(t * spec_.n_embd);
 }
 
+HybridStepTimer& LlamaModel::enable_time_split() {
+  if (hybrid_ffn_ == nullptr) throw std::invalid_argument("the time split is hybrid mode's (--placement)");
+  if (timer_ == nullptr) {
+    timer_ = std::make_unique<HybridStepTimer>(backend_, spec_.n_layer);
+    hybrid_ffn_->set_timer(timer_.get());
+  }
+  return *timer_;
+}
+
 void LlamaModel::reserve_steps(int64_t max_tokens, int64_t max_logit_rows) {
   if (max_tokens < 1 || max_logit_rows < 0) {
     throw std::invalid_argument("reserve_steps: max_tokens must be >= 1 and max_logit_rows >= 0");
@@ -243,6 +252,10 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   }
   const size_t index_bytes = static_cast<size_t>(n_tokens) * sizeof(int32_t);
   const size_t hidden_bytes = static_cast<size_t>(n_tokens * spec_.n_embd) * sizeof(float);
+  if (timer_ != nullptr) {
+    timer_->begin_step();
+    timer_->add_bus(2 * index_bytes + logits.size() * sizeof(float));  // ids and positions up, logits down
+  }
   if (offload_cpu_ == nullptr) {
     backend_.copy_to_device(ids_.data(), ids, index_bytes);
     backend_.copy_to_device(positions_.data(), positions, index_bytes);
@@ -299,7 +312,15 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits_dev_.as<float>());
     head.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
   }
+  if (timer_ == nullptr) {
+    backend_.synchronize();
+    return StepStatus::Ok;
+  }
+  timer_->end_step();
+  const double wait_start = host_seconds();
   backend_.synchronize();
+  timer_->add_wait(host_seconds() - wait_start);
+  timer_->finish_step();
   return StepStatus::Ok;
 }
 

@@ -153,6 +153,11 @@ class LlamaModel {
   // all_logits), and each slot's KV length has grown by its token count.
   StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
 
+  // Hybrid mode: times every later step (docs/hybrid.md, "Where the time
+  // goes"), at the cost of timing events on the device's stream and host
+  // clock reads; std::invalid_argument when not hybrid.
+  HybridStepTimer& enable_time_split();
+
   // Allocates the buffers of steps of up to max_tokens tokens and
   // max_logit_rows logit rows now, at exactly that size, so that the device
   // memory is what the placement counted (sparse::dense_step_workspace,
@@ -230,6 +235,7 @@ class LlamaModel {
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
+  std::unique_ptr<HybridStepTimer> timer_;         // enable_time_split(); null: steps not timed
   TransposedDown transposed_down_;                 // dense down projection of PWRI files
   kernels::Backend& backend_;
   kernels::Activation activation_;

@@ -139,6 +139,16 @@ void CudaBackend::wait_event(const Event& event) {
   cuda_event(event).wait_on(stream_.get());
 }
 
+std::unique_ptr<Event> CudaBackend::make_timing_event() {
+  activate();
+  return std::make_unique<CudaBackendEvent>(true);
+}
+
+double CudaBackend::elapsed_seconds(const Event& start, const Event& end) {
+  activate();
+  return CudaEvent::elapsed_ms(cuda_event(start), cuda_event(end)) / 1000.0;
+}
+
 void CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) {
   check_weight(w);
   TC_CHECK(n_tokens >= 0, "matmul: n_tokens must be >= 0");

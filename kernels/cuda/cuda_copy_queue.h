@@ -9,10 +9,11 @@
 
 namespace tc::kernels {
 
-// An Event of the CUDA backend (no timing: the cheapest kind for ordering).
+// An Event of the CUDA backend: without timing (the cheapest kind, for
+// ordering) unless made by make_timing_event().
 class CudaBackendEvent final : public Event {
  public:
-  CudaBackendEvent() : event_(false) {}
+  explicit CudaBackendEvent(bool timing = false) : event_(timing) {}
   const CudaEvent& get() const { return event_; }
 
  private:

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -98,7 +99,17 @@ class HostDeviceBackend final : public kernels::Backend {
     auto& e = fake(event);
     e.queue.store(nullptr);
     e.recorded.store(true);
+    e.when = std::chrono::steady_clock::now();
     log({QueueLogEntry::Queue::Compute, QueueLogEntry::Kind::Record, e.id});
+  }
+  // Ops run when issued here, so the host's clock at each record is when
+  // the stream got there.
+  double elapsed_seconds(const kernels::Event& start, const kernels::Event& end) override {
+    const auto& a = fake(start);
+    const auto& b = fake(end);
+    TC_CHECK(a.recorded.load() && b.recorded.load() && a.queue.load() == nullptr && b.queue.load() == nullptr,
+             "HostDeviceBackend: elapsed_seconds between events not both recorded on the stream");
+    return std::chrono::duration<double>(b.when - a.when).count();
   }
   // Lands the copies the event follows on its queue, then logs the wait.
   void wait_event(const kernels::Event& event) override {
@@ -155,6 +166,7 @@ class HostDeviceBackend final : public kernels::Backend {
     std::atomic<bool> recorded{false};
     std::atomic<FakeCopyQueue*> queue{nullptr};  // recorded on this copy queue; null: on the stream
     std::atomic<uint64_t> mark{0};                // copy queue: the copies [0, mark) come before it
+    std::chrono::steady_clock::time_point when;   // stream: the host's clock at the last record
   };
   static FakeEvent& fake(kernels::Event& e) { return dynamic_cast<FakeEvent&>(e); }
   static const FakeEvent& fake(const kernels::Event& e) { return dynamic_cast<const FakeEvent&>(e); }

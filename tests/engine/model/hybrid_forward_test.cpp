@@ -277,6 +277,60 @@ TEST_CASE("hybrid decode moves activations, active sets and partial sums, never 
   CHECK(device.uploads == uploads_after_load);
 }
 
+TEST_CASE("the hybrid time split counts every step, its bus bytes exactly, and disjoint GPU and CPU spans",
+          "[model][hybrid]") {
+  const auto loaded = planted_model("time_split", true, "f16");
+  const auto& spec = loaded->spec;
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  const auto placement = solver_placement(*loaded, "time_split");
+  tc::test::HostDeviceBackend device(2);
+  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement, {}});
+  const tc::model::HybridStepTimer& timer = hybrid.enable_time_split();
+  CHECK(&hybrid.enable_time_split() == &timer);  // one timer, however often asked
+  KvCache kv(device, spec, 2, 64);
+  std::vector<float> logits;
+  const size_t to_device = device.to_device_bytes, to_host = device.to_host_bytes;
+  // A dense prompt step, two-sequence sparse steps (the per-token mask
+  // crosses too), one-sequence sparse steps.
+  const auto prompt = tc::test::random_tokens(12, 71, kVocab);
+  const StepSequence first{0, prompt, false};
+  REQUIRE(hybrid.forward({&first, 1}, kv, logits) == StepStatus::Ok);
+  for (int step = 0; step < 6; ++step) {
+    const TokenId a = static_cast<TokenId>((13 * step + 5) % kVocab), b = static_cast<TokenId>((7 * step + 2) % kVocab);
+    const StepSequence both[] = {{0, std::span(&a, 1), false, true}, {1, std::span(&b, 1), false, true}};
+    REQUIRE(hybrid.forward(step < 3 ? std::span(both) : std::span(both, 1), kv, logits) == StepStatus::Ok);
+  }
+  const tc::model::HybridTimeSplit& split = timer.split();
+  CHECK(split.steps == 7);
+  // Every byte the "GPU" moved on its stream, as it counted them.
+  CHECK(split.bus_bytes == (device.to_device_bytes - to_device) + (device.to_host_bytes - to_host));
+  // This GPU runs its ops when issued, on the host: its spans and the CPU's
+  // cold neurons are then disjoint host intervals inside the steps.
+  CHECK(split.gpu_timed);
+  CHECK(split.gpu_s > 0);
+  CHECK(split.cpu_s > 0);
+  CHECK(split.wait_s >= 0);
+  CHECK(split.gpu_s + split.cpu_s <= split.wall_s);
+
+  // The report: per token, and against the limit of the bytes on each side.
+  const auto bytes = tc::model::hybrid_bytes_per_token(*loaded, *hybrid.sparse_counters(), *hybrid.hybrid_counters(),
+                                                       nullptr, split, 8.0);
+  CHECK(bytes.gpu > 0);
+  CHECK(bytes.cpu > 0);
+  CHECK(bytes.bus > 0);
+  const std::string text = tc::model::describe_time_split(split, bytes, {.pcie_h2d = 25e9, .host_dram = 50e9, .gpu = 2e12});
+  CHECK_THAT(text, Catch::Contains("per token (7 steps)") && Catch::Contains("modelled limit") &&
+                       Catch::Contains("of it achieved"));
+  CHECK_THAT(tc::model::describe_time_split(split, bytes, {}), Catch::Contains("bandwidths not measured"));
+}
+
+TEST_CASE("the time split is hybrid mode's", "[model][hybrid]") {
+  const auto loaded = planted_model("time_split_cpu", true, "f16");
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  LlamaModel on_cpu(*loaded, *cpu, {.ffn_mode = FfnMode::Sparse});
+  CHECK_THROWS_WITH(on_cpu.enable_time_split(), Catch::Contains("hybrid") && Catch::Contains("--placement"));
+}
+
 TEST_CASE("hybrid mode refuses what it cannot run, saying why", "[model][hybrid]") {
   const auto loaded = planted_model("refuse", false, "f32");
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 1});
