@@ -56,6 +56,7 @@ HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, 
   if (prefetch.mode != PrefetchMode::Off) {
     prefetch_ = std::make_unique<HybridPrefetch>(spec, device, cpu, weights, predictors, std::move(prefetch));
   }
+  stream_ = std::make_unique<HybridFfnStream>(spec, device, weights, activation);
 }
 
 void HybridFfnBlock::reserve(int64_t n_tokens) {
@@ -81,6 +82,20 @@ void HybridFfnBlock::reserve(int64_t n_tokens) {
   cold_gate_.resize(static_cast<size_t>(t * spec_.n_ff));
   cold_up_.resize(static_cast<size_t>(t * spec_.n_ff));
   capacity_tokens_ = t;
+}
+
+void HybridFfnBlock::run_streamed(int64_t layer, const float* cur, int64_t n_tokens, float* out) {
+  using Mark = HybridStepTimer::Mark;
+  // The time split's marks in their order; the whole layer counts as the device's part.
+  if (timer_ != nullptr) {
+    timer_->mark(layer, Mark::PredictEnd);
+    timer_->mark(layer, Mark::HotBegin);
+  }
+  stream_->run(layer, cur, n_tokens, device_gate_dev_.as<float>(), device_up_dev_.as<float>(),
+               partial_dev_.as<float>(), out);
+  if (timer_ != nullptr) {
+    for (const Mark m : {Mark::HotEnd, Mark::MergeBegin, Mark::MergeEnd}) timer_->mark(layer, m);
+  }
 }
 
 bool HybridFfnBlock::token_predicted(int64_t t, int32_t neuron) const {
@@ -189,6 +204,10 @@ int64_t HybridFfnBlock::run_cold(const HybridLayerWeights& w, int64_t n_tokens, 
 
 void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_t n_tokens, bool sparse, float* out) {
   reserve(n_tokens);
+  if (!sparse && n_tokens >= kStreamMinTokens) {
+    run_streamed(layer, cur, n_tokens, out);
+    return;
+  }
   const auto l = static_cast<size_t>(layer);
   const HybridLayerWeights& w = weights_.layers[l];
   const int64_t n_embd = spec_.n_embd;

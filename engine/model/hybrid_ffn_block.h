@@ -22,11 +22,12 @@
 // tokens, a per-token 0/1 mask over them) and the partial sums cross the
 // bus on the stream; weight rows cross only on the prefetch path's own copy
 // queue, into the cache.
-// Dense steps (prefill chunks above the crossover) take the same path with
-// P = every neuron and no predictor: the hot neurons on the device, as plain
-// matmuls over the hot matrices' leading rows (cuBLAS above 8 tokens), the
-// cold ones on the CPU (the neuron cache's too), so no neuron is dropped and
-// nothing more is uploaded.
+// Dense steps (prefill chunks above the crossover) of kStreamMinTokens
+// tokens or more run every neuron on the device from rows streamed over the
+// bus (HybridFfnStream: no CPU part, no sync). Shorter ones take the same
+// path as decode with P = every neuron and no predictor: the hot neurons on
+// the device, as plain matmuls over the hot matrices' leading rows, the
+// cold ones on the CPU (the neuron cache's too), so no neuron is dropped.
 // Each token keeps only its own predicted neurons (as SparseFfnBlock), so a
 // token's output does not depend on the other tokens of the step.
 // Not thread-safe: the engine thread's. Workspace: reserve(), grown by a larger step.
@@ -36,6 +37,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/model/hybrid_ffn_stream.h"
 #include "engine/model/hybrid_prefetch.h"
 #include "engine/model/hybrid_time_split.h"
 #include "engine/model/hybrid_weights.h"
@@ -94,6 +96,8 @@ class HybridFfnBlock {
   // live set (0: partial_host_ untouched, nothing to add).
   int64_t run_cold(const HybridLayerWeights& w, int64_t n_tokens, bool sparse);
   bool token_predicted(int64_t t, int32_t neuron) const;
+  // A dense step of kStreamMinTokens or more: every neuron on the device, streamed.
+  void run_streamed(int64_t layer, const float* cur, int64_t n_tokens, float* out);
 
   const ModelSpec& spec_;
   kernels::Backend& device_;
@@ -108,6 +112,7 @@ class HybridFfnBlock {
   int64_t max_rank_ = 0;
   int64_t capacity_tokens_ = 0;
   std::unique_ptr<HybridPrefetch> prefetch_;  // null in mode Off
+  std::unique_ptr<HybridFfnStream> stream_;   // dense steps of kStreamMinTokens or more
   HybridStepTimer* timer_ = nullptr;          // bench --time-split; null: not timed
   int64_t n_hot_ = 0;              // |hot ∩ P| of the current layer
   int64_t n_device_ = 0;           // hot ∩ P and the cached neurons of P: the device's part

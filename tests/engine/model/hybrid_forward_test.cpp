@@ -195,34 +195,46 @@ TEST_CASE("hybrid greedy tokens equal CPU-only sparse greedy tokens", "[model][h
   }
 }
 
-TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split between the sides", "[model][hybrid]") {
-  // f32 weights: the dense CPU pass differs from the split one only in the
+TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split between the sides or streamed",
+          "[model][hybrid]") {
+  // f32 weights: the dense CPU pass differs from the hybrid one only in the
   // order of its sums. A step that dropped the cold (or hot) neurons would
   // be far off.
   const auto loaded = planted_model("dense_prompt", false, "f32");
+  const auto& spec = loaded->spec;
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   LlamaModel dense(*loaded, *cpu);
-  const auto prompt = tc::test::random_tokens(20, 71, kVocab);
-  std::vector<float> want, got;
-  {
-    KvCache kv(*cpu, dense.spec(), 1, 64);
+  // 20 tokens: the hot neurons on the device, the cold ones on the CPU;
+  // kStreamMinTokens and more: every row streamed to the device.
+  for (const int64_t n : {int64_t{20}, tc::model::kStreamMinTokens + 8}) {
+    INFO(n << " tokens");
+    const auto prompt = tc::test::random_tokens(static_cast<size_t>(n), 71, kVocab);
+    std::vector<float> want, got;
+    {
+      KvCache kv(*cpu, dense.spec(), 1, 64);
+      const StepSequence seq{0, prompt, true};
+      REQUIRE(dense.forward({&seq, 1}, kv, want) == StepStatus::Ok);
+    }
+    tc::test::HostDeviceBackend device(2);
+    LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
+                      HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt"), {}});
+    KvCache kv(device, hybrid.spec(), 1, 64);
     const StepSequence seq{0, prompt, true};
-    REQUIRE(dense.forward({&seq, 1}, kv, want) == StepStatus::Ok);
-  }
-  tc::test::HostDeviceBackend device(2);
-  LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
-                    HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt"), {}});
-  KvCache kv(device, hybrid.spec(), 1, 64);
-  const StepSequence seq{0, prompt, true};
-  REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
-  REQUIRE(got.size() == want.size());
-  std::vector<double> ref(want.begin(), want.end());
-  CHECK(tc::test::relative_error(got.data(), ref) < 1e-5);
-  CHECK(hybrid.sparse_counters()->dense_steps == 1);
-  CHECK(hybrid.sparse_counters()->sparse_steps == 0);
-  for (int64_t l = 0; l < loaded->spec.n_layer; ++l) {
-    const auto i = static_cast<size_t>(l);
-    CHECK(hybrid.hybrid_counters()->hot[i] + hybrid.hybrid_counters()->cold[i] == loaded->spec.n_ff);
+    REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
+    REQUIRE(got.size() == want.size());
+    std::vector<double> ref(want.begin(), want.end());
+    CHECK(tc::test::relative_error(got.data(), ref) < 1e-5);
+    CHECK(hybrid.sparse_counters()->dense_steps == 1);
+    CHECK(hybrid.sparse_counters()->sparse_steps == 0);
+    const bool streamed = n >= tc::model::kStreamMinTokens;
+    // Split: every neuron on one side or the other. Streamed: the CPU did
+    // nothing, and every FFN row of every layer crossed once.
+    for (int64_t l = 0; l < spec.n_layer; ++l) {
+      const auto i = static_cast<size_t>(l);
+      CHECK(hybrid.hybrid_counters()->hot[i] + hybrid.hybrid_counters()->cold[i] == (streamed ? 0 : spec.n_ff));
+    }
+    const size_t ffn_bytes = static_cast<size_t>(spec.n_layer * 3 * spec.n_ff * spec.n_embd) * sizeof(float);
+    CHECK(device.prefetch_bytes.load() == (streamed ? ffn_bytes : 0));
   }
 }
 
