@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -86,9 +87,13 @@ void register_bench(CLI::App& app) {
   sub->add_option("-r,--repetitions", o->bench.repetitions, "Timed runs per test")->check(CLI::Range(1, 1000));
   sub->add_option("-o,--output", o->output, "Output format")->check(CLI::IsMember({"md", "json"}));
   sub->add_flag("--time-split", o->time_split,
-                "Hybrid mode: also report where a step's time went (GPU busy, CPU cold neurons, waits, bus bytes) "
-                "against the modelled limit from bandwidths measured at the end of the run");
+                "Hybrid mode, with -p 0: also report where a decode token's time went (GPU busy, CPU cold neurons, "
+                "waits, bus bytes) against the modelled limit from bandwidths measured at the end of the run");
   runners()["bench"] = [o] {
+    if (o->time_split && o->bench.n_prompt > 0) {
+      throw std::invalid_argument("--time-split reports per decode token: pass -p 0 too (the prompt test's steps "
+                                  "would count as tokens)");
+    }
     runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
       return sparse::PlacementShape{.n_ctx = std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
                                     .n_parallel = o->bench.n_parallel,

@@ -1,7 +1,8 @@
 // `thermocline place -m MODEL --stats STATS [--vram-budget B] [--ctx N]
-// [--parallel N] [--batch N] [-o PLAN.gpuidx]`: spends a VRAM budget on the
-// model (attention, predictors, head, KV cache, workspace, then the hottest
-// FFN neurons per byte), prints the plan and writes PowerInfer's gpuidx file
+// [--parallel N] [--batch N] [--prefetch on|off|auto] [-o PLAN.gpuidx]`:
+// spends a VRAM budget on the model (attention, predictors, head, KV cache,
+// workspace, the prefetch caches' reserve, then the hottest FFN neurons per
+// byte), prints the plan and writes PowerInfer's gpuidx file
 // (docs/placement.md).
 #include <cstdio>
 #include <iostream>
@@ -20,6 +21,7 @@ void register_place(CLI::App& app) {
   struct Options {
     sparse::PlaceRequest request;
     std::string budget;
+    std::string prefetch = "auto";
     std::string output;
   };
   auto o = std::make_shared<Options>();
@@ -49,6 +51,11 @@ void register_place(CLI::App& app) {
   sub->add_option("-b,--batch", o->request.shape.n_batch, "Tokens per engine step at most (sizes the workspace)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub->add_option("--prefetch", o->prefetch,
+                  "The prefetch mode the plan is for (as serve's --prefetch): on or auto keep the neuron caches' "
+                  "largest size (n_ff / 16 neurons in every layer but the first) out of the budget")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off", "auto"}));
   sub->add_option("-o,--output", o->output, "gpuidx file to write (default: MODEL.generated.gpuidx)")
       ->type_name("FILE");
 
@@ -57,6 +64,9 @@ void register_place(CLI::App& app) {
       o->request.vram_budget = config::parse_byte_size(o->budget);
       o->request.vram_budget_text = o->budget;
     }
+    o->request.prefetch = o->prefetch == "off" ? model::PrefetchMode::Off
+                          : o->prefetch == "on" ? model::PrefetchMode::On
+                                                : model::PrefetchMode::Auto;
     const sparse::PlaceResult result = sparse::place_model(o->request);
     const std::filesystem::path output =
         o->output.empty() ? sparse::default_gpu_index_path(o->request.model) : std::filesystem::path(o->output);

@@ -146,6 +146,10 @@ class Backend {
   // ops are done when issued: nothing to time apart from the host's clock).
   virtual std::unique_ptr<Event> make_timing_event() { return make_event(); }
   virtual double elapsed_seconds(const Event& /*start*/, const Event& /*end*/) { return -1.0; }
+  // Grows the backend's scratch workspace (the GEMM tiles and axpy_rows
+  // partial sums, kernels/device_scratch.h) to at least `bytes` now, so no
+  // later op allocates. The CPU backend has none: a no-op.
+  virtual void reserve_scratch(size_t /*bytes*/) {}
 
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;

@@ -59,6 +59,13 @@ HybridFfnStream::HybridFfnStream(const ModelSpec& spec, kernels::Backend& device
   queue_ = device.make_copy_queue();
 }
 
+HybridFfnStream::~HybridFfnStream() {
+  try {
+    device_.synchronize();
+  } catch (...) {  // a faulted device: nothing to wait for, and a destructor must not throw
+  }
+}
+
 void HybridFfnStream::run(int64_t layer, const float* cur, int64_t n_tokens, float* gate, float* up, float* partial,
                           float* out) {
   const HybridLayerWeights& w = weights_.layers[static_cast<size_t>(layer)];

@@ -47,6 +47,10 @@ class HybridFfnStream {
   // (tests take small ones to run many tiles).
   HybridFfnStream(const ModelSpec& spec, kernels::Backend& device, const HybridWeights& weights,
                   kernels::Activation activation, int64_t tile_bytes = kStreamTileBytes);
+  // Waits for the ops that read the stages (then the copy queue, for its copies) before freeing them.
+  ~HybridFfnStream();
+  HybridFfnStream(const HybridFfnStream&) = delete;
+  HybridFfnStream& operator=(const HybridFfnStream&) = delete;
 
   // out = FFN(cur) of `layer` over every neuron. Device memory: cur f32
   // [T, n_embd]; gate, up f32 [T, tile rows] at least; partial f32 [T,

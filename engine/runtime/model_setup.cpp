@@ -47,16 +47,6 @@ model::PrefetchOptions prefetch_options(const config::GpuSplitSetting& split) {
   return options;
 }
 
-// The device bytes the prefetch path's neuron caches may take at most:
-// every layer but the first gets up to cache_slots_per_layer neurons (fewer
-// when it has fewer cold ones), each at that layer's bytes per neuron.
-uint64_t prefetch_cache_reserve(const sparse::PlacementCosts& costs, const model::PrefetchOptions& prefetch) {
-  const int64_t per_layer = model::cache_slots_per_layer(prefetch, costs.n_ff);
-  uint64_t bytes = 0;
-  for (size_t l = 1; l < costs.layers.size(); ++l) bytes += static_cast<uint64_t>(per_layer) * costs.layers[l].bytes();
-  return bytes;
-}
-
 HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup,
                        const model::PrefetchOptions& prefetch, const sparse::PlacementShape& shape) {
   const auto& spec = loaded.spec;
@@ -73,21 +63,10 @@ HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup
   const sparse::VramBudget budget =
       sparse::resolve_vram_budget(split.vram_budget, split.vram_budget_text, setup.device.index);
   // The prefetch caches come out of the same budget: the solver spends
-  // what is left once their largest size is set aside. (A budget below the
-  // fixed part alone is the solver's PlacementError, as without prefetch.)
-  const sparse::PlacementCosts costs = sparse::placement_costs(loaded.file, loaded.spec, loaded.predictors, shape);
-  const uint64_t cache_reserve = prefetch_cache_reserve(costs, prefetch);
-  const uint64_t fixed = costs.fixed.total();
-  uint64_t solver_budget = budget.bytes;
-  if (cache_reserve > 0 && budget.bytes >= fixed) {
-    if (budget.bytes - fixed < cache_reserve) {
-      throw std::invalid_argument("--vram-budget: " + budget.source + " holds the fixed part (" +
-                                  sparse::human_bytes(fixed) + ") but not the prefetch path's neuron caches as well (" +
-                                  sparse::human_bytes(cache_reserve) + "): raise it, or --prefetch off");
-    }
-    solver_budget = budget.bytes - cache_reserve;
-  }
-  const sparse::PlacementPlan plan = sparse::place_loaded_model(loaded, solver_budget, shape);
+  // what is left once their largest size is set aside.
+  uint64_t cache_reserve = 0;
+  const sparse::PlacementPlan plan =
+      sparse::place_with_prefetch_caches(loaded, budget.bytes, budget.source, shape, prefetch, &cache_reserve);
   HotNeurons hot;
   for (const auto& layer : plan.layers) hot.placement.hot.push_back(layer.hot);
   hot.origin = "solved at start from " + loaded.stats_file->path() + ": " + sparse::human_bytes(plan.used_bytes()) +
@@ -158,9 +137,18 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   m.llama = std::make_unique<model::LlamaModel>(*m.loaded, *m.backend, m.plan.forward, std::move(hybrid_options),
                                                 offload_options);
   m.plan.attach(*m.llama);
-  // The step buffers at the shape's size now: the device memory the
-  // placement counted, and no allocation while serving.
+  // The step buffers and the GPU's scratch at the shape's size now: the
+  // device memory the placement counted, and no allocation while serving.
   m.llama->reserve_steps(shape.step_tokens(), shape.logit_rows());
+  if (m.backend->device() != kernels::DeviceKind::Cpu) {
+    const auto& file = m.loaded->file;
+    if (hybrid) {
+      m.backend->reserve_scratch(sparse::hybrid_step_workspace(file, spec, m.loaded->predictors, shape).scratch_bytes());
+    } else if (!offload || offload_options.n_device_layers > 0) {
+      const bool head = !offload || offload_options.n_device_layers == spec.n_layer;
+      m.backend->reserve_scratch(sparse::dense_step_workspace(file, spec, shape).scratch_bytes(head));
+    }
+  }
 
   m.summary.push_back("sparsity: " + m.plan.summary);
   if (m.llama->repacked_weight_bytes() > 0) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/model/hybrid_prefetch.h"
 #include "engine/sparse/gpu_index.h"
 #include "engine/sparse/placement.h"
 
@@ -26,10 +27,15 @@ struct PlaceRequest {
   std::string vram_budget_text;  // as the user wrote it, for the report ("12GiB")
   // n_ctx 0: serve's default context (4096) capped at the model's training context.
   PlacementShape shape{.n_ctx = 0};
+  // The prefetch path the plan is for (serve's default: auto): with on or
+  // auto its caches' largest size is kept out of the budget, as
+  // `--placement auto` does, so the file's plan and the caches fit together.
+  model::PrefetchMode prefetch = model::PrefetchMode::Auto;
 };
 
 struct PlaceResult {
-  PlacementPlan plan;
+  PlacementPlan plan;            // solved within the budget less cache_reserve
+  uint64_t cache_reserve = 0;    // bytes kept free for the prefetch caches (0: prefetch off)
   std::string budget_source;     // "--vram-budget 12GiB" or the default's description
   std::string model_path;
   std::string model_name;        // general.name
@@ -51,9 +57,24 @@ PlaceResult place_model(const PlaceRequest& request);
 // PlacementError when the budget is below the fixed cost.
 PlacementPlan place_loaded_model(const model::LoadedModel& loaded, uint64_t vram_budget, const PlacementShape& shape);
 
+// The bytes the prefetch path's neuron caches take at most: every layer but
+// the first gets up to cache_slots_per_layer(prefetch) neurons (fewer when
+// it has fewer cold ones), each at that layer's bytes per neuron. 0 with
+// prefetch off.
+uint64_t prefetch_cache_reserve(const PlacementCosts& costs, const model::PrefetchOptions& prefetch);
+
+// place_loaded_model within `vram_budget` less the prefetch caches' reserve
+// (returned in *cache_reserve). std::invalid_argument, naming `budget_source`
+// and --prefetch off, when the budget holds the fixed part but not the
+// caches as well; PlacementError when it does not hold the fixed part.
+PlacementPlan place_with_prefetch_caches(const model::LoadedModel& loaded, uint64_t vram_budget,
+                                         const std::string& budget_source, const PlacementShape& shape,
+                                         const model::PrefetchOptions& prefetch, uint64_t* cache_reserve);
+
 // The plan as PowerInfer's file: split.vram_capacity = the budget left after
-// the fixed part, plus thermocline.placement.* notes (vram_budget,
-// fixed_bytes, hot_bytes, n_ctx, n_parallel, n_batch) and the model hash.
+// the fixed part and the caches' reserve, plus thermocline.placement.* notes
+// (vram_budget, fixed_bytes, hot_bytes, cache_reserve, n_ctx, n_parallel,
+// n_batch) and the model hash.
 GpuIndex to_gpu_index(const PlaceResult& result);
 
 // Markdown: per layer the hot neurons, their bytes, bytes per neuron and

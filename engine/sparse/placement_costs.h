@@ -90,10 +90,12 @@ struct StepWorkspace {
   uint64_t head_buffers = 0;
   uint64_t scratch = 0;
   uint64_t head_scratch = 0;
-  // With the head on the device or not (one scratch serves every op).
+  // The GPU workspace's size: one buffer serves every op, the head's with it or not.
+  uint64_t scratch_bytes(bool with_head = true) const {
+    return with_head && head_scratch > scratch ? head_scratch : scratch;
+  }
   uint64_t total(bool with_head = true) const {
-    const uint64_t s = with_head && head_scratch > scratch ? head_scratch : scratch;
-    return buffers + (with_head ? head_buffers : 0) + s;
+    return buffers + (with_head ? head_buffers : 0) + scratch_bytes(with_head);
   }
 };
 

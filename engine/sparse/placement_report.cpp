@@ -34,7 +34,8 @@ std::string placement_report(const PlaceResult& r) {
   out += "model " + r.model_path + " ('" + r.model_name + "', " + r.ffn_form + ", " +
          std::to_string(costs.layers.size()) + " layers x " + std::to_string(costs.n_ff) + " neurons)\n";
   out += "stats " + r.stats_path + " (" + std::to_string(r.stats_tokens) + " tokens)\n";
-  out += "VRAM budget " + describe_bytes(plan.vram_budget) + " from " + r.budget_source + "\n\n";
+  const uint64_t budget = plan.vram_budget + r.cache_reserve;
+  out += "VRAM budget " + describe_bytes(budget) + " from " + r.budget_source + "\n\n";
 
   out += "| layer | hot neurons | hot bytes | bytes/neuron | gate/up/down_t | GPU share of firings |\n";
   out += "| ---: | ---: | ---: | ---: | :--- | ---: |\n";
@@ -56,11 +57,15 @@ std::string placement_report(const PlaceResult& r) {
              "f16 K and V, n_ctx " + std::to_string(shape.n_ctx) + " x " + std::to_string(shape.n_parallel) + " slots");
   out += row("workspace", f.workspace, "one step of " + std::to_string(shape.step_tokens()) + " tokens");
   out += row("**fixed total**", f.total());
+  if (r.cache_reserve > 0) {
+    out += row("prefetch caches", r.cache_reserve,
+               "kept free: n_ff / 16 neurons in every layer but the first (--prefetch on or auto)");
+  }
   out += row("hot FFN neurons", plan.hot_bytes(),
              std::to_string(plan.n_hot()) + " of " + std::to_string(plan.n_neurons()) + " neurons");
-  out += row("**used**", plan.used_bytes());
-  out += row("unused", plan.vram_budget - plan.used_bytes());
-  out += row("**budget**", plan.vram_budget);
+  out += row("**used**", plan.used_bytes() + r.cache_reserve);
+  out += row("unused", budget - plan.used_bytes() - r.cache_reserve);
+  out += row("**budget**", budget);
   out += "\nhot neurons " + std::to_string(plan.n_hot()) + " / " + std::to_string(plan.n_neurons()) + " (" +
          percent(plan.n_neurons() == 0 ? 0.0
                                        : static_cast<double>(plan.n_hot()) / static_cast<double>(plan.n_neurons())) +

@@ -28,6 +28,7 @@ void matmul_cublas(const Tensor& w, const float* x, int64_t n_tokens, float* y, 
   const int64_t n_in = w.n_cols();
   const int64_t n_out = w.n_rows();
   if (n_tokens <= 0 || n_out <= 0) return;
+  TC_CHECK(n_tokens > kGemvMaxTokens, "matmul (cuBLAS): up to kGemvMaxTokens tokens take the GEMV");
   const int k = as_int(n_in, "matmul (cuBLAS): n_in must fit an int");
   const int m = as_int(n_out, "matmul (cuBLAS): n_out must fit an int");
   const int n = as_int(n_tokens, "matmul (cuBLAS): n_tokens must fit an int");

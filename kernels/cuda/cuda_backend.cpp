@@ -144,6 +144,11 @@ std::unique_ptr<Event> CudaBackend::make_timing_event() {
   return std::make_unique<CudaBackendEvent>(true);
 }
 
+void CudaBackend::reserve_scratch(size_t bytes) {
+  activate();
+  if (bytes > 0) workspace_.get(bytes, stream_.get());
+}
+
 double CudaBackend::elapsed_seconds(const Event& start, const Event& end) {
   activate();
   return CudaEvent::elapsed_ms(cuda_event(start), cuda_event(end)) / 1000.0;

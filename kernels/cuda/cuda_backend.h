@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   void wait_event(const Event& event) override;
   std::unique_ptr<Event> make_timing_event() override;
   double elapsed_seconds(const Event& start, const Event& end) override;
+  void reserve_scratch(size_t bytes) override;
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,

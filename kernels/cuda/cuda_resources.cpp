@@ -1,6 +1,7 @@
 // Device/pinned allocations and the stream, event and cuBLAS handle owners.
 #include "kernels/cuda/cuda_resources.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.h"
@@ -77,8 +78,10 @@ void* DeviceWorkspace::get(size_t bytes, cudaStream_t stream) {
   if (bytes > buffer_.size() || buffer_.data() == nullptr) {
     TC_CUDA_CHECK(cudaStreamSynchronize(stream));
     buffer_ = Buffer();  // free the old memory before asking for more
-    // Half again as much, so a slowly growing shape does not reallocate each step.
-    buffer_ = device_buffer(bytes + bytes / 2);
+    // Exactly the request: the VRAM accounting counts the largest request
+    // (kernels/device_scratch.h), and the set-up reserves it up front
+    // (Backend::reserve_scratch), so serving steps do not grow it.
+    buffer_ = device_buffer(std::max<size_t>(bytes, 1));
   }
   return buffer_.data();
 }

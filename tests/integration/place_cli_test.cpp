@@ -58,18 +58,36 @@ TEST_CASE("placement: place spends a VRAM budget on a profiled model and writes 
                              Catch::Contains("wrote " + plan));
   const auto whole = tc::sparse::read_gpu_index(plan, 2, 256);
   CHECK(n_hot(whole) == 512);
-  const uint64_t fixed = tc::gguf::GgufFile::open(plan).get_u64("thermocline.placement.fixed_bytes");
-  CHECK(whole.vram_capacity == (uint64_t{1} << 30) - fixed);
+  uint64_t fixed = 0, reserve = 0;
+  {
+    const auto notes = tc::gguf::GgufFile::open(plan);  // closed before the plan is written again
+    fixed = notes.get_u64("thermocline.placement.fixed_bytes");
+    reserve = notes.get_u64("thermocline.placement.cache_reserve");
+  }
+  // --prefetch auto (the default, as serve's): the caches' largest size, 16
+  // neurons of 384 bytes in layer 1, is kept free.
+  const uint64_t caches = 16 * 384;
+  CHECK(reserve == caches);
+  CHECK(whole.vram_capacity == (uint64_t{1} << 30) - fixed - caches);
+  CHECK_THAT(all.output, Catch::Contains("| prefetch caches | 6144 |"));
+  auto with_caches = run_command(base + " --vram-budget " + std::to_string(fixed + caches + 37 * 384) + " -o " + plan);
+  REQUIRE(with_caches.exit_code == 0);
+  CHECK(n_hot(tc::sparse::read_gpu_index(plan, 2, 256)) == 37);
+  auto no_room = run_command(base + " --vram-budget " + std::to_string(fixed + caches - 1) + " -o " + plan);
+  CHECK(no_room.exit_code != 0);
+  CHECK_THAT(no_room.output, Catch::Contains("prefetch") && Catch::Contains("--prefetch off"));
 
-  // Exactly 37 neurons of 384 bytes, then one byte less: 36.
-  auto exact = run_command(base + " --vram-budget " + std::to_string(fixed + 37 * 384) + " -o " + plan);
+  // Without caches (--prefetch off): exactly 37 neurons of 384 bytes, then one byte less: 36.
+  const std::string off = " --prefetch off";
+  auto exact = run_command(base + off + " --vram-budget " + std::to_string(fixed + 37 * 384) + " -o " + plan);
   INFO(exact.output);
   REQUIRE(exact.exit_code == 0);
   const auto k = tc::sparse::read_gpu_index(plan, 2, 256);
   CHECK(n_hot(k) == 37);
   CHECK(k.vram_capacity == 37 * 384);
   CHECK_THAT(exact.output, Catch::Contains("| unused | 0 |") && Catch::Contains("hot neurons 37 / 512"));
-  auto less = run_command(base + " --vram-budget " + std::to_string(fixed + 37 * 384 - 1) + " -o " + plan);
+  CHECK_THAT(exact.output, !Catch::Contains("prefetch caches"));
+  auto less = run_command(base + off + " --vram-budget " + std::to_string(fixed + 37 * 384 - 1) + " -o " + plan);
   REQUIRE(less.exit_code == 0);
   CHECK(n_hot(tc::sparse::read_gpu_index(plan, 2, 256)) == 36);
 

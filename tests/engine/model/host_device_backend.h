@@ -48,6 +48,7 @@ class HostDeviceBackend final : public kernels::Backend {
   size_t allocated_bytes = 0;  // allocate(): "device" memory other than weights
   size_t scratch_peak = 0;     // the CUDA backend's workspace after the same ops: its largest request
   int long_matmul_rows = 0;    // matmul_rows calls over more than kGemvMaxTokens tokens (the GEMV, never cuBLAS)
+  size_t scratch_reserved = 0;  // reserve_scratch(): the largest asked for
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
@@ -68,6 +69,7 @@ class HostDeviceBackend final : public kernels::Backend {
     return kernels::Buffer::host(bytes);
   }
   kernels::Buffer allocate_host(size_t bytes) override { return kernels::Buffer::host(bytes); }
+  void reserve_scratch(size_t bytes) override { scratch_reserved = std::max(scratch_reserved, bytes); }
   // A packed copy, as the CUDA backend makes (row_bytes = the packed size).
   kernels::PlacedTensor upload(const kernels::Tensor& host) override {
     kernels::Tensor t = host;

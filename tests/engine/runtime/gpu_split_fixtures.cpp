@@ -104,6 +104,7 @@ std::filesystem::path write_placement_file(const model::LoadedModel& loaded, con
   request.stats = stats_path;
   request.vram_budget = budget;
   request.shape = shape;
+  request.prefetch = model::PrefetchMode::Off;  // the plain solver's plan, as place_loaded_model gives
   const auto path = scratch_dir(name) / "m.generated.gpuidx";
   sparse::write_gpu_index(sparse::to_gpu_index(sparse::place_model(request)), path);
   return path;

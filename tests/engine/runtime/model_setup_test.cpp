@@ -235,10 +235,12 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       CHECK(device.scratch_peak > 0);
       // The prompt steps ran dense: the hot rows as plain matmuls (cuBLAS on a GPU), never the GEMV.
       CHECK(device.long_matmul_rows == 0);
+      // The set-up reserved the counted scratch; no op asked for more.
+      CHECK(device.scratch_reserved == ws.scratch_bytes());
       if (all_hot) {
-        CHECK(device.scratch_peak == ws.total() - ws.buffers - ws.head_buffers);
+        CHECK(device.scratch_peak == ws.scratch_bytes());
       } else {
-        CHECK(device.scratch_peak <= ws.total() - ws.buffers - ws.head_buffers);
+        CHECK(device.scratch_peak <= ws.scratch_bytes());
       }
     }
   }
@@ -262,8 +264,9 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       const auto& ws = costs.workspace;
       CHECK(device.allocated_bytes ==
             costs.kv_per_layer * static_cast<uint64_t>(k) + ws.buffers + (head ? ws.head_buffers : 0));
-      // The dense layers' largest cuBLAS request (every layer has the same shapes and dtypes).
-      CHECK(device.scratch_peak == ws.total(head) - ws.buffers - (head ? ws.head_buffers : 0));
+      // The dense layers' largest cuBLAS request (every layer has the same shapes and dtypes), reserved at set-up.
+      CHECK(device.scratch_peak == ws.scratch_bytes(head));
+      CHECK(device.scratch_reserved == ws.scratch_bytes(head));
       CHECK(device.scratch_peak > 0);
     }
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/device_scratch.h"
 #include "kernels/dtype.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 #include "tests/kernels/weight_fixtures.h"
@@ -297,6 +298,27 @@ TEST_CASE("cuda axpy_rows: matches float64 for every dtype, row set and token co
         }
       }
     }
+  }
+}
+
+TEST_CASE("cuda axpy_rows: a long prompt runs in passes of bounded partial sums, each token as alone", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  // 2048 rows split 32 ways over 8192 outputs: 1 MiB of partials per token,
+  // so passes of 32 tokens (kAxpyMaxPartialBytes); 70 tokens take three.
+  const int64_t n_out = 8192, n_neurons = 2048, n_tokens = 70;
+  REQUIRE(tc::kernels::axpy_pass_tokens(tc::kernels::axpy_split_count(n_neurons), n_out) == 32);
+  const Weights w_t = make_weights(DType::F16, n_out, n_neurons, 700);
+  const DeviceWeights dw = to_device(*cuda, w_t);
+  std::vector<int32_t> all(static_cast<size_t>(n_neurons));
+  for (int64_t i = 0; i < n_neurons; ++i) all[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  const auto a = sparse_activations(static_cast<size_t>(n_tokens * n_neurons), 701);
+  const auto y = run_axpy_rows(*cuda, dw, a, n_tokens, all);
+  require_close(y, axpy_reference(w_t, a, n_tokens, all));
+  for (const int64_t t : {int64_t{0}, int64_t{33}, n_tokens - 1}) {  // in the first, second and last pass
+    INFO("token " << t);
+    const std::vector<float> at(a.begin() + t * n_neurons, a.begin() + (t + 1) * n_neurons);
+    REQUIRE(same_bits(run_axpy_rows(*cuda, dw, at, 1, all),
+                      std::vector<float>(y.begin() + t * n_out, y.begin() + (t + 1) * n_out)));
   }
 }
 
