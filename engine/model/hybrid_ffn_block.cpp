@@ -204,7 +204,8 @@ int64_t HybridFfnBlock::run_cold(const HybridLayerWeights& w, int64_t n_tokens, 
 
 void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_t n_tokens, bool sparse, float* out) {
   reserve(n_tokens);
-  if (!sparse && n_tokens >= kStreamMinTokens) {
+  // A layer without cold neurons has nothing to stream: its hot rows are all on the device.
+  if (!sparse && n_tokens >= kStreamMinTokens && weights_.layers[static_cast<size_t>(layer)].n_hot < spec_.n_ff) {
     run_streamed(layer, cur, n_tokens, out);
     return;
   }

@@ -13,7 +13,8 @@
 // the cold ones in host memory, so whole tiles copy in three calls); the
 // CPU computes nothing in such a step and no host sync happens per layer.
 // Used for dense steps of at least kStreamMinTokens tokens (below that the
-// CPU's share of a few tokens costs less than copying the rows).
+// CPU's share of a few tokens costs less than copying the rows) in layers
+// with cold neurons (a wholly hot layer runs from its device rows).
 #pragma once
 
 #include <array>

@@ -233,8 +233,10 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       // Nothing grew past the set-up's reservation: the buffers and the KV cache, to the byte.
       CHECK(device.allocated_bytes == costs.fixed.kv_cache + ws.buffers + ws.head_buffers);
       CHECK(device.scratch_peak > 0);
-      // The prompt steps ran dense: the hot rows as plain matmuls (cuBLAS on a GPU), never the GEMV.
+      // The prompt steps ran dense: the hot rows as plain matmuls (cuBLAS on a GPU), never the GEMV;
+      // the 32-token one streamed the FFN's rows, unless every neuron was already on the device.
       CHECK(device.long_matmul_rows == 0);
+      CHECK((device.prefetch_bytes.load() > 0) == !all_hot);
       // The set-up reserved the counted scratch; no op asked for more.
       CHECK(device.scratch_reserved == ws.scratch_bytes());
       if (all_hot) {
