@@ -30,7 +30,7 @@ script also runs, CPU mode only, on a machine without a GPU.
 
   bench/hybrid_modes.py [-b BUILD|gpu-carry] [-m MODEL_DIR] [--types f16,q4_0]
                         [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4]
-                        [-n 32] [-r 3] [--profile-tokens 2048] [-t THREADS]
+                        [-n 32] [-r 3] [--profile-tokens 1024] [-t THREADS]
 Prints markdown; models and stats are made once into MODEL_DIR (default
 BUILD/bench-models).
 """
@@ -124,7 +124,7 @@ def main():
     ap.add_argument("--budget-fraction", type=float, default=0.4)
     ap.add_argument("-n", "--n-gen", type=int, default=32)
     ap.add_argument("-r", "--reps", type=int, default=3)
-    ap.add_argument("--profile-tokens", type=int, default=2048)
+    ap.add_argument("--profile-tokens", type=int, default=1024)
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads (0: physical cores)")
     ap.add_argument("--modes", default=",".join(MODES))
     a = ap.parse_args()
