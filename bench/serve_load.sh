@@ -163,12 +163,13 @@ echo "| measure | result | target |"
 echo "| --- | ---: | --- |"
 if want decode; then
   d1=$(val decode1 decode_tps_median) d8=$(val decode8 decode_tps_median)
-  ratio=$(awk -v a="$d8" -v b="$d1" 'BEGIN { printf "%.2f", a / b }')
+  # Three decimals shown, and the verdict on the exact quotient (2.998 rounds to 3.00 but misses).
+  ratio=$(awk -v a="$d8" -v b="$d1" 'BEGIN { printf "%.3f", a / b }')
   echo "| decode t/s, 1 streamed client (median of $reps: $(val decode1 decode_tps_all)) | $d1 | |"
   echo "| decode t/s, 8 streamed clients summed (median of $reps: $(val decode8 decode_tps_all)) | $d8 | |"
   echo "| 8 clients: per stream t/s (median) / all tokens over the whole window t/s | $(val decode8 per_stream_tps_median) / $(val decode8 window_tps_median) | |"
   echo "| steady state (every stream decoding), text chunks/s: 1 client / 8 clients | $(val decode1 steady_chunks_per_s_median) / $(val decode8 steady_chunks_per_s_median) | |"
-  echo "| 8-client : 1-client decode ratio | ${ratio}x | >= 3x $(met "$ratio >= 3") |"
+  echo "| 8-client : 1-client decode ratio | ${ratio}x | >= 3x $(met "$d8 >= 3 * $d1") |"
 fi
 if want ttft; then
   tp=$(val ttft ttft_p50_ms) pp=$(val ttft prefill_p50_ms)
