@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cpu/f8_lanes.h"
+
 namespace tc::kernels {
 namespace {
 
@@ -31,15 +33,6 @@ inline __attribute__((always_inline)) float dot(const float* __restrict a, const
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// Eight floats as one value (GCC vector extension: a ymm register in the
-// x86-64-v3 clone of attend_chunk, two xmm in the baseline one); the unaligned,
-// may-alias twin loads and stores them from float arrays.
-typedef float F8 __attribute__((vector_size(32)));
-typedef float F8u __attribute__((vector_size(32), aligned(4), may_alias));
-// (Macros, not functions: a function passing F8 by value would take an ABI
-// that differs between the clones.)
-#define TC_LOAD8(p) (*reinterpret_cast<const F8u*>(p))
-#define TC_STORE8(p, v) (*reinterpret_cast<F8u*>(p) = (v))
 // Lanes of two F8 by index (0-7 the first, 8-15 the second).
 #if defined(__clang__)
 #define TC_SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -99,32 +92,6 @@ inline __attribute__((always_inline)) void dot8(const float* __restrict q, const
 #undef TC_EVEN
 #undef TC_ODD
   TC_STORE8(out, TC_SHUFFLE8(e, e, 0, 4, 1, 5, 2, 6, 3, 7));
-}
-
-// x = exp(x) for eight floats x <= 0 (scores minus their maximum), with the
-// range reduction and polynomial of Cephes' expf (about 1 ulp): x = n ln2 +
-// r with |r| <= ln2 / 2, exp(r) by a degree-7 polynomial, times 2^n built
-// in the exponent bits. Below -87.3 (exp under f32's normal range, -inf
-// included) the result is 0.
-typedef int I8v __attribute__((vector_size(32)));
-inline __attribute__((always_inline)) void exp8_nonpositive(F8& x) {
-  const F8 lo = F8{} - 87.3f;
-  const I8v underflow = x < lo;
-  x = x < lo ? lo : x;
-  const F8 magic = F8{} + 0x1.8p23f;                     // adding it rounds to an integer
-  const F8 n = (x * 1.44269504088896341f + magic) - magic;  // round(x / ln2)
-  F8 r = x - n * 0.693359375f;                          // ln2 in two pieces: the first exact in n * ln2
-  r = r + n * 2.12194440e-4f;
-  F8 y = F8{} + 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * (r * r) + r + 1.0f;
-  const I8v scale = (__builtin_convertvector(n, I8v) + 127) << 23;  // 2^n, n >= -126
-  const F8 e = y * __builtin_bit_cast(F8, scale);
-  x = underflow ? F8{} : e;
 }
 
 // p[0, n) = exp(p - m) with m = max p[0, n), n >= 1: returns m and sets

@@ -4,6 +4,7 @@
 // rounding of store_f16. Attention is in ops_attention_test.cpp.
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -172,6 +173,20 @@ TEST_CASE("ffn_activation: SwiGLU, ReGLU and DReLU against float64", "[kernels][
       // ggml's) gives -0 where the true |silu(g)| <= 88.73 e^-88.73 < 3e-37:
       // allowed as an absolute error of 3e-37 * |up|.
       REQUIRE(std::fabs(out[i] - ref) <= 5 * kEpsF32 * std::fabs(ref) + 3e-37 * std::fabs(up[i]));
+    }
+  }
+  SECTION("SwiGLU: a value's bits do not depend on where it sits (vector body or padded tail)") {
+    auto whole = poisoned(gate.size());
+    ffn_activation(Activation::SwiGLU, gate.data(), up.data(), n, whole.data());
+    for (const int64_t offset : {1, 3, 7, 13}) {
+      for (const int64_t len : {1, 5, 8, 13, 29}) {
+        auto part = poisoned(static_cast<size_t>(len));
+        ffn_activation(Activation::SwiGLU, gate.data() + offset, up.data() + offset, len, part.data());
+        for (int64_t i = 0; i < len; ++i) {
+          INFO("offset " << offset << " len " << len << " i " << i);
+          REQUIRE(std::bit_cast<uint32_t>(part[i]) == std::bit_cast<uint32_t>(whole[offset + i]));
+        }
+      }
     }
   }
   SECTION("ReGLU") {
