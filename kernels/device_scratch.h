@@ -1,7 +1,7 @@
 // The scratch memory a GPU backend's ops take from its one workspace (a
 // buffer that grows to the largest request and is reused in stream order):
 // the GEMM's f16 activations and dequantized weight tiles, and axpy_rows'
-// per-split partial sums. Plain arithmetic, no CUDA: the CUDA backend sizes
+// per-split partial sums; and the size of cuBLAS's workspace. Plain arithmetic, no CUDA: the CUDA backend sizes
 // its requests with these functions, and the placement's byte accounting
 // (engine/sparse/placement_costs.h) counts the same numbers.
 #pragma once
@@ -30,6 +30,12 @@ inline constexpr int64_t kAxpyMaxSplits = 32;
 inline constexpr size_t kAxpyMaxPartialBytes = size_t{32} << 20;
 // Start of the tile after the f16 activations (cuBLAS likes aligned tiles).
 inline constexpr size_t kGemmScratchAlign = 256;
+// cuBLAS's own workspace, a buffer of its own (not the ops' workspace
+// above): the CUDA backend allocates it with its cuBLAS handle and hands it
+// over with cublasSetWorkspace, so cuBLAS allocates nothing itself and the
+// placement counts these bytes. 32 MiB is cuBLAS's recommended size on
+// Hopper (4 MiB before it).
+inline constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 inline int64_t axpy_split_count(int64_t n_rows) {
   return std::clamp<int64_t>((n_rows + kAxpyRowsPerSplit - 1) / kAxpyRowsPerSplit, 1, kAxpyMaxSplits);

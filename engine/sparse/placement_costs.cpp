@@ -73,9 +73,10 @@ void check_shape(const PlacementShape& shape) {
   }
 }
 
-// The buffers every step has, whatever its FFN; and the head's.
+// The buffers every step has, whatever its FFN; the head's; and cuBLAS's workspace.
 void common_buffers(const model::ModelSpec& spec, const PlacementShape& shape, StepWorkspace& ws) {
   const char* what = "the workspace size";
+  ws.blas = kernels::kCublasWorkspaceBytes;
   const int64_t t = shape.step_tokens();
   ws.buffers = checked_product({t, 4 * spec.n_embd + 2 * spec.n_embd_kv()}, what) * 4 + checked_product({t, 2}, what) * 4;
   ws.head_buffers = checked_product({shape.logit_rows(), spec.n_embd + spec.n_vocab}, what) * 4;

@@ -85,17 +85,20 @@ uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shap
 //                 to n_ff, in dense steps), or the down projection's
 //                 axpy_rows over up to n_ff rows (ffn_down_t, hybrid's hot rows)
 //   head_scratch  the head's matmul over R rows
+//   blas          cuBLAS's own workspace (kCublasWorkspaceBytes), which the
+//                 GPU backend allocates with its cuBLAS handle
 struct StepWorkspace {
   uint64_t buffers = 0;
   uint64_t head_buffers = 0;
   uint64_t scratch = 0;
   uint64_t head_scratch = 0;
+  uint64_t blas = 0;
   // The GPU workspace's size: one buffer serves every op, the head's with it or not.
   uint64_t scratch_bytes(bool with_head = true) const {
     return with_head && head_scratch > scratch ? head_scratch : scratch;
   }
   uint64_t total(bool with_head = true) const {
-    return buffers + (with_head ? head_buffers : 0) + scratch_bytes(with_head);
+    return buffers + (with_head ? head_buffers : 0) + scratch_bytes(with_head) + blas;
   }
 };
 

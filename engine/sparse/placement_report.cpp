@@ -4,6 +4,7 @@
 
 #include "engine/sparse/place_model.h"
 #include "engine/sparse/vram_budget.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::sparse {
 namespace {
@@ -55,7 +56,9 @@ std::string placement_report(const PlaceResult& r) {
   out += row("output head", f.output_head, "output (or tied token_embd) + output_norm");
   out += row("KV cache", f.kv_cache,
              "f16 K and V, n_ctx " + std::to_string(shape.n_ctx) + " x " + std::to_string(shape.n_parallel) + " slots");
-  out += row("workspace", f.workspace, "one step of " + std::to_string(shape.step_tokens()) + " tokens");
+  out += row("workspace", f.workspace,
+             "one step of " + std::to_string(shape.step_tokens()) + " tokens, and cuBLAS's " +
+                 human_bytes(kernels::kCublasWorkspaceBytes));
   out += row("**fixed total**", f.total());
   if (r.cache_reserve > 0) {
     out += row("prefetch caches", r.cache_reserve,

@@ -13,7 +13,7 @@
 namespace tc::sparse {
 
 // What the default budget leaves unreserved on a GPU: max(kMinVramMargin,
-// 5% of its total memory) for the CUDA context, cuBLAS workspaces and
+// 5% of its total memory) for the CUDA context, cuBLAS's loaded kernels and
 // allocator slack.
 inline constexpr uint64_t kMinVramMargin = uint64_t{512} << 20;
 uint64_t vram_margin(uint64_t total_bytes);

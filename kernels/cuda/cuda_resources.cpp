@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::kernels {
 
@@ -62,6 +63,11 @@ CublasHandle::CublasHandle(cudaStream_t stream) {
   TC_CUBLAS_CHECK(cublasCreate(&handle_));
   try {
     TC_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    // After cublasSetStream, which resets the workspace to cuBLAS's own pool.
+    // With ours set, cuBLAS allocates no workspace itself: the placement
+    // counts this buffer (kernels/device_scratch.h).
+    workspace_ = device_buffer(kCublasWorkspaceBytes);
+    TC_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), workspace_.size()));
     // No TF32 for f32 GEMMs (CUBLAS_DEFAULT_MATH): F32 weights get f32 products.
     TC_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
   } catch (...) {

@@ -74,9 +74,11 @@ class CublasHandle {
  public:
   explicit CublasHandle(cudaStream_t stream);  // throws CudaError
   ~CublasHandle();
-  CublasHandle(CublasHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  CublasHandle(CublasHandle&& o) noexcept
+      : handle_(std::exchange(o.handle_, nullptr)), workspace_(std::move(o.workspace_)) {}
   CublasHandle& operator=(CublasHandle&& o) noexcept {
     std::swap(handle_, o.handle_);
+    std::swap(workspace_, o.workspace_);
     return *this;
   }
   CublasHandle(const CublasHandle&) = delete;
@@ -86,6 +88,9 @@ class CublasHandle {
 
  private:
   cublasHandle_t handle_ = nullptr;
+  // kCublasWorkspaceBytes of device memory, cuBLAS's workspace
+  // (cublasSetWorkspace); freed after the destructor's cublasDestroy.
+  Buffer workspace_;
 };
 
 // Scratch device memory for ops that need it (GEMM tiles, axpy partial

@@ -92,7 +92,7 @@ TEST_CASE("placement: place spends a VRAM budget on a profiled model and writes 
   CHECK(n_hot(tc::sparse::read_gpu_index(plan, 2, 256)) == 36);
 
   // Without -o: next to the model, as PowerInfer names it.
-  auto default_path = run_command(base + " --vram-budget 8MiB");
+  auto default_path = run_command(base + " --vram-budget 40MiB");
   INFO(default_path.output);
   REQUIRE(default_path.exit_code == 0);
   CHECK(std::filesystem::exists(model + ".generated.gpuidx"));

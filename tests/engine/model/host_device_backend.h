@@ -49,6 +49,8 @@ class HostDeviceBackend final : public kernels::Backend {
   size_t scratch_peak = 0;     // the CUDA backend's workspace after the same ops: its largest request
   int long_matmul_rows = 0;    // matmul_rows calls over more than kGemvMaxTokens tokens (the GEMV, never cuBLAS)
   size_t scratch_reserved = 0;  // reserve_scratch(): the largest asked for
+  // What the CUDA backend allocates with its cuBLAS handle, at construction (cuBLAS's workspace).
+  const size_t blas_bytes = kernels::kCublasWorkspaceBytes;
   int uploads = 0;
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host

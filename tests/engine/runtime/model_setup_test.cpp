@@ -239,6 +239,8 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       CHECK((device.prefetch_bytes.load() > 0) == !all_hot);
       // The set-up reserved the counted scratch; no op asked for more.
       CHECK(device.scratch_reserved == ws.scratch_bytes());
+      // All of the device's memory but the weights is the placement's fixed KV cache and workspace.
+      CHECK(device.allocated_bytes + device.scratch_reserved + device.blas_bytes == costs.fixed.kv_cache + ws.total());
       if (all_hot) {
         CHECK(device.scratch_peak == ws.scratch_bytes());
       } else {
@@ -270,6 +272,9 @@ TEST_CASE("set_up_model: the device memory of full-size steps is what the placem
       CHECK(device.scratch_peak == ws.scratch_bytes(head));
       CHECK(device.scratch_reserved == ws.scratch_bytes(head));
       CHECK(device.scratch_peak > 0);
+      // Everything on the device, weights included, is what the plan counted for k layers.
+      CHECK(device.uploaded_bytes + device.allocated_bytes + device.scratch_reserved + device.blas_bytes ==
+            costs.device_bytes(k));
     }
   }
 }

@@ -45,7 +45,8 @@ TEST_CASE("layer offload: costs match a hand computation", "[sparse][offload]") 
   // nothing); the head's 3 rows take the GEMV.
   CHECK(c.workspace.scratch == 16 * 256 * 2);
   CHECK(c.workspace.head_scratch == 0);
-  const uint64_t step = 53376 + 8192;
+  CHECK(c.workspace.blas == 32 << 20);  // cuBLAS's workspace (kCublasWorkspaceBytes)
+  const uint64_t step = 53376 + 8192 + (32 << 20);
 
   CHECK(c.device_bytes(0) == 0);
   CHECK(c.device_bytes(1) == step + c.kv_per_layer + c.layer_weights[0]);

@@ -56,8 +56,9 @@ TEST_CASE("placement: costs of an f16 model with predictors match a hand computa
   // matmuls need only their f16 activations (attention: 16*64*2).
   CHECK(ws.scratch == 4 * 16 * 64 * 4);
   CHECK(ws.head_scratch == 0);  // 3 rows: the GEMV
-  CHECK(c.fixed.workspace == 94336 + 197632 + 6912 + 16384);
-  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 117632 + 197632);
+  CHECK(ws.blas == 32 << 20);   // cuBLAS's own workspace, 32 MiB
+  CHECK(c.fixed.workspace == 94336 + 197632 + 6912 + 16384 + (32 << 20));
+  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 117632 + 197632 + (32 << 20));
   REQUIRE(c.layers.size() == 2);
   for (const auto& layer : c.layers) {
     CHECK(layer.gate_dtype == DType::F16);
@@ -95,9 +96,10 @@ TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at it
   // + f32 8*(64 + 4*512 + 256) + u32 2*8*16 + i32 512, the head's f32 (256 + 512),
   // the streamed steps' stages (rows of at most 210 bytes, q6_K, all 512 in
   // one tile) and row list, and the GPU scratch: 8 tokens take the GEMV (no
-  // workspace); the hot down projection over up to 512 rows splits 8 ways: f32 8*8*256.
+  // workspace); the hot down projection over up to 512 rows splits 8 ways: f32 8*8*256;
+  // cuBLAS's 32 MiB.
   CHECK(c.fixed.workspace == (10240 + 16 + 18944 + 256 + 512) * 4 + 2 * 3 * 512 * 210 + 512 * 4 + 768 * 4 +
-                                 8 * 8 * 256 * 4);
+                                 8 * 8 * 256 * 4 + (32 << 20));
   // 16 tokens take cuBLAS: f16 activations 16*256*2 = 8192 bytes, then
   // whole matrices dequantized to f16 tiles (each well under 64 MiB); the
   // largest are the hot gate and up rows of a dense step, up to 512 rows of
@@ -126,9 +128,9 @@ TEST_CASE("placement: tied embeddings count token_embd as the head, no predictor
   CHECK(c.fixed.output_head == 512 * 68 + 256);
   // T = 4, R = 2, r = 0: f32 4*(4*64 + 2*32) + i32 4*2 + f32 4*(4*256 + 64) + u32 2*4*8
   // + i32 256, the streamed steps' stages of q8_0 rows (68 bytes) and row list,
-  // the head's f32 2*(64 + 512), the down projection's 4 splits: f32 4*4*64.
-  CHECK(c.fixed.workspace ==
-        (1280 + 8 + 4352 + 64 + 256) * 4 + 2 * 3 * 256 * 68 + 256 * 4 + 1152 * 4 + 4 * 4 * 64 * 4);
+  // the head's f32 2*(64 + 512), the down projection's 4 splits: f32 4*4*64; cuBLAS's 32 MiB.
+  CHECK(c.fixed.workspace == (1280 + 8 + 4352 + 64 + 256) * 4 + 2 * 3 * 256 * 68 + 256 * 4 + 1152 * 4 +
+                                 4 * 4 * 64 * 4 + (32 << 20));
   CHECK(c.layers[0].bytes() == 3 * 68);
 }
 
