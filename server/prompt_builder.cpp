@@ -5,6 +5,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "server/chat_prompt_variables.h"
+
 namespace tc::server {
 namespace {
 
@@ -81,12 +83,9 @@ int64_t max_tokens_limit(const ServingModel& serving, const config::ServeOptions
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving) {
   const auto& tokenizer = *serving.model->tokenizer;
   const auto& vocab = tokenizer.vocab();
-  json vars = {{"messages", request.messages},
-               {"add_generation_prompt", request.add_generation_prompt},
-               {"bos_token", vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : ""},
-               {"eos_token", vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : ""}};
-  if (!request.tools.is_null()) vars["tools"] = request.tools;
-  return serving.chat_template->render(vars);
+  return serving.chat_template->render(
+      chat_prompt_variables(request, vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : "",
+                            vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : ""));
 }
 
 ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving) {

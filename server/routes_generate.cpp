@@ -10,6 +10,7 @@
 
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
+#include "server/request_body.h"
 #include "server/request_log.h"
 #include "server/route_paths.h"
 #include "server/server_context.h"
@@ -270,12 +271,10 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   job->meta.system_fingerprint = "thermocline";
 
   // httplib 0.11 enforces the body limit only for Content-Length bodies; a
-  // chunked one arrives whole, so it is checked here.
-  if (req.body.size() > static_cast<size_t>(ctx.options.max_body_bytes)) {
-    return reject({413, "invalid_request_error", "request body is larger than the server's limit", "", ""});
-  }
-  const json body = json::parse(req.body, nullptr, false);
-  if (body.is_discarded()) return reject(invalid_request("request body is not valid JSON"));
+  // chunked one arrives whole, so it is checked here too.
+  auto parsed_body = parse_json_body(req.body, ctx.options.max_body_bytes);
+  if (parsed_body.error) return reject(*parsed_body.error);
+  const json body = std::move(parsed_body.json);
   const RequestLimits limits = request_limits(ctx.options, serving);
 
   Plan plan;

@@ -8,6 +8,7 @@
 #include "engine/text/unicode.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
+#include "server/request_body.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/route_paths.h"
@@ -19,16 +20,13 @@ using nlohmann::json;
 
 // Parses the body as a JSON object, or sends a 400 and returns false.
 bool parse_object(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res, json& out) {
-  // httplib 0.11 enforces the body limit only for Content-Length bodies.
-  if (req.body.size() > static_cast<size_t>(ctx.options.max_body_bytes)) {
-    send_error(res, {413, "invalid_request_error", "request body is larger than the server's limit", "", ""});
+  // httplib 0.11 enforces the body limit only for Content-Length bodies: checked here too.
+  auto parsed = parse_json_body(req.body, ctx.options.max_body_bytes);
+  if (parsed.error) {
+    send_error(res, *parsed.error);
     return false;
   }
-  out = json::parse(req.body, nullptr, false);
-  if (out.is_discarded()) {
-    send_error(res, {400, "invalid_request_error", "request body is not valid JSON", "", ""});
-    return false;
-  }
+  out = std::move(parsed.json);
   if (!out.is_object()) {
     send_error(res, {400, "invalid_request_error", "request body must be a JSON object", "", ""});
     return false;

@@ -4,8 +4,11 @@
 #include "engine/text/jinja_builtins.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
+#include <optional>
+#include <system_error>
 #include <unordered_map>
 
 #include "engine/text/jinja_strings.h"
@@ -23,6 +26,13 @@ const Value& arg_at(const CallArgs& args, size_t index, std::string_view name, c
   return *v;
 }
 
+// d truncated toward zero, or nullopt when that is not an int64 (Python's
+// int() has no such limit; an error would name it, a default is kinder).
+std::optional<int64_t> truncate_to_int64(double d) {
+  if (!(d > -9223372036854775808.0 && d < 9223372036854775808.0)) return std::nullopt;  // NaN too
+  return static_cast<int64_t>(d);
+}
+
 // `item.a.b` for attribute= arguments; digit parts index lists.
 Value attr_path(const Value& item, const std::string& path) {
   Value v = item;
@@ -31,7 +41,11 @@ Value attr_path(const Value& item, const std::string& path) {
     const size_t dot = path.find('.', b);
     const std::string part = path.substr(b, dot == std::string::npos ? std::string::npos : dot - b);
     const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    v = digits ? get_item(v, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(v, Value(part));
+    int64_t index = 0;
+    const bool is_index =
+        digits && std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    // Digits too many for an index name no element: the string lookup says so.
+    v = is_index ? get_item(v, Value(index)) : get_item(v, Value(part));
     if (dot == std::string::npos) return v;
     b = dot + 1;
   }
@@ -119,7 +133,10 @@ Value filter_int(const Value& input, const CallArgs& args) {
   const Value* fallback = args.get(0, "default");
   const Value def = fallback ? *fallback : Value(int64_t{0});
   if (input.is_int() || input.is_bool()) return Value(input.as_int());
-  if (input.is_float()) return std::isfinite(input.as_double()) ? Value(static_cast<int64_t>(input.as_double())) : def;
+  if (input.is_float()) {
+    const auto i = truncate_to_int64(input.as_double());
+    return i ? Value(*i) : def;
+  }
   if (!input.is_string()) return def;
   std::string s = py_strip(input.as_string(), std::nullopt, StripSide::Both);
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
@@ -128,7 +145,7 @@ Value filter_int(const Value& input, const CallArgs& args) {
     const long long i = std::stoll(s, &used, static_cast<int>(int_arg(args.get(1, "base"), 10)));
     if (used == s.size()) return Value(static_cast<int64_t>(i));
     const double d = std::stod(s, &used);
-    if (used == s.size() && std::isfinite(d)) return Value(static_cast<int64_t>(d));
+    if (const auto i = truncate_to_int64(d); used == s.size() && i) return Value(*i);
   } catch (const std::exception&) {
   }
   return def;

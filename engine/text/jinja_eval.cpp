@@ -4,6 +4,9 @@
 #include "engine/text/jinja_eval.h"
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 #include <unordered_map>
 
 #include "engine/text/jinja_builtins.h"
@@ -27,6 +30,35 @@ std::string operand_types(std::string_view op, const Value& a, const Value& b) {
     return sp == std::string::npos ? t : t.substr(0, sp);
   };
   return "unsupported operand type(s) for " + std::string(op) + ": '" + short_name(a) + "' and '" + short_name(b) + "'";
+}
+
+// How deep a namespace attribute's value may nest: with namespaces kept out
+// of namespaces (below), the only values that live from one loop iteration
+// to the next stay this shallow, so printing, comparing and freeing any
+// value stays within a thread's stack (`set ns.x = [ns.x]` in a loop would
+// otherwise grow without end).
+constexpr int kMaxNamespaceValueDepth = 256;
+
+// Throws unless `v` may be stored in a namespace attribute: it holds no
+// namespace (which also rules out cycles: a namespace holding itself) and
+// nests at most kMaxNamespaceValueDepth arrays and objects. Walks with a
+// work list, depth first, stopping at the first problem.
+void check_namespace_value(const Value& v) {
+  std::vector<std::pair<const Value*, int>> pending{{&v, 0}};
+  while (!pending.empty()) {
+    const auto [x, depth] = pending.back();
+    pending.pop_back();
+    if (x->is_namespace()) throw JinjaError("a namespace attribute cannot hold a namespace");
+    if (depth > kMaxNamespaceValueDepth) {
+      throw JinjaError("a namespace attribute's value nests more than " + std::to_string(kMaxNamespaceValueDepth) +
+                       " levels deep");
+    }
+    if (x->is_array()) {
+      for (const Value& e : x->as_array()) pending.emplace_back(&e, depth + 1);
+    } else if (x->is_object()) {
+      for (const auto& [k, e] : x->as_object().entries) pending.emplace_back(&e, depth + 1);
+    }
+  }
 }
 
 void require_defined(const Value& v) {
@@ -191,6 +223,7 @@ class Evaluator {
         }
         const Value ns = lookup(s.targets[0], scope);
         if (!ns.is_namespace()) throw JinjaError("cannot assign attribute on non-namespace object");
+        check_namespace_value(v);
         ns.as_namespace().attrs.set(s.text, v);
         return Flow::Normal;
       }

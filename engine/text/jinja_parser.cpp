@@ -2,7 +2,12 @@
 // structure of jinja2's parser.py so precedence and associativity match.
 #include "engine/text/jinja_parser.h"
 
+#include <algorithm>
+#include <charconv>
 #include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/text/jinja_builtins.h"
 #include "engine/text/jinja_lexer.h"
@@ -23,6 +28,34 @@ std::string describe(const Token& t) {
   }
 }
 
+// Moves e's children (arguments and keyword values) onto `out`.
+void detach_children(Expr& e, std::vector<ExprPtr>& out) {
+  for (auto& a : e.args) {
+    if (a) out.push_back(std::move(a));
+  }
+  for (auto& kw : e.kwargs) {
+    if (kw.second) out.push_back(std::move(kw.second));
+  }
+}
+
+// The depth of the tree at `root` (1: a leaf), walked with a work list.
+int expr_depth(const Expr& root) {
+  int deepest = 0;
+  std::vector<std::pair<const Expr*, int>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    const auto [e, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    for (const auto& a : e->args) {
+      if (a) pending.emplace_back(a.get(), depth + 1);
+    }
+    for (const auto& kw : e->kwargs) {
+      if (kw.second) pending.emplace_back(kw.second.get(), depth + 1);
+    }
+  }
+  return deepest;
+}
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
@@ -30,10 +63,43 @@ class Parser {
   Body parse_all() {
     Body body = parse_body({});
     if (cur().kind != TokenKind::Eof) fail("unexpected " + describe(cur()));
+    check_depths(body);
     return body;
   }
 
  private:
+  // Counts one level of parser recursion while alive; too many is an error.
+  class Nested {
+   public:
+    explicit Nested(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxTemplateNesting) {
+        --p_.nesting_;
+        p_.fail("the template nests brackets, operators or blocks more than " +
+                std::to_string(kMaxTemplateNesting) + " levels deep");
+      }
+    }
+    ~Nested() { --p_.nesting_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  // Every expression's tree at most kMaxExprDepth deep (statements nest at
+  // most kMaxTemplateNesting deep: parse_body counts them).
+  static void check_depths(const Body& body) {
+    for (const auto& s : body) {
+      for (const auto& e : s->exprs) {
+        if (e && expr_depth(*e) > kMaxExprDepth) {
+          throw JinjaError("an expression nests more than " + std::to_string(kMaxExprDepth) + " levels deep",
+                           e->line);
+        }
+      }
+      for (const auto& b : s->bodies) check_depths(b);
+    }
+  }
+
   const Token& cur() const { return toks_[pos_]; }
   const Token& peek(size_t n = 1) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
   Token next() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
@@ -80,6 +146,7 @@ class Parser {
 
   // Statements until a `{% name %}` with name in `ends` (left unconsumed).
   Body parse_body(std::initializer_list<std::string_view> ends) {
+    const Nested nested(*this);
     Body body;
     while (true) {
       const Token& t = cur();
@@ -243,6 +310,7 @@ class Parser {
   // ---- expressions ----
 
   ExprPtr parse_expression(bool with_condexpr = true) {
+    const Nested nested(*this);
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
@@ -293,6 +361,7 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_name("not")) {
+      const Nested nested(*this);
       const int line = next().line;
       return node(Expr::Kind::Not, line, parse_not());
     }
@@ -374,9 +443,11 @@ class Parser {
     ExprPtr e;
     const int line = cur().line;
     if (is_op("-")) {
+      const Nested nested(*this);
       next();
       e = node(Expr::Kind::Neg, line, parse_unary(false));
     } else if (is_op("+")) {
+      const Nested nested(*this);
       next();
       e = node(Expr::Kind::Pos, line, parse_unary(false));
     } else {
@@ -467,7 +538,12 @@ class Parser {
         const int line = next().line;
         if (cur().kind == TokenKind::Int) {
           auto idx = node(Expr::Kind::Literal, line);
-          idx->literal = Value(static_cast<int64_t>(std::stoll(next().value)));
+          const std::string digits = next().value;
+          int64_t index = 0;
+          if (std::from_chars(digits.data(), digits.data() + digits.size(), index).ec != std::errc()) {
+            throw JinjaError("number out of range: " + digits, line);
+          }
+          idx->literal = Value(index);
           e = node(Expr::Kind::GetItem, line, std::move(e), std::move(idx));
         } else {
           auto a = node(Expr::Kind::GetAttr, line, std::move(e));
@@ -576,9 +652,20 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int nesting_ = 0;  // live Nested guards
 };
 
 }  // namespace
+
+Expr::~Expr() {
+  std::vector<ExprPtr> pending;
+  detach_children(*this, pending);
+  while (!pending.empty()) {
+    ExprPtr e = std::move(pending.back());
+    pending.pop_back();
+    detach_children(*e, pending);
+  }  // each e is freed childless: no recursion
+}
 
 Body parse_template(std::string_view source) { return Parser(tokenize(source)).parse_all(); }
 

@@ -18,7 +18,22 @@ namespace tc::text::jinja {
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
+// Limits that keep parsing, rendering and freeing a template within a
+// thread's stack whatever the source (a GGUF file's template comes from
+// whoever made the file): parser recursion (brackets, `not`, unary signs,
+// blocks inside blocks) and the depth of an expression's tree (which also
+// grows without recursion: `1+1+1+...`, `x.a.b.c...`, `x|f|f|f...`).
+inline constexpr int kMaxTemplateNesting = 100;
+inline constexpr int kMaxExprDepth = 256;
+
 struct Expr {
+  Expr() = default;
+  // Frees the subtree with a work list instead of recursion, so a tree too
+  // deep to keep (refused after parsing) is freed without a deep stack.
+  ~Expr();
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+
   enum class Kind {
     Literal,   // literal
     Name,      // name

@@ -142,6 +142,21 @@ TEST_CASE("malformed requests are 400s with OpenAI error bodies", "[integration]
   CHECK(wrong_model.body["error"]["code"] == "model_not_found");
   const auto huge = post_json(client, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1e18}});
   CHECK(huge.status == 400);
+  // 400 KB of tools nested 200,000 arrays deep (it used to overflow the handler's stack and kill
+  // the server), on a generation route and an info one; the server answers the next request.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  for (const char* route : {"/v1/chat/completions", "/tokenize"}) {
+    const std::string body = std::string(route) == "/tokenize"
+                                 ? "{\"content\": \"x\", \"extra\": " + deep + "}"
+                                 : "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tools\": [" + deep + "]}";
+    raw = client.Post(route, body, "application/json");
+    INFO(route);
+    REQUIRE(raw);
+    CHECK(raw->status == 400);
+    const json err = json::parse(raw->body, nullptr, false);
+    CHECK_THAT(err["error"]["message"].get<std::string>(), Catch::Contains("levels deep"));
+  }
+  CHECK(post_json(client, "/v1/chat/completions", user_chat("hi", {{"max_tokens", 1}})).status == 200);
   CHECK(server.stop() == 0);
 }
 

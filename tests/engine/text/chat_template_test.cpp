@@ -150,6 +150,44 @@ TEST_CASE("chat_template: runtime errors name the line and the fault", "[chat_te
   CHECK(render_error("{% for x in 5 %}{% endfor %}").find("is not iterable") != std::string::npos);
   CHECK(render_error("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}").find("takes not more than 1") != std::string::npos);
   CHECK(render_error("{% macro r() %}{{ r() }}{% endmacro %}{{ r() }}").find("recursion") != std::string::npos);
+  // Numbers past int64: an error naming the number, or int's default; never an escaped exception.
+  CHECK(render_error("{{ x.111111111111111111111111 }}") == "chat template line 1: number out of range: 111111111111111111111111");
+  CHECK(render("{{ 1e300 | int }} {{ '1e300' | int(7) }} {{ 2.5 | int }}") == "0 7 2");
+  CHECK(render("{{ [[1, 2]] | map(attribute='99999999999999999999') | list }}") == "[Undefined]");  // as jinja2
+}
+
+TEST_CASE("chat_template: templates too deep for the stack are errors, not crashes", "[chat_template]") {
+  // Each of these overflowed the stack (parsing, rendering or freeing) at this size; the limits
+  // are kMaxTemplateNesting (100) levels of parser recursion and kMaxExprDepth (256) per expression.
+  const int n = 100000;
+  auto repeat = [](std::string_view piece, int times) {
+    std::string out;
+    for (int i = 0; i < times; ++i) out += piece;
+    return out;
+  };
+  const std::string parens = "{{ " + repeat("(", n) + "1" + repeat(")", n) + " }}";
+  const std::string lists = "{{ " + repeat("[", n) + repeat("]", n) + " }}";
+  const std::string nots = "{{ " + repeat("not ", n) + "x }}";
+  const std::string negs = "{{ " + repeat("-", n) + "1 }}";
+  const std::string sums = "{{ 1" + repeat(" + 1", n) + " }}";
+  const std::string attrs = "{{ x" + repeat(".a", n) + " }}";
+  const std::string filters = "{{ 'x'" + repeat("|trim", n) + " }}";
+  const std::string ifs = repeat("{% if true %}", n) + repeat("{% endif %}", n);
+  for (const auto* source : {&parens, &lists, &nots, &negs, &sums, &attrs, &filters, &ifs}) {
+    INFO(source->substr(0, 40));
+    CHECK_THAT(render_error(*source), Catch::Contains("levels deep"));
+  }
+  // Within the limits: 90 brackets, a 200-term sum.
+  CHECK(render("{{ " + repeat("(", 90) + "1" + repeat(")", 90) + " }}") == "1");
+  CHECK(render("{{ 0" + repeat(" + 1", 200) + " }}") == "200");
+  // A namespace may not hold a namespace (a cycle would recurse forever when printed, and leak),
+  // nor grow a value deeper than 256 levels across loop iterations.
+  CHECK_THAT(render_error("{% set ns = namespace(x=0) %}{% set ns.x = ns %}{{ ns }}"), Catch::Contains("cannot hold a namespace"));
+  CHECK_THAT(render_error("{% set ns = namespace(x=[]) %}{% set ns.x = ns.x + [ns] %}"), Catch::Contains("cannot hold a namespace"));
+  CHECK_THAT(render_error("{% set ns = namespace(x=0) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}"),
+             Catch::Contains("levels deep"));
+  CHECK(render("{% set ns = namespace(x=0) %}{% for i in range(3) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}") ==
+        "[[[0]]]");
 }
 
 TEST_CASE("chat_template: Llama-2 rejects roles that do not alternate", "[chat_template]") {

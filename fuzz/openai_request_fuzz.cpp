@@ -1,0 +1,93 @@
+// libFuzzer target for what a client controls on /v1/completions and
+// /v1/chat/completions before any token is generated: the body bytes go
+// through parse_json_body (as the routes call it), then
+// parse_completion_request and parse_chat_request; a chat request that
+// parses is rendered by the bundled chat templates of the common model
+// families (tests/data/chat_templates/templates) with the server's own
+// variables (chat_prompt_variables). An ApiError or a ChatTemplateError is
+// an expected outcome; any other exception, a sanitizer report or a broken
+// invariant below is a bug. Tokenization is left out: it needs a model.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/text/chat_template.h"
+#include "server/chat_prompt_variables.h"
+#include "server/openai_schema.h"
+#include "server/request_body.h"
+
+namespace {
+
+void require(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "openai_request_fuzz: invariant broken: %s\n", what);
+    std::abort();
+  }
+}
+
+// The templates, parsed once (THERMOCLINE_CHAT_TEMPLATE_DIR: set by fuzz/CMakeLists.txt).
+std::vector<tc::text::ChatTemplate> load_templates() {
+  std::vector<tc::text::ChatTemplate> out;
+  for (const auto& entry : std::filesystem::directory_iterator(THERMOCLINE_CHAT_TEMPLATE_DIR)) {
+    if (entry.path().extension() != ".jinja") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    out.emplace_back(text.str());
+  }
+  require(!out.empty(), "the bundled chat templates were found");
+  return out;
+}
+
+const std::vector<tc::text::ChatTemplate>& templates() {
+  static const std::vector<tc::text::ChatTemplate> all = load_templates();
+  return all;
+}
+
+template <class T>
+void check_parsed(const tc::server::Parsed<T>& p) {
+  require(p.request.has_value() != p.error.has_value(), "exactly one of request / error");
+  if (p.error) {
+    require(p.error->status >= 400 && p.error->status < 500, "a parse error is a 4xx");
+    require(!p.error->message.empty(), "an error has a message");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  templates();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto parsed = tc::server::parse_json_body({reinterpret_cast<const char*>(data), size}, 1 << 20);
+  if (parsed.error) return 0;  // the routes answer 413 or 400 before any of the below
+  const nlohmann::json& body = parsed.json;
+  tc::server::RequestLimits limits;
+  limits.n_vocab = 32000;
+  check_parsed(tc::server::parse_completion_request(body, limits));
+  const auto chat = tc::server::parse_chat_request(body, limits);
+  check_parsed(chat);
+  if (!chat.request) return 0;
+  const nlohmann::json vars = tc::server::chat_prompt_variables(*chat.request, "<s>", "</s>");
+  size_t sink = 0;
+  for (const auto& t : templates()) {
+    try {
+      sink += t.render(vars).size();
+    } catch (const tc::text::ChatTemplateError& e) {
+      require(e.what()[0] != '\0', "a template error has a message");
+    }
+  }
+  volatile size_t keep = sink;
+  (void)keep;
+  return 0;
+}
