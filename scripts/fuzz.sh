@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang, ASan and UBSan in build-fuzz/ and
 # runs one of them. New corpus entries go to build-fuzz/fuzz-work/TARGET/corpus/,
 # crash inputs to build-fuzz/fuzz-work/TARGET/artifacts/. See docs/fuzzing.md.
-#   scripts/fuzz.sh [gguf|openai|template|tokenizer] [RUNS (default 1000000)] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [gguf|openai|template|tokenizer|model] [RUNS (default 1000000)] [extra libFuzzer flags...]
 #   gguf      the GGUF reader, seeded with tests/data/gguf_malformed/ and a few valid files
 #   openai    a request body through the OpenAI schema and the bundled chat
 #             templates, seeded with fuzz/seeds/openai_request/, dictionary fuzz/openai_request.dict
@@ -10,11 +10,14 @@
 #             bundled templates, dictionary fuzz/chat_template.dict
 #   tokenizer text through the bundled model's tokenizer and back, seeded
 #             with fuzz/seeds/tokenizer/
+#   model     a model file through load_model's checks and the weight views,
+#             seeded with tiny models that `make-model` writes (THERMOCLINE_BIN,
+#             default build/cli/thermocline: build it first with scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=gguf
 case "${1:-}" in
-  gguf|openai|template|tokenizer) target=$1; shift ;;
+  gguf|openai|template|tokenizer|model) target=$1; shift ;;
 esac
 runs=${1:-1000000}
 shift $(( $# > 0 ? 1 : 0 ))
@@ -53,5 +56,28 @@ case "$target" in
     cmake --build "$build_dir" --target tokenizer_fuzz -j "$jobs"
     exec "$build_dir/fuzz/tokenizer_fuzz" -runs="$runs" -max_len=4096 -timeout=10 \
       -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" "$work/corpus" fuzz/seeds/tokenizer
+    ;;
+  model)
+    bin=${THERMOCLINE_BIN:-build/cli/thermocline}
+    [ -x "$bin" ] || { echo "fuzz.sh model: no $bin to write the seed models (scripts/build.sh, or set THERMOCLINE_BIN)" >&2; exit 1; }
+    cmake --build "$build_dir" --target model_load_fuzz -j "$jobs"
+    seeds="$work/seeds"
+    mkdir -p "$seeds"
+    # One tiny model per layout and weight family: dense GGUF (q4_0, q4_k_m), sparse PWRI
+    # with f16 predictors, sparse GGUF with q8_0 predictors.
+    small=(--n-embd 32 --n-ff 64 --n-head 2 --n-vocab 512)
+    [ -f "$seeds/dense_q4_0.gguf" ] ||
+      "$bin" make-model -o "$seeds/dense_q4_0.gguf" "${small[@]}" --n-layer 1 --n-head-kv 1 --type q4_0 --seed 1 >/dev/null
+    [ -f "$seeds/dense_q4_k_m.gguf" ] ||
+      "$bin" make-model -o "$seeds/dense_q4_k_m.gguf" --n-embd 256 --n-layer 1 --n-ff 256 --n-head 2 --n-head-kv 2 \
+        --n-vocab 512 --type q4_k_m --seed 3 >/dev/null
+    [ -f "$seeds/sparse_pwri_f16.gguf" ] ||
+      "$bin" make-model --sparse --layout pwri -o "$seeds/sparse_pwri_f16.gguf" "${small[@]}" --n-layer 1 \
+        --n-head-kv 1 --type f16 --predictor-rank 8 --seed 2 >/dev/null
+    [ -f "$seeds/sparse_gguf_q8_0.gguf" ] ||
+      "$bin" make-model --sparse -o "$seeds/sparse_gguf_q8_0.gguf" "${small[@]}" --n-layer 2 --n-head-kv 2 \
+        --type q8_0 --predictor-rank 32 --seed 4 >/dev/null
+    exec "$build_dir/fuzz/model_load_fuzz" -runs="$runs" -max_len=524288 -timeout=10 \
+      -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" "$work/corpus" "$seeds"
     ;;
 esac

@@ -15,6 +15,12 @@ namespace tc::text::jinja {
 namespace {
 
 constexpr int kMaxMacroDepth = 64;
+// Statements and expressions being evaluated at once, nested: what the
+// native stack holds. The parser bounds each expression and block, but
+// macros multiply them (64 calls, each from inside a 256-deep expression,
+// overflowed an 8 MiB stack); this bounds the product. Real templates stay
+// under a hundred.
+constexpr int kMaxEvalNesting = 1000;
 
 struct Scope {
   std::unordered_map<std::string, Value> vars;
@@ -182,7 +188,26 @@ class Evaluator {
     return Flow::Normal;
   }
 
+  // Counts one level of evaluation nesting while alive; too many is an error.
+  class Nested {
+   public:
+    explicit Nested(int& n) : n_(n) {
+      if (++n_ > kMaxEvalNesting) {
+        --n_;
+        throw JinjaError("the template nests evaluation more than " + std::to_string(kMaxEvalNesting) +
+                         " levels deep (macros calling macros inside deep expressions)");
+      }
+    }
+    ~Nested() { --n_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+
+   private:
+    int& n_;
+  };
+
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
+    const Nested nested(nesting_);
     try {
       return exec_stmt(s, scope, out);
     } catch (JinjaError& e) {
@@ -349,6 +374,7 @@ class Evaluator {
   }
 
   Value eval(const Expr& e, Scope& scope) {
+    const Nested nested(nesting_);
     try {
       return eval_expr(e, scope);
     } catch (JinjaError& err) {
@@ -432,7 +458,8 @@ class Evaluator {
 
   Scope globals_;
   Scope root_;
-  int depth_ = 0;
+  int depth_ = 0;    // macro calls in progress
+  int nesting_ = 0;  // live Nested guards: statements and expressions being evaluated
 };
 
 }  // namespace

@@ -177,6 +177,10 @@ TEST_CASE("chat_template: templates too deep for the stack are errors, not crash
     INFO(source->substr(0, 40));
     CHECK_THAT(render_error(*source), Catch::Contains("levels deep"));
   }
+  // Macros multiply the depths: 63 nested calls, each inside a 250-term sum (it overflowed the stack).
+  CHECK_THAT(render_error("{% macro r(n) %}{% if n > 0 %}{{ r(n - 1)" + repeat(" + 1", 250) +
+                          " }}{% endif %}{% endmacro %}{{ r(63) }}"),
+             Catch::Contains("nests evaluation more than 1000 levels"));
   // Within the limits: 90 brackets, a 200-term sum.
   CHECK(render("{{ " + repeat("(", 90) + "1" + repeat(")", 90) + " }}") == "1");
   CHECK(render("{{ 0" + repeat(" + 1", 200) + " }}") == "200");
