@@ -188,26 +188,13 @@ class Evaluator {
     return Flow::Normal;
   }
 
-  // Counts one level of evaluation nesting while alive; too many is an error.
-  class Nested {
-   public:
-    explicit Nested(int& n) : n_(n) {
-      if (++n_ > kMaxEvalNesting) {
-        --n_;
-        throw JinjaError("the template nests evaluation more than " + std::to_string(kMaxEvalNesting) +
-                         " levels deep (macros calling macros inside deep expressions)");
-      }
-    }
-    ~Nested() { --n_; }
-    Nested(const Nested&) = delete;
-    Nested& operator=(const Nested&) = delete;
-
-   private:
-    int& n_;
-  };
+  // One level of evaluation nesting, while alive.
+  NestingGuard nested() {
+    return NestingGuard(nesting_, kMaxEvalNesting, "statements and expressions (in macros calling macros)");
+  }
 
   Flow exec(const Stmt& s, Scope& scope, std::string& out) {
-    const Nested nested(nesting_);
+    const NestingGuard guard = nested();
     try {
       return exec_stmt(s, scope, out);
     } catch (JinjaError& e) {
@@ -374,7 +361,7 @@ class Evaluator {
   }
 
   Value eval(const Expr& e, Scope& scope) {
-    const Nested nested(nesting_);
+    const NestingGuard guard = nested();
     try {
       return eval_expr(e, scope);
     } catch (JinjaError& err) {
@@ -459,7 +446,7 @@ class Evaluator {
   Scope globals_;
   Scope root_;
   int depth_ = 0;    // macro calls in progress
-  int nesting_ = 0;  // live Nested guards: statements and expressions being evaluated
+  int nesting_ = 0;  // live nested() guards: statements and expressions being evaluated
 };
 
 }  // namespace

@@ -68,23 +68,10 @@ class Parser {
   }
 
  private:
-  // Counts one level of parser recursion while alive; too many is an error.
-  class Nested {
-   public:
-    explicit Nested(Parser& p) : p_(p) {
-      if (++p_.nesting_ > kMaxTemplateNesting) {
-        --p_.nesting_;
-        p_.fail("the template nests brackets, operators or blocks more than " +
-                std::to_string(kMaxTemplateNesting) + " levels deep");
-      }
-    }
-    ~Nested() { --p_.nesting_; }
-    Nested(const Nested&) = delete;
-    Nested& operator=(const Nested&) = delete;
-
-   private:
-    Parser& p_;
-  };
+  // One level of parser recursion, while alive.
+  NestingGuard nested() {
+    return NestingGuard(nesting_, kMaxTemplateNesting, "brackets, operators or blocks", cur().line);
+  }
 
   // Every expression's tree at most kMaxExprDepth deep (statements nest at
   // most kMaxTemplateNesting deep: parse_body counts them).
@@ -146,7 +133,7 @@ class Parser {
 
   // Statements until a `{% name %}` with name in `ends` (left unconsumed).
   Body parse_body(std::initializer_list<std::string_view> ends) {
-    const Nested nested(*this);
+    const NestingGuard guard = nested();
     Body body;
     while (true) {
       const Token& t = cur();
@@ -310,7 +297,7 @@ class Parser {
   // ---- expressions ----
 
   ExprPtr parse_expression(bool with_condexpr = true) {
-    const Nested nested(*this);
+    const NestingGuard guard = nested();
     return with_condexpr ? parse_condexpr() : parse_or();
   }
 
@@ -361,7 +348,7 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_name("not")) {
-      const Nested nested(*this);
+      const NestingGuard guard = nested();
       const int line = next().line;
       return node(Expr::Kind::Not, line, parse_not());
     }
@@ -443,11 +430,11 @@ class Parser {
     ExprPtr e;
     const int line = cur().line;
     if (is_op("-")) {
-      const Nested nested(*this);
+      const NestingGuard guard = nested();
       next();
       e = node(Expr::Kind::Neg, line, parse_unary(false));
     } else if (is_op("+")) {
-      const Nested nested(*this);
+      const NestingGuard guard = nested();
       next();
       e = node(Expr::Kind::Pos, line, parse_unary(false));
     } else {
@@ -652,7 +639,7 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t pos_ = 0;
-  int nesting_ = 0;  // live Nested guards
+  int nesting_ = 0;  // live nested() guards
 };
 
 }  // namespace

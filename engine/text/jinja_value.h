@@ -27,6 +27,28 @@ class JinjaError : public std::runtime_error {
   int line;
 };
 
+// Counts one level of recursion in `depth` while alive (the parser's and the
+// evaluator's own counters, which keep a template within a thread's stack);
+// past `limit` it throws JinjaError("the template nests <what> more than
+// <limit> levels deep", line) instead.
+class NestingGuard {
+ public:
+  NestingGuard(int& depth, int limit, const char* what, int line = 0) : depth_(depth) {
+    if (++depth_ > limit) {
+      --depth_;
+      throw JinjaError("the template nests " + std::string(what) + " more than " + std::to_string(limit) +
+                           " levels deep",
+                       line);
+    }
+  }
+  ~NestingGuard() { --depth_; }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+
+ private:
+  int& depth_;
+};
+
 class Value;
 using Array = std::vector<Value>;
 
