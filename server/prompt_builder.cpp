@@ -10,8 +10,6 @@
 namespace tc::server {
 namespace {
 
-using nlohmann::json;
-
 // A fresh seed for requests that send none (thread-safe).
 uint64_t random_seed() {
   static std::mutex mutex;
