@@ -98,34 +98,42 @@ inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t 
   }
 }
 
-// The int32 block sums of V::kRows rows x T tokens for one block, x[t]
-// pointing at the block's activations: a pair (2k, 2k+1) of Q8_32_NIB
-// interleaves its halves, so elements 0-15 sit at +0 and 16-31 at +32 from
-// block 2k + h's first byte 64k + 16h (kLone: a lone last block, stored in
-// order). weights(s) gives step s's vector (the rows' elements 4s..4s+3 as
-// unsigned nibbles, see PackQ4Lanes). The sums are exact integers, so the
-// order of the steps changes no bit.
-template <class V, int T, bool kLone, class Weights>
-TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, typename V::I (&sum)[T]) {
+// The int32 block sums of NT tiles of V::kRows rows x T tokens for one
+// block, x[t] pointing at the block's activations: a pair (2k, 2k+1) of
+// Q8_32_NIB interleaves its halves, so elements 0-15 sit at +0 and 16-31 at
+// +32 from block 2k + h's first byte 64k + 16h (kLone: a lone last block,
+// stored in order). weights(n, s) gives tile n's step s vector (the rows'
+// elements 4s..4s+3 as unsigned nibbles, see PackQ4Lanes); two tiles share
+// each broadcast of the activations (VNNI only). The sums are exact
+// integers, so the order of the steps changes no bit.
+template <class V, int T, int NT, bool kLone, class Weights>
+TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, typename V::I (&sum)[NT][T]) {
   auto x4 = [&](int t, int s) __attribute__((always_inline)) {
     int32_t v;
     std::memcpy(&v, x[t] + (kLone || s < 4 ? 4 * s : 32 + 4 * (s - 4)), 4);
     return V::set1_i(v);
   };
 #if defined(TC_MATMUL_VNNI)
-  for (int t = 0; t < T; ++t) sum[t] = V::zero_i();
+  for (int n = 0; n < NT; ++n) {
+    for (int t = 0; t < T; ++t) sum[n][t] = V::zero_i();
+  }
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const typename V::I w = weights(s);
-    for (int t = 0; t < T; ++t) sum[t] = V::dot_acc(sum[t], w, x4(t, s));
+    typename V::I w[NT];
+    for (int n = 0; n < NT; ++n) w[n] = weights(n, s);
+    for (int t = 0; t < T; ++t) {
+      const typename V::I xs = x4(t, s);
+      for (int n = 0; n < NT; ++n) sum[n][t] = V::dot_acc(sum[n][t], w[n], xs);
+    }
   }
 #else
   // AVX2: LaneVec8, or LaneVec8x2 (a tile's two 8-row halves at once).
+  static_assert(NT == 1, "the AVX2 lane kernels read one tile per pass");
   typename V::I pairs[T];
   for (int t = 0; t < T; ++t) pairs[t] = V::zero_i();
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
-    const typename V::I w = weights(s);
+    const typename V::I w = weights(0, s);
     for (int t = 0; t < T; ++t) {
       pairs[t] = V::add_pairs(pairs[t], w, x4(t, s));
       // Keeps the additions in step order: GCC otherwise regroups them into
@@ -133,7 +141,7 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
       V::keep(pairs[t]);
     }
   }
-  for (int t = 0; t < T; ++t) sum[t] = V::pairs_to_sums(pairs[t]);
+  for (int t = 0; t < T; ++t) sum[0][t] = V::pairs_to_sums(pairs[t]);
 #endif
 }
 
@@ -142,11 +150,7 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
 template <class V>
 struct PackedChunk {
   const PackQ4Lanes<V>& p;
-  template <int T, bool kLone>
-  TC_SIMD_INLINE void sums(int64_t i, const int8_t* const* x, typename V::I (&sum)[T]) const {
-    lane_block_sums<V, T, kLone>([this, i](int s) __attribute__((always_inline)) { return V::load_i(p.q[i][s]); }, x,
-                                 sum);
-  }
+  TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const { return V::load_i(p.q[i][s]); }
   TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::load_f(p.dw[i]); }
   TC_SIMD_INLINE void prefetch(int64_t) const {}
 };
@@ -166,15 +170,9 @@ struct Lanes16Chunk {
   int64_t left;
   int64_t skip_qs;
   int64_t skip_d;
-  template <int T, bool kLone>
-  TC_SIMD_INLINE void sums(int64_t i, const int8_t* const* x, typename V::I (&sum)[T]) const {
-    const std::byte* block = qs + 256 * i;
-    lane_block_sums<V, T, kLone>(
-        [block](int s) __attribute__((always_inline)) {
-          const typename V::I raw = V::load_i(block + 64 * (s % 4));
-          return s < 4 ? V::lo_nibbles(raw) : V::hi_nibbles(raw);
-        },
-        x, sum);
+  TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const {
+    const typename V::I raw = V::load_i(qs + 256 * i + 64 * (s % 4));
+    return s < 4 ? V::lo_nibbles(raw) : V::hi_nibbles(raw);
   }
   TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::cvt_ph(d + 16 * i); }
   // The qs and scales of the block kLanes16AheadBlocks after block i in the
@@ -218,24 +216,28 @@ struct XLanes {
   TC_SIMD_INLINE float gd(int t, int64_t i) const { return gdv[(i / 8 * kLaneXTokens + t) * 8 + i % 8]; }
 };
 
-// y[t, rows 0..V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens.
-template <class V, int T, class Chunk, class X>
-void lane_tile_q4_0(const Chunk& w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
-                    int64_t ys, bool first) {
+// y[t, rows 0..NT * V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens,
+// tile n's weights from w[n] (rows n * V::kRows on). Each tile's rows see
+// the same operations whatever NT.
+template <class V, int T, int NT, class Chunk, class X>
+void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y, int64_t ys,
+                    bool first) {
   using F = typename V::F;
   using I = typename V::I;
-  // chains[t][8 * parity + lane]: OpsQ4_0's chain of that unit parity and
-  // lane, for the tile's rows. They start at +0. When the first two units
+  // chains[n][t][8 * parity + lane]: OpsQ4_0's chain of that unit parity
+  // and lane, for tile n's rows. They start at +0. When the first two units
   // are whole (nb >= 16: every chunk but a row's short last one), those
   // units' fmas read their +0 from kZero instead, which saves zeroing the
-  // 16 T vectors (at 8 tokens 8 KiB of stores per call, 10% of the
+  // 16 T vectors per tile (at 8 tokens 8 KiB of stores per call, 10% of the
   // kernel's samples in perf).
   static constexpr F kZero[16] = {};
-  F chains[T][16];
+  F chains[NT][T][16];
   const bool first_units_whole = nb >= 2 * kGroup;
   if (!first_units_whole) {
-    for (int t = 0; t < T; ++t) {
-      for (int c = 0; c < 16; ++c) chains[t][c] = V::zero_f();
+    for (int n = 0; n < NT; ++n) {
+      for (int t = 0; t < T; ++t) {
+        for (int c = 0; c < 16; ++c) chains[n][t][c] = V::zero_f();
+      }
     }
   }
   for (int64_t u = 0; u * kGroup < nb; ++u) {
@@ -248,47 +250,55 @@ void lane_tile_q4_0(const Chunk& w, const X& x, int64_t b0, int64_t nb, int64_t 
       if (j >= count) break;
       const int64_t b = g + j;
       const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
-      w.prefetch(b - b0);
+      for (int n = 0; n < NT; ++n) w[n].prefetch(b - b0);
+      auto weights = [w, i = b - b0](int n, int s) __attribute__((always_inline)) { return w[n].weights(i, s); };
       const int8_t* xb[T];
-      I sum[T];
+      I sum[NT][T];
       if (lone) {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, b / 2);  // b is even
-        w.template sums<T, true>(b - b0, xb, sum);
+        lane_block_sums<V, T, NT, true>(weights, xb, sum);
       } else {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, g / 2 + j / 2) + 16 * (j % 2);
-        w.template sums<T, false>(b - b0, xb, sum);
+        lane_block_sums<V, T, NT, false>(weights, xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
       // 8 * sum32.
       const int lane = j % 2 == 0 ? j / 2 : 4 + j / 2;
-      const F dw = w.scales(b - b0);
+      F dw[NT];
+      for (int n = 0; n < NT; ++n) dw[n] = w[n].scales(b - b0);
       for (int t = 0; t < T; ++t) {
-        const I exact = V::sub_i(sum[t], V::set1_i(x.gs8(t, g + lane)));
-        const F d = V::mul_f(dw, V::set1_f(x.gd(t, g + lane)));
-        const F* from = from_zero ? kZero : chains[t];
-        chains[t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);
+        const I gs8 = V::set1_i(x.gs8(t, g + lane));
+        const F gd = V::set1_f(x.gd(t, g + lane));
+        for (int n = 0; n < NT; ++n) {
+          const I exact = V::sub_i(sum[n][t], gs8);
+          const F d = V::mul_f(dw[n], gd);
+          const F* from = from_zero ? kZero : chains[n][t];
+          chains[n][t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);
+        }
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    const F* a = chains[t];
-    F v[8];
-    for (int l = 0; l < 8; ++l) v[l] = V::add_f(a[l], a[8 + l]);
-    const F s = V::add_f(V::add_f(V::add_f(v[0], v[1]), V::add_f(v[2], v[3])),
-                         V::add_f(V::add_f(v[4], v[5]), V::add_f(v[6], v[7])));
-    float* yt = y + t * ys;
-    V::storeu_f(yt, first ? s : V::add_f(V::loadu_f(yt), s));
+  for (int n = 0; n < NT; ++n) {
+    for (int t = 0; t < T; ++t) {
+      const F* a = chains[n][t];
+      F v[8];
+      for (int l = 0; l < 8; ++l) v[l] = V::add_f(a[l], a[8 + l]);
+      const F s = V::add_f(V::add_f(V::add_f(v[0], v[1]), V::add_f(v[2], v[3])),
+                           V::add_f(V::add_f(v[4], v[5]), V::add_f(v[6], v[7])));
+      float* yt = y + t * ys + n * V::kRows;
+      V::storeu_f(yt, first ? s : V::add_f(V::loadu_f(yt), s));
+    }
   }
 }
 
-// lane_tile_q4_0 for tt <= T tokens known at run time.
-template <class V, int T, class Chunk, class X>
-void lane_tile_q4_0_n(int tt, const Chunk& w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
+// lane_tile_q4_0 for kMinT <= tt <= T tokens known at run time.
+template <class V, int T, int NT = 1, int kMinT = 1, class Chunk, class X>
+void lane_tile_q4_0_n(int tt, const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y,
                       int64_t ys, bool first) {
-  if constexpr (T > 1) {
-    if (tt < T) return lane_tile_q4_0_n<V, T - 1>(tt, w, x, b0, nb, n_blocks, y, ys, first);
+  if constexpr (T > kMinT) {
+    if (tt < T) return lane_tile_q4_0_n<V, T - 1, NT, kMinT>(tt, w, x, b0, nb, n_blocks, y, ys, first);
   }
-  lane_tile_q4_0<V, T>(w, x, b0, nb, n_blocks, y, ys, first);
+  lane_tile_q4_0<V, T, NT>(w, x, b0, nb, n_blocks, y, ys, first);
 }
 
 // y[all tokens, rows 0..V::kRows-1] (+)= the chunk [c0, c0 + nb), kTokens
@@ -299,7 +309,7 @@ TC_SIMD_INLINE void lane_tile_all_tokens(const MatmulArgs& a, const Chunk& w, in
     const int tt = static_cast<int>(min64(kTok, a.n_tokens - t0));
     XRow x[kTok];
     for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-    lane_tile_q4_0_n<V, kTok>(tt, w, XRows{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+    lane_tile_q4_0_n<V, kTok>(tt, &w, XRows{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
   }
 }
 
@@ -337,30 +347,45 @@ void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (r < r1) run_packed_gemm<OpsQ4_0>(a, r, r1);
 }
 
+// Tile rt's chunk [c0, c0 + kChunkBlocks32) as Lanes16Chunk (rows
+// V::kRows * h on), for a sweep that reads it next_tiles tiles on after
+// this one: the same chunk there (chunks_outer) or from its first block.
+template <class V>
+TC_SIMD_INLINE Lanes16Chunk<V> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h, bool chunks_outer,
+                                             int64_t next_tiles) {
+  const int64_t n_blocks = a.n_in / 32;
+  const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
+  const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
+  const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
+  const int64_t run = chunks_outer ? nb : n_blocks;
+  const int64_t left = chunks_outer ? nb : n_blocks - c0;
+  const int64_t gap = next_tiles * a.lane_tile_bytes;
+  return {tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 256 * run, gap - 32 * run};
+}
+
+// Batches of at least this many tokens (with the activations in LaneX)
+// take a 16-row tile's neighbour into the same pass, each broadcast of the
+// activations serving both (a 32-row pass). A register microbenchmark of
+// the 8-token loop (scratch, Zen 5) ran 1.2x the vpdpbusd rate so.
+constexpr int64_t kLanePairTokens = 4;
+
 // Outputs [r0, r1) of a Q4_0Lanes16 matrix (whole 16-row tiles, below
 // a.lane_rows), every token: the tiles read in place, V::kRows rows at a
-// time (the avx512 variant a whole tile, AVX2 its two halves). Small
-// batches sweep tile after tile, one stream per thread that the hardware
-// prefetcher follows; large ones chunk after chunk, as the row layout's
-// GEMM order does. Each row gets its chunks in order either way.
+// time (the avx512 variant a whole tile or two, AVX2 its two halves).
+// Small batches sweep tile after tile, one stream per thread that the
+// hardware prefetcher follows; large ones chunk after chunk, as the row
+// layout's GEMM order does. Each row gets its chunks in order either way.
 template <class V>
 void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
   const bool chunks_outer = gemm_order(a);
+  constexpr int kMaxTokens = kLaneXTokens < V::kTokensInPlace ? kLaneXTokens : V::kTokensInPlace;
   auto tile_chunk = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
-    const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
-    const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
-    // What the sweep reads next after this tile: the same chunk of the next
-    // tile (chunks outer) or the next tile from its first block.
-    const int64_t run = chunks_outer ? nb : n_blocks;
-    const int64_t left = chunks_outer ? nb : n_blocks - c0;
     for (int h = 0; h < 16 / V::kRows; ++h) {
-      const Lanes16Chunk<V> chunk{tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left,
-                                  a.lane_tile_bytes - 256 * run, a.lane_tile_bytes - 32 * run};
+      const Lanes16Chunk<V> chunk = lanes16_chunk<V>(a, rt, c0, h, chunks_outer, 1);
       if (a.lane_x != nullptr) {
-        constexpr int kMaxTokens = kLaneXTokens < V::kTokensInPlace ? kLaneXTokens : V::kTokensInPlace;
-        lane_tile_q4_0_n<V, kMaxTokens>(static_cast<int>(a.n_tokens), chunk, XLanes(a.lane_x, n_blocks), c0, nb,
+        lane_tile_q4_0_n<V, kMaxTokens>(static_cast<int>(a.n_tokens), &chunk, XLanes(a.lane_x, n_blocks), c0, nb,
                                           n_blocks, a.y + rt + V::kRows * h, a.n_out, c0 == 0);
       } else {
         lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
@@ -371,10 +396,27 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
       for (int64_t rt = r0; rt < r1; rt += 16) tile_chunk(rt, c0);
     }
-  } else {
-    for (int64_t rt = r0; rt < r1; rt += 16) {
-      for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) tile_chunk(rt, c0);
+    return;
+  }
+  int64_t rt = r0;
+#if defined(TC_MATMUL_VNNI)
+  if constexpr (V::kRows == 16) {
+    if (a.lane_x != nullptr && a.n_tokens >= kLanePairTokens) {
+      for (; rt + 32 <= r1; rt += 32) {
+        for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+          const Lanes16Chunk<V> pair[2] = {lanes16_chunk<V>(a, rt, c0, 0, false, 2),
+                                           lanes16_chunk<V>(a, rt + 16, c0, 0, false, 2)};
+          lane_tile_q4_0_n<V, kMaxTokens, 2, kLanePairTokens>(static_cast<int>(a.n_tokens), pair,
+                                                              XLanes(a.lane_x, n_blocks), c0,
+                                                              min64(kChunkBlocks32, n_blocks - c0), n_blocks,
+                                                              a.y + rt, a.n_out, c0 == 0);
+        }
+      }
     }
+  }
+#endif
+  for (; rt < r1; rt += 16) {
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) tile_chunk(rt, c0);
   }
 }
 

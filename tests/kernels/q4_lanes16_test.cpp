@@ -76,10 +76,11 @@ TEST_CASE("Q4_0 lanes16: matmul gives the row layout's bits for every variant, b
           "[kernels][q4_lanes16][matmul]") {
   ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
   uint64_t seed = 1000;
-  // n_out: tiles only, tiles + a tail, a tail only; n_in: one block, a
+  // n_out: tiles only (two pairs of tiles from 4 tokens on), a pair + a
+  // tail, a pair + a lone tile + a tail, a tail only; n_in: one block, a
   // partial chunk, 20 blocks (two whole units and a partial one in one
   // chunk), 43 blocks (a lone last block), several chunks.
-  for (int64_t n_out : {64, 37, 5}) {
+  for (int64_t n_out : {64, 37, 53, 5}) {
     for (int64_t n_in : {32, 96, 20 * 32, 43 * 32, 2048}) {
       const Weights w = make_weights(DType::Q4_0, n_in, n_out, seed++);
       const Packed packed(w);
