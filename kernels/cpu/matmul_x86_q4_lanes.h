@@ -155,7 +155,6 @@ struct PackedChunk {
   TC_SIMD_INLINE void prefetch(int64_t) const {}
 };
 
-constexpr int64_t kLanes16AheadBlocks = 16;  // 4 KiB of qs
 
 // ... or read in place from a Q4_0Lanes16 tile (q4_lanes16.h): qs at the
 // chunk's first block (and the half's first row), blocks 256 bytes apart,
@@ -163,7 +162,7 @@ constexpr int64_t kLanes16AheadBlocks = 16;  // 4 KiB of qs
 // used; d the chunk's first f16 scales, 16 per block. The sweep reads
 // `left` blocks from qs on, then goes on at block left of the next tile's
 // streams, skip_qs and skip_d bytes further than this tile's would be.
-template <class V>
+template <class V, int64_t kAheadBlocks>
 struct Lanes16Chunk {
   const std::byte* qs;
   const uint16_t* d;
@@ -175,12 +174,12 @@ struct Lanes16Chunk {
     return s < 4 ? V::lo_nibbles(raw) : V::hi_nibbles(raw);
   }
   TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::cvt_ph(d + 16 * i); }
-  // The qs and scales of the block kLanes16AheadBlocks after block i in the
+  // The qs and scales of the block kAheadBlocks after block i in the
   // order the sweep reads them (the hardware prefetcher restarts at every
   // 4 KiB page, and the scales at a tile's start stalled the 8-token kernel
   // before this followed the sweep into the next tile).
   TC_SIMD_INLINE void prefetch(int64_t i) const {
-    const int64_t k = i + kLanes16AheadBlocks;
+    const int64_t k = i + kAheadBlocks;
     const bool next = k >= left;
     const char* q = reinterpret_cast<const char*>(qs) + 256 * k + (next ? skip_qs : 0);
     for (int l = 0; l < 4; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
@@ -350,9 +349,9 @@ void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // Tile rt's chunk [c0, c0 + kChunkBlocks32) as Lanes16Chunk (rows
 // V::kRows * h on), for a sweep that reads it next_tiles tiles on after
 // this one: the same chunk there (chunks_outer) or from its first block.
-template <class V>
-TC_SIMD_INLINE Lanes16Chunk<V> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h, bool chunks_outer,
-                                             int64_t next_tiles) {
+template <class V, int64_t kAheadBlocks>
+TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h,
+                                                           bool chunks_outer, int64_t next_tiles) {
   const int64_t n_blocks = a.n_in / 32;
   const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
   const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
@@ -362,6 +361,21 @@ TC_SIMD_INLINE Lanes16Chunk<V> lanes16_chunk(const MatmulArgs& a, int64_t rt, in
   const int64_t gap = next_tiles * a.lane_tile_bytes;
   return {tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 256 * run, gap - 32 * run};
 }
+
+// How far ahead (blocks) a sweep prefetches (see Lanes16Chunk::prefetch):
+// `matmul_bench -t 2 --batch 1,8` from DRAM on 2 Zen 5 cores, 5632x2048 and
+// 2048x5632: one token 24 blocks (6 KiB of quants) 0.105-0.112 ms against
+// 0.112-0.123 at 16 and 0.123-0.131 at 12; 8 tokens in tile pairs 12 blocks
+// 0.259-0.282 against 0.286-0.306 at 16 and 24. Measured on VNNI only: the
+// AVX2 variant keeps 16 (4 KiB, from its own measurements).
+#if defined(TC_MATMUL_VNNI)
+constexpr int64_t kLanes16AheadOne = 24;
+constexpr int64_t kLanes16AheadPair = 12;
+#else
+constexpr int64_t kLanes16AheadOne = 16;
+constexpr int64_t kLanes16AheadPair = 16;
+#endif
+constexpr int64_t kLanes16Ahead = 16;
 
 // Batches of at least this many tokens (with the activations in LaneX)
 // take a 16-row tile's neighbour into the same pass, each broadcast of the
@@ -383,12 +397,18 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   auto tile_chunk = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     for (int h = 0; h < 16 / V::kRows; ++h) {
-      const Lanes16Chunk<V> chunk = lanes16_chunk<V>(a, rt, c0, h, chunks_outer, 1);
-      if (a.lane_x != nullptr) {
-        lane_tile_q4_0_n<V, kMaxTokens>(static_cast<int>(a.n_tokens), &chunk, XLanes(a.lane_x, n_blocks), c0, nb,
-                                          n_blocks, a.y + rt + V::kRows * h, a.n_out, c0 == 0);
+      float* y = a.y + rt + V::kRows * h;
+      if (a.lane_x != nullptr && a.n_tokens == 1) {
+        const auto chunk = lanes16_chunk<V, kLanes16AheadOne>(a, rt, c0, h, chunks_outer, 1);
+        lane_tile_q4_0<V, 1, 1>(&chunk, XLanes(a.lane_x, n_blocks), c0, nb, n_blocks, y, a.n_out, c0 == 0);
+      } else if (a.lane_x != nullptr) {
+        const auto chunk = lanes16_chunk<V, kLanes16Ahead>(a, rt, c0, h, chunks_outer, 1);
+        lane_tile_q4_0_n<V, kMaxTokens, 1, 2>(static_cast<int>(a.n_tokens), &chunk, XLanes(a.lane_x, n_blocks), c0,
+                                              nb, n_blocks, y, a.n_out, c0 == 0);
       } else {
-        lane_tile_all_tokens<V, Lanes16Chunk<V>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb);
+        const auto chunk = lanes16_chunk<V, kLanes16Ahead>(a, rt, c0, h, chunks_outer, 1);
+        lane_tile_all_tokens<V, Lanes16Chunk<V, kLanes16Ahead>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0,
+                                                                                    nb);
       }
     }
   };
@@ -404,8 +424,9 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     if (a.lane_x != nullptr && a.n_tokens >= kLanePairTokens) {
       for (; rt + 32 <= r1; rt += 32) {
         for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-          const Lanes16Chunk<V> pair[2] = {lanes16_chunk<V>(a, rt, c0, 0, false, 2),
-                                           lanes16_chunk<V>(a, rt + 16, c0, 0, false, 2)};
+          const Lanes16Chunk<V, kLanes16AheadPair> pair[2] = {
+              lanes16_chunk<V, kLanes16AheadPair>(a, rt, c0, 0, false, 2),
+              lanes16_chunk<V, kLanes16AheadPair>(a, rt + 16, c0, 0, false, 2)};
           lane_tile_q4_0_n<V, kMaxTokens, 2, kLanePairTokens>(static_cast<int>(a.n_tokens), pair,
                                                               XLanes(a.lane_x, n_blocks), c0,
                                                               min64(kChunkBlocks32, n_blocks - c0), n_blocks,
