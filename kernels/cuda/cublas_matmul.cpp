@@ -47,7 +47,6 @@ void matmul_cublas(const Tensor& w, const float* x, int64_t n_tokens, float* y, 
   // The layout kernels/device_scratch.h gives (and the placement counts).
   const GemmScratch scratch = gemm_scratch(w.dtype, n_in, n_out, n_tokens);
   const int64_t tile_rows = scratch.tile_rows;
-  const size_t row_tile_bytes = scratch.tile_row_bytes;
   auto* base = static_cast<uint8_t*>(workspace.get(scratch.total(), stream));
   const size_t x16_bytes = scratch.x16_bytes;
   auto* x16 = reinterpret_cast<uint16_t*>(base);
