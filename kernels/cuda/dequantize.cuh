@@ -24,6 +24,17 @@ __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) {
 
 __device__ __forceinline__ uint16_t load_u16(const uint8_t* p) { return *reinterpret_cast<const uint16_t*>(p); }
 
+// 8 bytes from a 2-byte boundary as four u16 loads (half the load
+// instructions of byte loads; quant blocks keep their qs 2-byte aligned).
+__device__ __forceinline__ void load_8_bytes(const uint8_t* p, uint8_t* out) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint16_t v = load_u16(p + 2 * j);
+    out[2 * j] = static_cast<uint8_t>(v & 0xff);
+    out[2 * j + 1] = static_cast<uint8_t>(v >> 8);
+  }
+}
+
 template <DType T>
 struct Dequant;
 
@@ -58,9 +69,10 @@ struct Dequant<DType::Q8_0> {
   __device__ static void load(const uint8_t* row, int64_t g, float* out) {
     const uint8_t* blk = row + (g >> 2) * static_cast<int64_t>(sizeof(BlockQ8_0));
     const float d = f16_bits_to_f32(load_u16(blk));
-    const auto* qs = reinterpret_cast<const int8_t*>(blk + 2) + 8 * (g & 3);
+    uint8_t qs[8];
+    load_8_bytes(blk + 2 + 8 * (g & 3), qs);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) out[i] = __fmul_rn(static_cast<float>(qs[i]), d);
+    for (int i = 0; i < 8; ++i) out[i] = __fmul_rn(static_cast<float>(static_cast<int8_t>(qs[i])), d);
   }
 };
 
@@ -72,7 +84,8 @@ struct Dequant<DType::Q4_0> {
     const uint8_t* blk = row + (g >> 2) * static_cast<int64_t>(sizeof(BlockQ4_0));
     const float d = f16_bits_to_f32(load_u16(blk));
     const int part = static_cast<int>(g & 3);
-    const uint8_t* qs = blk + 2 + 8 * (part & 1);
+    uint8_t qs[8];
+    load_8_bytes(blk + 2 + 8 * (part & 1), qs);
     const int shift = part < 2 ? 0 : 4;
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[i] = __fmul_rn(static_cast<float>(((qs[i] >> shift) & 0x0f) - 8), d);

@@ -2,10 +2,13 @@
 // up to kGemvMaxTokens tokens, so each weight row is read once per group.
 // Lanes stride over the row's element groups (1 element for plain types, 8
 // for block formats; see dequantize.cuh), each keeping one f32 FMA
-// accumulator per token, then a warp butterfly sums the lanes. The order of
+// accumulator per token, then a warp butterfly sums the lanes. A lane's 8
+// activations of a block-format group are two float4 loads where x allows
+// (16-byte aligned rows), else eight scalar ones. The order of
 // every sum is fixed by the shapes: deterministic, and a token's result does
 // not depend on the other tokens of the call.
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize.cuh"
@@ -21,7 +24,8 @@ constexpr int kWarpsPerBlock = 4;  // output rows per block
 // w: rows of n_in elements, row_bytes apart, n_w_rows of them.
 // x: f32 [n_tokens, n_in]; rows: i32 [n_y] or nullptr; y: f32 [n_tokens, n_y].
 // grid.x: ceil(n_y / kWarpsPerBlock); grid.y: token groups of kGemvMaxTokens.
-template <DType T>
+// kVecX: x and n_in keep every group's 8 activations 16-byte aligned.
+template <DType T, bool kVecX>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize)
     gemv_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n_in, int64_t n_w_rows,
                 const float* __restrict__ x, int64_t n_tokens, const int32_t* __restrict__ rows, int64_t n_y,
@@ -51,8 +55,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize)
     for (int t = 0; t < kGemvMaxTokens; ++t) {
       if (t < n_tok) {
         const float* xt = xg + t * n_in + g * G;
+        if constexpr (kVecX) {
+          const float4 a = reinterpret_cast<const float4*>(xt)[0];
+          const float4 b = reinterpret_cast<const float4*>(xt)[1];
+          const float xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
-        for (int i = 0; i < G; ++i) acc[t] = fmaf(wv[i], xt[i], acc[t]);
+          for (int i = 0; i < 8; ++i) acc[t] = fmaf(wv[i], xv[i], acc[t]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < G; ++i) acc[t] = fmaf(wv[i], xt[i], acc[t]);
+        }
       }
     }
   }
@@ -72,9 +84,19 @@ void gemv(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows
   if (n_tokens <= 0 || n_y <= 0) return;
   const dim3 grid(grid_x((n_y + kWarpsPerBlock - 1) / kWarpsPerBlock),
                   grid_yz((n_tokens + kGemvMaxTokens - 1) / kGemvMaxTokens));
+  const bool x_aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && w.n_cols() % 4 == 0;
   visit_weight_dtype(w.dtype, [&](auto type) {
-    gemv_kernel<decltype(type)::value><<<grid, kWarpsPerBlock * kWarpSize, 0, stream>>>(
-        static_cast<const uint8_t*>(w.data), w.row_bytes, w.n_cols(), w.n_rows(), x, n_tokens, rows, n_y, y);
+    constexpr DType T = decltype(type)::value;
+    const auto* wd = static_cast<const uint8_t*>(w.data);
+    if constexpr (Dequant<T>::kGroup == 8) {
+      if (x_aligned) {
+        gemv_kernel<T, true><<<grid, kWarpsPerBlock * kWarpSize, 0, stream>>>(wd, w.row_bytes, w.n_cols(), w.n_rows(),
+                                                                             x, n_tokens, rows, n_y, y);
+        return;
+      }
+    }
+    gemv_kernel<T, false><<<grid, kWarpsPerBlock * kWarpSize, 0, stream>>>(wd, w.row_bytes, w.n_cols(), w.n_rows(), x,
+                                                                          n_tokens, rows, n_y, y);
   });
   TC_CUDA_CHECK_LAUNCH();
 }
