@@ -45,6 +45,8 @@ HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, 
   split_.hot.assign(n_layer, 0);
   split_.cached.assign(n_layer, 0);
   split_.cold.assign(n_layer, 0);
+  split_.dense_device.assign(n_layer, 0);
+  split_.dense_cold.assign(n_layer, 0);
   n_words_ = (spec.n_ff + 31) / 32;
   const auto n_ff = static_cast<size_t>(spec.n_ff);
   cold_rows_.resize(n_ff);
@@ -56,10 +58,14 @@ HybridFfnBlock::HybridFfnBlock(const ModelSpec& spec, kernels::Backend& device, 
   if (prefetch.mode != PrefetchMode::Off) {
     prefetch_ = std::make_unique<HybridPrefetch>(spec, device, cpu, weights, predictors, std::move(prefetch));
   }
-  stream_ = std::make_unique<HybridFfnStream>(spec, device, weights, activation);
 }
 
 void HybridFfnBlock::reserve(int64_t n_tokens) {
+  // The streamed dense steps' stages exist only where a step can be that
+  // long (the placement counts them only then: hybrid_step_workspace).
+  if (n_tokens >= kStreamMinTokens && stream_ == nullptr) {
+    stream_ = std::make_unique<HybridFfnStream>(spec_, device_, weights_, activation_);
+  }
   if (n_tokens <= capacity_tokens_) return;
   // The buffers replaced below may still be read by ops issued for an
   // earlier run in this step (a decode run, then a longer prompt run of the
@@ -231,9 +237,14 @@ void HybridFfnBlock::run(int64_t layer, const float* x, const float* cur, int64_
   counters_.token_layers[l] += sparse ? n_tokens : 0;
   counters_.predicted[l] += sparse ? n_device_ + n_cold_ : 0;
   counters_.computed[l] += sparse ? n_device_ : 0;
-  split_.hot[l] += n_hot_;
-  split_.cached[l] += n_device_ - n_hot_;
-  split_.cold[l] += n_cold_;
+  if (sparse) {
+    split_.hot[l] += n_hot_;
+    split_.cached[l] += n_device_ - n_hot_;
+    split_.cold[l] += n_cold_;
+  } else {
+    split_.dense_device[l] += n_device_;
+    split_.dense_cold[l] += n_cold_;
+  }
 
   // 3. Device: hot ∩ P and the cached neurons, issued before the CPU starts
   // (asynchronous on CUDA).

@@ -49,9 +49,13 @@ namespace tc::model {
 
 // Where the FFN work went, summed over the steps since reset (per layer).
 struct HybridSplitCounters {
-  std::vector<int64_t> hot;     // [n_layer] neurons of hot ∩ P computed on the device, summed over steps
+  // Sparse steps: the predicted set P's split, summed over steps (as SparseFfnCounters::predicted).
+  std::vector<int64_t> hot;     // [n_layer] neurons of hot ∩ P computed on the device
   std::vector<int64_t> cached;  // [n_layer] neurons of cold ∩ P computed on the device from the neuron cache
-  std::vector<int64_t> cold;    // [n_layer] neurons of cold ∩ P given to the CPU, summed over steps
+  std::vector<int64_t> cold;    // [n_layer] neurons of cold ∩ P given to the CPU
+  // Dense steps not streamed (fewer than kStreamMinTokens tokens): every neuron, on one side or the other.
+  std::vector<int64_t> dense_device;  // [n_layer] hot neurons (and cached ones) computed on the device
+  std::vector<int64_t> dense_cold;    // [n_layer] the others, given to the CPU
 };
 
 class HybridFfnBlock {

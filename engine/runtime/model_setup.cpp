@@ -47,8 +47,9 @@ model::PrefetchOptions prefetch_options(const config::GpuSplitSetting& split) {
   return options;
 }
 
-HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup,
-                       const model::PrefetchOptions& prefetch, const sparse::PlacementShape& shape) {
+// Solving the placement may shrink `prefetch`'s caches to the budget.
+HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup, model::PrefetchOptions& prefetch,
+                       const sparse::PlacementShape& shape) {
   const auto& spec = loaded.spec;
   const auto& split = setup.gpu_split;
   if (split.mode == GpuSplitMode::HybridFile) {
@@ -63,7 +64,8 @@ HotNeurons hot_neurons(const model::LoadedModel& loaded, const ModelSetup& setup
   const sparse::VramBudget budget =
       sparse::resolve_vram_budget(split.vram_budget, split.vram_budget_text, setup.device.index);
   // The prefetch caches come out of the same budget: the solver spends
-  // what is left once their largest size is set aside.
+  // what is left once their largest size is set aside (at most half of
+  // what the fixed part leaves, unless a size was given).
   uint64_t cache_reserve = 0;
   const sparse::PlacementPlan plan =
       sparse::place_with_prefetch_caches(loaded, budget.bytes, budget.source, shape, prefetch, &cache_reserve);

@@ -32,14 +32,22 @@ uint64_t prefetch_cache_reserve(const PlacementCosts& costs, const model::Prefet
 
 PlacementPlan place_with_prefetch_caches(const model::LoadedModel& loaded, uint64_t vram_budget,
                                          const std::string& budget_source, const PlacementShape& shape,
-                                         const model::PrefetchOptions& prefetch, uint64_t* cache_reserve) {
+                                         model::PrefetchOptions& prefetch, uint64_t* cache_reserve) {
   // A budget below the fixed part alone is the solver's PlacementError, as without prefetch.
   const PlacementCosts costs = placement_costs(loaded.file, loaded.spec, loaded.predictors, shape);
-  const uint64_t reserve = prefetch_cache_reserve(costs, prefetch);
   const uint64_t fixed = costs.fixed.total();
+  uint64_t reserve = prefetch_cache_reserve(costs, prefetch);
+  if (reserve > 0 && vram_budget >= fixed && prefetch.cache_slots < 0 && reserve > (vram_budget - fixed) / 2) {
+    // The default size would take most of what the hot neurons get: the
+    // caches shrink to half of it (a tight budget's hot neurons serve more
+    // firings per byte than a cache of guesses).
+    const uint64_t per_slot = prefetch_cache_reserve(costs, {.mode = prefetch.mode, .cache_slots = 1});
+    prefetch.cache_slots = per_slot > 0 ? static_cast<int64_t>((vram_budget - fixed) / 2 / per_slot) : 0;
+    reserve = prefetch_cache_reserve(costs, prefetch);
+  }
   uint64_t solver_budget = vram_budget;
-  if (reserve > 0 && vram_budget >= fixed) {
-    if (vram_budget - fixed < reserve) {
+  if (prefetch.mode != model::PrefetchMode::Off && vram_budget >= fixed) {
+    if (vram_budget - fixed < reserve || (reserve == 0 && costs.layers.size() > 1)) {
       throw std::invalid_argument("--vram-budget: " + budget_source + " holds the fixed part (" + human_bytes(fixed) +
                                   ") but not the prefetch path's neuron caches as well (" + human_bytes(reserve) +
                                   "): raise it, or --prefetch off");
@@ -63,6 +71,7 @@ PlaceResult place_model(const PlaceRequest& request) {
   result.budget_source = budget.source;
   model::PrefetchOptions prefetch;
   prefetch.mode = request.prefetch;
+  // (place_with_prefetch_caches may shrink prefetch.cache_slots to the budget.)
   result.plan = place_with_prefetch_caches(*loaded, budget.bytes, budget.source, shape, prefetch, &result.cache_reserve);
   result.model_path = request.model.string();
   result.model_name = spec.name;

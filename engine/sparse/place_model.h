@@ -64,12 +64,16 @@ PlacementPlan place_loaded_model(const model::LoadedModel& loaded, uint64_t vram
 uint64_t prefetch_cache_reserve(const PlacementCosts& costs, const model::PrefetchOptions& prefetch);
 
 // place_loaded_model within `vram_budget` less the prefetch caches' reserve
-// (returned in *cache_reserve). std::invalid_argument, naming `budget_source`
-// and --prefetch off, when the budget holds the fixed part but not the
-// caches as well; PlacementError when it does not hold the fixed part.
+// (returned in *cache_reserve). Caches of the default size (cache_slots
+// -1) that would take more than half of the budget left after the fixed
+// part shrink to fit that half: prefetch.cache_slots is then set to the
+// size to build them with. std::invalid_argument, naming `budget_source`
+// and --prefetch off, when the budget holds the fixed part but not one
+// cache slot per layer (or not an explicit cache_slots); PlacementError
+// when it does not hold the fixed part.
 PlacementPlan place_with_prefetch_caches(const model::LoadedModel& loaded, uint64_t vram_budget,
                                          const std::string& budget_source, const PlacementShape& shape,
-                                         const model::PrefetchOptions& prefetch, uint64_t* cache_reserve);
+                                         model::PrefetchOptions& prefetch, uint64_t* cache_reserve);
 
 // The plan as PowerInfer's file: split.vram_capacity = the budget left after
 // the fixed part and the caches' reserve, plus thermocline.placement.* notes

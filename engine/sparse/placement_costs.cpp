@@ -152,15 +152,18 @@ StepWorkspace hybrid_step_workspace(const gguf::GgufFile& file, const model::Mod
   const int64_t n_words = (spec.n_ff + 31) / 32;
   ws.buffers += checked_product({t, max_rank + 4 * spec.n_ff + spec.n_embd}, what) * 4 +
                 checked_product({2, t, n_words}, what) * 4 + checked_product({spec.n_ff}, what) * 4;
-  // The streamed dense steps' two stages and their row list (HybridFfnStream).
-  int64_t max_row_bytes = 0;
-  for (int64_t l = 0; l < spec.n_layer; ++l) {
-    const NeuronCost c = layer_neuron_cost(file, spec, l);
-    max_row_bytes = std::max({max_row_bytes, static_cast<int64_t>(c.gate_bytes), static_cast<int64_t>(c.up_bytes),
-                              static_cast<int64_t>(c.down_t_bytes)});
+  // The streamed dense steps' two stages and their row list (HybridFfnStream),
+  // where a step can be long enough to stream.
+  if (t >= model::kStreamMinTokens) {
+    int64_t max_row_bytes = 0;
+    for (int64_t l = 0; l < spec.n_layer; ++l) {
+      const NeuronCost c = layer_neuron_cost(file, spec, l);
+      max_row_bytes = std::max({max_row_bytes, static_cast<int64_t>(c.gate_bytes), static_cast<int64_t>(c.up_bytes),
+                                static_cast<int64_t>(c.down_t_bytes)});
+    }
+    ws.buffers += model::stream_stage_bytes(max_row_bytes, spec.n_ff) +
+                  static_cast<uint64_t>(model::stream_tile_rows(max_row_bytes, spec.n_ff)) * 4;
   }
-  ws.buffers += model::stream_stage_bytes(max_row_bytes, spec.n_ff) +
-                static_cast<uint64_t>(model::stream_tile_rows(max_row_bytes, spec.n_ff)) * 4;
   ws.scratch = std::max(attention_scratch(file, spec, t), down_axpy_scratch(spec, t));
   // Dense steps run the hot gate and up rows as matmuls (up to n_ff rows).
   for (int64_t l = 0; l < spec.n_layer; ++l) {

@@ -76,7 +76,8 @@ uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shap
 //                   u32 [2, T, ceil(n_ff / 32)]      predicted-set bitmasks (the layer's, the next one's guess)
 //                   i32 [n_ff]                       the device's rows of the layer
 //                   2 stages of streamed rows        2 x 3 x tile rows x the largest neuron row
-//                   i32 [tile rows]                  (HybridFfnStream: dense prompt steps)
+//                   i32 [tile rows]                  (HybridFfnStream: dense prompt steps; only
+//                                                    when T >= kStreamMinTokens)
 //   head_buffers  f32 [R, n_embd + n_vocab]          rows entering the output head, logits
 //   scratch       the GPU backend's workspace, the largest request of one
 //                 op (kernels/device_scratch.h): a cuBLAS matmul of T

@@ -73,7 +73,15 @@ TEST_CASE("placement: place spends a VRAM budget on a profiled model and writes 
   auto with_caches = run_command(base + " --vram-budget " + std::to_string(fixed + caches + 37 * 384) + " -o " + plan);
   REQUIRE(with_caches.exit_code == 0);
   CHECK(n_hot(tc::sparse::read_gpu_index(plan, 2, 256)) == 37);
-  auto no_room = run_command(base + " --vram-budget " + std::to_string(fixed + caches - 1) + " -o " + plan);
+  // Less than both: the caches shrink to half of what the fixed part
+  // leaves, (6143 / 2) / 384 = 7 slots; the other half holds 8 hot neurons.
+  auto tight = run_command(base + " --vram-budget " + std::to_string(fixed + caches - 1) + " -o " + plan);
+  INFO(tight.output);
+  REQUIRE(tight.exit_code == 0);
+  CHECK_THAT(tight.output, Catch::Contains("| prefetch caches | 2688 |"));
+  CHECK(n_hot(tc::sparse::read_gpu_index(plan, 2, 256)) == 8);
+  // Under one slot in half of it: refused.
+  auto no_room = run_command(base + " --vram-budget " + std::to_string(fixed + 2 * 384 - 1) + " -o " + plan);
   CHECK(no_room.exit_code != 0);
   CHECK_THAT(no_room.output, Catch::Contains("prefetch") && Catch::Contains("--prefetch off"));
 

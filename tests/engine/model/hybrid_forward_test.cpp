@@ -216,8 +216,8 @@ TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split betwe
       REQUIRE(dense.forward({&seq, 1}, kv, want) == StepStatus::Ok);
     }
     tc::test::HostDeviceBackend device(2);
-    LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse},
-                      HybridOptions{cpu.get(), solver_placement(*loaded, "dense_prompt"), {}});
+    const auto placement = solver_placement(*loaded, "dense_prompt");
+    LlamaModel hybrid(*loaded, device, {.ffn_mode = FfnMode::Sparse}, HybridOptions{cpu.get(), placement, {}});
     KvCache kv(device, hybrid.spec(), 1, 64);
     const StepSequence seq{0, prompt, true};
     REQUIRE(hybrid.forward({&seq, 1}, kv, got) == StepStatus::Ok);
@@ -229,9 +229,12 @@ TEST_CASE("a dense prompt step in hybrid mode computes every neuron, split betwe
     const bool streamed = n >= tc::model::kStreamMinTokens;
     // Split: every neuron on one side or the other. Streamed: the CPU did
     // nothing, and every FFN row of every layer crossed once.
+    const auto& split = *hybrid.hybrid_counters();
     for (int64_t l = 0; l < spec.n_layer; ++l) {
       const auto i = static_cast<size_t>(l);
-      CHECK(hybrid.hybrid_counters()->hot[i] + hybrid.hybrid_counters()->cold[i] == (streamed ? 0 : spec.n_ff));
+      CHECK(split.dense_device[i] + split.dense_cold[i] == (streamed ? 0 : spec.n_ff));
+      CHECK(split.dense_device[i] == (streamed ? 0 : static_cast<int64_t>(placement.hot[i].size())));
+      CHECK(split.hot[i] + split.cached[i] + split.cold[i] == 0);  // the sparse steps' split: none ran
     }
     const size_t ffn_bytes = static_cast<size_t>(spec.n_layer * 3 * spec.n_ff * spec.n_embd) * sizeof(float);
     CHECK(device.prefetch_bytes.load() == (streamed ? ffn_bytes : 0));

@@ -124,9 +124,25 @@ TEST_CASE("set_up_model builds hybrid mode from a placement file or from the sta
     CHECK(cache_bytes <= reserve);
     CHECK(smaller.used_bytes() + cache_bytes <= budget);
 
-    // A budget that holds the fixed part but not the caches as well is
-    // refused, naming both options.
-    split.vram_budget = costs.fixed.total() + reserve - 1;
+    // A budget that holds the fixed part but not the caches as well: the
+    // caches shrink to half of what the fixed part leaves.
+    const uint64_t fixed = costs.fixed.total();
+    split.vram_budget = fixed + reserve - 1;
+    MadeBackends made_tight;
+    const auto tight = set_up_model(loaded, fake_cuda_setup(made_tight, split), kShape);
+    const tc::model::HybridPrefetch* tight_prefetch = tight.llama->hybrid_prefetch();
+    REQUIRE(tight_prefetch != nullptr);
+    uint64_t tight_cache_bytes = 0;
+    for (int64_t l = 0; l < loaded->spec.n_layer; ++l) {
+      const int64_t n = tight_prefetch->cache(l).n_slots();
+      CHECK(n < loaded->spec.n_ff / 16);
+      tight_cache_bytes += static_cast<uint64_t>(n) * costs.layers[static_cast<size_t>(l)].bytes();
+    }
+    CHECK(tight_cache_bytes > 0);
+    CHECK(tight_cache_bytes <= (*split.vram_budget - fixed) / 2);
+
+    // One that leaves less than a slot per layer for them is refused, naming both options.
+    split.vram_budget = fixed + 1;
     MadeBackends made_small;
     try {
       set_up_model(loaded, fake_cuda_setup(made_small, split), kShape);
