@@ -30,7 +30,7 @@ script also runs, CPU mode only, on a machine without a GPU.
 
   bench/hybrid_modes.py [-b BUILD|gpu-carry] [-m MODEL_DIR] [--types f16,q4_0]
                         [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4]
-                        [-n 32] [-r 3] [--profile-tokens 1024] [-t THREADS]
+                        [-n 32] [-r 3] [--batch 8] [--profile-tokens 1024] [-t THREADS]
 Prints markdown; models and stats are made once into MODEL_DIR (default
 BUILD/bench-models).
 """
@@ -93,7 +93,8 @@ def mode_args(mode, stats, budget):
 
 def bench(thermocline, model, mode, stats, budget, a):
     """(record, setup lines) of one mode, or (None, reason) when it cannot run here."""
-    cmd = [thermocline, "bench", "-m", model, "-p", "0", "-n", str(a.n_gen), "-r", str(a.reps), "-o", "json"]
+    cmd = [thermocline, "bench", "-m", model, "-p", "0", "-n", str(a.n_gen), "-r", str(a.reps), "-o", "json",
+           "-b", str(a.batch)]
     if a.threads:
         cmd += ["-t", str(a.threads)]
     r = subprocess.run(cmd + mode_args(mode, stats, budget), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -124,6 +125,9 @@ def main():
     ap.add_argument("--budget-fraction", type=float, default=0.4)
     ap.add_argument("-n", "--n-gen", type=int, default=32)
     ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8,
+                    help="tokens per step, every mode: sizes the step buffers and GPU scratch both the layer "
+                         "offload plan and the placement count in the budget (decode needs 1)")
     ap.add_argument("--profile-tokens", type=int, default=1024)
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads (0: physical cores)")
     ap.add_argument("--modes", default=",".join(MODES))
@@ -152,7 +156,7 @@ def main():
     free = gpu_free_bytes()
 
     print(f"# hybrid modes, {a.shape}, tg{a.n_gen}, VRAM budget {a.budget_fraction:.0%} of the model file, "
-          f"median of {a.reps} repetitions per mode\n")
+          f"steps of at most {a.batch} tokens (-b) in every mode, median of {a.reps} repetitions per mode\n")
     print(f"GPU free memory: {free / 2**30:.1f} GiB\n" if free is not None else "GPU: none found (nvidia-smi)\n")
     print("| type | model GiB | budget GiB | mode | t/s | vs offload | vs gpu | FFN computed "
           "| ms/token: GPU / CPU / waits | bus MB/token | of limit | setup |")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The first GPU session's checklist (docs/cuda.md, "To do on the first GPU
-# run") as two steps, so a lent GPU machine is used for one full call:
+# The GPU checks (docs/cuda.md, "To do on the first GPU run"), built here
+# and run on a lent GPU machine in as few calls as its device time allows:
 #
 #   scripts/gpu_check.sh pack [BUILD_DIR]
 #       Here (Debian, no GPU): builds BUILD_DIR (default build-gpu) with
@@ -11,22 +11,26 @@
 #       and its brotli; cuBLAS is the machine's own CUDA toolkit). Prints the
 #       size to carry (limit 64 MiB).
 #
-#   scripts/gpu_check.sh run [OUT_DIR]
-#       There, in the repository root, with gpu-carry carried: that the
-#       plugin's libraries resolve, the [cuda] tests (through the plugin),
-#       compute-sanitizer memcheck and racecheck on them, whole-model GPU
-#       against CPU, and dense GPU and CPU decode/prefill speed on the
-#       1B-class models. Each step's log goes to OUT_DIR (default $OUT, the
-#       device tool's folder that comes back); a failing step does not stop
-#       the others. Exit status: the number of failed steps.
-#
-#   scripts/gpu_check.sh hybrid [TYPES] [OUT_DIR]
-#       There too, in a call of its own: issue 7's speed table,
-#       bench/hybrid_modes.py on the 13B-layer shape (TYPES: q4_0 by
-#       default, or f16, or f16,q4_0 when the call's time allows): CPU
-#       only, layer offload, hybrid without and with prefetch, and the
-#       whole model on the GPU, at 40% of the model's bytes, with the
-#       hybrid time split; the table to OUT_DIR/hybrid_modes.md.
+#   scripts/gpu_check.sh STEP...
+#       There, in the repository root, with gpu-carry carried, the steps in
+#       the order given; a failing step does not stop the others:
+#         tests       the plugin's libraries resolve; the [cuda] kernel tests
+#                     and the whole-model and hybrid [cuda] tests
+#         agree       hybrid mode against the CPU's sparse pass on a small
+#                     generated sparse model: greedy text and perplexity
+#         sanitizers  compute-sanitizer memcheck and racecheck over both
+#         dense       1B-class models: dense GPU and CPU decode/prefill
+#                     speed, and the same greedy text on both
+#         hybrid      issue 7's speed table, bench/hybrid_modes.py
+#                     (HYBRID_SHAPE, default 13b; HYBRID_TYPES, default
+#                     q4_0, or f16, or f16,q4_0 when the call's time
+#                     allows): CPU only, layer offload, hybrid without and
+#                     with prefetch, the whole model on the GPU, at 40% of
+#                     the model's bytes, with the hybrid time split; the
+#                     table to $OUT/hybrid_SHAPE_TYPES.md
+#         run         tests, sanitizers, dense
+#       Step logs are packed into $OUT/gpu-logs-STEPS.tgz (the device tool
+#       brings back at most 8 files). Exit status: the number of failed steps.
 #
 # Example (the device tool's `run`, ~10 minutes):
 #   command: scripts/gpu_check.sh run    carry: ["gpu-carry"]
@@ -66,73 +70,152 @@ pack() {
   ls -la "$carry/bin" "$carry/lib"
 }
 
-# One check: its name, then the command; output to OUT_DIR/NAME.log.
+# One check: its name, then the command, run in $work (the tests' scratch
+# folders go there); output to $log_dir/NAME.log.
 failed=0
 step() {
   local name=$1
   shift
   echo "== $name: $*"
-  local start=$SECONDS
-  if "$@" > "$out_dir/$name.log" 2>&1; then
+  local start=$SECONDS rc=0
+  (cd "$work" && "$@") > "$log_dir/$name.log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ]; then
     echo "   ok ($((SECONDS - start)) s)"
   else
-    echo "   FAILED ($((SECONDS - start)) s), exit $?; last lines:"
-    tail -n 15 "$out_dir/$name.log" | sed 's/^/   | /'
+    echo "   FAILED ($((SECONDS - start)) s), exit $rc; last lines:"
+    tail -n 15 "$log_dir/$name.log" | sed 's/^/   | /'
     failed=$((failed + 1))
   fi
 }
 
-run_checks() {
-  out_dir=${1:-${OUT:-gpu-check-out}}
-  mkdir -p "$out_dir"
-  local bin=$PWD/$carry/bin
+# Everything below runs there, with gpu-carry carried. Logs go to
+# $log_dir (one file per step); `finish` packs them into OUT_DIR/gpu-logs.tgz,
+# since the device tool brings back at most 8 files.
+setup_there() {
+  out_dir=${OUT:-$PWD/gpu-check-out}
+  log_dir=$out_dir/logs
+  mkdir -p "$log_dir"
+  repo=$PWD
+  bin=$PWD/$carry/bin
   # The test binaries were built elsewhere: point them at this tree, and
   # everything at the carried CUDA plugin (thermocline would find it beside
   # itself anyway; the test binaries' build-tree path is not here).
   carried_env
   export THERMOCLINE_TEST_SOURCE_DIR=$PWD THERMOCLINE_TEST_BINARY=$bin/thermocline
-  local work
-  work=$(mktemp -d)
-  cd "$work" || exit 1  # the tests' scratch folders go here
+  work=/tmp/gpu-check-work
+  mkdir -p "$work"
+}
 
+# 1. The [cuda] tests through the plugin.
+check_tests() {
   step gpu nvidia-smi
   step plugin_libraries bash -c "ldd '$THERMOCLINE_CUDA_PLUGIN' && ! ldd '$THERMOCLINE_CUDA_PLUGIN' | grep 'not found'"
   step tests_cuda "$bin/tc_tests_cuda" --durations yes
   step tests_model_cuda "$bin/tc_tests_model" "[cuda]" --durations yes
-  if command -v compute-sanitizer > /dev/null; then
-    step memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/tc_tests_cuda"
-    step racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/tc_tests_cuda"
-  else
-    echo "compute-sanitizer not found" > "$out_dir/memcheck.log"
-    failed=$((failed + 1))
-  fi
+}
 
-  # Dense speed, GPU against the CPU of the same machine, on the issue-3
-  # 1B-class shapes (seed 1, as bench/compare_llamacpp.sh makes them).
+# 1b. Hybrid mode against the CPU's sparse pass on a small generated sparse
+# model (f16, 4 layers): greedy text and perplexity (prompt chunks of 8
+# tokens, run sparse too), with the solver's placement at 75% of the file
+# and prefetch on.
+check_hybrid_agreement() {
+  local m=$work/agree.gguf corpus=$work/agree-corpus.txt
+  cat "$repo"/docs/*.md > "$corpus"
+  step make_agree "$bin/thermocline" make-model --sparse -o "$m" --type f16 --seed 1 --n-embd 1024 --n-layer 4 \
+    --n-ff 4096 --n-head 16 --n-head-kv 16 --n-vocab 32000 --predictor-rank 128
+  step profile_agree "$bin/thermocline" profile -m "$m" --corpus "$corpus" -o "$m.stats" -n 512 -c 256
+  local budget=$(( $(stat -c %s "$m") * 3 / 4 ))
+  local -a hybrid=(--device cuda --placement auto --stats "$m.stats" --vram-budget "$budget" --prefetch on -b 8)
+  local -a cpu=(--sparsity relu -b 8)
+  local side
+  for side in hybrid cpu; do
+    local -n args=$side
+    step "generate_agree_$side" bash -c "'$bin/thermocline' generate -m '$m' ${args[*]} -p 'The engine' -n 64 \
+      --temp 0 2> '$log_dir/generate_agree_$side.err'"
+    step "perplexity_agree_$side" "$bin/thermocline" perplexity -m "$m" "${args[@]}" -f "$corpus" -c 256 --chunks 4 \
+      --sparse-max-tokens 8
+  done
+  texts_report generate_agree_hybrid generate_agree_cpu
+  ppl_agree perplexity_agree_hybrid perplexity_agree_cpu
+}
+
+# 2. compute-sanitizer memcheck and racecheck over the kernel tests and the
+# whole-model and hybrid tests.
+check_sanitizers() {
+  if ! command -v compute-sanitizer > /dev/null; then
+    echo "compute-sanitizer not found" > "$log_dir/memcheck.log"
+    failed=$((failed + 1))
+    return
+  fi
+  local tool
+  for tool in memcheck racecheck; do
+    step "${tool}_kernels" compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/tc_tests_cuda"
+    step "${tool}_model" compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin/tc_tests_model" "[cuda]"
+  done
+}
+
+# 3. Dense speed, GPU against the CPU of the same machine, on the issue-3
+# 1B-class shapes (seed 1, as bench/compare_llamacpp.sh makes them), and the
+# same greedy text on both.
+check_dense() {
   local shape="--n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000 --seed 1"
+  local type
   for type in f16 q8_0 q4_0; do
     # shellcheck disable=SC2086
     step "make_1b_$type" "$bin/thermocline" make-model -o "$work/1b-$type.gguf" $shape --type "$type"
     step "bench_1b_${type}_cuda" "$bin/thermocline" bench -m "$work/1b-$type.gguf" --device cuda -p 512 -n 128 -r 3
     step "bench_1b_${type}_cpu" "$bin/thermocline" bench -m "$work/1b-$type.gguf" -p 512 -n 128 -r 3
   done
-  # The same greedy text on the GPU and the CPU (generated weights keep
-  # logits apart, so the tokens must agree).
+  local device
   for device in cuda cpu; do
     step "generate_$device" bash -c "'$bin/thermocline' generate -m '$work/1b-q8_0.gguf' --device $device \
-      -p 'Once upon a time' -n 48 --temp 0 2> '$out_dir/generate_$device.err'"
+      -p 'Once upon a time' -n 48 --temp 0 2> '$log_dir/generate_$device.err'"
   done
-  if ! cmp -s "$out_dir/generate_cuda.log" "$out_dir/generate_cpu.log"; then
-    echo "generate: the GPU's and the CPU's greedy texts differ (generate_cuda.log, generate_cpu.log)"
-    failed=$((failed + 1))
-  fi
-  for f in "$out_dir"/bench_*.log; do
+  texts_report generate_cuda generate_cpu
+  # Whole-model agreement that near-tied greedy tokens cannot blur: the
+  # perplexity of the same text on both.
+  for device in cuda cpu; do
+    step "perplexity_1b_$device" "$bin/thermocline" perplexity -m "$work/1b-q8_0.gguf" --device $device \
+      -f "$repo/docs/engine.md" -c 256 --chunks 4
+  done
+  ppl_agree perplexity_1b_cuda perplexity_1b_cpu
+  local f
+  for f in "$log_dir"/bench_*.log; do
     echo "-- $(basename "$f" .log)"
     grep -E '^\| .*(pp|tg)[0-9]' "$f"
   done | tee "$out_dir/bench_summary.md"
-  rm -rf "$work"
-  echo "$failed step(s) failed; logs in $out_dir"
-  return "$failed"
+}
+
+# Fails the run unless the perplexities in two steps' logs agree within
+# 0.1% (the GPU sums in other orders; a wrong kernel moves it far more).
+# Greedy texts of generated models may part at a near tie, so they are
+# only reported.
+ppl_agree() {
+  local a b
+  a=$(sed -n 's/^ppl = \([0-9.]*\).*/\1/p' "$log_dir/$1.log")
+  b=$(sed -n 's/^ppl = \([0-9.]*\).*/\1/p' "$log_dir/$2.log")
+  echo "perplexity: $1 $a, $2 $b"
+  if [ -z "$a" ] || [ -z "$b" ] || ! awk -v a="$a" -v b="$b" 'BEGIN { d = (a - b) / b; exit !(d < 1e-3 && d > -1e-3) }'; then
+    echo "   FAILED: the perplexities differ by more than 0.1%"
+    failed=$((failed + 1))
+  fi
+}
+
+texts_report() {
+  if cmp -s "$log_dir/$1.log" "$log_dir/$2.log"; then
+    echo "greedy text: $1 and $2 equal"
+  else
+    echo "greedy text: $1 and $2 differ (first differing byte: $(cmp "$log_dir/$1.log" "$log_dir/$2.log" 2>&1 | awk '{print $5}'))"
+  fi
+}
+
+# The logs of this run's steps, packed under a name listing them (several
+# runs in one device call each leave their own).
+finish() {
+  local name
+  name=gpu-logs-$(IFS=-; echo "$*").tgz
+  tar czf "$out_dir/$name" -C "$out_dir" logs && rm -rf "$log_dir"
+  echo "$failed step(s) failed; logs in $out_dir/$name"
 }
 
 # The carried binaries' environment (as run_checks sets it).
@@ -142,18 +225,33 @@ carried_env() {
 }
 
 hybrid_table() {
-  local types=${1:-q4_0}
-  local out_dir=${2:-${OUT:-gpu-check-out}}
-  mkdir -p "$out_dir"
-  carried_env
+  local types=${1:-q4_0} shape=${2:-13b}
+  local name=hybrid_${shape}_${types//,/_}
   set -o pipefail
   PYTHONUNBUFFERED=1 python3 bench/hybrid_modes.py -b "$carry" -m /tmp/hybrid-models --types "$types" \
-    --shape 13b -n 32 -r 3 2> "$out_dir/hybrid_modes.err" | tee "$out_dir/hybrid_modes.md"
+    --shape "$shape" -n 32 -r 3 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
 }
 
-case "${1:-}" in
-  pack) shift; pack "$@" ;;
-  run) shift; run_checks "$@"; exit $? ;;
-  hybrid) shift; hybrid_table "$@"; exit $? ;;
-  *) sed -n '2,32p' "$0"; exit 2 ;;
-esac
+# There: the steps named on the command line, in order (e.g. `tests hybrid
+# sanitizers`; `run` = tests sanitizers dense), then the logs packed.
+# `hybrid` takes its types and shape from HYBRID_TYPES / HYBRID_SHAPE.
+if [ "${1:-}" = pack ]; then
+  shift
+  pack "$@"
+  exit
+fi
+[ $# -gt 0 ] || { sed -n '2,36p' "$0"; exit 2; }
+setup_there
+for what in "$@"; do
+  case "$what" in
+    run) check_tests; check_sanitizers; check_dense ;;
+    tests) check_tests ;;
+    agree) check_hybrid_agreement ;;
+    sanitizers) check_sanitizers ;;
+    dense) check_dense ;;
+    hybrid) hybrid_table "${HYBRID_TYPES:-q4_0}" "${HYBRID_SHAPE:-13b}" || failed=$((failed + 1)) ;;
+    *) echo "gpu_check: unknown step $what" >&2; failed=$((failed + 1)) ;;
+  esac
+done
+finish "$@"
+exit "$failed"
