@@ -23,7 +23,8 @@ one load, and the ratios the issue sets targets for: hybrid / offload
 split per token (`bench --time-split`: GPU busy, CPU on the cold neurons,
 host waits on the GPU, bus bytes) and the fraction achieved of the
 modelled limit max(GPU bytes / GPU bandwidth, CPU bytes / DRAM bandwidth,
-bus bytes / PCIe bandwidth), the bandwidths measured by the run. The placement's statistics come from
+bus bytes / PCIe bandwidth), the bandwidths measured by the run (a second
+table gives the bytes and bandwidths). The placement's statistics come from
 `thermocline profile` on the model over docs/*.md (-n tokens). A mode the
 machine cannot run (no CUDA device) is reported with the reason, so the
 script also runs, CPU mode only, on a machine without a GPU.
@@ -161,6 +162,7 @@ def main():
     print("| type | model GiB | budget GiB | mode | t/s | vs offload | vs gpu | FFN computed "
           "| ms/token: GPU / CPU / waits | bus MB/token | of limit | setup |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    limits = []
     for t in a.types.split(","):
         model = os.path.join(model_dir, f"hybrid-{a.shape}-{t}.gguf")
         stats = model + ".stats.gguf"
@@ -193,6 +195,18 @@ def main():
             print(f"| {t} | {size / 2**30:.2f} | {budget / 2**30:.2f} | {mode} | {rec['avg_ts']:.2f} "
                   f"| {vs('offload')} | {vs('gpu')} | {100 * rec['ffn_computed_fraction']:.1f}% "
                   f"| {times} | {bus} | {limit} | {'; '.join(info)} |")
+            if split:
+                limits.append((t, mode, split))
+    if limits:
+        # The modelled limit's terms: bytes a token needs on each side and
+        # the bandwidths the run measured on this machine.
+        print("\n| type | mode | GPU MB/token | CPU MB/token | bus MB/token | GPU GB/s | host DRAM GB/s "
+              "| PCIe GB/s | limit ms | wall ms |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for t, mode, sp in limits:
+            print(f"| {t} | {mode} | {sp['gpu_bytes'] / 1e6:.1f} | {sp['cpu_bytes'] / 1e6:.1f} "
+                  f"| {sp['bus_bytes'] / 1e6:.3f} | {sp['gpu_bw'] / 1e9:.0f} | {sp['dram_bw'] / 1e9:.1f} "
+                  f"| {sp['pcie_bw'] / 1e9:.1f} | {sp['limit_ms']:.2f} | {sp['wall_ms']:.2f} |")
 
 
 if __name__ == "__main__":
