@@ -28,7 +28,7 @@
 #                     with prefetch, the whole model on the GPU, at 40% of
 #                     the model's bytes, with the hybrid time split; the
 #                     table to $OUT/hybrid_SHAPE_TYPES.md
-#         run         tests, sanitizers, dense
+#         run         tests, agree, sanitizers, dense
 #       Step logs are packed into $OUT/gpu-logs-STEPS.tgz (the device tool
 #       brings back at most 8 files). Exit status: the number of failed steps.
 #
@@ -89,7 +89,7 @@ step() {
 }
 
 # Everything below runs there, with gpu-carry carried. Logs go to
-# $log_dir (one file per step); `finish` packs them into OUT_DIR/gpu-logs.tgz,
+# $log_dir (one file per step); `finish` packs them into $OUT/gpu-logs-STEPS.tgz,
 # since the device tool brings back at most 8 files.
 setup_there() {
   out_dir=${OUT:-$PWD/gpu-check-out}
@@ -233,7 +233,7 @@ hybrid_table() {
 }
 
 # There: the steps named on the command line, in order (e.g. `tests hybrid
-# sanitizers`; `run` = tests sanitizers dense), then the logs packed.
+# sanitizers`; `run` = tests agree sanitizers dense), then the logs packed.
 # `hybrid` takes its types and shape from HYBRID_TYPES / HYBRID_SHAPE.
 if [ "${1:-}" = pack ]; then
   shift
@@ -244,7 +244,7 @@ fi
 setup_there
 for what in "$@"; do
   case "$what" in
-    run) check_tests; check_sanitizers; check_dense ;;
+    run) check_tests; check_hybrid_agreement; check_sanitizers; check_dense ;;
     tests) check_tests ;;
     agree) check_hybrid_agreement ;;
     sanitizers) check_sanitizers ;;
