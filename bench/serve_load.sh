@@ -12,6 +12,13 @@
 #          over the clients), in REPS rounds of one 1-client run (after a
 #          warm-up) and then one 8-client run; medians over the rounds, and the
 #          8:1 ratio as the median of the rounds' ratios. Target: >= 3x.
+#          Beside it, the ceiling the cores put on that ratio: an 8-client
+#          step's weights need 8 x the model's int8 multiply-adds per token,
+#          which the THREADS cores run at most at bench/lane_loop_bench's
+#          peak_macs_per_core_g (its loop_macs_per_core_g for the kernel's
+#          own loop), so 8 clients get at most THREADS x that / the
+#          multiply-adds per token; over the measured 1-client rate, the most
+#          any int8 kernel of this ISA could give here.
 #  ttft    the same server, one request at a time: p50 time from sending a
 #          streamed /v1/completions (a fresh random 16-token prompt, max_tokens
 #          1) to its token arriving, over 20 requests, against the bare
@@ -67,8 +74,9 @@ want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 thermocline=$build/cli/thermocline
 loadgen=$build/bench/serve_load
-for b in "$thermocline" "$loadgen"; do
-  [ -x "$b" ] || { echo "no $b: build it first (cmake --build $build --target thermocline serve_load)" >&2; exit 1; }
+loopbench=$build/bench/lane_loop_bench
+for b in "$thermocline" "$loadgen" "$loopbench"; do
+  [ -x "$b" ] || { echo "no $b: build it first (cmake --build $build --target thermocline serve_load lane_loop_bench)" >&2; exit 1; }
 done
 server_pid=
 tmp_work=
@@ -91,9 +99,12 @@ make_model() {  # make_model FILE FLAGS...
   "$thermocline" make-model -o "$f.tmp" "$@" --seed 1 -t "$(nproc)" >/dev/null 2>&1
   mv "$f.tmp" "$f"
 }
+# The 1B-class shape: the same file as bench/make_model_1b.sh and
+# bench/compare_llamacpp.sh (1b, q4_0).
+n_embd=2048 n_layer=16 n_ff=5504 n_head=32 n_head_kv=8 n_vocab=32000
 if want decode || want ttft; then
-  # The same file as bench/make_model_1b.sh and bench/compare_llamacpp.sh (1b, q4_0).
-  make_model "$model_1b" --n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000 --type q4_0
+  make_model "$model_1b" --n-embd $n_embd --n-layer $n_layer --n-ff $n_ff --n-head $n_head --n-head-kv $n_head_kv \
+    --n-vocab $n_vocab --type q4_0
 fi
 if want soak; then
   make_model "$model_tiny" --n-embd 128 --n-layer 2 --n-ff 256 --n-head 4 --n-head-kv 2 --n-vocab 2048 --type q4_0
@@ -151,6 +162,8 @@ if want decode || want ttft; then
       awk -v a="$(val "decode8.round$r" decode_tps_median)" -v b="$(val "decode1.round$r" decode_tps_median)" \
         'BEGIN { printf "%.17g\n", a / b }'
     done > "$work/decode_ratios.txt"
+    echo "lane_loop_bench: the cores' int8 multiply-add rate" >&2
+    "$loopbench" -r 5 -n 1000000 > "$work/lane_loop.txt"
   fi
   if want ttft; then
     # Prefill measured right before and right after the TTFT requests, so
@@ -194,6 +207,20 @@ if want decode; then
   echo "| steady state (every stream decoding), text chunks/s: 1 client / 8 clients | $(val decode1 steady_chunks_per_s_median) / $(val decode8 steady_chunks_per_s_median) | |"
   echo "| 8-client : 1-client decode ratio, the medians above | ${ratio}x | |"
   echo "| 8-client : 1-client decode ratio, median of the rounds' ratios ($(awk '{ printf "%s%.2f", (NR > 1 ? "," : ""), $1 }' "$work/decode_ratios.txt")) | ${paired}x | >= 3x $(met "$paired_exact >= 3") |"
+  # int8 multiply-adds of one decode token's matmuls (q, k, v, o, gate, up,
+  # down per layer, the head); attention's are left out, so the ceilings
+  # below are upper bounds.
+  macs=$(awk -v e=$n_embd -v l=$n_layer -v f=$n_ff -v h=$n_head -v kv=$n_head_kv -v v=$n_vocab \
+    'BEGIN { printf "%.0f", l * (e * (2 * e + 2 * e * kv / h) + 3 * e * f) + v * e }')
+  peak=$(sed -n 's/^peak_macs_per_core_g=\([0-9.]*\).*/\1/p' "$work/lane_loop.txt")
+  loop=$(sed -n 's/^loop_macs_per_core_g=\([0-9.]*\).*/\1/p' "$work/lane_loop.txt")
+  ceiling() {  # ceiling GMACS_PER_CORE: "t/s (ratio over d1)"
+    awk -v g="$1" -v t="$threads" -v m="$macs" -v d1="$d1" \
+      'BEGIN { c = g * 1e9 * t / m; printf "%.1f t/s (%.2fx)", c, c / d1 }'
+  }
+  echo "| int8 multiply-adds per core (\`bench/lane_loop_bench\`, one core): peak / the 8-token kernel's loop | $peak / $loop G/s | |"
+  echo "| 8-client ceiling, $threads cores at the peak on $(awk -v m="$macs" 'BEGIN { printf "%.3f", m / 1e9 }') G multiply-adds per token (and over the 1-client rate) | $(ceiling "$peak") | |"
+  echo "| 8-client ceiling at the kernel's loop rate (and over the 1-client rate) | $(ceiling "$loop") | |"
 fi
 if want ttft; then
   tp=$(val ttft ttft_p50_ms) pp=$(val ttft prefill_p50_ms)
