@@ -44,6 +44,13 @@ alignas(64) int32_t g_gs8[8];       // int32 [token]: 8 * sum of the block's act
 
 constexpr int kTokens = 8;
 
+// Token t's 4 activation bytes of step s, as the kernels broadcast them.
+inline int32_t activation_step(int t, int s) {
+  int32_t v;
+  std::memcpy(&v, &g_x[t][4 * s], 4);
+  return v;
+}
+
 // Steps per block: 8 (4 bytes of 16 rows each). kMode picks the line above.
 template <int kMode>
 __attribute__((target("avx512f,avx512bw,avx512vnni"), noinline)) int64_t run_loop(int64_t blocks) {
@@ -74,11 +81,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"), noinline)) int64_t run_loo
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         __m512i xb = xr[t];
-        if constexpr (kMode >= 2) {
-          int32_t v;
-          std::memcpy(&v, &g_x[t][4 * s], 4);
-          xb = _mm512_set1_epi32(v);
-        }
+        if constexpr (kMode >= 2) xb = _mm512_set1_epi32(activation_step(t, s));
 #pragma GCC unroll 2
         for (int n = 0; n < kTiles; ++n) acc[n][t] = _mm512_dpbusd_epi32(acc[n][t], w[n], xb);
       }
@@ -139,11 +142,7 @@ __attribute__((target("avx2,fma"), noinline)) int64_t run_loop_avx2(int64_t bloc
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         __m256i xb = xr[t];
-        if constexpr (kMode >= 2) {
-          int32_t v;
-          std::memcpy(&v, &g_x[t][4 * s], 4);
-          xb = _mm256_set1_epi32(v);
-        }
+        if constexpr (kMode >= 2) xb = _mm256_set1_epi32(activation_step(t, s));
         pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(w, xb));
         asm("" : "+x"(pairs[t]));  // step order, as LaneVec8::keep
       }
