@@ -11,11 +11,33 @@ namespace {
 
 using nlohmann::json;
 
+// nlohmann's parse error text for a client: "parse error at line L,
+// column C: syntax error while parsing value - REASON", without the
+// exception's id prefix and the "last read" token (the body's own bytes,
+// possibly invalid UTF-8); any byte outside printable ASCII left becomes '?'
+// so that the error body is valid JSON.
+std::string describe_parse_error(const std::string& what) {
+  std::string text = what;
+  if (const size_t id_end = text.find("] "); text.rfind("[json.exception.", 0) == 0 && id_end != std::string::npos) {
+    text.erase(0, id_end + 2);
+  }
+  if (const size_t token = text.find("; last read: '"); token != std::string::npos) {
+    const size_t expected = text.rfind("'; expected ");
+    text.erase(token, expected != std::string::npos && expected > token ? expected + 1 - token : std::string::npos);
+  }
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  return text;
+}
+
 // Accepts every event and tracks the depth; returns false (stopping the
-// parse) on a syntax error or at the first array or object too deep.
+// parse) on a syntax error, keeping its description, or at the first array
+// or object too deep.
 struct DepthCheck : nlohmann::json_sax<json> {
   int depth = 0;
   bool too_deep = false;
+  std::string syntax_error;
 
   bool open() {
     if (++depth <= kMaxJsonDepth) return true;
@@ -40,7 +62,10 @@ struct DepthCheck : nlohmann::json_sax<json> {
     --depth;
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    syntax_error = describe_parse_error(e.what());
+    return false;
+  }
 };
 
 }  // namespace
@@ -55,7 +80,7 @@ ParsedBody parse_json_body(std::string_view body, int64_t max_bytes) {
   if (!json::sax_parse(body, &check)) {
     out.error = check.too_deep ? invalid_request("request body nests arrays and objects more than " +
                                                  std::to_string(kMaxJsonDepth) + " levels deep")
-                               : invalid_request("request body is not valid JSON");
+                               : invalid_request("request body is not valid JSON: " + check.syntax_error);
     return out;
   }
   out.json = json::parse(body, nullptr, /*allow_exceptions=*/false);

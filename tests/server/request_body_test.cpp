@@ -36,12 +36,26 @@ TEST_CASE("parse_json_body: valid bodies parse, the rest are 400s and 413s namin
   REQUIRE(large.error);
   CHECK(large.error->status == 413);
 
-  for (const char* bad : {"", "{", "{\"a\": }", "[1, 2", "{\"a\": \"\xff\"}", "nul"}) {
+  // Each names where and why, in printable ASCII only (the body's own bytes,
+  // possibly invalid UTF-8, are not echoed).
+  const std::pair<const char*, const char*> bad_bodies[] = {
+      {"", "line 1, column 1: "},
+      {"{", "line 1, column 2: "},
+      {"{\"a\": }", "unexpected '}'"},
+      {"[1, 2", "line 1, column 6: "},
+      {"{\"a\": \"\xff\"}", "ill-formed UTF-8 byte"},
+      {"{\"a\":\n \"x\xc3\"}", "line 2, column 5: "},
+      {"nul", "invalid literal"},
+  };
+  for (const auto& [bad, why] : bad_bodies) {
     INFO(bad);
     const auto r = parse_json_body(bad, 1 << 20);
     REQUIRE(r.error);
     CHECK(r.error->status == 400);
-    CHECK(r.error->message == "request body is not valid JSON");
+    CHECK_THAT(r.error->message, Catch::StartsWith("request body is not valid JSON: parse error at line "));
+    CHECK_THAT(r.error->message, Catch::Contains(why));
+    CHECK_THAT(r.error->message, !Catch::Contains("last read"));
+    for (const char c : r.error->message) CHECK((c >= 0x20 && c <= 0x7e));
   }
 }
 
