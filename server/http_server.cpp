@@ -120,7 +120,11 @@ struct HttpServer::Impl {
       } else if (res.status == 404 && res.body.empty()) {
         send_error(res, {404, "invalid_request_error", "no route " + req.method + " " + req.path, "", ""});
       } else if (res.body.empty()) {
-        send_error(res, {res.status, "invalid_request_error", "request failed", "", ""});
+        // httplib answered before any route: a request line, header or body
+        // it could not read.
+        send_error(res, {res.status, "invalid_request_error",
+                         res.status == 400 ? "malformed HTTP request" : "request failed (HTTP " + std::to_string(res.status) + ")",
+                         "", ""});
       }
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

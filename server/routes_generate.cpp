@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "server/json_post_route.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
 #include "server/request_body.h"
@@ -249,7 +250,8 @@ std::string random_id(ServerContext& ctx) {
   return fmt::format("{:08x}{:016x}", static_cast<uint32_t>(ctx.created), z);
 }
 
-void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed_body,
+                       httplib::Response& res) {
   auto job = std::make_shared<GenerationJob>();
   job->ctx = &ctx;
   job->route = canonical_route(req.path);
@@ -270,9 +272,6 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   job->meta.model = serving.model_id;
   job->meta.system_fingerprint = "thermocline";
 
-  // httplib 0.11 enforces the body limit only for Content-Length bodies; a
-  // chunked one arrives whole, so it is checked here too.
-  auto parsed_body = parse_json_body(req.body, ctx.options.max_body_bytes);
   if (parsed_body.error) return reject(*parsed_body.error);
   const json body = std::move(parsed_body.json);
   const RequestLimits limits = request_limits(ctx.options, serving);
@@ -333,12 +332,13 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
 }  // namespace
 
 void install_generation_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Post(route_pattern("chat/completions"), [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(Endpoint::Chat, ctx, req, res);
-  });
-  http.Post(route_pattern("completions"), [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(Endpoint::Completions, ctx, req, res);
-  });
+  for (const auto& [path, endpoint] : {std::pair{"chat/completions", Endpoint::Chat},
+                                       std::pair{"completions", Endpoint::Completions}}) {
+    post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
+                    [&ctx, endpoint](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
+                      handle_generation(endpoint, ctx, req, std::move(body), res);
+                    });
+  }
 }
 
 }  // namespace tc::server

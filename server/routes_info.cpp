@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/text/unicode.h"
+#include "server/json_post_route.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
 #include "server/request_body.h"
@@ -18,10 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-// Parses the body as a JSON object, or sends a 400 and returns false.
-bool parse_object(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res, json& out) {
-  // httplib 0.11 enforces the body limit only for Content-Length bodies: checked here too.
-  auto parsed = parse_json_body(req.body, ctx.options.max_body_bytes);
+// The body as a JSON object, or sends the 400 (413) and returns false.
+bool parse_object(ParsedBody parsed, httplib::Response& res, json& out) {
   if (parsed.error) {
     send_error(res, *parsed.error);
     return false;
@@ -57,15 +56,30 @@ std::shared_ptr<const ServingModel> require_model(const ServerContext& ctx, http
 }
 
 // The handler, timed, counted and logged (one line per request, request_log.h).
+void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib::Response& res,
+                 std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string route = route_label(req.path);
+  ctx.metrics.record({route, res.status});
+  log_request(plain_request_line(req.method, route, res.status, seconds));
+}
 httplib::Server::Handler logged(ServerContext& ctx, httplib::Server::Handler handler) {
   return [&ctx, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     const auto start = std::chrono::steady_clock::now();
     handler(req, res);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const std::string route = route_label(req.path);
-    ctx.metrics.record({route, res.status});
-    log_request(plain_request_line(req.method, route, res.status, seconds));
+    log_handled(ctx, req, res, start);
   };
+}
+// ... and a POST route with a JSON body (json_post_route.h). The time counts
+// from the body read.
+void post_logged(httplib::Server& http, ServerContext& ctx, std::string_view path, JsonPostHandler handler) {
+  post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
+                  [&ctx, handler = std::move(handler)](const httplib::Request& req, ParsedBody body,
+                                                        httplib::Response& res) {
+                    const auto start = std::chrono::steady_clock::now();
+                    handler(req, std::move(body), res);
+                    log_handled(ctx, req, res, start);
+                  });
 }
 
 }  // namespace
@@ -123,11 +137,11 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
   // "with_pieces"} -> {"tokens"}) and vLLM's ({"prompt", "add_special_tokens"}
   // or {"messages", "add_generation_prompt"} -> {"tokens", "count",
   // "max_model_len"}); every answer carries all three fields.
-  http.Post(route_pattern("tokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+  post_logged(http, ctx, "tokenize", [&ctx](const httplib::Request&, ParsedBody parsed, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     json body;
-    if (!parse_object(ctx, req, res, body)) return;
+    if (!parse_object(std::move(parsed), res, body)) return;
     const text::Tokenizer& tokenizer = *serving->model->tokenizer;
     bool ok = true;
     const bool with_pieces = optional_bool(body, "with_pieces", false, ok, res);
@@ -171,12 +185,12 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     send_json(res, 200, {{"tokens", std::move(tokens)},
                          {"count", ids.size()},
                          {"max_model_len", serving->engine->n_ctx()}});
-  }));
-  http.Post(route_pattern("detokenize"), logged(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+  });
+  post_logged(http, ctx, "detokenize", [&ctx](const httplib::Request&, ParsedBody parsed, httplib::Response& res) {
     auto serving = require_model(ctx, res);
     if (!serving) return;
     json body;
-    if (!parse_object(ctx, req, res, body)) return;
+    if (!parse_object(std::move(parsed), res, body)) return;
     auto it = body.find("tokens");
     const int64_t n_vocab = serving->model->spec.n_vocab;
     if (it == body.end() || !it->is_array()) {
@@ -196,7 +210,7 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     // "content": llama.cpp's field; "prompt": vLLM's.
     const std::string text = serving->model->tokenizer->decode(ids);
     send_json(res, 200, {{"content", text}, {"prompt", text}});
-  }));
+  });
 }
 
 }  // namespace tc::server

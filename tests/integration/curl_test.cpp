@@ -279,6 +279,59 @@ TEST_CASE("curl: SSE streaming, JSON, paths, body limit, no CORS by default", "[
   CHECK(server.stop() == 0);
 }
 
+// `curl -d` without a Content-Type sends application/x-www-form-urlencoded;
+// httplib 0.11 would parse such a body as form fields and answer 413 past
+// 8 KiB. The JSON routes read their bodies themselves (json_post_route.h).
+TEST_CASE("curl: JSON bodies sent with curl -d's default content type, of any size", "[integration][curl]") {
+  if (!have_curl()) return;
+  const auto dir = tc::test::scratch_dir("curl_form_type");
+  tc::test::ServerProcess server(tiny_model(dir), {"--alias", "tiny", "--max-body-bytes", "100000", "--threads", "2"},
+                                 dir);
+  const std::string base = server.url();
+  // 20 KB: unknown fields are ignored, so the padding only makes it large.
+  json body = {{"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}, {"seed", 3}};
+  body["padding"] = std::string(20000, 'x');
+  const auto path = dir / "big.json";
+  tc::test::write_file(path, body.dump());
+  const std::string data = "--data-binary @" + tc::test::shell_quote(path.string());
+
+  for (const std::string extra : {"", "-H 'Transfer-Encoding: chunked'", "-H 'Expect:'"}) {
+    const auto r = curl(dir, data + " " + extra, base + "/v1/completions");
+    INFO(r.command << "\n" << r.output << "\n" << r.headers << r.body);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.status == 200);
+    const json j = json::parse(r.body, nullptr, false);
+    REQUIRE(j.is_object());
+    CHECK(j["object"] == "text_completion");
+    CHECK(j["usage"]["completion_tokens"] == 4);
+  }
+  const auto tokens = curl(dir, data, base + "/tokenize");
+  INFO(tokens.body);
+  CHECK(tokens.status == 200);
+  CHECK(json::parse(tokens.body, nullptr, false)["count"].get<int>() > 0);
+
+  // Over --max-body-bytes it is still a 413, with or without a length.
+  body["padding"] = std::string(150000, 'x');
+  tc::test::write_file(path, body.dump());
+  for (const std::string extra : {"", "-H 'Transfer-Encoding: chunked'"}) {
+    const auto r = curl(dir, data + " " + extra, base + "/v1/completions");
+    INFO(r.command << "\n" << r.headers << r.body);
+    CHECK(r.status == 413);
+    check_error_body(r.body, "invalid_request_error");
+  }
+
+  // A multipart form is no JSON: a 400 naming it, not a 500.
+  const auto form = curl(dir, "-F prompt=hello", base + "/v1/completions");
+  INFO(form.headers << form.body);
+  CHECK(form.status == 400);
+  check_error_body(form.body, "invalid_request_error");
+  CHECK(form.body.find("multipart/form-data") != std::string::npos);
+
+  // The connection is in step afterwards: the server still answers.
+  CHECK(curl(dir, json_data(kChat), base + "/v1/chat/completions").status == 200);
+  CHECK(server.stop() == 0);
+}
+
 TEST_CASE("curl: API keys", "[integration][curl]") {
   if (!have_curl()) return;
   const auto dir = tc::test::scratch_dir("curl_auth");
