@@ -41,7 +41,10 @@ PlacementPlan place_with_prefetch_caches(const model::LoadedModel& loaded, uint6
     // The default size would take most of what the hot neurons get: the
     // caches shrink to half of it (a tight budget's hot neurons serve more
     // firings per byte than a cache of guesses).
-    const uint64_t per_slot = prefetch_cache_reserve(costs, {.mode = prefetch.mode, .cache_slots = 1});
+    model::PrefetchOptions one_slot;
+    one_slot.mode = prefetch.mode;
+    one_slot.cache_slots = 1;
+    const uint64_t per_slot = prefetch_cache_reserve(costs, one_slot);
     prefetch.cache_slots = per_slot > 0 ? static_cast<int64_t>((vram_budget - fixed) / 2 / per_slot) : 0;
     reserve = prefetch_cache_reserve(costs, prefetch);
   }
