@@ -13,6 +13,7 @@
 
 #include "server/access.h"
 #include "server/openai_responses.h"
+#include "server/request_body.h"
 #include "server/request_log.h"
 #include "server/route_paths.h"
 #include "server/server_context.h"
@@ -116,7 +117,7 @@ struct HttpServer::Impl {
         log_request(plain_request_line(req.method, route_label(req.path), res.status));
       }
       if (res.status == 413) {
-        send_error(res, {413, "invalid_request_error", "request body is larger than the server's limit", "", ""});
+        send_error(res, body_too_large_error());
       } else if (res.status == 404 && res.body.empty()) {
         send_error(res, {404, "invalid_request_error", "no route " + req.method + " " + req.path, "", ""});
       } else if (res.body.empty()) {

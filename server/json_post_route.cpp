@@ -9,10 +9,6 @@
 namespace tc::server {
 namespace {
 
-ApiError body_too_large() {
-  return ApiError{413, "invalid_request_error", "request body is larger than the server's limit", "", ""};
-}
-
 ParsedBody read_json_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read,
                           int64_t max_bytes) {
   ParsedBody out;
@@ -32,7 +28,7 @@ ParsedBody read_json_body(const httplib::Request& req, httplib::Response& res, c
     return true;
   });
   if (too_large || res.status == 413) {  // 413: a Content-Length over the limit, which httplib skipped
-    out.error = body_too_large();
+    out.error = body_too_large_error();
   } else if (!complete) {
     out.error = invalid_request(
         "the request body could not be read (it needs a Content-Length header or chunked transfer encoding)");

@@ -70,10 +70,14 @@ struct DepthCheck : nlohmann::json_sax<json> {
 
 }  // namespace
 
+ApiError body_too_large_error() {
+  return ApiError{413, "invalid_request_error", "request body is larger than the server's limit", "", ""};
+}
+
 ParsedBody parse_json_body(std::string_view body, int64_t max_bytes) {
   ParsedBody out;
   if (body.size() > static_cast<size_t>(max_bytes)) {
-    out.error = ApiError{413, "invalid_request_error", "request body is larger than the server's limit", "", ""};
+    out.error = body_too_large_error();
     return out;
   }
   DepthCheck check;

@@ -24,6 +24,9 @@ struct ParsedBody {
   std::optional<ApiError> error;  // 413 too large, 400 not JSON / too deep
 };
 
+// The 413 for a body over --max-body-bytes (every place that meets one).
+ApiError body_too_large_error();
+
 // `body` as JSON: 413 above max_bytes, 400 when it is not JSON or nests
 // arrays and objects more than kMaxJsonDepth levels deep.
 ParsedBody parse_json_body(std::string_view body, int64_t max_bytes);
