@@ -67,6 +67,7 @@ void register_bench(CLI::App& app) {
     int threads = 0;
     ModelCliOptions sparsity;
     bool time_split = false;
+    bool probe_bandwidth = false;
     std::string output = "md";
     runtime::BenchOptions bench;
   };
@@ -76,6 +77,10 @@ void register_bench(CLI::App& app) {
   sub->add_option("-p,--n-prompt", o->bench.n_prompt, "Prompt tokens for the pp test (0: skip)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-n,--n-gen", o->bench.n_gen, "Tokens for the tg test (0: skip)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  sub->add_option("-d,--n-depth", o->bench.n_depth,
+                  "Context tokens prefilled (untimed) before each test, as llama-bench -d: tg128@d4096 is decode "
+                  "at 4096 tokens of context")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   sub->add_option("-b,--batch-size", o->bench.n_batch, "Prompt tokens per prefill step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
@@ -89,13 +94,17 @@ void register_bench(CLI::App& app) {
   sub->add_flag("--time-split", o->time_split,
                 "Hybrid mode, with -p 0: also report where a decode token's time went (GPU busy, CPU cold neurons, "
                 "waits, bus bytes) against the modelled limit from bandwidths measured at the end of the run");
+  sub->add_flag("--probe-bandwidth", o->probe_bandwidth,
+                "Also measure the memory bandwidth of the device the model runs on, after the tests (a GPU: a "
+                "device-to-device copy, bytes read plus written; the CPU: a read by the threads), as probe_read_gbs "
+                "in the JSON and a line in the table");
   runners()["bench"] = [o] {
     if (o->time_split && o->bench.n_prompt > 0) {
       throw std::invalid_argument("--time-split reports per decode token: pass -p 0 too (the prompt test's steps "
                                   "would count as tokens)");
     }
     runtime::RunnableModel m = open_cli_model(o->model, o->threads, o->sparsity, [o](const model::ModelSpec&) {
-      return sparse::PlacementShape{.n_ctx = std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
+      return sparse::PlacementShape{.n_ctx = o->bench.n_depth + std::max<int64_t>(o->bench.n_prompt, o->bench.n_gen) + 1,
                                     .n_parallel = o->bench.n_parallel,
                                     .n_batch = std::max<int64_t>(o->bench.n_batch, o->bench.n_parallel)};
     });
@@ -124,6 +133,7 @@ void register_bench(CLI::App& app) {
       computed = static_cast<double>(n_computed) / denom;
       predicted = static_cast<double>(n_predicted) / denom;
     }
+    const double probe_gbs = o->probe_bandwidth ? sparse::measure_memory_bandwidth(*backend) * 1e-9 : 0.0;
     const std::string ffn_mode(model::ffn_mode_name(llama.options().ffn_mode));
     const std::string model_name = std::filesystem::path(o->model).filename().string();
     if (o->output == "json") {
@@ -142,6 +152,7 @@ void register_bench(CLI::App& app) {
                      {"stddev_ts", s.stddev()},
                      {"samples_ts", s.tokens_per_second}});
         if (split) j.back()["time_split"] = split->json;
+        if (o->probe_bandwidth) j.back()["probe_read_gbs"] = probe_gbs;
       }
       std::cout << j.dump(2) << "\n";
     } else {
@@ -160,6 +171,7 @@ void register_bench(CLI::App& app) {
         std::printf("; FFN neurons predicted %.1f%%, computed %.1f%%", 100.0 * predicted, 100.0 * computed);
       }
       std::printf("\n");
+      if (o->probe_bandwidth) std::printf("memory bandwidth of %s: %.1f GB/s\n", backend->name().c_str(), probe_gbs);
       if (split) std::printf("\n%s", split->text.c_str());
     }
     return 0;

@@ -118,12 +118,21 @@ std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const 
   };
   std::vector<float> logits;
   std::vector<BenchSeries> out;
+  const std::string depth = options.n_depth > 0 ? "@d" + std::to_string(options.n_depth) : "";
+  const auto context = random_tokens(options.n_depth);
+  // Empties `slot` and prefills the depth context into it (untimed).
+  auto reset = [&](int slot) {
+    kv.clear(slot);
+    if (prefill(model, kv, slot, context, options.n_batch, logits) != model::StepStatus::Ok) {
+      throw std::invalid_argument("the depth context (-d) does not fit the context");
+    }
+  };
 
   if (options.n_prompt > 0) {
-    BenchSeries s{"pp" + std::to_string(options.n_prompt), {}};
+    BenchSeries s{"pp" + std::to_string(options.n_prompt) + depth, {}};
     const auto tokens = random_tokens(options.n_prompt);
     for (int r = -1; r < options.repetitions; ++r) {  // r = -1: warm-up
-      kv.clear(0);
+      reset(0);
       const auto start = Clock::now();
       if (prefill(model, kv, 0, tokens, options.n_batch, logits) != model::StepStatus::Ok) {
         throw std::invalid_argument("pp test does not fit the context");
@@ -133,10 +142,10 @@ std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const 
     out.push_back(std::move(s));
   }
   if (options.n_gen > 0) {
-    BenchSeries s{"tg" + std::to_string(options.n_gen), {}};
+    BenchSeries s{"tg" + std::to_string(options.n_gen) + depth, {}};
     const auto tokens = random_tokens(options.n_gen);
     for (int r = -1; r < options.repetitions; ++r) {
-      kv.clear(0);
+      reset(0);
       const auto start = Clock::now();
       for (const auto& token : tokens) {
         const model::StepSequence step{0, std::span(&token, 1), false, true};
@@ -150,12 +159,12 @@ std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const 
   }
   if (options.n_gen > 0 && options.n_parallel > 1) {
     const int64_t n_seq = options.n_parallel;
-    BenchSeries s{"tg" + std::to_string(options.n_gen) + "x" + std::to_string(n_seq), {}};
+    BenchSeries s{"tg" + std::to_string(options.n_gen) + "x" + std::to_string(n_seq) + depth, {}};
     std::vector<std::vector<text::TokenId>> tokens;
     for (int64_t q = 0; q < n_seq; ++q) tokens.push_back(random_tokens(options.n_gen));
     std::vector<model::StepSequence> step(static_cast<size_t>(n_seq));
     for (int r = -1; r < options.repetitions; ++r) {
-      for (int64_t q = 0; q < n_seq; ++q) kv.clear(static_cast<int>(q));
+      for (int64_t q = 0; q < n_seq; ++q) reset(static_cast<int>(q));
       const auto start = Clock::now();
       for (int64_t i = 0; i < options.n_gen; ++i) {
         for (int64_t q = 0; q < n_seq; ++q) {

@@ -50,6 +50,10 @@ struct BenchOptions {
   int64_t n_prompt = 512;  // pp test: one prefill of this many tokens (0: skip)
   int64_t n_gen = 128;     // tg test: this many single-token decodes from an empty cache (0: skip)
   int64_t n_batch = 512;   // prefill chunk
+  // > 0: every test starts after this many tokens of context, prefilled
+  // (untimed) before each run; the tests are named "pp512@d4096" etc., as
+  // llama-bench's -d names them.
+  int64_t n_depth = 0;
   // > 1: also a tg test of this many sequences decoding together, one token
   // each per step from their own KV slots (the server's batched decode);
   // the KvCache needs that many slots.
@@ -59,14 +63,15 @@ struct BenchOptions {
 };
 
 struct BenchSeries {
-  std::string test;                 // "pp512", "tg128", "tg128x8" (8 sequences, tokens/s summed over them)
+  std::string test;                 // "pp512", "tg128", "tg128x8" (8 sequences, tokens/s summed over them), "tg128@d4096"
   std::vector<double> tokens_per_second;  // one per repetition
   double mean() const;
   double stddev() const;
 };
 
 // llama-bench's method: a warm-up run, then `repetitions` timed runs of each
-// test on random tokens, each from an empty cache.
+// test on random tokens, each from an empty cache (or one holding n_depth
+// tokens of context).
 std::vector<BenchSeries> run_bench(model::LlamaModel& model, KvCache& kv, const BenchOptions& options);
 
 }  // namespace tc::runtime

@@ -19,4 +19,11 @@ namespace tc::sparse {
 // for the duration. Takes tens of milliseconds for the default.
 Bandwidths measure_bandwidths(kernels::Backend& device, kernels::Backend& cpu, size_t bytes = size_t{256} << 20);
 
+// The memory bandwidth of `backend`'s own memory in bytes per second, the
+// best of five runs: on a GPU a device-to-device copy of `bytes`, counting
+// the bytes read and the bytes written (the ceiling a kernel that streams
+// its weights can reach); on the CPU a read of `bytes` summed by the
+// backend's threads. Allocates `bytes` (twice on a GPU) for the duration.
+double measure_memory_bandwidth(kernels::Backend& backend, size_t bytes = size_t{512} << 20);
+
 }  // namespace tc::sparse

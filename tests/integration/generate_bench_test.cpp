@@ -107,3 +107,29 @@ TEST_CASE("bench --repack picks the Q4_0 layout and refuses other values", "[int
   CHECK(both.exit_code != 0);
   CHECK_THAT(both.output, Catch::Contains("excludes"));
 }
+
+TEST_CASE("bench -d runs every test after a prefilled context; --probe-bandwidth adds the memory bandwidth",
+          "[integration][bench]") {
+  const auto model = make_tiny_model("cli_bench_depth");
+  const auto r = run_command(std::string("(").append(bin()) + " bench -m " + model +
+                             " -p 8 -n 4 -d 24 -r 2 -t 1 --parallel 2 --probe-bandwidth -o json 2>/dev/null)");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  REQUIRE(j.size() == 3);
+  CHECK(j[0]["test"] == "pp8@d24");
+  CHECK(j[1]["test"] == "tg4@d24");
+  CHECK(j[2]["test"] == "tg4x2@d24");
+  for (const auto& s : j) {
+    CHECK(s["samples_ts"].size() == 2);
+    CHECK(s["avg_ts"].get<double>() > 0);
+    // A read of 512 MiB by one thread: far above 0.1 GB/s on any machine, far
+    // below 10 TB/s.
+    CHECK(s["probe_read_gbs"].get<double>() > 0.1);
+    CHECK(s["probe_read_gbs"].get<double>() < 10000);
+  }
+  const auto md = run_command(bin() + " bench -m " + model + " -p 0 -n 2 -d 8 -r 1 -t 1 --probe-bandwidth");
+  CHECK(md.exit_code == 0);
+  CHECK_THAT(md.output, Catch::Contains("| tg2@d8 |"));
+  CHECK_THAT(md.output, Catch::Contains("memory bandwidth of cpu"));
+}
