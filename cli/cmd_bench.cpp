@@ -116,10 +116,12 @@ void register_bench(CLI::App& app) {
     const model::HybridStepTimer* timer = o->time_split ? &llama.enable_time_split() : nullptr;
     const auto series = runtime::run_bench(llama, kv, o->bench);
     std::optional<TimeSplitReport> split;
-    if (timer != nullptr) split = time_split_report(m, timer->split(), static_cast<double>(o->bench.n_gen) / 2.0);
+    // A tg token's mean context: the depth plus half the generated tokens.
+    const double mean_context = static_cast<double>(o->bench.n_depth) + static_cast<double>(o->bench.n_gen) / 2.0;
+    if (timer != nullptr) split = time_split_report(m, timer->split(), mean_context);
     // What a tg token reads, with the sparse FFN's measured neuron counts.
     const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),
-                                                     static_cast<double>(o->bench.n_gen) / 2.0);
+                                                     mean_context);
     const auto* counters = llama.sparse_counters();
     double computed = 1.0, predicted = 1.0;
     if (counters != nullptr) {
