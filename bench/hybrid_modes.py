@@ -32,8 +32,11 @@ script also runs, CPU mode only, on a machine without a GPU.
   bench/hybrid_modes.py [-b BUILD|gpu-carry] [-m MODEL_DIR] [--types f16,q4_0]
                         [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4]
                         [-n 32] [-r 3] [--batch 8] [--profile-tokens 1024] [-t THREADS]
+                        [--svg FILE]
 Prints markdown; models and stats are made once into MODEL_DIR (default
-BUILD/bench-models).
+BUILD/bench-models). With --svg, the hybrid modes' time split is also drawn
+(bench/plot_svg.py; `bench/plot_svg.py time-split` draws it again from the
+printed table).
 """
 import argparse
 import glob
@@ -42,6 +45,9 @@ import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_svg  # noqa: E402 (bench/plot_svg.py, beside this script)
 
 SHAPES = {
     "13b": ["--n-embd", "5120", "--n-layer", "40", "--n-ff", "13824", "--n-head", "40",
@@ -132,7 +138,9 @@ def main():
     ap.add_argument("--profile-tokens", type=int, default=1024)
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads (0: physical cores)")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--svg", help="also draw the hybrid modes' time split per token into this SVG file")
     a = ap.parse_args()
+    svg_path = os.path.abspath(a.svg) if a.svg else None
     if not 0 < a.budget_fraction < 1:
         sys.exit("hybrid_modes: --budget-fraction must be in (0, 1)")
     modes = a.modes.split(",")
@@ -197,6 +205,15 @@ def main():
                   f"| {times} | {bus} | {limit} | {'; '.join(info)} |")
             if split:
                 limits.append((t, mode, split))
+    if svg_path and not limits:
+        print(f"hybrid_modes: no hybrid mode ran, so no time split to draw in {svg_path}", file=sys.stderr)
+    if svg_path and limits:
+        rows = [(f"{t} {mode}", sp["wall_ms"], sp["gpu_ms"], sp["cpu_ms"], sp["wait_ms"]) for t, mode, sp in limits]
+        with open(svg_path, "w", encoding="utf-8") as f:
+            f.write(plot_svg.time_split_svg(
+                rows, f"Hybrid decode, {a.shape}: where a token's time goes",
+                f"bench/hybrid_modes.py --shape {a.shape} -n {a.n_gen} -r {a.reps}, budget "
+                f"{a.budget_fraction:.0%} of the file; wall time per token and bench --time-split's parts."))
     if limits:
         # The modelled limit's terms: bytes a token needs on each side and
         # the bandwidths the run measured on this machine.
