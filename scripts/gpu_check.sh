@@ -1,40 +1,45 @@
 #!/usr/bin/env bash
-# The GPU checks (docs/cuda.md, "To do on the first GPU run"), built here
-# and run on a lent GPU machine in as few calls as its device time allows:
+# The GPU checks (docs/cuda.md, "Tests"): built on a Debian machine without
+# a GPU, run on a GPU machine that has the NVIDIA driver and CUDA toolkit but
+# no Debian packages.
 #
 #   scripts/gpu_check.sh pack [BUILD_DIR]
-#       Here (Debian, no GPU): builds BUILD_DIR (default build-gpu) with
-#       CUDA for sm_90 (H100/H200) and copies into gpu-carry/ (git-ignored)
-#       the binaries the checks run, the CUDA plugin libthermocline_cuda.so
+#       On the build machine: builds BUILD_DIR (default build-gpu) with CUDA
+#       for sm_90 (H100/H200) and copies into gpu-carry/ (git-ignored) the
+#       binaries the checks run, the CUDA plugin libthermocline_cuda.so
 #       beside them (the binaries link no CUDA library; they dlopen it), and
 #       the Debian shared libraries a bare CUDA machine lacks (cpp-httplib
-#       and its brotli; cuBLAS is the machine's own CUDA toolkit). Prints the
-#       size to carry (limit 64 MiB).
+#       and its brotli; cuBLAS is the machine's own CUDA toolkit). Prints
+#       the folder's size.
 #
-#   scripts/gpu_check.sh STEP...
-#       There, in the repository root, with gpu-carry carried, the steps in
-#       the order given; a failing step does not stop the others:
+#   scripts/gpu_check.sh [-o OUT_DIR] STEP...
+#       On the GPU machine, in the repository root with gpu-carry/ copied
+#       into it: the steps in the order given; a failing step does not stop
+#       the others. OUT_DIR (default gpu-check-out/) receives the tables and
+#       the logs.
 #         tests       the plugin's libraries resolve; the [cuda] kernel tests
 #                     and the whole-model and hybrid [cuda] tests
 #         agree       hybrid mode against the CPU's sparse pass on a small
 #                     generated sparse model: greedy text and perplexity
 #         sanitizers  compute-sanitizer memcheck and racecheck over both
 #         dense       1B-class models: dense GPU and CPU decode/prefill
-#                     speed, and the same greedy text on both
-#         hybrid      issue 7's speed table, bench/hybrid_modes.py
+#                     speed, and the same greedy text on both; the speed
+#                     table to OUT_DIR/bench_summary.md
+#         hybrid      the hybrid speed table, bench/hybrid_modes.py
 #                     (HYBRID_SHAPE, default 13b; HYBRID_TYPES, default
-#                     q4_0, or f16, or f16,q4_0 when the call's time
-#                     allows): CPU only, layer offload, hybrid without and
-#                     with prefetch, the whole model on the GPU, at 40% of
-#                     the model's bytes, with the hybrid time split; the
-#                     table to $OUT/hybrid_SHAPE_TYPES.md
+#                     q4_0, or f16, or f16,q4_0): CPU only, layer offload,
+#                     hybrid without and with prefetch, the whole model on
+#                     the GPU, at 40% of the model's bytes, with the hybrid
+#                     time split; the table to OUT_DIR/hybrid_SHAPE_TYPES.md
+#                     and its time split drawn in OUT_DIR/hybrid_SHAPE_TYPES.svg
 #         run         tests, agree, sanitizers, dense
-#       Step logs are packed into $OUT/gpu-logs-STEPS.tgz (the device tool
-#       brings back at most 8 files). Exit status: the number of failed steps.
+#       The steps' logs are packed into one file, OUT_DIR/gpu-logs-STEPS.tgz.
+#       Exit status: the number of failed steps.
 #
-# Example (the device tool's `run`, ~10 minutes):
-#   command: scripts/gpu_check.sh run    carry: ["gpu-carry"]
+# Example, on the GPU machine (about 10 minutes):
+#   scripts/gpu_check.sh -o /tmp/gpu-check-out run
 set -uo pipefail
+start_dir=$PWD  # a relative OUT_DIR is taken from here
 cd "$(dirname "$0")/.."
 
 carry=gpu-carry
@@ -88,17 +93,16 @@ step() {
   fi
 }
 
-# Everything below runs there, with gpu-carry carried. Logs go to
-# $log_dir (one file per step); `finish` packs them into $OUT/gpu-logs-STEPS.tgz,
-# since the device tool brings back at most 8 files.
+# Everything below runs on the GPU machine, with gpu-carry/ in the
+# repository root. Logs go to $log_dir (one file per step); `finish` packs
+# them into $out_dir/gpu-logs-STEPS.tgz, one file to copy back.
 setup_there() {
-  out_dir=${OUT:-$PWD/gpu-check-out}
   log_dir=$out_dir/logs
   mkdir -p "$log_dir"
   repo=$PWD
   bin=$PWD/$carry/bin
   # The test binaries were built elsewhere: point them at this tree, and
-  # everything at the carried CUDA plugin (thermocline would find it beside
+  # everything at gpu-carry/'s CUDA plugin (thermocline would find it beside
   # itself anyway; the test binaries' build-tree path is not here).
   carried_env
   export THERMOCLINE_TEST_SOURCE_DIR=$PWD THERMOCLINE_TEST_BINARY=$bin/thermocline
@@ -210,7 +214,7 @@ texts_report() {
 }
 
 # The logs of this run's steps, packed under a name listing them (several
-# runs in one device call each leave their own).
+# runs into one OUT_DIR each leave their own).
 finish() {
   local name
   name=gpu-logs-$(IFS=-; echo "$*").tgz
@@ -218,7 +222,7 @@ finish() {
   echo "$failed step(s) failed; logs in $out_dir/$name"
 }
 
-# The carried binaries' environment (as run_checks sets it).
+# The environment of gpu-carry/'s binaries.
 carried_env() {
   export LD_LIBRARY_PATH="$PWD/$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
   export THERMOCLINE_CUDA_PLUGIN=$PWD/$carry/bin/libthermocline_cuda.so
@@ -229,18 +233,39 @@ hybrid_table() {
   local name=hybrid_${shape}_${types//,/_}
   set -o pipefail
   PYTHONUNBUFFERED=1 python3 bench/hybrid_modes.py -b "$carry" -m /tmp/hybrid-models --types "$types" \
-    --shape "$shape" -n 32 -r 3 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
+    --shape "$shape" -n 32 -r 3 --svg "$out_dir/$name.svg" 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
 }
 
-# There: the steps named on the command line, in order (e.g. `tests hybrid
-# sanitizers`; `run` = tests agree sanitizers dense), then the logs packed.
-# `hybrid` takes its types and shape from HYBRID_TYPES / HYBRID_SHAPE.
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+}
+
+# On the GPU machine: the steps named on the command line, in order (e.g.
+# `tests hybrid sanitizers`; `run` = tests agree sanitizers dense), then the
+# logs packed. `hybrid` takes its types and shape from HYBRID_TYPES /
+# HYBRID_SHAPE.
 if [ "${1:-}" = pack ]; then
   shift
   pack "$@"
   exit
 fi
-[ $# -gt 0 ] || { sed -n '2,36p' "$0"; exit 2; }
+out_dir=$PWD/gpu-check-out
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|--out)
+      [ $# -ge 2 ] || { echo "gpu_check: $1 needs a folder" >&2; exit 2; }
+      case "$2" in
+        /*) out_dir=$2 ;;
+        *) out_dir=$start_dir/$2 ;;
+      esac
+      shift 2
+      ;;
+    -h|--help) usage; exit 0 ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || { usage; exit 2; }
+mkdir -p "$out_dir" && out_dir=$(cd "$out_dir" && pwd)
 setup_there
 for what in "$@"; do
   case "$what" in

@@ -54,7 +54,7 @@ struct PackQ4Lanes {
 // cache lines in flight and ran at a quarter of the bandwidth a row read in
 // one stream gets. The copy is a ymm loop: memcpy's `rep movsq` from the
 // blocks' 2-byte-aligned rows was 3-5% slower at 8 tokens on the Xeon
-// (on Zen 5, session 8, it measured no faster).
+// (on Zen 5 it measured no faster).
 template <class V>
 inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));

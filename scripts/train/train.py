@@ -162,7 +162,7 @@ def main():
         opt.load_state_dict(ck["optimizer"])
         gen.set_state(ck["generator"])
         step, total_steps, log_rows = ck["step"], ck["total_steps"], ck["log"]
-        budget_s += ck["elapsed"]  # the budget counts this session's time only
+        budget_s += ck["elapsed"]  # the time budget counts this run's time only
         print("train: resumed at step %d of %d" % (step, total_steps), flush=True)
     print("train: %d parameters, config %s" % (model.n_params(), json.dumps(cfg)), flush=True)
 
