@@ -11,7 +11,7 @@
 namespace tc::config {
 
 // In sparse mode generated tokens always run the predicted sparse FFN (it
-// stays ahead of dense up to 128 sequences per step, docs/benchmarks.md);
+// stays ahead of dense up to 128 sequences per step, docs/benchmarks-history.md);
 // prompt chunks of up to this many tokens run it too. 0: prompts run dense,
 // so whether a token runs sparse never depends on the other requests.
 inline constexpr int64_t kDefaultSparseMaxTokens = 0;

@@ -212,7 +212,7 @@ TC_SIMD_INLINE void float_tile(const typename L::Elem* const* w, const float* x,
 // the hardware prefetcher follows at full speed; two chains already outrun
 // one core's share of DRAM. Measured on the 1B and 7B-layer F16 models, 2
 // threads, alternating runs against llama.cpp's decode (medians of 5-8;
-// docs/benchmarks.md): four chunks at once with software prefetching 4 KiB
+// docs/benchmarks-history.md): four chunks at once with software prefetching 4 KiB
 // ahead 0.81-0.86x of llama.cpp; one chunk, no prefetching, f32 x
 // 0.76-0.96x; the same with f16 x 0.99-1.13x; two or four chunks without
 // prefetching 0.4x (several streams within a 4 KiB page defeat the hardware
