@@ -32,6 +32,17 @@
 #                     the GPU, at 40% of the model's bytes, with the hybrid
 #                     time split; the table to OUT_DIR/hybrid_SHAPE_TYPES.md
 #                     and its time split drawn in OUT_DIR/hybrid_SHAPE_TYPES.svg
+#         peers       builds llama.cpp and PowerInfer with CUDA from the
+#                     copies of their sources that pack put in
+#                     gpu-carry/peers (bench/peers.py build; about 10
+#                     minutes on 16 cores, kept for the machine's life)
+#         versus      ours against them, bench/peers.py: dense (llama.cpp
+#                     CUDA, VERSUS_MODELS default 1b, VERSUS_TYPES default
+#                     q4_0,q8_0,f16,q4_k, VERSUS_DEPTHS default 512) and
+#                     sparse (PowerInfer, our hybrid and llama.cpp's -ngl K
+#                     at 40% of the file, VERSUS_SHAPE default 13b, types
+#                     f16,q4_0); tables to OUT_DIR/versus_*.md, figures to
+#                     OUT_DIR/gpu-dense.json and OUT_DIR/hybrid.json
 #         run         tests, agree, sanitizers, dense
 #       The steps' logs are packed into one file, OUT_DIR/gpu-logs-STEPS.tgz.
 #       Exit status: the number of failed steps.
@@ -71,6 +82,15 @@ pack() {
       *) cp -L "$lib" "$carry/lib/" ;;
     esac
   done
+  # The reference engines' sources and build script (bench/peers.py builds
+  # them on the GPU machine), from the peers folder beside the checkout.
+  local peers=${PEERS_SRC:-../shared/peers}
+  if [ -f "$peers/build_peers.sh" ]; then
+    mkdir -p "$carry/peers"
+    cp "$peers"/build_peers.sh "$peers"/*.tar.xz "$carry/peers/"
+  else
+    echo "gpu_check: no peers folder at $peers (PEERS_SRC): the peers and versus steps will not run" >&2
+  fi
   echo "$carry: $(du -sh "$carry" | cut -f1) to carry:"
   ls -la "$carry/bin" "$carry/lib"
 }
@@ -236,6 +256,24 @@ hybrid_table() {
     --shape "$shape" -n 32 -r 3 --svg "$out_dir/$name.svg" 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
 }
 
+# The reference engines, built once per machine into /tmp/peers (outside
+# the checkout: the next call on the same machine finds them there).
+peers_build() {
+  step peers_build python3 "$repo/bench/peers.py" build --mode cuda --src "$repo/$carry/peers" --dest /tmp/peers
+}
+
+versus_tables() {
+  local models=${VERSUS_MODELS:-1b} types=${VERSUS_TYPES:-q4_0,q8_0,f16,q4_k} depths=${VERSUS_DEPTHS:-512}
+  local shape=${VERSUS_SHAPE:-13b}
+  set -o pipefail
+  PYTHONUNBUFFERED=1 python3 bench/peers.py dense -b "$carry" -m /tmp/versus-models --peers /tmp/peers \
+    --device cuda --models "$models" --types "$types" --depths "$depths" -r 3 --json "$out_dir/gpu-dense.json" \
+    2> >(tee "$log_dir/versus_dense.err" >&2) | tee "$out_dir/versus_dense.md" || failed=$((failed + 1))
+  PYTHONUNBUFFERED=1 python3 bench/peers.py sparse -b "$carry" -m /tmp/versus-models --peers /tmp/peers \
+    --device cuda --shape "$shape" --types f16,q4_0 -r 3 --json "$out_dir/hybrid.json" \
+    2> >(tee "$log_dir/versus_sparse.err" >&2) | tee "$out_dir/versus_sparse.md" || failed=$((failed + 1))
+}
+
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 }
@@ -271,6 +309,8 @@ for what in "$@"; do
   case "$what" in
     run) check_tests; check_hybrid_agreement; check_sanitizers; check_dense ;;
     tests) check_tests ;;
+    peers) peers_build ;;
+    versus) versus_tables ;;
     agree) check_hybrid_agreement ;;
     sanitizers) check_sanitizers ;;
     dense) check_dense ;;

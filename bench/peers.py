@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""Thermocline against the reference engines built from source, side by side.
+
+The reference engines are llama.cpp and PowerInfer, from the source
+tarballs and build script in a peers folder (../shared/peers in a
+checkout beside it; scripts/gpu_check.sh pack copies them into
+gpu-carry/peers so they travel to a GPU machine). Every comparison runs
+both engines on the same file, the same thread count and the same machine
+in one run, alternating engines each round, medians over rounds.
+
+  bench/peers.py build [--mode cuda|cpu] [--src DIR] [--dest DIR]
+      Builds llama.cpp (llama-bench) and PowerInfer (main) into DEST
+      (default .peers/MODE, git-ignored); a finished build is kept.
+      cuda: sm_90 (CUDA_ARCH to change), about 10 minutes on 16 cores;
+      cpu: about 8 minutes on 2.
+
+  bench/peers.py dense [--device cuda|cpu] [--models 1b,13b] [--types f16,q8_0,q4_0,q4_k]
+                       [-r 3] [-t THREADS] [--depths 512] [--parallel 8] [--json FILE]
+      Dense decode and prefill: llama.cpp's llama-bench (-ngl 99 on cuda)
+      against `thermocline bench --sparsity dense`, on files from
+      `make-model` (llama GGUFs; llama.cpp runs them as SiLU models: the
+      same bytes per token). Tests: pp512 from an empty cache, tg128 after
+      D tokens of context for each D of --depths ("tg128@d512"), and ours
+      only, tg128x8@d512 (8 sequences in one step, t/s summed). Decode rows
+      get the fraction of the read bandwidth (bytes a token reads x t/s /
+      the probe that `thermocline bench --probe-bandwidth` measures on the
+      same device). JSON (default bench/results/gpu-dense.json on cuda,
+      cpu-dense.json on cpu): machine, commit, date, hbm_read_gbs (cuda) or
+      read_gbs (cpu), rows {model, type, engine, test, tps, hbm_fraction}.
+
+  bench/peers.py sparse [--device cpu|cuda] [--shape 7b-layers|13b] [--types f16,q4_0]
+                        [--budget-fraction 0.4] [-r 3] [-t THREADS] [-n 128] [--json FILE]
+      The sparse engines on the PWRI form of one generated sparse model
+      (`make-model --sparse --layout pwri`): PowerInfer's `main` (its
+      eval rate; on cuda with --vram-budget and the placement
+      `thermocline place` writes as MODEL.generated.gpuidx) against
+      `thermocline bench --sparsity relu` (cpu) or hybrid mode with the
+      same placement (cuda), and on cuda llama.cpp's layer offload
+      (-ngl K, K the most layers our offload plan fits in the budget) on
+      the GGUF form. JSON: bench/results/cpu-sparse.json or hybrid.json.
+
+Models are made once into MODEL_DIR (-m, default BUILD/bench-models).
+Prints markdown tables last.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DENSE_SHAPES = {
+    "1b": ["--n-embd", "2048", "--n-layer", "16", "--n-ff", "5504", "--n-head", "32", "--n-head-kv", "8",
+           "--n-vocab", "32000"],
+    "13b": ["--n-embd", "5120", "--n-layer", "40", "--n-ff", "13824", "--n-head", "40", "--n-head-kv", "40",
+            "--n-vocab", "32000"],
+    "tiny": ["--n-embd", "256", "--n-layer", "2", "--n-ff", "768", "--n-head", "8", "--n-head-kv", "2",
+             "--n-vocab", "1024"],
+}
+SPARSE_SHAPES = {
+    "7b-layers": ["--n-embd", "4096", "--n-layer", "4", "--n-ff", "11008", "--n-head", "32", "--n-head-kv", "32",
+                  "--n-vocab", "32000", "--predictor-rank", "1024"],
+    "13b": ["--n-embd", "5120", "--n-layer", "40", "--n-ff", "13824", "--n-head", "40", "--n-head-kv", "40",
+            "--n-vocab", "32000", "--predictor-rank", "1024"],
+    "tiny": ["--n-embd", "256", "--n-layer", "4", "--n-ff", "1024", "--n-head", "4", "--n-head-kv", "4",
+             "--n-vocab", "1024", "--predictor-rank", "64"],
+}
+PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void; "
+          "and darkness was upon the face of the deep.")
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, what, env=None):
+    """stdout and stderr of cmd; exits naming the command when it fails."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"peers: {what}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return r.stdout, r.stderr
+
+
+def find_thermocline(build):
+    for path in (os.path.join(build, "cli", "thermocline"), os.path.join(build, "bin", "thermocline")):
+        if os.access(path, os.X_OK):
+            return path
+    sys.exit(f"peers: no thermocline binary in {build} (cli/ or bin/): build it first")
+
+
+def peer_bin(dest, engine, name):
+    path = os.path.join(dest, engine, "build", "bin", name)
+    if not os.access(path, os.X_OK):
+        sys.exit(f"peers: no {path}: run `bench/peers.py build` first")
+    return path
+
+
+def machine(device):
+    """The machine in words: CPU model and cores, and the GPU and driver on cuda."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info = f.read()
+        fields = {k: re.search(rf"^{k}\s*:\s*(.+)$", info, re.M) for k in ("model name", "cpu family", "model")}
+        if fields["model name"]:
+            cpu = fields["model name"].group(1)
+        if fields["cpu family"] and fields["model"]:
+            cpu += f" (family {fields['cpu family'].group(1)}, model {fields['model'].group(1)})"
+    except OSError:
+        pass
+    text = f"{cpu}, {os.cpu_count()} logical CPUs"
+    if device == "cuda":
+        try:
+            gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+            text = f"{gpu.strip().splitlines()[0]}; {text}"
+        except (OSError, subprocess.CalledProcessError, IndexError):
+            text = f"no nvidia-smi; {text}"
+    return text
+
+
+def commit():
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def make_model(thermocline, path, args, what):
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        return
+    log(f"making {path}")
+    run([thermocline, "make-model", "-o", path + ".tmp", "--seed", "1", "-t", str(os.cpu_count() or 2)] + args,
+        what)
+    os.replace(path + ".tmp", path)
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    log(f"wrote {path}")
+
+
+# ---- build ----
+
+def cmd_build(a):
+    src = a.src or next((p for p in (os.path.join(REPO, "..", "shared", "peers"), os.path.join(REPO, "gpu-carry", "peers"))
+                         if os.path.exists(os.path.join(p, "build_peers.sh"))), None)
+    if src is None:
+        sys.exit("peers: no peers folder (../shared/peers or gpu-carry/peers): pass --src DIR")
+    mode = a.mode or ("cuda" if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc") else "cpu")
+    dest = a.dest or os.path.join(REPO, ".peers", mode)
+    log(f"building the peers ({mode}) from {src} into {dest}")
+    r = subprocess.run(["bash", os.path.join(src, "build_peers.sh"), dest, mode])
+    sys.exit(r.returncode)
+
+
+# ---- dense ----
+
+def llama_bench(binary, path, device, threads, n_prompt, n_gen, depth):
+    cmd = [binary, "-m", path, "-p", str(n_prompt), "-n", str(n_gen), "-r", "1", "-o", "json", "-t", str(threads)]
+    if depth:
+        cmd += ["-d", str(depth)]
+    cmd += ["-ngl", "99" if device == "cuda" else "0"]
+    out, _ = run(cmd, "llama-bench")
+    recs = json.loads(out)
+    return recs[0]["avg_ts"]
+
+
+def ours_bench(thermocline, path, device, threads, extra):
+    cmd = [thermocline, "bench", "-m", path, "-r", "1", "-o", "json", "-t", str(threads), "--sparsity", "dense"]
+    if device == "cuda":
+        cmd += ["--device", "cuda"]
+    out, _ = run(cmd + extra, "thermocline bench")
+    return {r["test"]: r for r in json.loads(out)}
+
+
+def probe(thermocline, path, device, threads):
+    cmd = [thermocline, "bench", "-m", path, "-p", "0", "-n", "1", "-r", "1", "-o", "json", "-t", str(threads),
+           "--sparsity", "dense", "--probe-bandwidth"]
+    if device == "cuda":
+        cmd += ["--device", "cuda"]
+    out, _ = run(cmd, "bandwidth probe")
+    return json.loads(out)[0]["probe_read_gbs"]
+
+
+def cmd_dense(a):
+    thermocline = find_thermocline(a.build)
+    dest = a.peers or os.path.join(REPO, ".peers", a.device)
+    llama = peer_bin(dest, "llama.cpp", "llama-bench")
+    threads = a.threads or os.cpu_count() or 2
+    model_dir = a.model_dir or os.path.join(a.build, "bench-models")
+    os.makedirs(model_dir, exist_ok=True)
+    depths = [int(d) for d in a.depths.split(",") if d]
+    files = {}
+    for m in a.models.split(","):
+        for t in a.types.split(","):
+            path = os.path.join(model_dir, f"dense-{m}-{t}.gguf")
+            make_model(thermocline, path, DENSE_SHAPES[m] + ["--type", t], "make-model")
+            files[(m, t)] = path
+    samples = {}  # (model, type, engine, test) -> [t/s]
+    probes = []
+    read_bytes = {}
+    for r in range(a.rounds):
+        for (m, t), path in files.items():
+            log(f"round {r + 1}/{a.rounds}: {m} {t}")
+            order = ["llama.cpp", "thermocline"] if r % 2 == 0 else ["thermocline", "llama.cpp"]
+            for engine in order:
+                if engine == "llama.cpp":
+                    samples.setdefault((m, t, engine, "pp512"), []).append(
+                        llama_bench(llama, path, a.device, threads, 512, 0, 0))
+                    for d in depths:
+                        samples.setdefault((m, t, engine, f"tg128@d{d}"), []).append(
+                            llama_bench(llama, path, a.device, threads, 0, 128, d))
+                else:
+                    recs = ours_bench(thermocline, path, a.device, threads, ["-p", "512", "-n", "0"])
+                    samples.setdefault((m, t, engine, "pp512"), []).append(recs["pp512"]["avg_ts"])
+                    for d in depths:
+                        extra = ["-p", "0", "-n", "128", "-d", str(d)]
+                        if a.parallel > 1 and d == depths[0]:
+                            extra += ["--parallel", str(a.parallel)]
+                        recs = ours_bench(thermocline, path, a.device, threads, extra)
+                        for test, rec in recs.items():
+                            samples.setdefault((m, t, engine, test), []).append(rec["avg_ts"])
+                            read_bytes[(m, t, test)] = rec["read_bytes_per_token"]
+        probes.append(probe(thermocline, next(iter(files.values())), a.device, threads))
+    bw = median(probes)
+    rows = []
+    for (m, t, engine, test), v in sorted(samples.items()):
+        row = {"model": m, "type": t, "engine": engine, "test": test, "tps": median(v), "samples": v}
+        if test.startswith("tg") and (m, t, test) in read_bytes and "x" not in test.split("@")[0]:
+            row["hbm_fraction" if a.device == "cuda" else "read_fraction"] = \
+                read_bytes[(m, t, test)] * median(v) / (bw * 1e9)
+        rows.append(row)
+    out = {"machine": machine(a.device), "commit": commit(),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+           "device": a.device, "threads": threads,
+           ("hbm_read_gbs" if a.device == "cuda" else "read_gbs"): bw, "rounds": a.rounds, "rows": rows}
+    write_json(a.json or os.path.join(REPO, "bench", "results",
+                                      "gpu-dense.json" if a.device == "cuda" else "cpu-dense.json"), out)
+    print(f"# dense, {a.device}, {threads} threads, medians of {a.rounds} alternating rounds; "
+          f"read probe {bw:.1f} GB/s\n")
+    print("| model | type | test | llama.cpp t/s | thermocline t/s | ratio | thermocline of read bw |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    tests = sorted({k[3] for k in samples})
+    for (m, t) in files:
+        for test in tests:
+            ours = samples.get((m, t, "thermocline", test))
+            theirs = samples.get((m, t, "llama.cpp", test))
+            if not ours:
+                continue
+            o = median(ours)
+            l = median(theirs) if theirs else None
+            frac = next((r.get("hbm_fraction", r.get("read_fraction")) for r in rows
+                         if (r["model"], r["type"], r["engine"], r["test"]) == (m, t, "thermocline", test)), None)
+            print(f"| {m} | {t} | {test} | {'-' if l is None else f'{l:.2f}'} | {o:.2f} | "
+                  f"{'-' if l is None else f'{o / l:.2f}x'} | {'-' if frac is None else f'{100 * frac:.0f}%'} |")
+
+
+# ---- sparse ----
+
+def powerinfer_eval_tps(stderr):
+    """Tokens/s of PowerInfer's decode from llama_print_timings' eval line."""
+    m = None
+    for m in re.finditer(r"^\s*llama_print_timings:\s+eval time =.*?([0-9.]+) tokens per second", stderr, re.M):
+        pass
+    if m is None:
+        sys.exit(f"peers: no eval rate in PowerInfer's output:\n{stderr[-2000:]}")
+    return float(m.group(1))
+
+
+def cmd_sparse(a):
+    thermocline = find_thermocline(a.build)
+    dest = a.peers or os.path.join(REPO, ".peers", a.device)
+    pi_main = peer_bin(dest, "PowerInfer", "main")
+    llama = peer_bin(dest, "llama.cpp", "llama-bench") if a.device == "cuda" else None
+    threads = a.threads or os.cpu_count() or 2
+    model_dir = a.model_dir or os.path.join(a.build, "bench-models")
+    os.makedirs(model_dir, exist_ok=True)
+    samples = {}
+    info = {}
+    for t in a.types.split(","):
+        pwri = os.path.join(model_dir, f"peers-{a.shape}-{t}.powerinfer.gguf")
+        make_model(thermocline, pwri, ["--sparse", "--layout", "pwri", "--type", t] + SPARSE_SHAPES[a.shape],
+                   "make-model --sparse")
+        gguf = None
+        budget = None
+        if a.device == "cuda":
+            gguf = os.path.join(model_dir, f"peers-{a.shape}-{t}.gguf")
+            make_model(thermocline, gguf, ["--sparse", "--type", t] + SPARSE_SHAPES[a.shape], "make-model --sparse")
+            budget = int(os.path.getsize(pwri) * a.budget_fraction)
+            # The placement both engines use, from the firing the predictors
+            # imply (thermocline place; PowerInfer reads it beside the model).
+            stats = pwri + ".stats.gguf"
+            if not os.path.exists(stats):
+                run([thermocline, "profile", "-m", pwri, "--corpus", os.path.join(REPO, "README.md"), "-o", stats,
+                     "-n", "512", "-c", "256", "-t", str(threads)], "profile")
+            run([thermocline, "place", "-m", pwri, "--stats", stats, "--vram-budget", str(budget), "-o",
+                 pwri + ".generated.gpuidx"], "place")
+        for r in range(a.rounds):
+            log(f"round {r + 1}/{a.rounds}: {t}")
+            order = ["powerinfer", "thermocline"] + (["llama.cpp-offload"] if gguf else [])
+            if r % 2:
+                order.reverse()
+            for engine in order:
+                if engine == "powerinfer":
+                    cmd = [pi_main, "-m", pwri, "-p", PROMPT, "-n", str(a.n_gen), "-t", str(threads), "--seed", "1",
+                           "--ignore-eos"]
+                    if budget is not None:
+                        cmd += ["--vram-budget", f"{budget / 2**30:.3f}"]
+                    _, err = run(cmd, "PowerInfer main")
+                    samples.setdefault((t, engine), []).append(powerinfer_eval_tps(err))
+                elif engine == "thermocline":
+                    cmd = [thermocline, "bench", "-m", pwri, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-o", "json",
+                           "-t", str(threads)]
+                    if a.device == "cuda":
+                        cmd += ["--device", "cuda", "--placement", pwri + ".generated.gpuidx", "--prefetch", "off"]
+                    else:
+                        cmd += ["--sparsity", "relu"]
+                    out, _ = run(cmd, "thermocline bench")
+                    rec = json.loads(out)[0]
+                    samples.setdefault((t, "hybrid" if a.device == "cuda" else "thermocline-sparse"), []).append(
+                        rec["avg_ts"])
+                    info[t] = rec
+                else:
+                    # The most leading layers our offload plan fits in the budget.
+                    out, err = run([thermocline, "bench", "-m", gguf, "-p", "0", "-n", "1", "-r", "1", "-o", "json",
+                                    "--device", "cuda", "--sparsity", "dense", "--vram-budget", str(budget)],
+                                   "offload plan")
+                    k = re.search(r"layer offload: the first (\d+) of", err)
+                    if k is None:
+                        sys.exit(f"peers: no layer count in the offload plan's output:\n{err[-2000:]}")
+                    samples.setdefault((t, engine), []).append(
+                        llama_bench(llama, gguf, "cpu", threads, 0, a.n_gen, 0) if k.group(1) == "0" else
+                        llama_bench_ngl(llama, gguf, threads, a.n_gen, int(k.group(1))))
+    rows = [{"shape": a.shape, "type": t, "mode": engine, "tps": median(v), "samples": v,
+             **({"budget_gib": round(a.budget_fraction * os.path.getsize(os.path.join(
+                 model_dir, f"peers-{a.shape}-{t}.powerinfer.gguf")) / 2**30, 3)} if a.device == "cuda" else {})}
+            for (t, engine), v in sorted(samples.items())]
+    out = {"machine": machine(a.device), "commit": commit(),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+           "device": a.device, "threads": threads, "rounds": a.rounds, "n_gen": a.n_gen, "rows": rows}
+    write_json(a.json or os.path.join(REPO, "bench", "results",
+                                      "hybrid.json" if a.device == "cuda" else "cpu-sparse.json"), out)
+    print(f"# sparse, {a.device}, {a.shape}, {threads} threads, tg{a.n_gen}, medians of {a.rounds} alternating "
+          f"rounds\n")
+    print("| type | engine | t/s | vs PowerInfer | FFN computed |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for t in a.types.split(","):
+        pi = median(samples.get((t, "powerinfer"), []))
+        for (tt, engine), v in sorted(samples.items()):
+            if tt != t:
+                continue
+            computed = f"{100 * info[t]['ffn_computed_fraction']:.1f}%" if engine in ("hybrid", "thermocline-sparse") \
+                else "-"
+            print(f"| {t} | {engine} | {median(v):.2f} | {median(v) / pi:.2f}x | {computed} |")
+
+
+def llama_bench_ngl(binary, path, threads, n_gen, ngl):
+    out, _ = run([binary, "-m", path, "-p", "0", "-n", str(n_gen), "-r", "1", "-o", "json", "-t", str(threads),
+                  "-ngl", str(ngl)], "llama-bench -ngl")
+    return json.loads(out)[0]["avg_ts"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--mode", choices=["cuda", "cpu"])
+    b.add_argument("--src")
+    b.add_argument("--dest")
+    for name in ("dense", "sparse"):
+        p = sub.add_parser(name)
+        p.add_argument("-b", "--build", default="build")
+        p.add_argument("-m", "--model-dir")
+        p.add_argument("--peers", help="the peers' build folder (default .peers/DEVICE)")
+        p.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if name == "dense" else "cpu")
+        p.add_argument("-r", "--rounds", type=int, default=3)
+        p.add_argument("-t", "--threads", type=int, default=0)
+        p.add_argument("--json")
+    d = sub.choices["dense"]
+    d.add_argument("--models", default="1b,13b")
+    d.add_argument("--types", default="f16,q8_0,q4_0,q4_k")
+    d.add_argument("--depths", default="512")
+    d.add_argument("--parallel", type=int, default=8)
+    s = sub.choices["sparse"]
+    s.add_argument("--shape", default="7b-layers", choices=sorted(SPARSE_SHAPES))
+    s.add_argument("--types", default="f16,q4_0")
+    s.add_argument("--budget-fraction", type=float, default=0.4)
+    s.add_argument("-n", "--n-gen", type=int, default=128)
+    a = ap.parse_args()
+    os.chdir(REPO)
+    {"build": cmd_build, "dense": cmd_dense, "sparse": cmd_sparse}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
