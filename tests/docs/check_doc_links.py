@@ -16,6 +16,7 @@ broken, with one line per broken link.
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 SKIP_DIRS = {".git", ".deps", "node_modules", "gpu-carry", "gpu-check-out", "scratch", "__pycache__"}
@@ -26,6 +27,17 @@ HTML_ID = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"")
 
 
 def markdown_files(repo):
+    # In a git checkout: the files git tracks or would track (what ignored
+    # folders hold, such as built reference engines, is not the project's).
+    try:
+        listed = subprocess.run(["git", "-C", repo, "ls-files", "-co", "--exclude-standard", "--", "*.md"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        for rel in sorted(listed.splitlines()):
+            if os.path.isfile(os.path.join(repo, rel)):
+                yield os.path.join(repo, rel)
+        return
+    except (OSError, subprocess.CalledProcessError):
+        pass
     for root, dirs, files in os.walk(repo):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("build"))
         for f in sorted(files):
