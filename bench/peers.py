@@ -79,9 +79,9 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(cmd, what, env=None):
+def run(cmd, what, cwd=None):
     """stdout and stderr of cmd; exits naming the command when it fails."""
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     if r.returncode != 0:
         sys.exit(f"peers: {what}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return r.stdout, r.stderr
@@ -321,7 +321,7 @@ def cmd_sparse(a):
                            "--ignore-eos"]
                     if budget is not None:
                         cmd += ["--vram-budget", f"{budget / 2**30:.3f}"]
-                    _, err = run(cmd, "PowerInfer main")
+                    _, err = run(cmd, "PowerInfer main", cwd=model_dir)  # it writes main.log where it runs
                     samples.setdefault((t, engine), []).append(powerinfer_eval_tps(err))
                 elif engine == "thermocline":
                     cmd = [thermocline, "bench", "-m", pwri, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-o", "json",

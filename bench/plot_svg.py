@@ -9,6 +9,8 @@ it) and draws it:
                neurons and the host's waits on the GPU. From the table of
                bench/hybrid_modes.py (columns `type`, `mode`, `t/s`,
                `ms/token: GPU / CPU / waits`).
+  sparse-decode  the same for whole decode tokens, from the table of
+               bench/sparse_decode.py --active-sweep (same columns).
   sparse-ffn   the sparse FFN's speed over the dense FFN's against the
                fraction of neurons active per token. From the decode table
                of bench/sparse_ffn_bench (columns `dtype`, `active`,
@@ -184,7 +186,7 @@ def time_split_svg(rows, title, caption=""):
     return svg_document(width, height, body, title, caption)
 
 
-def sparse_ffn_svg(series, title, caption=""):
+def sparse_ffn_svg(series, title, caption="", y_label="sparse FFN speed over dense", dense_label="dense FFN (1x)"):
     """series: name -> [(active %, speed-up, label)]. Log2 y axis; the dense
     FFN is the line at 1x. Labels above the first series' points, below and
     left of the others'."""
@@ -208,9 +210,9 @@ def sparse_ffn_svg(series, title, caption=""):
         body.append(text(x, top + plot_h + 16, f"{a}%", "middle"))
     body.append(f'<line x1="{left}" y1="{sy(1):.1f}" x2="{left + plot_w}" y2="{sy(1):.1f}" stroke="#222" '
                 f'stroke-dasharray="5,4"/>')
-    body.append(text(left + plot_w + 6, sy(1) + 4, "dense FFN (1x)"))
+    body.append(text(left + plot_w + 6, sy(1) + 4, dense_label))
     body.append(text(left + plot_w / 2, height - 12, "FFN neurons active per token", "middle"))
-    body.append(text(16, top + plot_h / 2, "sparse FFN speed over dense", "middle",
+    body.append(text(16, top + plot_h / 2, y_label, "middle",
                      f'transform="rotate(-90 16 {top + plot_h / 2:.1f})"'))
     for k, (name, pts) in enumerate(series.items()):
         color = LINE_COLORS[k % len(LINE_COLORS)]
@@ -279,6 +281,10 @@ DOC_PLOTS = [
      "Hybrid 13b model, VRAM budget 40% of the file, tg32, 16 CPU threads; H100 machine, 2026-11-25 "
      "(docs/benchmarks.md, hybrid table). GPU, CPU and wait times are bench --time-split's; the wall time "
      "is 1000 divided by t/s."),
+    ("sparse-decode", "docs/images/sparse-decode-active.svg", "docs/benchmarks.md", "### By active fraction",
+     "Sparse decode against dense, by active fraction (7b-layers)",
+     "7b-layers, whole decode tokens (tg64), 2 threads; Zen 3 machine, 2026-11-25, bench/sparse_decode.py "
+     "--active-sweep (docs/benchmarks.md, By active fraction)."),
     ("sparse-ffn", "docs/images/sparse-ffn-active.svg", "docs/benchmarks-history.md", "## Sparse FFN kernels",
      "Sparse FFN block against dense, by active fraction",
      "7B FFN shape (n_embd 4096, n_ff 11008), one token, one thread; first AVX2 machine, 2026-11-21, "
@@ -298,6 +304,9 @@ def draw(kind, table, after, title, caption):
     data = sparse_ffn_series(header, rows)
     if not data:
         sys.exit(f"plot_svg: the table in {table} has no sparse rows")
+    if kind == "sparse-decode":
+        return sparse_ffn_svg(data, title or "Sparse decode against dense, by active fraction", caption,
+                              y_label="sparse decode speed over dense", dense_label="dense decode (1x)")
     return sparse_ffn_svg(data, title or "Sparse FFN against dense, by active fraction", caption)
 
 
@@ -311,7 +320,7 @@ def main():
             print(f"plot_svg: {out} from {table}")
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["time-split", "sparse-ffn"])
+    ap.add_argument("kind", choices=["time-split", "sparse-ffn", "sparse-decode"])
     ap.add_argument("table", help="a markdown file holding the table")
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--after", help="start looking after the first line containing this text")

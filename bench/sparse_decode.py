@@ -19,7 +19,14 @@ bandwidth achieved on them, the fraction of the machine's read bandwidth
 
   bench/sparse_decode.py [-b BUILD] [-m MODEL_DIR] [-t 2] [-r 5] [-n 64]
                          [--types f16,q4_0] [--shape 7b-layers|small] [--no-crossover]
+                         [--active-sweep 0.05,0.1,0.2,0.4 [--svg FILE]]
 Prints markdown; models are made once into MODEL_DIR (default BUILD/bench-models).
+
+--active-sweep runs instead a whole decode token against the fraction of
+FFN neurons active: one sparse model per fraction (`make-model --sparse
+--sparse-active A`, PWRI layout) against our dense decode of the GGUF
+layout (whose speed does not depend on A), rounds interleaved; --svg draws
+it (bench/plot_svg.py's sparse-ffn plot).
 """
 import argparse
 import json
@@ -44,14 +51,70 @@ def run(cmd):
     return r.stdout
 
 
-def make(thermocline, path, shape, wtype, layout, threads):
+def make(thermocline, path, shape, wtype, layout, threads, active=None):
     if os.path.exists(path) and os.path.getsize(path) > 0:
         return
     print(f"making {path}", file=sys.stderr)
     extra = ["--layout", "pwri"] if layout == "pwri" else ["--no-predictors"]
+    if active is not None:
+        extra += ["--sparse-active", str(active)]
     run([thermocline, "make-model", "--sparse", "-o", path + ".tmp", "--type", wtype, "--seed", "1",
          "-t", str(threads)] + SHAPES[shape] + extra)
     os.replace(path + ".tmp", path)
+
+
+def ours(thermocline, path, sparsity, a):
+    out = run([thermocline, "bench", "-m", path, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-t", str(a.threads),
+               "--sparsity", sparsity, "-o", "json"])
+    return json.loads(out)[0]
+
+
+def active_sweep(thermocline, model_dir, a):
+    """Whole-token decode, sparse against dense, per active fraction."""
+    fractions = [float(f) for f in a.active_sweep.split(",")]
+    types = a.types.split(",")
+    times = {}  # (type, fraction or None for dense) -> [ms per token]
+    computed = {}
+    for t in types:
+        make(thermocline, os.path.join(model_dir, f"sparse-{a.shape}-{t}.gguf"), a.shape, t, "gguf", os.cpu_count() or 2)
+        for f in fractions:
+            make(thermocline, os.path.join(model_dir, f"sparse-{a.shape}-{t}-a{f:g}.powerinfer.gguf"), a.shape, t,
+                 "pwri", os.cpu_count() or 2, f)
+    for r in range(a.rounds):
+        print(f"round {r + 1}/{a.rounds}", file=sys.stderr)
+        for t in types:
+            d = ours(thermocline, os.path.join(model_dir, f"sparse-{a.shape}-{t}.gguf"), "dense", a)
+            times.setdefault((t, None), []).append(1000.0 / d["avg_ts"])
+            for f in fractions:
+                rec = ours(thermocline, os.path.join(model_dir, f"sparse-{a.shape}-{t}-a{f:g}.powerinfer.gguf"),
+                           "relu", a)
+                times.setdefault((t, f), []).append(1000.0 / rec["avg_ts"])
+                computed[(t, f)] = rec["ffn_computed_fraction"]
+    med = statistics.median
+    lines = [f"# sparse decode by active fraction, {a.shape}, {a.threads} threads, tg{a.n_gen}, medians of "
+             f"{a.rounds} interleaved rounds", "",
+             "| dtype | active | computed | dense ms | sparse ms | dense t/s | sparse t/s | sparse vs dense |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for t in types:
+        dense = med(times[(t, None)])
+        for f in fractions:
+            sparse = med(times[(t, f)])
+            lines.append(f"| {t} | {100 * f:g}% | {100 * computed[(t, f)]:.1f}% | {dense:.2f} | {sparse:.2f} "
+                         f"| {1000 / dense:.2f} | {1000 / sparse:.2f} | {dense / sparse:.2f}x |")
+    print("\n".join(lines))
+    if a.svg:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import plot_svg
+        header = [c.strip() for c in lines[2].strip("|").split("|")]
+        rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[4:]]
+        series = plot_svg.sparse_ffn_series(header, rows)
+        svg = plot_svg.sparse_ffn_svg(series, f"Sparse decode against dense, by active fraction ({a.shape})",
+                                      f"{a.shape}, whole decode tokens (tg{a.n_gen}), {a.threads} threads; "
+                                      f"bench/sparse_decode.py --active-sweep {a.active_sweep}",
+                                      y_label="sparse decode speed over dense", dense_label="dense decode (1x)")
+        with open(a.svg, "w", encoding="utf-8") as out:
+            out.write(svg)
+        print(f"wrote {a.svg}", file=sys.stderr)
 
 
 def main():
@@ -64,6 +127,8 @@ def main():
     ap.add_argument("--types", default="f16,q4_0")
     ap.add_argument("--shape", default="7b-layers", choices=sorted(SHAPES))
     ap.add_argument("--no-crossover", action="store_true")
+    ap.add_argument("--active-sweep", help="comma-separated active fractions, e.g. 0.05,0.1,0.2,0.4")
+    ap.add_argument("--svg", help="with --active-sweep: draw it into this SVG file")
     a = ap.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(repo)
@@ -78,6 +143,9 @@ def main():
         repo, ".deps/npm/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libllama.v0.5.0.so"))
     model_dir = a.model_dir or os.path.join(a.build, "bench-models")
     os.makedirs(model_dir, exist_ok=True)
+    if a.active_sweep:
+        active_sweep(thermocline, model_dir, a)
+        return
     types = a.types.split(",")
     files = {}
     for t in types:
