@@ -10,9 +10,10 @@ in one run, alternating engines each round, medians over rounds.
 
   bench/peers.py build [--mode cuda|cpu] [--src DIR] [--dest DIR]
       Builds llama.cpp (llama-bench) and PowerInfer (main) into DEST
-      (default .peers/MODE, git-ignored); a finished build is kept.
-      cuda: sm_90 (CUDA_ARCH to change), about 10 minutes on 16 cores;
-      cpu: about 8 minutes on 2.
+      (default .peers/MODE, git-ignored) from the tarballs in the peers
+      folder, with build_peers.sh's flags and targets but both at once; a
+      finished build is kept. cuda: sm_90 (CUDA_ARCH to change), under 10
+      minutes on 16 cores; cpu: about 8 minutes on 2.
 
   bench/peers.py dense [--device cuda|cpu] [--models 1b,13b] [--types f16,q8_0,q4_0,q4_k]
                        [-r 3] [-t THREADS] [--depths 512] [--parallel 8] [--json FILE]
@@ -156,16 +157,68 @@ def write_json(path, obj):
 
 # ---- build ----
 
+def peer_configs(dest, mode, arch):
+    """(engine, tarball, cmake configure args, build targets) as build_peers.sh builds them."""
+    cuda = ["-DCMAKE_CUDA_ARCHITECTURES=" + arch] if mode == "cuda" else []
+    return [
+        ("llama.cpp", "llama.cpp-3f545be-src.tar.xz",
+         ["-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+          "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
+          "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
+         ["llama-bench", "llama-completion", "llama-quantize"], "llama-bench"),
+        ("PowerInfer", "PowerInfer-d3ebd7c-src.tar.xz",
+         ["-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_CUBLAS=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
+         ["main", "llama-bench", "quantize"], "main"),
+    ]
+
+
 def cmd_build(a):
+    """Both engines as build_peers.sh builds them (the same flags and
+    targets), but side by side: PowerInfer's CUDA code is one large file
+    that one core compiles for minutes, while llama.cpp's many files take
+    the other cores."""
     src = a.src or next((p for p in (os.path.join(REPO, "..", "shared", "peers"), os.path.join(REPO, "gpu-carry", "peers"))
                          if os.path.exists(os.path.join(p, "build_peers.sh"))), None)
     if src is None:
         sys.exit("peers: no peers folder (../shared/peers or gpu-carry/peers): pass --src DIR")
-    mode = a.mode or ("cuda" if shutil.which("nvcc") or os.path.exists("/usr/local/cuda/bin/nvcc") else "cpu")
-    dest = a.dest or os.path.join(REPO, ".peers", mode)
-    log(f"building the peers ({mode}) from {src} into {dest}")
-    r = subprocess.run(["bash", os.path.join(src, "build_peers.sh"), dest, mode])
-    sys.exit(r.returncode)
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    mode = a.mode or ("cuda" if nvcc else "cpu")
+    if mode == "cuda" and nvcc is None:
+        sys.exit("peers: cuda mode but no nvcc")
+    dest = os.path.abspath(a.dest or os.path.join(REPO, ".peers", mode))
+    os.makedirs(dest, exist_ok=True)
+    cores = os.cpu_count() or 2
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    started = []
+    for k, (engine, tarball, flags, targets, probe) in enumerate(peer_configs(dest, mode, os.environ.get("CUDA_ARCH", "90"))):
+        root = os.path.join(dest, engine)
+        if os.access(os.path.join(root, "build", "bin", probe), os.X_OK):
+            log(f"peers: {engine} ({mode}) already built in {root}")
+            continue
+        if not os.path.exists(os.path.join(root, "CMakeLists.txt")):
+            os.makedirs(root, exist_ok=True)
+            run(["tar", "-xJf", os.path.join(src, tarball), "-C", root], f"unpack {tarball}")
+        cuda = ["-DCMAKE_CUDA_COMPILER=" + nvcc] if mode == "cuda" else []
+        with open(os.path.join(dest, f"{engine}.configure.log"), "w") as out:
+            r = subprocess.run(["cmake", "-S", root, "-B", os.path.join(root, "build")] + gen +
+                               ["-DCMAKE_BUILD_TYPE=Release"] + flags + cuda, stdout=out, stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            sys.exit(f"peers: configuring {engine} failed: {dest}/{engine}.configure.log")
+        # PowerInfer gets two cores (its CUDA file takes one), llama.cpp the rest.
+        jobs = 2 if engine == "PowerInfer" else max(1, cores - 2)
+        out = open(os.path.join(dest, f"{engine}.build.log"), "w")
+        started.append((engine, out, subprocess.Popen(
+            ["cmake", "--build", os.path.join(root, "build"), "-j", str(jobs), "--target"] + targets,
+            stdout=out, stderr=subprocess.STDOUT)))
+        log(f"peers: building {engine} ({mode}, -j{jobs}), log {out.name}")
+    failed = []
+    for engine, out, proc in started:
+        if proc.wait() != 0:
+            failed.append(f"{engine}: see {out.name}")
+        out.close()
+    if failed:
+        sys.exit("peers: build failed: " + "; ".join(failed))
+    log(f"peers: llama.cpp and PowerInfer ({mode}) ready in {dest}")
 
 
 # ---- dense ----
