@@ -108,7 +108,7 @@ TEST_CASE("bench --repack picks the Q4_0 layout and refuses other values", "[int
   CHECK_THAT(both.output, Catch::Contains("excludes"));
 }
 
-TEST_CASE("bench -d runs every test after a prefilled context; --probe-bandwidth adds the memory bandwidth",
+TEST_CASE("bench -d runs every test after a prefilled context, --probe-bandwidth adds the memory bandwidth",
           "[integration][bench]") {
   const auto model = make_tiny_model("cli_bench_depth");
   const auto r = run_command(std::string("(").append(bin()) + " bench -m " + model +

@@ -241,7 +241,7 @@ TEST_CASE("bundle_ffn: the same bits for any thread count, and alone or batched"
   }
 }
 
-TEST_CASE("bundle_ffn: an empty slot list gives zeros; bad slot lists are refused", "[kernels][bundles]") {
+TEST_CASE("bundle_ffn: an empty slot list gives zeros, bad slot lists are refused", "[kernels][bundles]") {
   ThreadPool pool(2);
   const Layer L(DType::Q8_0, 51);
   const auto x = tc::test::random_floats(static_cast<size_t>(kEmbd), 1);
