@@ -3,12 +3,19 @@
 
 No Docker engine runs on our machines and Debian 12 packages no Dockerfile
 linter (hadolint is not in Debian), so this checks, by hand, the hadolint
-rules that matter here plus what the images promise (issue 5): pinned base
-images, COPY not ADD, exec-form ENTRYPOINT, a non-root USER, apt hygiene,
-EXPOSE 8080, a HEALTHCHECK on /health, the /models volume, host 0.0.0.0
-through THERMOCLINE_* variables, and that every repo script a RUN calls
-exists and is run by CI too. `--self-test` lints broken samples and fails
-unless each broken rule is reported.
+rules that matter here plus what the images promise: pinned base images,
+COPY not ADD, exec-form ENTRYPOINT, a numeric non-root USER (uid 10001, as
+scripts/runtime_setup.sh creates it), apt hygiene, multi-stage builds whose
+runtime stage installs packages only through scripts/runtime_setup.sh,
+OCI labels with the version and git revision, EXPOSE 8080, a HEALTHCHECK on
+/health that needs no curl, the /models volume, host 0.0.0.0 through
+THERMOCLINE_* variables, every repo script a RUN calls exists and is run by
+CI too, the CPU and CUDA images run the same repo scripts in the same order,
+every package scripts/setup.sh installs is recorded as checked under its
+Ubuntu 24.04 name (tests/docker/ubuntu-noble-packages.txt, for the CUDA
+build stage), and .dockerignore keeps build folders and local dependencies
+out. `--self-test` lints broken samples and fails unless each broken rule is
+reported. scripts/container_check.sh builds and runs the CPU image for real.
 
   tests/docker/lint_docker.py REPO_ROOT
   tests/docker/lint_docker.py --self-test
@@ -19,6 +26,9 @@ import shlex
 import sys
 
 import yaml
+
+# The uid:gid scripts/runtime_setup.sh gives the `thermocline` user.
+RUNTIME_UID = 10001
 
 # The repo scripts a Dockerfile may call, and the CI step that runs each.
 SCRIPTS_RUN_BY_CI = {
@@ -122,6 +132,21 @@ def lint_dockerfile(name, text, repo=None, cuda=False):
         problem(final[0], "set THERMOCLINE_HOST=0.0.0.0 with ENV (the server binds 127.0.0.1 by default)")
     if "ENTRYPOINT" not in words:
         problem(final[0], "the final stage needs an ENTRYPOINT")
+    if users and not re.fullmatch(r"%d(:%d)?" % (RUNTIME_UID, RUNTIME_UID), users[-1]):
+        problem(final[0], "USER %s: use the numeric %d:%d (Kubernetes' runAsNonRoot can verify only a "
+                "numeric user)" % (users[-1], RUNTIME_UID, RUNTIME_UID))
+    if len(stages) < 2:
+        problem(1, "the image must be multi-stage (build, then a runtime stage without the toolchain)")
+    for line, word, rest in final_ins:
+        if word == "RUN" and re.search(r"apt-get\s+install|apt\s+install", rest):
+            problem(line, "the runtime stage installs packages only through scripts/runtime_setup.sh "
+                    "(those the binary's libraries need)")
+    if health and re.search(r"\b(curl|wget)\b", health[-1]):
+        problem(final[0], "the HEALTHCHECK calls curl/wget, which the runtime stage does not install")
+    labels = " ".join(r for _, w, r in final_ins if w == "LABEL")
+    for key, arg in (("org.opencontainers.image.version", "VERSION"), ("org.opencontainers.image.revision", "REVISION")):
+        if not re.search(r"%s=\"?\$\{?%s\b" % (re.escape(key), arg), labels):
+            problem(final[0], "LABEL %s=${%s} (an ARG) for reproducible, traceable tags" % (key, arg))
     if cuda:
         if len(stages) < 2:
             problem(1, "the CUDA image must be multi-stage (build in devel, run in runtime)")
@@ -132,6 +157,32 @@ def lint_dockerfile(name, text, repo=None, cuda=False):
         if "CMAKE_CUDA_ARCHITECTURES=75;80;86;89;90" not in text:
             problem(1, "build for CMAKE_CUDA_ARCHITECTURES 75;80;86;89;90")
     return problems
+
+
+def repo_steps(text):
+    """The repo files the Dockerfile's RUN and COPY steps use, in order."""
+    steps = []
+    for _, word, rest in instructions(text):
+        if word in ("RUN", "COPY"):
+            steps += re.findall(r"(?:^|[\s/])((?:scripts|docker)/[\w.-]+\.sh)\b", rest)
+    return steps
+
+
+def setup_packages(text):
+    """The package names of scripts/setup.sh's packages=( ... ) array."""
+    m = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M)
+    return m.group(1).split() if m else []
+
+
+def lint_noble(setup_text, noble_text):
+    """Every package setup.sh installs is recorded as checked on Ubuntu 24.04."""
+    recorded = {l.split()[0] for l in noble_text.splitlines() if l.strip() and not l.startswith("#")}
+    packages = setup_packages(setup_text)
+    if not packages:
+        return ["scripts/setup.sh: no packages=( ... ) array found"]
+    return ["scripts/setup.sh installs %s, not checked under Ubuntu 24.04's names (add it to "
+            "tests/docker/ubuntu-noble-packages.txt after checking packages.ubuntu.com/noble)" % p
+            for p in packages if p not in recorded]
 
 
 def check_script(problem, line, script, repo):
@@ -187,8 +238,16 @@ def lint_repo(repo):
     problems = lint_dockerfile("docker/Dockerfile", read("docker/Dockerfile"), repo)
     problems += lint_dockerfile("docker/Dockerfile.cuda", read("docker/Dockerfile.cuda"), repo, cuda=True)
     problems += lint_compose("docker/compose.yaml", read("docker/compose.yaml"), repo)
+    cpu_steps, cuda_steps = repo_steps(read("docker/Dockerfile")), repo_steps(read("docker/Dockerfile.cuda"))
+    if cpu_steps != cuda_steps:
+        problems.append("docker/Dockerfile.cuda: its repo steps %s differ from docker/Dockerfile's %s "
+                        "(keep them the same scripts)" % (cuda_steps, cpu_steps))
+    for step in set(cpu_steps):
+        if not os.access(os.path.join(repo, step), os.X_OK):
+            problems.append("docker/Dockerfile: %s is missing or not executable" % step)
+    problems += lint_noble(read("scripts/setup.sh"), read("tests/docker/ubuntu-noble-packages.txt"))
     ignore = read(".dockerignore").split()
-    for must in (".git", "build*/", ".deps/"):
+    for must in (".git", "build*/", ".deps/", ".peers/", "gpu-carry/", "gpu-check-out/"):
         if must not in ignore:
             problems.append(".dockerignore: add %s (the build context is the repo root)" % must)
     return problems
@@ -207,7 +266,20 @@ BROKEN_COMPOSE = """services:
     environment:
       HOST: 0.0.0.0
 """
-EXPECTED_SELF_TEST = ["DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014", "DL3009", "DL3025", "DL3002",
+BROKEN_RUNTIME = """FROM debian:12-slim AS build
+RUN scripts/setup.sh
+FROM debian:12-slim
+RUN apt-get install -y --no-install-recommends curl && rm -rf /var/lib/apt/lists/*
+USER thermocline
+HEALTHCHECK CMD curl -fsS http://127.0.0.1:8080/health
+"""
+BROKEN_SETUP = """packages=(
+  build-essential libnot-in-ubuntu-dev
+)
+"""
+EXPECTED_SELF_TEST = ["numeric", "runtime_setup.sh (those", "curl/wget", "org.opencontainers.image.version",
+                      "org.opencontainers.image.revision", "libnot-in-ubuntu-dev",
+                      "DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014", "DL3009", "DL3025", "DL3002",
                       "EXPOSE 8080", "HEALTHCHECK", "VOLUME /models", "THERMOCLINE_HOST", "multi-stage",
                       "port 8080", "/models", "restart", "reserve the GPU", "THERMOCLINE_* variables",
                       "Open WebUI"]
@@ -216,6 +288,8 @@ EXPECTED_SELF_TEST = ["DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014"
 def self_test():
     found = lint_dockerfile("broken", BROKEN_DOCKERFILE, cuda=True) + lint_compose("broken", BROKEN_COMPOSE)
     found += lint_dockerfile("one-stage", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n", cuda=True)
+    found += lint_dockerfile("runtime", BROKEN_RUNTIME)
+    found += lint_noble(BROKEN_SETUP, "build-essential - main toolchain\n")
     missing = [rule for rule in EXPECTED_SELF_TEST if not any(rule in p for p in found)]
     for p in found:
         print("  " + p)
