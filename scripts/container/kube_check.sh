@@ -22,6 +22,8 @@ down() {
   done
 }
 trap down EXIT
+# The pod podman made for Deployment $1 (podman 4.3 names it $1-pod-0).
+pod_of() { podman pod ps --format '{{.Name}}' --filter "name=^$1-pod" | head -1; }
 mkdir -p "$work"
 for i in 0 1; do
   scripts/container/kube_render.py "$PWD" "${replicas[$i]}" "$image" "$((port + i))" > "$work/${replicas[$i]}.yaml"
@@ -37,13 +39,16 @@ for i in 0 1; do
     curl -fsS "http://127.0.0.1:$((port + i))/health" > /dev/null 2>&1 && { ok=1; break; }
     sleep 1
   done
-  [ "$ok" = 1 ] || { podman pod logs "$r-pod" 2>&1 | tail -20 >&2; fail "$r not ready after 120 s"; }
-  ctr=$(podman pod inspect --format '{{range .Containers}}{{.Name}} {{end}}' "$r-pod" | tr ' ' '\n' | grep -v infra | head -1)
-  [ -n "$ctr" ] || fail "no container in pod $r-pod"
+  pod=$(pod_of "$r")
+  [ -n "$pod" ] || fail "podman kube play made no pod for $r"
+  [ "$ok" = 1 ] || { podman pod logs "$pod" 2>&1 | tail -20 >&2; fail "$r not ready after 120 s"; }
+  ctr=$(podman ps --filter "pod=$pod" --format '{{.Names}}' | grep -v -- '-infra$' | head -1)
+  [ -n "$ctr" ] || fail "no container in pod $pod"
   uids=$(podman exec "$ctr" awk '/^Uid:/ {print $2}' /proc/1/status)
   [ "$uids" = 10001 ] || fail "$ctr runs as uid $uids, not 10001 (securityContext.runAsUser)"
   podman exec "$ctr" sh -c 'touch /probe 2>/dev/null' && fail "$ctr's root filesystem is writable (readOnlyRootFilesystem)"
-  podman exec "$ctr" test -r /etc/thermocline/serve.toml || fail "$ctr lacks the ConfigMap's serve.toml"
+  # configmap.yaml sets log_format = "json": JSON log lines show the server read it.
+  podman logs "$ctr" 2>&1 | grep -q '^{"' || fail "$ctr does not log JSON: the ConfigMap's serve.toml was not read"
   "$chat" chat "http://127.0.0.1:$((port + i))" || fail "$r does not answer"
   echo "kube_check: $r ($ctr) ready on 127.0.0.1:$((port + i)), uid 10001, read-only root, config from the ConfigMap"
 done
@@ -53,7 +58,7 @@ done
 "$chat" stream "http://127.0.0.1:$port" --max-tokens 220 --expect-broken > "$work/a.stream.log" 2>&1 &
 stream_a=$!
 "$chat" stream "http://127.0.0.1:$((port + 1))" --max-tokens 220 --after 5 \
-  --run "podman pod kill --signal KILL ${replicas[0]}-pod" > "$work/b.stream.log" 2>&1 &
+  --run "podman pod kill --signal KILL $(pod_of "${replicas[0]}")" > "$work/b.stream.log" 2>&1 &
 stream_b=$!
 wait "$stream_b" || { cat "$work/b.stream.log" >&2; fail "replica b's stream did not finish while a was killed"; }
 wait "$stream_a" || { cat "$work/a.stream.log" >&2; fail "replica a's stream was not cut by the kill"; }

@@ -1,5 +1,6 @@
 # Sourced by scripts/container_check.sh (or by hand, to use the same podman):
-# installs podman and its helpers from Debian, writes podman's own
+# installs podman and its helpers from Debian (catatonit: the pods' infra
+# process for `podman kube play`), writes podman's own
 # containers.conf (runc, cgroupfs, ulimits the host allows) under
 # $THERMOCLINE_CONTAINER_DIR and exports CONTAINERS_CONF so that the host's
 # global configuration is left alone, and makes the Debian 12 base image
@@ -16,7 +17,7 @@ podman_env_fail() { echo "podman_env: $*" >&2; return 1; }
 
 podman_env_packages() {
   local p missing=()
-  for p in podman buildah debootstrap runc iptables python3 python3-yaml curl; do
+  for p in podman buildah debootstrap runc catatonit iptables python3 python3-yaml curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
