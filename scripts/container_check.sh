@@ -77,8 +77,10 @@ cleanup() { for n in "${names[@]}"; do podman rm -f -t 0 "$n" > /dev/null 2>&1 |
 trap cleanup EXIT
 cleanup
 
-# wait_healthy NAME PORT: the HEALTHCHECK (run by hand: no systemd timers
-# here) and the published port both say ready.
+# wait_healthy NAME PORT: the HEALTHCHECK and the published port both say
+# ready. Containers run with --health-interval disable: podman schedules
+# health checks with systemd timers, and without systemd the image's
+# HEALTHCHECK is run here with `podman healthcheck run`.
 wait_healthy() {
   local name=$1 p=$2 i
   for i in $(seq 1 120); do
@@ -94,7 +96,7 @@ wait_healthy() {
 }
 
 echo "== the bundled model"
-podman run -d --name tc-check-bundled -p "127.0.0.1:$port:8080" "$image" > /dev/null || die "podman run"
+podman run -d --name tc-check-bundled --health-interval disable -p "127.0.0.1:$port:8080" "$image" > /dev/null || die "podman run"
 wait_healthy tc-check-bundled "$port"
 [ "$(podman inspect --format '{{.State.Health.Status}}' tc-check-bundled)" = healthy ] ||
   die "podman reports tc-check-bundled as $(podman inspect --format '{{.State.Health.Status}}' tc-check-bundled)"
@@ -120,7 +122,7 @@ podman run --rm --name tc-check-make --entrypoint thermocline -v "$work/models:/
   make-model -o /models/check.gguf --seed 39 --n-embd 512 --n-layer 8 --n-ff 1536 --n-head 8 \
   --n-head-kv 4 --n-ctx 1024 --type q8_0 --name check > "$work/make-model.log" 2>&1 ||
   { cat "$work/make-model.log" >&2; die "thermocline make-model in the image"; }
-podman run -d --name tc-check-models -p "127.0.0.1:$((port + 1)):8080" -v "$work/models:/models:ro" \
+podman run -d --name tc-check-models --health-interval disable -p "127.0.0.1:$((port + 1)):8080" -v "$work/models:/models:ro" \
   -e THERMOCLINE_MODEL=/models/check.gguf -e THERMOCLINE_SHUTDOWN_GRACE_S=60 "$image" > /dev/null || die "podman run"
 wait_healthy tc-check-models "$((port + 1))"
 "$chat" models "http://127.0.0.1:$((port + 1))" --expect check || die "/v1/models"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # deploy/kubernetes/base under `podman kube play`: two replicas of IMAGE, one
-# pod each (podman 4.3 plays one pod per Deployment), published on
+# Deployment played per replica (podman 4.3 makes a pod per replica, but only
+# the first one starts), published on
 # 127.0.0.1:PORT and PORT+1. Both must answer a chat; then, with a stream
 # running on each, replica a is killed (SIGKILL, as a lost node): its stream
 # must be cut, b's must end with its final event, and b must keep answering.
@@ -19,6 +20,8 @@ down() {
   local r
   for r in "${replicas[@]}"; do
     [ -f "$work/$r.yaml" ] && podman kube down "$work/$r.yaml" > /dev/null 2>&1 || true
+    # The ConfigMap's volume outlives `kube down`; a stale one would hide edits.
+    podman volume rm -f "$r-config" > /dev/null 2>&1 || true
   done
 }
 trap down EXIT

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Renders deploy/kubernetes/base for `podman kube play` as one replica
 named NAME (scripts/container/kube_check.sh plays it once per replica, since
-podman starts one pod per Deployment whatever `replicas` says): the
+podman 4.3 starts only the first pod of a Deployment's replicas): the
 ConfigMap and the Deployment as written, except the Deployment's and the
 ConfigMap's names, replicas 1, the image given, and the http port published
 on 127.0.0.1:HOST_PORT (podman has no Service). The Service, the
