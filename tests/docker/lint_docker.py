@@ -225,6 +225,9 @@ def lint_compose(name, text, repo=None):
                               for d in devices):
         problems.append("%s: reserve the GPU (deploy.resources.reservations.devices: driver nvidia, "
                         "capabilities [gpu])" % name)
+    grace = re.fullmatch(r"(\d+)s", str(service.get("stop_grace_period", "")))
+    if not grace or int(grace.group(1)) <= 10:
+        problems.append("%s: set stop_grace_period above shutdown_grace_s (10 s), e.g. 15s" % name)
     env = service.get("environment") or {}
     if isinstance(env, dict) and any(not str(k).startswith("THERMOCLINE_") for k in env):
         problems.append("%s: configure the server through THERMOCLINE_* variables only" % name)
@@ -282,7 +285,7 @@ EXPECTED_SELF_TEST = ["numeric", "runtime_setup.sh (those", "curl/wget", "org.op
                       "DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014", "DL3009", "DL3025", "DL3002",
                       "EXPOSE 8080", "HEALTHCHECK", "VOLUME /models", "THERMOCLINE_HOST", "multi-stage",
                       "port 8080", "/models", "restart", "reserve the GPU", "THERMOCLINE_* variables",
-                      "Open WebUI"]
+                      "Open WebUI", "stop_grace_period"]
 
 
 def self_test():
