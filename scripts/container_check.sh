@@ -41,7 +41,13 @@ version=$(sed -n 's/^project(thermocline VERSION \([0-9.]*\).*/\1/p' CMakeLists.
 [ -n "$version" ] || die "no project version in CMakeLists.txt"
 revision=$(git rev-parse HEAD)
 tag="$version-g${revision:0:12}"
-git diff --quiet HEAD -- . ':!docs' 2>/dev/null || tag="$tag-dirty"
+# "-dirty" when the build context (the paths .dockerignore lets in) differs
+# from the commit.
+mapfile -t context < <(sed -n 's#^!\(.*\)#\1#p' .dockerignore)
+[ "${#context[@]}" -gt 0 ] || die ".dockerignore allows nothing into the build context"
+if ! git diff --quiet HEAD -- "${context[@]}" || [ -n "$(git ls-files --others --exclude-standard -- "${context[@]}")" ]; then
+  tag="$tag-dirty"
+fi
 image="localhost/thermocline:$tag"
 
 echo "== lint"

@@ -20,6 +20,7 @@ reported. scripts/container_check.sh builds and runs the CPU image for real.
   tests/docker/lint_docker.py REPO_ROOT
   tests/docker/lint_docker.py --self-test
 """
+import glob
 import os
 import re
 import shlex
@@ -185,6 +186,34 @@ def lint_noble(setup_text, noble_text):
             for p in packages if p not in recorded]
 
 
+def lint_dockerignore(text, cmake_text, install_text, steps, repo=None):
+    """.dockerignore is an allowlist (`*`, then `!path` lines) that lets in
+    what the build needs: the CMake subdirectories the image's configure
+    reads (not tests/ or fuzz/, which are off), the bundled model, the
+    scripts the Dockerfiles and scripts/install.sh run."""
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    if not lines or lines[0] != "*":
+        return [".dockerignore: start with `*` and allow what the build needs with `!path` lines "
+                "(docs, tests, build folders, .deps, .peers and gpu-carry then stay out)"]
+    allowed = {l[1:].rstrip("/") for l in lines if l.startswith("!")}
+    needed, depth = {"CMakeLists.txt", "cmake", "models/default.gguf", "models/default.md"}, 0
+    for line in cmake_text.splitlines():
+        line = line.strip()
+        if re.match(r"if\s*\(\s*THERMOCLINE_(TESTS|FUZZ)", line):
+            depth += 1
+        elif depth and re.match(r"endif\s*\(", line):
+            depth -= 1
+        m = re.match(r"add_subdirectory\((\w+)\)", line)
+        if m and not depth:
+            needed.add(m.group(1))
+    needed |= set(re.findall(r"(scripts/[\w.-]+\.sh)", install_text)) | set(steps)
+    problems = [".dockerignore: the build needs %s: add !%s" % (n, n) for n in sorted(needed - allowed)]
+    if repo is not None:
+        problems += [".dockerignore: !%s names nothing in the repo" % a for a in sorted(allowed)
+                     if not glob.glob(os.path.join(repo, a))]
+    return problems
+
+
 def check_script(problem, line, script, repo):
     if repo is None:
         return
@@ -249,10 +278,8 @@ def lint_repo(repo):
         if not os.access(os.path.join(repo, step), os.X_OK):
             problems.append("docker/Dockerfile: %s is missing or not executable" % step)
     problems += lint_noble(read("scripts/setup.sh"), read("tests/docker/ubuntu-noble-packages.txt"))
-    ignore = read(".dockerignore").split()
-    for must in (".git", "build*/", ".deps/", ".peers/", "gpu-carry/", "gpu-check-out/"):
-        if must not in ignore:
-            problems.append(".dockerignore: add %s (the build context is the repo root)" % must)
+    problems += lint_dockerignore(read(".dockerignore"), read("CMakeLists.txt"), read("scripts/install.sh"),
+                                  cpu_steps + cuda_steps, repo)
     return problems
 
 
@@ -285,7 +312,8 @@ EXPECTED_SELF_TEST = ["numeric", "runtime_setup.sh (those", "curl/wget", "org.op
                       "DL3006", "DL3020", "DL3000", "DL3004", "DL3015", "DL3014", "DL3009", "DL3025", "DL3002",
                       "EXPOSE 8080", "HEALTHCHECK", "VOLUME /models", "THERMOCLINE_HOST", "multi-stage",
                       "port 8080", "/models", "restart", "reserve the GPU", "THERMOCLINE_* variables",
-                      "Open WebUI", "stop_grace_period"]
+                      "Open WebUI", "stop_grace_period", "start with `*`", "add !cli",
+                      "add !scripts/build.sh", "add !docker/healthcheck.sh"]
 
 
 def self_test():
@@ -293,6 +321,9 @@ def self_test():
     found += lint_dockerfile("one-stage", "FROM nvidia/cuda:13.0.1-devel-ubuntu24.04\n", cuda=True)
     found += lint_dockerfile("runtime", BROKEN_RUNTIME)
     found += lint_noble(BROKEN_SETUP, "build-essential - main toolchain\n")
+    found += lint_dockerignore(".git\nbuild*/\n", "", "", [])
+    found += lint_dockerignore("*\n!cmake/\n", "add_subdirectory(cli)\nif(THERMOCLINE_TESTS)\n"
+                               "  add_subdirectory(tests)\nendif()\n", "scripts/build.sh", ["docker/healthcheck.sh"])
     missing = [rule for rule in EXPECTED_SELF_TEST if not any(rule in p for p in found)]
     for p in found:
         print("  " + p)
