@@ -7,7 +7,7 @@
 # its summary in docs/operations.md. Needs root; slow (the image build
 # compiles the project).
 #   scripts/container_check.sh            everything
-#   scripts/container_check.sh --no-build reuse the image of this commit
+#   scripts/container_check.sh --no-build reuse the image of this source
 #   scripts/container_check.sh --no-kube  skip the Kubernetes check
 # THERMOCLINE_CONTAINER_DIR: podman's config, the base rootfs and scratch
 # (default /var/tmp/thermocline-containers); THERMOCLINE_CHECK_PORT: the
@@ -39,20 +39,24 @@ die() {
 
 version=$(sed -n 's/^project(thermocline VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 [ -n "$version" ] || die "no project version in CMakeLists.txt"
-revision=$(git rev-parse HEAD)
-tag="$version-g${revision:0:12}"
-# "-dirty" when the build context (the paths .dockerignore lets in) differs
-# from the commit.
+# The image is named after the last commit that changed what goes into it:
+# the build context (the paths .dockerignore lets in), the Dockerfile and
+# .dockerignore; "-dirty" when the work tree changes them. Commits to docs or
+# tests keep the tag, so --no-build finds the image.
 mapfile -t context < <(sed -n 's#^!\(.*\)#\1#p' .dockerignore)
 [ "${#context[@]}" -gt 0 ] || die ".dockerignore allows nothing into the build context"
+context+=(.dockerignore docker/Dockerfile)
+revision=$(git log -1 --format=%H -- "${context[@]}")
+[ -n "$revision" ] || die "no commit touches the build context"
+tag="$version-g${revision:0:12}"
 if ! git diff --quiet HEAD -- "${context[@]}" || [ -n "$(git ls-files --others --exclude-standard -- "${context[@]}")" ]; then
   tag="$tag-dirty"
 fi
 image="localhost/thermocline:$tag"
 
 echo "== lint"
-python3 tests/docker/lint_docker.py "$repo" || die "tests/docker/lint_docker.py"
-python3 tests/docker/lint_kube.py "$repo" || die "tests/docker/lint_kube.py"
+/usr/bin/python3 tests/docker/lint_docker.py "$repo" || die "tests/docker/lint_docker.py"
+/usr/bin/python3 tests/docker/lint_kube.py "$repo" || die "tests/docker/lint_kube.py"
 pass "lint: Dockerfiles, compose file, Kubernetes manifests"
 
 echo "== build $image"
@@ -124,7 +128,7 @@ podman rm -f -t 15 tc-check-bundled > /dev/null
 echo "== a model from a mounted folder"
 rm -rf "$work" && mkdir -p "$work/models"
 chown 10001:10001 "$work/models"
-podman run --rm --name tc-check-make --entrypoint thermocline -v "$work/models:/models" "$image" \
+podman run --rm --name tc-check-make --health-interval disable --entrypoint thermocline -v "$work/models:/models" "$image" \
   make-model -o /models/check.gguf --seed 39 --n-embd 512 --n-layer 8 --n-ff 1536 --n-head 8 \
   --n-head-kv 4 --n-ctx 1024 --type q8_0 --name check > "$work/make-model.log" 2>&1 ||
   { cat "$work/make-model.log" >&2; die "thermocline make-model in the image"; }
