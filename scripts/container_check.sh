@@ -77,7 +77,8 @@ size_mb=$(( size_b / 1000000 ))
 pass "size: $size_mb MB (under 200 MB)"
 [ "$(podman image inspect --format '{{index .Labels "org.opencontainers.image.revision"}}' "$image")" = "$revision" ] ||
   die "label org.opencontainers.image.revision is not $revision"
-podman image inspect --format '{{json .Config.Healthcheck}}' "$image" | grep -q /health ||
+health=$(podman image inspect --format '{{json .Config.Healthcheck}}' "$image")
+[[ "$health" == */health* ]] ||
   die "the image has no HEALTHCHECK (built without --format docker?)"
 pass "labels: version $version, revision ${revision:0:12}; HEALTHCHECK kept"
 
@@ -164,7 +165,8 @@ cat "$work/stream.log"
 podman wait tc-check-models > /dev/null 2>&1 || true
 exit_code=$(podman inspect --format '{{.State.ExitCode}}' tc-check-models)
 [ "$exit_code" = 0 ] || { podman logs tc-check-models | tail -20 >&2; die "exit status $exit_code after SIGTERM"; }
-podman logs tc-check-models 2>&1 | grep -q "received SIGTERM" || die "no 'received SIGTERM' in the log"
+podman logs tc-check-models > "$work/models.log" 2>&1
+grep -q "received SIGTERM" "$work/models.log" || die "no 'received SIGTERM' in the log ($work/models.log)"
 [ "$refused" = 1 ] || die "no 503 for a new request while shutting down"
 pass "SIGTERM: the running stream ended with finish_reason, usage and [DONE], a concurrent request got its 200, a new one 503, exit 0"
 

@@ -51,7 +51,8 @@ for i in 0 1; do
   [ "$uids" = 10001 ] || fail "$ctr runs as uid $uids, not 10001 (securityContext.runAsUser)"
   podman exec "$ctr" sh -c 'touch /probe 2>/dev/null' && fail "$ctr's root filesystem is writable (readOnlyRootFilesystem)"
   # configmap.yaml sets log_format = "json": JSON log lines show the server read it.
-  podman logs "$ctr" 2>&1 | grep -q '^{"' || fail "$ctr does not log JSON: the ConfigMap's serve.toml was not read"
+  podman logs "$ctr" > "$work/$r.log" 2>&1
+  grep -q '^{"' "$work/$r.log" || fail "$ctr does not log JSON: the ConfigMap's serve.toml was not read"
   "$chat" chat "http://127.0.0.1:$((port + i))" || fail "$r does not answer"
   echo "kube_check: $r ($ctr) ready on 127.0.0.1:$((port + i)), uid 10001, read-only root, config from the ConfigMap"
 done
