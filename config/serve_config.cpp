@@ -28,6 +28,7 @@ const char* type_name_of(const OptionDescriptor& d) {
     case OptionKind::Int64: return "INT";
     case OptionKind::Double: return d.key.ends_with("_s") ? "SECONDS" : "NUMBER";
     case OptionKind::StringList: return "TEXT";
+    case OptionKind::Bool: return "";
   }
   return "TEXT";
 }
@@ -132,6 +133,12 @@ void set_from_toml(const OptionDescriptor& d, const toml::node& node, const fs::
       o.*std::get<std::vector<std::string> ServeOptions::*>(d.field) = std::move(items);
       return;
     }
+    case OptionKind::Bool: {
+      const auto* b = node.as_boolean();
+      if (b == nullptr) expected("a boolean");
+      o.*std::get<bool ServeOptions::*>(d.field) = b->get();
+      return;
+    }
   }
 }
 
@@ -215,6 +222,16 @@ std::shared_ptr<ServeFlags> add_serve_flags(CLI::App& cmd) {
     const OptionDescriptor& d = table[i];
     std::string help = std::string(d.help) + " (env " + d.env_name() + ")";
     CLI::Option* opt = nullptr;
+    if (d.kind() == OptionKind::Bool) {
+      // A flag without a value; the negated name ('!') counts -1, and the
+      // last one given wins.
+      opt = cmd.add_flag_function(
+          std::string(d.flags),
+          [flags, i](std::int64_t count) { flags->values[i] = std::vector<std::string>{count > 0 ? "true" : "false"}; },
+          help);
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      continue;
+    }
     if (d.kind() == OptionKind::StringList) {
       opt = cmd.add_option_function<std::vector<std::string>>(
           std::string(d.flags), [flags, i](const std::vector<std::string>& v) { flags->values[i] = v; }, help);

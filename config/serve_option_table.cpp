@@ -207,6 +207,9 @@ const OptionDescriptor kTable[] = {
      .choices = kLogLevels},
     {.key = "log_format", .flags = "--log-format", .help = "Log line format (one line per request either way)",
      .field = &ServeOptions::log_format, .choices = kLogFormats},
+    {.key = "webui", .flags = "--webui,!--no-webui",
+     .help = "Serve the built-in web page (chat and engine view) at GET /; --no-webui: a 404 there",
+     .field = &ServeOptions::webui},
 };
 
 std::string format_number(double v) {
@@ -300,6 +303,18 @@ void OptionDescriptor::set_from_text(ServeOptions& o, std::string_view text, con
     case OptionKind::StringList:
       o.*std::get<std::vector<std::string> ServeOptions::*>(field) = split_list(text);
       return;
+    case OptionKind::Bool: {
+      std::string lower(t);
+      for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      bool v = false;
+      if (lower == "true" || lower == "1" || lower == "on" || lower == "yes") {
+        v = true;
+      } else if (!(lower == "false" || lower == "0" || lower == "off" || lower == "no")) {
+        bad("cannot parse \"" + std::string(text) + "\" as a boolean (true|false|1|0|on|off|yes|no)");
+      }
+      o.*std::get<bool ServeOptions::*>(field) = v;
+      return;
+    }
   }
 }
 
@@ -337,6 +352,8 @@ std::string OptionDescriptor::toml_value(const ServeOptions& o, bool mask) const
       }
       return out + "]";
     }
+    case OptionKind::Bool:
+      return o.*std::get<bool ServeOptions::*>(field) ? "true" : "false";
   }
   return "";
 }

@@ -20,12 +20,14 @@ namespace tc::config {
 // Where a key's value lives in ServeOptions; the alternative is its kind.
 using OptionField = std::variant<std::string ServeOptions::*, std::filesystem::path ServeOptions::*,
                                  int ServeOptions::*, int64_t ServeOptions::*, double ServeOptions::*,
-                                 std::vector<std::string> ServeOptions::*>;
-enum class OptionKind { String, Path, Int, Int64, Double, StringList };  // OptionField's index order
+                                 std::vector<std::string> ServeOptions::*, bool ServeOptions::*>;
+enum class OptionKind { String, Path, Int, Int64, Double, StringList, Bool };  // OptionField's index order
 
 struct OptionDescriptor {
   std::string_view key;    // TOML key; env is THERMOCLINE_<KEY>; flag --<key-with-dashes>
-  std::string_view flags;  // CLI11 names, e.g. "-c,--ctx-size"; always includes --<key-with-dashes>
+  // CLI11 names, e.g. "-c,--ctx-size"; always includes --<key-with-dashes>.
+  // A Bool key's flags take no value: "--webui,!--no-webui" (the '!' one sets false).
+  std::string_view flags;
   std::string_view help;   // one line for --help
   OptionField field;
   // Inclusive bounds of Int, Int64 and Double keys (every numeric key has a
@@ -59,6 +61,7 @@ struct OptionDescriptor {
   // comma-separated and trimmed, empty items dropped) into the field. Throws
   // ConfigError naming this key and `source` when the text is not a value of
   // the key's kind (a bad number, or one that does not fit the field).
+  // Bool keys read true|false|1|0|on|off|yes|no, in any case.
   void set_from_text(ServeOptions& o, std::string_view text, const std::string& source) const;
   // Sets a StringList key from separate items (repeated flags), each trimmed
   // and split at commas like an env value.

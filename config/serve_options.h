@@ -84,6 +84,7 @@ struct ServeOptions {
   double sse_ping_s = 2;            // a stream silent this long (queued, long prefill) gets ": ping" (key: sse_ping_s)
   std::string log_level = "info";   // trace|debug|info|warn|error|off (key: log_level)
   std::string log_format = "text";  // text|json: one line per request either way (key: log_format)
+  bool webui = true;                // the built-in web page at GET / (key: webui)
 };
 
 // Throws ConfigError naming the first invalid key (bounds and rules of
