@@ -145,11 +145,15 @@ struct Engine::Impl {
   std::mutex join_mutex;         // serialises shutdown()'s join
 
   std::vector<std::string> setup_summary;  // set once, before Ready; guarded by `mutex`
+  const FfnActivityRing* activity = nullptr;  // activity_ring once Ready; guarded by `mutex`
 
   // Engine thread only.
   RunnableModel runnable;                  // backends and forward pass; outlives kv
   model::LlamaModel* llama = nullptr;      // runnable.llama
   std::unique_ptr<KvCache> kv;
+  // The sparse FFN's counters after each step (thread-safe itself; readers
+  // reach it through `activity`).
+  std::unique_ptr<FfnActivityRing> activity_ring;
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order
   std::vector<model::StepSequence> step;     // this step's sequences (decodes, then prefill chunks)
@@ -193,6 +197,7 @@ void Engine::Impl::run() {
   {
     std::lock_guard lock(mutex);
     setup_summary = runnable.summary;
+    activity = activity_ring.get();
     stats.state = EngineState::Ready;
   }
   try {
@@ -217,6 +222,12 @@ void Engine::Impl::build() {
   llama = runnable.llama.get();
   host = runnable.cpu_backend ? runnable.cpu_backend.get() : runnable.backend.get();
   kv = std::make_unique<KvCache>(runnable.make_kv_cache());
+  if (llama->sparse_counters() != nullptr) {
+    activity_ring = std::make_unique<FfnActivityRing>(llama->hybrid() ? "hybrid" : "sparse", loaded->spec.n_layer,
+                                                      loaded->spec.n_ff);
+  } else {
+    activity_ring = std::make_unique<FfnActivityRing>();
+  }
   slots.resize(static_cast<size_t>(options.n_parallel));
   step.reserve(slots.size());
   to_sample.reserve(slots.size());
@@ -350,6 +361,7 @@ bool Engine::Impl::loop_once() {
   admitted.clear();
 
   run_step();
+  if (const auto* counters = llama->sparse_counters()) activity_ring->record(*counters, llama->hybrid_counters());
   publish_stats();
   return true;
 }
@@ -641,6 +653,15 @@ void Engine::shutdown(std::chrono::milliseconds grace) {
   impl_->wake.notify_all();
   std::lock_guard join_lock(impl_->join_mutex);
   if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+FfnActivity Engine::ffn_activity() const {
+  const FfnActivityRing* ring = nullptr;
+  {
+    std::lock_guard lock(impl_->mutex);
+    ring = impl_->activity;
+  }
+  return ring != nullptr ? ring->window() : FfnActivity{};
 }
 
 EngineStats Engine::stats() const {

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/runtime/ffn_activity.h"
 #include "engine/runtime/model_setup.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/vocab.h"
@@ -176,6 +177,9 @@ class Engine {
 
   EngineStats stats() const;
   EngineState state() const;
+  // Thread-safe: the FFN's per-layer work over the last sparse steps (mode
+  // "dense" with nothing else before Ready and when the FFN runs dense).
+  FfnActivity ffn_activity() const;
   // Once Ready (empty before): what the engine set up, one line each for the
   // log ("sparsity: ...", "hybrid: ..." or "layer offload: ..."; see
   // RunnableModel::summary). Thread-safe.
