@@ -1,6 +1,6 @@
 // HttpServer: httplib setup, access control (API keys, CORS, body limit),
 // the lifecycle states, and the shared response helpers; the routes live in
-// routes_info.cpp and routes_generate.cpp.
+// routes_info.cpp, routes_generate.cpp, routes_engine.cpp and routes_webui.cpp.
 #include "server/http_server.h"
 
 #include <spdlog/spdlog.h>
@@ -93,6 +93,7 @@ struct HttpServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (canonical_route(req.path) == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (ctx.options.webui && req.method == "GET" && is_webui_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     if (!api_key_accepted(ctx.options.api_keys, req.get_header_value("Authorization"),
                           req.get_header_value("X-Api-Key"))) {
       send_error(res, {401, "authentication_error", "invalid or missing API key (send 'Authorization: Bearer KEY')",
@@ -140,6 +141,8 @@ struct HttpServer::Impl {
     });
     install_info_routes(http, ctx);
     install_generation_routes(http, ctx);
+    install_engine_routes(http, ctx);
+    install_webui_routes(http, ctx);
   }
 };
 

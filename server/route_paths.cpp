@@ -40,8 +40,9 @@ std::string canonical_route(std::string_view path) {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 8> kRoutes = {
-      "/completions", "/chat/completions", "/models", "/health", "/metrics", "/tokenize", "/detokenize", "/props"};
+  static constexpr std::array<std::string_view, 11> kRoutes = {
+      "/completions", "/chat/completions", "/models", "/health",         "/metrics",
+      "/tokenize",    "/detokenize",       "/props",  "/engine/stats", "/engine/firing_curve", "/"};
   std::string route = canonical_route(path);
   const std::string_view unversioned =
       route.rfind("/v1/", 0) == 0 ? std::string_view(route).substr(3) : std::string_view(route);

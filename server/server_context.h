@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <httplib.h>
 
@@ -73,5 +74,9 @@ std::optional<ApiError> unavailable(const ServerContext& ctx, const ServingModel
 // Route registration, one file each.
 void install_info_routes(httplib::Server& http, ServerContext& ctx);
 void install_generation_routes(httplib::Server& http, ServerContext& ctx);
+void install_engine_routes(httplib::Server& http, ServerContext& ctx);
+void install_webui_routes(httplib::Server& http, ServerContext& ctx);  // none with options.webui off
+// The web page's paths (GET / and /webui/NAME), which need no API key.
+bool is_webui_path(std::string_view path);
 
 }  // namespace tc::server

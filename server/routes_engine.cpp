@@ -1,0 +1,235 @@
+// The engine view's routes: GET /v1/engine/stats (slots, queue, KV cache,
+// the FFN's per-layer work over the last sparse steps, bytes per token) and
+// GET /v1/engine/firing_curve (the loaded stats file's firing frequency by
+// neuron rank). Both need the API key like every route but /health.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "engine/model/hybrid_ffn_block.h"
+#include "engine/model/hybrid_time_split.h"
+#include "engine/model/sparse_ffn_block.h"
+#include "engine/sparse/activation_stats.h"
+#include "engine/sparse/decode_bytes.h"
+#include "server/openai_responses.h"
+#include "server/request_log.h"
+#include "server/route_paths.h"
+#include "server/server_context.h"
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+// Points per layer of the firing curve: log-spaced ranks.
+constexpr int kCurvePoints = 48;
+
+const char* state_name(runtime::EngineState s) {
+  switch (s) {
+    case runtime::EngineState::Loading: return "loading";
+    case runtime::EngineState::Ready: return "ready";
+    case runtime::EngineState::Failed: return "failed";
+    case runtime::EngineState::Stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+// count / (tokens * n_ff) per layer; null where the layer saw no token.
+json per_token_fraction(const std::vector<int64_t>& count, const std::vector<int64_t>& tokens, int64_t n_ff) {
+  json out = json::array();
+  for (size_t l = 0; l < count.size() && l < tokens.size(); ++l) {
+    if (tokens[l] <= 0 || n_ff <= 0) {
+      out.push_back(nullptr);
+    } else {
+      out.push_back(static_cast<double>(count[l]) / (static_cast<double>(tokens[l]) * static_cast<double>(n_ff)));
+    }
+  }
+  return out;
+}
+
+json ffn_json(const runtime::FfnActivity& a, const model::ModelSpec& spec) {
+  json ffn = {{"mode", a.mode}, {"n_layer", spec.n_layer}, {"n_ff", spec.n_ff}};
+  if (a.mode == "dense") {
+    ffn["layers"] = nullptr;
+    return ffn;
+  }
+  int64_t window_tokens = 0;
+  for (const int64_t t : a.tokens) window_tokens = std::max(window_tokens, t);
+  ffn["window_steps"] = a.window_steps;
+  ffn["window_tokens"] = window_tokens;
+  ffn["sparse_steps_total"] = a.sparse_steps_total;
+  ffn["dense_steps_total"] = a.dense_steps_total;
+  json layers = {{"active", per_token_fraction(a.computed, a.tokens, a.n_ff)},
+                 {"predicted", per_token_fraction(a.predicted, a.tokens, a.n_ff)}};
+  if (a.mode == "hybrid") {
+    layers["hot"] = per_token_fraction(a.hot, a.tokens, a.n_ff);
+    layers["cached"] = per_token_fraction(a.cached, a.tokens, a.n_ff);
+    layers["cold"] = per_token_fraction(a.cold, a.tokens, a.n_ff);
+  }
+  ffn["layers"] = std::move(layers);
+  return ffn;
+}
+
+// What a decode token reads from VRAM, host memory and over PCIe, modelled
+// from the tensor sizes and the window's neuron counts; null where unknown.
+json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, const runtime::EngineStats& stats) {
+  const model::LoadedModel& m = *serving.model;
+  const auto& setup = serving.engine->options().model;
+  const double mean_context = stats.requests_running > 0
+                                  ? static_cast<double>(stats.kv_tokens_used) / stats.requests_running
+                                  : 0.0;
+  json out = {{"vram", nullptr}, {"host", nullptr}, {"pcie", nullptr}, {"mean_context", mean_context}};
+  int64_t window_tokens = 0;
+  for (const int64_t t : a.tokens) window_tokens = std::max(window_tokens, t);
+  if (a.mode != "dense" && window_tokens == 0) return out;  // no sparse token yet: nothing measured
+
+  model::SparseFfnCounters counters;
+  counters.token_layers = a.tokens;
+  counters.predicted = a.predicted;
+  counters.computed = a.computed;
+  if (a.mode == "hybrid") {
+    model::HybridSplitCounters sides;
+    sides.hot = a.hot;
+    sides.cached = a.cached;
+    sides.cold = a.cold;
+    // Without a time split the stream's copies are not counted, so the bus
+    // stays unknown.
+    const auto b = model::hybrid_bytes_per_token(m, counters, sides, nullptr, model::HybridTimeSplit{}, mean_context);
+    out["vram"] = b.gpu;
+    out["host"] = b.cpu;
+    return out;
+  }
+  const auto total = sparse::decode_bytes_per_token(m, a.mode == "sparse" ? &counters : nullptr, mean_context).total();
+  if (!setup.device.cuda) {
+    out["host"] = total;
+  } else if (setup.gpu_split.mode == config::GpuSplitMode::None) {
+    out["vram"] = total;
+  }  // layer offload: split by layer, not modelled here
+  return out;
+}
+
+json stats_json(const ServerContext& ctx, const ServingModel& serving) {
+  const runtime::EngineStats stats = serving.engine->stats();
+  const runtime::FfnActivity activity = serving.engine->ffn_activity();
+  const auto& engine_options = serving.engine->options();
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return {{"object", "engine.stats"},
+          {"model", serving.model_id},
+          {"state", state_name(stats.state)},
+          {"uptime_s", now - ctx.created},
+          {"device", config::device_setting_string(engine_options.model.device)},
+          {"setup", serving.engine->setup_summary()},
+          {"slots", {{"busy", stats.requests_running}, {"total", engine_options.n_parallel}}},
+          {"queue", {{"waiting", stats.requests_waiting}, {"size", engine_options.queue_size}}},
+          {"kv", {{"used", stats.kv_tokens_used}, {"cached", stats.kv_tokens_cached},
+                  {"capacity", stats.kv_tokens_capacity}}},
+          {"tokens", {{"prompt_total", stats.prompt_tokens_total},
+                      {"cached_total", stats.cached_tokens_total},
+                      {"generated_total", stats.generated_tokens_total},
+                      {"steps_total", stats.steps_total}}},
+          {"ffn", ffn_json(activity, serving.model->spec)},
+          {"bytes_per_token", bytes_json(serving, activity, stats)},
+          // The per-token time split is measured by `bench --time-split` only.
+          {"time_split", nullptr},
+          {"firing_curve", serving.model->stats_file.has_value()}};
+}
+
+// Per layer: ranks 1..n (the neurons that fired, hottest first) at about
+// kCurvePoints log-spaced points, with firings per token.
+json firing_curve_json(const sparse::ActivationStats& stats) {
+  json layers = json::array();
+  const double n_tokens = static_cast<double>(std::max<uint64_t>(stats.n_tokens, 1));
+  for (const auto& counts : stats.fire_counts) {
+    std::vector<int32_t> sorted(counts);
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    const auto n_fired = static_cast<int64_t>(std::count_if(sorted.begin(), sorted.end(), [](int32_t c) { return c > 0; }));
+    json rank = json::array(), freq = json::array();
+    int64_t last = 0;
+    for (int i = 0; i < kCurvePoints && n_fired > 0; ++i) {
+      const double x = kCurvePoints == 1 ? 0.0 : static_cast<double>(i) / (kCurvePoints - 1);
+      const auto r = static_cast<int64_t>(std::llround(std::pow(static_cast<double>(n_fired), x)));
+      if (r <= last) continue;
+      last = r;
+      rank.push_back(r);
+      freq.push_back(static_cast<double>(sorted[static_cast<size_t>(r - 1)]) / n_tokens);
+    }
+    layers.push_back({{"rank", std::move(rank)}, {"freq", std::move(freq)}});
+  }
+  return {{"object", "engine.firing_curve"},
+          {"model", stats.model.name},
+          {"rule", std::string(sparse::firing_rule_name(stats.rule))},
+          {"n_tokens", stats.n_tokens},
+          {"n_ff", stats.n_ff()},
+          {"layers", std::move(layers)}};
+}
+
+// The firing curve of one served model, computed on first use.
+struct FiringCurveCache {
+  std::mutex mutex;
+  const model::LoadedModel* model = nullptr;
+  std::string body;   // the JSON
+  std::optional<ApiError> error;
+};
+
+void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib::Response& res,
+                 std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string route = route_label(req.path);
+  ctx.metrics.record({route, res.status});
+  log_request(plain_request_line(req.method, route, res.status, seconds));
+}
+
+}  // namespace
+
+void install_engine_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Get(route_pattern("engine/stats"), [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto serving = ctx.serving();
+    if (!serving) {
+      send_error(res, *unavailable(ctx, nullptr));
+    } else {
+      // A failed or stopping engine still has stats to show; `state` says which.
+      send_json(res, 200, stats_json(ctx, *serving));
+      res.set_header("Cache-Control", "no-store");
+    }
+    log_handled(ctx, req, res, start);
+  });
+  auto cache = std::make_shared<FiringCurveCache>();
+  http.Get(route_pattern("engine/firing_curve"), [&ctx, cache](const httplib::Request& req, httplib::Response& res) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto serving = ctx.serving();
+    if (!serving) {
+      send_error(res, *unavailable(ctx, nullptr));
+    } else if (!serving->model->stats_file) {
+      send_error(res, {404, "invalid_request_error",
+                       "no activation stats file is loaded (serve --stats FILE from `thermocline profile`)",
+                       "no_stats_file", ""});
+    } else {
+      std::lock_guard lock(cache->mutex);
+      if (cache->model != serving->model.get()) {
+        cache->model = serving->model.get();
+        cache->error.reset();
+        try {
+          cache->body = dump_json(firing_curve_json(sparse::read_activation_stats(*serving->model->stats_file)));
+        } catch (const std::exception& e) {
+          cache->error = ApiError{500, "server_error", std::string("cannot read the stats file: ") + e.what(), "", ""};
+        }
+      }
+      if (cache->error) {
+        send_error(res, *cache->error);
+      } else {
+        res.status = 200;
+        res.set_content(cache->body, "application/json");
+      }
+    }
+    log_handled(ctx, req, res, start);
+  });
+}
+
+}  // namespace tc::server

@@ -1,0 +1,239 @@
+// The chat view: the conversation (kept in localStorage), streaming replies
+// with a stop button, settings, copy and regenerate, and per reply the time
+// to first token and tokens per second.
+import { streamChat } from "./api.js";
+import { renderMarkdown } from "./markdown.js";
+
+const STORAGE = "thermocline.chat";
+const $ = (id) => document.getElementById(id);
+
+function load() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(STORAGE) || "{}");
+    return {
+      messages: Array.isArray(saved.messages) ? saved.messages : [],
+      system: typeof saved.system === "string" ? saved.system : "",
+      temperature: saved.temperature ?? 0.7,
+      top_p: saved.top_p ?? 1,
+      max_tokens: saved.max_tokens ?? 512,
+    };
+  } catch (e) {
+    return { messages: [], system: "", temperature: 0.7, top_p: 1, max_tokens: 512 };
+  }
+}
+
+function number(input, fallback) {
+  const v = Number(input.value);
+  return input.value !== "" && Number.isFinite(v) ? v : fallback;
+}
+
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    await navigator.clipboard.writeText(text);
+    return;
+  }
+  const area = document.createElement("textarea");
+  area.value = text;
+  document.body.appendChild(area);
+  area.select();
+  document.execCommand("copy");
+  area.remove();
+}
+
+function metaText(meta) {
+  if (!meta) return "";
+  const parts = [];
+  if (meta.ttft_ms != null) parts.push("first token " + Math.round(meta.ttft_ms) + " ms");
+  if (meta.tps != null) parts.push(meta.tps.toFixed(1) + " tokens/s");
+  if (meta.tokens != null) parts.push(meta.tokens + " tokens");
+  if (meta.finish) parts.push(meta.finish);
+  if (meta.error) parts.push("error: " + meta.error);
+  return parts.join(" · ");
+}
+
+export function initChat({ model, setStatus, onAuthError }) {
+  const state = load();
+  let controller = null;
+  const save = () => localStorage.setItem(STORAGE, JSON.stringify(state));
+
+  $("system").value = state.system;
+  $("temperature").value = state.temperature;
+  $("top-p").value = state.top_p;
+  $("max-tokens").value = state.max_tokens;
+  for (const id of ["system", "temperature", "top-p", "max-tokens"]) {
+    $(id).addEventListener("change", () => {
+      state.system = $("system").value;
+      state.temperature = number($("temperature"), 0.7);
+      state.top_p = number($("top-p"), 1);
+      state.max_tokens = Math.max(1, Math.round(number($("max-tokens"), 512)));
+      save();
+    });
+  }
+
+  function messageElement(msg, index) {
+    const li = document.createElement("li");
+    li.className = "message " + msg.role;
+    li.dataset.index = String(index);
+    const who = document.createElement("div");
+    who.className = "who";
+    who.textContent = msg.role === "user" ? "You" : "Assistant";
+    const body = document.createElement("div");
+    body.className = "content";
+    if (msg.role === "assistant") body.innerHTML = renderMarkdown(msg.content);
+    else body.textContent = msg.content;
+    li.append(who, body);
+    if (msg.role === "assistant") {
+      const foot = document.createElement("div");
+      foot.className = "foot";
+      const meta = document.createElement("span");
+      meta.className = "meta";
+      meta.textContent = metaText(msg.meta);
+      const copy = document.createElement("button");
+      copy.type = "button";
+      copy.className = "copy";
+      copy.textContent = "Copy";
+      copy.setAttribute("aria-label", "Copy this reply");
+      copy.addEventListener("click", async () => {
+        try {
+          await copyText(msg.content);
+          setStatus("Copied.");
+        } catch (e) {
+          setStatus("Copy failed: " + e.message, true);
+        }
+      });
+      foot.append(meta, copy);
+      if (index === state.messages.length - 1) {
+        const again = document.createElement("button");
+        again.type = "button";
+        again.className = "regenerate";
+        again.textContent = "Regenerate";
+        again.addEventListener("click", regenerate);
+        foot.append(again);
+      }
+      li.append(foot);
+    }
+    return li;
+  }
+
+  function render() {
+    const list = $("messages");
+    list.replaceChildren(...state.messages.map(messageElement));
+    list.scrollTop = list.scrollHeight;
+  }
+
+  function setBusy(busy) {
+    $("send").disabled = busy;
+    $("stop").disabled = !busy;
+    $("model").disabled = busy;
+    for (const b of document.querySelectorAll(".regenerate")) b.disabled = busy;
+  }
+
+  async function reply() {
+    const history = state.messages.map((m) => ({ role: m.role, content: m.content }));
+    const messages = (state.system.trim() ? [{ role: "system", content: state.system }] : []).concat(history);
+    const msg = { role: "assistant", content: "", meta: null };
+    state.messages.push(msg);
+    render();
+    const li = $("messages").lastElementChild;
+    const body = li.querySelector(".content");
+    const meta = li.querySelector(".meta");
+    li.classList.add("streaming");
+    controller = new AbortController();
+    setBusy(true);
+    const sent = performance.now();
+    let first = null;
+    let pieces = 0;
+    let pending = false;
+    const paint = () => {
+      pending = false;
+      body.innerHTML = renderMarkdown(msg.content);
+      const list = $("messages");
+      list.scrollTop = list.scrollHeight;
+    };
+    try {
+      const result = await streamChat(
+        {
+          model: model(),
+          messages,
+          temperature: state.temperature,
+          top_p: state.top_p,
+          max_tokens: state.max_tokens,
+        },
+        controller.signal,
+        (text) => {
+          if (first === null) first = performance.now();
+          pieces++;
+          msg.content += text;
+          if (!pending) {
+            pending = true;
+            requestAnimationFrame(paint);
+          }
+        },
+      );
+      const end = performance.now();
+      const tokens = result.usage ? result.usage.completion_tokens : pieces;
+      msg.meta = {
+        ttft_ms: first !== null ? first - sent : null,
+        tps: first !== null && tokens > 1 && end > first ? (tokens - 1) / ((end - first) / 1000) : null,
+        tokens,
+        finish: result.finish_reason,
+      };
+      setStatus("");
+    } catch (e) {
+      if (e.name === "AbortError") {
+        msg.meta = { ttft_ms: first !== null ? first - sent : null, tokens: pieces, finish: "stopped" };
+        setStatus("Stopped.");
+      } else {
+        msg.meta = { error: e.message };
+        setStatus(e.message, true);
+        if (e.status === 401) onAuthError();
+      }
+    } finally {
+      controller = null;
+      save();
+      render();
+      setBusy(false);
+    }
+  }
+
+  function send(event) {
+    event?.preventDefault();
+    const text = $("prompt").value;
+    if (!text.trim() || controller) return;
+    if (!model()) {
+      setStatus("No model to talk to yet.", true);
+      return;
+    }
+    state.messages.push({ role: "user", content: text });
+    $("prompt").value = "";
+    save();
+    reply();
+  }
+
+  function regenerate() {
+    if (controller) return;
+    if (state.messages.length && state.messages[state.messages.length - 1].role === "assistant") state.messages.pop();
+    if (!state.messages.length) return;
+    reply();
+  }
+
+  function stop() {
+    if (controller) controller.abort();
+  }
+
+  $("composer").addEventListener("submit", send);
+  $("prompt").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) send(e);
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && controller) stop();
+  });
+  $("stop").addEventListener("click", stop);
+  $("clear").addEventListener("click", () => {
+    if (controller) return;
+    state.messages = [];
+    save();
+    render();
+  });
+  render();
+}
