@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Installs what Thermocline needs to build and test on Debian 12, from Debian
-# packages (and, for the llama.cpp oracle tests, one npm package into
-# .deps/npm). Works as root or through sudo; safe to run any number of times.
-#   scripts/setup.sh            build + test dependencies
-#   scripts/setup.sh --no-npm   skip the npm oracle package
+# packages (and, for the llama.cpp oracle, SDK and web page tests, npm
+# packages into .deps/npm). Works as root or through sudo; safe to run any
+# number of times.
+#   scripts/setup.sh              build + test dependencies
+#   scripts/setup.sh --no-npm     skip the npm packages
+#   scripts/setup.sh --no-browser skip chromium (the web page's browser test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_npm=1
+want_browser=1
 for arg in "$@"; do
   case "$arg" in
     --no-npm) want_npm=0 ;;
+    --no-browser) want_browser=0 ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -34,6 +38,21 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "setup: Debian packages already installed"
+fi
+
+# Debian's chromium, driven headless by puppeteer-core (below) in the web
+# page's browser test (tests/integration/webui). Optional: that test skips
+# with a message when it is absent.
+if [ "$want_browser" -eq 1 ]; then
+  if dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+    echo "setup: chromium already installed"
+  else
+    echo "setup: installing chromium"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends chromium; }; then
+      echo "setup: warning: chromium install failed; the web page's browser test will be skipped" >&2
+    fi
+  fi
 fi
 
 # llama.cpp as an oracle and a benchmark baseline, from npm into .deps/npm:
@@ -83,6 +102,19 @@ if [ "$want_npm" -eq 1 ]; then
     if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
          "openai@$openai_version"; then
       echo "setup: warning: npm install failed; OpenAI SDK tests will be skipped" >&2
+    fi
+  fi
+  # puppeteer-core drives Debian's chromium (it downloads no browser of its own).
+  puppeteer_version=24.43.1
+  if [ "$(npm_installed_version puppeteer-core)" = "$puppeteer_version" ]; then
+    echo "setup: puppeteer-core $puppeteer_version already installed"
+  else
+    echo "setup: installing puppeteer-core (npm puppeteer-core@$puppeteer_version) into .deps/npm"
+    mkdir -p .deps/npm
+    [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
+    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
+         "puppeteer-core@$puppeteer_version"; then
+      echo "setup: warning: npm install failed; the web page's browser test will be skipped" >&2
     fi
   fi
 fi
