@@ -54,13 +54,20 @@ function heatColor(x) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// The colour scale's top: the first of 5, 10, 20, 30, 50, 100% with a quarter
+// of headroom above the largest value, so that cells differ in colour.
+function niceScale(max) {
+  for (const top of [0.05, 0.1, 0.2, 0.3, 0.5]) if (max * 1.25 <= top) return top;
+  return 1;
+}
+
 // Rows of per-layer values as a strip of cells, one column per layer.
 function drawHeat(container, rows, nLayer) {
   const W = 640, left = 74, top = 6, rowH = 26, legendH = 34;
   const H = top + rows.length * rowH + legendH;
   let max = 0;
   for (const r of rows) for (const v of r.values) if (v != null) max = Math.max(max, v);
-  const scale = Math.max(0.05, Math.ceil(max * 20) / 20);  // to the next 5%
+  const scale = niceScale(max);
   const summary = rows.map((r) => r.label + ": " + r.values.map((v, l) => `layer ${l} ${percent(v, 0)}`).join(", ")).join("; ");
   const root = figure(container, W, H, "Heat strip of FFN neurons per layer. " + summary);
   const cellW = (W - left - 8) / Math.max(1, nLayer);
@@ -91,7 +98,7 @@ function drawSplit(container, layers, nLayer) {
   const parts = [["hot", "GPU (hot)", COLORS.hot], ["cached", "GPU (cached)", COLORS.cached], ["cold", "CPU (cold)", COLORS.cold]];
   let max = 0;
   for (let l = 0; l < nLayer; l++) max = Math.max(max, parts.reduce((s, [k]) => s + (layers[k][l] || 0), 0));
-  const scale = Math.max(0.05, Math.ceil(max * 20) / 20);
+  const scale = niceScale(max);
   const summary = parts.map(([k, name]) => name + " " + percent(avg(layers[k]))).join(", ");
   const root = figure(container, W, H, "Predicted neurons per layer by where they ran, mean per layer: " + summary);
   const cellW = (W - left - 8) / Math.max(1, nLayer);
@@ -141,7 +148,8 @@ function drawSpark(container, label, values, format) {
   cap.textContent = label + ": " + (last == null ? "n/a" : format(last));
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": cap.textContent });
   const max = Math.max(1e-9, ...values.filter((v) => v != null));
-  const pts = values.map((v, i) => `${(i * W) / (HISTORY - 1)},${H - 2 - ((v || 0) / max) * (H - 4)}`);
+  // The newest sample at the right edge.
+  const pts = values.map((v, i) => `${W - ((values.length - 1 - i) * W) / (HISTORY - 1)},${H - 2 - ((v || 0) / max) * (H - 4)}`);
   if (pts.length > 1) svg("polyline", { points: pts.join(" "), fill: "none", stroke: "currentColor", "stroke-width": 1.5 }, root);
   wrap.append(cap, root);
   container.appendChild(wrap);
@@ -169,6 +177,7 @@ function drawCurve(container, curve) {
     text(root, left - 6, py(10 ** e) + 4, "1e" + e, { "text-anchor": "end", class: "axis" });
   }
   text(root, left + pw / 2, H - 4, "neuron rank (1 = hottest)", { "text-anchor": "middle", class: "axis" });
+  text(root, left + 6, top + 12, "firings per token", { class: "axis" });
   curve.layers.forEach((layer, l) => {
     const pts = [];
     layer.rank.forEach((r, i) => { if (layer.freq[i] > 0) pts.push(`${px(r).toFixed(1)},${py(layer.freq[i]).toFixed(1)}`); });
@@ -217,8 +226,9 @@ export function initEngine({ onAuthError, isVisible }) {
     const heat = $("heat");
     if (f.mode === "dense") {
       $("engine-note").textContent =
-        "This model runs the dense FFN: every neuron of every layer for every token (no predictors, --sparsity dense, " +
-        "TEAL or layer offload), so there are no per-neuron counts to draw.";
+        "This model runs the dense FFN: every neuron of every layer for every token, so there are no per-neuron " +
+        "counts to draw. (The sparse FFN needs predictors, in the model or from a --stats file, and a sparsity other " +
+        "than dense.)";
       $("ffn-window").textContent = "";
       heat.replaceChildren(Object.assign(document.createElement("p"), { className: "note", textContent: "Dense FFN: 100% of the neurons run on every token." }));
       $("split").replaceChildren();

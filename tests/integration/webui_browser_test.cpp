@@ -53,7 +53,7 @@ TEST_CASE("the web page works in headless chromium", "[integration][webui][brows
   // mid-way.
   const auto sparse = tc::test::make_test_model(
       dir, "sparse",
-      "--sparse --n-embd 256 --n-layer 3 --n-ff 1024 --n-head 4 --n-head-kv 2 --n-vocab 1024 --predictor-rank 32 "
+      "--sparse --n-embd 512 --n-layer 3 --n-ff 1536 --n-head 8 --n-head-kv 4 --n-vocab 1024 --predictor-rank 32 "
       "--n-ctx 8192 --seed 11");
   const std::string stats = (dir / "sparse.stats").string();
   if (!fs::exists(stats)) {

@@ -96,7 +96,7 @@ try {
     const page = await openPage(1280, 860);
     await page.goto(denseUrl + "/", { waitUntil: "load" });
     await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
-    check("dense: no key is asked for", await page.$eval("#key-form", (f) => f.hidden));
+    check("dense: no key is asked for", await page.$eval("#key-form", (f) => f.getClientRects().length === 0));
     const system = "Answer in the words of the King James Bible.";
     await setParams(page, { temperature: 0, topP: 1, maxTokens: 40, system });
     const question = "Who made the heaven and the earth?";
@@ -175,13 +175,14 @@ try {
   // 4. The sparse server with --api-key: the key is asked for once and used;
   //    the engine view updates while a reply streams; Stop frees the slot.
   {
-    const page = await openPage(1280, 900);
+    const page = await openPage(1280, 1500);  // tall: the whole engine view on screen
     await page.goto(sparseUrl + "/", { waitUntil: "load" });
-    await until("the key form", () => page.$eval("#key-form", (f) => !f.hidden));
+    await until("the key form", () => page.$eval("#key-form", (f) => f.getClientRects().length > 0));
     check("key: the page asks for the API key", true);
     await page.type("#key-input", apiKey);
     await page.keyboard.press("Enter");
     await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
+    check("key: the form is gone once the key is entered", await page.$eval("#key-form", (f) => f.getClientRects().length === 0));
     const stored = await page.evaluate(() => sessionStorage.getItem("thermocline.apiKey"));
     check("key: kept in sessionStorage and used (the models are listed)", stored === apiKey, stored);
     await until("the engine view", () => page.$eval("#heat", (h) => Number(h.dataset.updates) > 0));
@@ -202,6 +203,7 @@ try {
     check("engine: the view updates while the reply streams", later.streaming && later.generated > first.generated && later.mode === "sparse" &&
       later.steps > 0 && later.cells === 2 * 3, { first, later });
     if (screenshotDir) {
+      await sleep(4000);  // a few seconds of sparklines
       const engine = await page.$("#engine");
       await engine.screenshot({ path: path.join(screenshotDir, "webui-engine.png") });
     }
@@ -279,7 +281,7 @@ try {
     await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
     const page = await openPage(1280, 860);
     await page.goto(`http://127.0.0.1:${proxy.address().port}/tc/`, { waitUntil: "load" });
-    await until("the key form", () => page.$eval("#key-form", (f) => !f.hidden));
+    await until("the key form", () => page.$eval("#key-form", (f) => f.getClientRects().length > 0));
     await page.type("#key-input", apiKey);
     await page.keyboard.press("Enter");
     await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
