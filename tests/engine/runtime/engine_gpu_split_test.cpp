@@ -1,7 +1,8 @@
 // The server's Engine with a GPU split, the "GPU" being HostDeviceBackend:
 // hybrid mode (placement solved at start, or from `place`'s file) gives the
-// CPU-only sparse engine's greedy tokens, layer offload (by K or by budget)
-// the CPU-only dense engine's tokens and logprobs bit for bit; a split that
+// CPU-only sparse engine's greedy tokens (and its engine view counts every
+// predicted neuron on one side), layer offload (by K or by budget) the
+// CPU-only dense engine's tokens and logprobs bit for bit; a split that
 // cannot be set up leaves the engine Failed with the reason, including a
 // `--device cuda` build or machine without CUDA.
 #include <catch2/catch.hpp>
@@ -47,6 +48,7 @@ struct Completion {
 struct EngineRun {
   std::vector<Completion> completions;  // one per prompt, in order
   std::string summary;                  // Engine::setup_summary(), one line each
+  tc::runtime::FfnActivity activity;    // Engine::ffn_activity() at the end
 };
 
 EngineOptions engine_options(tc::runtime::ModelSetup model) {
@@ -105,6 +107,7 @@ EngineRun run_engine(std::shared_ptr<const tc::model::LoadedModel> loaded, const
   }
   CHECK(engine.state() == EngineState::Ready);
   for (const auto& line : engine.setup_summary()) run.summary += line + "\n";
+  run.activity = engine.ffn_activity();
   return run;
 }
 
@@ -174,6 +177,19 @@ TEST_CASE("the engine in hybrid mode gives the CPU-only sparse engine's greedy t
   check_same_tokens(hybrid, cpu, 1e-3);
   CHECK_THAT(hybrid.summary, Catch::Contains("hybrid: " + std::to_string(expected_hot) + " of " +
                                              std::to_string(plan.n_neurons()) + " FFN neurons hot"));
+  // The engine view's counters: every predicted neuron ran on one side.
+  CHECK(cpu.activity.mode == "sparse");
+  const auto& a = hybrid.activity;
+  CHECK(a.mode == "hybrid");
+  CHECK(a.window_steps > 0);
+  REQUIRE(a.predicted.size() == static_cast<size_t>(loaded->spec.n_layer));
+  int64_t on_device = 0;
+  for (size_t l = 0; l < a.predicted.size(); ++l) {
+    CHECK(a.predicted[l] > 0);
+    CHECK(a.hot[l] + a.cached[l] + a.cold[l] == a.predicted[l]);
+    on_device += a.hot[l];
+  }
+  CHECK(on_device > 0);
   REQUIRE(made.devices.size() == 1);
   CHECK(made.n_cpu == 1);
   CHECK(made.devices[0]->uploaded_bytes > 0);  // the hot rows and the rest, at load
@@ -210,6 +226,8 @@ TEST_CASE("the engine in layer offload mode gives the CPU-only dense engine's to
   check_same_tokens(offload, cpu, 0);
   CHECK_THAT(offload.summary, Catch::Contains("layer offload: the first " + std::to_string(want_k) + " of " +
                                               std::to_string(n_layer) + " layers"));
+  CHECK(offload.activity.mode == "dense");
+  CHECK(offload.activity.predicted.empty());
   REQUIRE(made.devices.size() == 1);
   CHECK(made.devices[0]->uploaded_bytes > 0);
   CHECK(made.devices[0]->to_device_bytes > 0);
