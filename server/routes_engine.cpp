@@ -1,7 +1,6 @@
-// The engine view's routes: GET /v1/engine/stats (slots, queue, KV cache,
-// the FFN's per-layer work over the last sparse steps, bytes per token) and
-// GET /v1/engine/firing_curve (the loaded stats file's firing frequency by
-// neuron rank). Both need the API key like every route but /health.
+// The engine view's routes (docs/api.md): GET /v1/engine/stats (slots, queue,
+// KV cache, the FFN's per-layer work over the last sparse steps, bytes per
+// token) and GET /v1/engine/firing_curve (the loaded stats file's curve).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,8 +1,6 @@
-// The built-in web page (docs/webui.md): GET / is index.html, GET
-// /webui/NAME the page's other files, all embedded in the binary
-// (webui_assets.h), and GET /webui/config.json whether API calls need a key.
-// Public (no API key): the page asks for the key and sends it with its API
-// calls. Off with --no-webui (the routes are not installed).
+// The built-in web page (docs/webui.md): GET / and GET /webui/NAME serve the
+// files embedded in the binary (webui_assets.h), GET /webui/config.json says
+// whether API calls need a key. Public; not installed with --no-webui.
 #include <chrono>
 #include <cstdint>
 #include <memory>
