@@ -52,7 +52,12 @@ TEST_CASE("metric route labels are the server's routes or 'other'", "[server][ro
   CHECK(route_label("/x\"y\nz") == "other");
   CHECK(route_label("/v1/secret-probe-12345") == "other");
   CHECK(route_label("/v1") == "other");
-  CHECK(route_label("/") == "other");
+  // The web page and the engine view.
+  CHECK(route_label("/") == "/");
+  CHECK(route_label("//") == "/");
+  CHECK(route_label("/v1/engine/stats") == "/v1/engine/stats");
+  CHECK(route_label("/engine/firing_curve/") == "/engine/firing_curve");
+  CHECK(route_label("/webui/app.js") == "other");
 }
 
 TEST_CASE("metrics render Prometheus text with cumulative buckets", "[server][metrics]") {
