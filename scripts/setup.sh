@@ -4,7 +4,7 @@
 # packages into .deps/npm). Works as root or through sudo; safe to run any
 # number of times.
 #   scripts/setup.sh              build + test dependencies
-#   scripts/setup.sh --no-npm     skip the npm packages
+#   scripts/setup.sh --no-npm     skip the npm packages (and chromium)
 #   scripts/setup.sh --no-browser skip chromium (the web page's browser test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,10 +40,11 @@ else
   echo "setup: Debian packages already installed"
 fi
 
-# Debian's chromium, driven headless by puppeteer-core (below) in the web
-# page's browser test (tests/integration/webui). Optional: that test skips
-# with a message when it is absent.
-if [ "$want_browser" -eq 1 ]; then
+# Debian's chromium, driven headless by puppeteer-core (an npm package,
+# below) in the web page's browser test (tests/integration/webui), so only
+# with the npm packages. Optional: that test skips with a message when it is
+# absent.
+if [ "$want_browser" -eq 1 ] && [ "$want_npm" -eq 1 ]; then
   if dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
     echo "setup: chromium already installed"
   else
