@@ -74,6 +74,14 @@ struct ServeOptions {
   double request_timeout_s = 600;   // generation time limit per request, 0 = none (key: request_timeout_s)
   int64_t max_body_bytes = 8 << 20; // request body limit, larger is a 413 (key: max_body_bytes)
 
+  // HTTP connections: what a client may take of the server (server/http/).
+  double http_request_timeout_s = 30;  // a request's head and body must arrive within this (key: http_request_timeout_s)
+  double http_keep_alive_s = 5;        // idle keep-alive connections close after this; 0 = none (key: http_keep_alive_s)
+  double http_write_timeout_s = 10;    // a response write stalled this long drops the client (key: http_write_timeout_s)
+  int http_max_header_bytes = 16384;   // request line + headers, larger is a 431 (key: http_max_header_bytes)
+  int http_max_headers = 100;          // header fields per request, more is a 431 (key: http_max_headers)
+  int http_max_connections = 1024;     // open connections, more are answered 503 (key: http_max_connections)
+
   // Security.
   std::vector<std::string> api_keys;          // accepted keys; empty = auth off (key: api_keys)
   std::filesystem::path api_key_file;         // one key per line, '#' comments (key: api_key_file)

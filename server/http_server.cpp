@@ -1,17 +1,21 @@
-// HttpServer: httplib setup, access control (API keys, CORS, body limit),
-// the lifecycle states, and the shared response helpers; the routes live in
+// HttpServer: the HTTP layer (server/http/: connections, limits) in front
+// of httplib's routing, access control (API keys, CORS, body limit), the
+// lifecycle states, and the shared response helpers; the routes live in
 // routes_info.cpp, routes_generate.cpp, routes_engine.cpp and routes_webui.cpp.
 #include "server/http_server.h"
 
 #include <spdlog/spdlog.h>
 
-#include <sys/socket.h>
-
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include "server/access.h"
+#include "server/http/http_front.h"
+#include "server/http/httplib_bridge.h"
+#include "server/http/memory_release.h"
 #include "server/openai_responses.h"
 #include "server/request_body.h"
 #include "server/request_log.h"
@@ -50,22 +54,30 @@ std::optional<ApiError> unavailable(const ServerContext& ctx, const ServingModel
   return std::nullopt;
 }
 
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000)));
+}
+
+http::HttpLimits http_limits(const config::ServeOptions& o) {
+  http::HttpLimits l;
+  l.max_header_bytes = static_cast<size_t>(o.http_max_header_bytes);
+  l.max_headers = static_cast<size_t>(o.http_max_headers);
+  l.max_body_bytes = static_cast<uint64_t>(o.max_body_bytes);
+  l.request_timeout = millis(o.http_request_timeout_s);
+  l.keep_alive_timeout = millis(o.http_keep_alive_s);
+  l.write_timeout = millis(o.http_write_timeout_s);
+  l.max_connections = static_cast<size_t>(o.http_max_connections);
+  return l;
+}
+
+}  // namespace
+
 struct HttpServer::Impl {
   ServerContext ctx;
-  httplib::Server http;
-  // The listening socket, seen by the socket options callback before bind.
-  std::atomic<int> listen_fd{-1};
-
-  Impl() {
-    // httplib's default options set SO_REUSEPORT, which lets a second
-    // listener share the port and take half its connections; SO_REUSEADDR
-    // is what a restart over TIME_WAIT needs.
-    http.set_socket_options([this](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-      listen_fd.store(sock);
-    });
-  }
+  http::HttplibRouter http;
+  std::unique_ptr<http::HttpFront> front;
 
   void add_cors_headers(const httplib::Request& req, httplib::Response& res) const {
     const std::string allow = cors_allow_origin(ctx.options.cors_origins, req.get_header_value("Origin"));
@@ -105,8 +117,27 @@ struct HttpServer::Impl {
     return httplib::Server::HandlerResponse::Unhandled;
   }
 
+  // A request the HTTP layer answered itself: counted and logged like any
+  // other, and readable by a page of an allowed origin.
+  http::HeaderList rejected(const http::Rejection& r) {
+    const std::string route = r.path.empty() ? "other" : route_label(r.path);
+    ctx.metrics.record({route, r.status});
+    log_request(plain_request_line(r.method.empty() ? "-" : r.method, route, r.status, 0, r.message));
+    http::HeaderList extra;
+    const std::string allow = cors_allow_origin(ctx.options.cors_origins, r.origin);
+    if (!allow.empty()) {
+      extra.emplace_back("Access-Control-Allow-Origin", allow);
+      if (allow != "*") extra.emplace_back("Vary", "Origin");
+    }
+    return extra;
+  }
+
   void install() {
     http.set_payload_max_length(static_cast<size_t>(ctx.options.max_body_bytes));
+    // Only the Keep-Alive response header reads these; HttpFront keeps the
+    // connections (any number of requests each).
+    http.set_keep_alive_timeout(static_cast<time_t>(std::ceil(ctx.options.http_keep_alive_s)));
+    http.set_keep_alive_max_count(100000);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       return pre_route(req, res);
     });
@@ -147,18 +178,25 @@ struct HttpServer::Impl {
 };
 
 HttpServer::HttpServer(config::ServeOptions options) : impl_(std::make_unique<Impl>()) {
+  http::tune_allocator();
   impl_->ctx.options = std::move(options);
   impl_->ctx.id_salt = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   impl_->ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
                            .count();
-  // One thread per open connection: a streaming request holds its thread, so
-  // the pool must cover every slot, the whole queue and some idle keep-alives,
-  // or clients would wait in httplib's backlog instead of getting a 503.
+  // One worker per request being answered: a streaming request holds its
+  // worker, so there must be one for every slot and the whole queue (and a
+  // few for quick routes), or requests would wait for a worker instead of
+  // getting a 503 from a full queue. Idle and slow connections hold none.
   const auto& o = impl_->ctx.options;
-  const int n_threads = std::max(o.http_threads, o.parallel + o.queue_size + 8);
-  impl_->http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
+  const int n_workers = std::max(o.http_threads, o.parallel + o.queue_size + 8);
   impl_->install();
+  const auto write_stall = millis(o.http_write_timeout_s);
+  Impl* m = impl_.get();
+  http::FrontHooks hooks;
+  hooks.handle = [m, write_stall](const http::ReadyRequest& r) { return m->http.serve(r, write_stall); };
+  hooks.rejected = [m](const http::Rejection& r) { return m->rejected(r); };
+  impl_->front = std::make_unique<http::HttpFront>(http_limits(o), static_cast<size_t>(n_workers), std::move(hooks));
 }
 
 HttpServer::~HttpServer() = default;
@@ -178,27 +216,22 @@ void HttpServer::publish(std::shared_ptr<const model::LoadedModel> model, std::s
 void HttpServer::set_load_error(std::string message) { impl_->ctx.set_load_error(std::move(message)); }
 
 bool HttpServer::run(const std::function<void()>& on_ready) {
-  auto& http = impl_->http;
   const auto& o = impl_->ctx.options;
-  // Port 0 lets the kernel choose; it is never taken by another process in
-  // between, unlike a port probed as free and then bound.
-  const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port <= 0) {
-    error_ = "cannot listen on " + o.host + ":" + std::to_string(o.port) + " (address in use or not available)";
+  if (!impl_->front->bind(o.host, o.port)) {
+    error_ = "cannot listen on " + o.host + ":" + std::to_string(o.port) + " (" + impl_->front->error() + ")";
     return false;
   }
-  bound_port_.store(port);
-  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled
-  // into Debian's library): a burst of more clients than that connecting at
-  // once overflowed the accept queue, and one of 16 concurrent test clients
-  // lost its request. listen() again on the bound socket raises it.
-  if (const int fd = impl_->listen_fd.load(); fd >= 0) ::listen(fd, SOMAXCONN);
+  bound_port_.store(impl_->front->port());
   if (on_ready) on_ready();
-  return http.listen_after_bind();
+  impl_->front->run();
+  return true;
 }
 
-void HttpServer::begin_drain() { impl_->ctx.draining.store(true); }
+void HttpServer::begin_drain() {
+  impl_->ctx.draining.store(true);
+  impl_->front->begin_drain();
+}
 
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::stop() { impl_->front->stop(); }
 
 }  // namespace tc::server

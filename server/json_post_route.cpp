@@ -2,6 +2,8 @@
 // hands it to the route parsed (json_post_route.h says why).
 #include "server/json_post_route.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "server/openai_schema.h"
@@ -19,6 +21,10 @@ ParsedBody read_json_body(const httplib::Request& req, httplib::Response& res, c
     return out;
   }
   std::string body;
+  // The HTTP layer has the whole body already and gives its exact length:
+  // one allocation instead of a doubling series of copies.
+  const uint64_t length = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+  body.reserve(static_cast<size_t>(std::min<uint64_t>(length, static_cast<uint64_t>(max_bytes))));
   bool too_large = false;
   const bool complete = read([&](const char* data, size_t n) {
     // Past the limit the rest is read and dropped, so that the connection

@@ -4,9 +4,9 @@
 // `curl -d` sends when no Content-Type is given -- into form fields, and
 // answers 413 to any such body over 8 KiB, a limit compiled into Debian's
 // shared library: `curl -d @request.json` failed for every prompt past
-// 8 KiB. Read here, the body is taken as sent whatever its Content-Type,
-// and a chunked body past --max-body-bytes is drained, not buffered
-// (httplib bounds only Content-Length bodies and reads chunked ones whole).
+// 8 KiB. Read here, the body is taken as sent whatever its Content-Type.
+// (The HTTP layer, server/http/, has read the whole body before, decoded a
+// chunked one, and answered 413 to any over --max-body-bytes.)
 #pragma once
 
 #include <cstdint>

@@ -142,7 +142,9 @@ TEST_CASE("the bounds of the issue are the table's", "[config]") {
       {"port", 0, 65535},         {"parallel", 1, 256},       {"ctx_size", 16, 1 << 20},
       {"queue_size", 0, 100000},  {"threads", 0, 1024},       {"max_n", 1, 128},
       {"max_top_logprobs", 0, 20}, {"request_timeout_s", 0, -1}, {"max_body_bytes", 1024, -1},
-      {"http_threads", 1, 1024},
+      {"http_threads", 1, 1024},  {"http_request_timeout_s", 0.1, 86400}, {"http_keep_alive_s", 0, 86400},
+      {"http_write_timeout_s", 0.1, 86400}, {"http_max_header_bytes", 1024, 1 << 20}, {"http_max_headers", 1, 10000},
+      {"http_max_connections", 16, 1000000},
   };
   for (const auto& b : bounds) {
     INFO(b.key);
@@ -166,7 +168,7 @@ TEST_CASE("every bounded key rejects values just outside its range, from each so
     std::vector<std::string> outside;
     outside.push_back(integral ? std::to_string(static_cast<int64_t>(d.min) - 1) : "-0.5");
     if (d.max) outside.push_back(std::to_string(static_cast<int64_t>(*d.max) + 1));
-    std::vector<std::string> inside = {integral ? std::to_string(static_cast<int64_t>(d.min)) : "0"};
+    std::vector<std::string> inside = {integral ? std::to_string(static_cast<int64_t>(d.min)) : std::to_string(d.min)};
     if (d.max) inside.push_back(std::to_string(static_cast<int64_t>(*d.max)));
     for (const auto& v : outside) {
       INFO(key << " = " << v);
