@@ -258,7 +258,9 @@ json read_messages(const json& body) {
     static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool", "function"};
     bool known = false;
     for (const char* k : kRoles) known = known || *role == k;
-    if (!known) fail("'" + where + ".role' must be one of system, developer, user, assistant, tool", "messages");
+    if (!known) {
+      fail("'" + where + ".role' must be one of system, developer, user, assistant, tool, function", "messages");
+    }
     json copy = msg;
     copy["content"] = normalise_content(msg, i);
     if (copy.contains("name") && !copy["name"].is_null() && !copy["name"].is_string()) {

@@ -177,6 +177,8 @@ struct GenerationJob {
         }
         if (ev.kind == StreamEvent::Kind::Finished) {
           if (ev.finish == runtime::FinishReason::Cancelled || ev.finish == runtime::FinishReason::Error) {
+            // The tokens generated before the cut still count (log line, usage).
+            account(i, ev, group_counted);
             fail(ev.finish == runtime::FinishReason::Cancelled ? "the request was cancelled (server shutting down)"
                                                                : ev.error,
                  write);

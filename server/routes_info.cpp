@@ -60,8 +60,11 @@ void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib:
                  std::chrono::steady_clock::time_point start) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string route = route_label(req.path);
-  ctx.metrics.record({route, res.status});
-  log_request(plain_request_line(req.method, route, res.status, seconds));
+  // A handler that set a body but no status answers 200: httplib fills the
+  // status in only when it writes the response, after this.
+  const int status = res.status == -1 ? 200 : res.status;
+  ctx.metrics.record({route, status});
+  log_request(plain_request_line(req.method, route, status, seconds));
 }
 httplib::Server::Handler logged(ServerContext& ctx, httplib::Server::Handler handler) {
   return [&ctx, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {

@@ -93,6 +93,16 @@ std::string validate(const SamplingParams& p, int32_t n_vocab) {
       return "logit_bias value for token " + std::to_string(token) + " must be in [-100, 100], got " + fmt(bias);
     }
   }
+  // Every token banned: no token could ever be sampled. Caught here, so that
+  // the request is a 400 before its answer starts, not an error mid-answer.
+  if (n_vocab > 0 && static_cast<int64_t>(p.logit_bias.size()) >= n_vocab) {
+    int64_t n_banned = 0;
+    for (const auto& [token, bias] : p.logit_bias) n_banned += bias <= kBanBias ? 1 : 0;
+    if (n_banned >= n_vocab) {
+      return "logit_bias bans every token of the vocabulary (" + std::to_string(n_vocab) + " tokens at " +
+             fmt(kBanBias) + "): nothing could be generated";
+    }
+  }
   return {};
 }
 

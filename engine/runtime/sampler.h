@@ -52,7 +52,7 @@ struct SamplingParams {
 
 // An error message naming the field at fault ("top_p must be in (0, 1]"), or
 // empty when the params are valid. With n_vocab > 0 the logit_bias token ids
-// are checked against [0, n_vocab) too.
+// are checked against [0, n_vocab) too, and banning every token is invalid.
 std::string validate(const SamplingParams& params, int32_t n_vocab = 0);
 
 struct TokenLogprob {

@@ -556,9 +556,12 @@ TEST_CASE("NaN and infinite logits", "[sampler]") {
         CHECK(r.n_top == 0);
       }
     }
+    // Banning every token is refused by validate(); banning all but one whose
+    // logit is -inf leaves nothing too.
     SamplingParams p = with_temp(1.0f);
-    for (TokenId t = 0; t < 40; ++t) p.logit_bias[t] = -100.0f;
+    for (TokenId t = 0; t < 39; ++t) p.logit_bias[t] = -100.0f;
     Sampler banned(p, 40);
+    logits[39] = -kInf;
     CHECK(banned.sample(logits).status == SampleStatus::NoCandidates);
   }
 }
@@ -648,6 +651,14 @@ TEST_CASE("validate names the field at fault", "[sampler]") {
   CHECK_THAT(message([](auto& p) { p.logit_bias[10] = 1.0f; }, 10), Contains("logit_bias token 10"));
   CHECK(message([](auto& p) { p.logit_bias[10] = 1.0f; }).empty());  // no n_vocab: ids unchecked above 0
   CHECK_THAT(message([](auto& p) { p.logit_bias[3] = 101.0f; }), Contains("logit_bias"));
+  const auto ban_first = [](int n) {
+    return [n](auto& p) {
+      for (TokenId t = 0; t < n; ++t) p.logit_bias[t] = -100.0f;
+    };
+  };
+  CHECK_THAT(message(ban_first(10), 10), Contains("logit_bias bans every token"));
+  CHECK(message(ban_first(9), 10).empty());
+  CHECK(message(ban_first(10)).empty());  // no n_vocab: not known to be every token
 
   SamplingParams bad;
   bad.top_p = 0.0f;
