@@ -17,6 +17,10 @@
 //       send -> first token chunk at the client. With FILE[,FILE...] (`thermocline bench -p N -n 0 -o
 //       json`), the median bare prefill time of the same prompt length over all their samples is
 //       reported beside it.
+//   serve_load latency --port P [--requests 100]
+//       One client, one request at a time: GET /health and a non-streamed /v1/completions (max_tokens 1)
+//       on one reused keep-alive connection and on a fresh connection each; send -> whole response.
+//       Reports p50 and p90 per route and connection kind, side by side.
 //   serve_load soak --port P --pid PID [--requests 2000] [--warmup 200] [--concurrency 8]
 //                   [--abort-fraction 0.3] [--seed 1]
 //       A mix of chat and completions, streamed or not, small max_tokens; a fraction of the requests
@@ -108,6 +112,7 @@ struct Args {
       "       serve_load wait-health --port P [--timeout-s 120]\n"
       "       serve_load decode --port P --clients N [--tokens 128] [--repeats 5] [--warmup 1] [--prompt-tokens 16]\n"
       "       serve_load ttft --port P [--prompt-tokens 16] [--repeats 20] [--bench-json FILE]\n"
+      "       serve_load latency --port P [--requests 100]\n"
       "       serve_load soak --port P --pid PID [--requests 2000] [--warmup 200] [--concurrency 8]\n"
       "                       [--abort-fraction 0.3] [--seed 1]\n"
       "       common: [--host 127.0.0.1]\n",
@@ -672,6 +677,48 @@ int cmd_soak(const Target& t, const Args& a) {
   return ok ? 0 : 1;
 }
 
+// --- latency ---------------------------------------------------------------------
+
+int cmd_latency(const Target& t, const Args& a) {
+  const int n = static_cast<int>(a.num("requests", 100));
+  const std::string completion = json{{"prompt", "hi"}, {"max_tokens", 1}, {"seed", 1}}.dump();
+  struct Route {
+    const char* name;
+    std::function<httplib::Result(httplib::Client&)> call;
+  };
+  const Route routes[] = {
+      {"health", [](httplib::Client& c) { return c.Get("/health"); }},
+      {"completion", [&completion](httplib::Client& c) {
+         return c.Post("/v1/completions", completion, "application/json");
+       }},
+  };
+  int errors = 0;
+  for (const auto& route : routes) {
+    std::vector<double> reused_ms, fresh_ms;
+    auto reused = make_client(t);
+    reused.set_keep_alive(true);
+    for (int i = 0; i < n + 5; ++i) {  // the first 5 warm the connection up
+      const auto start = Clock::now();
+      const auto res = route.call(reused);
+      errors += res && res->status == 200 ? 0 : 1;
+      if (i >= 5) reused_ms.push_back(1000 * seconds(Clock::now() - start));
+    }
+    for (int i = 0; i < n; ++i) {
+      const auto start = Clock::now();
+      auto fresh = make_client(t);
+      const auto res = route.call(fresh);
+      errors += res && res->status == 200 ? 0 : 1;
+      fresh_ms.push_back(1000 * seconds(Clock::now() - start));
+    }
+    std::printf("latency_%s_reused_p50_ms=%.3f\nlatency_%s_reused_p90_ms=%.3f\n", route.name, median(reused_ms),
+                route.name, quantile(reused_ms, 0.9));
+    std::printf("latency_%s_fresh_p50_ms=%.3f\nlatency_%s_fresh_p90_ms=%.3f\n", route.name, median(fresh_ms), route.name,
+                quantile(fresh_ms, 0.9));
+  }
+  std::printf("latency_requests=%d\nlatency_errors=%d\n", n, errors);
+  return errors == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -685,6 +732,7 @@ int main(int argc, char** argv) {
     if (a.mode == "wait-health") return cmd_wait_health(t, a);
     if (a.mode == "decode") return cmd_decode(t, a);
     if (a.mode == "ttft") return cmd_ttft(t, a);
+    if (a.mode == "latency") return cmd_latency(t, a);
     if (a.mode == "soak") return cmd_soak(t, a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "serve_load %s: %s\n", a.mode.c_str(), e.what());

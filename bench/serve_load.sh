@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Thermocline's server under load (issue 4): bench/serve_load (the load
 # generator, cpp-httplib's client) against `thermocline serve` on a free
-# loopback port. Three measurements, printed as one markdown table:
+# loopback port. Four measurements, printed as one markdown table:
 #
 #  decode  the 1B-class Q4_0 model (make-model, the flags of
 #          bench/make_model_1b.sh, seed 1; made once into MODEL_DIR and
@@ -24,6 +24,11 @@
 #          1) to its token arriving, over 20 requests, against the bare
 #          prefill of 16 tokens (`thermocline bench -p 16 -n 0 -r 10` right
 #          before and right after, median of the 20). Target: within 20 ms.
+#  latency a tiny model, `serve` with default HTTP settings, one client, one
+#          request at a time: GET /health and a non-streamed /v1/completions
+#          (max_tokens 1), LATENCY_N each on one reused keep-alive connection
+#          and LATENCY_N each on a fresh connection; p50 and p90 side by side.
+#          Target: a reused connection answers /health in under 5 ms (p50).
 #  soak    a tiny model, `serve --parallel 8`, 8 client threads: warm-up
 #          requests, then SOAK_N requests (chat and completions, streamed or
 #          not, max_tokens 1-24), 30% of them dropped by the client after 1-4
@@ -32,11 +37,12 @@
 #          the server exits 0 on SIGTERM.
 #
 #   bench/serve_load.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-n N_GEN]
-#                       [--soak-requests N] [--soak-warmup N] [--rss-limit-mb MB] [--only decode,ttft,soak]
+#                       [--soak-requests N] [--soak-warmup N] [--rss-limit-mb MB] [--latency-requests N]
+#                       [--only decode,ttft,latency,soak]
 #                       [--work DIR]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, 128 tokens, 2000 soak requests after 200
-#   warm-up ones, RSS growth limit 20 MB (0: reported only), everything, a temporary work dir (kept
-#   with --work: server logs and raw results).
+#   warm-up ones, RSS growth limit 20 MB (0: reported only), 100 latency requests per kind, everything,
+#   a temporary work dir (kept with --work: server logs and raw results).
 #   A quick check: bench/serve_load.sh -r 1 -n 32 --soak-requests 200
 # Exits 1 if a run fails or the soak misses a target (the speed targets are only reported).
 set -euo pipefail
@@ -50,7 +56,8 @@ n_gen=128
 soak_n=2000
 soak_warmup=200
 rss_limit_mb=20
-only=decode,ttft,soak
+latency_n=100
+only=decode,ttft,latency,soak
 work=
 usage() { sed -n '/^#   bench/,/^#   A quick/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -63,6 +70,7 @@ while [ $# -gt 0 ]; do
     --soak-requests) soak_n=$2; shift 2 ;;
     --soak-warmup) soak_warmup=$2; shift 2 ;;
     --rss-limit-mb) rss_limit_mb=$2; shift 2 ;;
+    --latency-requests) latency_n=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     -h|--help) usage ;;
@@ -106,7 +114,7 @@ if want decode || want ttft; then
   make_model "$model_1b" --n-embd $n_embd --n-layer $n_layer --n-ff $n_ff --n-head $n_head --n-head-kv $n_head_kv \
     --n-vocab $n_vocab --type q4_0
 fi
-if want soak; then
+if want soak || want latency; then
   make_model "$model_tiny" --n-embd 128 --n-layer 2 --n-ff 256 --n-head 4 --n-head-kv 2 --n-vocab 2048 --type q4_0
 fi
 
@@ -180,6 +188,13 @@ if want decode || want ttft; then
   stop_server
   [ "$server_rc" -eq 0 ] || { echo "the 1B server exited $server_rc" >&2; tail -20 "$work/serve-1b.log" >&2; exit 1; }
 fi
+if want latency; then
+  start_server serve-latency "$model_tiny" --parallel 2
+  echo "latency: $latency_n requests per route and connection kind" >&2
+  "$loadgen" latency --port "$port" --requests "$latency_n" > "$work/latency.txt"
+  stop_server
+  [ "$server_rc" -eq 0 ] || { echo "the latency server exited $server_rc" >&2; exit 1; }
+fi
 soak_rc=0
 if want soak; then
   start_server serve-soak "$model_tiny" --parallel 8 --queue-size 64
@@ -237,6 +252,13 @@ if want ttft; then
     paste -d' ' - <(val ttft ttft_all_ms | tr ',' '\n') |
     awk '{ print $3 - 1000 * ($2 - $1) }' | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   echo "| per request: client TTFT - the engine's prefill step for it (server log), median | $overhead ms | <= 20 ms $(met "$overhead <= 20") |"
+fi
+if want latency; then
+  lat() {  # lat ROUTE KIND: "p50 ms (p90)"
+    echo "$(val latency "latency_$1_$2_p50_ms") ms ($(val latency "latency_$1_$2_p90_ms"))"
+  }
+  echo "| latency, GET /health, p50 (p90): reused keep-alive connection / a fresh connection each | $(lat health reused) / $(lat health fresh) | reused < 5 ms $(met "$(val latency latency_health_reused_p50_ms) < 5") |"
+  echo "| latency, non-streamed completion (max_tokens 1), p50 (p90): reused / fresh | $(lat completion reused) / $(lat completion fresh) | |"
 fi
 if want soak; then
   growth_mb=$(awk -v k="$(val soak rss_growth_kib)" 'BEGIN { printf "%.1f", k / 1024 }')
