@@ -331,7 +331,7 @@ TEST_CASE("hostile: smaller HTTP-layer faults (metrics, logit_bias, role message
   CHECK(server.stop() == 0);
 }
 
-TEST_CASE("hostile: 500 slow clients cannot starve the server; the request deadline drops them",
+TEST_CASE("hostile: 500 slow clients cannot starve the server, the request deadline drops them",
           "[integration][hostile]") {
   const long fd_limit = tc::test::raise_open_files();
   const int n_slow = static_cast<int>(std::min<long>(500, fd_limit - 100));
