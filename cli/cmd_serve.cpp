@@ -95,6 +95,8 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_ctx = o.ctx_size;
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
+  e.time_split = o.time_split;
+  e.probe_bandwidth = true;  // the engine view's modelled limit per token
   // Validated with the other options, so these parses do not throw.
   e.model.threads = o.threads;
   e.model.device = config::parse_device_setting(o.device);

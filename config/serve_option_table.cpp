@@ -163,6 +163,10 @@ const OptionDescriptor kTable[] = {
      .help = "Hybrid mode: copy the cold neurons the next layer is predicted to use into a VRAM cache while the "
              "GPU computes: on | off | auto (a per-layer cost model on measured bandwidths decides)",
      .field = &ServeOptions::prefetch, .choices = kPrefetchChoices, .check = check_prefetch},
+    {.key = "time_split", .flags = "--time-split,!--no-time-split",
+     .help = "Hybrid mode: time each decode step's GPU, CPU and waits for the engine view (timing events on the "
+             "GPU's stream, a small cost per layer)",
+     .field = &ServeOptions::time_split},
     {.key = "offload_layers", .flags = "--offload-layers",
      .help = "Layer offload (device cuda, dense FFN): the first K layers on the GPU, the rest on the CPU; -1: off",
      .field = &ServeOptions::offload_layers, .min = -1, .max = 1 << 20, .check = check_offload_layers},

@@ -60,6 +60,8 @@ struct ServeOptions {
   std::filesystem::path placement;
   // Hybrid mode's prefetch path into a VRAM neuron cache: on|off|auto (key: prefetch).
   std::string prefetch = "auto";
+  // Hybrid mode: time the decode steps' GPU, CPU and waits (key: time_split).
+  bool time_split = false;
   int64_t offload_layers = -1;      // layer offload: the first K layers on the GPU; -1: off (key: offload_layers)
   // Bytes ("12GiB"): the solver's budget with placement "auto" (empty: free
   // VRAM minus a margin); alone, layer offload with the largest K that fits (key: vram_budget).

@@ -1,6 +1,6 @@
 // The engine view's routes (docs/api.md): GET /v1/engine/stats (slots, queue,
-// KV cache, the FFN's per-layer work over the last sparse steps, bytes per
-// token) and GET /v1/engine/firing_curve (the loaded stats file's curve).
+// KV cache, the FFN's per-layer work over the last sparse steps, bytes and
+// time per token against the modelled limit) and GET /v1/engine/firing_curve (the loaded stats file's curve).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/hybrid_time_split.h"
@@ -75,7 +76,8 @@ json ffn_json(const runtime::FfnActivity& a, const model::ModelSpec& spec) {
 
 // What a decode token reads from VRAM, host memory and over PCIe, modelled
 // from the tensor sizes and the window's neuron counts; null where unknown.
-json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, const runtime::EngineStats& stats) {
+json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, const runtime::EngineStats& stats,
+                const runtime::DecodeTimes& times) {
   const model::LoadedModel& m = *serving.model;
   const auto& setup = serving.engine->options().model;
   const double mean_context = stats.requests_running > 0
@@ -100,6 +102,10 @@ json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, cons
     const auto b = model::hybrid_bytes_per_token(m, counters, sides, nullptr, model::HybridTimeSplit{}, mean_context);
     out["vram"] = b.gpu;
     out["host"] = b.cpu;
+    // With the time split the decode steps' stream copies are counted.
+    if (times.split_timed && times.tokens > 0) {
+      out["pcie"] = static_cast<double>(times.bus_bytes) / static_cast<double>(times.tokens);
+    }
     return out;
   }
   const auto total = sparse::decode_bytes_per_token(m, a.mode == "sparse" ? &counters : nullptr, mean_context).total();
@@ -111,9 +117,52 @@ json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, cons
   return out;
 }
 
+// A figure in milliseconds, null when not measured.
+json ms_or_null(bool known, double seconds, double per) {
+  return known && per > 0 ? json(1e3 * seconds / per) : json(nullptr);
+}
+
+// The time of the last decode steps against the modelled limit: the bytes a
+// token reads from each memory over that memory's measured bandwidth, the
+// slowest side bounding the step (hybrid mode's sides run concurrently).
+// The limit is one sequence's step; null where a side's bytes or bandwidth
+// is unknown.
+json time_json(const runtime::DecodeTimes& t, const json& bytes, const runtime::EngineBandwidths& bw) {
+  const auto steps = static_cast<double>(t.window_steps);
+  json out = {{"window_steps", t.window_steps},
+              {"tokens", t.tokens},
+              {"decode_steps_total", t.decode_steps_total},
+              {"sequences_per_step", steps > 0 ? json(static_cast<double>(t.tokens) / steps) : json(nullptr)},
+              {"step_ms", ms_or_null(true, t.wall_s, steps)},
+              {"wall_ms", ms_or_null(true, t.wall_s, static_cast<double>(t.tokens))},
+              {"split_timed", t.split_timed},
+              {"gpu_ms", ms_or_null(t.gpu_timed, t.gpu_s, steps)},
+              {"cpu_ms", ms_or_null(t.split_timed, t.cpu_s, steps)},
+              {"wait_ms", ms_or_null(t.split_timed, t.wait_s, steps)},
+              {"bandwidths_gbs", {{"host", bw.host > 0 ? json(bw.host * 1e-9) : json(nullptr)},
+                                  {"device", bw.device > 0 ? json(bw.device * 1e-9) : json(nullptr)},
+                                  {"pcie", bw.pcie > 0 ? json(bw.pcie * 1e-9) : json(nullptr)}}}};
+  // Each known side's seconds; a side with bytes but no bandwidth leaves the limit unknown.
+  double limit_s = 0;
+  bool any = false, unknown = false;
+  for (const auto& [key, rate] : {std::pair{"vram", bw.device}, std::pair{"host", bw.host}, std::pair{"pcie", bw.pcie}}) {
+    if (!bytes.contains(key) || bytes[key].is_null()) continue;
+    if (rate <= 0) {
+      unknown = true;
+      continue;
+    }
+    limit_s = std::max(limit_s, bytes[key].get<double>() / rate);
+    any = true;
+  }
+  out["limit_ms"] = any && !unknown ? json(1e3 * limit_s) : json(nullptr);
+  return out;
+}
+
 json stats_json(const ServerContext& ctx, const ServingModel& serving) {
   const runtime::EngineStats stats = serving.engine->stats();
   const runtime::FfnActivity activity = serving.engine->ffn_activity();
+  const runtime::DecodeTimes times = serving.engine->decode_times();
+  const json bytes = bytes_json(serving, activity, stats, times);
   const auto& engine_options = serving.engine->options();
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -133,9 +182,8 @@ json stats_json(const ServerContext& ctx, const ServingModel& serving) {
                       {"generated_total", stats.generated_tokens_total},
                       {"steps_total", stats.steps_total}}},
           {"ffn", ffn_json(activity, serving.model->spec)},
-          {"bytes_per_token", bytes_json(serving, activity, stats)},
-          // The per-token time split is measured by `bench --time-split` only.
-          {"time_split", nullptr},
+          {"bytes_per_token", bytes},
+          {"time_per_token", time_json(times, bytes, serving.engine->bandwidths())},
           {"firing_curve", serving.model->stats_file.has_value()}};
 }
 

@@ -11,6 +11,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/bandwidth_probe.h"
 #include "engine/runtime/stop_text.h"
 #include "engine/text/tokenizer.h"
 
@@ -146,6 +147,8 @@ struct Engine::Impl {
 
   std::vector<std::string> setup_summary;  // set once, before Ready; guarded by `mutex`
   const FfnActivityRing* activity = nullptr;  // activity_ring once Ready; guarded by `mutex`
+  const DecodeTimeRing* decode_times = nullptr;  // decode_ring once Ready; guarded by `mutex`
+  EngineBandwidths bandwidths;                   // set before Ready; guarded by `mutex`
 
   // Engine thread only.
   RunnableModel runnable;                  // backends and forward pass; outlives kv
@@ -154,6 +157,9 @@ struct Engine::Impl {
   // The sparse FFN's counters after each step (thread-safe itself; readers
   // reach it through `activity`).
   std::unique_ptr<FfnActivityRing> activity_ring;
+  std::unique_ptr<DecodeTimeRing> decode_ring;  // decode steps' wall time (and split)
+  model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
+  EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order
   std::vector<model::StepSequence> step;     // this step's sequences (decodes, then prefill chunks)
@@ -177,6 +183,7 @@ struct Engine::Impl {
   void publish_stats();         // copies the loop's counters into `stats`
   void publish_stats_locked();  // the same, `mutex` held
 
+  EngineBandwidths probe_bandwidths();
   void admit(Pending pending);
   void run_step();
   void emit(int slot_idx, const SampleResult& result);
@@ -198,6 +205,8 @@ void Engine::Impl::run() {
     std::lock_guard lock(mutex);
     setup_summary = runnable.summary;
     activity = activity_ring.get();
+    decode_times = decode_ring.get();
+    bandwidths = measured;
     stats.state = EngineState::Ready;
   }
   try {
@@ -228,12 +237,39 @@ void Engine::Impl::build() {
   } else {
     activity_ring = std::make_unique<FfnActivityRing>();
   }
+  if (options.time_split && llama->hybrid()) timer = &llama->enable_time_split();
+  decode_ring = std::make_unique<DecodeTimeRing>(timer != nullptr);
+  if (options.probe_bandwidth) measured = probe_bandwidths();
   slots.resize(static_cast<size_t>(options.n_parallel));
   step.reserve(slots.size());
   to_sample.reserve(slots.size());
   sampled.resize(slots.size());
   prefill_order.reserve(slots.size());
   admitted.reserve(slots.size());
+}
+
+// The memories the engine reads, each probed over 64 MiB; a probe that
+// fails (no room left on the GPU, say) leaves its figure unknown.
+EngineBandwidths Engine::Impl::probe_bandwidths() {
+  constexpr size_t kProbeBytes = size_t{64} << 20;
+  EngineBandwidths bw;
+  auto probe = [this](auto&& measure) {
+    try {
+      return measure();
+    } catch (const std::exception& e) {
+      runnable.summary.push_back(std::string("bandwidth probe failed: ") + e.what());
+      return 0.0;
+    }
+  };
+  bw.host = probe([&] { return sparse::measure_memory_bandwidth(*host, kProbeBytes); });
+  kernels::Backend& main = *runnable.backend;
+  if (main.device() != kernels::DeviceKind::Cpu) {
+    bw.device = probe([&] { return sparse::measure_memory_bandwidth(main, kProbeBytes); });
+    if (timer != nullptr && runnable.cpu_backend) {
+      bw.pcie = probe([&] { return sparse::measure_bandwidths(main, *runnable.cpu_backend, kProbeBytes).pcie_h2d; });
+    }
+  }
+  return bw;
 }
 
 void Engine::Impl::fail(const std::string& message) {
@@ -447,7 +483,21 @@ void Engine::Impl::run_step() {
   }
   if (step.empty()) return;
 
+  // A decode step (every sequence one generated token) is timed for the
+  // engine view; prefill chunks would blur the time per token.
+  const bool decode_step = prefill_order.empty();
+  const model::HybridTimeSplit split_before = timer != nullptr ? timer->split() : model::HybridTimeSplit{};
+  const double forward_start = model::host_seconds();
   const auto status = llama->forward(step, *kv, logits);
+  if (decode_step && status == model::StepStatus::Ok) {
+    const double wall_s = model::host_seconds() - forward_start;
+    if (timer != nullptr) {
+      const model::HybridTimeSplit split = split_difference(timer->split(), split_before);
+      decode_ring->record(static_cast<int64_t>(step.size()), wall_s, &split);
+    } else {
+      decode_ring->record(static_cast<int64_t>(step.size()), wall_s, nullptr);
+    }
+  }
   ++delta_steps;
   if (status != model::StepStatus::Ok) {
     // Each sequence was checked above, so this is a bookkeeping bug; the
@@ -662,6 +712,20 @@ FfnActivity Engine::ffn_activity() const {
     ring = impl_->activity;
   }
   return ring != nullptr ? ring->window() : FfnActivity{};
+}
+
+DecodeTimes Engine::decode_times() const {
+  const DecodeTimeRing* ring = nullptr;
+  {
+    std::lock_guard lock(impl_->mutex);
+    ring = impl_->decode_times;
+  }
+  return ring != nullptr ? ring->window() : DecodeTimes{};
+}
+
+EngineBandwidths Engine::bandwidths() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->bandwidths;
 }
 
 EngineStats Engine::stats() const {

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/runtime/decode_times.h"
 #include "engine/runtime/ffn_activity.h"
 #include "engine/runtime/model_setup.h"
 #include "engine/runtime/sampler.h"
@@ -45,6 +46,12 @@ struct EngineOptions {
   // chunks fill what is left.
   int64_t n_batch = 512;
   int queue_size = 64;         // queued (not yet admitted) requests at most
+  // Hybrid mode: time each step's GPU, CPU and waits (model::HybridStepTimer,
+  // DecodeTimes' split), at the cost of timing events on the device's stream.
+  bool time_split = false;
+  // Measure the memory bandwidths at start (EngineBandwidths: the engine
+  // view's modelled limit per token); tens of milliseconds.
+  bool probe_bandwidth = false;
   // How the model runs: CPU threads, device, sparsity, hybrid mode or layer
   // offload (set up for n_parallel x n_ctx and n_batch by set_up_model).
   ModelSetup model;
@@ -143,6 +150,14 @@ struct EngineStats {
   std::string failure;                  // Failed: why
 };
 
+// Bytes per second measured at start (EngineOptions::probe_bandwidth); 0:
+// not measured (no such memory, the probe off or failed).
+struct EngineBandwidths {
+  double host = 0;    // the CPU's threads reading host memory (sparse::measure_memory_bandwidth)
+  double device = 0;  // the GPU's memory (a device-to-device copy, bytes read + written)
+  double pcie = 0;    // host -> device copies (hybrid mode with the time split)
+};
+
 enum class SubmitStatus { Ok, QueueFull, InvalidRequest, ContextExceeded, NotReady };
 
 struct SubmitResult {
@@ -180,6 +195,10 @@ class Engine {
   // Thread-safe: the FFN's per-layer work over the last sparse steps (mode
   // "dense" with nothing else before Ready and when the FFN runs dense).
   FfnActivity ffn_activity() const;
+  // Thread-safe: the time of the last decode steps (empty before Ready).
+  DecodeTimes decode_times() const;
+  // Thread-safe: measured once Ready (all 0 before, or without the probe).
+  EngineBandwidths bandwidths() const;
   // Once Ready (empty before): what the engine set up, one line each for the
   // log ("sparsity: ...", "hybrid: ..." or "layer offload: ..."; see
   // RunnableModel::summary). Thread-safe.

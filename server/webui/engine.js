@@ -139,6 +139,39 @@ function drawBytes(container, b) {
   });
 }
 
+function millis(v) {
+  return v == null ? "not known" : v >= 100 ? v.toFixed(0) + " ms" : v >= 1 ? v.toFixed(2) + " ms" : (1000 * v).toFixed(0) + " µs";
+}
+
+// The last decode steps' time per step (and, timed, its GPU / CPU / wait
+// parts) against the modelled limit: the bytes a token reads over each
+// memory's measured bandwidth.
+function drawTime(container, note, t) {
+  if (!t || !t.window_steps) {
+    container.replaceChildren();
+    note.textContent = "No decode step yet.";
+    return;
+  }
+  const items = [["decode step", t.step_ms, COLORS.cold]];
+  if (t.split_timed) items.push(["GPU busy", t.gpu_ms, COLORS.hot], ["CPU (cold)", t.cpu_ms, COLORS.cold], ["waits", t.wait_ms, COLORS.none]);
+  items.push(["modelled limit", t.limit_ms, COLORS.cached]);
+  const W = 640, rowH = 22, left = 110;
+  const root = figure(container, W, items.length * rowH + 4, "Time per decode step: " + items.map(([n, v]) => n + " " + millis(v)).join(", "));
+  const max = Math.max(1e-9, ...items.map(([, v]) => v || 0));
+  items.forEach(([name, v, color], i) => {
+    const y = 2 + i * rowH;
+    text(root, left - 8, y + 14, name, { "text-anchor": "end", class: "axis" });
+    if (v != null) svg("rect", { x: left, y: y + 3, width: Math.max(1, ((W - left - 120) * v) / max), height: rowH - 8, fill: color }, root);
+    text(root, v != null ? left + 6 + ((W - left - 120) * v) / max : left, y + 14, millis(v), { class: "axis" });
+  });
+  const parts = [`last ${t.window_steps} decode steps, ${t.sequences_per_step.toFixed(1)} sequences each`];
+  if (t.limit_ms != null && t.sequences_per_step <= 1.0001) parts.push(`${percent(t.limit_ms / t.step_ms, 0)} of the modelled limit reached`);
+  else if (t.limit_ms != null) parts.push("the limit is modelled for one sequence");
+  else parts.push("no limit modelled here (layer offload, or a bandwidth not measured)");
+  if (!t.split_timed && t.bandwidths_gbs && t.bandwidths_gbs.device != null) parts.push("start with --time-split for the GPU / CPU / wait split");
+  note.textContent = parts.join("; ") + ".";
+}
+
 function drawSpark(container, label, values, format) {
   const W = 200, H = 44;
   const last = values.length ? values[values.length - 1] : null;
@@ -243,7 +276,7 @@ export function initEngine({ onAuthError, isVisible }) {
       else $("split").replaceChildren(Object.assign(document.createElement("p"), { className: "note", textContent: "All of them run on the CPU (no GPU split)." }));
     }
     drawBytes($("bytes"), s.bytes_per_token);
-    $("time-split").textContent = s.time_split ? "" : "Not measured by the server: `thermocline bench --time-split` measures it in hybrid mode.";
+    drawTime($("time"), $("time-split"), s.time_per_token);
     heat.dataset.updates = String(++updates);
     heat.dataset.mode = f.mode;
     heat.dataset.windowSteps = String(f.window_steps ?? 0);

@@ -1,4 +1,4 @@
-// The boolean key (webui): a pair of value-less flags (the last one wins),
+// The boolean keys (webui, time_split): a pair of value-less flags (the last one wins),
 // true/false words in the environment, TOML booleans in the file, and the
 // errors for anything else.
 #include <catch2/catch.hpp>
@@ -60,4 +60,15 @@ TEST_CASE("webui rejects what is not a boolean", "[config]") {
   CHECK(file.key == "webui");
   CHECK(contains(file.message, "expected a boolean, got a string"));
   CHECK(contains(file.source, "serve.toml:1"));
+}
+
+TEST_CASE("time_split is off by default and each source can turn it on", "[config]") {
+  CHECK_FALSE(resolve({}).time_split);
+  CHECK(resolve({"--time-split"}).time_split);
+  CHECK_FALSE(resolve({"--time-split", "--no-time-split"}).time_split);
+  CHECK(resolve({}, env_with("THERMOCLINE_TIME_SPLIT", "on")).time_split);
+  CHECK(resolve(config_file("config_bool_split", "time_split = true\n")).time_split);
+  CHECK_FALSE(resolve({"--no-time-split"}, env_with("THERMOCLINE_TIME_SPLIT", "1")).time_split);
+  CHECK(contains(tc::config::to_toml(tc::config::ServeOptions{}), "time_split = false\n"));
+  CHECK(resolve_error({}, env_with("THERMOCLINE_TIME_SPLIT", "2")).key == "time_split");
 }

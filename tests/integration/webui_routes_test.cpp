@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -114,6 +115,22 @@ TEST_CASE("the web page is public, cached by ETag, and the engine stats need the
   CHECK(s["bytes_per_token"]["host"].get<double>() > 0.0);
   CHECK(s["bytes_per_token"]["vram"].is_null());
   CHECK(s["kv"]["capacity"].get<int64_t>() > 0);
+  // The decode steps' time against the modelled limit (host bytes over the
+  // host bandwidth measured at start); no split on the CPU.
+  const json& t = s["time_per_token"];
+  CHECK(t["window_steps"].get<int64_t>() >= std::min<int64_t>(n_generated - 1, 32));
+  CHECK(t["tokens"] == t["window_steps"]);  // one sequence per step
+  CHECK(t["sequences_per_step"] == 1.0);
+  CHECK(t["step_ms"].get<double>() > 0.0);
+  CHECK(t["wall_ms"] == t["step_ms"]);
+  CHECK_FALSE(t["split_timed"].get<bool>());
+  CHECK(t["gpu_ms"].is_null());
+  CHECK(t["cpu_ms"].is_null());
+  const double host_gbs = t["bandwidths_gbs"]["host"].get<double>();
+  CHECK(host_gbs > 0.1);
+  CHECK(t["bandwidths_gbs"]["device"].is_null());
+  CHECK(t["limit_ms"].get<double>() ==
+        Approx(s["bytes_per_token"]["host"].get<double>() / (host_gbs * 1e9) * 1e3).epsilon(1e-9));
 
   auto curve = client.Get("/v1/engine/firing_curve", bearer("sk-web"));
   REQUIRE(curve);
@@ -140,7 +157,7 @@ TEST_CASE("the page is off with --no-webui, and a dense model's stats say dense"
     CHECK(r->status == 404);
     CHECK(json::parse(r->body)["error"]["message"] == std::string("no route GET ") + path);
   }
-  const auto gen = tc::test::post_json(client, "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}});
+  const auto gen = tc::test::post_json(client, "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}, {"ignore_eos", true}});
   REQUIRE(gen.status == 200);
   auto stats = client.Get("/v1/engine/stats");
   REQUIRE(stats);
@@ -151,7 +168,9 @@ TEST_CASE("the page is off with --no-webui, and a dense model's stats say dense"
   CHECK(s["ffn"]["layers"].is_null());
   CHECK_FALSE(s["ffn"].contains("window_tokens"));
   CHECK(s["bytes_per_token"]["host"].get<double>() > 0.0);  // every FFN row, modelled from the tensor sizes
-  CHECK(s["time_split"].is_null());
+  // The dense FFN's decode steps are timed too, against the same model.
+  CHECK(s["time_per_token"]["window_steps"].get<int64_t>() >= 3);
+  CHECK(s["time_per_token"]["limit_ms"].get<double>() > 0.0);
   CHECK(server.stop() == 0);
 }
 

@@ -202,6 +202,10 @@ try {
     });
     check("engine: the view updates while the reply streams", later.streaming && later.generated > first.generated && later.mode === "sparse" &&
       later.steps > 0 && later.cells === 2 * 3, { first, later });
+    const time = await page.evaluate(() => ({ bars: document.querySelectorAll("#time svg rect").length,
+      label: document.querySelector("#time svg")?.getAttribute("aria-label") ?? "", note: document.getElementById("time-split").textContent }));
+    check("engine: the decode step's time is drawn against the modelled limit",
+      time.bars === 2 && /decode step \d/.test(time.label) && /modelled limit \d/.test(time.label) && /decode steps/.test(time.note), time);
     if (screenshotDir) {
       await sleep(4000);  // a few seconds of sparklines
       const engine = await page.$("#engine");
