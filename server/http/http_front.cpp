@@ -263,6 +263,9 @@ struct HttpFront::Impl {
                                                            2 * c.in.capacity())));
     }
     c.in.append(buf.data(), static_cast<size_t>(n));
+    // Mid-request (or a request's first bytes): acknowledge at once, so a
+    // client holding the rest behind Nagle's algorithm sends it.
+    if (c.phase != Phase::InWorker) acknowledge_now(c.fd);
     advance(c);
   }
 

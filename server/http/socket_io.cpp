@@ -78,6 +78,15 @@ void configure_accepted(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
 }
 
+void acknowledge_now(int fd) {
+#ifdef TCP_QUICKACK
+  int yes = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &yes, sizeof yes);
+#else
+  (void)fd;
+#endif
+}
+
 bool write_all(int fd, std::string_view data, std::chrono::milliseconds stall) {
   size_t done = 0;
   while (done < data.size()) {

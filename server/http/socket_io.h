@@ -20,6 +20,14 @@ int open_listener(const std::string& host, int port, int& bound_port, std::strin
 // ~40 ms on every reused connection).
 void configure_accepted(int fd);
 
+// Acknowledges what `fd` received now, not after the delayed-ACK timer
+// (TCP_QUICKACK, which Linux clears again by itself). Called while a
+// request is still arriving: a client that writes its head and body
+// separately with Nagle's algorithm on (cpp-httplib's client, for one)
+// holds the body until its head is acknowledged, ~40 ms on a reused
+// connection, where the kernel delays ACKs to ride on responses.
+void acknowledge_now(int fd);
+
 // Writes all of `data` to the non-blocking socket `fd`, waiting up to
 // `stall` each time the socket cannot take more. False: the peer is gone or
 // stalled that long.

@@ -148,6 +148,26 @@ TEST_CASE("hostile: a reused connection answers as fast as a fresh one, pipeline
   INFO("median /health: reused connection " << median(reused_ms) << " ms, fresh " << median(fresh_ms) << " ms");
   CHECK(median(reused_ms) < 5.0);
 
+  // A client that writes a POST's head and body separately with Nagle's
+  // algorithm on: its body waits for the head's ACK, which the server must
+  // not delay on a reused connection.
+  {
+    RawConnection nagle(port);
+    nagle.use_nagle();
+    const std::string request = post("/tokenize", R"({"content":"hello world"})");
+    const size_t head_end = request.find("\r\n\r\n") + 4;
+    std::vector<double> post_ms;
+    for (int i = 0; i < 25; ++i) {
+      const auto start = Clock::now();
+      REQUIRE(nagle.send(request.substr(0, head_end)));
+      REQUIRE(nagle.send(request.substr(head_end)));
+      REQUIRE(nagle.read_response(milliseconds(2000)).status == 200);
+      if (i >= 5) post_ms.push_back(1000 * seconds_since(start));
+    }
+    INFO("median POST, head and body in two writes behind Nagle: " << median(post_ms) << " ms");
+    CHECK(median(post_ms) < 5.0);
+  }
+
   // Four requests in one write, a POST with its body among them: four
   // answers in order, the last one closing the connection as asked.
   RawConnection pipe(port);

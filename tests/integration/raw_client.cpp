@@ -55,6 +55,11 @@ RawConnection::RawConnection(RawConnection&& other) noexcept
   other.fd_ = -1;
 }
 
+void RawConnection::use_nagle() {
+  int no = 0;
+  setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &no, sizeof no);
+}
+
 bool RawConnection::send(std::string_view data) {
   size_t done = 0;
   while (done < data.size()) {

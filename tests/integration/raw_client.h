@@ -37,6 +37,9 @@ class RawConnection {
   // reset). Discards what arrives meanwhile.
   bool wait_closed(std::chrono::milliseconds timeout);
   int fd() const { return fd_; }
+  // Nagle's algorithm on (off by default, as the connection opens with
+  // TCP_NODELAY): what most HTTP client libraries leave as it is.
+  void use_nagle();
 
  private:
   // Reads more bytes into buf_ until `deadline`; false on close, error or time out.
