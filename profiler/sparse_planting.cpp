@@ -580,7 +580,7 @@ DType sparse_predictor_type(const MakeModelOptions& o, DType base) {
   const auto t = kernels::dtype_from_name(o.sparse.predictor_type);
   if (!t || !kernels::is_weight_dtype(*t)) {
     throw std::invalid_argument("predictor type '" + o.sparse.predictor_type +
-                                "' is not a weight format (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+                                "' is not a weight format (f32, f16, bf16 or a block format such as q4_k)");
   }
   return *t;
 }

@@ -29,7 +29,7 @@ void expect_weight(const GgufFile& file, const std::string& name, std::initializ
   const auto& info = file.tensor(name, ne);
   if (!is_weight_dtype(info.dtype)) {
     throw file.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
-                               ", expected a weight dtype (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K)");
+                               ", expected a weight dtype (f32, f16, bf16 or a block format)");
   }
 }
 

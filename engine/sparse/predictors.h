@@ -41,10 +41,6 @@ struct PredictorSet {
   std::vector<LayerPredictor> layers;  // [n_layer]
   float threshold = 0.0f;              // powerinfer.sparse_threshold
   std::string source;                  // path of the file they came from
-  // Converted copies of tensors stored in a dtype the kernels cannot run
-  // (PowerInfer's Q5_0 predictors are widened to f16); the views above may
-  // point here.
-  std::vector<std::unique_ptr<std::byte[]>> owned;
 
   bool empty() const { return layers.empty(); }
 };
@@ -55,7 +51,7 @@ bool has_predictors(const gguf::GgufFile& file);
 // Views of every layer's fc1/fc2 in `file` (which must outlive the result),
 // checked against `spec`: fc1 {n_embd, r}, fc2 {r, n_ff}, the same r within
 // a layer (r may differ between layers), a dtype the matmul kernels run
-// (f32, f16, bf16, q8_0, q4_0, q4_K, q6_K; q5_0 is converted to f16).
+// (is_weight_dtype: PowerInfer's q5_0 predictors included).
 // Throws gguf::ModelLoadError naming the file and the tensor or key at fault.
 PredictorSet map_predictors(const gguf::GgufFile& file, const model::ModelSpec& spec);
 

@@ -266,6 +266,10 @@ XLayout x_layout(DType dtype, int64_t n_in) {
       l.stride = row_stride(l.f32_offset + n_in * static_cast<int64_t>(sizeof(float)));
       return l;
     case DType::Q8_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::IQ4_NL:
       l.format = XFormat::Q8_32;
       l.block = 32;
       break;
@@ -273,8 +277,12 @@ XLayout x_layout(DType dtype, int64_t n_in) {
       l.format = XFormat::Q8_32_NIB;
       l.block = 32;
       break;
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
+    case DType::IQ4_XS:
       l.format = XFormat::Q8_256;
       l.block = kQK_K;
       break;

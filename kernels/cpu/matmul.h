@@ -18,8 +18,9 @@
 namespace tc::kernels {
 
 // y[t * n_out + r] = sum_c W[r, c] * x[t * n_in + c]   for t < n_tokens, r < n_out
-// w: weights, ne = {n_in, n_out} (row r = output r), dtype F32, F16, BF16,
-//    Q8_0, Q4_0, Q4_K or Q6_K, rows `w.row_bytes` apart.
+// w: weights, ne = {n_in, n_out} (row r = output r), any weight dtype
+//    (is_weight_dtype: the float types and every block format), rows
+//    `w.row_bytes` apart.
 // x: f32 [n_tokens, n_in], contiguous.   y: f32 [n_tokens, n_out], contiguous.
 // Deterministic: the same inputs give the same bits for any thread count.
 // Uses the pool's threads; call from one thread at a time.

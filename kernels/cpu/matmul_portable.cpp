@@ -28,12 +28,14 @@ struct XRow {
   const int8_t* qs;
   const float* d;
   const int32_t* sum32;
+  const int16_t* sum16;  // Q8_256 only
 };
 
 XRow x_row(const MatmulArgs& a, int64_t t) {
   const std::byte* base = a.xq + t * a.xl.stride;
   return {reinterpret_cast<const int8_t*>(base), reinterpret_cast<const float*>(base + a.xl.d_offset),
-          reinterpret_cast<const int32_t*>(base + a.xl.sum32_offset)};
+          reinterpret_cast<const int32_t*>(base + a.xl.sum32_offset),
+          reinterpret_cast<const int16_t*>(base + a.xl.sum16_offset)};
 }
 
 // Where element e of block b sits in a Q8_32_NIB row of nb blocks.
@@ -247,6 +249,149 @@ float dot_q6_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
   return s;
 }
 
+// ---- the 32-element formats with an offset or a table ----
+
+// Element j (< 32) of a 32-element block whose nibbles are packed as Q4_0's.
+int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4; }
+// Its 5th bit from a Q5_0 / Q5_1 qh.
+int fifth_bit(const uint8_t* qh, int j) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  return static_cast<int>((bits >> j) & 1u) << 4;
+}
+
+// Q4_1 / Q5_1: x = d * q + m, so a block adds d dx sum(q xq) + m dx sum(xq).
+template <class Block, bool kFive>
+float dot_offset(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const Block*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < 32; ++j) {
+      int q = nibble(blk[b].qs, j);
+      if constexpr (kFive) q |= fifth_bit(blk[b].qh, j);
+      isum += q * x.qs[b * 32 + j];
+    }
+    s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]) +
+         static_cast<float>(x.sum32[b]) * (f16(blk[b].m) * x.d[b]);
+  }
+  return s;
+}
+
+float dot_q5_0(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockQ5_0*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < 32; ++j) isum += (nibble(blk[b].qs, j) | fifth_bit(blk[b].qh, j)) * x.qs[b * 32 + j];
+    isum -= 16 * x.sum32[b];
+    s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]);
+  }
+  return s;
+}
+
+float dot_iq4_nl(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockIQ4_NL*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < 32; ++j) isum += kIQ4NLValues[nibble(blk[b].qs, j)] * x.qs[b * 32 + j];
+    s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]);
+  }
+  return s;
+}
+
+// ---- the other k-quants and IQ4_XS (256-element super-blocks) ----
+
+// The 2 bits of element e of a Q2_K / Q3_K super-block.
+int low_2bit(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+
+float dot_q2_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockQ2_K*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ2_K& q = blk[b];
+    const int8_t* xq = x.qs + b * kQK_K;
+    int32_t isum = 0;  // sum_s sc_s * sum(q * x) over sub-block s
+    int32_t msum = 0;  // sum_s m_s * sum(x) over sub-block s
+    for (int sub = 0; sub < 16; ++sub) {
+      int32_t part = 0;
+      for (int i = 0; i < 16; ++i) part += low_2bit(q.qs, 16 * sub + i) * xq[16 * sub + i];
+      isum += (q.scales[sub] & 0x0f) * part;
+      msum += (q.scales[sub] >> 4) * x.sum16[b * 16 + sub];
+    }
+    s += (f16(q.d) * x.d[b]) * static_cast<float>(isum) - (f16(q.dmin) * x.d[b]) * static_cast<float>(msum);
+  }
+  return s;
+}
+
+float dot_q3_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockQ3_K*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ3_K& q = blk[b];
+    const int8_t* xq = x.qs + b * kQK_K;
+    int32_t isum = 0;
+    for (int sub = 0; sub < 16; ++sub) {
+      const int low = sub < 8 ? q.scales[sub] & 0x0f : q.scales[sub - 8] >> 4;
+      const int sc = (low | (((q.scales[8 + sub % 4] >> (2 * (sub / 4))) & 3) << 4)) - 32;
+      int32_t part = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int e = 16 * sub + i;
+        const int v = low_2bit(q.qs, e) + 4 * ((q.hmask[e % 32] >> (e / 32)) & 1) - 4;
+        part += v * xq[e];
+      }
+      isum += sc * part;
+    }
+    s += (f16(q.d) * x.d[b]) * static_cast<float>(isum);
+  }
+  return s;
+}
+
+float dot_q5_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockQ5_K*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ5_K& q = blk[b];
+    const int8_t* xq = x.qs + b * kQK_K;
+    int32_t isum = 0;
+    int32_t msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int sc, m;
+      q4_K_scale_min(q.scales, j, sc, m);
+      const uint8_t* qs = q.qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      int32_t sub = 0;
+      for (int l = 0; l < 32; ++l) {
+        const int v = ((qs[l] >> shift) & 0x0f) | (((q.qh[l] >> j) & 1) << 4);
+        sub += v * xq[32 * j + l];
+      }
+      isum += sc * sub;
+      msum += m * x.sum32[b * 8 + j];
+    }
+    s += (f16(q.d) * x.d[b]) * static_cast<float>(isum) - (f16(q.dmin) * x.d[b]) * static_cast<float>(msum);
+  }
+  return s;
+}
+
+float dot_iq4_xs(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockIQ4_XS*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockIQ4_XS& q = blk[b];
+    const int8_t* xq = x.qs + b * kQK_K;
+    int32_t isum = 0;
+    for (int j = 0; j < 8; ++j) {
+      const int ls = ((q.scales_l[j / 2] >> (4 * (j % 2))) & 0x0f) | (((q.scales_h >> (2 * j)) & 3) << 4);
+      int32_t sub = 0;
+      for (int l = 0; l < 32; ++l) sub += kIQ4NLValues[nibble(q.qs + 16 * j, l)] * xq[32 * j + l];
+      isum += (ls - 32) * sub;
+    }
+    s += (f16(q.d) * x.d[b]) * static_cast<float>(isum);
+  }
+  return s;
+}
+
 void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   float (*dot)(const std::byte*, const XRow&, int64_t) = nullptr;
   switch (a.dtype) {
@@ -256,11 +401,35 @@ void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::Q4_0:
       dot = dot_q4_0;
       break;
+    case DType::Q4_1:
+      dot = dot_offset<BlockQ4_1, false>;
+      break;
+    case DType::Q5_0:
+      dot = dot_q5_0;
+      break;
+    case DType::Q5_1:
+      dot = dot_offset<BlockQ5_1, true>;
+      break;
+    case DType::IQ4_NL:
+      dot = dot_iq4_nl;
+      break;
+    case DType::Q2_K:
+      dot = dot_q2_K;
+      break;
+    case DType::Q3_K:
+      dot = dot_q3_K;
+      break;
     case DType::Q4_K:
       dot = dot_q4_K;
       break;
+    case DType::Q5_K:
+      dot = dot_q5_K;
+      break;
     case DType::Q6_K:
       dot = dot_q6_K;
+      break;
+    case DType::IQ4_XS:
+      dot = dot_iq4_xs;
       break;
     default:
       return;

@@ -1,5 +1,6 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
-// kernels for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K) against
+// kernels for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K; the other formats in
+// matmul_x86_quant32.h and matmul_x86_kquants.h) against
 // activations quantized to int8 (matmul_kernels.h): exact int32 block sums,
 // scaled and accumulated in f32 by FMA in the order described in
 // matmul_x86_float.h.
@@ -232,6 +233,26 @@ struct OpsQ4_0 {
   TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
+// The 6-bit scales and mins of a Q4_K / Q5_K super-block (12 packed bytes),
+// as llama.cpp unpacks them: sc[j] = sub-block j's scale as int16 in every
+// lane; mins = the 8 mins as int16, each twice (m0 m0 m1 m1 .. m7 m7), to
+// meet the activations' 16-element sums.
+TC_SIMD_INLINE void unpack_k4_scales(const uint8_t* scales, __m256i (&sc)[8], __m256i& mins) {
+  uint32_t u[4];
+  std::memcpy(u, scales, 12);
+  constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
+  u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
+  const uint32_t m_lo = u[1] & kM1;
+  u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
+  u[2] = m_lo;
+  u[0] &= kM1;
+  const __m128i scm = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
+  const __m128i m = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
+  mins = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
+  const __m256i sc2 = _mm256_broadcastsi128_si256(scm);
+  for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
+}
+
 struct OpsQ4_K {
   using Block = BlockQ4_K;
   static constexpr int64_t kBlock = kQK_K;
@@ -249,22 +270,7 @@ struct OpsQ4_K {
     float d, dmin;
   };
   TC_SIMD_INLINE static void unpack(const BlockQ4_K* blk, W& w) {
-    // The 6-bit scales and mins, as llama.cpp unpacks them.
-    uint32_t u[4];
-    std::memcpy(u, blk->scales, 12);
-    constexpr uint32_t kM1 = 0x3f3f3f3f, kM2 = 0x0f0f0f0f, kM3 = 0x03030303;
-    u[3] = ((u[2] >> 4) & kM2) | (((u[1] >> 6) & kM3) << 4);
-    const uint32_t m_lo = u[1] & kM1;
-    u[1] = (u[2] & kM2) | (((u[0] >> 6) & kM3) << 4);
-    u[2] = m_lo;
-    u[0] &= kM1;
-    const __m128i scm = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
-    const __m128i mins = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
-    w.mins = _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins));
-    const __m256i sc2 = _mm256_broadcastsi128_si256(scm);
-    for (int j = 0; j < 8; ++j) {
-      w.sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
-    }
+    unpack_k4_scales(blk->scales, w.sc, w.mins);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int c = 0; c < 4; ++c) {
       const __m256i v = loadu32(blk->qs + 32 * c);

@@ -6,10 +6,12 @@
 
 #include "kernels/cpu/matmul_x86_bf16.h"
 #include "kernels/cpu/matmul_x86_float.h"
+#include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_decode.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
+#include "kernels/cpu/matmul_x86_quant32.h"
 
 #include <type_traits>
 
@@ -83,10 +85,26 @@ void compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
       return run_quant<OpsQ8_0>(a, r0, r1);
     case DType::Q4_0:
       return run_quant<OpsQ4_0>(a, r0, r1);
+    case DType::Q4_1:
+      return run_quant<OpsQ4_1>(a, r0, r1);
+    case DType::Q5_0:
+      return run_quant<OpsQ5_0>(a, r0, r1);
+    case DType::Q5_1:
+      return run_quant<OpsQ5_1>(a, r0, r1);
+    case DType::IQ4_NL:
+      return run_quant<OpsIQ4_NL>(a, r0, r1);
+    case DType::Q2_K:
+      return run_quant<OpsQ2_K>(a, r0, r1);
+    case DType::Q3_K:
+      return run_quant<OpsQ3_K>(a, r0, r1);
     case DType::Q4_K:
       return run_quant<OpsQ4_K>(a, r0, r1);
+    case DType::Q5_K:
+      return run_quant<OpsQ5_K>(a, r0, r1);
     case DType::Q6_K:
       return run_quant<OpsQ6_K>(a, r0, r1);
+    case DType::IQ4_XS:
+      return run_quant<OpsIQ4_XS>(a, r0, r1);
     default:
       return;
   }

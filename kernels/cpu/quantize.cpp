@@ -1,13 +1,15 @@
 // Reference conversions between f32 and the weight dtypes: scalar f16/bf16,
-// plain rows (F32, F16, BF16) and the 32-element block formats Q8_0, Q4_0
-// and Q5_0.
-// The k-quants live in quantize_kquants.cpp. Results match llama.cpp's
-// reference (`*_ref`) functions bit for bit; tests/oracle checks that.
+// plain rows (F32, F16, BF16) and the 32-element block formats Q8_0, Q4_0,
+// Q4_1, Q5_0 and Q5_1.
+// The k-quants live in quantize_kquants*.cpp, IQ4_NL and IQ4_XS in
+// quantize_iq4.cpp. Results match llama.cpp's reference quantizers bit for
+// bit; tests/oracle checks that.
 #include "kernels/cpu/quantize.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/check.h"
 #include "kernels/cpu/quantize_kquants.h"
@@ -49,7 +51,7 @@ constexpr uint32_t kF16MinNormalAbs = 0x38800000u;
 // the even 0) rounds to zero.
 constexpr uint32_t kF16ZeroAbs = 0x33000000u;
 
-// ---- Q8_0 / Q4_0 / Q5_0 ----
+// ---- Q8_0 / Q4_0 / Q4_1 / Q5_0 / Q5_1 ----
 
 void quantize_q8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -172,6 +174,89 @@ void dequantize_q5_0(const BlockQ5_0* src, float* dst, int64_t n_blocks) {
   }
 }
 
+// The smallest and largest value of x[0..n).
+void min_max(const float* x, int64_t n, float& min, float& max) {
+  min = std::numeric_limits<float>::max();
+  max = -std::numeric_limits<float>::max();
+  for (int64_t j = 0; j < n; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+}
+
+// Q4_1: the block's range [min, max] in 15 steps; the quant of x is
+// (x - min) / d rounded half up.
+void quantize_q4_1(const float* src, BlockQ4_1* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK4_1 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK4_1;
+    float min, max;
+    min_max(x, kQK4_1, min, max);
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    dst[b].d = f32_to_f16(d);
+    dst[b].m = f32_to_f16(min);
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const uint8_t lo = offset_quant((x[j] - min) * id, 0.5f, 15);
+      const uint8_t hi = offset_quant((x[j + kHalf] - min) * id, 0.5f, 15);
+      dst[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void dequantize_q4_1(const BlockQ4_1* src, float* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK4_1 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(src[b].d);
+    const float m = f16_to_f32(src[b].m);
+    float* y = dst + b * kQK4_1;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      y[j] = static_cast<float>(src[b].qs[j] & 0x0f) * d + m;
+      y[j + kHalf] = static_cast<float>(src[b].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+// Q5_1: as Q4_1 with 31 steps; the 5th bits gather in qh as in Q5_0.
+void quantize_q5_1(const float* src, BlockQ5_1* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK5_1 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK5_1;
+    float min, max;
+    min_max(x, kQK5_1, min, max);
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    dst[b].d = f32_to_f16(d);
+    dst[b].m = f32_to_f16(min);
+    uint32_t qh = 0;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const uint8_t lo = offset_quant((x[j] - min) * id, 0.5f, 31);
+      const uint8_t hi = offset_quant((x[j + kHalf] - min) * id, 0.5f, 31);
+      dst[b].qs[j] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << j;
+      qh |= static_cast<uint32_t>(hi >> 4) << (j + kHalf);
+    }
+    std::memcpy(dst[b].qh, &qh, sizeof qh);
+  }
+}
+
+void dequantize_q5_1(const BlockQ5_1* src, float* dst, int64_t n_blocks) {
+  constexpr int64_t kHalf = kQK5_1 / 2;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = f16_to_f32(src[b].d);
+    const float m = f16_to_f32(src[b].m);
+    uint32_t qh;
+    std::memcpy(&qh, src[b].qh, sizeof qh);
+    float* y = dst + b * kQK5_1;
+    for (int64_t j = 0; j < kHalf; ++j) {
+      const uint32_t lo = (src[b].qs[j] & 0x0fu) | (((qh >> j) & 1u) << 4);
+      const uint32_t hi = (src[b].qs[j] >> 4) | (((qh >> (j + kHalf)) & 1u) << 4);
+      y[j] = static_cast<float>(lo) * d + m;
+      y[j + kHalf] = static_cast<float>(hi) * d + m;
+    }
+  }
+}
+
 }  // namespace
 
 float f16_to_f32(uint16_t h) {
@@ -258,19 +343,40 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     case DType::Q4_0:
       quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
       return;
+    case DType::Q4_1:
+      quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), n_blocks);
+      return;
     case DType::Q5_0:
       quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n_blocks);
+      return;
+    case DType::Q5_1:
+      quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n_blocks);
+      return;
+    case DType::Q2_K:
+      detail::quantize_q2_K(src, static_cast<BlockQ2_K*>(dst), n_blocks);
+      return;
+    case DType::Q3_K:
+      detail::quantize_q3_K(src, static_cast<BlockQ3_K*>(dst), n_blocks);
       return;
     case DType::Q4_K:
       detail::quantize_q4_K(src, static_cast<BlockQ4_K*>(dst), n_blocks);
       return;
+    case DType::Q5_K:
+      detail::quantize_q5_K(src, static_cast<BlockQ5_K*>(dst), n_blocks);
+      return;
     case DType::Q6_K:
       detail::quantize_q6_K(src, static_cast<BlockQ6_K*>(dst), n_blocks);
+      return;
+    case DType::IQ4_NL:
+      detail::quantize_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n_blocks);
+      return;
+    case DType::IQ4_XS:
+      detail::quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n_blocks);
       return;
     default:
       break;
   }
-  TC_CHECK(false, "quantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)");
+  TC_CHECK(false, "quantize_row: not a weight dtype (F32, F16, BF16 or a block format)");
 }
 
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
@@ -298,19 +404,40 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::Q4_0:
       dequantize_q4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
       return;
+    case DType::Q4_1:
+      dequantize_q4_1(static_cast<const BlockQ4_1*>(src), dst, n_blocks);
+      return;
     case DType::Q5_0:
       dequantize_q5_0(static_cast<const BlockQ5_0*>(src), dst, n_blocks);
+      return;
+    case DType::Q5_1:
+      dequantize_q5_1(static_cast<const BlockQ5_1*>(src), dst, n_blocks);
+      return;
+    case DType::Q2_K:
+      detail::dequantize_q2_K(static_cast<const BlockQ2_K*>(src), dst, n_blocks);
+      return;
+    case DType::Q3_K:
+      detail::dequantize_q3_K(static_cast<const BlockQ3_K*>(src), dst, n_blocks);
       return;
     case DType::Q4_K:
       detail::dequantize_q4_K(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
       return;
+    case DType::Q5_K:
+      detail::dequantize_q5_K(static_cast<const BlockQ5_K*>(src), dst, n_blocks);
+      return;
     case DType::Q6_K:
       detail::dequantize_q6_K(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+      return;
+    case DType::IQ4_NL:
+      detail::dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n_blocks);
+      return;
+    case DType::IQ4_XS:
+      detail::dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n_blocks);
       return;
     default:
       break;
   }
-  TC_CHECK(false, "dequantize_row: not a weight dtype (only F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K)");
+  TC_CHECK(false, "dequantize_row: not a weight dtype (F32, F16, BF16 or a block format)");
 }
 
 }  // namespace tc::kernels

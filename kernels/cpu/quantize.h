@@ -1,7 +1,7 @@
 // Reference (scalar, portable) conversions between f32 and every weight
-// dtype: f16/bf16 scalar conversion, and row quantize/dequantize for Q8_0,
-// Q4_0, Q4_K and Q6_K with llama.cpp's block layouts and rounding rules (and
-// Q5_0, which files carry but matmul does not run).
+// dtype: f16/bf16 scalar conversion, and row quantize/dequantize for every
+// block format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS)
+// with llama.cpp's block layouts and rounding rules.
 // Thread-safe (pure functions). The fast SIMD kernels sit beside these.
 #pragma once
 
@@ -22,8 +22,10 @@ uint16_t f32_to_bf16(float f);    // round to nearest even, nan kept quiet
 // Writes row_bytes(type, n) bytes to dst from n f32 values; n must be a
 // multiple of the block size. Plain types are converted (F32, F16, BF16;
 // I*/F64 are not weight types and are rejected by CHECK). The block formats
-// write exactly the bytes of llama.cpp's quantize_row_*_ref; their input
-// must be finite.
+// write exactly the bytes of llama.cpp's ggml_quantize_chunk without an
+// importance matrix (quantize_row_*_ref, except IQ4_NL whose chunk
+// quantizer searches 15 scales where its _ref takes one); their input must
+// be finite.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // Reads row_bytes(type, n) bytes from src and writes n f32 values to dst.
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);

@@ -1,8 +1,9 @@
-// Reference quantizers for the k-quant formats Q4_K and Q6_K. They follow
-// llama.cpp's quantize_row_q4_K_ref / quantize_row_q6_K_ref step for step
-// (same search grids, same float operations in the same order, no fused
-// multiply-adds) so that the bytes written equal llama.cpp's; the oracle
-// tests in tests/oracle hold them to that.
+// Reference quantizers for the k-quant formats Q4_K, Q5_K and Q6_K (Q2_K
+// and Q3_K: quantize_kquants_low.cpp). They follow llama.cpp's
+// quantize_row_q{4,5,6}_K_ref step for step (same search grids, same float
+// operations in the same order, no fused multiply-adds) so that the bytes
+// written equal llama.cpp's; the oracle tests in tests/oracle hold them to
+// that.
 #include <cmath>
 #include <cstring>
 
@@ -23,6 +24,7 @@ namespace {
 constexpr int kQ4KSub = 32;
 constexpr int kQ4KNumSub = static_cast<int>(kQK_K) / kQ4KSub;
 constexpr int kQ4KMaxLevel = 15;
+constexpr int kQ5KMaxLevel = 31;  // Q5_K: the same layout with 5-bit levels
 // Q6_K: 16 sub-blocks of 16 elements, signed 6-bit levels, int8 scale each.
 constexpr int kQ6KSub = 16;
 constexpr int kQ6KNumSub = static_cast<int>(kQK_K) / kQ6KSub;
@@ -30,105 +32,6 @@ constexpr int kQ6KHalfRange = 32;   // levels -32..31, stored + 32
 // The 6-bit sub-block scales and mins of Q4_K, and the int8 scales of Q6_K.
 constexpr float kQ4KScaleLevels = 63.0f;
 constexpr float kQ6KScaleLevels = 128.0f;
-
-// A group whose largest magnitude is below this is all zeros (llama.cpp's
-// GROUP_MAX_EPS).
-constexpr float kGroupMaxEps = 1e-15f;
-
-// Rounds to the nearest integer, ties to even, exactly as llama.cpp's
-// nearest_int: adding 1.5 * 2^23 gives a float whose ulp is 1, so the FPU's
-// own round-to-nearest-even does the rounding, and the integer sits in the
-// low mantissa bits offset by 2^22. Valid for |x| < 2^22; every caller's
-// argument is a level index a few times n_max at most.
-inline int nearest_int(float x) {
-  const float shifted = x + 12582912.0f;
-  uint32_t bits;
-  std::memcpy(&bits, &shifted, sizeof bits);
-  return static_cast<int>(bits & 0x007fffffu) - 0x00400000;
-}
-
-inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-// Fits x[i] ~= scale * L[i] - neg_min with L[i] in [0, n_max] and
-// neg_min >= 0, minimising the weighted squared error (llama.cpp's
-// make_qkx2_quants with use_mad = false). Starts from the grid that spans
-// [min(x, 0), max(x)], then tries n_step + 1 denser or sparser grids
-// (n_max + rmin + rdelta * k levels over the same span); for each it assigns
-// levels and solves the 2x2 weighted least-squares problem for scale and min
-// in closed form, keeping the fit with the lowest error. Returns the scale
-// and writes the offset (positive, subtracted on dequantize) to *neg_min.
-float fit_scale_min(const float* x, const float* w, int n, int n_max, float rmin, float rdelta,
-                    int n_step, uint8_t* L, float* neg_min) {
-  float min = x[0];
-  float max = x[0];
-  float sum_w = w[0];
-  float sum_x = sum_w * x[0];
-  for (int i = 1; i < n; ++i) {
-    if (x[i] < min) min = x[i];
-    if (x[i] > max) max = x[i];
-    sum_w += w[i];
-    sum_x += w[i] * x[i];
-  }
-  // The format stores a non-negative offset: the range always includes 0.
-  if (min > 0) min = 0;
-  if (max == min) {
-    for (int i = 0; i < n; ++i) L[i] = 0;
-    *neg_min = -min;
-    return 0.0f;
-  }
-
-  const float n_max_f = static_cast<float>(n_max);
-  float iscale = n_max_f / (max - min);
-  float scale = 1.0f / iscale;
-  float best_error = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, n_max);
-    L[i] = static_cast<uint8_t>(l);
-    float diff = scale * static_cast<float>(l) + min - x[i];
-    diff = diff * diff;
-    best_error += w[i] * diff;
-  }
-
-  uint8_t trial[kQ4KSub];
-  for (int step = 0; step <= n_step; ++step) {
-    iscale = (rmin + rdelta * static_cast<float>(step) + n_max_f) / (max - min);
-    float sum_l = 0;
-    float sum_l2 = 0;
-    float sum_xl = 0;
-    for (int i = 0; i < n; ++i) {
-      const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, n_max);
-      trial[i] = static_cast<uint8_t>(l);
-      const float lf = static_cast<float>(l);
-      sum_l += w[i] * lf;
-      sum_l2 += w[i] * lf * lf;
-      sum_xl += w[i] * lf * x[i];
-    }
-    // Normal equations of min over (scale, offset) of sum w (scale*l + offset - x)^2.
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (!(det > 0)) continue;
-    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
-    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
-    if (this_min > 0) {
-      // A positive offset cannot be stored: refit the scale alone.
-      this_min = 0;
-      this_scale = sum_xl / sum_l2;
-    }
-    float error = 0;
-    for (int i = 0; i < n; ++i) {
-      float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
-      diff = diff * diff;
-      error += w[i] * diff;
-    }
-    if (error < best_error) {
-      for (int i = 0; i < n; ++i) L[i] = trial[i];
-      best_error = error;
-      scale = this_scale;
-      min = this_min;
-    }
-  }
-  *neg_min = -min;
-  return scale;
-}
 
 // Fits x[i] ~= scale * (L[i] - n_max) with signed levels in [-n_max,
 // n_max - 1], weights x[i]^2 so that large values are fitted best
@@ -220,8 +123,15 @@ void unpack_q4_K_scale_min(const uint8_t* packed, int j, uint8_t& ls, uint8_t& l
   }
 }
 
-void quantize_q4_K_block(const float* x, BlockQ4_K& y) {
+// The levels (0..n_max), packed 6-bit scales and mins and f16 super-scales
+// of one Q4_K or Q5_K super-block (they differ in n_max and search grid).
+struct ScaleMinFit {
   uint8_t L[kQK_K];
+  uint8_t scales[12];
+  uint16_t d, dmin;
+};
+
+void fit_q4_K_like(const float* x, int n_max, float rmin, float rdelta, int n_step, ScaleMinFit& y) {
   float weights[kQ4KSub];
   float scales[kQ4KNumSub];
   float mins[kQ4KNumSub];
@@ -236,8 +146,7 @@ void quantize_q4_K_block(const float* x, BlockQ4_K& y) {
     for (int l = 0; l < kQ4KSub; ++l) sum_x2 += xs[l] * xs[l];
     const float av_x = std::sqrt(sum_x2 / static_cast<float>(kQ4KSub));
     for (int l = 0; l < kQ4KSub; ++l) weights[l] = av_x + std::fabs(xs[l]);
-    scales[j] = fit_scale_min(xs, weights, kQ4KSub, kQ4KMaxLevel, -1.0f, 0.1f, 20,
-                              L + kQ4KSub * j, &mins[j]);
+    scales[j] = fit_scale_min(xs, weights, kQ4KSub, n_max, rmin, rdelta, n_step, false, y.L + kQ4KSub * j, &mins[j]);
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -271,16 +180,42 @@ void quantize_q4_K_block(const float* x, BlockQ4_K& y) {
     const float dm = dmin_all * static_cast<float>(lm);
     for (int i = 0; i < kQ4KSub; ++i) {
       const int l = nearest_int((x[kQ4KSub * j + i] + dm) / d);
-      L[kQ4KSub * j + i] = static_cast<uint8_t>(clamp_int(l, 0, kQ4KMaxLevel));
+      y.L[kQ4KSub * j + i] = static_cast<uint8_t>(clamp_int(l, 0, n_max));
     }
   }
+}
 
-  // 4. Each 32-byte chunk of qs holds two consecutive sub-blocks: the first
-  //    in the low nibbles, the second in the high nibbles.
+void quantize_q4_K_block(const float* x, BlockQ4_K& y) {
+  ScaleMinFit fit;
+  fit_q4_K_like(x, kQ4KMaxLevel, -1.0f, 0.1f, 20, fit);
+  std::memcpy(y.scales, fit.scales, sizeof y.scales);
+  y.d = fit.d;
+  y.dmin = fit.dmin;
+  // Each 32-byte chunk of qs holds two consecutive sub-blocks: the first in
+  // the low nibbles, the second in the high nibbles.
   for (int chunk = 0; chunk < static_cast<int>(kQK_K) / 64; ++chunk) {
-    const uint8_t* lo = L + 64 * chunk;
+    const uint8_t* lo = fit.L + 64 * chunk;
     uint8_t* q = y.qs + 32 * chunk;
     for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(lo[l] | (lo[l + 32] << 4));
+  }
+}
+
+void quantize_q5_K_block(const float* x, BlockQ5_K& y) {
+  ScaleMinFit fit;
+  fit_q4_K_like(x, kQ5KMaxLevel, -0.5f, 0.1f, 15, fit);
+  std::memcpy(y.scales, fit.scales, sizeof y.scales);
+  y.d = fit.d;
+  y.dmin = fit.dmin;
+  // The low 4 bits as Q4_K packs them; the 5th bit of chunk c's first
+  // sub-block in bit 2c of qh[l], of its second in bit 2c + 1.
+  std::memset(y.qh, 0, sizeof y.qh);
+  for (int chunk = 0; chunk < static_cast<int>(kQK_K) / 64; ++chunk) {
+    const uint8_t* lo = fit.L + 64 * chunk;
+    uint8_t* q = y.qs + 32 * chunk;
+    for (int l = 0; l < 32; ++l) {
+      q[l] = static_cast<uint8_t>((lo[l] & 0x0f) | ((lo[l + 32] & 0x0f) << 4));
+      y.qh[l] |= static_cast<uint8_t>(((lo[l] >> 4) << (2 * chunk)) | ((lo[l + 32] >> 4) << (2 * chunk + 1)));
+    }
   }
 }
 
@@ -347,6 +282,85 @@ void quantize_q6_K_block(const float* x, BlockQ6_K& y) {
 
 }  // namespace
 
+// fit_scale_min (quantize_kquants.h). Starts from the grid that spans
+// [min(x, 0), max(x)], then tries n_step + 1 denser or sparser grids
+// (n_max + rmin + rdelta * k levels over the same span); for each it assigns
+// levels and solves the 2x2 weighted least-squares problem for scale and min
+// in closed form, keeping the fit with the lowest error. Returns the scale
+// and writes the offset (positive, subtracted on dequantize) to *neg_min.
+float fit_scale_min(const float* x, const float* w, int n, int n_max, float rmin, float rdelta, int n_step,
+                    bool use_mad, uint8_t* L, float* neg_min) {
+  float min = x[0];
+  float max = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  // The format stores a non-negative offset: the range always includes 0.
+  if (min > 0) min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *neg_min = -min;
+    return 0.0f;
+  }
+
+  const float n_max_f = static_cast<float>(n_max);
+  float iscale = n_max_f / (max - min);
+  float scale = 1.0f / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, n_max);
+    L[i] = static_cast<uint8_t>(l);
+    float diff = scale * static_cast<float>(l) + min - x[i];
+    diff = use_mad ? std::fabs(diff) : diff * diff;
+    best_error += w[i] * diff;
+  }
+
+  uint8_t trial[32];
+  for (int step = 0; step <= n_step; ++step) {
+    iscale = (rmin + rdelta * static_cast<float>(step) + n_max_f) / (max - min);
+    float sum_l = 0;
+    float sum_l2 = 0;
+    float sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = clamp_int(nearest_int(iscale * (x[i] - min)), 0, n_max);
+      trial[i] = static_cast<uint8_t>(l);
+      const float lf = static_cast<float>(l);
+      sum_l += w[i] * lf;
+      sum_l2 += w[i] * lf * lf;
+      sum_xl += w[i] * lf * x[i];
+    }
+    // Normal equations of min over (scale, offset) of sum w (scale*l + offset - x)^2.
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0)) continue;
+    float this_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (this_min > 0) {
+      // A positive offset cannot be stored: refit the scale alone.
+      this_min = 0;
+      this_scale = sum_xl / sum_l2;
+    }
+    float error = 0;
+    for (int i = 0; i < n; ++i) {
+      float diff = this_scale * static_cast<float>(trial[i]) + this_min - x[i];
+      diff = use_mad ? std::fabs(diff) : diff * diff;
+      error += w[i] * diff;
+    }
+    if (error < best_error) {
+      for (int i = 0; i < n; ++i) L[i] = trial[i];
+      best_error = error;
+      scale = this_scale;
+      min = this_min;
+    }
+  }
+  *neg_min = -min;
+  return scale;
+}
+
 void quantize_q4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) quantize_q4_K_block(src + b * kQK_K, dst[b]);
 }
@@ -370,6 +384,37 @@ void dequantize_q4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
       float* out = y + 64 * chunk;
       for (int l = 0; l < 32; ++l) out[l] = d_lo * static_cast<float>(q[l] & 0x0f) - m_lo;
       for (int l = 0; l < 32; ++l) out[l + 32] = d_hi * static_cast<float>(q[l] >> 4) - m_hi;
+    }
+  }
+}
+
+void quantize_q5_K(const float* src, BlockQ5_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) quantize_q5_K_block(src + b * kQK_K, dst[b]);
+}
+
+void dequantize_q5_K(const BlockQ5_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ5_K& blk = src[b];
+    const float d = f16_to_f32(blk.d);
+    const float dmin = f16_to_f32(blk.dmin);
+    float* y = dst + b * kQK_K;
+    for (int chunk = 0; chunk < static_cast<int>(kQK_K) / 64; ++chunk) {
+      uint8_t ls;
+      uint8_t lm;
+      unpack_q4_K_scale_min(blk.scales, 2 * chunk, ls, lm);
+      const float d_lo = d * static_cast<float>(ls);
+      const float m_lo = dmin * static_cast<float>(lm);
+      unpack_q4_K_scale_min(blk.scales, 2 * chunk + 1, ls, lm);
+      const float d_hi = d * static_cast<float>(ls);
+      const float m_hi = dmin * static_cast<float>(lm);
+      const uint8_t* q = blk.qs + 32 * chunk;
+      float* out = y + 64 * chunk;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0f) | (((blk.qh[l] >> (2 * chunk)) & 1) << 4);
+        const int hi = (q[l] >> 4) | (((blk.qh[l] >> (2 * chunk + 1)) & 1) << 4);
+        out[l] = d_lo * static_cast<float>(lo) - m_lo;
+        out[l + 32] = d_hi * static_cast<float>(hi) - m_hi;
+      }
     }
   }
 }

@@ -14,7 +14,7 @@ namespace tc::kernels {
 // Row-gathered GEMV (gate/up over the active neurons):
 //   y[t * n_rows + k] = sum_c W[rows[k], c] * x[t * n_in + c]   for t < n_tokens, k < n_rows
 // w:    weights, ne = {n_in, n_neurons} (row i = neuron i, e.g. ffn_gate f16
-//       [n_ff, n_embd]), dtype F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, rows
+//       [n_ff, n_embd]), any weight dtype (is_weight_dtype), rows
 //       `w.row_bytes` apart.
 // x:    f32 [n_tokens, n_in], contiguous.
 // rows: i32 [n_rows], each in [0, n_neurons); any order (ascending reads

@@ -210,6 +210,15 @@ struct DeqQ6_K {
   }
 };
 
+}  // namespace
+}  // namespace tc::kernels::detail
+
+// The other block formats' dequantizers, which use the helpers above.
+#include "kernels/cpu/sparse_ffn_x86_quants.h"
+
+namespace tc::kernels::detail {
+namespace {
+
 // ---- groups of active rows ----
 
 struct Group {
@@ -377,10 +386,26 @@ void compute_columns_x86(const AxpyArgs& args, int64_t j0, int64_t j1) {
       return axpy_columns<DeqQ8_0, Wide>(args, j0, j1);
     case DType::Q4_0:
       return axpy_columns<DeqQ4_0, Wide>(args, j0, j1);
+    case DType::Q4_1:
+      return axpy_columns<DeqQ4_1, Wide>(args, j0, j1);
+    case DType::Q5_0:
+      return axpy_columns<DeqQ5_0, Wide>(args, j0, j1);
+    case DType::Q5_1:
+      return axpy_columns<DeqQ5_1, Wide>(args, j0, j1);
+    case DType::IQ4_NL:
+      return axpy_columns<DeqIQ4_NL, Wide>(args, j0, j1);
+    case DType::Q2_K:
+      return axpy_columns<DeqQ2_K, Wide>(args, j0, j1);
+    case DType::Q3_K:
+      return axpy_columns<DeqQ3_K, Wide>(args, j0, j1);
     case DType::Q4_K:
       return axpy_columns<DeqQ4_K, Wide>(args, j0, j1);
+    case DType::Q5_K:
+      return axpy_columns<DeqQ5_K, Wide>(args, j0, j1);
     case DType::Q6_K:
       return axpy_columns<DeqQ6_K, Wide>(args, j0, j1);
+    case DType::IQ4_XS:
+      return axpy_columns<DeqIQ4_XS, Wide>(args, j0, j1);
     default:
       return;
   }

@@ -178,16 +178,9 @@ void axpy_reference(const Weights& w_t, const std::vector<float>& a, int64_t n_t
 // Column counts per dtype: whole blocks, not multiples of 256 (or of the
 // 64-column tile) where the dtype allows.
 std::vector<int64_t> n_cols_values(DType dtype) {
-  switch (dtype) {
-    case DType::Q4_K:
-    case DType::Q6_K:
-      return {256, 768};
-    case DType::Q8_0:
-    case DType::Q4_0:
-      return {32, 96, 544};
-    default:
-      return {8, 37, 300};
-  }
+  if (tc::test::is_super_block(dtype)) return {256, 768};
+  if (dtype_traits(dtype).is_quantized) return {32, 96, 544};
+  return {8, 37, 300};
 }
 
 constexpr int64_t kNeurons = 83;  // prime: neither it nor its 10% (9) is a multiple of a SIMD width
@@ -297,7 +290,7 @@ TEST_CASE("sparse FFN: axpy_rows over every neuron matches a dense matmul of the
   uint64_t seed = 300;
   ThreadPool pool(2);
   for (DType dtype : kDTypes) {
-    const int64_t n_out = dtype == DType::Q4_K || dtype == DType::Q6_K ? 512 : 288;
+    const int64_t n_out = tc::test::is_super_block(dtype) ? 512 : 288;
     const int64_t n_neurons = 203;
     const Weights w_t = make_weights(dtype, n_out, n_neurons, seed++);
     std::vector<float> w(static_cast<size_t>(n_out * n_neurons));
@@ -334,7 +327,7 @@ TEST_CASE("sparse FFN: axpy_rows skips exact-zero activations: the same bits as 
           "[kernels][sparse]") {
   uint64_t seed = 400;
   for (DType dtype : kDTypes) {
-    const int64_t n_out = dtype == DType::Q4_K || dtype == DType::Q6_K ? 512 : 96;
+    const int64_t n_out = tc::test::is_super_block(dtype) ? 512 : 96;
     const Weights clean = make_weights(dtype, n_out, kNeurons, seed++);
     for (int64_t n_tokens : {1, 3}) {
       const auto rows = active_set(kNeurons, 40, false, seed++);
@@ -412,7 +405,7 @@ TEST_CASE("sparse FFN: the same bits for 1, 2 and 3 threads and any column split
   std::mt19937_64 rng(600);
   uint64_t seed = 600;
   for (DType dtype : kDTypes) {
-    const int64_t n_cols = dtype == DType::Q4_K || dtype == DType::Q6_K ? 1280 : 1312;
+    const int64_t n_cols = tc::test::is_super_block(dtype) ? 1280 : 1312;
     const Weights w = make_weights(dtype, n_cols, 150, seed++);
     const auto rows = active_set(150, 47, false, seed++);
     for (int64_t n_tokens : {1, 5}) {
@@ -462,7 +455,7 @@ TEST_CASE("sparse FFN: axpy_rows batch invariance: a token's outputs do not depe
   uint64_t seed = 700;
   ThreadPool pool(2);
   for (DType dtype : kDTypes) {
-    const int64_t n_out = dtype == DType::Q4_K || dtype == DType::Q6_K ? 512 : 160;
+    const int64_t n_out = tc::test::is_super_block(dtype) ? 512 : 160;
     const Weights w_t = make_weights(dtype, n_out, kNeurons, seed++);
     const auto rows = active_set(kNeurons, 30, false, seed++);
     for (int64_t n_tokens : {2, 7, 11}) {
@@ -489,7 +482,7 @@ TEST_CASE("sparse FFN: the avx512 variant gives the same bits as avx2", "[kernel
   }
   uint64_t seed = 800;
   for (DType dtype : kDTypes) {
-    const int64_t n_cols = dtype == DType::Q4_K || dtype == DType::Q6_K ? 768 : 608;  // 608: four zmm tiles, a ymm tile, a tail
+    const int64_t n_cols = tc::test::is_super_block(dtype) ? 768 : 608;  // 608: four zmm tiles, a ymm tile, a tail
     const Weights w = make_weights(dtype, n_cols, kNeurons, seed++);
     const auto rows = active_set(kNeurons, 20, false, seed++);
     for (int64_t n_tokens : {1, 6}) {

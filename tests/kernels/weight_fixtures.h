@@ -19,9 +19,14 @@
 
 namespace tc::test {
 
-inline constexpr kernels::DType kWeightDTypes[] = {kernels::DType::F32,  kernels::DType::F16,  kernels::DType::BF16,
-                                                   kernels::DType::Q8_0, kernels::DType::Q4_0, kernels::DType::Q4_K,
-                                                   kernels::DType::Q6_K};
+inline constexpr kernels::DType kWeightDTypes[] = {
+    kernels::DType::F32,  kernels::DType::F16,  kernels::DType::BF16,   kernels::DType::Q8_0,
+    kernels::DType::Q4_0, kernels::DType::Q4_1, kernels::DType::Q5_0,   kernels::DType::Q5_1,
+    kernels::DType::IQ4_NL, kernels::DType::Q2_K, kernels::DType::Q3_K, kernels::DType::Q4_K,
+    kernels::DType::Q5_K, kernels::DType::Q6_K, kernels::DType::IQ4_XS};
+
+// Whether `dtype` is a 256-element super-block format (the k-quants, IQ4_XS).
+inline bool is_super_block(kernels::DType dtype) { return kernels::dtype_traits(dtype).block_size == kernels::kQK_K; }
 
 // The matmul variants this CPU runs; warns once (naming `what`) about AVX-512.
 inline std::vector<const kernels::detail::MatmulIsa*> matmul_variants(const char* what) {
@@ -96,7 +101,7 @@ inline double activation_error_bound(const Weights& w, int64_t r, const float* x
     return bound;
   }
   if (!kernels::dtype_traits(w.dtype).is_quantized) return 0;
-  const int64_t block = w.dtype == kernels::DType::Q4_K || w.dtype == kernels::DType::Q6_K ? kernels::kQK_K : 32;
+  const int64_t block = is_super_block(w.dtype) ? kernels::kQK_K : 32;
   double bound = 0;
   for (int64_t b0 = 0; b0 < w.n_cols; b0 += block) {
     double amax = 0, wsum = 0;

@@ -38,8 +38,16 @@ Loaded load() {
   TC_RESOLVE(ggml_quantize_chunk);
   TC_RESOLVE(dequantize_row_q8_0);
   TC_RESOLVE(dequantize_row_q4_0);
+  TC_RESOLVE(dequantize_row_q4_1);
+  TC_RESOLVE(dequantize_row_q5_0);
+  TC_RESOLVE(dequantize_row_q5_1);
+  TC_RESOLVE(dequantize_row_iq4_nl);
+  TC_RESOLVE(dequantize_row_q2_K);
+  TC_RESOLVE(dequantize_row_q3_K);
   TC_RESOLVE(dequantize_row_q4_K);
+  TC_RESOLVE(dequantize_row_q5_K);
   TC_RESOLVE(dequantize_row_q6_K);
+  TC_RESOLVE(dequantize_row_iq4_xs);
   TC_RESOLVE(ggml_fp16_to_fp32);
   TC_RESOLVE(ggml_fp32_to_fp16);
   TC_RESOLVE(ggml_bf16_to_fp32);
@@ -246,11 +254,19 @@ void ggml_dequantize(DType type, const void* src, float* dst, int64_t n) {
   switch (type) {
     case DType::Q8_0: return api.dequantize_row_q8_0(src, dst, n);
     case DType::Q4_0: return api.dequantize_row_q4_0(src, dst, n);
+    case DType::Q4_1: return api.dequantize_row_q4_1(src, dst, n);
+    case DType::Q5_0: return api.dequantize_row_q5_0(src, dst, n);
+    case DType::Q5_1: return api.dequantize_row_q5_1(src, dst, n);
+    case DType::IQ4_NL: return api.dequantize_row_iq4_nl(src, dst, n);
+    case DType::Q2_K: return api.dequantize_row_q2_K(src, dst, n);
+    case DType::Q3_K: return api.dequantize_row_q3_K(src, dst, n);
     case DType::Q4_K: return api.dequantize_row_q4_K(src, dst, n);
+    case DType::Q5_K: return api.dequantize_row_q5_K(src, dst, n);
     case DType::Q6_K: return api.dequantize_row_q6_K(src, dst, n);
+    case DType::IQ4_XS: return api.dequantize_row_iq4_xs(src, dst, n);
     default: break;
   }
-  TC_CHECK(false, "ggml_dequantize: only Q8_0, Q4_0, Q4_K and Q6_K");
+  TC_CHECK(false, "ggml_dequantize: not a block format");
 }
 
 namespace {

@@ -48,8 +48,16 @@ struct GgmlApi {
                                 int64_t nrows, int64_t n_per_row, const float* imatrix);
   void (*dequantize_row_q8_0)(const void* x, float* y, int64_t k);
   void (*dequantize_row_q4_0)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q4_1)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q5_0)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q5_1)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_iq4_nl)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q2_K)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q3_K)(const void* x, float* y, int64_t k);
   void (*dequantize_row_q4_K)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_q5_K)(const void* x, float* y, int64_t k);
   void (*dequantize_row_q6_K)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_iq4_xs)(const void* x, float* y, int64_t k);
   float (*ggml_fp16_to_fp32)(uint16_t h);
   uint16_t (*ggml_fp32_to_fp16)(float f);
   float (*ggml_bf16_to_fp32)(GgmlBf16 h);
@@ -133,7 +141,8 @@ bool oracle_required();
 // ggml_quantize_chunk over `n_rows` rows of `n_per_row` values.
 std::vector<uint8_t> ggml_quantize(kernels::DType type, const float* src, int64_t n_rows,
                                    int64_t n_per_row);
-// ggml's dequantize_row_* for the four block formats (CHECKs others).
+// ggml's dequantize_row_* for every block format Thermocline reads (CHECKs
+// others).
 void ggml_dequantize(kernels::DType type, const void* src, float* dst, int64_t n);
 
 // The value of key `key_id` as ggml read it, converted to a gguf::Value

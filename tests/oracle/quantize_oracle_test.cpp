@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,7 +14,6 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "tests/oracle/ggml_oracle.h"
-#include "tests/oracle/shared_library.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -21,7 +21,8 @@ namespace {
 using tc::kernels::DType;
 using tc::kernels::kQK_K;
 
-constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K};
+constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1,  DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                                 DType::Q2_K, DType::Q3_K, DType::Q4_K,  DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -144,30 +145,9 @@ std::vector<float> our_dequantize(DType type, const std::vector<uint8_t>& bytes,
   return out;
 }
 
-// ggml's dequantize_row_q5_0, resolved here (the shared GgmlApi covers the
-// matmul weight formats only); nullptr when the library lacks it.
-using DequantizeRowFn = void (*)(const void* x, float* y, int64_t k);
-DequantizeRowFn ggml_dequantize_row_q5_0() {
-  static const DequantizeRowFn fn = [] {
-    std::string reason;
-    std::string missing;
-    DequantizeRowFn f = nullptr;
-    void* handle = tc::oracle::open_shared_library(tc::oracle::ggml_library_path(), "THERMOCLINE_GGML_LIB", reason);
-    if (handle != nullptr) tc::oracle::resolve_symbol(handle, "dequantize_row_q5_0", f, missing);
-    return f;
-  }();
-  return fn;
-}
-
 std::vector<float> ggml_dequantize(DType type, const std::vector<uint8_t>& bytes, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n), std::nanf("2"));
-  if (type == DType::Q5_0) {
-    const auto fn = ggml_dequantize_row_q5_0();
-    REQUIRE(fn != nullptr);
-    fn(bytes.data(), out.data(), n);
-  } else {
-    tc::oracle::ggml_dequantize(type, bytes.data(), out.data(), n);
-  }
+  tc::oracle::ggml_dequantize(type, bytes.data(), out.data(), n);
   return out;
 }
 
@@ -186,13 +166,21 @@ std::vector<uint8_t> random_blocks(DType type, int64_t n_blocks, uint64_t seed) 
   for (int64_t b = 0; b < n_blocks; ++b) {
     uint8_t* blk = bytes.data() + b * traits.block_bytes;
     std::vector<size_t> f16_offsets;
+    using namespace tc::kernels;
     switch (type) {
       case DType::Q8_0:
       case DType::Q4_0:
-      case DType::Q5_0: f16_offsets = {0}; break;
-      case DType::Q4_K: f16_offsets = {0, 2}; break;
-      case DType::Q6_K: f16_offsets = {offsetof(tc::kernels::BlockQ6_K, d)}; break;
-      default: break;
+      case DType::Q5_0:
+      case DType::IQ4_NL:
+      case DType::IQ4_XS: f16_offsets = {0}; break;
+      case DType::Q4_1:
+      case DType::Q5_1:
+      case DType::Q4_K:
+      case DType::Q5_K: f16_offsets = {0, 2}; break;
+      case DType::Q2_K: f16_offsets = {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)}; break;
+      case DType::Q3_K: f16_offsets = {offsetof(BlockQ3_K, d)}; break;
+      case DType::Q6_K: f16_offsets = {offsetof(BlockQ6_K, d)}; break;
+      default: FAIL("random_blocks: no f16 fields listed for " << dtype_name(type));
     }
     for (size_t off : f16_offsets) {
       const uint16_t h = finite_f16();
@@ -207,8 +195,10 @@ std::vector<uint8_t> random_blocks(DType type, int64_t n_blocks, uint64_t seed) 
 TEST_CASE("oracle: block sizes and byte sizes equal ggml's for every dtype", "[oracle][quantize]") {
   TC_ORACLE_REQUIRE_OR_SKIP();
   const auto& api = *tc::oracle::ggml();
-  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K,
-                     DType::Q6_K, DType::I8, DType::I16, DType::I32, DType::I64, DType::F64}) {
+  std::vector<DType> types = {DType::F32, DType::F16, DType::BF16, DType::I8, DType::I16, DType::I32, DType::I64,
+                              DType::F64};
+  types.insert(types.end(), std::begin(kBlockTypes), std::end(kBlockTypes));
+  for (DType type : types) {
     const auto& traits = tc::kernels::dtype_traits(type);
     INFO(traits.name);
     CHECK(api.ggml_blck_size(static_cast<int>(type)) == traits.block_size);
@@ -221,8 +211,9 @@ TEST_CASE("oracle: block sizes and byte sizes equal ggml's for every dtype", "[o
 TEST_CASE("oracle: our quantize_row writes the same bytes as ggml_quantize_chunk", "[oracle][quantize]") {
   TC_ORACLE_REQUIRE_OR_SKIP();
   const auto cases = data_cases();
-  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K,
-                     DType::Q6_K}) {
+  std::vector<DType> types = {DType::F32, DType::F16, DType::BF16};
+  types.insert(types.end(), std::begin(kBlockTypes), std::end(kBlockTypes));
+  for (DType type : types) {
     const auto& traits = tc::kernels::dtype_traits(type);
     for (const auto& c : cases) {
       INFO(traits.name << " on " << c.name);

@@ -332,10 +332,10 @@ TEST_CASE("convert --to-pwri: q4_0 ffn_down is re-quantized onto the nearest gri
     CHECK((a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0));
   }
   CHECK(fc.get_f32_array(tc::sparse::kLayerThresholdsKey) == std::vector<float>{0.5f, -0.25f});
-  // Loadable, the q5_0 predictors widened to f16 with their thresholds.
+  // Loadable, the q5_0 predictors mapped as they are, with their thresholds.
   const auto loaded = tc::model::load_model(c.output);
   const auto preds = tc::sparse::map_predictors(loaded->file, loaded->spec);
-  CHECK(preds.layers[0].fc1.dtype == DType::F16);
+  CHECK(preds.layers[0].fc1.dtype == DType::Q5_0);
   CHECK(preds.layers[1].threshold == -0.25f);
 
   // --threshold replaces the global threshold and drops the per-layer ones.

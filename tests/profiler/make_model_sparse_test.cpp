@@ -417,8 +417,8 @@ TEST_CASE("sparse make-model rejects inconsistent options", "[profiler][make_mod
   o.sparse.predictor_rank = 32;
   o.sparse.predictor_type = "q4_k";  // rows of 32 are not 256-blocks
   CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("predictor"));
-  o.sparse.predictor_type = "q5_1";
-  CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("q5_1"));
+  o.sparse.predictor_type = "iq2_xxs";
+  CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("iq2_xxs"));
   o.sparse.predictor_type.clear();
   o.sparse.active = 0.995;
   CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("active"));

@@ -152,7 +152,7 @@ TEST_CASE("make-model weight types, GQA, tied embeddings and the gpt2 tokenizer"
     o.n_head_kv = 3;
     CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("n_head_kv"));
     o.n_head_kv = 2;
-    o.weight_type = "q5_1";
-    CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("q5_1"));
+    o.weight_type = "iq2_xxs";
+    CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("iq2_xxs"));
   }
 }

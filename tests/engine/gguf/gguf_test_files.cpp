@@ -162,9 +162,9 @@ std::vector<MalformedCase> make_cases() {
                  auto p = put<int64_t>(b, b_info(b) + 4, int64_t{1} << 31);
                  return put<int64_t>(p, b_info(b) + 12, int64_t{1} << 31);
                }});
-  c.push_back({"unsupported_dtype", "dtype id 7 (q5_1)", tensor_a, kTensorA,
-               {"q5_1", "ggml type id 7", "not supported"},
-               [a_info](const std::string& b) { return put<uint32_t>(b, a_info(b) + 20, 7); }});
+  c.push_back({"unsupported_dtype", "dtype id 16 (iq2_xxs)", tensor_a, kTensorA,
+               {"iq2_xxs", "ggml type id 16", "not supported"},
+               [a_info](const std::string& b) { return put<uint32_t>(b, a_info(b) + 20, 16); }});
   c.push_back({"unknown_dtype", "dtype id 1000", tensor_a, kTensorA, {"unknown dtype id 1000"},
                [a_info](const std::string& b) { return put<uint32_t>(b, a_info(b) + 20, 1000); }});
   c.push_back({"row_not_block_multiple", "q8_0 tensor with ne[0] = 33", tensor_a, kTensorA,
