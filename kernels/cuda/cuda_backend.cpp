@@ -57,7 +57,7 @@ void check_matrix(const Tensor& w) {
 }
 
 void check_weight(const Tensor& w) {
-  TC_CHECK(is_weight_dtype(w.dtype), "CUDA backend: not a weight dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  TC_CHECK(is_weight_dtype(w.dtype), "CUDA backend: not a weight dtype (F32, F16, BF16 or a block format)");
   check_matrix(w);
 }
 
@@ -203,8 +203,7 @@ void CudaBackend::axpy_rows(const Tensor& w_t, const float* a, int64_t n_tokens,
 }
 
 void CudaBackend::get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) {
-  TC_CHECK(is_weight_dtype(table.dtype) || table.dtype == DType::Q5_0,
-           "get_rows: table dtype must be a weight dtype or Q5_0");
+  TC_CHECK(is_weight_dtype(table.dtype), "get_rows: table dtype must be a weight dtype");
   check_matrix(table);
   TC_CHECK(n_tokens >= 0, "get_rows: n_tokens must be >= 0");
   activate();

@@ -1,7 +1,7 @@
 // Runtime DType -> compile-time template argument for the kernel launchers:
 // visit_weight_dtype(t, f) calls f(std::integral_constant<DType, T>{}) for
-// the seven matmul weight dtypes; visit_table_dtype adds Q5_0 (every dtype
-// dequantize_row, and so get_rows, reads). Other dtypes fail a TC_CHECK.
+// every weight dtype (is_weight_dtype); visit_table_dtype, for what
+// get_rows reads, is the same set. Other dtypes fail a TC_CHECK.
 #pragma once
 
 #include <type_traits>
@@ -22,19 +22,23 @@ void visit_weight_dtype(DType type, F&& f) {
     case DType::BF16: f(DTypeConstant<DType::BF16>{}); return;
     case DType::Q8_0: f(DTypeConstant<DType::Q8_0>{}); return;
     case DType::Q4_0: f(DTypeConstant<DType::Q4_0>{}); return;
+    case DType::Q4_1: f(DTypeConstant<DType::Q4_1>{}); return;
+    case DType::Q5_0: f(DTypeConstant<DType::Q5_0>{}); return;
+    case DType::Q5_1: f(DTypeConstant<DType::Q5_1>{}); return;
+    case DType::IQ4_NL: f(DTypeConstant<DType::IQ4_NL>{}); return;
+    case DType::Q2_K: f(DTypeConstant<DType::Q2_K>{}); return;
+    case DType::Q3_K: f(DTypeConstant<DType::Q3_K>{}); return;
     case DType::Q4_K: f(DTypeConstant<DType::Q4_K>{}); return;
+    case DType::Q5_K: f(DTypeConstant<DType::Q5_K>{}); return;
     case DType::Q6_K: f(DTypeConstant<DType::Q6_K>{}); return;
+    case DType::IQ4_XS: f(DTypeConstant<DType::IQ4_XS>{}); return;
     default: break;
   }
-  TC_CHECK(false, "CUDA backend: not a weight dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
+  TC_CHECK(false, "CUDA backend: not a weight dtype (F32, F16, BF16 or a block format)");
 }
 
 template <typename F>
 void visit_table_dtype(DType type, F&& f) {
-  if (type == DType::Q5_0) {
-    f(DTypeConstant<DType::Q5_0>{});
-    return;
-  }
   visit_weight_dtype(type, f);
 }
 

@@ -142,9 +142,9 @@ TEST_CASE("cuda backend: bad arguments fail a CHECK before anything is launched"
   Tensor odd = placed.tensor;
   odd.row_bytes += 1;  // f16 rows must stay 2-byte aligned
   REQUIRE_THROWS_AS(cuda->matmul(odd, x.as<float>(), 1, y.as<float>()), tc::InvariantError);
-  Tensor q5 = placed.tensor;
-  q5.dtype = DType::Q5_0;  // a table dtype, not a matmul weight dtype
-  REQUIRE_THROWS_AS(cuda->matmul(q5, x.as<float>(), 1, y.as<float>()), tc::InvariantError);
+  Tensor i8 = placed.tensor;
+  i8.dtype = DType::I8;  // not a weight dtype
+  REQUIRE_THROWS_AS(cuda->matmul(i8, x.as<float>(), 1, y.as<float>()), tc::InvariantError);
   REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 3, 2, 64, nullptr, y.as<float>()),
                     tc::InvariantError);  // n_head not a multiple of n_head_kv
   REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 1, 1, 512, nullptr, y.as<float>()),

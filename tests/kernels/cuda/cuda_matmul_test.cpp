@@ -122,8 +122,8 @@ std::vector<float> run_axpy_rows(Backend& cuda, const DeviceWeights& w_t, const 
 int64_t row_pad(DType dtype) { return dtype == DType::F32 ? 8 : 6; }
 
 std::vector<int64_t> n_in_values(DType dtype) {
-  if (dtype == DType::Q4_K || dtype == DType::Q6_K) return {256, 768};
-  if (dtype == DType::Q8_0 || dtype == DType::Q4_0) return {32, 96, 544};
+  if (tc::test::is_super_block(dtype)) return {256, 768};
+  if (dtype_traits(dtype).is_quantized) return {32, 96, 544};
   return {8, 37, 300};
 }
 
@@ -278,7 +278,7 @@ TEST_CASE("cuda axpy_rows: matches float64 for every dtype, row set and token co
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   uint64_t seed = 500;
   for (DType dtype : tc::test::kWeightDTypes) {
-    const int64_t n_out = dtype == DType::Q4_K || dtype == DType::Q6_K ? 512 : 96;
+    const int64_t n_out = tc::test::is_super_block(dtype) ? 512 : 96;
     // 83 neurons: one split; 700: several (64 rows each), the last one short.
     for (int64_t n_neurons : {83, 700}) {
       const Weights w_t = make_weights(dtype, n_out, n_neurons, seed++, row_pad(dtype));

@@ -45,8 +45,9 @@ void require_ulps(const std::vector<float>& got, const std::vector<float>& want,
 
 TEST_CASE("cuda get_rows: bit-identical to dequantize_row for every table dtype", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
-  const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q5_0,
-                               DType::Q4_K, DType::Q6_K);
+  const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                               DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                               DType::Q5_K, DType::Q6_K, DType::IQ4_XS);
   INFO("dtype " << dtype_name(dtype));
   const int64_t n_embd = 512;
   const int64_t n_vocab = 37;
