@@ -19,13 +19,16 @@
 #
 # Models from `thermocline make-model` (seed 1), made once into MODEL_DIR and
 # reused: "1b" (n_embd 2048, 16 layers, n_ff 5504, 32 heads, 8 KV heads,
-# vocab 32000) and "7b-layers" (n_embd 4096, 4 layers, n_ff 11008, 32 heads,
-# 32 KV heads, vocab 32000), each in every type asked for.
+# vocab 32000), "1b-k" (the same with TinyLlama-1.1B's n_ff 5632, a multiple
+# of 256, so that every tensor of the k-quant and IQ4_XS types can be one)
+# and "7b-layers" (n_embd 4096, 4 layers, n_ff 11008, 32 heads, 32 KV heads,
+# vocab 32000), each in every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN]
-#                             [--models 1b,7b-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
+#   -p 0 skips the prompt test (decode only).
 #   A quick check: bench/compare_llamacpp.sh -r 2 -p 64 -n 16 --models 1b --types q4_0
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,8 +91,9 @@ mkdir -p "$model_dir"
 model_args() {
   case "$1" in
     1b) echo "--n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
+    1b-k) echo "--n-embd 2048 --n-layer 16 --n-ff 5632 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
     7b-layers) echo "--n-embd 4096 --n-layer 4 --n-ff 11008 --n-head 32 --n-head-kv 32 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 7b-layers)" >&2; exit 2 ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"

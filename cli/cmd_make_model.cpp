@@ -2,9 +2,11 @@
 // [--sparse [--sparse-active A] [--sparse-alpha X] [--predictor-rank R] [--layout gguf|pwri]]`.
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -66,7 +68,8 @@ void register_make_model(CLI::App& app) {
   auto* ffn_opt = sub->add_option("--ffn", *ffn, "FFN form (default swiglu; reglu with --sparse)")
                       ->check(CLI::IsMember({"swiglu", "reglu", "drelu"}));
   sub->add_option("--type", o->weight_type, "Weight type")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
+                                                     std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
   sub->add_option("--tokenizer", *tokenizer, "Tokenizer kind")->check(CLI::IsMember({"llama", "gpt2"}));
   sub->add_option("--vocab-text", o->vocab_text, "Text to learn the vocabulary from (default: built-in corpus)")

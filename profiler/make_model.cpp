@@ -69,25 +69,35 @@ class NormalStream {
 
 struct WeightTypes {
   DType base;       // most 2-D weights
-  DType heavy;      // output, attn_v, ffn_down (differs only for q4_k_m)
+  DType heavy;      // output, attn_v, ffn_down (differs only for the _m mixes)
   uint32_t file_type;  // llama.cpp's general.file_type
 };
 
 WeightTypes parse_weight_type(const std::string& name) {
   if (name == "q4_k_m") return {DType::Q4_K, DType::Q6_K, 15};
+  if (name == "q5_k_m") return {DType::Q5_K, DType::Q6_K, 17};
   const auto t = kernels::dtype_from_name(name);
   if (!t) throw std::invalid_argument("unknown weight type '" + name + "'");
+  // general.file_type: llama.cpp's llama_ftype for a file of that type.
   switch (*t) {
     case DType::F32: return {*t, *t, 0};
     case DType::F16: return {*t, *t, 1};
     case DType::Q4_0: return {*t, *t, 2};
+    case DType::Q4_1: return {*t, *t, 3};
     case DType::Q8_0: return {*t, *t, 7};
+    case DType::Q5_0: return {*t, *t, 8};
+    case DType::Q5_1: return {*t, *t, 9};
+    case DType::Q2_K: return {*t, *t, 10};
+    case DType::Q3_K: return {*t, *t, 11};  // as Q3_K_S
     case DType::Q4_K: return {*t, *t, 14};  // as Q4_K_S
+    case DType::Q5_K: return {*t, *t, 16};  // as Q5_K_S
     case DType::Q6_K: return {*t, *t, 18};
+    case DType::IQ4_NL: return {*t, *t, 25};
+    case DType::IQ4_XS: return {*t, *t, 30};
     case DType::BF16: return {*t, *t, 32};
     default:
-      throw std::invalid_argument("weight type '" + name +
-                                  "' is not a weight format (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m)");
+      throw std::invalid_argument("weight type '" + name + "' is not a weight format (" +
+                                  std::string(kMakeModelTypeList) + ")");
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "engine/model/model_spec.h"
@@ -43,6 +44,13 @@ struct SparseOptions {
   bool write_predictors = true;
 };
 
+// The names --type accepts, and the same as one comma-separated string.
+inline constexpr const char* kMakeModelTypes[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0",   "q4_1",   "q5_0",
+                                                  "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",   "q6_k",   "iq4_nl",
+                                                  "iq4_xs", "q4_k_m", "q5_k_m"};
+inline constexpr const char* kMakeModelTypeList =
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m, q5_k_m";
+
 struct MakeModelOptions {
   std::filesystem::path output;
   uint64_t seed = 42;
@@ -56,9 +64,9 @@ struct MakeModelOptions {
   double rope_freq_base = 10000.0;
   double rms_eps = 1e-5;
   model::FfnForm ffn_form = model::FfnForm::SwiGLU;
-  // Type of the 2-D weights (norms stay f32): f32, f16, bf16, q8_0, q4_0,
-  // q4_k, q6_k, or q4_k_m (llama.cpp's mix: q6_k for output, attn_v and
-  // ffn_down, q4_k elsewhere).
+  // Type of the 2-D weights (norms stay f32): one of kMakeModelTypes: a
+  // weight dtype, or q4_k_m / q5_k_m (llama.cpp's mixes, simplified: q6_k
+  // for output, attn_v and ffn_down, q4_k / q5_k elsewhere).
   std::string weight_type = "f16";
   bool tied_embeddings = false;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;

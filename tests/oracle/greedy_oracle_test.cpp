@@ -6,8 +6,10 @@
 // within a few percent of their sd, and on 32 greedy steps (EOS ignored)
 // llama.cpp's token must be our argmax at every step of its path unless that
 // step is a near-tie for us; the free-running sequences must be identical up
-// to such a step (with the seeds used here: all 32 tokens). Skips with a
-// warning without the library (fails with THERMOCLINE_REQUIRE_ORACLE=1).
+// to such a step (with the seeds used here: all 32 tokens). A model of every
+// other quantization type must load in llama.cpp and give the prompt logits
+// within the same bound. Skips with a warning without the library (fails
+// with THERMOCLINE_REQUIRE_ORACLE=1).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -317,5 +319,45 @@ TEST_CASE("llama.cpp loads the bundled model and tokenizes like us", "[oracle]")
     const float* logits = ctx.last_logits();
     REQUIRE(logits != nullptr);
     CHECK(std::all_of(logits, logits + theirs.n_vocab(), [](float v) { return std::isfinite(v); }));
+  }
+}
+
+// Every quantization type end to end: a make-model file of each (all 2-D
+// weights of that type, and the q5_k_m mix) loads in llama.cpp, and the
+// prompt's last-position logits agree with ours within the bound of the
+// Q8_0 / Q4_0 test, which is set by the int8 activations both sides use.
+TEST_CASE("Prompt logits match llama.cpp's on a model of every quantization type", "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  const fs::path dir = tc::test::scratch_dir("quant_types_oracle");
+  for (const char* type :
+       {"q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs", "q5_k_m"}) {
+    const fs::path path = make_oracle_model({type, 8}, dir);
+    INFO("model " << type << " (" << path.string() << ")");
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const int32_t n_vocab = theirs_model.n_vocab();
+    const auto prompt = theirs_model.tokenize(kPrompt);
+    lc::ContextOptions co;
+    co.n_ctx = 256;
+    co.n_threads = kThreads;
+    lc::LlamaCppContext ctx(theirs_model, co);
+    const auto theirs = lc::greedy(ctx, n_vocab, prompt, 1);
+
+    const auto loaded = tc::model::load_model(path);
+    auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = kThreads});
+    tc::model::LlamaModel model(*loaded, *backend);
+    tc::runtime::KvCache kv(*backend, loaded->spec, 1, 256);
+    std::vector<float> logits;
+    const tc::model::StepSequence step{0, prompt, false};
+    REQUIRE(model.forward({&step, 1}, kv, logits) == tc::model::StepStatus::Ok);
+    REQUIRE(logits.size() == static_cast<size_t>(n_vocab));
+
+    const LogitStats stats = logit_stats(theirs.prompt_logits.data(), static_cast<size_t>(n_vocab));
+    double max_diff = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(theirs.prompt_logits[i] - logits[i])));
+    }
+    WARN(type << ": last-position logits max |ours - llama.cpp| = " << max_diff / stats.sd << " logit sd");
+    CHECK(stats.sd > 0);
+    CHECK(max_diff < kLogitTolerance * stats.sd);
   }
 }
