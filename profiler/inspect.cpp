@@ -1,8 +1,11 @@
 // Builds the inspect report: one data-gathering pass, then a text or JSON
-// rendering of the same facts.
+// rendering of the same facts. The file is read with its unsupported tensors
+// listed rather than refused, so the report says what is supported and,
+// for what is not, which key, tensor or dtype stops it.
 #include "profiler/inspect.h"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -26,7 +29,22 @@ struct Report {
   std::string vocab_error;
   uint64_t total_tensor_bytes = 0;
   int64_t total_elements = 0;
+  std::map<std::string, int64_t> dtype_counts;  // tensors per dtype name, unsupported ones included
 };
+
+// One line per reason the file cannot run as a model (empty: it can).
+std::vector<std::string> blockers(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& u : r.file.unsupported_tensors()) out.push_back("tensor '" + u.name + "': " + u.problem);
+  if (!r.spec) out.push_back(r.spec_error);
+  return out;
+}
+
+std::string dtype_summary(const Report& r) {
+  std::string s;
+  for (const auto& [name, n] : r.dtype_counts) s += (s.empty() ? "" : ", ") + name + " x " + std::to_string(n);
+  return s;
+}
 
 std::string human_bytes(uint64_t n) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -93,6 +111,14 @@ json to_json(const Report& r, const InspectOptions& o) {
   j["file_size"] = f.file_size();
   j["data_offset"] = f.data_offset();
   j["model"] = r.spec ? spec_to_json(*r.spec) : json{{"error", r.spec_error}};
+  json unsupported = json::array();
+  for (const auto& u : f.unsupported_tensors()) {
+    unsupported.push_back({{"name", u.name}, {"dtype", u.type_name}, {"type_id", u.type_id}, {"shape", u.ne}});
+  }
+  j["support"] = {{"runnable", blockers(r).empty()},
+                  {"blockers", blockers(r)},
+                  {"unsupported_tensors", std::move(unsupported)},
+                  {"dtypes", r.dtype_counts}};
   if (r.vocab) {
     const auto& v = *r.vocab;
     j["tokenizer"] = {{"model", v.kind == text::TokenizerKind::Spm ? "llama" : "gpt2"},
@@ -135,6 +161,16 @@ std::string to_text(const Report& r, const InspectOptions& o) {
   out << "file:          " << f.path() << "\n"
       << "container:     " << gguf::magic_name(f.magic()) << " v" << f.version() << ", alignment " << f.alignment()
       << ", " << human_bytes(f.file_size()) << ", data at offset " << f.data_offset() << "\n\n";
+
+  out << "== support ==\n";
+  const auto why_not = blockers(r);
+  if (why_not.empty()) {
+    out << "runs:          yes (every tensor's dtype is supported: " << dtype_summary(r) << ")\n\n";
+  } else {
+    out << "runs:          no; dtypes " << dtype_summary(r) << "\n";
+    for (const auto& line : why_not) out << "  " << line << "\n";
+    out << "\n";
+  }
 
   out << "== model ==\n";
   if (r.spec) {
@@ -182,17 +218,25 @@ std::string to_text(const Report& r, const InspectOptions& o) {
                   static_cast<unsigned long long>(t.n_bytes), static_cast<unsigned long long>(t.offset));
     out << line;
   }
+  for (const auto& u : f.unsupported_tensors()) {
+    std::snprintf(line, sizeof line, "%-36s %-6s %-22s %14s %14s\n", u.name.c_str(),
+                  (u.type_name.empty() ? "id " + std::to_string(u.type_id) : u.type_name).c_str(),
+                  gguf::TensorInfo{u.name, kernels::DType::F32, u.ne}.shape_string().c_str(), "unsupported", "-");
+    out << line;
+  }
   return out.str();
 }
 
 }  // namespace
 
 std::string inspect_file(const std::filesystem::path& path, const InspectOptions& options) {
-  const auto file = gguf::GgufFile::open(path);
-  Report r{file, std::nullopt, "", std::nullopt, ""};
+  const auto file = gguf::GgufFile::open(path, gguf::UnsupportedDtypes::kList);
+  Report r{file, std::nullopt, "", std::nullopt, "", 0, 0, {}};
   try {
     auto spec = model::read_model_spec(file);
-    model::validate_model_tensors(file, spec);
+    // The tensors of unsupported dtypes are not in file.tensors(): checking
+    // the rest would call them missing. They are the blockers then.
+    if (file.unsupported_tensors().empty()) model::validate_model_tensors(file, spec);
     r.spec = std::move(spec);
   } catch (const gguf::ModelLoadError& e) {
     r.spec_error = e.what();
@@ -209,6 +253,10 @@ std::string inspect_file(const std::filesystem::path& path, const InspectOptions
   for (const auto& t : file.tensors()) {
     r.total_tensor_bytes += t.n_bytes;
     r.total_elements += t.n_elements();
+    ++r.dtype_counts[std::string(kernels::dtype_name(t.dtype))];
+  }
+  for (const auto& u : file.unsupported_tensors()) {
+    ++r.dtype_counts[u.type_name.empty() ? "type id " + std::to_string(u.type_id) : u.type_name];
   }
   return options.json ? to_json(r, options).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
                       : to_text(r, options);

@@ -61,7 +61,7 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
-GgufFile GgufFile::open(const std::filesystem::path& path) {
+GgufFile GgufFile::open(const std::filesystem::path& path, UnsupportedDtypes unsupported) {
   GgufFile f;
   f.path_ = path.string();
   const auto os_error = [&f](const std::string& what) {
@@ -107,7 +107,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   f.storage_->map_size = size;
   f.base_ = static_cast<const std::byte*>(map);
   f.size_ = size;
-  f.parse();
+  f.parse(unsupported);
   return f;
 }
 
@@ -118,7 +118,7 @@ GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, std::string name
   f.storage_->copy.assign(bytes.begin(), bytes.end());
   f.base_ = f.storage_->copy.data();
   f.size_ = f.storage_->copy.size();
-  f.parse();
+  f.parse(UnsupportedDtypes::kReject);
   return f;
 }
 

@@ -46,10 +46,24 @@ struct TensorInfo {
   std::string shape_string() const;  // "[4096, 32000]"
 };
 
+// A tensor whose dtype Thermocline does not read (GgufFile::open with
+// UnsupportedDtypes::kList): kept out of tensors(), its data unchecked.
+struct UnsupportedTensor {
+  std::string name;
+  uint32_t type_id = 0;       // ggml type id as stored
+  std::string type_name;      // ggml's name ("iq2_xxs"), empty for an id ggml does not know
+  std::vector<int64_t> ne;    // GGUF order
+  std::string problem;        // "dtype iq2_xxs (ggml type id 16) is not supported"
+};
+
+// What open() does with a tensor of a dtype Thermocline does not support:
+// throw (a model cannot run without it), or list it and go on (inspect).
+enum class UnsupportedDtypes { kReject, kList };
+
 class GgufFile {
  public:
   // Maps and parses `path`. Throws ModelLoadError on any problem.
-  static GgufFile open(const std::filesystem::path& path);
+  static GgufFile open(const std::filesystem::path& path, UnsupportedDtypes unsupported = UnsupportedDtypes::kReject);
   // Parses bytes held in memory (copied); `name` stands in for the path in
   // errors. Used by the fuzzer and by tests.
   static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name);
@@ -88,6 +102,8 @@ class GgufFile {
   std::vector<int32_t> get_i32_array(std::string_view key) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // The tensors left out of tensors() for their dtype (kList only), in file order.
+  const std::vector<UnsupportedTensor>& unsupported_tensors() const { return unsupported_; }
   const TensorInfo* find_tensor(std::string_view name) const;
   // Throws ModelLoadError naming the tensor when it is absent.
   const TensorInfo& tensor(std::string_view name) const;
@@ -102,7 +118,7 @@ class GgufFile {
  private:
   struct Storage;
   GgufFile();
-  void parse();
+  void parse(UnsupportedDtypes unsupported);
 
   std::unique_ptr<Storage> storage_;  // the mapping or the in-memory copy
   const std::byte* base_ = nullptr;
@@ -116,6 +132,7 @@ class GgufFile {
   std::unordered_map<std::string, size_t> metadata_index_;
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> tensor_index_;
+  std::vector<UnsupportedTensor> unsupported_;
 };
 
 }  // namespace tc::gguf

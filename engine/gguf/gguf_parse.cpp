@@ -253,7 +253,7 @@ uint64_t read_alignment(const Value& v, Reader& r) {
 
 }  // namespace
 
-void GgufFile::parse() {
+void GgufFile::parse(UnsupportedDtypes unsupported) {
   Reader r(base_, size_, path_);
   if (size_ == 0) r.fail("file is empty (0 bytes); expected a GGUF file starting with 'GGUF'");
   check_magic(r, base_, magic_);
@@ -306,6 +306,9 @@ void GgufFile::parse() {
       r.fail("duplicate tensor name: tensor infos " + std::to_string(it->second) + " and " +
              std::to_string(i) + " have the same name; expected unique names");
     }
+    for (const auto& u : unsupported_) {
+      if (u.name == info.name) r.fail("duplicate tensor name; expected unique names");
+    }
     const auto n_dims = r.read<uint32_t>("n_dims");
     if (n_dims == 0 || n_dims > static_cast<uint32_t>(kMaxDims)) {
       r.fail("has " + std::to_string(n_dims) + " dimensions; expected 1 to " +
@@ -326,10 +329,13 @@ void GgufFile::parse() {
     const auto dtype = kernels::dtype_from_id(type_id);
     if (!dtype) {
       const std::string_view known = ggml_type_name(type_id);
-      r.fail((known.empty() ? "unknown dtype id " + std::to_string(type_id)
-                            : "dtype " + std::string(known) + " (ggml type id " +
-                                  std::to_string(type_id) + ") is not supported") +
-             "; expected one of " + supported);
+      std::string problem = known.empty() ? "unknown dtype id " + std::to_string(type_id)
+                                          : "dtype " + std::string(known) + " (ggml type id " +
+                                                std::to_string(type_id) + ") is not supported";
+      if (unsupported == UnsupportedDtypes::kReject) r.fail(problem + "; expected one of " + supported);
+      r.read<uint64_t>("data offset");
+      unsupported_.push_back({std::move(info.name), type_id, std::string(known), std::move(info.ne), std::move(problem)});
+      continue;
     }
     info.dtype = *dtype;
     info.offset = r.read<uint64_t>("data offset");

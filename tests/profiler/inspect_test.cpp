@@ -1,6 +1,8 @@
-// inspect: the table and the JSON describe the same file, completely.
+// inspect: the table and the JSON describe the same file, completely, and
+// say whether it runs and which tensor or dtype stops it.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
@@ -43,4 +45,60 @@ TEST_CASE("inspect reports model, tokenizer, template and every tensor", "[profi
     CHECK(j["tensors"][i]["dtype"] == std::string(tc::kernels::dtype_name(t.dtype)));
   }
   CHECK(j["metadata"]["tokenizer.ggml.tokens"]["value"]["count"] == 1024);
+}
+
+namespace {
+
+// Overwrites the stored ggml type id of 2-D tensor `name` in GGUF bytes.
+void set_type_id(std::string& bytes, const std::string& name, uint32_t type_id) {
+  const auto at = bytes.find(name);
+  REQUIRE(at != std::string::npos);
+  // name, then n_dims (u32), ne[0..1] (i64), then the type id.
+  const size_t type_pos = at + name.size() + 4 + 2 * 8;
+  std::memcpy(bytes.data() + type_pos, &type_id, sizeof type_id);
+}
+
+}  // namespace
+
+TEST_CASE("inspect says whether a file runs and names each tensor whose dtype stops it", "[profiler][inspect]") {
+  const auto dir = tc::test::scratch_dir("inspect_support");
+  tc::profiler::MakeModelOptions o;
+  o.output = dir / "m.gguf";
+  o.n_vocab = 512;
+  o.n_embd = 256;
+  o.n_layer = 2;
+  o.n_ff = 256;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.weight_type = "q5_k_m";
+  tc::profiler::make_model(o);
+
+  const std::string ok = tc::profiler::inspect_file(o.output, {});
+  CHECK_THAT(ok, Catch::Contains("runs:          yes"));
+  CHECK_THAT(ok, Catch::Contains("q5_K x ") && Catch::Contains("q6_K x "));
+  const auto ok_json = nlohmann::json::parse(tc::profiler::inspect_file(o.output, {.json = true}));
+  CHECK(ok_json["support"]["runnable"] == true);
+  CHECK(ok_json["support"]["blockers"].empty());
+
+  std::string bytes = tc::test::read_file(o.output);
+  set_type_id(bytes, "blk.1.ffn_up.weight", 16);  // iq2_xxs: known to ggml, not supported here
+  set_type_id(bytes, "blk.0.attn_k.weight", 1000);  // no ggml type at all
+  const auto patched = dir / "patched.gguf";
+  tc::test::write_file(patched, bytes);
+  // Loading refuses the file, naming the first such tensor.
+  CHECK_THROWS_WITH(tc::gguf::GgufFile::open(patched), Catch::Contains("blk.0.attn_k.weight"));
+
+  const std::string table = tc::profiler::inspect_file(patched, {});
+  CHECK_THAT(table, Catch::Contains("runs:          no"));
+  CHECK_THAT(table, Catch::Contains("tensor 'blk.1.ffn_up.weight': dtype iq2_xxs (ggml type id 16) is not supported"));
+  CHECK_THAT(table, Catch::Contains("tensor 'blk.0.attn_k.weight': unknown dtype id 1000"));
+  CHECK_THAT(table, Catch::Contains("n_head 4, n_head_kv 2"));  // the rest is still read
+  const auto j = nlohmann::json::parse(tc::profiler::inspect_file(patched, {.json = true}));
+  CHECK(j["support"]["runnable"] == false);
+  REQUIRE(j["support"]["unsupported_tensors"].size() == 2);
+  CHECK(j["support"]["unsupported_tensors"][0]["name"] == "blk.0.attn_k.weight");
+  CHECK(j["support"]["unsupported_tensors"][1]["name"] == "blk.1.ffn_up.weight");
+  CHECK(j["support"]["unsupported_tensors"][1]["dtype"] == "iq2_xxs");
+  CHECK(j["support"]["dtypes"]["iq2_xxs"] == 1);
+  CHECK(j["tensors"].size() == ok_json["tensors"].size() - 2);
 }
