@@ -1,13 +1,15 @@
 // quantize_row / dequantize_row for every weight dtype against float64
 // references: per-element error bounds for F16/BF16/Q8_0/Q4_0/Q5_0, rms bounds for
-// Q4_K/Q6_K, block layouts decoded from hand-built blocks, multi-block rows,
-// outliers, constant and tiny data, and the byte sizes of each format.
+// Q4_K/Q6_K and for every block type, block layouts decoded from hand-built
+// blocks, multi-block rows, outliers, constant and tiny data, and the byte
+// sizes of each format.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -19,6 +21,11 @@
 namespace {
 
 using namespace tc::kernels;
+
+// Every block type (the bit-exact comparison with llama.cpp's own
+// quantizers is tests/oracle/quantize_oracle_test.cpp).
+constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                                 DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 
 std::vector<uint8_t> quantize(DType type, const std::vector<float>& x) {
   const auto n = static_cast<int64_t>(x.size());
@@ -193,6 +200,16 @@ TEST_CASE("block and row byte sizes match llama.cpp's formats", "[quantize]") {
   CHECK(row_bytes(DType::Q6_K, 4096) == 16 * 210);
   CHECK(offsetof(BlockQ6_K, d) == 208);
   CHECK(offsetof(BlockQ4_K, qs) == 16);
+  // ggml's block_q4_1, block_q5_1, block_iq4_nl (per 32) and block_q2_K,
+  // block_q3_K, block_q5_K, block_iq4_xs (per 256).
+  CHECK(row_bytes(DType::Q4_1, 256) == 8 * 20);
+  CHECK(row_bytes(DType::Q5_1, 256) == 8 * 24);
+  CHECK(row_bytes(DType::IQ4_NL, 256) == 8 * 18);
+  CHECK(row_bytes(DType::Q2_K, 512) == 2 * 84);
+  CHECK(row_bytes(DType::Q3_K, 512) == 2 * 110);
+  CHECK(row_bytes(DType::Q5_K, 512) == 2 * 176);
+  CHECK(row_bytes(DType::IQ4_XS, 512) == 2 * 136);
+  CHECK_THROWS_AS(row_bytes(DType::IQ4_XS, 32), tc::InvariantError);
 }
 
 TEST_CASE("quantize_row rejects bad lengths and non-weight dtypes", "[quantize]") {
@@ -458,8 +475,8 @@ TEST_CASE("Q4_K and Q6_K errors beat a naive float64 quantizer", "[quantize][kqu
   }
 }
 
-TEST_CASE("k-quants: multi-block rows equal block-by-block quantization", "[quantize][kquant]") {
-  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
+TEST_CASE("every block type: multi-block rows equal block-by-block quantization", "[quantize]") {
+  for (DType type : kBlockTypes) {
     INFO(dtype_name(type));
     const auto x = tc::test::random_floats(8 * kQK_K, 21 + static_cast<uint64_t>(type), 0.7f);
     const auto whole = quantize(type, x);
@@ -482,7 +499,7 @@ TEST_CASE("k-quants: multi-block rows equal block-by-block quantization", "[quan
 TEST_CASE("constant rows decode to the constant", "[quantize]") {
   for (float c : {0.75f, -0.3f, 12.5f, -2.0f, -1e-3f, 4e-5f}) {
     const std::vector<float> x(2 * kQK_K, c);
-    for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
+    for (DType type : kBlockTypes) {
       INFO(dtype_name(type) << " constant " << c);
       const auto y = round_trip(type, x);
       // Only the f16 rounding of the super-scale remains: half an ulp
@@ -495,7 +512,7 @@ TEST_CASE("constant rows decode to the constant", "[quantize]") {
 }
 
 TEST_CASE("zero blocks inside a row decode to zero and do not disturb neighbours", "[quantize]") {
-  for (DType type : {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType type : kBlockTypes) {
     INFO(dtype_name(type));
     auto x = tc::test::random_floats(3 * kQK_K, 22, 1.0f);
     std::fill(x.begin() + kQK_K, x.begin() + 2 * kQK_K, 0.0f);
@@ -506,12 +523,12 @@ TEST_CASE("zero blocks inside a row decode to zero and do not disturb neighbours
   }
 }
 
-TEST_CASE("k-quants on tiny values stay finite and bounded", "[quantize][kquant]") {
+TEST_CASE("every block type on tiny values stays finite and bounded", "[quantize]") {
   for (float scale : {1e-8f, 1e-20f}) {
     const auto x = tc::test::random_floats(4 * kQK_K, 23, scale);
     double amax = 0;
     for (float v : x) amax = std::max(amax, std::fabs(static_cast<double>(v)));
-    for (DType type : {DType::Q4_K, DType::Q6_K}) {
+    for (DType type : kBlockTypes) {
       INFO(dtype_name(type) << " scale " << scale);
       // The f16 super-scales underflow, so the values collapse towards 0;
       // what matters is that nothing blows up.
@@ -521,4 +538,46 @@ TEST_CASE("k-quants on tiny values stay finite and bounded", "[quantize][kquant]
       }
     }
   }
+}
+
+TEST_CASE("every block type's round-trip error is within its bits' bound, and more bits lose less",
+          "[quantize]") {
+  struct Bound {
+    DType type;
+    double max_rel_rms;  // on unit Gaussians; measured value + about 8%
+  };
+  // Measured rel rms (64 super-blocks, seed 24): Q4_0 0.086, Q4_1 0.078,
+  // Q5_0 0.042, Q5_1 0.038, IQ4_NL 0.076, Q2_K 0.295, Q3_K 0.150,
+  // Q4_K 0.072, Q5_K 0.036, Q6_K 0.018, IQ4_XS 0.077.
+  const Bound bounds[] = {{DType::Q4_0, 0.093},   {DType::Q4_1, 0.084}, {DType::Q5_0, 0.047},
+                          {DType::Q5_1, 0.042},   {DType::IQ4_NL, 0.083}, {DType::Q2_K, 0.32},
+                          {DType::Q3_K, 0.163},   {DType::Q4_K, 0.078}, {DType::Q5_K, 0.039},
+                          {DType::Q6_K, 0.02},    {DType::IQ4_XS, 0.083}};
+  const auto x = tc::test::random_floats(64 * kQK_K, 24, 1.0f);
+  std::map<DType, double> rel;
+  for (const auto& [type, bound] : bounds) {
+    const auto y = round_trip(type, x);
+    double err = 0;
+    double energy = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      REQUIRE(std::isfinite(y[i]));
+      const double e = static_cast<double>(y[i]) - x[i];
+      err += e * e;
+      energy += static_cast<double>(x[i]) * x[i];
+    }
+    rel[type] = std::sqrt(err / energy);
+    INFO(dtype_name(type) << ": rel rms " << rel[type]);
+    CHECK(rel[type] < bound);
+  }
+  // A minimum (Q4_1, Q5_1) or non-linear levels (IQ4_NL) beat plain Q4_0 /
+  // Q5_0; each extra bit of the k-quants at least halves the error (Q2_K to
+  // Q3_K a little less: its scales are coarser).
+  CHECK(rel[DType::Q4_1] < rel[DType::Q4_0]);
+  CHECK(rel[DType::IQ4_NL] < rel[DType::Q4_0]);
+  CHECK(rel[DType::Q5_1] < rel[DType::Q5_0]);
+  CHECK(rel[DType::Q5_0] < 0.6 * rel[DType::Q4_0]);
+  CHECK(rel[DType::Q3_K] < 0.6 * rel[DType::Q2_K]);
+  CHECK(rel[DType::Q4_K] < 0.55 * rel[DType::Q3_K]);
+  CHECK(rel[DType::Q5_K] < 0.55 * rel[DType::Q4_K]);
+  CHECK(rel[DType::Q6_K] < 0.55 * rel[DType::Q5_K]);
 }
