@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <fstream>
 #include <set>
@@ -204,7 +205,65 @@ std::optional<std::string> env_value(const GetEnv& getenv, const std::string& na
   return std::string(v);
 }
 
+constexpr std::array<std::string_view, 17> kModelSidecarKeys = {
+    "chat_template_file", "parallel",       "ctx_size",         "batch_size", "queue_size", "threads",
+    "device",             "stats",          "sparsity",         "sparse_max_tokens", "repack", "placement",
+    "prefetch",           "offload_layers", "vram_budget",      "keep_alive", "max_tokens_cap"};
+
 }  // namespace
+
+std::span<const std::string_view> model_sidecar_keys() { return kModelSidecarKeys; }
+
+ModelSidecar read_model_sidecar(const fs::path& file, const ServeOptions& base) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError("config", "cannot read '" + file.string() + "'", "file " + file.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  toml::table root;
+  try {
+    root = toml::parse(text.str(), file.string());
+  } catch (const toml::parse_error& e) {
+    const auto& at = e.source().begin;
+    throw ConfigError("config", "invalid TOML: " + std::string(e.description()),
+                      "file " + file.string() + ":" + std::to_string(at.line) + ":" + std::to_string(at.column));
+  }
+  ModelSidecar out{base, {}};
+  std::vector<const OptionDescriptor*> set;
+  for (const auto& [k, node] : root) {
+    const std::string key(k.str());
+    if (key == "aliases") {
+      const auto* arr = node.as_array();
+      if (arr == nullptr) throw ConfigError(key, "expected an array of strings, got " + node_type_name(node), file_location(file, node.source()));
+      for (size_t idx = 0; idx < arr->size(); ++idx) {
+        const auto* s = arr->get(idx)->as_string();
+        if (s == nullptr || trim(s->get()).empty()) {
+          throw ConfigError(key, "item " + std::to_string(idx + 1) + " must be a non-empty string",
+                            file_location(file, arr->get(idx)->source()));
+        }
+        out.aliases.emplace_back(trim(s->get()));
+      }
+      continue;
+    }
+    const OptionDescriptor* d = find_serve_option(key);
+    const bool per_model = std::find(kModelSidecarKeys.begin(), kModelSidecarKeys.end(), key) != kModelSidecarKeys.end();
+    if (d == nullptr || !per_model) {
+      std::string allowed = "aliases";
+      for (auto a : kModelSidecarKeys) allowed += ", " + std::string(a);
+      throw ConfigError(key,
+                        std::string(d == nullptr ? "unknown key" : "is a server-wide key, not a per-model one") +
+                            " in a model's options file (allowed: " + allowed + ")",
+                        file_location(file, k.source()));
+    }
+    set_from_toml(*d, node, file, out.options);
+    set.push_back(d);
+  }
+  for (const OptionDescriptor* d : set) {
+    if (auto problem = d->problem(out.options)) {
+      throw ConfigError(std::string(d->key), *problem, "file " + file.string());
+    }
+  }
+  return out;
+}
 
 std::shared_ptr<ServeFlags> add_serve_flags(CLI::App& cmd) {
   auto flags = std::make_shared<ServeFlags>();

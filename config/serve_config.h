@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,22 @@ using GetEnv = std::function<const char*(const char*)>;
 // "env THERMOCLINE_PORT", "file serve.toml:3", "default"); for the file
 // itself (unreadable, bad TOML) the key is "config".
 ServeOptions resolve_serve_options(const ServeFlags& flags, const GetEnv& getenv = ::getenv);
+
+// A model's own options in a `serve --models-dir` folder: NAME.toml beside
+// NAME.gguf. It may set the per-model keys (kModelSidecarKeys: context,
+// slots, sparsity, placement, chat template, keep_alive, ...) and
+// `aliases`, more ids the model answers to.
+struct ModelSidecar {
+  ServeOptions options;              // the serve options with the file's keys applied
+  std::vector<std::string> aliases;  // as listed, each non-empty
+};
+// The keys NAME.toml may set (besides `aliases`).
+std::span<const std::string_view> model_sidecar_keys();
+// Reads `file` onto a copy of `base` and validates the keys it set. Relative
+// paths are relative to the file's folder. Throws ConfigError naming the key
+// and "file NAME.toml:LINE" for an unreadable file, bad TOML, a key that is
+// not per-model (or unknown), a wrong type or a bad value.
+ModelSidecar read_model_sidecar(const std::filesystem::path& file, const ServeOptions& base);
 
 // Whether --print-config was given: print to_toml(resolved options), exit 0.
 bool print_config_requested(const ServeFlags& flags);

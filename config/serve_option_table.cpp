@@ -9,8 +9,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "config/byte_size.h"
 #include "config/device_setting.h"
 #include "config/gpu_split_setting.h"
+#include "config/keep_alive.h"
 #include "config/sparsity_setting.h"
 #include "config/text_util.h"
 
@@ -112,6 +114,37 @@ std::optional<std::string> check_cors_origins(const ServeOptions& o) {
   return std::nullopt;
 }
 
+std::optional<std::string> check_models_dir(const ServeOptions& o) {
+  if (!o.models_dir.empty() && !o.model.empty()) {
+    return "cannot be used together with model (serve one file with model, or a folder of them with models_dir)";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_keep_alive(const ServeOptions& o) {
+  if (o.keep_alive.empty()) return std::nullopt;
+  try {
+    parse_keep_alive(o.keep_alive);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> byte_size_problem(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    if (parse_byte_size(text) == 0) return "must be more than 0 bytes";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
+std::optional<std::string> check_models_ram_budget(const ServeOptions& o) { return byte_size_problem(o.models_ram_budget); }
+std::optional<std::string> check_models_vram_budget(const ServeOptions& o) {
+  return byte_size_problem(o.models_vram_budget);
+}
+
 const OptionDescriptor kTable[] = {
     // Listening and the model.
     {.key = "host", .flags = "--host", .help = "Bind address (IP address or host name)",
@@ -125,6 +158,25 @@ const OptionDescriptor kTable[] = {
      .help = "Jinja chat template file used instead of the model's own", .field = &ServeOptions::chat_template_file},
     {.key = "http_threads", .flags = "--http-threads", .help = "HTTP worker threads",
      .field = &ServeOptions::http_threads, .min = 1, .max = 1024},
+    {.key = "models_dir", .flags = "--models-dir",
+     .help = "Folder of GGUF models served by file name (without .gguf), loaded on demand; NAME.toml beside a "
+             "model holds its own options",
+     .field = &ServeOptions::models_dir, .check = check_models_dir},
+    {.key = "max_loaded_models", .flags = "--max-loaded-models",
+     .help = "Models loaded at once at most; loading one more unloads the least recently used idle model",
+     .field = &ServeOptions::max_loaded_models, .min = 1, .max = 1024},
+    {.key = "keep_alive", .flags = "--keep-alive",
+     .help = "How long an idle model stays loaded: a duration (5m, 1h, 30s), 0: unload when idle, -1: never; "
+             "empty: 5m with models_dir, -1 with one model",
+     .field = &ServeOptions::keep_alive, .check = check_keep_alive},
+    {.key = "models_ram_budget", .flags = "--models-ram-budget",
+     .help = "Host memory the loaded models may take together (mapped file + KV cache, measured), e.g. 24GiB; "
+             "empty: 90% of physical memory",
+     .field = &ServeOptions::models_ram_budget, .check = check_models_ram_budget},
+    {.key = "models_vram_budget", .flags = "--models-vram-budget",
+     .help = "GPU memory the loaded models may take together (measured around each load), e.g. 20GiB; empty: "
+             "free VRAM at start minus a margin",
+     .field = &ServeOptions::models_vram_budget, .check = check_models_vram_budget},
     // Engine.
     {.key = "parallel", .flags = "--parallel", .help = "Sequence slots decoded together (continuous batching)",
      .field = &ServeOptions::parallel, .min = 1, .max = 256},

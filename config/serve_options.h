@@ -39,6 +39,23 @@ struct ServeOptions {
   std::filesystem::path chat_template_file;  // Jinja file overriding the GGUF's template (key: chat_template_file)
   int http_threads = 8;             // HTTP worker threads (key: http_threads)
 
+  // Many models (server/model_registry.h). A folder whose *.gguf files are
+  // served by name (file name without extension), loaded on demand; excludes
+  // `model` (key: models_dir).
+  std::filesystem::path models_dir;
+  int max_loaded_models = 3;        // models loaded at once at most (key: max_loaded_models)
+  // How long an idle model stays loaded: a duration ("5m", "1h", "30s"), 0 =
+  // unload when idle, -1 = never; empty: 5m with models_dir, -1 with one
+  // model (key: keep_alive).
+  std::string keep_alive;
+  // Bytes ("24GiB") the loaded models may take in host memory together
+  // (mapped file + KV cache, measured); empty: 90% of MemTotal (key: models_ram_budget).
+  std::string models_ram_budget;
+  // Bytes the loaded models may take on the GPU together (measured by
+  // cudaMemGetInfo around each load); empty: free VRAM at start minus a
+  // margin (key: models_vram_budget).
+  std::string models_vram_budget;
+
   // Engine.
   int parallel = 4;                 // sequence slots batched together (key: parallel)
   int64_t ctx_size = 4096;          // context per slot in tokens (key: ctx_size); capped at the model's
