@@ -207,6 +207,9 @@ void Engine::Impl::run() {
     activity = activity_ring.get();
     decode_times = decode_ring.get();
     bandwidths = measured;
+    const bool first_on_host = runnable.backend->device() == kernels::DeviceKind::Cpu;
+    stats.kv_cache_host_bytes = (first_on_host ? kv->first_bytes() : 0) + (kv->bytes() - kv->first_bytes());
+    stats.kv_cache_device_bytes = first_on_host ? 0 : kv->first_bytes();
     stats.state = EngineState::Ready;
   }
   try {

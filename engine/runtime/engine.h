@@ -147,6 +147,10 @@ struct EngineStats {
   int64_t kv_tokens_used = 0;           // held by running requests, over all slots
   int64_t kv_tokens_cached = 0;         // kept by idle slots for prefix reuse (free to overwrite)
   int64_t kv_tokens_capacity = 0;       // n_parallel * n_ctx
+  // The KV cache's bytes once Ready: in host memory (a CPU backend, or the
+  // host layers of layer offload) and in device memory.
+  uint64_t kv_cache_host_bytes = 0;
+  uint64_t kv_cache_device_bytes = 0;
   std::string failure;                  // Failed: why
 };
 
