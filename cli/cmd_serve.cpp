@@ -1,6 +1,6 @@
 // `thermocline serve`: listen at once (/health says 503 while loading), load
-// the model and start the engine in the background, print the curl line
-// when ready; SIGINT/SIGTERM stop accepting, finish or cancel in-flight
+// the model and start the engine in the background (or scan the models
+// folder, whose models load on demand), print the curl line when ready; SIGINT/SIGTERM stop accepting, finish or cancel in-flight
 // requests within the grace period, exit 0.
 #include <spdlog/spdlog.h>
 #include <spdlog/formatter.h>
@@ -24,13 +24,8 @@
 #include "cli/commands.h"
 #include "cli/runners.h"
 #include "config/serve_config.h"
-#include "config/device_setting.h"
-#include "config/gpu_split_setting.h"
 #include "config/serve_options.h"
-#include "engine/model/loaded_model.h"
-#include "engine/runtime/engine.h"
 #include "engine/text/chat_template.h"
-#include "kernels/cpu/q4_lanes16.h"
 #include "kernels/device_info.h"
 #include "server/http_server.h"
 #include "server/request_log.h"
@@ -89,26 +84,6 @@ class JsonLogFormatter : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonLogFormatter>(); }
 };
 
-runtime::EngineOptions engine_options(const config::ServeOptions& o) {
-  runtime::EngineOptions e;
-  e.n_parallel = o.parallel;
-  e.n_ctx = o.ctx_size;
-  e.n_batch = o.batch_size;
-  e.queue_size = o.queue_size;
-  e.time_split = o.time_split;
-  e.probe_bandwidth = true;  // the engine view's modelled limit per token
-  // Validated with the other options, so these parses do not throw.
-  e.model.threads = o.threads;
-  e.model.device = config::parse_device_setting(o.device);
-  e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
-  e.model.sparse_max_tokens = o.sparse_max_tokens;
-  e.model.repack_q4_0 = kernels::q4_repack_from_name(o.repack).value();  // one of the key's choices
-  e.model.gpu_split =
-      config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget,
-                                      o.prefetch);
-  return e;
-}
-
 // log_level; log_format json writes each line as one JSON object.
 void configure_logging(const config::ServeOptions& o) {
   // Logs go to stderr; stdout stays for what a command prints (--print-config).
@@ -125,81 +100,40 @@ void configure_logging(const config::ServeOptions& o) {
 // Everything `serve` keeps alive while it runs.
 struct ServeSession {
   config::ServeOptions options;
-  std::string chat_template_override;  // --chat-template file contents
   server::HttpServer http;
-  std::shared_ptr<runtime::Engine> engine;  // set by the loader thread
-  std::mutex engine_mutex;
 
   explicit ServeSession(config::ServeOptions o) : options(o), http(o) {}
 
-  // The loader thread: model, chat template, engine; then waits for the
-  // engine to be ready and prints how to talk to it.
+  // The loader thread: the one model (blocking until its engine is ready),
+  // or the models folder's scan; then how to talk to the server.
   void load() {
-    try {
-      spdlog::info("loading {}", options.model.string());
-      std::shared_ptr<const model::LoadedModel> loaded = model::load_model(options.model, {.stats = options.stats});
-      spdlog::info("gpu: {}", kernels::query_gpus().status);
-      std::shared_ptr<const text::ChatTemplate> chat_template;
-      std::string template_error;
-      const auto& file_template = loaded->tokenizer->vocab().chat_template;
-      try {
-        if (!chat_template_override.empty()) {
-          chat_template = std::make_shared<text::ChatTemplate>(chat_template_override);
-        } else if (file_template) {
-          chat_template = std::make_shared<text::ChatTemplate>(*file_template);
-        } else {
-          spdlog::warn("the model has no chat template (tokenizer.chat_template); using ChatML");
-          chat_template = std::make_shared<text::ChatTemplate>(text::ChatTemplate::chatml_source());
-        }
-      } catch (const text::ChatTemplateError& e) {
-        template_error = std::string("the model's chat template cannot be used: ") + e.what();
-        spdlog::error("{}; chat requests will fail with this message", template_error);
-      }
-      auto engine = std::make_shared<runtime::Engine>(loaded, engine_options(options));
-      {
-        std::lock_guard lock(engine_mutex);
-        this->engine = engine;
-      }
-      const std::string model_id =
-          options.model_alias.empty() ? options.model.stem().string() : options.model_alias;
-      http.publish(loaded, engine, chat_template, template_error, model_id);
-      while (engine->state() == runtime::EngineState::Loading) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      if (engine->state() == runtime::EngineState::Ready) {
-        for (const auto& line : engine->setup_summary()) spdlog::info("{}", line);
-        spdlog::info("ready: model {} ({} slots x {} tokens of context)", model_id, engine->options().n_parallel,
-                     engine->n_ctx());
-        // A wildcard bind address is reachable on loopback; IPv6 goes in brackets.
-        const bool wildcard = options.host == "0.0.0.0" || options.host == "::";
-        const std::string url_host = wildcard                                       ? std::string("127.0.0.1")
-                                     : options.host.find(':') != std::string::npos ? "[" + options.host + "]"
-                                                                                   : options.host;
-        std::fprintf(stderr,
-                     "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
-                     "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"In the beginning God created the heaven and "
-                     "the earth.\"}],\"max_tokens\":48}'\n",
-                     url_host.c_str(), http.bound_port());
-      } else {
-        spdlog::error("{}", engine->stats().failure);  // "engine failed to start: <reason>"
-      }
-    } catch (const std::exception& e) {
-      spdlog::error("cannot load the model: {}", e.what());
-      http.set_load_error(e.what());
+    spdlog::info("gpu: {}", kernels::query_gpus().status);
+    if (!http.load_models()) return;  // the reason is logged and served in errors
+    const auto ids = http.model_ids();
+    // A wildcard bind address is reachable on loopback; IPv6 goes in brackets.
+    const bool wildcard = options.host == "0.0.0.0" || options.host == "::";
+    const std::string url_host = wildcard                                       ? std::string("127.0.0.1")
+                                 : options.host.find(':') != std::string::npos ? "[" + options.host + "]"
+                                                                               : options.host;
+    if (!options.models_dir.empty()) {
+      spdlog::info("ready: {} model(s) in {}, each loaded on first use", ids.size(), options.models_dir.string());
+      std::fprintf(stderr, "try: curl http://%s:%d/v1/models (OpenAI) or http://%s:%d/api/tags (Ollama)\n",
+                   url_host.c_str(), http.bound_port(), url_host.c_str(), http.bound_port());
+      return;
     }
+    spdlog::info("ready: model {} ({} slots x {} tokens of context)", ids.empty() ? "" : ids.front(),
+                 options.parallel, options.ctx_size);
+    std::fprintf(stderr,
+                 "try: curl http://%s:%d/v1/chat/completions -H 'Content-Type: application/json' "
+                 "-d '{\"messages\":[{\"role\":\"user\",\"content\":\"In the beginning God created the heaven and "
+                 "the earth.\"}],\"max_tokens\":48}'\n",
+                 url_host.c_str(), http.bound_port());
   }
 
   void shut_down() {
     http.begin_drain();
-    std::shared_ptr<runtime::Engine> e;
-    {
-      std::lock_guard lock(engine_mutex);
-      e = engine;
-    }
-    if (e) {
-      const auto grace = std::chrono::milliseconds(static_cast<int64_t>(options.shutdown_grace_s * 1000));
-      e->shutdown(grace);
-    }
+    const auto grace = std::chrono::milliseconds(static_cast<int64_t>(options.shutdown_grace_s * 1000));
+    http.shutdown_models(grace);
     http.stop();
   }
 };
@@ -211,20 +145,20 @@ void register_serve(CLI::App& app) {
   auto flags = config::add_serve_flags(*sub);
   runners()["serve"] = [flags] {
     auto o = std::make_shared<config::ServeOptions>(config::resolve_serve_options(*flags));
-    if (o->model.empty()) o->model = find_default_model();
+    if (o->model.empty() && o->models_dir.empty()) o->model = find_default_model();
     if (config::print_config_requested(*flags)) {
       std::fputs(config::to_toml(*o).c_str(), stdout);
       return 0;
     }
-    if (o->model.empty()) {
+    if (o->model.empty() && o->models_dir.empty()) {
       throw config::ConfigError("model", "no --model given and no bundled default model (models/default.gguf) found");
     }
     configure_logging(*o);
     ServeSession session(*o);
     if (!o->chat_template_file.empty()) {
-      session.chat_template_override = read_text_file(o->chat_template_file, "chat_template_file");
+      const std::string chat_template = read_text_file(o->chat_template_file, "chat_template_file");
       try {
-        text::ChatTemplate check(session.chat_template_override);  // a broken file fails at start
+        text::ChatTemplate check(chat_template);  // a broken file fails at start
       } catch (const text::ChatTemplateError& e) {
         throw config::ConfigError("chat_template_file", o->chat_template_file.string() + ": " + e.what());
       }

@@ -39,8 +39,11 @@ void send_error(httplib::Response& res, const ApiError& e) {
 
 std::optional<ApiError> unavailable(const ServerContext& ctx, const ServingModel* serving) {
   if (!serving) {
-    const std::string failure = ctx.load_error();
+    const std::string failure = ctx.models->single_failure();
     if (!failure.empty()) return ApiError{500, "server_error", "the model failed to load: " + failure, "", ""};
+    if (ctx.models->folder_mode()) {
+      return ApiError{503, "unavailable_error", "no model is loaded (a request naming one loads it)", "", ""};
+    }
     return ApiError{503, "unavailable_error", "the model is loading", "", ""};
   }
   const auto state = serving->engine->state();
@@ -73,6 +76,28 @@ http::HttpLimits http_limits(const config::ServeOptions& o) {
 }
 
 }  // namespace
+
+std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const std::string& requested, httplib::Response& res,
+                                        const std::optional<config::KeepAlive>& keep_alive) {
+  std::optional<ApiError> error;
+  const std::string name = ctx.models->resolve(requested, error);
+  std::shared_ptr<ModelLease> lease;
+  if (!error) lease = ctx.models->acquire(name, keep_alive, error, {}, std::chrono::milliseconds(1000));
+  if (!lease) {
+    // One-model mode keeps its old answers: the model's failure as a 500
+    // "the model failed to load: ...".
+    if (error && error->code == "model_load_failed" && !ctx.models->folder_mode()) {
+      error = ApiError{500, "server_error", "the model failed to load: " + ctx.models->single_failure(), "", ""};
+    }
+    send_error(res, error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""}));
+    return nullptr;
+  }
+  if (auto err = unavailable(ctx, &lease->model())) {
+    send_error(res, *err);
+    return nullptr;
+  }
+  return lease;
+}
 
 struct HttpServer::Impl {
   ServerContext ctx;
@@ -172,6 +197,7 @@ struct HttpServer::Impl {
     });
     install_info_routes(http, ctx);
     install_generation_routes(http, ctx);
+    install_ollama_routes(http, ctx);
     install_engine_routes(http, ctx);
     install_webui_routes(http, ctx);
   }
@@ -180,6 +206,7 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(config::ServeOptions options) : impl_(std::make_unique<Impl>()) {
   http::tune_allocator();
   impl_->ctx.options = std::move(options);
+  impl_->ctx.models = std::make_unique<ModelRegistry>(RegistryOptions{.serve = impl_->ctx.options});
   impl_->ctx.id_salt = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   impl_->ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())
@@ -189,7 +216,10 @@ HttpServer::HttpServer(config::ServeOptions options) : impl_(std::make_unique<Im
   // few for quick routes), or requests would wait for a worker instead of
   // getting a 503 from a full queue. Idle and slow connections hold none.
   const auto& o = impl_->ctx.options;
-  const int n_workers = std::max(o.http_threads, o.parallel + o.queue_size + 8);
+  // A models folder: that for each model loaded at once (requests waiting
+  // for a load hold a worker too).
+  const int n_models = o.models_dir.empty() ? 1 : o.max_loaded_models;
+  const int n_workers = std::max(o.http_threads, n_models * (o.parallel + o.queue_size) + 8);
   impl_->install();
   const auto write_stall = millis(o.http_write_timeout_s);
   Impl* m = impl_.get();
@@ -210,10 +240,21 @@ void HttpServer::publish(std::shared_ptr<const model::LoadedModel> model, std::s
   serving->chat_template = std::move(chat_template);
   serving->chat_template_error = std::move(chat_template_error);
   serving->model_id = std::move(model_id);
-  impl_->ctx.publish(std::move(serving));
+  serving->options = impl_->ctx.options;
+  impl_->ctx.models->publish(std::move(serving));
 }
 
-void HttpServer::set_load_error(std::string message) { impl_->ctx.set_load_error(std::move(message)); }
+void HttpServer::set_load_error(std::string message) { impl_->ctx.models->set_load_error(std::move(message)); }
+
+bool HttpServer::load_models() { return impl_->ctx.models->start(); }
+
+std::vector<std::string> HttpServer::model_ids() const {
+  std::vector<std::string> out;
+  for (const auto& m : impl_->ctx.models->list()) out.push_back(m.name);
+  return out;
+}
+
+void HttpServer::shutdown_models(std::chrono::milliseconds grace) { impl_->ctx.models->shutdown(grace); }
 
 bool HttpServer::run(const std::function<void()>& on_ready) {
   const auto& o = impl_->ctx.options;

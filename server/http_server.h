@@ -1,13 +1,16 @@
-// HttpServer: the OpenAI-compatible HTTP front door (cpp-httplib stays
-// inside server/). It listens before the model is loaded (/health says 503
-// "loading" until publish()), checks API keys and CORS on every route but
-// /health, and maps every failure to an OpenAI error body.
+// HttpServer: the OpenAI- and Ollama-compatible HTTP front door
+// (cpp-httplib stays inside server/). It listens before any model is loaded
+// (one model: /health says 503 "loading" until it is; a models folder:
+// models load on demand), checks API keys and CORS on every route but
+// /health, and maps every failure to an OpenAI (or Ollama) error body.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/serve_options.h"
 
@@ -36,6 +39,17 @@ class HttpServer {
                std::string model_id);
   // Thread-safe: loading failed; /health answers 503 with `message`.
   void set_load_error(std::string message);
+
+  // Loads the models: the one model of options.model (blocking until its
+  // engine is Ready; false when that failed, the reason logged and served
+  // in errors), or scans options.models_dir and starts watching it (models
+  // load on demand). Call once, from any thread, after run() is listening.
+  bool load_models();
+  // The ids served (names of the folder's models, or the one model's id).
+  std::vector<std::string> model_ids() const;
+  // Thread-safe: stops loading, shuts every engine down within `grace`
+  // (finishing or cancelling their requests), in parallel.
+  void shutdown_models(std::chrono::milliseconds grace);
 
   // Binds and serves until stop(); calls on_ready once listening. Returns
   // false (with a message in error()) when the address cannot be bound.

@@ -29,6 +29,7 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 void Metrics::record(const RequestRecord& r) {
   std::lock_guard lock(mutex_);
   ++requests_[{r.route, r.status}];
+  if (!r.model.empty()) ++model_requests_[{r.model, r.status}];
   if (!r.generated) return;
   queue_time_.observe(r.queue_seconds);
   request_duration_.observe(r.total_seconds);
@@ -79,7 +80,19 @@ std::string Metrics::render(const runtime::EngineStats& e) const {
                               "Mean time between generated tokens, per request");
   queue_time_.render(out, "thermocline_queue_time_seconds", "Time a request waited for a slot");
   request_duration_.render(out, "thermocline_request_duration_seconds", "Time from queueing to the last token");
+  if (!model_requests_.empty()) {
+    out += "# HELP thermocline_model_requests_total Generation requests by model and status\n"
+           "# TYPE thermocline_model_requests_total counter\n";
+    for (const auto& [key, count] : model_requests_) {
+      out += fmt::format("thermocline_model_requests_total{{model=\"{}\",status=\"{}\"}} {}\n", key.first,
+                         key.second, count);
+    }
+  }
   return out;
+}
+
+std::string Metrics::render(const runtime::EngineStats& engine, const std::string& per_model) const {
+  return render(engine) + per_model;
 }
 
 }  // namespace tc::server

@@ -33,6 +33,7 @@ class Histogram {
 struct RequestRecord {
   std::string route;    // "/v1/chat/completions", ...
   int status = 200;
+  std::string model;       // generation requests: the model (resolved name); empty otherwise
   bool generated = false;  // a completion that ran on the engine (timings below are valid)
   double queue_seconds = 0;
   double first_token_seconds = 0;   // admission -> first token
@@ -44,10 +45,13 @@ class Metrics {
  public:
   void record(const RequestRecord& record);
   std::string render(const runtime::EngineStats& engine) const;
+  // The above, then `per_model` (ModelRegistry::render_metrics's series).
+  std::string render(const runtime::EngineStats& engine, const std::string& per_model) const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;  // (route, status) -> count
+  std::map<std::pair<std::string, int>, uint64_t> model_requests_;  // (model, status) -> count
   Histogram time_to_first_token_;
   Histogram inter_token_latency_;
   Histogram queue_time_;

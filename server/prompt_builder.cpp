@@ -134,7 +134,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
 }
 
 Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,
-                     const config::ServeOptions& options) {
+                     const config::ServeOptions& options, int64_t default_max_tokens) {
   Plan plan;
   const auto& tokenizer = *serving.model->tokenizer;
   int group = 0;
@@ -151,8 +151,7 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
       ids.assign(tokens.begin(), tokens.end());
       if (request.echo) echo = tokenizer.decode(ids);
     }
-    // OpenAI's completions default: 16 tokens.
-    add_choices(plan, std::move(ids), std::move(echo), group++, request.common, 16, serving, options);
+    add_choices(plan, std::move(ids), std::move(echo), group++, request.common, default_max_tokens, serving, options);
     if (plan.error) return plan;
   }
   return plan;

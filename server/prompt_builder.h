@@ -29,9 +29,11 @@ struct Plan {
 
 // Chat: template + tokenize; one prompt, `n` choices.
 Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
-// Completions: each prompt (text or ids) times `n` choices.
+// Completions: each prompt (text or ids) times `n` choices; without
+// max_tokens each generates `default_max_tokens` (OpenAI's 16), at most
+// what the context leaves.
 Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,
-                     const config::ServeOptions& options);
+                     const config::ServeOptions& options, int64_t default_max_tokens = 16);
 
 // The text the chat template renders for `request`.
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving);

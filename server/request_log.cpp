@@ -27,6 +27,7 @@ RequestLogLine plain_request_line(std::string method, std::string route, int sta
 
 std::string request_log_text(const RequestLogLine& l) {
   std::string out = fmt::format("request {} {} {} status={}", l.id, l.method, l.route, l.status);
+  if (!l.model.empty()) out += " model=" + nlohmann::json(l.model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (l.prompt_tokens) out += fmt::format(" prompt_tokens={}", *l.prompt_tokens);
   if (l.completion_tokens) out += fmt::format(" completion_tokens={}", *l.completion_tokens);
   if (l.cached_tokens) out += fmt::format(" cached_tokens={}", *l.cached_tokens);
@@ -41,6 +42,7 @@ std::string request_log_text(const RequestLogLine& l) {
 nlohmann::json request_log_json(const RequestLogLine& l) {
   nlohmann::json j = {{"event", "request"}, {"id", l.id},         {"method", l.method},
                       {"route", l.route},   {"status", l.status}, {"total_s", l.total_s}};
+  if (!l.model.empty()) j["model"] = l.model;
   if (l.prompt_tokens) j["prompt_tokens"] = *l.prompt_tokens;
   if (l.completion_tokens) j["completion_tokens"] = *l.completion_tokens;
   if (l.cached_tokens) j["cached_tokens"] = *l.cached_tokens;

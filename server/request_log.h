@@ -19,6 +19,7 @@ struct RequestLogLine {
   std::string method;
   std::string route;  // canonical ("/v1/chat/completions"), or the raw path of an unknown one
   int status = 200;
+  std::string model;                      // the model a generation request named (resolved), else empty
   std::optional<int64_t> prompt_tokens, completion_tokens, cached_tokens;  // generation routes
   std::optional<double> queue_s, ttft_s;  // seconds; generation requests that reached the engine
   double total_s = 0;                     // arrival (or admission) to the last byte handed to the client

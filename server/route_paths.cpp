@@ -40,9 +40,11 @@ std::string canonical_route(std::string_view path) {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 11> kRoutes = {
-      "/completions", "/chat/completions", "/models", "/health",         "/metrics",
-      "/tokenize",    "/detokenize",       "/props",  "/engine/stats", "/engine/firing_curve", "/"};
+  static constexpr std::array<std::string_view, 24> kRoutes = {
+      "/completions", "/chat/completions", "/models",     "/health",      "/metrics",      "/tokenize",
+      "/detokenize",  "/props",            "/engine/stats", "/engine/firing_curve", "/", "/api/version",
+      "/api/tags",    "/api/show",         "/api/ps",     "/api/generate", "/api/chat",    "/api/embed",
+      "/api/embeddings", "/api/pull",      "/api/push",   "/api/create",  "/api/copy",     "/api/delete"};
   std::string route = canonical_route(path);
   const std::string_view unversioned =
       route.rfind("/v1/", 0) == 0 ? std::string_view(route).substr(3) : std::string_view(route);

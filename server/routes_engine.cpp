@@ -219,7 +219,9 @@ json firing_curve_json(const sparse::ActivationStats& stats) {
 // The firing curve of one served model, computed on first use.
 struct FiringCurveCache {
   std::mutex mutex;
-  const model::LoadedModel* model = nullptr;
+  // Weak: an unloaded model is not kept mapped by its cached curve (and a
+  // new model at the same address is not mistaken for it).
+  std::weak_ptr<const model::LoadedModel> model;
   std::string body;   // the JSON
   std::optional<ApiError> error;
 };
@@ -237,7 +239,8 @@ void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib:
 void install_engine_routes(httplib::Server& http, ServerContext& ctx) {
   http.Get(route_pattern("engine/stats"), [&ctx](const httplib::Request& req, httplib::Response& res) {
     const auto start = std::chrono::steady_clock::now();
-    const auto serving = ctx.serving();
+    // ?model=NAME: that model's engine (if loaded); else the one used last.
+    const auto serving = ctx.serving(req.get_param_value("model"));
     if (!serving) {
       send_error(res, *unavailable(ctx, nullptr));
     } else {
@@ -250,7 +253,7 @@ void install_engine_routes(httplib::Server& http, ServerContext& ctx) {
   auto cache = std::make_shared<FiringCurveCache>();
   http.Get(route_pattern("engine/firing_curve"), [&ctx, cache](const httplib::Request& req, httplib::Response& res) {
     const auto start = std::chrono::steady_clock::now();
-    const auto serving = ctx.serving();
+    const auto serving = ctx.serving(req.get_param_value("model"));
     if (!serving) {
       send_error(res, *unavailable(ctx, nullptr));
     } else if (!serving->model->stats_file) {
@@ -259,8 +262,8 @@ void install_engine_routes(httplib::Server& http, ServerContext& ctx) {
                        "no_stats_file", ""});
     } else {
       std::lock_guard lock(cache->mutex);
-      if (cache->model != serving->model.get()) {
-        cache->model = serving->model.get();
+      if (cache->model.lock() != serving->model) {
+        cache->model = serving->model;
         cache->error.reset();
         try {
           cache->body = dump_json(firing_curve_json(sparse::read_activation_stats(*serving->model->stats_file)));

@@ -45,18 +45,53 @@ bool optional_bool(const json& body, const char* key, bool fallback, bool& ok, h
   return it->get<bool>();
 }
 
-// The serving model, or an error already sent.
-std::shared_ptr<const ServingModel> require_model(const ServerContext& ctx, httplib::Response& res) {
-  auto serving = ctx.serving();
-  if (!serving) {
-    send_error(res, *unavailable(ctx, nullptr));
-    return nullptr;
+// The model a request names (body "model", or ?model=), leased; null with
+// the error sent.
+std::shared_ptr<ModelLease> require_model(ServerContext& ctx, const httplib::Request& req, const json* body,
+                                          httplib::Response& res) {
+  std::string requested = req.get_param_value("model");
+  if (body != nullptr && body->is_object()) {
+    if (auto it = body->find("model"); it != body->end() && !it->is_null()) {
+      if (!it->is_string()) {
+        send_error(res, {400, "invalid_request_error", "'model' must be a string", "", "model"});
+        return nullptr;
+      }
+      requested = it->get<std::string>();
+    }
   }
-  return serving;
+  return lease_model(ctx, requested, res);
 }
 
+// One-model mode: why the model cannot serve (loading at start, failed, its
+// engine failed or stopping); nullopt when it serves or would load on demand
+// (unloaded after its keep_alive).
+std::optional<ApiError> one_model_unavailable(const ServerContext& ctx) {
+  if (const auto serving = ctx.serving()) return unavailable(ctx, serving.get());
+  if (ctx.models->starting() || !ctx.models->single_failure().empty()) return unavailable(ctx, nullptr);
+  if (ctx.draining.load()) return ApiError{503, "unavailable_error", "the server is shutting down", "", ""};
+  return std::nullopt;
+}
+
+// /v1/models in one-model mode: as before, 503 while it loads and 500 once
+// it failed; a models folder lists every model, loaded or not.
+json models_list(const ServerContext& ctx) {
+  json data = json::array();
+  for (const auto& m : ctx.models->list()) {
+    json entry = {{"id", m.name}, {"object", "model"}, {"created", m.modified ? m.modified : ctx.created},
+                  {"owned_by", "thermocline"}};
+    entry["status"] = {{"value", model_state_name(m.state)}};
+    if (m.state == ModelState::Failed) entry["status"]["failure"] = m.failure;
+    entry["loaded"] = m.state == ModelState::Loaded;
+    if (!m.aliases.empty()) entry["aliases"] = m.aliases;
+    data.push_back(std::move(entry));
+  }
+  return {{"object", "list"}, {"data", std::move(data)}};
+}
+
+}  // namespace
+
 // The handler, timed, counted and logged (one line per request, request_log.h).
-void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib::Response& res,
+static void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib::Response& res,
                  std::chrono::steady_clock::time_point start) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string route = route_label(req.path);
@@ -66,7 +101,7 @@ void log_handled(ServerContext& ctx, const httplib::Request& req, const httplib:
   ctx.metrics.record({route, status});
   log_request(plain_request_line(req.method, route, status, seconds));
 }
-httplib::Server::Handler logged(ServerContext& ctx, httplib::Server::Handler handler) {
+httplib::Server::Handler logged_route(ServerContext& ctx, httplib::Server::Handler handler) {
   return [&ctx, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
     const auto start = std::chrono::steady_clock::now();
     handler(req, res);
@@ -75,7 +110,7 @@ httplib::Server::Handler logged(ServerContext& ctx, httplib::Server::Handler han
 }
 // ... and a POST route with a JSON body (json_post_route.h). The time counts
 // from the body read.
-void post_logged(httplib::Server& http, ServerContext& ctx, std::string_view path, JsonPostHandler handler) {
+void post_logged_route(httplib::Server& http, ServerContext& ctx, std::string_view path, JsonPostHandler handler) {
   post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
                   [&ctx, handler = std::move(handler)](const httplib::Request& req, ParsedBody body,
                                                         httplib::Response& res) {
@@ -85,12 +120,20 @@ void post_logged(httplib::Server& http, ServerContext& ctx, std::string_view pat
                   });
 }
 
-}  // namespace
-
 void install_info_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Get(route_pattern("health"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-    const auto serving = ctx.serving();
-    if (auto err = unavailable(ctx, serving.get())) {
+  http.Get(route_pattern("health"), logged_route(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
+    std::optional<ApiError> err;
+    if (ctx.models->folder_mode()) {
+      // 200 while any model can be served: loaded, or loadable and not failed.
+      if (ctx.draining.load()) {
+        err = ApiError{503, "unavailable_error", "the server is shutting down", "", ""};
+      } else if (const std::string why = ctx.models->unservable_reason(); !why.empty()) {
+        err = ApiError{500, "server_error", why, "", ""};
+      }
+    } else {
+      err = one_model_unavailable(ctx);
+    }
+    if (err) {
       // /health reports failure as 503 too: load balancers only read the
       // status. A failure (500 elsewhere) will not pass: no Retry-After.
       send_error(res, {503, "unavailable_error", err->message, "", ""});
@@ -99,25 +142,39 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     }
     send_json(res, 200, {{"status", "ok"}});
   }));
-  http.Get(route_pattern("metrics"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-    const auto serving = ctx.serving();
+  http.Get(route_pattern("metrics"), logged_route(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
+    ModelTotals totals;
+    const std::string per_model = ctx.models->render_metrics(totals);
     runtime::EngineStats stats;
-    if (serving) stats = serving->engine->stats();
-    res.set_content(ctx.metrics.render(stats), "text/plain; version=0.0.4");
+    if (const auto serving = ctx.serving(); !ctx.models->folder_mode() && serving) {
+      stats = serving->engine->stats();
+    } else {
+      // Over every model: ready when one is.
+      stats.state = totals.n_ready > 0 ? runtime::EngineState::Ready : runtime::EngineState::Loading;
+      stats.requests_running = totals.requests_running;
+      stats.requests_waiting = totals.requests_waiting;
+      stats.prompt_tokens_total = totals.prompt_tokens_total;
+      stats.cached_tokens_total = totals.cached_tokens_total;
+      stats.generated_tokens_total = totals.generated_tokens_total;
+      stats.steps_total = totals.steps_total;
+      stats.kv_tokens_used = totals.kv_tokens_used;
+      stats.kv_tokens_capacity = totals.kv_tokens_capacity;
+    }
+    res.set_content(ctx.metrics.render(stats, per_model), "text/plain; version=0.0.4");
   }));
-  http.Get(route_pattern("models"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-    auto serving = require_model(ctx, res);
-    if (!serving) return;
-    send_json(res, 200,
-              {{"object", "list"},
-               {"data", json::array({{{"id", serving->model_id},
-                                      {"object", "model"},
-                                      {"created", ctx.created},
-                                      {"owned_by", "thermocline"}}})}});
+  http.Get(route_pattern("models"), logged_route(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (!ctx.models->folder_mode()) {
+      // As before: 503 while the model loads at start, 500 once it failed.
+      if (!ctx.serving()) {
+        if (auto err = one_model_unavailable(ctx)) return send_error(res, *err);
+      }
+    }
+    send_json(res, 200, models_list(ctx));
   }));
-  http.Get(route_pattern("props"), logged(ctx, [&ctx](const httplib::Request&, httplib::Response& res) {
-    auto serving = require_model(ctx, res);
-    if (!serving) return;
+  http.Get(route_pattern("props"), logged_route(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    auto lease = require_model(ctx, req, nullptr, res);
+    if (!lease) return;
+    const ServingModel* serving = &lease->model();
     const auto& m = *serving->model;
     const auto& s = m.spec;
     const auto& v = m.tokenizer->vocab();
@@ -140,18 +197,19 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
   // "with_pieces"} -> {"tokens"}) and vLLM's ({"prompt", "add_special_tokens"}
   // or {"messages", "add_generation_prompt"} -> {"tokens", "count",
   // "max_model_len"}); every answer carries all three fields.
-  post_logged(http, ctx, "tokenize", [&ctx](const httplib::Request&, ParsedBody parsed, httplib::Response& res) {
-    auto serving = require_model(ctx, res);
-    if (!serving) return;
+  post_logged_route(http, ctx, "tokenize", [&ctx](const httplib::Request& req, ParsedBody parsed, httplib::Response& res) {
     json body;
     if (!parse_object(std::move(parsed), res, body)) return;
+    auto lease = require_model(ctx, req, &body, res);
+    if (!lease) return;
+    const ServingModel* serving = &lease->model();
     const text::Tokenizer& tokenizer = *serving->model->tokenizer;
     bool ok = true;
     const bool with_pieces = optional_bool(body, "with_pieces", false, ok, res);
     if (!ok) return;
     std::vector<text::TokenId> ids;
     if (body.contains("messages") && !body.contains("content") && !body.contains("prompt")) {
-      auto parsed = parse_chat_request(body, request_limits(ctx.options, *serving));
+      auto parsed = parse_chat_request(body, request_limits(serving->options, *serving));
       if (parsed.error) return send_error(res, *parsed.error);
       auto chat = tokenize_chat(*parsed.request, *serving);
       if (chat.error) return send_error(res, *chat.error);
@@ -189,11 +247,12 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
                          {"count", ids.size()},
                          {"max_model_len", serving->engine->n_ctx()}});
   });
-  post_logged(http, ctx, "detokenize", [&ctx](const httplib::Request&, ParsedBody parsed, httplib::Response& res) {
-    auto serving = require_model(ctx, res);
-    if (!serving) return;
+  post_logged_route(http, ctx, "detokenize", [&ctx](const httplib::Request& req, ParsedBody parsed, httplib::Response& res) {
     json body;
     if (!parse_object(std::move(parsed), res, body)) return;
+    auto lease = require_model(ctx, req, &body, res);
+    if (!lease) return;
+    const ServingModel* serving = &lease->model();
     auto it = body.find("tokens");
     const int64_t n_vocab = serving->model->spec.n_vocab;
     if (it == body.end() || !it->is_array()) {

@@ -1,5 +1,6 @@
-// What the route handlers share: the options, the model once loaded (with
-// its engine and chat template), metrics, and the lifecycle state. Internal
+// What the route handlers share: the options, the models (the registry,
+// each loaded one with its engine and chat template), metrics, and the
+// lifecycle state. Internal
 // to server/ (http_server.cpp builds it, routes_*.cpp read it).
 #pragma once
 
@@ -17,7 +18,9 @@
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/engine.h"
 #include "engine/text/chat_template.h"
+#include "server/json_post_route.h"
 #include "server/metrics.h"
+#include "server/model_registry.h"
 #include "server/openai_errors.h"
 
 namespace tc::server {
@@ -29,6 +32,7 @@ struct ServingModel {
   std::shared_ptr<const text::ChatTemplate> chat_template;  // null: chat_template_error says why
   std::string chat_template_error;
   std::string model_id;   // what /v1/models lists and requests may name
+  config::ServeOptions options;  // this model's options (the server's, with its NAME.toml applied)
 };
 
 struct ServerContext {
@@ -38,42 +42,39 @@ struct ServerContext {
   std::atomic<bool> draining{false};   // SIGTERM received: new generations get 503
   std::atomic<uint64_t> next_request{1};
   uint64_t id_salt = 0;                // random per process (std::random_device): response ids differ across replicas
+  std::unique_ptr<ModelRegistry> models;  // every model served, loaded or not
 
-  // The model, null while loading. Readers take a shared_ptr copy.
-  std::shared_ptr<const ServingModel> serving() const {
-    std::lock_guard lock(mutex_);
-    return serving_;
-  }
-  void publish(std::shared_ptr<const ServingModel> s) {
-    std::lock_guard lock(mutex_);
-    serving_ = std::move(s);
-  }
-  // Load failure: /health says 503 with this message.
-  void set_load_error(std::string message) {
-    std::lock_guard lock(mutex_);
-    load_error_ = std::move(message);
-  }
-  std::string load_error() const {
-    std::lock_guard lock(mutex_);
-    return load_error_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::shared_ptr<const ServingModel> serving_;
-  std::string load_error_;
+  // A loaded model to show without holding it (engine view, /metrics):
+  // `name` (or an alias) if loaded, else the most recently used loaded one.
+  std::shared_ptr<const ServingModel> serving(const std::string& name = {}) const { return models->peek(name); }
 };
 
 // Response helpers shared by the route files.
 void send_json(httplib::Response& res, int status, const nlohmann::json& body);
 void send_error(httplib::Response& res, const ApiError& error);
 // A 503 (with Retry-After) while loading or draining, a 500 when the engine
-// failed; null when the model serves requests.
+// failed; null when the model serves requests. A null `serving`: why no
+// model is there (one-model mode: loading or failed).
 std::optional<ApiError> unavailable(const ServerContext& ctx, const ServingModel* serving);
+
+// The model a request names (`requested`; empty: the only one), leased for
+// the request: loaded first if it is not (waiting; other models serve
+// meanwhile). Null with the error sent (404 unknown, 500 failed to load,
+// 503 loading at start or draining). For routes that answer once, not
+// streams (routes_generate.cpp waits with pings).
+std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const std::string& requested, httplib::Response& res,
+                                        const std::optional<config::KeepAlive>& keep_alive = std::nullopt);
+
+// A route's handler, timed, counted in the metrics and logged (one line per
+// request, request_log.h); and the same for a POST route with a JSON body
+// (json_post_route.h), timed from the body read.
+httplib::Server::Handler logged_route(ServerContext& ctx, httplib::Server::Handler handler);
+void post_logged_route(httplib::Server& http, ServerContext& ctx, std::string_view path, JsonPostHandler handler);
 
 // Route registration, one file each.
 void install_info_routes(httplib::Server& http, ServerContext& ctx);
 void install_generation_routes(httplib::Server& http, ServerContext& ctx);
+void install_ollama_routes(httplib::Server& http, ServerContext& ctx);  // /api/*: Ollama's API
 void install_engine_routes(httplib::Server& http, ServerContext& ctx);
 void install_webui_routes(httplib::Server& http, ServerContext& ctx);  // none with options.webui off
 // The web page's paths (GET / and /webui/NAME), which need no API key.

@@ -1,0 +1,274 @@
+// GenerationJob: one accepted generation request being answered -- its
+// leased model, engine handles, the text so far, and the bookkeeping for the
+// log line and the metrics -- and serve_generation(), which leases the model
+// a request names (waiting for its load, with SSE pings when streaming),
+// plans, submits and answers, in OpenAI's wire format (SSE / JSON) or
+// Ollama's (NDJSON / JSON). Shared by routes_generate.cpp and
+// routes_ollama.cpp.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/model_registry.h"
+#include "server/ollama_responses.h"
+#include "server/openai_responses.h"
+#include "server/prompt_builder.h"
+#include "server/request_log.h"
+#include "server/server_context.h"
+
+namespace tc::server {
+
+enum class Wire { OpenAI, Ollama };
+
+using runtime::StreamEvent;
+
+inline constexpr auto kAliveCheckInterval = std::chrono::milliseconds(50);
+
+// One accepted request being answered: its handles, what was produced so far
+// and the bookkeeping for the log line and the metrics.
+struct GenerationJob {
+  ServerContext* ctx = nullptr;
+  std::shared_ptr<ModelLease> lease;            // keeps the model loaded and its engine alive
+  Wire wire = Wire::OpenAI;
+  OllamaMeta ollama;                            // wire Ollama: its fields
+  ResponseMeta meta;
+  std::string route;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  std::vector<PlannedChoice> planned;
+  std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
+  std::vector<ChoiceResult> results;
+  std::vector<size_t> text_bytes;  // per choice, for legacy logprobs text_offset
+  runtime::Usage usage;
+  RequestRecord record;
+  int status = 200;
+  std::string error;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+
+  bool reported = false;
+
+  ~GenerationJob() {
+    for (auto& h : handles) h->cancel();  // no-op for finished ones
+    report();
+  }
+
+  // Counts the request in the metrics and writes its log line, once. run()
+  // calls it before its last write: a client that has the whole response
+  // then finds the request in /metrics and the log (the job itself is freed
+  // only after httplib has sent the response). Requests that end otherwise
+  // (rejected, client gone) are reported when the job is freed.
+  void report() {
+    if (reported) return;
+    reported = true;
+    record.route = route;
+    record.status = status;
+    record.model = meta.model;
+    ctx->metrics.record(record);
+    RequestLogLine line;
+    line.id = meta.id;
+    line.method = "POST";
+    line.route = route;
+    line.status = status;
+    line.model = meta.model;
+    line.prompt_tokens = usage.prompt_tokens;
+    line.completion_tokens = usage.completion_tokens;
+    line.cached_tokens = usage.cached_tokens;
+    if (record.generated) {
+      line.queue_s = record.queue_seconds;
+      line.ttft_s = record.queue_seconds + record.first_token_seconds;
+    }
+    // Engine timings for a request that ran; handler time for one rejected before.
+    line.total_s = record.generated
+                       ? record.total_seconds
+                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
+    line.error = error;
+    log_request(line);
+  }
+
+  void cancel_all() {
+    for (auto& h : handles) h->cancel();
+  }
+
+  // The client went away: cancel, and log 499 (nginx's "client closed request").
+  void client_gone() {
+    cancel_all();
+    if (status == 200) {
+      status = 499;
+      error = "client disconnected";
+    }
+  }
+
+  // Folds a finished choice's usage and timings in (prompt tokens once per prompt).
+  void account(size_t choice, const StreamEvent& ev, std::vector<bool>& group_counted) {
+    const int group = planned[choice].prompt_group;
+    if (!group_counted[static_cast<size_t>(group)]) {
+      group_counted[static_cast<size_t>(group)] = true;
+      usage.prompt_tokens += ev.usage.prompt_tokens;
+      usage.cached_tokens += ev.usage.cached_tokens;
+    }
+    usage.completion_tokens += ev.usage.completion_tokens;
+    record.generated = true;
+    record.completion_tokens += ev.usage.completion_tokens;
+    record.queue_seconds = std::max(record.queue_seconds, ev.queue_seconds);
+    if (record.first_token_seconds == 0 || ev.first_token_seconds < record.first_token_seconds) {
+      record.first_token_seconds = ev.first_token_seconds;
+    }
+    record.total_seconds = std::max(record.total_seconds, ev.total_seconds);
+  }
+
+  nlohmann::json logprobs_of(size_t choice, const std::vector<runtime::TokenInfo>& tokens) const {
+    if (!logprobs) return nullptr;
+    if (meta.endpoint == Endpoint::Chat) return chat_logprobs_json(tokens);
+    return completion_logprobs_json(tokens, text_bytes[choice]);
+  }
+
+  // Runs until every choice finished, the client left or an error. Writes
+  // through `write`; `alive` says whether the client is still there.
+  template <class Write, class Alive>
+  void run(Write&& write, Alive&& alive) {
+    const size_t n = handles.size();
+    results.assign(n, {});
+    text_bytes.assign(n, 0);
+    std::vector<bool> done(n, false);
+    std::vector<bool> group_counted(n, false);
+    size_t n_done = 0;
+    if (stream && wire == Wire::OpenAI) {
+      for (size_t i = 0; i < n; ++i) {
+        if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
+        if (!planned[i].echo_text.empty() &&
+            !write(sse_event(content_chunk(meta, static_cast<int>(i), planned[i].echo_text, nullptr)))) {
+          return;
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      results[i].text = planned[i].echo_text;
+      text_bytes[i] = planned[i].echo_text.size();
+    }
+    const auto wait = n == 1 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(5);
+    auto last_write = runtime::Clock::now();
+    const auto ping_interval = std::chrono::duration<double>(ctx->options.sse_ping_s);
+    StreamEvent ev;
+    auto last_alive_check = runtime::Clock::now();
+    while (n_done < n) {
+      // Polled whether or not events flow: a non-streamed response writes
+      // nothing until the end, so only this notices a client that left.
+      if (runtime::Clock::now() - last_alive_check >= kAliveCheckInterval) {
+        if (!alive()) {
+          client_gone();
+          return;
+        }
+        last_alive_check = runtime::Clock::now();
+      }
+      bool any = false;
+      for (size_t i = 0; i < n; ++i) {
+        if (done[i] || !handles[i]->next(ev, wait)) continue;
+        any = true;
+        if (ev.kind == StreamEvent::Kind::Error) {
+          fail(ev.error, write);
+          return;
+        }
+        auto& r = results[i];
+        if (!ev.text.empty() || !ev.tokens.empty()) {
+          if (stream) {
+            const std::string chunk = wire == Wire::Ollama
+                                          ? ndjson_line(ollama_chunk(ollama, ev.text))
+                                          : sse_event(content_chunk(meta, static_cast<int>(i), ev.text,
+                                                                    logprobs_of(i, ev.tokens)));
+            if (!write(chunk)) return;
+            last_write = runtime::Clock::now();
+          }
+          r.text += ev.text;
+          text_bytes[i] += ev.text.size();
+          if (logprobs) r.tokens.insert(r.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        }
+        if (ev.kind == StreamEvent::Kind::Finished) {
+          if (ev.finish == runtime::FinishReason::Cancelled || ev.finish == runtime::FinishReason::Error) {
+            // The tokens generated before the cut still count (log line, usage).
+            account(i, ev, group_counted);
+            fail(ev.finish == runtime::FinishReason::Cancelled ? "the request was cancelled (server shutting down)"
+                                                               : ev.error,
+                 write);
+            return;
+          }
+          r.finish = ev.finish;
+          account(i, ev, group_counted);
+          done[i] = true;
+          ++n_done;
+          if (stream && wire == Wire::OpenAI && !write(sse_event(finish_chunk(meta, static_cast<int>(i), ev.finish)))) {
+            return;
+          }
+        }
+      }
+      if (any) continue;
+      if (stream && wire == Wire::OpenAI && runtime::Clock::now() - last_write >= ping_interval) {
+        if (!write(std::string(kSsePing))) return;
+        last_write = runtime::Clock::now();
+      }
+    }
+    report();
+    if (wire == Wire::Ollama) {
+      const auto done = ollama_done(ollama, stream ? std::string() : results[0].text, results[0].finish, usage,
+                                    record, arrived);
+      write(stream ? ndjson_line(done) : dump_json(done));
+    } else if (stream) {
+      if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
+      write(std::string(kSseDone));
+    } else {
+      write(dump_json(response_body(meta, results, usage, logprobs)));
+    }
+  }
+
+  // An error after the 200: an SSE error event then [DONE], an NDJSON
+  // {"error"} line, or an error body.
+  template <class Write>
+  void fail(const std::string& message, Write&& write) {
+    fail(ApiError{500, "server_error", message, "", ""}, write);
+  }
+  template <class Write>
+  void fail(const ApiError& e, Write&& write) {
+    status = e.status;
+    error = e.message;
+    cancel_all();
+    report();
+    if (wire == Wire::Ollama) {
+      const std::string body = ollama_error_body(e.message);
+      write(stream ? body + "\n" : body);
+      return;
+    }
+    const std::string body = error_body(e);
+    if (stream) {
+      if (write("data: " + body + "\n\n")) write(std::string(kSseDone));
+    } else {
+      write(body);
+    }
+  }
+};
+
+
+// An error answered before the 200, in the job's wire format.
+void send_job_error(const GenerationJob& job, httplib::Response& res, const ApiError& error);
+
+// Plans the request on the leased model: fills job.planned (and stream,
+// include_usage, logprobs) or returns the 4xx.
+using PlanFunction = std::function<std::optional<ApiError>(GenerationJob& job, const ServingModel& serving)>;
+
+// Leases `requested` (resolved by the registry; empty: the only model),
+// then plans with `plan`, submits and answers. `stream` says how to wait
+// for a load: a stream answers 200 at once and pings (SSE) while the model
+// loads, errors after that being stream events; otherwise the handler
+// waits. A model already loaded is planned before the 200 either way.
+void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& job, const std::string& requested,
+                      const std::optional<config::KeepAlive>& keep_alive, bool stream, PlanFunction plan,
+                      httplib::Response& res);
+
+// 24 hex digits: unique within the process, unpredictable across processes.
+std::string random_id(ServerContext& ctx);
+
+}  // namespace tc::server

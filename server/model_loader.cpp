@@ -1,0 +1,91 @@
+// load_serving_model: model file -> chat template -> engine, until Ready.
+#include "server/model_loader.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "config/device_setting.h"
+#include "config/gpu_split_setting.h"
+#include "engine/model/loaded_model.h"
+#include "engine/text/chat_template.h"
+#include "kernels/cpu/q4_lanes16.h"
+
+namespace tc::server {
+
+runtime::EngineOptions engine_options(const config::ServeOptions& o) {
+  runtime::EngineOptions e;
+  e.n_parallel = o.parallel;
+  e.n_ctx = o.ctx_size;
+  e.n_batch = o.batch_size;
+  e.queue_size = o.queue_size;
+  e.time_split = o.time_split;
+  e.probe_bandwidth = true;  // the engine view's modelled limit per token
+  e.model.threads = o.threads;
+  e.model.device = config::parse_device_setting(o.device);
+  e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
+  e.model.sparse_max_tokens = o.sparse_max_tokens;
+  e.model.repack_q4_0 = kernels::q4_repack_from_name(o.repack).value();  // one of the key's choices
+  e.model.gpu_split =
+      config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget,
+                                      o.prefetch);
+  return e;
+}
+
+std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& path, const config::ServeOptions& o,
+                                                 const std::string& model_id) {
+  const std::string file = path.string();
+  auto serving = std::make_shared<ServingModel>();
+  serving->model_id = model_id;
+  serving->options = o;
+  std::string template_text;
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    if (!in) throw ModelLoadFailure("cannot read the chat template file " + o.chat_template_file.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    template_text = text.str();
+  }
+  std::shared_ptr<const model::LoadedModel> loaded;
+  try {
+    loaded = model::load_model(path, {.stats = o.stats});
+  } catch (const std::exception& e) {
+    // ModelLoadError's message names the file already; others may not.
+    const std::string what = e.what();
+    throw ModelLoadFailure(what.find(file) != std::string::npos ? what : file + ": " + what);
+  }
+  serving->model = loaded;
+  const auto& file_template = loaded->tokenizer->vocab().chat_template;
+  try {
+    if (!template_text.empty()) {
+      serving->chat_template = std::make_shared<text::ChatTemplate>(template_text);
+    } else if (file_template) {
+      serving->chat_template = std::make_shared<text::ChatTemplate>(*file_template);
+    } else {
+      spdlog::warn("model {}: no chat template (tokenizer.chat_template); using ChatML", model_id);
+      serving->chat_template = std::make_shared<text::ChatTemplate>(text::ChatTemplate::chatml_source());
+    }
+  } catch (const text::ChatTemplateError& e) {
+    serving->chat_template_error = std::string("the model's chat template cannot be used: ") + e.what();
+    spdlog::error("model {}: {}; chat requests will fail with this message", model_id, serving->chat_template_error);
+  }
+  runtime::EngineOptions options;
+  try {
+    options = engine_options(o);
+  } catch (const std::exception& e) {
+    throw ModelLoadFailure(file + ": " + e.what());
+  }
+  serving->engine = std::make_shared<runtime::Engine>(loaded, options);
+  while (serving->engine->state() == runtime::EngineState::Loading) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (serving->engine->state() != runtime::EngineState::Ready) {
+    throw ModelLoadFailure(file + ": " + serving->engine->stats().failure);
+  }
+  return serving;
+}
+
+}  // namespace tc::server

@@ -1,0 +1,42 @@
+// The response side of Ollama's API (docs/api.md of ollama/ollama):
+// /api/chat and /api/generate NDJSON lines and bodies, and its error body
+// {"error": "..."}. Pure functions (unit-tested without HTTP).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/engine.h"
+#include "server/metrics.h"
+
+namespace tc::server {
+
+// What every line of one Ollama response shares.
+struct OllamaMeta {
+  bool chat = true;         // /api/chat ("message") or /api/generate ("response")
+  std::string model;
+  std::string created_at;   // RFC 3339 with nanoseconds, UTC
+  double load_seconds = 0;  // load_duration: waiting for the model's load
+};
+
+// "2024-05-01T12:00:00.123456789Z" for `t`.
+std::string rfc3339(std::chrono::system_clock::time_point t);
+
+// A streamed piece of text, done: false.
+nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text);
+// The last line (or the whole body, with all the `text`): done: true,
+// done_reason and the counts and durations (nanoseconds).
+nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runtime::FinishReason finish,
+                           const runtime::Usage& usage, const RequestRecord& record,
+                           std::chrono::steady_clock::time_point arrived);
+// A request with no prompt / messages: the model is loaded (done_reason
+// "load") or unloaded ("unload").
+nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason);
+
+std::string ndjson_line(const nlohmann::json& j);
+std::string ollama_error_body(const std::string& message);
+
+}  // namespace tc::server

@@ -1,0 +1,200 @@
+// Ollama request bodies -> OpenAI bodies (see ollama_schema.h).
+#include "server/ollama_schema.h"
+
+#include <array>
+#include <string_view>
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+ApiError bad(std::string message, std::string param = "") {
+  return {400, "invalid_request_error", std::move(message), "", std::move(param)};
+}
+
+// Ollama's sampling defaults (its Modelfile defaults), used where `options` leaves one out.
+constexpr double kTemperature = 0.8;
+constexpr int kTopK = 40;
+constexpr double kTopP = 0.9;
+constexpr double kRepeatPenalty = 1.1;
+
+// The fields both endpoints share: model, stream, keep_alive, format, options.
+void common_fields(const json& body, OllamaRequest& r) {
+  if (!body.is_object()) {
+    r.error = bad("request body must be a JSON object");
+    return;
+  }
+  auto model = body.find("model");
+  if (model == body.end() || model->is_null()) model = body.find("name");  // older clients
+  if (model == body.end() || !model->is_string() || model->get<std::string>().empty()) {
+    r.error = bad("model is required", "model");
+    return;
+  }
+  r.model = model->get<std::string>();
+  if (auto it = body.find("stream"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      r.error = bad("'stream' must be a boolean", "stream");
+      return;
+    }
+    r.stream = it->get<bool>();
+  }
+  if (auto err = parse_keep_alive_field(body, r.keep_alive)) {
+    r.error = err;
+    return;
+  }
+  if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
+    r.error = bad("'format' is not supported: this server's sampler cannot constrain output to JSON or a JSON schema; "
+                  "leave format out and ask for JSON in the prompt",
+                  "format");
+    return;
+  }
+  if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+    r.error = bad("images are not supported: the models served here take text only", "images");
+    return;
+  }
+  if (auto it = body.find("think"); it != body.end() && it->is_boolean() && it->get<bool>()) {
+    r.error = bad("'think' is not supported by this server", "think");
+    return;
+  }
+  json& o = r.openai;
+  o = json::object();
+  o["model"] = r.model;
+  o["stream"] = r.stream;
+  o["temperature"] = kTemperature;
+  o["top_k"] = kTopK;
+  o["top_p"] = kTopP;
+  o["repeat_penalty"] = kRepeatPenalty;
+  auto options = body.find("options");
+  if (options == body.end() || options->is_null()) return;
+  if (!options->is_object()) {
+    r.error = bad("'options' must be an object", "options");
+    return;
+  }
+  // Same names, same meaning; types and ranges are checked by the OpenAI parser.
+  for (const char* key : {"temperature", "top_k", "top_p", "min_p", "seed", "presence_penalty", "frequency_penalty",
+                          "repeat_penalty", "stop"}) {
+    if (auto it = options->find(key); it != options->end() && !it->is_null()) o[key] = *it;
+  }
+  if (auto it = options->find("num_predict"); it != options->end() && !it->is_null()) {
+    if (!it->is_number_integer()) {
+      r.error = bad("'options.num_predict' must be an integer", "options.num_predict");
+      return;
+    }
+    // -1 (no limit) and -2 (fill the context): up to the context.
+    if (it->get<int64_t>() > 0) o["max_tokens"] = *it;
+    if (it->get<int64_t>() == 0) {
+      r.error = bad("'options.num_predict' 0 generates nothing; use a positive number or -1", "options.num_predict");
+      return;
+    }
+  }
+  if (auto it = options->find("repeat_last_n"); it != options->end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < -1 || it->get<int64_t>() > (1 << 24)) {
+      r.error = bad("'options.repeat_last_n' must be an integer >= -1", "options.repeat_last_n");
+      return;
+    }
+    r.repeat_last_n = static_cast<int32_t>(it->get<int64_t>());
+  }
+  // Load-time options (num_ctx, num_gpu, num_thread, ...) are the model's
+  // NAME.toml settings here; like Ollama with options it does not know, they
+  // are ignored per request.
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_keep_alive_field(const json& body, std::optional<config::KeepAlive>& out) {
+  out.reset();
+  if (!body.is_object()) return std::nullopt;
+  auto it = body.find("keep_alive");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  try {
+    if (it->is_number()) {
+      out = config::keep_alive_from_seconds(it->get<double>());
+    } else if (it->is_string()) {
+      out = config::parse_keep_alive(it->get<std::string>());
+    } else {
+      return bad("'keep_alive' must be a duration string (\"5m\", \"1h\", \"-1\") or a number of seconds",
+                 "keep_alive");
+    }
+  } catch (const std::invalid_argument& e) {
+    return bad(e.what(), "keep_alive");
+  }
+  return std::nullopt;
+}
+
+OllamaRequest translate_ollama_chat(const json& body) {
+  OllamaRequest r;
+  common_fields(body, r);
+  if (r.error) return r;
+  auto messages = body.find("messages");
+  if (messages == body.end() || messages->is_null() || (messages->is_array() && messages->empty())) {
+    r.load_only = true;
+    return r;
+  }
+  if (!messages->is_array()) {
+    r.error = bad("'messages' must be an array", "messages");
+    return r;
+  }
+  for (const auto& m : *messages) {
+    if (m.is_object()) {
+      if (auto im = m.find("images"); im != m.end() && !im->is_null() && !(im->is_array() && im->empty())) {
+        r.error = bad("images are not supported: the models served here take text only", "messages");
+        return r;
+      }
+    }
+  }
+  r.openai["messages"] = *messages;
+  if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) r.openai["tools"] = *tools;
+  return r;
+}
+
+OllamaRequest translate_ollama_generate(const json& body) {
+  OllamaRequest r;
+  common_fields(body, r);
+  if (r.error) return r;
+  if (auto t = body.find("template"); t != body.end() && t->is_string() && !t->get<std::string>().empty()) {
+    r.error = bad("a per-request 'template' (Go template syntax) is not supported; the model's chat template is used "
+                  "(set chat_template_file in the model's NAME.toml to change it)",
+                  "template");
+    return r;
+  }
+  if (auto s = body.find("suffix"); s != body.end() && s->is_string() && !s->get<std::string>().empty()) {
+    r.error = bad("'suffix' (fill in the middle) is not supported", "suffix");
+    return r;
+  }
+  auto prompt = body.find("prompt");
+  if (prompt == body.end() || prompt->is_null() || (prompt->is_string() && prompt->get<std::string>().empty())) {
+    r.load_only = true;
+    return r;
+  }
+  if (!prompt->is_string()) {
+    r.error = bad("'prompt' must be a string", "prompt");
+    return r;
+  }
+  bool raw = false;
+  if (auto it = body.find("raw"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      r.error = bad("'raw' must be a boolean", "raw");
+      return r;
+    }
+    raw = it->get<bool>();
+  }
+  if (raw) {
+    r.completion = true;
+    r.openai["prompt"] = *prompt;
+    return r;
+  }
+  json messages = json::array();
+  if (auto sys = body.find("system"); sys != body.end() && !sys->is_null()) {
+    if (!sys->is_string()) {
+      r.error = bad("'system' must be a string", "system");
+      return r;
+    }
+    if (!sys->get<std::string>().empty()) messages.push_back({{"role", "system"}, {"content", *sys}});
+  }
+  messages.push_back({{"role", "user"}, {"content", *prompt}});
+  r.openai["messages"] = std::move(messages);
+  return r;
+}
+
+}  // namespace tc::server

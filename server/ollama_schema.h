@@ -1,0 +1,42 @@
+// The request side of Ollama's API: /api/chat and /api/generate bodies
+// translated into the equivalent OpenAI body (server/openai_schema.h then
+// validates it), Ollama's `options` mapped onto our sampler, and its
+// `keep_alive` (a duration string or seconds). What we cannot honour is a
+// 400 saying so: `format` (the sampler cannot constrain output to JSON),
+// images, a per-request Go `template`, a `suffix`. Pure functions.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/keep_alive.h"
+#include "server/openai_errors.h"
+
+namespace tc::server {
+
+// `keep_alive` of a request body: a duration string ("5m", "-1", "0") or a
+// number of seconds; absent or null: nullopt. A 400 naming keep_alive for
+// anything else.
+std::optional<ApiError> parse_keep_alive_field(const nlohmann::json& body, std::optional<config::KeepAlive>& out);
+
+struct OllamaRequest {
+  std::string model;
+  bool stream = true;                          // Ollama streams unless told not to
+  std::optional<config::KeepAlive> keep_alive;
+  bool load_only = false;                      // no prompt / messages: load the model (or unload, keep_alive 0)
+  bool completion = false;                     // raw generate: the prompt as is (a /v1/completions body)
+  nlohmann::json openai;                       // the equivalent /v1/chat/completions or /v1/completions body
+  int32_t repeat_last_n = 64;                  // options.repeat_last_n (not an OpenAI field)
+  std::optional<ApiError> error;               // a 400 (message in Ollama's words)
+};
+
+// /api/chat: messages, tools, options, format, stream, keep_alive.
+OllamaRequest translate_ollama_chat(const nlohmann::json& body);
+// /api/generate: prompt, system, raw, options, format, stream, keep_alive.
+// Not raw: the prompt (and system) as chat messages through the model's
+// chat template, as Ollama applies the model's template.
+OllamaRequest translate_ollama_generate(const nlohmann::json& body);
+
+}  // namespace tc::server
