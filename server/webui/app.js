@@ -54,8 +54,15 @@ async function loadModels() {
       const list = await getJson("v1/models");
       const select = $("model");
       const previous = select.value;
+      // Every served model; a models folder's unloaded ones load on their first request.
       select.replaceChildren(
-        ...list.data.map((m) => Object.assign(document.createElement("option"), { value: m.id, textContent: m.id })),
+        ...list.data.map((m) => {
+          const state = m.status?.value;
+          const note = state === "failed" ? " (failed to load)" : state && state !== "loaded" ? ` (${state})` : "";
+          return Object.assign(document.createElement("option"), {
+            value: m.id, textContent: m.id + note, disabled: state === "failed", title: m.status?.failure ?? "",
+          });
+        }),
       );
       if (list.data.some((m) => m.id === previous)) select.value = previous;
       setStatus("");
@@ -96,6 +103,6 @@ $("tab-engine").addEventListener("click", () => showView("engine"));
 
 const isVisible = () => $("engine").getClientRects().length > 0;
 initChat({ model: () => $("model").value, setStatus, onAuthError });
-engine = initEngine({ onAuthError, isVisible });
+engine = initEngine({ onAuthError, isVisible, model: () => $("model").value });
 window.matchMedia("(min-width: 900px)").addEventListener("change", () => engine.start());
 loadModels().then(() => engine.start());

@@ -239,7 +239,8 @@ function gauge(label, value, fraction) {
   return div;
 }
 
-export function initEngine({ onAuthError, isVisible }) {
+export function initEngine({ onAuthError, isVisible, model = () => "" }) {
+  const forModel = (route) => (model() ? `${route}?model=${encodeURIComponent(model())}` : route);
   const history = [];
   let previous = null;
   let curveShown = false;
@@ -310,7 +311,7 @@ export function initEngine({ onAuthError, isVisible }) {
       return;
     }
     try {
-      drawCurve(box, await getJson("v1/engine/firing_curve"));
+      drawCurve(box, await getJson(forModel("v1/engine/firing_curve")));
     } catch (e) {
       curveShown = false;
       box.textContent = "Could not load the firing curve: " + e.message;
@@ -321,7 +322,7 @@ export function initEngine({ onAuthError, isVisible }) {
     timer = null;
     if (!isVisible() || document.visibilityState !== "visible") return;
     try {
-      const s = await getJson("v1/engine/stats");
+      const s = await getJson(forModel("v1/engine/stats"));
       draw(s);
       record(s);
       showCurve(s);
