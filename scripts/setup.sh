@@ -105,6 +105,20 @@ if [ "$want_npm" -eq 1 ]; then
       echo "setup: warning: npm install failed; OpenAI SDK tests will be skipped" >&2
     fi
   fi
+  # The official Ollama JavaScript client, which drives the server's Ollama API
+  # (/api/*) in the integration tests as the openai package drives /v1.
+  ollama_version=0.6.4
+  if [ "$(npm_installed_version ollama)" = "$ollama_version" ]; then
+    echo "setup: Ollama JavaScript client $ollama_version already installed"
+  else
+    echo "setup: installing the Ollama JavaScript client (npm ollama@$ollama_version) into .deps/npm"
+    mkdir -p .deps/npm
+    [ -f .deps/npm/package.json ] || echo '{"private":true}' > .deps/npm/package.json
+    if ! npm install --prefix .deps/npm --omit=optional --ignore-scripts --no-audit --no-fund --save-exact \
+         "ollama@$ollama_version"; then
+      echo "setup: warning: npm install failed; Ollama client tests will be skipped" >&2
+    fi
+  fi
   # puppeteer-core drives Debian's chromium (it downloads no browser of its own).
   puppeteer_version=24.43.1
   if [ "$(npm_installed_version puppeteer-core)" = "$puppeteer_version" ]; then

@@ -1,0 +1,224 @@
+// Drives a running `thermocline serve --models-dir` with the official Ollama
+// JavaScript client (npm ollama) and checks what its users rely on: version,
+// tags, show, ps, generate and chat (whole and streamed, the streamed text
+// equal to the whole), options mapped onto the sampler (greedy text equal
+// to /v1/completions'), keep_alive (load without a prompt, unload with 0),
+// the client's ResponseError for unknown, broken and unsupported requests,
+// and aborting a stream.
+//
+// Usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN [NODE_MODULES_DIR]
+//   HOST     http://127.0.0.1:PORT
+//   API_KEY  a key the server accepts
+//   MODEL_A, MODEL_B  two good models of the folder; BROKEN a corrupt one
+// Prints one line per check; exits 1 on the first failure, 2 on bad usage.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const [host, apiKey, modelA, modelB, broken, modulesArg] = process.argv.slice(2);
+if (!host || !apiKey || !modelA || !modelB || !broken) {
+  console.error('usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN [NODE_MODULES_DIR]');
+  process.exit(2);
+}
+const here = path.dirname(fileURLToPath(import.meta.url));
+const modulesDir = modulesArg || process.env.THERMOCLINE_NODE_MODULES ||
+  path.resolve(here, '../../../.deps/npm/node_modules');
+const entry = path.join(modulesDir, 'ollama', 'dist', 'index.mjs');
+if (!existsSync(entry)) {
+  console.error(`ollama client not found at ${entry} (run scripts/setup.sh)`);
+  process.exit(2);
+}
+const { Ollama } = await import(pathToFileURL(entry).href);
+const headers = { Authorization: `Bearer ${apiKey}` };
+const ollama = new Ollama({ host, headers });
+
+let passed = 0;
+async function check(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    console.log(`FAIL ${name}`);
+    console.log(e && e.stack ? e.stack : String(e));
+    process.exit(1);
+  }
+  passed++;
+  console.log(`ok   ${name}`);
+}
+
+async function expectError(promise, status, needle) {
+  let err;
+  try {
+    await promise;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, `expected an error ${status}, the request succeeded`);
+  assert.equal(err.name, 'ResponseError', `expected a ResponseError, got ${err.name}: ${err.message}`);
+  assert.equal(err.status_code, status, `status of: ${err.message}`);
+  if (needle) assert.ok(err.message.includes(needle), `"${err.message}" should mention "${needle}"`);
+  return err;
+}
+
+const greedy = { temperature: 0, num_predict: 8, repeat_penalty: 1 };
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function loadedNames() {
+  return (await ollama.ps()).models.map((m) => m.name);
+}
+async function waitFor(pred, what) {
+  for (let i = 0; i < 100; i++) {
+    if (await pred()) return;
+    await sleep(50);
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+await check('version', async () => {
+  const v = await ollama.version();
+  assert.equal(typeof v.version, 'string');
+  assert.match(v.version, /^\d+\.\d+\.\d+/);
+});
+
+await check('list (tags): every model of the folder, with details', async () => {
+  const { models } = await ollama.list();
+  const names = models.map((m) => m.name);
+  for (const n of [modelA, modelB, broken]) assert.ok(names.includes(n), `${n} in ${names}`);
+  const a = models.find((m) => m.name === modelA);
+  assert.equal(a.model, modelA);
+  assert.ok(a.size > 0);
+  assert.match(a.digest, /^[0-9a-f]{64}$/);
+  assert.ok(!Number.isNaN(Date.parse(a.modified_at)), a.modified_at);
+  assert.equal(a.details.format, 'gguf');
+  assert.equal(a.details.family, 'llama');
+  assert.match(a.details.parameter_size, /^[\d.]+[KMB]?$/);
+  assert.ok(a.details.quantization_level.length > 0);
+});
+
+await check('show: template, details and model_info', async () => {
+  const s = await ollama.show({ model: modelA });
+  assert.equal(typeof s.template, 'string');
+  assert.equal(s.details.family, 'llama');
+  assert.equal(s.model_info['general.architecture'], 'llama');
+  assert.ok(s.capabilities.includes('completion'));
+  await expectError(ollama.show({ model: 'no-such-model' }), 404, 'no-such-model');
+  await expectError(ollama.show({ model: broken }), 500, `${broken}.gguf`);
+});
+
+let wholeText;
+await check('generate: one body with counts and durations', async () => {
+  const r = await ollama.generate({ model: modelA, prompt: 'Once upon a time', options: greedy });
+  assert.equal(r.model, modelA);
+  assert.equal(r.done, true);
+  assert.ok(['stop', 'length'].includes(r.done_reason), r.done_reason);
+  assert.equal(typeof r.response, 'string');
+  assert.ok(r.eval_count >= 1 && r.eval_count <= 8, `eval_count ${r.eval_count}`);
+  assert.ok(r.prompt_eval_count > 0);
+  assert.ok(r.total_duration > 0 && r.eval_duration >= 0 && r.load_duration >= 0);
+  assert.ok(!Number.isNaN(Date.parse(r.created_at)));
+  wholeText = r.response;
+});
+
+await check('generate streamed: NDJSON parts add up to the whole text', async () => {
+  const parts = [];
+  for await (const part of await ollama.generate({ model: modelA, prompt: 'Once upon a time', options: greedy, stream: true })) {
+    parts.push(part);
+  }
+  assert.ok(parts.length >= 2);
+  const last = parts.at(-1);
+  assert.equal(last.done, true);
+  assert.ok(parts.slice(0, -1).every((p) => p.done === false));
+  assert.equal(parts.map((p) => p.response).join(''), wholeText);
+  assert.ok(last.eval_count >= 1);
+});
+
+await check('options map onto the sampler: greedy raw generate equals /v1/completions', async () => {
+  const r = await ollama.generate({ model: modelB, prompt: 'The sea', raw: true, options: greedy });
+  const v1 = await fetch(`${host}/v1/completions`, {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: modelB, prompt: 'The sea', max_tokens: 8, temperature: 0 }),
+  });
+  assert.equal(v1.status, 200);
+  const body = await v1.json();
+  assert.equal(r.response, body.choices[0].text);
+  assert.equal(r.eval_count, body.usage.completion_tokens);
+});
+
+let chatText;
+await check('chat: an assistant message', async () => {
+  const r = await ollama.chat({ model: modelB, messages: [{ role: 'user', content: 'Hi there' }], options: greedy });
+  assert.equal(r.model, modelB);
+  assert.equal(r.message.role, 'assistant');
+  assert.equal(typeof r.message.content, 'string');
+  assert.equal(r.done, true);
+  assert.ok(r.eval_count >= 1 && r.eval_count <= 8);
+  chatText = r.message.content;
+});
+
+await check('chat streamed: the same text in parts', async () => {
+  let text = '';
+  let last;
+  for await (const part of await ollama.chat({ model: modelB, messages: [{ role: 'user', content: 'Hi there' }], options: greedy, stream: true })) {
+    assert.equal(part.message.role, 'assistant');
+    text += part.message.content;
+    last = part;
+  }
+  assert.equal(last.done, true);
+  assert.equal(text, chatText);
+});
+
+await check('ps: the loaded models with sizes and expiry', async () => {
+  const { models } = await ollama.ps();
+  const names = models.map((m) => m.name);
+  assert.ok(names.includes(modelA) && names.includes(modelB), String(names));
+  for (const m of models) {
+    assert.ok(m.size > 0, `${m.name} size`);
+    assert.equal(typeof m.size_vram, 'number');
+    assert.ok(!Number.isNaN(Date.parse(m.expires_at)), m.expires_at);
+  }
+});
+
+await check('keep_alive 0 without a prompt unloads; a request without a prompt loads', async () => {
+  const r = await ollama.generate({ model: modelA, prompt: '', keep_alive: 0 });
+  assert.equal(r.done, true);
+  assert.equal(r.done_reason, 'unload');
+  await waitFor(async () => !(await loadedNames()).includes(modelA), `${modelA} to unload`);
+  const l = await ollama.chat({ model: modelA, messages: [], keep_alive: '10m' });
+  assert.equal(l.done_reason, 'load');
+  assert.ok((await loadedNames()).includes(modelA));
+  // A request's keep_alive 0 unloads the model once the request is done.
+  await ollama.generate({ model: modelB, prompt: 'x', options: greedy, keep_alive: 0 });
+  await waitFor(async () => !(await loadedNames()).includes(modelB), `${modelB} to unload after its request`);
+});
+
+await check('errors: unknown model 404, broken file 500 naming it, format 400, bad keep_alive 400', async () => {
+  await expectError(ollama.generate({ model: 'no-such-model', prompt: 'x' }), 404, 'no-such-model');
+  await expectError(ollama.chat({ model: broken, messages: [{ role: 'user', content: 'x' }] }), 500, `${broken}.gguf`);
+  await expectError(ollama.generate({ model: modelA, prompt: 'x', format: 'json' }), 400, 'format');
+  await expectError(ollama.generate({ model: modelA, prompt: 'x', keep_alive: 'soon' }), 400, 'keep_alive');
+  await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x', images: ['aGk='] }] }), 400, 'images');
+  await expectError(ollama.chat({ model: modelA, messages: 'hello' }), 400, 'messages');
+});
+
+await check('embed answers 501 (no embeddings served); pull 501', async () => {
+  await expectError(ollama.embed({ model: modelA, input: 'hello' }), 501, 'embeddings');
+  await expectError(ollama.pull({ model: 'llama3' }), 501, 'models folder');
+});
+
+await check('an aborted stream ends; the next request is served', async () => {
+  const stream = await ollama.generate({ model: modelA, prompt: 'Tell a long story', options: { num_predict: 200 }, stream: true });
+  let n = 0;
+  let aborted = false;
+  try {
+    for await (const part of stream) {
+      if (++n === 2) stream.abort();
+    }
+  } catch (e) {
+    aborted = e.name === 'AbortError';
+  }
+  assert.ok(aborted, 'the iteration ended with an AbortError');
+  const r = await ollama.generate({ model: modelA, prompt: 'Once upon a time', options: greedy });
+  assert.equal(r.response, wholeText);
+});
+
+console.log(`all ${passed} checks passed`);

@@ -1,0 +1,269 @@
+// ModelRegistry with a fake loader (no model files needed): on-demand loads
+// within max_loaded_models, least recently used idle model unloaded first,
+// models in use never unloaded, keep_alive, failures naming the file and
+// retried once it changes, files added and removed, NAME.toml, waiting
+// (with ticks, as streams ping) without blocking other models.
+#include "server/model_registry.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "server/server_context.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using tc::server::ModelRegistry;
+using tc::server::ModelState;
+
+struct FakeLoader {
+  std::mutex mutex;
+  std::map<std::string, int> loads;
+  std::map<std::string, int> ctx_size;  // the options each load got
+  std::set<std::string> failing;
+  std::map<std::string, std::chrono::milliseconds> delay;
+
+  tc::server::ModelLoadFunction fn() {
+    return [this](const fs::path& path, const tc::config::ServeOptions& o, const std::string& name) {
+      std::chrono::milliseconds wait{0};
+      {
+        std::lock_guard lock(mutex);
+        ++loads[name];
+        ctx_size[name] = static_cast<int>(o.ctx_size);
+        if (failing.count(name)) throw std::runtime_error(path.string() + ": not a GGUF file (bad magic)");
+        if (auto it = delay.find(name); it != delay.end()) wait = it->second;
+      }
+      std::this_thread::sleep_for(wait);
+      auto s = std::make_shared<tc::server::ServingModel>();
+      s->model_id = name;
+      s->options = o;
+      // An engine without a model fails at once; the registry only needs its lifecycle.
+      s->engine = std::make_shared<tc::runtime::Engine>(nullptr, tc::runtime::EngineOptions{});
+      return s;
+    };
+  }
+  int count(const std::string& name) {
+    std::lock_guard lock(mutex);
+    return loads[name];
+  }
+};
+
+void touch(const fs::path& p, const std::string& text = "junk") { std::ofstream(p, std::ios::app) << text; }
+
+struct Folder {
+  fs::path dir;
+  FakeLoader loader;
+  std::unique_ptr<ModelRegistry> registry;
+
+  Folder(const std::string& name, const std::vector<std::string>& models, int max_loaded,
+         const std::string& keep_alive = "-1") {
+    dir = tc::test::scratch_dir(name);
+    for (const auto& m : models) touch(dir / (m + ".gguf"));
+    tc::server::RegistryOptions o;
+    o.serve.models_dir = dir;
+    o.serve.max_loaded_models = max_loaded;
+    o.serve.keep_alive = keep_alive;
+    o.serve.models_ram_budget = "64GiB";
+    o.load = loader.fn();
+    o.scan_interval = 50ms;
+    registry = std::make_unique<ModelRegistry>(o);
+    REQUIRE(registry->start());
+  }
+
+  std::shared_ptr<tc::server::ModelLease> lease(const std::string& name,
+                                                std::optional<tc::config::KeepAlive> keep_alive = std::nullopt) {
+    std::optional<tc::server::ApiError> error;
+    auto l = registry->acquire(name, keep_alive, error, {}, 100ms);
+    INFO(name << ": " << (error ? error->message : std::string()));
+    REQUIRE(l);
+    return l;
+  }
+  ModelState state(const std::string& name) {
+    auto info = registry->info(name);
+    REQUIRE(info);
+    return info->state;
+  }
+  // Polls until `pred` holds (5 s at most).
+  template <class Pred>
+  bool eventually(Pred pred) {
+    for (int i = 0; i < 250; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return pred();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("models load on demand, at most max_loaded_models, least recently used idle one unloaded first",
+          "[server][registry]") {
+  Folder f("registry_lru", {"a", "b", "c"}, 2);
+  for (const auto& m : f.registry->list()) CHECK(m.state == ModelState::Unloaded);
+  CHECK(f.registry->list().size() == 3);
+  f.lease("a");
+  f.lease("b");
+  f.lease("a");  // b is now the least recently used
+  f.lease("c");
+  CHECK(f.state("a") == ModelState::Loaded);
+  CHECK(f.state("b") == ModelState::Unloaded);
+  CHECK(f.state("c") == ModelState::Loaded);
+  CHECK(f.loader.count("a") == 1);
+  CHECK(f.loader.count("b") == 1);
+
+  tc::server::ModelTotals totals;
+  const std::string metrics = f.registry->render_metrics(totals);
+  CHECK(metrics.find("thermocline_model_loads_total{model=\"a\"} 1") != std::string::npos);
+  CHECK(metrics.find("thermocline_model_unloads_total{model=\"b\",reason=\"evicted\"} 1") != std::string::npos);
+  CHECK(metrics.find("thermocline_model_state{model=\"b\",state=\"unloaded\"} 1") != std::string::npos);
+}
+
+TEST_CASE("a model with requests in flight is never unloaded; a load waits for one to go idle",
+          "[server][registry]") {
+  Folder f("registry_busy", {"a", "b"}, 1);
+  auto held = f.lease("a");
+  auto other = std::async(std::launch::async, [&] { return f.lease("b"); });
+  CHECK(other.wait_for(400ms) == std::future_status::timeout);  // b waits: a is busy
+  CHECK(f.state("a") == ModelState::Loaded);
+  CHECK(f.state("b") == ModelState::Loading);
+  held.reset();  // a goes idle: b evicts it
+  REQUIRE(other.wait_for(5s) == std::future_status::ready);
+  auto b = other.get();
+  CHECK(f.state("a") == ModelState::Unloaded);
+  CHECK(f.state("b") == ModelState::Loaded);
+}
+
+TEST_CASE("keep_alive 0 unloads a model once idle, -1 keeps it, a duration expires", "[server][registry]") {
+  Folder f("registry_keep_alive", {"a", "b", "c"}, 3, "-1");
+  f.lease("a", tc::config::KeepAlive{false, 0ms}).reset();
+  f.lease("b").reset();
+  f.lease("c", tc::config::KeepAlive{false, 300ms}).reset();
+  CHECK(f.eventually([&] { return f.state("a") == ModelState::Unloaded; }));
+  CHECK(f.eventually([&] { return f.state("c") == ModelState::Unloaded; }));
+  CHECK(f.state("b") == ModelState::Loaded);
+  // While a request holds it, keep_alive 0 waits for the end.
+  auto held = f.lease("b", tc::config::KeepAlive{false, 0ms});
+  std::this_thread::sleep_for(300ms);
+  CHECK(f.state("b") == ModelState::Loaded);
+  held.reset();
+  CHECK(f.eventually([&] { return f.state("b") == ModelState::Unloaded; }));
+  CHECK(f.registry->request_unload("a"));
+  CHECK_FALSE(f.registry->request_unload("nope"));
+}
+
+TEST_CASE("a model that fails to load names the file and is retried once the file changes", "[server][registry]") {
+  Folder f("registry_failure", {"good", "bad"}, 2);
+  {
+    std::lock_guard lock(f.loader.mutex);
+    f.loader.failing.insert("bad");
+  }
+  std::optional<tc::server::ApiError> error;
+  CHECK_FALSE(f.registry->acquire("bad", std::nullopt, error, {}, 100ms));
+  REQUIRE(error);
+  CHECK(error->status == 500);
+  CHECK(error->code == "model_load_failed");
+  CHECK(error->message.find("bad.gguf") != std::string::npos);
+  CHECK(error->message.find("bad magic") != std::string::npos);
+  CHECK(f.state("bad") == ModelState::Failed);
+  // Until the file changes: the same error at once, no second attempt.
+  error.reset();
+  CHECK_FALSE(f.registry->try_acquire("bad", std::nullopt, error));
+  CHECK(error);
+  CHECK(f.loader.count("bad") == 1);
+  // The others serve; /health has something to serve.
+  f.lease("good");
+  CHECK(f.registry->unservable_reason().empty());
+  {
+    std::lock_guard lock(f.loader.mutex);
+    f.loader.failing.clear();
+  }
+  std::this_thread::sleep_for(20ms);
+  touch(f.dir / "bad.gguf", "more");
+  CHECK(f.eventually([&] { return f.state("bad") == ModelState::Unloaded; }));
+  f.lease("bad");
+  CHECK(f.loader.count("bad") == 2);
+}
+
+TEST_CASE("files added to and removed from the folder appear and disappear", "[server][registry]") {
+  Folder f("registry_watch", {"a", "b"}, 2);
+  auto b = f.lease("b");
+  touch(f.dir / "c.gguf");
+  touch(f.dir / "c.stats.gguf");  // a sidecar, not a model
+  touch(f.dir / "notes.txt");
+  CHECK(f.eventually([&] { return f.registry->info("c").has_value(); }));
+  CHECK_FALSE(f.registry->info("c.stats").has_value());
+  CHECK(f.registry->list().size() == 3);
+  fs::remove(f.dir / "a.gguf");
+  fs::remove(f.dir / "b.gguf");
+  CHECK(f.eventually([&] { return !f.registry->info("a").has_value(); }));
+  // b is in use: gone from the list, unloaded once its request ends.
+  CHECK(f.eventually([&] { return !f.registry->info("b").has_value(); }));
+  std::optional<tc::server::ApiError> error;
+  CHECK(f.registry->resolve("a", error).empty());
+  REQUIRE(error);
+  CHECK(error->status == 404);
+  CHECK(error->code == "model_not_found");
+  CHECK(error->message.find("c") != std::string::npos);
+  b.reset();
+  tc::server::ModelTotals totals;
+  CHECK(f.eventually([&] {
+    return f.registry->render_metrics(totals).find("reason=\"removed\"") != std::string::npos;
+  }));
+}
+
+TEST_CASE("NAME.toml gives a model aliases and its own options; a bad one fails its loads", "[server][registry]") {
+  Folder f("registry_sidecar", {"a", "b"}, 2);
+  std::ofstream(f.dir / "a.toml") << "ctx_size = 256\naliases = [\"alpha\"]\n";
+  std::ofstream(f.dir / "b.toml") << "ctx_size = \"wide\"\n";
+  CHECK(f.eventually([&] {
+    std::optional<tc::server::ApiError> e;
+    return f.registry->resolve("alpha", e) == "a";
+  }));
+  std::optional<tc::server::ApiError> error;
+  CHECK(f.registry->resolve("a:latest", error) == "a");
+  CHECK(f.registry->resolve("", error).empty());
+  REQUIRE(error);
+  CHECK(error->status == 400);  // two models: a request must name one
+  f.lease("alpha");
+  CHECK(f.loader.ctx_size["a"] == 256);
+  error.reset();
+  CHECK_FALSE(f.registry->acquire("b", std::nullopt, error, {}, 100ms));
+  REQUIRE(error);
+  CHECK(error->message.find("b.toml") != std::string::npos);
+  CHECK(error->message.find("ctx_size") != std::string::npos);
+  CHECK(f.loader.count("b") == 0);
+}
+
+TEST_CASE("a slow load does not hold up other models, and its waiters tick", "[server][registry]") {
+  Folder f("registry_slow", {"fast", "slow"}, 2);
+  {
+    std::lock_guard lock(f.loader.mutex);
+    f.loader.delay["slow"] = 600ms;
+  }
+  f.lease("fast").reset();
+  std::atomic<int> ticks{0};
+  auto slow = std::async(std::launch::async, [&] {
+    std::optional<tc::server::ApiError> error;
+    return f.registry->acquire("slow", std::nullopt, error, [&] { return ++ticks, true; }, 50ms);
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  f.lease("fast").reset();
+  CHECK(std::chrono::steady_clock::now() - t0 < 200ms);
+  REQUIRE(slow.wait_for(5s) == std::future_status::ready);
+  CHECK(slow.get());
+  CHECK(ticks.load() >= 4);
+  // A waiter that gives up (its client left) gets nothing.
+  f.registry->request_unload("slow");
+  CHECK(f.eventually([&] { return f.state("slow") == ModelState::Unloaded; }));
+  std::optional<tc::server::ApiError> error;
+  CHECK_FALSE(f.registry->acquire("slow", std::nullopt, error, [] { return false; }, 50ms));
+  CHECK_FALSE(error);
+}
