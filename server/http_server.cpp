@@ -206,7 +206,9 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(config::ServeOptions options) : impl_(std::make_unique<Impl>()) {
   http::tune_allocator();
   impl_->ctx.options = std::move(options);
-  impl_->ctx.models = std::make_unique<ModelRegistry>(RegistryOptions{.serve = impl_->ctx.options});
+  RegistryOptions registry;
+  registry.serve = impl_->ctx.options;
+  impl_->ctx.models = std::make_unique<ModelRegistry>(std::move(registry));
   impl_->ctx.id_salt = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   impl_->ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
                            std::chrono::system_clock::now().time_since_epoch())

@@ -23,7 +23,10 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
   e.time_split = o.time_split;
-  e.probe_bandwidth = true;  // the engine view's modelled limit per token
+  // The engine view's modelled limit per token. The probe allocates and
+  // reads a large buffer at each engine start: a models folder, loading
+  // models on demand within a memory budget, goes without it.
+  e.probe_bandwidth = o.models_dir.empty();
   e.model.threads = o.threads;
   e.model.device = config::parse_device_setting(o.device);
   e.model.sparsity = config::parse_sparsity_setting(o.sparsity);

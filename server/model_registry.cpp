@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <malloc.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -38,6 +39,14 @@ uint64_t mem_total_bytes() {
     if (key == "MemTotal:") return kib * 1024;
   }
   return 0;
+}
+
+// This process's resident set (/proc/self/statm), bytes; 0 if unknown.
+uint64_t rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t pages_total = 0, pages_resident = 0;
+  if (!(in >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // Free bytes of GPU `index`, nullopt without one.
@@ -561,18 +570,23 @@ void ModelRegistry::load_entry(std::string name) {
       opts.vram_budget = std::to_string(vram_budget_ > used ? vram_budget_ - used : 0);
     }
   }
-  uint64_t gpu_bytes = 0;
+  uint64_t gpu_bytes = 0, rss_growth = 0;
   if (failure.empty()) {
     std::lock_guard load(load_mutex_);
     const int gpu_index = opts.device == "cpu" ? -1 : (opts.device.size() > 5 ? std::atoi(opts.device.c_str() + 5) : 0);
     // GPU free bytes before and after the load (0: no GPU measured).
     const uint64_t before = gpu_index >= 0 ? gpu_free_bytes(gpu_index).value_or(0) : 0;
+    const uint64_t rss_before = rss_bytes();
     try {
       spdlog::info("model {}: loading {}", name, path.string());
       loaded = options_.load(path, opts, name);
     } catch (const std::exception& ex) {
       failure = ex.what();
     }
+    // Host bytes as measured: the resident set's growth over the load (loads
+    // are serialised; requests of other models running meanwhile add noise).
+    const uint64_t rss_after = rss_bytes();
+    rss_growth = rss_after > rss_before ? rss_after - rss_before : 0;
     if (before > 0) {
       const uint64_t after = gpu_free_bytes(gpu_index).value_or(before);
       if (before > after) gpu_bytes = before - after;
@@ -588,7 +602,11 @@ void ModelRegistry::load_entry(std::string name) {
       e->serving = loaded;
       e->state = ModelState::Loaded;
       const auto stats = loaded->engine->stats();
-      e->host_bytes = loaded->model ? loaded->model->file.file_size() + stats.kv_cache_host_bytes : predicted_host;
+      // At least the mapped file and the host KV cache; more when the
+      // resident set grew more (the backend's own buffers, scratch).
+      e->host_bytes = std::max<uint64_t>(
+          loaded->model ? loaded->model->file.file_size() + stats.kv_cache_host_bytes : predicted_host, rss_growth);
+      e->predicted_host = e->host_bytes;
       e->gpu_bytes = gpu_bytes;
       e->predicted_gpu = gpu_bytes;
       e->last_load_seconds = seconds;
@@ -610,7 +628,15 @@ void ModelRegistry::load_entry(std::string name) {
       e->state = ModelState::Failed;
       e->failure = failure;
       ++e->load_failures;
-      spdlog::error("model {}: cannot load: {}", name, failure);
+      if (folder_mode_) {
+        spdlog::error("model {}: cannot load: {}", name, failure);
+      } else {
+        // One model: the failure as it always read ("engine failed to start: ...").
+        const std::string prefix = path.string() + ": ";
+        spdlog::error("{}", failure.starts_with(prefix) && failure.find("engine failed") == prefix.size()
+                                ? failure.substr(prefix.size())
+                                : "cannot load the model: " + failure);
+      }
     }
   }
   changed_.notify_all();
@@ -663,7 +689,6 @@ void ModelRegistry::scan_folder() {
   std::vector<Configured> configured;
   for (const Found* f : todo) {
     Configured c{options_.serve, {}, {}};
-    c.options.models_dir.clear();
     const fs::path toml = dir / (f->name + ".toml");
     if (fs::exists(toml, ec)) {
       try {

@@ -75,7 +75,7 @@ struct ModelInfo {
   int64_t modified = 0;            // file mtime, unix seconds
   ModelState state = ModelState::Unloaded;
   std::string failure;             // state Failed: the file and the reason
-  uint64_t host_bytes = 0;         // loaded: mapped file + host KV cache
+  uint64_t host_bytes = 0;         // loaded: mapped file + host KV cache, or the RSS growth over its load if more
   uint64_t gpu_bytes = 0;          // loaded: measured device bytes
   int in_flight = 0;
   std::optional<std::chrono::system_clock::time_point> expires_at;  // loaded and idle with a finite keep_alive

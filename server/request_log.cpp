@@ -27,13 +27,13 @@ RequestLogLine plain_request_line(std::string method, std::string route, int sta
 
 std::string request_log_text(const RequestLogLine& l) {
   std::string out = fmt::format("request {} {} {} status={}", l.id, l.method, l.route, l.status);
-  if (!l.model.empty()) out += " model=" + nlohmann::json(l.model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (l.prompt_tokens) out += fmt::format(" prompt_tokens={}", *l.prompt_tokens);
   if (l.completion_tokens) out += fmt::format(" completion_tokens={}", *l.completion_tokens);
   if (l.cached_tokens) out += fmt::format(" cached_tokens={}", *l.cached_tokens);
   if (l.queue_s) out += fmt::format(" queue_s={:.3f}", *l.queue_s);
   if (l.ttft_s) out += fmt::format(" ttft_s={:.3f}", *l.ttft_s);
   out += fmt::format(" total_s={:.3f}", l.total_s);
+  if (!l.model.empty()) out += " model=" + nlohmann::json(l.model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // Quoted with JSON escapes, so an error message cannot forge fields or lines.
   if (!l.error.empty()) out += " error=" + nlohmann::json(l.error).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return out;
