@@ -673,12 +673,12 @@ void ModelRegistry::scan_folder() {
   for (const auto& f : found) present.insert(f.name);
 
   // Entries to (re)configure: new ones and changed ones; their NAME.toml is read outside the lock.
-  std::vector<const Found*> todo;
+  std::vector<const Found*> changed;
   {
     std::lock_guard lock(mutex_);
     for (const auto& f : found) {
       const Entry* e = find(f.name);
-      if (e == nullptr || e->fingerprint != f.fingerprint || e->removed) todo.push_back(&f);
+      if (e == nullptr || e->fingerprint != f.fingerprint || e->removed) changed.push_back(&f);
     }
   }
   struct Configured {
@@ -687,7 +687,7 @@ void ModelRegistry::scan_folder() {
     std::string error;
   };
   std::vector<Configured> configured;
-  for (const Found* f : todo) {
+  for (const Found* f : changed) {
     Configured c{options_.serve, {}, {}};
     const fs::path toml = dir / (f->name + ".toml");
     if (fs::exists(toml, ec)) {
@@ -712,8 +712,8 @@ void ModelRegistry::scan_folder() {
 
   {
     std::lock_guard lock(mutex_);
-    for (size_t i = 0; i < todo.size(); ++i) {
-      const Found& f = *todo[i];
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const Found& f = *changed[i];
       Entry* e = find(f.name);
       if (e == nullptr) {
         auto fresh = std::make_unique<Entry>();
