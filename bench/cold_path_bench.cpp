@@ -4,7 +4,10 @@
 //   rows     gate and up as gathered GEMVs over the three separate matrices,
 //            down as scaled ffn_down_t rows (SparseFfnBlock before bundles);
 //   bundles  each neuron's gate, up and ffn_down_t rows contiguous
-//            (kernels/cpu/neuron_bundles.h), one pass per slot range.
+//            (kernels/cpu/neuron_bundles.h), one pass per slot range;
+//   read     the bytes the bundles layout reads, read without computing
+//            anything (bench/bundle_read.h): the ceiling memory sets for
+//            this gather on this machine.
 // Per call: a predicted set P of --predicted % of n_ff (default 20), drawn
 // at random; the gates of random inputs are positive for about half of P, so
 // about 10% of the neurons are live (computed), as in the generated sparse
@@ -20,7 +23,9 @@
 // compute rate from the caches instead of DRAM's).
 // --json writes bench/results/cold-path.json's form: machine, threads,
 // stream_gbs (median probe), cold_gbs (the bundles' GB/s, the slower dtype),
-// and a row per dtype and layout.
+// read_gbs (the read-only pass of that dtype) and a row per dtype and
+// layout. The read-only pass reads each draw's live set as computed on the
+// first copy of the layer (the other copies' differ, with the same size).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -38,6 +43,7 @@
 
 #include "bench/bench_args.h"
 #include "bench/bench_timing.h"
+#include "bench/bundle_read.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/neuron_bundles.h"
 #include "kernels/cpu/ops.h"
@@ -143,6 +149,7 @@ Tensor make_matrix(std::byte* base, DType dtype, int64_t n_cols, int64_t n_rows,
 // A predicted set (ascending) and its input.
 struct Draw {
   std::vector<int32_t> predicted;
+  std::vector<int32_t> live;  // the live set on the first copy (ascending)
   std::vector<float> x;  // f32 [n_embd]
 };
 
@@ -197,7 +204,7 @@ struct Timing {
 
 struct Row {
   std::string dtype;
-  Timing rows, bundles;
+  Timing rows, bundles, read;
   double predicted_pct = 0, live_pct = 0, max_rel_diff = 0;
 };
 
@@ -267,7 +274,7 @@ int main(int argc, char** argv) {
       mem.push_back(std::move(rows_mem));
       mem.push_back(std::move(bundle_mem));
     }
-    const auto draws = make_draws(o.n_ff, o.n_embd, o.predicted_pct, 42);
+    auto draws = make_draws(o.n_ff, o.n_embd, o.predicted_pct, 42);
     std::vector<float> y_rows(static_cast<size_t>(o.n_embd)), y_bundles(static_cast<size_t>(o.n_embd));
     RowsScratch rs;
     BundleFfnScratch bs;
@@ -277,8 +284,9 @@ int main(int argc, char** argv) {
     // The two layouts compute the same function (up to the order of the
     // down sums): compared on every draw of the first copy.
     int64_t live_sum = 0, pred_sum = 0;
-    for (const Draw& d : draws) {
+    for (Draw& d : draws) {
       const int64_t a = run_rows(layers[0], d, y_rows.data(), rs, pool);
+      d.live.assign(rs.live.begin(), rs.live.begin() + a);
       const int64_t b = bundle_ffn(layers[0].bundles, d.x.data(), 1, d.predicted.data(),
                                    static_cast<int64_t>(d.predicted.size()), nullptr, Activation::ReGLU,
                                    y_bundles.data(), bs, pool);
@@ -304,7 +312,8 @@ int main(int argc, char** argv) {
     row.live_pct = 100.0 * static_cast<double>(live_sum) / static_cast<double>(kDraws * o.n_ff);
 
     int copy = 0, draw = 0;
-    auto time_layout = [&](bool bundles, Timing& t, double probe) {
+    enum class Layout { Rows, Bundles, Read };
+    auto time_layout = [&](Layout layout, Timing& t, double probe) {
       int64_t bytes = 0;
       int calls = 0;
       const auto t0 = Clock::now();
@@ -313,12 +322,16 @@ int main(int argc, char** argv) {
         draw = (draw + 1) % kDraws;
         const Layer& L = layers[static_cast<size_t>(copy)];
         const Draw& d = draws[static_cast<size_t>(draw)];
-        const int64_t n_live =
-            bundles ? bundle_ffn(L.bundles, d.x.data(), 1, d.predicted.data(),
-                                 static_cast<int64_t>(d.predicted.size()), nullptr, Activation::ReGLU,
-                                 y_bundles.data(), bs, pool)
-                    : run_rows(L, d, y_rows.data(), rs, pool);
-        bytes += bl.row_bytes * (static_cast<int64_t>(d.predicted.size()) + 2 * n_live);
+        if (layout == Layout::Read) {
+          bytes += tc::bench::read_bundles(L.bundles, d.predicted, d.live, pool);
+        } else {
+          const int64_t n_live =
+              layout == Layout::Bundles
+                  ? bundle_ffn(L.bundles, d.x.data(), 1, d.predicted.data(), static_cast<int64_t>(d.predicted.size()),
+                               nullptr, Activation::ReGLU, y_bundles.data(), bs, pool)
+                  : run_rows(L, d, y_rows.data(), rs, pool);
+          bytes += bl.row_bytes * (static_cast<int64_t>(d.predicted.size()) + 2 * n_live);
+        }
         ++calls;
       }
       const double sec = seconds_since(t0);
@@ -329,8 +342,13 @@ int main(int argc, char** argv) {
     for (int r = -1; r < o.rounds; ++r) {  // r = -1: warm-up, not recorded
       const double probe = probe_read(probe_bytes.data, kProbeBytes, pool);
       Timing scratch_timing;
-      time_layout(r % 2 == 0, r >= 0 ? (r % 2 == 0 ? row.bundles : row.rows) : scratch_timing, probe);
-      time_layout(r % 2 != 0, r >= 0 ? (r % 2 != 0 ? row.bundles : row.rows) : scratch_timing, probe);
+      // The three layouts in a rotating order, so none always runs first.
+      const Layout order[3] = {Layout::Rows, Layout::Bundles, Layout::Read};
+      for (int i = 0; i < 3; ++i) {
+        const Layout layout = order[(i + std::max(r, 0)) % 3];
+        Timing& t = layout == Layout::Rows ? row.rows : layout == Layout::Bundles ? row.bundles : row.read;
+        time_layout(layout, r >= 0 ? t : scratch_timing, probe);
+      }
       if (r >= 0) probes.push_back(probe);
     }
     rows.push_back(std::move(row));
@@ -339,15 +357,20 @@ int main(int argc, char** argv) {
   const double stream = median(probes);
   std::printf("\n| dtype | predicted | live | layout | ms per call | GB/s | %% of read probe |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
-  double cold = 0;
+  const char* const kLayoutNames[3] = {"rows", "bundles", "read"};
+  auto timing = [](const Row& r, int b) -> const Timing& { return b == 0 ? r.rows : b == 1 ? r.bundles : r.read; };
+  double cold = 0, read = 0;
   bool first = true;
   for (const Row& r : rows) {
-    for (int b = 0; b < 2; ++b) {
-      const Timing& t = b == 0 ? r.rows : r.bundles;
+    for (int b = 0; b < 3; ++b) {
+      const Timing& t = timing(r, b);
       std::printf("| %s | %.1f%% | %.1f%% | %s | %.3f | %.1f | %.0f%% |\n", r.dtype.c_str(), r.predicted_pct,
-                  r.live_pct, b == 0 ? "rows" : "bundles", median(t.ms), median(t.gbs), 100.0 * median(t.share));
+                  r.live_pct, kLayoutNames[b], median(t.ms), median(t.gbs), 100.0 * median(t.share));
     }
-    cold = first ? median(r.bundles.gbs) : std::min(cold, median(r.bundles.gbs));
+    if (first || median(r.bundles.gbs) < cold) {
+      cold = median(r.bundles.gbs);
+      read = median(r.read.gbs);
+    }
     first = false;
   }
   std::printf("\nread probe (median over rounds): %.1f GB/s; %% columns: median of each round's GB/s over that "
@@ -362,15 +385,16 @@ int main(int argc, char** argv) {
     out << "{\n  \"machine\": \"" << json_escape(machine_name()) << "\",\n  \"date\": \"" << date
         << "\",\n  \"isa\": \"" << matmul_isa() << "\",\n  \"threads\": " << o.threads
         << ",\n  \"shape\": {\"n_embd\": " << o.n_embd << ", \"n_ff\": " << o.n_ff
-        << "},\n  \"stream_gbs\": " << stream << ",\n  \"cold_gbs\": " << cold << ",\n  \"rows\": [\n";
+        << "},\n  \"stream_gbs\": " << stream << ",\n  \"cold_gbs\": " << cold << ",\n  \"read_gbs\": " << read
+        << ",\n  \"rows\": [\n";
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      for (int b = 0; b < 2; ++b) {
-        const Timing& t = b == 0 ? r.rows : r.bundles;
-        out << "    {\"dtype\": \"" << r.dtype << "\", \"layout\": \"" << (b == 0 ? "rows" : "bundles")
+      for (int b = 0; b < 3; ++b) {
+        const Timing& t = timing(r, b);
+        out << "    {\"dtype\": \"" << r.dtype << "\", \"layout\": \"" << kLayoutNames[b]
             << "\", \"predicted_pct\": " << r.predicted_pct << ", \"live_pct\": " << r.live_pct
             << ", \"ms\": " << median(t.ms) << ", \"gbs\": " << median(t.gbs)
-            << ", \"probe_fraction\": " << median(t.share) << "}" << (i + 1 == rows.size() && b == 1 ? "\n" : ",\n");
+            << ", \"probe_fraction\": " << median(t.share) << "}" << (i + 1 == rows.size() && b == 2 ? "\n" : ",\n");
       }
     }
     out << "  ]\n}\n";
