@@ -33,7 +33,7 @@ class Histogram {
 struct RequestRecord {
   std::string route;    // "/v1/chat/completions", ...
   int status = 200;
-  std::string model;       // generation requests: the model (resolved name); empty otherwise
+  std::string model{};     // generation requests: the model (resolved name); empty otherwise
   bool generated = false;  // a completion that ran on the engine (timings below are valid)
   double queue_seconds = 0;
   double first_token_seconds = 0;   // admission -> first token
