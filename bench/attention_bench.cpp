@@ -87,7 +87,7 @@ double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, int repeats, tc::
                                       &position,
                                       out.data() + s * sh.n_head * sh.head_dim};
     }
-    tc::kernels::attention_batch(seqs, sh.n_head, sh.n_head_kv, sh.head_dim, pool);
+    tc::kernels::attention_batch(seqs, sh.n_head, sh.n_head_kv, sh.head_dim, {}, pool);
   };
   for (int64_t l = 0; l < n_layers; ++l) run_layer(l);  // warm-up pass
   std::vector<double> per_step;

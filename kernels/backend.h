@@ -1,6 +1,6 @@
 // Backend: the device the forward pass runs on, behind one interface (in
 // the spirit of ggml-backend): memory, copies, synchronization, and the ops
-// of the llama forward pass. The model code calls only this interface, so
+// of the forward pass. The model code calls only this interface, so
 // the CUDA backend slots in beside the CPU one.
 // Pointers passed to ops and copies live in memory the backend addresses:
 // host or mapped memory for the CPU backend; device memory for the CUDA
@@ -179,22 +179,34 @@ class Backend {
   virtual void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) = 0;
   virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps,
                         float* y) = 0;
+  // LayerNorm with weight and bias (kernels/cpu/ops.h). y may alias x.
+  virtual void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n,
+                          float eps, float* y) = 0;
+  // params.freq_factors, when set, points into this backend's memory.
   virtual void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
                     const RopeParams& params) = 0;
   virtual void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                          int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
-                         float* out) = 0;
+                         float* out, const AttentionParams& params) = 0;
   // attention() of each sequence (each over its own cache); the CPU backend
   // runs them as one job for its threads. Same bits as one call each.
   virtual void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
-                               int64_t head_dim) {
+                               int64_t head_dim, const AttentionParams& params) {
     for (const AttentionSequence& s : sequences) {
-      attention(s.q, s.k, s.v, s.n_tokens, s.n_kv, n_head, n_head_kv, head_dim, s.positions, s.out);
+      attention(s.q, s.k, s.v, s.n_tokens, s.n_kv, n_head, n_head_kv, head_dim, s.positions, s.out, params);
     }
   }
+  // up may be null for the ungated activations (is_gated false).
   virtual void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) = 0;
   // y[i] += x[i]
   virtual void add(float* y, const float* x, int64_t n) = 0;
+  // y[r, :] += bias[:] for r < n_rows (a linear layer's bias). y: f32
+  // [n_rows, n]; bias: f32 [n].
+  virtual void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) = 0;
+  // x[i] *= s, in place. x: f32 [n].
+  virtual void scale(float* x, int64_t n, float s) = 0;
+  // x[i] = cap * tanh(x[i] / cap), in place (logit soft-capping). x: f32 [n]; cap > 0.
+  virtual void softcap(float* x, int64_t n, float cap) = 0;
   // x[i] = x[i] < 0 ? 0 : x[i], in place (the predictor's hidden layer);
   // -0 and NaN are kept. x: f32 [n].
   virtual void relu(float* x, int64_t n) = 0;

@@ -15,7 +15,7 @@ namespace tc::kernels {
 // methods take: backend.h, buffer.h, tensor.h, cpu/ops.h, device_info.h,
 // cuda_error.h), changes layout or meaning. The plugin and the binary come
 // from the same build; this catches a stale plugin left beside a newer one.
-inline constexpr uint32_t kCudaPluginAbiVersion = 2;  // 2: Backend's timing events and reserve_scratch
+inline constexpr uint32_t kCudaPluginAbiVersion = 3;  // 3: layer_norm, add_bias, scale, softcap; RoPE and attention params
 
 // The entry's name and the plugin's file name (next to the executable, or in
 // the install prefix's lib/thermocline/).

@@ -83,15 +83,23 @@ void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, i
   });
 }
 
+void CpuBackend::layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n,
+                            float eps, float* y) {
+  if (n_rows < 2 || n_rows * n < kParallelValues) return kernels::layer_norm(x, weight, bias, n_rows, n, eps, y);
+  pool_.parallel_for(n_rows, 1, [&](int64_t r0, int64_t r1) {
+    kernels::layer_norm(x + r0 * n, weight, bias, r1 - r0, n, eps, y + r0 * n);
+  });
+}
+
 void CpuBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
                       const RopeParams& params) {
   kernels::rope(x, n_tokens, n_head, head_dim, positions, params);
 }
 
 void CpuBackend::attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
-                           int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
-                           float* out) {
-  kernels::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, pool_);
+                           int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+                           const AttentionParams& params) {
+  kernels::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, pool_);
 }
 
 void CpuBackend::host_parallel(int64_t n, const std::function<void(int64_t i)>& body) {
@@ -107,8 +115,8 @@ void CpuBackend::host_parallel(int64_t n, const std::function<void(int64_t i)>& 
 }
 
 void CpuBackend::attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
-                                 int64_t head_dim) {
-  kernels::attention_batch(sequences, n_head, n_head_kv, head_dim, pool_);
+                                 int64_t head_dim, const AttentionParams& params) {
+  kernels::attention_batch(sequences, n_head, n_head_kv, head_dim, params, pool_);
 }
 
 void CpuBackend::ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
@@ -120,6 +128,17 @@ void CpuBackend::ffn_activation(Activation act, const float* gate, const float* 
 
 void CpuBackend::add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) {
+  kernels::add_bias(y, bias, n_rows, n);
+}
+
+void CpuBackend::scale(float* x, int64_t n, float s) { kernels::scale(x, n, s); }
+
+void CpuBackend::softcap(float* x, int64_t n, float cap) {
+  if (n < kParallelValues) return kernels::softcap(x, n, cap);
+  pool_.parallel_for(n, 16, [&](int64_t i0, int64_t i1) { kernels::softcap(x + i0, i1 - i0, cap); });
 }
 
 void CpuBackend::relu(float* x, int64_t n) {

@@ -1,7 +1,7 @@
 // CPU reference implementations of the element-wise and per-row ops in
-// ops.h: get_rows, rms_norm, rope, ffn_activation, store_f16. Attention
-// lives in ops_attention.cpp. Plain scalar loops but SwiGLU, whose exp runs
-// eight lanes at a time (f8_lanes.h).
+// ops.h: get_rows, rms_norm, layer_norm, rope, ffn_activation, add_bias,
+// scale, softcap, store_f16. Attention lives in ops_attention.cpp. Plain
+// scalar loops but SwiGLU, whose exp runs eight lanes at a time (f8_lanes.h).
 #include <cmath>
 #include <vector>
 
@@ -37,6 +37,29 @@ void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, fl
   }
 }
 
+void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
+                float* y) {
+  TC_CHECK(n > 0, "layer_norm: row length must be positive");
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    // As ggml_compute_forward_norm_f32: the mean and the variance summed in
+    // double, each rounded to f32; the centred values in f32. The weight and
+    // the bias come after, as llama.cpp's separate ggml_mul and ggml_add.
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i]);
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    double sum2 = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float d = xr[i] - mean;
+      sum2 += static_cast<double>(d * d);
+    }
+    const float variance = static_cast<float>(sum2 / static_cast<double>(n));
+    const float scale = 1.0f / std::sqrt(variance + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = ((xr[i] - mean) * scale) * weight[i] + bias[i];
+  }
+}
+
 void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
           const RopeParams& params) {
   const int64_t n_rot = params.n_rot;
@@ -56,22 +79,27 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
     // results may differ from llama.cpp by that much at long contexts.
     const double pos = static_cast<double>(positions[t]) * params.freq_scale;
     for (int64_t i = 0; i < n_pairs; ++i) {
-      const double theta =
-          pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
-      cos_sin[2 * i] = std::cos(theta);
-      cos_sin[2 * i + 1] = std::sin(theta);
+      double theta = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+      if (params.freq_factors != nullptr) theta /= static_cast<double>(params.freq_factors[i]);
+      cos_sin[2 * i] = std::cos(theta) * params.attn_factor;
+      cos_sin[2 * i + 1] = std::sin(theta) * params.attn_factor;
     }
+    // Normal mode rotates dims (2i, 2i + 1), Neox mode dims (i, i + n_rot/2).
+    const int64_t first_step = params.mode == RopeMode::Neox ? 1 : 2;
+    const int64_t second_offset = params.mode == RopeMode::Neox ? n_pairs : 1;
     for (int64_t h = 0; h < n_head; ++h) {
       float* xh = x + (t * n_head + h) * head_dim;
       for (int64_t i = 0; i < n_pairs; ++i) {
         const double c = cos_sin[2 * i];
         const double s = cos_sin[2 * i + 1];
-        const double x0 = xh[2 * i];
-        const double x1 = xh[2 * i + 1];
+        float* p0 = xh + i * first_step;
+        float* p1 = p0 + second_offset;
+        const double x0 = *p0;
+        const double x1 = *p1;
         // Rotated in double and rounded once: no f32 cancellation error when
         // x0*c and x1*s nearly cancel.
-        xh[2 * i] = static_cast<float>(x0 * c - x1 * s);
-        xh[2 * i + 1] = static_cast<float>(x0 * s + x1 * c);
+        *p0 = static_cast<float>(x0 * c - x1 * s);
+        *p1 = static_cast<float>(x0 * s + x1 * c);
       }
     }
   }
@@ -106,6 +134,14 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t l = 0; i + l < n; ++l) out[i + l] = o[l];
 }
 
+// gelu's tanh approximation in f32, as ggml_gelu_f32 (ggml's CPU backend
+// reads it from a table of its f16 results; this is the exact formula).
+inline float gelu(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoefA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+
 }  // namespace
 
 void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
@@ -123,8 +159,35 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
         out[i] = g * u;
       }
       return;
+    case Activation::GeGLU:
+      for (int64_t i = 0; i < n; ++i) out[i] = gelu(gate[i]) * up[i];
+      return;
+    case Activation::Gelu:
+      for (int64_t i = 0; i < n; ++i) out[i] = gelu(gate[i]);
+      return;
+    case Activation::Relu:
+      for (int64_t i = 0; i < n; ++i) out[i] = gate[i] > 0.0f ? gate[i] : 0.0f;
+      return;
   }
   TC_CHECK(false, "ffn_activation: unknown Activation");
+}
+
+void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* yr = y + r * n;
+    for (int64_t i = 0; i < n; ++i) yr[i] += bias[i];
+  }
+}
+
+void scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  TC_CHECK(cap > 0.0f, "softcap: the cap must be positive");
+  // As llama.cpp's graph: ggml_scale by 1/cap, ggml_tanh, ggml_scale by cap.
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
 }
 
 void store_f16(const float* src, int64_t n, uint16_t* dst) {

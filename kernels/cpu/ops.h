@@ -1,5 +1,6 @@
-// The CPU ops of the llama forward pass other than matmul: embedding
-// lookup, RMSNorm, RoPE, attention over an f16 KV cache, FFN activations.
+// The CPU ops of the forward pass other than matmul: embedding lookup,
+// RMSNorm and LayerNorm, RoPE, attention over an f16 KV cache, FFN
+// activations, and the element-wise bias add, scale and soft-cap.
 // All f32 in and out unless stated. Pure functions of their arguments;
 // those taking a ThreadPool use its threads and must be called from one
 // thread at a time. Deterministic for any thread count.
@@ -21,29 +22,56 @@ void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* 
 // x, y: f32 [n_rows, n]; weight: f32 [n]. y may alias x.
 void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y);
 
+// LayerNorm: y[t, :] = (x[t, :] - mean) / sqrt(var + eps) * weight[:] + bias[:],
+// mean and (biased) variance over the row. x, y: f32 [n_rows, n]; weight,
+// bias: f32 [n]. y may alias x.
+void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
+                float* y);
+
+// Which dimensions of a head RoPE rotates together.
+enum class RopeMode {
+  Normal,  // pairs (2i, 2i + 1): llama.cpp's LLAMA_ROPE_TYPE_NORM (llama)
+  Neox,    // pairs (i, i + n_rot/2): LLAMA_ROPE_TYPE_NEOX (qwen2, qwen3, phi3, gemma, falcon)
+};
+
 struct RopeParams {
   int64_t n_rot = 0;          // rotated dims per head (even, <= head_dim); the rest pass through
   double freq_base = 10000.0;
   double freq_scale = 1.0;    // linear scaling: position * freq_scale
+  RopeMode mode = RopeMode::Normal;
+  // f32 [n_rot / 2] in memory the backend reads, or null: pair i's angle is
+  // divided by freq_factors[i] (Llama 3.1's rope_freqs, Phi-3's LongRoPE
+  // factors). Not owned.
+  const float* freq_factors = nullptr;
+  double attn_factor = 1.0;   // cos and sin are scaled by it (LongRoPE's magnitude correction)
 };
 
-// llama.cpp's normal RoPE mode, in place: for each token t, head h and
-// pair i < n_rot/2, (x[2i], x[2i+1]) is rotated by
-// theta = positions[t] * freq_scale * freq_base^(-2i / n_rot).
-// x: f32 [n_tokens, n_head, head_dim].
+// RoPE as llama.cpp's ggml_rope_ext without YaRN, in place: for each token
+// t, head h and pair i < n_rot/2 (dims (2i, 2i+1) in Normal mode, (i,
+// i + n_rot/2) in Neox mode) the pair is rotated by
+// theta = positions[t] * freq_scale * freq_base^(-2i / n_rot) / freq_factors[i]
+// and scaled by attn_factor. x: f32 [n_tokens, n_head, head_dim].
 void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
           const RopeParams& params);
 
+// How an attention layer scores: scale, soft-cap and window.
+struct AttentionParams {
+  float scale = 0.0f;    // score = q.k * scale; 0: 1 / sqrt(head_dim)
+  float softcap = 0.0f;  // > 0: score = softcap * tanh(score / softcap) (Gemma 2), after the scale
+  int64_t window = 0;    // > 0: a token at position p sees positions (p - window, p] only (sliding window)
+};
+
 // Causal grouped-query attention of one sequence over its KV cache.
 // q:   f32 [n_tokens, n_head, head_dim]; token t sits at position positions[t]
-//      and attends to cache positions 0..positions[t] inclusive.
+//      and attends to cache positions 0..positions[t] inclusive (within
+//      params.window of it when that is set).
 // k, v: f16 [n_kv, n_head_kv, head_dim] (rows of n_head_kv*head_dim), the
 //      cache of this sequence holding positions 0..n_kv-1.
 // out: f32 [n_tokens, n_head * head_dim]. Head h reads KV head h / (n_head / n_head_kv).
-// Scores are scaled by 1/sqrt(head_dim); softmax in f32 with max subtraction.
+// Scores are scaled (and soft-capped) as params says; softmax in f32 with max subtraction.
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
-               ThreadPool& pool);
+               const AttentionParams& params, ThreadPool& pool);
 
 // One sequence of an attention_batch call: the arguments of attention().
 struct AttentionSequence {
@@ -60,16 +88,34 @@ struct AttentionSequence {
 // the pool: a decode step of many sequences wakes the threads once per
 // layer, not once per sequence. Each output has the bits attention() gives.
 void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
-                     int64_t head_dim, ThreadPool& pool);
+                     int64_t head_dim, const AttentionParams& params, ThreadPool& pool);
 
+// gelu is the tanh approximation, as ggml_gelu:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 enum class Activation {
   SwiGLU,  // silu(gate) * up
   ReGLU,   // relu(gate) * up
   DReLU,   // relu(gate) * relu(up)
+  GeGLU,   // gelu(gate) * up          (Gemma)
+  Gelu,    // gelu(gate), up unused    (ungated: Falcon)
+  Relu,    // relu(gate), up unused    (ungated: ReluFalcon)
 };
 
-// out[i] = act(gate[i], up[i]) for i < n. out may alias gate.
+// Whether the activation reads `up` (a gated FFN) or only `gate`.
+constexpr bool is_gated(Activation act) { return act != Activation::Gelu && act != Activation::Relu; }
+
+// out[i] = act(gate[i], up[i]) for i < n. out may alias gate. up may be
+// null for the ungated activations.
 void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out);
+
+// y[r, :] += bias[:] for r < n_rows. y: f32 [n_rows, n]; bias: f32 [n].
+void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n);
+
+// x[i] *= s for i < n, in place.
+void scale(float* x, int64_t n, float s);
+
+// x[i] = cap * tanh(x[i] / cap) for i < n, in place (logit soft-capping); cap > 0.
+void softcap(float* x, int64_t n, float cap);
 
 // dst[i] = f16(src[i]) (round to nearest even), for writing the KV cache.
 void store_f16(const float* src, int64_t n, uint16_t* dst);

@@ -121,6 +121,13 @@ struct AttentionArgs {
   const int32_t* positions;
   float* out;
   float scale;
+  float softcap;   // > 0: scores soft-capped (AttentionParams)
+  int64_t window;  // > 0: sliding window (AttentionParams)
+
+  // The first position token t sees.
+  int64_t first_seen(int64_t t) const {
+    return window > 0 ? std::max<int64_t>(0, static_cast<int64_t>(positions[t]) + 1 - window) : 0;
+  }
 };
 
 // The context is cut into chunks of kChunk positions at fixed places (0,
@@ -148,7 +155,8 @@ struct Partials {
 // a slice of one), over the positions [j_begin, j_begin + kChunk) each token
 // sees. Row i = (t - t_begin) * (h_end - h_begin) + (h - h_begin) of `part`
 // gets its partial; a token that sees none of the chunk gets max -inf, sum 0
-// and out 0. The run's K and V rows of one position lie next to each other
+// and out 0. Positions before a token's sliding window score -inf (exp 0),
+// as llama.cpp's mask. The run's K and V rows of one position lie next to each other
 // in the cache, so each is converted once, in one piece, and used by every
 // (token, head) of the run that sees it; the arithmetic of one (token, head)
 // is the same for any run it is part of.
@@ -171,8 +179,13 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   const int64_t head_dim = a.head_dim;
   const int64_t run_width = n_kv_run * head_dim;  // the run's K (or V) values of one position
   auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
+  auto chunk_end_of = [&](int64_t t) { return std::min(j_begin + kChunk, n_ctx_of(t)); };
+  // Whether token t sees none of the chunk (its window starts past it).
+  auto masked_out = [&](int64_t t) { return a.first_seen(t) >= chunk_end_of(t); };
   int64_t j_end = j_begin;  // the end of the positions any token of the run sees in this chunk
-  for (int64_t t = t_begin; t < t_end; ++t) j_end = std::max(j_end, std::min(j_begin + kChunk, n_ctx_of(t)));
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    if (!masked_out(t)) j_end = std::max(j_end, chunk_end_of(t));
+  }
   const int64_t n_rows = (t_end - t_begin) * n_heads;  // (token, head) pairs, token-major
   grow(s.scores, n_rows * kChunk);
   // Wide runs (a decode token's whole KV rows) take fewer positions per V
@@ -184,8 +197,9 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   float* kblock = s.kblock.data();
   float* vblock = s.vblock.data();
   float* scores = s.scores.data();
-  // This token's positions of the chunk, from j0 on (<= 0: none).
-  auto n_from = [&](int64_t t, int64_t j0) { return std::min(j_begin + kChunk, n_ctx_of(t)) - j0; };
+  // This token's positions of the chunk, from j0 on (<= 0: none); those
+  // before its window are counted (their scores are set to -inf below).
+  auto n_from = [&](int64_t t, int64_t j0) { return masked_out(t) ? 0 : chunk_end_of(t) - j0; };
   auto q_of = [&](int64_t t, int64_t r) { return a.q + (t * a.n_head + h_begin + r) * head_dim; };
   auto row_of = [&](int64_t t, int64_t r) { return (t - t_begin) * n_heads + r; };
   auto scores_of = [&](int64_t t, int64_t r) { return scores + row_of(t, r) * kChunk; };
@@ -240,6 +254,23 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
         } else {
           sc[0] = dot(q_of(t, r), k, head_dim) * a.scale;
         }
+      }
+    }
+  }
+
+  // Soft-cap, then the window: a token that sees any position of the chunk
+  // keeps a finite max, so the masked positions' exps are exactly 0.
+  if (a.softcap > 0.0f || a.window > 0) {
+    const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      const int64_t n = n_from(t, j_begin);
+      const int64_t n_masked = std::clamp<int64_t>(a.first_seen(t) - j_begin, 0, std::max<int64_t>(n, 0));
+      for (int64_t r = 0; r < n_heads && n > 0; ++r) {
+        float* sc = scores_of(t, r);
+        if (a.softcap > 0.0f) {
+          for (int64_t j = 0; j < n; ++j) sc[j] = std::tanh(sc[j] * inv_cap) * a.softcap;
+        }
+        std::fill(sc, sc + n_masked, -std::numeric_limits<float>::infinity());
       }
     }
   }
@@ -330,7 +361,11 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   grow(s.chunk_max, n_rows), grow(s.chunk_sum, n_rows), grow(s.chunk_out, n_rows * head_dim);
   grow(s.run_max, n_rows), grow(s.run_sum, n_rows);
   int64_t max_ctx = 0;  // the longest context of the run's tokens
-  for (int64_t t = t_begin; t < t_end; ++t) max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
+  int64_t min_seen = std::numeric_limits<int64_t>::max();  // the first position any of them sees
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
+    min_seen = std::min(min_seen, a.first_seen(t));
+  }
   auto out_of = [&](int64_t t, int64_t r) { return a.out + (t * a.n_head + h_begin + r) * head_dim; };
   for (int64_t t = t_begin; t < t_end; ++t) {
     for (int64_t r = 0; r < n_heads; ++r) std::fill(out_of(t, r), out_of(t, r) + head_dim, 0.0f);
@@ -338,7 +373,9 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   std::fill(s.run_max.begin(), s.run_max.begin() + n_rows, -std::numeric_limits<float>::infinity());
   std::fill(s.run_sum.begin(), s.run_sum.begin() + n_rows, 0.0);
   const Partials chunk{s.chunk_max.data(), s.chunk_sum.data(), s.chunk_out.data()};
-  for (int64_t j0 = 0; j0 < max_ctx; j0 += kChunk) {
+  // Chunks wholly before every token's window are skipped: their partials
+  // would be empty.
+  for (int64_t j0 = min_seen / kChunk * kChunk; j0 < max_ctx; j0 += kChunk) {
     // (attend_chunk may grow the scratch's other vectors, not these.)
     attend_chunk(a, t_begin, t_end, h_begin, h_end, j0, chunk);
     for (int64_t t = t_begin; t < t_end; ++t) {
@@ -459,10 +496,12 @@ struct SequenceItems {
 }  // namespace
 
 void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_head, int64_t n_head_kv,
-                     int64_t head_dim, ThreadPool& pool) {
+                     int64_t head_dim, const AttentionParams& params, ThreadPool& pool) {
   TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
            "attention: n_head must be a positive multiple of n_head_kv");
   TC_CHECK(head_dim > 0, "attention: head_dim must be positive");
+  TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
+           "attention: scale, softcap and window must not be negative");
   int64_t n_nonempty = 0;
   for (const AttentionSequence& s : sequences) {
     for (int64_t t = 0; t < s.n_tokens; ++t) {
@@ -479,7 +518,8 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   // balance over all of their items).
   const int64_t n_threads = pool.n_threads();
   const int64_t want = n_threads == 1 ? 1 : std::max<int64_t>(1, (4 * n_threads + n_nonempty - 1) / n_nonempty);
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const float scale =
+      params.scale > 0.0f ? params.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   // A decode step's sequences fit here without allocating.
   constexpr size_t kInline = 32;
   std::array<std::optional<SequenceItems>, kInline> inline_items;
@@ -492,7 +532,8 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   int64_t n_floats = 0, n_doubles = 0, n_decode = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const AttentionSequence& s = sequences[i];
-    const AttentionArgs args{s.q, s.k, s.v, n_head, n_head_kv, head_dim, s.positions, s.out, scale};
+    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv, head_dim, s.positions,
+                             s.out, scale, params.softcap, params.window};
     if (s.n_tokens > 0) {
       items[i].emplace(args, s.n_tokens, want);
       n_floats += items[i]->partial_floats();
@@ -541,9 +582,9 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
 
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
-               ThreadPool& pool) {
+               const AttentionParams& params, ThreadPool& pool) {
   const AttentionSequence one{q, k, v, n_tokens, n_kv, positions, out};
-  attention_batch({&one, 1}, n_head, n_head_kv, head_dim, pool);
+  attention_batch({&one, 1}, n_head, n_head_kv, head_dim, params, pool);
 }
 
 }  // namespace tc::kernels

@@ -1,6 +1,7 @@
 // Causal GQA attention over the f16 KV cache, one block per (token, head).
 // Each of the block's warps takes every kWarps-th cache position of the
-// token's window [0, positions[t]] and keeps an online softmax (running max,
+// token's window [first, positions[t]] (first = 0, or the start of its
+// sliding window) and keeps an online softmax (running max,
 // running sum, output accumulator; lane l holds dims l, l + 32, ...); the
 // warps' states are then merged in warp order. Scores and the softmax are f32
 // (exp, not __expf); every reduction order is fixed by the shapes, so
@@ -24,7 +25,8 @@ constexpr int kDimsPerLane = static_cast<int>(kMaxHeadDim) / kWarpSize;
 __global__ void __launch_bounds__(kWarps * kWarpSize)
     attention_kernel(const float* __restrict__ q, const uint16_t* __restrict__ k, const uint16_t* __restrict__ v,
                      int64_t n_kv, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                     const int32_t* __restrict__ positions, float scale, float* __restrict__ out) {
+                     const int32_t* __restrict__ positions, float scale, float softcap, int64_t window,
+                     float* __restrict__ out) {
   __shared__ float warp_max_score[kWarps];
   __shared__ float warp_sum_exp[kWarps];
   __shared__ float warp_out[kWarps][kMaxHeadDim];
@@ -40,6 +42,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
     return;
   }
   const int64_t n_ctx = pos + 1;
+  const int64_t first = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+  const float inv_cap = softcap > 0.0f ? 1.0f / softcap : 0.0f;
   const int64_t kv_idx = h / (n_head / n_head_kv);
   const int64_t kv_stride = n_head_kv * head_dim;
   const uint16_t* kh = k + kv_idx * head_dim;
@@ -56,7 +60,7 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
   }
   float run_max = -INFINITY;
   float run_sum = 0.0f;
-  for (int64_t j = warp; j < n_ctx; j += kWarps) {
+  for (int64_t j = first + warp; j < n_ctx; j += kWarps) {
     const uint16_t* kj = kh + j * kv_stride;
     float dot = 0.0f;
 #pragma unroll
@@ -64,7 +68,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
       const int64_t d = lane + i * kWarpSize;
       if (d < head_dim) dot = fmaf(qr[i], f16_bits_to_f32(kj[d]), dot);
     }
-    const float score = warp_sum(dot) * scale;
+    float score = warp_sum(dot) * scale;
+    if (softcap > 0.0f) score = tanhf(score * inv_cap) * softcap;
     const float new_max = fmaxf(run_max, score);
     const float correction = expf(run_max - new_max);  // 0 for the first position
     const float p = expf(score - new_max);
@@ -89,8 +94,9 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
   }
   __syncthreads();
 
-  // Merge: a warp that saw no position (n_ctx < kWarps) has max -inf and
-  // weight exp(-inf) = 0; warp 0 always saw position 0, so max is finite.
+  // Merge: a warp that saw no position (fewer than kWarps in the window) has
+  // max -inf and weight exp(-inf) = 0; warp 0 always saw position `first`,
+  // so max is finite.
   float max_all = -INFINITY;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) max_all = fmaxf(max_all, warp_max_score[w]);
@@ -113,11 +119,13 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
 }  // namespace
 
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
-               int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out, cudaStream_t stream) {
+               int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+               const AttentionParams& params, cudaStream_t stream) {
   if (n_tokens <= 0) return;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const float scale =
+      params.scale > 0.0f ? params.scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   attention_kernel<<<grid_x(n_tokens * n_head), kWarps * kWarpSize, 0, stream>>>(
-      q, k, v, n_kv, n_head, n_head_kv, head_dim, positions, scale, out);
+      q, k, v, n_kv, n_head, n_head_kv, head_dim, positions, scale, params.softcap, params.window, out);
   TC_CUDA_CHECK_LAUNCH();
 }
 

@@ -217,6 +217,14 @@ void CudaBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, 
   cuda::rms_norm(x, weight, n_rows, n, eps, y, stream_.get());
 }
 
+void CudaBackend::layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n,
+                             float eps, float* y) {
+  TC_CHECK(n > 0, "layer_norm: row length must be positive");
+  TC_CHECK(n_rows >= 0, "layer_norm: n_rows must be >= 0");
+  activate();
+  cuda::layer_norm(x, weight, bias, n_rows, n, eps, y, stream_.get());
+}
+
 void CudaBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
                        const RopeParams& params) {
   TC_CHECK(params.n_rot >= 0 && params.n_rot % 2 == 0 && params.n_rot <= head_dim,
@@ -228,13 +236,15 @@ void CudaBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_
 
 void CudaBackend::attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
                             int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
-                            float* out) {
+                            float* out, const AttentionParams& params) {
   TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
            "attention: n_head must be a positive multiple of n_head_kv");
   TC_CHECK(head_dim > 0 && head_dim <= cuda::kMaxHeadDim, "attention: head_dim must be in [1, 256] on CUDA");
   TC_CHECK(n_tokens >= 0 && n_kv >= 0, "attention: n_tokens and n_kv must be >= 0");
+  TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
+           "attention: scale, softcap and window must not be negative");
   activate();
-  cuda::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, stream_.get());
+  cuda::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, stream_.get());
 }
 
 void CudaBackend::ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
@@ -245,6 +255,23 @@ void CudaBackend::ffn_activation(Activation act, const float* gate, const float*
 void CudaBackend::add(float* y, const float* x, int64_t n) {
   activate();
   cuda::add(y, x, n, stream_.get());
+}
+
+void CudaBackend::add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) {
+  TC_CHECK(n_rows >= 0 && n >= 0, "add_bias: n_rows and n must be >= 0");
+  activate();
+  cuda::add_bias(y, bias, n_rows, n, stream_.get());
+}
+
+void CudaBackend::scale(float* x, int64_t n, float s) {
+  activate();
+  cuda::scale(x, n, s, stream_.get());
+}
+
+void CudaBackend::softcap(float* x, int64_t n, float cap) {
+  TC_CHECK(cap > 0.0f, "softcap: the cap must be positive");
+  activate();
+  cuda::softcap(x, n, cap, stream_.get());
 }
 
 void CudaBackend::relu(float* x, int64_t n) {

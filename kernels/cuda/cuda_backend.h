@@ -49,13 +49,18 @@ class CudaBackend final : public Backend {
                  float* y) override;
   void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) override;
+  void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
+                  float* y) override;
   void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
             const RopeParams& params) override;
   void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
-                 int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
-                 float* out) override;
+                 int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+                 const AttentionParams& params) override;
   void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;
   void add(float* y, const float* x, int64_t n) override;
+  void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) override;
+  void scale(float* x, int64_t n, float s) override;
+  void softcap(float* x, int64_t n, float cap) override;
   void relu(float* x, int64_t n) override;
   void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override;
   void store_f16(const float* src, int64_t n, uint16_t* dst) override;

@@ -51,9 +51,12 @@ void sum_partials(const float* partial, int64_t n_split, int64_t n, float* y, cu
 // outside [0, n_vocab) gives a NaN row.
 void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out, cudaStream_t stream);
 
-// norm_rope.cu. As kernels/cpu/ops.h: rms_norm (y may alias x) and rope (in place).
+// norm_rope.cu. As kernels/cpu/ops.h: rms_norm and layer_norm (y may alias
+// x) and rope (in place; params.freq_factors in device memory).
 void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y,
               cudaStream_t stream);
+void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
+                float* y, cudaStream_t stream);
 void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
           const RopeParams& params, cudaStream_t stream);
 
@@ -61,11 +64,17 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
 // position outside [0, n_kv) gives a NaN output row.
 inline constexpr int64_t kMaxHeadDim = 256;
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
-               int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out, cudaStream_t stream);
+               int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+               const AttentionParams& params, cudaStream_t stream);
 
-// elementwise.cu. As kernels/cpu/ops.h (out may alias gate); add: y += x.
+// elementwise.cu. As kernels/cpu/ops.h (out may alias gate; up may be null
+// for the ungated activations); add: y += x; add_bias: y[r, :] += bias;
+// scale: x *= s; softcap: x = cap * tanh(x / cap).
 void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out, cudaStream_t stream);
 void add(float* y, const float* x, int64_t n, cudaStream_t stream);
+void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n, cudaStream_t stream);
+void scale(float* x, int64_t n, float s, cudaStream_t stream);
+void softcap(float* x, int64_t n, float cap, cudaStream_t stream);
 // relu: x = x < 0 ? 0 : x in place. threshold_bits: as Backend::threshold_bits
 // (x: f32 [n_rows, n]; bits: u32 [n_rows, (n + 31) / 32]).
 void relu(float* x, int64_t n, cudaStream_t stream);

@@ -2,7 +2,8 @@
 // prefill and a prefill chunk after a cached prefix, head sizes 64/128 and
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
-// attention_batch (a decode step's sequences in one job) against single calls.
+// sliding windows, soft-capped scores and a given scale; attention_batch (a
+// decode step's sequences in one job) against single calls.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -47,13 +48,14 @@ struct Problem {
   std::vector<float> q;     // [n_tokens, n_head, head_dim]
   std::vector<uint16_t> k;  // f16 [n_kv, n_head_kv, head_dim]
   std::vector<uint16_t> v;
+  AttentionParams params;   // scale, soft-cap, window
 
   int64_t n_tokens() const { return static_cast<int64_t>(positions.size()); }
   size_t out_size() const { return static_cast<size_t>(n_tokens() * shape.n_head * shape.head_dim); }
 };
 
 Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, uint64_t seed, float q_scale = 1.0f) {
-  Problem p{shape, n_kv, std::move(positions), {}, {}, {}};
+  Problem p{shape, n_kv, std::move(positions), {}, {}, {}, {}};
   const auto kv_size = static_cast<size_t>(n_kv * shape.n_head_kv * shape.head_dim);
   p.q = tc::test::random_floats(p.out_size(), seed, q_scale);
   p.k = to_f16(tc::test::random_floats(kv_size, seed + 1));
@@ -64,7 +66,7 @@ Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, 
 std::vector<float> run_attention(const Problem& p, int n_threads) {
   std::vector<float> out(p.out_size(), std::nanf(""));  // poisoned
   attention(p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.shape.n_head, p.shape.n_head_kv,
-            p.shape.head_dim, p.positions.data(), out.data(), pool(n_threads));
+            p.shape.head_dim, p.positions.data(), out.data(), p.params, pool(n_threads));
   return out;
 }
 
@@ -78,26 +80,30 @@ std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& 
     seqs.push_back({p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.positions.data(), outs[i].data()});
   }
   const Shape& shape = problems.front().shape;
-  attention_batch(seqs, shape.n_head, shape.n_head_kv, shape.head_dim, pool(n_threads));
+  attention_batch(seqs, shape.n_head, shape.n_head_kv, shape.head_dim, problems.front().params, pool(n_threads));
   return outs;
 }
 
-// Compares `out` with softmax(q k^T / sqrt(head_dim)) v over each token's
-// causal window, all in float64 from the same f16 K/V values.
+// Compares `out` with softmax(score(q, k)) v over each token's causal
+// window, all in float64 from the same f16 K/V values: score = q.k * scale
+// (1 / sqrt(head_dim) unless p.params says), soft-capped and windowed as
+// p.params says.
 void check_against_reference(const Problem& p, const std::vector<float>& out) {
   const auto [n_head, n_head_kv, head_dim] = p.shape;
   const int64_t n_group = n_head / n_head_kv;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double scale = p.params.scale > 0.0f ? p.params.scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double cap = p.params.softcap;
   double worst = 0;  // largest error / tolerance seen
   for (int64_t t = 0; t < p.n_tokens(); ++t) {
     const int64_t n_ctx = p.positions[t] + 1;
+    const int64_t first = p.params.window > 0 ? std::max<int64_t>(0, n_ctx - p.params.window) : 0;
     for (int64_t h = 0; h < n_head; ++h) {
       const int64_t kv_idx = h / n_group;
       const float* q = p.q.data() + (t * n_head + h) * head_dim;
-      std::vector<double> s(static_cast<size_t>(n_ctx));
+      std::vector<double> s(static_cast<size_t>(n_ctx), 0.0);
       double max_s = -INFINITY;
       double max_abs_dot = 0;  // largest sum_d |q_d k_d| * scale: the scores' condition
-      for (int64_t j = 0; j < n_ctx; ++j) {
+      for (int64_t j = first; j < n_ctx; ++j) {
         const uint16_t* k = p.k.data() + (j * n_head_kv + kv_idx) * head_dim;
         double dot = 0, abs_dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
@@ -105,14 +111,15 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
           abs_dot += std::fabs(static_cast<double>(q[d]) * f16_to_f32(k[d]));
         }
         s[j] = dot * scale;
+        if (cap > 0) s[j] = cap * std::tanh(s[j] / cap);
         max_s = std::max(max_s, s[j]);
         max_abs_dot = std::max(max_abs_dot, abs_dot * scale);
       }
       double sum = 0;
-      for (auto& x : s) sum += (x = std::exp(x - max_s));
+      for (int64_t j = first; j < n_ctx; ++j) sum += (s[j] = std::exp(s[j] - max_s));
       for (int64_t d = 0; d < head_dim; ++d) {
         double ref = 0, mag = 0;
-        for (int64_t j = 0; j < n_ctx; ++j) {
+        for (int64_t j = first; j < n_ctx; ++j) {
           const double vd = f16_to_f32(p.v[(j * n_head_kv + kv_idx) * head_dim + d]);
           ref += s[j] / sum * vd;
           mag += s[j] / sum * std::fabs(vd);
@@ -282,7 +289,7 @@ TEST_CASE("attention_batch rejects a position outside a sequence's cache", "[ker
   const AttentionSequence seqs[] = {
       {ok.q.data(), ok.k.data(), ok.v.data(), 1, ok.n_kv, ok.positions.data(), out_ok.data()},
       {bad.q.data(), bad.k.data(), bad.v.data(), 1, bad.n_kv, bad.positions.data(), out_bad.data()}};
-  CHECK_THROWS_WITH(attention_batch(seqs, 4, 2, 16, pool(2)), Catch::Contains("outside the KV cache"));
+  CHECK_THROWS_WITH(attention_batch(seqs, 4, 2, 16, {}, pool(2)), Catch::Contains("outside the KV cache"));
 }
 
 TEST_CASE("attention_batch over more sequences than its inline arrays hold", "[kernels][ops][attention]") {
@@ -292,6 +299,70 @@ TEST_CASE("attention_batch over more sequences than its inline arrays hold", "[k
   const auto outs = run_attention_batch(problems, 2);
   for (size_t i = 0; i < problems.size(); ++i) {
     INFO("sequence " << i);
+    const auto single = run_attention(problems[i], 1);
+    REQUIRE(std::memcmp(outs[i].data(), single.data(), single.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("attention with a sliding window matches float64 and reads nothing before the window",
+          "[kernels][ops][attention]") {
+  // Windows inside one chunk, across the chunk edges (256, 512) and wider
+  // than the context; prefill, a chunk after a prefix and decode. Cache rows
+  // before every token's window hold NaN: a read of them would show.
+  struct Case {
+    int64_t window, n_kv;
+    std::vector<int32_t> positions;
+  };
+  const std::vector<Case> cases = {{7, 40, iota_positions(0, 40)},
+                                   {300, 700, iota_positions(640, 60)},
+                                   {257, 600, {599}},
+                                   {1, 20, iota_positions(10, 10)},
+                                   {5000, 300, iota_positions(290, 10)}};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}, Shape{6, 3, 20}}) {
+    for (const Case& c : cases) {
+      INFO("n_head " << shape.n_head << " head_dim " << shape.head_dim << " window " << c.window << " n_kv " << c.n_kv);
+      auto p = make_problem(shape, c.n_kv, c.positions, 1000 + static_cast<uint64_t>(c.window));
+      p.params.window = c.window;
+      const int64_t row = shape.n_head_kv * shape.head_dim;
+      int64_t first_seen = c.n_kv;
+      for (int32_t pos : c.positions) first_seen = std::min<int64_t>(first_seen, std::max<int64_t>(0, pos + 1 - c.window));
+      for (int64_t j = 0; j < first_seen; ++j) {
+        std::fill(p.k.begin() + j * row, p.k.begin() + (j + 1) * row, uint16_t{0x7E00});
+        std::fill(p.v.begin() + j * row, p.v.begin() + (j + 1) * row, uint16_t{0x7E00});
+      }
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+    }
+  }
+}
+
+TEST_CASE("attention with soft-capped scores and a given scale matches float64", "[kernels][ops][attention]") {
+  // q ~ N(0, 10^2): raw scores reach tens, so a cap of 5 bends most of them;
+  // Gemma's pre-scaled query (scale 1/16 for head_dim 64) and a window too.
+  for (const AttentionParams params : {AttentionParams{0.0f, 5.0f, 0}, AttentionParams{0.0625f, 0.0f, 0},
+                                       AttentionParams{0.0625f, 2.0f, 33}}) {
+    INFO("scale " << params.scale << " softcap " << params.softcap << " window " << params.window);
+    for (const auto& positions : {iota_positions(0, 50), iota_positions(299, 1)}) {
+      auto p = make_problem(Shape{8, 2, 64}, 300, positions, 1100, 10.0f);
+      p.params = params;
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+    }
+  }
+}
+
+TEST_CASE("attention_batch with a sliding window gives each sequence the bits of its own call",
+          "[kernels][ops][attention]") {
+  std::vector<Problem> problems = {make_problem(Shape{8, 2, 64}, 900, {899}, 1200),
+                                   make_problem(Shape{8, 2, 64}, 60, iota_positions(40, 20), 1210),
+                                   make_problem(Shape{8, 2, 64}, 5, {4}, 1220)};
+  for (Problem& p : problems) p.params = {0.0f, 0.0f, 16};
+  const auto outs = run_attention_batch(problems, 3);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    INFO("sequence " << i);
+    check_against_reference(problems[i], outs[i]);
     const auto single = run_attention(problems[i], 1);
     REQUIRE(std::memcmp(outs[i].data(), single.data(), single.size() * sizeof(float)) == 0);
   }

@@ -147,14 +147,24 @@ class HostDeviceBackend final : public kernels::Backend {
             const kernels::RopeParams& params) override {
     cpu_->rope(x, n_tokens, n_head, head_dim, positions, params);
   }
+  void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
+                  float* y) override {
+    cpu_->layer_norm(x, weight, bias, n_rows, n, eps, y);
+  }
   void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
-                 int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out) override {
-    cpu_->attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out);
+                 int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
+                 const kernels::AttentionParams& params) override {
+    cpu_->attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params);
   }
   void ffn_activation(kernels::Activation act, const float* gate, const float* up, int64_t n, float* out) override {
     cpu_->ffn_activation(act, gate, up, n, out);
   }
   void add(float* y, const float* x, int64_t n) override { cpu_->add(y, x, n); }
+  void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) override {
+    cpu_->add_bias(y, bias, n_rows, n);
+  }
+  void scale(float* x, int64_t n, float s) override { cpu_->scale(x, n, s); }
+  void softcap(float* x, int64_t n, float cap) override { cpu_->softcap(x, n, cap); }
   void relu(float* x, int64_t n) override { cpu_->relu(x, n); }
   void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override {
     cpu_->threshold_bits(x, n_rows, n, threshold, bits);

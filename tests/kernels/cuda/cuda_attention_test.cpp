@@ -37,6 +37,7 @@ struct Problem {
   std::vector<float> q;     // f32 [n_tokens, n_head, head_dim]
   std::vector<uint16_t> k;  // f16 [n_kv, n_head_kv, head_dim]
   std::vector<uint16_t> v;  // f16 [n_kv, n_head_kv, head_dim]
+  AttentionParams params;   // scale, soft-cap, window
 
   int64_t n_tokens() const { return static_cast<int64_t>(positions.size()); }
   size_t out_size() const { return static_cast<size_t>(n_tokens() * shape.n_head * shape.head_dim); }
@@ -55,7 +56,7 @@ std::vector<int32_t> iota_positions(int32_t first, int32_t n) {
 }
 
 Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, uint64_t seed, float q_scale = 1.0f) {
-  Problem p{shape, n_kv, std::move(positions), {}, {}, {}};
+  Problem p{shape, n_kv, std::move(positions), {}, {}, {}, {}};
   const auto kv_size = static_cast<size_t>(n_kv * shape.n_head_kv * shape.head_dim);
   p.q = tc::test::random_floats(p.out_size(), seed, q_scale);
   p.k = to_f16(tc::test::random_floats(kv_size, seed + 1));
@@ -80,41 +81,49 @@ std::vector<float> run_attention(Backend& cuda, const Problem& p, int64_t offset
   const size_t n_out = static_cast<size_t>(n_tokens * n_head * head_dim);
   const Buffer dout = poisoned_device(cuda, n_out);
   cuda.attention(dq.as<float>(), dk.as<uint16_t>(), dv.as<uint16_t>(), n_tokens, p.n_kv, n_head, n_head_kv, head_dim,
-                 dpos.as<int32_t>(), dout.as<float>());
+                 dpos.as<int32_t>(), dout.as<float>(), p.params);
   return from_device<float>(cuda, dout.data(), n_out);
 }
 
-// softmax(q k^T / sqrt(head_dim)) v over each token's causal window in
-// float64 from the same f16 K/V; the tolerance of ops_attention_test.cpp
-// (score error up to ~head_dim/8 ulps of the scores' condition, plus a few
-// ulps of the weighted sum).
+// softmax(score(q, k)) v over each token's causal window in float64 from
+// the same f16 K/V (score = q.k * scale, soft-capped and windowed as
+// p.params says); the tolerance of ops_attention_test.cpp (score error up to
+// ~head_dim/8 ulps of the scores' condition, plus a few ulps of the weighted
+// sum).
 void check_against_reference(const Problem& p, const std::vector<float>& out) {
   const auto [n_head, n_head_kv, head_dim] = p.shape;
   const int64_t n_group = n_head / n_head_kv;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double scale = p.params.scale > 0.0f ? p.params.scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double cap = p.params.softcap;
   for (int64_t t = 0; t < p.n_tokens(); ++t) {
     const int64_t n_ctx = p.positions[static_cast<size_t>(t)] + 1;
+    const int64_t first = p.params.window > 0 ? std::max<int64_t>(0, n_ctx - p.params.window) : 0;
     for (int64_t h = 0; h < n_head; ++h) {
       const int64_t kv_idx = h / n_group;
       const float* q = p.q.data() + (t * n_head + h) * head_dim;
-      std::vector<double> s(static_cast<size_t>(n_ctx));
+      std::vector<double> s(static_cast<size_t>(n_ctx), 0.0);
       double max_s = -INFINITY, max_abs_dot = 0;
-      for (int64_t j = 0; j < n_ctx; ++j) {
+      for (int64_t j = first; j < n_ctx; ++j) {
         const uint16_t* k = p.k.data() + (j * n_head_kv + kv_idx) * head_dim;
         double dot = 0, abs_dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
           dot += static_cast<double>(q[d]) * f16_to_f32(k[d]);
           abs_dot += std::fabs(static_cast<double>(q[d]) * f16_to_f32(k[d]));
         }
-        s[static_cast<size_t>(j)] = dot * scale;
-        max_s = std::max(max_s, dot * scale);
+        double score = dot * scale;
+        if (cap > 0) score = cap * std::tanh(score / cap);
+        s[static_cast<size_t>(j)] = score;
+        max_s = std::max(max_s, score);
         max_abs_dot = std::max(max_abs_dot, abs_dot * scale);
       }
       double sum = 0;
-      for (auto& x : s) sum += (x = std::exp(x - max_s));
+      for (int64_t j = first; j < n_ctx; ++j) {
+        double& x = s[static_cast<size_t>(j)];
+        sum += (x = std::exp(x - max_s));
+      }
       for (int64_t d = 0; d < head_dim; ++d) {
         double ref = 0, mag = 0;
-        for (int64_t j = 0; j < n_ctx; ++j) {
+        for (int64_t j = first; j < n_ctx; ++j) {
           const double vd = f16_to_f32(p.v[static_cast<size_t>((j * n_head_kv + kv_idx) * head_dim + d)]);
           ref += s[static_cast<size_t>(j)] / sum * vd;
           mag += s[static_cast<size_t>(j)] / sum * std::fabs(vd);
@@ -183,5 +192,18 @@ TEST_CASE("cuda attention: a token gives the same bits alone as among a prefill'
   for (int64_t t : {0, 7, 32}) {
     const auto alone = run_attention(*cuda, p, t, 1);
     REQUIRE(same_bits(alone, std::vector<float>(all.begin() + t * per_token, all.begin() + (t + 1) * per_token)));
+  }
+}
+
+TEST_CASE("cuda attention: sliding window, soft-cap and a given scale match float64", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  for (const AttentionParams params : {AttentionParams{0.0f, 0.0f, 7}, AttentionParams{0.0f, 5.0f, 0},
+                                       AttentionParams{0.0625f, 2.0f, 33}}) {
+    INFO("scale " << params.scale << " softcap " << params.softcap << " window " << params.window);
+    for (const auto& positions : {iota_positions(0, 50), iota_positions(299, 1)}) {
+      auto p = make_problem(Shape{8, 2, 64}, 300, positions, 1100, 10.0f);
+      p.params = params;
+      check_against_reference(p, run_attention(*cuda, p));
+    }
   }
 }

@@ -145,9 +145,9 @@ TEST_CASE("cuda backend: bad arguments fail a CHECK before anything is launched"
   Tensor i8 = placed.tensor;
   i8.dtype = DType::I8;  // not a weight dtype
   REQUIRE_THROWS_AS(cuda->matmul(i8, x.as<float>(), 1, y.as<float>()), tc::InvariantError);
-  REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 3, 2, 64, nullptr, y.as<float>()),
+  REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 3, 2, 64, nullptr, y.as<float>(), {}),
                     tc::InvariantError);  // n_head not a multiple of n_head_kv
-  REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 1, 1, 512, nullptr, y.as<float>()),
+  REQUIRE_THROWS_AS(cuda->attention(x.as<float>(), nullptr, nullptr, 1, 1, 1, 1, 512, nullptr, y.as<float>(), {}),
                     tc::InvariantError);  // head_dim above 256
   // The backend is still usable afterwards.
   cuda->matmul(placed.tensor, x.as<float>(), 1, y.as<float>());

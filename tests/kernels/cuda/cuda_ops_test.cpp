@@ -1,8 +1,10 @@
 // The CUDA element and row ops against the CPU ops (themselves tested
 // against float64 in tests/kernels/ops_test.cpp): get_rows bit-identical
-// for every table dtype and NaN for a bad id; rms_norm and rope within a
-// few f32 ulps (in place too); the FFN activations, add, store_f16, relu
-// and threshold_bits (bit-identical, specials included).
+// for every table dtype and NaN for a bad id; rms_norm, layer_norm and rope
+// (both modes, frequency factors) within a few f32 ulps (in place too); the
+// FFN activations, add, add_bias, scale, softcap, store_f16, relu and
+// threshold_bits (bit-identical where no library function is involved,
+// specials included).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -129,9 +131,10 @@ TEST_CASE("cuda rope: within an ulp of the CPU op (long positions, partial rotat
   }
 }
 
-TEST_CASE("cuda ffn_activation: SwiGLU, ReGLU and DReLU against the CPU op, also in place", "[cuda]") {
+TEST_CASE("cuda ffn_activation: every Activation against the CPU op, also in place", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
-  const Activation act = GENERATE(Activation::SwiGLU, Activation::ReGLU, Activation::DReLU);
+  const Activation act = GENERATE(Activation::SwiGLU, Activation::ReGLU, Activation::DReLU, Activation::GeGLU,
+                                  Activation::Gelu, Activation::Relu);
   const int64_t n = 10000;
   auto gate = tc::test::random_floats(static_cast<size_t>(n), 40, 4.0f);
   gate[0] = -100.0f;  // exp overflows: silu is -0
@@ -150,6 +153,11 @@ TEST_CASE("cuda ffn_activation: SwiGLU, ReGLU and DReLU against the CPU op, also
     // CUDA's expf is within 2 ulps, glibc's within 1, and exp's error passes
     // through 1 + exp(-g) almost whole; three more roundings on each side.
     require_ulps(got, want, 8);
+  } else if (act == Activation::GeGLU || act == Activation::Gelu) {
+    // tanhf differs by an ulp or two between CUDA and glibc; 1 + tanh
+    // cancels for strongly negative inputs, so the bound is absolute there
+    // (gate values reach ~16: 16 * 8 ulps of 1).
+    require_ulps(got, want, 8, 16.0);
   } else {
     REQUIRE(same_bits(got, want));  // max and one product: exact
   }
@@ -205,4 +213,72 @@ TEST_CASE("cuda relu and threshold_bits: the CPU's bits", "[cuda]") {
   const Buffer dbits = to_device(*cuda, std::vector<uint32_t>(want_bits.size(), 0xdeadbeefu));
   cuda->threshold_bits(dscores.as<float>(), 3, 1000, 0.5f, dbits.as<uint32_t>());
   REQUIRE(from_device<uint32_t>(*cuda, dbits.data(), want_bits.size()) == want_bits);
+}
+
+TEST_CASE("cuda layer_norm: within 8 ulps of the CPU op, also in place", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  for (int64_t n : {1, 7, 256, 5120}) {
+    INFO("n " << n);
+    const int64_t n_rows = 5;
+    const auto x = tc::test::random_floats(static_cast<size_t>(n_rows * n), 60 + n, 3.0f);
+    const auto weight = tc::test::random_floats(static_cast<size_t>(n), 61 + n);
+    const auto bias = tc::test::random_floats(static_cast<size_t>(n), 62 + n);
+    std::vector<float> want(x.size());
+    layer_norm(x.data(), weight.data(), bias.data(), n_rows, n, 1e-5f, want.data());
+    const Buffer dx = to_device(*cuda, x);
+    const Buffer dw = to_device(*cuda, weight);
+    const Buffer db = to_device(*cuda, bias);
+    const Buffer dy = poisoned_device(*cuda, x.size());
+    cuda->layer_norm(dx.as<float>(), dw.as<float>(), db.as<float>(), n_rows, n, 1e-5f, dy.as<float>());
+    // The bias add cancels where the normed value is near -bias: an absolute
+    // floor of a few ulps of the operands' size (~1).
+    require_ulps(from_device<float>(*cuda, dy.data(), x.size()), want, 8, 1.0);
+    cuda->layer_norm(dx.as<float>(), dw.as<float>(), db.as<float>(), n_rows, n, 1e-5f, dx.as<float>());
+    require_ulps(from_device<float>(*cuda, dx.data(), x.size()), want, 8, 1.0);
+  }
+}
+
+TEST_CASE("cuda rope: Neox pairs, frequency factors and attn_factor within an ulp of the CPU op", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  const int64_t n_head = 3, head_dim = 64, n_rot = 64;
+  std::vector<float> factors(static_cast<size_t>(n_rot / 2));
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 0.25f * static_cast<float>(i);
+  const Buffer dfactors = to_device(*cuda, factors);
+  for (const RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+    for (const bool with_factors : {false, true}) {
+      INFO("neox " << (mode == RopeMode::Neox) << " factors " << with_factors);
+      const std::vector<int32_t> positions = {0, 3, 4095, 32767};
+      const auto n_tokens = static_cast<int64_t>(positions.size());
+      const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_head * head_dim), 70);
+      RopeParams params{n_rot, 1000000.0, 0.5, mode, with_factors ? factors.data() : nullptr, 1.19};
+      auto want = x;
+      rope(want.data(), n_tokens, n_head, head_dim, positions.data(), params);
+      params.freq_factors = with_factors ? dfactors.as<float>() : nullptr;
+      const Buffer dx = to_device(*cuda, x);
+      const Buffer dpos = to_device(*cuda, positions);
+      cuda->rope(dx.as<float>(), n_tokens, n_head, head_dim, dpos.as<int32_t>(), params);
+      require_ulps(from_device<float>(*cuda, dx.data(), x.size()), want, 1, 1e-2);
+    }
+  }
+}
+
+TEST_CASE("cuda add_bias, scale and softcap against the CPU ops", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  const int64_t n_rows = 7, n = 1000;
+  const auto y = tc::test::random_floats(static_cast<size_t>(n_rows * n), 80, 20.0f);
+  const auto bias = tc::test::random_floats(static_cast<size_t>(n), 81);
+  auto want_bias = y, want_scale = y, want_cap = y;
+  add_bias(want_bias.data(), bias.data(), n_rows, n);
+  scale(want_scale.data(), n_rows * n, 0.37f);
+  softcap(want_cap.data(), n_rows * n, 5.0f);
+  const Buffer db = to_device(*cuda, bias);
+  Buffer dy = to_device(*cuda, y);
+  cuda->add_bias(dy.as<float>(), db.as<float>(), n_rows, n);
+  REQUIRE(same_bits(from_device<float>(*cuda, dy.data(), y.size()), want_bias));
+  dy = to_device(*cuda, y);
+  cuda->scale(dy.as<float>(), n_rows * n, 0.37f);
+  REQUIRE(same_bits(from_device<float>(*cuda, dy.data(), y.size()), want_scale));
+  dy = to_device(*cuda, y);
+  cuda->softcap(dy.as<float>(), n_rows * n, 5.0f);
+  require_ulps(from_device<float>(*cuda, dy.data(), y.size()), want_cap, 4, 1.0);
 }

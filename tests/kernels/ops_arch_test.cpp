@@ -1,0 +1,160 @@
+// The CPU ops other architectures than llama need, against float64
+// references on fresh random data: layer_norm, rope in Neox mode with
+// frequency factors and attn_factor, the GeGLU/GELU/ReLU activations,
+// add_bias, scale and softcap.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "kernels/cpu/ops.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace tc::kernels;
+
+constexpr double kEpsF32 = 0x1p-23;  // f32 machine epsilon (one ulp at 1.0)
+
+std::vector<float> poisoned(size_t n) { return std::vector<float>(n, std::nanf("")); }
+
+double gelu64(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm matches the float64 formula", "[kernels][ops]") {
+  const int64_t n = GENERATE(int64_t{4096}, int64_t{1000}, int64_t{7});
+  const float offset = GENERATE(0.0f, 50.0f);  // a large mean: the centring must not lose the spread
+  const bool in_place = GENERATE(false, true);
+  INFO("n " << n << " offset " << offset << " in_place " << in_place);
+  const int64_t n_rows = 3;
+  auto x = tc::test::random_floats(static_cast<size_t>(n_rows * n), 121, 2.0f);
+  for (auto& v : x) v += offset;
+  auto weight = tc::test::random_floats(static_cast<size_t>(n), 122);
+  for (auto& w : weight) w += 1.0f;
+  const auto bias = tc::test::random_floats(static_cast<size_t>(n), 123);
+  const float eps = 1e-5f;
+
+  auto y = in_place ? x : poisoned(x.size());
+  layer_norm(in_place ? y.data() : x.data(), weight.data(), bias.data(), n_rows, n, eps, y.data());
+
+  for (int64_t r = 0; r < n_rows; ++r) {
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) mean += x[r * n + i];
+    mean /= static_cast<double>(n);
+    double var = 0;
+    for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
+    var /= static_cast<double>(n);
+    const double inv_sd = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const double normed = (x[r * n + i] - mean) * inv_sd * weight[i];
+      const double ref = normed + bias[i];
+      // The f32 mean is off by half an ulp of |mean| (amplified by inv_sd
+      // when the mean is large against the spread), each f32 step rounds
+      // once; the bias add rounds once more on the scale of |normed| + |bias|.
+      const double tol = 8 * kEpsF32 / 2 * (std::fabs(normed) + std::fabs(bias[i])) +
+                         2 * kEpsF32 * std::fabs(mean) * inv_sd * std::fabs(weight[i]);
+      INFO("row " << r << " i " << i << " got " << y[r * n + i] << " ref " << ref);
+      REQUIRE(std::fabs(y[r * n + i] - ref) <= tol);
+    }
+  }
+}
+
+TEST_CASE("rope in Neox mode with frequency factors and attn_factor as the float64 formula", "[kernels][ops]") {
+  const RopeMode mode = GENERATE(RopeMode::Normal, RopeMode::Neox);
+  const bool with_factors = GENERATE(false, true);
+  const double attn_factor = GENERATE(1.0, 1.19);
+  INFO("neox " << (mode == RopeMode::Neox) << " factors " << with_factors << " attn_factor " << attn_factor);
+  const int64_t n_head = 3, head_dim = 80, n_rot = 64;
+  std::vector<float> factors(static_cast<size_t>(n_rot / 2));
+  const auto noise = tc::test::random_floats(factors.size(), 131);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 4.0f * std::fabs(noise[i]);  // Llama-3.1-like: 1..~12
+  const std::vector<int32_t> positions = {0, 1, 7, 513, 4000, 32767};
+  const auto n_tokens = static_cast<int64_t>(positions.size());
+  const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_head * head_dim), 132);
+  auto y = x;
+  RopeParams params{n_rot, 500000.0, 0.5, mode, with_factors ? factors.data() : nullptr, attn_factor};
+  rope(y.data(), n_tokens, n_head, head_dim, positions.data(), params);
+
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t base = (t * n_head + h) * head_dim;
+      for (int64_t i = 0; i < n_rot / 2; ++i) {
+        double theta = positions[t] * 0.5 / std::pow(500000.0, static_cast<double>(2 * i) / static_cast<double>(n_rot));
+        if (with_factors) theta /= factors[static_cast<size_t>(i)];
+        const int64_t d0 = mode == RopeMode::Neox ? i : 2 * i;
+        const int64_t d1 = mode == RopeMode::Neox ? i + n_rot / 2 : 2 * i + 1;
+        const double x0 = x[base + d0], x1 = x[base + d1];
+        const double ref0 = (x0 * std::cos(theta) - x1 * std::sin(theta)) * attn_factor;
+        const double ref1 = (x0 * std::sin(theta) + x1 * std::cos(theta)) * attn_factor;
+        const double tol = 2 * kEpsF32 * std::hypot(x0, x1) * attn_factor;
+        INFO("t " << t << " h " << h << " pair " << i);
+        REQUIRE(std::fabs(y[base + d0] - ref0) <= tol);
+        REQUIRE(std::fabs(y[base + d1] - ref1) <= tol);
+      }
+      for (int64_t d = n_rot; d < head_dim; ++d) REQUIRE(y[base + d] == x[base + d]);  // pass through
+    }
+  }
+}
+
+TEST_CASE("ffn_activation: GeGLU, GELU and ReLU against float64", "[kernels][ops]") {
+  auto gate = tc::test::random_floats(2048, 141, 3.0f);
+  const float specials[] = {-1e4f, -30.0f, -9.0f, -1e-30f, 0.0f, 1e-30f, 9.0f, 30.0f, 1e4f};
+  for (size_t i = 0; i < std::size(specials); ++i) gate[i * 11] = specials[i];
+  const auto up = tc::test::random_floats(gate.size(), 142, 2.0f);
+  const auto n = static_cast<int64_t>(gate.size());
+  for (const Activation act : {Activation::GeGLU, Activation::Gelu, Activation::Relu}) {
+    INFO("activation " << static_cast<int>(act));
+    auto out = poisoned(gate.size());
+    // The ungated ones must not read up: null.
+    ffn_activation(act, gate.data(), is_gated(act) ? up.data() : nullptr, n, out.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = gate[i];
+      INFO("gate " << g);
+      if (act == Activation::Relu) {
+        REQUIRE(out[i] == (gate[i] > 0.0f ? gate[i] : 0.0f));
+        continue;
+      }
+      const double ref = gelu64(g) * (act == Activation::GeGLU ? up[i] : 1.0);
+      // tanhf within an ulp or two of 1, then a few f32 roundings; 1 + tanh
+      // cancels for negative g, where the error is absolute: ~|g| ulps of 1.
+      const double scale = act == Activation::GeGLU ? std::fabs(up[i]) : 1.0;
+      REQUIRE(std::fabs(out[i] - ref) <= 8 * kEpsF32 * (std::fabs(ref) + std::fabs(g) * scale));
+    }
+  }
+  CHECK(is_gated(Activation::GeGLU));
+  CHECK_FALSE(is_gated(Activation::Gelu));
+}
+
+TEST_CASE("add_bias, scale and softcap against float64", "[kernels][ops]") {
+  const int64_t n_rows = 5, n = 333;
+  const auto y0 = tc::test::random_floats(static_cast<size_t>(n_rows * n), 151, 40.0f);
+  const auto bias = tc::test::random_floats(static_cast<size_t>(n), 152);
+
+  auto y = y0;
+  add_bias(y.data(), bias.data(), n_rows, n);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t i = 0; i < n; ++i) REQUIRE(y[r * n + i] == static_cast<float>(static_cast<double>(y0[r * n + i]) + bias[i]));
+  }
+
+  y = y0;
+  scale(y.data(), n_rows * n, 0.37f);
+  for (size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == static_cast<float>(static_cast<double>(y0[i]) * 0.37f));
+
+  for (const float cap : {30.0f, 5.0f}) {
+    y = y0;
+    softcap(y.data(), n_rows * n, cap);
+    int n_bent = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      const double ref = cap * std::tanh(static_cast<double>(y0[i]) / cap);
+      INFO("x " << y0[i] << " cap " << cap);
+      REQUIRE(std::fabs(y[i] - ref) <= 4 * kEpsF32 * std::fabs(ref) + 1e-30);
+      REQUIRE(std::fabs(y[i]) <= cap);
+      n_bent += std::fabs(y0[i]) > cap;
+    }
+    if (cap == 5.0f) REQUIRE(n_bent > static_cast<int>(y.size()) / 2);  // most values saturate: the cap is exercised
+  }
+}
