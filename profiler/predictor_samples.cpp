@@ -20,8 +20,8 @@ uint64_t predictor_samples_bytes(int64_t n_layer, int64_t n_embd, int64_t n_ff, 
 }
 
 void require_relu_ffn(const model::ModelSpec& spec) {
-  if (spec.ffn_form == model::FfnForm::ReGLU || spec.ffn_form == model::FfnForm::DReLU) return;
-  throw std::invalid_argument("predictors need a ReLU-family model (ffn form reglu or drelu); '" + spec.name +
+  if (model::is_relu_family(spec.ffn_form)) return;
+  throw std::invalid_argument("predictors need a ReLU-family model (ffn form reglu, drelu or relu); '" + spec.name +
                               "' is " + std::string(model::ffn_form_name(spec.ffn_form)) +
                               ", whose activations have no exact zeros to predict");
 }

@@ -412,7 +412,7 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
       for (int64_t s = 0; s < n_seq; ++s) {
         const int64_t t0 = s * seq_len;
         kernels::attention(q.data() + t0 * n, k16.data() + t0 * n_kv, v16.data() + t0 * n_kv, seq_len, seq_len,
-                           o.n_head, o.n_head_kv, head_dim, positions.data() + t0, attn.data() + t0 * n, pool);
+                           o.n_head, o.n_head_kv, head_dim, positions.data() + t0, attn.data() + t0 * n, {}, pool);
       }
       const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
       kernels::matmul(wo.tensor, attn.data(), n_tok, tmp.data(), pool);

@@ -26,7 +26,9 @@ TealCalibrator::TealCalibrator(const model::ModelSpec& spec, int64_t expected_to
   for (size_t i = 0; i < sites_.size(); ++i) {
     auto& s = sites_[i];
     const auto site = static_cast<model::LinearInput>(static_cast<int64_t>(i) % model::kLinearInputCount);
-    s.n = site == model::LinearInput::FfnDown ? spec.n_ff : spec.n_embd;
+    s.n = site == model::LinearInput::FfnDown      ? spec.n_ff
+          : site == model::LinearInput::AttnOutput ? spec.n_embd_q()
+                                                   : spec.n_embd;
     const int64_t entries = expected_tokens * s.n;
     s.stride = std::max<int64_t>(1, (entries + max_samples - 1) / max_samples);
     // A stride sharing a factor with n would see only some columns of every row.

@@ -1,7 +1,11 @@
-// The llama forward pass: embeddings, then per layer
-//   x += attn_output(attention(rope(q), rope(k), v))   on rms_norm(x)
-//   x += ffn_down(act(ffn_gate, ffn_up))                on rms_norm(x)
-// then the final norm and the output head on the rows that need logits.
+// The forward pass of every architecture (architecture.h): embeddings
+// (scaled for Gemma), then per layer
+//   x += attn_output(attention(rope(q), rope(k), v))   on norm(x)
+//   x += ffn_down(act(ffn_gate, ffn_up))                on ffn_norm(x)
+// with the architecture's variations (biases, q/k norms, post-norms,
+// sliding windows, score caps; Falcon's attention and FFN side by side on
+// one norm), then the final norm and the output head (with its bias and
+// logit cap) on the rows that need logits.
 #include "engine/model/llama_model.h"
 
 #include <algorithm>
@@ -14,15 +18,6 @@
 
 namespace tc::model {
 namespace {
-
-kernels::Activation activation_for(FfnForm form) {
-  switch (form) {
-    case FfnForm::SwiGLU: return kernels::Activation::SwiGLU;
-    case FfnForm::ReGLU: return kernels::Activation::ReGLU;
-    case FfnForm::DReLU: return kernels::Activation::DReLU;
-  }
-  return kernels::Activation::SwiGLU;
-}
 
 bool on_host(const kernels::Backend& backend) { return backend.device() == kernels::DeviceKind::Cpu; }
 
@@ -72,7 +67,6 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
       transposed_down_(backend),
       backend_(backend),
       activation_(activation_for(model.spec.ffn_form)),
-      rope_{model.spec.n_rot, model.spec.rope_freq_base, model.spec.rope_freq_scale},
       offload_cpu_(offload.cpu),
       n_device_layers_(offload.n_device_layers) {
   const bool hybrid_mode = hybrid.cpu != nullptr;
@@ -94,6 +88,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     }
   }
   const LlamaWeights host_weights = weights_;
+  host_rope_factors_ = {host_weights.rope_freqs, host_weights.rope_factors_short, host_weights.rope_factors_long};
   // The CPU backend: the same views, nothing copied. Hybrid: no FFN matrices
   // (the split below uploads the hot rows).
   PlacedWeights placed = offload_cpu_ != nullptr
@@ -113,9 +108,15 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, repack, pool, weight_storage_);
   }
   if (options.ffn_mode != FfnMode::Sparse) return;
-  if (spec_.ffn_form == FfnForm::SwiGLU) {
-    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu); " + model.file.path() +
-                                " is swiglu (use --sparsity teal:X for SiLU models)");
+  if (!is_relu_family(spec_.ffn_form)) {
+    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu); " +
+                                model.file.path() + " is " + std::string(ffn_form_name(spec_.ffn_form)) +
+                                " (use --sparsity teal:X for models without exact zeros)");
+  }
+  for (const LayerWeights& l : host_weights.layers) {
+    if (l.ffn_gate_b.data != nullptr || l.ffn_up_b.data != nullptr || l.ffn_down_b.data != nullptr) {
+      throw std::invalid_argument("the sparse FFN does not take FFN biases, which " + model.file.path() + " has");
+    }
   }
   if (model.predictors.empty()) {
     throw std::invalid_argument("the sparse FFN needs predictors: " + model.file.path() +
@@ -123,6 +124,11 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
                                 "--train-predictors` and pass the stats file with --stats");
   }
   if (options.sparse_max_tokens < 0) throw std::invalid_argument("sparse_max_tokens must be at least 0");
+  if (hybrid_mode && !is_gated(spec_.ffn_form)) {
+    throw std::invalid_argument("hybrid mode needs a gated FFN (gate and up rows per neuron); " + model.file.path() +
+                                " is " + std::string(ffn_form_name(spec_.ffn_form)) +
+                                " (one matrix): it runs the sparse FFN on the CPU backend");
+  }
   if (hybrid_mode) check_neuron_placement(hybrid.placement, spec_.n_layer, spec_.n_ff);
   // The neuron-major ffn_down_t in host memory: the file's (PWRI) or built here.
   std::vector<LayerWeights> host_layers = host_weights.layers;
@@ -173,8 +179,8 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   // The CPU side's residual crosses to and from the device: pinned, so the copies run at full speed.
   ws.x = pinned_x ? backend_.allocate_host(static_cast<size_t>(t * spec_.n_embd) * sizeof(float))
                   : f32(t * spec_.n_embd);
-  ws.cur = f32(t * spec_.n_embd);
-  ws.q = f32(t * spec_.n_embd);
+  ws.cur = f32(t * std::max(spec_.n_embd, spec_.n_embd_q()));  // the normed input, then the heads' output
+  ws.q = f32(t * spec_.n_embd_q());
   ws.k = f32(t * spec_.n_embd_kv());
   ws.v = f32(t * spec_.n_embd_kv());
   if (hybrid_ffn_ == nullptr) {  // hybrid mode has its own, smaller, FFN workspace
@@ -182,6 +188,7 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
     ws.ffn_up = f32(t * spec_.n_ff);
   }
   ws.tmp = f32(t * spec_.n_embd);
+  if (spec_.architecture->layer_form == LayerForm::Parallel) ws.ffn_out = f32(t * spec_.n_embd);
 }
 
 HybridStepTimer& LlamaModel::enable_time_split() {
@@ -256,14 +263,19 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     timer_->begin_step();
     timer_->add_bus(2 * index_bytes + logits.size() * sizeof(float));  // ids and positions up, logits down
   }
+  // Phi-3's LongRoPE takes its long factors when the context (the KV
+  // cache's) is longer than the original one, as llama.cpp's n_ctx_seq.
+  long_context_ = kv.n_ctx() > spec_.n_ctx_orig;
   if (offload_cpu_ == nullptr) {
     backend_.copy_to_device(ids_.data(), ids, index_bytes);
     backend_.copy_to_device(positions_.data(), positions, index_bytes);
     backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
+    if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
   } else {
     TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
     // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
     offload_cpu_->get_rows(weights_.token_embd, ids, n_tokens, cpu_ws_.x.as<float>());
+    if (spec_.embd_scale != 1.0f) offload_cpu_->scale(cpu_ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
     if (n_device_layers_ > 0) {
       backend_.copy_to_device(positions_.data(), positions, index_bytes);
       backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
@@ -304,14 +316,14 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     }
     t += n;
   }
-  head.rms_norm(head_in_.as<float>(), static_cast<const float*>(weights_.output_norm.data), n_logit_rows,
-                spec_.n_embd, static_cast<float>(spec_.rms_eps), head_in_.as<float>());
-  if (on_host(head)) {
-    head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits.data());
-  } else {
-    head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, logits_dev_.as<float>());
-    head.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
+  norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows, head_in_.as<float>());
+  float* out = on_host(head) ? logits.data() : logits_dev_.as<float>();
+  head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, out);
+  if (weights_.output_b.data != nullptr) {
+    head.add_bias(out, static_cast<const float*>(weights_.output_b.data), n_logit_rows, spec_.n_vocab);
   }
+  if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
+  if (!on_host(head)) head.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
   if (timer_ == nullptr) {
     backend_.synchronize();
     return StepStatus::Ok;
@@ -324,26 +336,70 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   return StepStatus::Ok;
 }
 
+void LlamaModel::norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
+                      int64_t n_rows, float* y) const {
+  const auto eps = static_cast<float>(spec_.rms_eps);
+  if (spec_.architecture->norm == NormKind::Layer) {
+    b.layer_norm(x, static_cast<const float*>(weight.data), static_cast<const float*>(bias.data), n_rows, spec_.n_embd,
+                 eps, y);
+  } else {
+    b.rms_norm(x, static_cast<const float*>(weight.data), n_rows, spec_.n_embd, eps, y);
+  }
+}
+
+kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t layer) const {
+  kernels::RopeParams p;
+  p.n_rot = spec_.n_rot;
+  p.mode = spec_.architecture->rope_mode;
+  const bool swa = spec_.is_swa(layer);
+  p.freq_base = swa ? spec_.rope_freq_base_swa : spec_.rope_freq_base;
+  p.freq_scale = swa ? spec_.rope_freq_scale_swa : spec_.rope_freq_scale;
+  // The factors where this layer runs: the placed views, or in layer
+  // offload mode the host's for the CPU's layers.
+  const bool host_side = offload_cpu_ != nullptr && &b == offload_cpu_;
+  const RopeFactors placed{weights_.rope_freqs, weights_.rope_factors_short, weights_.rope_factors_long};
+  const RopeFactors& f = host_side ? host_rope_factors_ : placed;
+  const kernels::Tensor& factors =
+      f.freqs.data != nullptr ? f.freqs : (long_context_ ? f.factors_long : f.factors_short);
+  p.freq_factors = static_cast<const float*>(factors.data);
+  p.attn_factor = spec_.rope_attn_factor;
+  return p;
+}
+
 void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w,
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
   const int64_t n_embd = spec_.n_embd;
+  const int64_t n_embd_q = spec_.n_embd_q();
   const int64_t n_embd_kv = spec_.n_embd_kv();
-  const float eps = static_cast<float>(spec_.rms_eps);
+  const bool parallel = spec_.architecture->layer_form == LayerForm::Parallel;
   float* x = ws.x.as<float>();
   float* cur = ws.cur.as<float>();
   float* q = ws.q.as<float>();
   float* k = ws.k.as<float>();
   float* v = ws.v.as<float>();
   float* tmp = ws.tmp.as<float>();
+  auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
 
-  // Attention block.
-  b.rms_norm(x, static_cast<const float*>(w.attn_norm.data), n_tokens, n_embd, eps, cur);
+  // Attention block. In the parallel form the FFN runs first, on the same
+  // normed input (and the layer input x as its predictors' input).
+  norm(b, x, w.attn_norm, w.attn_norm_b, n_tokens, cur);
+  if (parallel) run_ffn_runs(b, ws, w, layer, sequences, cur, ws.ffn_out.as<float>());
+  if (w.attn_norm_2.data != nullptr) norm(b, x, w.attn_norm_2, w.attn_norm_2_b, n_tokens, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
   const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
   b.matmul_many(qkv, cur, n_tokens);
-  b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope_);
-  b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope_);
+  if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
+  if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
+  if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
+  if (w.attn_q_norm.data != nullptr) {  // each head on its own, before RoPE
+    const auto eps = static_cast<float>(spec_.rms_eps);
+    b.rms_norm(q, f32(w.attn_q_norm), n_tokens * spec_.n_head, spec_.head_dim, eps, q);
+    b.rms_norm(k, f32(w.attn_k_norm), n_tokens * spec_.n_head_kv, spec_.head_dim, eps, k);
+  }
+  const kernels::RopeParams rope = rope_params(b, layer);
+  b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
+  b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
   int64_t t = 0;
   attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
   for (const auto& s : sequences) {
@@ -353,28 +409,51 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     uint16_t* v_cache = kv.v(s.slot, layer);
     b.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
     b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
-    attention_sequences_.push_back({q + t * n_embd, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd});
+    attention_sequences_.push_back(
+        {q + t * n_embd_q, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd_q});
     t += n;
   }
-  b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim);
-  prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd, cur);
+  const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
+                                           spec_.is_swa(layer) ? spec_.n_swa : 0};
+  b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim, attention);
+  prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
   b.matmul(w.attn_output, cur, n_tokens, tmp);
+  if (w.attn_output_b.data != nullptr) b.add_bias(tmp, f32(w.attn_output_b), n_tokens, n_embd);
+  if (w.attn_post_norm.data != nullptr) {
+    b.rms_norm(tmp, f32(w.attn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
+  }
+  if (parallel) {
+    // x + (ffn + attention), as llama.cpp adds them.
+    float* ffn_out = ws.ffn_out.as<float>();
+    b.add(ffn_out, tmp, n_tokens * n_embd);
+    b.add(x, ffn_out, n_tokens * n_embd);
+    return;
+  }
   b.add(x, tmp, n_tokens * n_embd);
+  norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
+  run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
+  if (w.ffn_post_norm.data != nullptr) {
+    b.rms_norm(tmp, f32(w.ffn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
+  }
+  b.add(x, tmp, n_tokens * n_embd);
+}
 
+void LlamaModel::run_ffn_runs(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer,
+                              std::span<const StepSequence> sequences, const float* in, float* out) {
   // The FFN in runs of consecutive sequences that take the same path.
   int64_t begin = 0;
-  t = 0;
+  int64_t t = 0;
   bool run_sparse = false;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const bool sparse = runs_sparse(sequences[i]);
     if (t > begin && sparse != run_sparse) {
-      run_ffn(b, ws, w, layer, begin, t - begin, run_sparse);
+      run_ffn(b, ws, w, layer, begin, t - begin, run_sparse, in, out);
       begin = t;
     }
     run_sparse = sparse;
     t += static_cast<int64_t>(sequences[i].tokens.size());
   }
-  if (t > begin) run_ffn(b, ws, w, layer, begin, t - begin, run_sparse);
+  if (t > begin) run_ffn(b, ws, w, layer, begin, t - begin, run_sparse, in, out);
 }
 
 bool LlamaModel::runs_sparse(const StepSequence& s) const {
@@ -383,37 +462,45 @@ bool LlamaModel::runs_sparse(const StepSequence& s) const {
 }
 
 void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0,
-                         int64_t n_tokens, bool sparse) {
+                         int64_t n_tokens, bool sparse, const float* in_all, float* out_all) {
   const int64_t n_embd = spec_.n_embd;
-  float* x = ws.x.as<float>() + t0 * n_embd;
-  float* cur = ws.cur.as<float>() + t0 * n_embd;
-  float* tmp = ws.tmp.as<float>() + t0 * n_embd;
-  b.rms_norm(x, static_cast<const float*>(w.ffn_norm.data), n_tokens, n_embd,
-                    static_cast<float>(spec_.rms_eps), cur);
+  const int64_t n_ff = spec_.n_ff;
+  // The residual entering the block (the predictors' input; the layer input
+  // in the parallel form), its normed rows, and the block's output rows.
+  const float* x = ws.x.as<float>() + t0 * n_embd;
+  float* cur = const_cast<float*>(in_all) + t0 * n_embd;
+  float* out = out_all + t0 * n_embd;
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
   if (hybrid_ffn_ != nullptr) {
     // Sparse and dense steps alike: the hot neurons here, the cold ones on the CPU.
-    hybrid_ffn_->run(layer, x, cur, n_tokens, sparse, tmp);
-  } else if (sparse) {
-    sparse_ffn_->run(layer, w, x, cur, n_tokens, tmp);
-  } else {
-    float* gate = ws.ffn_gate.as<float>() + t0 * spec_.n_ff;
-    float* up = ws.ffn_up.as<float>() + t0 * spec_.n_ff;
-    const kernels::MatmulTarget gate_up[] = {{&w.ffn_gate, gate}, {&w.ffn_up, up}};
-    b.matmul_many(gate_up, cur, n_tokens);
-    if (observer_ != nullptr) {
-      b.synchronize();
-      observer_->on_ffn(layer, n_tokens, x, gate, up);
-    }
-    b.ffn_activation(activation_, gate, up, n_tokens * spec_.n_ff, gate);
-    prepare_input(layer, LinearInput::FfnDown, n_tokens, spec_.n_ff, gate);
-    if (w.ffn_down.data != nullptr) {
-      b.matmul(w.ffn_down, gate, n_tokens, tmp);
-    } else {
-      transposed_down_.run(w.ffn_down_t, gate, n_tokens, tmp);
-    }
+    hybrid_ffn_->run(layer, x, cur, n_tokens, sparse, out);
+    return;
   }
-  b.add(x, tmp, n_tokens * n_embd);
+  if (sparse) {
+    sparse_ffn_->run(layer, w, x, cur, n_tokens, out);
+    return;
+  }
+  auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
+  float* gate = ws.ffn_gate.as<float>() + t0 * n_ff;
+  float* up = ws.ffn_up.as<float>() + t0 * n_ff;
+  const bool gated = w.ffn_up.data != nullptr;
+  const kernels::MatmulTarget gate_up[] = {{&w.ffn_gate, gate}, {&w.ffn_up, up}};
+  b.matmul_many(std::span<const kernels::MatmulTarget>(gate_up, gated ? 2 : 1), cur, n_tokens);
+  if (w.ffn_gate_b.data != nullptr) b.add_bias(gate, f32(w.ffn_gate_b), n_tokens, n_ff);
+  if (w.ffn_up_b.data != nullptr) b.add_bias(up, f32(w.ffn_up_b), n_tokens, n_ff);
+  if (observer_ != nullptr) {
+    b.synchronize();
+    // An ungated FFN shows its one matrix's output as both gate and up.
+    observer_->on_ffn(layer, n_tokens, x, gate, gated ? up : gate);
+  }
+  b.ffn_activation(activation_, gate, gated ? up : nullptr, n_tokens * n_ff, gate);
+  prepare_input(layer, LinearInput::FfnDown, n_tokens, n_ff, gate);
+  if (w.ffn_down.data != nullptr) {
+    b.matmul(w.ffn_down, gate, n_tokens, out);
+  } else {
+    transposed_down_.run(w.ffn_down_t, gate, n_tokens, out);
+  }
+  if (w.ffn_down_b.data != nullptr) b.add_bias(out, f32(w.ffn_down_b), n_tokens, n_embd);
 }
 
 }  // namespace tc::model

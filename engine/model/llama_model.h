@@ -1,5 +1,5 @@
-// LlamaModel: the forward pass of architecture `llama` (and its ReLU
-// variants) on a Backend. One step runs several sequences at once: their
+// LlamaModel: the forward pass of every architecture of architecture.h
+// (llama's graph with each architecture's few variations) on a Backend. One step runs several sequences at once: their
 // tokens are concatenated for the matmuls, and each attends over its own KV
 // cache slot. Prefill chunks and single-token decodes mix freely.
 // Owns its workspace (grown to the largest step seen, so the steady-state
@@ -39,7 +39,7 @@ struct StepSequence {
 // The inputs of a layer's linear projections, in forward order.
 enum class LinearInput {
   AttnQkv,     // f32 [n_tokens, n_embd]: attn_norm(x), entering attn_q/k/v
-  AttnOutput,  // f32 [n_tokens, n_embd]: the attention heads' output, entering attn_output
+  AttnOutput,  // f32 [n_tokens, n_embd_q]: the attention heads' output, entering attn_output
   FfnGateUp,   // f32 [n_tokens, n_embd]: ffn_norm(x), entering ffn_gate/up
   FfnDown,     // f32 [n_tokens, n_ff]: the FFN activation, entering ffn_down
 };
@@ -60,9 +60,11 @@ class ForwardObserver {
   // Once per layer per step, after the gate and up matmuls (dense) and
   // before the activation. Not called for steps that run the sparse FFN.
   // ffn_in: f32 [n_tokens, n_embd], the residual entering the FFN block
-  //         (after the attention add, before ffn_norm);
+  //         (after the attention add, before ffn_norm; the layer input in
+  //         the parallel layer form, as PowerInfer's Falcon predictors take);
   // gate:   f32 [n_tokens, n_ff], ffn_gate · ffn_norm(ffn_in), before the activation;
-  // up:     f32 [n_tokens, n_ff], ffn_up · ffn_norm(ffn_in).
+  // up:     f32 [n_tokens, n_ff], ffn_up · ffn_norm(ffn_in); for an ungated
+  //         FFN (one matrix, in gate), the same pointer as gate.
   virtual void on_ffn(int64_t layer, int64_t n_tokens, const float* ffn_in, const float* gate,
                       const float* up) = 0;
   // Before each linear input is used (and before an InputSparsifier sees
@@ -202,13 +204,18 @@ class LlamaModel {
   // layer offload mode), f32; rows = tokens of the step.
   struct Workspace {
     kernels::Buffer x;         // [T, n_embd] residual stream
-    kernels::Buffer cur;       // [T, n_embd] normed input / attention output
-    kernels::Buffer q;         // [T, n_embd]
+    kernels::Buffer cur;       // [T, max(n_embd, n_embd_q)] normed input / attention heads' output
+    kernels::Buffer q;         // [T, n_embd_q]
     kernels::Buffer k;         // [T, n_embd_kv]
     kernels::Buffer v;         // [T, n_embd_kv]
     kernels::Buffer ffn_gate;  // [T, n_ff] (not in hybrid mode, which has its own)
     kernels::Buffer ffn_up;    // [T, n_ff]
     kernels::Buffer tmp;       // [T, n_embd] projection outputs before the residual add
+    kernels::Buffer ffn_out;   // [T, n_embd] the FFN's output in the parallel layer form (else empty)
+  };
+  // RoPE frequency factor views (null where the file has none).
+  struct RopeFactors {
+    kernels::Tensor freqs, factors_short, factors_long;
   };
   void check_layer_offload(const LoadedModel& model, bool hybrid_mode) const;
   void reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x);
@@ -221,9 +228,19 @@ class LlamaModel {
   void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w, int64_t layer,
                  std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
 
-  // The FFN block over rows [t0, t0 + n) of the step, dense or sparse.
+  // The FFN block over the step's rows, in runs of sequences that take the
+  // same path (dense or sparse): out = FFN(in), in the normed input, f32
+  // [T, n_embd] both.
+  void run_ffn_runs(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer,
+                    std::span<const StepSequence> sequences, const float* in, float* out);
+  // The FFN over rows [t0, t0 + n) of in and out.
   void run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0, int64_t n,
-               bool sparse);
+               bool sparse, const float* in, float* out);
+  // y = the architecture's norm of x (RMSNorm, or LayerNorm with `bias`), rows of n_embd.
+  void norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
+            int64_t n_rows, float* y) const;
+  // RoPE of `layer` run on backend b (its base, scale and frequency factors).
+  kernels::RopeParams rope_params(const kernels::Backend& b, int64_t layer) const;
   bool runs_sparse(const StepSequence& s) const;
 
   const ModelSpec& spec_;
@@ -239,7 +256,8 @@ class LlamaModel {
   TransposedDown transposed_down_;                 // dense down projection of PWRI files
   kernels::Backend& backend_;
   kernels::Activation activation_;
-  kernels::RopeParams rope_;
+  RopeFactors host_rope_factors_;  // the file's views, for the CPU's layers in layer offload mode
+  bool long_context_ = false;      // the step's KV cache is longer than n_ctx_orig (LongRoPE's long factors)
   kernels::Backend* offload_cpu_ = nullptr;  // layer offload: the host layers' backend
   int64_t n_device_layers_ = 0;               // layer offload: k
   size_t device_weight_bytes_ = 0;

@@ -1,7 +1,133 @@
-// map_llama_weights: tensor infos -> views into the mapped file.
+// map_llama_weights: the tensors an architecture has (architecture.h) ->
+// checked views into the mapped file.
 #include "engine/model/llama_weights.h"
 
+#include <string>
+
 namespace tc::model {
+namespace {
+
+using gguf::GgufFile;
+using kernels::DType;
+using kernels::Tensor;
+
+std::string dims(std::initializer_list<int64_t> ne) {
+  std::string out = "[";
+  for (const int64_t n : ne) out += (out.size() > 1 ? ", " : "") + std::to_string(n);
+  return out + "]";
+}
+
+// Maps the tensors of one file, checking each against what the spec expects.
+class Mapper {
+ public:
+  Mapper(const GgufFile& file) : file_(file) {}
+
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+  // A matrix of a weight dtype with ne = {n_cols, n_rows}.
+  Tensor matrix(const std::string& name, int64_t n_cols, int64_t n_rows) const {
+    const auto& info = file_.tensor(name, {n_cols, n_rows});
+    if (!is_weight_dtype(info.dtype)) {
+      throw file_.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
+                                  ", expected a weight dtype (f32, f16, bf16 or a block format)");
+    }
+    return tensor_view(file_, name);
+  }
+  Tensor optional_matrix(const std::string& name, int64_t n_cols, int64_t n_rows) const {
+    return has(name) ? matrix(name, n_cols, n_rows) : Tensor{};
+  }
+
+  // An f32 vector of n values (a norm weight or a bias).
+  Tensor vector(const std::string& name, int64_t n) const {
+    const auto& info = file_.tensor(name, {n});
+    if (info.dtype != DType::F32) {
+      throw file_.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
+                                  ", expected f32 for a norm weight or a bias " + dims({n}));
+    }
+    return tensor_view(file_, name);
+  }
+  Tensor optional_vector(const std::string& name, int64_t n) const { return has(name) ? vector(name, n) : Tensor{}; }
+
+ private:
+  const GgufFile& file_;
+};
+
+// Rows [first, first + n) of a matrix view, as a matrix of n rows.
+Tensor row_range(Tensor t, int64_t first, int64_t n) {
+  t.data = static_cast<std::byte*>(t.data) + first * t.row_bytes;
+  t.ne[1] = n;
+  return t;
+}
+
+// Values [first, first + n) of a vector view.
+Tensor value_range(Tensor t, int64_t first, int64_t n) {
+  if (t.data == nullptr) return t;
+  t.data = static_cast<float*>(t.data) + first;
+  t.ne[0] = n;
+  t.row_bytes = kernels::row_bytes(t.dtype, n);
+  return t;
+}
+
+std::string bias_name(int64_t layer, std::string_view tensor) {
+  return "blk." + std::to_string(layer) + "." + std::string(tensor) + ".bias";
+}
+
+// q, k and v: separate tensors, or llama.cpp's fused attn_qkv (rows: q, then
+// k, then v) split into views; biases likewise.
+void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const int64_t n_q = s.n_embd_q(), n_kv = s.n_embd_kv();
+  if (m.has(name("attn_qkv"))) {
+    const Tensor qkv = m.matrix(name("attn_qkv"), s.n_embd, n_q + 2 * n_kv);
+    w.attn_q = row_range(qkv, 0, n_q);
+    w.attn_k = row_range(qkv, n_q, n_kv);
+    w.attn_v = row_range(qkv, n_q + n_kv, n_kv);
+    const Tensor b = m.optional_vector(bias_name(l, "attn_qkv"), n_q + 2 * n_kv);
+    if (b.data != nullptr) {
+      w.attn_q_b = value_range(b, 0, n_q);
+      w.attn_k_b = value_range(b, n_q, n_kv);
+      w.attn_v_b = value_range(b, n_q + n_kv, n_kv);
+      return;
+    }
+  } else {
+    w.attn_q = m.matrix(name("attn_q"), s.n_embd, n_q);
+    w.attn_k = m.matrix(name("attn_k"), s.n_embd, n_kv);
+    w.attn_v = m.matrix(name("attn_v"), s.n_embd, n_kv);
+  }
+  w.attn_q_b = m.optional_vector(bias_name(l, "attn_q"), n_q);
+  w.attn_k_b = m.optional_vector(bias_name(l, "attn_k"), n_kv);
+  w.attn_v_b = m.optional_vector(bias_name(l, "attn_v"), n_kv);
+}
+
+void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  switch (s.architecture->ffn_layout) {
+    case FfnLayout::GateUp:
+      w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, s.n_ff);
+      w.ffn_up = m.matrix(name("ffn_up"), s.n_embd, s.n_ff);
+      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_gate"), s.n_ff);
+      w.ffn_up_b = m.optional_vector(bias_name(l, "ffn_up"), s.n_ff);
+      break;
+    case FfnLayout::FusedGateUp: {
+      const Tensor gate_up = m.matrix(name("ffn_up"), s.n_embd, 2 * s.n_ff);
+      w.ffn_gate = row_range(gate_up, 0, s.n_ff);
+      w.ffn_up = row_range(gate_up, s.n_ff, s.n_ff);
+      break;
+    }
+    case FfnLayout::UpOnly:
+      w.ffn_gate = m.matrix(name("ffn_up"), s.n_embd, s.n_ff);
+      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_up"), s.n_ff);
+      break;
+  }
+  if (s.sparse_layout) {
+    w.ffn_down_t = m.matrix(name("ffn_down_t"), s.n_embd, s.n_ff);
+  } else {
+    w.ffn_down = m.matrix(name("ffn_down"), s.n_ff, s.n_embd);
+  }
+  w.ffn_down_b = m.optional_vector(bias_name(l, "ffn_down"), s.n_embd);
+}
+
+}  // namespace
 
 kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name) {
   const auto& info = file.tensor(name);
@@ -15,27 +141,90 @@ kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name)
   return t;
 }
 
-LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& spec) {
+LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
+  const Architecture& a = *s.architecture;
+  const Mapper m(file);
+  const bool layer_norm = a.norm == NormKind::Layer;
   LlamaWeights w;
-  w.token_embd = tensor_view(file, "token_embd.weight");
-  w.output_norm = tensor_view(file, "output_norm.weight");
-  w.output = spec.tied_embeddings ? w.token_embd : tensor_view(file, "output.weight");
-  w.layers.reserve(static_cast<size_t>(spec.n_layer));
-  for (int64_t l = 0; l < spec.n_layer; ++l) {
+  w.token_embd = m.matrix("token_embd.weight", s.n_embd, s.n_vocab);
+  w.output_norm = m.vector("output_norm.weight", s.n_embd);
+  if (layer_norm) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
+  w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
+  w.output_b = m.optional_vector("output.bias", s.n_vocab);
+  if (a.rope_freqs) w.rope_freqs = m.optional_vector("rope_freqs.weight", s.n_rot / 2);
+  if (a.longrope) {
+    w.rope_factors_short = m.optional_vector("rope_factors_short.weight", s.n_rot / 2);
+    w.rope_factors_long = m.optional_vector("rope_factors_long.weight", s.n_rot / 2);
+  }
+  w.layers.resize(static_cast<size_t>(s.n_layer));
+  for (int64_t l = 0; l < s.n_layer; ++l) {
     auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
-    LayerWeights lw{tensor_view(file, name("attn_norm")), tensor_view(file, name("attn_q")),
-                    tensor_view(file, name("attn_k")),    tensor_view(file, name("attn_v")),
-                    tensor_view(file, name("attn_output")), tensor_view(file, name("ffn_norm")),
-                    tensor_view(file, name("ffn_gate")),  tensor_view(file, name("ffn_up")),
-                    {},                                   {}};
-    if (spec.sparse_layout) {
-      lw.ffn_down_t = tensor_view(file, name("ffn_down_t"));
-    } else {
-      lw.ffn_down = tensor_view(file, name("ffn_down"));
+    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
+    if (layer_norm) {
+      lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
+      lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
+      if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
     }
-    w.layers.push_back(lw);
+    map_attention(m, s, l, lw);
+    lw.attn_output = m.matrix(name("attn_output"), s.n_embd_q(), s.n_embd);
+    lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
+    if (a.qk_norm) {
+      lw.attn_q_norm = m.vector(name("attn_q_norm"), s.head_dim);
+      lw.attn_k_norm = m.vector(name("attn_k_norm"), s.head_dim);
+    }
+    if (a.post_norms) {
+      lw.attn_post_norm = m.vector(name("post_attention_norm"), s.n_embd);
+      lw.ffn_post_norm = m.vector(name("post_ffw_norm"), s.n_embd);
+    }
+    if (a.layer_form == LayerForm::Sequential) {
+      lw.ffn_norm = m.vector(name("ffn_norm"), s.n_embd);
+      if (layer_norm) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
+    }
+    map_ffn(m, s, l, lw);
   }
   return w;
+}
+
+std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w) {
+  return {{&w.token_embd, "token_embd.weight"},
+          {&w.output_norm, "output_norm.weight"},
+          {&w.output, "output.weight"},
+          {&w.output_norm_b, "output_norm.bias"},
+          {&w.output_b, "output.bias"},
+          {&w.rope_freqs, "rope_freqs.weight"},
+          {&w.rope_factors_short, "rope_factors_short.weight"},
+          {&w.rope_factors_long, "rope_factors_long.weight"}};
+}
+
+std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  auto bias = [l](std::string_view t) { return bias_name(l, t); };
+  return {{&w.attn_norm, name("attn_norm")},
+          {&w.attn_q, name("attn_q")},
+          {&w.attn_k, name("attn_k")},
+          {&w.attn_v, name("attn_v")},
+          {&w.attn_output, name("attn_output")},
+          {&w.ffn_norm, name("ffn_norm")},
+          {&w.ffn_gate, name("ffn_gate"), true},
+          {&w.ffn_up, name("ffn_up"), true},
+          {&w.ffn_down, name("ffn_down"), true},
+          {&w.ffn_down_t, name("ffn_down_t"), true},
+          {&w.attn_norm_b, bias("attn_norm")},
+          {&w.attn_norm_2, name("attn_norm_2")},
+          {&w.attn_norm_2_b, bias("attn_norm_2")},
+          {&w.ffn_norm_b, bias("ffn_norm")},
+          {&w.attn_q_b, bias("attn_q")},
+          {&w.attn_k_b, bias("attn_k")},
+          {&w.attn_v_b, bias("attn_v")},
+          {&w.attn_output_b, bias("attn_output")},
+          {&w.ffn_gate_b, bias("ffn_gate")},
+          {&w.ffn_up_b, bias("ffn_up")},
+          {&w.ffn_down_b, bias("ffn_down")},
+          {&w.attn_q_norm, name("attn_q_norm")},
+          {&w.attn_k_norm, name("attn_k_norm")},
+          {&w.attn_post_norm, name("post_attention_norm")},
+          {&w.ffn_post_norm, name("post_ffw_norm")}};
 }
 
 }  // namespace tc::model

@@ -1,7 +1,10 @@
-// LlamaWeights: views of a llama model's weight tensors (no copies: in CPU
-// mode they point into the file's mmap, until cpu_repack.h replaces the
-// Q4_0 matmul matrices with repacked copies). Shapes in GGUF order {cols, rows};
-// row r of a matrix is output r. Const after load.
+// LlamaWeights: views of a model's weight tensors, for every architecture of
+// architecture.h (no copies: in CPU mode they point into the file's mmap,
+// until cpu_repack.h replaces the Q4_0 matmul matrices with repacked
+// copies). Fused tensors (attn_qkv, Phi-3's gate-up ffn_up) are split into
+// views of their row ranges. Shapes in GGUF order {cols, rows}; row r of a
+// matrix is output r. A tensor the file does not have is a null view
+// (data == nullptr). Const after load.
 #pragma once
 
 #include <vector>
@@ -14,21 +17,50 @@ namespace tc::model {
 
 struct LayerWeights {
   kernels::Tensor attn_norm;    // f32 [n_embd]
-  kernels::Tensor attn_q;       // weight dtype {n_embd, n_embd}
+  kernels::Tensor attn_q;       // weight dtype {n_embd, n_embd_q}
   kernels::Tensor attn_k;       // weight dtype {n_embd, n_embd_kv}
   kernels::Tensor attn_v;       // weight dtype {n_embd, n_embd_kv}
-  kernels::Tensor attn_output;  // weight dtype {n_embd, n_embd}
-  kernels::Tensor ffn_norm;     // f32 [n_embd]
-  kernels::Tensor ffn_gate;     // weight dtype {n_embd, n_ff}, row i = neuron i
-  kernels::Tensor ffn_up;       // weight dtype {n_embd, n_ff}, row i = neuron i
+  kernels::Tensor attn_output;  // weight dtype {n_embd_q, n_embd}
+  kernels::Tensor ffn_norm;     // f32 [n_embd]; null in the Parallel layer form
+  // The FFN's input matrices, row i = neuron i. Ungated forms (Falcon) have
+  // one: the file's ffn_up sits in ffn_gate, the matrix the activation is
+  // applied to (so the sparse FFN's rules, "gate > 0 fires", hold as they
+  // are), and ffn_up is null.
+  kernels::Tensor ffn_gate;     // weight dtype {n_embd, n_ff}
+  kernels::Tensor ffn_up;       // weight dtype {n_embd, n_ff}; null for ungated forms
   kernels::Tensor ffn_down;     // weight dtype {n_ff, n_embd}, row j = output j; data null in PWRI files
   kernels::Tensor ffn_down_t;   // weight dtype {n_embd, n_ff}, row i = neuron i (PWRI files); data null otherwise
+
+  // Present in some architectures only (null views otherwise).
+  kernels::Tensor attn_norm_b;     // f32 [n_embd]: LayerNorm bias
+  kernels::Tensor attn_norm_2;     // f32 [n_embd]: Falcon-40B's separate norm of the attention input
+  kernels::Tensor attn_norm_2_b;   // f32 [n_embd]
+  kernels::Tensor ffn_norm_b;      // f32 [n_embd]
+  kernels::Tensor attn_q_b;        // f32 [n_embd_q]: linear biases (Qwen2)
+  kernels::Tensor attn_k_b;        // f32 [n_embd_kv]
+  kernels::Tensor attn_v_b;        // f32 [n_embd_kv]
+  kernels::Tensor attn_output_b;   // f32 [n_embd]
+  kernels::Tensor ffn_gate_b;      // f32 [n_ff]
+  kernels::Tensor ffn_up_b;        // f32 [n_ff]
+  kernels::Tensor ffn_down_b;      // f32 [n_embd]
+  kernels::Tensor attn_q_norm;     // f32 [head_dim]: RMSNorm of each query head (Qwen3, Gemma 3)
+  kernels::Tensor attn_k_norm;     // f32 [head_dim]
+  kernels::Tensor attn_post_norm;  // f32 [n_embd]: RMSNorm of the attention output (Gemma)
+  kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
 };
 
 struct LlamaWeights {
   kernels::Tensor token_embd;   // weight dtype {n_embd, n_vocab}
   kernels::Tensor output_norm;  // f32 [n_embd]
   kernels::Tensor output;       // weight dtype {n_embd, n_vocab}; token_embd when tied
+  kernels::Tensor output_norm_b;  // f32 [n_embd]: LayerNorm bias; null for RMSNorm
+  kernels::Tensor output_b;       // f32 [n_vocab]; null when the head has no bias
+  // RoPE frequency factors, f32 [n_rot/2], null when absent: Llama 3.1's
+  // rope_freqs, Phi-3's LongRoPE factors for contexts up to and past
+  // n_ctx_orig.
+  kernels::Tensor rope_freqs;
+  kernels::Tensor rope_factors_short;
+  kernels::Tensor rope_factors_long;
   std::vector<LayerWeights> layers;
 };
 
@@ -36,9 +68,21 @@ struct LlamaWeights {
 // ModelLoadError naming the tensor when it is missing.
 kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name);
 
-// Views into `file` (which must outlive the result). The spec must come from
-// read_model_spec + validate_model_tensors on the same file. PWRI files
-// give ffn_down_t, the others ffn_down.
+// Views into `file` (which must outlive the result), each checked for its
+// shape and dtype. The spec must come from read_model_spec on the same
+// file. PWRI files give ffn_down_t, the others ffn_down. Throws
+// ModelLoadError naming the first tensor at fault and what was expected.
 LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& spec);
+
+// Every tensor slot of `w`, with its name (the row-range views of a fused
+// tensor under their own names: "blk.0.attn_q.weight" of attn_qkv), for
+// placing and walking them; null views included.
+struct NamedTensor {
+  kernels::Tensor* tensor;
+  std::string name;
+  bool ffn_matrix = false;  // ffn_gate, ffn_up, ffn_down or ffn_down_t
+};
+std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w);
+std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t layer);
 
 }  // namespace tc::model

@@ -1,17 +1,18 @@
-// Reading ModelSpec from GGUF metadata and checking the tensors against it.
+// Reading ModelSpec from GGUF metadata, as llama.cpp's load_hparams and its
+// per-architecture load_arch_hparams read the same keys.
 #include "engine/model/model_spec.h"
 
-#include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/llama_weights.h"
 
 namespace tc::model {
 namespace {
 
 using gguf::GgufFile;
-using kernels::DType;
 
 // A positive integer hyperparameter `{arch}.<suffix>`.
 int64_t positive_key(const GgufFile& file, const std::string& key) {
@@ -25,42 +26,110 @@ int64_t positive_key(const GgufFile& file, const std::string& key, int64_t fallb
   return positive_key(file, key);
 }
 
-void expect_weight(const GgufFile& file, const std::string& name, std::initializer_list<int64_t> ne) {
-  const auto& info = file.tensor(name, ne);
-  if (!is_weight_dtype(info.dtype)) {
-    throw file.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
-                               ", expected a weight dtype (f32, f16, bf16 or a block format)");
-  }
+double positive_f64(const GgufFile& file, const std::string& key, double fallback) {
+  const double v = file.get_f64(key, fallback);
+  if (!(v > 0.0) || !std::isfinite(v)) throw file.error(key, "must be a positive number");
+  return v;
 }
 
-void expect_norm(const GgufFile& file, const std::string& name, int64_t n) {
-  const auto& info = file.tensor(name, {n});
-  if (info.dtype != DType::F32) {
-    throw file.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
-                               ", expected f32 for a norm weight");
+std::string allowed_forms(const Architecture& a) {
+  std::string out;
+  for (const FfnForm f : a.ffn_forms) out += (out.empty() ? "" : ", ") + std::string(ffn_form_name(f));
+  return out;
+}
+
+// The FFN form: thermocline.ffn_form where present, else the
+// architecture's first form (its first ReLU-family one for PWRI files).
+FfnForm read_ffn_form(const GgufFile& file, const Architecture& a, bool pwri) {
+  FfnForm form = a.ffn_forms.front();
+  if (pwri) {
+    for (const FfnForm f : a.ffn_forms) {
+      if (is_relu_family(f)) {
+        form = f;
+        break;
+      }
+    }
+  }
+  if (!file.has(kFfnFormKey)) return form;
+  const std::string name = file.get_string(kFfnFormKey);
+  bool allowed = false;
+  if (parse_ffn_form(name, form)) {
+    for (const FfnForm f : a.ffn_forms) allowed |= f == form;
+  }
+  if (!allowed) {
+    throw file.error(std::string(kFfnFormKey), "is '" + gguf::printable(name) + "', but architecture '" +
+                                                   std::string(a.name) + "' is " + allowed_forms(a) +
+                                                   (a.name == kArchBamboo ? " (relu(gate) * relu(up))" : ""));
+  }
+  return form;
+}
+
+void read_rope(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  s.rope_freq_base = positive_f64(file, p + "rope.freq_base", 10000.0);
+  const std::string type = file.get_string(p + "rope.scaling.type", "linear");
+  if (type == "none") {
+    s.rope_scaling = RopeScaling::None;
+  } else if (type == "linear") {
+    s.rope_scaling = RopeScaling::Linear;
+  } else if (type == "longrope") {
+    s.rope_scaling = RopeScaling::LongRope;
+  } else {
+    throw file.error(p + "rope.scaling.type", "is '" + gguf::printable(type) +
+                                                  "', expected 'none', 'linear' or 'longrope' (YaRN is not supported)");
+  }
+  // As llama.cpp: rope.scaling.factor (or the older rope.scale_linear) gives
+  // the scale whatever the type, but type none never scales.
+  std::string factor_key = p + "rope.scaling.factor";
+  if (!file.has(factor_key) && file.has(p + "rope.scale_linear")) factor_key = p + "rope.scale_linear";
+  const double factor = file.get_f64(factor_key, 0.0);
+  if (factor < 0.0 || !std::isfinite(factor)) throw file.error(factor_key, "must be >= 0");
+  s.rope_freq_scale = s.rope_scaling == RopeScaling::None || factor == 0.0 ? 1.0 : 1.0 / factor;
+  s.rope_attn_factor = positive_f64(file, p + "rope.scaling.attn_factor", 1.0);
+  s.n_ctx_orig = positive_key(file, p + "rope.scaling.original_context_length", s.n_ctx_train);
+}
+
+// Which layers use the sliding window, and its size (llama.cpp's n_swa,
+// set_swa_pattern and the per-architecture defaults).
+void read_sliding_window(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
+  const SlidingWindowRule& rule = a.sliding_window;
+  if (!rule.enabled) return;  // the architecture has none (llama.cpp ignores the key there)
+  const std::string window_key = p + "attention.sliding_window";
+  s.n_swa = rule.default_window;
+  if (file.has(window_key)) {
+    s.n_swa = file.get_i64(window_key);
+    if (s.n_swa < 0) throw file.error(window_key, "must be >= 0");
+  }
+  if (s.n_swa == 0) return;
+  s.swa_layers.assign(static_cast<size_t>(s.n_layer), false);
+  const std::string pattern_key = p + "attention.sliding_window_pattern";
+  const gguf::Value* pattern = file.find(pattern_key);
+  if (pattern != nullptr && pattern->is_array()) {
+    const auto& items = *pattern->as_array();
+    if (static_cast<int64_t>(items.size()) != s.n_layer) {
+      throw file.error(pattern_key, "has " + std::to_string(items.size()) + " entries, expected one per layer (" +
+                                        std::to_string(s.n_layer) + ")");
+    }
+    for (size_t l = 0; l < items.size(); ++l) {
+      int64_t v = 0;
+      const bool* b = items[l].as_bool();
+      if (b == nullptr && !items[l].to_i64(v)) throw file.error(pattern_key, "must hold booleans");
+      s.swa_layers[l] = b != nullptr ? *b : v != 0;
+    }
+  } else {
+    const int64_t period = pattern != nullptr ? file.get_i64(pattern_key) : rule.period;
+    if (period < 0) throw file.error(pattern_key, "must be >= 0");
+    for (int64_t l = 0; l < s.n_layer; ++l) s.swa_layers[static_cast<size_t>(l)] = period == 0 || l % period < period - 1;
+  }
+  if (rule.own_rope) {
+    s.rope_freq_base_swa = positive_f64(file, p + "rope.freq_base_swa", 10000.0);
+    s.rope_freq_scale_swa = 1.0;
+  } else {
+    s.rope_freq_base_swa = s.rope_freq_base;
+    s.rope_freq_scale_swa = s.rope_freq_scale;
   }
 }
 
 }  // namespace
-
-std::string_view ffn_form_name(FfnForm form) {
-  switch (form) {
-    case FfnForm::SwiGLU: return "swiglu";
-    case FfnForm::ReGLU: return "reglu";
-    case FfnForm::DReLU: return "drelu";
-  }
-  return "?";
-}
-
-bool parse_ffn_form(std::string_view name, FfnForm& out) {
-  for (FfnForm f : {FfnForm::SwiGLU, FfnForm::ReGLU, FfnForm::DReLU}) {
-    if (name == ffn_form_name(f)) {
-      out = f;
-      return true;
-    }
-  }
-  return false;
-}
 
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout) {
   return powerinfer_layout && form == FfnForm::DReLU ? kArchBamboo : kArchLlama;
@@ -73,11 +142,13 @@ std::string layer_tensor_name(int64_t layer, std::string_view tensor) {
 ModelSpec read_model_spec(const GgufFile& file) {
   ModelSpec s;
   s.arch = file.get_string("general.architecture");
-  const bool bamboo = s.arch == kArchBamboo;
-  if (s.arch != kArchLlama && !bamboo) {
+  s.architecture = find_architecture(s.arch);
+  if (s.architecture == nullptr) {
     throw file.error("general.architecture", "is '" + gguf::printable(s.arch) +
-                                                 "', expected 'llama' or 'bamboo' (the architectures supported)");
+                                                 "', not an architecture Thermocline runs (" +
+                                                 supported_architecture_names() + ")");
   }
+  const Architecture& a = *s.architecture;
   s.name = file.get_string("general.name", "");
   const std::string p = s.arch + ".";
   s.n_embd = positive_key(file, p + "embedding_length");
@@ -86,48 +157,52 @@ ModelSpec read_model_spec(const GgufFile& file) {
   s.n_head = positive_key(file, p + "attention.head_count");
   s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);
   s.n_ctx_train = positive_key(file, p + "context_length");
-  if (s.n_embd % s.n_head != 0) {
-    throw file.error(p + "attention.head_count", std::to_string(s.n_head) + " does not divide " +
-                                                     p + "embedding_length " + std::to_string(s.n_embd));
-  }
   if (s.n_head % s.n_head_kv != 0) {
     throw file.error(p + "attention.head_count_kv",
                      std::to_string(s.n_head_kv) + " does not divide head_count " + std::to_string(s.n_head));
   }
-  s.head_dim = s.n_embd / s.n_head;
+  const std::string key_length = p + "attention.key_length";
+  if (!file.has(key_length) && s.n_embd % s.n_head != 0) {
+    throw file.error(p + "attention.head_count", std::to_string(s.n_head) + " does not divide " + p +
+                                                     "embedding_length " + std::to_string(s.n_embd) + " (and no " +
+                                                     key_length + " gives the head size)");
+  }
+  s.head_dim = positive_key(file, key_length, s.n_embd / s.n_head);
+  const std::string value_length = p + "attention.value_length";
+  if (positive_key(file, value_length, s.head_dim) != s.head_dim) {
+    throw file.error(value_length, "is " + std::to_string(file.get_i64(value_length)) + ", expected the key length " +
+                                       std::to_string(s.head_dim) + " (separate key and value head sizes are not supported)");
+  }
   s.n_rot = positive_key(file, p + "rope.dimension_count", s.head_dim);
   if (s.n_rot > s.head_dim || s.n_rot % 2 != 0) {
     throw file.error(p + "rope.dimension_count", "is " + std::to_string(s.n_rot) +
                                                      ", expected an even number <= head_dim " +
                                                      std::to_string(s.head_dim));
   }
-  s.rope_freq_base = file.get_f64(p + "rope.freq_base", 10000.0);
-  if (!(s.rope_freq_base > 0.0)) throw file.error(p + "rope.freq_base", "must be > 0");
-  const std::string scaling_type = file.get_string(p + "rope.scaling.type", "none");
-  if (scaling_type == "linear") {
-    const double factor = file.get_f64(p + "rope.scaling.factor", 1.0);
-    if (!(factor > 0.0)) throw file.error(p + "rope.scaling.factor", "must be > 0");
-    s.rope_freq_scale = 1.0 / factor;
-  } else if (scaling_type != "none") {
-    throw file.error(p + "rope.scaling.type", "is '" + scaling_type + "', expected 'none' or 'linear'");
-  }
-  s.rms_eps = file.get_f64(p + "attention.layer_norm_rms_epsilon", 1e-5);
-  if (!(s.rms_eps > 0.0 && s.rms_eps < 1.0)) {
-    throw file.error(p + "attention.layer_norm_rms_epsilon", "must be in (0, 1)");
-  }
+  read_rope(file, p, s);
+  const std::string eps_key =
+      p + (a.norm == NormKind::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
+  s.rms_eps = file.get_f64(eps_key, 1e-5);
+  if (!(s.rms_eps > 0.0 && s.rms_eps < 1.0)) throw file.error(eps_key, "must be in (0, 1)");
 
   s.sparse_layout = file.magic() == gguf::Magic::PWRI;
-  s.ffn_form = bamboo ? FfnForm::DReLU : s.sparse_layout ? FfnForm::ReGLU : FfnForm::SwiGLU;
-  if (file.has(kFfnFormKey)) {
-    const std::string form = file.get_string(kFfnFormKey);
-    if (!parse_ffn_form(form, s.ffn_form)) {
-      throw file.error(std::string(kFfnFormKey), "is '" + gguf::printable(form) + "', expected swiglu, reglu or drelu");
-    }
-    if (bamboo && s.ffn_form != FfnForm::DReLU) {
-      throw file.error(std::string(kFfnFormKey),
-                       "is '" + form + "', but architecture 'bamboo' is drelu (relu(gate) * relu(up))");
-    }
+  s.ffn_form = read_ffn_form(file, a, s.sparse_layout);
+
+  if (a.attn_softcap > 0.0f) {
+    s.attn_softcap = static_cast<float>(positive_f64(file, p + "attn_logit_softcapping", a.attn_softcap));
   }
+  if (a.reads_final_softcap) {
+    const std::string key = p + "final_logit_softcapping";
+    s.final_softcap = static_cast<float>(file.get_f64(key, a.final_softcap));
+    if (!(s.final_softcap >= 0.0f) || !std::isfinite(s.final_softcap)) throw file.error(key, "must be >= 0");
+  }
+  if (a.embd_scale) s.embd_scale = std::sqrt(static_cast<float>(s.n_embd));
+  if (a.embd_query_scale_n_layer > 0) {
+    // Gemma scales the queries itself; 27B by 1/sqrt(n_embd / n_head).
+    const int64_t d = s.n_layer == a.embd_query_scale_n_layer ? s.n_embd / s.n_head : s.head_dim;
+    s.attn_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  }
+  read_sliding_window(file, p, a, s);
 
   const auto& embd = file.tensor("token_embd.weight");
   if (embd.ne.size() != 2 || embd.ne[0] != s.n_embd) {
@@ -135,30 +210,13 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                               std::to_string(s.n_embd) + ", n_vocab]");
   }
   s.n_vocab = embd.ne[1];
-  s.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  s.tied_embeddings = a.head_is_token_embd || file.find_tensor("output.weight") == nullptr;
   return s;
 }
 
 void validate_model_tensors(const GgufFile& file, const ModelSpec& s) {
-  expect_weight(file, "token_embd.weight", {s.n_embd, s.n_vocab});
-  expect_norm(file, "output_norm.weight", s.n_embd);
-  if (!s.tied_embeddings) expect_weight(file, "output.weight", {s.n_embd, s.n_vocab});
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
-    expect_norm(file, name("attn_norm"), s.n_embd);
-    expect_weight(file, name("attn_q"), {s.n_embd, s.n_embd});
-    expect_weight(file, name("attn_k"), {s.n_embd, s.n_embd_kv()});
-    expect_weight(file, name("attn_v"), {s.n_embd, s.n_embd_kv()});
-    expect_weight(file, name("attn_output"), {s.n_embd, s.n_embd});
-    expect_norm(file, name("ffn_norm"), s.n_embd);
-    expect_weight(file, name("ffn_gate"), {s.n_embd, s.n_ff});
-    expect_weight(file, name("ffn_up"), {s.n_embd, s.n_ff});
-    if (s.sparse_layout) {
-      expect_weight(file, name("ffn_down_t"), {s.n_embd, s.n_ff});
-    } else {
-      expect_weight(file, name("ffn_down"), {s.n_ff, s.n_embd});
-    }
-  }
+  // Mapping checks every tensor the spec needs, as it maps it.
+  (void)map_llama_weights(file, s);
 }
 
 }  // namespace tc::model

@@ -1,12 +1,16 @@
 // ModelSpec: the hyperparameters of a model, read from GGUF metadata (the
-// keys llama.cpp writes for architecture `llama`, or PowerInfer for its
-// `bamboo`), and the check that the file holds every tensor the spec needs
-// with the right dtype and shape. Plain data, immutable after load.
+// keys llama.cpp writes for the architectures of architecture.h, or
+// PowerInfer for its `bamboo`), and the check that the file holds every
+// tensor the spec needs with the right dtype and shape. Plain data,
+// immutable after load.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "engine/model/architecture.h"
 
 namespace tc::gguf {
 class GgufFile;
@@ -14,25 +18,14 @@ class GgufFile;
 
 namespace tc::model {
 
-// How an FFN neuron's activation is formed from its gate and up rows.
-enum class FfnForm {
-  SwiGLU,  // silu(gate) * up          (LLaMA, Mistral)
-  ReGLU,   // relu(gate) * up          (ReluLLaMA, ProSparse)
-  DReLU,   // relu(gate) * relu(up)    (Bamboo / TurboSparse)
-};
-std::string_view ffn_form_name(FfnForm form);     // "swiglu", "reglu", "drelu"
-bool parse_ffn_form(std::string_view name, FfnForm& out);
-
 // Metadata key (ours) that names the FFN form; llama.cpp has none. Absent:
-// SwiGLU for `GGUF` files, ReGLU for PowerInfer `PWRI` files, DReLU for
-// architecture `bamboo` (which allows no other form).
+// the architecture's first form (Architecture::ffn_forms) for `GGUF` files,
+// its first ReLU-family one for PowerInfer `PWRI` files. Only the forms the
+// architecture lists are accepted (bamboo: drelu only).
 inline constexpr std::string_view kFfnFormKey = "thermocline.ffn_form";
 
-// The architectures read (`general.architecture`; hyperparameters under
-// "{arch}."): llama.cpp's `llama` (LLaMA-family, ReluLLaMA and ProSparse
-// PowerInfer files), and PowerInfer's `bamboo` (Bamboo-7B): the same
-// tensors and graph as llama with relu(gate) * relu(up), in dense and
-// sparse runs alike.
+// The architectures of llama's graph that PowerInfer writes (`bamboo`: a
+// dReLU llama).
 inline constexpr std::string_view kArchLlama = "llama";
 inline constexpr std::string_view kArchBamboo = "bamboo";
 
@@ -41,8 +34,12 @@ inline constexpr std::string_view kArchBamboo = "bamboo";
 // relu(up) for bamboo only, and relu(gate) * up for llama), else `llama`.
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout);
 
+// How RoPE scales positions (llama.cpp's rope.scaling.type).
+enum class RopeScaling { None, Linear, LongRope };
+
 struct ModelSpec {
   std::string arch;          // `general.architecture`
+  const Architecture* architecture = &llama_architecture();  // its descriptor; never null
   std::string name;          // `general.name` (may be empty)
   int64_t n_vocab = 0;       // rows of token_embd
   int64_t n_embd = 0;        // {arch}.embedding_length
@@ -50,28 +47,45 @@ struct ModelSpec {
   int64_t n_ff = 0;          // {arch}.feed_forward_length
   int64_t n_head = 0;        // {arch}.attention.head_count
   int64_t n_head_kv = 0;     // {arch}.attention.head_count_kv (default n_head)
-  int64_t head_dim = 0;      // n_embd / n_head
+  int64_t head_dim = 0;      // {arch}.attention.key_length (default n_embd / n_head)
   int64_t n_rot = 0;         // {arch}.rope.dimension_count (default head_dim)
   int64_t n_ctx_train = 0;   // {arch}.context_length
   double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
-  double rope_freq_scale = 1.0;      // 1 / {arch}.rope.scaling.factor when type is linear
-  double rms_eps = 1e-5;             // {arch}.attention.layer_norm_rms_epsilon
+  // 1 / {arch}.rope.scaling.factor (linear and longrope; 1 without the factor or with scaling none)
+  double rope_freq_scale = 1.0;
+  RopeScaling rope_scaling = RopeScaling::Linear;  // {arch}.rope.scaling.type ("linear" when absent, as llama.cpp)
+  double rope_attn_factor = 1.0;     // {arch}.rope.scaling.attn_factor (LongRoPE's cos/sin scale)
+  int64_t n_ctx_orig = 0;            // {arch}.rope.scaling.original_context_length (default n_ctx_train)
+  double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
-  bool tied_embeddings = false;      // no output.weight: the head reuses token_embd
+  bool tied_embeddings = false;      // the head reuses token_embd (no output.weight, or the architecture says so)
   bool sparse_layout = false;        // PWRI: ffn_down_t (neuron-major) instead of ffn_down
+  // Attention scores: scale (0: 1/sqrt(head_dim)) and soft-cap (0: none).
+  float attn_scale = 0.0f;
+  float attn_softcap = 0.0f;         // {arch}.attn_logit_softcapping where the architecture caps scores
+  float final_softcap = 0.0f;        // {arch}.final_logit_softcapping: logits = cap * tanh(logits / cap)
+  float embd_scale = 1.0f;           // token embeddings times this (sqrt(n_embd) for Gemma)
+  // Sliding-window attention: the window ({arch}.attention.sliding_window)
+  // and which layers use it (empty: none).
+  int64_t n_swa = 0;
+  std::vector<bool> swa_layers;      // [n_layer] or empty
+  double rope_freq_base_swa = 10000.0;  // the windowed layers' RoPE base ({arch}.rope.freq_base_swa where read)
+  double rope_freq_scale_swa = 1.0;
 
+  int64_t n_embd_q() const { return n_head * head_dim; }   // width of q and of attn_output's input
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_gqa() const { return n_head / n_head_kv; }
+  bool is_swa(int64_t layer) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(layer)]; }
 };
 
-// Reads and validates the spec. Throws ModelLoadError naming the key when a
-// required key is missing, has the wrong type, or is inconsistent (n_embd
-// not divisible by n_head, n_head not a multiple of n_head_kv, ...).
+// Reads and validates the spec. Throws ModelLoadError naming the key when
+// the architecture is not supported, or a required key is missing, has the
+// wrong type, or is inconsistent (n_head not a multiple of n_head_kv, ...).
 ModelSpec read_model_spec(const gguf::GgufFile& file);
 
 // Checks that every tensor the spec needs is present with the expected shape
-// and a supported weight dtype (norms f32). Throws ModelLoadError naming the
-// first tensor at fault and the expected shape.
+// and a supported weight dtype (norms and biases f32). Throws ModelLoadError
+// naming the first tensor at fault and the expected shape.
 void validate_model_tensors(const gguf::GgufFile& file, const ModelSpec& spec);
 
 // Names of the per-layer tensors, as llama.cpp spells them.

@@ -34,23 +34,19 @@ class Placer {
 PlacedWeights place_weights(const LlamaWeights& host, kernels::Backend& backend, bool ffn_matrices) {
   PlacedWeights out;
   Placer placer(backend, out);
+  out.views = host;
   LlamaWeights& v = out.views;
-  v.token_embd = placer.place(host.token_embd, "token_embd.weight");
-  v.output_norm = placer.place(host.output_norm, "output_norm.weight");
   const bool tied = host.output.data == host.token_embd.data;
-  v.output = tied ? v.token_embd : placer.place(host.output, "output.weight");
-  v.layers.reserve(host.layers.size());
-  for (size_t l = 0; l < host.layers.size(); ++l) {
-    const LayerWeights& h = host.layers[l];
-    auto name = [l](std::string_view t) { return layer_tensor_name(static_cast<int64_t>(l), t); };
-    auto ffn = [&](const kernels::Tensor& t, std::string_view n) {
-      return ffn_matrices ? placer.place(t, name(n)) : kernels::Tensor{};
-    };
-    v.layers.push_back({placer.place(h.attn_norm, name("attn_norm")), placer.place(h.attn_q, name("attn_q")),
-                        placer.place(h.attn_k, name("attn_k")), placer.place(h.attn_v, name("attn_v")),
-                        placer.place(h.attn_output, name("attn_output")), placer.place(h.ffn_norm, name("ffn_norm")),
-                        ffn(h.ffn_gate, "ffn_gate"), ffn(h.ffn_up, "ffn_up"), ffn(h.ffn_down, "ffn_down"),
-                        ffn(h.ffn_down_t, "ffn_down_t")});
+  for (const NamedTensor& t : non_layer_tensors(v)) {
+    if (t.tensor == &v.output && tied) continue;
+    *t.tensor = placer.place(*t.tensor, t.name);
+  }
+  if (tied) v.output = v.token_embd;
+  for (size_t l = 0; l < v.layers.size(); ++l) {
+    for (const NamedTensor& t : layer_tensors(v.layers[l], static_cast<int64_t>(l))) {
+      // Hybrid mode leaves the FFN matrices out: the split uploads the hot rows.
+      *t.tensor = t.ffn_matrix && !ffn_matrices ? kernels::Tensor{} : placer.place(*t.tensor, t.name);
+    }
   }
   return out;
 }
@@ -61,13 +57,22 @@ PlacedWeights place_leading_layers(const LlamaWeights& host, kernels::Backend& b
   device_part.layers.assign(host.layers.begin(), host.layers.begin() + n_device_layers);
   if (head) {
     device_part.output_norm = host.output_norm;
+    device_part.output_norm_b = host.output_norm_b;
     device_part.output = host.output;  // placed on its own: the tied token_embd stays on the host
+    device_part.output_b = host.output_b;
   }
+  // The RoPE factors go to the device (its layers read them there); the
+  // host layers read the host views (LlamaModel keeps them).
+  device_part.rope_freqs = host.rope_freqs;
+  device_part.rope_factors_short = host.rope_factors_short;
+  device_part.rope_factors_long = host.rope_factors_long;
   PlacedWeights out = place_weights(device_part, backend);
   out.views.token_embd = host.token_embd;
   if (!head) {
     out.views.output_norm = host.output_norm;
+    out.views.output_norm_b = host.output_norm_b;
     out.views.output = host.output;
+    out.views.output_b = host.output_b;
   }
   out.views.layers.insert(out.views.layers.end(), host.layers.begin() + n_device_layers, host.layers.end());
   return out;

@@ -11,8 +11,9 @@ namespace tc::model {
 SparseFfnBlock::SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend,
                                std::vector<sparse::LayerPredictor> predictors, kernels::Activation activation)
     : spec_(spec), backend_(backend), predictors_(std::move(predictors)), activation_(activation) {
-  if (activation != kernels::Activation::ReGLU && activation != kernels::Activation::DReLU) {
-    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu or drelu)");
+  if (activation != kernels::Activation::ReGLU && activation != kernels::Activation::DReLU &&
+      activation != kernels::Activation::Relu) {
+    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu)");
   }
   if (static_cast<int64_t>(predictors_.size()) != spec.n_layer) {
     throw std::invalid_argument("the sparse FFN needs one predictor per layer");
@@ -99,9 +100,13 @@ void SparseFfnBlock::run(int64_t layer, const LayerWeights& w, const float* x, c
   counters_.predicted[l] += n_pred;
   counters_.computed[l] += n_live;
 
-  // 3. Up over L, the activation, down as scaled rows of ffn_down_t.
-  backend_.matmul_rows(w.ffn_up, cur, n_tokens, rows, n_live, up);
-  backend_.ffn_activation(activation_, gate, up, n_tokens * n_live, up);
+  // 3. Up over L (gated forms), the activation, down as scaled rows of ffn_down_t.
+  if (kernels::is_gated(activation_)) {
+    backend_.matmul_rows(w.ffn_up, cur, n_tokens, rows, n_live, up);
+    backend_.ffn_activation(activation_, gate, up, n_tokens * n_live, up);
+  } else {
+    backend_.ffn_activation(activation_, gate, nullptr, n_tokens * n_live, up);
+  }
   backend_.axpy_rows(w.ffn_down_t, up, n_tokens, rows, n_live, out);
 }
 

@@ -8,8 +8,9 @@
 //      tokens of the step: the same bits alone or batched); neurons whose
 //      gate is <= 0 for every token are exactly zero after the ReLU and are
 //      dropped: the live set L;
-//   3. up over L, the activation, and down as a sum of the scaled ffn_down_t
-//      rows of L (zeros skipped, deterministic).
+//   3. up over L (gated forms; an ungated FFN's one matrix is the gate), the
+//      activation, and down as a sum of the scaled ffn_down_t rows of L
+//      (zeros skipped, deterministic).
 // Neurons a predictor misses are not computed: that is the approximation.
 // Not thread-safe: the engine thread's. Workspace grows to the largest step.
 #pragma once
@@ -36,8 +37,8 @@ class SparseFfnBlock {
  public:
   // `spec` and the memory the predictor views point into must outlive this
   // object (the views are copied: the CPU backend may have repacked them,
-  // engine/model/cpu_repack.h); `activation` is the model's (ReGLU or DReLU:
-  // the live-set rule needs relu(gate)).
+  // engine/model/cpu_repack.h); `activation` is the model's (ReGLU, DReLU
+  // or Relu: the live-set rule needs relu(gate)).
   SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend, std::vector<sparse::LayerPredictor> predictors,
                  kernels::Activation activation);
 

@@ -79,8 +79,11 @@ bool parse_firing_rule(std::string_view name, FiringRule& out) {
 FiringRule firing_rule_for(model::FfnForm form) {
   switch (form) {
     case model::FfnForm::ReGLU: return FiringRule::GatePositive;
+    case model::FfnForm::Relu: return FiringRule::GatePositive;  // relu(up) of an ungated FFN: its one matrix is the gate
     case model::FfnForm::DReLU: return FiringRule::GateAndUpPositive;
-    case model::FfnForm::SwiGLU: return FiringRule::AbsAboveThreshold;
+    case model::FfnForm::SwiGLU:
+    case model::FfnForm::GeGLU:
+    case model::FfnForm::Gelu: return FiringRule::AbsAboveThreshold;
   }
   return FiringRule::AbsAboveThreshold;
 }

@@ -19,8 +19,8 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
   DecodeBytes b;
   for (int64_t l = 0; l < s.n_layer; ++l) {
     auto bytes = [&](const char* t) { return tensor_bytes(f, model::layer_tensor_name(l, t)); };
-    b.attention += bytes("attn_norm") + bytes("attn_q") + bytes("attn_k") + bytes("attn_v") + bytes("attn_output") +
-                   bytes("ffn_norm");
+    b.attention += bytes("attn_norm") + bytes("attn_q") + bytes("attn_k") + bytes("attn_v") + bytes("attn_qkv") +
+                   bytes("attn_output") + bytes("ffn_norm");
     const double gate = bytes("ffn_gate");
     const double up = bytes("ffn_up");
     const double down = bytes("ffn_down") + bytes("ffn_down_t");  // one of the two is in the file

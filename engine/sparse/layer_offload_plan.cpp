@@ -3,6 +3,7 @@
 #include "engine/sparse/layer_offload_plan.h"
 
 #include <stdexcept>
+#include <string_view>
 
 #include "engine/sparse/vram_budget.h"
 
@@ -26,12 +27,12 @@ LayerOffloadCosts layer_offload_costs(const gguf::GgufFile& file, const model::M
   LayerOffloadCosts costs;
   costs.layer_weights.assign(static_cast<size_t>(spec.n_layer), 0);
   for (int64_t l = 0; l < spec.n_layer; ++l) {
-    // The tensors LayerWeights maps (and place_leading_layers uploads), nothing else of blk.N.
-    for (const char* t : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate",
-                          "ffn_up", "ffn_down", "ffn_down_t"}) {
-      if (const auto* info = file.find_tensor(model::layer_tensor_name(l, t))) {
-        costs.layer_weights[static_cast<size_t>(l)] += info->n_bytes;
-      }
+    // The tensors LayerWeights maps (and place_leading_layers uploads): all of blk.N but the predictors.
+    const std::string prefix = "blk." + std::to_string(l) + ".";
+    for (const auto& info : file.tensors()) {
+      if (info.name.rfind(prefix, 0) != 0) continue;
+      const std::string_view t = std::string_view(info.name).substr(prefix.size());
+      if (t != "fc1.weight" && t != "fc2.weight") costs.layer_weights[static_cast<size_t>(l)] += info.n_bytes;
     }
   }
   costs.kv_per_layer = kv_cache_bytes(spec, shape) / static_cast<uint64_t>(spec.n_layer);

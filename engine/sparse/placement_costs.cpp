@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "engine/model/hybrid_ffn_stream.h"
 #include "kernels/device_scratch.h"
@@ -27,6 +28,25 @@ uint64_t checked_product(std::initializer_list<int64_t> factors, const char* wha
 }
 
 uint64_t tensor_bytes(const gguf::GgufFile& file, const std::string& name) { return file.tensor(name).n_bytes; }
+
+// The FFN matrices and the predictors of a layer, by short name: what the
+// hybrid split places per neuron, or not at all.
+bool neuron_tensor(std::string_view t) {
+  return t == "ffn_gate.weight" || t == "ffn_up.weight" || t == "ffn_down.weight" || t == "ffn_down_t.weight" ||
+         t == "fc1.weight" || t == "fc2.weight";
+}
+
+// Bytes of the tensors blk.{layer}.* whose short name `keep` accepts (every
+// architecture's norms, biases and attention tensors, fused or not).
+template <typename Keep>
+uint64_t layer_bytes(const gguf::GgufFile& file, int64_t layer, Keep keep) {
+  const std::string prefix = "blk." + std::to_string(layer) + ".";
+  uint64_t sum = 0;
+  for (const auto& t : file.tensors()) {
+    if (t.name.rfind(prefix, 0) == 0 && keep(std::string_view(t.name).substr(prefix.size()))) sum += t.n_bytes;
+  }
+  return sum;
+}
 
 uint64_t tensor_bytes(const kernels::Tensor& t) {
   return static_cast<uint64_t>(kernels::row_bytes(t.dtype, t.n_cols())) * static_cast<uint64_t>(t.n_rows());
@@ -78,7 +98,12 @@ void common_buffers(const model::ModelSpec& spec, const PlacementShape& shape, S
   const char* what = "the workspace size";
   ws.blas = kernels::kCublasWorkspaceBytes;
   const int64_t t = shape.step_tokens();
-  ws.buffers = checked_product({t, 4 * spec.n_embd + 2 * spec.n_embd_kv()}, what) * 4 + checked_product({t, 2}, what) * 4;
+  // x, cur (the wider of n_embd and n_embd_q), q, k, v, tmp, and the
+  // parallel layer form's FFN output (LlamaModel::Workspace).
+  const int64_t cur = std::max(spec.n_embd, spec.n_embd_q());
+  const int64_t ffn_out = spec.architecture->layer_form == model::LayerForm::Parallel ? spec.n_embd : 0;
+  ws.buffers = checked_product({t, 2 * spec.n_embd + cur + spec.n_embd_q() + ffn_out + 2 * spec.n_embd_kv()}, what) * 4 +
+               checked_product({t, 2}, what) * 4;
   ws.head_buffers = checked_product({shape.logit_rows(), spec.n_embd + spec.n_vocab}, what) * 4;
 }
 
@@ -96,8 +121,10 @@ uint64_t file_matrix_scratch(const gguf::GgufFile& file, const std::string& name
 uint64_t attention_scratch(const gguf::GgufFile& file, const model::ModelSpec& spec, int64_t n_tokens) {
   uint64_t most = 0;
   for (int64_t l = 0; l < spec.n_layer; ++l) {
-    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
-      most = std::max(most, file_matrix_scratch(file, model::layer_tensor_name(l, t), n_tokens));
+    // attn_qkv where the file fuses them (its views are multiplied one by one, each no larger).
+    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output"}) {
+      const std::string name = model::layer_tensor_name(l, t);
+      if (file.find_tensor(name) != nullptr) most = std::max(most, file_matrix_scratch(file, name, n_tokens));
     }
   }
   return most;
@@ -189,14 +216,16 @@ PlacementCosts placement_costs(const gguf::GgufFile& file, const model::ModelSpe
   costs.n_ff = spec.n_ff;
   FixedCosts& fixed = costs.fixed;
   for (int64_t l = 0; l < spec.n_layer; ++l) {
-    for (const char* t : {"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm"}) {
-      fixed.attention += tensor_bytes(file, model::layer_tensor_name(l, t));
-    }
+    fixed.attention += layer_bytes(file, l, [](std::string_view t) { return !neuron_tensor(t); });
     costs.layers.push_back(layer_neuron_cost(file, spec, l));
   }
   for (const auto& p : predictors.layers) fixed.predictors += tensor_bytes(p.fc1) + tensor_bytes(p.fc2);
   fixed.output_head = tensor_bytes(file, spec.tied_embeddings ? "token_embd.weight" : "output.weight") +
                       tensor_bytes(file, "output_norm.weight");
+  for (const char* t : {"output_norm.bias", "output.bias", "rope_freqs.weight", "rope_factors_short.weight",
+                        "rope_factors_long.weight"}) {
+    if (file.find_tensor(t) != nullptr) fixed.output_head += tensor_bytes(file, t);
+  }
   fixed.kv_cache = kv_cache_bytes(spec, shape);
   fixed.workspace = hybrid_step_workspace(file, spec, predictors, shape).total();
   return costs;

@@ -8,7 +8,7 @@ namespace tc::sparse {
 namespace {
 
 bool can_run_sparse_ffn(const model::LoadedModel& m) {
-  return m.spec.ffn_form != model::FfnForm::SwiGLU && !m.predictors.empty();
+  return model::is_relu_family(m.spec.ffn_form) && !m.predictors.empty();
 }
 
 }  // namespace
@@ -44,7 +44,7 @@ SparsityPlan plan_sparsity(const model::LoadedModel& model, const config::Sparsi
                    model.stats_file->path() + ")";
     return plan;
   }
-  const bool relu_auto = setting.mode == config::SparsityMode::Auto && model.spec.ffn_form != model::FfnForm::SwiGLU;
+  const bool relu_auto = setting.mode == config::SparsityMode::Auto && model::is_relu_family(model.spec.ffn_form);
   plan.summary = !relu_auto ? "dense"
                  : !cpu_backend
                      ? "dense (the sparse FFN runs on the CPU backend only, or on a GPU with --placement)"

@@ -375,7 +375,7 @@ TEST_CASE("convert --to-pwri refuses what it cannot convert, naming the file and
     s.n_threads = 2;
     tc::profiler::make_model(s);
     check_refused(convert_options(s.output, a_stats, out),
-                  {s.output.string(), std::string(tc::model::kFfnFormKey), "swiglu", "reglu or drelu"});
+                  {s.output.string(), std::string(tc::model::kFfnFormKey), "swiglu", "reglu, drelu or relu"});
   }
   {  // a file already in the PWRI layout
     auto p = tiny_sparse(dir / "p.gguf");

@@ -302,9 +302,9 @@ TEST_CASE("predictor options give clear errors", "[profiler][predictor]") {
   spec.n_ff = 256;
   spec.ffn_form = FfnForm::SwiGLU;
   PredictorOptions o;
-  CHECK_THROWS_WITH(tc::profiler::check_predictor_options(o, spec), Catch::Contains("reglu or drelu") &&
+  CHECK_THROWS_WITH(tc::profiler::check_predictor_options(o, spec), Catch::Contains("reglu, drelu or relu") &&
                                                                         Catch::Contains("swiglu"));
-  CHECK_THROWS_WITH(tc::profiler::PredictorRecorder(spec, 16, 1), Catch::Contains("reglu or drelu"));
+  CHECK_THROWS_WITH(tc::profiler::PredictorRecorder(spec, 16, 1), Catch::Contains("reglu, drelu or relu"));
   spec.ffn_form = FfnForm::DReLU;
   CHECK_NOTHROW(tc::profiler::check_predictor_options(o, spec));
   for (double bad : {0.0, -0.5, 1.5}) {

@@ -106,6 +106,7 @@ Bounds reference_bounds(const tc::model::LoadedModel& m, const std::vector<Token
               maybe = a > thresholds[l] - eps;
               break;
             }
+            default: FAIL("no profile reference for " << tc::model::ffn_form_name(s.ffn_form));
           }
           b.low[l][i] += surely;
           b.high[l][i] += maybe;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/cpu/quantize.h"
@@ -126,6 +127,7 @@ FfnPreActivations reference_ffn_pre_activations(const gguf::GgufFile& file, cons
           case model::FfnForm::SwiGLU: a[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i]; break;
           case model::FfnForm::ReGLU: a[i] = rg * u[i]; break;
           case model::FfnForm::DReLU: a[i] = rg * std::max(u[i], 0.0); break;
+          default: throw std::invalid_argument("reference_ffn: llama's gated forms only");
         }
       }
       const auto d = mul(wd, a);

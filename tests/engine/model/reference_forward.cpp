@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/cpu/quantize.h"
@@ -143,6 +144,7 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
           case model::FfnForm::SwiGLU: g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i]; break;
           case model::FfnForm::ReGLU: g[i] = std::max(g[i], 0.0) * u[i]; break;
           case model::FfnForm::DReLU: g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0); break;
+          default: throw std::invalid_argument("reference_forward: llama's gated forms only");
         }
         if (!keep.empty() && keep[i] == 0) g[i] = 0.0;
       }

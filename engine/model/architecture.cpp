@@ -1,0 +1,143 @@
+// The architecture table and the FFN form names.
+#include "engine/model/architecture.h"
+
+#include <array>
+#include <utility>
+
+namespace tc::model {
+namespace {
+
+using kernels::RopeMode;
+
+constexpr std::array kLlamaForms{FfnForm::SwiGLU, FfnForm::ReGLU, FfnForm::DReLU};
+constexpr std::array kBambooForms{FfnForm::DReLU};
+constexpr std::array kSwiGluOnly{FfnForm::SwiGLU};
+constexpr std::array kGeGluOnly{FfnForm::GeGLU};
+constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
+
+// One row per architecture; the fields left out are llama's.
+const std::array kArchitectures{
+    // llama.cpp's llama (LLaMA 1-3, Mistral, ReluLLaMA and ProSparse files
+    // with thermocline.ffn_form). Llama 3.1's rope_freqs; Mistral's
+    // llama.attention.sliding_window, on every layer where present.
+    Architecture{.name = "llama",
+                 .ffn_forms = kLlamaForms,
+                 .sliding_window = {.enabled = true, .period = 0},
+                 .rope_freqs = true},
+    // PowerInfer's bamboo (Bamboo-7B): llama's tensors and graph with dReLU.
+    Architecture{.name = "bamboo", .ffn_forms = kBambooForms, .sliding_window = {}},
+    // Qwen2 / Qwen2.5: llama with NeoX RoPE and (optional) q/k/v biases.
+    Architecture{.name = "qwen2", .rope_mode = RopeMode::Neox, .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    // Qwen3: qwen2 with an RMSNorm of each q and k head before RoPE.
+    Architecture{.name = "qwen3",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {}},
+    // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
+    // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
+    Architecture{.name = "phi3",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_layout = FfnLayout::FusedGateUp,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .longrope = true},
+    // Gemma 2: GeGLU, scaled embeddings, post-norms, soft-capped attention
+    // scores and logits, a 4096 window on every other layer, tied head.
+    Architecture{.name = "gemma2",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .head_is_token_embd = true,
+                 .sliding_window = {.enabled = true, .period = 2, .default_window = 4096},
+                 .attn_softcap = 50.0f,
+                 .final_softcap = 30.0f,
+                 .reads_final_softcap = true,
+                 .embd_query_scale_n_layer = 46},
+    // Gemma 3: gemma2 with q/k norms instead of the score cap, five windowed
+    // layers to one global (their own RoPE base), no logit cap unless the
+    // file sets one.
+    Architecture{.name = "gemma3",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .qk_norm = true,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
+                 .reads_final_softcap = true,
+                 .embd_query_scale_n_layer = 62},
+    // Falcon: LayerNorms with biases, fused attn_qkv, attention and an
+    // ungated FFN side by side on the same normed input; ReluFalcon
+    // (PowerInfer) with relu in place of gelu.
+    Architecture{.name = "falcon",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .layer_form = LayerForm::Parallel,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kFalconForms,
+                 .sliding_window = {}},
+};
+
+constexpr std::array kFormNames{std::pair{FfnForm::SwiGLU, "swiglu"}, std::pair{FfnForm::ReGLU, "reglu"},
+                                std::pair{FfnForm::DReLU, "drelu"},   std::pair{FfnForm::GeGLU, "geglu"},
+                                std::pair{FfnForm::Gelu, "gelu"},     std::pair{FfnForm::Relu, "relu"}};
+
+}  // namespace
+
+std::string_view ffn_form_name(FfnForm form) {
+  for (const auto& [f, name] : kFormNames) {
+    if (f == form) return name;
+  }
+  return "?";
+}
+
+bool parse_ffn_form(std::string_view name, FfnForm& out) {
+  for (const auto& [f, n] : kFormNames) {
+    if (name == n) {
+      out = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_relu_family(FfnForm form) {
+  return form == FfnForm::ReGLU || form == FfnForm::DReLU || form == FfnForm::Relu;
+}
+
+bool is_gated(FfnForm form) { return form != FfnForm::Gelu && form != FfnForm::Relu; }
+
+kernels::Activation activation_for(FfnForm form) {
+  switch (form) {
+    case FfnForm::SwiGLU: return kernels::Activation::SwiGLU;
+    case FfnForm::ReGLU: return kernels::Activation::ReGLU;
+    case FfnForm::DReLU: return kernels::Activation::DReLU;
+    case FfnForm::GeGLU: return kernels::Activation::GeGLU;
+    case FfnForm::Gelu: return kernels::Activation::Gelu;
+    case FfnForm::Relu: return kernels::Activation::Relu;
+  }
+  return kernels::Activation::SwiGLU;
+}
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture& a : kArchitectures) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+const Architecture& llama_architecture() { return kArchitectures.front(); }
+
+std::span<const Architecture> architectures() { return kArchitectures; }
+
+std::string supported_architecture_names() {
+  std::string out;
+  for (const Architecture& a : kArchitectures) {
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
+}
+
+}  // namespace tc::model

@@ -1,0 +1,104 @@
+// The model architectures Thermocline runs, one descriptor each in one
+// table (architecture.cpp): the GGUF key prefix, which tensors a layer has,
+// and the few ways its forward pass differs from llama's, as llama.cpp's
+// src/models/*.cpp define them. read_model_spec and map_llama_weights read
+// the descriptor; LlamaModel runs every architecture with one forward pass.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernels/cpu/ops.h"
+
+namespace tc::model {
+
+// How an FFN neuron's activation is formed from its gate and up rows (an
+// ungated FFN has only the row the activation is applied to).
+enum class FfnForm {
+  SwiGLU,  // silu(gate) * up          (LLaMA, Mistral, Qwen, Phi-3)
+  ReGLU,   // relu(gate) * up          (ReluLLaMA, ProSparse)
+  DReLU,   // relu(gate) * relu(up)    (Bamboo / TurboSparse)
+  GeGLU,   // gelu(gate) * up          (Gemma)
+  Gelu,    // gelu(up), no gate        (Falcon)
+  Relu,    // relu(up), no gate        (ReluFalcon)
+};
+std::string_view ffn_form_name(FfnForm form);  // "swiglu", "reglu", "drelu", "geglu", "gelu", "relu"
+bool parse_ffn_form(std::string_view name, FfnForm& out);
+// ReLU-family forms have exact zeros, so the sparse FFN can skip neurons.
+bool is_relu_family(FfnForm form);
+// Whether the FFN has a gate matrix besides up (the gated forms).
+bool is_gated(FfnForm form);
+kernels::Activation activation_for(FfnForm form);
+
+enum class NormKind {
+  Rms,    // RMSNorm with a weight; epsilon {arch}.attention.layer_norm_rms_epsilon
+  Layer,  // LayerNorm with a weight and a bias; epsilon {arch}.attention.layer_norm_epsilon
+};
+
+// How a layer combines its attention and FFN blocks.
+enum class LayerForm {
+  Sequential,  // x += attn(norm(x)); x += ffn(ffn_norm(x))
+  Parallel,    // n = attn_norm(x); x += ffn(n) + attn(n, or attn_norm_2(x) where present)  (Falcon)
+};
+
+// How the file stores the FFN's input matrices.
+enum class FfnLayout {
+  GateUp,       // ffn_gate and ffn_up, {n_embd, n_ff} each
+  FusedGateUp,  // ffn_up {n_embd, 2 n_ff}: gate rows first, then up (Phi-3)
+  UpOnly,       // ffn_up {n_embd, n_ff}, ungated (Falcon)
+};
+
+// Sliding-window attention: which layers, and the window.
+struct SlidingWindowRule {
+  bool enabled = false;  // false: the architecture has none (llama.cpp ignores a window key there)
+  // Layer l uses the window when period is 0 or l % period < period - 1
+  // (llama.cpp's set_swa_pattern): 2 for Gemma 2 (every other layer), 6 for
+  // Gemma 3, 0 for every layer. A file's
+  // {arch}.attention.sliding_window_pattern (a period or a per-layer array)
+  // overrides it.
+  int64_t period = 0;
+  // The window when the file has no {arch}.attention.sliding_window: 0 means
+  // the architecture uses a window only when the file names one.
+  int64_t default_window = 0;
+  // Windowed layers take {arch}.rope.freq_base_swa (default 10000) and no
+  // frequency scaling (Gemma 3); otherwise the model's RoPE settings.
+  bool own_rope = false;
+};
+
+struct Architecture {
+  std::string_view name;  // general.architecture, also the prefix "{name}." of its keys
+  NormKind norm = NormKind::Rms;
+  kernels::RopeMode rope_mode = kernels::RopeMode::Normal;
+  LayerForm layer_form = LayerForm::Sequential;
+  FfnLayout ffn_layout = FfnLayout::GateUp;
+  // The FFN forms the architecture allows; the first is the default of GGUF
+  // files (thermocline.ffn_form picks another). PowerInfer (PWRI) files
+  // default to the first ReLU-family one.
+  std::span<const FfnForm> ffn_forms;
+  bool qk_norm = false;     // attn_q_norm / attn_k_norm f32 [head_dim]: RMSNorm of each head before RoPE
+  bool post_norms = false;  // post_attention_norm / post_ffw_norm f32 [n_embd]: RMSNorm of each block's output
+  bool embd_scale = false;  // token embeddings multiplied by sqrt(n_embd)
+  bool head_is_token_embd = false;  // the output head is token_embd even where output.weight exists
+  SlidingWindowRule sliding_window;
+  float attn_softcap = 0.0f;   // default of {arch}.attn_logit_softcapping (0: no key read, no cap)
+  float final_softcap = 0.0f;  // default of {arch}.final_logit_softcapping where read (0: none)
+  bool reads_final_softcap = false;
+  // Gemma's 27B models scale queries by 1/sqrt(n_embd / n_head), not
+  // 1/sqrt(head_dim); llama.cpp tells them by this block count (0: never).
+  int64_t embd_query_scale_n_layer = 0;
+  bool rope_freqs = false;     // may carry rope_freqs.weight f32 [n_rot/2] (Llama 3.1's frequency factors)
+  bool longrope = false;       // may carry rope_factors_long/short.weight f32 [n_rot/2] (Phi-3's LongRoPE)
+};
+
+// The descriptor of `name`, or nullptr when the architecture is not supported.
+const Architecture* find_architecture(std::string_view name);
+// llama's descriptor (the default of a ModelSpec built by hand).
+const Architecture& llama_architecture();
+// Every supported architecture, in table order.
+std::span<const Architecture> architectures();
+// "llama, bamboo, qwen2, ..." for messages.
+std::string supported_architecture_names();
+
+}  // namespace tc::model

@@ -1,0 +1,249 @@
+// The architectures' keys and tensors (architecture.h, model_spec, the
+// weight mapping) on small make-model files: each loads with the
+// hyperparameters llama.cpp would read; a key or tensor at fault is named;
+// fused tensors become row-range views of the file's bytes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/llama_weights.h"
+#include "engine/model/model_spec.h"
+#include "profiler/make_model.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using tc::gguf::GgufFile;
+using tc::gguf::ModelLoadError;
+using tc::gguf::Value;
+using tc::model::FfnForm;
+
+tc::profiler::MakeModelOptions small(const std::string& arch) {
+  tc::profiler::MakeModelOptions o;
+  o.arch = arch;
+  o.n_vocab = 512;
+  o.n_embd = 64;
+  o.n_layer = 3;
+  o.n_ff = 96;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.weight_type = "f16";
+  o.n_threads = 1;
+  o.seed = 3;
+  return o;
+}
+
+GgufFile make(tc::profiler::MakeModelOptions o) {
+  static int n = 0;  // a fresh file each time: earlier ones stay mapped
+  o.output = tc::test::scratch_dir("arch_spec_" + std::to_string(n++)) / "m.gguf";
+  tc::profiler::make_model(o);
+  return GgufFile::open(o.output);
+}
+
+// A copy of `f` without tensor `skip`, with `edit` applied to the keys
+// (after the file's own).
+GgufFile copy_of(const GgufFile& f, const std::string& skip, const std::function<void(tc::gguf::GgufWriter&)>& edit) {
+  tc::gguf::GgufWriter w(f.magic());
+  for (const auto& [key, value] : f.metadata()) {
+    if (key != "general.alignment") w.set(key, value);
+  }
+  if (edit) edit(w);
+  for (const auto& t : f.tensors()) {
+    if (t.name == skip) continue;
+    const auto bytes = f.tensor_data(t);
+    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  static int n = 0;
+  const auto path = tc::test::scratch_dir("arch_spec_copy_" + std::to_string(n++)) / "m.gguf";
+  w.write(path);
+  return GgufFile::open(path);
+}
+
+std::string load_error(const GgufFile& f) {
+  try {
+    auto spec = tc::model::read_model_spec(f);
+    tc::model::validate_model_tensors(f, spec);
+  } catch (const ModelLoadError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every architecture make-model writes loads with its own hyperparameters", "[model][arch]") {
+  for (const auto& a : tc::model::architectures()) {
+    if (a.name == "bamboo") continue;  // a sparse PWRI model only (make_model_sparse_test)
+    INFO(a.name);
+    const auto f = make(small(std::string(a.name)));
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.arch == a.name);
+    CHECK(s.architecture == &a);
+    CHECK(s.ffn_form == a.ffn_forms.front());
+    CHECK(s.head_dim == 16);
+    CHECK(load_error(f).empty());
+  }
+}
+
+TEST_CASE("architecture keys: head size, windows, soft-caps, embedding scale", "[model][arch]") {
+  SECTION("qwen3: attention.key_length sets head_dim, and q's width with it") {
+    auto o = small("qwen3");
+    o.head_dim = 32;
+    const auto s = tc::model::read_model_spec(make(o));
+    CHECK(s.head_dim == 32);
+    CHECK(s.n_embd_q() == 128);
+    CHECK(s.n_embd_kv() == 64);
+    CHECK(s.n_rot == 32);
+  }
+  SECTION("gemma2: a 4096 window on every other layer, caps 50 and 30, scaled embeddings, tied head") {
+    const auto s = tc::model::read_model_spec(make(small("gemma2")));
+    CHECK(s.n_swa == 4096);
+    CHECK(s.swa_layers == std::vector<bool>{true, false, true});
+    CHECK(s.attn_softcap == 50.0f);
+    CHECK(s.final_softcap == 30.0f);
+    CHECK(s.embd_scale == Approx(8.0));
+    CHECK(s.attn_scale == Approx(0.25));  // 1 / sqrt(head_dim)
+    CHECK(s.tied_embeddings);
+    CHECK(s.rope_freq_base_swa == s.rope_freq_base);
+  }
+  SECTION("gemma3: no window without the key; with it, five windowed layers to one, base 10000 unscaled") {
+    auto o = small("gemma3");
+    CHECK(tc::model::read_model_spec(make(o)).swa_layers.empty());
+    o.sliding_window = 512;
+    o.rope_scale_linear = 8;
+    const auto s = tc::model::read_model_spec(make(o));
+    CHECK(s.n_swa == 512);
+    CHECK(s.swa_layers == std::vector<bool>{true, true, true});  // 3 layers < the period 6
+    CHECK(s.rope_freq_base == Approx(1e6));
+    CHECK(s.rope_freq_scale == Approx(0.125));
+    CHECK(s.rope_freq_base_swa == Approx(10000.0));
+    CHECK(s.rope_freq_scale_swa == 1.0);
+    CHECK(s.final_softcap == 0.0f);
+  }
+  SECTION("a per-layer sliding_window_pattern array") {
+    auto o = small("gemma3");
+    o.sliding_window = 16;
+    const auto f = copy_of(make(o), "", [](tc::gguf::GgufWriter& w) {
+      w.set("gemma3.attention.sliding_window_pattern",
+            Value::array(tc::gguf::ValueType::BOOL, {Value(false), Value(true), Value(false)}));
+    });
+    CHECK(tc::model::read_model_spec(f).swa_layers == std::vector<bool>{false, true, false});
+    const auto bad = copy_of(make(o), "", [](tc::gguf::GgufWriter& w) {
+      w.set("gemma3.attention.sliding_window_pattern", Value::array(tc::gguf::ValueType::BOOL, {Value(true)}));
+    });
+    CHECK_THAT(load_error(bad), Catch::Contains("gemma3.attention.sliding_window_pattern"));
+  }
+  SECTION("llama: Mistral's window on every layer; phi3 and qwen2 ignore theirs, as llama.cpp") {
+    auto o = small("llama");
+    o.sliding_window = 4096;
+    const auto s = tc::model::read_model_spec(make(o));
+    CHECK(s.n_swa == 4096);
+    CHECK(s.swa_layers == std::vector<bool>{true, true, true});
+    for (const char* arch : {"phi3", "qwen2"}) {
+      const auto f = copy_of(make(small(arch)), "", [arch](tc::gguf::GgufWriter& w) {
+        w.set(std::string(arch) + ".attention.sliding_window", Value(uint32_t{8}));
+      });
+      CHECK(tc::model::read_model_spec(f).swa_layers.empty());
+    }
+  }
+  SECTION("phi3 LongRoPE: factors, attn_factor and the original context") {
+    auto o = small("phi3");
+    o.n_ctx = 4096;
+    o.longrope_orig_ctx = 1024;
+    const auto f = make(o);
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.rope_scaling == tc::model::RopeScaling::LongRope);
+    CHECK(s.n_ctx_orig == 1024);
+    CHECK(s.rope_attn_factor == Approx(std::sqrt(1.0 + std::log(4.0) / std::log(1024.0))).epsilon(1e-6));
+    const auto w = tc::model::map_llama_weights(f, s);
+    REQUIRE(w.rope_factors_long.data != nullptr);
+    REQUIRE(w.rope_factors_short.data != nullptr);
+    CHECK(w.rope_factors_long.ne[0] == 8);
+  }
+}
+
+TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]") {
+  SECTION("an unsupported architecture names general.architecture and lists the supported ones") {
+    const auto f = copy_of(make(small("llama")), "",
+                           [](tc::gguf::GgufWriter& w) { w.set("general.architecture", Value("mamba")); });
+    const auto msg = load_error(f);
+    CHECK_THAT(msg, Catch::Contains("general.architecture"));
+    CHECK_THAT(msg, Catch::Contains("'mamba'"));
+    CHECK_THAT(msg, Catch::Contains("qwen2"));
+    CHECK_THAT(msg, Catch::Contains("falcon"));
+  }
+  SECTION("YaRN scaling") {
+    const auto f = copy_of(make(small("qwen2")), "",
+                           [](tc::gguf::GgufWriter& w) { w.set("qwen2.rope.scaling.type", Value("yarn")); });
+    const auto msg = load_error(f);
+    CHECK_THAT(msg, Catch::Contains("qwen2.rope.scaling.type"));
+    CHECK_THAT(msg, Catch::Contains("yarn"));
+  }
+  SECTION("value heads of another size than key heads") {
+    const auto f = copy_of(make(small("qwen3")), "",
+                           [](tc::gguf::GgufWriter& w) { w.set("qwen3.attention.value_length", Value(uint32_t{8})); });
+    CHECK_THAT(load_error(f), Catch::Contains("qwen3.attention.value_length"));
+  }
+  SECTION("an FFN form the architecture does not have") {
+    const auto f = copy_of(make(small("falcon")), "", [](tc::gguf::GgufWriter& w) {
+      w.set(std::string(tc::model::kFfnFormKey), Value("swiglu"));
+    });
+    const auto msg = load_error(f);
+    CHECK_THAT(msg, Catch::Contains("thermocline.ffn_form"));
+    CHECK_THAT(msg, Catch::Contains("gelu, relu"));
+  }
+  SECTION("required tensors of each architecture") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"falcon", "blk.1.attn_norm.bias"},     {"falcon", "output_norm.bias"},
+        {"falcon", "blk.0.attn_qkv.weight"},    {"qwen3", "blk.2.attn_k_norm.weight"},
+        {"gemma2", "blk.0.post_ffw_norm.weight"}, {"gemma3", "blk.1.post_attention_norm.weight"},
+        {"phi3", "blk.0.ffn_up.weight"},        {"qwen2", "blk.0.ffn_norm.weight"}};
+    for (const auto& [arch, tensor] : cases) {
+      INFO(arch << " without " << tensor);
+      CHECK_THAT(load_error(copy_of(make(small(arch)), tensor, {})), Catch::Contains(tensor));
+    }
+  }
+  SECTION("a bias of the wrong length names it and the length expected") {
+    const auto f = copy_of(make(small("qwen2")), "blk.0.attn_q.bias", [](tc::gguf::GgufWriter& w) {
+      w.add_tensor("blk.0.attn_q.bias", tc::kernels::DType::F32, {3}, std::vector<std::byte>(3 * sizeof(float)));
+    });
+    const auto msg = load_error(f);
+    CHECK_THAT(msg, Catch::Contains("blk.0.attn_q.bias"));
+    CHECK_THAT(msg, Catch::Contains("64"));
+  }
+}
+
+TEST_CASE("fused tensors become views of their row ranges", "[model][arch]") {
+  auto o = small("phi3");
+  o.attn_bias = true;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  const auto w = tc::model::map_llama_weights(f, s);
+  const auto& qkv = f.tensor("blk.1.attn_qkv.weight");
+  const auto* base = f.tensor_data(qkv).data();
+  const auto& l = w.layers[1];
+  const int64_t row = tc::kernels::row_bytes(qkv.dtype, 64);
+  CHECK(l.attn_q.data == base);
+  CHECK(l.attn_q.ne[1] == 64);
+  CHECK(l.attn_k.data == base + 64 * row);
+  CHECK(l.attn_k.ne[1] == 32);
+  CHECK(l.attn_v.data == base + 96 * row);
+  REQUIRE(l.attn_q_b.data != nullptr);
+  CHECK(static_cast<const std::byte*>(l.attn_k_b.data) ==
+        f.tensor_data(f.tensor("blk.1.attn_qkv.bias")).data() + 64 * sizeof(float));
+  const auto& up = f.tensor("blk.1.ffn_up.weight");
+  CHECK(l.ffn_gate.data == f.tensor_data(up).data());
+  CHECK(l.ffn_up.data == f.tensor_data(up).data() + 96 * tc::kernels::row_bytes(up.dtype, 64));
+  CHECK(l.ffn_up.ne[1] == 96);
+
+  const auto falcon = make(small("falcon"));
+  const auto fw = tc::model::map_llama_weights(falcon, tc::model::read_model_spec(falcon));
+  CHECK(fw.layers[0].ffn_gate.data == falcon.tensor_data(falcon.tensor("blk.0.ffn_up.weight")).data());
+  CHECK(fw.layers[0].ffn_up.data == nullptr);  // ungated: the one matrix sits in the gate slot
+  CHECK(fw.layers[0].ffn_norm.data == nullptr);
+}
