@@ -1,5 +1,6 @@
-// `thermocline make-model -o FILE [dims] [--type T] [--ffn F] [--seed S]
-// [--sparse [--sparse-active A] [--sparse-alpha X] [--predictor-rank R] [--layout gguf|pwri]]`.
+// `thermocline make-model -o FILE [--arch A] [dims] [--type T] [--ffn F] [--seed S]
+// [architecture options] [--sparse [--sparse-active A] [--sparse-alpha X] [--predictor-rank R]
+// [--layout gguf|pwri]]`.
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -52,9 +53,16 @@ void register_make_model(CLI::App& app) {
   auto tokenizer = std::make_shared<std::string>("llama");
   auto layout = std::make_shared<std::string>("gguf");
   auto* sub = app.add_subcommand("make-model",
-                                 "Write a llama-architecture GGUF with seeded random weights (PowerInfer's bamboo: "
-                                 "a dReLU model in the PWRI layout)");
+                                 "Write a GGUF of any supported architecture with seeded random weights "
+                                 "(PowerInfer's bamboo: a dReLU --sparse model in the PWRI layout)");
   sub->add_option("-o,--output", o->output, "Output GGUF file")->required();
+  std::vector<std::string> arch_names;
+  for (const auto& a : model::architectures()) {
+    if (a.name != model::kArchBamboo) arch_names.emplace_back(a.name);
+  }
+  sub->add_option("--arch", o->arch, "Architecture (general.architecture), with its keys and tensors as llama.cpp "
+                                     "reads them")
+      ->check(CLI::IsMember(arch_names));
   sub->add_option("--seed", o->seed, "RNG seed (same seed and options: same bytes)");
   sub->add_option("--n-vocab", o->n_vocab, "Vocabulary size")->check(CLI::Range(int64_t{512}, int64_t{1} << 20));
   sub->add_option("--n-embd", o->n_embd, "Embedding width")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
@@ -64,9 +72,32 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--n-head-kv", o->n_head_kv, "KV heads (GQA)")->check(CLI::Range(int64_t{1}, int64_t{1024}));
   sub->add_option("--n-ctx", o->n_ctx, "Training context length written to the file")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  sub->add_option("--rope-freq-base", o->rope_freq_base, "RoPE base frequency");
-  auto* ffn_opt = sub->add_option("--ffn", *ffn, "FFN form (default swiglu; reglu with --sparse)")
-                      ->check(CLI::IsMember({"swiglu", "reglu", "drelu"}));
+  sub->add_option("--rope-freq-base", o->rope_freq_base,
+                  "RoPE base frequency (default: the architecture's usual one, 10000 or 1e6)");
+  auto* ffn_opt = sub->add_option("--ffn", *ffn,
+                                  "FFN form (default: the architecture's first, swiglu for llama; reglu with --sparse)")
+                      ->check(CLI::IsMember({"swiglu", "reglu", "drelu", "geglu", "gelu", "relu"}));
+  sub->add_option("--head-dim", o->head_dim, "Head size (attention.key_length), when not n_embd / n_head")
+      ->check(CLI::Range(int64_t{2}, int64_t{1024}));
+  sub->add_flag("--attn-bias", o->attn_bias, "q/k/v biases (qwen2 always has them)");
+  sub->add_flag("--fused-qkv", o->fused_qkv, "One attn_qkv tensor for q, k and v (phi3 and falcon always)");
+  sub->add_option("--sliding-window", o->sliding_window,
+                  "attention.sliding_window (llama: every layer, as Mistral; gemma2/3: the windowed layers)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  sub->add_option("--swa-pattern", o->swa_pattern,
+                  "attention.sliding_window_pattern: every N-th layer is global, the others windowed (gemma2/3)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  sub->add_flag("--rope-freqs", o->rope_freqs, "llama: Llama 3.1-like RoPE frequency factors (rope_freqs.weight)");
+  sub->add_option("--rope-scale-linear", o->rope_scale_linear, "rope.scaling.type linear with this factor")
+      ->check(CLI::Range(1.0, 1024.0));
+  sub->add_option("--longrope", o->longrope_orig_ctx,
+                  "phi3: LongRoPE factors and attn_factor, with this original context length")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  sub->add_option("--attn-softcap", o->attn_softcap, "gemma2: attention score soft-cap (default 50)")
+      ->check(CLI::Range(0.01, 1e6));
+  sub->add_option("--final-softcap", o->final_softcap, "gemma2/3: logit soft-cap (gemma2's default 30)")
+      ->check(CLI::Range(0.01, 1e6));
+  sub->add_flag("--attn-norm-2", o->attn_norm_2, "falcon: Falcon-40B's separate attention input norm");
   sub->add_option("--type", o->weight_type, "Weight type")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));

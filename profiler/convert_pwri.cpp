@@ -74,11 +74,12 @@ model::ModelSpec check_input(const GgufFile& in) {
     throw down_t.empty() ? ModelLoadError(in.path(), "", problem) : ModelLoadError::for_tensor(in.path(), down_t, problem);
   }
   const auto spec = model::read_model_spec(in);
-  if (spec.ffn_form == model::FfnForm::SwiGLU) {
+  if (!model::is_relu_family(spec.ffn_form)) {
+    const std::string form(model::ffn_form_name(spec.ffn_form));
     throw ModelLoadError::for_key(
         in.path(), std::string(model::kFfnFormKey),
-        (in.has(model::kFfnFormKey) ? std::string("is 'swiglu'") : std::string("is absent (so: swiglu)")) +
-            "; PowerInfer files need a ReLU model (reglu or drelu): its predictors and sparse FFN rely on "
+        (in.has(model::kFfnFormKey) ? "is '" + form + "'" : "is absent (so: " + form + ")") +
+            "; PowerInfer files need a ReLU model (reglu, drelu or relu): its predictors and sparse FFN rely on "
             "activations that are exactly zero");
   }
   for (int64_t l = 0; l < spec.n_layer; ++l) {
@@ -165,7 +166,10 @@ ConvertPwriResult convert_to_pwri(const ConvertPwriOptions& o, const ConvertProg
   result.layer_thresholds = !o.threshold && stats_file->has(sparse::kLayerThresholdsKey);
 
   gguf::GgufWriter w(gguf::Magic::PWRI, static_cast<uint32_t>(in->alignment()));
-  result.architecture = std::string(model::architecture_for(spec.ffn_form, true));
+  // llama's graph becomes bamboo for dReLU, as PowerInfer names it; other
+  // architectures (falcon) keep their name.
+  const bool llama_graph = spec.arch == model::kArchLlama || spec.arch == model::kArchBamboo;
+  result.architecture = llama_graph ? std::string(model::architecture_for(spec.ffn_form, true)) : spec.arch;
   const std::string in_prefix = spec.arch + ".", out_prefix = result.architecture + ".";
   for (const auto& [key, value] : in->metadata()) {
     if (key == sparse::kLayerThresholdsKey) continue;  // those of the input's own predictors, if any
@@ -178,7 +182,7 @@ ConvertPwriResult convert_to_pwri(const ConvertPwriOptions& o, const ConvertProg
     }
   }
   // PowerInfer requires the epsilon, which llama.cpp (and Thermocline) default.
-  if (!in->has(in_prefix + "attention.layer_norm_rms_epsilon")) {
+  if (spec.architecture->norm == model::NormKind::Rms && !in->has(in_prefix + "attention.layer_norm_rms_epsilon")) {
     w.set(out_prefix + "attention.layer_norm_rms_epsilon", gguf::Value(static_cast<float>(spec.rms_eps)));
   }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(spec.ffn_form))));

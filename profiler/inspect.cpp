@@ -89,6 +89,45 @@ json value_to_json(const gguf::Value& v, size_t max_items) {
   return u;
 }
 
+// The ways this model's layers differ from llama's, as one line ("" for plain llama).
+std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::GgufFile& f) {
+  const model::Architecture& a = *s.architecture;
+  std::vector<std::string> out;
+  auto has = [&f](const std::string& name) { return f.find_tensor(name) != nullptr; };
+  if (a.norm == model::NormKind::Layer) out.emplace_back("LayerNorm with biases");
+  if (a.rope_mode == kernels::RopeMode::Neox) out.emplace_back("NeoX RoPE");
+  if (has("rope_freqs.weight")) out.emplace_back("RoPE frequency factors");
+  if (s.rope_scaling == model::RopeScaling::LongRope) {
+    out.push_back("LongRoPE (original context " + std::to_string(s.n_ctx_orig) + ")");
+  }
+  if (has(model::layer_tensor_name(0, "attn_qkv"))) out.emplace_back("fused attn_qkv");
+  if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) out.emplace_back("q/k/v biases");
+  if (a.qk_norm) out.emplace_back("q/k norms");
+  if (a.post_norms) out.emplace_back("post-norms");
+  if (a.layer_form == model::LayerForm::Parallel) out.emplace_back("attention and FFN in parallel");
+  if (a.ffn_layout == model::FfnLayout::FusedGateUp) out.emplace_back("fused gate-up");
+  if (!s.swa_layers.empty()) {
+    int64_t n = 0;
+    for (bool b : s.swa_layers) n += b;
+    out.push_back("sliding window " + std::to_string(s.n_swa) + " on " + std::to_string(n) + " of " +
+                  std::to_string(s.n_layer) + " layers");
+  }
+  char buf[64];
+  if (s.attn_softcap > 0) {
+    std::snprintf(buf, sizeof buf, "scores capped at %g", static_cast<double>(s.attn_softcap));
+    out.emplace_back(buf);
+  }
+  if (s.final_softcap > 0) {
+    std::snprintf(buf, sizeof buf, "logits capped at %g", static_cast<double>(s.final_softcap));
+    out.emplace_back(buf);
+  }
+  if (s.embd_scale != 1.0f) {
+    std::snprintf(buf, sizeof buf, "embeddings x %g", static_cast<double>(s.embd_scale));
+    out.emplace_back(buf);
+  }
+  return out;
+}
+
 json spec_to_json(const model::ModelSpec& s) {
   return {{"architecture", s.arch},       {"name", s.name},
           {"n_vocab", s.n_vocab},         {"n_embd", s.n_embd},
@@ -98,7 +137,9 @@ json spec_to_json(const model::ModelSpec& s) {
           {"n_ctx_train", s.n_ctx_train}, {"rope_freq_base", s.rope_freq_base},
           {"rope_freq_scale", s.rope_freq_scale}, {"rms_eps", s.rms_eps},
           {"ffn_form", model::ffn_form_name(s.ffn_form)},
-          {"tied_embeddings", s.tied_embeddings}, {"sparse_layout", s.sparse_layout}};
+          {"tied_embeddings", s.tied_embeddings}, {"sparse_layout", s.sparse_layout},
+          {"sliding_window", s.n_swa},    {"attn_softcap", s.attn_softcap},
+          {"final_softcap", s.final_softcap}};
 }
 
 json to_json(const Report& r, const InspectOptions& o) {
@@ -111,6 +152,7 @@ json to_json(const Report& r, const InspectOptions& o) {
   j["file_size"] = f.file_size();
   j["data_offset"] = f.data_offset();
   j["model"] = r.spec ? spec_to_json(*r.spec) : json{{"error", r.spec_error}};
+  if (r.spec) j["model"]["layer_features"] = layer_features(*r.spec, f);
   json unsupported = json::array();
   for (const auto& u : f.unsupported_tensors()) {
     unsupported.push_back({{"name", u.name}, {"dtype", u.type_name}, {"type_id", u.type_id}, {"shape", u.ne}});
@@ -183,7 +225,11 @@ std::string to_text(const Report& r, const InspectOptions& o) {
         << "rope_freq_base " << s.rope_freq_base << ", rope_freq_scale " << s.rope_freq_scale << ", rms_eps "
         << s.rms_eps << "\n"
         << "ffn form:      " << model::ffn_form_name(s.ffn_form) << (s.sparse_layout ? ", PowerInfer layout (ffn_down_t)" : "")
-        << (s.tied_embeddings ? ", tied embeddings (no output.weight)" : "") << "\n\n";
+        << (s.tied_embeddings ? ", tied embeddings" : "") << "\n";
+    std::string features;
+    for (const auto& x : layer_features(s, f)) features += (features.empty() ? "" : ", ") + x;
+    if (!features.empty()) out << "layers:        " << features << "\n";
+    out << "\n";
   } else {
     out << "not a runnable model: " << r.spec_error << "\n\n";
   }

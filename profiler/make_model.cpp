@@ -1,12 +1,14 @@
-// make-model: synthetic llama-architecture GGUF files with seeded random
-// weights. Each row of each tensor draws from its own RNG stream, seeded by
-// (seed, tensor index, row), so the bytes do not depend on the thread count.
-// Sparse models (planted activations, predictors) are built by
-// sparse_planting.cpp; this file writes their shared metadata and vocab.
+// make-model: synthetic GGUF files of any supported architecture with
+// seeded random weights. Each row of each tensor draws from its own RNG
+// stream, seeded by (seed, tensor index, row), so the bytes do not depend on
+// the thread count. Sparse models (planted activations, predictors) are
+// built by sparse_planting.cpp; this file writes their shared metadata and
+// vocab.
 #include "profiler/make_model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <numbers>
 #include <sstream>
@@ -101,21 +103,43 @@ WeightTypes parse_weight_type(const std::string& name) {
   }
 }
 
-void check_options(const MakeModelOptions& o, const WeightTypes& types) {
+int64_t head_dim_of(const MakeModelOptions& o) { return o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head; }
+
+void check_options(const MakeModelOptions& o, const WeightTypes& types, const model::Architecture& a) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
   };
   require(o.n_embd > 0 && o.n_layer > 0 && o.n_ff > 0 && o.n_head > 0 && o.n_head_kv > 0 && o.n_ctx > 0,
           "dimensions must be positive");
-  require(o.n_embd % o.n_head == 0, "n_head must divide n_embd");
+  require(o.head_dim > 0 || o.n_embd % o.n_head == 0, "n_head must divide n_embd (or give head_dim)");
   require(o.n_head % o.n_head_kv == 0, "n_head_kv must divide n_head");
-  require((o.n_embd / o.n_head) % 2 == 0, "head_dim (n_embd / n_head) must be even for RoPE");
+  require(head_dim_of(o) % 2 == 0, "head_dim must be even for RoPE");
+  const int64_t n_embd_q = o.n_head * head_dim_of(o);
   for (DType t : {types.base, types.heavy}) {
     const int64_t block = kernels::dtype_traits(t).block_size;
     require(o.n_embd % block == 0, "n_embd " + std::to_string(o.n_embd) + " is not a multiple of " +
                                        std::to_string(block) + ", the block size of " +
                                        std::string(kernels::dtype_name(t)));
+    require(n_embd_q % block == 0, "n_head * head_dim " + std::to_string(n_embd_q) + " is not a multiple of " +
+                                       std::to_string(block) + ", the block size of " +
+                                       std::string(kernels::dtype_name(t)) + " (attn_output rows)");
   }
+  const std::string arch(a.name);
+  auto only = [&](bool set, bool allowed, const std::string& what) {
+    require(!set || allowed, what + " is not an option of architecture " + arch);
+  };
+  only(o.fused_qkv, a.name != "gemma2" && a.name != "gemma3" && a.name != "bamboo", "a fused attn_qkv");
+  only(o.sliding_window > 0 || o.swa_pattern > 0, a.sliding_window.enabled, "a sliding window");
+  only(o.rope_freqs, a.rope_freqs, "rope_freqs");
+  only(o.longrope_orig_ctx > 0, a.longrope, "LongRoPE");
+  only(o.attn_softcap > 0, a.attn_softcap > 0, "an attention soft-cap");
+  only(o.final_softcap > 0, a.reads_final_softcap, "a final logit soft-cap");
+  only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
+  only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
+  bool form_ok = false;
+  for (const model::FfnForm f : a.ffn_forms) form_ok |= f == o.ffn_form;
+  require(form_ok || o.sparse.enabled, "FFN form " + std::string(model::ffn_form_name(o.ffn_form)) +
+                                          " is not one of architecture " + arch + "'s");
   const int64_t down_block = kernels::dtype_traits(types.heavy).block_size;
   require(o.n_ff % down_block == 0, "n_ff " + std::to_string(o.n_ff) + " is not a multiple of " +
                                         std::to_string(down_block) + ", the block size of " +
@@ -156,6 +180,56 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
   });
 }
 
+// The RoPE base a real model of the architecture has.
+double default_rope_base(std::string_view arch) {
+  return arch == "qwen2" || arch == "qwen3" || arch == "gemma3" ? 1000000.0 : 10000.0;
+}
+
+// Frequency factors rising linearly from `first` to `last` over n pairs
+// (Llama 3.1's rope_freqs rise from 1 to 8 the same way, in steps).
+std::vector<float> ramp(int64_t n, float first, float last) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[static_cast<size_t>(i)] = first + (last - first) * static_cast<float>(i) / static_cast<float>(std::max<int64_t>(1, n - 1));
+  }
+  return v;
+}
+
+void add_f32_vector(gguf::GgufWriter& w, const std::string& name, std::vector<float> values) {
+  const auto n = static_cast<int64_t>(values.size());
+  w.add_tensor(name, DType::F32, {n}, [values = std::move(values)](std::span<std::byte> out) {
+    std::memcpy(out.data(), values.data(), values.size() * sizeof(float));
+  });
+}
+
+// The keys of architecture `a` beyond the shared ones, as llama.cpp reads them.
+void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf::GgufWriter& w) {
+  const std::string p = std::string(a.name) + ".";
+  if (o.head_dim > 0) {
+    w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
+    w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
+  }
+  if (o.sliding_window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(o.sliding_window)));
+  if (o.swa_pattern > 0) {
+    w.set(p + "attention.sliding_window_pattern", gguf::Value(static_cast<uint32_t>(o.swa_pattern)));
+  }
+  if (o.rope_scale_linear > 0) {
+    w.set(p + "rope.scaling.type", gguf::Value(std::string("linear")));
+    w.set(p + "rope.scaling.factor", gguf::Value(static_cast<float>(o.rope_scale_linear)));
+  }
+  if (o.longrope_orig_ctx > 0) {
+    w.set(p + "rope.scaling.type", gguf::Value(std::string("longrope")));
+    w.set(p + "rope.scaling.original_context_length", gguf::Value(static_cast<uint32_t>(o.longrope_orig_ctx)));
+    // sqrt(1 + ln(n_ctx / orig) / ln(orig)), as Phi-3's converter writes it.
+    const double scale = static_cast<double>(o.n_ctx) / static_cast<double>(o.longrope_orig_ctx);
+    const double attn_factor =
+        scale <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(o.longrope_orig_ctx)));
+    w.set(p + "rope.scaling.attn_factor", gguf::Value(static_cast<float>(attn_factor)));
+  }
+  if (o.attn_softcap > 0) w.set(p + "attn_logit_softcapping", gguf::Value(o.attn_softcap));
+  if (o.final_softcap > 0) w.set(p + "final_logit_softcapping", gguf::Value(o.final_softcap));
+}
+
 // ChatML, the simplest widely used template; tokens are plain text here.
 constexpr const char* kChatTemplate =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -164,9 +238,21 @@ constexpr const char* kChatTemplate =
 
 }  // namespace
 
-void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
+void make_model(const MakeModelOptions& options, const MakeModelProgress& progress) {
+  MakeModelOptions o = options;
+  const model::Architecture* arch_desc = model::find_architecture(o.arch);
+  if (arch_desc == nullptr || o.arch == model::kArchBamboo) {
+    throw std::invalid_argument("unknown architecture '" + o.arch + "' (make-model writes " +
+                                model::supported_architecture_names() +
+                                " but bamboo, which comes from a dReLU --sparse model in the PWRI layout)");
+  }
+  const model::Architecture& a = *arch_desc;
+  if (o.rope_freq_base <= 0) o.rope_freq_base = default_rope_base(a.name);
+  if (o.ffn_form == model::FfnForm::SwiGLU && a.ffn_forms.front() != model::FfnForm::SwiGLU && !o.sparse.enabled) {
+    o.ffn_form = a.ffn_forms.front();  // the default stands for the architecture's own form
+  }
   const WeightTypes types = parse_weight_type(o.weight_type);
-  check_options(o, types);
+  check_options(o, types, a);
   SparseTensorTypes sparse_types{types.base, types.heavy, types.base};
   if (o.sparse.enabled) {
     sparse_types.predictor = sparse_predictor_type(o, types.base);
@@ -186,8 +272,10 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
 
   const bool pwri = o.sparse.enabled && o.sparse.layout == SparseLayout::PowerInfer;
   gguf::GgufWriter w(pwri ? gguf::Magic::PWRI : gguf::Magic::GGUF);
-  const std::string arch(model::architecture_for(o.ffn_form, pwri));
+  const std::string arch = o.sparse.enabled ? std::string(model::architecture_for(o.ffn_form, pwri)) : o.arch;
   const std::string p = arch + ".";
+  const bool layer_norm = a.norm == model::NormKind::Layer;
+  const int64_t head_dim = head_dim_of(o);
   w.set("general.architecture", gguf::Value(arch));
   w.set("general.name", gguf::Value(o.name));
   w.set("general.file_type", gguf::Value(types.file_type));
@@ -197,11 +285,13 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
   w.set(p + "embedding_length", gguf::Value(static_cast<uint32_t>(o.n_embd)));
   w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer)));
   w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
-  w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(o.n_embd / o.n_head)));
+  w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(head_dim)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
-  w.set(p + "attention.layer_norm_rms_epsilon", gguf::Value(static_cast<float>(o.rms_eps)));
+  w.set(p + (layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+        gguf::Value(static_cast<float>(o.rms_eps)));
   w.set(p + "rope.freq_base", gguf::Value(static_cast<float>(o.rope_freq_base)));
+  set_arch_keys(o, a, w);
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
   w.set("thermocline.make_model.seed", gguf::Value(o.seed));
   text::write_vocab(vocab, w);
@@ -211,7 +301,8 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
     return;
   }
 
-  const int64_t n_embd_kv = o.n_embd / o.n_head * o.n_head_kv;
+  const int64_t n_embd_q = o.n_head * head_dim;
+  const int64_t n_embd_kv = head_dim * o.n_head_kv;
   auto sd_for = [&](int64_t fan_in) {
     return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
   };
@@ -219,25 +310,70 @@ void make_model(const MakeModelOptions& o, const MakeModelProgress& progress) {
   auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows, float sd) {
     add_random_tensor(w, name, t, {n_cols, n_rows}, 0.0f, sd, o.seed, tensor_idx++, n_threads);
   };
-  auto norm = [&](const std::string& name) {
-    add_random_tensor(w, name, DType::F32, {o.n_embd}, 1.0f, 0.1f, o.seed, tensor_idx++, n_threads);
+  auto vector = [&](const std::string& name, int64_t n, float mean, float sd) {
+    add_random_tensor(w, name, DType::F32, {n}, mean, sd, o.seed, tensor_idx++, n_threads);
+  };
+  auto norm = [&](const std::string& name, int64_t n = 0) { vector(name, n > 0 ? n : o.n_embd, 1.0f, 0.1f); };
+  auto bias = [&](int64_t l, std::string_view t, int64_t n) {
+    vector("blk." + std::to_string(l) + "." + std::string(t) + ".bias", n, 0.0f, 0.5f);
+  };
+  // A LayerNorm's bias right after its weight (the name's .weight -> .bias).
+  auto norm_with_bias = [&](const std::string& name) {
+    norm(name);
+    if (layer_norm) vector(name.substr(0, name.size() - 6) + "bias", o.n_embd, 0.0f, 0.1f);
   };
 
   // Embeddings are looked up, not multiplied: unit-scale rows.
   matrix("token_embd.weight", types.base, o.n_embd, o.n_vocab, o.weight_scale > 0.0f ? o.weight_scale : 1.0f);
-  norm("output_norm.weight");
-  if (!o.tied_embeddings) matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
+  norm_with_bias("output_norm.weight");
+  if (!o.tied_embeddings && !a.head_is_token_embd) {
+    matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
+  }
+  const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2";
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    norm(name("attn_norm"));
-    matrix(name("attn_q"), types.base, o.n_embd, o.n_embd, sd_for(o.n_embd));
-    matrix(name("attn_k"), types.base, o.n_embd, n_embd_kv, sd_for(o.n_embd));
-    matrix(name("attn_v"), types.heavy, o.n_embd, n_embd_kv, sd_for(o.n_embd));
-    matrix(name("attn_output"), types.base, o.n_embd, o.n_embd, sd_for(o.n_embd));
-    norm(name("ffn_norm"));
-    matrix(name("ffn_gate"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
-    matrix(name("ffn_up"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+    norm_with_bias(name("attn_norm"));
+    if (o.attn_norm_2) norm_with_bias(name("attn_norm_2"));
+    if (fused_qkv) {
+      matrix(name("attn_qkv"), types.base, o.n_embd, n_embd_q + 2 * n_embd_kv, sd_for(o.n_embd));
+      if (qkv_bias) bias(l, "attn_qkv", n_embd_q + 2 * n_embd_kv);
+    } else {
+      matrix(name("attn_q"), types.base, o.n_embd, n_embd_q, sd_for(o.n_embd));
+      matrix(name("attn_k"), types.base, o.n_embd, n_embd_kv, sd_for(o.n_embd));
+      matrix(name("attn_v"), types.heavy, o.n_embd, n_embd_kv, sd_for(o.n_embd));
+      if (qkv_bias) {
+        bias(l, "attn_q", n_embd_q);
+        bias(l, "attn_k", n_embd_kv);
+        bias(l, "attn_v", n_embd_kv);
+      }
+    }
+    matrix(name("attn_output"), types.base, n_embd_q, o.n_embd, sd_for(n_embd_q));
+    if (a.qk_norm) {
+      norm(name("attn_q_norm"), head_dim);
+      norm(name("attn_k_norm"), head_dim);
+    }
+    if (a.post_norms) norm(name("post_attention_norm"));
+    if (a.layer_form == model::LayerForm::Sequential) norm(name("ffn_norm"));
+    switch (a.ffn_layout) {
+      case model::FfnLayout::GateUp:
+        matrix(name("ffn_gate"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+        matrix(name("ffn_up"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+        break;
+      case model::FfnLayout::FusedGateUp:
+        matrix(name("ffn_up"), types.base, o.n_embd, 2 * o.n_ff, sd_for(o.n_embd));
+        break;
+      case model::FfnLayout::UpOnly:
+        matrix(name("ffn_up"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+        break;
+    }
     matrix(name("ffn_down"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+    if (a.post_norms) norm(name("post_ffw_norm"));
+  }
+  if (o.rope_freqs) add_f32_vector(w, "rope_freqs.weight", ramp(head_dim / 2, 1.0f, 8.0f));
+  if (o.longrope_orig_ctx > 0) {
+    add_f32_vector(w, "rope_factors_short.weight", ramp(head_dim / 2, 1.0f, 1.5f));
+    add_f32_vector(w, "rope_factors_long.weight", ramp(head_dim / 2, 1.0f, 20.0f));
   }
   w.write(o.output, progress);
 }

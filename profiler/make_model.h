@@ -1,6 +1,9 @@
-// make-model: writes a llama-architecture GGUF with seeded random weights
-// (normal, never zeros), any dims, GQA, FFN form, weight dtype, a tokenizer
-// learned from a text, and a chat template; or, with `sparse`, a ReLU model
+// make-model: writes a GGUF of any architecture of engine/model/
+// architecture.h (llama by default) with seeded random weights (normal,
+// never zeros), any dims, GQA, FFN form, weight dtype, the architecture's
+// optional parts (biases, fused tensors, sliding windows, RoPE factors,
+// soft-caps), a tokenizer learned from a text, and a chat template; or, with
+// `sparse`, a llama ReLU model
 // whose FFN activations are truly sparse, with exact predictors, in the GGUF
 // or the PowerInfer (PWRI) layout (profiler/sparse_planting.h; a dReLU one
 // as PowerInfer's architecture `bamboo`, model::architecture_for). The same
@@ -53,6 +56,9 @@ inline constexpr const char* kMakeModelTypeList =
 
 struct MakeModelOptions {
   std::filesystem::path output;
+  // The architecture (general.architecture and its keys and tensors, as
+  // llama.cpp reads them). Sparse models are llama (or bamboo) only.
+  std::string arch = "llama";
   uint64_t seed = 42;
   int64_t n_vocab = 4096;
   int64_t n_embd = 256;
@@ -61,8 +67,25 @@ struct MakeModelOptions {
   int64_t n_head = 8;
   int64_t n_head_kv = 4;
   int64_t n_ctx = 2048;
-  double rope_freq_base = 10000.0;
-  double rms_eps = 1e-5;
+  double rope_freq_base = 0.0;   // 0: the architecture's usual base (10000; 1e6 for qwen2, qwen3, gemma3)
+  double rms_eps = 1e-5;         // the norm epsilon (RMSNorm or LayerNorm)
+  int64_t head_dim = 0;          // {arch}.attention.key_length/value_length; 0: n_embd / n_head, keys not written
+  bool attn_bias = false;        // q/k/v biases (qwen2 always has them)
+  bool fused_qkv = false;        // attn_qkv in place of attn_q/k/v (phi3 and falcon always)
+  // {arch}.attention.sliding_window, for the architectures that read it
+  // (llama: every layer; gemma2/3: the windowed layers); 0: not written.
+  int64_t sliding_window = 0;
+  int64_t swa_pattern = 0;       // {arch}.attention.sliding_window_pattern (a period); 0: not written
+  bool rope_freqs = false;       // llama: rope_freqs.weight, frequency factors rising from 1 to 8 (Llama 3.1-like)
+  double rope_scale_linear = 0;  // rope.scaling.type linear with this factor; 0: not written
+  // phi3: LongRoPE (rope.scaling.type longrope, rope_factors_short/long,
+  // attn_factor) with this original context length; 0: none.
+  int64_t longrope_orig_ctx = 0;
+  float attn_softcap = 0.0f;     // gemma2: {arch}.attn_logit_softcapping; 0: not written (the default, 50)
+  float final_softcap = 0.0f;    // gemma2/3: {arch}.final_logit_softcapping; 0: not written
+  bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
+  // SwiGLU, the default, stands for the architecture's first form where it
+  // has no SwiGLU (gemma: geglu, falcon: gelu).
   model::FfnForm ffn_form = model::FfnForm::SwiGLU;
   // Type of the 2-D weights (norms stay f32): one of kMakeModelTypes: a
   // weight dtype, or q4_k_m / q5_k_m (llama.cpp's mixes, simplified: q6_k
@@ -82,7 +105,8 @@ using MakeModelProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 // Throws std::invalid_argument for inconsistent options (n_embd % n_head,
 // n_head % n_head_kv, a row length not a multiple of the dtype's block, a
-// sparse model with SwiGLU...).
+// sparse model with SwiGLU, an option the architecture has no key or
+// tensor for...).
 void make_model(const MakeModelOptions& options, const MakeModelProgress& progress = {});
 
 }  // namespace tc::profiler
