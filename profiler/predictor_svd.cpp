@@ -119,9 +119,12 @@ GateFactors factor_gate(const gguf::GgufFile& file, const model::ModelSpec& spec
     throw std::invalid_argument("gate SVD: rank " + std::to_string(rank) + " is outside [1, min(n_embd, n_ff) = " +
                                 std::to_string(std::min(n_embd, n_ff)) + "]");
   }
-  // M = W_gate diag(ffn_norm) f64 [n_ff, n_embd], and its transpose.
-  const auto& gate = file.tensor(model::layer_tensor_name(layer, "ffn_gate"), {n_embd, n_ff});
-  const auto& norm = file.tensor(model::layer_tensor_name(layer, "ffn_norm"), {n_embd});
+  // M = W_gate diag(ffn_norm) f64 [n_ff, n_embd], and its transpose (Falcon:
+  // ffn_up and attn_norm, its LayerNorm's bias and centring left out).
+  const auto& gate =
+      file.tensor(model::layer_tensor_name(layer, model::ffn_activated_tensor(*spec.architecture)), {n_embd, n_ff});
+  const auto& norm =
+      file.tensor(model::layer_tensor_name(layer, model::ffn_input_norm_tensor(*spec.architecture)), {n_embd});
   if (norm.dtype != kernels::DType::F32) throw file.error(norm.name, "is not f32");
   const auto* norm_w = reinterpret_cast<const float*>(file.tensor_data(norm).data());
   const auto gate_data = file.tensor_data(gate);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "engine/gguf/gguf_writer.h"
 #include "engine/sparse/predictors.h"
@@ -41,10 +42,13 @@ PredictorCost layer_cost(const gguf::GgufFile& file, const model::ModelSpec& spe
   PredictorCost c;
   c.bytes = kernels::row_bytes(dtype, spec.n_embd) * rank + kernels::row_bytes(dtype, rank) * spec.n_ff;
   c.flops = 2 * rank * (spec.n_embd + spec.n_ff);
+  // Ungated FFNs (Falcon) have ffn_up only.
+  const bool gated = model::is_gated(spec.ffn_form);
   for (const char* t : {"ffn_gate", "ffn_up", spec.sparse_layout ? "ffn_down_t" : "ffn_down"}) {
+    if (!gated && std::string_view(t) == "ffn_gate") continue;
     c.ffn_bytes += static_cast<int64_t>(file.tensor(model::layer_tensor_name(layer, t)).n_bytes);
   }
-  c.ffn_flops = 2 * 3 * spec.n_ff * spec.n_embd;
+  c.ffn_flops = 2 * (gated ? 3 : 2) * spec.n_ff * spec.n_embd;
   return c;
 }
 

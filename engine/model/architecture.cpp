@@ -76,6 +76,7 @@ const std::array kArchitectures{
                  .layer_form = LayerForm::Parallel,
                  .ffn_layout = FfnLayout::UpOnly,
                  .ffn_forms = kFalconForms,
+                 .fused_qkv_only = true,
                  .sliding_window = {}},
 };
 
@@ -118,6 +119,14 @@ kernels::Activation activation_for(FfnForm form) {
     case FfnForm::Relu: return kernels::Activation::Relu;
   }
   return kernels::Activation::SwiGLU;
+}
+
+std::string_view ffn_activated_tensor(const Architecture& a) {
+  return a.ffn_layout == FfnLayout::UpOnly ? "ffn_up" : "ffn_gate";
+}
+
+std::string_view ffn_input_norm_tensor(const Architecture& a) {
+  return a.layer_form == LayerForm::Parallel ? "attn_norm" : "ffn_norm";
 }
 
 const Architecture* find_architecture(std::string_view name) {

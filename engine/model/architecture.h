@@ -77,6 +77,7 @@ struct Architecture {
   // files (thermocline.ffn_form picks another). PowerInfer (PWRI) files
   // default to the first ReLU-family one.
   std::span<const FfnForm> ffn_forms;
+  bool fused_qkv_only = false;  // q, k and v only as one attn_qkv (Falcon); else attn_qkv or attn_q/k/v
   bool qk_norm = false;     // attn_q_norm / attn_k_norm f32 [head_dim]: RMSNorm of each head before RoPE
   bool post_norms = false;  // post_attention_norm / post_ffw_norm f32 [n_embd]: RMSNorm of each block's output
   bool embd_scale = false;  // token embeddings multiplied by sqrt(n_embd)
@@ -91,6 +92,12 @@ struct Architecture {
   bool rope_freqs = false;     // may carry rope_freqs.weight f32 [n_rot/2] (Llama 3.1's frequency factors)
   bool longrope = false;       // may carry rope_factors_long/short.weight f32 [n_rot/2] (Phi-3's LongRoPE)
 };
+
+// The file's short name of the matrix the FFN activation is applied to
+// ("ffn_gate"; "ffn_up" for an ungated FFN) and of the norm whose output
+// enters the FFN ("ffn_norm"; "attn_norm" in the parallel layer form).
+std::string_view ffn_activated_tensor(const Architecture& a);
+std::string_view ffn_input_norm_tensor(const Architecture& a);
 
 // The descriptor of `name`, or nullptr when the architecture is not supported.
 const Architecture* find_architecture(std::string_view name);

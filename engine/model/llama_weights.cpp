@@ -77,7 +77,7 @@ std::string bias_name(int64_t layer, std::string_view tensor) {
 void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
   const int64_t n_q = s.n_embd_q(), n_kv = s.n_embd_kv();
-  if (m.has(name("attn_qkv"))) {
+  if (s.architecture->fused_qkv_only || m.has(name("attn_qkv"))) {
     const Tensor qkv = m.matrix(name("attn_qkv"), s.n_embd, n_q + 2 * n_kv);
     w.attn_q = row_range(qkv, 0, n_q);
     w.attn_k = row_range(qkv, n_q, n_kv);

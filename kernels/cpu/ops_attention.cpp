@@ -186,6 +186,13 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   for (int64_t t = t_begin; t < t_end; ++t) {
     if (!masked_out(t)) j_end = std::max(j_end, chunk_end_of(t));
   }
+  // The first position any token of the run sees in this chunk: K and V
+  // rows before it are never read (the scores before a token's window are
+  // -inf, and 0 times a row outside every window could be 0 * NaN).
+  int64_t j_lo = j_end;
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    if (!masked_out(t)) j_lo = std::min(j_lo, std::max(j_begin, a.first_seen(t)));
+  }
   const int64_t n_rows = (t_end - t_begin) * n_heads;  // (token, head) pairs, token-major
   grow(s.scores, n_rows * kChunk);
   // Wide runs (a decode token's whole KV rows) take fewer positions per V
@@ -225,7 +232,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // only: a block's 8 rows are all read.
   const bool direct = t_end - t_begin == 1 && n_group == 1 && head_dim % kOutChunk == 0 &&
                       detail::f16_kv_direct_available();
-  for (int64_t j0 = j_begin; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
+  for (int64_t j0 = j_lo; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
     const int64_t nj = by_blocks ? std::min(kKBlock, j_end - j0) : 1;
     prefetch_ahead(a.k, j0, nj);
     if (direct && nj == kKBlock) {
@@ -290,7 +297,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // them to its output kOutChunk values at a time, held in registers across
   // the block (a load and a store of the output per position cost as much
   // as the FMAs). Each output value still gets its terms in ascending j.
-  for (int64_t j0 = j_begin; j0 < j_end; j0 += v_block) {
+  for (int64_t j0 = j_lo; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
     prefetch_ahead(a.v, j0, nj);
     if (direct) {
