@@ -298,6 +298,8 @@ TEST_CASE("the TEAL sampler does not depend on how tokens are batched", "[sparse
   spec.n_layer = 1;
   spec.n_embd = 24;
   spec.n_ff = 40;
+  spec.n_head = 4;  // attn_output's input: n_head * head_dim = n_embd
+  spec.head_dim = 6;
   const int64_t n_tokens = 500;
   // |x| uniform on [0, 1): the quantile at level a is about a.
   std::mt19937 rng(9);
