@@ -17,8 +17,9 @@
 #       into it: the steps in the order given; a failing step does not stop
 #       the others. OUT_DIR (default gpu-check-out/) receives the tables and
 #       the logs.
-#         tests       the plugin's libraries resolve; the [cuda] kernel tests
-#                     and the whole-model and hybrid [cuda] tests
+#         tests       the plugin's libraries resolve; the [cuda] kernel tests,
+#                     the whole-model and hybrid [cuda] tests, and the
+#                     models folder on the GPU (VRAM shared and freed)
 #         agree       hybrid mode against the CPU's sparse pass on a small
 #                     generated sparse model: greedy text and perplexity
 #         sanitizers  compute-sanitizer memcheck and racecheck over both
@@ -61,11 +62,11 @@ pack() {
   if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
   fi
-  cmake --build "$build" -j"$(nproc)" --target thermocline tc_tests_cuda tc_tests_model
+  cmake --build "$build" -j"$(nproc)" --target thermocline tc_tests_cuda tc_tests_model tc_tests_integration
   rm -rf "$carry"
   mkdir -p "$carry/bin" "$carry/lib"
   cp "$build/cli/thermocline" "$build/cli/libthermocline_cuda.so" "$build/tests/tc_tests_cuda" \
-     "$build/tests/tc_tests_model" "$carry/bin/"
+     "$build/tests/tc_tests_model" "$build/tests/tc_tests_integration" "$carry/bin/"
   if readelf -d "$carry/bin/thermocline" | grep NEEDED | grep -Eq 'libcublas|libcudart|libcuda\.so'; then
     echo "gpu_check: thermocline links a CUDA library; it should dlopen the plugin" >&2
     exit 1
@@ -136,6 +137,7 @@ check_tests() {
   step plugin_libraries bash -c "ldd '$THERMOCLINE_CUDA_PLUGIN' && ! ldd '$THERMOCLINE_CUDA_PLUGIN' | grep 'not found'"
   step tests_cuda "$bin/tc_tests_cuda" --durations yes
   step tests_model_cuda "$bin/tc_tests_model" "[cuda]" --durations yes
+  step tests_integration_cuda "$bin/tc_tests_integration" "[cuda]" --durations yes
 }
 
 # 1b. Hybrid mode against the CPU's sparse pass on a small generated sparse
