@@ -109,6 +109,10 @@ void check_still_serving(int port) {
 
 }  // namespace
 
+// A request delayed by a TCP delayed ACK takes 40 ms or more; the timing
+// checks below only tell that apart from a prompt answer.
+constexpr double kStallBoundMs = 20.0;
+
 TEST_CASE("hostile: a reused connection answers as fast as a fresh one, pipelined requests in order",
           "[integration][hostile]") {
   ServerProcess server(test_model(), {"--alias", "tiny", "--threads", "1"}, log_dir());
@@ -146,7 +150,9 @@ TEST_CASE("hostile: a reused connection answers as fast as a fresh one, pipeline
     fresh_ms.push_back(1000 * seconds_since(start));
   }
   INFO("median /health: reused connection " << median(reused_ms) << " ms, fresh " << median(fresh_ms) << " ms");
-  CHECK(median(reused_ms) < 5.0);
+  // The stalls this guards against are delayed ACKs (40 ms on Linux); the
+  // bound leaves room for a loaded machine (a quiet one answers in < 1 ms).
+  CHECK(median(reused_ms) < kStallBoundMs);
 
   // A client that writes a POST's head and body separately with Nagle's
   // algorithm on: its body waits for the head's ACK, which the server must
@@ -165,7 +171,7 @@ TEST_CASE("hostile: a reused connection answers as fast as a fresh one, pipeline
       if (i >= 5) post_ms.push_back(1000 * seconds_since(start));
     }
     INFO("median POST, head and body in two writes behind Nagle: " << median(post_ms) << " ms");
-    CHECK(median(post_ms) < 5.0);
+    CHECK(median(post_ms) < kStallBoundMs);
   }
 
   // Four requests in one write, a POST with its body among them: four
