@@ -12,8 +12,8 @@
 // piece, highest score first, leftmost first), so encoding a training word
 // reproduces its training segmentation.
 //
-// BPE: byte-level, words from the Llama-3 pre-tokenizer (tokenizer.ggml.pre
-// = "llama3"); merges are listed in rank order and applied to the words by
+// BPE: byte-level, words from the pre-tokenizer the options name (default
+// "llama3"); merges are listed in rank order and applied to the words by
 // rank, as the tokenizer does.
 #include "engine/text/tokenizer_trainer.h"
 #include "engine/text/tokenizer_trainer_detail.h"
@@ -207,31 +207,56 @@ class MergeLearner {
     return {sym_rank_[static_cast<size_t>(it->second)], it->second};
   }
 
+  // Whether the adjacent symbols a b are a pair the newest merge applies to:
+  // the merged pair itself, or for SPM any pair spelling the new piece.
+  bool is_newest_pair(int32_t a, int32_t b) const {
+    const Merge& m = merges_.back();
+    if (mode_ == MergeMode::BpeRanks) return a == m.left && b == m.right;
+    const std::string& piece = text(m.result);
+    const std::string& l = text(a);
+    const std::string& r = text(b);
+    return l.size() + r.size() == piece.size() && piece.compare(0, l.size(), l) == 0 &&
+           piece.compare(l.size(), r.size(), r) == 0;
+  }
+
   // Brings a word to what the tokenizer makes of it once the newest merge
   // exists: starting from its segmentation so far (in which no known merge
   // applies), repeatedly apply the best-ranked merge, leftmost first. This
-  // is usually just the newest merge; a merge can enable an older one.
+  // is usually just the newest merge; a merge can enable an older one. So
+  // at first only the newest merge's pairs apply, and after each merge only
+  // the two pairs beside the merged symbol are looked up again.
   // Returns whether anything changed.
-  bool merge_word(Word& word) const {
+  bool merge_word(Word& word) {
     auto& s = word.syms;
+    if (s.size() < 2) return false;
+    const auto newest_rank = static_cast<int32_t>(merges_.size()) - 1;
+    auto& ranks = pair_ranks_;  // pair (i, i + 1): {rank, result}, rank -1 when none
+    ranks.assign(s.size() - 1, {-1, -1});
+    bool any = false;
+    for (size_t i = 0; i + 1 < s.size(); ++i) {
+      if (is_newest_pair(s[i], s[i + 1])) {
+        ranks[i] = {newest_rank, merges_.back().result};
+        any = true;
+      }
+    }
+    if (!any) return false;
     std::string buf;
-    bool changed = false;
     for (;;) {
       int32_t best_rank = -1;
-      int32_t best_result = -1;
       size_t best_i = 0;
-      for (size_t i = 0; i + 1 < s.size(); ++i) {
-        const auto [rank, result] = merge_of(s[i], s[i + 1], buf);
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        const int32_t rank = ranks[i].first;
         if (rank >= 0 && (best_rank < 0 || rank < best_rank)) {
           best_rank = rank;
-          best_result = result;
           best_i = i;
         }
       }
-      if (best_rank < 0) return changed;
-      s[best_i] = best_result;
+      if (best_rank < 0) return true;
+      s[best_i] = ranks[best_i].second;
       s.erase(s.begin() + static_cast<std::ptrdiff_t>(best_i) + 1);
-      changed = true;
+      ranks.erase(ranks.begin() + static_cast<std::ptrdiff_t>(best_i));
+      if (best_i > 0) ranks[best_i - 1] = merge_of(s[best_i - 1], s[best_i], buf);
+      if (best_i < ranks.size()) ranks[best_i] = merge_of(s[best_i], s[best_i + 1], buf);
     }
   }
 
@@ -280,6 +305,7 @@ class MergeLearner {
   uint32_t stamp_ = 0;
   std::vector<Merge> merges_;
   std::unordered_map<PairKey, std::pair<int32_t, int32_t>> merge_rank_;  // BPE: rank, result
+  std::vector<std::pair<int32_t, int32_t>> pair_ranks_;  // merge_word's scratch
   std::priority_queue<HeapEntry, std::vector<HeapEntry>, HeapOrder> heap_{HeapOrder{this}};
 };
 
@@ -345,7 +371,8 @@ bool word_boundary(char32_t prev, char32_t c) {
   return char_class(prev) != char_class(c);
 }
 
-detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size) {
+detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
+                              const std::vector<std::string>& reserved) {
   if (vocab_size < kSpmFixedTokens) {
     throw std::invalid_argument("vocab_size " + std::to_string(vocab_size) +
                                 " is too small for an SPM vocab: it needs at least " +
@@ -409,21 +436,29 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size) {
     words.push_back(std::move(w));
   }
 
-  const int64_t n_chars = std::min<int64_t>(static_cast<int64_t>(alphabet.size()),
+  // The characters that become tokens, most frequent first; a reserved one
+  // (the caller's own token, e.g. a user-defined "\n") is left to the caller.
+  const std::unordered_set<std::string> reserved_set(reserved.begin(), reserved.end());
+  std::vector<size_t> char_tokens;
+  for (size_t i = 0; i < alphabet.size(); ++i) {
+    if (!reserved_set.count(alphabet[i])) char_tokens.push_back(i);
+  }
+  const int64_t n_chars = std::min<int64_t>(static_cast<int64_t>(char_tokens.size()),
                                             vocab_size - kSpmFixedTokens);
   const int64_t max_pieces = vocab_size - kSpmFixedTokens - n_chars;
 
-  // A learned piece must never let two symbols spell a fixed token ("<s>",
-  // "<0x41>", ...), or plain text could encode to a control token: no piece
-  // may be a proper prefix or suffix of one.
-  std::unordered_set<std::string> blocked;
-  for (int32_t i = 0; i < kSpmFixedTokens; ++i) {
-    const std::string& t = v.tokens[static_cast<size_t>(i)];
+  // A learned piece must never let two symbols spell a fixed or reserved
+  // token ("<s>", "<0x41>", ...), or plain text could encode to a control
+  // token: no piece may be a proper prefix or suffix of one, nor one itself.
+  std::unordered_set<std::string> blocked(reserved.begin(), reserved.end());
+  const auto block_affixes = [&](const std::string& t) {
     for (size_t len = 2; len < t.size(); ++len) {
       blocked.insert(t.substr(0, len));
       blocked.insert(t.substr(t.size() - len));
     }
-  }
+  };
+  for (int32_t i = 0; i < kSpmFixedTokens; ++i) block_affixes(v.tokens[static_cast<size_t>(i)]);
+  for (const std::string& t : reserved) block_affixes(t);
 
   MergeLearner learner(alphabet, std::move(words), MergeMode::SpmScores, std::move(blocked));
   learner.learn(max_pieces);
@@ -434,7 +469,7 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size) {
 
   const auto n_pieces = static_cast<int64_t>(pieces.size());
   for (int64_t i = 0; i < n_chars; ++i) {
-    add(alphabet[static_cast<size_t>(i)], TokenType::Normal, -static_cast<float>(n_pieces + i));
+    add(alphabet[char_tokens[static_cast<size_t>(i)]], TokenType::Normal, -static_cast<float>(n_pieces + i));
   }
   for (int64_t k = 0; k < n_pieces; ++k) {
     add(std::move(pieces[static_cast<size_t>(k)]), TokenType::Normal, -static_cast<float>(k));
@@ -447,7 +482,13 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size) {
   return {std::move(v), std::move(trained)};
 }
 
-detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size) {
+detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size, const std::string& pre_name,
+                              const std::vector<std::string>& reserved) {
+  const auto pre = pre_tokenizer_from_name(pre_name);
+  if (!pre) {
+    throw std::invalid_argument("unsupported pre-tokenizer '" + pre_name + "'; supported: " +
+                                std::string(supported_pre_tokenizer_names()));
+  }
   if (vocab_size < 256 + 2) {
     throw std::invalid_argument("vocab_size " + std::to_string(vocab_size) +
                                 " is too small for a byte-level BPE vocab: it needs at least 258 "
@@ -455,7 +496,7 @@ detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size) {
   }
   Vocab v;
   v.kind = TokenizerKind::Bpe;
-  v.pre = "llama3";
+  v.pre = pre_name;
   v.add_bos = true;
   v.add_eos = false;
   v.add_space_prefix = false;
@@ -465,7 +506,7 @@ detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size) {
 
   const std::string text = utf8_sanitize(raw);
   std::vector<Word> words;
-  for (auto& [word, freq] : count_words(pre_tokenize(PreTokenizer::Llama3, text))) {
+  for (auto& [word, freq] : count_words(pre_tokenize(*pre, text))) {
     Word w;
     w.freq = freq;
     for (const char c : word) w.syms.push_back(static_cast<uint8_t>(c));
@@ -473,7 +514,13 @@ detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size) {
     words.push_back(std::move(w));
   }
 
+  // Learned tokens are byte-char text: reserved texts are blocked as such.
   std::unordered_set<std::string> blocked{kBpeBos, kBpeEos};
+  for (const std::string& t : reserved) {
+    std::string chars;
+    for (const char c : t) chars += byte_to_unicode_utf8(static_cast<uint8_t>(c));
+    blocked.insert(std::move(chars));
+  }
   MergeLearner learner(alphabet, std::move(words), MergeMode::BpeRanks, std::move(blocked));
   learner.learn(vocab_size - 256 - 2);
 
@@ -509,9 +556,9 @@ namespace detail {
 TrainOutput train_vocab_detailed(std::string_view text, const TrainerOptions& options) {
   switch (options.kind) {
     case TokenizerKind::Spm:
-      return train_spm(text, options.vocab_size);
+      return train_spm(text, options.vocab_size, options.reserved);
     case TokenizerKind::Bpe:
-      return train_bpe(text, options.vocab_size);
+      return train_bpe(text, options.vocab_size, options.pre, options.reserved);
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }

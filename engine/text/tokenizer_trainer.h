@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/text/vocab.h"
 
@@ -14,6 +16,14 @@ namespace tc::text {
 struct TrainerOptions {
   TokenizerKind kind = TokenizerKind::Spm;
   int32_t vocab_size = 4096;  // total tokens, specials and byte pieces included
+  // BPE: the pre-tokenizer (`tokenizer.ggml.pre`) whose words merges are
+  // learned over, and which the vocab names.
+  std::string pre = "llama3";
+  // Texts no token may have: the caller's own special tokens, added after
+  // training (an SPM character that is one is not made a token either).
+  // SPM pieces are also kept from being a proper prefix or suffix of one, so
+  // two pieces never spell it.
+  std::vector<std::string> reserved = {};
 };
 
 // Throws std::invalid_argument when vocab_size is too small to hold the

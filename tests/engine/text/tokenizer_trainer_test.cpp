@@ -1,8 +1,10 @@
 // The tokenizer trainer: exact sizes, layout of fixed tokens, determinism,
-// padding, and that encoding a training word gives back its training
-// segmentation.
+// padding, that encoding a training word gives back its training
+// segmentation, and the pre-tokenizer and reserved-text options.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <stdexcept>
 
@@ -181,5 +183,53 @@ TEST_CASE("trainer: a 32000-token vocabulary trains", "[text][trainer]") {
   for (const auto kind : {TokenizerKind::Spm, TokenizerKind::Bpe}) {
     const Vocab v = train_vocab(corpus(), {kind, 32000});
     CHECK(v.n_vocab() == 32000);
+  }
+}
+
+TEST_CASE("trainer: bpe learns over the pre-tokenizer it is given", "[text][trainer]") {
+  TrainerOptions o{TokenizerKind::Bpe, 3000};
+  o.pre = "qwen2";
+  const Vocab v = train_vocab(corpus(), o);
+  CHECK(v.pre == "qwen2");
+  // Qwen2 splits numbers into single digits, so no learned token joins two.
+  const auto tok = Tokenizer::create(v);
+  int n_digit_pairs = 0;
+  for (TokenId id = 0; id < v.n_vocab(); ++id) {
+    const std::string piece = tok->token_to_piece(id);
+    for (size_t i = 0; i + 1 < piece.size(); ++i) {
+      n_digit_pairs += std::isdigit(static_cast<unsigned char>(piece[i])) != 0 &&
+                       std::isdigit(static_cast<unsigned char>(piece[i + 1])) != 0;
+    }
+  }
+  CHECK(n_digit_pairs == 0);
+  CHECK(tok->decode(tok->encode("In 1984, 42 hackers")) == "In 1984, 42 hackers");
+  o.pre = "no-such-pre";
+  CHECK_THROWS_AS(train_vocab(corpus(), o), std::invalid_argument);
+}
+
+TEST_CASE("trainer: reserved texts never become tokens", "[text][trainer]") {
+  SECTION("spm") {
+    TrainerOptions o{TokenizerKind::Spm, 3000};
+    o.reserved = {"\n", "\n\n", kSp + "the", "<start_of_turn>"};
+    const Vocab v = train_vocab(corpus(), o);
+    REQUIRE(v.n_vocab() == 3000);
+    for (const auto& r : o.reserved) CHECK(std::find(v.tokens.begin(), v.tokens.end(), r) == v.tokens.end());
+    // Nor may two pieces spell a reserved text.
+    for (const std::string& affix : {std::string("<start"), std::string("_turn>"), std::string("of_turn>")}) {
+      CHECK(std::find(v.tokens.begin(), v.tokens.end(), affix) == v.tokens.end());
+    }
+    CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Unused) == 0);
+    const Vocab plain = train_vocab(corpus(), {TokenizerKind::Spm, 3000});
+    CHECK(std::find(plain.tokens.begin(), plain.tokens.end(), kSp + "the") != plain.tokens.end());
+    CHECK(std::find(plain.tokens.begin(), plain.tokens.end(), "\n") != plain.tokens.end());
+  }
+  SECTION("bpe") {
+    TrainerOptions o{TokenizerKind::Bpe, 3000};
+    o.reserved = {" the", "<think>"};
+    const Vocab v = train_vocab(corpus(), o);
+    REQUIRE(v.n_vocab() == 3000);
+    CHECK(std::find(v.tokens.begin(), v.tokens.end(), "\xC4\xA0the") == v.tokens.end());  // "Ġthe"
+    const Vocab plain = train_vocab(corpus(), {TokenizerKind::Bpe, 3000});
+    CHECK(std::find(plain.tokens.begin(), plain.tokens.end(), "\xC4\xA0the") != plain.tokens.end());
   }
 }
