@@ -35,25 +35,20 @@ void validate_vocab(const Vocab& vocab) {
   check_id(vocab.eos_id, "eos_id");
   check_id(vocab.unk_id, "unk_id");
   check_id(vocab.pad_id, "pad_id");
-  TokenIndex seen;
-  seen.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (vocab.tokens[i].empty()) {
       throw std::invalid_argument("vocab token " + std::to_string(i) + " is empty");
     }
-    const auto [it, inserted] = seen.emplace(vocab.tokens[i], static_cast<TokenId>(i));
-    if (!inserted) {
-      throw std::invalid_argument("vocab token '" + vocab.tokens[i] + "' appears at ids " +
-                                  std::to_string(it->second) + " and " + std::to_string(i));
-    }
   }
 }
 
-TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)) {
+TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)), token_index_(vocab_.tokens) {
   const size_t n = vocab_.tokens.size();
+  if (const auto [first, second] = token_index_.first_duplicate(); first >= 0) {
+    throw std::invalid_argument("vocab token '" + vocab_.tokens[static_cast<size_t>(first)] + "' appears at ids " +
+                                std::to_string(first) + " and " + std::to_string(second));
+  }
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::Normal);
-  token_index_.reserve(n);
-  for (size_t i = 0; i < n; ++i) token_index_.emplace(vocab_.tokens[i], static_cast<TokenId>(i));
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vocab_.types[i];
     if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {
@@ -67,12 +62,15 @@ TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)) {
 
 void TokenizerBase::build_pieces() {
   const size_t n = vocab_.tokens.size();
-  pieces_.resize(n);
+  piece_offsets_.resize(n + 1);
+  piece_bytes_.clear();
+  piece_bytes_.reserve(n * 8);
   for (size_t i = 0; i < n; ++i) {
+    piece_offsets_[i] = static_cast<uint32_t>(piece_bytes_.size());
     const std::string& text = vocab_.tokens[i];
     switch (vocab_.types[i]) {
       case TokenType::Normal:
-        pieces_[i] = normal_piece(text);
+        append_normal_piece(text, piece_bytes_);
         break;
       case TokenType::Byte: {
         // "<0xXX>"; anything else is rendered like a normal token.
@@ -87,28 +85,34 @@ void TokenizerBase::build_pieces() {
           ok = digit >= 0;
           value = value * 16 + static_cast<unsigned>(digit);
         }
-        pieces_[i] = ok ? std::string(1, static_cast<char>(value)) : normal_piece(text);
+        if (ok) {
+          piece_bytes_.push_back(static_cast<char>(value));
+        } else {
+          append_normal_piece(text, piece_bytes_);
+        }
         break;
       }
       case TokenType::Control:
       case TokenType::UserDefined:
       case TokenType::Unknown:
-        pieces_[i] = text;
+        piece_bytes_ += text;
         break;
       case TokenType::Unused:
       case TokenType::Undefined:
       default:
-        pieces_[i].clear();  // llama.cpp renders these as nothing
-        break;
+        break;  // llama.cpp renders these as nothing
     }
+    if (piece_bytes_.size() > UINT32_MAX) throw std::length_error("vocab pieces exceed 4 GiB");
   }
+  piece_offsets_[n] = static_cast<uint32_t>(piece_bytes_.size());
 }
 
 std::string TokenizerBase::token_to_piece(TokenId id, bool render_special) const {
   if (id < 0 || id >= n_vocab()) return {};
   const TokenType t = vocab_.types[static_cast<size_t>(id)];
   if (!render_special && (t == TokenType::Control || t == TokenType::Unknown)) return {};
-  return pieces_[static_cast<size_t>(id)];
+  const auto i = static_cast<size_t>(id);
+  return piece_bytes_.substr(piece_offsets_[i], piece_offsets_[i + 1] - piece_offsets_[i]);
 }
 
 std::vector<Fragment> TokenizerBase::partition(std::string_view text, bool parse_special) const {

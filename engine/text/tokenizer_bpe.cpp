@@ -26,11 +26,8 @@ class BpeTokenizer final : public TokenizerBase {
     }
     pre_ = *pre;
     ignore_merges_ = pre_tokenizer_ignores_merges(pre_);
-    ranks_.reserve(vocab_.merges.size());
-    for (size_t i = 0; i < vocab_.merges.size(); ++i) {
-      // "left right"; the first occurrence of a pair keeps its rank.
-      ranks_.emplace(vocab_.merges[i], static_cast<int32_t>(i));
-    }
+    // "left right" -> rank; the first occurrence of a pair keeps its rank.
+    ranks_ = StringIndex(vocab_.merges);
     build_pieces();
   }
 
@@ -57,9 +54,7 @@ class BpeTokenizer final : public TokenizerBase {
  private:
   // Byte chars back to bytes; a char outside the 256 byte chars is kept as
   // its UTF-8 (llama.cpp would print "[UNK_BYTE_..]").
-  std::string normal_piece(const std::string& token_text) const override {
-    std::string out;
-    out.reserve(token_text.size());
+  void append_normal_piece(const std::string& token_text, std::string& out) const override {
     for (size_t pos = 0; pos < token_text.size();) {
       const size_t start = pos;
       const char32_t cpt = utf8_decode(token_text, pos);
@@ -70,7 +65,6 @@ class BpeTokenizer final : public TokenizerBase {
         out.append(token_text, start, pos - start);
       }
     }
-    return out;
   }
 
   // `word` is the byte-char encoding of one pre-tokenized word.
@@ -83,14 +77,10 @@ class BpeTokenizer final : public TokenizerBase {
         return;
       }
     }
-    std::string key;
     const auto merge_rank = [&](std::string_view left, std::string_view right) -> std::optional<double> {
-      key.assign(left);
-      key.push_back(' ');
-      key.append(right);
-      const auto it = ranks_.find(key);
-      if (it == ranks_.end()) return std::nullopt;
-      return -static_cast<double>(it->second);  // lower rank merges first
+      const int32_t rank = ranks_.find_pair(left, right);
+      if (rank < 0) return std::nullopt;
+      return -static_cast<double>(rank);  // lower rank merges first
     };
     for (const MergedSymbol& s : merge_bigrams(word, merge_rank)) {
       const std::string_view piece = word.substr(s.offset, s.n);
@@ -115,7 +105,7 @@ class BpeTokenizer final : public TokenizerBase {
 
   PreTokenizer pre_ = PreTokenizer::Default;
   bool ignore_merges_ = false;
-  TokenIndex ranks_;  // merge text "left right" -> rank
+  StringIndex ranks_;  // over vocab_.merges: "left right" -> rank
 };
 
 }  // namespace

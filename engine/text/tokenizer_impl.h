@@ -10,11 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/text/string_index.h"
 #include "engine/text/tokenizer.h"
 
 namespace tc::text::detail {
 
-// std::string keys looked up by std::string_view without a copy.
+// std::string keys looked up by std::string_view without a copy (for maps
+// that grow, as the trainer's; a built vocab uses StringIndex).
 struct StringHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -22,8 +24,8 @@ struct StringHash {
 using TokenIndex = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
 
 // Throws std::invalid_argument when the vocab is inconsistent: no tokens,
-// empty or duplicate token texts, scores/types of the wrong length, special
-// ids out of range, add_bos/add_eos without the id.
+// empty token texts, scores/types of the wrong length, special ids out of
+// range. (Duplicate texts are found by TokenizerBase's index.)
 void validate_vocab(const Vocab& vocab);
 
 // A piece of the input after special-token partitioning: either raw text
@@ -35,27 +37,32 @@ struct Fragment {
 
 class TokenizerBase : public Tokenizer {
  public:
+  // The indexes point into vocab_: never copied.
+  TokenizerBase(const TokenizerBase&) = delete;
+  TokenizerBase& operator=(const TokenizerBase&) = delete;
+
   std::string token_to_piece(TokenId id, bool render_special) const override;
 
  protected:
   explicit TokenizerBase(Vocab vocab);
 
-  TokenId find_token(std::string_view text) const {
-    const auto it = token_index_.find(text);
-    return it == token_index_.end() ? -1 : it->second;
-  }
+  TokenId find_token(std::string_view text) const { return token_index_.find(text); }
   // Splits `text` on special tokens, longest first: user-defined tokens
   // always, control and unknown tokens only with parse_special.
   std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
-  // Renders the text of a Normal token (kind specific: U+2581 -> space for
-  // SPM, byte chars -> bytes for BPE). Called once per token at build time.
-  virtual std::string normal_piece(const std::string& token_text) const = 0;
-  // Call at the end of the derived constructor (uses normal_piece).
+  // Appends the rendered text of a Normal token (kind specific: U+2581 ->
+  // space for SPM, byte chars -> bytes for BPE). Called once per token at
+  // build time.
+  virtual void append_normal_piece(const std::string& token_text, std::string& out) const = 0;
+  // Call at the end of the derived constructor (uses append_normal_piece).
   void build_pieces();
 
-  TokenIndex token_index_;
+  StringIndex token_index_;           // over vocab_.tokens
   std::vector<TokenId> special_ids_;  // control, user-defined, unknown; longest text first
-  std::vector<std::string> pieces_;   // rendered piece per token, render_special = true
+  // Rendered piece per token (render_special = true): bytes
+  // [piece_offsets_[id], piece_offsets_[id + 1]) of piece_bytes_.
+  std::string piece_bytes_;
+  std::vector<uint32_t> piece_offsets_;
 };
 
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab vocab);

@@ -65,18 +65,15 @@ class SpmTokenizer final : public TokenizerBase {
   }
 
  private:
-  std::string normal_piece(const std::string& token_text) const override {
-    std::string out;
-    out.reserve(token_text.size());
+  void append_normal_piece(const std::string& token_text, std::string& out) const override {
     for (size_t i = 0; i < token_text.size();) {
-      if (token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
+      if (token_text[i] == kSpaceMarker[0] && token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
         out.push_back(' ');
         i += kSpaceMarker.size();
       } else {
         out.push_back(token_text[i++]);
       }
     }
-    return out;
   }
 
   float score(TokenId id) const {

@@ -4,11 +4,11 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/text/pre_tokenizer.h"
+#include "engine/text/string_index.h"
 
 namespace tc::text {
 
@@ -96,15 +96,12 @@ Vocab read_vocab(const gguf::GgufFile& file) {
   }
 
   // Empty texts are renamed and duplicates rejected, as llama.cpp does.
-  std::unordered_map<std::string, size_t> seen;
-  seen.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (v.tokens[i].empty()) v.tokens[i] = "[EMPTY_" + std::to_string(i) + "]";
-    const auto [it, inserted] = seen.emplace(v.tokens[i], i);
-    if (!inserted) {
-      throw file.error(kTokens, "duplicate token '" + v.tokens[i] + "' at ids " +
-                                    std::to_string(it->second) + " and " + std::to_string(i));
-    }
+  }
+  if (const auto [first, second] = detail::StringIndex(v.tokens).first_duplicate(); first >= 0) {
+    throw file.error(kTokens, "duplicate token '" + v.tokens[static_cast<size_t>(second)] + "' at ids " +
+                                  std::to_string(first) + " and " + std::to_string(second));
   }
 
   if (v.kind == TokenizerKind::Bpe) {
