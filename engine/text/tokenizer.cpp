@@ -49,6 +49,14 @@ TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)), token_i
                                 std::to_string(first) + " and " + std::to_string(second));
   }
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::Normal);
+  // As llama.cpp's loader: an end-of-generation marker is a control token
+  // whatever the file says (it is then split off only with parse_special,
+  // and renders only with render_special).
+  for (size_t i = 0; i < n; ++i) {
+    if (vocab_.types[i] != TokenType::Control && is_end_of_generation_text(vocab_.tokens[i])) {
+      vocab_.types[i] = TokenType::Control;
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vocab_.types[i];
     if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {

@@ -39,6 +39,8 @@ class Tokenizer {
   std::string decode(std::span<const TokenId> ids, bool render_special = false,
                      bool continuation = false) const;
 
+  // The vocab as tokenized with: the one given, except that end-of-generation
+  // markers of another type are control tokens (is_end_of_generation_text).
   const Vocab& vocab() const { return vocab_; }
   int32_t n_vocab() const { return vocab_.n_vocab(); }
 

@@ -46,15 +46,20 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
 
 }  // namespace
 
+bool is_end_of_generation_text(std::string_view text) {
+  if (text.empty() || (text[0] != '<' && text[0] != '_')) return false;  // what every marker starts with
+  for (const std::string_view marker : kEndOfGenerationTexts) {
+    if (text == marker) return true;
+  }
+  return false;
+}
+
 bool Vocab::is_end_of_generation(TokenId id) const {
   if (id < 0 || id >= n_vocab()) return false;
   if (id == eos_id || id == eot_id) return true;
   const auto i = static_cast<size_t>(id);
   if (i >= types.size() || types[i] != TokenType::Control) return false;
-  for (const std::string_view text : kEndOfGenerationTexts) {
-    if (tokens[i] == text) return true;
-  }
-  return false;
+  return is_end_of_generation_text(tokens[i]);
 }
 
 Vocab read_vocab(const gguf::GgufFile& file) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tc::gguf {
@@ -57,6 +58,12 @@ struct Vocab {
   // ids outside the vocab.
   bool is_end_of_generation(TokenId id) const;
 };
+
+// Whether `text` is one of the end-of-generation markers llama.cpp's loader
+// recognises by text (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>,
+// <|endoftext|>, </s>, ...). llama.cpp makes such a token a control token
+// whatever type the file gives it; Tokenizer does the same.
+bool is_end_of_generation_text(std::string_view text);
 
 // Reads `tokenizer.*` from a file; ModelLoadError names the key at fault
 // (missing tokens, ids out of range, array lengths that disagree, ...).

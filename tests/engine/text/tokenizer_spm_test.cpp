@@ -3,6 +3,7 @@
 // byte pieces, special tokens and BOS/EOS follow the vocab's flags.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/text/tokenizer.h"
@@ -151,6 +152,32 @@ TEST_CASE("spm: special tokens are parsed only when asked, user-defined always",
   CHECK(tok->token_to_piece(tag) == "<tag>");
   CHECK(tok->token_to_piece(-1) == "");
   CHECK(tok->token_to_piece(v.n_vocab()) == "");
+}
+
+TEST_CASE("spm: end-of-generation markers of another type act as control tokens", "[text][spm]") {
+  // llama.cpp's loader makes "</s>", "<|end|>", "<|im_end|>", ... control
+  // tokens whatever type the file gives them (here normal and user-defined).
+  Vocab v = spm_vocab({{kSp, -10}, {"a", -10}, {kSp + "a", -1}, {"<|end|>", 0}, {"<|im_end|>", 0}, {"<x>", 0}});
+  const TokenId end = v.n_vocab() - 3;
+  const TokenId im_end = v.n_vocab() - 2;
+  const TokenId x = v.n_vocab() - 1;
+  v.types[static_cast<size_t>(im_end)] = TokenType::UserDefined;
+  v.types[static_cast<size_t>(x)] = TokenType::UserDefined;
+  const auto tok = Tokenizer::create(v);
+  CHECK(tok->vocab().types[static_cast<size_t>(end)] == TokenType::Control);
+  CHECK(tok->vocab().types[static_cast<size_t>(im_end)] == TokenType::Control);
+  CHECK(tok->vocab().types[static_cast<size_t>(x)] == TokenType::UserDefined);
+  CHECK(tok->vocab().is_end_of_generation(end));
+  CHECK(tok->vocab().is_end_of_generation(im_end));
+  CHECK_FALSE(v.is_end_of_generation(im_end));  // the vocab as given is unchanged
+  // Split off only with parse_special, rendered only with render_special.
+  const auto plain = tok->encode("a<|im_end|>", kPlain);
+  CHECK(std::find(plain.begin(), plain.end(), im_end) == plain.end());
+  CHECK(tok->encode("a<|im_end|>", {false, true}).back() == im_end);
+  CHECK(tok->encode("a<x>", kPlain).back() == x);
+  CHECK(tok->token_to_piece(im_end) == "");
+  CHECK(tok->token_to_piece(im_end, true) == "<|im_end|>");
+  CHECK(tok->token_to_piece(end) == "");
 }
 
 TEST_CASE("spm: inconsistent vocabs are rejected", "[text][spm]") {
