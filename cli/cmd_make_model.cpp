@@ -102,8 +102,14 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
-  sub->add_option("--tokenizer", *tokenizer, "Tokenizer kind")->check(CLI::IsMember({"llama", "gpt2"}));
+  sub->add_option("--tokenizer", *tokenizer,
+                  "Tokenizer: llama (SentencePiece) or gpt2 (byte-level BPE) learned from --vocab-text, or the "
+                  "vocab of a model family, qwen2 (151936 tokens) or gemma3 (262144), which sets --n-vocab")
+      ->check(CLI::IsMember({"llama", "gpt2", "qwen2", "gemma3"}));
   sub->add_option("--vocab-text", o->vocab_text, "Text to learn the vocabulary from (default: built-in corpus)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--chat-template", o->chat_template_file,
+                  "Jinja chat template file written as tokenizer.chat_template (default: ChatML)")
       ->check(CLI::ExistingFile);
   sub->add_option("--weight-scale", o->weight_scale, "Weight standard deviation (default 1/sqrt(fan_in))");
   sub->add_option("--name", o->name, "general.name");
@@ -142,6 +148,7 @@ void register_make_model(CLI::App& app) {
     if (o->sparse.enabled && ffn_opt->count() == 0) *ffn = "reglu";
     model::parse_ffn_form(*ffn, o->ffn_form);
     o->tokenizer = *tokenizer == "gpt2" ? text::TokenizerKind::Bpe : text::TokenizerKind::Spm;
+    o->vocab_family = profiler::vocab_family_from_name(*tokenizer);
     o->sparse.layout = *layout == "pwri" ? profiler::SparseLayout::PowerInfer : profiler::SparseLayout::Gguf;
     const auto start = std::chrono::steady_clock::now();
     ProgressBar bar("writing " + o->output.filename().string());

@@ -147,9 +147,9 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   require(o.n_vocab >= 512, "n_vocab must be at least 512");
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
+std::string read_text_file(const std::filesystem::path& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot read vocabulary text " + path.string());
+  if (!in) throw std::invalid_argument(std::string("cannot read ") + what + " " + path.string());
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -261,14 +261,21 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   const int n_threads =
       o.n_threads > 0 ? o.n_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
-  std::string corpus_storage;
-  std::string_view corpus = tokenizer_corpus();
-  if (!o.vocab_text.empty()) {
-    corpus_storage = read_text_file(o.vocab_text);
-    corpus = corpus_storage;
+  text::Vocab vocab;
+  if (o.vocab_family) {
+    vocab = make_family_vocab(*o.vocab_family);
+    o.n_vocab = vocab.n_vocab();
+  } else {
+    std::string corpus_storage;
+    std::string_view corpus = tokenizer_corpus();
+    if (!o.vocab_text.empty()) {
+      corpus_storage = read_text_file(o.vocab_text, "vocabulary text");
+      corpus = corpus_storage;
+    }
+    vocab = text::train_vocab(corpus, {.kind = o.tokenizer, .vocab_size = static_cast<int32_t>(o.n_vocab)});
   }
-  text::Vocab vocab = text::train_vocab(corpus, {.kind = o.tokenizer, .vocab_size = static_cast<int32_t>(o.n_vocab)});
-  vocab.chat_template = kChatTemplate;
+  vocab.chat_template = o.chat_template_file.empty() ? std::string(kChatTemplate)
+                                                     : read_text_file(o.chat_template_file, "chat template");
 
   const bool pwri = o.sparse.enabled && o.sparse.layout == SparseLayout::PowerInfer;
   gguf::GgufWriter w(pwri ? gguf::Magic::PWRI : gguf::Magic::GGUF);

@@ -2,7 +2,8 @@
 // architecture.h (llama by default) with seeded random weights (normal,
 // never zeros), any dims, GQA, FFN form, weight dtype, the architecture's
 // optional parts (biases, fused tensors, sliding windows, RoPE factors,
-// soft-caps), a tokenizer learned from a text, and a chat template; or, with
+// soft-caps), a tokenizer learned from a text (or a Qwen2- or Gemma3-like
+// one), and a chat template; or, with
 // `sparse`, a llama ReLU model
 // whose FFN activations are truly sparse, with exact predictors, in the GGUF
 // or the PowerInfer (PWRI) layout (profiler/sparse_planting.h; a dReLU one
@@ -15,10 +16,12 @@
 #include <filesystem>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "engine/model/model_spec.h"
 #include "engine/text/vocab.h"
+#include "profiler/family_vocab.h"
 
 namespace tc::profiler {
 
@@ -94,6 +97,10 @@ struct MakeModelOptions {
   bool tied_embeddings = false;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;
   std::filesystem::path vocab_text;   // empty: the corpus shipped in profiler/data
+  // Set: the family's vocab (profiler/family_vocab.h, seed 1) instead of one
+  // learned for `tokenizer`, `n_vocab` and `vocab_text`; n_vocab becomes its size.
+  std::optional<VocabFamily> vocab_family;
+  std::filesystem::path chat_template_file;  // empty: ChatML
   float weight_scale = 0.0f;          // sd of weights; 0: 1/sqrt(fan_in)
   std::string name = "thermocline-random";
   int n_threads = 0;                  // 0: hardware concurrency

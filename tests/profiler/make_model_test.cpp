@@ -156,3 +156,21 @@ TEST_CASE("make-model weight types, GQA, tied embeddings and the gpt2 tokenizer"
     CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("iq2_xxs"));
   }
 }
+
+TEST_CASE("make-model writes a given chat template file, ChatML without one", "[profiler][make_model]") {
+  const auto dir = tc::test::scratch_dir("make_model_template");
+  MakeModelOptions o = small_options(dir / "chatml.gguf");
+  tc::profiler::make_model(o);
+  const auto chatml = tc::model::load_model(o.output);
+  CHECK(chatml->tokenizer->vocab().chat_template.value_or("").find("<|im_start|>") != std::string::npos);
+
+  const auto source = tc::test::source_dir() / "tests" / "data" / "chat_templates" / "templates" / "gemma3.jinja";
+  o.output = dir / "gemma3_template.gguf";
+  o.chat_template_file = source;
+  tc::profiler::make_model(o);
+  const auto model = tc::model::load_model(o.output);
+  CHECK(model->tokenizer->vocab().chat_template == tc::test::read_file(source));
+
+  o.chat_template_file = dir / "missing.jinja";
+  CHECK_THROWS_WITH(tc::profiler::make_model(o), Catch::Contains("chat template") && Catch::Contains("missing.jinja"));
+}

@@ -1,0 +1,168 @@
+// make_family_vocab: the trainer's pieces laid out with each family's
+// special tokens, token types and tokenizer keys as their converted GGUF
+// files have them (llama.cpp's convert_hf_to_gguf: added tokens marked
+// special are control, the others user-defined with U+2581 written as a
+// space; padding ids are "[PADn]" unused tokens).
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/text/tokenizer_trainer.h"
+#include "profiler/family_vocab.h"
+
+namespace tc::profiler {
+namespace {
+
+using text::TokenType;
+using text::Vocab;
+
+constexpr int32_t kQwenLearned = 151643;  // ids below Qwen's first added token
+constexpr int32_t kQwenVocab = 151936;
+constexpr int32_t kGemmaVocab = 262144;
+constexpr int kGemmaUnusedHead = 99;      // <unused0..98> at ids 6..104
+constexpr int kGemmaUnusedTotal = 6242;   // <unused0..6241>
+constexpr int kGemmaRunLength = 31;       // longest newline / space / tab run token
+
+// Qwen2.5's added tokens and Qwen3's four more, in id order; `special`
+// false makes them user-defined (matched in text even without
+// parse_special).
+struct AddedToken {
+  const char* text;
+  bool special;
+};
+constexpr AddedToken kQwenAdded[] = {
+    {"<|endoftext|>", true},      {"<|im_start|>", true},     {"<|im_end|>", true},
+    {"<|object_ref_start|>", true}, {"<|object_ref_end|>", true}, {"<|box_start|>", true},
+    {"<|box_end|>", true},        {"<|quad_start|>", true},   {"<|quad_end|>", true},
+    {"<|vision_start|>", true},   {"<|vision_end|>", true},   {"<|vision_pad|>", true},
+    {"<|image_pad|>", true},      {"<|video_pad|>", true},    {"<tool_call>", false},
+    {"</tool_call>", false},      {"<|fim_prefix|>", true},   {"<|fim_middle|>", true},
+    {"<|fim_suffix|>", true},     {"<|fim_pad|>", true},      {"<|repo_name|>", true},
+    {"<|file_sep|>", true},       {"<tool_response>", false}, {"</tool_response>", false},
+    {"<think>", false},           {"</think>", false},
+};
+
+// Gemma's user-defined HTML tags (a selection of the ones its tokenizer has).
+constexpr const char* kGemmaTags[] = {
+    "<table>", "<caption>", "<thead>", "<tbody>", "<tfoot>", "<tr>", "<th>", "<td>", "</table>", "</caption>",
+    "</thead>", "</tbody>", "</tfoot>", "</tr>", "</th>", "</td>", "<h1>", "<h2>", "<h3>", "<h4>", "<h5>", "<h6>",
+    "</h1>", "</h2>", "</h3>", "</h4>", "</h5>", "</h6>", "<blockquote>", "</blockquote>", "<strong>", "</strong>",
+    "<em>", "</em>", "<b>", "</b>", "<i>", "</i>", "<u>", "</u>", "<s>", "</s>", "<sub>", "</sub>", "<sup>",
+    "</sup>", "<code>", "</code>",
+};
+
+void add(Vocab& v, std::string text, TokenType type, float score = 0.0f) {
+  v.tokens.push_back(std::move(text));
+  v.types.push_back(type);
+  v.scores.push_back(score);
+}
+
+Vocab qwen2_vocab(const std::string& text) {
+  text::TrainerOptions options;
+  options.kind = text::TokenizerKind::Bpe;
+  options.vocab_size = kQwenLearned + 2;  // the trainer's own BOS and EOS come last and are dropped
+  options.pre = "qwen2";
+  for (const AddedToken& t : kQwenAdded) options.reserved.emplace_back(t.text);
+  Vocab learned = text::train_vocab(text, options);
+
+  Vocab v;
+  v.kind = text::TokenizerKind::Bpe;
+  v.pre = "qwen2";
+  v.tokens.assign(learned.tokens.begin(), learned.tokens.begin() + kQwenLearned);
+  v.types.assign(learned.types.begin(), learned.types.begin() + kQwenLearned);
+  v.merges = std::move(learned.merges);
+  for (const AddedToken& t : kQwenAdded) {
+    v.tokens.emplace_back(t.text);
+    v.types.push_back(t.special ? TokenType::Control : TokenType::UserDefined);
+  }
+  while (v.n_vocab() < kQwenVocab) {
+    v.tokens.push_back("[PAD" + std::to_string(v.n_vocab()) + "]");
+    v.types.push_back(TokenType::Unused);
+  }
+  v.bos_id = kQwenLearned;      // <|endoftext|>
+  v.pad_id = kQwenLearned;
+  v.eos_id = kQwenLearned + 2;  // <|im_end|>
+  v.unk_id = -1;
+  v.add_bos = false;
+  v.add_eos = false;
+  v.add_space_prefix = false;
+  return v;
+}
+
+Vocab gemma3_vocab(const std::string& text) {
+  Vocab v;
+  v.kind = text::TokenizerKind::Spm;
+  v.pad_id = 0;
+  v.eos_id = 1;
+  v.bos_id = 2;
+  v.unk_id = 3;
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_space_prefix = false;
+  add(v, "<pad>", TokenType::Control);
+  add(v, "<eos>", TokenType::Control);
+  add(v, "<bos>", TokenType::Control);
+  add(v, "<unk>", TokenType::Unknown);
+  add(v, "<mask>", TokenType::Control);
+  add(v, "[multimodal]", TokenType::Control);
+  for (int i = 0; i < kGemmaUnusedHead; ++i) add(v, "<unused" + std::to_string(i) + ">", TokenType::Control);
+  add(v, "<start_of_turn>", TokenType::Control);
+  add(v, "<end_of_turn>", TokenType::Control);
+  // Runs of newlines, spaces (U+2581 in Gemma's model, a space in its GGUF
+  // files) and tabs, then HTML tags: user-defined, scored as added tokens.
+  for (int n = 1; n <= kGemmaRunLength; ++n) add(v, std::string(static_cast<size_t>(n), '\n'), TokenType::UserDefined, -1000.0f);
+  for (int n = 2; n <= kGemmaRunLength; ++n) add(v, std::string(static_cast<size_t>(n), ' '), TokenType::UserDefined, -1000.0f);
+  for (int n = 1; n <= kGemmaRunLength; ++n) add(v, std::string(static_cast<size_t>(n), '\t'), TokenType::UserDefined, -1000.0f);
+  for (const char* tag : kGemmaTags) add(v, tag, TokenType::UserDefined, -1000.0f);
+  const auto n_head = v.n_vocab();
+
+  std::vector<std::string> tail = {"<start_of_image>", "<end_of_image>"};
+  for (int i = kGemmaUnusedHead; i < kGemmaUnusedTotal; ++i) tail.push_back("<unused" + std::to_string(i) + ">");
+
+  // The trainer's layout: <unk>, <s>, </s>, <0x00>..<0xFF>, pieces. Its
+  // first three are dropped; the byte pieces and the rest are kept.
+  constexpr int32_t kTrainerSpecials = 3;
+  text::TrainerOptions options;
+  options.kind = text::TokenizerKind::Spm;
+  options.vocab_size = kGemmaVocab - n_head - static_cast<int32_t>(tail.size()) + kTrainerSpecials;
+  options.reserved.assign(v.tokens.begin(), v.tokens.end());
+  options.reserved.insert(options.reserved.end(), tail.begin(), tail.end());
+  // The space runs as the model's pieces spell them, so no learned piece is one.
+  for (int n = 2; n <= kGemmaRunLength; ++n) {
+    std::string run;
+    for (int k = 0; k < n; ++k) run += "\xE2\x96\x81";
+    options.reserved.push_back(std::move(run));
+  }
+  Vocab learned = text::train_vocab(text, options);
+  for (size_t i = kTrainerSpecials; i < learned.tokens.size(); ++i) {
+    add(v, std::move(learned.tokens[i]), learned.types[i], learned.scores[i]);
+  }
+  for (auto& t : tail) add(v, std::move(t), TokenType::Control);
+  if (v.n_vocab() != kGemmaVocab) throw std::logic_error("gemma3 vocab has " + std::to_string(v.n_vocab()) + " tokens");
+  return v;
+}
+
+}  // namespace
+
+std::string_view vocab_family_name(VocabFamily family) {
+  switch (family) {
+    case VocabFamily::Qwen2:
+      return "qwen2";
+    case VocabFamily::Gemma3:
+      return "gemma3";
+  }
+  return "?";
+}
+
+std::optional<VocabFamily> vocab_family_from_name(std::string_view name) {
+  if (name == "qwen2") return VocabFamily::Qwen2;
+  if (name == "gemma3") return VocabFamily::Gemma3;
+  return std::nullopt;
+}
+
+text::Vocab make_family_vocab(VocabFamily family, uint64_t seed) {
+  const std::string text = family_training_text(seed);
+  return family == VocabFamily::Qwen2 ? qwen2_vocab(text) : gemma3_vocab(text);
+}
+
+}  // namespace tc::profiler

@@ -1,0 +1,45 @@
+// Tokenizer vocabularies laid out as two model families' GGUF files carry
+// them, at their real sizes, for tests and benchmarks: Qwen2/Qwen3-like
+// (byte-level BPE, pre-tokenizer "qwen2", 151,936 tokens with Qwen's added
+// tokens) and Gemma-3-like (SentencePiece BPE as llama.cpp reads Gemma's
+// files: no space prefix, byte fallback, 262,144 tokens with Gemma's control
+// and user-defined tokens). The pieces are learned by the tokenizer trainer,
+// so merges and scores are ones that real text uses. Deterministic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/text/vocab.h"
+
+namespace tc::profiler {
+
+enum class VocabFamily { Qwen2, Gemma3 };
+
+// "qwen2", "gemma3".
+std::string_view vocab_family_name(VocabFamily family);
+std::optional<VocabFamily> vocab_family_from_name(std::string_view name);
+
+// The text the families' pieces are learned from: the shipped tokenizer
+// corpus, then seeded synthetic text (pseudo-words in Latin, Cyrillic, Greek,
+// Arabic, Devanagari, Thai, Hangul, CJK and kana with Zipf-distributed
+// frequencies, a word list of every generated word, code and numbers), about
+// 6 MB. Valid UTF-8; never contains a family's special token texts.
+std::string family_training_text(uint64_t seed);
+
+// The family's vocab, learned from family_training_text(seed):
+// Qwen2: ids 0..151642 learned (256 byte chars, then merge results),
+//   151643.. Qwen's added tokens (<|endoftext|>, <|im_start|>, <|im_end|>,
+//   ..., control; <tool_call>, <think>, ... user-defined), then [PADn]
+//   (unused) up to 151,936; bos = pad = <|endoftext|>, eos = <|im_end|>,
+//   no BOS added.
+// Gemma3: <pad>, <eos>, <bos>, <unk>, <mask>, [multimodal], <unused0..98>,
+//   <start_of_turn>, <end_of_turn> (control), user-defined newline, space and
+//   tab runs and HTML tags, <0x00>..<0xFF>, the learned pieces (scores
+//   -rank), <start_of_image>, <end_of_image>, <unused99..6241>; 262,144
+//   tokens; BOS added, no space prefix.
+text::Vocab make_family_vocab(VocabFamily family, uint64_t seed = 1);
+
+}  // namespace tc::profiler

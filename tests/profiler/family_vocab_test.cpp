@@ -1,0 +1,186 @@
+// make_family_vocab: the Qwen2-like and Gemma3-like vocabs have their
+// families' layout (sizes, special ids and types, keys), learned pieces that
+// real text uses, and load back from a GGUF file unchanged, within a sanity
+// bound of time (the time is reported; docs/models.md has the measured
+// figures). A file carrying the family's chat template gives that template
+// back: it renders the jinja2 fixtures, and each turn marker in the prompt
+// becomes the family's control token.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_writer.h"
+#include "engine/text/chat_template.h"
+#include "engine/text/tokenizer.h"
+#include "profiler/family_vocab.h"
+#include "profiler/tokenizer_corpus.h"
+#include "tests/test_util.h"
+
+using tc::profiler::VocabFamily;
+using tc::text::TokenId;
+using tc::text::TokenType;
+using tc::text::Vocab;
+using json = nlohmann::json;
+
+namespace {
+
+// Not a speed check (benchmarks are): a loaded CI machine must pass.
+constexpr double kLoadSecondsBound = 5.0;
+
+const std::filesystem::path& template_dir() {
+  static const auto dir = tc::test::source_dir() / "tests" / "data" / "chat_templates";
+  return dir;
+}
+
+TokenId id_of(const Vocab& v, const std::string& text) {
+  const auto it = std::find(v.tokens.begin(), v.tokens.end(), text);
+  REQUIRE(it != v.tokens.end());
+  return static_cast<TokenId>(it - v.tokens.begin());
+}
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
+  return n;
+}
+
+// The corpus encoded: many distinct learned tokens, well under a token per
+// 3 bytes (a vocab whose merges went unused would give about one per byte).
+void check_pieces_used(const tc::text::Tokenizer& tok) {
+  const std::string_view corpus = tc::profiler::tokenizer_corpus();
+  const auto ids = tok.encode(corpus, {.add_special = false});
+  const std::set<TokenId> distinct(ids.begin(), ids.end());
+  INFO(ids.size() << " tokens, " << distinct.size() << " distinct, for " << corpus.size() << " bytes");
+  CHECK(distinct.size() > 15000);
+  CHECK(ids.size() * 3 < corpus.size());
+  CHECK(tok.decode(ids) == corpus);
+}
+
+// Writes `vocab` with `template_stem`'s template, loads it back timed, and
+// checks what comes back.
+std::unique_ptr<tc::text::Tokenizer> round_trip(const Vocab& vocab, const std::string& name,
+                                                const std::string& template_stem) {
+  Vocab with_template = vocab;
+  with_template.chat_template = tc::test::read_file(template_dir() / "templates" / (template_stem + ".jinja"));
+  const auto path = tc::test::scratch_dir("family_vocab_" + name) / (name + ".gguf");
+  tc::gguf::GgufWriter w;
+  w.set("general.architecture", tc::gguf::Value(std::string("llama")));
+  tc::text::write_vocab(with_template, w);
+  w.write(path);
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto file = tc::gguf::GgufFile::open(path);
+  auto tok = tc::text::Tokenizer::create(tc::text::read_vocab(file));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  WARN(name << " vocab, " << vocab.n_vocab() << " tokens: GGUF parse + read_vocab + Tokenizer::create took "
+            << seconds * 1000.0 << " ms");
+  CHECK(seconds < kLoadSecondsBound);
+
+  const Vocab back = tc::text::read_vocab(file);
+  CHECK(back.tokens == vocab.tokens);
+  CHECK(back.types == vocab.types);
+  CHECK(back.scores == vocab.scores);
+  CHECK(back.merges == vocab.merges);
+  CHECK(back.pre == vocab.pre);
+  CHECK(back.bos_id == vocab.bos_id);
+  CHECK(back.eos_id == vocab.eos_id);
+  CHECK(back.add_bos == vocab.add_bos);
+  CHECK(back.add_space_prefix == vocab.add_space_prefix);
+  CHECK(back.chat_template == with_template.chat_template);
+  return tok;
+}
+
+// The template read back from the file over every fixture conversation:
+// jinja2's text, and one control token per turn marker once tokenized as
+// the server tokenizes chat prompts (special texts parsed).
+void check_chat_template(const tc::text::Tokenizer& tok, const std::string& template_stem,
+                         const std::string& turn_marker) {
+  REQUIRE(tok.vocab().chat_template.has_value());
+  const tc::text::ChatTemplate tmpl(*tok.vocab().chat_template);
+  const TokenId marker = id_of(tok.vocab(), turn_marker);
+  REQUIRE(tok.vocab().types[static_cast<size_t>(marker)] == TokenType::Control);
+  const json conversations = json::parse(tc::test::read_file(template_dir() / "conversations.json"));
+  size_t n_rendered = 0;
+  for (const json& conv : conversations) {
+    const std::string stem = template_stem + "__" + conv["name"].get<std::string>();
+    INFO("case " << stem);
+    const auto expected = template_dir() / "expected" / (stem + ".txt");
+    if (!std::filesystem::exists(expected)) {
+      CHECK_THROWS_AS(tmpl.render(conv["variables"]), tc::text::ChatTemplateError);
+      continue;
+    }
+    const std::string prompt = tmpl.render(conv["variables"]);
+    CHECK(prompt == tc::test::read_file(expected));
+    const auto ids = tok.encode(prompt, {.add_special = true, .parse_special = true});
+    const auto n_markers = static_cast<size_t>(std::count(ids.begin(), ids.end(), marker));
+    CHECK(n_markers == occurrences(prompt, turn_marker));
+    CHECK(n_markers > 0);
+    ++n_rendered;
+  }
+  CHECK(n_rendered >= 6);
+}
+
+}  // namespace
+
+TEST_CASE("family_vocab: Qwen2-like vocab, its layout, load time and chat template", "[profiler][text]") {
+  const Vocab v = tc::profiler::make_family_vocab(VocabFamily::Qwen2);
+  REQUIRE(v.n_vocab() == 151936);
+  CHECK(v.kind == tc::text::TokenizerKind::Bpe);
+  CHECK(v.pre == "qwen2");
+  CHECK(v.merges.size() == 151643u - 256u);
+  CHECK(v.tokens[151643] == "<|endoftext|>");
+  CHECK(v.tokens[151644] == "<|im_start|>");
+  CHECK(v.tokens[151645] == "<|im_end|>");
+  CHECK(v.types[151644] == TokenType::Control);
+  CHECK(v.types[id_of(v, "<think>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<tool_call>")] == TokenType::UserDefined);
+  CHECK(v.tokens[151935] == "[PAD151935]");
+  CHECK(v.types[151935] == TokenType::Unused);
+  CHECK(std::count(v.types.begin(), v.types.begin() + 151643, TokenType::Normal) == 151643);
+  CHECK(v.bos_id == 151643);
+  CHECK(v.eos_id == 151645);
+  CHECK(v.pad_id == 151643);
+  CHECK_FALSE(v.add_bos);
+
+  const auto tok = round_trip(v, "qwen2", "qwen3");
+  check_pieces_used(*tok);
+  check_chat_template(*tok, "qwen3", "<|im_start|>");
+}
+
+TEST_CASE("family_vocab: Gemma3-like vocab, its layout, load time and chat template", "[profiler][text]") {
+  const Vocab v = tc::profiler::make_family_vocab(VocabFamily::Gemma3);
+  REQUIRE(v.n_vocab() == 262144);
+  CHECK(v.kind == tc::text::TokenizerKind::Spm);
+  CHECK(v.merges.empty());
+  CHECK(v.tokens[0] == "<pad>");
+  CHECK(v.tokens[1] == "<eos>");
+  CHECK(v.tokens[2] == "<bos>");
+  CHECK(v.tokens[3] == "<unk>");
+  CHECK(v.types[3] == TokenType::Unknown);
+  CHECK(v.tokens[105] == "<start_of_turn>");
+  CHECK(v.tokens[106] == "<end_of_turn>");
+  CHECK(v.types[105] == TokenType::Control);
+  CHECK(v.types[id_of(v, "\n\n")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "    ")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<table>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<0x0A>")] == TokenType::Byte);
+  CHECK(v.tokens.back() == "<unused6241>");
+  CHECK(v.bos_id == 2);
+  CHECK(v.eos_id == 1);
+  CHECK(v.unk_id == 3);
+  CHECK(v.add_bos);
+  CHECK_FALSE(v.add_space_prefix);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Byte) == 256);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Normal) > 250000);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Unused) == 0);
+
+  const auto tok = round_trip(v, "gemma3", "gemma3");
+  check_pieces_used(*tok);
+  check_chat_template(*tok, "gemma3", "<start_of_turn>");
+}
