@@ -51,6 +51,8 @@ using TokenizeFn = int32_t (*)(const void* vocab, const char* text, int32_t text
                                int32_t n_tokens_max, bool add_special, bool parse_special);
 using PieceFn = int32_t (*)(const void* vocab, int32_t token, char* buf, int32_t length, int32_t lstrip,
                             bool special);
+using DetokenizeFn = int32_t (*)(const void* vocab, const int32_t* tokens, int32_t n_tokens, char* text,
+                                 int32_t text_len_max, bool remove_special, bool unparse_special);
 using LogCallback = void (*)(int level, const char* text, void* user_data);
 using LogSetFn = void (*)(LogCallback callback, void* user_data);
 using BackendInitFn = void (*)();
@@ -66,6 +68,7 @@ struct LlamaApi {
   VocabIntFn llama_vocab_eos = nullptr;
   TokenizeFn llama_tokenize = nullptr;
   PieceFn llama_token_to_piece = nullptr;
+  DetokenizeFn llama_detokenize = nullptr;
   LogSetFn llama_log_set = nullptr;
   BackendInitFn llama_backend_init = nullptr;
 };
@@ -141,6 +144,7 @@ Loaded load() {
   TC_RESOLVE(llama_vocab_eos);
   TC_RESOLVE(llama_tokenize);
   TC_RESOLVE(llama_token_to_piece);
+  TC_RESOLVE(llama_detokenize);
   TC_RESOLVE(llama_log_set);
   TC_RESOLVE(llama_backend_init);
 #undef TC_RESOLVE
@@ -252,6 +256,23 @@ std::string LlamaVocab::token_to_piece(int32_t id, bool special) const {
     buf.resize(static_cast<size_t>(-n));
     n = api.llama_token_to_piece(vocab_, id, buf.data(), static_cast<int32_t>(buf.size()), 0, special);
     if (n < 0) throw std::runtime_error("llama_token_to_piece failed twice");
+  }
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+std::string LlamaVocab::detokenize(const std::vector<int32_t>& ids, bool special) const {
+  const auto& api = loaded().api;
+  if (ids.size() > static_cast<size_t>(INT32_MAX)) throw std::invalid_argument("too many ids");
+  const auto n_ids = static_cast<int32_t>(ids.size());
+  std::string buf(ids.size() * 8 + 16, '\0');
+  int32_t n = api.llama_detokenize(vocab_, ids.data(), n_ids, buf.data(), static_cast<int32_t>(buf.size()), false,
+                                   special);
+  if (n < 0) {  // -n is the size it needs
+    buf.resize(static_cast<size_t>(-n));
+    n = api.llama_detokenize(vocab_, ids.data(), n_ids, buf.data(), static_cast<int32_t>(buf.size()), false,
+                             special);
+    if (n < 0) throw std::runtime_error("llama_detokenize failed twice");
   }
   buf.resize(static_cast<size_t>(n));
   return buf;

@@ -1,8 +1,8 @@
 // llama.cpp's own tokenizer as an oracle for tc::text::Tokenizer: dlopens
 // libllama from npm @node-llama-cpp/linux-x64 (the same folder as the ggml
-// oracle), loads vocab-only GGUF files and exposes llama_tokenize and
-// llama_token_to_piece. Optional like the ggml oracle: tests call
-// TC_LLAMA_ORACLE_REQUIRE_OR_SKIP() first.
+// oracle), loads vocab-only GGUF files and exposes llama_tokenize,
+// llama_token_to_piece and llama_detokenize. Optional like the ggml oracle:
+// tests call TC_LLAMA_ORACLE_REQUIRE_OR_SKIP() first.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,8 @@ class LlamaVocab {
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const;
   // llama_token_to_piece with lstrip 0.
   std::string token_to_piece(int32_t id, bool special) const;
+  // llama_detokenize with remove_special off; `special` is unparse_special.
+  std::string detokenize(const std::vector<int32_t>& ids, bool special) const;
 
  private:
   void* model_ = nullptr;        // llama_model*

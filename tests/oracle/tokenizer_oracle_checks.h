@@ -1,0 +1,44 @@
+// The comparisons the tokenizer oracle tests make between our Tokenizer and
+// llama.cpp's (LlamaVocab) on one vocab: the texts they tokenize (corpus
+// lines, a corpus slice, seeded random mixes of tricky fragments), and
+// Catch2 CHECKs that token ids, pieces and detokenized text agree, with the
+// first few differences shown.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/text/tokenizer.h"
+#include "tests/oracle/llama_tokenizer_oracle.h"
+
+namespace tc::oracle {
+
+// profiler/data/tokenizer_corpus.txt
+const std::string& tokenizer_corpus_text();
+
+// Every corpus line, a 20000-byte slice of the corpus cut at a character
+// boundary, then `n_random` seeded concatenations of 0..max_fragments-1
+// fragments (the built-in list plus `extra_fragments`). All valid UTF-8.
+std::vector<std::string> oracle_texts(int n_random, int max_fragments, uint32_t seed,
+                                      const std::vector<std::string>& extra_fragments = {});
+
+// REQUIREs every text to be valid UTF-8 (invalid input is a documented
+// difference: we replace it by U+FFFD, llama.cpp passes the bytes on).
+void require_valid_utf8(const std::vector<std::string>& texts);
+
+// Token ids from both in three modes (specials added or not, special texts
+// parsed): CHECKs that none differ.
+void check_encodings(const LlamaVocab& ref, const text::Tokenizer& ours, const std::vector<std::string>& texts);
+
+// The piece of every token id from both, special rendering off and on.
+void check_pieces(const LlamaVocab& ref, const text::Tokenizer& ours);
+
+// Our decode against llama_detokenize (remove_special off) of our ids for
+// each text, special rendering off and on, and that each text decodes back
+// from its ids (special texts not parsed; SPM texts with a literal U+2581
+// left out). Valid only for vocabs without a space prefix, where llama.cpp
+// strips nothing.
+void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const std::vector<std::string>& texts);
+
+}  // namespace tc::oracle
