@@ -195,6 +195,7 @@ class ModelRegistry {
                                                  std::optional<ApiError>& error);
   void housekeeping();
   void scan_folder();
+  void recheck_model_file();  // one model: its file changed since it failed
   void load_entry(std::string name);
   bool make_room(std::unique_lock<std::mutex>& lock, Entry& entry, std::string& why);
   std::shared_ptr<const ServingModel> take_unload(Entry& e, const char* reason);

@@ -1,0 +1,163 @@
+// ModelRegistry's view of the files: the models folder's scan (NAME.gguf,
+// its NAME.toml, NAME.stats.gguf and .generated.gpuidx sidecars, each
+// entry's fingerprint of sizes and mtimes) and, with one --model, the
+// check that its file changed.
+#include "server/model_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "config/serve_config.h"
+#include "server/model_registry_entry.h"
+
+namespace tc::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_model_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  if (name.empty() || name.front() == '.') return false;
+  if (p.extension() != ".gguf") return false;
+  // `thermocline profile` writes NAME.stats.gguf beside the model: a sidecar, not a model.
+  return !name.ends_with(".stats.gguf");
+}
+
+}  // namespace
+
+int64_t mtime_ns(const fs::path& p) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(p, ec);
+  if (ec) return 0;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+void ModelRegistry::scan_folder() {
+  struct Found {
+    std::string name;
+    fs::path path;
+    std::string fingerprint;
+    uint64_t bytes = 0;
+    int64_t mtime = 0;
+  };
+  std::vector<Found> found;
+  std::error_code ec;
+  const fs::path& dir = options_.serve.models_dir;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path p = it->path();
+    std::error_code fec;
+    if (!is_model_file(p) || !fs::is_regular_file(p, fec)) continue;
+    Found f;
+    f.path = p;
+    f.name = p.stem().string();
+    f.bytes = fs::file_size(p, fec);
+    f.mtime = mtime_ns(p);
+    f.fingerprint = std::to_string(f.bytes) + ":" + std::to_string(f.mtime);
+    for (const fs::path& side : {dir / (f.name + ".toml"), dir / (f.name + ".stats.gguf"),
+                                fs::path(p.string() + ".generated.gpuidx")}) {
+      f.fingerprint += ":" + std::to_string(fs::exists(side, fec) ? mtime_ns(side) : -1);
+    }
+    found.push_back(std::move(f));
+  }
+  std::set<std::string> present;
+  for (const auto& f : found) present.insert(f.name);
+
+  // Entries to (re)configure: new ones and changed ones; their NAME.toml is read outside the lock.
+  std::vector<const Found*> changed;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& f : found) {
+      const Entry* e = find(f.name);
+      if (e == nullptr || e->fingerprint != f.fingerprint || e->removed) changed.push_back(&f);
+    }
+  }
+  struct Configured {
+    config::ServeOptions options;
+    std::vector<std::string> aliases;
+    std::string error;
+  };
+  std::vector<Configured> configured;
+  for (const Found* f : changed) {
+    Configured c{options_.serve, {}, {}};
+    const fs::path toml = dir / (f->name + ".toml");
+    if (fs::exists(toml, ec)) {
+      try {
+        auto side = config::read_model_sidecar(toml, c.options);
+        c.options = std::move(side.options);
+        c.aliases = std::move(side.aliases);
+      } catch (const std::exception& ex) {
+        c.error = ex.what();
+      }
+    }
+    c.options.model = f->path;
+    const fs::path stats = dir / (f->name + ".stats.gguf");
+    if (c.options.stats.empty() && fs::exists(stats, ec)) c.options.stats = stats;
+    const fs::path gpuidx = f->path.string() + ".generated.gpuidx";
+    if (c.options.placement.empty() && c.options.device != "cpu" && c.options.offload_layers < 0 &&
+        fs::exists(gpuidx, ec)) {
+      c.options.placement = gpuidx;
+    }
+    configured.push_back(std::move(c));
+  }
+
+  {
+    std::lock_guard lock(mutex_);
+    for (size_t i = 0; i < changed.size(); ++i) {
+      const Found& f = *changed[i];
+      Entry* e = find(f.name);
+      if (e == nullptr) {
+        auto fresh = std::make_unique<Entry>();
+        fresh->name = f.name;
+        e = fresh.get();
+        entries_[f.name] = std::move(fresh);
+        spdlog::info("model {}: found {}", f.name, f.path.string());
+      } else if (e->state == ModelState::Failed) {
+        spdlog::info("model {}: its files changed; the next request loads it again", f.name);
+        e->state = ModelState::Unloaded;
+        e->failure.clear();
+      } else if (e->state == ModelState::Loaded || e->state == ModelState::Loading) {
+        if (!e->removed) {
+          spdlog::info("model {}: its files changed; it reloads once idle", f.name);
+          e->stale = true;
+        }
+      }
+      e->removed = false;
+      e->path = f.path;
+      e->fingerprint = f.fingerprint;
+      e->file_bytes = f.bytes;
+      e->file_mtime_ns = f.mtime;
+      e->options = std::move(configured[i].options);
+      e->aliases = std::move(configured[i].aliases);
+      e->config_error = std::move(configured[i].error);
+    }
+    for (auto& [name, e] : entries_) {
+      if (!present.count(name) && !e->removed) {
+        spdlog::info("model {}: its file was removed", name);
+        e->removed = true;
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+void ModelRegistry::recheck_model_file() {
+  // One model: a failed file that changed is tried again.
+  std::lock_guard lock(mutex_);
+  for (auto& [name, e] : entries_) {
+    if (e->path.empty()) continue;
+    std::error_code ec;
+    const auto bytes = fs::file_size(e->path, ec);
+    const std::string fp = std::to_string(ec ? 0 : bytes) + ":" + std::to_string(mtime_ns(e->path));
+    if (fp != e->fingerprint) {
+      e->fingerprint = fp;
+      if (e->state == ModelState::Failed) {
+        spdlog::info("model {}: its file changed; the next request loads it again", name);
+        e->state = ModelState::Unloaded;
+        e->failure.clear();
+      }
+    }
+  }
+}
+
+}  // namespace tc::server

@@ -1,0 +1,271 @@
+// ModelRegistry's loads and unloads: making room within max_loaded_models
+// and the RAM / VRAM budgets, loading off the request threads with the
+// bytes measured around each load, unloading, and the housekeeping thread
+// (keep_alive, removed and changed files, rescans).
+#include "server/model_registry.h"
+
+#include <malloc.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "engine/gguf/gguf_file.h"
+#include "engine/model/loaded_model.h"
+#include "engine/model/model_spec.h"
+#include "engine/sparse/vram_budget.h"
+#include "server/model_registry_entry.h"
+#include "server/process_memory.h"
+#include "server/server_context.h"
+
+namespace tc::server {
+
+namespace fs = std::filesystem;
+
+bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, std::string& why) {
+  const auto& o = options_.serve;
+  const std::string name = entry.name;
+  for (;;) {
+    if (draining_) {
+      why = "the server is shutting down";
+      return false;
+    }
+    Entry* self = find(name);
+    if (self == nullptr) {
+      why = "the model was removed";
+      return false;
+    }
+    int n_other = 0;
+    uint64_t host_used = 0, gpu_used = 0;
+    bool others_can_free = false;
+    Entry* victim = nullptr;
+    for (auto& [n, e] : entries_) {
+      if (e.get() == self) continue;
+      if (e->state == ModelState::Loaded || (e->state == ModelState::Loading && e->reserved)) {
+        ++n_other;
+        host_used += e->state == ModelState::Loaded ? e->host_bytes : e->predicted_host;
+        gpu_used += e->state == ModelState::Loaded ? e->gpu_bytes : e->predicted_gpu;
+        others_can_free = true;
+        if (e->state == ModelState::Loaded && e->idle() && (victim == nullptr || e->last_used < victim->last_used)) {
+          victim = e.get();
+        }
+      }
+    }
+    const bool count_ok = n_other < o.max_loaded_models;
+    const bool ram_ok = ram_budget_ == 0 || host_used + self->predicted_host <= ram_budget_;
+    const bool vram_ok = vram_budget_ == 0 || gpu_used + self->predicted_gpu <= vram_budget_;
+    if (count_ok && ram_ok && vram_ok) {
+      self->reserved = true;
+      return true;
+    }
+    if (!others_can_free) {
+      why = !ram_ok ? "needs about " + sparse::describe_bytes(self->predicted_host) +
+                          " of host memory (mapped file + KV cache), more than models_ram_budget " +
+                          sparse::describe_bytes(ram_budget_)
+                    : "needs about " + sparse::describe_bytes(self->predicted_gpu) +
+                          " of GPU memory, more than models_vram_budget " + sparse::describe_bytes(vram_budget_);
+      return false;
+    }
+    if (victim != nullptr) {
+      spdlog::info("model {}: unloading {} (least recently used, idle) to make room ({} loaded, host {} of {})", name,
+                   victim->name, n_other, sparse::human_bytes(host_used), ram_budget_ ? sparse::human_bytes(ram_budget_) : "unlimited");
+      auto s = take_unload(*victim, "evicted");
+      lock.unlock();
+      finish_unload(std::move(s));
+      lock.lock();
+      continue;
+    }
+    // Every other model is busy: wait for one to go idle.
+    changed_.wait_for(lock, kWaitSlice);
+  }
+}
+
+std::shared_ptr<const ServingModel> ModelRegistry::take_unload(Entry& e, const char* reason) {
+  auto s = std::move(e.serving);
+  e.serving.reset();
+  if (s) {
+    const auto stats = s->engine->stats();
+    e.retired.prompt_tokens_total += stats.prompt_tokens_total;
+    e.retired.cached_tokens_total += stats.cached_tokens_total;
+    e.retired.generated_tokens_total += stats.generated_tokens_total;
+    e.retired.steps_total += stats.steps_total;
+  }
+  e.state = ModelState::Unloaded;
+  e.host_bytes = 0;
+  e.gpu_bytes = 0;
+  e.expires.reset();
+  e.expires_wall.reset();
+  e.unload_requested = false;
+  e.stale = false;
+  ++e.unloads[reason];
+  spdlog::info("model {}: unloaded ({})", e.name, reason);
+  changed_.notify_all();
+  return s;
+}
+
+void ModelRegistry::finish_unload(std::shared_ptr<const ServingModel> serving) {
+  if (!serving) return;
+  std::lock_guard load(load_mutex_);
+  serving->engine->shutdown(std::chrono::milliseconds(0));
+  serving.reset();  // the last reference: engine thread joined, buffers and the mapping freed
+  // Hand freed heap pages back to the system so RSS follows the models loaded.
+  malloc_trim(0);
+}
+
+void ModelRegistry::load_entry(std::string name) {
+  fs::path path;
+  config::ServeOptions opts;
+  std::string config_error;
+  {
+    std::lock_guard lock(mutex_);
+    Entry* e = find(name);
+    if (e == nullptr) return;
+    path = e->path;
+    opts = e->options;
+    config_error = e->config_error;
+  }
+  // What the load will take, before it runs: the mapped file and a KV cache
+  // of the model's shape; GPU bytes as measured last time.
+  uint64_t predicted_host = 0;
+  try {
+    const auto file = gguf::GgufFile::open(path);
+    const auto spec = model::read_model_spec(file);
+    const int64_t n_ctx = std::min<int64_t>(opts.ctx_size, spec.n_ctx_train > 0 ? spec.n_ctx_train : opts.ctx_size);
+    const uint64_t kv = static_cast<uint64_t>(opts.parallel) * static_cast<uint64_t>(spec.n_layer) * 2 *
+                        static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(spec.n_head_kv * spec.head_dim) * 2;
+    predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
+  } catch (const std::exception&) {
+    // Unreadable: the load says why.
+  }
+  const auto t0 = SteadyClock::now();
+  std::shared_ptr<ServingModel> loaded;
+  std::string failure = config_error;
+  bool made_room = false;
+  bool counted_failure = true;
+  if (failure.empty()) {
+    std::unique_lock lock(mutex_);
+    Entry* e = find(name);
+    if (e == nullptr) return;
+    e->predicted_host = predicted_host;
+    e->predicted_gpu = opts.device == "cpu" ? 0 : e->predicted_gpu;
+    made_room = e->preloading || make_room(lock, *e, failure);
+    if (!made_room && draining_) counted_failure = false;
+    // Placement solved at load shares what the other models leave of the VRAM budget.
+    if (made_room && vram_budget_ > 0 && opts.device != "cpu" && opts.placement == "auto" && opts.vram_budget.empty()) {
+      uint64_t used = 0;
+      for (auto& [n, other] : entries_) {
+        if (other.get() != e && other->state == ModelState::Loaded) used += other->gpu_bytes;
+      }
+      opts.vram_budget = std::to_string(vram_budget_ > used ? vram_budget_ - used : 0);
+    }
+  }
+  uint64_t gpu_bytes = 0, rss_growth = 0;
+  if (failure.empty()) {
+    std::lock_guard load(load_mutex_);
+    const int gpu_index = opts.device == "cpu" ? -1 : (opts.device.size() > 5 ? std::atoi(opts.device.c_str() + 5) : 0);
+    // GPU free bytes before and after the load (0: no GPU measured).
+    const uint64_t before = gpu_index >= 0 ? gpu_free_bytes(gpu_index).value_or(0) : 0;
+    const uint64_t rss_before = rss_bytes();
+    try {
+      spdlog::info("model {}: loading {}", name, path.string());
+      loaded = options_.load(path, opts, name);
+    } catch (const std::exception& ex) {
+      failure = ex.what();
+    }
+    // Host bytes as measured: the resident set's growth over the load (loads
+    // are serialised; requests of other models running meanwhile add noise).
+    const uint64_t rss_after = rss_bytes();
+    rss_growth = rss_after > rss_before ? rss_after - rss_before : 0;
+    if (before > 0) {
+      const uint64_t after = gpu_free_bytes(gpu_index).value_or(before);
+      if (before > after) gpu_bytes = before - after;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  {
+    std::lock_guard lock(mutex_);
+    Entry* e = find(name);
+    if (e == nullptr) return;
+    e->reserved = false;
+    if (loaded) {
+      e->serving = loaded;
+      e->state = ModelState::Loaded;
+      const auto stats = loaded->engine->stats();
+      // At least the mapped file and the host KV cache; more when the
+      // resident set grew more (the backend's own buffers, scratch).
+      e->host_bytes = std::max<uint64_t>(
+          loaded->model ? loaded->model->file.file_size() + stats.kv_cache_host_bytes : predicted_host, rss_growth);
+      e->predicted_host = e->host_bytes;
+      e->gpu_bytes = gpu_bytes;
+      e->predicted_gpu = gpu_bytes;
+      e->last_load_seconds = seconds;
+      ++e->loads;
+      e->last_used = ++use_tick_;
+      if (e->idle()) {
+        const auto k = effective_keep_alive(*e);
+        if (!k.forever) {
+          e->expires = SteadyClock::now() + k.duration;
+          e->expires_wall = std::chrono::system_clock::now() + k.duration;
+        }
+      }
+      spdlog::info("model {}: loaded in {:.2f} s (host {}, gpu {})", name, seconds, sparse::human_bytes(e->host_bytes),
+                   sparse::human_bytes(e->gpu_bytes));
+      for (const auto& line : loaded->engine->setup_summary()) spdlog::info("model {}: {}", name, line);
+    } else if (!counted_failure) {
+      e->state = ModelState::Unloaded;
+    } else {
+      e->state = ModelState::Failed;
+      e->failure = failure;
+      ++e->load_failures;
+      if (folder_mode_) {
+        spdlog::error("model {}: cannot load: {}", name, failure);
+      } else {
+        // One model: the failure as it always read ("engine failed to start: ...").
+        const std::string prefix = path.string() + ": ";
+        spdlog::error("{}", failure.starts_with(prefix) && failure.find("engine failed") == prefix.size()
+                                ? failure.substr(prefix.size())
+                                : "cannot load the model: " + failure);
+      }
+    }
+  }
+  changed_.notify_all();
+}
+
+void ModelRegistry::housekeeping() {
+  auto next_scan = SteadyClock::now() + options_.scan_interval;
+  for (;;) {
+    std::vector<std::shared_ptr<const ServingModel>> unload;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait_for(lock, kWaitSlice);
+      if (stopping_) return;
+      const auto now = SteadyClock::now();
+      for (auto it = entries_.begin(); it != entries_.end();) {
+        Entry& e = *it->second;
+        if (e.state == ModelState::Loaded && e.idle() && !e.preloading) {
+          const char* reason = e.removed                            ? "removed"
+                               : e.stale                            ? "changed"
+                               : e.unload_requested                 ? "requested"
+                               : (e.expires && now >= *e.expires)   ? "keep_alive"
+                                                                    : nullptr;
+          if (reason) unload.push_back(take_unload(e, reason));
+        }
+        if (e.removed && e.idle() && e.state != ModelState::Loaded && e.state != ModelState::Loading) {
+          it = entries_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (auto& s : unload) finish_unload(std::move(s));
+    if (SteadyClock::now() >= next_scan) {
+      if (folder_mode_) {
+        scan_folder();
+      } else {
+        recheck_model_file();
+      }
+      next_scan = SteadyClock::now() + options_.scan_interval;
+    }
+  }
+}
+
+}  // namespace tc::server
