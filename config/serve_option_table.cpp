@@ -163,7 +163,8 @@ const OptionDescriptor kTable[] = {
              "model holds its own options",
      .field = &ServeOptions::models_dir, .check = check_models_dir},
     {.key = "max_loaded_models", .flags = "--max-loaded-models",
-     .help = "Models loaded at once at most; loading one more unloads the least recently used idle model",
+     .help = "Models loaded at once at most; loading one more unloads the least recently used idle model, or "
+             "has the least recently used busy one give way (its new requests wait until it has loaded again)",
      .field = &ServeOptions::max_loaded_models, .min = 1, .max = 1024},
     {.key = "keep_alive", .flags = "--keep-alive",
      .help = "How long an idle model stays loaded: a duration (5m, 1h, 30s), 0: unload when idle, -1: never; "

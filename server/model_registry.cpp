@@ -210,6 +210,7 @@ std::shared_ptr<ModelLease> ModelRegistry::try_acquire_locked(const std::string&
                        "model_load_failed", "model"};
       return nullptr;
     case ModelState::Loaded:
+      if (e->giving_way) break;  // new requests wait: it unloads for a waiting model, then loads again
       ++e->in_flight;
       e->last_used = ++use_tick_;
       e->request_keep_alive = keep_alive;
@@ -220,6 +221,7 @@ std::shared_ptr<ModelLease> ModelRegistry::try_acquire_locked(const std::string&
     case ModelState::Unloaded:
       e->state = ModelState::Loading;
       e->request_keep_alive = keep_alive;
+      e->room_ticket = e->wait_ticket != 0 ? e->wait_ticket : ++arrival_tick_;
       ++active_loaders_;
       std::thread([this, name] {
         load_entry(name);
@@ -248,25 +250,36 @@ std::shared_ptr<ModelLease> ModelRegistry::acquire(const std::string& name,
   std::unique_lock lock(mutex_);
   auto lease = try_acquire_locked(name, keep_alive, error);
   if (lease || error) return lease;
-  // A waiter keeps the model from being unloaded between its load and this lease.
-  auto adjust_waiters = [&](int delta) {
-    if (Entry* e = find(name)) e->waiters += delta;
+  // A waiter keeps the model from being unloaded between its load and its
+  // lease; the oldest one's arrival is the model's place in line for room.
+  auto start_waiting = [&] {
+    if (Entry* e = find(name)) {
+      ++e->waiters;
+      if (e->wait_ticket == 0) e->wait_ticket = ++arrival_tick_;
+    }
   };
-  adjust_waiters(+1);
+  auto stop_waiting = [&] {
+    if (Entry* e = find(name)) {
+      --e->waiters;
+      if (e->waiters == 0) e->wait_ticket = 0;
+    }
+  };
+  start_waiting();
   auto last_tick = SteadyClock::now();
   for (;;) {
     changed_.wait_for(lock, std::min(interval, std::chrono::milliseconds(kWaitSlice)));
-    adjust_waiters(-1);
     lease = try_acquire_locked(name, keep_alive, error);
-    if (lease || error) return lease;
-    adjust_waiters(+1);
+    if (lease || error) {
+      stop_waiting();
+      return lease;
+    }
     if (SteadyClock::now() - last_tick >= interval) {
       last_tick = SteadyClock::now();
       lock.unlock();
       const bool go_on = !tick || tick();
       lock.lock();
       if (!go_on) {
-        adjust_waiters(-1);
+        stop_waiting();
         return nullptr;
       }
     }

@@ -5,8 +5,18 @@
 // file or its NAME.toml changes). Requests lease a model; a lease of a model
 // that is not loaded starts its load and waits, while other models keep
 // serving. Loads stay within max_loaded_models and the RAM / VRAM budgets,
-// made room for by unloading the least recently used idle model; a model
-// with leases (requests in flight) or waiters is never unloaded. An idle
+// made room for by unloading the least recently used idle model. When no
+// loaded model is idle, loads take room in the order their first waiting
+// request arrived, and the first in line has the least recently used busy
+// model give way (another than the one that gave way last, where there is
+// one): new requests for it wait instead of starting on it, it unloads once
+// its requests in flight have ended, the waiting model loads, and the
+// requests that waited for the one that gave way load it again in their
+// turn. A model is not asked to give way while requests that waited for it
+// have yet to start on it (one just loaded serves those first). Apart from
+// that, a model with leases (requests in flight) or waiters is never
+// unloaded. Waits end with the client (a stream's tick) or the server's
+// request timeouts; nothing waits on a request that itself waits. An idle
 // model unloads when its keep_alive runs out.
 //
 // Thread-safe. One housekeeping thread (rescans, keep_alive); each load runs
@@ -78,6 +88,7 @@ struct ModelInfo {
   uint64_t host_bytes = 0;         // loaded: mapped file + host KV cache, or the RSS growth over its load if more
   uint64_t gpu_bytes = 0;          // loaded: measured device bytes
   int in_flight = 0;
+  bool giving_way = false;         // loaded, unloading once its requests in flight end, for a model waiting to load
   std::optional<std::chrono::system_clock::time_point> expires_at;  // loaded and idle with a finite keep_alive
   std::shared_ptr<const ServingModel> serving;                      // loaded
   std::string digest;              // 64 hex digits identifying path, size and mtime (not a content hash)
@@ -198,6 +209,9 @@ class ModelRegistry {
   void recheck_model_file();  // one model: its file changed since it failed
   void load_entry(std::string name);
   bool make_room(std::unique_lock<std::mutex>& lock, Entry& entry, std::string& why);
+  bool first_in_line_for_room(const Entry& entry) const;
+  void ask_to_give_way(const Entry& waiting);
+  void stop_waiting_for_room(Entry& entry);
   std::shared_ptr<const ServingModel> take_unload(Entry& e, const char* reason);
   void finish_unload(std::shared_ptr<const ServingModel> serving);
   Entry* find(const std::string& name);
@@ -216,6 +230,8 @@ class ModelRegistry {
   bool stopping_ = false;
   bool draining_ = false;
   uint64_t use_tick_ = 0;             // LRU clock
+  uint64_t arrival_tick_ = 0;         // numbers requests as they start waiting: loads take room in that order
+  std::string last_gave_way_;         // the model that gave way last: not asked again next while another can be
   std::mutex load_mutex_;             // serialises loads and unloads (GPU bytes measured around each)
   int active_loaders_ = 0;            // load threads running (detached; waited for at destruction)
   std::thread housekeeper_;

@@ -45,6 +45,10 @@ struct ModelRegistry::Entry {
   bool removed = false;             // the file left the folder
   bool stale = false;               // the file changed while loaded: unload when idle
   bool unload_requested = false;
+  bool giving_way = false;          // loaded, busy, asked to make room for a waiting load: new requests wait
+  bool waiting_for_room = false;    // a load in make_room
+  uint64_t room_ticket = 0;         // that load's place in line (arrival_tick_ of its first request)
+  uint64_t wait_ticket = 0;         // arrival_tick_ of the oldest request waiting for this model; 0: none
   std::shared_ptr<const ServingModel> serving;
   int in_flight = 0;
   int waiters = 0;

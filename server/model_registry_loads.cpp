@@ -24,6 +24,15 @@ namespace fs = std::filesystem;
 bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, std::string& why) {
   const auto& o = options_.serve;
   const std::string name = entry.name;
+  entry.waiting_for_room = true;
+  // Leaves the line on every way out (the lock is held at each).
+  struct InLine {
+    ModelRegistry& registry;
+    const std::string& name;
+    ~InLine() {
+      if (Entry* e = registry.find(name)) registry.stop_waiting_for_room(*e);
+    }
+  } in_line{*this, name};
   for (;;) {
     if (draining_) {
       why = "the server is shutting down";
@@ -34,10 +43,15 @@ bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, 
       why = "the model was removed";
       return false;
     }
+    if (!first_in_line_for_room(*self)) {
+      changed_.wait_for(lock, kWaitSlice);
+      continue;
+    }
     int n_other = 0;
     uint64_t host_used = 0, gpu_used = 0;
     bool others_can_free = false;
-    Entry* victim = nullptr;
+    Entry* victim = nullptr;    // the least recently used idle model
+    Entry* gave_way = nullptr;  // a model that gave way, its requests ended (its waiters load it again)
     for (auto& [n, e] : entries_) {
       if (e.get() == self) continue;
       if (e->state == ModelState::Loaded || (e->state == ModelState::Loading && e->reserved)) {
@@ -47,6 +61,8 @@ bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, 
         others_can_free = true;
         if (e->state == ModelState::Loaded && e->idle() && (victim == nullptr || e->last_used < victim->last_used)) {
           victim = e.get();
+        } else if (e->state == ModelState::Loaded && e->giving_way && e->in_flight == 0) {
+          gave_way = e.get();
         }
       }
     }
@@ -65,18 +81,64 @@ bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, 
                           " of GPU memory, more than models_vram_budget " + sparse::describe_bytes(vram_budget_);
       return false;
     }
+    if (victim == nullptr) victim = gave_way;
     if (victim != nullptr) {
-      spdlog::info("model {}: unloading {} (least recently used, idle) to make room ({} loaded, host {} of {})", name,
-                   victim->name, n_other, sparse::human_bytes(host_used), ram_budget_ ? sparse::human_bytes(ram_budget_) : "unlimited");
-      auto s = take_unload(*victim, "evicted");
+      const bool yielded = victim->giving_way;
+      spdlog::info("model {}: unloading {} ({}) to make room ({} loaded, host {} of {})", name, victim->name,
+                   yielded ? "it gave way, its requests ended" : "least recently used, idle", n_other,
+                   sparse::human_bytes(host_used), ram_budget_ ? sparse::human_bytes(ram_budget_) : "unlimited");
+      if (yielded) last_gave_way_ = victim->name;
+      auto s = take_unload(*victim, yielded ? "gave_way" : "evicted");
       lock.unlock();
       finish_unload(std::move(s));
       lock.lock();
       continue;
     }
-    // Every other model is busy: wait for one to go idle.
+    // Every other model is busy: one gives way, so that steady traffic on
+    // the loaded models cannot keep this one waiting for ever.
+    ask_to_give_way(*self);
     changed_.wait_for(lock, kWaitSlice);
   }
+}
+
+bool ModelRegistry::first_in_line_for_room(const Entry& entry) const {
+  for (const auto& [n, e] : entries_) {
+    if (e.get() == &entry || !e->waiting_for_room) continue;
+    if (e->room_ticket < entry.room_ticket || (e->room_ticket == entry.room_ticket && n < entry.name)) return false;
+  }
+  return true;
+}
+
+void ModelRegistry::ask_to_give_way(const Entry& waiting) {
+  for (const auto& [n, e] : entries_) {
+    if (e->giving_way) return;  // one at a time: its requests are ending
+  }
+  // The least recently used busy model, preferably not the one that gave
+  // way last; none that requests wait for (one just loaded serves them first).
+  Entry* chosen = nullptr;
+  Entry* gave_way_last = nullptr;
+  for (auto& [n, e] : entries_) {
+    if (e.get() == &waiting || e->state != ModelState::Loaded || e->preloading || e->waiters > 0) continue;
+    Entry*& pick = n == last_gave_way_ ? gave_way_last : chosen;
+    if (pick == nullptr || e->last_used < pick->last_used) pick = e.get();
+  }
+  if (chosen == nullptr) chosen = gave_way_last;
+  if (chosen == nullptr) return;
+  chosen->giving_way = true;
+  spdlog::info("model {}: gives way to {} (no loaded model is idle): its requests in flight finish, new ones wait "
+               "for it to load again",
+               chosen->name, waiting.name);
+}
+
+void ModelRegistry::stop_waiting_for_room(Entry& entry) {
+  const bool first = entry.waiting_for_room && first_in_line_for_room(entry);
+  entry.waiting_for_room = false;
+  // Those the first in line asked to give way, it asked for itself: they
+  // serve again, and the next in line asks anew if it must.
+  if (first) {
+    for (auto& [n, e] : entries_) e->giving_way = false;
+  }
+  changed_.notify_all();
 }
 
 std::shared_ptr<const ServingModel> ModelRegistry::take_unload(Entry& e, const char* reason) {
@@ -96,6 +158,7 @@ std::shared_ptr<const ServingModel> ModelRegistry::take_unload(Entry& e, const c
   e.expires_wall.reset();
   e.unload_requested = false;
   e.stale = false;
+  e.giving_way = false;
   ++e.unloads[reason];
   spdlog::info("model {}: unloaded ({})", e.name, reason);
   changed_.notify_all();

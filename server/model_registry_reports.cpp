@@ -67,6 +67,7 @@ std::vector<ModelInfo> ModelRegistry::list() const {
     m.host_bytes = e->host_bytes;
     m.gpu_bytes = e->gpu_bytes;
     m.in_flight = e->in_flight;
+    m.giving_way = e->giving_way;
     m.expires_at = e->expires_wall;
     m.serving = e->serving;
     m.digest = hex_digest(e->path.string() + "\n" + e->fingerprint);
