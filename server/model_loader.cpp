@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -89,6 +90,17 @@ std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& pa
     throw ModelLoadFailure(file + ": " + serving->engine->stats().failure);
   }
   return serving;
+}
+
+ModelLoadFunction default_model_loader() {
+  const char* env = std::getenv("THERMOCLINE_TEST_LOAD_DELAY_MS");
+  const long delay_ms = env ? std::strtol(env, nullptr, 10) : 0;
+  if (delay_ms <= 0) return load_serving_model;
+  spdlog::warn("THERMOCLINE_TEST_LOAD_DELAY_MS is set: every model load waits {} ms first (a test hook)", delay_ms);
+  return [delay_ms](const std::filesystem::path& path, const config::ServeOptions& o, const std::string& model_id) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    return load_serving_model(path, o, model_id);
+  };
 }
 
 }  // namespace tc::server

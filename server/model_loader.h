@@ -33,4 +33,10 @@ class ModelLoadFailure : public std::runtime_error {
 std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& path, const config::ServeOptions& o,
                                                  const std::string& model_id);
 
+// The loader a server's ModelRegistry uses: load_serving_model, each load
+// first pausing THERMOCLINE_TEST_LOAD_DELAY_MS milliseconds when that
+// variable is set -- a test hook, for the end-to-end tests of requests that
+// wait for a load (a test model loads too quickly to watch one wait).
+ModelLoadFunction default_model_loader();
+
 }  // namespace tc::server

@@ -35,7 +35,7 @@ ModelLease::~ModelLease() {
 }
 
 ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(options)) {
-  if (!options_.load) options_.load = load_serving_model;
+  if (!options_.load) options_.load = default_model_loader();
   const auto& o = options_.serve;
   folder_mode_ = !o.models_dir.empty();
   default_keep_alive_ = !o.keep_alive.empty()   ? config::parse_keep_alive(o.keep_alive)

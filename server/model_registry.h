@@ -120,7 +120,7 @@ using ModelLoadFunction = std::function<std::shared_ptr<ServingModel>(
 
 struct RegistryOptions {
   config::ServeOptions serve;                          // the server's options (models_dir or model)
-  ModelLoadFunction load;                              // empty: load_serving_model
+  ModelLoadFunction load;                              // empty: default_model_loader()
   std::chrono::milliseconds scan_interval{1000};       // folder rescans
 };
 

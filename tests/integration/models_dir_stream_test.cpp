@@ -1,0 +1,127 @@
+// Streams whose model is still loading, through the real server: a models
+// folder whose loads are slowed by the test hook THERMOCLINE_TEST_LOAD_DELAY_MS
+// (server/model_loader.h). A streaming /v1/chat/completions gets ": ping"
+// comments before its first event, then the stream the same request gets
+// once the model is loaded; an Ollama /api/chat stream (NDJSON has no
+// comments) sends nothing but its JSON lines, with load_duration covering
+// the wait.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/server_fixture.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr int kLoadDelayMs = 1500;
+constexpr const char* kPing = ": ping\n\n";
+
+json chat_body(const std::string& model, bool stream) {
+  return {{"model", model},
+          {"messages", json::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
+          {"max_tokens", 6},
+          {"temperature", 0},
+          {"stream", stream}};
+}
+
+json ollama_chat_body(const std::string& model, bool stream) {
+  return {{"model", model},
+          {"messages", json::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
+          {"options", {{"num_predict", 6}, {"temperature", 0}}},
+          {"stream", stream}};
+}
+
+}  // namespace
+
+TEST_CASE("streams waiting for a slow model load: SSE pings first, then the stream, and Ollama NDJSON stays clean",
+          "[integration][models_dir]") {
+  const auto dir = tc::test::scratch_dir("models_dir_stream");
+  const auto models = dir / "models";
+  fs::create_directories(models);
+  const auto a = tc::test::make_test_model(
+      models, "a", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 21");
+  fs::copy_file(a, models / "b.gguf");
+  tc::test::ServerLaunch launch;
+  launch.env = {"THERMOCLINE_TEST_LOAD_DELAY_MS=" + std::to_string(kLoadDelayMs)};
+  tc::test::ServerProcess server(launch, {},
+                                 {"--models-dir", models.string(), "--max-loaded-models", "2", "--ctx-size", "256",
+                                  "--threads", "1", "--sse-ping-s", "0.05"},
+                                 dir);
+  auto client = server.client();
+
+  {  // OpenAI: pings while a loads, then the chat stream
+    const auto s = tc::test::post_stream(client, "/v1/chat/completions", chat_body("a", true));
+    REQUIRE(s.status == 200);
+    CHECK(s.content_type.find("text/event-stream") == 0);
+    const size_t first_data = s.raw.find("data: ");
+    REQUIRE(first_data != std::string::npos);
+    // Before the first event: pings and nothing else (a ping each 50 ms of a 1.5 s load).
+    const std::string before = s.raw.substr(0, first_data);
+    const std::string ping = kPing;
+    size_t n_pings = 0;
+    while ((n_pings + 1) * ping.size() <= before.size() &&
+           before.compare(n_pings * ping.size(), ping.size(), ping) == 0) {
+      ++n_pings;
+    }
+    INFO(before);
+    CHECK(before.size() == n_pings * ping.size());
+    CHECK(n_pings >= 2);
+    REQUIRE_FALSE(s.data.empty());
+    CHECK(s.data.back() == "[DONE]");
+    std::string text, finish_reason;
+    for (const auto& ev : s.events) {
+      REQUIRE(ev.contains("choices"));
+      CHECK(ev["object"] == "chat.completion.chunk");
+      for (const auto& c : ev["choices"]) {
+        if (c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+        if (!c["finish_reason"].is_null()) finish_reason = c["finish_reason"].get<std::string>();
+      }
+    }
+    CHECK((finish_reason == "length" || finish_reason == "stop"));
+    // The same request with the model loaded, in one body: the same text.
+    const auto once = tc::test::post_json(client, "/v1/chat/completions", chat_body("a", false));
+    REQUIRE(once.status == 200);
+    CHECK(text == once.body["choices"][0]["message"]["content"].get<std::string>());
+  }
+
+  {  // Ollama: no comments in NDJSON, only its lines once b has loaded
+    auto r = client.Post("/api/chat", ollama_chat_body("b", true).dump(), "application/json");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    CHECK(r->get_header_value("Content-Type").find("application/x-ndjson") == 0);
+    std::vector<json> lines;
+    std::istringstream in(r->body);
+    std::string line;
+    while (std::getline(in, line)) {
+      INFO(line);
+      REQUIRE_FALSE(line.empty());
+      const json j = json::parse(line, nullptr, false);
+      REQUIRE_FALSE(j.is_discarded());
+      lines.push_back(j);
+    }
+    REQUIRE(lines.size() >= 2);
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      CHECK(lines[i]["model"] == "b");
+      CHECK(lines[i]["done"] == (i + 1 == lines.size()));
+      text += lines[i]["message"].value("content", "");
+    }
+    // Nanoseconds: the wait for the load, which took the hook's delay at least.
+    CHECK(lines.back()["load_duration"].get<int64_t>() >= int64_t{kLoadDelayMs} * 1000000);
+    auto once = client.Post("/api/chat", ollama_chat_body("b", false).dump(), "application/json");
+    REQUIRE(once);
+    REQUIRE(once->status == 200);
+    CHECK(text == json::parse(once->body)["message"]["content"].get<std::string>());
+  }
+  CHECK(server.log().find("THERMOCLINE_TEST_LOAD_DELAY_MS is set") != std::string::npos);
+  CHECK(server.stop() == 0);
+}
