@@ -178,6 +178,9 @@ const OptionDescriptor kTable[] = {
      .help = "GPU memory the loaded models may take together (measured around each load), e.g. 20GiB; empty: "
              "free VRAM at start minus a margin",
      .field = &ServeOptions::models_vram_budget, .check = check_models_vram_budget},
+    {.key = "load_timeout_s", .flags = "--load-timeout-s",
+     .help = "Seconds a request waits for its model to load (room to load it included) before a 503; 0: no limit",
+     .field = &ServeOptions::load_timeout_s, .min = 0, .max = 86400},
     // Engine.
     {.key = "parallel", .flags = "--parallel", .help = "Sequence slots decoded together (continuous batching)",
      .field = &ServeOptions::parallel, .min = 1, .max = 256},

@@ -55,6 +55,9 @@ struct ServeOptions {
   // cudaMemGetInfo around each load); empty: free VRAM at start minus a
   // margin (key: models_vram_budget).
   std::string models_vram_budget;
+  // Seconds a request waits for its model to load, room to load it
+  // included, before it gets a 503; 0 = no limit (key: load_timeout_s).
+  double load_timeout_s = 300;
 
   // Engine.
   int parallel = 4;                 // sequence slots batched together (key: parallel)

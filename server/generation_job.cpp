@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "server/http/httplib_bridge.h"
+
 namespace tc::server {
 namespace {
 
@@ -88,7 +90,7 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
   auto lease = ctx.models->try_acquire(name, keep_alive, error);
   if (error) return reject(registry_error(ctx, *error));
   if (!lease && !stream) {
-    lease = ctx.models->acquire(name, keep_alive, error, {}, std::chrono::milliseconds(1000));
+    lease = ctx.models->acquire(name, keep_alive, error, http::request_client_connected, kClientCheckInterval);
     if (!lease) return reject(registry_error(ctx, error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""})));
     job->ollama.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   }

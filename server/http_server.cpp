@@ -82,7 +82,7 @@ std::shared_ptr<ModelLease> lease_model(ServerContext& ctx, const std::string& r
   std::optional<ApiError> error;
   const std::string name = ctx.models->resolve(requested, error);
   std::shared_ptr<ModelLease> lease;
-  if (!error) lease = ctx.models->acquire(name, keep_alive, error, {}, std::chrono::milliseconds(1000));
+  if (!error) lease = ctx.models->acquire(name, keep_alive, error, http::request_client_connected, kClientCheckInterval);
   if (!lease) {
     // One-model mode keeps its old answers: the model's failure as a 500
     // "the model failed to load: ...".

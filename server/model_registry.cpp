@@ -4,6 +4,7 @@
 // model_registry_folder.cpp, listings and metrics in model_registry_reports.cpp.
 #include "server/model_registry.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -36,6 +37,8 @@ ModelLease::~ModelLease() {
 
 ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(options)) {
   if (!options_.load) options_.load = default_model_loader();
+  if (!options_.probes.rss) options_.probes.rss = rss_bytes;
+  if (!options_.probes.gpu_free) options_.probes.gpu_free = gpu_free_bytes;
   const auto& o = options_.serve;
   folder_mode_ = !o.models_dir.empty();
   default_keep_alive_ = !o.keep_alive.empty()   ? config::parse_keep_alive(o.keep_alive)
@@ -265,13 +268,32 @@ std::shared_ptr<ModelLease> ModelRegistry::acquire(const std::string& name,
     }
   };
   start_waiting();
-  auto last_tick = SteadyClock::now();
+  const auto started = SteadyClock::now();
+  const double limit_s = options_.serve.load_timeout_s;
+  const auto deadline = limit_s > 0 ? started + std::chrono::duration_cast<SteadyClock::duration>(
+                                                    std::chrono::duration<double>(limit_s))
+                                    : SteadyClock::time_point::max();
+  auto last_tick = started;
   for (;;) {
-    changed_.wait_for(lock, std::min(interval, std::chrono::milliseconds(kWaitSlice)));
+    auto slice = std::min(interval, std::chrono::milliseconds(kWaitSlice));
+    if (deadline != SteadyClock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
+      slice = std::clamp(left, std::chrono::milliseconds(1), slice);
+    }
+    changed_.wait_for(lock, slice);
     lease = try_acquire_locked(name, keep_alive, error);
     if (lease || error) {
       stop_waiting();
       return lease;
+    }
+    if (SteadyClock::now() >= deadline) {
+      stop_waiting();
+      if (Entry* e = find(name)) {
+        ++e->load_timeouts;
+        error = load_timeout_error(*e);
+        spdlog::warn("model {}: a request gave up waiting: {}", name, error->message);
+      }
+      return nullptr;
     }
     if (SteadyClock::now() - last_tick >= interval) {
       last_tick = SteadyClock::now();
@@ -284,6 +306,24 @@ std::shared_ptr<ModelLease> ModelRegistry::acquire(const std::string& name,
       }
     }
   }
+}
+
+ApiError ModelRegistry::load_timeout_error(const Entry& e) const {
+  const std::string limit = fmt::format("{:g} s (load_timeout_s)", options_.serve.load_timeout_s);
+  std::string what;
+  if (e.state == ModelState::Loaded && e.giving_way) {
+    what = "is giving way to another model and has not loaded again within " + limit;
+  } else if (e.state == ModelState::Loading && e.waiting_for_room) {
+    int busy = 0;
+    for (const auto& [n, other] : entries_) {
+      if (other.get() != &e && other->state == ModelState::Loaded && !other->idle()) ++busy;
+    }
+    what = fmt::format("is still waiting for room to load after {}: {} loaded model(s) busy", limit, busy);
+  } else {
+    what = "is still loading after " + limit;
+  }
+  return ApiError{503, "unavailable_error", "the model '" + e.name + "' " + what + "; try again later",
+                  "model_load_timeout", "model"};
 }
 
 void ModelRegistry::release(const std::string& name) {

@@ -15,9 +15,10 @@
 // turn. A model is not asked to give way while requests that waited for it
 // have yet to start on it (one just loaded serves those first). Apart from
 // that, a model with leases (requests in flight) or waiters is never
-// unloaded. Waits end with the client (a stream's tick) or the server's
-// request timeouts; nothing waits on a request that itself waits. An idle
-// model unloads when its keep_alive runs out.
+// unloaded. Waits end with the client (the caller's tick: a stream's ping, a
+// look at the connection) or after load_timeout_s; nothing waits on a
+// request that itself waits. An idle model unloads when its keep_alive runs
+// out.
 //
 // Thread-safe. One housekeeping thread (rescans, keep_alive); each load runs
 // on its own thread; loads and unloads are serialised among themselves so
@@ -47,6 +48,10 @@ namespace tc::server {
 
 struct ServingModel;
 class ModelRegistry;
+
+// How often a request waiting for its model's load looks whether its
+// client is still there (acquire's tick interval for non-streamed requests).
+inline constexpr std::chrono::milliseconds kClientCheckInterval{250};
 
 enum class ModelState { Unloaded, Loading, Loaded, Failed };
 const char* model_state_name(ModelState s);  // "unloaded", "loading", "loaded", "failed"
@@ -118,9 +123,17 @@ class ModelLease {
 using ModelLoadFunction = std::function<std::shared_ptr<ServingModel>(
     const std::filesystem::path& path, const config::ServeOptions& options, const std::string& name)>;
 
+// What the registry measures memory with (server/process_memory.h); tests
+// pass fakes.
+struct MemoryProbes {
+  std::function<uint64_t()> rss;                                 // this process's resident bytes
+  std::function<std::optional<uint64_t>(int gpu_index)> gpu_free;  // a GPU's free bytes, nullopt without it
+};
+
 struct RegistryOptions {
   config::ServeOptions serve;                          // the server's options (models_dir or model)
   ModelLoadFunction load;                              // empty: default_model_loader()
+  MemoryProbes probes;                                 // empty members: the real probes
   std::chrono::milliseconds scan_interval{1000};       // folder rescans
 };
 
@@ -152,8 +165,10 @@ class ModelRegistry {
   std::shared_ptr<ModelLease> try_acquire(const std::string& name, const std::optional<config::KeepAlive>& keep_alive,
                                           std::optional<ApiError>& error);
   // try_acquire, waiting for the load: calls `tick` every `interval` while
-  // waiting (a stream's ping; false gives up, e.g. the client left, and
-  // returns null with no error).
+  // waiting (a stream's ping, or a look at the client's connection; false
+  // gives up, e.g. the client left, and returns null with no error). After
+  // load_timeout_s of waiting it gives up with a 503 that says what the
+  // model was waiting for (the load itself goes on).
   std::shared_ptr<ModelLease> acquire(const std::string& name, const std::optional<config::KeepAlive>& keep_alive,
                                       std::optional<ApiError>& error, const std::function<bool()>& tick,
                                       std::chrono::milliseconds interval);
@@ -217,6 +232,7 @@ class ModelRegistry {
   Entry* find(const std::string& name);
   const Entry* find(const std::string& name) const;
   config::KeepAlive effective_keep_alive(const Entry& e) const;
+  ApiError load_timeout_error(const Entry& e) const;
 
   RegistryOptions options_;
   bool folder_mode_ = false;

@@ -60,6 +60,7 @@ struct ModelRegistry::Entry {
   uint64_t predicted_host = 0, predicted_gpu = 0;
 
   uint64_t loads = 0, load_failures = 0;
+  uint64_t load_timeouts = 0;               // requests that waited load_timeout_s in vain
   std::map<std::string, uint64_t> unloads;  // by reason
   double last_load_seconds = 0;
   runtime::EngineStats retired;             // counters of engines already unloaded

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "config/byte_size.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/loaded_model.h"
 #include "engine/model/model_spec.h"
@@ -21,9 +22,51 @@ namespace tc::server {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// GPU bytes a model's first load is expected to take (later loads use the
+// bytes measured last time). `whole` is the file plus its KV cache.
+uint64_t first_gpu_estimate_bytes(const config::ServeOptions& opts, uint64_t whole, int64_t n_layer,
+                                  uint64_t vram_budget) {
+  // Placement "auto" without a budget of its own solves within what the
+  // other models leave (load_entry): it counts as nothing until measured.
+  if (opts.placement == "auto" && opts.vram_budget.empty()) return 0;
+  if (!opts.vram_budget.empty()) {
+    try {
+      return config::parse_byte_size(opts.vram_budget);
+    } catch (const std::exception&) {
+      return 0;  // the load says why
+    }
+  }
+  if (opts.offload_layers >= 0 && n_layer > 0) {
+    return whole / static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(std::min(opts.offload_layers, n_layer));
+  }
+  // A placement file: at most all of it, never more than the whole budget.
+  if (!opts.placement.empty()) return vram_budget > 0 ? std::min(whole, vram_budget) : whole;
+  return whole;  // the dense model and its KV cache on the GPU
+}
+
+}  // namespace
+
 bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, std::string& why) {
   const auto& o = options_.serve;
   const std::string name = entry.name;
+  auto too_big = [&](bool host) {
+    return host ? "needs about " + sparse::describe_bytes(entry.predicted_host) +
+                      " of host memory (mapped file + KV cache), more than models_ram_budget " +
+                      sparse::describe_bytes(ram_budget_)
+                : "needs about " + sparse::describe_bytes(entry.predicted_gpu) +
+                      " of GPU memory, more than models_vram_budget " + sparse::describe_bytes(vram_budget_);
+  };
+  // Larger than a whole budget: no model is unloaded for it.
+  if (ram_budget_ > 0 && entry.predicted_host > ram_budget_) {
+    why = too_big(true);
+    return false;
+  }
+  if (vram_budget_ > 0 && entry.predicted_gpu > vram_budget_) {
+    why = too_big(false);
+    return false;
+  }
   entry.waiting_for_room = true;
   // Leaves the line on every way out (the lock is held at each).
   struct InLine {
@@ -74,11 +117,7 @@ bool ModelRegistry::make_room(std::unique_lock<std::mutex>& lock, Entry& entry, 
       return true;
     }
     if (!others_can_free) {
-      why = !ram_ok ? "needs about " + sparse::describe_bytes(self->predicted_host) +
-                          " of host memory (mapped file + KV cache), more than models_ram_budget " +
-                          sparse::describe_bytes(ram_budget_)
-                    : "needs about " + sparse::describe_bytes(self->predicted_gpu) +
-                          " of GPU memory, more than models_vram_budget " + sparse::describe_bytes(vram_budget_);
+      why = too_big(!ram_ok);
       return false;
     }
     if (victim == nullptr) victim = gave_way;
@@ -186,9 +225,16 @@ void ModelRegistry::load_entry(std::string name) {
     opts = e->options;
     config_error = e->config_error;
   }
-  // What the load will take, before it runs: the mapped file and a KV cache
-  // of the model's shape; GPU bytes as measured last time.
-  uint64_t predicted_host = 0;
+  // What the load will take, before it runs: on the host the mapped file and
+  // a KV cache of the model's shape, or what its last load measured if more;
+  // on the GPU what its last load measured, else first_gpu_estimate_bytes().
+  uint64_t predicted_host = 0, first_gpu_estimate = 0;
+  {
+    std::error_code ec;
+    predicted_host = static_cast<uint64_t>(fs::file_size(path, ec));  // unreadable headers: the file, at least
+    if (ec) predicted_host = 0;
+    first_gpu_estimate = first_gpu_estimate_bytes(opts, predicted_host, 0, vram_budget_);
+  }
   try {
     const auto file = gguf::GgufFile::open(path);
     const auto spec = model::read_model_spec(file);
@@ -196,6 +242,7 @@ void ModelRegistry::load_entry(std::string name) {
     const uint64_t kv = static_cast<uint64_t>(opts.parallel) * static_cast<uint64_t>(spec.n_layer) * 2 *
                         static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(spec.n_head_kv * spec.head_dim) * 2;
     predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
+    first_gpu_estimate = first_gpu_estimate_bytes(opts, file.file_size() + kv, spec.n_layer, vram_budget_);
   } catch (const std::exception&) {
     // Unreadable: the load says why.
   }
@@ -208,8 +255,10 @@ void ModelRegistry::load_entry(std::string name) {
     std::unique_lock lock(mutex_);
     Entry* e = find(name);
     if (e == nullptr) return;
-    e->predicted_host = predicted_host;
-    e->predicted_gpu = opts.device == "cpu" ? 0 : e->predicted_gpu;
+    e->predicted_host = std::max(predicted_host, e->loads > 0 ? e->predicted_host : 0);
+    e->predicted_gpu = opts.device == "cpu" ? 0
+                       : e->loads > 0   ? e->predicted_gpu
+                                        : first_gpu_estimate;
     made_room = e->preloading || make_room(lock, *e, failure);
     if (!made_room && draining_) counted_failure = false;
     // Placement solved at load shares what the other models leave of the VRAM budget.
@@ -226,8 +275,8 @@ void ModelRegistry::load_entry(std::string name) {
     std::lock_guard load(load_mutex_);
     const int gpu_index = opts.device == "cpu" ? -1 : (opts.device.size() > 5 ? std::atoi(opts.device.c_str() + 5) : 0);
     // GPU free bytes before and after the load (0: no GPU measured).
-    const uint64_t before = gpu_index >= 0 ? gpu_free_bytes(gpu_index).value_or(0) : 0;
-    const uint64_t rss_before = rss_bytes();
+    const uint64_t before = gpu_index >= 0 ? options_.probes.gpu_free(gpu_index).value_or(0) : 0;
+    const uint64_t rss_before = options_.probes.rss();
     try {
       spdlog::info("model {}: loading {}", name, path.string());
       loaded = options_.load(path, opts, name);
@@ -236,10 +285,10 @@ void ModelRegistry::load_entry(std::string name) {
     }
     // Host bytes as measured: the resident set's growth over the load (loads
     // are serialised; requests of other models running meanwhile add noise).
-    const uint64_t rss_after = rss_bytes();
+    const uint64_t rss_after = options_.probes.rss();
     rss_growth = rss_after > rss_before ? rss_after - rss_before : 0;
     if (before > 0) {
-      const uint64_t after = gpu_free_bytes(gpu_index).value_or(before);
+      const uint64_t after = options_.probes.gpu_free(gpu_index).value_or(before);
       if (before > after) gpu_bytes = before - after;
     }
   }

@@ -186,7 +186,7 @@ std::string ModelRegistry::unservable_reason() const {
 
 std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
   std::string gauges_state, gauges_host, gauges_gpu, loads, failures, unloads, running, waiting, generated, prompt,
-      in_flight;
+      in_flight, load_waiters, load_timeouts;
   std::lock_guard lock(mutex_);
   for (const auto& [name, e] : entries_) {
     if (e->removed && !e->serving) continue;
@@ -203,6 +203,8 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
       unloads += fmt::format("thermocline_model_unloads_total{{{},reason=\"{}\"}} {}\n", label, reason, n);
     }
     in_flight += fmt::format("thermocline_model_requests_in_flight{{{}}} {}\n", label, e->in_flight);
+    load_waiters += fmt::format("thermocline_model_load_waiters{{{}}} {}\n", label, e->waiters);
+    load_timeouts += fmt::format("thermocline_model_load_timeouts_total{{{}}} {}\n", label, e->load_timeouts);
     runtime::EngineStats s;
     if (e->serving) s = e->serving->engine->stats();
     running += fmt::format("thermocline_model_requests_running{{{}}} {}\n", label, s.requests_running);
@@ -238,6 +240,10 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
   family("thermocline_model_load_failures_total", "Model loads that failed", "counter", failures);
   family("thermocline_model_unloads_total", "Models unloaded, by reason", "counter", unloads);
   family("thermocline_model_requests_in_flight", "Requests holding the model", "gauge", in_flight);
+  family("thermocline_model_load_waiters", "Requests waiting for the model to load (or to load again)", "gauge",
+         load_waiters);
+  family("thermocline_model_load_timeouts_total", "Requests that gave up waiting for the model to load (load_timeout_s)",
+         "counter", load_timeouts);
   family("thermocline_model_requests_running", "Requests holding a sequence slot, per model", "gauge", running);
   family("thermocline_model_requests_waiting", "Requests queued for a slot, per model", "gauge", waiting);
   family("thermocline_model_generation_tokens_total", "Tokens generated, per model", "counter", generated);

@@ -15,6 +15,7 @@
 
 #include "config/keep_alive.h"
 #include "server/generation_job.h"
+#include "server/http/httplib_bridge.h"
 #include "server/json_post_route.h"
 #include "server/ollama_responses.h"
 #include "server/ollama_schema.h"
@@ -113,7 +114,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       ctx.models->request_unload(name);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      auto lease = ctx.models->acquire(name, request->keep_alive, error, {}, std::chrono::milliseconds(1000));
+      auto lease = ctx.models->acquire(name, request->keep_alive, error, http::request_client_connected, kClientCheckInterval);
       if (!lease) {
         return reject(error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""}));
       }

@@ -10,6 +10,9 @@
 namespace tc::server::http {
 namespace {
 
+// The connection serve() is answering on this thread; -1 outside it.
+thread_local int t_request_fd = -1;
+
 // Reads the request (head, then body, then end of stream); writes go to the
 // connection.
 class ReplayStream final : public httplib::Stream {
@@ -72,8 +75,14 @@ HttplibRouter::~HttplibRouter() { svr_sock_ = INVALID_SOCKET; }
 bool HttplibRouter::serve(const ReadyRequest& request, std::chrono::milliseconds write_stall) {
   ReplayStream stream(request, write_stall);
   bool closed = false;
+  struct CurrentFd {
+    explicit CurrentFd(int fd) { t_request_fd = fd; }
+    ~CurrentFd() { t_request_fd = -1; }
+  } current(request.fd);
   const bool ok = process_request(stream, request.close_after, closed, nullptr);
   return ok && !closed && !request.close_after && !stream.failed();
 }
+
+bool request_client_connected() { return t_request_fd < 0 || peer_connected(t_request_fd); }
 
 }  // namespace tc::server::http

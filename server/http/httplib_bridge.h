@@ -27,4 +27,10 @@ class HttplibRouter : public httplib::Server {
   bool serve(const ReadyRequest& request, std::chrono::milliseconds write_stall);
 };
 
+// In a route handler (serve() runs it on the calling thread): whether the
+// client of the request being answered is still connected. A handler that
+// waits before it writes anything (a request whose model loads) asks this
+// to stop waiting for a client that left. True outside serve().
+bool request_client_connected();
+
 }  // namespace tc::server::http

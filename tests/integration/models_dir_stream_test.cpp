@@ -4,8 +4,15 @@
 // comments before its first event, then the stream the same request gets
 // once the model is loaded; an Ollama /api/chat stream (NDJSON has no
 // comments) sends nothing but its JSON lines, with load_duration covering
-// the wait.
+// the wait. Requests that wait past --load-timeout-s get a 503 (a stream:
+// an error event after its pings) while the load goes on; a non-streamed
+// request whose client leaves stops waiting at once.
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include <filesystem>
 #include <sstream>
@@ -14,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/raw_client.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -38,6 +46,15 @@ json ollama_chat_body(const std::string& model, bool stream) {
           {"messages", json::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
           {"options", {{"num_predict", 6}, {"temperature", 0}}},
           {"stream", stream}};
+}
+
+// The value of the series `name{model="MODEL"}` in /metrics; -1 if absent.
+int64_t model_metric(httplib::Client& client, const std::string& name, const std::string& model) {
+  const auto r = client.Get("/metrics");
+  REQUIRE(r);
+  const std::string key = name + "{model=\"" + model + "\"} ";
+  const size_t at = r->body.find(key);
+  return at == std::string::npos ? -1 : std::stoll(r->body.substr(at + key.size()));
 }
 
 }  // namespace
@@ -123,5 +140,100 @@ TEST_CASE("streams waiting for a slow model load: SSE pings first, then the stre
     CHECK(text == json::parse(once->body)["message"]["content"].get<std::string>());
   }
   CHECK(server.log().find("THERMOCLINE_TEST_LOAD_DELAY_MS is set") != std::string::npos);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("requests waiting past --load-timeout-s get a 503 while the load goes on; a client that leaves stops waiting",
+          "[integration][models_dir]") {
+  const auto dir = tc::test::scratch_dir("models_dir_load_timeout");
+  const auto models = dir / "models";
+  fs::create_directories(models);
+  const auto a = tc::test::make_test_model(
+      models, "a", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 21");
+  for (const char* copy : {"b", "c", "d"}) fs::copy_file(a, models / (std::string(copy) + ".gguf"));
+  constexpr int kSlowLoadMs = 4000;
+  tc::test::ServerLaunch launch;
+  launch.env = {"THERMOCLINE_TEST_LOAD_DELAY_MS=" + std::to_string(kSlowLoadMs)};
+  tc::test::ServerProcess server(launch, {},
+                                 {"--models-dir", models.string(), "--max-loaded-models", "4", "--ctx-size", "256",
+                                  "--threads", "1", "--sse-ping-s", "0.05", "--load-timeout-s", "1.5"},
+                                 dir);
+  auto client = server.client();
+
+  {  // A non-streamed request for d whose client leaves while d loads.
+    auto raw = std::make_unique<tc::test::RawConnection>(server.port());
+    REQUIRE(raw->connected());
+    const std::string body = chat_body("d", false).dump();
+    REQUIRE(raw->send("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+    bool counted = false;
+    for (int i = 0; i < 100 && !counted; ++i) {
+      counted = model_metric(client, "thermocline_model_load_waiters", "d") == 1;
+      if (!counted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(counted);
+    const auto left = std::chrono::steady_clock::now();
+    raw.reset();  // the client closes its connection
+    bool gone = false;
+    while (!gone && std::chrono::steady_clock::now() - left < std::chrono::seconds(3)) {
+      gone = model_metric(client, "thermocline_model_load_waiters", "d") == 0;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - left).count();
+    REQUIRE(gone);
+    CHECK(seconds < 1.0);  // a look at the connection each 250 ms; the 1.5 s timeout did not end it
+    CHECK(model_metric(client, "thermocline_model_load_timeouts_total", "d") == 0);
+  }
+
+  // Three requests wait for loads that take 4 s: each gives up after 1.5 s.
+  auto plain = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    return c.Post("/v1/chat/completions", chat_body("a", false).dump(), "application/json");
+  });
+  auto stream = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    return tc::test::post_stream(c, "/v1/chat/completions", chat_body("b", true));
+  });
+  auto ollama = std::async(std::launch::async, [&] {
+    auto c = server.client();
+    return c.Post("/api/chat", ollama_chat_body("c", false).dump(), "application/json");
+  });
+  {  // OpenAI, one body: 503 with an OpenAI error naming the model and the limit, and Retry-After.
+    const auto r = plain.get();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->get_header_value("Retry-After") == "1");
+    const json error = json::parse(r->body)["error"];
+    CHECK(error["code"] == "model_load_timeout");
+    CHECK(error["type"] == "unavailable_error");
+    CHECK(error["message"] == "the model 'a' is still loading after 1.5 s (load_timeout_s); try again later");
+  }
+  {  // OpenAI stream: it began (200, pings), so the timeout is its one error event.
+    const auto s = stream.get();
+    CHECK(s.status == 200);
+    INFO(s.raw);
+    CHECK(s.raw.rfind(kPing, 0) == 0);
+    CHECK(s.raw.find("model_load_timeout") != std::string::npos);
+    CHECK(s.raw.find("chat.completion.chunk") == std::string::npos);
+  }
+  {  // Ollama: its error body.
+    const auto r = ollama.get();
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(json::parse(r->body)["error"].get<std::string>().find("still loading after 1.5 s") != std::string::npos);
+  }
+  for (const char* m : {"a", "b", "c"}) CHECK(model_metric(client, "thermocline_model_load_timeouts_total", m) == 1);
+
+  // The loads went on: once a is loaded, the same request is answered.
+  bool loaded = false;
+  for (int i = 0; i < 100 && !loaded; ++i) {
+    const auto r = client.Get("/metrics");
+    REQUIRE(r);
+    loaded = r->body.find("thermocline_model_state{model=\"a\",state=\"loaded\"} 1") != std::string::npos;
+    if (!loaded) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(loaded);
+  const auto once = tc::test::post_json(client, "/v1/chat/completions", chat_body("a", false));
+  CHECK(once.status == 200);
   CHECK(server.stop() == 0);
 }

@@ -1,6 +1,8 @@
 // A models folder served by a ModelRegistry with a fake loader (no model
 // files needed), for the registry's tests: FakeLoader counts loads, can fail
-// or slow them; Folder creates the files and leases models as requests do.
+// or slow them, and with a FakeMemory takes host and GPU bytes for each
+// loaded model (given back when it unloads); Folder creates the files and
+// leases models as requests do.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,12 +31,38 @@ using namespace std::chrono_literals;
 using tc::server::ModelRegistry;
 using tc::server::ModelState;
 
+// The memory the registry measures (its MemoryProbes): the resident set
+// and one GPU's free bytes, as fake loads take and give them back.
+struct FakeMemory {
+  std::mutex mutex;
+  uint64_t rss = uint64_t{1} << 30;
+  uint64_t gpu_free = 0;  // GPU 0's free bytes (the GPU exists when has_gpu)
+  bool has_gpu = false;
+
+  tc::server::MemoryProbes probes() {
+    return {.rss = [this] {
+              std::lock_guard lock(mutex);
+              return rss;
+            },
+            .gpu_free = [this](int index) -> std::optional<uint64_t> {
+              std::lock_guard lock(mutex);
+              if (!has_gpu || index != 0) return std::nullopt;
+              return gpu_free;
+            }};
+  }
+};
+
 struct FakeLoader {
   std::mutex mutex;
   std::map<std::string, int> loads;
   std::map<std::string, int> ctx_size;  // the options each load got
   std::set<std::string> failing;
   std::map<std::string, std::chrono::milliseconds> delay;
+  // With `memory`: what a load of each model takes. On the GPU, placement
+  // "auto" takes its gpu_take but at most the vram_budget it was given.
+  FakeMemory* memory = nullptr;
+  std::map<std::string, uint64_t> host_take, gpu_take;
+  std::map<std::string, std::string> vram_budget_given;  // the last load's options.vram_budget
 
   tc::server::ModelLoadFunction fn() {
     return [this](const fs::path& path, const tc::config::ServeOptions& o, const std::string& name) {
@@ -46,7 +75,28 @@ struct FakeLoader {
         if (auto it = delay.find(name); it != delay.end()) wait = it->second;
       }
       std::this_thread::sleep_for(wait);
-      auto s = std::make_shared<tc::server::ServingModel>();
+      uint64_t host = 0, gpu = 0;
+      if (memory) {
+        std::lock_guard lock(mutex);
+        vram_budget_given[name] = o.vram_budget;
+        host = host_take[name];
+        gpu = gpu_take[name];
+        if (o.placement == "auto" && !o.vram_budget.empty()) gpu = std::min<uint64_t>(gpu, std::stoull(o.vram_budget));
+        std::lock_guard mem(memory->mutex);
+        if (gpu > memory->gpu_free) throw std::runtime_error(path.string() + ": out of GPU memory");
+        memory->rss += host;
+        memory->gpu_free -= gpu;
+      }
+      FakeMemory* m = memory;
+      auto give_back = [m, host, gpu](tc::server::ServingModel* s) {
+        if (m) {
+          std::lock_guard lock(m->mutex);
+          m->rss -= host;
+          m->gpu_free += gpu;
+        }
+        delete s;
+      };
+      std::shared_ptr<tc::server::ServingModel> s(new tc::server::ServingModel, give_back);
       s->model_id = name;
       s->options = o;
       // An engine without a model fails at once; the registry only needs its lifecycle.
@@ -67,8 +117,10 @@ struct Folder {
   FakeLoader loader;
   std::unique_ptr<ModelRegistry> registry;
 
+  // `configure` may change the options and the files before the registry starts.
   Folder(const std::string& name, const std::vector<std::string>& models, int max_loaded,
-         const std::string& keep_alive = "-1") {
+         const std::string& keep_alive = "-1",
+         const std::function<void(tc::server::RegistryOptions&, const fs::path& dir)>& configure = {}) {
     dir = tc::test::scratch_dir(name);
     for (const auto& m : models) touch(dir / (m + ".gguf"));
     tc::server::RegistryOptions o;
@@ -78,6 +130,7 @@ struct Folder {
     o.serve.models_ram_budget = "64GiB";
     o.load = loader.fn();
     o.scan_interval = 50ms;
+    if (configure) configure(o, dir);
     registry = std::make_unique<ModelRegistry>(o);
     REQUIRE(registry->start());
   }
