@@ -57,22 +57,34 @@ int64_t model_metric(httplib::Client& client, const std::string& name, const std
   return at == std::string::npos ? -1 : std::stoll(r->body.substr(at + key.size()));
 }
 
+// A models folder of model a and copies of it (`copies`), served with
+// every load slowed by `load_delay_ms` (THERMOCLINE_TEST_LOAD_DELAY_MS),
+// pings each 50 ms, and `extra` flags.
+struct SlowFolder {
+  std::unique_ptr<tc::test::ServerProcess> server;
+  SlowFolder(const std::string& name, const std::vector<std::string>& copies, int load_delay_ms,
+             const std::vector<std::string>& extra) {
+    const auto dir = tc::test::scratch_dir(name);
+    const auto models = dir / "models";
+    fs::create_directories(models);
+    const auto a = tc::test::make_test_model(
+        models, "a", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 21");
+    for (const auto& copy : copies) fs::copy_file(a, models / (copy + ".gguf"));
+    tc::test::ServerLaunch launch;
+    launch.env = {"THERMOCLINE_TEST_LOAD_DELAY_MS=" + std::to_string(load_delay_ms)};
+    std::vector<std::string> args = {"--models-dir", models.string(), "--ctx-size", "256", "--threads", "1",
+                                     "--sse-ping-s", "0.05"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server = std::make_unique<tc::test::ServerProcess>(launch, fs::path{}, args, dir);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("streams waiting for a slow model load: SSE pings first, then the stream, and Ollama NDJSON stays clean",
           "[integration][models_dir]") {
-  const auto dir = tc::test::scratch_dir("models_dir_stream");
-  const auto models = dir / "models";
-  fs::create_directories(models);
-  const auto a = tc::test::make_test_model(
-      models, "a", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 21");
-  fs::copy_file(a, models / "b.gguf");
-  tc::test::ServerLaunch launch;
-  launch.env = {"THERMOCLINE_TEST_LOAD_DELAY_MS=" + std::to_string(kLoadDelayMs)};
-  tc::test::ServerProcess server(launch, {},
-                                 {"--models-dir", models.string(), "--max-loaded-models", "2", "--ctx-size", "256",
-                                  "--threads", "1", "--sse-ping-s", "0.05"},
-                                 dir);
+  SlowFolder folder("models_dir_stream", {"b"}, kLoadDelayMs, {"--max-loaded-models", "2"});
+  auto& server = *folder.server;
   auto client = server.client();
 
   {  // OpenAI: pings while a loads, then the chat stream
@@ -143,21 +155,12 @@ TEST_CASE("streams waiting for a slow model load: SSE pings first, then the stre
   CHECK(server.stop() == 0);
 }
 
-TEST_CASE("requests waiting past --load-timeout-s get a 503 while the load goes on; a client that leaves stops waiting",
+TEST_CASE("requests waiting past --load-timeout-s get a 503 while the load goes on, a client that leaves stops waiting",
           "[integration][models_dir]") {
-  const auto dir = tc::test::scratch_dir("models_dir_load_timeout");
-  const auto models = dir / "models";
-  fs::create_directories(models);
-  const auto a = tc::test::make_test_model(
-      models, "a", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 21");
-  for (const char* copy : {"b", "c", "d"}) fs::copy_file(a, models / (std::string(copy) + ".gguf"));
   constexpr int kSlowLoadMs = 4000;
-  tc::test::ServerLaunch launch;
-  launch.env = {"THERMOCLINE_TEST_LOAD_DELAY_MS=" + std::to_string(kSlowLoadMs)};
-  tc::test::ServerProcess server(launch, {},
-                                 {"--models-dir", models.string(), "--max-loaded-models", "4", "--ctx-size", "256",
-                                  "--threads", "1", "--sse-ping-s", "0.05", "--load-timeout-s", "1.5"},
-                                 dir);
+  SlowFolder folder("models_dir_load_timeout", {"b", "c", "d"}, kSlowLoadMs,
+                    {"--max-loaded-models", "4", "--load-timeout-s", "1.5"});
+  auto& server = *folder.server;
   auto client = server.client();
 
   {  // A non-streamed request for d whose client leaves while d loads.

@@ -110,6 +110,8 @@ struct FakeLoader {
   }
 };
 
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 inline void touch(const fs::path& p, const std::string& text = "junk") { std::ofstream(p, std::ios::app) << text; }
 
 struct Folder {
@@ -147,6 +149,11 @@ struct Folder {
     auto info = registry->info(name);
     REQUIRE(info);
     return info->state;
+  }
+  // The registry's per-model Prometheus series.
+  std::string metrics() {
+    tc::server::ModelTotals totals;
+    return registry->render_metrics(totals);
   }
   // Polls until `pred` holds (5 s at most).
   template <class Pred>

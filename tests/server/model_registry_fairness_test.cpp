@@ -37,13 +37,6 @@ Lease try_lease(Folder& f, const std::string& name) {
   return lease;
 }
 
-std::string metrics(Folder& f) {
-  tc::server::ModelTotals totals;
-  return f.registry->render_metrics(totals);
-}
-
-bool has(const std::string& text, const std::string& line) { return text.find(line) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("a busy model gives way to a waiting one: new requests wait, it unloads once its requests end",
@@ -62,7 +55,7 @@ TEST_CASE("a busy model gives way to a waiting one: new requests wait, it unload
   REQUIRE(c.wait_for(5s) == std::future_status::ready);
   Lease c_lease = c.get();
   CHECK(c_lease);
-  CHECK(has(metrics(f), "thermocline_model_unloads_total{model=\"a\",reason=\"gave_way\"} 1"));
+  CHECK(has(f.metrics(), "thermocline_model_unloads_total{model=\"a\",reason=\"gave_way\"} 1"));
   // The request that waited for a loads it again once room is made (c ends here).
   c_lease.reset();
   REQUIRE(a_again.wait_for(5s) == std::future_status::ready);
@@ -123,7 +116,7 @@ TEST_CASE("the model that gave way last is not asked again next while another ca
   b2.reset();
   REQUIRE(c2.wait_for(5s) == std::future_status::ready);
   CHECK(c2.get());
-  const std::string m = metrics(f);
+  const std::string m = f.metrics();
   CHECK(has(m, "thermocline_model_unloads_total{model=\"a\",reason=\"gave_way\"} 1"));
   CHECK(has(m, "thermocline_model_unloads_total{model=\"b\",reason=\"gave_way\"} 1"));
   CHECK(has(m, "thermocline_model_unloads_total{model=\"c\",reason=\"evicted\"} 1"));
@@ -188,5 +181,5 @@ TEST_CASE("steady traffic on two loaded models does not starve a third, and no r
     CHECK(t.errors.load() == 0);
     CHECK(t.served.load() == t.issued.load());
   }
-  CHECK(has(metrics(f), "reason=\"gave_way\""));
+  CHECK(has(f.metrics(), "reason=\"gave_way\""));
 }

@@ -43,13 +43,6 @@ uint64_t loaded_gpu_bytes(Folder& f) {
   return sum;
 }
 
-std::string metrics(Folder& f) {
-  tc::server::ModelTotals totals;
-  return f.registry->render_metrics(totals);
-}
-
-bool has(const std::string& text, const std::string& line) { return text.find(line) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("RAM budget: least recently used idle models unload until a load fits, by the bytes last measured",
@@ -70,7 +63,7 @@ TEST_CASE("RAM budget: least recently used idle models unload until a load fits,
   CHECK(f.state("b") == ModelState::Loaded);
   CHECK(f.state("c") == ModelState::Loaded);
   CHECK(loaded_host_bytes(f) == 800);
-  CHECK(has(metrics(f), "thermocline_model_unloads_total{model=\"a\",reason=\"evicted\"} 1"));
+  CHECK(has(f.metrics(), "thermocline_model_unloads_total{model=\"a\",reason=\"evicted\"} 1"));
 
   // d's file is 100 bytes, but its load takes 700 (measured): it fits by
   // its prediction, and the next load of it counts what was measured.
@@ -157,12 +150,12 @@ TEST_CASE("RAM budget: with every loaded model busy, models give way one after a
   CHECK(failed == 0);
   CHECK_FALSE(over_budget);
   for (const auto& m : names) CHECK(f.loader.count(m) >= 1);
-  const std::string text = metrics(f);
+  const std::string text = f.metrics();
   INFO(text);
   CHECK(has(text, "reason=\"gave_way\""));  // busy models made room, not only idle ones
 }
 
-TEST_CASE("VRAM budget: placement auto solves within what the other models leave; a dense model counts its file",
+TEST_CASE("VRAM budget: placement auto solves within what the other models leave, a dense model counts its file",
           "[server][registry]") {
   FakeMemory memory;
   memory.has_gpu = true;

@@ -16,20 +16,13 @@ using namespace tc::test;
 
 namespace {
 
-std::string metrics(Folder& f) {
-  tc::server::ModelTotals totals;
-  return f.registry->render_metrics(totals);
-}
-
-bool has(const std::string& text, const std::string& line) { return text.find(line) != std::string::npos; }
-
 auto with_load_timeout(double seconds) {
   return [seconds](tc::server::RegistryOptions& o, const fs::path&) { o.serve.load_timeout_s = seconds; };
 }
 
 }  // namespace
 
-TEST_CASE("a request waiting longer than load_timeout_s for a load gets a 503; the load goes on",
+TEST_CASE("a request waiting longer than load_timeout_s for a load gets a 503, the load goes on",
           "[server][registry]") {
   Folder f("registry_load_timeout", {"slow"}, 2, "-1", with_load_timeout(0.3));
   f.loader.delay["slow"] = 1500ms;
@@ -44,8 +37,8 @@ TEST_CASE("a request waiting longer than load_timeout_s for a load gets a 503; t
   CHECK(error->message == "the model 'slow' is still loading after 0.3 s (load_timeout_s); try again later");
   CHECK(waited >= 0.3);
   CHECK(waited < 1.2);  // well before the load ends
-  CHECK(has(metrics(f), "thermocline_model_load_timeouts_total{model=\"slow\"} 1"));
-  CHECK(has(metrics(f), "thermocline_model_load_waiters{model=\"slow\"} 0"));
+  CHECK(has(f.metrics(), "thermocline_model_load_timeouts_total{model=\"slow\"} 1"));
+  CHECK(has(f.metrics(), "thermocline_model_load_waiters{model=\"slow\"} 0"));
   // The load was not abandoned: the model serves once it is done.
   REQUIRE(f.eventually([&] { return f.state("slow") == ModelState::Loaded; }));
   f.lease("slow");
@@ -84,13 +77,13 @@ TEST_CASE("a waiter whose client left stops at once, with no error, and no longe
     auto lease = f.registry->acquire("slow", std::nullopt, error, [&] { return client_there.load(); }, 20ms);
     return std::make_pair(lease != nullptr, error.has_value());
   });
-  REQUIRE(f.eventually([&] { return has(metrics(f), "thermocline_model_load_waiters{model=\"slow\"} 1"); }));
+  REQUIRE(f.eventually([&] { return has(f.metrics(), "thermocline_model_load_waiters{model=\"slow\"} 1"); }));
   client_there = false;
   REQUIRE(waiting.wait_for(500ms) == std::future_status::ready);
   const auto [leased, errored] = waiting.get();
   CHECK_FALSE(leased);
   CHECK_FALSE(errored);
-  CHECK(has(metrics(f), "thermocline_model_load_waiters{model=\"slow\"} 0"));
-  CHECK(has(metrics(f), "thermocline_model_load_timeouts_total{model=\"slow\"} 0"));
+  CHECK(has(f.metrics(), "thermocline_model_load_waiters{model=\"slow\"} 0"));
+  CHECK(has(f.metrics(), "thermocline_model_load_timeouts_total{model=\"slow\"} 0"));
   CHECK(f.state("slow") == ModelState::Loading);  // the load goes on
 }
