@@ -14,6 +14,8 @@ model file's bytes:
   hybrid      --placement auto --vram-budget B --prefetch off: the hottest
               neurons that fit on the GPU, the cold ones on the CPU
   hybrid+pf   the same with --prefetch on
+  hybrid+auto the same with --prefetch auto (on only where the cost model
+              says it pays)
   gpu         the whole model on the GPU, dense (skipped unless the file
               fits in the GPU's free memory)
 
@@ -29,8 +31,14 @@ table gives the bytes and bandwidths). The placement's statistics come from
 machine cannot run (no CUDA device) is reported with the reason, so the
 script also runs, CPU mode only, on a machine without a GPU.
 
+--overlaps 0,0.7 also makes models with temporal locality (`make-model
+--sparse-overlap`: that fraction of a token's active neurons were active for
+the previous token; 0 is the model of independent tokens) and runs the
+hybrid modes (--overlap-modes) on them: what prefetching gains where firing
+repeats, and what it costs where it does not.
+
   bench/hybrid_modes.py [-b BUILD|gpu-carry] [-m MODEL_DIR] [--types f16,q4_0]
-                        [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4]
+                        [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4] [--overlaps 0,0.7]
                         [-n 32] [-r 3] [--batch 8] [--profile-tokens 1024] [-t THREADS]
                         [--svg FILE]
 Prints markdown; models and stats are made once into MODEL_DIR (default
@@ -58,7 +66,8 @@ SHAPES = {
              "--n-head-kv", "4", "--n-vocab", "1024", "--predictor-rank", "64"],
 }
 
-MODES = ["cpu", "offload", "hybrid", "hybrid+pf", "gpu"]
+MODES = ["cpu", "offload", "hybrid", "hybrid+pf", "hybrid+auto", "gpu"]
+PREFETCH = {"hybrid": "off", "hybrid+pf": "on", "hybrid+auto": "auto"}
 
 
 def run(cmd, what):
@@ -69,12 +78,13 @@ def run(cmd, what):
     return r.stdout, r.stderr
 
 
-def make_model(thermocline, path, shape, wtype, threads):
+def make_model(thermocline, path, shape, wtype, overlap, threads):
     if os.path.exists(path) and os.path.getsize(path) > 0:
         return
     print(f"making {path}", file=sys.stderr)
+    locality = ["--sparse-overlap", str(overlap)] if overlap > 0 else []
     run([thermocline, "make-model", "--sparse", "-o", path + ".tmp", "--type", wtype, "--seed", "1",
-         "-t", str(threads)] + SHAPES[shape], "make-model")
+         "-t", str(threads)] + SHAPES[shape] + locality, "make-model")
     os.replace(path + ".tmp", path)
 
 
@@ -92,9 +102,9 @@ def mode_args(mode, stats, budget):
         return ["--sparsity", "relu"]
     if mode == "offload":
         return ["--device", "cuda", "--sparsity", "dense", "--vram-budget", str(budget)]
-    if mode in ("hybrid", "hybrid+pf"):
+    if mode in PREFETCH:
         return ["--device", "cuda", "--placement", "auto", "--stats", stats, "--vram-budget", str(budget),
-                "--prefetch", "on" if mode == "hybrid+pf" else "off", "--time-split"]
+                "--prefetch", PREFETCH[mode], "--time-split"]
     return ["--device", "cuda", "--sparsity", "dense"]  # gpu
 
 
@@ -138,15 +148,26 @@ def main():
     ap.add_argument("--profile-tokens", type=int, default=1024)
     ap.add_argument("-t", "--threads", type=int, default=0, help="CPU threads (0: physical cores)")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--overlaps", default="0",
+                    help="temporal locality of the models, comma-separated (make-model --sparse-overlap; 0: none)")
+    ap.add_argument("--overlap-modes", default=",".join(PREFETCH),
+                    help="the modes run on the models of overlap > 0")
     ap.add_argument("--svg", help="also draw the hybrid modes' time split per token into this SVG file")
     a = ap.parse_args()
     svg_path = os.path.abspath(a.svg) if a.svg else None
     if not 0 < a.budget_fraction < 1:
         sys.exit("hybrid_modes: --budget-fraction must be in (0, 1)")
     modes = a.modes.split(",")
-    for m in modes:
+    overlap_modes = a.overlap_modes.split(",")
+    for m in modes + overlap_modes:
         if m not in MODES:
             sys.exit(f"hybrid_modes: unknown mode {m} (modes: {', '.join(MODES)})")
+    try:
+        overlaps = [float(x) for x in a.overlaps.split(",")]
+    except ValueError:
+        sys.exit(f"hybrid_modes: --overlaps takes numbers in [0, 0.99], got {a.overlaps}")
+    if any(not 0 <= x <= 0.99 for x in overlaps):
+        sys.exit(f"hybrid_modes: --overlaps takes numbers in [0, 0.99], got {a.overlaps}")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(repo)
     thermocline = os.path.join(a.build, "cli", "thermocline")
@@ -167,31 +188,33 @@ def main():
     print(f"# hybrid modes, {a.shape}, tg{a.n_gen}, VRAM budget {a.budget_fraction:.0%} of the model file, "
           f"steps of at most {a.batch} tokens (-b) in every mode, median of {a.reps} repetitions per mode\n")
     print(f"GPU free memory: {free / 2**30:.1f} GiB\n" if free is not None else "GPU: none found (nvidia-smi)\n")
-    print("| type | model GiB | budget GiB | mode | t/s | vs offload | vs gpu | FFN computed "
+    print("| type | overlap | model GiB | budget GiB | mode | t/s | vs offload | vs gpu | FFN computed "
           "| ms/token: GPU / CPU / waits | bus MB/token | of limit | setup |")
-    print("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     limits = []
-    for t in a.types.split(","):
-        model = os.path.join(model_dir, f"hybrid-{a.shape}-{t}.gguf")
+    for t, overlap in [(t, ov) for t in a.types.split(",") for ov in overlaps]:
+        suffix = f"-overlap{overlap:g}" if overlap > 0 else ""
+        model = os.path.join(model_dir, f"hybrid-{a.shape}-{t}{suffix}.gguf")
         stats = model + ".stats.gguf"
-        make_model(thermocline, model, a.shape, t, threads)
+        make_model(thermocline, model, a.shape, t, overlap, threads)
         make_stats(thermocline, model, stats, corpus, a.profile_tokens, threads)
         size = os.path.getsize(model)
         budget = int(size * a.budget_fraction)
         results = {}
-        for mode in modes:
+        run_modes = modes if overlap == 0 else overlap_modes
+        for mode in run_modes:
             if mode == "gpu" and (free is None or size >= free):
                 results[mode] = (None, "skipped: the model does not fit the GPU's free memory" if free is not None
                                  else "skipped: no GPU")
                 continue
-            print(f"{t}: {mode}", file=sys.stderr)
+            print(f"{t}, overlap {overlap:g}: {mode}", file=sys.stderr)
             results[mode] = bench(thermocline, model, mode, stats, budget, a)
         ts = {m: r[0]["avg_ts"] for m, r in results.items() if r[0] is not None}
-        for mode in modes:
+        for mode in run_modes:
             rec, info = results[mode]
             if rec is None:
-                print(f"| {t} | {size / 2**30:.2f} | {budget / 2**30:.2f} | {mode} | - | - | - | - | - | - | - "
-                      f"| {info} |")
+                print(f"| {t} | {overlap:g} | {size / 2**30:.2f} | {budget / 2**30:.2f} | {mode} | - | - | - | - | - "
+                      f"| - | - | {info} |")
                 continue
             vs = lambda other: f"{ts[mode] / ts[other]:.2f}x" if other in ts and other != mode else "-"
             split, times, bus, limit = rec.get("time_split"), "-", "-", "-"
@@ -200,11 +223,11 @@ def main():
                 times = f"{gpu} / {split['cpu_ms']:.2f} / {split['wait_ms']:.2f}"
                 bus = f"{split['bus_bytes'] / 1e6:.3f}"
                 limit = f"{100 * split['limit_fraction']:.0f}%"
-            print(f"| {t} | {size / 2**30:.2f} | {budget / 2**30:.2f} | {mode} | {rec['avg_ts']:.2f} "
+            print(f"| {t} | {overlap:g} | {size / 2**30:.2f} | {budget / 2**30:.2f} | {mode} | {rec['avg_ts']:.2f} "
                   f"| {vs('offload')} | {vs('gpu')} | {100 * rec['ffn_computed_fraction']:.1f}% "
                   f"| {times} | {bus} | {limit} | {'; '.join(info)} |")
             if split:
-                limits.append((t, mode, split))
+                limits.append((f"{t}, overlap {overlap:g}" if len(overlaps) > 1 else t, mode, split))
     if svg_path and not limits:
         print(f"hybrid_modes: no hybrid mode ran, so no time split to draw in {svg_path}", file=sys.stderr)
     if svg_path and limits:

@@ -1,8 +1,9 @@
 // `thermocline make-model -o FILE [--arch A] [dims] [--type T] [--ffn F] [--seed S]
-// [architecture options] [--sparse [--sparse-active A] [--sparse-alpha X] [--predictor-rank R]
+// [architecture options] [--sparse [--sparse-active A] [--sparse-alpha X] [--sparse-overlap F] [--predictor-rank R]
 // [--layout gguf|pwri]]`.
 #include <chrono>
 #include <cstdio>
+#include <string_view>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -22,17 +23,25 @@ namespace {
 // One line saying what was planted, read back from the file.
 void print_sparse_summary(const std::filesystem::path& path) {
   const auto f = gguf::GgufFile::open(path);
-  std::string per_layer;
-  for (float a : f.get_f32_array(profiler::kLayerActiveKey)) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%s%.3f", per_layer.empty() ? "" : " ", a);
-    per_layer += buf;
-  }
+  auto joined = [&f](std::string_view key) {
+    std::string text;
+    for (float a : f.get_f32_array(key)) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%s%.3f", text.empty() ? "" : " ", static_cast<double>(a));
+      text += buf;
+    }
+    return text;
+  };
+  const std::string per_layer = joined(profiler::kLayerActiveKey);
   std::fprintf(stderr,
                "planted: %s, active %.3f, alpha %.2f, predictor rank %llu; calibration active per layer: %s\n",
                f.magic() == gguf::Magic::PWRI ? "PWRI layout (ffn_down_t)" : "GGUF layout (ffn_down)",
                f.get_f64(profiler::kSparseActiveKey), f.get_f64(profiler::kSparseAlphaKey),
                static_cast<unsigned long long>(f.get_u64(profiler::kPredictorRankKey)), per_layer.c_str());
+  // The consecutive overlap per layer, planted or (0) as independent tokens give it.
+  std::fprintf(stderr, "overlap with the previous token's active neurons%s per layer: %s\n",
+               f.get_f64(profiler::kSparseOverlapKey) > 0 ? " (planted)" : "",
+               joined(profiler::kLayerOverlapKey).c_str());
   if (f.has(sparse::kLayerThresholdsKey)) {
     std::string thresholds;
     for (float t : f.get_f32_array(sparse::kLayerThresholdsKey)) {
@@ -124,6 +133,11 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--sparse-alpha", o->sparse.alpha,
                   "Power-law exponent of the firing frequency over neuron rank (0: all equal)")
       ->check(CLI::Range(0.0, 16.0))
+      ->needs(sparse);
+  sub->add_option("--sparse-overlap", o->sparse.overlap,
+                  "Temporal locality: fraction of a token's active neurons also active for the previous token, "
+                  "planted through a positional attention head (0: tokens independent)")
+      ->check(CLI::Range(0.0, 0.99))
       ->needs(sparse);
   sub->add_option("--predictor-rank", o->sparse.predictor_rank,
                   "Predictor rank r: fc1 [n_embd, r], fc2 [r, n_ff] (default n_embd/4, multiple of 64)")

@@ -45,6 +45,10 @@ struct SparseOptions {
   SparseLayout layout = SparseLayout::Gguf;
   std::string predictor_type;    // dtype of fc1/fc2; empty: the weight type (q4_k for q4_k_m)
   int64_t calib_tokens = 256;    // tokens of the calibration forward pass (sequences of up to 64)
+  // Temporal locality: the fraction of a token's active neurons that were
+  // active for the previous token, planted per layer through a positional
+  // attention head (profiler/sparse_recency.h); 0: tokens independent.
+  double overlap = 0.0;
   // false: no fc1/fc2 in the file (llama.cpp refuses tensors it does not
   // know); every other tensor has the same bytes either way.
   bool write_predictors = true;

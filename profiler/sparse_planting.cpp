@@ -11,6 +11,9 @@
 // fc1 = [B' ; -B'] with B' = B'' o ffn_norm, fc2 = [A', -A'], so
 // fc2 . relu(fc1 . x) = A' B' x. beta_i is set from the distribution of the
 // rest of the sum over calibration tokens run through the layers built so far.
+// With an overlap to plant, attention head 0 is positional (sparse_recency.h)
+// and its output scale is found per layer by bisection on the calibration
+// tokens' consecutive overlap.
 #include "profiler/sparse_planting.h"
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
+#include "profiler/sparse_recency.h"
 #include "profiler/splitmix64.h"
 
 namespace tc::profiler {
@@ -49,6 +53,9 @@ constexpr int64_t kCalibSeqLen = 64;
 // (by up to 2.5 points over 6 layers); at half scale they hold within about
 // half a point (docs/synthetic-sparse-models.md).
 constexpr float kAttnOutputScale = 0.5f;
+// The largest factor on attn_output's head-0 columns the overlap search tries
+// (a positional head 0 then carries most of the residual's variance).
+constexpr double kMaxHead0Scale = 64.0;
 
 // RNG streams: one per tensor (and per layer for layer tensors); each row of
 // a tensor has its own generator seeded by (seed, stream, row).
@@ -221,6 +228,9 @@ struct LayerPlan {
   std::vector<float> ffn_norm;  // [n_embd]; [0] scales the bias channel
   std::vector<float> beta;      // [n_ff]: gate column 0
   double calib_active = 0.0;    // fraction of gate > 0 on the calibration tokens
+  double calib_overlap = 0.0;   // consecutive_overlap of the calibration tokens' active sets
+  float qk_weight = 0.0f;       // positional head 0: its q and k rows' bias-channel entry
+  float head0_scale = 1.0f;     // attn_output's head-0 columns times this (1: as drawn)
   float threshold = 0.0f;       // predictor threshold (below 0 only for quantized predictors)
 };
 
@@ -233,6 +243,9 @@ struct SparseModel {
   float sd_embd, sd_embd_in, sd_ff_in, sd_coeff;
   std::vector<Basis> basis;
   std::vector<LayerPlan> plan;
+  int64_t head_dim;
+  RecencyPairs recency;           // positional() only
+  std::vector<uint8_t> recency_row;  // [head_dim]: 1 for the first dim of each pair head 0 uses
 
   SparseModel(const MakeModelOptions& opts, const SparseTensorTypes& t)
       : o(opts),
@@ -241,7 +254,8 @@ struct SparseModel {
         n_embd_kv(opts.n_embd / opts.n_head * opts.n_head_kv),
         n_ff(opts.n_ff),
         rank(sparse_predictor_rank(opts)),
-        rp(rank / 2) {
+        rp(rank / 2),
+        head_dim(opts.n_embd / opts.n_head) {
     auto sd_for = [&](int64_t fan_in) {
       return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
     };
@@ -253,7 +267,14 @@ struct SparseModel {
     sd_coeff = sd_embd_in * std::sqrt(static_cast<float>(n_embd) / static_cast<float>(rp - 1));
     for (int64_t l = 0; l < o.n_layer; ++l) basis.emplace_back(o.seed, l, n_embd, rp);
     plan.resize(static_cast<size_t>(o.n_layer));
+    if (positional()) {
+      recency = recency_pairs(head_dim, o.rope_freq_base);
+      recency_row.assign(static_cast<size_t>(head_dim), 0);
+      for (int64_t i : recency.pairs) recency_row[static_cast<size_t>(2 * i)] = 1;
+    }
   }
+
+  bool positional() const { return o.sparse.overlap > 0.0; }
 
   void random(Stream s, int64_t layer, int64_t row, float* out, int64_t n, float sd, float mean = 0.0f) const {
     Rng(o.seed, stream_id(s, layer), static_cast<uint64_t>(row)).fill(out, n, sd, mean);
@@ -263,6 +284,17 @@ struct SparseModel {
     out[kBiasChannel] = kBiasChannelValue * sd_embd;
   }
   void norm_row(Stream s, int64_t layer, float* out) const { random(s, layer, 0, out, n_embd, 0.1f, 1.0f); }
+  // Rows of attn_q (r < n_embd) and attn_k (r < n_embd_kv): random, but for
+  // a positional head 0 only the bias channel of the first dim of each of
+  // its RoPE pairs (q and k alike, so q.k depends on the distance alone).
+  void qk_row(Stream s, int64_t l, int64_t r, float* out) const {
+    if (positional() && r < head_dim) {
+      std::fill(out, out + n_embd, 0.0f);
+      if (recency_row[static_cast<size_t>(r)]) out[kBiasChannel] = plan[static_cast<size_t>(l)].qk_weight;
+      return;
+    }
+    random(s, l, r, out, n_embd, sd_embd_in);
+  }
   // Rows of attn_output (n_embd values) and ffn_down (n_ff values): output
   // row 0 is zero, so blocks never write to the bias channel.
   void attn_output_row(int64_t l, int64_t j, float* out) const {
@@ -270,6 +302,10 @@ struct SparseModel {
       std::fill(out, out + n_embd, 0.0f);
     } else {
       random(Stream::AttnOutput, l, j, out, n_embd, kAttnOutputScale * sd_embd_in);
+      const float scale = plan[static_cast<size_t>(l)].head0_scale;
+      if (scale != 1.0f) {
+        for (int64_t c = 0; c < head_dim; ++c) out[c] *= scale;
+      }
     }
   }
   void down_row(int64_t l, int64_t j, float* out) const {
@@ -388,6 +424,7 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
   std::vector<uint16_t> k16(k.size()), v16(k.size());
   std::vector<float> u(static_cast<size_t>(n_tok * rp)), z(static_cast<size_t>(n_tok * n_ff));
   std::vector<float> gate(z.size()), up(z.size());
+  std::vector<uint8_t> fires(z.size());
   std::vector<double> rms(static_cast<size_t>(n_tok));
 
   for (int64_t l = 0; l < o.n_layer; ++l) {
@@ -399,12 +436,25 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
       std::vector<float> attn_norm(static_cast<size_t>(n));
       m.norm_row(Stream::AttnNorm, l, attn_norm.data());
       kernels::rms_norm(x.data(), attn_norm.data(), n_tok, n, eps, cur.data());
-      auto random_rows = [&](Stream s, int64_t n_rows) {
-        return F32Matrix(n_rows, n, pool, [&](int64_t r, float* out) { m.random(s, l, r, out, n, m.sd_embd_in); });
+      if (m.positional()) {
+        // Head 0's q.k at distance 0 is, on average, its amplitude per pair
+        // (after attention's 1 / sqrt(head_dim)).
+        double bias_in = 0.0;
+        for (int64_t t = 0; t < n_tok; ++t) bias_in += std::abs(cur[static_cast<size_t>(t * n + kBiasChannel)]);
+        bias_in /= static_cast<double>(n_tok);
+        plan.qk_weight = static_cast<float>(
+            std::sqrt(m.recency.amplitude * std::sqrt(static_cast<double>(head_dim))) / bias_in);
+      }
+      auto qk_rows = [&](Stream s, int64_t n_rows) {
+        return F32Matrix(n_rows, n, pool, [&](int64_t r, float* out) { m.qk_row(s, l, r, out); });
       };
-      kernels::matmul(random_rows(Stream::AttnQ, n).tensor, cur.data(), n_tok, q.data(), pool);
-      kernels::matmul(random_rows(Stream::AttnK, n_kv).tensor, cur.data(), n_tok, k.data(), pool);
-      kernels::matmul(random_rows(Stream::AttnV, n_kv).tensor, cur.data(), n_tok, v.data(), pool);
+      kernels::matmul(qk_rows(Stream::AttnQ, n).tensor, cur.data(), n_tok, q.data(), pool);
+      kernels::matmul(qk_rows(Stream::AttnK, n_kv).tensor, cur.data(), n_tok, k.data(), pool);
+      {
+        const F32Matrix wv(n_kv, n, pool,
+                           [&](int64_t r, float* out) { m.random(Stream::AttnV, l, r, out, n, m.sd_embd_in); });
+        kernels::matmul(wv.tensor, cur.data(), n_tok, v.data(), pool);
+      }
       kernels::rope(q.data(), n_tok, o.n_head, head_dim, positions.data(), rope);
       kernels::rope(k.data(), n_tok, o.n_head_kv, head_dim, positions.data(), rope);
       kernels::store_f16(k.data(), static_cast<int64_t>(k.size()), k16.data());
@@ -414,76 +464,124 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
         kernels::attention(q.data() + t0 * n, k16.data() + t0 * n_kv, v16.data() + t0 * n_kv, seq_len, seq_len,
                            o.n_head, o.n_head_kv, head_dim, positions.data() + t0, attn.data() + t0 * n, {}, pool);
       }
+    }
+
+    // The FFN planted on the residual `xin` entering it (ffn_norm, beta, the
+    // gate pre-activations); returns the calibration tokens' consecutive overlap.
+    auto plant_ffn = [&](const std::vector<float>& xin) {
+      // FFN input: the bias channel's norm weight makes its normalised value
+      // about sqrt(n_embd), so beta comes out on the scale of the other gate
+      // entries.
+      plan.ffn_norm.resize(static_cast<size_t>(n));
+      m.norm_row(Stream::FfnNorm, l, plan.ffn_norm.data());
+      double rms_sum = 0.0;
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double ss = 0.0;
+        for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xin[t * n + j]) * xin[t * n + j];
+        rms[static_cast<size_t>(t)] = std::sqrt(ss / static_cast<double>(n) + o.rms_eps);
+        rms_sum += rms[static_cast<size_t>(t)];
+      }
+      const double bias_in = kBiasChannelValue * m.sd_embd;  // x[:, 0], constant through the layers
+      plan.ffn_norm[kBiasChannel] =
+          static_cast<float>(std::sqrt(static_cast<double>(n)) * rms_sum / static_cast<double>(n_tok) / bias_in);
+      const double bias_scale = bias_in * plan.ffn_norm[kBiasChannel];  // (x o ffn_norm)[0]
+
+      // z[t, i] = A'_i . B''(x_t o ffn_norm) without the bias term.
+      pool.parallel_for(n_tok, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> y(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
+        for (int64_t t = begin; t < end; ++t) {
+          for (int64_t j = 0; j < n; ++j) y[static_cast<size_t>(j)] = xin[t * n + j] * plan.ffn_norm[static_cast<size_t>(j)];
+          basis.project(y.data(), n, u.data() + t * rp, scratch.data());
+        }
+      });
+      {
+        const F32Matrix coeffs(n_ff, rp, pool, [&](int64_t i, float* out) { m.coeff_row(l, i, out); });
+        kernels::matmul(coeffs.tensor, u.data(), n_tok, z.data(), pool);
+      }
+
+      // Neuron i fires when beta_i * bias_scale + z_i > 0, i.e. when
+      // beta_i > s_i = -z_i / bias_scale. With s_i ~ N(mu, sd) over tokens,
+      // beta_i = mu + sd * Phi^-1(f_i) fires on a fraction f_i.
+      std::vector<int64_t> rank_of(static_cast<size_t>(n_ff));
+      std::iota(rank_of.begin(), rank_of.end(), int64_t{0});
+      Rng perm_rng(o.seed, stream_id(Stream::Permutation, l), 0);
+      for (int64_t i = n_ff - 1; i > 0; --i) {
+        std::swap(rank_of[static_cast<size_t>(i)], rank_of[static_cast<size_t>(perm_rng.below(static_cast<uint64_t>(i + 1)))]);
+      }
+      plan.beta.resize(static_cast<size_t>(n_ff));
+      pool.parallel_for(n_ff, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          double sum = 0.0, sum2 = 0.0;
+          for (int64_t t = 0; t < n_tok; ++t) {
+            const double s = -z[t * n_ff + i] / bias_scale;
+            sum += s;
+            sum2 += s * s;
+          }
+          const double mu = sum / static_cast<double>(n_tok);
+          const double sd = std::sqrt(std::max(sum2 / static_cast<double>(n_tok) - mu * mu, 0.0));
+          const double f = freq_by_rank[static_cast<size_t>(rank_of[static_cast<size_t>(i)])];
+          plan.beta[static_cast<size_t>(i)] = static_cast<float>(mu + sd * normal_quantile(f));
+        }
+      });
+
+      // The gate pre-activations with the planted biases, and which neurons fire.
+      int64_t n_active = 0;
+      for (int64_t t = 0; t < n_tok; ++t) {
+        for (int64_t i = 0; i < n_ff; ++i) {
+          const double g = (plan.beta[static_cast<size_t>(i)] * bias_scale + z[t * n_ff + i]) / rms[static_cast<size_t>(t)];
+          gate[static_cast<size_t>(t * n_ff + i)] = static_cast<float>(g);
+          fires[static_cast<size_t>(t * n_ff + i)] = g > 0.0 ? 1 : 0;
+          n_active += g > 0.0 ? 1 : 0;
+        }
+      }
+      plan.calib_active = static_cast<double>(n_active) / static_cast<double>(n_tok * n_ff);
+      plan.calib_overlap = consecutive_overlap(fires, n_tok, n_ff, seq_len);
+      return plan.calib_overlap;
+    };
+
+    // Attention output, then the FFN planted on the residual it leaves.
+    if (!m.positional()) {
       const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
       kernels::matmul(wo.tensor, attn.data(), n_tok, tmp.data(), pool);
       for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
-    }
-
-    // FFN input: the bias channel's norm weight makes its normalised value
-    // about sqrt(n_embd), so beta comes out on the scale of the other gate
-    // entries.
-    plan.ffn_norm.resize(static_cast<size_t>(n));
-    m.norm_row(Stream::FfnNorm, l, plan.ffn_norm.data());
-    double rms_sum = 0.0;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      double ss = 0.0;
-      for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(x[t * n + j]) * x[t * n + j];
-      rms[static_cast<size_t>(t)] = std::sqrt(ss / static_cast<double>(n) + o.rms_eps);
-      rms_sum += rms[static_cast<size_t>(t)];
-    }
-    const double bias_in = kBiasChannelValue * m.sd_embd;  // x[:, 0], constant through the layers
-    plan.ffn_norm[kBiasChannel] =
-        static_cast<float>(std::sqrt(static_cast<double>(n)) * rms_sum / static_cast<double>(n_tok) / bias_in);
-    const double bias_scale = bias_in * plan.ffn_norm[kBiasChannel];  // (x o ffn_norm)[0]
-
-    // z[t, i] = A'_i . B''(x_t o ffn_norm) without the bias term.
-    pool.parallel_for(n_tok, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> y(static_cast<size_t>(n)), scratch(static_cast<size_t>(n));
-      for (int64_t t = begin; t < end; ++t) {
-        for (int64_t j = 0; j < n; ++j) y[static_cast<size_t>(j)] = x[t * n + j] * plan.ffn_norm[static_cast<size_t>(j)];
-        basis.project(y.data(), n, u.data() + t * rp, scratch.data());
+      plant_ffn(x);
+    } else {
+      // x + the other heads' output + scale * head 0's as drawn: the overlap
+      // grows with the scale, and bisection finds the target's.
+      std::vector<float> rest(x.size()), head0(x.size()), attn0(x.size(), 0.0f), xs(x.size());
+      plan.head0_scale = 0.0f;
+      {
+        const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
+        kernels::matmul(wo.tensor, attn.data(), n_tok, rest.data(), pool);
       }
-    });
-    {
-      const F32Matrix coeffs(n_ff, rp, pool, [&](int64_t i, float* out) { m.coeff_row(l, i, out); });
-      kernels::matmul(coeffs.tensor, u.data(), n_tok, z.data(), pool);
-    }
-
-    // Neuron i fires when beta_i * bias_scale + z_i > 0, i.e. when
-    // beta_i > s_i = -z_i / bias_scale. With s_i ~ N(mu, sd) over tokens,
-    // beta_i = mu + sd * Phi^-1(f_i) fires on a fraction f_i.
-    std::vector<int64_t> rank_of(static_cast<size_t>(n_ff));
-    std::iota(rank_of.begin(), rank_of.end(), int64_t{0});
-    Rng perm_rng(o.seed, stream_id(Stream::Permutation, l), 0);
-    for (int64_t i = n_ff - 1; i > 0; --i) {
-      std::swap(rank_of[static_cast<size_t>(i)], rank_of[static_cast<size_t>(perm_rng.below(static_cast<uint64_t>(i + 1)))]);
-    }
-    plan.beta.resize(static_cast<size_t>(n_ff));
-    pool.parallel_for(n_ff, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        double sum = 0.0, sum2 = 0.0;
-        for (int64_t t = 0; t < n_tok; ++t) {
-          const double s = -z[t * n_ff + i] / bias_scale;
-          sum += s;
-          sum2 += s * s;
+      plan.head0_scale = 1.0f;
+      for (int64_t t = 0; t < n_tok; ++t) std::copy_n(attn.data() + t * n, head_dim, attn0.data() + t * n);
+      {
+        const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
+        kernels::matmul(wo.tensor, attn0.data(), n_tok, head0.data(), pool);
+      }
+      auto overlap_at = [&](double scale) {
+        for (size_t i = 0; i < x.size(); ++i) xs[i] = x[i] + rest[i] + static_cast<float>(scale) * head0[i];
+        return plant_ffn(xs);
+      };
+      const double target = o.sparse.overlap;
+      double lo = 0.0, hi = kMaxHead0Scale, best = 0.0;
+      if (overlap_at(lo) < target) {
+        best = hi;
+        if (overlap_at(hi) > target) {
+          for (int it = 0; it < 16 && hi - lo > 1e-3; ++it) {
+            const double mid = 0.5 * (lo + hi);
+            const double got = overlap_at(mid);
+            if (std::abs(got - target) < 0.002) lo = hi = mid;
+            else (got < target ? lo : hi) = mid;
+          }
+          best = 0.5 * (lo + hi);
         }
-        const double mu = sum / static_cast<double>(n_tok);
-        const double sd = std::sqrt(std::max(sum2 / static_cast<double>(n_tok) - mu * mu, 0.0));
-        const double f = freq_by_rank[static_cast<size_t>(rank_of[static_cast<size_t>(i)])];
-        plan.beta[static_cast<size_t>(i)] = static_cast<float>(mu + sd * normal_quantile(f));
       }
-    });
-
-    // FFN output with the planted gate, on to the next layer.
-    int64_t n_active = 0;
-    for (int64_t t = 0; t < n_tok; ++t) {
-      for (int64_t i = 0; i < n_ff; ++i) {
-        const double g = (plan.beta[static_cast<size_t>(i)] * bias_scale + z[t * n_ff + i]) / rms[static_cast<size_t>(t)];
-        gate[static_cast<size_t>(t * n_ff + i)] = static_cast<float>(g);
-        n_active += g > 0.0 ? 1 : 0;
-      }
+      plan.head0_scale = static_cast<float>(best);
+      overlap_at(best);
+      x.swap(xs);
     }
-    plan.calib_active = static_cast<double>(n_active) / static_cast<double>(n_tok * n_ff);
     if (o.sparse.write_predictors && kernels::dtype_traits(m.types.predictor).is_quantized) {
       plan.threshold = quantized_predictor_threshold(m, l, x, gate, n_tok, pool);
     }
@@ -619,14 +717,19 @@ void add_sparse_model(const MakeModelOptions& o, const SparseTensorTypes& types,
   calibrate(*model, *pool);
   std::shared_ptr<const SparseModel> m = model;
 
-  std::vector<float> layer_active;
-  for (const auto& p : m->plan) layer_active.push_back(static_cast<float>(p.calib_active));
+  std::vector<float> layer_active, layer_overlap;
+  for (const auto& p : m->plan) {
+    layer_active.push_back(static_cast<float>(p.calib_active));
+    layer_overlap.push_back(static_cast<float>(p.calib_overlap));
+  }
   w.set(std::string(kSparseActiveKey), gguf::Value(static_cast<float>(o.sparse.active)));
   w.set(std::string(kSparseAlphaKey), gguf::Value(static_cast<float>(o.sparse.alpha)));
   w.set(std::string(kPredictorRankKey), gguf::Value(static_cast<uint32_t>(m->rank)));
   w.set(std::string(kCalibTokensKey), gguf::Value(static_cast<uint32_t>(o.sparse.calib_tokens)));
   w.set(std::string(kLayerActiveKey), gguf::Value::f32_array(layer_active));
   w.set(std::string(kBiasChannelKey), gguf::Value(static_cast<uint32_t>(kBiasChannel)));
+  w.set(std::string(kSparseOverlapKey), gguf::Value(static_cast<float>(o.sparse.overlap)));
+  w.set(std::string(kLayerOverlapKey), gguf::Value::f32_array(layer_overlap));
   std::vector<float> thresholds;
   for (const auto& p : m->plan) thresholds.push_back(p.threshold);
   // PowerInfer reads one global threshold: the lowest keeps every layer's recall.
@@ -654,8 +757,9 @@ void add_sparse_model(const MakeModelOptions& o, const SparseTensorTypes& types,
       rows(name(t), dtype, n, n_rows, [m, s, l](int64_t r, float* out) { m->random(s, l, r, out, m->n_embd, m->sd_embd_in); });
     };
     norm(name("attn_norm"), [m, l](float* out) { m->norm_row(Stream::AttnNorm, l, out); });
-    random_rows("attn_q", types.base, Stream::AttnQ, n);
-    random_rows("attn_k", types.base, Stream::AttnK, m->n_embd_kv);
+    rows(name("attn_q"), types.base, n, n, [m, l](int64_t r, float* out) { m->qk_row(Stream::AttnQ, l, r, out); });
+    rows(name("attn_k"), types.base, n, m->n_embd_kv,
+         [m, l](int64_t r, float* out) { m->qk_row(Stream::AttnK, l, r, out); });
     random_rows("attn_v", types.heavy, Stream::AttnV, m->n_embd_kv);
     rows(name("attn_output"), types.base, n, n, [m, l](int64_t j, float* out) { m->attn_output_row(l, j, out); });
     norm(name("ffn_norm"), [m, l](float* out) {

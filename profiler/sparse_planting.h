@@ -30,6 +30,11 @@ inline constexpr std::string_view kCalibTokensKey = "thermocline.synthetic.calib
 inline constexpr std::string_view kLayerActiveKey = "thermocline.synthetic.layer_active";
 // u32: the residual channel held constant (the per-neuron bias input).
 inline constexpr std::string_view kBiasChannelKey = "thermocline.synthetic.bias_channel";
+// f32: --sparse-overlap (0: none planted).
+inline constexpr std::string_view kSparseOverlapKey = "thermocline.synthetic.sparse_overlap";
+// f32 [n_layer]: fraction of a calibration token's active neurons active for
+// the previous token too.
+inline constexpr std::string_view kLayerOverlapKey = "thermocline.synthetic.layer_overlap";
 
 // Target firing frequency of the neuron of rank k (0 = hottest), k < n:
 // clip(s * (k + 1)^-alpha, kMinFireFrequency, kMaxFireFrequency), with s

@@ -28,10 +28,12 @@
 #                     table to OUT_DIR/bench_summary.md
 #         hybrid      the hybrid speed table, bench/hybrid_modes.py
 #                     (HYBRID_SHAPE, default 13b; HYBRID_TYPES, default
-#                     q4_0, or f16, or f16,q4_0): CPU only, layer offload,
-#                     hybrid without and with prefetch, the whole model on
-#                     the GPU, at 40% of the model's bytes, with the hybrid
-#                     time split; the table to OUT_DIR/hybrid_SHAPE_TYPES.md
+#                     q4_0, or f16, or f16,q4_0; HYBRID_OVERLAPS, default
+#                     0, e.g. 0,0.6 for a model with temporal locality
+#                     too): CPU only, layer offload, hybrid with prefetch
+#                     off, on and auto, the whole model on the GPU, at 40%
+#                     of the model's bytes, with the hybrid time split;
+#                     the table to OUT_DIR/hybrid_SHAPE_TYPES.md
 #                     and its time split drawn in OUT_DIR/hybrid_SHAPE_TYPES.svg
 #         peers       builds llama.cpp and PowerInfer with CUDA from the
 #                     copies of their sources that pack put in
@@ -255,7 +257,7 @@ hybrid_table() {
   local name=hybrid_${shape}_${types//,/_}
   set -o pipefail
   PYTHONUNBUFFERED=1 python3 bench/hybrid_modes.py -b "$carry" -m /tmp/hybrid-models --types "$types" \
-    --shape "$shape" -n 32 -r 3 --svg "$out_dir/$name.svg" 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
+    --shape "$shape" --overlaps "${HYBRID_OVERLAPS:-0}" -n 32 -r 3 --svg "$out_dir/$name.svg" 2> >(tee "$log_dir/$name.err" >&2) | tee "$out_dir/$name.md"
 }
 
 # The reference engines, built once per machine into /tmp/peers (outside

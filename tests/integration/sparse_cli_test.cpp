@@ -7,22 +7,15 @@
 
 #include <string>
 
+#include "tests/integration/cli_generate.h"
 #include "tests/test_util.h"
 
+using tc::test::generated;
 using tc::test::run_command;
 
 namespace {
 
 std::string bin() { return tc::test::thermocline_binary().string(); }
-
-// The continuation printed by generate (stdout), without the stderr lines.
-std::string generated(const std::string& args) {
-  // std::string("(").append(...): GCC 12 warns (-Wrestrict, a false positive) on "(" + std::string.
-  const auto r = run_command(std::string("(").append(bin()).append(" generate ").append(args).append(" 2>/dev/null)"));
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  return r.output;
-}
 
 }  // namespace
 

@@ -20,40 +20,19 @@
 #include "profiler/sparse_planting.h"
 #include "tests/test_util.h"
 
-// The profiler suite does not compile tests/engine/model/; the reference
-// pass is built into this test binary here.
-#include "tests/engine/model/reference_forward.cpp"  // NOLINT(bugprone-suspicious-include)
+#include "tests/engine/model/reference_forward.h"
+#include "tests/profiler/sparse_test_options.h"
 
 using tc::gguf::GgufFile;
 using tc::profiler::MakeModelOptions;
 using tc::profiler::SparseLayout;
 
 using tc::test::random_tokens;
+using tc::test::sparse_options;
 
 namespace {
 
 using Rows = std::vector<std::vector<double>>;
-
-MakeModelOptions sparse_options(const std::filesystem::path& out) {
-  MakeModelOptions o;
-  o.output = out;
-  o.n_vocab = 1024;
-  o.n_embd = 256;
-  o.n_layer = 3;
-  o.n_ff = 1024;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_ctx = 256;
-  o.weight_type = "f16";
-  o.ffn_form = tc::model::FfnForm::ReGLU;
-  o.seed = 5;
-  o.n_threads = 2;
-  o.sparse.enabled = true;
-  o.sparse.active = 0.10;
-  o.sparse.alpha = 1.0;
-  o.sparse.predictor_rank = 64;
-  return o;
-}
 
 MakeModelOptions tiny_sparse_options(const std::filesystem::path& out) {
   auto o = sparse_options(out);

@@ -14,12 +14,13 @@
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_spec.h"
 #include "profiler/make_model.h"
+#include "tests/engine/model/spec_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using tc::gguf::GgufFile;
-using tc::gguf::ModelLoadError;
+using tc::test::load_error;
 using tc::gguf::Value;
 using tc::model::FfnForm;
 
@@ -58,21 +59,9 @@ GgufFile copy_of(const GgufFile& f, const std::string& skip, const std::function
     const auto bytes = f.tensor_data(t);
     w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
   }
-  static int n = 0;
-  const auto path = tc::test::scratch_dir("arch_spec_copy_" + std::to_string(n++)) / "m.gguf";
-  w.write(path);
-  return GgufFile::open(path);
+  return tc::test::write_fresh(w, "arch_spec_copy");
 }
 
-std::string load_error(const GgufFile& f) {
-  try {
-    auto spec = tc::model::read_model_spec(f);
-    tc::model::validate_model_tensors(f, spec);
-  } catch (const ModelLoadError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

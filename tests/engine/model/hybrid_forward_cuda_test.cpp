@@ -4,15 +4,19 @@
 // path (its thread, copy stream and events for real). Skipped with a message
 // where no CUDA backend is available; tests/engine/model/hybrid_forward_test.cpp
 // and hybrid_prefetch_test.cpp check the same data flow everywhere with a
-// host-memory "GPU".
+// host-memory "GPU". Also: decode steps, dense or hybrid, allocate no device
+// memory once warm.
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
+#include "kernels/device_info.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/engine/model/step_logits.h"
@@ -92,5 +96,43 @@ TEST_CASE("[cuda] hybrid mode on the GPU matches the CPU sparse pass", "[cuda][m
         CHECK(hybrid.sparse_counters()->predicted[1] == split.hot[1] + split.cached[1] + split.cold[1]);
       }
     }
+  }
+}
+
+TEST_CASE("[cuda] decode steps allocate no device memory: the GPU's free bytes unchanged over 100 tokens",
+          "[cuda][model][hybrid]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  const auto loaded = planted_f32("no_alloc", false);
+  const auto& spec = loaded->spec;
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  tc::model::NeuronPlacement placement;  // every third neuron hot
+  placement.hot.resize(static_cast<size_t>(spec.n_layer));
+  for (auto& layer : placement.hot) {
+    for (int32_t i = 0; i < spec.n_ff; i += 3) layer.push_back(i);
+  }
+  tc::model::PrefetchOptions prefetch;
+  prefetch.mode = tc::model::PrefetchMode::On;
+  // The whole model dense on the GPU, and hybrid with the prefetch path.
+  for (const bool hybrid_mode : {false, true}) {
+    INFO((hybrid_mode ? "hybrid, prefetch on" : "dense on the GPU"));
+    auto model = hybrid_mode ? std::make_unique<LlamaModel>(*loaded, *cuda, tc::model::ForwardOptions{.ffn_mode = FfnMode::Sparse},
+                                                            tc::model::HybridOptions{cpu.get(), placement, prefetch})
+                             : std::make_unique<LlamaModel>(*loaded, *cuda);
+    KvCache kv(*cuda, spec, 1, 128);
+    const auto tokens = tc::test::random_tokens(112, 82, kVocab);
+    std::vector<float> logits;
+    auto step = [&](size_t begin, size_t n) {
+      const StepSequence seq{0, std::span(tokens.data() + begin, n), false, true};
+      REQUIRE(model->forward({&seq, 1}, kv, logits) == StepStatus::Ok);
+    };
+    step(0, 8);  // prompt
+    step(8, 1);  // two warm decode steps: lazily made scratch, caches, events
+    step(9, 1);
+    cuda->synchronize();
+    const uint64_t before = tc::kernels::query_gpus().devices.at(0).free_bytes;
+    for (size_t t = 10; t < 110; ++t) step(t, 1);
+    cuda->synchronize();
+    const uint64_t after = tc::kernels::query_gpus().devices.at(0).free_bytes;
+    CHECK(after == before);
   }
 }

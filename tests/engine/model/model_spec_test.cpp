@@ -9,12 +9,13 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/model/model_spec.h"
 #include "kernels/cpu/quantize.h"
+#include "tests/engine/model/spec_test_util.h"
 #include "tests/test_util.h"
 
 using tc::gguf::GgufFile;
 using tc::gguf::GgufWriter;
-using tc::gguf::ModelLoadError;
 using tc::gguf::Value;
+using tc::test::load_error;
 using tc::kernels::DType;
 using tc::model::FfnForm;
 
@@ -92,22 +93,9 @@ GgufFile write_llama(const FileRecipe& r) {
       add(layer(l, "ffn_down"), DType::F16, {d.n_ff, d.n_embd});
     }
   }
-  static int file_count = 0;  // a fresh file each time: earlier ones stay mapped
-  const auto path = tc::test::scratch_dir("model_spec_" + std::to_string(file_count++)) / "m.gguf";
-  w.write(path);
-  return GgufFile::open(path);
+  return tc::test::write_fresh(w, "model_spec");
 }
 
-// Runs read + validate and returns the error message ("" when it loads).
-std::string load_error(const GgufFile& f) {
-  try {
-    auto spec = tc::model::read_model_spec(f);
-    tc::model::validate_model_tensors(f, spec);
-  } catch (const ModelLoadError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
