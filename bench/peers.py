@@ -13,7 +13,11 @@ in one run, alternating engines each round, medians over rounds.
       (default .peers/MODE, git-ignored) from the tarballs in the peers
       folder, with build_peers.sh's flags and targets but both at once; a
       finished build is kept. cuda: sm_90 (CUDA_ARCH to change), under 10
-      minutes on 16 cores; cpu: about 8 minutes on 2.
+      minutes on 16 cores; cpu: about 8 minutes on 2. The libraries are
+      linked in (BUILD_SHARED_LIBS=OFF; only the CUDA toolkit's stay
+      shared), so the binaries run from any folder: a cuda build made on a
+      machine without a GPU (nvcc compiles there) travels to one in
+      scripts/gpu_check.sh pack, which saves the GPU machine the build.
 
   bench/peers.py dense [--device cuda|cpu] [--models 1b,13b] [--types f16,q8_0,q4_0,q4_k]
                        [-r 3] [-t THREADS] [--depths 512] [--parallel 8] [--json FILE]
@@ -164,10 +168,11 @@ def peer_configs(dest, mode, arch):
         ("llama.cpp", "llama.cpp-3f545be-src.tar.xz",
          ["-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF",
           "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
-          "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
+          "-DBUILD_SHARED_LIBS=OFF", "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
          ["llama-bench", "llama-completion", "llama-quantize"], "llama-bench"),
         ("PowerInfer", "PowerInfer-d3ebd7c-src.tar.xz",
-         ["-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_CUBLAS=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
+         ["-DLLAMA_BUILD_TESTS=OFF", "-DBUILD_SHARED_LIBS=OFF",
+          "-DLLAMA_CUBLAS=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
          ["main", "llama-bench", "quantize"], "main"),
     ]
 

@@ -165,6 +165,13 @@ void register_make_model(CLI::App& app) {
     o->vocab_family = profiler::vocab_family_from_name(*tokenizer);
     o->sparse.layout = *layout == "pwri" ? profiler::SparseLayout::PowerInfer : profiler::SparseLayout::Gguf;
     const auto start = std::chrono::steady_clock::now();
+    ProgressBar calibrating("calibrating the planted sparsity", "layers");
+    if (o->sparse.enabled) {
+      o->sparse.calibration_progress = [&calibrating](int64_t done, int64_t total) {
+        calibrating.update(static_cast<uint64_t>(done), static_cast<uint64_t>(total));
+        if (done == total) calibrating.finish();
+      };
+    }
     ProgressBar bar("writing " + o->output.filename().string());
     profiler::make_model(*o, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
     bar.finish();

@@ -9,8 +9,11 @@
 
 namespace tc::cli {
 
-ProgressBar::ProgressBar(std::string label)
-    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+ProgressBar::ProgressBar(std::string label, std::string count_noun)
+    : label_(std::move(label)),
+      count_noun_(std::move(count_noun)),
+      enabled_(isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
@@ -23,9 +26,16 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
   const int width = 30;
   const int filled = static_cast<int>(frac * width);
   const double secs = std::chrono::duration<double>(now - start_).count();
-  std::fprintf(stderr, "\r%s [%.*s%*s] %5.1f%% %.1f/%.1f MiB %.1fs", label_.c_str(), filled,
-               "##############################", width - filled, "", frac * 100.0,
-               static_cast<double>(done) / 1048576.0, static_cast<double>(total) / 1048576.0, secs);
+  if (count_noun_.empty()) {
+    std::fprintf(stderr, "\r%s [%.*s%*s] %5.1f%% %.1f/%.1f MiB %.1fs", label_.c_str(), filled,
+                 "##############################", width - filled, "", frac * 100.0,
+                 static_cast<double>(done) / 1048576.0, static_cast<double>(total) / 1048576.0, secs);
+  } else {
+    std::fprintf(stderr, "\r%s [%.*s%*s] %5.1f%% %llu/%llu %s %.1fs", label_.c_str(), filled,
+                 "##############################", width - filled, "", frac * 100.0,
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), count_noun_.c_str(),
+                 secs);
+  }
   std::fflush(stderr);
 }
 

@@ -10,13 +10,15 @@ namespace tc::cli {
 
 class ProgressBar {
  public:
-  explicit ProgressBar(std::string label);
+  // `count_noun` empty: done/total are bytes (shown in MiB); else counts of it ("layers").
+  explicit ProgressBar(std::string label, std::string count_noun = {});
   ~ProgressBar();
   void update(uint64_t done, uint64_t total);  // redraws at most ~10 times a second
   void finish();
 
  private:
   std::string label_;
+  std::string count_noun_;
   bool enabled_;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -49,6 +49,9 @@ struct SparseOptions {
   // active for the previous token, planted per layer through a positional
   // attention head (profiler/sparse_recency.h); 0: tokens independent.
   double overlap = 0.0;
+  // Called after each layer of the calibration pass (layers done, n_layer),
+  // which runs before anything is written; empty: silent.
+  std::function<void(int64_t done, int64_t total)> calibration_progress;
   // false: no fc1/fc2 in the file (llama.cpp refuses tensors it does not
   // know); every other tensor has the same bytes either way.
   bool write_predictors = true;

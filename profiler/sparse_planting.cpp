@@ -585,6 +585,7 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
     if (o.sparse.write_predictors && kernels::dtype_traits(m.types.predictor).is_quantized) {
       plan.threshold = quantized_predictor_threshold(m, l, x, gate, n_tok, pool);
     }
+    if (o.sparse.calibration_progress) o.sparse.calibration_progress(l + 1, o.n_layer);
     if (l + 1 == o.n_layer) break;  // the last FFN output feeds only the head
     kernels::rms_norm(x.data(), plan.ffn_norm.data(), n_tok, n, eps, cur.data());
     {

@@ -94,6 +94,14 @@ pack() {
   else
     echo "gpu_check: no peers folder at $peers (PEERS_SRC): the peers and versus steps will not run" >&2
   fi
+  # Their CUDA binaries, when built here already (bench/peers.py build
+  # --mode cuda: static, sm_90): the peers step then unpacks them instead
+  # of spending about 10 minutes of the GPU machine on the build.
+  local built=${PEERS_BUILT:-.peers/cuda}
+  if [ -x "$built/llama.cpp/build/bin/llama-bench" ] && [ -x "$built/PowerInfer/build/bin/main" ]; then
+    tar -cJf "$carry/peers-cuda-bin.tar.xz" -C "$built" llama.cpp/build/bin/llama-bench PowerInfer/build/bin/main
+    echo "gpu_check: carrying the peers' CUDA binaries from $built ($(du -h "$carry/peers-cuda-bin.tar.xz" | cut -f1))"
+  fi
   echo "$carry: $(du -sh "$carry" | cut -f1) to carry:"
   ls -la "$carry/bin" "$carry/lib"
 }
@@ -263,6 +271,10 @@ hybrid_table() {
 # The reference engines, built once per machine into /tmp/peers (outside
 # the checkout: the next call on the same machine finds them there).
 peers_build() {
+  if [ -f "$repo/$carry/peers-cuda-bin.tar.xz" ] && [ ! -x /tmp/peers/llama.cpp/build/bin/llama-bench ]; then
+    mkdir -p /tmp/peers
+    step peers_unpack tar -xJf "$repo/$carry/peers-cuda-bin.tar.xz" -C /tmp/peers
+  fi
   step peers_build python3 "$repo/bench/peers.py" build --mode cuda --src "$repo/$carry/peers" --dest /tmp/peers
 }
 
