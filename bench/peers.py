@@ -168,7 +168,8 @@ def peer_configs(dest, mode, arch):
         ("llama.cpp", "llama.cpp-3f545be-src.tar.xz",
          ["-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF",
           "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
-          "-DBUILD_SHARED_LIBS=OFF", "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
+          "-DBUILD_SHARED_LIBS=OFF", "-DGGML_CUDA_NCCL=OFF",  # one GPU; and libnccl need not be where it runs
+          "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
          ["llama-bench", "llama-completion", "llama-quantize"], "llama-bench"),
         ("PowerInfer", "PowerInfer-d3ebd7c-src.tar.xz",
          ["-DLLAMA_BUILD_TESTS=OFF", "-DBUILD_SHARED_LIBS=OFF",
