@@ -24,13 +24,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Bytes of a file's FFN weight matrices (gate, up, down, down_t; not the
+// predictors): what a hybrid placement may leave on the host.
+uint64_t ffn_weight_bytes(const gguf::GgufFile& file) {
+  uint64_t bytes = 0;
+  for (const auto& t : file.tensors()) {
+    for (const char* part : {".ffn_gate", ".ffn_up", ".ffn_down"}) {
+      if (t.name.find(part) != std::string::npos) {
+        bytes += t.n_bytes;
+        break;
+      }
+    }
+  }
+  return bytes;
+}
+
 // GPU bytes a model's first load is expected to take (later loads use the
-// bytes measured last time). `whole` is the file plus its KV cache.
-uint64_t first_gpu_estimate_bytes(const config::ServeOptions& opts, uint64_t whole, int64_t n_layer,
+// bytes measured last time). `whole` is the file plus its KV cache, `ffn`
+// the bytes of its FFN matrices (0 if unknown).
+uint64_t first_gpu_estimate_bytes(const config::ServeOptions& opts, uint64_t whole, uint64_t ffn, int64_t n_layer,
                                   uint64_t vram_budget) {
   // Placement "auto" without a budget of its own solves within what the
-  // other models leave (load_entry): it counts as nothing until measured.
-  if (opts.placement == "auto" && opts.vram_budget.empty()) return 0;
+  // other models leave (load_entry): it needs room for what is not FFN
+  // (attention, norms, head, KV cache, predictors) at least, and spends the
+  // rest of its share on hot neurons.
+  if (opts.placement == "auto" && opts.vram_budget.empty()) return whole > ffn ? whole - ffn : 0;
   if (!opts.vram_budget.empty()) {
     try {
       return config::parse_byte_size(opts.vram_budget);
@@ -233,7 +251,10 @@ void ModelRegistry::load_entry(std::string name) {
     std::error_code ec;
     predicted_host = static_cast<uint64_t>(fs::file_size(path, ec));  // unreadable headers: the file, at least
     if (ec) predicted_host = 0;
-    first_gpu_estimate = first_gpu_estimate_bytes(opts, predicted_host, 0, vram_budget_);
+    // Unreadable: what placement "auto" needs is unknown (the load fails and says why).
+    first_gpu_estimate = opts.placement == "auto" && opts.vram_budget.empty()
+                             ? 0
+                             : first_gpu_estimate_bytes(opts, predicted_host, 0, 0, vram_budget_);
   }
   try {
     const auto file = gguf::GgufFile::open(path);
@@ -242,7 +263,8 @@ void ModelRegistry::load_entry(std::string name) {
     const uint64_t kv = static_cast<uint64_t>(opts.parallel) * static_cast<uint64_t>(spec.n_layer) * 2 *
                         static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(spec.n_head_kv * spec.head_dim) * 2;
     predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
-    first_gpu_estimate = first_gpu_estimate_bytes(opts, file.file_size() + kv, spec.n_layer, vram_budget_);
+    first_gpu_estimate =
+        first_gpu_estimate_bytes(opts, file.file_size() + kv, ffn_weight_bytes(file), spec.n_layer, vram_budget_);
   } catch (const std::exception&) {
     // Unreadable: the load says why.
   }

@@ -3,8 +3,8 @@
 // recently used idle models unloaded until a load fits, a model larger than
 // a whole budget refused without unloading anything, busy models giving way
 // one after another under the budget with no request lost, and on a fake GPU
-// placement "auto" solving within what the other models leave while a
-// dense model's first load counts its whole file.
+// placement "auto" solving within what the other models leave (after room
+// for what is not FFN) while a dense model's first load counts its whole file.
 #include "server/model_registry.h"
 
 #include <catch2/catch.hpp>
@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "profiler/make_model.h"
 #include "tests/server/fake_model_folder.h"
 
 using namespace tc::test;
@@ -196,4 +197,43 @@ TEST_CASE("VRAM budget: placement auto solves within what the other models leave
   REQUIRE(f.eventually([&] { return loaded_gpu_bytes(f) == 0 && f.state("dense") == ModelState::Unloaded; }));
   std::lock_guard lock(memory.mutex);
   CHECK(memory.gpu_free == 4000);
+}
+
+TEST_CASE("VRAM budget: a placement-auto model needs room for what is not FFN, idle models unload for it",
+          "[server][registry]") {
+  // a (a file the fake loader "loads") takes the whole budget; b is a real
+  // model file: its attention, norms, head and KV cache must fit before its
+  // placement can spend the rest on hot neurons, so a unloads first.
+  FakeMemory memory;
+  memory.has_gpu = true;
+  memory.gpu_free = uint64_t{1} << 30;
+  constexpr uint64_t kBudget = 64ull << 20;
+  Folder f("registry_vram_auto_room", {"a"}, 8, "-1", [&](tc::server::RegistryOptions& o, const fs::path& dir) {
+    o.serve.device = "cuda";
+    o.serve.placement = "auto";
+    o.serve.models_vram_budget = std::to_string(kBudget);
+    o.serve.ctx_size = 256;
+    o.serve.parallel = 1;
+    o.probes = memory.probes();
+    tc::profiler::MakeModelOptions m;
+    m.output = dir / "b.gguf";
+    m.n_vocab = 1024;
+    m.n_embd = 128;
+    m.n_layer = 2;
+    m.n_ff = 512;
+    m.n_head = 4;
+    m.n_head_kv = 2;
+    m.weight_type = "f16";
+    m.seed = 3;
+    m.n_threads = 1;
+    tc::profiler::make_model(m);
+  });
+  f.loader.memory = &memory;
+  f.loader.gpu_take = {{"a", kBudget}, {"b", kBudget}};
+  f.lease("a");
+  CHECK(f.registry->info("a")->gpu_bytes == kBudget);
+  f.lease("b");
+  CHECK(f.state("a") == ModelState::Unloaded);
+  CHECK(f.loader.vram_budget_given["b"] == std::to_string(kBudget));  // the whole budget, not "0"
+  CHECK(loaded_gpu_bytes(f) <= kBudget);
 }
