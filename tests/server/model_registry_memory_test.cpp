@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "profiler/make_model.h"
+#include "tests/profiler/sparse_test_options.h"
 #include "tests/server/fake_model_folder.h"
 
 using namespace tc::test;
@@ -215,17 +216,8 @@ TEST_CASE("VRAM budget: a placement-auto model needs room for what is not FFN, i
     o.serve.ctx_size = 256;
     o.serve.parallel = 1;
     o.probes = memory.probes();
-    tc::profiler::MakeModelOptions m;
-    m.output = dir / "b.gguf";
-    m.n_vocab = 1024;
-    m.n_embd = 128;
-    m.n_layer = 2;
-    m.n_ff = 512;
-    m.n_head = 4;
-    m.n_head_kv = 2;
-    m.weight_type = "f16";
-    m.seed = 3;
-    m.n_threads = 1;
+    auto m = tc::test::sparse_options(dir / "b.gguf");  // a small llama file; no planted sparsity needed
+    m.sparse.enabled = false;
     tc::profiler::make_model(m);
   });
   f.loader.memory = &memory;
