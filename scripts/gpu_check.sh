@@ -9,8 +9,12 @@
 #       binaries the checks run, the CUDA plugin libthermocline_cuda.so
 #       beside them (the binaries link no CUDA library; they dlopen it), and
 #       the Debian shared libraries a bare CUDA machine lacks (cpp-httplib
-#       and its brotli; cuBLAS is the machine's own CUDA toolkit). Prints
-#       the folder's size.
+#       and its brotli; cuBLAS is the machine's own CUDA toolkit), and the
+#       peers' sources, or their CUDA binaries where bench/peers.py built
+#       them here (.peers/cuda). The carry must stay under 64 MiB: the
+#       binaries and libraries travel xz-compressed (gpu-carry/bin-lib.tar.xz
+#       and peers-cuda-bin.tar.xz), unpacked by the first step that runs
+#       there. Prints the folder's size.
 #
 #   scripts/gpu_check.sh [-o OUT_DIR] STEP...
 #       On the GPU machine, in the repository root with gpu-carry/ copied
@@ -98,12 +102,26 @@ pack() {
   # --mode cuda: static, sm_90): the peers step then unpacks them instead
   # of spending about 10 minutes of the GPU machine on the build.
   local built=${PEERS_BUILT:-.peers/cuda}
-  if [ -x "$built/llama.cpp/build/bin/llama-bench" ] && [ -x "$built/PowerInfer/build/bin/main" ]; then
+  local peer_bins=("$built/llama.cpp/build/bin/llama-bench" "$built/PowerInfer/build/bin/main")
+  if [ -x "${peer_bins[0]}" ] && [ -x "${peer_bins[1]}" ]; then
     tar -cJf "$carry/peers-cuda-bin.tar.xz" -C "$built" llama.cpp/build/bin/llama-bench PowerInfer/build/bin/main
     echo "gpu_check: carrying the peers' CUDA binaries from $built ($(du -h "$carry/peers-cuda-bin.tar.xz" | cut -f1))"
+    # Their libraries beyond glibc, libstdc++ and CUDA (libgomp).
+    for bin in "${peer_bins[@]}"; do
+      ldd "$bin" | awk '$3 ~ /^\// { print $3 }'
+    done | sort -u | while read -r lib; do
+      case "$(basename "$lib")" in
+        libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+        libcublas*|libcudart*|libcuda.so*) ;;
+        *) cp -L "$lib" "$carry/lib/" ;;
+      esac
+    done
   fi
-  echo "$carry: $(du -sh "$carry" | cut -f1) to carry:"
   ls -la "$carry/bin" "$carry/lib"
+  tar -cJf "$carry/bin-lib.tar.xz" -C "$carry" bin lib
+  rm -rf "$carry/bin" "$carry/lib"
+  echo "$carry: $(du -sh "$carry" | cut -f1) to carry (limit 64 MiB):"
+  ls -la "$carry"
 }
 
 # One check: its name, then the command, run in $work (the tests' scratch
@@ -131,6 +149,9 @@ setup_there() {
   log_dir=$out_dir/logs
   mkdir -p "$log_dir"
   repo=$PWD
+  if [ -f "$carry/bin-lib.tar.xz" ] && [ ! -x "$carry/bin/thermocline" ]; then
+    tar -xJf "$carry/bin-lib.tar.xz" -C "$carry" || { echo "gpu_check: cannot unpack $carry/bin-lib.tar.xz" >&2; exit 1; }
+  fi
   bin=$PWD/$carry/bin
   # The test binaries were built elsewhere: point them at this tree, and
   # everything at gpu-carry/'s CUDA plugin (thermocline would find it beside
