@@ -220,7 +220,7 @@ void append_code(std::string& out, const std::vector<std::string>& latin, size_t
       out += kOps[rng.below(std::size(kOps))];
       out += rng.below(4) == 0 ? std::to_string(rng.below(100000)) : ident();
     }
-    if (rng.below(3) == 0) out += "(" + ident() + ")";
+    if (rng.below(3) == 0) out.append("(").append(ident()).append(")");  // not "(" + s: GCC 12's -Wrestrict false positive
     out += rng.below(2) == 0 ? ";" : (rng.below(2) == 0 ? ":" : " {");
     out += '\n';
   }

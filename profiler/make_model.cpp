@@ -50,13 +50,7 @@ class NormalStream {
  private:
   uint64_t next() {
     const uint64_t result = s_[0] + s_[3];
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = (s_[3] << 45) | (s_[3] >> 19);
+    xoshiro256_step(s_);
     return result;
   }
   // Uniform in (0, 1], never 0, so log() is finite.

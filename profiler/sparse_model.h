@@ -79,13 +79,7 @@ class Rng {
   }
   uint64_t next() {
     const uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = std::rotl(s_[3], 45);
+    xoshiro256_step(s_);
     return result;
   }
   float normal() {
