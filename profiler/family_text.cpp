@@ -12,7 +12,7 @@
 
 #include "engine/text/unicode.h"
 #include "profiler/family_vocab.h"
-#include "profiler/splitmix64.h"
+#include "engine/runtime/rng.h"
 #include "profiler/tokenizer_corpus.h"
 
 namespace tc::profiler {
@@ -21,7 +21,7 @@ namespace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() { return splitmix64(state_); }
+  uint64_t next() { return runtime::splitmix64(state_); }
   uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
   double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 

@@ -22,7 +22,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "profiler/sparse_planting.h"
-#include "profiler/splitmix64.h"
+#include "engine/runtime/rng.h"
 #include "profiler/tokenizer_corpus.h"
 
 namespace tc::profiler {
@@ -35,7 +35,7 @@ class NormalStream {
  public:
   NormalStream(uint64_t seed, uint64_t tensor_idx, uint64_t row_idx) {
     uint64_t x = seed ^ (tensor_idx * 0xD1B54A32D192ED03ull) ^ (row_idx * 0x8CB92BA72F3D8DD7ull);
-    for (auto& s : s_) s = splitmix64(x);
+    for (auto& s : s_) s = runtime::splitmix64(x);
   }
   void fill(float* out, int64_t n, float scale, float mean) {
     int64_t i = 0;
@@ -50,7 +50,7 @@ class NormalStream {
  private:
   uint64_t next() {
     const uint64_t result = s_[0] + s_[3];
-    xoshiro256_step(s_);
+    runtime::xoshiro256_step(s_);
     return result;
   }
   // Uniform in (0, 1], never 0, so log() is finite.

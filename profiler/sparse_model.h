@@ -21,7 +21,7 @@
 #include "profiler/make_model.h"
 #include "profiler/sparse_planting.h"
 #include "profiler/sparse_recency.h"
-#include "profiler/splitmix64.h"
+#include "engine/runtime/rng.h"
 
 namespace tc::profiler::planting {
 
@@ -75,12 +75,10 @@ class Rng {
  public:
   Rng(uint64_t seed, uint64_t stream, uint64_t row) {
     uint64_t x = seed ^ (stream * 0xD1B54A32D192ED03ull) ^ (row * 0x8CB92BA72F3D8DD7ull) ^ 0x73706172736500ull;
-    for (auto& s : s_) s = splitmix64(x);
+    for (auto& s : s_) s = runtime::splitmix64(x);
   }
   uint64_t next() {
-    const uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
-    xoshiro256_step(s_);
-    return result;
+    return runtime::xoshiro256ss_next(s_);
   }
   float normal() {
     const uint64_t v = next();

@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "engine/runtime/rng.h"
 #include "kernels/check.h"
 
 namespace tc::runtime {
@@ -42,15 +43,6 @@ std::string fmt(double x) {
   s.erase(s.find_last_not_of('0') + 1);
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s;
-}
-
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 // Strict total order: higher logit first, then lower id. Makes every
@@ -132,18 +124,7 @@ void Sampler::reset() {
   for (auto& word : rng_) word = splitmix64(s);
 }
 
-uint64_t Sampler::next_u64() {
-  // xoshiro256** (Blackman and Vigna).
-  const uint64_t result = rotl(rng_[1] * 5, 7) * 9;
-  const uint64_t t = rng_[1] << 17;
-  rng_[2] ^= rng_[0];
-  rng_[3] ^= rng_[1];
-  rng_[1] ^= rng_[2];
-  rng_[0] ^= rng_[3];
-  rng_[2] ^= t;
-  rng_[3] = rotl(rng_[3], 45);
-  return result;
-}
+uint64_t Sampler::next_u64() { return xoshiro256ss_next(rng_); }
 
 void Sampler::push_window(TokenId token) {
   if (window_stamp_.empty()) return;  // repeat penalty off
