@@ -181,6 +181,8 @@ void register_profile(CLI::App& app) {
                  static_cast<long long>(n_use), static_cast<long long>(o->profile.n_ctx));
     const auto start = std::chrono::steady_clock::now();
     sparse::ActivationStats stats;
+    std::vector<double> overlap;
+    o->profile.consecutive_overlap = &overlap;
     {
       TokenProgress progress("profile");
       const auto on_progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
@@ -190,6 +192,11 @@ void register_profile(CLI::App& app) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "%llu tokens in %.1f s (%.0f tokens/s)\n", static_cast<unsigned long long>(stats.n_tokens),
                  secs, static_cast<double>(stats.n_tokens) / secs);
+    o->profile.consecutive_overlap = nullptr;
+    std::string per_layer;
+    for (double x : overlap) per_layer += (per_layer.empty() ? "" : " ") + std::to_string(x).substr(0, 5);
+    std::fprintf(stderr, "temporal locality: of a token's firing neurons, the share that fired for the token before, "
+                 "per layer: %s\n", per_layer.c_str());
     std::optional<profiler::PredictorBuild> predictors;
     if (o->predictors.train) {
       predictors = build_predictors(*loaded, *backend, std::span(tokens).first(static_cast<size_t>(n_use)),

@@ -22,10 +22,15 @@ constexpr int64_t kCalibrationSamples = int64_t{1} << 20;
 
 class FiringCounter final : public model::ForwardObserver {
  public:
-  FiringCounter(sparse::FiringRule rule, int64_t n_layer, int64_t n_ff)
+  // n_ctx: the chunk length (a token at a multiple of it starts a chunk,
+  // with no token before it).
+  FiringCounter(sparse::FiringRule rule, int64_t n_layer, int64_t n_ff, int64_t n_ctx)
       : rule_(rule), n_ff_(n_ff),
         counts_(static_cast<size_t>(n_layer), std::vector<int64_t>(static_cast<size_t>(n_ff), 0)),
-        thresholds_(static_cast<size_t>(n_layer), 0.0f), samples_(static_cast<size_t>(n_layer)) {}
+        thresholds_(static_cast<size_t>(n_layer), 0.0f), samples_(static_cast<size_t>(n_layer)), n_ctx_(n_ctx),
+        previous_(static_cast<size_t>(n_layer), std::vector<uint8_t>(static_cast<size_t>(n_ff), 0)),
+        seen_(static_cast<size_t>(n_layer), 0), shared_(static_cast<size_t>(n_layer), 0),
+        fired_after_first_(static_cast<size_t>(n_layer), 0) {}
 
   void set_calibrating(bool on) { calibrating_ = on; }
 
@@ -37,12 +42,34 @@ class FiringCounter final : public model::ForwardObserver {
       return;
     }
     int64_t* count = counts_[l].data();
+    uint8_t* previous = previous_[l].data();
     const float threshold = thresholds_[l];
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* g = gate + t * n_ff_;  // f32 [n_ff]
       const float* u = up + t * n_ff_;    // f32 [n_ff]
-      for (int64_t i = 0; i < n_ff_; ++i) count[i] += sparse::fires(rule_, g[i], u[i], threshold);
+      const bool has_previous = seen_[l]++ % n_ctx_ != 0;
+      for (int64_t i = 0; i < n_ff_; ++i) {
+        const int fired = sparse::fires(rule_, g[i], u[i], threshold);
+        count[i] += fired;
+        if (has_previous) {
+          fired_after_first_[l] += fired;
+          shared_[l] += fired & previous[i];
+        }
+        previous[i] = static_cast<uint8_t>(fired);
+      }
     }
+  }
+
+  // Per layer: of the firings of tokens that have one before them in their
+  // chunk, the share whose neuron fired for that token too.
+  std::vector<double> consecutive_overlap() const {
+    std::vector<double> out;
+    for (size_t l = 0; l < shared_.size(); ++l) {
+      out.push_back(fired_after_first_[l] == 0 ? 0.0
+                                               : static_cast<double>(shared_[l]) /
+                                                     static_cast<double>(fired_after_first_[l]));
+    }
+    return out;
   }
 
   // Sets each layer's threshold to the (1 - fraction) quantile of its samples.
@@ -78,6 +105,11 @@ class FiringCounter final : public model::ForwardObserver {
   std::vector<std::vector<int64_t>> counts_;  // [n_layer][n_ff]
   std::vector<float> thresholds_;             // [n_layer]
   std::vector<std::vector<float>> samples_;   // [n_layer][<= kCalibrationSamples], calibration only
+  int64_t n_ctx_;
+  std::vector<std::vector<uint8_t>> previous_;  // [n_layer][n_ff]: fired for the layer's last token
+  std::vector<int64_t> seen_;                   // [n_layer]: tokens counted
+  std::vector<int64_t> shared_;                 // [n_layer]: firings whose neuron fired for the token before
+  std::vector<int64_t> fired_after_first_;      // [n_layer]: firings of tokens with one before them
 };
 
 // Detaches the observer however the run ends.
@@ -112,7 +144,7 @@ sparse::ActivationStats profile_activations(const model::LoadedModel& loaded, ke
   const int64_t n_batch = std::min(options.n_batch, n_ctx);
   model::LlamaModel llama(loaded, backend);
   runtime::KvCache kv(backend, spec, 1, n_ctx);
-  FiringCounter counter(rule, spec.n_layer, spec.n_ff);
+  FiringCounter counter(rule, spec.n_layer, spec.n_ff, n_ctx);
   llama.set_observer(&counter);
   const ObserverGuard guard{llama};
 
@@ -143,6 +175,7 @@ sparse::ActivationStats profile_activations(const model::LoadedModel& loaded, ke
   stats.fire_fraction = calibrate ? options.silu_fire_fraction : 0.0f;
   stats.thresholds = counter.thresholds();
   for (const auto& layer : counter.counts()) stats.fire_counts.emplace_back(layer.begin(), layer.end());
+  if (options.consecutive_overlap) *options.consecutive_overlap = counter.consecutive_overlap();
   return stats;
 }
 

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
@@ -30,6 +31,10 @@ struct ProfileOptions {
   // more to calibrate before counting.
   float silu_fire_fraction = 0.5f;
   std::string corpus_name;     // recorded in the stats (informative)
+  // When set, filled with each layer's temporal locality: of the neurons
+  // that fire for a token, the share that fired for the token before it in
+  // its chunk ([n_layer]; not part of the stats file).
+  std::vector<double>* consecutive_overlap = nullptr;
 };
 
 // Tokens evaluated so far, tokens to evaluate in all (calibration included).

@@ -2,7 +2,8 @@
 // window of the last few tokens, at any context length and head size), and
 // the planted temporal locality measured independently by the float64
 // reference pass on fresh tokens, four times further into the context than
-// the calibration reached, beside a model of independent tokens.
+// the calibration reached, beside a model of independent tokens; and what
+// `thermocline profile` reports for it on the same tokens.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -10,7 +11,10 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/loaded_model.h"
 #include "engine/model/model_spec.h"
+#include "kernels/backend.h"
+#include "profiler/profile.h"
 #include "profiler/make_model.h"
 #include "profiler/sparse_planting.h"
 #include "profiler/sparse_recency.h"
@@ -59,6 +63,26 @@ Locality measure_locality(const std::filesystem::path& path, int n_seq, int64_t 
     out.active.push_back(n_active / static_cast<double>(layer.size()));
   }
   return out;
+}
+
+// What `thermocline profile` measures on the same sequences, through the
+// engine: profile_activations' consecutive overlap, chunks of seq_len, no BOS.
+std::vector<double> profiled_overlap(const std::filesystem::path& path, int n_seq, int64_t seq_len, uint64_t seed) {
+  const auto loaded = tc::model::load_model(path);
+  std::vector<tc::text::TokenId> tokens;
+  for (int s = 0; s < n_seq; ++s) {
+    const auto seq = tc::test::random_tokens(static_cast<size_t>(seq_len), seed + static_cast<uint64_t>(s),
+                                             loaded->spec.n_vocab);
+    tokens.insert(tokens.end(), seq.begin(), seq.end());
+  }
+  auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  std::vector<double> overlap;
+  tc::profiler::ProfileOptions options;
+  options.n_ctx = seq_len;
+  options.n_batch = 64;
+  options.consecutive_overlap = &overlap;
+  tc::profiler::profile_activations(*loaded, *cpu, tokens, -1, options);
+  return overlap;
 }
 
 }  // namespace
@@ -119,6 +143,12 @@ TEST_CASE("sparse make-model plants the chosen overlap, and it holds on fresh to
   // Sequences of 256 tokens: the calibration saw 64.
   const Locality m0 = measure_locality(independent.output, 2, 256, 900);
   const Locality m1 = measure_locality(local.output, 2, 256, 900);
+  // `profile` counts the same on the same sequences (the engine's f32 pass:
+  // a gate within rounding of 0 may fire on one side only).
+  const auto p0 = profiled_overlap(independent.output, 2, 256, 900);
+  const auto p1 = profiled_overlap(local.output, 2, 256, 900);
+  REQUIRE(p0.size() == 3);
+  REQUIRE(p1.size() == 3);
   for (size_t l = 0; l < 3; ++l) {
     INFO("layer " << l << ": independent " << m0.overlap[l] << " (calibration " << calib0[l] << "), local "
                   << m1.overlap[l] << " (calibration " << calib1[l] << ")");
@@ -128,5 +158,7 @@ TEST_CASE("sparse make-model plants the chosen overlap, and it holds on fresh to
     CHECK(m0.overlap[l] < 0.5);  // without the head, only the hot neurons repeat
     CHECK(m0.active[l] == Approx(0.10).margin(0.03));
     CHECK(m1.active[l] == Approx(0.10).margin(0.03));  // the planted sparsity is kept
+    CHECK(p0[l] == Approx(m0.overlap[l]).margin(0.005));
+    CHECK(p1[l] == Approx(m1.overlap[l]).margin(0.005));
   }
 }
