@@ -119,6 +119,16 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
       }
     }
 
+    // A' without its bias column (u[0] = 0 below), and which neuron gets
+    // which planted frequency: the same for every residual tried.
+    const F32Matrix coeffs(n_ff, rp, pool, [&](int64_t i, float* out) { m.coeff_row(l, i, out); });
+    std::vector<int64_t> rank_of(static_cast<size_t>(n_ff));
+    std::iota(rank_of.begin(), rank_of.end(), int64_t{0});
+    Rng perm_rng(o.seed, stream_id(Stream::Permutation, l), 0);
+    for (int64_t i = n_ff - 1; i > 0; --i) {
+      std::swap(rank_of[static_cast<size_t>(i)], rank_of[static_cast<size_t>(perm_rng.below(static_cast<uint64_t>(i + 1)))]);
+    }
+
     // The FFN planted on the residual `xin` entering it (ffn_norm, beta, the
     // gate pre-activations); returns the calibration tokens' consecutive overlap.
     auto plant_ffn = [&](const std::vector<float>& xin) {
@@ -147,20 +157,11 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
           basis.project(y.data(), n, u.data() + t * rp, scratch.data());
         }
       });
-      {
-        const F32Matrix coeffs(n_ff, rp, pool, [&](int64_t i, float* out) { m.coeff_row(l, i, out); });
-        kernels::matmul(coeffs.tensor, u.data(), n_tok, z.data(), pool);
-      }
+      kernels::matmul(coeffs.tensor, u.data(), n_tok, z.data(), pool);
 
       // Neuron i fires when beta_i * bias_scale + z_i > 0, i.e. when
       // beta_i > s_i = -z_i / bias_scale. With s_i ~ N(mu, sd) over tokens,
       // beta_i = mu + sd * Phi^-1(f_i) fires on a fraction f_i.
-      std::vector<int64_t> rank_of(static_cast<size_t>(n_ff));
-      std::iota(rank_of.begin(), rank_of.end(), int64_t{0});
-      Rng perm_rng(o.seed, stream_id(Stream::Permutation, l), 0);
-      for (int64_t i = n_ff - 1; i > 0; --i) {
-        std::swap(rank_of[static_cast<size_t>(i)], rank_of[static_cast<size_t>(perm_rng.below(static_cast<uint64_t>(i + 1)))]);
-      }
       plan.beta.resize(static_cast<size_t>(n_ff));
       pool.parallel_for(n_ff, 16, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
@@ -199,22 +200,20 @@ void calibrate(SparseModel& m, ThreadPool& pool) {
       for (size_t i = 0; i < x.size(); ++i) x[i] += tmp[i];
       plant_ffn(x);
     } else {
-      // x + the other heads' output + scale * head 0's as drawn: the overlap
-      // grows with the scale, and bisection finds the target's.
-      std::vector<float> rest(x.size()), head0(x.size()), attn0(x.size(), 0.0f), xs(x.size());
-      plan.head0_scale = 0.0f;
-      {
-        const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
-        kernels::matmul(wo.tensor, attn.data(), n_tok, rest.data(), pool);
-      }
-      plan.head0_scale = 1.0f;
+      // x + the other heads' output + scale * head 0's as drawn (attn_output
+      // at head0_scale 1): the overlap grows with the scale, and bisection
+      // finds the target's.
+      std::vector<float> all(x.size()), head0(x.size()), attn0(x.size(), 0.0f), xs(x.size());
       for (int64_t t = 0; t < n_tok; ++t) std::copy_n(attn.data() + t * n, head_dim, attn0.data() + t * n);
       {
         const F32Matrix wo(n, n, pool, [&](int64_t j, float* out) { m.attn_output_row(l, j, out); });
+        kernels::matmul(wo.tensor, attn.data(), n_tok, all.data(), pool);
         kernels::matmul(wo.tensor, attn0.data(), n_tok, head0.data(), pool);
       }
       auto overlap_at = [&](double scale) {
-        for (size_t i = 0; i < x.size(); ++i) xs[i] = x[i] + rest[i] + static_cast<float>(scale) * head0[i];
+        for (size_t i = 0; i < x.size(); ++i) {
+          xs[i] = x[i] + (all[i] - head0[i]) + static_cast<float>(scale) * head0[i];
+        }
         return plant_ffn(xs);
       };
       const double target = o.sparse.overlap;
