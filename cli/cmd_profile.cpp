@@ -13,6 +13,9 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/progress.h"
@@ -182,19 +185,19 @@ void register_profile(CLI::App& app) {
     const auto start = std::chrono::steady_clock::now();
     sparse::ActivationStats stats;
     std::vector<double> overlap;
-    o->profile.consecutive_overlap = &overlap;
     {
       TokenProgress progress("profile");
       const auto on_progress = [&progress](int64_t done, int64_t total) { progress.update(done, total); };
-      stats = profiler::profile_activations(*loaded, *backend, tokens, vocab.add_bos ? vocab.bos_id : -1, o->profile,
+      auto options = o->profile;
+      options.consecutive_overlap = &overlap;
+      stats = profiler::profile_activations(*loaded, *backend, tokens, vocab.add_bos ? vocab.bos_id : -1, options,
                                             on_progress);
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "%llu tokens in %.1f s (%.0f tokens/s)\n", static_cast<unsigned long long>(stats.n_tokens),
                  secs, static_cast<double>(stats.n_tokens) / secs);
-    o->profile.consecutive_overlap = nullptr;
     std::string per_layer;
-    for (double x : overlap) per_layer += (per_layer.empty() ? "" : " ") + std::to_string(x).substr(0, 5);
+    for (double x : overlap) per_layer += fmt::format("{}{:.3f}", per_layer.empty() ? "" : " ", x);
     std::fprintf(stderr, "temporal locality: of a token's firing neurons, the share that fired for the token before, "
                  "per layer: %s\n", per_layer.c_str());
     std::optional<profiler::PredictorBuild> predictors;
