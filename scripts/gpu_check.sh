@@ -62,6 +62,22 @@ cd "$(dirname "$0")/.."
 
 carry=gpu-carry
 
+# Copies into $carry/lib the shared libraries the binaries BIN... need from
+# Debian packages: not glibc/libstdc++, which the machine's newer Ubuntu
+# has, nor the CUDA toolkit's or driver's.
+carry_libraries() {
+  for bin in "$@"; do
+    ldd "$bin" | awk '$3 ~ /^\// { print $3 }'
+  done | sort -u | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+      libcublas*|libcudart*|libcuda.so*) ;;
+      libssl.so*|libcrypto.so*|libz.so*) ;;  # in the CUDA image's Ubuntu
+      *) cp -L "$lib" "$carry/lib/" ;;
+    esac
+  done
+}
+
 pack() {
   local build=${1:-build-gpu}
   set -e
@@ -77,18 +93,7 @@ pack() {
     echo "gpu_check: thermocline links a CUDA library; it should dlopen the plugin" >&2
     exit 1
   fi
-  # Shared libraries from Debian packages (not glibc/libstdc++, which the
-  # machine's newer Ubuntu has, nor the CUDA toolkit's).
-  for bin in "$carry"/bin/*; do
-    ldd "$bin" | awk '$3 ~ /^\// { print $3 }'
-  done | sort -u | while read -r lib; do
-    case "$(basename "$lib")" in
-      libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
-      libcublas*|libcudart*|libcuda.so*) ;;
-      libssl.so*|libcrypto.so*|libz.so*) ;;  # in the CUDA image's Ubuntu
-      *) cp -L "$lib" "$carry/lib/" ;;
-    esac
-  done
+  carry_libraries "$carry"/bin/*
   # The reference engines' sources and build script (bench/peers.py builds
   # them on the GPU machine), from the peers folder beside the checkout.
   local peers=${PEERS_SRC:-../shared/peers}
@@ -106,16 +111,7 @@ pack() {
   if [ -x "${peer_bins[0]}" ] && [ -x "${peer_bins[1]}" ]; then
     tar -cJf "$carry/peers-cuda-bin.tar.xz" -C "$built" llama.cpp/build/bin/llama-bench PowerInfer/build/bin/main
     echo "gpu_check: carrying the peers' CUDA binaries from $built ($(du -h "$carry/peers-cuda-bin.tar.xz" | cut -f1))"
-    # Their libraries beyond glibc, libstdc++ and CUDA (libgomp).
-    for bin in "${peer_bins[@]}"; do
-      ldd "$bin" | awk '$3 ~ /^\// { print $3 }'
-    done | sort -u | while read -r lib; do
-      case "$(basename "$lib")" in
-        libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
-        libcublas*|libcudart*|libcuda.so*) ;;
-        *) cp -L "$lib" "$carry/lib/" ;;
-      esac
-    done
+    carry_libraries "${peer_bins[@]}"  # libgomp
   fi
   ls -la "$carry/bin" "$carry/lib"
   tar -cJf "$carry/bin-lib.tar.xz" -C "$carry" bin lib
