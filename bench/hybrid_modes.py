@@ -31,14 +31,14 @@ table gives the bytes and bandwidths). The placement's statistics come from
 machine cannot run (no CUDA device) is reported with the reason, so the
 script also runs, CPU mode only, on a machine without a GPU.
 
---overlaps 0,0.7 also makes models with temporal locality (`make-model
+--overlaps 0,0.6 also makes models with temporal locality (`make-model
 --sparse-overlap`: that fraction of a token's active neurons were active for
 the previous token; 0 is the model of independent tokens) and runs the
 hybrid modes (--overlap-modes) on them: what prefetching gains where firing
 repeats, and what it costs where it does not.
 
   bench/hybrid_modes.py [-b BUILD|gpu-carry] [-m MODEL_DIR] [--types f16,q4_0]
-                        [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4] [--overlaps 0,0.7]
+                        [--shape 13b|7b-layers|tiny] [--budget-fraction 0.4] [--overlaps 0,0.6]
                         [-n 32] [-r 3] [--batch 8] [--profile-tokens 1024] [-t THREADS]
                         [--svg FILE]
 Prints markdown; models and stats are made once into MODEL_DIR (default
@@ -164,9 +164,9 @@ def main():
             sys.exit(f"hybrid_modes: unknown mode {m} (modes: {', '.join(MODES)})")
     try:
         overlaps = [float(x) for x in a.overlaps.split(",")]
+        if any(not 0 <= x <= 0.99 for x in overlaps):
+            raise ValueError
     except ValueError:
-        sys.exit(f"hybrid_modes: --overlaps takes numbers in [0, 0.99], got {a.overlaps}")
-    if any(not 0 <= x <= 0.99 for x in overlaps):
         sys.exit(f"hybrid_modes: --overlaps takes numbers in [0, 0.99], got {a.overlaps}")
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.chdir(repo)
