@@ -65,17 +65,13 @@ TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8]
   return isum;
 }
 
-// Common to the four: one super-block per unit, 4 per chunk. GEMM order
-// takes the tile of small batches (1 row, the unpacked super-block filling
-// the registers, x kGemvTokens): one set of tile instantiations per dtype
-// keeps these files' compile time down.
+// Common to the four: one super-block per unit, 4 per chunk (GEMM order:
+// run_unpacked_gemm over Ops::token).
 struct OpsSuperBlock {
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
   static constexpr int kGemvRows = 1;
-  static constexpr int kGemmRows = 1;
-  static constexpr int kGemmTokens = kGemvTokens;
   struct Prep {};
   template <int R, int T>
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
@@ -109,21 +105,18 @@ struct OpsQ2_K : OpsSuperBlock {
     w.d = _cvtsh_ss(blk->d);
     w.dmin = _cvtsh_ss(blk->dmin);
   }
+  // One token's sums over super-block b of a row, unpacked in u, added to acc.
+  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
+    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    const float dx = x.d[b];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+  }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
                                   int64_t b0, int64_t i, int64_t) {
-    const int64_t b = b0 + i;
-    for (int r = 0; r < R; ++r) {
-      W u;
-      unpack(reinterpret_cast<const BlockQ2_K*>(w[r]) + b, u);
-      for (int t = 0; t < T; ++t) {
-        const __m256i isum = scaled_dot8(u.q, u.sc, x[t].qs + kQK_K * b);
-        const __m256i msum = _mm256_madd_epi16(u.mins, load32(x[t].sum16 + 16 * b));
-        const float dx = x[t].d[b];
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc[r][t]);
-        acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc[r][t]);
-      }
-    }
+    superblock_unit<OpsQ2_K, R, T>(acc, w, x, b0 + i);
   }
 };
 
@@ -164,20 +157,17 @@ struct OpsQ3_K : OpsSuperBlock {
     w.q[7] = _mm256_or_si256(two_bits<3>(v1), move_bit<7, 2>(hm));
     w.d = _cvtsh_ss(blk->d);
   }
+  // One token's sums over super-block b of a row, unpacked in u, added to acc.
+  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
+    __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 2);
+    isum = _mm256_sub_epi32(isum, off);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
+  }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
                                   int64_t b0, int64_t i, int64_t) {
-    const int64_t b = b0 + i;
-    for (int r = 0; r < R; ++r) {
-      W u;
-      unpack(reinterpret_cast<const BlockQ3_K*>(w[r]) + b, u);
-      for (int t = 0; t < T; ++t) {
-        __m256i isum = scaled_dot8(u.q, u.sc, x[t].qs + kQK_K * b);
-        const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x[t].sum16 + 16 * b)), 2);
-        isum = _mm256_sub_epi32(isum, off);
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x[t].d[b]), acc[r][t]);
-      }
-    }
+    superblock_unit<OpsQ3_K, R, T>(acc, w, x, b0 + i);
   }
 };
 
@@ -208,21 +198,18 @@ struct OpsQ5_K : OpsSuperBlock {
     w.d = _cvtsh_ss(blk->d);
     w.dmin = _cvtsh_ss(blk->dmin);
   }
+  // One token's sums over super-block b of a row, unpacked in u, added to acc.
+  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
+    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    const float dx = x.d[b];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+  }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
                                   int64_t b0, int64_t i, int64_t) {
-    const int64_t b = b0 + i;
-    for (int r = 0; r < R; ++r) {
-      W u;
-      unpack(reinterpret_cast<const BlockQ5_K*>(w[r]) + b, u);
-      for (int t = 0; t < T; ++t) {
-        const __m256i isum = scaled_dot8(u.q, u.sc, x[t].qs + kQK_K * b);
-        const __m256i msum = _mm256_madd_epi16(u.mins, load32(x[t].sum16 + 16 * b));
-        const float dx = x[t].d[b];
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc[r][t]);
-        acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc[r][t]);
-      }
-    }
+    superblock_unit<OpsQ5_K, R, T>(acc, w, x, b0 + i);
   }
 };
 
@@ -259,24 +246,21 @@ struct OpsIQ4_XS : OpsSuperBlock {
     }
     w.d = _cvtsh_ss(blk->d);
   }
+  // One token's sums over super-block b of a row, unpacked in u, added to acc.
+  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
+    const int8_t* xq = x.qs + kQK_K * b;
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(u.q[j], u.q[j]),
+                                                _mm256_sign_epi8(load32(xq + 32 * j), u.q[j]));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[j]));
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
+  }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
                                   int64_t b0, int64_t i, int64_t) {
-    const int64_t b = b0 + i;
-    for (int r = 0; r < R; ++r) {
-      W u;
-      unpack(reinterpret_cast<const BlockIQ4_XS*>(w[r]) + b, u);
-      for (int t = 0; t < T; ++t) {
-        const int8_t* xq = x[t].qs + kQK_K * b;
-        __m256i isum = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j) {
-          const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(u.q[j], u.q[j]),
-                                                    _mm256_sign_epi8(load32(xq + 32 * j), u.q[j]));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[j]));
-        }
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x[t].d[b]), acc[r][t]);
-      }
-    }
+    superblock_unit<OpsIQ4_XS, R, T>(acc, w, x, b0 + i);
   }
 };
 

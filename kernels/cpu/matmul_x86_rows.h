@@ -74,6 +74,8 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #else
     run_packed_gemm<Ops>(a, r0, r1);
 #endif
+  } else if constexpr (SuperBlockOps<Ops>) {
+    run_unpacked_gemm<Ops>(a, r0, r1);
   } else {
     run_tiled_gemm<Ops>(a, r0, r1);
   }

@@ -207,11 +207,12 @@ TEST_CASE("matmul gives the same bits for 1, 2, 3 and 4 threads", "[kernels][mat
 }
 
 TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kernels][matmul]") {
-  // GEMV (one token), small batches and GEMM order (64 tokens of 4096) all
-  // sum each output in the same order.
+  // GEMV (one token), small batches and GEMM order (64 tokens of 4096, and
+  // 160 of 1280: a last chunk shorter than the others) all sum each output in
+  // the same order.
   uint64_t seed = 300;
   for (DType dtype : kDTypes) {
-    for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 7}, {4096, 64}}) {
+    for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 7}, {4096, 64}, {1280, 160}}) {
       const Weights w = make_weights(dtype, n_in, 19, seed++);
       const auto x = make_x(n_tokens, n_in, seed++);
       for (const auto* isa : variants()) {
