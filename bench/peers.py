@@ -63,6 +63,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DENSE_SHAPES = {
     "1b": ["--n-embd", "2048", "--n-layer", "16", "--n-ff", "5504", "--n-head", "32", "--n-head-kv", "8",
            "--n-vocab", "32000"],
+    # 1b with TinyLlama-1.1B's n_ff, a multiple of 256: the k-quants cover every tensor.
+    "1b-k": ["--n-embd", "2048", "--n-layer", "16", "--n-ff", "5632", "--n-head", "32", "--n-head-kv", "8",
+             "--n-vocab", "32000"],
     "13b": ["--n-embd", "5120", "--n-layer", "40", "--n-ff", "13824", "--n-head", "40", "--n-head-kv", "40",
             "--n-vocab", "32000"],
     "tiny": ["--n-embd", "256", "--n-layer", "2", "--n-ff", "768", "--n-head", "8", "--n-head-kv", "2",

@@ -65,6 +65,19 @@ TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8]
   return isum;
 }
 
+// Ops::token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) - dmin
+// dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors of
+// quants), sc (their int16 scales, spread for vpmaddwd), mins (int16, one
+// per 16 activations), d and dmin.
+template <class W>
+TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int64_t b) {
+  const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+  const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+  const float dx = x.d[b];
+  acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
+  acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+}
+
 // Common to the four: one super-block per unit, 4 per chunk (GEMM order:
 // run_unpacked_gemm over Ops::token).
 struct OpsSuperBlock {
@@ -107,11 +120,7 @@ struct OpsQ2_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
-    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
-    const float dx = x.d[b];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+    token_with_mins(acc, u, x, b);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
@@ -200,11 +209,7 @@ struct OpsQ5_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
-    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
-    const float dx = x.d[b];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+    token_with_mins(acc, u, x, b);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
