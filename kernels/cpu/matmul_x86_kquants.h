@@ -54,17 +54,6 @@ TC_SIMD_INLINE void spread_sub16_scales(__m256i sc16, __m256i (&sc)[8]) {
   }
 }
 
-// The weights' quants (8 vectors of 32 bytes, vector c = elements
-// 32c..32c+31) against one token's, each vector's int16 pair sums scaled by
-// sc[c]: the exact int32 lane sums of sum_c sc * q * x.
-TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8], const int8_t* xq) {
-  __m256i isum = _mm256_setzero_si256();
-  for (int c = 0; c < 8; ++c) {
-    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], load32(xq + 32 * c)), sc[c]));
-  }
-  return isum;
-}
-
 // Ops::token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) - dmin
 // dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors of
 // quants), sc (their int16 scales, spread for vpmaddwd), mins (int16, one

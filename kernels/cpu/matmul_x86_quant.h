@@ -253,6 +253,17 @@ TC_SIMD_INLINE void unpack_k4_scales(const uint8_t* scales, __m256i (&sc)[8], __
   for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
 }
 
+// The weights' quants (8 vectors of 32 bytes, vector c = elements
+// 32c..32c+31) against one token's, each vector's int16 pair sums scaled by
+// sc[c]: the exact int32 lane sums of sum_c sc * q * x.
+TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8], const int8_t* xq) {
+  __m256i isum = _mm256_setzero_si256();
+  for (int c = 0; c < 8; ++c) {
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[c], load32(xq + 32 * c)), sc[c]));
+  }
+  return isum;
+}
+
 // The unit of the super-block types (Ops::W, Ops::unpack, Ops::token): per
 // row, super-block b unpacked once, then each token's sums added to its
 // accumulator.
@@ -294,12 +305,7 @@ struct OpsQ4_K {
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const int8_t* xq = x.qs + kQK_K * b;
-    __m256i isum = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i prod = _mm256_maddubs_epi16(u.q[j], load32(xq + 32 * j));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[j]));
-    }
+    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
     const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
     const float dx = x.d[b];
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
@@ -357,12 +363,7 @@ struct OpsQ6_K {
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const int8_t* xq = x.qs + kQK_K * b;
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
-      const __m256i prod = _mm256_maddubs_epi16(u.q[c], load32(xq + 32 * c));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[c]));
-    }
+    __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
     // 32 * sum over sub-blocks of scale * sum(x).
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5);
     isum = _mm256_sub_epi32(isum, off);
@@ -633,7 +634,8 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int R = kUnpackedRows;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   typename Ops::W u[R][K];
-  auto tile = [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb) {
+  auto tile = [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0,
+                  int64_t nb) __attribute__((always_inline)) {
     for (int r = 0; r < rr; ++r) {
       const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + c0;
       for (int64_t i = 0; i < nb; ++i) Ops::unpack(blk + i, u[r][i]);

@@ -40,10 +40,10 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
   // Q4_0 from 3 tokens on: the packed tiles (nibbles unpacked once per row
   // tile and chunk) beat the small-batch tiles, 1.1-1.4x at 3-16 tokens.
   const bool packed_small = std::is_same_v<Ops, OpsQ4_0> && a.n_tokens >= 3;
-  // The super-block types from kUnpackedMinTokens tokens on: each row's
-  // chunk unpacked once for every token (GEMM order and small batches).
+  // Small batches of the super-block types from kUnpackedMinTokens tokens
+  // on: each row's chunk unpacked once for every token, as in GEMM order.
   if constexpr (SuperBlockOps<Ops>) {
-    if (a.n_tokens >= kUnpackedMinTokens) return run_unpacked_gemm<Ops>(a, r0, r1);
+    if (!gemm_order(a) && a.n_tokens >= kUnpackedMinTokens) return run_unpacked_gemm<Ops>(a, r0, r1);
   }
   if (!gemm_order(a) && !packed_small) {
     // Small batches: Ops::kGemvRows rows x up to kGemvTokens tokens per
@@ -80,7 +80,7 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
     run_packed_gemm<Ops>(a, r0, r1);
 #endif
   } else if constexpr (SuperBlockOps<Ops>) {
-    run_unpacked_gemm<Ops>(a, r0, r1);  // GEMM order with fewer than kUnpackedMinTokens (very long rows)
+    run_unpacked_gemm<Ops>(a, r0, r1);
   } else {
     run_tiled_gemm<Ops>(a, r0, r1);
   }
