@@ -309,11 +309,12 @@ void bf16_decode_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 // Rows [r0, r1) x every token: tiles of R rows x T tokens over the chunks,
 // in GEMV order (rows outer: each weight read from memory once per call) or
-// GEMM order (chunks outer: a chunk of every token's x stays in L2).
+// GEMM order (chunks outer, then blocks of kGemmBlockTokens tokens: a chunk
+// of a block's x stays in L2).
 template <int R, int T>
 void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) {
   constexpr int64_t kElem = static_cast<int64_t>(sizeof(uint16_t));
-  auto tile = [&](int64_t rt, int64_t k0) {
+  auto tile = [&](int64_t rt, int64_t k0, TokenRange tokens) {
     const int rr = static_cast<int>(min64(R, r1 - rt));
     const int64_t n = min64(kBf16Chunk, a.n_in - k0);
     if (rt + 2 * R <= r1 && (chunks_outer || a.rows != nullptr)) {
@@ -323,8 +324,8 @@ void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) 
     }
     const uint16_t* w[R];
     for (int i = 0; i < rr; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rt + i)) + k0;
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-      const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
+      const int tt = static_cast<int>(min64(T, tokens.end - t0));
       Bf16X x[T];
       for (int i = 0; i < tt; ++i) x[i] = bf16_x(a, t0 + i, k0);
       bf16_tile_n<R, T>(rr, tt, w, x, n, a.y + t0 * a.n_out + rt, a.n_out, k0 == 0);
@@ -332,11 +333,14 @@ void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) 
   };
   if (chunks_outer) {
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
-      for (int64_t rt = r0; rt < r1; rt += R) tile(rt, k0);
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemmBlockTokens) {
+        const TokenRange tokens{t0, min64(a.n_tokens, t0 + kGemmBlockTokens)};
+        for (int64_t rt = r0; rt < r1; rt += R) tile(rt, k0, tokens);
+      }
     }
   } else {
     for (int64_t rt = r0; rt < r1; rt += R) {
-      for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) tile(rt, k0);
+      for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) tile(rt, k0, TokenRange{0, a.n_tokens});
     }
   }
 }

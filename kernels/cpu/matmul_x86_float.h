@@ -337,27 +337,42 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
     }
     return;
   }
+  // GEMM order: chunks outer (each output's chunks in ascending order, as
+  // every path sums them); within a chunk, blocks of kGemmBlockTokens
+  // tokens whose chunk of x is copied into one contiguous panel (128 KiB,
+  // in L2), swept by tiles of rows x tokens (the rows' chunk widened to f32
+  // in L1 once per block). The panel rather than x in place: 1.3x on the
+  // 1B F16 model's pp512 (Zen 3, 2 threads, 3 alternating runs), where the
+  // tokens' chunks lie 12 KiB apart, a page each.
   alignas(32) float packed[kFloatGemmRows][kChunk];
+  alignas(64) float panel[kGemmBlockTokens * kChunk];
   for (int64_t k0 = 0; k0 < n_in; k0 += kChunk) {
     const int64_t n = min64(kChunk, n_in - k0);
-    for (int64_t rt = r0; rt < r1; rt += kFloatGemmRows) {
-      const int rr = static_cast<int>(min64(kFloatGemmRows, r1 - rt));
-      if (rt + 2 * kFloatGemmRows <= r1) {
-        prefetch_rows(a, rt + kFloatGemmRows, kFloatGemmRows, k0 * static_cast<int64_t>(sizeof(Elem)),
-                      n * static_cast<int64_t>(sizeof(Elem)));
+    for (int64_t tb = 0; tb < a.n_tokens; tb += kGemmBlockTokens) {
+      const int64_t nt = min64(kGemmBlockTokens, a.n_tokens - tb);
+      for (int64_t t = 0; t < nt; ++t) {
+        std::memcpy(panel + t * kChunk, x + (tb + t) * xs + k0, static_cast<size_t>(n) * sizeof(float));
       }
-      const float* w[kFloatGemmRows];
-      for (int i = 0; i < rr; ++i) {
-        if constexpr (sizeof(Elem) == sizeof(float)) {
-          w[i] = row(rt + i) + k0;
-        } else {
-          convert_chunk<L>(row(rt + i) + k0, packed[i], n);
-          w[i] = packed[i];
+      for (int64_t rt = r0; rt < r1; rt += kFloatGemmRows) {
+        const int rr = static_cast<int>(min64(kFloatGemmRows, r1 - rt));
+        if (rt + 2 * kFloatGemmRows <= r1) {
+          prefetch_rows(a, rt + kFloatGemmRows, kFloatGemmRows, k0 * static_cast<int64_t>(sizeof(Elem)),
+                        n * static_cast<int64_t>(sizeof(Elem)));
         }
-      }
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kFloatGemmTokens) {
-        const int tt = static_cast<int>(min64(kFloatGemmTokens, a.n_tokens - t0));
-        float_tile_rt<kFloatGemmTokens>(rr, tt, w, x + t0 * xs + k0, xs, n, a.y + t0 * n_out + rt, n_out, k0 == 0);
+        const float* w[kFloatGemmRows];
+        for (int i = 0; i < rr; ++i) {
+          if constexpr (sizeof(Elem) == sizeof(float)) {
+            w[i] = row(rt + i) + k0;
+          } else {
+            convert_chunk<L>(row(rt + i) + k0, packed[i], n);
+            w[i] = packed[i];
+          }
+        }
+        for (int64_t t0 = 0; t0 < nt; t0 += kFloatGemmTokens) {
+          const int tt = static_cast<int>(min64(kFloatGemmTokens, nt - t0));
+          float_tile_rt<kFloatGemmTokens>(rr, tt, w, panel + t0 * kChunk, kChunk, n, a.y + (tb + t0) * n_out + rt,
+                                          n_out, k0 == 0);
+        }
       }
     }
   }

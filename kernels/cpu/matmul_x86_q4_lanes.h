@@ -300,12 +300,13 @@ void lane_tile_q4_0_n(int tt, const Chunk* w, const X& x, int64_t b0, int64_t nb
   lane_tile_q4_0<V, T, NT>(w, x, b0, nb, n_blocks, y, ys, first);
 }
 
-// y[all tokens, rows 0..V::kRows-1] (+)= the chunk [c0, c0 + nb), kTokens
+// y[tokens, rows 0..V::kRows-1] (+)= the chunk [c0, c0 + nb), kTokens
 // tokens per pass.
 template <class V, class Chunk, int kTok = V::kTokens>
-TC_SIMD_INLINE void lane_tile_all_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb) {
-  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTok) {
-    const int tt = static_cast<int>(min64(kTok, a.n_tokens - t0));
+TC_SIMD_INLINE void lane_tile_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb,
+                                     TokenRange tokens) {
+  for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
+    const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
     XRow x[kTok];
     for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
     lane_tile_q4_0_n<V, kTok>(tt, &w, XRows{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
@@ -318,9 +319,9 @@ void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
   const int64_t n_blocks = a.n_in / 32;
   PackQ4Lanes<V> p;
-  auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
+  auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
     pack_q4_lanes(p, w, c0, nb);
-    lane_tile_all_tokens<V>(a, PackedChunk<V>{p}, rt, c0, nb);
+    lane_tile_tokens<V>(a, PackedChunk<V>{p}, rt, c0, nb, tokens);
   };
   const int64_t r1 = r0 + n_tiles * V::kRows;
   if (gemm_order(a)) {
@@ -394,7 +395,7 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
   const bool chunks_outer = gemm_order(a);
   constexpr int kMaxTokens = kLaneXTokens < V::kTokensInPlace ? kLaneXTokens : V::kTokensInPlace;
-  auto tile_chunk = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
+  auto tile_chunk = [&](int64_t rt, int64_t c0, TokenRange tokens) __attribute__((always_inline)) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     for (int h = 0; h < 16 / V::kRows; ++h) {
       float* y = a.y + rt + V::kRows * h;
@@ -407,14 +408,21 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
                                               nb, n_blocks, y, a.n_out, c0 == 0);
       } else {
         const auto chunk = lanes16_chunk<V, kLanes16Ahead>(a, rt, c0, h, chunks_outer, 1);
-        lane_tile_all_tokens<V, Lanes16Chunk<V, kLanes16Ahead>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0,
-                                                                                    nb);
+        lane_tile_tokens<V, Lanes16Chunk<V, kLanes16Ahead>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb,
+                                                                                tokens);
       }
     }
   };
+  const TokenRange all{0, a.n_tokens};
   if (chunks_outer) {
+    // In blocks of tokens, as sweep_chunk_tiles (the activations in LaneX,
+    // read by every tile call whole, come in one block).
+    const int64_t block = a.lane_x != nullptr ? a.n_tokens : kGemmBlockTokens;
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-      for (int64_t rt = r0; rt < r1; rt += 16) tile_chunk(rt, c0);
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += block) {
+        const TokenRange tokens{t0, min64(a.n_tokens, t0 + block)};
+        for (int64_t rt = r0; rt < r1; rt += 16) tile_chunk(rt, c0, tokens);
+      }
     }
     return;
   }
@@ -437,7 +445,7 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 #endif
   for (; rt < r1; rt += 16) {
-    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) tile_chunk(rt, c0);
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) tile_chunk(rt, c0, all);
   }
 }
 

@@ -139,15 +139,16 @@ void run_lane_gemm_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t r_lanes = r0 + (r1 - r0) / kRows * kRows;
   PackQ8Lanes p;
   sweep_chunk_tiles<kRows>(a, r0, r_lanes, kRows, n_blocks, kChunkBlocks32, kBlockBytes,
-                           [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb) {
+                           [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb,
+                               TokenRange tokens) {
                              pack_q8_lanes(p, w, c0, nb);
-                             int64_t t0 = 0;
-                             for (; t0 + kQ8LaneTokens <= a.n_tokens; t0 += kQ8LaneTokens) {
+                             int64_t t0 = tokens.begin;
+                             for (; t0 + kQ8LaneTokens <= tokens.end; t0 += kQ8LaneTokens) {
                                XRow x[kQ8LaneTokens];
                                for (int i = 0; i < kQ8LaneTokens; ++i) x[i] = x_row(a, t0 + i);
                                lane_tile_q8_0<kQ8LaneTokens>(p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
                              }
-                             for (; t0 < a.n_tokens; ++t0) {
+                             for (; t0 < tokens.end; ++t0) {
                                const XRow x = x_row(a, t0);
                                lane_tile_q8_0<1>(p, &x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
                              }

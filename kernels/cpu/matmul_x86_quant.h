@@ -572,14 +572,15 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   Pack p;
   sweep_chunk_tiles<R>(a, r0, r1, R, a.n_in / Ops::kBlock, Ops::kChunkBlocks, kBlockBytes,
-                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb) {
+                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb,
+                           TokenRange tokens) {
                          if constexpr (std::is_same_v<Pack, PackQ8_0>) {
                            pack_q8_0(p, w, rr, c0, nb);
                          } else {
                            pack_q4_0(p, w, rr, c0, nb);
                          }
-                         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-                           const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+                         for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
+                           const int tt = static_cast<int>(min64(T, tokens.end - t0));
                            XRow x[T];
                            for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
                            packed_tile_n<Pack, R, T>(rr, tt, p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
@@ -634,13 +635,13 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int R = kUnpackedRows;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   typename Ops::W u[R][K];
-  auto tile = [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0,
-                  int64_t nb) __attribute__((always_inline)) {
+  auto tile = [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb,
+                  TokenRange tokens) __attribute__((always_inline)) {
     for (int r = 0; r < rr; ++r) {
       const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + c0;
       for (int64_t i = 0; i < nb; ++i) Ops::unpack(blk + i, u[r][i]);
     }
-    for (int64_t t = 0; t < a.n_tokens; ++t) {
+    for (int64_t t = tokens.begin; t < tokens.end; ++t) {
       unpacked_rows_token_n<Ops, R>(rr, u, x_row(a, t), c0, nb, a.y + t * a.n_out + rt, c0 == 0);
     }
   };
@@ -668,9 +669,10 @@ void run_tiled_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int T = Ops::kGemmTokens;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   sweep_chunk_tiles<R>(a, r0, r1, R, a.n_in / Ops::kBlock, Ops::kChunkBlocks, kBlockBytes,
-                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb) {
-                         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += T) {
-                           const int tt = static_cast<int>(min64(T, a.n_tokens - t0));
+                       [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb,
+                           TokenRange tokens) {
+                         for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
+                           const int tt = static_cast<int>(min64(T, tokens.end - t0));
                            XRow x[T];
                            for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
                            quant_tile_n<Ops, R, T>(rr, tt, w, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);

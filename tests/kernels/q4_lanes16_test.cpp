@@ -101,7 +101,9 @@ TEST_CASE("Q4_0 lanes16: matmul gives the row layout's bits for every variant, b
 TEST_CASE("Q4_0 lanes16: GEMM order (many tokens) gives the row layout's bits and the reference's values",
           "[kernels][q4_lanes16][matmul]") {
   ThreadPool pool(2);
-  const int64_t n_in = 4096, n_out = 40, n_tokens = 64;  // 64 tokens x 4096 inputs: GEMM order
+  // 160 tokens x 4096 inputs: GEMM order, in two blocks of tokens (the last
+  // one shorter).
+  const int64_t n_in = 4096, n_out = 40, n_tokens = 160;
   const Weights w = make_weights(DType::Q4_0, n_in, n_out, 1100);
   const Packed packed(w, &pool);
   const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), 1101);
