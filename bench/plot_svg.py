@@ -11,6 +11,11 @@ it) and draws it:
                `ms/token: GPU / CPU / waits`).
   sparse-decode  the same for whole decode tokens, from the table of
                bench/sparse_decode.py --active-sweep (same columns).
+  peer-ratios  our speed over a peer's per weight type, one bar per test
+               (prefill, decode) and a line at 1x. From a table with
+               columns `type`, `pp ratio`, `tg ratio` (the CPU dense table
+               of docs/benchmarks.md, as bench/peers.py dense prints it
+               reshaped per type).
   sparse-ffn   the sparse FFN's speed over the dense FFN's against the
                fraction of neurons active per token. From the decode table
                of bench/sparse_ffn_bench (columns `dtype`, `active`,
@@ -232,6 +237,60 @@ def sparse_ffn_svg(series, title, caption="", y_label="sparse FFN speed over den
     return svg_document(width, height, body, title, caption)
 
 
+def peer_ratios_svg(rows, title, caption="", peer="llama.cpp"):
+    """rows: (label, pp ratio, tg ratio), ratios ours / peer's. Horizontal
+    bars on a log2 axis from the 1x line, prefill above decode per row."""
+    width, left, right, top = 760, 110, 60, 62
+    group = 44
+    plot_w = width - left - right
+    height = top + group * len(rows) + 40
+    ratios = [r for row in rows for r in row[1:] if r]
+    lo = 2 ** math.floor(math.log2(min(ratios + [1.0])))
+    hi = 2 ** math.ceil(math.log2(max(ratios + [1.0])))
+    sx = lambda r: left + plot_w * (math.log2(r) - math.log2(lo)) / (math.log2(hi) - math.log2(lo))
+    colors = {"pp": COLORS["gpu"], "tg": COLORS["cpu"]}
+    body = []
+    lx = left
+    for name, key in ((f"prefill (pp512): ours / {peer}", "pp"), (f"decode (tg128@d512): ours / {peer}", "tg")):
+        body.append(f'<rect x="{lx}" y="36" width="12" height="12" fill="{colors[key]}"/>')
+        body.append(text(lx + 16, 46, name))
+        lx += 30 + 7 * len(name)
+    bottom = top + group * len(rows)
+    ticks = [lo * 2 ** (k / 2) for k in range(int(2 * math.log2(hi / lo)) + 1)]
+    for v in ticks:
+        x = sx(v)
+        stroke = 'stroke="#222" stroke-dasharray="5,4"' if abs(v - 1) < 1e-9 else 'stroke="#e6e6e6"'
+        body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{bottom}" {stroke}/>')
+        body.append(text(x, bottom + 16, f"{v:.2f}".rstrip("0").rstrip(".") + "x", "middle"))
+    body.append(text(left + plot_w / 2, bottom + 34, f"speed over {peer} (log scale; right of the dashed line: "
+                     "ours faster)", "middle"))
+    for k, (label, pp, tg) in enumerate(rows):
+        y = top + group * k
+        body.append(text(left - 8, y + 20, label, "end"))
+        for j, (key, r) in enumerate((("pp", pp), ("tg", tg))):
+            if not r:
+                continue
+            x0, x1 = sorted((sx(1.0), sx(r)))
+            yy = y + 3 + 17 * j
+            body.append(f'<rect x="{x0:.1f}" y="{yy:.1f}" width="{x1 - x0:.1f}" height="14" fill="{colors[key]}"/>')
+            tx, anchor = (x1 + 4, "start") if r >= 1 else (x0 - 4, "end")
+            body.append(text(tx, yy + 11, f"{r:.2f}x", anchor))
+    return svg_document(width, height, body, title, caption)
+
+
+def peer_ratio_rows(header, rows):
+    c_type, c_pp, c_tg = find_column(header, "type"), find_column(header, "pp ratio"), find_column(header, "tg ratio")
+    c_model = find_column(header, "model")
+    out = []
+    for r in rows:
+        pp, tg = first_number(r[c_pp]), first_number(r[c_tg])
+        if pp is None and tg is None:
+            continue
+        label = (f"{r[c_model]} " if c_model is not None else "") + r[c_type]
+        out.append((label, pp, tg))
+    return out
+
+
 def time_split_rows(header, rows):
     c_type, c_mode, c_ts = find_column(header, "type"), find_column(header, "mode"), find_column(header, "t/s")
     c_split = find_column(header, "ms/token")
@@ -285,6 +344,10 @@ DOC_PLOTS = [
      "Sparse decode against dense, by active fraction (7b-layers)",
      "7b-layers, whole decode tokens (tg64), 2 threads; Zen 3 machine, 2026-11-25, bench/sparse_decode.py "
      "--active-sweep (docs/benchmarks.md, By active fraction)."),
+    ("peer-ratios", "docs/images/cpu-dense-llamacpp.svg", "docs/benchmarks.md", "### Against llama.cpp built from source",
+     "CPU prefill and decode against llama.cpp built from source",
+     "The 1b-k model per weight type, 2 threads, engines alternating, medians of 3; Zen 3 machine, "
+     "bench/peers.py dense (docs/benchmarks.md, Against llama.cpp built from source)."),
     ("sparse-ffn", "docs/images/sparse-ffn-active.svg", "docs/benchmarks-history.md", "## Sparse FFN kernels",
      "Sparse FFN block against dense, by active fraction",
      "7B FFN shape (n_embd 4096, n_ff 11008), one token, one thread; first AVX2 machine, 2026-11-21, "
@@ -294,6 +357,12 @@ DOC_PLOTS = [
 
 
 def draw(kind, table, after, title, caption):
+    if kind == "peer-ratios":
+        header, rows = read_table(table, ["type", "pp ratio", "tg ratio"], after)
+        data = peer_ratio_rows(header, rows)
+        if not data:
+            sys.exit(f"plot_svg: the table in {table} has no ratio rows")
+        return peer_ratios_svg(data, title or "Ours against a peer, per weight type", caption)
     if kind == "time-split":
         header, rows = read_table(table, ["type", "mode", "t/s", "ms/token"], after)
         data = time_split_rows(header, rows)
@@ -320,7 +389,7 @@ def main():
             print(f"plot_svg: {out} from {table}")
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["time-split", "sparse-ffn", "sparse-decode"])
+    ap.add_argument("kind", choices=["time-split", "sparse-ffn", "sparse-decode", "peer-ratios"])
     ap.add_argument("table", help="a markdown file holding the table")
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--after", help="start looking after the first line containing this text")
