@@ -333,10 +333,9 @@ void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) 
   };
   if (chunks_outer) {
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemmBlockTokens) {
-        const TokenRange tokens{t0, min64(a.n_tokens, t0 + kGemmBlockTokens)};
+      for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) {
         for (int64_t rt = r0; rt < r1; rt += R) tile(rt, k0, tokens);
-      }
+      });
     }
   } else {
     for (int64_t rt = r0; rt < r1; rt += R) {

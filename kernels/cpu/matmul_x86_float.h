@@ -348,8 +348,8 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   alignas(64) float panel[kGemmBlockTokens * kChunk];
   for (int64_t k0 = 0; k0 < n_in; k0 += kChunk) {
     const int64_t n = min64(kChunk, n_in - k0);
-    for (int64_t tb = 0; tb < a.n_tokens; tb += kGemmBlockTokens) {
-      const int64_t nt = min64(kGemmBlockTokens, a.n_tokens - tb);
+    for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) {
+      const int64_t tb = tokens.begin, nt = tokens.end - tokens.begin;
       for (int64_t t = 0; t < nt; ++t) {
         std::memcpy(panel + t * kChunk, x + (tb + t) * xs + k0, static_cast<size_t>(n) * sizeof(float));
       }
@@ -374,7 +374,7 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
                                           n_out, k0 == 0);
         }
       }
-    }
+    });
   }
 }
 

@@ -448,10 +448,9 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     // read by every tile call whole, come in one block).
     const int64_t block = a.lane_x != nullptr ? a.n_tokens : kGemmBlockTokens;
     for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += block) {
-        const TokenRange tokens{t0, min64(a.n_tokens, t0 + block)};
+      for_each_token_block(a.n_tokens, block, [&](TokenRange tokens) __attribute__((always_inline)) {
         for (int64_t rt = r0; rt < r1; rt += 16) tile_chunk(rt, c0, tokens);
-      }
+      });
     }
     return;
   }
