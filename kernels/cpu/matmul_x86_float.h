@@ -1,21 +1,19 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h):
-// activation preparation and the kernels for F32 and F16 weights (BF16:
-// matmul_x86_bf16.h).
+// activation preparation, the loaders of float weights and the kernels for
+// F32 weights (F16: matmul_x86_f16.h, BF16: matmul_x86_bf16.h).
 //
 // Summation order, fixed by (dtype, n_in) alone so that tile shapes, row
 // ranges, thread counts and token batching never change a bit: an output
-// is a sum over chunks (256 inputs for F32/F16, 1024 for the quantized
-// types) in ascending order. A chunk is summed in 8 f32 lanes by two chains
-// of FMAs (of x*w, or of exact int32 block sums times their scale): one over
+// is a sum over chunks (256 inputs for F32, 1024 for the quantized types)
+// in ascending order. A chunk is summed in 8 f32 lanes by two chains of
+// FMAs (of x*w, or of exact int32 block sums times their scale): one over
 // its even steps (8 inputs; or one unit: a Q8_0 block, a group of 8 Q4_0
 // blocks in the lanes of kQ4GroupOrder, a k-quant super-block), one over its
 // odd steps, each ascending. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and
 // added to y. Single-row kernels interleave the two chains (memory stays
-// sequential); wide tiles run the even pass, then the odd one. For F16
-// weights x is rounded to f16 first (XFormat::F16): decode reads that f16
-// copy, the tiles its exact f32 widening, so every path forms the same
-// products.
+// sequential); wide tiles run the even pass, then the odd one. (F16 sums
+// whole rows instead: matmul_x86_f16.h.)
 #pragma once
 
 #include <immintrin.h>
@@ -206,7 +204,7 @@ TC_SIMD_INLINE void float_tile(const typename L::Elem* const* w, const float* x,
 }
 
 // Decode (one token): one chunk of one row, its two chains interleaved,
-// added to y. XL loads x: f16 for F16 weights (XFormat::F16), else f32.
+// added to y. XL loads x (LoadF32: the f32 copy).
 //
 // One chunk at a time keeps each thread's reads one sequential stream, which
 // the hardware prefetcher follows at full speed; two chains already outrun
@@ -278,34 +276,22 @@ void float_tile_rt(int rr, int tt, const float* const* w, const float* x, int64_
   }
 }
 
-template <class L>
-void convert_chunk(const typename L::Elem* src, float* dst, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) _mm256_store_ps(dst + k, L::load(src + k));
-  if (k < n) _mm256_store_ps(dst + k, load_partial<L>(src + k, n - k));
-}
-
 constexpr int kFloatGemmRows = 4;
 constexpr int kFloatGemmTokens = 3;
 
+// F32 weights (L = LoadF32; F16 ones take run_f16 in matmul_x86_f16.h).
 template <class L>
 void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  static_assert(sizeof(typename L::Elem) == sizeof(float));
   using Elem = typename L::Elem;
   const int64_t n_in = a.n_in;
   const int64_t n_out = a.n_out;
-  // The f32 values of x (F16 weights: x rounded to f16, widened).
   const auto* x = reinterpret_cast<const float*>(a.xq + a.xl.f32_offset);
   const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(float));
   auto row = [&](int64_t r) { return reinterpret_cast<const Elem*>(weight_row(a, r)); };
   if (a.n_tokens == 1) {
-    const auto* xh = reinterpret_cast<const uint16_t*>(a.xq);
-    if (a.xl.format == XFormat::F16) {
-      a.rows != nullptr ? float_decode_rows<L, LoadF16, true>(a, xh, x, r0, r1)
-                        : float_decode_rows<L, LoadF16, false>(a, xh, x, r0, r1);
-    } else {
-      a.rows != nullptr ? float_decode_rows<L, LoadF32, true>(a, x, x, r0, r1)
-                        : float_decode_rows<L, LoadF32, false>(a, x, x, r0, r1);
-    }
+    a.rows != nullptr ? float_decode_rows<L, LoadF32, true>(a, x, x, r0, r1)
+                      : float_decode_rows<L, LoadF32, false>(a, x, x, r0, r1);
     return;
   }
   if (!gemm_order(a)) {
@@ -340,11 +326,10 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
   // GEMM order: chunks outer (each output's chunks in ascending order, as
   // every path sums them); within a chunk, blocks of kGemmBlockTokens
   // tokens whose chunk of x is copied into one contiguous panel (128 KiB,
-  // in L2), swept by tiles of rows x tokens (the rows' chunk widened to f32
-  // in L1 once per block). The panel rather than x in place: 1.3x on the
-  // 1B F16 model's pp512 (Zen 3, 2 threads, 3 alternating runs), where the
-  // tokens' chunks lie 12 KiB apart, a page each.
-  alignas(32) float packed[kFloatGemmRows][kChunk];
+  // in L2), swept by tiles of rows x tokens. The panel rather than x in
+  // place: 1.3x on the 1B model's pp512 when F16 weights took this path
+  // (Zen 3, 2 threads, 3 alternating runs), where the tokens' chunks lie
+  // 12 KiB apart, a page each.
   alignas(64) float panel[kGemmBlockTokens * kChunk];
   for (int64_t k0 = 0; k0 < n_in; k0 += kChunk) {
     const int64_t n = min64(kChunk, n_in - k0);
@@ -360,14 +345,7 @@ void run_float(const MatmulArgs& a, int64_t r0, int64_t r1) {
                         n * static_cast<int64_t>(sizeof(Elem)));
         }
         const float* w[kFloatGemmRows];
-        for (int i = 0; i < rr; ++i) {
-          if constexpr (sizeof(Elem) == sizeof(float)) {
-            w[i] = row(rt + i) + k0;
-          } else {
-            convert_chunk<L>(row(rt + i) + k0, packed[i], n);
-            w[i] = packed[i];
-          }
-        }
+        for (int i = 0; i < rr; ++i) w[i] = row(rt + i) + k0;
         for (int64_t t0 = 0; t0 < nt; t0 += kFloatGemmTokens) {
           const int tt = static_cast<int>(min64(kFloatGemmTokens, nt - t0));
           float_tile_rt<kFloatGemmTokens>(rr, tt, w, panel + t0 * kChunk, kChunk, n, a.y + (tb + t0) * n_out + rt,

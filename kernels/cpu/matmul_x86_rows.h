@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels/cpu/matmul_x86_bf16.h"
+#include "kernels/cpu/matmul_x86_f16.h"
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
@@ -122,7 +123,7 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::F32:
       return run_float<LoadF32>(a, r0, r1);
     case DType::F16:
-      return run_float<LoadF16>(a, r0, r1);
+      return run_f16(a, r0, r1);
     case DType::BF16:
       return run_bf16(a, r0, r1);
     default:

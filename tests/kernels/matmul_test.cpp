@@ -229,6 +229,32 @@ TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kern
   }
 }
 
+TEST_CASE("float weights: rows over several tile blocks with a partial last step, in GEMM order", "[kernels][matmul]") {
+  // 4100 inputs: 513 steps of 8, the last one partial; F16 sums whole rows
+  // in blocks of 256 steps (matmul_x86_f16.h), so the partial step falls in
+  // the third block, on the odd chain. 5 and 7 rows leave partial row tiles,
+  // 40 tokens a partial token tile and several token blocks.
+  uint64_t seed = 1700;
+  for (DType dtype : {DType::F16, DType::F32}) {
+    for (int64_t n_out : {int64_t{5}, int64_t{7}}) {
+      const Weights w = make_weights(dtype, 4100, n_out, seed++);
+      check_against_reference(w, 40, seed++);
+      const int64_t n_tokens = 40;
+      const auto x = make_x(n_tokens, w.n_cols, seed++);
+      for (const auto* isa : variants()) {
+        INFO(label(*isa, dtype, w.n_cols, n_out, n_tokens));
+        const auto batch = run(*isa, w, x, n_tokens);
+        for (int64_t t : {int64_t{0}, int64_t{20}, n_tokens - 1}) {
+          const std::vector<float> xt(x.begin() + t * w.n_cols, x.begin() + (t + 1) * w.n_cols);
+          const auto one = run(*isa, w, xt, 1);
+          INFO("token " << t);
+          REQUIRE(std::memcmp(one.data(), batch.data() + t * n_out, one.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul reads padded rows (row_bytes above the packed size)", "[kernels][matmul]") {
   uint64_t seed = 400;
   for (DType dtype : kDTypes) {
