@@ -164,8 +164,7 @@ void f16_rows_n(int rr, int tt, const typename L::Elem* const* w, const typename
 
 // Decode (one token): rows [r0, r1), each one sequential stream read by
 // f16_rows_interleaved's loop (the same operations, so the same bits),
-// prefetched by hand only when gathered. XL loads x: f16 for F16 weights
-// (XFormat::F16), else f32.
+// prefetched by hand only when gathered. x is the f16 copy (XFormat::F16).
 //
 // One stream per thread is what the hardware prefetcher follows at full
 // speed; two chains already outrun one core's share of DRAM. Measured on
