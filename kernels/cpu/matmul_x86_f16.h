@@ -32,26 +32,31 @@
 namespace tc::kernels::detail {
 namespace {
 
+// 8 f16 values from p widened (n < 8: the first n, zeros after).
+TC_SIMD_INLINE __m256 f16x8(const uint16_t* p, int64_t n = 8) {
+  return n == 8 ? LoadF16::load(p) : load_partial<LoadF16>(p, n);
+}
+
 // acc[r][t] += w[r][k..k+8) * x[t][k..k+8) (n < 8: the first n only); token
-// t's x at x + t * xs, loaded by XL.
-template <class L, class XL, int R, int T>
-TC_SIMD_INLINE void f16_step(__m256 (&acc)[R][T], const typename L::Elem* const* w, const typename XL::Elem* x,
-                             int64_t xs, int64_t k, int64_t n = 8) {
+// t's x at x + t * xs.
+template <int R, int T>
+TC_SIMD_INLINE void f16_step(__m256 (&acc)[R][T], const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t k,
+                             int64_t n = 8) {
   // The smaller operand set is held in registers, the other loaded one
   // vector at a time: 4 x 3 then needs 12 + 3 + 1 registers (holding the
   // rows, 12 + 4 + 1, spilled an accumulator inside the loop).
   if constexpr (R > T) {
     __m256 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = n == 8 ? XL::load(x + t * xs + k) : load_partial<XL>(x + t * xs + k, n);
+    for (int t = 0; t < T; ++t) xv[t] = f16x8(x + t * xs + k, n);
     for (int r = 0; r < R; ++r) {
-      const __m256 wv = n == 8 ? L::load(w[r] + k) : load_partial<L>(w[r] + k, n);
+      const __m256 wv = f16x8(w[r] + k, n);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   } else {
     __m256 wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = n == 8 ? L::load(w[r] + k) : load_partial<L>(w[r] + k, n);
+    for (int r = 0; r < R; ++r) wv[r] = f16x8(w[r] + k, n);
     for (int t = 0; t < T; ++t) {
-      const __m256 xv = n == 8 ? XL::load(x + t * xs + k) : load_partial<XL>(x + t * xs + k, n);
+      const __m256 xv = f16x8(x + t * xs + k, n);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   }
@@ -61,8 +66,8 @@ TC_SIMD_INLINE void f16_step(__m256 (&acc)[R][T], const typename L::Elem* const*
 // (few accumulators: R * T <= 4), the outputs stored to y. Few rows stream
 // straight from DRAM here: each line is prefetched well ahead,
 // non-temporal so the weights do not evict x from L1.
-template <class L, class XL, int R, int T>
-TC_SIMD_INLINE void f16_rows_interleaved(const typename L::Elem* const* w, const typename XL::Elem* x, int64_t xs,
+template <int R, int T>
+TC_SIMD_INLINE void f16_rows_interleaved(const uint16_t* const* w, const uint16_t* x, int64_t xs,
                                          int64_t n, float* y, int64_t ys) {
   __m256 a0[R][T], a1[R][T];
   zero(a0);
@@ -70,16 +75,16 @@ TC_SIMD_INLINE void f16_rows_interleaved(const typename L::Elem* const* w, const
   const int64_t n_full = n / 8;  // full steps; a partial one after them has index n_full
   int64_t s = 0;
   for (; s + 1 < n_full; s += 2) {
-    if ((s * 8 * static_cast<int64_t>(sizeof(typename L::Elem))) % 64 == 0) {
+    if ((s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
       for (int r = 0; r < R; ++r) {
         _mm_prefetch(reinterpret_cast<const char*>(w[r] + 8 * s) + kStreamPrefetchBytes, _MM_HINT_NTA);
       }
     }
-    f16_step<L, XL, R, T>(a0, w, x, xs, 8 * s);
-    f16_step<L, XL, R, T>(a1, w, x, xs, 8 * s + 8);
+    f16_step<R, T>(a0, w, x, xs, 8 * s);
+    f16_step<R, T>(a1, w, x, xs, 8 * s + 8);
   }
-  if (s < n_full) f16_step<L, XL, R, T>(a0, w, x, xs, 8 * s);
-  if (n % 8 != 0) f16_step<L, XL, R, T>(n_full % 2 == 0 ? a0 : a1, w, x, xs, 8 * n_full, n % 8);
+  if (s < n_full) f16_step<R, T>(a0, w, x, xs, 8 * s);
+  if (n % 8 != 0) f16_step<R, T>(n_full % 2 == 0 ? a0 : a1, w, x, xs, 8 * n_full, n % 8);
   store_tile<R, T>(a0, a1, y, ys, true);
 }
 
@@ -94,14 +99,13 @@ constexpr int64_t kF16TwoPassBlockBytes = 4096;
 // state loaded from `park` and put back), then the odd ones over the same
 // block, now in L1. The outputs are stored to y. next (or nullptr): rows
 // the caller reads after these, each block of them prefetched.
-template <class L, class XL, int R, int T>
-TC_SIMD_INLINE void f16_rows_two_pass(const typename L::Elem* const* w, const typename XL::Elem* x, int64_t xs,
-                                      int64_t n, float* y, int64_t ys, const typename L::Elem* const* next) {
-  using Elem = typename L::Elem;
+template <int R, int T>
+TC_SIMD_INLINE void f16_rows_two_pass(const uint16_t* const* w, const uint16_t* x, int64_t xs,
+                                      int64_t n, float* y, int64_t ys, const uint16_t* const* next) {
   const int64_t n_full = n / 8;  // full steps; a partial one after them has index n_full
   const int64_t n_steps = (n + 7) / 8;
   // Even: a block's steps keep their parity.
-  constexpr int64_t kBlockSteps = kF16TwoPassBlockBytes / (8 * static_cast<int64_t>(sizeof(Elem)));
+  constexpr int64_t kBlockSteps = kF16TwoPassBlockBytes / (8 * static_cast<int64_t>(sizeof(uint16_t)));
   static_assert(kBlockSteps % 2 == 0);
   alignas(32) float park[2][R][T][8];
   for (int64_t s0 = 0; s0 < n_steps; s0 += kBlockSteps) {
@@ -109,7 +113,7 @@ TC_SIMD_INLINE void f16_rows_two_pass(const typename L::Elem* const* w, const ty
     if (next != nullptr) {
       for (int r = 0; r < R; ++r) {
         const char* p = reinterpret_cast<const char*>(next[r] + 8 * s0);
-        const int64_t bytes = (min64(8 * s1, n) - 8 * s0) * static_cast<int64_t>(sizeof(Elem));
+        const int64_t bytes = (min64(8 * s1, n) - 8 * s0) * static_cast<int64_t>(sizeof(uint16_t));
         for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
       }
     }
@@ -119,9 +123,9 @@ TC_SIMD_INLINE void f16_rows_two_pass(const typename L::Elem* const* w, const ty
         for (int t = 0; t < T; ++t) acc[r][t] = s0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(park[chain][r][t]);
       }
       const int64_t full_end = min64(s1, n_full);
-      for (int64_t s = s0 + chain; s < full_end; s += 2) f16_step<L, XL, R, T>(acc, w, x, xs, 8 * s);
+      for (int64_t s = s0 + chain; s < full_end; s += 2) f16_step<R, T>(acc, w, x, xs, 8 * s);
       if (n % 8 != 0 && n_full < s1 && n_full % 2 == chain) {
-        f16_step<L, XL, R, T>(acc, w, x, xs, 8 * n_full, n % 8);
+        f16_step<R, T>(acc, w, x, xs, 8 * n_full, n % 8);
       }
       for (int r = 0; r < R; ++r) {
         for (int t = 0; t < T; ++t) _mm256_store_ps(park[chain][r][t], acc[r][t]);
@@ -139,27 +143,27 @@ TC_SIMD_INLINE void f16_rows_two_pass(const typename L::Elem* const* w, const ty
 }
 
 // Whole rows for R rows x T tokens, the kernel by accumulator count.
-template <class L, class XL, int R, int T>
-TC_SIMD_INLINE void f16_rows(const typename L::Elem* const* w, const typename XL::Elem* x, int64_t xs, int64_t n,
-                             float* y, int64_t ys, const typename L::Elem* const* next) {
+template <int R, int T>
+TC_SIMD_INLINE void f16_rows(const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n,
+                             float* y, int64_t ys, const uint16_t* const* next) {
   if constexpr (R * T <= 4) {
-    f16_rows_interleaved<L, XL, R, T>(w, x, xs, n, y, ys);
+    f16_rows_interleaved<R, T>(w, x, xs, n, y, ys);
   } else {
-    f16_rows_two_pass<L, XL, R, T>(w, x, xs, n, y, ys, next);
+    f16_rows_two_pass<R, T>(w, x, xs, n, y, ys, next);
   }
 }
 
 // f16_rows for rr <= R rows and tt <= T tokens known at run time.
-template <class L, class XL, int R, int T>
-void f16_rows_n(int rr, int tt, const typename L::Elem* const* w, const typename XL::Elem* x, int64_t xs, int64_t n,
-                float* y, int64_t ys, const typename L::Elem* const* next) {
+template <int R, int T>
+void f16_rows_n(int rr, int tt, const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n,
+                float* y, int64_t ys, const uint16_t* const* next) {
   if constexpr (R > 1) {
-    if (rr < R) return f16_rows_n<L, XL, R - 1, T>(rr, tt, w, x, xs, n, y, ys, next);
+    if (rr < R) return f16_rows_n<R - 1, T>(rr, tt, w, x, xs, n, y, ys, next);
   }
   if constexpr (T > 1) {
-    if (tt < T) return f16_rows_n<L, XL, R, T - 1>(rr, tt, w, x, xs, n, y, ys, next);
+    if (tt < T) return f16_rows_n<R, T - 1>(rr, tt, w, x, xs, n, y, ys, next);
   }
-  f16_rows<L, XL, R, T>(w, x, xs, n, y, ys, next);
+  f16_rows<R, T>(w, x, xs, n, y, ys, next);
 }
 
 // Decode (one token): rows [r0, r1), each one sequential stream read by
@@ -174,27 +178,26 @@ void f16_rows_n(int rr, int tt, const typename L::Elem* const* w, const typename
 // 0.81-0.86x of llama.cpp; one chunk, no prefetching, f32 x 0.76-0.96x; the
 // same with f16 x 0.99-1.13x; two or four chunks without prefetching 0.4x
 // (several streams within a 4 KiB page defeat the hardware prefetcher).
-template <class L, class XL, bool kGathered>
-void f16_decode_rows(const MatmulArgs& a, const typename XL::Elem* x, int64_t r0, int64_t r1) {
-  using Elem = typename L::Elem;
+template <bool kGathered>
+void f16_decode_rows(const MatmulArgs& a, const uint16_t* x, int64_t r0, int64_t r1) {
   const int64_t n = a.n_in;
   const int64_t n_full = n / 8;
   for (int64_t r = r0; r < r1; ++r) {
-    const Elem* w = reinterpret_cast<const Elem*>(weight_row(a, r));
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(weight_row(a, r));
     const RowStream stream(a, r);
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int64_t s = 0;
     for (; s + 1 < n_full; s += 2) {
-      if (kGathered && (s * 8 * static_cast<int64_t>(sizeof(Elem))) % 64 == 0) {
+      if (kGathered && (s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
         _mm_prefetch(stream.ahead(w + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
       }
-      a0 = _mm256_fmadd_ps(L::load(w + 8 * s), XL::load(x + 8 * s), a0);
-      a1 = _mm256_fmadd_ps(L::load(w + 8 * s + 8), XL::load(x + 8 * s + 8), a1);
+      a0 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s), LoadF16::load(x + 8 * s), a0);
+      a1 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s + 8), LoadF16::load(x + 8 * s + 8), a1);
     }
-    if (s < n_full) a0 = _mm256_fmadd_ps(L::load(w + 8 * s), XL::load(x + 8 * s), a0);
+    if (s < n_full) a0 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s), LoadF16::load(x + 8 * s), a0);
     if (n % 8 != 0) {
       __m256& tail = n_full % 2 == 0 ? a0 : a1;
-      tail = _mm256_fmadd_ps(load_partial<L>(w + 8 * n_full, n % 8), load_partial<XL>(x + 8 * n_full, n % 8), tail);
+      tail = _mm256_fmadd_ps(f16x8(w + 8 * n_full, n % 8), f16x8(x + 8 * n_full, n % 8), tail);
     }
     a.y[r] = hsum8(_mm256_add_ps(a0, a1));
   }
@@ -211,15 +214,13 @@ constexpr int64_t kF16GemmBlockWBytes = 192 << 10;
 constexpr int64_t kF16GemmBlockXBytes = 192 << 10;
 
 void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  using L = LoadF16;
-  using XL = LoadF16;  // x rounded to f16 (XFormat::F16)
   const int64_t n_in = a.n_in;
   const int64_t n_out = a.n_out;
   auto row = [&](int64_t r) { return reinterpret_cast<const uint16_t*>(weight_row(a, r)); };
-  const auto* x = reinterpret_cast<const uint16_t*>(a.xq);
+  const auto* x = reinterpret_cast<const uint16_t*>(a.xq);  // x rounded to f16 (XFormat::F16)
   const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(uint16_t));
   if (a.n_tokens == 1) {
-    a.rows != nullptr ? f16_decode_rows<L, XL, true>(a, x, r0, r1) : f16_decode_rows<L, XL, false>(a, x, r0, r1);
+    a.rows != nullptr ? f16_decode_rows<true>(a, x, r0, r1) : f16_decode_rows<false>(a, x, r0, r1);
     return;
   }
   if (!gemm_order(a)) {
@@ -236,7 +237,7 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
       for (int i = 0; i < kGemvRows && prefetch_next; ++i) next[i] = row(r + kGemvRows + i);
       for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
         const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
-        f16_rows_n<L, XL, kGemvRows, kGemvTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + r, n_out,
+        f16_rows_n<kGemvRows, kGemvTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + r, n_out,
                                                   prefetch_next && t0 == 0 ? next : nullptr);
       }
     }
@@ -256,7 +257,7 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
         for (int i = 0; i < rr; ++i) w[i] = row(rt + i);
         for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kF16GemmTokens) {
           const int tt = static_cast<int>(min64(kF16GemmTokens, tokens.end - t0));
-          f16_rows_n<L, XL, kF16GemmRows, kF16GemmTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + rt,
+          f16_rows_n<kF16GemmRows, kF16GemmTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + rt,
                                                           n_out, nullptr);
         }
       }
