@@ -155,6 +155,7 @@ void register_bench(CLI::App& app) {
                      {"samples_ts", s.tokens_per_second}});
         if (split) j.back()["time_split"] = split->json;
         if (o->probe_bandwidth) j.back()["probe_read_gbs"] = probe_gbs;
+        if (const std::string g = backend->graph_summary(); !g.empty()) j.back()["step_graphs"] = g;
       }
       std::cout << j.dump(2) << "\n";
     } else {
@@ -174,6 +175,7 @@ void register_bench(CLI::App& app) {
       }
       std::printf("\n");
       if (o->probe_bandwidth) std::printf("memory bandwidth of %s: %.1f GB/s\n", backend->name().c_str(), probe_gbs);
+      if (const std::string g = backend->graph_summary(); !g.empty()) std::printf("%s\n", g.c_str());
       if (split) std::printf("\n%s", split->text.c_str());
     }
     return 0;

@@ -151,6 +151,31 @@ class Backend {
   // later op allocates. The CPU backend has none: a no-op.
   virtual void reserve_scratch(size_t /*bytes*/) {}
 
+  // Step graphs (CUDA graphs), for decode steps made of many short ops: the
+  // ops and copies issued between begin_graph() and end_graph() are recorded
+  // instead of run, and end_graph() runs them as one graph (one launch for
+  // the host instead of one per op). A graph recorded before under the same
+  // `key` (the caller's name for the step's shape) is updated in place,
+  // which costs less than making a new one.
+  //   begin_graph() returns false where the backend does not record (the
+  //   CPU; graphs turned off): the ops then run as they are issued.
+  //   end_graph() returns false when the recording failed (an op a graph
+  //   cannot hold): nothing ran, and the caller issues the same ops again
+  //   without a graph (graphs stay off for this backend from then on).
+  //   abort_graph() ends a recording that an exception left open,
+  //   discarding it.
+  // While recording: no synchronize(), allocate(), allocate_host(),
+  // upload(), reserve_scratch(), events or copy queues; copies to and from
+  // the host use allocate_host() memory, and the host reads nothing the ops
+  // write until end_graph() and a synchronize() after it.
+  virtual bool begin_graph(uint64_t /*key*/) { return false; }
+  virtual bool end_graph() { return false; }
+  virtual void abort_graph() {}
+  // How step graphs fared so far, one line for logs and `bench` (how many
+  // steps ran as graphs, or why graphs are off); empty where the backend
+  // has none.
+  virtual std::string graph_summary() const { return {}; }
+
   // y[n_tokens, n_out] = x[n_tokens, n_in] * w^T (see kernels/cpu/matmul.h).
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) = 0;
   // matmul() of each target with the same x (q, k and v; gate and up): the

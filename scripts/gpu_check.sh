@@ -221,6 +221,9 @@ check_dense() {
     # shellcheck disable=SC2086
     step "make_1b_$type" "$bin/thermocline" make-model -o "$work/1b-$type.gguf" $shape --type "$type"
     step "bench_1b_${type}_cuda" "$bin/thermocline" bench -m "$work/1b-$type.gguf" --device cuda -p 512 -n 128 -r 3
+    # The same decode with every kernel launched on its own (no step graphs).
+    step "bench_1b_${type}_cuda_nographs" env THERMOCLINE_CUDA_GRAPHS=0 "$bin/thermocline" bench \
+      -m "$work/1b-$type.gguf" --device cuda -p 0 -n 128 -r 3
     step "bench_1b_${type}_cpu" "$bin/thermocline" bench -m "$work/1b-$type.gguf" -p 512 -n 128 -r 3
   done
   local device
@@ -249,7 +252,7 @@ check_dense() {
   local f
   for f in "$log_dir"/bench_*.log; do
     echo "-- $(basename "$f" .log)"
-    grep -E '^\| .*(pp|tg)[0-9]' "$f"
+    grep -E '^\| .*(pp|tg)[0-9]|^step graphs' "$f"
   done | tee "$out_dir/bench_summary.md"
 }
 

@@ -5,7 +5,8 @@
 // with the architecture's variations (biases, q/k norms, post-norms,
 // sliding windows, score caps; Falcon's attention and FFN side by side on
 // one norm), then the final norm and the output head (with its bias and
-// logit cap) on the rows that need logits.
+// logit cap) on the rows that need logits. Decode steps on a GPU run as
+// one step graph (Backend::begin_graph) where the step allows it.
 #include "engine/model/llama_model.h"
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 
 #include "engine/model/cpu_repack.h"
 #include "kernels/check.h"
+#include "kernels/cuda_error.h"
+#include "kernels/device_scratch.h"
 
 namespace tc::model {
 namespace {
@@ -226,7 +229,10 @@ void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
     const int64_t r = std::max(n_logit_rows, capacity_logit_rows_ * 2);
     kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
     head_in_ = head.allocate(static_cast<size_t>(r * spec_.n_embd) * sizeof(float));
-    if (!on_host(head)) logits_dev_ = head.allocate(static_cast<size_t>(r * spec_.n_vocab) * sizeof(float));
+    if (!on_host(head)) {
+      logits_dev_ = head.allocate(static_cast<size_t>(r * spec_.n_vocab) * sizeof(float));
+      logits_host_ = head.allocate_host(static_cast<size_t>(r * spec_.n_vocab) * sizeof(float));
+    }
     capacity_logit_rows_ = r;
   }
 }
@@ -266,64 +272,82 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   // Phi-3's LongRoPE takes its long factors when the context (the KV
   // cache's) is longer than the original one, as llama.cpp's n_ctx_seq.
   long_context_ = kv.n_ctx() > spec_.n_ctx_orig;
-  if (offload_cpu_ == nullptr) {
-    backend_.copy_to_device(ids_.data(), ids, index_bytes);
-    backend_.copy_to_device(positions_.data(), positions, index_bytes);
-    backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
-    if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
-  } else {
-    TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
-    // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
-    offload_cpu_->get_rows(weights_.token_embd, ids, n_tokens, cpu_ws_.x.as<float>());
-    if (spec_.embd_scale != 1.0f) offload_cpu_->scale(cpu_ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
-    if (n_device_layers_ > 0) {
+  const size_t logits_bytes = logits.size() * sizeof(float);
+  // Every op and copy of the step, the logits copied to `logits_out` (host
+  // memory) last; nothing here waits for the device.
+  auto issue_step = [&](float* logits_out) {
+    if (offload_cpu_ == nullptr) {
+      backend_.copy_to_device(ids_.data(), ids, index_bytes);
       backend_.copy_to_device(positions_.data(), positions, index_bytes);
-      backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
+      backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
+      if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
+    } else {
+      TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
+      // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
+      offload_cpu_->get_rows(weights_.token_embd, ids, n_tokens, cpu_ws_.x.as<float>());
+      if (spec_.embd_scale != 1.0f) offload_cpu_->scale(cpu_ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
+      if (n_device_layers_ > 0) {
+        backend_.copy_to_device(positions_.data(), positions, index_bytes);
+        backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
+      }
     }
-  }
-  for (int64_t l = 0; l < spec_.n_layer; ++l) {
-    const auto& w = weights_.layers[static_cast<size_t>(l)];
-    if (layer_on_device(l)) {
-      run_layer(backend_, ws_, positions_.as<int32_t>(), w, l, sequences, kv, n_tokens);
-      continue;
+    for (int64_t l = 0; l < spec_.n_layer; ++l) {
+      const auto& w = weights_.layers[static_cast<size_t>(l)];
+      if (layer_on_device(l)) {
+        run_layer(backend_, ws_, positions_.as<int32_t>(), w, l, sequences, kv, n_tokens);
+        continue;
+      }
+      if (l == n_device_layers_ && l > 0) {  // the boundary: the residual comes down once
+        backend_.copy_to_host(cpu_ws_.x.data(), ws_.x.data(), hidden_bytes);
+        backend_.synchronize();
+      }
+      run_layer(*offload_cpu_, cpu_ws_, positions, w, l, sequences, kv, n_tokens);
     }
-    if (l == n_device_layers_ && l > 0) {  // the boundary: the residual comes down once
-      backend_.copy_to_host(cpu_ws_.x.data(), ws_.x.data(), hidden_bytes);
-      backend_.synchronize();
-    }
-    run_layer(*offload_cpu_, cpu_ws_, positions, w, l, sequences, kv, n_tokens);
-  }
-  if (SparseFfnCounters* counters = sparse_counters(); counters != nullptr) {
-    bool any_sparse = false, any_dense = false;
-    for (const auto& s : sequences) (runs_sparse(s) ? any_sparse : any_dense) = true;
-    auto& c = *counters;
-    c.sparse_steps += any_sparse ? 1 : 0;
-    c.dense_steps += any_dense ? 1 : 0;
-  }
-  for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
 
-  // Gather the rows that need logits, then norm and project only those.
-  kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
-  const float* x = (head_on_device() ? ws_ : cpu_ws_).x.as<float>();
-  const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
-  int64_t row = 0;
-  t = 0;
-  for (const auto& s : sequences) {
-    const auto n = static_cast<int64_t>(s.tokens.size());
-    const int64_t first = s.all_logits ? t : t + n - 1;
-    for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
-      head.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x + i * spec_.n_embd, row_bytes);
+    // Gather the rows that need logits, then norm and project only those.
+    kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
+    const float* x = (head_on_device() ? ws_ : cpu_ws_).x.as<float>();
+    const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
+    int64_t row = 0;
+    t = 0;
+    for (const auto& s : sequences) {
+      const auto n = static_cast<int64_t>(s.tokens.size());
+      const int64_t first = s.all_logits ? t : t + n - 1;
+      for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
+        head.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x + i * spec_.n_embd, row_bytes);
+      }
+      t += n;
     }
-    t += n;
+    norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows, head_in_.as<float>());
+    float* out = on_host(head) ? logits_out : logits_dev_.as<float>();
+    head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, out);
+    if (weights_.output_b.data != nullptr) {
+      head.add_bias(out, static_cast<const float*>(weights_.output_b.data), n_logit_rows, spec_.n_vocab);
+    }
+    if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
+    if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
+  };
+  if (step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
+    // A decode step on a GPU: recorded and run as one graph, the logits
+    // through pinned staging (a graph copies only to pinned or device memory).
+    bool ran = false;
+    try {
+      issue_step(logits_host_.as<float>());
+      ran = backend_.end_graph();
+    } catch (const kernels::CudaError&) {
+      backend_.abort_graph();  // an op the graph could not hold: issued again below, one by one
+    } catch (...) {
+      backend_.abort_graph();
+      throw;
+    }
+    if (!ran) issue_step(logits.data());
+    backend_.synchronize();
+    if (ran) std::memcpy(logits.data(), logits_host_.data(), logits_bytes);
+    finish_step_counts(sequences, kv);
+    return StepStatus::Ok;
   }
-  norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows, head_in_.as<float>());
-  float* out = on_host(head) ? logits.data() : logits_dev_.as<float>();
-  head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, out);
-  if (weights_.output_b.data != nullptr) {
-    head.add_bias(out, static_cast<const float*>(weights_.output_b.data), n_logit_rows, spec_.n_vocab);
-  }
-  if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
-  if (!on_host(head)) head.copy_to_host(logits.data(), logits_dev_.data(), logits.size() * sizeof(float));
+  issue_step(logits.data());
+  finish_step_counts(sequences, kv);
   if (timer_ == nullptr) {
     backend_.synchronize();
     return StepStatus::Ok;
@@ -436,6 +460,33 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     b.rms_norm(tmp, f32(w.ffn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
   }
   b.add(x, tmp, n_tokens * n_embd);
+}
+
+bool LlamaModel::step_graph_fits(int64_t n_tokens) const {
+  // Decode-sized steps (every matmul a GEMV, no cuBLAS) of the plain device
+  // path: layer offload, the sparse and hybrid FFNs, observers, sparsifiers
+  // and the time split wait for the device or read its memory inside a step.
+  return !on_host(backend_) && offload_cpu_ == nullptr && sparse_ffn_ == nullptr && hybrid_ffn_ == nullptr &&
+         observer_ == nullptr && sparsifier_ == nullptr && timer_ == nullptr && n_tokens <= kernels::kGemvMaxTokens;
+}
+
+uint64_t LlamaModel::step_graph_key(std::span<const StepSequence> sequences, int64_t n_tokens,
+                                    int64_t n_logit_rows) {
+  // The step's shape: what decides which kernels a step launches (the
+  // sequences' attention calls, the GEMVs' token counts, the head's rows).
+  return static_cast<uint64_t>(n_tokens) | static_cast<uint64_t>(n_logit_rows) << 16 |
+         static_cast<uint64_t>(sequences.size()) << 32;
+}
+
+void LlamaModel::finish_step_counts(std::span<const StepSequence> sequences, runtime::KvCache& kv) {
+  if (SparseFfnCounters* counters = sparse_counters(); counters != nullptr) {
+    bool any_sparse = false, any_dense = false;
+    for (const auto& s : sequences) (runs_sparse(s) ? any_sparse : any_dense) = true;
+    auto& c = *counters;
+    c.sparse_steps += any_sparse ? 1 : 0;
+    c.dense_steps += any_dense ? 1 : 0;
+  }
+  for (const auto& s : sequences) kv.set_used(s.slot, kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()));
 }
 
 void LlamaModel::run_ffn_runs(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer,

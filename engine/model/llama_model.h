@@ -242,6 +242,12 @@ class LlamaModel {
   // RoPE of `layer` run on backend b (its base, scale and frequency factors).
   kernels::RopeParams rope_params(const kernels::Backend& b, int64_t layer) const;
   bool runs_sparse(const StepSequence& s) const;
+  // Whether a step of n_tokens may run as a step graph (Backend::begin_graph),
+  // and its key there.
+  bool step_graph_fits(int64_t n_tokens) const;
+  static uint64_t step_graph_key(std::span<const StepSequence> sequences, int64_t n_tokens, int64_t n_logit_rows);
+  // After a step's ops: the sparse FFN's step counts, and each slot's KV length grown by its tokens.
+  void finish_step_counts(std::span<const StepSequence> sequences, runtime::KvCache& kv);
 
   const ModelSpec& spec_;
   ForwardOptions options_;
@@ -276,6 +282,7 @@ class LlamaModel {
   kernels::Buffer positions_host_;  // i32 [T] staging for positions_
   kernels::Buffer head_in_;    // [R, n_embd] rows that get logits (on the head's side)
   kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host
+  kernels::Buffer logits_host_;  // [R, n_vocab] GPU backends: pinned staging of a step graph's logits
 };
 
 }  // namespace tc::model

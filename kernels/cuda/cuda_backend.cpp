@@ -68,17 +68,39 @@ CudaBackend::CudaBackend(int device_index)
 
 void CudaBackend::activate() const { TC_CUDA_CHECK(cudaSetDevice(device_index_)); }
 
+void CudaBackend::check_not_recording(const char* what) const {
+  TC_CHECK(!graphs_.recording(), what);
+}
+
 Buffer CudaBackend::allocate(size_t bytes) {
+  check_not_recording("allocate() while recording a step graph");
   activate();
   return device_buffer(bytes);
 }
 
 Buffer CudaBackend::allocate_host(size_t bytes) {
+  check_not_recording("allocate_host() while recording a step graph");
   activate();
   return pinned_buffer(bytes);
 }
 
+bool CudaBackend::begin_graph(uint64_t key) {
+  activate();
+  return graphs_.begin(stream_.get(), key);
+}
+
+bool CudaBackend::end_graph() {
+  activate();
+  return graphs_.end(stream_.get());
+}
+
+void CudaBackend::abort_graph() {
+  activate();
+  graphs_.abort(stream_.get(), "an op failed while the step was recorded");
+}
+
 PlacedTensor CudaBackend::upload(const Tensor& host) {
+  check_not_recording("upload() while recording a step graph");
   activate();
   const int64_t packed = row_bytes(host.dtype, host.n_cols());
   const int64_t n_rows = host.n_rows();
@@ -118,33 +140,42 @@ void CudaBackend::copy_on_device(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::synchronize() {
+  check_not_recording("synchronize() while recording a step graph");
   activate();
   stream_.synchronize();
 }
 
 std::unique_ptr<Event> CudaBackend::make_event() {
+  check_not_recording("make_event() while recording a step graph");
   activate();
   return std::make_unique<CudaBackendEvent>();
 }
 
-std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() { return std::make_unique<CudaCopyQueue>(device_index_); }
+std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() {
+  check_not_recording("make_copy_queue() while recording a step graph");
+  return std::make_unique<CudaCopyQueue>(device_index_);
+}
 
 void CudaBackend::record_event(Event& event) {
+  check_not_recording("record_event() while recording a step graph");
   activate();
   cuda_event(event).record(stream_.get());
 }
 
 void CudaBackend::wait_event(const Event& event) {
+  check_not_recording("wait_event() while recording a step graph");
   activate();
   cuda_event(event).wait_on(stream_.get());
 }
 
 std::unique_ptr<Event> CudaBackend::make_timing_event() {
+  check_not_recording("make_timing_event() while recording a step graph");
   activate();
   return std::make_unique<CudaBackendEvent>(true);
 }
 
 void CudaBackend::reserve_scratch(size_t bytes) {
+  check_not_recording("reserve_scratch() while recording a step graph");
   activate();
   if (bytes > 0) workspace_.get(bytes, stream_.get());
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_resources.h"
+#include "kernels/cuda/cuda_step_graphs.h"
 
 namespace tc::kernels {
 
@@ -41,6 +42,11 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Event> make_timing_event() override;
   double elapsed_seconds(const Event& start, const Event& end) override;
   void reserve_scratch(size_t bytes) override;
+  // Stream capture into CUDA graphs (cuda_step_graphs.h).
+  bool begin_graph(uint64_t key) override;
+  bool end_graph() override;
+  void abort_graph() override;
+  std::string graph_summary() const override { return graphs_.summary(); }
 
   void matmul(const Tensor& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
@@ -70,12 +76,15 @@ class CudaBackend final : public Backend {
   // Makes this backend's device current on the calling thread (the engine
   // thread may not be the one that built the backend).
   void activate() const;
+  // TC_CHECKs that no step graph is being recorded (what a graph cannot hold).
+  void check_not_recording(const char* what) const;
 
   int device_index_;
   std::string name_;
   CudaStream stream_;
   CublasHandle cublas_;
   DeviceWorkspace workspace_;
+  cuda::StepGraphs graphs_;
 };
 
 }  // namespace tc::kernels

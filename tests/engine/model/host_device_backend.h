@@ -9,7 +9,8 @@
 // that reads prefetched rows without that wait reads stale ones; the order of
 // records, waits and prefetch copies is logged for tests to check. It also
 // records the largest workspace request the CUDA backend's matmul and
-// axpy_rows would make (kernels/device_scratch.h).
+// axpy_rows would make (kernels/device_scratch.h). With record_graphs it
+// records step graphs as the CUDA backend does (begin_graph below).
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,6 +57,11 @@ class HostDeviceBackend final : public kernels::Backend {
   size_t to_device_bytes = 0;  // copy_to_device
   size_t to_host_bytes = 0;    // copy_to_host
   std::atomic<size_t> prefetch_bytes{0};  // copy queues' copy_to_device (issued)
+  bool record_graphs = false;    // begin_graph() records step graphs (off: the ops run as issued)
+  bool fail_next_graph = false;  // the next end_graph() fails, as a driver refusing a graph would
+  int graphs_run = 0;            // steps run as recorded graphs
+  int graphs_failed = 0;         // recordings failed or aborted
+  std::vector<uint64_t> graph_keys;  // begin_graph()'s keys, in order
   std::atomic<int64_t> prefetch_copies{0};
 
   // The log of records, waits and copy-queue copies, in host order (thread-safe).
@@ -67,13 +74,21 @@ class HostDeviceBackend final : public kernels::Backend {
   std::string name() const override { return "host-device (test)"; }
   int n_threads() const override { return cpu_->n_threads(); }
   kernels::Buffer allocate(size_t bytes) override {
+    not_recording("allocate()");
     allocated_bytes += bytes;
     return kernels::Buffer::host(bytes);
   }
-  kernels::Buffer allocate_host(size_t bytes) override { return kernels::Buffer::host(bytes); }
-  void reserve_scratch(size_t bytes) override { scratch_reserved = std::max(scratch_reserved, bytes); }
+  kernels::Buffer allocate_host(size_t bytes) override {
+    not_recording("allocate_host()");
+    return kernels::Buffer::host(bytes);
+  }
+  void reserve_scratch(size_t bytes) override {
+    not_recording("reserve_scratch()");
+    scratch_reserved = std::max(scratch_reserved, bytes);
+  }
   // A packed copy, as the CUDA backend makes (row_bytes = the packed size).
   kernels::PlacedTensor upload(const kernels::Tensor& host) override {
+    not_recording("upload()");
     kernels::Tensor t = host;
     t.row_bytes = kernels::row_bytes(host.dtype, host.ne[0]);
     kernels::Buffer storage = kernels::Buffer::host(static_cast<size_t>(t.row_bytes * t.n_rows()));
@@ -88,18 +103,62 @@ class HostDeviceBackend final : public kernels::Backend {
   }
   void copy_to_device(void* dst, const void* src, size_t bytes) override {
     to_device_bytes += bytes;
-    std::memcpy(dst, src, bytes);
+    issue([=] { std::memcpy(dst, src, bytes); });
   }
   void copy_to_host(void* dst, const void* src, size_t bytes) override {
     to_host_bytes += bytes;
-    std::memcpy(dst, src, bytes);
+    issue([=] { std::memcpy(dst, src, bytes); });
   }
-  void copy_on_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void synchronize() override {}  // the stream only: the copy queue's copies may still be pending
+  void copy_on_device(void* dst, const void* src, size_t bytes) override {
+    issue([=] { std::memcpy(dst, src, bytes); });
+  }
+  // The stream only: the copy queue's copies may still be pending.
+  void synchronize() override { not_recording("synchronize()"); }
 
-  std::unique_ptr<kernels::Event> make_event() override { return std::make_unique<FakeEvent>(next_event_id_++); }
-  std::unique_ptr<kernels::CopyQueue> make_copy_queue() override { return std::make_unique<FakeCopyQueue>(*this); }
+  // Step graphs, as a GPU with CUDA graphs records them: with record_graphs
+  // the ops between begin_graph() and end_graph() are kept, not run, and
+  // end_graph() runs them in order, so a step that reads what its ops write
+  // before the graph has run sees stale memory; what a graph cannot hold
+  // (synchronize(), allocations, events) fails a TC_CHECK while recording.
+  bool begin_graph(uint64_t key) override {
+    if (!record_graphs || graphs_off_) return false;
+    recording_ = true;
+    graph_keys.push_back(key);
+    return true;
+  }
+  bool end_graph() override {
+    TC_CHECK(recording_, "HostDeviceBackend: end_graph() without begin_graph()");
+    recording_ = false;
+    std::vector<std::function<void()>> tape = std::move(tape_);
+    tape_.clear();
+    if (fail_next_graph) {  // the driver refused the graph: nothing runs, graphs go off
+      fail_next_graph = false;
+      graphs_off_ = true;
+      ++graphs_failed;
+      return false;
+    }
+    for (const auto& op : tape) op();
+    ++graphs_run;
+    return true;
+  }
+  void abort_graph() override {
+    recording_ = false;
+    tape_.clear();
+    graphs_off_ = true;
+    ++graphs_failed;
+  }
+  std::string graph_summary() const override { return "host-device graphs: " + std::to_string(graphs_run); }
+
+  std::unique_ptr<kernels::Event> make_event() override {
+    not_recording("make_event()");
+    return std::make_unique<FakeEvent>(next_event_id_++);
+  }
+  std::unique_ptr<kernels::CopyQueue> make_copy_queue() override {
+    not_recording("make_copy_queue()");
+    return std::make_unique<FakeCopyQueue>(*this);
+  }
   void record_event(kernels::Event& event) override {
+    not_recording("record_event()");
     auto& e = fake(event);
     e.queue.store(nullptr);
     e.recorded.store(true);
@@ -117,6 +176,7 @@ class HostDeviceBackend final : public kernels::Backend {
   }
   // Lands the copies the event follows on its queue, then logs the wait.
   void wait_event(const kernels::Event& event) override {
+    not_recording("wait_event()");
     const auto& e = fake(event);
     TC_CHECK(e.recorded.load(), "HostDeviceBackend: waiting on an event never recorded");
     if (FakeCopyQueue* q = e.queue.load(); q != nullptr) q->land_until(e.mark.load());
@@ -125,52 +185,64 @@ class HostDeviceBackend final : public kernels::Backend {
 
   void matmul(const kernels::Tensor& w, const float* x, int64_t n_tokens, float* y) override {
     scratch_peak = std::max(scratch_peak, kernels::gemm_scratch(w.dtype, w.n_cols(), w.n_rows(), n_tokens).total());
-    cpu_->matmul(w, x, n_tokens, y);
+    issue([=, this] { cpu_->matmul(w, x, n_tokens, y); });
   }
   void matmul_rows(const kernels::Tensor& w, const float* x, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                    float* y) override {
     if (n_tokens > kernels::kGemvMaxTokens) ++long_matmul_rows;
-    cpu_->matmul_rows(w, x, n_tokens, rows, n_rows, y);
+    issue([=, this] { cpu_->matmul_rows(w, x, n_tokens, rows, n_rows, y); });
   }
   void axpy_rows(const kernels::Tensor& w_t, const float* a, int64_t n_tokens, const int32_t* rows, int64_t n_rows,
                  float* y) override {
     scratch_peak = std::max(scratch_peak, kernels::axpy_scratch_bytes(n_rows, n_tokens, w_t.n_cols()));
-    cpu_->axpy_rows(w_t, a, n_tokens, rows, n_rows, y);
+    issue([=, this] { cpu_->axpy_rows(w_t, a, n_tokens, rows, n_rows, y); });
   }
   void get_rows(const kernels::Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) override {
-    cpu_->get_rows(table, ids, n_tokens, out);
+    issue([=, this] { cpu_->get_rows(table, ids, n_tokens, out); });
   }
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* y) override {
-    cpu_->rms_norm(x, weight, n_rows, n, eps, y);
+    issue([=, this] { cpu_->rms_norm(x, weight, n_rows, n, eps, y); });
   }
   void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
             const kernels::RopeParams& params) override {
-    cpu_->rope(x, n_tokens, n_head, head_dim, positions, params);
+    issue([=, this] { cpu_->rope(x, n_tokens, n_head, head_dim, positions, params); });
   }
   void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
                   float* y) override {
-    cpu_->layer_norm(x, weight, bias, n_rows, n, eps, y);
+    issue([=, this] { cpu_->layer_norm(x, weight, bias, n_rows, n, eps, y); });
   }
   void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
                  int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                  const kernels::AttentionParams& params) override {
-    cpu_->attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params);
+    issue([=, this] { cpu_->attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params); });
   }
   void ffn_activation(kernels::Activation act, const float* gate, const float* up, int64_t n, float* out) override {
-    cpu_->ffn_activation(act, gate, up, n, out);
+    issue([=, this] { cpu_->ffn_activation(act, gate, up, n, out); });
   }
-  void add(float* y, const float* x, int64_t n) override { cpu_->add(y, x, n); }
+  void add(float* y, const float* x, int64_t n) override {
+    issue([=, this] { cpu_->add(y, x, n); });
+  }
   void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) override {
-    cpu_->add_bias(y, bias, n_rows, n);
+    issue([=, this] { cpu_->add_bias(y, bias, n_rows, n); });
   }
-  void scale(float* x, int64_t n, float s) override { cpu_->scale(x, n, s); }
-  void softcap(float* x, int64_t n, float cap) override { cpu_->softcap(x, n, cap); }
-  void relu(float* x, int64_t n) override { cpu_->relu(x, n); }
+  void scale(float* x, int64_t n, float s) override {
+    issue([=, this] { cpu_->scale(x, n, s); });
+  }
+  void softcap(float* x, int64_t n, float cap) override {
+    issue([=, this] { cpu_->softcap(x, n, cap); });
+  }
+  void relu(float* x, int64_t n) override {
+    issue([=, this] { cpu_->relu(x, n); });
+  }
   void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override {
-    cpu_->threshold_bits(x, n_rows, n, threshold, bits);
+    issue([=, this] { cpu_->threshold_bits(x, n_rows, n, threshold, bits); });
   }
-  void store_f16(const float* src, int64_t n, uint16_t* dst) override { cpu_->store_f16(src, n, dst); }
-  void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override { cpu_->argmax(x, n_rows, n, out); }
+  void store_f16(const float* src, int64_t n, uint16_t* dst) override {
+    issue([=, this] { cpu_->store_f16(src, n, dst); });
+  }
+  void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override {
+    issue([=, this] { cpu_->argmax(x, n_rows, n, out); });
+  }
 
  private:
   class FakeCopyQueue;
@@ -240,12 +312,31 @@ class HostDeviceBackend final : public kernels::Backend {
     uint64_t landed_ = 0;  // copies performed so far
   };
 
+  // Runs an op now, or keeps it for end_graph() while recording.
+  template <class Op>
+  void issue(Op&& op) {
+    if (recording_) {
+      tape_.emplace_back(std::forward<Op>(op));
+    } else {
+      op();
+    }
+  }
+  void not_recording(const char* what) const {
+    if (recording_) {
+      const std::string message = std::string("HostDeviceBackend: ") + what + " while recording a step graph";
+      TC_CHECK(false, message.c_str());
+    }
+  }
+
   void log(const QueueLogEntry& entry) {
     std::lock_guard lock(log_mutex_);
     log_.push_back(entry);
   }
 
   std::unique_ptr<kernels::Backend> cpu_;
+  bool recording_ = false;
+  bool graphs_off_ = false;  // after a failed or aborted recording, as the CUDA backend
+  std::vector<std::function<void()>> tape_;
   std::atomic<int> next_event_id_{0};
   mutable std::mutex log_mutex_;
   std::vector<QueueLogEntry> log_;
