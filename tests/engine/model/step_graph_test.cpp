@@ -14,6 +14,7 @@
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
 #include "profiler/make_model.h"
+#include "tests/engine/model/device_test_steps.h"
 #include "tests/engine/model/host_device_backend.h"
 #include "tests/test_util.h"
 
@@ -25,48 +26,11 @@ using tc::text::TokenId;
 
 namespace {
 
-constexpr int64_t kVocab = 512;
 constexpr int kDecodeSteps = 5;
 
-std::unique_ptr<tc::model::LoadedModel> small_model(const std::string& type) {
-  tc::profiler::MakeModelOptions o;
-  o.output = tc::test::scratch_dir("step_graph_" + type) / "m.gguf";
-  o.n_vocab = kVocab;
-  o.n_embd = 64;
-  o.n_layer = 2;
-  o.n_ff = 192;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.n_ctx = 128;
-  o.weight_type = type;
-  o.seed = 9;
-  o.n_threads = 2;
-  tc::profiler::make_model(o);
-  return tc::model::load_model(o.output);
-}
-
-// Two prompts prefilled in one step (12 tokens: more than a GEMV takes, so
-// eager), then kDecodeSteps steps decoding both, then one step decoding the
-// first alone (another shape): every step's logits, concatenated.
 std::vector<float> run_steps(LlamaModel& m, tc::kernels::Backend& backend) {
-  KvCache kv(backend, m.spec(), 2, 64);
-  const auto a = tc::test::random_tokens(7, 1, kVocab);
-  const auto b = tc::test::random_tokens(5, 2, kVocab);
-  std::vector<float> all, logits;
-  const StepSequence prefill[] = {{0, a, true}, {1, b, false}};
-  REQUIRE(m.forward(prefill, kv, logits) == StepStatus::Ok);
-  all.insert(all.end(), logits.begin(), logits.end());
-  for (int step = 0; step < kDecodeSteps; ++step) {
-    const TokenId next_a = (13 * step + 3) % kVocab, next_b = (17 * step + 5) % kVocab;
-    const StepSequence decode[] = {{0, std::span(&next_a, 1), false, true}, {1, std::span(&next_b, 1), false, true}};
-    REQUIRE(m.forward(decode, kv, logits) == StepStatus::Ok);
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  const TokenId last = 42;
-  const StepSequence alone[] = {{0, std::span(&last, 1), false, true}};
-  REQUIRE(m.forward(alone, kv, logits) == StepStatus::Ok);
-  all.insert(all.end(), logits.begin(), logits.end());
-  return all;
+  // The 14-token prompt step is more than a GEMV takes: eager.
+  return tc::test::run_two_sequences(m, backend, kDecodeSteps, true);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -78,7 +42,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST_CASE("step graphs: decode steps run as graphs with the eager path's logits", "[model][device][graphs]") {
   for (const char* type : {"f16", "q4_0"}) {
     INFO(type);
-    const auto loaded = small_model(type);
+    const auto loaded = tc::test::small_device_model(std::string("graphs_") + type, type);
     tc::test::HostDeviceBackend eager(2);
     LlamaModel on_eager(*loaded, eager);
     tc::test::HostDeviceBackend graphs(2);
@@ -104,7 +68,7 @@ TEST_CASE("step graphs: decode steps run as graphs with the eager path's logits"
 
 TEST_CASE("step graphs: a graph the driver refuses is issued again op by op, and graphs stay off",
           "[model][device][graphs]") {
-  const auto loaded = small_model("f16");
+  const auto loaded = tc::test::small_device_model("graphs_f16", "f16");
   tc::test::HostDeviceBackend eager(2);
   LlamaModel on_eager(*loaded, eager);
   tc::test::HostDeviceBackend graphs(2);
@@ -119,7 +83,7 @@ TEST_CASE("step graphs: a graph the driver refuses is issued again op by op, and
 }
 
 TEST_CASE("step graphs: the CPU backend and the steps that wait inside run eagerly", "[model][device][graphs]") {
-  const auto loaded = small_model("f16");
+  const auto loaded = tc::test::small_device_model("graphs_f16", "f16");
   auto cpu = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   CHECK_FALSE(cpu->begin_graph(1));
   CHECK(cpu->graph_summary().empty());
