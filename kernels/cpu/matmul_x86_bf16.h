@@ -20,14 +20,18 @@
 // (TC_MATMUL_BF16: the avx512bf16 variant), the two FMAs on zmm (avx512)
 // and on two ymm halves, lanes 0-7 and 8-15 (avx2). vdpbf16ps does a step
 // in one instruction where the FMA variants split each 32-bit weight pair
-// into its odd (high) and even (low) halves and multiply them by x's
-// odd/even f32 copy (XLayout's xs).
+// into its odd (high) and even (low) halves and multiply them by x's odd
+// and even values: avx512 loads them from x's f32 copy (XLayout's xs),
+// avx2 splits x's bf16 pairs (hb) the same way (half the bytes from L2).
+// AVX2's GEMM splits a row tile's chunk once per block of tokens into an
+// f32 panel (Bf16Panel) that its tiles then load.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/matmul_x86_common.h"
@@ -90,8 +94,10 @@ struct Bf16Lanes {
   static W load_partial(const uint16_t* w, int64_t n, int) {
     return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << n) - 1), w);
   }
-  static Acc step(Acc acc, const W& w, const uint16_t* xh, const float*, int) {
-    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_load_si512(xh));  // NOLINT: vector casts
+  using X = __m512i;  // the step's 32 bf16 inputs
+  static X load_x(const uint16_t* xh, const float*, int) { return _mm512_load_si512(xh); }
+  static Acc step(Acc acc, const W& w, const X& x) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)x);  // NOLINT: vector casts
   }
   // The two chains' group sums -> the 8 lanes hsum8 reduces.
   static __m256 fold(const Acc (&a0)[2], const Acc (&a1)[2]) {  // [group]
@@ -120,9 +126,11 @@ struct Bf16Lanes {
   static W load_partial(const uint16_t* w, int64_t n, int) {
     return split(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << n) - 1), w));
   }
-  static Acc step(Acc acc, const W& w, const uint16_t*, const float* xs, int) {
-    acc = _mm512_fmadd_ps(w.odd, _mm512_load_ps(xs), acc);
-    return _mm512_fmadd_ps(w.even, _mm512_load_ps(xs + 16), acc);
+  using X = W;  // the step's inputs as f32, odd and even (xs)
+  static X load_x(const uint16_t*, const float* xs, int) { return {_mm512_load_ps(xs), _mm512_load_ps(xs + 16)}; }
+  static Acc step(Acc acc, const W& w, const X& x) {
+    acc = _mm512_fmadd_ps(w.odd, x.odd, acc);
+    return _mm512_fmadd_ps(w.even, x.even, acc);
   }
   static __m256 fold(const Acc (&a0)[2], const Acc (&a1)[2]) {  // [group]
     const __m512 c = _mm512_add_ps(a0[0], a1[0]);
@@ -138,8 +146,11 @@ struct Bf16Lanes {
   static constexpr int kGroups = 2;  // group g: lanes 8g..8g+7, weights 16g..16g+15 of the step
   static constexpr int kAccBudget = 12;
   static constexpr int kGemvRows = 2;
-  // 4 x 2 140-147 GFLOP/s (as the f32 path BF16 took before); 4 x 3 120,
-  // 2 x 4 85-90.
+  // GEMM tiles with the panel (Bf16Panel) and x split from hb, Zen 3, 2
+  // threads, 512 tokens, the 1B FFN shapes (medians of 5, three runs each
+  // on a noisy VM): 4 x 2 73-110 GFLOP/s; 4 x 3 66-97, 2 x 4 63-80, 8 x 1
+  // 37-76, 6 x 1 52-76. (Zen 5, before both: 4 x 2 140-147, 4 x 3 120,
+  // 2 x 4 85-90.)
   static constexpr int kGemmRows = 4;
   static constexpr int kGemmTokens = 2;
   static Acc zero() { return _mm256_setzero_ps(); }
@@ -153,9 +164,21 @@ struct Bf16Lanes {
     std::memcpy(tmp, w, static_cast<size_t>(n) * sizeof(uint16_t));
     return load(tmp, g);
   }
-  static Acc step(Acc acc, const W& w, const uint16_t*, const float* xs, int g) {
-    acc = _mm256_fmadd_ps(w.odd, _mm256_load_ps(xs + 8 * g), acc);
-    return _mm256_fmadd_ps(w.even, _mm256_load_ps(xs + 16 + 8 * g), acc);
+  // The GEMM's pre-split weights (Bf16Panel): per step, per group, the
+  // odd lanes then the even ones, as load() gives them.
+  static void store_panel(const W& w, float* p) {
+    _mm256_store_ps(p, w.odd);
+    _mm256_store_ps(p + 8, w.even);
+  }
+  static W load_panel(const float* p, int g) { return {_mm256_load_ps(p + 16 * g), _mm256_load_ps(p + 16 * g + 8)}; }
+  // Group g's inputs as f32, odd and even: split from the bf16 pairs (hb)
+  // as the weights are, which reads half the bytes of xs's f32 copies (the
+  // GEMM reads x from L2; 4 x 2 tiles, 1B BF16 prefill about 1.1x).
+  using X = W;
+  static X load_x(const uint16_t* xh, const float*, int g) { return split(load32(xh + 16 * g)); }
+  static Acc step(Acc acc, const W& w, const X& x) {
+    acc = _mm256_fmadd_ps(w.odd, x.odd, acc);
+    return _mm256_fmadd_ps(w.even, x.even, acc);
   }
   static __m256 fold(const Acc (&a0)[2], const Acc (&a1)[2]) {  // [group]
     return _mm256_add_ps(_mm256_add_ps(a0[0], a1[0]), _mm256_add_ps(a0[1], a1[1]));
@@ -211,8 +234,9 @@ TC_SIMD_INLINE void store_folded(const __m256 (&v)[R][T], float* y, int64_t ys, 
 // lane group together (few accumulators); otherwise one pass per (lane
 // group, chain): the even steps of group 0, its odd steps, then group 1's.
 // kGathered: prefetch the row's stream (R = 1, MatmulArgs::rows).
-template <int R, int T, bool kInterleave, bool kGathered = false>
-TC_SIMD_INLINE void bf16_tile(const uint16_t* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys, bool first,
+// WElem float: w[r] points into a Bf16Panel (AVX2's GEMM), not into the rows.
+template <int R, int T, bool kInterleave, bool kGathered = false, class WElem = uint16_t>
+TC_SIMD_INLINE void bf16_tile(const WElem* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys, bool first,
                               const RowStream* stream = nullptr) {
   using L = Bf16Lanes;
   using Acc = typename L::Acc;
@@ -232,9 +256,19 @@ TC_SIMD_INLINE void bf16_tile(const uint16_t* const* w, const Bf16X* x, int64_t 
       // A step is one cache line of bf16 weights.
       if (g == 0) _mm_prefetch(stream->ahead(w[0] + k, kBf16GatheredPrefetchBytes), _MM_HINT_T1);
     }
+    typename L::X xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = L::load_x(x[t].hb + k, x[t].xs + k, g);
     for (int r = 0; r < R; ++r) {
-      const typename L::W wv = kPartial ? L::load_partial(w[r] + k, n - k, g) : L::load(w[r] + k, g);
-      for (int t = 0; t < T; ++t) a[r][t] = L::step(a[r][t], wv, x[t].hb + k, x[t].xs + k, g);
+      typename L::W wv;
+#if !defined(__AVX512F__)
+      if constexpr (std::is_same_v<WElem, float>) {
+        wv = L::load_panel(w[r] + k, g);  // zero-padded past n already
+      } else
+#endif
+      {
+        wv = kPartial ? L::load_partial(w[r] + k, n - k, g) : L::load(w[r] + k, g);
+      }
+      for (int t = 0; t < T; ++t) a[r][t] = L::step(a[r][t], wv, xv[t]);
     }
   };
   auto full = [&](Acc(&a)[R][T], int64_t s, int g) __attribute__((always_inline)) { step.template operator()<false>(a, s, g); };
@@ -280,17 +314,40 @@ constexpr bool bf16_interleave() {
 }
 
 // bf16_tile for rr <= R rows and tt <= T tokens known at run time.
-template <int R, int T>
-void bf16_tile_n(int rr, int tt, const uint16_t* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys,
+template <int R, int T, class WElem = uint16_t>
+void bf16_tile_n(int rr, int tt, const WElem* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys,
                  bool first) {
   if constexpr (R > 1) {
-    if (rr < R) return bf16_tile_n<R - 1, T>(rr, tt, w, x, n, y, ys, first);
+    if (rr < R) return bf16_tile_n<R - 1, T, WElem>(rr, tt, w, x, n, y, ys, first);
   }
   if constexpr (T > 1) {
-    if (tt < T) return bf16_tile_n<R, T - 1>(rr, tt, w, x, n, y, ys, first);
+    if (tt < T) return bf16_tile_n<R, T - 1, WElem>(rr, tt, w, x, n, y, ys, first);
   }
-  bf16_tile<R, T, bf16_interleave<R, T>()>(w, x, n, y, ys, first);
+  bf16_tile<R, T, bf16_interleave<R, T>(), false, WElem>(w, x, n, y, ys, first);
 }
+
+#if !defined(__AVX512F__)
+// AVX2's GEMM: a row tile's chunk split into f32 once per block of tokens
+// (Bf16Lanes::store_panel's layout, one float per input, the partial last
+// step zero-padded), so the tiles of the block's tokens load f32 weights
+// instead of splitting each bf16 pair again for every two tokens.
+template <int R>
+struct Bf16Panel {
+  alignas(32) float v[R][kBf16Chunk];
+  // Splits rows w[0..rr) of the chunk (n inputs) into v.
+  void fill(const uint16_t* const* w, int rr, int64_t n) {
+    using L = Bf16Lanes;
+    for (int r = 0; r < rr; ++r) {
+      for (int64_t k = 0; k < n; k += kBf16Step) {
+        for (int g = 0; g < L::kGroups; ++g) {
+          const L::W wv = k + kBf16Step <= n ? L::load(w[r] + k, g) : L::load_partial(w[r] + k, n - k, g);
+          L::store_panel(wv, v[r] + k + 16 * g);
+        }
+      }
+    }
+  }
+};
+#endif
 
 // Decode: rows [r0, r1) of one token, one row at a time (one sequential
 // stream per thread, as the float decode).
@@ -314,6 +371,9 @@ void bf16_decode_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 template <int R, int T>
 void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) {
   constexpr int64_t kElem = static_cast<int64_t>(sizeof(uint16_t));
+#if !defined(__AVX512F__)
+  Bf16Panel<R> panel;
+#endif
   auto tile = [&](int64_t rt, int64_t k0, TokenRange tokens) {
     const int rr = static_cast<int>(min64(R, r1 - rt));
     const int64_t n = min64(kBf16Chunk, a.n_in - k0);
@@ -324,12 +384,24 @@ void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) 
     }
     const uint16_t* w[R];
     for (int i = 0; i < rr; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rt + i)) + k0;
-    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
-      const int tt = static_cast<int>(min64(T, tokens.end - t0));
-      Bf16X x[T];
-      for (int i = 0; i < tt; ++i) x[i] = bf16_x(a, t0 + i, k0);
-      bf16_tile_n<R, T>(rr, tt, w, x, n, a.y + t0 * a.n_out + rt, a.n_out, k0 == 0);
+    auto run = [&](const auto* const* wt) __attribute__((always_inline)) {
+      for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
+        const int tt = static_cast<int>(min64(T, tokens.end - t0));
+        Bf16X x[T];
+        for (int i = 0; i < tt; ++i) x[i] = bf16_x(a, t0 + i, k0);
+        bf16_tile_n<R, T>(rr, tt, wt, x, n, a.y + t0 * a.n_out + rt, a.n_out, k0 == 0);
+      }
+    };
+#if !defined(__AVX512F__)
+    if (chunks_outer) {
+      panel.fill(w, rr, n);
+      const float* wp[R];
+      for (int i = 0; i < rr; ++i) wp[i] = panel.v[i];
+      run(wp);
+      return;
     }
+#endif
+    run(w);
   };
   if (chunks_outer) {
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
