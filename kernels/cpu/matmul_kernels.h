@@ -56,7 +56,10 @@ enum class XFormat {
 //                              step s its odd inputs then its even ones:
 //                              xs[32s + l] = x[32s + 2l + 1],
 //                              xs[32s + 16 + l] = x[32s + 2l] (l < 16), for
-//                              the kernels that emulate vdpbf16ps with FMAs
+//                              the avx512 kernels that emulate vdpbf16ps
+//                              with FMAs (every variant writes it, so the
+//                              prepared bytes are the same everywhere; the
+//                              avx2 kernels split hb's pairs instead)
 // Quantized, with nb = n_in / block:
 //   qs     int8  [n_in]        x[i] ~= qs[i] * d[i / block]
 //   d      f32   [nb]          d = max|x| over the block / 127; 0 (and qs 0) when

@@ -33,6 +33,12 @@ class StepGraphs {
   void abort(cudaStream_t stream, const std::string& reason);
   bool recording() const { return recording_; }
 
+  // One line for logs: the counts, or why graphs are off.
+  std::string summary() const;
+
+ private:
+  void turn_off(const std::string& reason);
+
   struct Stats {
     int64_t launches = 0;        // steps run as graphs
     int64_t updates = 0;         // of them, on an updated graph
@@ -40,13 +46,6 @@ class StepGraphs {
     bool enabled = true;         // false: off (by the environment, or after a failure)
     std::string off_reason;      // why off
   };
-  const Stats& stats() const { return stats_; }
-  // One line for logs: the counts, or why graphs are off.
-  std::string summary() const;
-
- private:
-  void turn_off(const std::string& reason);
-
   Stats stats_;
   bool recording_ = false;
   uint64_t key_ = 0;
