@@ -54,13 +54,12 @@ TC_SIMD_INLINE void spread_sub16_scales(__m256i sc16, __m256i (&sc)[8]) {
   }
 }
 
-// Ops::token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) - dmin
-// dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors of
-// quants), sc (their int16 scales, spread for vpmaddwd), mins (int16, one
-// per 16 activations), d and dmin.
+// Ops::finish_token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) -
+// dmin dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors
+// of quants), sc (their int16 scales, spread for vpmaddwd), mins (int16,
+// one per 16 activations), d and dmin, and isum = scaled_dot8(q, sc, x).
 template <class W>
-TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int64_t b) {
-  const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
   const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
   const float dx = x.d[b];
   acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
@@ -109,7 +108,11 @@ struct OpsQ2_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    token_with_mins(acc, u, x, b);
+    token_with_mins(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+  }
+  // The same from the token's scaled_dot8 sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
+    token_with_mins(acc, u, x, b, isum);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
@@ -157,7 +160,10 @@ struct OpsQ3_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+  }
+  // The same from the token's scaled_dot8 sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 2);
     isum = _mm256_sub_epi32(isum, off);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
@@ -198,7 +204,11 @@ struct OpsQ5_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    token_with_mins(acc, u, x, b);
+    token_with_mins(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+  }
+  // The same from the token's scaled_dot8 sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
+    token_with_mins(acc, u, x, b, isum);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],

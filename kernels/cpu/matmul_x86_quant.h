@@ -305,7 +305,10 @@ struct OpsQ4_K {
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+  }
+  // The same from the token's scaled_dot8 sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
     const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
     const float dx = x.d[b];
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
@@ -363,7 +366,10 @@ struct OpsQ6_K {
   TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    __m256i isum = scaled_dot8(u.q, u.sc, x.qs + kQK_K * b);
+    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+  }
+  // The same from the token's scaled_dot8 sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
     // 32 * sum over sub-blocks of scale * sum(x).
     const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5);
     isum = _mm256_sub_epi32(isum, off);
@@ -629,6 +635,97 @@ void unpacked_rows_token_n(int rr, const typename Ops::W (&u)[kUnpackedRows][Ops
   unpacked_rows_token<Ops, R>(u, x, b0, nb, y, first);
 }
 
+// The super-block types whose token sums are scaled_dot8's plus a finish
+// (Ops::finish_token): their GEMM takes kUnpackedTokens tokens per step.
+template <class Ops>
+concept ScaledDotOps = requires(__m256& acc, const typename Ops::W& u, const XRow& x, __m256i isum) {
+  Ops::finish_token(acc, u, x, int64_t{0}, isum);
+};
+
+// Tokens per step of unpacked_rows_tokens: with two rows, 8 integer sums
+// and the rows' quants and scales of one vector fill the registers.
+constexpr int kUnpackedTokens = 4;
+
+// isum[r][t] = scaled_dot8(u[r]->q, u[r]->sc, xq[t]) for R rows x T tokens
+// (the same integer lanes): each row's vector of quants and scales loaded
+// once for the T tokens, each token's activations once for the R rows.
+template <class W, int R, int T>
+TC_SIMD_INLINE void scaled_dot8_tile(const W* const (&u)[R], const int8_t* const (&xq)[T], __m256i (&isum)[R][T]) {
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+  }
+  // Not unrolled: unrolled, GCC 12 regrouped each sum's eight additions
+  // into a tree whose partial sums spilled.
+#pragma GCC unroll 1
+  for (int c = 0; c < 8; ++c) {
+    __m256i q[R], sc[R];
+    for (int r = 0; r < R; ++r) {
+      q[r] = u[r]->q[c];
+      sc[r] = u[r]->sc[c];
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m256i xv = load32(xq[t] + 32 * c);
+      for (int r = 0; r < R; ++r) {
+        isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], xv), sc[r]));
+      }
+    }
+  }
+}
+
+// R rows x T tokens over the unpacked chunk: per super-block the integer
+// sums of the whole tile, then each accumulator's finish, the even
+// super-blocks' chain and the odd ones' kept in memory (in registers with
+// the sums GCC spilled them inside the loop). Each chain gets its
+// super-blocks ascending: unpacked_rows_token's bits. (Not inlined: in the
+// caller's loops GCC 12 allocates a tile's registers worse.)
+template <class Ops, int R, int T>
+__attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
+                                                    const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys,
+                                                    bool first) {
+  alignas(32) float acc[2][R][T][8];  // [chain][row][token]: the 8 lanes
+  for (int c = 0; c < 2; ++c) {
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) _mm256_store_ps(acc[c][r][t], _mm256_setzero_ps());
+    }
+  }
+  for (int64_t i = 0; i < nb; ++i) {
+    const typename Ops::W* ur[R];
+    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
+    const int8_t* xq[T];
+    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
+    __m256i isum[R][T];
+    scaled_dot8_tile<typename Ops::W, R, T>(ur, xq, isum);
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        __m256 v = _mm256_load_ps(acc[i % 2][r][t]);
+        Ops::finish_token(v, u[r][i], x[t], b0 + i, isum[r][t]);
+        _mm256_store_ps(acc[i % 2][r][t], v);
+      }
+    }
+  }
+  __m256 a0[R][T], a1[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      a0[r][t] = _mm256_load_ps(acc[0][r][t]);
+      a1[r][t] = _mm256_load_ps(acc[1][r][t]);
+    }
+  }
+  store_tile<R, T>(a0, a1, y, ys, first);
+}
+
+// unpacked_rows_tokens for rr <= R rows and tt <= T tokens known at run time.
+template <class Ops, int R, int T>
+void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
+                            const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+  if constexpr (R > 1) {
+    if (rr < R) return unpacked_rows_tokens_n<Ops, R - 1, T>(rr, tt, u, x, b0, nb, y, ys, first);
+  }
+  if constexpr (T > 1) {
+    if (tt < T) return unpacked_rows_tokens_n<Ops, R, T - 1>(rr, tt, u, x, b0, nb, y, ys, first);
+  }
+  unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
+}
+
 template <class Ops>
 void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t K = Ops::kChunkBlocks;
@@ -641,8 +738,18 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
       const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + c0;
       for (int64_t i = 0; i < nb; ++i) Ops::unpack(blk + i, u[r][i]);
     }
-    for (int64_t t = tokens.begin; t < tokens.end; ++t) {
-      unpacked_rows_token_n<Ops, R>(rr, u, x_row(a, t), c0, nb, a.y + t * a.n_out + rt, c0 == 0);
+    if constexpr (ScaledDotOps<Ops>) {
+      for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kUnpackedTokens) {
+        const int tt = static_cast<int>(min64(kUnpackedTokens, tokens.end - t0));
+        XRow x[kUnpackedTokens];
+        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+        unpacked_rows_tokens_n<Ops, R, kUnpackedTokens>(rr, tt, u, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out,
+                                                        c0 == 0);
+      }
+    } else {
+      for (int64_t t = tokens.begin; t < tokens.end; ++t) {
+        unpacked_rows_token_n<Ops, R>(rr, u, x_row(a, t), c0, nb, a.y + t * a.n_out + rt, c0 == 0);
+      }
     }
   };
   // Small batches (their activations stay in L1/L2 anyway) read each row's

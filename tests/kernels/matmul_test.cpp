@@ -230,14 +230,16 @@ TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kern
 }
 
 TEST_CASE("float weights: rows over several tile blocks with a partial last step, in GEMM order", "[kernels][matmul]") {
-  // 4100 inputs: 513 steps of 8, the last one partial; F16 sums whole rows
-  // in blocks of 256 steps (matmul_x86_f16.h), so the partial step falls in
-  // the third block, on the odd chain. 5 and 7 rows leave partial row tiles,
+  // 4100 inputs: 513 steps of 8, the last one partial and even; 4092: 512,
+  // the last one partial and odd. F16 sums whole rows in blocks of 256
+  // steps (matmul_x86_f16.h), so the partial step is alone in the third
+  // block on the even chain (4100) or the last of the second on the odd one
+  // (4092). 5 and 7 rows leave partial row tiles,
   // 40 tokens a partial token tile and several token blocks.
   uint64_t seed = 1700;
   for (DType dtype : {DType::F16, DType::F32}) {
-    for (int64_t n_out : {int64_t{5}, int64_t{7}}) {
-      const Weights w = make_weights(dtype, 4100, n_out, seed++);
+    for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{4100, 5}, {4100, 7}, {4092, 7}}) {
+      const Weights w = make_weights(dtype, n_in, n_out, seed++);
       check_against_reference(w, 40, seed++);
       const int64_t n_tokens = 40;
       const auto x = make_x(n_tokens, w.n_cols, seed++);
