@@ -597,11 +597,16 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // GEMM order for the super-block types (Ops::token): the chunk
 // (kChunkBlocks super-blocks) of kUnpackedRows rows is unpacked once into
 // an L1 buffer, then each token's sums are taken from it, so the unpacking
-// is paid once per row and chunk instead of once per few tokens. Two rows
-// x one token per step keep the operands in registers and share the
-// token's loads (Zen 3, 2 threads, 512 tokens, medians of 5 alternating
-// rounds: 1 row 0.83-0.97x and 4 rows 0.81-0.92x as fast; 2 or 4 tokens
-// per step of one row spilled, 0.9x and 0.85x of one). Each accumulator
+// is paid once per row and chunk instead of once per few tokens. The types
+// whose sums are scaled_dot8's (ScaledDotOps) take two rows x
+// kUnpackedTokens tokens per step (unpacked_rows_tokens: each vector of
+// quants and scales loaded once for four tokens; `matmul_bench --dtype
+// q4_k --tokens 512`, Zen 3, 2 threads, medians of 5 alternating runs,
+// 5632 x 2048 / 2048 x 5632: 109 / 98 -> 141 / 118 GFLOP/s; 3 tokens
+// 103 / 93, 5 tokens 109 / 104 against 4's 105 / 103 in a later run). The
+// others take two rows x one token (1 row 0.83-0.97x and 4 rows
+// 0.81-0.92x as fast; 2 or 4 tokens per step of one row, accumulators in
+// registers, spilled: 0.9x and 0.85x of one). Each accumulator
 // gets its super-blocks in quant_chunk's order (even ones, then odd ones):
 // the same bits as every other path. Batches of up to kGemvTokens tokens
 // keep the small-batch tile, which unpacks a super-block once per call too;
