@@ -250,15 +250,20 @@ struct OpsIQ4_XS : OpsSuperBlock {
     }
     w.d = _cvtsh_ss(blk->d);
   }
+  // One sub-block's signed levels q against the activations xv, scaled:
+  // the int32 lane sums of sc * q * x.
+  TC_SIMD_INLINE static __m256i dot32(__m256i q, __m256i sc, __m256i xv) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)), sc);
+  }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     const int8_t* xq = x.qs + kQK_K * b;
     __m256i isum = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i prod = _mm256_maddubs_epi16(_mm256_sign_epi8(u.q[j], u.q[j]),
-                                                _mm256_sign_epi8(load32(xq + 32 * j), u.q[j]));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(prod, u.sc[j]));
-    }
+    for (int j = 0; j < 8; ++j) isum = _mm256_add_epi32(isum, dot32(u.q[j], u.sc[j], load32(xq + 32 * j)));
+    finish_token(acc, u, x, b, isum);
+  }
+  // The same from the token's sums.
+  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
   }
   template <int R, int T>

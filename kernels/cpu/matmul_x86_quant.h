@@ -597,16 +597,15 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // GEMM order for the super-block types (Ops::token): the chunk
 // (kChunkBlocks super-blocks) of kUnpackedRows rows is unpacked once into
 // an L1 buffer, then each token's sums are taken from it, so the unpacking
-// is paid once per row and chunk instead of once per few tokens. The types
-// whose sums are scaled_dot8's (ScaledDotOps) take two rows x
-// kUnpackedTokens tokens per step (unpacked_rows_tokens: each vector of
+// is paid once per row and chunk instead of once per few tokens. Two rows
+// x kUnpackedTokens tokens per step (unpacked_rows_tokens: each vector of
 // quants and scales loaded once for four tokens; `matmul_bench --dtype
 // q4_k --tokens 512`, Zen 3, 2 threads, medians of 5 alternating runs,
-// 5632 x 2048 / 2048 x 5632: 109 / 98 -> 141 / 118 GFLOP/s; 3 tokens
-// 103 / 93, 5 tokens 109 / 104 against 4's 105 / 103 in a later run). The
-// others take two rows x one token (1 row 0.83-0.97x and 4 rows
-// 0.81-0.92x as fast; 2 or 4 tokens per step of one row, accumulators in
-// registers, spilled: 0.9x and 0.85x of one). Each accumulator
+// 5632 x 2048 / 2048 x 5632: two rows x one token 109 / 98, x four 141 /
+// 118 GFLOP/s; 3 tokens 103 / 93, 5 tokens 109 / 104 against 4's 105 / 103
+// in a later run; before, 1 row x 1 token 0.83-0.97x and 4 rows
+// 0.81-0.92x as fast as two, and 2 or 4 tokens of one row with the float
+// accumulators in registers spilled: 0.9x and 0.85x). Each accumulator
 // gets its super-blocks in quant_chunk's order (even ones, then odd ones):
 // the same bits as every other path. Batches of up to kGemvTokens tokens
 // keep the small-batch tile, which unpacks a super-block once per call too;
@@ -616,46 +615,17 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 constexpr int kUnpackedRows = 2;
 constexpr int64_t kUnpackedMinTokens = kGemvTokens + 1;
 
-template <class Ops, int R>
-void unpacked_rows_token(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow& x, int64_t b0,
-                         int64_t nb, float* y, bool first) {
-  __m256 a0[R][1], a1[R][1];
-  zero(a0);
-  zero(a1);
-  for (int64_t i = 0; i < nb; i += 2) {
-    for (int r = 0; r < R; ++r) Ops::token(a0[r][0], u[r][i], x, b0 + i);
-  }
-  for (int64_t i = 1; i < nb; i += 2) {
-    for (int r = 0; r < R; ++r) Ops::token(a1[r][0], u[r][i], x, b0 + i);
-  }
-  store_tile<R, 1>(a0, a1, y, 0, first);
-}
-
-template <class Ops, int R>
-void unpacked_rows_token_n(int rr, const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow& x,
-                           int64_t b0, int64_t nb, float* y, bool first) {
-  if constexpr (R > 1) {
-    if (rr < R) return unpacked_rows_token_n<Ops, R - 1>(rr, u, x, b0, nb, y, first);
-  }
-  unpacked_rows_token<Ops, R>(u, x, b0, nb, y, first);
-}
-
-// The super-block types whose token sums are scaled_dot8's plus a finish
-// (Ops::finish_token): their GEMM takes kUnpackedTokens tokens per step.
-template <class Ops>
-concept ScaledDotOps = requires(__m256& acc, const typename Ops::W& u, const XRow& x, __m256i isum) {
-  Ops::finish_token(acc, u, x, int64_t{0}, isum);
-};
-
 // Tokens per step of unpacked_rows_tokens: with two rows, 8 integer sums
 // and the rows' quants and scales of one vector fill the registers.
 constexpr int kUnpackedTokens = 4;
 
 // isum[r][t] = scaled_dot8(u[r]->q, u[r]->sc, xq[t]) for R rows x T tokens
-// (the same integer lanes): each row's vector of quants and scales loaded
-// once for the T tokens, each token's activations once for the R rows.
-template <class W, int R, int T>
-TC_SIMD_INLINE void scaled_dot8_tile(const W* const (&u)[R], const int8_t* const (&xq)[T], __m256i (&isum)[R][T]) {
+// (the same integer lanes; with Ops::dot32, the sum of its vectors'
+// dot32): each row's vector of quants and scales loaded once for the T
+// tokens, each token's activations once for the R rows.
+template <class Ops, int R, int T>
+TC_SIMD_INLINE void scaled_dot8_tile(const typename Ops::W* const (&u)[R], const int8_t* const (&xq)[T],
+                                     __m256i (&isum)[R][T]) {
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
   }
@@ -671,7 +641,11 @@ TC_SIMD_INLINE void scaled_dot8_tile(const W* const (&u)[R], const int8_t* const
     for (int t = 0; t < T; ++t) {
       const __m256i xv = load32(xq[t] + 32 * c);
       for (int r = 0; r < R; ++r) {
-        isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], xv), sc[r]));
+        if constexpr (requires { Ops::dot32(q[r], sc[r], xv); }) {
+          isum[r][t] = _mm256_add_epi32(isum[r][t], Ops::dot32(q[r], sc[r], xv));
+        } else {
+          isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], xv), sc[r]));
+        }
       }
     }
   }
@@ -681,7 +655,7 @@ TC_SIMD_INLINE void scaled_dot8_tile(const W* const (&u)[R], const int8_t* const
 // sums of the whole tile, then each accumulator's finish, the even
 // super-blocks' chain and the odd ones' kept in memory (in registers with
 // the sums GCC spilled them inside the loop). Each chain gets its
-// super-blocks ascending: unpacked_rows_token's bits. (Not inlined: in the
+// super-blocks ascending: quant_chunk's bits. (Not inlined: in the
 // caller's loops GCC 12 allocates a tile's registers worse.)
 template <class Ops, int R, int T>
 __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
@@ -699,7 +673,7 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
     const int8_t* xq[T];
     for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
-    scaled_dot8_tile<typename Ops::W, R, T>(ur, xq, isum);
+    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
         __m256 v = _mm256_load_ps(acc[i % 2][r][t]);
@@ -743,18 +717,12 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
       const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + c0;
       for (int64_t i = 0; i < nb; ++i) Ops::unpack(blk + i, u[r][i]);
     }
-    if constexpr (ScaledDotOps<Ops>) {
-      for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kUnpackedTokens) {
-        const int tt = static_cast<int>(min64(kUnpackedTokens, tokens.end - t0));
-        XRow x[kUnpackedTokens];
-        for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-        unpacked_rows_tokens_n<Ops, R, kUnpackedTokens>(rr, tt, u, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out,
-                                                        c0 == 0);
-      }
-    } else {
-      for (int64_t t = tokens.begin; t < tokens.end; ++t) {
-        unpacked_rows_token_n<Ops, R>(rr, u, x_row(a, t), c0, nb, a.y + t * a.n_out + rt, c0 == 0);
-      }
+    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kUnpackedTokens) {
+      const int tt = static_cast<int>(min64(kUnpackedTokens, tokens.end - t0));
+      XRow x[kUnpackedTokens];
+      for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+      unpacked_rows_tokens_n<Ops, R, kUnpackedTokens>(rr, tt, u, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out,
+                                                      c0 == 0);
     }
   };
   // Small batches (their activations stay in L1/L2 anyway) read each row's
@@ -768,8 +736,9 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 template <class Ops>
-concept SuperBlockOps = requires(__m256& acc, const typename Ops::W& u, const XRow& x) {
+concept SuperBlockOps = requires(__m256& acc, const typename Ops::W& u, const XRow& x, __m256i isum) {
   Ops::token(acc, u, x, int64_t{0});
+  Ops::finish_token(acc, u, x, int64_t{0}, isum);
 };
 
 // GEMM order for the other block types (matmul_x86_quant32.h): tiles of
