@@ -67,7 +67,7 @@ TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int6
 }
 
 // Common to the four: one super-block per unit, 4 per chunk (GEMM order:
-// run_unpacked_gemm over Ops::token).
+// run_unpacked_gemm in matmul_x86_superblock_gemm.h).
 struct OpsSuperBlock {
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;

@@ -13,6 +13,7 @@
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 #include "kernels/cpu/matmul_x86_quant32.h"
+#include "kernels/cpu/matmul_x86_superblock_gemm.h"
 
 #include <type_traits>
 
