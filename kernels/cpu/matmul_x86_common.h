@@ -153,6 +153,11 @@ struct RowStream {
       : row(reinterpret_cast<const char*>(weight_row(a, r))),
         next(r + 1 < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r + 1)) : row + a.row_bytes),
         row_bytes(a.row_bytes) {}
+  // A stream that continues at output r_next's row instead of r + 1's.
+  RowStream(const MatmulArgs& a, int64_t r, int64_t r_next)
+      : row(reinterpret_cast<const char*>(weight_row(a, r))),
+        next(r_next < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r_next)) : row + a.row_bytes),
+        row_bytes(a.row_bytes) {}
 
   // The address `distance` bytes after p (a pointer into `row`) in the stream.
   TC_SIMD_INLINE const char* ahead(const void* p, int64_t distance) const {

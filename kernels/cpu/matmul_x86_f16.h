@@ -4,20 +4,20 @@
 //
 // Summation order, fixed by n_in alone so that tile shapes, row ranges,
 // thread counts and token batching never change a bit: an output is summed
-// over its whole row in 8 f32 lanes by two chains of FMAs of w * x, one
-// over the even steps (8 inputs), one over the odd ones, each ascending (a
-// partial last step ends its chain). The chains are added lane by lane,
-// reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and stored to y. x is
-// rounded to f16 first (XFormat::F16) and every path reads that copy.
+// over its whole row in 8 f32 lanes by one chain of FMAs of w * x over the
+// steps of 8 inputs, ascending (a partial last step ends it, zero-padded).
+// The lanes are reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and stored
+// to y. x is rounded to f16 first (XFormat::F16) and every path reads that
+// copy.
 //
-// Against the 256-input chunks F32 keeps (each chunk reduced and added to y,
-// tiles sweeping all rows chunk after chunk), the whole-row order lets a
-// GEMM tile run a row's length with its accumulators in registers:
-// `matmul_bench --dtype f16 --tokens 512` (Zen 3, 2 threads, 2048 x 5632 and
-// 5632 x 2048, alternating runs) 72-103 -> 100-133 GFLOP/s, where each
-// chunk's reduction, y update and spills had taken a third of a tile's time.
-// F32 weights measured slower in this order (0.45-0.8x: their rows and
-// tokens, twice the bytes, spill from L1 and L2 sooner), so they keep theirs.
+// One chain per output lets a GEMM tile of 4 rows x 3 tokens hold its 12
+// accumulators in registers for a row's whole length and stream both
+// operands once; decode hides the FMA latency across rows instead (two
+// rows at once). Against the 256-input chunks F32 keeps (each chunk reduced
+// and added to y, tiles sweeping all rows chunk after chunk), whole rows
+// save each chunk's reduction, y update and spills; F32 weights measured
+// slower in whole rows (0.45-0.8x: their rows and tokens, twice the bytes,
+// spill from L1 and L2 sooner), so they keep theirs.
 #pragma once
 
 #include <immintrin.h>
@@ -62,152 +62,109 @@ TC_SIMD_INLINE void f16_step(__m256 (&acc)[R][T], const uint16_t* const* w, cons
   }
 }
 
-// Whole rows of n inputs for R rows x T tokens, both chains interleaved
-// (few accumulators: R * T <= 4), the outputs stored to y. Few rows stream
-// straight from DRAM here: each line is prefetched well ahead,
-// non-temporal so the weights do not evict x from L1.
+// Reduces each accumulator's lanes and stores it to y[t * ys + r].
 template <int R, int T>
-TC_SIMD_INLINE void f16_rows_interleaved(const uint16_t* const* w, const uint16_t* x, int64_t xs,
-                                         int64_t n, float* y, int64_t ys) {
-  __m256 a0[R][T], a1[R][T];
-  zero(a0);
-  zero(a1);
-  const int64_t n_full = n / 8;  // full steps; a partial one after them has index n_full
-  int64_t s = 0;
-  for (; s + 1 < n_full; s += 2) {
-    if ((s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
-      for (int r = 0; r < R; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(w[r] + 8 * s) + kStreamPrefetchBytes, _MM_HINT_NTA);
-      }
+TC_SIMD_INLINE void f16_store(const __m256 (&acc)[R][T], float* y, int64_t ys) {
+  for (int t = 0; t < T; ++t) {
+    float* yt = y + t * ys;
+    int r = 0;
+    for (; r + 4 <= R; r += 4) {
+      _mm_storeu_ps(yt + r, hsum8x4(acc[r][t], acc[r + 1][t], acc[r + 2][t], acc[r + 3][t]));
     }
-    f16_step<R, T>(a0, w, x, xs, 8 * s);
-    f16_step<R, T>(a1, w, x, xs, 8 * s + 8);
+    for (; r < R; ++r) yt[r] = hsum8(acc[r][t]);
   }
-  if (s < n_full) f16_step<R, T>(a0, w, x, xs, 8 * s);
-  if (n % 8 != 0) f16_step<R, T>(n_full % 2 == 0 ? a0 : a1, w, x, xs, 8 * n_full, n % 8);
-  store_tile<R, T>(a0, a1, y, ys, true);
 }
 
-// Bytes of each weight row per block of the two-pass tile: 4 KiB (2048
-// inputs) keep a 4 x 3 tile's rows and tokens (28 KiB) in L1 for the
-// second pass (`matmul_bench --tokens 512`: 1 KiB blocks 0.7-0.8x as fast,
-// 8 KiB and whole rows within the runs' spread of 4 KiB).
-constexpr int64_t kF16TwoPassBlockBytes = 4096;
+// How a tile fetches the weights ahead of its loads.
+enum class F16Prefetch {
+  kNone,    // GEMM order: the block's rows are in L2 after its first tile
+  kStream,  // rows read once from DRAM: non-temporal, so x stays in L1
+  kNext,    // gathered rows: the next tile's rows (`next`), into L1
+};
 
-// Whole rows of n inputs for R rows x T tokens with more accumulators than
-// the registers hold twice: block by block, the even chains run (their
-// state loaded from `park` and put back), then the odd ones over the same
-// block, now in L1. The outputs are stored to y. next (or nullptr): rows
-// the caller reads after these, each block of them prefetched.
-template <int R, int T>
-TC_SIMD_INLINE void f16_rows_two_pass(const uint16_t* const* w, const uint16_t* x, int64_t xs,
-                                      int64_t n, float* y, int64_t ys, const uint16_t* const* next) {
+// Whole rows of n inputs for R rows x T tokens, outputs stored to y.
+template <int R, int T, F16Prefetch kPrefetch>
+TC_SIMD_INLINE void f16_rows(const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n, float* y,
+                             int64_t ys, const uint16_t* const* next) {
+  __m256 acc[R][T];
+  zero(acc);
   const int64_t n_full = n / 8;  // full steps; a partial one after them has index n_full
-  const int64_t n_steps = (n + 7) / 8;
-  // Even: a block's steps keep their parity.
-  constexpr int64_t kBlockSteps = kF16TwoPassBlockBytes / (8 * static_cast<int64_t>(sizeof(uint16_t)));
-  static_assert(kBlockSteps % 2 == 0);
-  alignas(32) float park[2][R][T][8];
-  for (int64_t s0 = 0; s0 < n_steps; s0 += kBlockSteps) {
-    const int64_t s1 = min64(s0 + kBlockSteps, n_steps);
-    if (next != nullptr) {
-      for (int r = 0; r < R; ++r) {
-        const char* p = reinterpret_cast<const char*>(next[r] + 8 * s0);
-        const int64_t bytes = (min64(8 * s1, n) - 8 * s0) * static_cast<int64_t>(sizeof(uint16_t));
-        for (int64_t b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+  for (int64_t s = 0; s < n_full; ++s) {
+    if constexpr (kPrefetch != F16Prefetch::kNone) {
+      if ((s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
+        for (int r = 0; r < R; ++r) {
+          if constexpr (kPrefetch == F16Prefetch::kStream) {
+            _mm_prefetch(reinterpret_cast<const char*>(w[r] + 8 * s) + kStreamPrefetchBytes, _MM_HINT_NTA);
+          } else {
+            _mm_prefetch(reinterpret_cast<const char*>(next[r] + 8 * s), _MM_HINT_T0);
+          }
+        }
       }
     }
-    for (int chain = 0; chain < 2; ++chain) {
-      __m256 acc[R][T];
-      for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < T; ++t) acc[r][t] = s0 == 0 ? _mm256_setzero_ps() : _mm256_load_ps(park[chain][r][t]);
-      }
-      const int64_t full_end = min64(s1, n_full);
-      for (int64_t s = s0 + chain; s < full_end; s += 2) f16_step<R, T>(acc, w, x, xs, 8 * s);
-      if (n % 8 != 0 && n_full < s1 && n_full % 2 == chain) {
-        f16_step<R, T>(acc, w, x, xs, 8 * n_full, n % 8);
-      }
-      for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < T; ++t) _mm256_store_ps(park[chain][r][t], acc[r][t]);
-      }
-    }
+    f16_step<R, T>(acc, w, x, xs, 8 * s);
   }
-  __m256 a0[R][T], a1[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      a0[r][t] = _mm256_load_ps(park[0][r][t]);
-      a1[r][t] = _mm256_load_ps(park[1][r][t]);
-    }
-  }
-  store_tile<R, T>(a0, a1, y, ys, true);
-}
-
-// Whole rows for R rows x T tokens, the kernel by accumulator count.
-template <int R, int T>
-TC_SIMD_INLINE void f16_rows(const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n,
-                             float* y, int64_t ys, const uint16_t* const* next) {
-  if constexpr (R * T <= 4) {
-    f16_rows_interleaved<R, T>(w, x, xs, n, y, ys);
-  } else {
-    f16_rows_two_pass<R, T>(w, x, xs, n, y, ys, next);
-  }
+  if (n % 8 != 0) f16_step<R, T>(acc, w, x, xs, 8 * n_full, n % 8);
+  f16_store<R, T>(acc, y, ys);
 }
 
 // f16_rows for rr <= R rows and tt <= T tokens known at run time.
-template <int R, int T>
-void f16_rows_n(int rr, int tt, const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n,
-                float* y, int64_t ys, const uint16_t* const* next) {
+template <int R, int T, F16Prefetch kPrefetch>
+void f16_rows_n(int rr, int tt, const uint16_t* const* w, const uint16_t* x, int64_t xs, int64_t n, float* y,
+                int64_t ys, const uint16_t* const* next) {
   if constexpr (R > 1) {
-    if (rr < R) return f16_rows_n<R - 1, T>(rr, tt, w, x, xs, n, y, ys, next);
+    if (rr < R) return f16_rows_n<R - 1, T, kPrefetch>(rr, tt, w, x, xs, n, y, ys, next);
   }
   if constexpr (T > 1) {
-    if (tt < T) return f16_rows_n<R, T - 1>(rr, tt, w, x, xs, n, y, ys, next);
+    if (tt < T) return f16_rows_n<R, T - 1, kPrefetch>(rr, tt, w, x, xs, n, y, ys, next);
   }
-  f16_rows<R, T>(w, x, xs, n, y, ys, next);
+  f16_rows<R, T, kPrefetch>(w, x, xs, n, y, ys, next);
 }
 
-// Decode (one token): rows [r0, r1), each one sequential stream read by
-// f16_rows_interleaved's loop (the same operations, so the same bits),
-// prefetched by hand only when gathered. x is the f16 copy (XFormat::F16).
-//
-// One stream per thread is what the hardware prefetcher follows at full
-// speed; two chains already outrun one core's share of DRAM. Measured on
-// the 1B and 7B-layer F16 models, 2 threads, alternating runs against
-// llama.cpp's decode (medians of 5-8; docs/benchmarks-history.md): four
-// 256-input chunks at once with software prefetching 4 KiB ahead
-// 0.81-0.86x of llama.cpp; one chunk, no prefetching, f32 x 0.76-0.96x; the
-// same with f16 x 0.99-1.13x; two or four chunks without prefetching 0.4x
-// (several streams within a 4 KiB page defeat the hardware prefetcher).
+// Rows per decode pass: one chain per row, so two rows keep two FMAs in
+// flight while each row stays one sequential stream.
+constexpr int kF16DecodeRows = 2;
+
+// Decode (one token): rows [r0, r1), kF16DecodeRows at a time, each one
+// sequential stream, prefetched by hand only when gathered. x is the f16
+// copy (XFormat::F16).
 template <bool kGathered>
 void f16_decode_rows(const MatmulArgs& a, const uint16_t* x, int64_t r0, int64_t r1) {
   const int64_t n = a.n_in;
   const int64_t n_full = n / 8;
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint16_t* w = reinterpret_cast<const uint16_t*>(weight_row(a, r));
-    const RowStream stream(a, r);
+  int64_t r = r0;
+  for (; r + kF16DecodeRows <= r1; r += kF16DecodeRows) {
+    const uint16_t* w0 = reinterpret_cast<const uint16_t*>(weight_row(a, r));
+    const uint16_t* w1 = reinterpret_cast<const uint16_t*>(weight_row(a, r + 1));
+    // Each row's stream continues into the same row of the next pair.
+    const RowStream s0(a, r, r + kF16DecodeRows), s1(a, r + 1, r + 1 + kF16DecodeRows);
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int64_t s = 0;
-    for (; s + 1 < n_full; s += 2) {
-      if (kGathered && (s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
-        _mm_prefetch(stream.ahead(w + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
+    for (int64_t s = 0; s < n_full; ++s) {
+      if ((s * 8 * static_cast<int64_t>(sizeof(uint16_t))) % 64 == 0) {
+        _mm_prefetch(s0.ahead(w0 + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
+        _mm_prefetch(s1.ahead(w1 + 8 * s, kDecodePrefetchBytes), _MM_HINT_T1);
       }
-      a0 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s), LoadF16::load(x + 8 * s), a0);
-      a1 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s + 8), LoadF16::load(x + 8 * s + 8), a1);
+      const __m256 xv = LoadF16::load(x + 8 * s);
+      a0 = _mm256_fmadd_ps(LoadF16::load(w0 + 8 * s), xv, a0);
+      a1 = _mm256_fmadd_ps(LoadF16::load(w1 + 8 * s), xv, a1);
     }
-    if (s < n_full) a0 = _mm256_fmadd_ps(LoadF16::load(w + 8 * s), LoadF16::load(x + 8 * s), a0);
     if (n % 8 != 0) {
-      __m256& tail = n_full % 2 == 0 ? a0 : a1;
-      tail = _mm256_fmadd_ps(f16x8(w + 8 * n_full, n % 8), f16x8(x + 8 * n_full, n % 8), tail);
+      const __m256 xv = f16x8(x + 8 * n_full, n % 8);
+      a0 = _mm256_fmadd_ps(f16x8(w0 + 8 * n_full, n % 8), xv, a0);
+      a1 = _mm256_fmadd_ps(f16x8(w1 + 8 * n_full, n % 8), xv, a1);
     }
-    a.y[r] = hsum8(_mm256_add_ps(a0, a1));
+    a.y[r] = hsum8(a0);
+    a.y[r + 1] = hsum8(a1);
+  }
+  for (; r < r1; ++r) {
+    const uint16_t* w = reinterpret_cast<const uint16_t*>(weight_row(a, r));
+    f16_rows<1, 1, F16Prefetch::kNone>(&w, x, 0, n, a.y + r, 0, nullptr);
   }
 }
 
 // GEMM order: blocks of rows (kF16GemmBlockWBytes of weights) x tokens
 // (kF16GemmBlockXBytes of x), swept by tiles of kF16GemmRows x
 // kF16GemmTokens over whole rows: the block's rows and tokens stay in L2
-// while its tiles pass (192 KiB each measured as fast as 384 KiB and as 16
-// rows x 24-72 tokens, within the runs' spread).
+// while its tiles pass.
 constexpr int kF16GemmRows = 4;
 constexpr int kF16GemmTokens = 3;
 constexpr int64_t kF16GemmBlockWBytes = 192 << 10;
@@ -227,7 +184,7 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
     // Small batches: kGemvRows rows x up to kGemvTokens tokens per tile,
     // each weight read from memory once per call. Gathered rows do not
     // follow each other in memory: the next tile's rows are fetched while
-    // this one computes.
+    // this one computes; dense rows stream from DRAM.
     for (int64_t r = r0; r < r1; r += kGemvRows) {
       const int rr = static_cast<int>(min64(kGemvRows, r1 - r));
       const uint16_t* w[kGemvRows];
@@ -237,8 +194,16 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
       for (int i = 0; i < kGemvRows && prefetch_next; ++i) next[i] = row(r + kGemvRows + i);
       for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvTokens) {
         const int tt = static_cast<int>(min64(kGemvTokens, a.n_tokens - t0));
-        f16_rows_n<kGemvRows, kGemvTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + r, n_out,
-                                                  prefetch_next && t0 == 0 ? next : nullptr);
+        float* y = a.y + t0 * n_out + r;
+        if (t0 > 0) {  // the rows are in L1 now
+          f16_rows_n<kGemvRows, kGemvTokens, F16Prefetch::kNone>(rr, tt, w, x + t0 * xs, xs, n_in, y, n_out, nullptr);
+        } else if (prefetch_next) {
+          f16_rows_n<kGemvRows, kGemvTokens, F16Prefetch::kNext>(rr, tt, w, x, xs, n_in, y, n_out, next);
+        } else if (a.rows == nullptr) {
+          f16_rows_n<kGemvRows, kGemvTokens, F16Prefetch::kStream>(rr, tt, w, x, xs, n_in, y, n_out, nullptr);
+        } else {
+          f16_rows_n<kGemvRows, kGemvTokens, F16Prefetch::kNone>(rr, tt, w, x, xs, n_in, y, n_out, nullptr);
+        }
       }
     }
     return;
@@ -257,8 +222,8 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
         for (int i = 0; i < rr; ++i) w[i] = row(rt + i);
         for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kF16GemmTokens) {
           const int tt = static_cast<int>(min64(kF16GemmTokens, tokens.end - t0));
-          f16_rows_n<kF16GemmRows, kF16GemmTokens>(rr, tt, w, x + t0 * xs, xs, n_in, a.y + t0 * n_out + rt,
-                                                          n_out, nullptr);
+          f16_rows_n<kF16GemmRows, kF16GemmTokens, F16Prefetch::kNone>(rr, tt, w, x + t0 * xs, xs, n_in,
+                                                                      a.y + t0 * n_out + rt, n_out, nullptr);
         }
       }
     });

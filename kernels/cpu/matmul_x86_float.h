@@ -148,8 +148,10 @@ constexpr int64_t kStreamPrefetchBytes = 2048;
 
 // How far ahead decode prefetches gathered rows (MatmulArgs::rows) into L2:
 // the hardware prefetcher cannot guess the jump to the next gathered row.
-// Dense rows are not prefetched by hand at all: one sequential stream per
-// thread is what the hardware prefetcher follows best (see float_row_chunk).
+// Dense F32 rows are not prefetched by hand at all: one sequential stream
+// per thread is what the hardware prefetcher follows best (see
+// float_row_chunk). F16 decode reads two rows at once and prefetches both
+// (matmul_x86_f16.h).
 constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // The first n (< 8) elements, zeros after.

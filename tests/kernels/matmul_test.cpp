@@ -231,10 +231,9 @@ TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kern
 
 TEST_CASE("float weights: rows over several tile blocks with a partial last step, in GEMM order", "[kernels][matmul]") {
   // 4100 inputs: 513 steps of 8, the last one partial and even; 4092: 512,
-  // the last one partial and odd. F16 sums whole rows in blocks of 256
-  // steps (matmul_x86_f16.h), so the partial step is alone in the third
-  // block on the even chain (4100) or the last of the second on the odd one
-  // (4092). 5 and 7 rows leave partial row tiles,
+  // the last one partial and odd. F16 sums whole rows in one chain
+  // (matmul_x86_f16.h) that the partial step ends; decode takes rows in
+  // pairs, so 5 and 7 rows leave a row alone, and partial row tiles,
   // 40 tokens a partial token tile and several token blocks.
   uint64_t seed = 1700;
   for (DType dtype : {DType::F16, DType::F32}) {
