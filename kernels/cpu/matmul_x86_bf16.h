@@ -23,15 +23,14 @@
 // into its odd (high) and even (low) halves and multiply them by x's odd
 // and even values: avx512 loads them from x's f32 copy (XLayout's xs),
 // avx2 splits x's bf16 pairs (hb) the same way (half the bytes from L2).
-// AVX2's GEMM splits a row tile's chunk once per block of tokens into an
-// f32 panel (Bf16Panel) that its tiles then load.
+// AVX2's GEMM splits a block of rows' chunk once per block of tokens into
+// an f32 panel (Bf16Panel) that its 5-row x 2-token tiles then load.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/matmul_x86_common.h"
@@ -146,13 +145,6 @@ struct Bf16Lanes {
   static constexpr int kGroups = 2;  // group g: lanes 8g..8g+7, weights 16g..16g+15 of the step
   static constexpr int kAccBudget = 12;
   static constexpr int kGemvRows = 2;
-  // GEMM tiles with the panel (Bf16Panel) and x split from hb, Zen 3, 2
-  // threads, 512 tokens, the 1B FFN shapes (medians of 5, three runs each
-  // on a noisy VM): 4 x 2 73-110 GFLOP/s; 4 x 3 66-97, 2 x 4 63-80, 8 x 1
-  // 37-76, 6 x 1 52-76. (Zen 5, before both: 4 x 2 140-147, 4 x 3 120,
-  // 2 x 4 85-90.)
-  static constexpr int kGemmRows = 4;
-  static constexpr int kGemmTokens = 2;
   static Acc zero() { return _mm256_setzero_ps(); }
   static W split(__m256i v) {
     return {_mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(kBf16OddMask))),
@@ -170,7 +162,6 @@ struct Bf16Lanes {
     _mm256_store_ps(p, w.odd);
     _mm256_store_ps(p + 8, w.even);
   }
-  static W load_panel(const float* p, int g) { return {_mm256_load_ps(p + 16 * g), _mm256_load_ps(p + 16 * g + 8)}; }
   // Group g's inputs as f32, odd and even: split from the bf16 pairs (hb)
   // as the weights are, which reads half the bytes of xs's f32 copies (the
   // GEMM reads x from L2; 4 x 2 tiles, 1B BF16 prefill about 1.1x).
@@ -234,9 +225,8 @@ TC_SIMD_INLINE void store_folded(const __m256 (&v)[R][T], float* y, int64_t ys, 
 // lane group together (few accumulators); otherwise one pass per (lane
 // group, chain): the even steps of group 0, its odd steps, then group 1's.
 // kGathered: prefetch the row's stream (R = 1, MatmulArgs::rows).
-// WElem float: w[r] points into a Bf16Panel (AVX2's GEMM), not into the rows.
-template <int R, int T, bool kInterleave, bool kGathered = false, class WElem = uint16_t>
-TC_SIMD_INLINE void bf16_tile(const WElem* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys, bool first,
+template <int R, int T, bool kInterleave, bool kGathered = false>
+TC_SIMD_INLINE void bf16_tile(const uint16_t* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys, bool first,
                               const RowStream* stream = nullptr) {
   using L = Bf16Lanes;
   using Acc = typename L::Acc;
@@ -259,15 +249,7 @@ TC_SIMD_INLINE void bf16_tile(const WElem* const* w, const Bf16X* x, int64_t n, 
     typename L::X xv[T];
     for (int t = 0; t < T; ++t) xv[t] = L::load_x(x[t].hb + k, x[t].xs + k, g);
     for (int r = 0; r < R; ++r) {
-      typename L::W wv;
-#if !defined(__AVX512F__)
-      if constexpr (std::is_same_v<WElem, float>) {
-        wv = L::load_panel(w[r] + k, g);  // zero-padded past n already
-      } else
-#endif
-      {
-        wv = kPartial ? L::load_partial(w[r] + k, n - k, g) : L::load(w[r] + k, g);
-      }
+      const typename L::W wv = kPartial ? L::load_partial(w[r] + k, n - k, g) : L::load(w[r] + k, g);
       for (int t = 0; t < T; ++t) a[r][t] = L::step(a[r][t], wv, xv[t]);
     }
   };
@@ -314,23 +296,23 @@ constexpr bool bf16_interleave() {
 }
 
 // bf16_tile for rr <= R rows and tt <= T tokens known at run time.
-template <int R, int T, class WElem = uint16_t>
-void bf16_tile_n(int rr, int tt, const WElem* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys,
+template <int R, int T>
+void bf16_tile_n(int rr, int tt, const uint16_t* const* w, const Bf16X* x, int64_t n, float* y, int64_t ys,
                  bool first) {
   if constexpr (R > 1) {
-    if (rr < R) return bf16_tile_n<R - 1, T, WElem>(rr, tt, w, x, n, y, ys, first);
+    if (rr < R) return bf16_tile_n<R - 1, T>(rr, tt, w, x, n, y, ys, first);
   }
   if constexpr (T > 1) {
-    if (tt < T) return bf16_tile_n<R, T - 1, WElem>(rr, tt, w, x, n, y, ys, first);
+    if (tt < T) return bf16_tile_n<R, T - 1>(rr, tt, w, x, n, y, ys, first);
   }
-  bf16_tile<R, T, bf16_interleave<R, T>(), false, WElem>(w, x, n, y, ys, first);
+  bf16_tile<R, T, bf16_interleave<R, T>(), false>(w, x, n, y, ys, first);
 }
 
 #if !defined(__AVX512F__)
-// AVX2's GEMM: a row tile's chunk split into f32 once per block of tokens
-// (Bf16Lanes::store_panel's layout, one float per input, the partial last
-// step zero-padded), so the tiles of the block's tokens load f32 weights
-// instead of splitting each bf16 pair again for every two tokens.
+// AVX2's GEMM: a block of rows' chunk split into f32 once per block of
+// tokens (Bf16Lanes::store_panel's layout, one float per input, the partial
+// last step zero-padded), so the tiles of the block's tokens load f32
+// weights instead of splitting each bf16 pair again for every token.
 template <int R>
 struct Bf16Panel {
   alignas(32) float v[R][kBf16Chunk];
@@ -347,6 +329,114 @@ struct Bf16Panel {
     }
   }
 };
+
+// AVX2's GEMM tile: one chunk of n_steps steps for R panel rows (wp, split
+// weights) x T tokens (x, split from hb), one pass per lane group and chain
+// as bf16_tile's non-interleaved order, the same operations. Each
+// accumulator takes two dependent FMAs per step; 5 x 2 holds 10 of them, x's
+// 4 split vectors and one row's 2 (all 16 registers), so each weight vector
+// is loaded once for both tokens (2R + T loads for 4R FMAs; the 4 x 2 tile
+// that held x and read each weight once per token had 2RT + T).
+template <int R, int T>
+__attribute__((noinline)) void bf16_panel_tile(const float* const* wp, const uint16_t* const* xh, int64_t n_steps,
+                                               float* y, int64_t ys, bool first) {
+  using L = Bf16Lanes;
+  __m256 acc[R][T], even[R][T], v[R][T];
+  zero(even);
+  zero(v);
+  for (int g = 0; g < L::kGroups; ++g) {
+    for (int64_t parity = 0; parity < 2; ++parity) {
+      zero(acc);
+#pragma GCC unroll 1
+      for (int64_t s = parity; s < n_steps; s += 2) {
+        const int64_t k = kBf16Step * s;
+        L::X xv[T];
+        for (int t = 0; t < T; ++t) {
+          xv[t] = L::split(load32(xh[t] + k + 16 * g));
+          // Held in registers (GCC would fold the loads into the FMAs).
+          asm("" : "+x"(xv[t].odd), "+x"(xv[t].even));
+        }
+        for (int r = 0; r < R; ++r) {
+          __m256 wo = _mm256_load_ps(wp[r] + k + 16 * g);
+          __m256 we = _mm256_load_ps(wp[r] + k + 16 * g + 8);
+          asm("" : "+x"(wo), "+x"(we));  // loaded once for the T tokens
+          for (int t = 0; t < T; ++t) {
+            acc[r][t] = _mm256_fmadd_ps(wo, xv[t].odd, acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(we, xv[t].even, acc[r][t]);
+          }
+        }
+      }
+      // Bf16Lanes::fold's tree: (even0 + odd0) + (even1 + odd1).
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) {
+          if (parity == 0) {
+            even[r][t] = acc[r][t];
+          } else {
+            const __m256 sum = _mm256_add_ps(even[r][t], acc[r][t]);
+            v[r][t] = g == 0 ? sum : _mm256_add_ps(v[r][t], sum);
+          }
+        }
+      }
+    }
+  }
+  store_folded<R, T>(v, y, ys, first);
+}
+
+// bf16_panel_tile for rr <= R rows and tt <= T tokens known at run time.
+template <int R, int T>
+void bf16_panel_tile_n(int rr, int tt, const float* const* wp, const uint16_t* const* xh, int64_t n_steps,
+                       float* y, int64_t ys, bool first) {
+  if constexpr (R > 1) {
+    if (rr < R) return bf16_panel_tile_n<R - 1, T>(rr, tt, wp, xh, n_steps, y, ys, first);
+  }
+  if constexpr (T > 1) {
+    if (tt < T) return bf16_panel_tile_n<R, T - 1>(rr, tt, wp, xh, n_steps, y, ys, first);
+  }
+  bf16_panel_tile<R, T>(wp, xh, n_steps, y, ys, first);
+}
+
+// AVX2's GEMM order: chunks outer, then blocks of kGemmBlockTokens tokens
+// (a chunk of their x stays in L2), then blocks of kBf16PanelRows rows split
+// into the panel (20 KiB, in L1); for every kBf16GemmTokens tokens (x: 2
+// KiB) the panel's row tiles pass.
+constexpr int kBf16GemmRows = 5;
+constexpr int kBf16GemmTokens = 2;
+constexpr int kBf16PanelRows = 2 * kBf16GemmRows;
+
+void bf16_gemm_avx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  constexpr int64_t kElem = static_cast<int64_t>(sizeof(uint16_t));
+  Bf16Panel<kBf16PanelRows> panel;
+  // One chunk of a block of rows x tokens.
+  auto chunk = [&](int64_t k0, int64_t rb, int rows, TokenRange tokens) __attribute__((always_inline)) {
+    const int64_t n = min64(kBf16Chunk, a.n_in - k0);
+    const int64_t n_steps = (n + kBf16Step - 1) / kBf16Step;
+    const uint16_t* w[kBf16PanelRows];
+    for (int i = 0; i < rows; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rb + i)) + k0;
+    panel.fill(w, rows, n);
+    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kBf16GemmTokens) {
+      const int tt = static_cast<int>(min64(kBf16GemmTokens, tokens.end - t0));
+      const uint16_t* xh[kBf16GemmTokens];
+      for (int i = 0; i < tt; ++i) xh[i] = bf16_x(a, t0 + i, k0).hb;
+      for (int rt = 0; rt < rows; rt += kBf16GemmRows) {
+        const float* wp[kBf16GemmRows];
+        const int rr = std::min(kBf16GemmRows, rows - rt);
+        for (int i = 0; i < rr; ++i) wp[i] = panel.v[rt + i];
+        bf16_panel_tile_n<kBf16GemmRows, kBf16GemmTokens>(rr, tt, wp, xh, n_steps, a.y + t0 * a.n_out + rb + rt,
+                                                          a.n_out, k0 == 0);
+      }
+    }
+  };
+  for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
+    const int64_t n = min64(kBf16Chunk, a.n_in - k0);
+    for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) {
+      for (int64_t rb = r0; rb < r1; rb += kBf16PanelRows) {
+        const int rows = static_cast<int>(min64(kBf16PanelRows, r1 - rb));
+        if (rb + 2 * kBf16PanelRows <= r1) prefetch_rows(a, rb + kBf16PanelRows, kBf16PanelRows, k0 * kElem, n * kElem);
+        chunk(k0, rb, rows, tokens);
+      }
+    });
+  }
+}
 #endif
 
 // Decode: rows [r0, r1) of one token, one row at a time (one sequential
@@ -371,9 +461,6 @@ void bf16_decode_rows(const MatmulArgs& a, int64_t r0, int64_t r1) {
 template <int R, int T>
 void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) {
   constexpr int64_t kElem = static_cast<int64_t>(sizeof(uint16_t));
-#if !defined(__AVX512F__)
-  Bf16Panel<R> panel;
-#endif
   auto tile = [&](int64_t rt, int64_t k0, TokenRange tokens) {
     const int rr = static_cast<int>(min64(R, r1 - rt));
     const int64_t n = min64(kBf16Chunk, a.n_in - k0);
@@ -384,24 +471,12 @@ void bf16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, bool chunks_outer) 
     }
     const uint16_t* w[R];
     for (int i = 0; i < rr; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rt + i)) + k0;
-    auto run = [&](const auto* const* wt) __attribute__((always_inline)) {
-      for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
-        const int tt = static_cast<int>(min64(T, tokens.end - t0));
-        Bf16X x[T];
-        for (int i = 0; i < tt; ++i) x[i] = bf16_x(a, t0 + i, k0);
-        bf16_tile_n<R, T>(rr, tt, wt, x, n, a.y + t0 * a.n_out + rt, a.n_out, k0 == 0);
-      }
-    };
-#if !defined(__AVX512F__)
-    if (chunks_outer) {
-      panel.fill(w, rr, n);
-      const float* wp[R];
-      for (int i = 0; i < rr; ++i) wp[i] = panel.v[i];
-      run(wp);
-      return;
+    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += T) {
+      const int tt = static_cast<int>(min64(T, tokens.end - t0));
+      Bf16X x[T];
+      for (int i = 0; i < tt; ++i) x[i] = bf16_x(a, t0 + i, k0);
+      bf16_tile_n<R, T>(rr, tt, w, x, n, a.y + t0 * a.n_out + rt, a.n_out, k0 == 0);
     }
-#endif
-    run(w);
   };
   if (chunks_outer) {
     for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
@@ -423,7 +498,11 @@ void run_bf16(const MatmulArgs& a, int64_t r0, int64_t r1) {
   } else if (!gemm_order(a)) {
     bf16_tiles<Bf16Lanes::kGemvRows, kGemvTokens>(a, r0, r1, false);
   } else {
+#if defined(__AVX512F__)
     bf16_tiles<Bf16Lanes::kGemmRows, Bf16Lanes::kGemmTokens>(a, r0, r1, true);
+#else
+    bf16_gemm_avx2(a, r0, r1);
+#endif
   }
 }
 

@@ -229,14 +229,16 @@ TEST_CASE("matmul of a batch gives the same bits as one token at a time", "[kern
   }
 }
 
-TEST_CASE("float weights: rows over several tile blocks with a partial last step, in GEMM order", "[kernels][matmul]") {
+TEST_CASE("float and bf16 weights: rows over several tile blocks with a partial last step, in GEMM order", "[kernels][matmul]") {
   // 4100 inputs: 513 steps of 8, the last one partial and even; 4092: 512,
   // the last one partial and odd. F16 sums whole rows in one chain
   // (matmul_x86_f16.h) that the partial step ends; decode takes rows in
   // pairs, so 5 and 7 rows leave a row alone, and partial row tiles,
-  // 40 tokens a partial token tile and several token blocks.
+  // 40 tokens a partial token tile and several token blocks. BF16 (chunks of
+  // 512, steps of 32): a last chunk of 4 inputs, one partial step (4100), or
+  // of 508, a partial 16th step (4092), in AVX2's 5 x 2 panel tiles.
   uint64_t seed = 1700;
-  for (DType dtype : {DType::F16, DType::F32}) {
+  for (DType dtype : {DType::F16, DType::F32, DType::BF16}) {
     for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{4100, 5}, {4100, 7}, {4092, 7}}) {
       const Weights w = make_weights(dtype, n_in, n_out, seed++);
       check_against_reference(w, 40, seed++);
