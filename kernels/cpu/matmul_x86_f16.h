@@ -121,13 +121,14 @@ void f16_rows_n(int rr, int tt, const uint16_t* const* w, const uint16_t* x, int
 }
 
 // Rows per decode pass: one chain per row, so two rows keep two FMAs in
-// flight while each row stays one sequential stream.
+// flight (one row alone: 10.1 against 11.1 t/s on the 1b-k F16 model).
 constexpr int kF16DecodeRows = 2;
 
-// Decode (one token): rows [r0, r1), kF16DecodeRows at a time, each one
-// sequential stream, prefetched by hand only when gathered. x is the f16
+// Decode (one token): rows [r0, r1), kF16DecodeRows at a time, each row
+// prefetched by hand 4 KiB ahead, dense or gathered (RowStream: the jump to
+// the row the stream reads next); two streams per thread left to the
+// hardware prefetcher decoded at 9.2-9.6 t/s against 11.8. x is the f16
 // copy (XFormat::F16).
-template <bool kGathered>
 void f16_decode_rows(const MatmulArgs& a, const uint16_t* x, int64_t r0, int64_t r1) {
   const int64_t n = a.n_in;
   const int64_t n_full = n / 8;
@@ -177,7 +178,7 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const auto* x = reinterpret_cast<const uint16_t*>(a.xq);  // x rounded to f16 (XFormat::F16)
   const int64_t xs = a.xl.stride / static_cast<int64_t>(sizeof(uint16_t));
   if (a.n_tokens == 1) {
-    a.rows != nullptr ? f16_decode_rows<true>(a, x, r0, r1) : f16_decode_rows<false>(a, x, r0, r1);
+    f16_decode_rows(a, x, r0, r1);
     return;
   }
   if (!gemm_order(a)) {
