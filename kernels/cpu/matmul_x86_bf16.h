@@ -29,6 +29,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -406,33 +407,28 @@ constexpr int kBf16PanelRows = 2 * kBf16GemmRows;
 void bf16_gemm_avx2(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kElem = static_cast<int64_t>(sizeof(uint16_t));
   Bf16Panel<kBf16PanelRows> panel;
-  // One chunk of a block of rows x tokens.
-  auto chunk = [&](int64_t k0, int64_t rb, int rows, TokenRange tokens) __attribute__((always_inline)) {
-    const int64_t n = min64(kBf16Chunk, a.n_in - k0);
-    const int64_t n_steps = (n + kBf16Step - 1) / kBf16Step;
-    const uint16_t* w[kBf16PanelRows];
-    for (int i = 0; i < rows; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rb + i)) + k0;
-    panel.fill(w, rows, n);
-    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kBf16GemmTokens) {
-      const int tt = static_cast<int>(min64(kBf16GemmTokens, tokens.end - t0));
-      const uint16_t* xh[kBf16GemmTokens];
-      for (int i = 0; i < tt; ++i) xh[i] = bf16_x(a, t0 + i, k0).hb;
-      for (int rt = 0; rt < rows; rt += kBf16GemmRows) {
-        const float* wp[kBf16GemmRows];
-        const int rr = std::min(kBf16GemmRows, rows - rt);
-        for (int i = 0; i < rr; ++i) wp[i] = panel.v[rt + i];
-        bf16_panel_tile_n<kBf16GemmRows, kBf16GemmTokens>(rr, tt, wp, xh, n_steps, a.y + t0 * a.n_out + rb + rt,
-                                                          a.n_out, k0 == 0);
-      }
-    }
-  };
   for (int64_t k0 = 0; k0 < a.n_in; k0 += kBf16Chunk) {
     const int64_t n = min64(kBf16Chunk, a.n_in - k0);
+    const int64_t n_steps = (n + kBf16Step - 1) / kBf16Step;
     for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) {
       for (int64_t rb = r0; rb < r1; rb += kBf16PanelRows) {
         const int rows = static_cast<int>(min64(kBf16PanelRows, r1 - rb));
         if (rb + 2 * kBf16PanelRows <= r1) prefetch_rows(a, rb + kBf16PanelRows, kBf16PanelRows, k0 * kElem, n * kElem);
-        chunk(k0, rb, rows, tokens);
+        const uint16_t* w[kBf16PanelRows];
+        for (int i = 0; i < rows; ++i) w[i] = reinterpret_cast<const uint16_t*>(weight_row(a, rb + i)) + k0;
+        panel.fill(w, rows, n);
+        for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kBf16GemmTokens) {
+          const int tt = static_cast<int>(min64(kBf16GemmTokens, tokens.end - t0));
+          const uint16_t* xh[kBf16GemmTokens];
+          for (int i = 0; i < tt; ++i) xh[i] = bf16_x(a, t0 + i, k0).hb;
+          for (int rt = 0; rt < rows; rt += kBf16GemmRows) {
+            const float* wp[kBf16GemmRows];
+            const int rr = std::min(kBf16GemmRows, rows - rt);
+            for (int i = 0; i < rr; ++i) wp[i] = panel.v[rt + i];
+            bf16_panel_tile_n<kBf16GemmRows, kBf16GemmTokens>(rr, tt, wp, xh, n_steps,
+                                                              a.y + t0 * a.n_out + rb + rt, a.n_out, k0 == 0);
+          }
+        }
       }
     });
   }

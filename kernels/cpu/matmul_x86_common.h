@@ -149,10 +149,7 @@ struct RowStream {
   const char* next;
   int64_t row_bytes;
 
-  RowStream(const MatmulArgs& a, int64_t r)
-      : row(reinterpret_cast<const char*>(weight_row(a, r))),
-        next(r + 1 < a.n_out ? reinterpret_cast<const char*>(weight_row(a, r + 1)) : row + a.row_bytes),
-        row_bytes(a.row_bytes) {}
+  RowStream(const MatmulArgs& a, int64_t r) : RowStream(a, r, r + 1) {}
   // A stream that continues at output r_next's row instead of r + 1's.
   RowStream(const MatmulArgs& a, int64_t r, int64_t r_next)
       : row(reinterpret_cast<const char*>(weight_row(a, r))),
