@@ -277,6 +277,47 @@ TC_AXPY_INLINE void tile_one_token(const Group& g, const Group& next, int64_t c,
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(y + 8 * v, acc[v]);
 }
 
+// The rows of a full one-token group (kGroupRowsOne of them) and the rows
+// to prefetch with them: the next group's, or, where it has fewer, this
+// group's own (already in the caches, so the prefetch costs one load slot).
+struct FullGroup {
+  const std::byte* row[kGroupRowsOne];
+  const std::byte* ahead[kGroupRowsOne];
+  float a[kGroupRowsOne];
+};
+
+TC_AXPY_INLINE FullGroup full_group(const Group& g, const Group& next) {
+  FullGroup f;
+  for (int i = 0; i < kGroupRowsOne; ++i) {
+    f.row[i] = g.row[i];
+    f.ahead[i] = i < next.n ? next.row[i] : g.row[i];
+    f.a[i] = g.a[0][i];
+  }
+  return f;
+}
+
+// tile_one_token for a full group: the same operations in the same order
+// (so the same bits), with the row count known when compiling. Unrolled,
+// the tile runs about twice as fast (Q4_0 rows from L2, Zen 3: 6 -> 12 G
+// elements/s): the loop over a run-time count kept the core from
+// overlapping one row's dequantization with the previous row's FMAs.
+template <class D>
+TC_AXPY_INLINE void tile_one_token_full(const FullGroup& f, int64_t c, float* y) {
+  __m256 acc[8];
+  for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_ps(y + 8 * v);
+#pragma GCC unroll 4
+  for (int i = 0; i < kGroupRowsOne; ++i) {
+    prefetch_tile<D>(f.ahead[i], c);
+    const __m256 ak = _mm256_set1_ps(f.a[i]);
+    for (int h = 0; h < 2; ++h) {
+      __m256 w[4];
+      D::half(f.row[i], c, h, w);
+      for (int v = 0; v < 4; ++v) acc[4 * h + v] = _mm256_fmadd_ps(ak, w[v], acc[4 * h + v]);
+    }
+  }
+  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(y + 8 * v, acc[v]);
+}
+
 // tt tokens (y points at column c of the first, rows ys apart): each row's
 // tile is dequantized once, then every token adds its nonzero rows.
 template <class D>
@@ -361,7 +402,12 @@ void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
         if constexpr (Wide<D>::kColumns > 0) {
           for (; c + Wide<D>::kColumns <= j1; c += Wide<D>::kColumns) Wide<D>::tile_one_token(g, next, c, y + c);
         }
-        for (; c + kTile <= j1; c += kTile) tile_one_token<D>(g, next, c, y + c);
+        if (g.n == kGroupRowsOne) {
+          const FullGroup f = full_group(g, next);
+          for (; c + kTile <= j1; c += kTile) tile_one_token_full<D>(f, c, y + c);
+        } else {
+          for (; c + kTile <= j1; c += kTile) tile_one_token<D>(g, next, c, y + c);
+        }
       } else {
         for (; c + kTile <= j1; c += kTile) tile_tokens<D>(g, next, c, tt, y + c, args.n_out);
       }
