@@ -43,11 +43,19 @@ void common_fields(const json& body, OllamaRequest& r) {
     r.error = err;
     return;
   }
+  bool json_mode = false;
   if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
-    r.error = bad("'format' is not supported: this server's sampler cannot constrain output to JSON or a JSON schema; "
-                  "leave format out and ask for JSON in the prompt",
-                  "format");
-    return;
+    if (it->is_string() && it->get<std::string>() == "json") {
+      json_mode = true;
+    } else if (it->is_object()) {
+      r.error = bad("a JSON schema in 'format' is not supported: this server can constrain output to a JSON object "
+                    "(format \"json\"), not to a schema",
+                    "format");
+      return;
+    } else {
+      r.error = bad("'format' must be \"json\" (or a JSON schema, which this server does not support)", "format");
+      return;
+    }
   }
   if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
     r.error = bad("images are not supported: the models served here take text only", "images");
@@ -65,6 +73,7 @@ void common_fields(const json& body, OllamaRequest& r) {
   o["top_k"] = kTopK;
   o["top_p"] = kTopP;
   o["repeat_penalty"] = kRepeatPenalty;
+  if (json_mode) o["response_format"] = {{"type", "json_object"}};
   auto options = body.find("options");
   if (options == body.end() || options->is_null()) return;
   if (!options->is_object()) {

@@ -1,9 +1,10 @@
 // The request side of Ollama's API: /api/chat and /api/generate bodies
 // translated into the equivalent OpenAI body (server/openai_schema.h then
 // validates it), Ollama's `options` mapped onto our sampler, and its
-// `keep_alive` (a duration string or seconds). What we cannot honour is a
-// 400 saying so: `format` (the sampler cannot constrain output to JSON),
-// images, a per-request Go `template`, a `suffix`. Pure functions.
+// `keep_alive` (a duration string or seconds); `format: "json"` becomes
+// response_format json_object. What we cannot honour is a 400 saying so:
+// `format` with a JSON schema, images, a per-request Go `template`, a
+// `suffix`. Pure functions.
 #pragma once
 
 #include <optional>

@@ -133,6 +133,25 @@ void check_object(const json& body) {
 }
 
 // Fields common to both endpoints; `logprobs` differs and is read by each.
+// response_format: absent, null or {"type": "text"}: free text (false);
+// {"type": "json_object"}: JSON mode (true). A schema cannot be enforced
+// here, so {"type": "json_schema"} is refused rather than ignored.
+bool read_response_format(const json& body) {
+  const json* rf = find_field(body, "response_format");
+  if (rf == nullptr) return false;
+  if (!rf->is_object()) fail("'response_format' must be an object", "response_format");
+  const auto type = read_string(*rf, "type");
+  if (!type) fail("'response_format' needs a 'type'", "response_format");
+  if (*type == "text") return false;
+  if (*type == "json_object") return true;
+  if (*type == "json_schema") {
+    fail("'response_format' of type 'json_schema' is not supported: this server can constrain output to a JSON "
+         "object ('json_object'), not to a schema",
+         "response_format");
+  }
+  fail("'response_format.type' must be 'text' or 'json_object'", "response_format");
+}
+
 CommonRequest read_common(const json& body, const RequestLimits& limits) {
   CommonRequest r;
   if (auto model = read_string(body, "model")) r.model = *model;
@@ -171,6 +190,7 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
     r.include_usage = read_bool(*so, "include_usage").value_or(false);
   }
   r.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
+  r.json_object = read_response_format(body);
   read_string(body, "user");  // type-checked, otherwise ignored
   return r;
 }

@@ -40,6 +40,7 @@ struct CommonRequest {
   bool include_usage = false;              // stream_options.include_usage
   bool logprobs = false;                   // report logprobs of the chosen tokens
   bool ignore_eos = false;                 // llama.cpp extension
+  bool json_object = false;                // response_format {"type": "json_object"}: JSON mode
 };
 
 // /v1/completions. `prompts` holds one entry per prompt: text or token ids.

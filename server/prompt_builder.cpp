@@ -64,6 +64,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.sampling.seed = common.has_seed ? common.sampling.seed + static_cast<uint64_t>(i) : random_seed();
     c.request.stop = common.stop;
     c.request.ignore_eos = common.ignore_eos;
+    c.request.json_object = common.json_object;
     c.request.return_tokens = common.logprobs;
     c.request.deadline = deadline;
     c.echo_text = echo_text;

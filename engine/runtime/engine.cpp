@@ -159,6 +159,7 @@ struct Engine::Impl {
   std::unique_ptr<FfnActivityRing> activity_ring;
   std::unique_ptr<DecodeTimeRing> decode_ring;  // decode steps' wall time (and split)
   model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
+  std::shared_ptr<const JsonTokenTable> json_tokens;  // JSON mode's token bytes, made by the first such request
   EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order
@@ -427,6 +428,10 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
+  if (seq->request.json_object) {
+    if (!json_tokens) json_tokens = JsonTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
+    seq->sampler.constrain_to_json(json_tokens);
+  }
   seq->admit_index = ++tick;
   seq->admitted_at = Clock::now();
   seq->n_cached = static_cast<int64_t>(best_lcp);
@@ -566,7 +571,7 @@ void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
     seq.tokens.push_back(std::move(info));
   }
   std::string text = seq.stop.push(seq.detok.push(token));
-  if (seq.stop.found()) {
+  if (seq.stop.found() || seq.sampler.json_complete()) {
     finish(slot_idx, FinishReason::Stop, std::move(text));
     return;
   }

@@ -67,6 +67,9 @@ struct GenerationRequest {
   std::vector<std::string> stop;      // stop strings, none empty; the text is cut before the first match
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool return_tokens = false;         // fill StreamEvent::tokens (logprobs; top list per sampling.n_probs)
+  // JSON mode: the generated text is constrained to one JSON object and the
+  // request finishes (Stop) when it closes (json_constraint.h).
+  bool json_object = false;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;

@@ -220,3 +220,28 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(completion_error_param({{"prompt", "x"}, {"echo", "yes"}}) == "echo");
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}}) == "suffix");
 }
+
+TEST_CASE("response_format: json_object turns on JSON mode; a schema or an unknown type is a 400 naming the field",
+          "[server][schema]") {
+  auto mode = [](const json& extra) {
+    auto p = parse_chat_request(chat(extra), limits());
+    REQUIRE(p.request);
+    return p.request->common.json_object;
+  };
+  CHECK_FALSE(mode(json::object()));
+  CHECK_FALSE(mode({{"response_format", nullptr}}));
+  CHECK_FALSE(mode({{"response_format", {{"type", "text"}}}}));
+  CHECK(mode({{"response_format", {{"type", "json_object"}}}}));
+  auto completion = parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, limits());
+  REQUIRE(completion.request);
+  CHECK(completion.request->common.json_object);
+  CHECK(chat_error_param(chat({{"response_format", "json"}})) == "response_format");
+  CHECK(chat_error_param(chat({{"response_format", json::object()}})) == "response_format");
+  CHECK(chat_error_param(chat({{"response_format", {{"type", "xml"}}}})) == "response_format");
+  const json schema = {{"type", "json_schema"}, {"json_schema", {{"name", "a"}, {"schema", json::object()}}}};
+  auto refused = parse_chat_request(chat({{"response_format", schema}}), limits());
+  REQUIRE(refused.error);
+  CHECK(refused.error->status == 400);
+  CHECK(refused.error->param == "response_format");
+  CHECK(refused.error->message.find("json_schema") != std::string::npos);
+}

@@ -191,10 +191,16 @@ await check('keep_alive 0 without a prompt unloads; a request without a prompt l
   await waitFor(async () => !(await loadedNames()).includes(modelB), `${modelB} to unload after its request`);
 });
 
-await check('errors: unknown model 404, broken file 500 naming it, format 400, bad keep_alive 400', async () => {
+await check('format "json": the reply opens a JSON object (and parses when it closed)', async () => {
+  const r = await ollama.generate({ model: modelA, prompt: 'x', format: 'json', options: { ...greedy, num_predict: 48 } });
+  assert.match(r.response, /^\s{0,4}\{/);
+  if (r.done_reason === 'stop') assert.equal(typeof JSON.parse(r.response), 'object');
+});
+
+await check('errors: unknown model 404, broken file 500 naming it, format schema 400, bad keep_alive 400', async () => {
   await expectError(ollama.generate({ model: 'no-such-model', prompt: 'x' }), 404, 'no-such-model');
   await expectError(ollama.chat({ model: broken, messages: [{ role: 'user', content: 'x' }] }), 500, `${broken}.gguf`);
-  await expectError(ollama.generate({ model: modelA, prompt: 'x', format: 'json' }), 400, 'format');
+  await expectError(ollama.generate({ model: modelA, prompt: 'x', format: { type: 'object' } }), 400, 'format');
   await expectError(ollama.generate({ model: modelA, prompt: 'x', keep_alive: 'soon' }), 400, 'keep_alive');
   await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x', images: ['aGk='] }] }), 400, 'images');
   await expectError(ollama.chat({ model: modelA, messages: 'hello' }), 400, 'messages');
