@@ -250,12 +250,9 @@ bool JsonPrefix::push(uint8_t byte) {
       if (byte == '+' || byte == '-') {
         state_ = State::NumExpSign;
         ok = true;
-      } else if (is_digit(byte)) {
-        state_ = State::NumExpDigits;
-        digits_ = 1;
-        ok = true;
+        break;
       }
-      break;
+      [[fallthrough]];  // a digit, as after a sign
     case State::NumExpSign:
       if (is_digit(byte)) {
         state_ = State::NumExpDigits;
