@@ -221,7 +221,7 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}}) == "suffix");
 }
 
-TEST_CASE("response_format: json_object turns on JSON mode; a schema or an unknown type is a 400 naming the field",
+TEST_CASE("response_format: json_object turns on JSON mode, a schema or an unknown type is a 400 naming the field",
           "[server][schema]") {
   auto mode = [](const json& extra) {
     auto p = parse_chat_request(chat(extra), limits());

@@ -154,7 +154,7 @@ TEST_CASE("JsonPrefix: refuses malformed text at its first bad byte and keeps it
   CHECK(first_refused(leading + " {}", complete) == JsonPrefix::kMaxLeadingWhitespace);
 }
 
-TEST_CASE("JsonPrefix: random objects as nlohmann writes them are accepted; random texts it completes parse", "[json]") {
+TEST_CASE("JsonPrefix: random objects as nlohmann writes them are accepted, and random texts it completes parse", "[json]") {
   std::mt19937 rng(20261127);
   for (int i = 0; i < 2000; ++i) {
     nlohmann::json doc = nlohmann::json::object();
