@@ -45,6 +45,15 @@ bool JsonPrefix::end_number(uint8_t byte) {
   return push(byte);
 }
 
+// After a number's integer or fraction digits: its exponent, or its end.
+bool JsonPrefix::after_digits(uint8_t byte) {
+  if (byte == 'e' || byte == 'E') {
+    state_ = State::NumExp;
+    return true;
+  }
+  return end_number(byte);
+}
+
 bool JsonPrefix::push_value_start(uint8_t byte) {
   switch (byte) {
     case '{':
@@ -223,11 +232,8 @@ bool JsonPrefix::push(uint8_t byte) {
       } else if (byte == '.') {
         state_ = State::NumDot;
         ok = true;
-      } else if (byte == 'e' || byte == 'E') {
-        state_ = State::NumExp;
-        ok = true;
       } else {
-        ok = end_number(byte);
+        ok = after_digits(byte);
       }
       break;
     case State::NumDot:
@@ -237,14 +243,7 @@ bool JsonPrefix::push(uint8_t byte) {
       }
       break;
     case State::NumFrac:
-      if (is_digit(byte)) {
-        ok = true;
-      } else if (byte == 'e' || byte == 'E') {
-        state_ = State::NumExp;
-        ok = true;
-      } else {
-        ok = end_number(byte);
-      }
+      ok = is_digit(byte) || after_digits(byte);
       break;
     case State::NumExp:
       if (byte == '+' || byte == '-') {

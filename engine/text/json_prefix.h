@@ -50,7 +50,7 @@ class JsonPrefix {
     AfterValue,   // whitespace, ',' or the bracket that closes the container
     String,       // inside a string
     Escape,       // after '\' in a string
-    Hex,          // inside \uXXXX (hex_left digits to go)
+    Hex,          // inside a \u escape: hex_left_ of its four hex digits to read
     Utf8,         // inside a multi-byte UTF-8 character (utf8_left bytes to go)
     NumMinus,     // after '-': a digit
     NumZero,      // a leading 0: '.', 'e'/'E' or the end
@@ -69,6 +69,7 @@ class JsonPrefix {
   bool close(bool array);
   void end_value();
   bool end_number(uint8_t byte);
+  bool after_digits(uint8_t byte);
 
   uint64_t stack_ = 0;  // bit d: container at depth d is an array (1) or an object (0)
   uint8_t depth_ = 0;   // open containers
