@@ -260,35 +260,20 @@ TC_AXPY_INLINE void prefetch_tile(const std::byte* row, int64_t c) {
 
 // ---- one tile (64 columns) of y for one group ----
 
-// One token: y[c..c+64) (y points at column c) += the group's rows.
-template <class D>
-TC_AXPY_INLINE void tile_one_token(const Group& g, const Group& next, int64_t c, float* y) {
-  __m256 acc[8];
-  for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_ps(y + 8 * v);
-  for (int i = 0; i < g.n; ++i) {
-    if (i < next.n) prefetch_tile<D>(next.row[i], c);
-    const __m256 ak = _mm256_set1_ps(g.a[0][i]);
-    for (int h = 0; h < 2; ++h) {
-      __m256 w[4];
-      D::half(g.row[i], c, h, w);
-      for (int v = 0; v < 4; ++v) acc[4 * h + v] = _mm256_fmadd_ps(ak, w[v], acc[4 * h + v]);
-    }
-  }
-  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(y + 8 * v, acc[v]);
-}
-
-// The rows of a full one-token group (kGroupRowsOne of them) and the rows
-// to prefetch with them: the next group's, or, where it has fewer, this
+// The rows of a one-token group (at most kGroupRowsOne) and the rows to
+// prefetch with them: the next group's, or, where it has fewer, this
 // group's own (already in the caches, so the prefetch costs one load slot).
-struct FullGroup {
+struct OneTokenRows {
+  int n = 0;
   const std::byte* row[kGroupRowsOne];
   const std::byte* ahead[kGroupRowsOne];
   float a[kGroupRowsOne];
 };
 
-TC_AXPY_INLINE FullGroup full_group(const Group& g, const Group& next) {
-  FullGroup f;
-  for (int i = 0; i < kGroupRowsOne; ++i) {
+TC_AXPY_INLINE OneTokenRows one_token_rows(const Group& g, const Group& next) {
+  OneTokenRows f;
+  f.n = g.n;
+  for (int i = 0; i < g.n; ++i) {
     f.row[i] = g.row[i];
     f.ahead[i] = i < next.n ? next.row[i] : g.row[i];
     f.a[i] = g.a[0][i];
@@ -296,17 +281,19 @@ TC_AXPY_INLINE FullGroup full_group(const Group& g, const Group& next) {
   return f;
 }
 
-// tile_one_token for a full group: the same operations in the same order
-// (so the same bits), with the row count known when compiling. Unrolled,
-// the tile runs about twice as fast (Q4_0 rows from L2, Zen 3: 6 -> 12 G
-// elements/s): the loop over a run-time count kept the core from
-// overlapping one row's dequantization with the previous row's FMAs.
-template <class D>
-TC_AXPY_INLINE void tile_one_token_full(const FullGroup& f, int64_t c, float* y) {
+// One token: y[c..c+64) (y points at column c) += the rows. kRows > 0: the
+// row count, rows.n == kRows, known when compiling; 0: rows.n at run time.
+// A full group takes kRows = kGroupRowsOne: unrolled, the tile runs about
+// twice as fast (Q4_0 rows from L2, Zen 3: 6 -> 12 G elements/s), as the
+// loop over a run-time count kept the core from overlapping one row's
+// dequantization with the previous row's FMAs. Same operations, same order.
+template <class D, int kRows>
+TC_AXPY_INLINE void tile_one_token(const OneTokenRows& f, int64_t c, float* y) {
+  const int n = kRows > 0 ? kRows : f.n;
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_ps(y + 8 * v);
 #pragma GCC unroll 4
-  for (int i = 0; i < kGroupRowsOne; ++i) {
+  for (int i = 0; i < n; ++i) {
     prefetch_tile<D>(f.ahead[i], c);
     const __m256 ak = _mm256_set1_ps(f.a[i]);
     for (int h = 0; h < 2; ++h) {
@@ -361,7 +348,7 @@ void tail_tile(const AxpyArgs& args, const Group& g, int64_t c, int64_t n, int64
   }
   Group none;
   if (tt == 1) {
-    tile_one_token<D>(padded, none, 0, ys[0]);
+    tile_one_token<D, 0>(one_token_rows(padded, none), 0, ys[0]);
   } else {
     tile_tokens<D>(padded, none, 0, tt, ys[0], kTile);
   }
@@ -402,11 +389,11 @@ void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
         if constexpr (Wide<D>::kColumns > 0) {
           for (; c + Wide<D>::kColumns <= j1; c += Wide<D>::kColumns) Wide<D>::tile_one_token(g, next, c, y + c);
         }
-        if (g.n == kGroupRowsOne) {
-          const FullGroup f = full_group(g, next);
-          for (; c + kTile <= j1; c += kTile) tile_one_token_full<D>(f, c, y + c);
+        const OneTokenRows f = one_token_rows(g, next);
+        if (f.n == kGroupRowsOne) {
+          for (; c + kTile <= j1; c += kTile) tile_one_token<D, kGroupRowsOne>(f, c, y + c);
         } else {
-          for (; c + kTile <= j1; c += kTile) tile_one_token<D>(g, next, c, y + c);
+          for (; c + kTile <= j1; c += kTile) tile_one_token<D, 0>(f, c, y + c);
         }
       } else {
         for (; c + kTile <= j1; c += kTile) tile_tokens<D>(g, next, c, tt, y + c, args.n_out);
