@@ -112,12 +112,9 @@ bool JsonPrefix::push(uint8_t byte) {
     case State::ObjectFirst:
       if (byte == '}') {
         ok = close(false);
-      } else if (byte == '"') {
-        key_ = true;
-        state_ = State::String;
-        ok = true;
+        break;
       }
-      break;
+      [[fallthrough]];  // otherwise a key, as after a comma
     case State::ObjectKey:
       if (byte == '"') {
         key_ = true;
