@@ -78,9 +78,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto chat = tc::server::parse_chat_request(body, limits);
   check_parsed(chat);
   if (!chat.request) return 0;
-  const nlohmann::json vars = tc::server::chat_prompt_variables(*chat.request, "<s>", "</s>");
   size_t sink = 0;
   for (const auto& t : templates()) {
+    const nlohmann::json vars = tc::server::chat_prompt_variables(
+        *chat.request, "<s>", "</s>", tc::server::TemplateToolSupport::of(t.source()));
     try {
       sink += t.render(vars).size();
     } catch (const tc::text::ChatTemplateError& e) {

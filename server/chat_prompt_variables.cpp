@@ -1,15 +1,99 @@
-// chat_prompt_variables: what a chat template sees of a request.
+// chat_prompt_variables: what a chat template sees of a request, with
+// function calling written out as text for templates that lack it.
 #include "server/chat_prompt_variables.h"
 
 namespace tc::server {
+namespace {
 
-nlohmann::json chat_prompt_variables(const ChatRequest& request, const std::string& bos_token,
-                                     const std::string& eos_token) {
-  nlohmann::json vars = {{"messages", request.messages},
-                         {"add_generation_prompt", request.add_generation_prompt},
-                         {"bos_token", bos_token},
-                         {"eos_token", eos_token}};
-  if (!request.tools.is_null()) vars["tools"] = request.tools;
+using nlohmann::json;
+
+// The tools and the call format, for a template that does not render `tools`.
+std::string tools_preamble(const json& tools) {
+  std::string text =
+      "You can call functions. They are described here as JSON, one per line:\n";
+  for (const auto& tool : tools) text += tool["function"].dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  text +=
+      "To call functions, reply with one block per call and nothing else:\n"
+      "<tool_call>\n{\"name\": \"function name\", \"arguments\": {\"argument name\": value}}\n</tool_call>\n"
+      "Results come back in <tool_response></tool_response> tags. If no function helps, answer in plain text.";
+  return text;
+}
+
+std::string text_of(const json& content) { return content.is_string() ? content.get<std::string>() : std::string(); }
+
+// An assistant message's calls as the Hermes blocks the preamble asks for.
+std::string calls_as_text(const json& calls) {
+  std::string text;
+  for (const auto& call : calls) {
+    const json& function = call["function"];
+    const auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+    if (!text.empty()) text += "\n";
+    text += "<tool_call>\n{\"name\": " + dump(function["name"]) +
+            ", \"arguments\": " + dump(function.value("arguments", json::object())) + "}\n</tool_call>";
+  }
+  return text;
+}
+
+// Calls into the assistant's content, results into user turns (merged with
+// a user turn before them, for templates that insist on alternation).
+json messages_without_tool_fields(const json& messages) {
+  json out = json::array();
+  for (const auto& m : messages) {
+    json copy = m;
+    if (m["role"] == "tool" || m["role"] == "function") {
+      const std::string result = "<tool_response>\n" + text_of(m["content"]) + "\n</tool_response>";
+      if (!out.empty() && out.back()["role"] == "user") {
+        out.back()["content"] = text_of(out.back()["content"]) + "\n" + result;
+        continue;
+      }
+      copy = {{"role", "user"}, {"content", result}};
+    } else if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+      std::string content = text_of(m["content"]);
+      if (!content.empty()) content += "\n";
+      copy["content"] = content + calls_as_text(*calls);
+      copy.erase("tool_calls");
+    }
+    out.push_back(std::move(copy));
+  }
+  return out;
+}
+
+// The preamble into the first system message, or before the first user
+// message's text when there is none (some templates refuse a system role).
+void add_preamble(json& messages, const std::string& preamble) {
+  for (auto& m : messages) {
+    const std::string role = m["role"].get<std::string>();
+    if (role == "system" || role == "developer") {
+      m["content"] = text_of(m["content"]) + "\n\n" + preamble;
+      return;
+    }
+    if (role == "user") {
+      m["content"] = preamble + "\n\n" + text_of(m["content"]);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TemplateToolSupport TemplateToolSupport::of(std::string_view source) {
+  TemplateToolSupport support;
+  support.tools = source.find("tools") != std::string_view::npos;
+  support.tool_calls = source.find("tool_calls") != std::string_view::npos;
+  return support;
+}
+
+json chat_prompt_variables(const ChatRequest& request, const std::string& bos_token, const std::string& eos_token,
+                           const TemplateToolSupport& support) {
+  json vars = {{"messages", support.tool_calls ? request.messages : messages_without_tool_fields(request.messages)},
+               {"add_generation_prompt", request.add_generation_prompt},
+               {"bos_token", bos_token},
+               {"eos_token", eos_token}};
+  // tool_choice "none": the model is not told about the tools at all.
+  if (!request.tools.tools.is_null() && request.tools.choice != ToolRequest::Choice::None) {
+    vars["tools"] = request.tools.tools;
+    if (!support.tools) add_preamble(vars["messages"], tools_preamble(request.tools.tools));
+  }
   return vars;
 }
 

@@ -1,9 +1,19 @@
 // The global variables a chat template renders a chat request with. No
 // HTTP and no model here, so the request fuzzer (fuzz/) renders exactly
 // what the server does.
+//
+// Templates written before function calling (ChatML, Llama 2, Gemma, Phi-3
+// and the bundled model's) know nothing of `tools`, `tool_calls` or the
+// `tool` role: they would drop the tools, or fail on an assistant message
+// whose content is null. For those the request is rewritten into what they
+// do render: the tools and the call format (the Hermes <tool_call> form,
+// which tool_call_parser.h reads back) as text in the first system or user
+// message, earlier calls as that text in the assistant's content, and tool
+// results as user messages in <tool_response> tags.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -11,9 +21,19 @@
 
 namespace tc::server {
 
+// What a chat template does with function calling, read from its source.
+struct TemplateToolSupport {
+  bool tools = true;       // renders the `tools` variable
+  bool tool_calls = true;  // renders assistant messages' `tool_calls` (and, with them, tool results)
+
+  static TemplateToolSupport of(std::string_view template_source);
+};
+
 // {messages, add_generation_prompt, bos_token, eos_token} and `tools` when
-// the request has them; bos/eos are the model's token texts ("" if none).
+// the request has them and tool_choice is not "none"; bos/eos are the
+// model's token texts ("" if none). Messages rewritten where `support`
+// lacks something the request uses (see above).
 nlohmann::json chat_prompt_variables(const ChatRequest& request, const std::string& bos_token,
-                                     const std::string& eos_token);
+                                     const std::string& eos_token, const TemplateToolSupport& support = {});
 
 }  // namespace tc::server

@@ -20,6 +20,8 @@
 #include "server/prompt_builder.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
+#include "server/tool_call_parser.h"
+#include "server/tool_request.h"
 
 namespace tc::server {
 
@@ -28,6 +30,9 @@ enum class Wire { OpenAI, Ollama };
 using runtime::StreamEvent;
 
 inline constexpr auto kAliveCheckInterval = std::chrono::milliseconds(50);
+
+// 24 hex digits: unique within the process, unpredictable across processes.
+std::string random_id(ServerContext& ctx);
 
 // One accepted request being answered: its handles, what was produced so far
 // and the bookkeeping for the log line and the metrics.
@@ -41,6 +46,7 @@ struct GenerationJob {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  ToolRequest tools;                            // chat: the request's tools (active: replies searched for calls)
   std::vector<PlannedChoice> planned;
   std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
   std::vector<ChoiceResult> results;
@@ -138,6 +144,11 @@ struct GenerationJob {
     std::vector<bool> done(n, false);
     std::vector<bool> group_counted(n, false);
     size_t n_done = 0;
+    // Chat with tools: per choice, the stream filter (streaming only) and
+    // the tokens of the text it holds.
+    std::vector<ToolCallStream> tool_streams;
+    if (tools.active() && stream) tool_streams.assign(n, ToolCallStream(tools.forced()));
+    std::vector<std::vector<runtime::TokenInfo>> held_tokens(n);
     if (stream && wire == Wire::OpenAI) {
       for (size_t i = 0; i < n; ++i) {
         if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
@@ -177,12 +188,23 @@ struct GenerationJob {
         auto& r = results[i];
         if (!ev.text.empty() || !ev.tokens.empty()) {
           if (stream) {
-            const std::string chunk = wire == Wire::Ollama
-                                          ? ndjson_line(ollama_chunk(ollama, ev.text))
-                                          : sse_event(content_chunk(meta, static_cast<int>(i), ev.text,
-                                                                    logprobs_of(i, ev.tokens)));
-            if (!write(chunk)) return;
-            last_write = runtime::Clock::now();
+            // With tools, what may be a call is held back (and its tokens' logprobs with it).
+            std::string shown = ev.text;
+            std::vector<runtime::TokenInfo> shown_tokens = ev.tokens;
+            if (!tool_streams.empty()) {
+              shown = tool_streams[i].push(ev.text);
+              held_tokens[i].insert(held_tokens[i].end(), ev.tokens.begin(), ev.tokens.end());
+              shown_tokens.clear();
+              if (!shown.empty()) shown_tokens.swap(held_tokens[i]);
+            }
+            if (!shown.empty() || !shown_tokens.empty()) {
+              const std::string chunk = wire == Wire::Ollama
+                                            ? ndjson_line(ollama_chunk(ollama, shown))
+                                            : sse_event(content_chunk(meta, static_cast<int>(i), shown,
+                                                                      logprobs_of(i, shown_tokens)));
+              if (!write(chunk)) return;
+              last_write = runtime::Clock::now();
+            }
           }
           r.text += ev.text;
           text_bytes[i] += ev.text.size();
@@ -201,7 +223,9 @@ struct GenerationJob {
           account(i, ev, group_counted);
           done[i] = true;
           ++n_done;
-          if (stream && wire == Wire::OpenAI && !write(sse_event(finish_chunk(meta, static_cast<int>(i), ev.finish)))) {
+          if (tools.active() && !finish_tool_calls(i, tool_streams, held_tokens[i], write)) return;
+          if (stream && wire == Wire::OpenAI &&
+              !write(sse_event(finish_chunk(meta, static_cast<int>(i), ev.finish, !r.tool_calls.empty())))) {
             return;
           }
         }
@@ -215,7 +239,7 @@ struct GenerationJob {
     report();
     if (wire == Wire::Ollama) {
       const auto done = ollama_done(ollama, stream ? std::string() : results[0].text, results[0].finish, usage,
-                                    record, arrived);
+                                    record, arrived, stream ? std::vector<ToolCall>() : results[0].tool_calls);
       write(stream ? ndjson_line(done) : dump_json(done));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
@@ -223,6 +247,39 @@ struct GenerationJob {
     } else {
       write(dump_json(response_body(meta, results, usage, logprobs)));
     }
+  }
+
+  // A finished chat choice with tools: finds its calls (results[i]'s
+  // tool_calls, ids given; text becomes the content around them) and, when
+  // streaming, writes the content held back and then the calls. False when
+  // the client went away.
+  template <class Write>
+  bool finish_tool_calls(size_t i, std::vector<ToolCallStream>& tool_streams,
+                         std::vector<runtime::TokenInfo>& held, Write&& write) {
+    auto& r = results[i];
+    ToolCallReply reply = stream ? tool_streams[i].finish(tools.names) : parse_tool_calls(r.text, tools.names);
+    if (!tools.parallel && reply.calls.size() > 1) reply.calls.resize(1);
+    for (auto& call : reply.calls) call.id = "call_" + random_id(*ctx);
+    if (!stream) {
+      if (!reply.calls.empty()) r.text = std::move(reply.content);
+      r.tool_calls = std::move(reply.calls);
+      return true;
+    }
+    r.tool_calls = reply.calls;
+    const auto index = static_cast<int>(i);
+    if (!reply.content.empty()) {
+      const std::string chunk = wire == Wire::Ollama
+                                    ? ndjson_line(ollama_chunk(ollama, reply.content))
+                                    : sse_event(content_chunk(meta, index, reply.content, logprobs_of(i, held)));
+      held.clear();
+      if (!write(chunk)) return false;
+    }
+    if (reply.calls.empty()) return true;
+    const std::string chunk = wire == Wire::Ollama
+                                  ? ndjson_line(ollama_chunk(ollama, "", reply.calls))
+                                  : sse_event(tool_calls_chunk(meta, index, reply.calls, logprobs_of(i, held)));
+    held.clear();
+    return write(chunk);
   }
 
   // An error after the 200: an SSE error event then [DONE], an NDJSON
@@ -268,7 +325,5 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
                       const std::optional<config::KeepAlive>& keep_alive, bool stream, PlanFunction plan,
                       httplib::Response& res);
 
-// 24 hex digits: unique within the process, unpredictable across processes.
-std::string random_id(ServerContext& ctx);
 
 }  // namespace tc::server

@@ -12,10 +12,18 @@ namespace {
 
 int64_t nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
-nlohmann::json base(const OllamaMeta& meta, const std::string& text, bool done) {
+nlohmann::json base(const OllamaMeta& meta, const std::string& text, bool done,
+                    const std::vector<ToolCall>& calls = {}) {
   nlohmann::json j = {{"model", meta.model}, {"created_at", meta.created_at}};
   if (meta.chat) {
     j["message"] = {{"role", "assistant"}, {"content", text}};
+    if (!calls.empty()) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& call : calls) {
+        out.push_back({{"function", {{"name", call.name}, {"arguments", nlohmann::json::parse(call.arguments)}}}});
+      }
+      j["message"]["tool_calls"] = std::move(out);
+    }
   } else {
     j["response"] = text;
   }
@@ -34,12 +42,14 @@ std::string rfc3339(std::chrono::system_clock::time_point t) {
                      tm.tm_hour, tm.tm_min, tm.tm_sec, ns % 1000000000);
 }
 
-nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text) { return base(meta, text, false); }
+nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text, const std::vector<ToolCall>& calls) {
+  return base(meta, text, false, calls);
+}
 
 nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runtime::FinishReason finish,
                            const runtime::Usage& usage, const RequestRecord& record,
-                           std::chrono::steady_clock::time_point arrived) {
-  nlohmann::json j = base(meta, text, true);
+                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls) {
+  nlohmann::json j = base(meta, text, true, calls);
   j["done_reason"] = finish == runtime::FinishReason::Length ? "length" : "stop";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
   j["total_duration"] = nanos(total);

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/engine.h"
 #include "server/metrics.h"
+#include "server/tool_call_parser.h"
 
 namespace tc::server {
 
@@ -25,13 +27,14 @@ struct OllamaMeta {
 // "2024-05-01T12:00:00.123456789Z" for `t`.
 std::string rfc3339(std::chrono::system_clock::time_point t);
 
-// A streamed piece of text, done: false.
-nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text);
+// A streamed piece of text, done: false; chat: with the reply's tool calls
+// (message.tool_calls, arguments as objects) when there are any.
+nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text, const std::vector<ToolCall>& calls = {});
 // The last line (or the whole body, with all the `text`): done: true,
 // done_reason and the counts and durations (nanoseconds).
 nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runtime::FinishReason finish,
                            const runtime::Usage& usage, const RequestRecord& record,
-                           std::chrono::steady_clock::time_point arrived);
+                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls = {});
 // A request with no prompt / messages: the model is loaded (done_reason
 // "load") or unloaded ("unload").
 nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason);

@@ -37,8 +37,21 @@ std::string dump_json(const json& j) { return j.dump(-1, ' ', false, json::error
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
-const char* openai_finish_reason(runtime::FinishReason reason) {
+const char* openai_finish_reason(runtime::FinishReason reason, bool tool_calls) {
+  if (tool_calls) return "tool_calls";
   return reason == runtime::FinishReason::Length ? "length" : "stop";
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
+  json out = json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    json call = {{"id", calls[k].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}};
+    if (with_index) call["index"] = static_cast<int>(k);
+    out.push_back(std::move(call));
+  }
+  return out;
 }
 
 json usage_json(const runtime::Usage& u) {
@@ -97,7 +110,7 @@ json content_chunk(const ResponseMeta& meta, int index, const std::string& text,
                                   {"finish_reason", nullptr}});
 }
 
-json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish) {
+json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish, bool tool_calls) {
   if (meta.endpoint == Endpoint::Completions) {
     return chunk_with_choice(
         meta, {{"index", index}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", openai_finish_reason(finish)}});
@@ -105,7 +118,14 @@ json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason fin
   return chunk_with_choice(meta, {{"index", index},
                                   {"delta", json::object()},
                                   {"logprobs", nullptr},
-                                  {"finish_reason", openai_finish_reason(finish)}});
+                                  {"finish_reason", openai_finish_reason(finish, tool_calls)}});
+}
+
+json tool_calls_chunk(const ResponseMeta& meta, int index, const std::vector<ToolCall>& calls, const json& logprobs) {
+  return chunk_with_choice(meta, {{"index", index},
+                                  {"delta", {{"tool_calls", tool_calls_json(calls, true)}}},
+                                  {"logprobs", logprobs},
+                                  {"finish_reason", nullptr}});
 }
 
 json usage_chunk(const ResponseMeta& meta, const runtime::Usage& usage) {
@@ -127,9 +147,14 @@ json response_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& ch
       choice["logprobs"] = logprobs ? completion_logprobs_json(c.tokens, 0) : json(nullptr);
     } else {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.tool_calls.empty()) {
+        // OpenAI's shape: content null unless the model wrote text beside the calls.
+        if (c.text.find_first_not_of(" \n\t\r") == std::string::npos) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = tool_calls_json(c.tool_calls, false);
+      }
       choice["logprobs"] = logprobs ? chat_logprobs_json(c.tokens) : json(nullptr);
     }
-    choice["finish_reason"] = openai_finish_reason(c.finish);
+    choice["finish_reason"] = openai_finish_reason(c.finish, !c.tool_calls.empty());
     out.push_back(std::move(choice));
   }
   body["choices"] = std::move(out);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/engine.h"
+#include "server/tool_call_parser.h"
 
 namespace tc::server {
 
@@ -27,9 +28,10 @@ struct ResponseMeta {
 
 // One finished choice, for a non-streamed body.
 struct ChoiceResult {
-  std::string text;
+  std::string text;                        // chat with tool calls: the content around them
   std::vector<runtime::TokenInfo> tokens;  // when logprobs were asked for
   runtime::FinishReason finish = runtime::FinishReason::Stop;
+  std::vector<ToolCall> tool_calls;        // chat: the calls found in the reply (ids set)
 };
 
 // Serialises without ever throwing: invalid UTF-8 becomes U+FFFD.
@@ -40,8 +42,9 @@ std::string sse_event(const nlohmann::json& j);
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 inline constexpr std::string_view kSsePing = ": ping\n\n";
 
-// "stop" / "length" (a cancelled or failed choice never reaches a client body).
-const char* openai_finish_reason(runtime::FinishReason reason);
+// "stop" / "length", or "tool_calls" for a reply that called tools (a
+// cancelled or failed choice never reaches a client body).
+const char* openai_finish_reason(runtime::FinishReason reason, bool tool_calls = false);
 
 nlohmann::json usage_json(const runtime::Usage& usage);
 
@@ -55,7 +58,13 @@ nlohmann::json completion_logprobs_json(const std::vector<runtime::TokenInfo>& t
 nlohmann::json chat_role_chunk(const ResponseMeta& meta, int index);
 nlohmann::json content_chunk(const ResponseMeta& meta, int index, const std::string& text,
                              const nlohmann::json& logprobs);
-nlohmann::json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish);
+nlohmann::json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish,
+                            bool tool_calls = false);
+// Chat: a delta with the calls, each whole ({index, id, type, function: {name, arguments}}).
+nlohmann::json tool_calls_chunk(const ResponseMeta& meta, int index, const std::vector<ToolCall>& calls,
+                                const nlohmann::json& logprobs);
+// The message's "tool_calls" array.
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index);
 nlohmann::json usage_chunk(const ResponseMeta& meta, const runtime::Usage& usage);
 
 // A whole non-streamed body; `logprobs` selects whether choices carry them.

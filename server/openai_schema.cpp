@@ -283,6 +283,7 @@ json read_messages(const json& body) {
     }
     json copy = msg;
     copy["content"] = normalise_content(msg, i);
+    if (auto e = normalise_message_tool_calls(copy, i)) throw FieldError{*e};
     if (copy.contains("name") && !copy["name"].is_null() && !copy["name"].is_string()) {
       fail("'" + where + ".name' must be a string", "messages");
     }
@@ -344,9 +345,9 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       if (!r.common.logprobs) fail("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
       r.common.sampling.n_probs = static_cast<int32_t>(*top);
     }
-    if (const json* tools = find_field(body, "tools")) {
-      if (!tools->is_array()) fail("'tools' must be an array", "tools");
-      r.tools = *tools;
+    if (auto e = read_tool_request(body, r.tools)) throw FieldError{*e};
+    if (r.tools.forced() && r.common.json_object) {
+      fail("a forced tool call ('tool_choice') cannot be combined with response_format 'json_object'", "tool_choice");
     }
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
     return r;

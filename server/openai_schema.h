@@ -15,6 +15,7 @@
 
 #include "engine/runtime/sampler.h"
 #include "server/openai_errors.h"
+#include "server/tool_request.h"
 
 namespace tc::server {
 
@@ -53,11 +54,12 @@ struct CompletionRequest {
 
 // /v1/chat/completions. `messages` is normalised for the template: every
 // message an object with a string `role` and `content` a string (text parts
-// joined) or null; other fields (name, tool_calls, tool_call_id) kept.
+// joined) or null; other fields (name, tool_calls, tool_call_id) kept,
+// each tool call's arguments as an object (tool_request.h).
 struct ChatRequest {
   CommonRequest common;
   nlohmann::json messages;            // array of objects
-  nlohmann::json tools;               // null or the array as sent, passed to the template
+  ToolRequest tools;                  // tools, tool_choice, parallel_tool_calls
   bool add_generation_prompt = true;  // llama.cpp extension: false renders no assistant header
 };
 

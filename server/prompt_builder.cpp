@@ -84,7 +84,8 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
   const auto& vocab = tokenizer.vocab();
   return serving.chat_template->render(
       chat_prompt_variables(request, vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : "",
-                            vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : ""));
+                            vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : "",
+                            TemplateToolSupport::of(serving.chat_template->source())));
 }
 
 ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving) {
@@ -131,6 +132,10 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   }
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
+  if (request.tools.forced()) {
+    auto names = std::make_shared<const std::vector<std::string>>(request.tools.forced_names());
+    for (auto& choice : plan.choices) choice.request.tool_call_names = names;
+  }
   return plan;
 }
 

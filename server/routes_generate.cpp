@@ -61,6 +61,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
       auto parsed = parse_chat_request(*body, limits);
       if (parsed.error) return parsed.error;
       common = parsed.request->common;
+      job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
     } else {
       auto parsed = parse_completion_request(*body, limits);

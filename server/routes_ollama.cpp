@@ -144,6 +144,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       auto parsed = parse_chat_request(request->openai, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
+      job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
     }
     if (p.error) return p.error;

@@ -159,7 +159,7 @@ struct Engine::Impl {
   std::unique_ptr<FfnActivityRing> activity_ring;
   std::unique_ptr<DecodeTimeRing> decode_ring;  // decode steps' wall time (and split)
   model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
-  std::shared_ptr<const JsonTokenTable> json_tokens;  // JSON mode's token bytes, made by the first such request
+  std::shared_ptr<const ConstraintTokenTable> constraint_tokens;  // constrained output's token bytes, made by the first such request
   EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order
@@ -428,9 +428,13 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-  if (seq->request.json_object) {
-    if (!json_tokens) json_tokens = JsonTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-    seq->sampler.constrain_to_json(json_tokens);
+  if (seq->request.json_object || seq->request.tool_call_names) {
+    if (!constraint_tokens) {
+      constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
+    }
+    seq->sampler.constrain(constraint_tokens, seq->request.tool_call_names
+                                                  ? OutputForm::tool_call(seq->request.tool_call_names)
+                                                  : OutputForm::json_object());
   }
   seq->admit_index = ++tick;
   seq->admitted_at = Clock::now();
@@ -571,7 +575,7 @@ void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
     seq.tokens.push_back(std::move(info));
   }
   std::string text = seq.stop.push(seq.detok.push(token));
-  if (seq.stop.found() || seq.sampler.json_complete()) {
+  if (seq.stop.found() || seq.sampler.constraint_complete()) {
     finish(slot_idx, FinishReason::Stop, std::move(text));
     return;
   }
@@ -668,6 +672,17 @@ SubmitResult Engine::submit(GenerationRequest request) {
   for (size_t i = 0; i < request.stop.size(); ++i) {
     if (request.stop[i].empty()) {
       return refuse(SubmitStatus::InvalidRequest, "stop string " + std::to_string(i) + " is empty");
+    }
+  }
+  if (const auto& names = request.tool_call_names) {
+    const bool sorted = std::is_sorted(names->begin(), names->end()) &&
+                        std::adjacent_find(names->begin(), names->end()) == names->end();
+    const bool plain = std::all_of(names->begin(), names->end(), [](const std::string& n) {
+      return !n.empty() && n.find_first_of("\"\\") == std::string::npos;
+    });
+    if (names->empty() || !sorted || !plain) {
+      return refuse(SubmitStatus::InvalidRequest,
+                    "tool_call_names must be sorted, distinct and non-empty, without quotes or backslashes");
     }
   }
   const auto n_prompt = static_cast<int64_t>(request.prompt.size());

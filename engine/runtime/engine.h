@@ -68,8 +68,13 @@ struct GenerationRequest {
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   bool return_tokens = false;         // fill StreamEvent::tokens (logprobs; top list per sampling.n_probs)
   // JSON mode: the generated text is constrained to one JSON object and the
-  // request finishes (Stop) when it closes (json_constraint.h).
+  // request finishes (Stop) when it closes (output_constraint.h).
   bool json_object = false;
+  // A forced tool call: non-null, the generated text is constrained to
+  // {"name": "NAME", "arguments": {...}} with NAME one of these (sorted,
+  // distinct), and the request finishes (Stop) when it closes. Takes
+  // precedence over json_object.
+  std::shared_ptr<const std::vector<std::string>> tool_call_names;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;

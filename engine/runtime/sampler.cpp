@@ -122,7 +122,7 @@ void Sampler::reset() {
   gen_distinct_.clear();
   uint64_t s = params_.seed;
   for (auto& word : rng_) word = splitmix64(s);
-  if (json_) json_->reset();
+  if (constraint_) constraint_->reset();
 }
 
 uint64_t Sampler::next_u64() { return xoshiro256ss_next(rng_); }
@@ -144,13 +144,13 @@ void Sampler::accept(TokenId token) {
   if (!gen_count_.empty()) {
     if (gen_count_[static_cast<size_t>(token)]++ == 0) gen_distinct_.push_back(token);
   }
-  if (json_) json_->accept(token);
+  if (constraint_) constraint_->accept(token);
 }
 
-void Sampler::constrain_to_json(std::shared_ptr<const JsonTokenTable> table) {
+void Sampler::constrain(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form) {
   TC_CHECK(table != nullptr && static_cast<int32_t>(table->bytes.size()) == n_vocab_,
-           "constrain_to_json: the token table is not this vocabulary's");
-  json_.emplace(std::move(table));
+           "constrain: the token table is not this vocabulary's");
+  constraint_.emplace(std::move(table), std::move(form));
 }
 
 void Sampler::accept_prompt(std::span<const TokenId> tokens) {
@@ -194,7 +194,7 @@ void Sampler::prepare_logits(std::span<const float> logits) {
     v = bias <= kBanBias ? -kInf : v + bias;
   }
   apply_penalties();
-  if (json_) json_->mask(work_);
+  if (constraint_) constraint_->mask(work_);
   float m = -kInf;
   for (float v : work_) m = std::max(m, v);
   if (m == kInf) {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/runtime/json_constraint.h"
+#include "engine/runtime/output_constraint.h"
 #include "engine/text/vocab.h"
 
 namespace tc::runtime {
@@ -92,8 +92,8 @@ struct SampleResult {
 //   1. NaN logits become -inf.
 //   2. logit_bias (bias <= -100: -inf).
 //   3. penalties: repeat_penalty over the window, then presence/frequency.
-//      In JSON mode (constrain_to_json), then every token that cannot come
-//      next in a JSON object becomes -inf.
+//      With a constrained output (constrain()), then every token that
+//      cannot come next in its form becomes -inf.
 //   4. If any logit is +inf, those tokens share all the probability (the
 //      limit of the softmax); the others become -inf.
 //   5. temperature == 0: argmax, done.
@@ -136,14 +136,14 @@ class Sampler {
   // Forgets the recorded tokens and restarts the PRNG from the seed.
   void reset();
 
-  // JSON mode: from now on only tokens that keep the generated text (what
-  // accept() records) a prefix of one JSON object can be drawn; they are
-  // masked to -inf after step 3, so the reported log-probabilities are
-  // those of the constrained distribution. table: the model's
-  // (JsonTokenTable::from).
-  void constrain_to_json(std::shared_ptr<const JsonTokenTable> table);
-  // JSON mode, and the generated text is one whole JSON object.
-  bool json_complete() const { return json_ && json_->complete(); }
+  // Constrained output (JSON mode, a forced tool call): from now on only
+  // tokens that keep the generated text (what accept() records) a prefix
+  // of `form` can be drawn; they are masked to -inf after step 3, so the
+  // reported log-probabilities are those of the constrained distribution.
+  // table: the model's (ConstraintTokenTable::from).
+  void constrain(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form);
+  // Constrained, and the generated text is whole (the object or call closed).
+  bool constraint_complete() const { return constraint_ && constraint_->complete(); }
 
   const SamplingParams& params() const { return params_; }
   int32_t n_vocab() const { return n_vocab_; }
@@ -180,7 +180,7 @@ class Sampler {
   std::vector<TokenId> gen_distinct_;
 
   std::array<uint64_t, 4> rng_{};  // xoshiro256** state
-  std::optional<JsonConstraint> json_;  // JSON mode
+  std::optional<OutputConstraint> constraint_;  // constrained output
 
   std::vector<float> work_;             // f32 [n_vocab]: logits after steps 1-4
   std::vector<Candidate> candidates_;   // [<= n_vocab]: what the filters keep

@@ -95,7 +95,7 @@ bool JsonPrefix::push(uint8_t byte) {
   if (!in_string && is_whitespace(byte) && state_ != State::Literal && state_ != State::NumMinus &&
       state_ != State::NumDot && state_ != State::NumExp && state_ != State::NumExpSign) {
     // Whitespace between tokens (it also ends a number).
-    if (whitespace_run_ >= kMaxWhitespaceRun || state_ == State::Done) return false;
+    if (whitespace_run_ >= max_whitespace_run_ || state_ == State::Done) return false;
     if (state_ == State::Start && whitespace_run_ >= kMaxLeadingWhitespace) return false;
     ++whitespace_run_;
     if (state_ == State::NumZero || state_ == State::NumInt || state_ == State::NumFrac ||

@@ -10,9 +10,10 @@
 // (the text can carry the character as UTF-8 instead); a number's integer
 // part has at most kMaxIntegerDigits digits and its exponent at most
 // kMaxExponentDigits (so no number overflows a double); containers nest at
-// most kMaxDepth deep; and at most kMaxWhitespaceRun whitespace bytes may
-// follow each other outside strings, kMaxLeadingWhitespace before the
-// object (a model that does not know JSON would otherwise pad forever).
+// most kMaxDepth deep; and at most kMaxWhitespaceRun (or fewer, as
+// constructed) whitespace bytes may follow each other outside strings,
+// kMaxLeadingWhitespace before the object (a model that does not know JSON
+// would otherwise pad forever).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,11 @@ class JsonPrefix {
   static constexpr int kMaxLeadingWhitespace = 4;
   static constexpr int kMaxIntegerDigits = 20;
   static constexpr int kMaxExponentDigits = 2;
+
+  // `max_whitespace_run`: whitespace bytes allowed in a row outside strings
+  // (1..kMaxWhitespaceRun; tool-call arguments use 1: compact JSON).
+  explicit JsonPrefix(int max_whitespace_run = kMaxWhitespaceRun)
+      : max_whitespace_run_(static_cast<uint8_t>(max_whitespace_run)) {}
 
   // Appends one byte: false (and the state unchanged) when the text with it
   // is no longer a prefix of a JSON object.
@@ -83,6 +89,7 @@ class JsonPrefix {
   uint8_t literal_ = 0;           // Literal: which of true/false/null
   uint8_t literal_pos_ = 0;       // Literal: bytes of it read
   uint8_t whitespace_run_ = 0;    // whitespace bytes in a row outside strings
+  uint8_t max_whitespace_run_;    // the cap on whitespace_run_
   uint8_t digits_ = 0;            // NumInt / NumExpDigits: digits read
 };
 

@@ -162,14 +162,19 @@ TEST_CASE("chat request: content parts join, tool-call messages may have null co
   json messages = {{{"role", "system"}, {"content", "be brief"}},
                    {{"role", "user"},
                     {"content", {{{"type", "text"}, {"text", "one"}}, {{"type", "text"}, {"text", "two"}}}}},
-                   {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({{{"id", "c1"}}})}},
+                   {{"role", "assistant"},
+                    {"content", nullptr},
+                    {"tool_calls",
+                     json::array({{{"id", "c1"},
+                                   {"type", "function"},
+                                   {"function", {{"name", "f"}, {"arguments", "{\"x\": 1}"}}}}})}},
                    {{"role", "tool"}, {"content", "42"}, {"tool_call_id", "c1"}}};
   auto p = parse_chat_request({{"messages", messages}}, limits());
   REQUIRE_FALSE(p.error);
   const auto& m = p.request->messages;
   CHECK(m[1]["content"] == "one\ntwo");
   CHECK(m[2]["content"].is_null());
-  CHECK(m[2].contains("tool_calls"));
+  CHECK(m[2]["tool_calls"][0]["function"]["arguments"] == json{{"x", 1}});  // the string's object, for templates
   CHECK(m[3]["tool_call_id"] == "c1");
 }
 

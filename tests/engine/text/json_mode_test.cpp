@@ -1,4 +1,4 @@
-// JSON mode (JsonConstraint through the Sampler): on random logits every
+// JSON mode (OutputConstraint through the Sampler): on random logits every
 // sampled text stays a JSON prefix and, once closed, parses as an object;
 // end-of-generation tokens only then, and then nothing else; greedy picks
 // the best token that fits; reported log-probabilities are the constrained
@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/runtime/json_constraint.h"
+#include "engine/runtime/output_constraint.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/json_prefix.h"
 #include "tests/engine/text/text_test_util.h"
 
-using tc::runtime::JsonTokenTable;
+using tc::runtime::ConstraintTokenTable;
 using tc::runtime::Sampler;
 using tc::runtime::SamplingParams;
 using tc::text::TokenId;
@@ -43,7 +43,7 @@ const tc::text::Tokenizer& json_tokenizer() {
 TEST_CASE("JSON mode: random logits give texts that stay JSON prefixes and close as objects", "[sampler][json]") {
   const auto& tokenizer = json_tokenizer();
   const int32_t n_vocab = tokenizer.n_vocab();
-  const auto table = JsonTokenTable::from(tokenizer, n_vocab);
+  const auto table = ConstraintTokenTable::from(tokenizer, n_vocab);
   const TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -53,7 +53,7 @@ TEST_CASE("JSON mode: random logits give texts that stay JSON prefixes and close
     params.seed = seed;
     params.n_probs = 3;
     Sampler sampler(params, n_vocab);
-    sampler.constrain_to_json(table);
+    sampler.constrain(table, tc::runtime::OutputForm::json_object());
     std::string text;
     std::vector<float> logits(static_cast<size_t>(n_vocab));
     for (int step = 0; step < 4000; ++step) {
@@ -63,10 +63,10 @@ TEST_CASE("JSON mode: random logits give texts that stay JSON prefixes and close
       REQUIRE(r.status == tc::runtime::SampleStatus::Ok);
       CAPTURE(text);
       if (r.token == eos) {
-        REQUIRE(sampler.json_complete());
+        REQUIRE(sampler.constraint_complete());
         break;
       }
-      REQUIRE_FALSE(sampler.json_complete());  // once closed only the end may come
+      REQUIRE_FALSE(sampler.constraint_complete());  // once closed only the end may come
       text += table->bytes[static_cast<size_t>(r.token)];
       sampler.accept(r.token);
       REQUIRE(tc::text::JsonPrefix().accepts(text));
@@ -76,7 +76,7 @@ TEST_CASE("JSON mode: random logits give texts that stay JSON prefixes and close
         REQUIRE(alt.token != eos);
       }
     }
-    if (sampler.json_complete()) {
+    if (sampler.constraint_complete()) {
       ++closed;
       CAPTURE(text);
       REQUIRE(nlohmann::json::parse(text).is_object());
@@ -94,7 +94,7 @@ TEST_CASE("JSON mode: greedy takes the most likely token that fits and finishes 
   params.temperature = 0.0f;
   params.n_probs = 2;
   Sampler sampler(params, n_vocab);
-  sampler.constrain_to_json(JsonTokenTable::from(tokenizer, n_vocab));
+  sampler.constrain(ConstraintTokenTable::from(tokenizer, n_vocab), tc::runtime::OutputForm::json_object());
   std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
   // "a" and the end token are likelier, but only "{" (or " {", "{\"") can
   // open the text: the best of those wins.
@@ -107,7 +107,8 @@ TEST_CASE("JSON mode: greedy takes the most likely token that fits and finishes 
   // Log-probabilities over what fits: the allowed tokens' probabilities sum to 1.
   {
     std::vector<float> masked = logits;
-    tc::runtime::JsonConstraint c(JsonTokenTable::from(tokenizer, n_vocab));
+    tc::runtime::OutputConstraint c(ConstraintTokenTable::from(tokenizer, n_vocab),
+                                    tc::runtime::OutputForm::json_object());
     c.mask(masked);
     double z = 0;
     for (float v : masked) z += std::exp(static_cast<double>(v) - 3.0);
@@ -123,7 +124,7 @@ TEST_CASE("JSON mode: greedy takes the most likely token that fits and finishes 
     REQUIRE(r.token == id(piece));
     sampler.accept(r.token);
   }
-  REQUIRE(sampler.json_complete());
+  REQUIRE(sampler.constraint_complete());
   // Closed: only the end token, whatever the logits say.
   std::fill(logits.begin(), logits.end(), 1.0f);
   logits[static_cast<size_t>(vocab.eos_id)] = -5.0f;
@@ -131,5 +132,5 @@ TEST_CASE("JSON mode: greedy takes the most likely token that fits and finishes 
   CHECK(r.token == vocab.eos_id);
   // reset() starts the text again.
   sampler.reset();
-  CHECK_FALSE(sampler.json_complete());
+  CHECK_FALSE(sampler.constraint_complete());
 }

@@ -1,0 +1,98 @@
+// The constrained-output token mask (see output_constraint.h). Per draw,
+// the bytes that may come next are found once (256 tries of the prefix),
+// which rules out most tokens by their first byte; the rest are tried whole
+// on a copy of the prefix.
+#include "engine/runtime/output_constraint.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "kernels/check.h"
+
+namespace tc::runtime {
+namespace {
+
+// The mask for one prefix type (monomorphic, so the per-token tries inline).
+template <class Prefix>
+void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::span<float> logits) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  const bool done = prefix.complete();
+  std::array<bool, 256> first{};
+  for (int b = 0; b < 256; ++b) {
+    Prefix copy = prefix;
+    first[static_cast<size_t>(b)] = copy.push(static_cast<uint8_t>(b));
+  }
+  for (size_t t = 0; t < logits.size(); ++t) {
+    if (logits[t] == kMinusInf) continue;
+    bool allowed = false;
+    switch (table.kind[t]) {
+      case ConstraintTokenTable::Kind::EndOfGeneration:
+        allowed = done;
+        break;
+      case ConstraintTokenTable::Kind::Text: {
+        const std::string& bytes = table.bytes[t];
+        allowed = first[static_cast<uint8_t>(bytes[0])] && (bytes.size() == 1 || prefix.accepts(bytes));
+        break;
+      }
+      case ConstraintTokenTable::Kind::Never:
+        break;
+    }
+    if (!allowed) logits[t] = kMinusInf;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const ConstraintTokenTable> ConstraintTokenTable::from(const text::Tokenizer& tokenizer,
+                                                                       int32_t n_vocab) {
+  auto table = std::make_shared<ConstraintTokenTable>();
+  const text::Vocab& vocab = tokenizer.vocab();
+  table->bytes.resize(static_cast<size_t>(n_vocab));
+  table->kind.resize(static_cast<size_t>(n_vocab), Kind::Never);
+  for (text::TokenId id = 0; id < std::min(n_vocab, tokenizer.n_vocab()); ++id) {
+    const auto i = static_cast<size_t>(id);
+    if (vocab.is_end_of_generation(id)) {
+      table->kind[i] = Kind::EndOfGeneration;
+      continue;
+    }
+    const text::TokenType type = vocab.types.empty() ? text::TokenType::Normal : vocab.types[i];
+    if (type == text::TokenType::Control || type == text::TokenType::Unused) continue;
+    table->bytes[i] = tokenizer.token_to_piece(id);
+    if (!table->bytes[i].empty()) table->kind[i] = Kind::Text;
+  }
+  return table;
+}
+
+OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form)
+    : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
+  TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
+}
+
+OutputConstraint::Prefix OutputConstraint::start() const {
+  if (form_.tool_names) return text::ToolCallPrefix(form_.tool_names.get());
+  return text::JsonPrefix();
+}
+
+void OutputConstraint::mask(std::span<float> logits) const {
+  TC_CHECK(logits.size() == table_->bytes.size(), "OutputConstraint::mask: logits size != n_vocab");
+  std::visit([&](const auto& prefix) { mask_with(prefix, *table_, logits); }, prefix_);
+}
+
+void OutputConstraint::accept(text::TokenId token) {
+  TC_CHECK(token >= 0 && static_cast<size_t>(token) < table_->bytes.size(),
+           "OutputConstraint::accept: bad token id");
+  const auto t = static_cast<size_t>(token);
+  if (table_->kind[t] != ConstraintTokenTable::Kind::Text) return;
+  // A token mask() let through always fits; one it did not (a caller that
+  // appends something else) leaves the prefix where the bytes stop fitting.
+  std::visit([&](auto& prefix) { prefix.push(table_->bytes[t]); }, prefix_);
+}
+
+bool OutputConstraint::complete() const {
+  return std::visit([](const auto& prefix) { return prefix.complete(); }, prefix_);
+}
+
+void OutputConstraint::reset() { prefix_ = start(); }
+
+}  // namespace tc::runtime

@@ -1,0 +1,61 @@
+// ToolCallPrefix: an incremental, byte-at-a-time check that a text is a
+// prefix of one tool call written as
+//
+//   {"name": "NAME", "arguments": OBJECT}
+//
+// (after at most kMaxLeadingWhitespace whitespace bytes, which tokenizers
+// that glue a space to the first piece need)
+// where NAME is one of a fixed list of function names and OBJECT is a JSON
+// object as JsonPrefix accepts it. It drives forced tool calls (OpenAI's
+// tool_choice "required" or a named function): the sampler masks every
+// token whose bytes would leave this form, so the model can only call a
+// declared function, with arguments that parse and are compact (at most one
+// whitespace byte in a row: a model that does not know JSON would pad). Like JsonPrefix, the state
+// is a small trivially copyable value (the names live outside it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/text/json_prefix.h"
+
+namespace tc::text {
+
+class ToolCallPrefix {
+ public:
+  // `names`: sorted, distinct, non-empty, none with '"' or '\' (they are
+  // written raw between quotes); must outlive every copy of this state.
+  explicit ToolCallPrefix(const std::vector<std::string>* names);
+
+  // As JsonPrefix: false (and the state unchanged) when the byte leaves the form.
+  bool push(uint8_t byte);
+  // False when one of the bytes does not fit; the state is then unspecified.
+  bool push(std::string_view bytes);
+  bool accepts(std::string_view bytes) const;
+  // The whole call is written (nothing more can follow).
+  bool complete() const { return part_ == Part::Done; }
+
+  // The fixed text around the name and the arguments.
+  static constexpr std::string_view kHead = "{\"name\": \"";
+  static constexpr std::string_view kMiddle = "\", \"arguments\": ";
+  static constexpr std::string_view kTail = "}";
+  static constexpr int kMaxLeadingWhitespace = 4;
+  static constexpr int kArgumentsWhitespaceRun = 1;
+
+ private:
+  enum class Part : uint8_t { Head, Name, Middle, Arguments, Tail, Done };
+
+  const std::vector<std::string>* names_;
+  Part part_ = Part::Head;
+  uint32_t pos_ = 0;  // bytes of the current fixed text (or of the name) written
+  uint8_t leading_ = 0;  // Head: whitespace bytes before it
+  // Name: the names that start with the bytes written so far are
+  // names_[lo_, hi_) (the list is sorted, so they are contiguous).
+  uint32_t lo_ = 0;
+  uint32_t hi_ = 0;
+  JsonPrefix arguments_{kArgumentsWhitespaceRun};
+};
+
+}  // namespace tc::text

@@ -1,0 +1,175 @@
+// ToolCallPrefix and forced tool calls through the Sampler: calls to every
+// declared name accepted byte by byte and complete only at the end; other
+// names, name prefixes and bytes outside the form refused; random calls as
+// nlohmann writes their arguments accepted; on random logits every sampled
+// text stays a prefix and, once closed, parses as a call to a declared name.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/output_constraint.h"
+#include "engine/runtime/sampler.h"
+#include "engine/text/tool_call_prefix.h"
+#include "tests/engine/text/text_test_util.h"
+
+using tc::text::ToolCallPrefix;
+
+namespace {
+
+// Sorted: "get" is a prefix of two others.
+const std::vector<std::string>& names() {
+  static const std::vector<std::string> n = {"add", "get", "get_time", "get_weather", "z-9"};
+  return n;
+}
+
+std::string call(const std::string& name, const std::string& arguments) {
+  std::string text(ToolCallPrefix::kHead);
+  text.append(name);
+  text.append(ToolCallPrefix::kMiddle);
+  text.append(arguments);
+  text.append(ToolCallPrefix::kTail);
+  return text;
+}
+
+// The index of the first byte refused, or -1.
+int first_refused(const std::string& text) {
+  ToolCallPrefix p(&names());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!p.push(static_cast<uint8_t>(text[i]))) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("ToolCallPrefix: a call to each declared name is accepted and complete only at its last byte",
+          "[json][tools]") {
+  for (const auto& name : names()) {
+    const std::string text = call(name, R"({"city": "Paris", "n": [1, 2.5e3, {"x": null}]})");
+    CAPTURE(text);
+    ToolCallPrefix p(&names());
+    for (size_t i = 0; i < text.size(); ++i) {
+      REQUIRE_FALSE(p.complete());
+      REQUIRE(p.push(static_cast<uint8_t>(text[i])));
+    }
+    CHECK(p.complete());
+    CHECK_FALSE(p.accepts(" "));  // nothing after the call
+    CHECK_FALSE(p.accepts("}"));
+  }
+  CHECK(first_refused(call("get", "{}")) == -1);
+  CHECK(first_refused(" \n" + call("get", "{}")) == -1);  // a little whitespace may lead
+  CHECK(first_refused("     " + call("get", "{}")) == ToolCallPrefix::kMaxLeadingWhitespace);
+}
+
+TEST_CASE("ToolCallPrefix: refuses undeclared names and text outside the form at the first bad byte",
+          "[json][tools]") {
+  const auto head = static_cast<int>(ToolCallPrefix::kHead.size());
+  struct Case {
+    std::string text;
+    int refused;
+  };
+  const std::vector<Case> cases = {
+      {"{ \"name\"", 1},                                // the head is fixed text
+      {"[", 0},
+      {call("ge", "{}"), head + 2},                     // a prefix of a name is not a name
+      {call("get_", "{}"), head + 4},
+      {call("get_weathe", "{}"), head + 10},
+      {call("getx", "{}"), head + 3},                   // no name goes on with 'x'
+      {call("b", "{}"), head},
+      {call("add", "[]"), head + 3 + static_cast<int>(ToolCallPrefix::kMiddle.size())},  // arguments: an object
+      {call("add", "{\"a\":}"), head + 3 + static_cast<int>(ToolCallPrefix::kMiddle.size()) + 5},
+      {call("add", "{}") + " ", head + 3 + static_cast<int>(ToolCallPrefix::kMiddle.size()) + 3},
+      {std::string(ToolCallPrefix::kHead) + "\"", head},  // an empty name
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.text);
+    CHECK(first_refused(c.text) == c.refused);
+  }
+  // A refused byte leaves the state as it was.
+  ToolCallPrefix p(&names());
+  REQUIRE(p.push(std::string(ToolCallPrefix::kHead) + "get"));
+  CHECK_FALSE(p.push(static_cast<uint8_t>('x')));
+  CHECK(p.push(static_cast<uint8_t>('"')));
+}
+
+TEST_CASE("ToolCallPrefix: random arguments as nlohmann writes them are accepted", "[json][tools]") {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 500; ++i) {
+    nlohmann::json args = nlohmann::json::object();
+    const int n = static_cast<int>(rng() % 4);
+    for (int k = 0; k < n; ++k) {
+      std::string key = "k";
+      key.append(std::to_string(rng() % 20));
+      args[key] = (rng() % 2 == 0) ? nlohmann::json(static_cast<int>(rng() % 1000)) : nlohmann::json("v\"\xc3\xa9\n");
+    }
+    const std::string text = call(names()[rng() % names().size()], args.dump(rng() % 2 == 0 ? -1 : 2));
+    CAPTURE(text);
+    ToolCallPrefix p(&names());
+    REQUIRE(p.push(text));
+    REQUIRE(p.complete());
+  }
+}
+
+namespace {
+
+const tc::text::Tokenizer& tool_tokenizer() {
+  static const auto tokenizer = tc::text::Tokenizer::create(tc::text::test::spm_vocab({
+      {"{", 0}, {"}", 0}, {"\"", 0}, {":", 0}, {",", 0}, {"a", 0}, {"d", 0}, {"g", 0}, {"e", 0}, {"t", 0},
+      {"_", 0}, {"w", 0}, {"get", 0}, {"name", 0}, {"arguments", 0}, {"{\"", 0}, {"\":", 0}, {"\u2581", 0},
+      {"1", 0}, {"x", 0}, {"\"}", 0}, {"}}", 0}, {"\u2581\"", 0}, {"ather", 0}, {"ime", 0}, {"z-9", 0},
+  }));
+  return *tokenizer;
+}
+
+}  // namespace
+
+TEST_CASE("Forced tool call: random logits give texts that close as calls to declared names", "[sampler][tools]") {
+  const auto& tokenizer = tool_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const std::vector<std::string>>(names());
+  const tc::text::TokenId eos = tokenizer.vocab().eos_id;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::set<std::string> called;
+  int closed = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    tc::runtime::SamplingParams params;
+    params.seed = seed;
+    tc::runtime::Sampler sampler(params, n_vocab);
+    sampler.constrain(table, tc::runtime::OutputForm::tool_call(declared));
+    std::string text;
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    for (int step = 0; step < 3000; ++step) {
+      for (float& v : logits) v = normal(rng);
+      logits[static_cast<size_t>(eos)] = 8.0f;
+      const auto r = sampler.sample(logits);
+      REQUIRE(r.status == tc::runtime::SampleStatus::Ok);
+      CAPTURE(text);
+      if (r.token == eos) {
+        REQUIRE(sampler.constraint_complete());
+        break;
+      }
+      REQUIRE_FALSE(sampler.constraint_complete());
+      text += table->bytes[static_cast<size_t>(r.token)];
+      sampler.accept(r.token);
+      REQUIRE(ToolCallPrefix(declared.get()).accepts(text));
+    }
+    if (!sampler.constraint_complete()) continue;
+    ++closed;
+    CAPTURE(text);
+    const auto parsed = nlohmann::json::parse(text);
+    REQUIRE(parsed.size() == 2);
+    REQUIRE(parsed.at("arguments").is_object());
+    const std::string name = parsed.at("name").get<std::string>();
+    REQUIRE(std::find(names().begin(), names().end(), name) != names().end());
+    called.insert(name);
+  }
+  CHECK(closed >= 50);
+  CHECK(called.size() >= 3);  // the draw reaches several names, not one path
+}
