@@ -2,13 +2,15 @@
 // write (Hermes tags, bare JSON, arrays, fences, OpenAI's own shape),
 // lookalikes left as text; the stream filter shows text at once, holds a
 // call whole, and gives, for every way of cutting a reply into pieces,
-// what parsing the whole reply gives; and the response shapes with calls.
+// what parsing the whole reply gives; and the response shapes with calls
+// (OpenAI's and Ollama's).
 #include <catch2/catch.hpp>
 
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "server/ollama_responses.h"
 #include "server/openai_responses.h"
 #include "server/tool_call_parser.h"
 
@@ -189,4 +191,15 @@ TEST_CASE("tool calls: chat bodies and chunks carry them in OpenAI's shape", "[s
   CHECK(chunk["choices"][0]["finish_reason"].is_null());
   CHECK(finish_chunk(m, 0, tc::runtime::FinishReason::Stop, true)["choices"][0]["finish_reason"] == "tool_calls");
   CHECK(finish_chunk(m, 0, tc::runtime::FinishReason::Stop)["choices"][0]["finish_reason"] == "stop");
+}
+
+TEST_CASE("tool calls: Ollama's chat lines carry them with arguments as objects", "[server][tools][ollama]") {
+  OllamaMeta m;
+  m.chat = true;
+  m.model = "tiny";
+  const std::vector<ToolCall> calls = {{"get_weather", "{\"city\":\"X\"}", "call_a"}};
+  const json line = ollama_chunk(m, "", calls);
+  CHECK(line["done"] == false);
+  CHECK(line["message"]["tool_calls"] == json::array({{{"function", {{"name", "get_weather"}, {"arguments", {{"city", "X"}}}}}}}));
+  CHECK_FALSE(ollama_chunk(m, "hi")["message"].contains("tool_calls"));
 }

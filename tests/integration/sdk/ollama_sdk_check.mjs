@@ -197,6 +197,30 @@ await check('format "json": the reply opens a JSON object (and parses when it cl
   if (r.done_reason === 'stop') assert.equal(typeof JSON.parse(r.response), 'object');
 });
 
+await check('chat with tools: a call and its result in the history render; the reply is text or calls', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const r = await ollama.chat({
+    model: modelA,
+    messages: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+      { role: 'tool', content: '{"temperature": 21}' },
+    ],
+    tools,
+    options: greedy,
+  });
+  assert.equal(r.done, true);
+  assert.equal(typeof r.message.content, 'string');
+  // A random-weight model does not call tools; if it did, the call names the declared function.
+  for (const call of r.message.tool_calls ?? []) {
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(typeof call.function.arguments, 'object');
+  }
+  await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'retrieval' }] }),
+    400, 'tools');
+});
+
 await check('errors: unknown model 404, broken file 500 naming it, format schema 400, bad keep_alive 400', async () => {
   await expectError(ollama.generate({ model: 'no-such-model', prompt: 'x' }), 404, 'no-such-model');
   await expectError(ollama.chat({ model: broken, messages: [{ role: 'user', content: 'x' }] }), 500, `${broken}.gguf`);

@@ -1,7 +1,7 @@
 // Drives a running `thermocline serve` with the official OpenAI Node SDK and
 // checks what SDK users rely on: models, chat and legacy completions (plain
 // and streamed, with seeded sampling reproducing), logprobs, n, stop strings,
-// the SDK's typed errors, and aborting a stream mid-way.
+// function calling, the SDK's typed errors, and aborting a stream mid-way.
 //
 // Usage: node openai_sdk_check.mjs BASE_URL API_KEY MODEL [NODE_MODULES_DIR]
 //   BASE_URL          http://127.0.0.1:PORT/v1
@@ -361,6 +361,116 @@ await check('context overflow -> BadRequestError code context_length_exceeded', 
 });
 
 // A gauge from /metrics (the SDK has no call for it).
+// Function calling. A random-weight model will not call a tool of its own
+// accord, so the calls here are forced (tool_choice naming a function: the
+// server constrains sampling to the call's form) with a bias towards '}' so
+// that the arguments object closes soon; what is checked is the wire shape,
+// streamed against non-streamed, and a call sent back in the history.
+const tools = [
+  { type: 'function', function: { name: 'get_weather', description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
+];
+async function tokenIds(text) {
+  const url = baseURL.replace(/\/v1\/?$/, '') + '/tokenize';
+  const res = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ content: text }) });
+  assert.equal(res.status, 200, `POST /tokenize: ${res.status}`);
+  return (await res.json()).tokens;
+}
+const closeBrace = (await tokenIds('}')).at(-1);
+const toolBase = {
+  model: modelId,
+  messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+  tools,
+  tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  logit_bias: { [closeBrace]: 100 },
+  max_tokens: 100, // the prompt (the tools as text: ChatML knows none) takes ~360 of the 512
+  temperature: 0.7,
+  seed: 77,
+};
+
+let forcedCall;
+await check('tools: a forced call comes back as tool_calls (non-streamed and streamed alike)', async () => {
+  const r = await client.chat.completions.create(toolBase);
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls', `finish_reason ${c.finish_reason}; message ${JSON.stringify(c.message)}`);
+  assert.equal(c.message.content, null, 'content null beside the calls');
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.ok(/^call_[0-9a-f]{24}$/.test(call.id), `id ${call.id}`);
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(args && typeof args === 'object' && !Array.isArray(args), `arguments ${call.function.arguments}`);
+  forcedCall = call;
+
+  const stream = await client.chat.completions.create({ ...toolBase, stream: true });
+  const calls = [];
+  let content = '';
+  const finishes = [];
+  for await (const chunk of stream) {
+    for (const ch of chunk.choices) {
+      if (ch.delta?.content) content += ch.delta.content;
+      for (const d of ch.delta?.tool_calls ?? []) {
+        // What SDK users do: the first delta of an index has id and name, later ones add to arguments.
+        if (!calls[d.index]) calls[d.index] = { id: d.id, name: d.function?.name, arguments: '' };
+        calls[d.index].arguments += d.function?.arguments ?? '';
+      }
+      if (ch.finish_reason) finishes.push(ch.finish_reason);
+    }
+  }
+  assert.deepEqual(finishes, ['tool_calls']);
+  assert.equal(content, '', 'nothing of the call is shown as text');
+  assert.equal(calls.length, 1);
+  assert.equal(calls[0].name, call.function.name);
+  assert.equal(calls[0].arguments, call.function.arguments, 'the same seed writes the same call');
+  assert.ok(calls[0].id.startsWith('call_'));
+});
+
+await check('tools: a call and its result sent back are rendered, and tool_choice none answers in text', async () => {
+  const r = await client.chat.completions.create({
+    model: modelId,
+    messages: [
+      ...toolBase.messages,
+      { role: 'assistant', content: null, tool_calls: [forcedCall] },
+      { role: 'tool', tool_call_id: forcedCall.id, content: '{"temperature": 21}' },
+    ],
+    tools,
+    tool_choice: 'none',
+    max_tokens: 8,
+    seed: 5,
+  });
+  const c = r.choices[0];
+  assert.ok(['stop', 'length'].includes(c.finish_reason), `finish_reason ${c.finish_reason}`);
+  assert.equal(typeof c.message.content, 'string');
+  assert.equal(c.message.tool_calls, undefined);
+});
+
+await check('tools: with tool_choice auto a reply that is not a call streams as the same text', async () => {
+  const base = { ...chatBase, tools, tool_choice: 'auto', max_tokens: 24 };
+  const r = await client.chat.completions.create(base);
+  assert.equal(r.choices[0].message.tool_calls, undefined);
+  const stream = await client.chat.completions.create({ ...base, stream: true });
+  const got = await collect(stream, (c) => c.delta?.content);
+  assert.equal(got.text.get(0), r.choices[0].message.content);
+});
+
+await check('tools: malformed tools and unknown tool_choice names -> BadRequestError (400)', async () => {
+  let e = await expectError(client.chat.completions.create({ ...toolBase, tools: [{ type: 'function' }] }),
+    OpenAI.BadRequestError, 400);
+  assert.equal(e.param, 'tools');
+  e = await expectError(client.chat.completions.create({
+    ...toolBase, tool_choice: { type: 'function', function: { name: 'send_mail' } },
+  }), OpenAI.BadRequestError, 400);
+  assert.equal(e.param, 'tool_choice');
+  e = await expectError(client.chat.completions.create({
+    ...toolBase, messages: [...toolBase.messages,
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'get_time', arguments: 'not json' } }] }],
+  }), OpenAI.BadRequestError, 400);
+  assert.equal(e.param, 'messages');
+});
+
 async function metric(name) {
   const url = baseURL.replace(/\/v1\/?$/, '') + '/metrics';
   const res = await fetch(url, { headers: { Authorization: `Bearer ${apiKey}` } });
