@@ -5,19 +5,18 @@
 // copyable value, so trying a token is a copy and a few push() calls.
 //
 // Stricter than RFC 8259 where a strict parser or a runaway model would
-// trip: the top-level value must be an object; strings must be valid UTF-8
-// (no overlong forms, no surrogates); \u escapes of surrogates are refused
-// (the text can carry the character as UTF-8 instead); a number's integer
-// part has at most kMaxIntegerDigits digits and its exponent at most
-// kMaxExponentDigits (so no number overflows a double); containers nest at
-// most kMaxDepth deep; and at most kMaxWhitespaceRun (or fewer, as
-// constructed) whitespace bytes may follow each other outside strings,
-// kMaxLeadingWhitespace before the object (a model that does not know JSON
-// would otherwise pad forever).
+// trip: the top-level value must be an object; strings and numbers as
+// json_lexers.h reads them (valid UTF-8, no surrogates, numbers that fit a
+// double); containers nest at most kMaxDepth deep; and at most
+// kMaxWhitespaceRun (or fewer, as constructed) whitespace bytes may follow
+// each other outside strings, kMaxLeadingWhitespace before the object (a
+// model that does not know JSON would otherwise pad forever).
 #pragma once
 
 #include <cstdint>
 #include <string_view>
+
+#include "engine/text/json_lexers.h"
 
 namespace tc::text {
 
@@ -26,8 +25,6 @@ class JsonPrefix {
   static constexpr int kMaxDepth = 64;
   static constexpr int kMaxWhitespaceRun = 24;
   static constexpr int kMaxLeadingWhitespace = 4;
-  static constexpr int kMaxIntegerDigits = 20;
-  static constexpr int kMaxExponentDigits = 2;
 
   // `max_whitespace_run`: whitespace bytes allowed in a row outside strings
   // (1..kMaxWhitespaceRun; tool-call arguments use 1: compact JSON).
@@ -54,43 +51,28 @@ class JsonPrefix {
     Value,        // a value must start
     ArrayFirst,   // after '[': a value or ']'
     AfterValue,   // whitespace, ',' or the bracket that closes the container
-    String,       // inside a string
-    Escape,       // after '\' in a string
-    Hex,          // inside a \u escape: hex_left_ of its four hex digits to read
-    Utf8,         // inside a multi-byte UTF-8 character (utf8_left bytes to go)
-    NumMinus,     // after '-': a digit
-    NumZero,      // a leading 0: '.', 'e'/'E' or the end
-    NumInt,       // integer digits
-    NumDot,       // after '.': a digit
-    NumFrac,      // fraction digits
-    NumExp,       // after 'e': sign or digit
-    NumExpSign,   // after the exponent's sign: a digit
-    NumExpDigits, // exponent digits
+    String,       // inside a string (string_)
+    Number,       // inside a number (number_)
     Literal,      // inside true / false / null
     Done,         // the top-level object is closed
   };
 
   bool push_value_start(uint8_t byte);
+  bool push_structure(uint8_t byte);
   bool open(bool array);
   bool close(bool array);
   void end_value();
-  bool end_number(uint8_t byte);
-  bool after_digits(uint8_t byte);
 
   uint64_t stack_ = 0;  // bit d: container at depth d is an array (1) or an object (0)
   uint8_t depth_ = 0;   // open containers
   State state_ = State::Start;
   bool key_ = false;              // the string being read is an object key
-  uint8_t hex_left_ = 0;          // Hex: digits still to read
-  uint8_t hex_first_ = 0;         // Hex: the first digit read (for the surrogate check)
-  uint8_t utf8_left_ = 0;         // Utf8: continuation bytes still to read
-  uint8_t utf8_lo_ = 0x80;        // Utf8: the next continuation byte's range
-  uint8_t utf8_hi_ = 0xbf;
   uint8_t literal_ = 0;           // Literal: which of true/false/null
   uint8_t literal_pos_ = 0;       // Literal: bytes of it read
   uint8_t whitespace_run_ = 0;    // whitespace bytes in a row outside strings
   uint8_t max_whitespace_run_;    // the cap on whitespace_run_
-  uint8_t digits_ = 0;            // NumInt / NumExpDigits: digits read
+  JsonStringLexer string_;
+  JsonNumberLexer number_;
 };
 
 }  // namespace tc::text
