@@ -2,6 +2,9 @@
 // text keeps a fixed form. Two forms:
 //   - JSON mode: one JSON object (OpenAI's response_format
 //     {"type": "json_object"}, Ollama's format "json"; text/json_prefix.h);
+//   - a JSON Schema's instance (OpenAI's response_format
+//     {"type": "json_schema"}, Ollama's `format` schema;
+//     text/json_schema_prefix.h);
 //   - a forced tool call: {"name": "NAME", "arguments": {...}} with NAME
 //     one of the declared functions (OpenAI's tool_choice "required" or a
 //     named function; text/tool_call_prefix.h).
@@ -18,6 +21,8 @@
 #include <vector>
 
 #include "engine/text/json_prefix.h"
+#include "engine/text/json_schema.h"
+#include "engine/text/json_schema_prefix.h"
 #include "engine/text/tokenizer.h"
 #include "engine/text/tool_call_prefix.h"
 
@@ -38,13 +43,16 @@ struct ConstraintTokenTable {
   static std::shared_ptr<const ConstraintTokenTable> from(const text::Tokenizer& tokenizer, int32_t n_vocab);
 };
 
-// Which form the output must take. A null `tool_names` means JSON mode;
-// otherwise a tool call naming one of them (sorted, distinct).
+// Which form the output must take: a tool call naming one of `tool_names`
+// (sorted, distinct) when set, else an instance of `schema` when set, else
+// any JSON object (JSON mode).
 struct OutputForm {
   std::shared_ptr<const std::vector<std::string>> tool_names;
+  std::shared_ptr<const text::JsonSchema> schema;
 
   static OutputForm json_object() { return {}; }
-  static OutputForm tool_call(std::shared_ptr<const std::vector<std::string>> names) { return {std::move(names)}; }
+  static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) { return {nullptr, std::move(s)}; }
+  static OutputForm tool_call(std::shared_ptr<const std::vector<std::string>> names) { return {std::move(names), nullptr}; }
 };
 
 class OutputConstraint {
@@ -62,11 +70,11 @@ class OutputConstraint {
   void reset();
 
  private:
-  using Prefix = std::variant<text::JsonPrefix, text::ToolCallPrefix>;
+  using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix>;
   Prefix start() const;
 
   std::shared_ptr<const ConstraintTokenTable> table_;
-  OutputForm form_;  // keeps the tool names alive for the prefix's pointer
+  OutputForm form_;  // keeps the tool names or the schema alive for the prefix's pointer
   Prefix prefix_;
 };
 
