@@ -40,6 +40,7 @@ ParsedBody read_json_body(const httplib::Request& req, httplib::Response& res, c
         "the request body could not be read (it needs a Content-Length header or chunked transfer encoding)");
   } else {
     out = parse_json_body(body, max_bytes);
+    out.text = std::move(body);
   }
   return out;
 }

@@ -2,9 +2,9 @@
 // translated into the equivalent OpenAI body (server/openai_schema.h then
 // validates it), Ollama's `options` mapped onto our sampler, and its
 // `keep_alive` (a duration string or seconds); `format: "json"` becomes
-// response_format json_object. What we cannot honour is a 400 saying so:
-// `format` with a JSON schema, images, a per-request Go `template`, a
-// `suffix`. Pure functions.
+// response_format json_object, a schema in `format` response_format
+// json_schema. What we cannot honour is a 400 saying so: images, a
+// per-request Go `template`, a `suffix`. Pure functions.
 #pragma once
 
 #include <optional>

@@ -133,23 +133,39 @@ void check_object(const json& body) {
 }
 
 // Fields common to both endpoints; `logprobs` differs and is read by each.
-// response_format: absent, null or {"type": "text"}: free text (false);
-// {"type": "json_object"}: JSON mode (true). A schema cannot be enforced
-// here, so {"type": "json_schema"} is refused rather than ignored.
-bool read_response_format(const json& body) {
+// response_format: absent, null or {"type": "text"}: free text;
+// {"type": "json_object"}: JSON mode; {"type": "json_schema", "json_schema":
+// {"name", "schema", "strict"}}: the reply follows the schema (its shape is
+// checked here; the route compiles it from the request's text, which keeps
+// the properties' order: response_schema.h).
+void read_response_format(const json& body, CommonRequest& r) {
   const json* rf = find_field(body, "response_format");
-  if (rf == nullptr) return false;
+  if (rf == nullptr) return;
   if (!rf->is_object()) fail("'response_format' must be an object", "response_format");
   const auto type = read_string(*rf, "type");
   if (!type) fail("'response_format' needs a 'type'", "response_format");
-  if (*type == "text") return false;
-  if (*type == "json_object") return true;
-  if (*type == "json_schema") {
-    fail("'response_format' of type 'json_schema' is not supported: this server can constrain output to a JSON "
-         "object ('json_object'), not to a schema",
-         "response_format");
+  if (*type == "text") return;
+  if (*type == "json_object") {
+    r.json_object = true;
+    return;
   }
-  fail("'response_format.type' must be 'text' or 'json_object'", "response_format");
+  if (*type == "json_schema") {
+    const json* js = find_field(*rf, "json_schema");
+    if (js == nullptr || !js->is_object()) fail("'response_format.json_schema' must be an object", "response_format");
+    const json* name = find_field(*js, "name");
+    const json* strict = find_field(*js, "strict");
+    if ((name != nullptr && !name->is_string()) || (strict != nullptr && !strict->is_boolean())) {
+      fail("'response_format.json_schema' has a 'name' that is not a string or a 'strict' that is not a boolean",
+           "response_format");
+    }
+    const json* schema = find_field(*js, "schema");
+    if (schema == nullptr || !schema->is_object()) {
+      fail("'response_format.json_schema.schema' must be a JSON Schema object", "response_format");
+    }
+    r.json_schema = true;
+    return;
+  }
+  fail("'response_format.type' must be 'text', 'json_object' or 'json_schema'", "response_format");
 }
 
 CommonRequest read_common(const json& body, const RequestLimits& limits) {
@@ -190,7 +206,7 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
     r.include_usage = read_bool(*so, "include_usage").value_or(false);
   }
   r.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
-  r.json_object = read_response_format(body);
+  read_response_format(body, r);
   read_string(body, "user");  // type-checked, otherwise ignored
   return r;
 }
@@ -346,8 +362,8 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       r.common.sampling.n_probs = static_cast<int32_t>(*top);
     }
     if (auto e = read_tool_request(body, r.tools)) throw FieldError{*e};
-    if (r.tools.forced() && r.common.json_object) {
-      fail("a forced tool call ('tool_choice') cannot be combined with response_format 'json_object'", "tool_choice");
+    if (r.tools.forced() && (r.common.json_object || r.common.json_schema)) {
+      fail("a forced tool call ('tool_choice') cannot be combined with a JSON response_format", "tool_choice");
     }
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
     return r;

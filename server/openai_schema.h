@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/sampler.h"
+#include "engine/text/json_schema.h"
 #include "server/openai_errors.h"
 #include "server/tool_request.h"
 
@@ -42,6 +44,8 @@ struct CommonRequest {
   bool logprobs = false;                   // report logprobs of the chosen tokens
   bool ignore_eos = false;                 // llama.cpp extension
   bool json_object = false;                // response_format {"type": "json_object"}: JSON mode
+  bool json_schema = false;                // response_format {"type": "json_schema"}: the reply follows `schema`
+  std::shared_ptr<const text::JsonSchema> schema;  // json_schema: compiled by the route (response_schema.h)
 };
 
 // /v1/completions. `prompts` holds one entry per prompt: text or token ids.

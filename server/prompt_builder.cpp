@@ -65,6 +65,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.stop = common.stop;
     c.request.ignore_eos = common.ignore_eos;
     c.request.json_object = common.json_object;
+    c.request.json_schema = common.schema;
     c.request.return_tokens = common.logprobs;
     c.request.deadline = deadline;
     c.echo_text = echo_text;

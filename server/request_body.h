@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@ inline constexpr int kMaxJsonDepth = 128;
 struct ParsedBody {
   nlohmann::json json;           // set when error is empty
   std::optional<ApiError> error;  // 413 too large, 400 not JSON / too deep
+  std::string text;               // the body as received (routes that need objects' member order re-read it)
 };
 
 // The 413 for a body over --max-body-bytes (every place that meets one).

@@ -13,6 +13,7 @@
 #include "server/json_post_route.h"
 #include "server/ollama_schema.h"
 #include "server/request_body.h"
+#include "server/response_schema.h"
 #include "server/route_paths.h"
 
 namespace tc::server {
@@ -40,6 +41,11 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   if (parsed_body.error) return reject(*parsed_body.error);
   auto body = std::make_shared<const json>(std::move(parsed_body.json));
   if (!body->is_object()) return reject(invalid_request("request body must be a JSON object"));
+  // A response schema is compiled from the text, in declared order.
+  std::shared_ptr<const text::JsonSchema> schema;
+  if (auto rf = body->find("response_format"); rf != body->end() && rf->is_object() && rf->value("type", "") == "json_schema") {
+    if (auto e = compile_response_schema(parsed_body.text, SchemaField::ResponseFormat, schema)) return reject(*e);
+  }
 
   // Which model, and for how long it stays loaded (keep_alive: an Ollama
   // extension), before anything that needs the model.
@@ -53,19 +59,21 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   const auto stream_it = body->find("stream");
   const bool stream = stream_it != body->end() && stream_it->is_boolean() && stream_it->get<bool>();
 
-  PlanFunction plan = [endpoint, body](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
+  PlanFunction plan = [endpoint, body, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
     const RequestLimits limits = request_limits(serving.options, serving);
     Plan p;
     CommonRequest common;
     if (endpoint == Endpoint::Chat) {
       auto parsed = parse_chat_request(*body, limits);
       if (parsed.error) return parsed.error;
+      parsed.request->common.schema = schema;
       common = parsed.request->common;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
     } else {
       auto parsed = parse_completion_request(*body, limits);
       if (parsed.error) return parsed.error;
+      parsed.request->common.schema = schema;
       common = parsed.request->common;
       p = plan_completion(*parsed.request, serving, serving.options);
     }

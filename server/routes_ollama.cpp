@@ -15,6 +15,7 @@
 
 #include "config/keep_alive.h"
 #include "server/generation_job.h"
+#include "server/response_schema.h"
 #include "server/http/httplib_bridge.h"
 #include "server/json_post_route.h"
 #include "server/ollama_responses.h"
@@ -100,6 +101,11 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
   if (parsed.error) return reject(*parsed.error);
   auto request = std::make_shared<OllamaRequest>(chat ? translate_ollama_chat(parsed.json)
                                                       : translate_ollama_generate(parsed.json));
+  // A schema in `format` is compiled from the text, in declared order.
+  std::shared_ptr<const text::JsonSchema> schema;
+  if (!request->error && parsed.json.is_object() && parsed.json.contains("format") && parsed.json["format"].is_object()) {
+    if (auto e = compile_response_schema(parsed.text, SchemaField::OllamaFormat, schema)) return reject(*e);
+  }
   if (request->error) return reject(*request->error);
 
   if (request->load_only) {
@@ -131,19 +137,21 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
     return;
   }
 
-  PlanFunction plan = [request](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
+  PlanFunction plan = [request, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
     const RequestLimits limits = request_limits(serving.options, serving);
     Plan p;
     if (request->completion) {
       auto parsed = parse_completion_request(request->openai, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
+      parsed.request->common.schema = schema;
       // Ollama's num_predict -1: up to the context.
       p = plan_completion(*parsed.request, serving, serving.options, std::numeric_limits<int32_t>::max());
     } else {
       auto parsed = parse_chat_request(request->openai, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
+      parsed.request->common.schema = schema;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
     }

@@ -428,13 +428,14 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-  if (seq->request.json_object || seq->request.tool_call_names) {
+  if (seq->request.json_object || seq->request.json_schema || seq->request.tool_call_names) {
     if (!constraint_tokens) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
-    seq->sampler.constrain(constraint_tokens, seq->request.tool_call_names
-                                                  ? OutputForm::tool_call(seq->request.tool_call_names)
-                                                  : OutputForm::json_object());
+    const auto& r = seq->request;
+    seq->sampler.constrain(constraint_tokens, r.tool_call_names ? OutputForm::tool_call(r.tool_call_names)
+                                              : r.json_schema   ? OutputForm::json_schema(r.json_schema)
+                                                                : OutputForm::json_object());
   }
   seq->admit_index = ++tick;
   seq->admitted_at = Clock::now();

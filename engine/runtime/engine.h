@@ -70,10 +70,14 @@ struct GenerationRequest {
   // JSON mode: the generated text is constrained to one JSON object and the
   // request finishes (Stop) when it closes (output_constraint.h).
   bool json_object = false;
+  // Non-null: the generated text is constrained to an instance of this
+  // JSON Schema (text/json_schema.h) and the request finishes (Stop) when
+  // it is whole. Takes precedence over json_object.
+  std::shared_ptr<const text::JsonSchema> json_schema;
   // A forced tool call: non-null, the generated text is constrained to
   // {"name": "NAME", "arguments": {...}} with NAME one of these (sorted,
   // distinct), and the request finishes (Stop) when it closes. Takes
-  // precedence over json_object.
+  // precedence over json_object and json_schema.
   std::shared_ptr<const std::vector<std::string>> tool_call_names;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).

@@ -56,14 +56,27 @@ bool JsonSchemaPrefix::push_byte(uint8_t byte) {
     Frame& top = stack_[depth_ - 1u];
     if (top.part == Part::Key || top.part == Part::OpenKey) return push_key_byte(top, byte);
   }
-  if (is_whitespace(byte)) {
-    if (whitespace_run_ >= kMaxWhitespaceRun) return false;
-    if (depth_ == 0 && whitespace_run_ >= kMaxLeadingWhitespace) return false;
-    ++whitespace_run_;
-    return true;
-  }
-  whitespace_run_ = 0;
+  if (is_whitespace(byte)) return push_whitespace(byte);
+  gap_ = Gap::None;
+  indent_ = 0;
   return push_structure(byte);
+}
+
+bool JsonSchemaPrefix::push_whitespace(uint8_t byte) {
+  switch (gap_) {
+    case Gap::None:
+      if (byte == ' ') gap_ = Gap::Space;
+      else if (byte == '\n') gap_ = Gap::Newline;
+      else return false;
+      return true;
+    case Gap::Space:
+      return false;
+    case Gap::Newline:
+      if ((byte != ' ' && byte != '\t') || indent_ >= kMaxIndent) return false;
+      ++indent_;
+      return true;
+  }
+  return false;
 }
 
 bool JsonSchemaPrefix::push_scalar(uint8_t byte) {

@@ -226,7 +226,7 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}}) == "suffix");
 }
 
-TEST_CASE("response_format: json_object turns on JSON mode, a schema or an unknown type is a 400 naming the field",
+TEST_CASE("response_format: json_object turns on JSON mode, json_schema asks for a schema, bad shapes are 400s",
           "[server][schema]") {
   auto mode = [](const json& extra) {
     auto p = parse_chat_request(chat(extra), limits());
@@ -243,10 +243,17 @@ TEST_CASE("response_format: json_object turns on JSON mode, a schema or an unkno
   CHECK(chat_error_param(chat({{"response_format", "json"}})) == "response_format");
   CHECK(chat_error_param(chat({{"response_format", json::object()}})) == "response_format");
   CHECK(chat_error_param(chat({{"response_format", {{"type", "xml"}}}})) == "response_format");
-  const json schema = {{"type", "json_schema"}, {"json_schema", {{"name", "a"}, {"schema", json::object()}}}};
-  auto refused = parse_chat_request(chat({{"response_format", schema}}), limits());
-  REQUIRE(refused.error);
-  CHECK(refused.error->status == 400);
-  CHECK(refused.error->param == "response_format");
-  CHECK(refused.error->message.find("json_schema") != std::string::npos);
+  const json schema = {{"type", "json_schema"},
+                       {"json_schema", {{"name", "a"}, {"strict", true}, {"schema", {{"type", "object"}}}}}};
+  auto asked = parse_chat_request(chat({{"response_format", schema}}), limits());
+  REQUIRE(asked.request);
+  CHECK(asked.request->common.json_schema);
+  CHECK_FALSE(asked.request->common.json_object);
+  for (const json& bad : {json{{"type", "json_schema"}},
+                          json{{"type", "json_schema"}, {"json_schema", {{"name", "a"}}}},
+                          json{{"type", "json_schema"}, {"json_schema", {{"schema", "object"}}}},
+                          json{{"type", "json_schema"}, {"json_schema", {{"name", 5}, {"schema", json::object()}}}}}) {
+    CAPTURE(bad);
+    CHECK(chat_error_param(chat({{"response_format", bad}})) == "response_format");
+  }
 }

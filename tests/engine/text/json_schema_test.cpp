@@ -1,7 +1,7 @@
 // JSON Schema constrained output: schemas compile or fail naming the
 // keyword; JsonSchemaPrefix accepts valid instances (written in the order
-// declared, compact or indented) byte by byte and refuses invalid ones at
-// their first bad byte; random instances generated from the schema are
+// declared, compact or indented) byte by byte and refuses invalid ones
+// (and padding) at their first bad byte; random instances generated from the schema are
 // accepted; and on random logits every text the sampler closes parses and
 // validates against the schema by an independent validator written here.
 #include <catch2/catch.hpp>
@@ -165,7 +165,7 @@ TEST_CASE("JSON Schema: valid instances are accepted, invalid ones refused at th
       R"({"name": "Ann", "age": 41, "home": null})",
       R"({"name":"Bo","age":-3,"score":2.5e-3,"tags":["a",12,1],"home":{"city":"Oslo","ok":true},"nick":"b"})",
       R"({"name": "\u00e9\n", "age": 0, "score": null, "tags": [], "home": {"city": ""}})",
-      "  {\n  \"name\": \"x\",\n  \"age\": 7,\n  \"home\": null\n}",
+      "\n{\n  \"name\": \"x\",\n\t\t\"age\": 7,\n  \"home\": null\n}",
   };
   for (const auto& text : valid) {
     CAPTURE(text);
@@ -192,6 +192,9 @@ TEST_CASE("JSON Schema: valid instances are accepted, invalid ones refused at th
       {R"({"name": "a", "age": 1, "home": {"ok": true}})", 34},   // "city" required
       {R"({"name": "a", "age": 1, "home": 5})", 32},
       {R"(["name"])", 0},
+      {"{\"name\":  \"a\"", 9},                         // one space at most
+      {"{\"name\":\n\n\"a\"", 9},                     // one newline at most
+      {"{\n" + std::string(21, ' ') + "\"name\"", 22},  // an indent of 20 at most
   };
   for (const auto& c : invalid) {
     CAPTURE(c.text);

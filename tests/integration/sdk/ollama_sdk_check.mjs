@@ -221,10 +221,30 @@ await check('chat with tools: a call and its result in the history render; the r
     400, 'tools');
 });
 
-await check('errors: unknown model 404, broken file 500 naming it, format schema 400, bad keep_alive 400', async () => {
+await check('format with a schema: the reply is an instance, properties in the order declared', async () => {
+  const format = {
+    type: 'object',
+    properties: { mood: { enum: ['happy', 'sad'] }, ok: { type: 'boolean' }, n: { type: 'integer' },
+      tags: { type: 'array', items: { type: 'string', maxLength: 3 }, maxItems: 2 } },
+    required: ['mood', 'ok', 'n', 'tags'],
+  };
+  const r = await ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x' }], format,
+    options: { temperature: 0.7, seed: 3, num_predict: 400 } });
+  assert.equal(r.done_reason, 'stop', `closed within num_predict: ${JSON.stringify(r.message.content)}`);
+  const v = JSON.parse(r.message.content);
+  assert.deepEqual(Object.keys(v), ['mood', 'ok', 'n', 'tags']);
+  assert.ok(['happy', 'sad'].includes(v.mood));
+  assert.equal(typeof v.ok, 'boolean');
+  assert.ok(Number.isInteger(v.n));
+  assert.ok(Array.isArray(v.tags) && v.tags.length <= 2 && v.tags.every((t) => typeof t === 'string' && [...t].length <= 3));
+  await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x' }],
+    format: { type: 'object', properties: { d: { type: 'string', format: 'date' } } } }), 400, 'format');
+});
+
+await check('errors: unknown model 404, broken file 500 naming it, bad format 400, bad keep_alive 400', async () => {
   await expectError(ollama.generate({ model: 'no-such-model', prompt: 'x' }), 404, 'no-such-model');
   await expectError(ollama.chat({ model: broken, messages: [{ role: 'user', content: 'x' }] }), 500, `${broken}.gguf`);
-  await expectError(ollama.generate({ model: modelA, prompt: 'x', format: { type: 'object' } }), 400, 'format');
+  await expectError(ollama.generate({ model: modelA, prompt: 'x', format: 'yaml' }), 400, 'format');
   await expectError(ollama.generate({ model: modelA, prompt: 'x', keep_alive: 'soon' }), 400, 'keep_alive');
   await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x', images: ['aGk='] }] }), 400, 'images');
   await expectError(ollama.chat({ model: modelA, messages: 'hello' }), 400, 'messages');

@@ -1,7 +1,8 @@
 // Drives a running `thermocline serve` with the official OpenAI Node SDK and
 // checks what SDK users rely on: models, chat and legacy completions (plain
 // and streamed, with seeded sampling reproducing), logprobs, n, stop strings,
-// function calling, the SDK's typed errors, and aborting a stream mid-way.
+// function calling, JSON Schema replies, the SDK's typed errors, and
+// aborting a stream mid-way.
 //
 // Usage: node openai_sdk_check.mjs BASE_URL API_KEY MODEL [NODE_MODULES_DIR]
 //   BASE_URL          http://127.0.0.1:PORT/v1
@@ -469,6 +470,31 @@ await check('tools: malformed tools and unknown tool_choice names -> BadRequestE
       { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'get_time', arguments: 'not json' } }] }],
   }), OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'messages');
+});
+
+await check('response_format json_schema: the reply is an instance, in declared order, streamed alike', async () => {
+  const response_format = { type: 'json_schema', json_schema: { name: 'mood', strict: true, schema: {
+    type: 'object',
+    properties: { reasoning: { type: 'string', maxLength: 12 }, mood: { enum: ['happy', 'sad'] },
+      score: { type: ['number', 'null'] } },
+    required: ['reasoning', 'mood', 'score'], additionalProperties: false,
+  } } };
+  const base = { ...chatBase, response_format, max_tokens: 120, seed: 11 };
+  const r = await client.chat.completions.create(base);
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'stop', `closed within max_tokens: ${JSON.stringify(c.message.content)}`);
+  const v = JSON.parse(c.message.content);
+  assert.deepEqual(Object.keys(v), ['reasoning', 'mood', 'score']);
+  assert.ok(typeof v.reasoning === 'string' && [...v.reasoning].length <= 12);
+  assert.ok(['happy', 'sad'].includes(v.mood));
+  assert.ok(v.score === null || typeof v.score === 'number');
+  const got = await collect(await client.chat.completions.create({ ...base, stream: true }), (ch) => ch.delta?.content);
+  assert.equal(got.text.get(0), c.message.content);
+  const e = await expectError(client.chat.completions.create({ ...chatBase, response_format: { type: 'json_schema',
+    json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^a' } } } } } }),
+  OpenAI.BadRequestError, 400);
+  assert.equal(e.param, 'response_format');
+  assert.match(e.message, /'pattern' is not supported at \/properties\/a/);
 });
 
 async function metric(name) {
