@@ -134,8 +134,9 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   if (request.tools.forced()) {
-    auto names = std::make_shared<const std::vector<std::string>>(request.tools.forced_names());
-    for (auto& choice : plan.choices) choice.request.tool_call_names = names;
+    auto grammar = request.tools.grammar ? request.tools.grammar
+                                         : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
+    for (auto& choice : plan.choices) choice.request.tool_call = grammar;
   }
   return plan;
 }

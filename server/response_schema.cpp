@@ -2,6 +2,8 @@
 // response_schema.h).
 #include "server/response_schema.h"
 
+#include <algorithm>
+
 namespace tc::server {
 
 std::optional<ApiError> compile_response_schema(std::string_view body_text, SchemaField field,
@@ -23,6 +25,32 @@ std::optional<ApiError> compile_response_schema(std::string_view body_text, Sche
                     "", param};
   }
   return std::nullopt;
+}
+
+std::shared_ptr<const text::ToolCallGrammar> tool_call_grammar(std::string_view body_text, const ToolRequest& tools) {
+  std::vector<std::string> names = tools.forced_names();
+  std::vector<std::shared_ptr<const text::JsonSchema>> arguments(names.size());
+  const auto body = nlohmann::ordered_json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  const auto list = body.is_object() ? body.find("tools") : body.end();
+  if (list != body.end() && list->is_array()) {
+    for (const auto& tool : *list) {
+      const auto* function = tool.is_object() && tool.contains("function") ? &tool["function"] : nullptr;
+      if (function == nullptr || !function->is_object() || !function->contains("name") ||
+          !(*function)["name"].is_string() || !function->contains("parameters")) {
+        continue;
+      }
+      const auto at = std::lower_bound(names.begin(), names.end(), (*function)["name"].get<std::string>());
+      if (at == names.end() || *at != (*function)["name"].get<std::string>()) continue;
+      const auto& parameters = (*function)["parameters"];
+      if (!parameters.is_object() || parameters.value("type", "object") != "object") continue;
+      try {
+        arguments[static_cast<size_t>(at - names.begin())] = text::JsonSchema::compile(parameters);
+      } catch (const text::SchemaError&) {
+        // any object for this one (see the header)
+      }
+    }
+  }
+  return std::make_shared<const text::ToolCallGrammar>(std::move(names), std::move(arguments));
 }
 
 }  // namespace tc::server

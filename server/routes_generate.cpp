@@ -59,7 +59,9 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   const auto stream_it = body->find("stream");
   const bool stream = stream_it != body->end() && stream_it->is_boolean() && stream_it->get<bool>();
 
-  PlanFunction plan = [endpoint, body, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
+  auto text = std::make_shared<const std::string>(std::move(parsed_body.text));
+  PlanFunction plan = [endpoint, body, schema, text](GenerationJob& job,
+                                                     const ServingModel& serving) -> std::optional<ApiError> {
     const RequestLimits limits = request_limits(serving.options, serving);
     Plan p;
     CommonRequest common;
@@ -67,6 +69,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
       auto parsed = parse_chat_request(*body, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.schema = schema;
+      if (parsed.request->tools.forced()) parsed.request->tools.grammar = tool_call_grammar(*text, parsed.request->tools);
       common = parsed.request->common;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);

@@ -5,12 +5,14 @@
 // object). No HTTP here; unit-tested directly.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text/tool_call_prefix.h"
 #include "server/openai_errors.h"
 
 namespace tc::server {
@@ -30,6 +32,10 @@ struct ToolRequest {
   Choice choice = Choice::None;
   std::string named;               // Named: which function
   bool parallel = true;            // parallel_tool_calls: false keeps only the first call
+  // Forced: the grammar of the call (with the functions' parameters), set by
+  // the route from the request's text (response_schema.h); when null, the
+  // forced names with any-object arguments.
+  std::shared_ptr<const text::ToolCallGrammar> grammar;
 
   // The reply is searched for calls (or forced to be one).
   bool active() const { return !names.empty() && choice != Choice::None; }

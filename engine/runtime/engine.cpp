@@ -428,12 +428,12 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-  if (seq->request.json_object || seq->request.json_schema || seq->request.tool_call_names) {
+  if (seq->request.json_object || seq->request.json_schema || seq->request.tool_call) {
     if (!constraint_tokens) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
     const auto& r = seq->request;
-    seq->sampler.constrain(constraint_tokens, r.tool_call_names ? OutputForm::tool_call(r.tool_call_names)
+    seq->sampler.constrain(constraint_tokens, r.tool_call     ? OutputForm::call(r.tool_call)
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());
   }
@@ -675,15 +675,17 @@ SubmitResult Engine::submit(GenerationRequest request) {
       return refuse(SubmitStatus::InvalidRequest, "stop string " + std::to_string(i) + " is empty");
     }
   }
-  if (const auto& names = request.tool_call_names) {
-    const bool sorted = std::is_sorted(names->begin(), names->end()) &&
-                        std::adjacent_find(names->begin(), names->end()) == names->end();
-    const bool plain = std::all_of(names->begin(), names->end(), [](const std::string& n) {
+  if (const auto& call = request.tool_call) {
+    const auto& names = call->names;
+    const bool sorted = std::is_sorted(names.begin(), names.end()) &&
+                        std::adjacent_find(names.begin(), names.end()) == names.end();
+    const bool plain = std::all_of(names.begin(), names.end(), [](const std::string& n) {
       return !n.empty() && n.find_first_of("\"\\") == std::string::npos;
     });
-    if (names->empty() || !sorted || !plain) {
+    if (names.empty() || !sorted || !plain || (!call->arguments.empty() && call->arguments.size() != names.size())) {
       return refuse(SubmitStatus::InvalidRequest,
-                    "tool_call_names must be sorted, distinct and non-empty, without quotes or backslashes");
+                    "tool_call: the names must be sorted, distinct and non-empty, without quotes or backslashes, "
+                    "with one arguments schema each or none");
     }
   }
   const auto n_prompt = static_cast<int64_t>(request.prompt.size());

@@ -75,10 +75,11 @@ struct GenerationRequest {
   // it is whole. Takes precedence over json_object.
   std::shared_ptr<const text::JsonSchema> json_schema;
   // A forced tool call: non-null, the generated text is constrained to
-  // {"name": "NAME", "arguments": {...}} with NAME one of these (sorted,
-  // distinct), and the request finishes (Stop) when it closes. Takes
-  // precedence over json_object and json_schema.
-  std::shared_ptr<const std::vector<std::string>> tool_call_names;
+  // {"name": "NAME", "arguments": {...}} with NAME one of the grammar's
+  // functions and the arguments fitting its schema, and the request
+  // finishes (Stop) when it closes. Takes precedence over json_object and
+  // json_schema.
+  std::shared_ptr<const text::ToolCallGrammar> tool_call;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;

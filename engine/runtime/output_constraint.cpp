@@ -70,7 +70,7 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
 }
 
 OutputConstraint::Prefix OutputConstraint::start() const {
-  if (form_.tool_names) return text::ToolCallPrefix(form_.tool_names.get());
+  if (form_.tool_call) return text::ToolCallPrefix(form_.tool_call.get());
   if (form_.schema) return text::JsonSchemaPrefix(form_.schema.get());
   return text::JsonPrefix();
 }

@@ -43,16 +43,16 @@ struct ConstraintTokenTable {
   static std::shared_ptr<const ConstraintTokenTable> from(const text::Tokenizer& tokenizer, int32_t n_vocab);
 };
 
-// Which form the output must take: a tool call naming one of `tool_names`
-// (sorted, distinct) when set, else an instance of `schema` when set, else
-// any JSON object (JSON mode).
+// Which form the output must take: a call to one of `tool_call`'s
+// functions when set, else an instance of `schema` when set, else any JSON
+// object (JSON mode).
 struct OutputForm {
-  std::shared_ptr<const std::vector<std::string>> tool_names;
+  std::shared_ptr<const text::ToolCallGrammar> tool_call;
   std::shared_ptr<const text::JsonSchema> schema;
 
   static OutputForm json_object() { return {}; }
   static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) { return {nullptr, std::move(s)}; }
-  static OutputForm tool_call(std::shared_ptr<const std::vector<std::string>> names) { return {std::move(names), nullptr}; }
+  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g) { return {std::move(g), nullptr}; }
 };
 
 class OutputConstraint {
@@ -74,7 +74,7 @@ class OutputConstraint {
   Prefix start() const;
 
   std::shared_ptr<const ConstraintTokenTable> table_;
-  OutputForm form_;  // keeps the tool names or the schema alive for the prefix's pointer
+  OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
   Prefix prefix_;
 };
 

@@ -8,16 +8,18 @@
 
 namespace tc::text {
 
-ToolCallPrefix::ToolCallPrefix(const std::vector<std::string>* names) : names_(names) {
-  TC_CHECK(names_ != nullptr && !names_->empty(), "ToolCallPrefix needs at least one name");
-  TC_CHECK(std::is_sorted(names_->begin(), names_->end()) &&
-               std::adjacent_find(names_->begin(), names_->end()) == names_->end(),
+ToolCallPrefix::ToolCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
+  TC_CHECK(grammar_ != nullptr && !grammar_->names.empty(), "ToolCallPrefix needs at least one name");
+  const auto& names = grammar_->names;
+  TC_CHECK(std::is_sorted(names.begin(), names.end()) && std::adjacent_find(names.begin(), names.end()) == names.end(),
            "ToolCallPrefix: the names must be sorted and distinct");
-  for (const auto& name : *names_) {
+  TC_CHECK(grammar_->arguments.empty() || grammar_->arguments.size() == names.size(),
+           "ToolCallPrefix: one arguments schema per name, or none");
+  for (const auto& name : names) {
     TC_CHECK(!name.empty() && name.find_first_of("\"\\") == std::string::npos,
              "ToolCallPrefix: a name is empty or holds a quote or a backslash");
   }
-  hi_ = static_cast<uint32_t>(names_->size());
+  hi_ = static_cast<uint32_t>(names.size());
 }
 
 bool ToolCallPrefix::push(uint8_t byte) {
@@ -38,12 +40,15 @@ bool ToolCallPrefix::push(uint8_t byte) {
       }
       return fixed(kHead, Part::Name);
     case Part::Name: {
-      const auto& names = *names_;
+      const auto& names = grammar_->names;
       if (byte == '"') {
         // Sorted: a name equal to the bytes so far (a prefix of the others) comes first.
         if (names[lo_].size() != pos_) return false;
         part_ = Part::Middle;
         pos_ = 1;  // the quote is kMiddle's first byte
+        if (!grammar_->arguments.empty() && grammar_->arguments[lo_] != nullptr) {
+          arguments_ = JsonSchemaPrefix(grammar_->arguments[lo_].get());
+        }
         return true;
       }
       uint32_t lo = lo_;
@@ -59,9 +64,13 @@ bool ToolCallPrefix::push(uint8_t byte) {
     case Part::Middle:
       return fixed(kMiddle, Part::Arguments);
     case Part::Arguments:
-      if (!arguments_.push(byte)) return false;
-      if (arguments_.complete()) part_ = Part::Tail;
-      return true;
+      return std::visit(
+          [&](auto& arguments) {
+            if (!arguments.push(byte)) return false;
+            if (arguments.complete()) part_ = Part::Tail;
+            return true;
+          },
+          arguments_);
     case Part::Tail:
       return fixed(kTail, Part::Done);
     case Part::Done:

@@ -6,11 +6,14 @@
 // (after at most kMaxLeadingWhitespace whitespace bytes, which tokenizers
 // that glue a space to the first piece need)
 // where NAME is one of a fixed list of function names and OBJECT is a JSON
-// object as JsonPrefix accepts it. It drives forced tool calls (OpenAI's
+// object: an instance of that function's parameters schema when it has one
+// (JsonSchemaPrefix), else any object (JsonPrefix). It drives forced tool calls (OpenAI's
 // tool_choice "required" or a named function): the sampler masks every
 // token whose bytes would leave this form, so the model can only call a
-// declared function, with arguments that parse and are compact (at most one
-// whitespace byte in a row: a model that does not know JSON would pad). Like JsonPrefix, the state
+// declared function, with arguments that parse (and fit the function's
+// schema) and are compact: at most one whitespace byte in a row without a
+// schema, JsonSchemaPrefix's rule with one (a model that does not know JSON
+// would pad). Like JsonPrefix, the state
 // is a small trivially copyable value (the names live outside it).
 #pragma once
 
@@ -19,15 +22,28 @@
 #include <string_view>
 #include <vector>
 
+#include <memory>
+#include <variant>
+
 #include "engine/text/json_prefix.h"
+#include "engine/text/json_schema.h"
+#include "engine/text/json_schema_prefix.h"
 
 namespace tc::text {
 
+// The functions a forced call may name.
+struct ToolCallGrammar {
+  std::vector<std::string> names;  // sorted, distinct, non-empty, none with '"' or '\' (written raw between quotes)
+  std::vector<std::shared_ptr<const JsonSchema>> arguments;  // [names.size()] or empty: each one's parameters; null: any object
+
+  explicit ToolCallGrammar(std::vector<std::string> n, std::vector<std::shared_ptr<const JsonSchema>> a = {})
+      : names(std::move(n)), arguments(std::move(a)) {}
+};
+
 class ToolCallPrefix {
  public:
-  // `names`: sorted, distinct, non-empty, none with '"' or '\' (they are
-  // written raw between quotes); must outlive every copy of this state.
-  explicit ToolCallPrefix(const std::vector<std::string>* names);
+  // `grammar` must outlive every copy of this state.
+  explicit ToolCallPrefix(const ToolCallGrammar* grammar);
 
   // As JsonPrefix: false (and the state unchanged) when the byte leaves the form.
   bool push(uint8_t byte);
@@ -47,7 +63,7 @@ class ToolCallPrefix {
  private:
   enum class Part : uint8_t { Head, Name, Middle, Arguments, Tail, Done };
 
-  const std::vector<std::string>* names_;
+  const ToolCallGrammar* grammar_;
   Part part_ = Part::Head;
   uint32_t pos_ = 0;  // bytes of the current fixed text (or of the name) written
   uint8_t leading_ = 0;  // Head: whitespace bytes before it
@@ -55,7 +71,7 @@ class ToolCallPrefix {
   // names_[lo_, hi_) (the list is sorted, so they are contiguous).
   uint32_t lo_ = 0;
   uint32_t hi_ = 0;
-  JsonPrefix arguments_{kArgumentsWhitespaceRun};
+  std::variant<JsonPrefix, JsonSchemaPrefix> arguments_{JsonPrefix(kArgumentsWhitespaceRun)};
 };
 
 }  // namespace tc::text

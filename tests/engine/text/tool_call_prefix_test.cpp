@@ -1,7 +1,8 @@
 // ToolCallPrefix and forced tool calls through the Sampler: calls to every
 // declared name accepted byte by byte and complete only at the end; other
 // names, name prefixes and bytes outside the form refused; random calls as
-// nlohmann writes their arguments accepted; on random logits every sampled
+// nlohmann writes their arguments accepted, and fitting the function's
+// parameters schema where it has one; on random logits every sampled
 // text stays a prefix and, once closed, parses as a call to a declared name.
 #include <catch2/catch.hpp>
 
@@ -14,6 +15,7 @@
 
 #include "engine/runtime/output_constraint.h"
 #include "engine/runtime/sampler.h"
+#include "engine/text/json_schema.h"
 #include "engine/text/tool_call_prefix.h"
 #include "tests/engine/text/text_test_util.h"
 
@@ -25,6 +27,10 @@ namespace {
 const std::vector<std::string>& names() {
   static const std::vector<std::string> n = {"add", "get", "get_time", "get_weather", "z-9"};
   return n;
+}
+const tc::text::ToolCallGrammar& grammar() {
+  static const tc::text::ToolCallGrammar g(names());
+  return g;
 }
 
 std::string call(const std::string& name, const std::string& arguments) {
@@ -38,7 +44,7 @@ std::string call(const std::string& name, const std::string& arguments) {
 
 // The index of the first byte refused, or -1.
 int first_refused(const std::string& text) {
-  ToolCallPrefix p(&names());
+  ToolCallPrefix p(&grammar());
   for (size_t i = 0; i < text.size(); ++i) {
     if (!p.push(static_cast<uint8_t>(text[i]))) return static_cast<int>(i);
   }
@@ -52,7 +58,7 @@ TEST_CASE("ToolCallPrefix: a call to each declared name is accepted and complete
   for (const auto& name : names()) {
     const std::string text = call(name, R"({"city": "Paris", "n": [1, 2.5e3, {"x": null}]})");
     CAPTURE(text);
-    ToolCallPrefix p(&names());
+    ToolCallPrefix p(&grammar());
     for (size_t i = 0; i < text.size(); ++i) {
       REQUIRE_FALSE(p.complete());
       REQUIRE(p.push(static_cast<uint8_t>(text[i])));
@@ -91,10 +97,30 @@ TEST_CASE("ToolCallPrefix: refuses undeclared names and text outside the form at
     CHECK(first_refused(c.text) == c.refused);
   }
   // A refused byte leaves the state as it was.
-  ToolCallPrefix p(&names());
+  ToolCallPrefix p(&grammar());
   REQUIRE(p.push(std::string(ToolCallPrefix::kHead) + "get"));
   CHECK_FALSE(p.push(static_cast<uint8_t>('x')));
   CHECK(p.push(static_cast<uint8_t>('"')));
+}
+
+TEST_CASE("ToolCallPrefix: a function with a parameters schema gets arguments that fit it", "[json][tools][schema]") {
+  const tc::text::ToolCallGrammar with_schema(
+      {"get_time", "get_weather"},
+      {nullptr, tc::text::JsonSchema::compile(nlohmann::ordered_json::parse(
+                    R"({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}},
+                        "required": ["city"], "additionalProperties": false})"))});
+  auto accepted = [&](const std::string& name, const std::string& args) {
+    return ToolCallPrefix(&with_schema).push(call(name, args));
+  };
+  CHECK(accepted("get_weather", R"({"city": "Oslo", "unit": "C"})"));
+  CHECK(accepted("get_weather", R"({"city": "Oslo"})"));
+  CHECK_FALSE(accepted("get_weather", R"({"unit": "C"})"));                // city is required
+  CHECK_FALSE(accepted("get_weather", R"({"city": "Oslo", "unit": "K"})"));  // not in the enum
+  CHECK_FALSE(accepted("get_weather", R"({"city": 5})"));
+  CHECK(accepted("get_time", R"({"anything": [1]})"));  // no schema: any object
+  ToolCallPrefix p(&with_schema);
+  REQUIRE(p.push(call("get_weather", R"({"city": "A"})")));
+  CHECK(p.complete());
 }
 
 TEST_CASE("ToolCallPrefix: random compact arguments as nlohmann writes them are accepted", "[json][tools]") {
@@ -109,11 +135,11 @@ TEST_CASE("ToolCallPrefix: random compact arguments as nlohmann writes them are 
     }
     const std::string text = call(names()[rng() % names().size()], args.dump());
     CAPTURE(text);
-    ToolCallPrefix p(&names());
+    ToolCallPrefix p(&grammar());
     REQUIRE(p.push(text));
     REQUIRE(p.complete());
     // Arguments are compact: indented JSON (two blanks in a row) is refused.
-    if (!args.empty()) CHECK_FALSE(ToolCallPrefix(&names()).push(call(names()[0], args.dump(2))));
+    if (!args.empty()) CHECK_FALSE(ToolCallPrefix(&grammar()).push(call(names()[0], args.dump(2))));
   }
 }
 
@@ -134,7 +160,7 @@ TEST_CASE("Forced tool call: random logits give texts that close as calls to dec
   const auto& tokenizer = tool_tokenizer();
   const int32_t n_vocab = tokenizer.n_vocab();
   const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
-  const auto declared = std::make_shared<const std::vector<std::string>>(names());
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
   const tc::text::TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 2.0f);
@@ -144,7 +170,7 @@ TEST_CASE("Forced tool call: random logits give texts that close as calls to dec
     tc::runtime::SamplingParams params;
     params.seed = seed;
     tc::runtime::Sampler sampler(params, n_vocab);
-    sampler.constrain(table, tc::runtime::OutputForm::tool_call(declared));
+    sampler.constrain(table, tc::runtime::OutputForm::call(declared));
     std::string text;
     std::vector<float> logits(static_cast<size_t>(n_vocab));
     for (int step = 0; step < 3000; ++step) {

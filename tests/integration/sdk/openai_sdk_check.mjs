@@ -364,12 +364,14 @@ await check('context overflow -> BadRequestError code context_length_exceeded', 
 // A gauge from /metrics (the SDK has no call for it).
 // Function calling. A random-weight model will not call a tool of its own
 // accord, so the calls here are forced (tool_choice naming a function: the
-// server constrains sampling to the call's form) with a bias towards '}' so
-// that the arguments object closes soon; what is checked is the wire shape,
-// streamed against non-streamed, and a call sent back in the history.
+// server constrains sampling to the call's form and the arguments to the
+// function's parameters) with a bias towards '}' so that the call closes
+// soon; what is checked is the wire shape, the arguments against the
+// schema, streamed against non-streamed, and a call sent back in the history.
 const tools = [
   { type: 'function', function: { name: 'get_weather', description: 'The weather in a city.',
-    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } },
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 3 }, unit: { enum: ['C', 'F'] } },
+      required: ['city'] } } },
   { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
 ];
 async function tokenIds(text) {
@@ -402,8 +404,12 @@ await check('tools: a forced call comes back as tool_calls (non-streamed and str
   assert.equal(call.type, 'function');
   assert.ok(/^call_[0-9a-f]{24}$/.test(call.id), `id ${call.id}`);
   assert.equal(call.function.name, 'get_weather');
+  // The arguments fit get_weather's parameters (the constraint follows them).
   const args = JSON.parse(call.function.arguments);
   assert.ok(args && typeof args === 'object' && !Array.isArray(args), `arguments ${call.function.arguments}`);
+  assert.ok(typeof args.city === 'string' && [...args.city].length <= 3, `city in ${call.function.arguments}`);
+  assert.ok(Object.keys(args).every((k) => ['city', 'unit'].includes(k)), `keys of ${call.function.arguments}`);
+  if ('unit' in args) assert.ok(['C', 'F'].includes(args.unit));
   forcedCall = call;
 
   const stream = await client.chat.completions.create({ ...toolBase, stream: true });
