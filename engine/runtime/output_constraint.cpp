@@ -1,7 +1,9 @@
 // The constrained-output token mask (see output_constraint.h). Per draw,
 // the bytes that may come next are found once (256 tries of the prefix),
 // which rules out most tokens by their first byte; the rest are tried whole
-// on a copy of the prefix.
+// on a copy of the prefix, except, inside a string that takes any text,
+// tokens of whole characters without quotes or escapes (allowed without a
+// try: most of a vocabulary).
 #include "engine/runtime/output_constraint.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@ template <class Prefix>
 void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::span<float> logits) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   const bool done = prefix.complete();
+  const bool free_string = prefix.in_free_string();
   std::array<bool, 256> first{};
   for (int b = 0; b < 256; ++b) {
     Prefix copy = prefix;
@@ -31,6 +34,10 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
         allowed = done;
         break;
       case ConstraintTokenTable::Kind::Text: {
+        if (free_string && table.plain[t] != 0) {
+          allowed = true;  // inside a string that takes any text: no need to try it
+          break;
+        }
         const std::string& bytes = table.bytes[t];
         allowed = first[static_cast<uint8_t>(bytes[0])] && (bytes.size() == 1 || prefix.accepts(bytes));
         break;
@@ -42,6 +49,16 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
   }
 }
 
+// Whole characters that a string's lexer reads as they are: no quote, no
+// escape, ending between characters.
+bool string_safe(const std::string& bytes) {
+  text::JsonStringLexer lexer;
+  for (char c : bytes) {
+    if (c == '\\' || lexer.push(static_cast<uint8_t>(c)) != text::JsonStringLexer::Step::Continue) return false;
+  }
+  return !bytes.empty() && lexer.at_boundary();
+}
+
 }  // namespace
 
 std::shared_ptr<const ConstraintTokenTable> ConstraintTokenTable::from(const text::Tokenizer& tokenizer,
@@ -50,6 +67,7 @@ std::shared_ptr<const ConstraintTokenTable> ConstraintTokenTable::from(const tex
   const text::Vocab& vocab = tokenizer.vocab();
   table->bytes.resize(static_cast<size_t>(n_vocab));
   table->kind.resize(static_cast<size_t>(n_vocab), Kind::Never);
+  table->plain.resize(static_cast<size_t>(n_vocab), 0);
   for (text::TokenId id = 0; id < std::min(n_vocab, tokenizer.n_vocab()); ++id) {
     const auto i = static_cast<size_t>(id);
     if (vocab.is_end_of_generation(id)) {
@@ -60,6 +78,7 @@ std::shared_ptr<const ConstraintTokenTable> ConstraintTokenTable::from(const tex
     if (type == text::TokenType::Control || type == text::TokenType::Unused) continue;
     table->bytes[i] = tokenizer.token_to_piece(id);
     if (!table->bytes[i].empty()) table->kind[i] = Kind::Text;
+    table->plain[i] = string_safe(table->bytes[i]) ? 1 : 0;
   }
   return table;
 }

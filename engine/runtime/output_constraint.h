@@ -37,6 +37,10 @@ struct ConstraintTokenTable {
   };
   std::vector<std::string> bytes;  // [n_vocab]: the token's text as it decodes mid-sequence
   std::vector<Kind> kind;          // [n_vocab]
+  // [n_vocab]: 1 when the token is whole characters that a JSON string
+  // takes as they are (valid UTF-8, no quote, backslash or control byte):
+  // text any string without a length limit accepts (the mask's fast path).
+  std::vector<uint8_t> plain;
 
   // n_vocab: the logits' length (the model's output rows; ids the tokenizer
   // does not know are never allowed).

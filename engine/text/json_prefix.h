@@ -41,6 +41,9 @@ class JsonPrefix {
   bool accepts(std::string_view bytes) const;
   // The text is one whole JSON object (nothing more can follow).
   bool complete() const { return state_ == State::Done; }
+  // Inside a string, between characters: any printable ASCII other than
+  // '"' and '\' may follow.
+  bool in_free_string() const { return state_ == State::String && string_.at_boundary(); }
 
  private:
   enum class State : uint8_t {

@@ -3,6 +3,8 @@
 // json_schema_prefix.h).
 #include "engine/text/json_schema_prefix.h"
 
+#include <limits>
+
 #include "kernels/check.h"
 
 namespace tc::text {
@@ -47,6 +49,12 @@ bool JsonSchemaPrefix::push(std::string_view bytes) {
 bool JsonSchemaPrefix::accepts(std::string_view bytes) const {
   JsonSchemaPrefix copy = *this;
   return copy.push(bytes);
+}
+
+bool JsonSchemaPrefix::in_free_string() const {
+  if (!string_.at_boundary()) return false;
+  if (scalar_ == Scalar::String) return node(scalar_node_).max_length == std::numeric_limits<uint32_t>::max();
+  return scalar_ == Scalar::None && depth_ > 0 && stack_[depth_ - 1u].part == Part::OpenKey;
 }
 
 bool JsonSchemaPrefix::push_byte(uint8_t byte) {

@@ -33,6 +33,10 @@ class JsonSchemaPrefix {
   bool accepts(std::string_view bytes) const;
   // The value is whole (nothing more can follow: the root is a container).
   bool complete() const { return done_; }
+  // Inside a string with no length limit (or a key of an object without
+  // declared properties), between characters: any printable ASCII other
+  // than '"' and '\' may follow.
+  bool in_free_string() const;
 
  private:
   // Where a container frame is.

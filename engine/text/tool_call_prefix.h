@@ -52,6 +52,11 @@ class ToolCallPrefix {
   bool accepts(std::string_view bytes) const;
   // The whole call is written (nothing more can follow).
   bool complete() const { return part_ == Part::Done; }
+  // Inside a string of the arguments that takes any text (JsonPrefix's and
+  // JsonSchemaPrefix's in_free_string()).
+  bool in_free_string() const {
+    return part_ == Part::Arguments && std::visit([](const auto& a) { return a.in_free_string(); }, arguments_);
+  }
 
   // The fixed text around the name and the arguments.
   static constexpr std::string_view kHead = "{\"name\": \"";

@@ -2,10 +2,12 @@
 // keyword; JsonSchemaPrefix accepts valid instances (written in the order
 // declared, compact or indented) byte by byte and refuses invalid ones
 // (and padding) at their first bad byte; random instances generated from the schema are
-// accepted; and on random logits every text the sampler closes parses and
-// validates against the schema by an independent validator written here.
+// accepted; the mask's plain-text fast path equals trying every token; and
+// on random logits every text the sampler closes parses and validates
+// against the schema by an independent validator written here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -275,16 +277,64 @@ TEST_CASE("JSON Schema: random instances in declared order are accepted compact 
   }
 }
 
-TEST_CASE("JSON Schema mode: random logits give texts that close and validate", "[sampler][json][schema]") {
-  const auto tokenizer = tc::text::Tokenizer::create(tc::text::test::spm_vocab({
+namespace {
+
+const tc::text::Tokenizer& schema_tokenizer() {
+  static const auto tokenizer = tc::text::Tokenizer::create(tc::text::test::spm_vocab({
       {"{", 0}, {"}", 0}, {"[", 0}, {"]", 0}, {"\"", 0}, {":", 0}, {",", 0}, {"a", 0}, {"b", 0}, {"c", 0},
       {"1", 0}, {"2", 0}, {"0", 0}, {".", 0}, {"e", 0}, {"-", 0}, {"true", 0}, {"null", 0}, {"\u2581", 0},
       {"name", 0}, {"age", 0}, {"home", 0}, {"city", 0}, {"tags", 0}, {"score", 0}, {"ok", 0}, {"nick", 0},
       {"{\"", 0}, {"\":", 0}, {"\",", 0}, {"\"}", 0}, {"x", 0}, {"v", 0}, {"kids", 0}, {"meta", 0}, {"any", 0},
+      {"ab c", 0}, {"\\n", 0}, {"\u00e9", 0},
   }));
-  const int32_t n_vocab = tokenizer->n_vocab();
-  const auto table = tc::runtime::ConstraintTokenTable::from(*tokenizer, n_vocab);
-  const tc::text::TokenId eos = tokenizer->vocab().eos_id;
+  return *tokenizer;
+}
+
+}  // namespace
+
+TEST_CASE("Constrained output: the plain-text fast path masks exactly what trying every token does",
+          "[sampler][json][schema]") {
+  const auto& tokenizer = schema_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto fast = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  auto slow_table = std::make_shared<tc::runtime::ConstraintTokenTable>(*fast);
+  std::fill(slow_table->plain.begin(), slow_table->plain.end(), 0);
+  REQUIRE(std::count(fast->plain.begin(), fast->plain.end(), 1) > 10);
+  const auto person = JsonSchema::compile(person_schema());
+  const auto tree = JsonSchema::compile(tree_schema());
+  const tc::runtime::OutputForm forms[] = {tc::runtime::OutputForm::json_object(),
+                                           tc::runtime::OutputForm::json_schema(person),
+                                           tc::runtime::OutputForm::json_schema(tree)};
+  std::mt19937 rng(29);
+  int compared = 0;
+  for (const auto& form : forms) {
+    for (int walk = 0; walk < 20; ++walk) {
+      tc::runtime::OutputConstraint a(fast, form), b(slow_table, form);
+      for (int step = 0; step < 200 && !a.complete(); ++step) {
+        std::vector<float> la(static_cast<size_t>(n_vocab), 0.0f), lb = la;
+        a.mask(la);
+        b.mask(lb);
+        REQUIRE(la == lb);
+        ++compared;
+        std::vector<tc::text::TokenId> allowed;
+        for (int t = 0; t < n_vocab; ++t) {
+          if (la[static_cast<size_t>(t)] == 0.0f && fast->kind[static_cast<size_t>(t)] == tc::runtime::ConstraintTokenTable::Kind::Text) allowed.push_back(t);
+        }
+        if (allowed.empty()) break;
+        const auto t = allowed[rng() % allowed.size()];
+        a.accept(t);
+        b.accept(t);
+      }
+    }
+  }
+  CHECK(compared > 1000);
+}
+
+TEST_CASE("JSON Schema mode: random logits give texts that close and validate", "[sampler][json][schema]") {
+  const auto& tokenizer = schema_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const tc::text::TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(23);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   for (const json* schema_json : {&person_schema(), &tree_schema()}) {
