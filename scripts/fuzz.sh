@@ -2,12 +2,14 @@
 # Builds the libFuzzer targets with clang, ASan and UBSan in build-fuzz/ and
 # runs one of them. New corpus entries go to build-fuzz/fuzz-work/TARGET/corpus/,
 # crash inputs to build-fuzz/fuzz-work/TARGET/artifacts/. See docs/fuzzing.md.
-#   scripts/fuzz.sh [gguf|openai|template|tokenizer|model] [RUNS (default 1000000)] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [gguf|openai|template|constrained|tokenizer|model] [RUNS (default 1000000)] [extra libFuzzer flags...]
 #   gguf      the GGUF reader, seeded with tests/data/gguf_malformed/ and a few valid files
 #   openai    a request body through the OpenAI schema and the bundled chat
 #             templates, seeded with fuzz/seeds/openai_request/, dictionary fuzz/openai_request.dict
 #   template  a chat template source, parsed and rendered, seeded with the
 #             bundled templates, dictionary fuzz/chat_template.dict
+#   constrained a JSON Schema and a reply through the constrained-output
+#             automata and the tool-call parser, seeded with fuzz/seeds/constrained_output/
 #   tokenizer text through the bundled model's tokenizer and back, seeded
 #             with fuzz/seeds/tokenizer/
 #   model     a model file through load_model's checks and the weight views,
@@ -17,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=gguf
 case "${1:-}" in
-  gguf|openai|template|tokenizer|model) target=$1; shift ;;
+  gguf|openai|template|constrained|tokenizer|model) target=$1; shift ;;
 esac
 runs=${1:-1000000}
 shift $(( $# > 0 ? 1 : 0 ))
@@ -51,6 +53,11 @@ case "$target" in
     exec "$build_dir/fuzz/chat_template_fuzz" -runs="$runs" -max_len=16384 -timeout=10 \
       -dict=fuzz/chat_template.dict -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" \
       "$work/corpus" tests/data/chat_templates/templates
+    ;;
+  constrained)
+    cmake --build "$build_dir" --target constrained_output_fuzz -j "$jobs"
+    exec "$build_dir/fuzz/constrained_output_fuzz" -runs="$runs" -max_len=4096 -timeout=10 \
+      -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" "$work/corpus" fuzz/seeds/constrained_output
     ;;
   tokenizer)
     cmake --build "$build_dir" --target tokenizer_fuzz -j "$jobs"

@@ -1,0 +1,81 @@
+// libFuzzer target: constrained output and tool-call parsing. The input is
+// a JSON Schema, a NUL byte, then a reply text. The schema (when it parses)
+// is compiled, which may only throw SchemaError; the text is fed byte by
+// byte to JsonPrefix, JsonSchemaPrefix and ToolCallPrefix, and whatever
+// each calls complete must parse as JSON (an object for JSON mode, a call
+// naming a declared function for the tool call). The text is also parsed
+// for tool calls whole and through ToolCallStream cut at every third byte:
+// the stream must show and return exactly what the whole parse finds.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/text/json_prefix.h"
+#include "engine/text/json_schema.h"
+#include "engine/text/json_schema_prefix.h"
+#include "engine/text/tool_call_prefix.h"
+#include "server/tool_call_parser.h"
+
+namespace {
+
+void require(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "invariant broken: %s\n", what);
+    std::abort();
+  }
+}
+
+// Feeds `text` until a byte is refused; the prefix's complete() then says
+// whether the bytes so far are whole, and they must parse.
+template <class Prefix>
+void check_prefix(Prefix prefix, std::string_view text, bool object) {
+  size_t n = 0;
+  while (n < text.size() && prefix.push(static_cast<uint8_t>(text[n]))) ++n;
+  if (!prefix.complete()) return;
+  const auto value = nlohmann::json::parse(text.substr(0, n), nullptr, /*allow_exceptions=*/false);
+  require(!value.is_discarded(), "a complete prefix parses as JSON");
+  require(!object || value.is_object(), "a complete JSON-mode prefix is an object");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const size_t split = input.find('\0');
+  const std::string_view schema_text = input.substr(0, split);
+  const std::string_view text = split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
+
+  check_prefix(tc::text::JsonPrefix(), text, true);
+  static const tc::text::ToolCallGrammar grammar({"get", "get_time", "get_weather"});
+  check_prefix(tc::text::ToolCallPrefix(&grammar), text, true);
+  const auto schema_json = nlohmann::ordered_json::parse(schema_text, nullptr, false);
+  if (!schema_json.is_discarded()) {
+    try {
+      const auto schema = tc::text::JsonSchema::compile(schema_json);
+      check_prefix(tc::text::JsonSchemaPrefix(schema.get()), text, false);
+      const tc::text::ToolCallGrammar with_schema({"f"}, {schema});
+      check_prefix(tc::text::ToolCallPrefix(&with_schema), text, true);
+    } catch (const tc::text::SchemaError& e) {
+      require(e.what()[0] != '\0', "a schema error has a message");
+    }
+  }
+
+  const auto whole = tc::server::parse_tool_calls(text, grammar.names);
+  tc::server::ToolCallStream stream;
+  std::string shown;
+  for (size_t at = 0; at < text.size(); at += 3) shown += stream.push(text.substr(at, 3));
+  const auto streamed = stream.finish(grammar.names);
+  require(shown + streamed.content == whole.content, "streamed content equals the whole parse's");
+  require(streamed.calls.size() == whole.calls.size(), "the stream finds the same calls");
+  for (size_t i = 0; i < whole.calls.size(); ++i) {
+    require(streamed.calls[i].name == whole.calls[i].name && streamed.calls[i].arguments == whole.calls[i].arguments,
+            "the same call");
+    require(nlohmann::json::parse(whole.calls[i].arguments).is_object(), "arguments are an object");
+  }
+  return 0;
+}
