@@ -18,6 +18,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
+#include "tests/engine/text/constrained_walk.h"
 #include "tests/engine/text/text_test_util.h"
 
 // Ordered: objects keep their members in the order written, as the server
@@ -336,35 +337,17 @@ TEST_CASE("JSON Schema mode: random logits give texts that close and validate", 
   const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
   const tc::text::TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(23);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
   for (const json* schema_json : {&person_schema(), &tree_schema()}) {
     const auto schema = JsonSchema::compile(*schema_json);
     int closed = 0;
     for (uint64_t seed = 1; seed <= 40; ++seed) {
-      tc::runtime::SamplingParams params;
-      params.seed = seed;
-      tc::runtime::Sampler sampler(params, n_vocab);
-      sampler.constrain(table, tc::runtime::OutputForm::json_schema(schema));
-      std::string text;
-      std::vector<float> logits(static_cast<size_t>(n_vocab));
-      for (int step = 0; step < 3000; ++step) {
-        for (float& v : logits) v = normal(rng);
-        logits[static_cast<size_t>(eos)] = 8.0f;
-        const auto r = sampler.sample(logits);
-        CAPTURE(text);
-        REQUIRE(r.status == tc::runtime::SampleStatus::Ok);
-        if (r.token == eos) {
-          REQUIRE(sampler.constraint_complete());
-          break;
-        }
-        text += table->bytes[static_cast<size_t>(r.token)];
-        sampler.accept(r.token);
-        REQUIRE(JsonSchemaPrefix(schema.get()).accepts(text));
-      }
-      if (!sampler.constraint_complete()) continue;
+      const auto walk = tc::text::test::constrained_walk(
+          table, tc::runtime::OutputForm::json_schema(schema), eos, seed, rng,
+          [&](const std::string& text) { return JsonSchemaPrefix(schema.get()).accepts(text); });
+      if (!walk.closed) continue;
       ++closed;
-      CAPTURE(text);
-      REQUIRE(validates(json::parse(text), *schema_json, *schema_json));
+      CAPTURE(walk.text);
+      REQUIRE(validates(json::parse(walk.text), *schema_json, *schema_json));
     }
     CHECK(closed >= 30);
   }

@@ -17,6 +17,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/tool_call_prefix.h"
+#include "tests/engine/text/constrained_walk.h"
 #include "tests/engine/text/text_test_util.h"
 
 using tc::text::ToolCallPrefix;
@@ -163,33 +164,15 @@ TEST_CASE("Forced tool call: random logits give texts that close as calls to dec
   const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
   const tc::text::TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
   std::set<std::string> called;
   int closed = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    tc::runtime::SamplingParams params;
-    params.seed = seed;
-    tc::runtime::Sampler sampler(params, n_vocab);
-    sampler.constrain(table, tc::runtime::OutputForm::call(declared));
-    std::string text;
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
-    for (int step = 0; step < 3000; ++step) {
-      for (float& v : logits) v = normal(rng);
-      logits[static_cast<size_t>(eos)] = 8.0f;
-      const auto r = sampler.sample(logits);
-      REQUIRE(r.status == tc::runtime::SampleStatus::Ok);
-      CAPTURE(text);
-      if (r.token == eos) {
-        REQUIRE(sampler.constraint_complete());
-        break;
-      }
-      REQUIRE_FALSE(sampler.constraint_complete());
-      text += table->bytes[static_cast<size_t>(r.token)];
-      sampler.accept(r.token);
-      REQUIRE(ToolCallPrefix(declared.get()).accepts(text));
-    }
-    if (!sampler.constraint_complete()) continue;
+    const auto walk = tc::text::test::constrained_walk(
+        table, tc::runtime::OutputForm::call(declared), eos, seed, rng,
+        [&](const std::string& text) { return ToolCallPrefix(declared.get()).accepts(text); });
+    if (!walk.closed) continue;
     ++closed;
+    const std::string& text = walk.text;
     CAPTURE(text);
     const auto parsed = nlohmann::json::parse(text);
     REQUIRE(parsed.size() == 2);

@@ -1,0 +1,42 @@
+// constrained_walk (see constrained_walk.h).
+#include "tests/engine/text/constrained_walk.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "engine/runtime/sampler.h"
+
+namespace tc::text::test {
+
+ConstrainedWalk constrained_walk(const std::shared_ptr<const runtime::ConstraintTokenTable>& table,
+                                 const runtime::OutputForm& form, TokenId eos, uint64_t seed, std::mt19937& rng,
+                                 const std::function<bool(const std::string&)>& is_prefix, int max_steps) {
+  runtime::SamplingParams params;
+  params.seed = seed;
+  const auto n_vocab = static_cast<int32_t>(table->bytes.size());
+  runtime::Sampler sampler(params, n_vocab);
+  sampler.constrain(table, form);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  ConstrainedWalk walk;
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  for (int step = 0; step < max_steps; ++step) {
+    for (float& v : logits) v = normal(rng);
+    logits[static_cast<size_t>(eos)] = 8.0f;
+    const auto r = sampler.sample(logits);
+    CAPTURE(walk.text);
+    REQUIRE(r.status == runtime::SampleStatus::Ok);
+    if (r.token == eos) {
+      REQUIRE(sampler.constraint_complete());
+      walk.closed = true;
+      return walk;
+    }
+    REQUIRE_FALSE(sampler.constraint_complete());  // once whole only the end may come
+    walk.text += table->bytes[static_cast<size_t>(r.token)];
+    sampler.accept(r.token);
+    REQUIRE(is_prefix(walk.text));
+  }
+  return walk;
+}
+
+}  // namespace tc::text::test
