@@ -1,6 +1,7 @@
 // The constrained-output token mask (see output_constraint.h). Per draw,
 // the bytes that may come next are found once (256 tries of the prefix),
-// which rules out most tokens by their first byte; the rest are tried whole
+// which rules out most tokens by their first byte (and those that begin
+// with a space or a newline by their second); the rest are tried whole
 // on a copy of the prefix, except, inside a string that takes any text,
 // tokens of whole characters without quotes or escapes (allowed without a
 // try: most of a vocabulary).
@@ -26,6 +27,19 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
     Prefix copy = prefix;
     first[static_cast<size_t>(b)] = copy.push(static_cast<uint8_t>(b));
   }
+  // The bytes that may follow a space and a newline (when those may come):
+  // many tokens begin with one, and most of them are ruled out by their
+  // second byte.
+  std::array<bool, 256> after_space{}, after_newline{};
+  for (auto [lead, after] : {std::pair{uint8_t{' '}, &after_space}, std::pair{uint8_t{'\n'}, &after_newline}}) {
+    if (!first[lead]) continue;
+    Prefix led = prefix;
+    led.push(lead);
+    for (int b = 0; b < 256; ++b) {
+      Prefix copy = led;
+      (*after)[static_cast<size_t>(b)] = copy.push(static_cast<uint8_t>(b));
+    }
+  }
   for (size_t t = 0; t < logits.size(); ++t) {
     if (logits[t] == kMinusInf) continue;
     bool allowed = false;
@@ -39,7 +53,13 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
           break;
         }
         const std::string& bytes = table.bytes[t];
-        allowed = first[static_cast<uint8_t>(bytes[0])] && (bytes.size() == 1 || prefix.accepts(bytes));
+        const auto b0 = static_cast<uint8_t>(bytes[0]);
+        if (!first[b0]) break;
+        if (bytes.size() > 1) {
+          const auto b1 = static_cast<uint8_t>(bytes[1]);
+          if ((b0 == ' ' && !after_space[b1]) || (b0 == '\n' && !after_newline[b1])) break;
+        }
+        allowed = bytes.size() == 1 || prefix.accepts(bytes);
         break;
       }
       case ConstraintTokenTable::Kind::Never:

@@ -2,12 +2,13 @@
 // keyword; JsonSchemaPrefix accepts valid instances (written in the order
 // declared, compact or indented) byte by byte and refuses invalid ones
 // (and padding) at their first bad byte; random instances generated from the schema are
-// accepted; the mask's plain-text fast path equals trying every token; and
+// accepted; the mask with its shortcuts equals trying every token; and
 // on random logits every text the sampler closes parses and validates
 // against the schema by an independent validator written here.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -286,45 +287,62 @@ const tc::text::Tokenizer& schema_tokenizer() {
       {"1", 0}, {"2", 0}, {"0", 0}, {".", 0}, {"e", 0}, {"-", 0}, {"true", 0}, {"null", 0}, {"\u2581", 0},
       {"name", 0}, {"age", 0}, {"home", 0}, {"city", 0}, {"tags", 0}, {"score", 0}, {"ok", 0}, {"nick", 0},
       {"{\"", 0}, {"\":", 0}, {"\",", 0}, {"\"}", 0}, {"x", 0}, {"v", 0}, {"kids", 0}, {"meta", 0}, {"any", 0},
-      {"ab c", 0}, {"\\n", 0}, {"\u00e9", 0},
+      {"ab c", 0}, {"\\n", 0}, {"\u00e9", 0}, {"\u2581\"", 0}, {"\u2581{", 0}, {"\u2581[", 0}, {"\u25811", 0},
+      {"\u2581true", 0}, {"\u2581x", 0}, {"\u2581\u2581", 0}, {"\n", 0}, {"\n\"", 0}, {"\n}", 0}, {"\n\u2581", 0},
   }));
   return *tokenizer;
 }
 
 }  // namespace
 
-TEST_CASE("Constrained output: the plain-text fast path masks exactly what trying every token does",
+TEST_CASE("Constrained output: the mask and its shortcuts allow exactly the tokens whose bytes fit",
           "[sampler][json][schema]") {
   const auto& tokenizer = schema_tokenizer();
   const int32_t n_vocab = tokenizer.n_vocab();
-  const auto fast = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
-  auto slow_table = std::make_shared<tc::runtime::ConstraintTokenTable>(*fast);
-  std::fill(slow_table->plain.begin(), slow_table->plain.end(), 0);
-  REQUIRE(std::count(fast->plain.begin(), fast->plain.end(), 1) > 10);
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  REQUIRE(std::count(table->plain.begin(), table->plain.end(), 1) > 10);
   const auto person = JsonSchema::compile(person_schema());
   const auto tree = JsonSchema::compile(tree_schema());
-  const tc::runtime::OutputForm forms[] = {tc::runtime::OutputForm::json_object(),
-                                           tc::runtime::OutputForm::json_schema(person),
-                                           tc::runtime::OutputForm::json_schema(tree)};
+  // Each form with the reference: the automaton fed the text so far, then
+  // every token's bytes tried on a copy.
+  using Fits = std::function<bool(const std::string& text, const std::string& piece, bool& whole)>;
+  auto fits_with = [](auto start) -> Fits {
+    return [start](const std::string& text, const std::string& piece, bool& whole) {
+      auto p = start;
+      if (!p.push(text)) return false;
+      whole = p.complete();
+      return p.accepts(piece);
+    };
+  };
+  const std::vector<std::pair<tc::runtime::OutputForm, Fits>> forms = {
+      {tc::runtime::OutputForm::json_object(), fits_with(tc::text::JsonPrefix())},
+      {tc::runtime::OutputForm::json_schema(person), fits_with(JsonSchemaPrefix(person.get()))},
+      {tc::runtime::OutputForm::json_schema(tree), fits_with(JsonSchemaPrefix(tree.get()))},
+  };
   std::mt19937 rng(29);
   int compared = 0;
-  for (const auto& form : forms) {
+  for (const auto& [form, fits] : forms) {
     for (int walk = 0; walk < 20; ++walk) {
-      tc::runtime::OutputConstraint a(fast, form), b(slow_table, form);
-      for (int step = 0; step < 200 && !a.complete(); ++step) {
-        std::vector<float> la(static_cast<size_t>(n_vocab), 0.0f), lb = la;
-        a.mask(la);
-        b.mask(lb);
-        REQUIRE(la == lb);
-        ++compared;
+      tc::runtime::OutputConstraint constraint(table, form);
+      std::string text;
+      for (int step = 0; step < 200 && !constraint.complete(); ++step) {
+        std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
+        constraint.mask(logits);
         std::vector<tc::text::TokenId> allowed;
         for (int t = 0; t < n_vocab; ++t) {
-          if (la[static_cast<size_t>(t)] == 0.0f && fast->kind[static_cast<size_t>(t)] == tc::runtime::ConstraintTokenTable::Kind::Text) allowed.push_back(t);
+          const auto i = static_cast<size_t>(t);
+          bool whole = false;
+          const bool is_text = table->kind[i] == tc::runtime::ConstraintTokenTable::Kind::Text;
+          const bool expected = is_text ? fits(text, table->bytes[i], whole) : false;
+          CAPTURE(text, table->bytes[i]);
+          if (is_text) REQUIRE((logits[i] == 0.0f) == expected);
+          if (is_text && expected) allowed.push_back(t);
         }
+        ++compared;
         if (allowed.empty()) break;
         const auto t = allowed[rng() % allowed.size()];
-        a.accept(t);
-        b.accept(t);
+        constraint.accept(t);
+        text += table->bytes[static_cast<size_t>(t)];
       }
     }
   }
