@@ -1,7 +1,7 @@
-// Byte-at-a-time lexers for JSON's two open-ended scalars, shared by the
-// constrained-output automata (JsonPrefix, JsonSchemaPrefix): a string's
-// body after its opening quote, and a number. Small trivially copyable
-// values, so trying a byte is a copy.
+// Byte-at-a-time lexers shared by the constrained-output automata
+// (JsonPrefix, JsonSchemaPrefix, ToolCallPrefix): a string's body after its
+// opening quote, a number, and the whitespace between tokens. Small
+// trivially copyable values, so trying a byte is a copy.
 //
 // Stricter than RFC 8259 where a strict parser would trip: strings must be
 // valid UTF-8 (no overlong forms, no surrogates) and \u escapes of
@@ -77,6 +77,40 @@ class JsonNumberLexer {
   State state_ = State::Start;
   uint8_t digits_ = 0;  // Int / ExpDigits: digits read
   bool integer_;
+};
+
+// The whitespace between two tokens (or before a value): none, one space,
+// or a newline and at most kMaxIndent spaces or tabs. That is what compact
+// and indented JSON writers produce, and leaves a model that does not know
+// JSON no room to pad.
+class JsonGap {
+ public:
+  static constexpr int kMaxIndent = 20;
+
+  static bool is_whitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+  // Reads a whitespace byte: false (unchanged) when the gap cannot take it.
+  bool push(uint8_t byte) {
+    switch (state_) {
+      case State::None:
+        if (byte != ' ' && byte != '\n') return false;
+        state_ = byte == ' ' ? State::Space : State::Newline;
+        return true;
+      case State::Space:
+        return false;
+      case State::Newline:
+        if ((byte != ' ' && byte != '\t') || indent_ >= kMaxIndent) return false;
+        ++indent_;
+        return true;
+    }
+    return false;
+  }
+  // A token came: the next gap starts empty.
+  void reset() { *this = JsonGap(); }
+
+ private:
+  enum class State : uint8_t { None, Space, Newline };
+  State state_ = State::None;
+  uint8_t indent_ = 0;
 };
 
 }  // namespace tc::text

@@ -7,7 +7,6 @@ namespace {
 
 constexpr std::string_view kLiterals[3] = {"true", "false", "null"};
 
-bool is_whitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
 
 }  // namespace
 
@@ -89,15 +88,12 @@ bool JsonPrefix::push(uint8_t byte) {
     default:
       break;
   }
-  if (is_whitespace(byte) && state_ != State::Literal) {
+  if (JsonGap::is_whitespace(byte) && state_ != State::Literal) {
     // Whitespace between tokens.
-    if (whitespace_run_ >= max_whitespace_run_ || state_ == State::Done) return false;
-    if (state_ == State::Start && whitespace_run_ >= kMaxLeadingWhitespace) return false;
-    ++whitespace_run_;
-    return true;
+    return state_ != State::Done && gap_.push(byte);
   }
   const JsonPrefix saved = *this;
-  whitespace_run_ = 0;
+  gap_.reset();
   if (push_structure(byte)) return true;
   *this = saved;
   return false;

@@ -7,10 +7,9 @@
 // Stricter than RFC 8259 where a strict parser or a runaway model would
 // trip: the top-level value must be an object; strings and numbers as
 // json_lexers.h reads them (valid UTF-8, no surrogates, numbers that fit a
-// double); containers nest at most kMaxDepth deep; and at most
-// kMaxWhitespaceRun (or fewer, as constructed) whitespace bytes may follow
-// each other outside strings, kMaxLeadingWhitespace before the object (a
-// model that does not know JSON would otherwise pad forever).
+// double); containers nest at most kMaxDepth deep; and between tokens (and
+// before the object) at most one space, or a newline and an indent
+// (JsonGap: a model that does not know JSON would otherwise pad forever).
 #pragma once
 
 #include <cstdint>
@@ -23,14 +22,6 @@ namespace tc::text {
 class JsonPrefix {
  public:
   static constexpr int kMaxDepth = 64;
-  static constexpr int kMaxWhitespaceRun = 24;
-  static constexpr int kMaxLeadingWhitespace = 4;
-
-  // `max_whitespace_run`: whitespace bytes allowed in a row outside strings
-  // (1..kMaxWhitespaceRun; tool-call arguments use 1: compact JSON).
-  explicit JsonPrefix(int max_whitespace_run = kMaxWhitespaceRun)
-      : max_whitespace_run_(static_cast<uint8_t>(max_whitespace_run)) {}
-
   // Appends one byte: false (and the state unchanged) when the text with it
   // is no longer a prefix of a JSON object.
   bool push(uint8_t byte);
@@ -72,8 +63,7 @@ class JsonPrefix {
   bool key_ = false;              // the string being read is an object key
   uint8_t literal_ = 0;           // Literal: which of true/false/null
   uint8_t literal_pos_ = 0;       // Literal: bytes of it read
-  uint8_t whitespace_run_ = 0;    // whitespace bytes in a row outside strings
-  uint8_t max_whitespace_run_;    // the cap on whitespace_run_
+  JsonGap gap_;                   // whitespace since the last token
   JsonStringLexer string_;
   JsonNumberLexer number_;
 };

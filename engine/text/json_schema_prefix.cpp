@@ -10,8 +10,6 @@
 namespace tc::text {
 namespace {
 
-bool is_whitespace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
-
 // Narrows the sorted `texts`' range [lo, hi), whose members share their
 // first `pos` bytes, to those whose byte at `pos` is `byte`. False (and
 // nothing changed) when none is.
@@ -64,27 +62,9 @@ bool JsonSchemaPrefix::push_byte(uint8_t byte) {
     Frame& top = stack_[depth_ - 1u];
     if (top.part == Part::Key || top.part == Part::OpenKey) return push_key_byte(top, byte);
   }
-  if (is_whitespace(byte)) return push_whitespace(byte);
-  gap_ = Gap::None;
-  indent_ = 0;
+  if (JsonGap::is_whitespace(byte)) return gap_.push(byte);
+  gap_.reset();
   return push_structure(byte);
-}
-
-bool JsonSchemaPrefix::push_whitespace(uint8_t byte) {
-  switch (gap_) {
-    case Gap::None:
-      if (byte == ' ') gap_ = Gap::Space;
-      else if (byte == '\n') gap_ = Gap::Newline;
-      else return false;
-      return true;
-    case Gap::Space:
-      return false;
-    case Gap::Newline:
-      if ((byte != ' ' && byte != '\t') || indent_ >= kMaxIndent) return false;
-      ++indent_;
-      return true;
-  }
-  return false;
 }
 
 bool JsonSchemaPrefix::push_scalar(uint8_t byte) {

@@ -3,10 +3,8 @@
 // accepts, for schema-constrained sampling (OpenAI's json_schema response
 // format, Ollama's `format` schema). Like JsonPrefix: push() a byte or
 // bytes, accepts() on a copy, complete() once the value is whole; strings
-// and numbers as json_lexers.h reads them. Between tokens (and before the
-// value) at most one space, or a newline and up to kMaxIndent spaces or
-// tabs: what compact and indented JSON writers produce, and no room for a
-// model that does not know JSON to pad. The state is a fixed-size value (a
+// and numbers as json_lexers.h reads them, and between tokens (and before
+// the value) at most one space, or a newline and an indent (JsonGap). The state is a fixed-size value (a
 // stack of kMaxDepth frames); the schema lives outside it.
 #pragma once
 
@@ -22,7 +20,6 @@ namespace tc::text {
 class JsonSchemaPrefix {
  public:
   static constexpr int kMaxDepth = 24;
-  static constexpr int kMaxIndent = 20;
 
   // `schema` must outlive every copy of this state.
   explicit JsonSchemaPrefix(const JsonSchema* schema);
@@ -63,7 +60,6 @@ class JsonSchemaPrefix {
 
   const SchemaNode& node(int index) const { return schema_->nodes[static_cast<size_t>(index)]; }
   bool push_byte(uint8_t byte);  // push() without restoring the state on failure
-  bool push_whitespace(uint8_t byte);
   bool push_value_start(int node_index, uint8_t byte);
   bool push_scalar(uint8_t byte);
   bool push_structure(uint8_t byte);
@@ -78,11 +74,7 @@ class JsonSchemaPrefix {
   std::array<Frame, kMaxDepth> stack_{};
   uint8_t depth_ = 0;
   bool done_ = false;
-  // Whitespace since the last token: none, one space, or a newline and
-  // indent_ spaces or tabs.
-  enum class Gap : uint8_t { None, Space, Newline };
-  Gap gap_ = Gap::None;
-  uint8_t indent_ = 0;
+  JsonGap gap_;  // whitespace since the last token
   Scalar scalar_ = Scalar::None;
   int32_t scalar_node_ = -1;  // the String or Literals node being read
   JsonStringLexer string_;

@@ -33,11 +33,7 @@ bool ToolCallPrefix::push(uint8_t byte) {
   };
   switch (part_) {
     case Part::Head:
-      if (pos_ == 0 && (byte == ' ' || byte == '\n' || byte == '\t' || byte == '\r')) {
-        if (leading_ >= kMaxLeadingWhitespace) return false;
-        ++leading_;
-        return true;
-      }
+      if (pos_ == 0 && JsonGap::is_whitespace(byte)) return leading_.push(byte);
       return fixed(kHead, Part::Name);
     case Part::Name: {
       const auto& names = grammar_->names;

@@ -3,17 +3,15 @@
 //
 //   {"name": "NAME", "arguments": OBJECT}
 //
-// (after at most kMaxLeadingWhitespace whitespace bytes, which tokenizers
-// that glue a space to the first piece need)
+// (after a JsonGap's whitespace, which tokenizers that glue a space to the
+// first piece need)
 // where NAME is one of a fixed list of function names and OBJECT is a JSON
 // object: an instance of that function's parameters schema when it has one
 // (JsonSchemaPrefix), else any object (JsonPrefix). It drives forced tool calls (OpenAI's
 // tool_choice "required" or a named function): the sampler masks every
 // token whose bytes would leave this form, so the model can only call a
 // declared function, with arguments that parse (and fit the function's
-// schema) and are compact: at most one whitespace byte in a row without a
-// schema, JsonSchemaPrefix's rule with one (a model that does not know JSON
-// would pad). Like JsonPrefix, the state
+// schema) and are not padded (JsonGap). Like JsonPrefix, the state
 // is a small trivially copyable value (the names live outside it).
 #pragma once
 
@@ -62,8 +60,6 @@ class ToolCallPrefix {
   static constexpr std::string_view kHead = "{\"name\": \"";
   static constexpr std::string_view kMiddle = "\", \"arguments\": ";
   static constexpr std::string_view kTail = "}";
-  static constexpr int kMaxLeadingWhitespace = 4;
-  static constexpr int kArgumentsWhitespaceRun = 1;
 
  private:
   enum class Part : uint8_t { Head, Name, Middle, Arguments, Tail, Done };
@@ -71,12 +67,12 @@ class ToolCallPrefix {
   const ToolCallGrammar* grammar_;
   Part part_ = Part::Head;
   uint32_t pos_ = 0;  // bytes of the current fixed text (or of the name) written
-  uint8_t leading_ = 0;  // Head: whitespace bytes before it
+  JsonGap leading_;  // Head: whitespace before it
   // Name: the names that start with the bytes written so far are
   // names_[lo_, hi_) (the list is sorted, so they are contiguous).
   uint32_t lo_ = 0;
   uint32_t hi_ = 0;
-  std::variant<JsonPrefix, JsonSchemaPrefix> arguments_{JsonPrefix(kArgumentsWhitespaceRun)};
+  std::variant<JsonPrefix, JsonSchemaPrefix> arguments_;
 };
 
 }  // namespace tc::text

@@ -77,7 +77,7 @@ nlohmann::json random_value(std::mt19937& rng, int depth) {
 TEST_CASE("JsonPrefix: accepts whole JSON objects byte by byte, complete only at their last byte", "[json]") {
   const std::vector<std::string> texts = {
       "{}",
-      " \n{ }",
+      "\n  { }",
       R"({"a":1})",
       R"({"a": [1, -2.5e+3, 0, 0.25, 1E9, true, false, null, "x"], "b": {"c": {}}})",
       R"({"s": "tab\t quote\" slash\/ back\\ u\u00e9\u20AC"})",
@@ -154,12 +154,17 @@ TEST_CASE("JsonPrefix: refuses malformed text at its first bad byte and keeps it
   bool complete = false;
   CHECK(first_refused(deep, complete) == -1);
   CHECK(first_refused(deep + "[", complete) == static_cast<int>(deep.size()));
-  const std::string spaces(JsonPrefix::kMaxWhitespaceRun, ' ');
-  CHECK(first_refused("{" + spaces + "}", complete) == -1);
-  CHECK(first_refused("{" + spaces + " }", complete) == static_cast<int>(spaces.size()) + 1);
-  const std::string leading(JsonPrefix::kMaxLeadingWhitespace, '\n');
-  CHECK(first_refused(leading + "{}", complete) == -1);
-  CHECK(first_refused(leading + " {}", complete) == JsonPrefix::kMaxLeadingWhitespace);
+  // Between tokens: one space, or a newline and an indent of at most 20.
+  const std::string indent(tc::text::JsonGap::kMaxIndent, ' ');
+  CHECK(first_refused("{\n" + indent + "}", complete) == -1);
+  CHECK(first_refused("{\n" + indent + " }", complete) == static_cast<int>(indent.size()) + 2);
+  CHECK(first_refused("{\n\t\t\"a\": 1,\n\t\t\"b\": 2\n}", complete) == -1);
+  CHECK(first_refused("{  }", complete) == 2);
+  CHECK(first_refused("{ \n}", complete) == 2);
+  CHECK(first_refused("{\n\n}", complete) == 2);
+  CHECK(first_refused("{\t}", complete) == 1);
+  CHECK(first_refused("\n{}", complete) == -1);
+  CHECK(first_refused("\n\n{}", complete) == 1);
 }
 
 TEST_CASE("JsonPrefix: random objects as nlohmann writes them are accepted, and random texts it completes parse", "[json]") {

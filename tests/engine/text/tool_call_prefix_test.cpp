@@ -69,8 +69,8 @@ TEST_CASE("ToolCallPrefix: a call to each declared name is accepted and complete
     CHECK_FALSE(p.accepts("}"));
   }
   CHECK(first_refused(call("get", "{}")) == -1);
-  CHECK(first_refused(" \n" + call("get", "{}")) == -1);  // a little whitespace may lead
-  CHECK(first_refused("     " + call("get", "{}")) == ToolCallPrefix::kMaxLeadingWhitespace);
+  CHECK(first_refused("\n " + call("get", "{}")) == -1);  // a little whitespace may lead
+  CHECK(first_refused("  " + call("get", "{}")) == 1);     // not padding
 }
 
 TEST_CASE("ToolCallPrefix: refuses undeclared names and text outside the form at the first bad byte",
@@ -124,7 +124,7 @@ TEST_CASE("ToolCallPrefix: a function with a parameters schema gets arguments th
   CHECK(p.complete());
 }
 
-TEST_CASE("ToolCallPrefix: random compact arguments as nlohmann writes them are accepted", "[json][tools]") {
+TEST_CASE("ToolCallPrefix: random arguments as nlohmann writes them are accepted", "[json][tools]") {
   std::mt19937 rng(11);
   for (int i = 0; i < 500; ++i) {
     nlohmann::json args = nlohmann::json::object();
@@ -139,8 +139,9 @@ TEST_CASE("ToolCallPrefix: random compact arguments as nlohmann writes them are 
     ToolCallPrefix p(&grammar());
     REQUIRE(p.push(text));
     REQUIRE(p.complete());
-    // Arguments are compact: indented JSON (two blanks in a row) is refused.
-    if (!args.empty()) CHECK_FALSE(ToolCallPrefix(&grammar()).push(call(names()[0], args.dump(2))));
+    // Indented arguments too; padding is refused.
+    CHECK(ToolCallPrefix(&grammar()).push(call(names()[0], args.dump(2))));
+    CHECK_FALSE(ToolCallPrefix(&grammar()).push(call(names()[0], "{  }")));
   }
 }
 
