@@ -1,8 +1,14 @@
-// `thermocline generate -m FILE -p TEXT -n N [sampling flags]`: streams the
-// continuation to stdout, then prompt and decode speed to stderr.
+// `thermocline generate -m FILE -p TEXT -n N [sampling flags] [--json |
+// --json-schema FILE]`: streams the continuation to stdout, then prompt and
+// decode speed to stderr.
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/model_setup.h"
@@ -10,9 +16,29 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
+#include "engine/text/json_schema.h"
 #include "kernels/backend.h"
 
 namespace tc::cli {
+namespace {
+
+// The JSON Schema in `path`, compiled (properties in the file's order); an
+// error naming the file and what is wrong.
+std::shared_ptr<const text::JsonSchema> read_schema_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::invalid_argument(path + ": cannot read the file");
+  const auto schema = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (schema.is_discarded()) throw std::invalid_argument(path + ": not JSON");
+  try {
+    return text::JsonSchema::compile(schema);
+  } catch (const text::SchemaError& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+}  // namespace
 
 void register_generate(CLI::App& app) {
   struct Options {
@@ -22,6 +48,8 @@ void register_generate(CLI::App& app) {
     ModelCliOptions sparsity;
     int64_t n_ctx = 0;
     runtime::GenerateOptions gen;
+    bool json = false;
+    std::string json_schema;
   };
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
@@ -45,6 +73,12 @@ void register_generate(CLI::App& app) {
   sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
+  auto* json = sub->add_flag("--json", o->json, "Constrain the continuation to one JSON object (stops when it closes)");
+  sub->add_option("--json-schema", o->json_schema,
+                  "Constrain the continuation to an instance of the JSON Schema in this file (docs/api.md says "
+                  "which keywords are enforced)")
+      ->check(CLI::ExistingFile)
+      ->excludes(json);
   runners()["generate"] = [o] {
     const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
     const auto shape_of = [o, prompt_estimate](const model::ModelSpec& spec) {
@@ -60,6 +94,8 @@ void register_generate(CLI::App& app) {
         !err.empty()) {
       throw std::invalid_argument(err);
     }
+    if (o->json) o->gen.output_form = runtime::OutputForm::json_object();
+    if (!o->json_schema.empty()) o->gen.output_form = runtime::OutputForm::json_schema(read_schema_file(o->json_schema));
     const int64_t n_ctx = m.shape.n_ctx;
     runtime::KvCache kv = m.make_kv_cache();
     std::fprintf(stderr, "model %s, %s, context %lld\n", o->model.c_str(), backend->name().c_str(),

@@ -38,6 +38,7 @@ std::string_view stop_reason_name(StopReason reason) {
     case StopReason::EndOfSequence: return "eos";
     case StopReason::ContextFull: return "context full";
     case StopReason::NoCandidates: return "no candidates";
+    case StopReason::Complete: return "complete";
   }
   return "?";
 }
@@ -55,6 +56,9 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
   stats.n_prompt = static_cast<int64_t>(prompt_tokens.size());
   kv.clear(0);
   Sampler sampler(options.sampling, tokenizer.n_vocab());
+  if (options.output_form) {
+    sampler.constrain(ConstraintTokenTable::from(tokenizer, tokenizer.n_vocab()), *options.output_form);
+  }
   sampler.accept_prompt(prompt_tokens);
   text::StreamingDetokenizer detok(tokenizer, false, /*continuation=*/true);
 
@@ -81,6 +85,10 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
     ++stats.n_generated;
     const std::string piece = detok.push(result.token);
     if (!piece.empty()) on_text(piece);
+    if (sampler.constraint_complete()) {
+      stats.stop = StopReason::Complete;
+      break;
+    }
     if (stats.n_generated == options.n_predict) break;
     const model::StepSequence step{0, std::span(&result.token, 1), false, true};
     if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,9 +22,13 @@ struct GenerateOptions {
   int64_t n_batch = 512;       // prompt tokens per prefill step
   bool stop_at_eos = true;
   SamplingParams sampling;
+  // Constrained output (JSON mode, a JSON Schema): the text generated takes
+  // this form, and generation stops when it is whole (output_constraint.h).
+  std::optional<OutputForm> output_form;
 };
 
-enum class StopReason { Length, EndOfSequence, ContextFull, NoCandidates };
+// Complete: the constrained output is whole.
+enum class StopReason { Length, EndOfSequence, ContextFull, NoCandidates, Complete };
 std::string_view stop_reason_name(StopReason reason);
 
 struct GenerationStats {

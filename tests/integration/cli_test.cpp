@@ -1,4 +1,5 @@
-// The real binary: make-model, inspect (table, JSON, errors), exit codes.
+// The real binary: make-model, inspect (table, JSON, errors), generate with
+// a JSON Schema, exit codes.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -93,4 +94,48 @@ TEST_CASE("serve --print-config shows flags over env over file, and bad values n
   const auto unknown = run_command(bin + " serve --print-config --config " + config.string() + ".missing");
   CHECK(unknown.exit_code != 0);
   CHECK(unknown.output.find(".missing") != std::string::npos);
+}
+
+TEST_CASE("generate --json-schema writes an instance of the schema; a bad schema names the file and the keyword",
+          "[integration][cli][schema]") {
+  const auto dir = tc::test::scratch_dir("cli_json_schema");
+  const auto model = (tc::test::source_dir() / "models" / "default.gguf").string();
+  const auto schema = dir / "mood.json";
+  tc::test::write_file(schema, R"({"type": "object", "properties": {"mood": {"enum": ["happy", "sad"]},
+      "n": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 2}},
+      "required": ["mood", "n", "tags"]})");
+  const std::string prompt = "The answer:";
+  const auto out = dir / "out.txt";  // stdout alone: the prompt, then the reply
+  const auto r = run_command("{ " + bin() + " generate -m " + model + " -p '" + prompt +
+                             "' -n 240 -s 3 --json-schema " + schema.string() + " > " + out.string() + "; }");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("stop: complete"));
+  const std::string text = tc::test::read_file(out);
+  INFO(text);
+  REQUIRE(text.rfind(prompt, 0) == 0);
+  const auto reply = nlohmann::ordered_json::parse(text.substr(prompt.size()));
+  REQUIRE(reply.size() == 3);
+  CHECK(reply.begin().key() == "mood");  // declared order
+  CHECK((reply["mood"] == "happy" || reply["mood"] == "sad"));
+  CHECK(reply["n"].is_number_integer());
+  REQUIRE(reply["tags"].is_array());
+  CHECK(reply["tags"].size() <= 2);
+
+  const auto json_mode = run_command(bin() + " generate -m " + model + " -p '{' -n 8 -s 1 --json");
+  INFO(json_mode.output);
+  CHECK(json_mode.exit_code == 0);
+
+  const auto bad = dir / "bad.json";
+  tc::test::write_file(bad, R"({"type": "object", "properties": {"day": {"type": "string", "format": "date"}}})");
+  const auto refused = run_command(bin() + " generate -m " + model + " -p x --json-schema " + bad.string());
+  INFO(refused.output);
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.output, Catch::Contains(bad.string() + ": 'format' is not supported at /properties/day"));
+  tc::test::write_file(bad, "{not json");
+  const auto not_json = run_command(bin() + " generate -m " + model + " -p x --json-schema " + bad.string());
+  CHECK(not_json.exit_code != 0);
+  CHECK_THAT(not_json.output, Catch::Contains(bad.string() + ": not JSON"));
+  const auto both = run_command(bin() + " generate -m " + model + " -p x --json --json-schema " + schema.string());
+  CHECK(both.exit_code != 0);
 }
