@@ -95,7 +95,9 @@ void register_generate(CLI::App& app) {
       throw std::invalid_argument(err);
     }
     if (o->json) o->gen.output_form = runtime::OutputForm::json_object();
-    if (!o->json_schema.empty()) o->gen.output_form = runtime::OutputForm::json_schema(read_schema_file(o->json_schema));
+    if (!o->json_schema.empty()) {
+      o->gen.output_form = runtime::OutputForm::json_schema(read_schema_file(o->json_schema));
+    }
     const int64_t n_ctx = m.shape.n_ctx;
     runtime::KvCache kv = m.make_kv_cache();
     std::fprintf(stderr, "model %s, %s, context %lld\n", o->model.c_str(), backend->name().c_str(),

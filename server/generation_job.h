@@ -325,5 +325,4 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
                       const std::optional<config::KeepAlive>& keep_alive, bool stream, PlanFunction plan,
                       httplib::Response& res);
 
-
 }  // namespace tc::server

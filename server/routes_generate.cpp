@@ -43,7 +43,8 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
   if (!body->is_object()) return reject(invalid_request("request body must be a JSON object"));
   // A response schema is compiled from the text, in declared order.
   std::shared_ptr<const text::JsonSchema> schema;
-  if (auto rf = body->find("response_format"); rf != body->end() && rf->is_object() && rf->value("type", "") == "json_schema") {
+  if (auto rf = body->find("response_format");
+      rf != body->end() && rf->is_object() && rf->value("type", "") == "json_schema") {
     if (auto e = compile_response_schema(parsed_body.text, SchemaField::ResponseFormat, schema)) return reject(*e);
   }
 

@@ -103,7 +103,8 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
                                                       : translate_ollama_generate(parsed.json));
   // A schema in `format` is compiled from the text, in declared order.
   std::shared_ptr<const text::JsonSchema> schema;
-  if (!request->error && parsed.json.is_object() && parsed.json.contains("format") && parsed.json["format"].is_object()) {
+  if (!request->error && parsed.json.is_object() && parsed.json.contains("format") &&
+      parsed.json["format"].is_object()) {
     if (auto e = compile_response_schema(parsed.text, SchemaField::OllamaFormat, schema)) return reject(*e);
   }
   if (request->error) return reject(*request->error);

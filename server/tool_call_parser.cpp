@@ -102,14 +102,16 @@ std::optional<ToolCallReply> tagged_calls(std::string_view text, size_t open, co
   while (at != std::string_view::npos) {
     const size_t body = at + kOpen.size();
     const size_t close = text.find(kClose, body);
-    const std::string_view inside = text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
+    const std::string_view inside =
+        text.substr(body, close == std::string_view::npos ? std::string_view::npos : close - body);
     auto calls = json_calls(inside.substr(first_non_space(inside)), names);
     if (!calls) return std::nullopt;
     reply.calls.insert(reply.calls.end(), calls->begin(), calls->end());
     if (close == std::string_view::npos) break;
     const size_t after = close + kClose.size();
     at = text.find(kOpen, after);
-    const std::string_view between = text.substr(after, at == std::string_view::npos ? std::string_view::npos : at - after);
+    const std::string_view between =
+        text.substr(after, at == std::string_view::npos ? std::string_view::npos : at - after);
     if (first_non_space(between) < between.size()) reply.content.append(between);
   }
   return reply;

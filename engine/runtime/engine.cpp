@@ -159,7 +159,8 @@ struct Engine::Impl {
   std::unique_ptr<FfnActivityRing> activity_ring;
   std::unique_ptr<DecodeTimeRing> decode_ring;  // decode steps' wall time (and split)
   model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
-  std::shared_ptr<const ConstraintTokenTable> constraint_tokens;  // constrained output's token bytes, made by the first such request
+  // Constrained output's token bytes, made by the first such request.
+  std::shared_ptr<const ConstraintTokenTable> constraint_tokens;
   EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order

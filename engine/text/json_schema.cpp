@@ -100,7 +100,8 @@ class Compiler {
   static bool only_annotations_beside(const json& s, const char* keyword) {
     return std::all_of(s.items().begin(), s.items().end(), [&](const auto& item) {
       return item.key() == keyword ||
-             std::any_of(std::begin(kAnnotations), std::end(kAnnotations), [&](const char* a) { return item.key() == a; });
+             std::any_of(std::begin(kAnnotations), std::end(kAnnotations),
+                         [&](const char* a) { return item.key() == a; });
     });
   }
 
@@ -129,7 +130,9 @@ class Compiler {
       auto it = s.find(key);
       if (it == s.end()) continue;
       if (!it->is_array() || it->empty()) fail(std::string("'") + key + "' must be a non-empty array", path);
-      if (!only_annotations_beside(s, key)) fail(std::string("'") + key + "' beside other constraints is not supported", path);
+      if (!only_annotations_beside(s, key)) {
+        fail(std::string("'") + key + "' beside other constraints is not supported", path);
+      }
       std::vector<int> alts;
       for (size_t i = 0; i < it->size(); ++i) {
         alts.push_back(compile((*it)[i], path + "/" + key + "/" + std::to_string(i), depth + 1));
@@ -140,7 +143,8 @@ class Compiler {
     if (auto t = s.find("type"); t != s.end()) {
       if (t->is_string()) {
         types.push_back(t->get<std::string>());
-      } else if (t->is_array() && !t->empty() && std::all_of(t->begin(), t->end(), [](const json& x) { return x.is_string(); })) {
+      } else if (t->is_array() && !t->empty() &&
+                 std::all_of(t->begin(), t->end(), [](const json& x) { return x.is_string(); })) {
         for (const auto& x : *t) types.push_back(x.get<std::string>());
       } else {
         fail("'type' must be a string or a non-empty array of strings", path);
@@ -252,7 +256,9 @@ class Compiler {
   ByteSet first_bytes(int index) {
     auto& cached = first_[static_cast<size_t>(index)];
     if (state_[static_cast<size_t>(index)] == 2) return cached;
-    if (state_[static_cast<size_t>(index)] == 1) fail("a '$ref' cycle that writes nothing", paths_[static_cast<size_t>(index)]);
+    if (state_[static_cast<size_t>(index)] == 1) {
+      fail("a '$ref' cycle that writes nothing", paths_[static_cast<size_t>(index)]);
+    }
     state_[static_cast<size_t>(index)] = 1;
     ByteSet set;
     SchemaNode& n = out_.nodes[static_cast<size_t>(index)];

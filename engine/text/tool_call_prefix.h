@@ -32,7 +32,8 @@ namespace tc::text {
 // The functions a forced call may name.
 struct ToolCallGrammar {
   std::vector<std::string> names;  // sorted, distinct, non-empty, none with '"' or '\' (written raw between quotes)
-  std::vector<std::shared_ptr<const JsonSchema>> arguments;  // [names.size()] or empty: each one's parameters; null: any object
+  // [names.size()] or empty: each one's parameters; null: any object.
+  std::vector<std::shared_ptr<const JsonSchema>> arguments;
 
   explicit ToolCallGrammar(std::vector<std::string> n, std::vector<std::shared_ptr<const JsonSchema>> a = {})
       : names(std::move(n)), arguments(std::move(a)) {}
