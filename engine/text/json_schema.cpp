@@ -12,7 +12,7 @@ using json = nlohmann::ordered_json;
 
 // Keywords that constrain in ways the sampler cannot enforce.
 constexpr const char* kUnsupported[] = {
-    "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "allOf", "not",
+    "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "allOf", "not",
     "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     "dependencies", "prefixItems", "contains", "minContains", "maxContains", "uniqueItems", "minProperties",
     "maxProperties", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
@@ -184,8 +184,19 @@ class Compiler {
       n.min_length = count(s, "minLength", 0, path);
       n.max_length = count(s, "maxLength", n.max_length, path);
       if (n.min_length > n.max_length) fail("'minLength' is above 'maxLength'", path);
+      if (auto f = s.find("format"); f != s.end()) {
+        const auto format = f->is_string() ? json_format_from_name(f->get<std::string>()) : std::nullopt;
+        if (!format) {
+          fail("'format' " + f->dump() + " is not supported (date, time, date-time and uuid are)", path);
+        }
+        if (s.contains("minLength") || s.contains("maxLength")) {
+          fail("'format' beside 'minLength' or 'maxLength' is not supported", path);
+        }
+        n.format = *format;
+      }
       return add(std::move(n), path);
     }
+    if (s.contains("format") && type != "null") fail("'format' on a " + type + " is not supported", path);
     if (type == "number") return add(of_kind(SchemaNode::Kind::Number), path);
     if (type == "integer") return add(of_kind(SchemaNode::Kind::Integer), path);
     if (type == "boolean") return add(literals({"true", "false"}), path);

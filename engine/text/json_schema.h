@@ -5,7 +5,8 @@
 //
 // What is enforced: type (one or several), properties / required /
 // additionalProperties, items / minItems / maxItems, minLength /
-// maxLength, enum, const, anyOf / oneOf (alternatives must start
+// maxLength, format (date, time, date-time, uuid: json_formats.h), enum,
+// const, anyOf / oneOf (alternatives must start
 // differently: an object and a string, not two objects), $ref to "#" or a
 // JSON pointer into the document ($defs, definitions; recursion allowed),
 // nullable. Objects are written with their declared properties in the
@@ -13,8 +14,9 @@
 // extra properties only where an object declares none. Annotations (title,
 // description, default, examples, $schema, ...) and unknown keywords are
 // ignored. Keywords that constrain in ways this cannot enforce (pattern,
-// format, minimum, allOf, not, ...) are a SchemaError naming them, never
-// silently dropped. The root must be an object or an array.
+// minimum, allOf, not, ...) are a SchemaError naming them, never
+// silently dropped (so is any other format). The root must be an object or
+// an array.
 #pragma once
 
 #include <array>
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "engine/text/json_formats.h"
 
 namespace tc::text {
 
@@ -58,6 +62,7 @@ struct SchemaNode {
   int items = -1;                    // Array
   uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();  // String, in characters
+  JsonFormat format = JsonFormat::None;                                         // String
   std::vector<std::string> literals;  // Literals: compact JSON texts, sorted, distinct
   std::vector<int> alternatives;      // Choice
   std::array<int16_t, 256> by_first_byte{};  // Choice: the alternative (index into alternatives) a byte starts, or -1

@@ -51,7 +51,10 @@ bool JsonSchemaPrefix::accepts(std::string_view bytes) const {
 
 bool JsonSchemaPrefix::in_free_string() const {
   if (!string_.at_boundary()) return false;
-  if (scalar_ == Scalar::String) return node(scalar_node_).max_length == std::numeric_limits<uint32_t>::max();
+  if (scalar_ == Scalar::String) {
+    const SchemaNode& n = node(scalar_node_);
+    return n.format == JsonFormat::None && n.max_length == std::numeric_limits<uint32_t>::max();
+  }
   return scalar_ == Scalar::None && depth_ > 0 && stack_[depth_ - 1u].part == Part::OpenKey;
 }
 
@@ -71,6 +74,13 @@ bool JsonSchemaPrefix::push_scalar(uint8_t byte) {
   switch (scalar_) {
     case Scalar::String: {
       const SchemaNode& n = node(scalar_node_);
+      if (n.format != JsonFormat::None) {
+        if (byte != '"') return format_.push(byte);
+        if (!format_.complete()) return false;
+        scalar_ = Scalar::None;
+        end_value();
+        return true;
+      }
       // At the length limit only the closing quote may come (not the first
       // byte of a character that would pass it).
       if (string_.at_boundary() && string_.length() >= n.max_length && byte != '"') return false;
@@ -135,6 +145,7 @@ bool JsonSchemaPrefix::push_value_start(int node_index, uint8_t byte) {
       scalar_ = Scalar::String;
       scalar_node_ = index;
       string_ = JsonStringLexer();
+      format_ = JsonFormatLexer(n.format);
       return true;
     case SchemaNode::Kind::Number:
     case SchemaNode::Kind::Integer:

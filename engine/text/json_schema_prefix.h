@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/text/json_formats.h"
 #include "engine/text/json_lexers.h"
 #include "engine/text/json_schema.h"
 
@@ -78,6 +79,7 @@ class JsonSchemaPrefix {
   Scalar scalar_ = Scalar::None;
   int32_t scalar_node_ = -1;  // the String or Literals node being read
   JsonStringLexer string_;
+  JsonFormatLexer format_;  // String with a format: read instead of string_
   JsonNumberLexer number_;
   uint16_t literal_lo_ = 0, literal_hi_ = 0, literal_pos_ = 0;  // Literal: literals [lo, hi) match the bytes so far
 };

@@ -25,12 +25,13 @@ TEST_CASE("response schema: declared order, errors naming the field", "[server][
   REQUIRE(schema);
   CHECK(schema->nodes[static_cast<size_t>(schema->root)].properties[0].key == "b\"");
 
-  const auto e = compile_response_schema(R"({"format": {"type": "object", "properties": {"d": {"type": "string", "format": "date"}}}})",
+  const auto e = compile_response_schema(R"({"format": {"type": "object", "properties": {"d": {"type": "string", "format": "email"}}}})",
                                          SchemaField::OllamaFormat, schema);
   REQUIRE(e);
   CHECK(e->status == 400);
   CHECK(e->param == "format");
-  CHECK(e->message.find("'format' is not supported at /properties/d") != std::string::npos);
+  CHECK(e->message.find("'format' \"email\" is not supported (date, time, date-time and uuid are) at /properties/d") !=
+        std::string::npos);
   const auto root_string = compile_response_schema(
       R"({"response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string"}}}})",
       SchemaField::ResponseFormat, schema);

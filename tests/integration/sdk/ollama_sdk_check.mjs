@@ -238,7 +238,7 @@ await check('format with a schema: the reply is an instance, properties in the o
   assert.ok(Number.isInteger(v.n));
   assert.ok(Array.isArray(v.tags) && v.tags.length <= 2 && v.tags.every((t) => typeof t === 'string' && [...t].length <= 3));
   await expectError(ollama.chat({ model: modelA, messages: [{ role: 'user', content: 'x' }],
-    format: { type: 'object', properties: { d: { type: 'string', format: 'date' } } } }), 400, 'format');
+    format: { type: 'object', properties: { d: { type: 'string', format: 'email' } } } }), 400, 'format');
 });
 
 await check('errors: unknown model 404, broken file 500 naming it, bad format 400, bad keep_alive 400', async () => {
