@@ -96,7 +96,7 @@ TEST_CASE("serve --print-config shows flags over env over file, and bad values n
   CHECK(unknown.output.find(".missing") != std::string::npos);
 }
 
-TEST_CASE("generate --json-schema writes an instance of the schema; a bad schema names the file and the keyword",
+TEST_CASE("generate --json-schema writes an instance of the schema, and a bad schema names the file and the keyword",
           "[integration][cli][schema]") {
   const auto dir = tc::test::scratch_dir("cli_json_schema");
   const auto model = (tc::test::source_dir() / "models" / "default.gguf").string();
