@@ -344,6 +344,11 @@ void ModelRegistry::load_entry(std::string name) {
       spdlog::info("model {}: loaded in {:.2f} s (host {}, gpu {})", name, seconds, sparse::human_bytes(e->host_bytes),
                    sparse::human_bytes(e->gpu_bytes));
       for (const auto& line : loaded->engine->setup_summary()) spdlog::info("model {}: {}", name, line);
+      // The entry holds the model now. This thread lets go before the lock
+      // does: a model evicted right after it is seen loaded must free its
+      // memory in that eviction, not whenever this thread gets to return
+      // (a later free would land in the next load's GPU measurement).
+      loaded.reset();
     } else if (!counted_failure) {
       e->state = ModelState::Unloaded;
     } else {
