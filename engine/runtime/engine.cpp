@@ -676,17 +676,9 @@ SubmitResult Engine::submit(GenerationRequest request) {
       return refuse(SubmitStatus::InvalidRequest, "stop string " + std::to_string(i) + " is empty");
     }
   }
-  if (const auto& call = request.tool_call) {
-    const auto& names = call->names;
-    const bool sorted = std::is_sorted(names.begin(), names.end()) &&
-                        std::adjacent_find(names.begin(), names.end()) == names.end();
-    const bool plain = std::all_of(names.begin(), names.end(), [](const std::string& n) {
-      return !n.empty() && n.find_first_of("\"\\") == std::string::npos;
-    });
-    if (names.empty() || !sorted || !plain || (!call->arguments.empty() && call->arguments.size() != names.size())) {
-      return refuse(SubmitStatus::InvalidRequest,
-                    "tool_call: the names must be sorted, distinct and non-empty, without quotes or backslashes, "
-                    "with one arguments schema each or none");
+  if (request.tool_call) {
+    if (std::string problem = request.tool_call->problem(); !problem.empty()) {
+      return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
   const auto n_prompt = static_cast<int64_t>(request.prompt.size());

@@ -11,8 +11,19 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace tc::text {
+
+// Feeds `bytes` to `push_byte` one at a time: false at the first it
+// refuses (what each automaton's push(string_view) does).
+template <class PushByte>
+bool push_each(std::string_view bytes, PushByte&& push_byte) {
+  for (char c : bytes) {
+    if (!push_byte(static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
 
 // The body of a JSON string, after its opening quote.
 class JsonStringLexer {

@@ -144,10 +144,7 @@ bool JsonPrefix::push_structure(uint8_t byte) {
 }
 
 bool JsonPrefix::push(std::string_view bytes) {
-  for (char c : bytes) {
-    if (!push(static_cast<uint8_t>(c))) return false;
-  }
-  return true;
+  return push_each(bytes, [this](uint8_t byte) { return push(byte); });
 }
 
 bool JsonPrefix::accepts(std::string_view bytes) const {

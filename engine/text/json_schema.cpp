@@ -322,8 +322,4 @@ std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::ordered_js
   return compiler.run();
 }
 
-std::shared_ptr<const JsonSchema> JsonSchema::compile(const nlohmann::json& schema) {
-  return compile(nlohmann::ordered_json::parse(schema.dump()));
-}
-
 }  // namespace tc::text

@@ -76,11 +76,9 @@ struct JsonSchema {
   static constexpr size_t kMaxNodes = 4096;
 
   // Throws SchemaError. Objects are written with their properties in the
-  // order of `schema`'s members: pass an ordered_json read from the
-  // request's text (nlohmann::json sorts keys; that overload writes them
-  // sorted).
+  // order of `schema`'s members, so it is an ordered_json read from the
+  // request's text (nlohmann::json would have sorted them).
   static std::shared_ptr<const JsonSchema> compile(const nlohmann::ordered_json& schema);
-  static std::shared_ptr<const JsonSchema> compile(const nlohmann::json& schema);
 };
 
 }  // namespace tc::text

@@ -38,10 +38,7 @@ bool JsonSchemaPrefix::push(uint8_t byte) {
 }
 
 bool JsonSchemaPrefix::push(std::string_view bytes) {
-  for (char c : bytes) {
-    if (!push_byte(static_cast<uint8_t>(c))) return false;
-  }
-  return true;
+  return push_each(bytes, [this](uint8_t byte) { return push_byte(byte); });
 }
 
 bool JsonSchemaPrefix::accepts(std::string_view bytes) const {

@@ -8,18 +8,27 @@
 
 namespace tc::text {
 
-ToolCallPrefix::ToolCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
-  TC_CHECK(grammar_ != nullptr && !grammar_->names.empty(), "ToolCallPrefix needs at least one name");
-  const auto& names = grammar_->names;
-  TC_CHECK(std::is_sorted(names.begin(), names.end()) && std::adjacent_find(names.begin(), names.end()) == names.end(),
-           "ToolCallPrefix: the names must be sorted and distinct");
-  TC_CHECK(grammar_->arguments.empty() || grammar_->arguments.size() == names.size(),
-           "ToolCallPrefix: one arguments schema per name, or none");
-  for (const auto& name : names) {
-    TC_CHECK(!name.empty() && name.find_first_of("\"\\") == std::string::npos,
-             "ToolCallPrefix: a name is empty or holds a quote or a backslash");
+std::string ToolCallGrammar::problem() const {
+  if (names.empty()) return "a forced tool call needs at least one name";
+  if (!std::is_sorted(names.begin(), names.end()) || std::adjacent_find(names.begin(), names.end()) != names.end()) {
+    return "a forced tool call's names must be sorted and distinct";
   }
-  hi_ = static_cast<uint32_t>(names.size());
+  if (!arguments.empty() && arguments.size() != names.size()) {
+    return "a forced tool call needs one arguments schema per name, or none";
+  }
+  for (const auto& name : names) {
+    if (name.empty() || name.find_first_of("\"\\") != std::string::npos) {
+      return "a forced tool call's name is empty or holds a quote or a backslash";
+    }
+  }
+  return {};
+}
+
+ToolCallPrefix::ToolCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
+  TC_CHECK(grammar_ != nullptr, "ToolCallPrefix needs a grammar");
+  const std::string problem = grammar_->problem();
+  TC_CHECK(problem.empty(), problem.c_str());
+  hi_ = static_cast<uint32_t>(grammar_->names.size());
 }
 
 bool ToolCallPrefix::push(uint8_t byte) {
@@ -76,10 +85,7 @@ bool ToolCallPrefix::push(uint8_t byte) {
 }
 
 bool ToolCallPrefix::push(std::string_view bytes) {
-  for (char c : bytes) {
-    if (!push(static_cast<uint8_t>(c))) return false;
-  }
-  return true;
+  return push_each(bytes, [this](uint8_t byte) { return push(byte); });
 }
 
 bool ToolCallPrefix::accepts(std::string_view bytes) const {

@@ -37,6 +37,9 @@ struct ToolCallGrammar {
 
   explicit ToolCallGrammar(std::vector<std::string> n, std::vector<std::shared_ptr<const JsonSchema>> a = {})
       : names(std::move(n)), arguments(std::move(a)) {}
+
+  // What breaks the rules above, or "" for a usable grammar.
+  std::string problem() const;
 };
 
 class ToolCallPrefix {

@@ -453,6 +453,15 @@ TEST_CASE("engine: invalid requests are refused", "[engine]") {
   r = good;
   r.stop = {"ok", ""};
   CHECK(status_of(r).status == SubmitStatus::InvalidRequest);
+  // A forced tool call's grammar: names unsorted, with a quote, or none.
+  for (std::vector<std::string> names : {std::vector<std::string>{"b", "a"}, std::vector<std::string>{"a\"b"},
+                                         std::vector<std::string>{}}) {
+    r = good;
+    r.tool_call = std::make_shared<const tc::text::ToolCallGrammar>(names);
+    res = status_of(r);
+    CHECK(res.status == SubmitStatus::InvalidRequest);
+    CHECK(res.message.find("forced tool call") != std::string::npos);
+  }
   check_finished(collect(*submit(engine, good)), FinishReason::Length);
 }
 

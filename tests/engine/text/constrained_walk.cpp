@@ -14,6 +14,7 @@ ConstrainedWalk constrained_walk(const std::shared_ptr<const runtime::Constraint
                                  const std::function<bool(const std::string&)>& is_prefix, int max_steps) {
   runtime::SamplingParams params;
   params.seed = seed;
+  params.n_probs = 3;
   const auto n_vocab = static_cast<int32_t>(table->bytes.size());
   runtime::Sampler sampler(params, n_vocab);
   sampler.constrain(table, form);
@@ -26,6 +27,13 @@ ConstrainedWalk constrained_walk(const std::shared_ptr<const runtime::Constraint
     const auto r = sampler.sample(logits);
     CAPTURE(walk.text);
     REQUIRE(r.status == runtime::SampleStatus::Ok);
+    for (const auto& alt : r.top_logprobs()) {
+      if (alt.token == eos) {
+        REQUIRE(sampler.constraint_complete());
+      } else {
+        REQUIRE(is_prefix(walk.text + table->bytes[static_cast<size_t>(alt.token)]));
+      }
+    }
     if (r.token == eos) {
       REQUIRE(sampler.constraint_complete());
       walk.closed = true;

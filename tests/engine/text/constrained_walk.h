@@ -19,8 +19,9 @@ struct ConstrainedWalk {
 // Draws up to max_steps tokens with `form`'s constraint: logits N(0, 2) from
 // `rng`, the end token's at 8 (it is the most likely wherever it may come).
 // REQUIREs after every draw that the sampler found a token, that the end
-// token comes only when the text is whole and nothing else then, and that
-// `is_prefix(text)` holds.
+// token comes only when the text is whole and nothing else then, that
+// `is_prefix(text)` holds, and that the top-3 alternatives the sampler
+// reports fit too (it reports the constrained distribution).
 ConstrainedWalk constrained_walk(const std::shared_ptr<const runtime::ConstraintTokenTable>& table,
                                  const runtime::OutputForm& form, TokenId eos, uint64_t seed, std::mt19937& rng,
                                  const std::function<bool(const std::string&)>& is_prefix, int max_steps = 3000);

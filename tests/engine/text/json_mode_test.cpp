@@ -16,6 +16,7 @@
 #include "engine/runtime/output_constraint.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/json_prefix.h"
+#include "tests/engine/text/constrained_walk.h"
 #include "tests/engine/text/text_test_util.h"
 
 using tc::runtime::ConstraintTokenTable;
@@ -46,41 +47,15 @@ TEST_CASE("JSON mode: random logits give texts that stay JSON prefixes and close
   const auto table = ConstraintTokenTable::from(tokenizer, n_vocab);
   const TokenId eos = tokenizer.vocab().eos_id;
   std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
   int closed = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    SamplingParams params;
-    params.seed = seed;
-    params.n_probs = 3;
-    Sampler sampler(params, n_vocab);
-    sampler.constrain(table, tc::runtime::OutputForm::json_object());
-    std::string text;
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
-    for (int step = 0; step < 4000; ++step) {
-      for (float& v : logits) v = normal(rng);
-      logits[static_cast<size_t>(eos)] = 8.0f;  // the model would like to stop at once
-      const auto r = sampler.sample(logits);
-      REQUIRE(r.status == tc::runtime::SampleStatus::Ok);
-      CAPTURE(text);
-      if (r.token == eos) {
-        REQUIRE(sampler.constraint_complete());
-        break;
-      }
-      REQUIRE_FALSE(sampler.constraint_complete());  // once closed only the end may come
-      text += table->bytes[static_cast<size_t>(r.token)];
-      sampler.accept(r.token);
-      REQUIRE(tc::text::JsonPrefix().accepts(text));
-      // The reported distribution is the constrained one: the alternatives
-      // listed fit too.
-      for (const auto& alt : r.top_logprobs()) {
-        REQUIRE(alt.token != eos);
-      }
-    }
-    if (sampler.constraint_complete()) {
-      ++closed;
-      CAPTURE(text);
-      REQUIRE(nlohmann::json::parse(text).is_object());
-    }
+    const auto walk = tc::text::test::constrained_walk(
+        table, tc::runtime::OutputForm::json_object(), eos, seed, rng,
+        [](const std::string& text) { return tc::text::JsonPrefix().accepts(text); }, 4000);
+    if (!walk.closed) continue;
+    ++closed;
+    CAPTURE(walk.text);
+    REQUIRE(nlohmann::json::parse(walk.text).is_object());
   }
   CHECK(closed >= 50);
 }
