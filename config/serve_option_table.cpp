@@ -24,6 +24,7 @@ constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0], kPrefetchValues[1],
                                                               kPrefetchValues[2]};
 constexpr std::array<std::string_view, 2> kRepackChoices = {"auto", "off"};
+constexpr std::array<std::string_view, 4> kPoolingChoices = {"auto", "last", "mean", "cls"};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
@@ -211,6 +212,10 @@ const OptionDescriptor kTable[] = {
      .help = "CPU: Q4_0 matrices repacked at load into the matmul's lane layout (auto: wherever it reads them "
              "natively, AVX2 and AVX-512) or kept in the file's row layout (off, for comparisons)",
      .field = &ServeOptions::repack, .choices = kRepackChoices},
+    {.key = "pooling", .flags = "--pooling",
+     .help = "Embeddings (/v1/embeddings, /api/embed): how a text's token states are pooled: last token, mean "
+             "or first token (cls); auto: the model file's pooling_type, else last",
+     .field = &ServeOptions::pooling, .choices = kPoolingChoices},
     {.key = "placement", .flags = "--placement",
      .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "
              "the cold ones on the CPU; auto: solve the placement at start from stats within vram_budget",

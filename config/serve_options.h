@@ -74,6 +74,9 @@ struct ServeOptions {
   // CPU backend: whether Q4_0 matrices are repacked at load for the matmul:
   // auto|off, kernels/cpu/q4_lanes16.h's Q4Repack (key: repack).
   std::string repack = "auto";
+  // Embeddings: how a text's output-normed token states are pooled:
+  // auto|last|mean|cls; auto: the GGUF's {arch}.pooling_type, else last (key: pooling).
+  std::string pooling = "auto";
   // The GPU split (config/gpu_split_setting.h), device cuda only. Hybrid
   // mode: a .gpuidx placement file, or "auto" to solve it at start from
   // `stats` (key: placement); empty: none.

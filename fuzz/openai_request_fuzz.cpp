@@ -1,7 +1,8 @@
-// libFuzzer target for what a client controls on /v1/completions and
-// /v1/chat/completions before any token is generated: the body bytes go
-// through parse_json_body (as the routes call it), then
-// parse_completion_request and parse_chat_request; a chat request that
+// libFuzzer target for what a client controls on /v1/completions,
+// /v1/chat/completions and the embedding routes before any token is
+// generated: the body bytes go through parse_json_body (as the routes call
+// it), then parse_completion_request, parse_chat_request and the three
+// embedding parsers (embedding_schema.h); a chat request that
 // parses is rendered by the bundled chat templates of the common model
 // families (tests/data/chat_templates/templates) with the server's own
 // variables (chat_prompt_variables). An ApiError or a ChatTemplateError is
@@ -21,6 +22,7 @@
 
 #include "engine/text/chat_template.h"
 #include "server/chat_prompt_variables.h"
+#include "server/embedding_schema.h"
 #include "server/openai_schema.h"
 #include "server/request_body.h"
 
@@ -61,6 +63,21 @@ void check_parsed(const tc::server::Parsed<T>& p) {
   }
 }
 
+void check_embedding(const tc::server::EmbeddingParse& p, bool openai) {
+  require(p.request.has_value() != p.error.has_value(), "embeddings: exactly one of request / error");
+  if (p.error) {
+    require(p.error->status == 400 && !p.error->message.empty(), "embeddings: a 400 with a message");
+    return;
+  }
+  require(p.request->inputs.size() <= tc::server::kMaxEmbeddingInputs, "embeddings: inputs within the limit");
+  require(!openai || !p.request->inputs.empty(), "embeddings: OpenAI's input is required");
+  for (const auto& input : p.request->inputs) {
+    const auto* text = std::get_if<std::string>(&input);
+    require(text ? !text->empty() : !std::get<std::vector<int32_t>>(input).empty(), "embeddings: no empty input");
+  }
+  require(!p.request->dimensions || *p.request->dimensions >= 1, "embeddings: dimensions >= 1");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -75,6 +92,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tc::server::RequestLimits limits;
   limits.n_vocab = 32000;
   check_parsed(tc::server::parse_completion_request(body, limits));
+  check_embedding(tc::server::parse_openai_embedding(body), true);
+  check_embedding(tc::server::parse_ollama_embed(body), false);
+  check_embedding(tc::server::parse_ollama_embeddings(body), false);
   const auto chat = tc::server::parse_chat_request(body, limits);
   check_parsed(chat);
   if (!chat.request) return 0;

@@ -7,7 +7,6 @@
 #include "server/http/httplib_bridge.h"
 
 namespace tc::server {
-namespace {
 
 ApiError submit_error(const runtime::SubmitResult& r) {
   switch (r.status) {
@@ -32,6 +31,8 @@ ApiError registry_error(const ServerContext& ctx, const ApiError& e) {
   }
   return e;
 }
+
+namespace {
 
 // Plans on the leased model and submits every choice; the error otherwise.
 std::optional<ApiError> plan_and_submit(GenerationJob& job, const PlanFunction& plan) {

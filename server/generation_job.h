@@ -309,6 +309,13 @@ struct GenerationJob {
 };
 
 
+// The 4xx/5xx of an engine's refusal (queue full: 503, context: 400
+// context_length_exceeded, ...).
+ApiError submit_error(const runtime::SubmitResult& r);
+// The registry's error for a request, as the route answers it (one-model
+// mode: a load failure is a 500 "the model failed to load: ...").
+ApiError registry_error(const ServerContext& ctx, const ApiError& e);
+
 // An error answered before the 200, in the job's wire format.
 void send_job_error(const GenerationJob& job, httplib::Response& res, const ApiError& error);
 

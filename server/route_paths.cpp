@@ -40,8 +40,8 @@ std::string canonical_route(std::string_view path) {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 24> kRoutes = {
-      "/completions", "/chat/completions", "/models",     "/health",      "/metrics",      "/tokenize",
+  static constexpr std::array<std::string_view, 25> kRoutes = {
+      "/completions", "/chat/completions", "/embeddings", "/models",     "/health",      "/metrics",      "/tokenize",
       "/detokenize",  "/props",            "/engine/stats", "/engine/firing_curve", "/", "/api/version",
       "/api/tags",    "/api/show",         "/api/ps",     "/api/generate", "/api/chat",    "/api/embed",
       "/api/embeddings", "/api/pull",      "/api/push",   "/api/create",  "/api/copy",     "/api/delete"};

@@ -1,9 +1,9 @@
 // Ollama's API on the same port, as ollama/ollama's docs/api.md describes
 // it: GET /api/version, /api/tags, /api/ps; POST /api/show, /api/generate
 // and /api/chat (NDJSON streaming by default, `options` mapped onto our
-// sampler, keep_alive); /api/embed and /api/embeddings answer 501 (no
-// embeddings are served), and so do the model management routes (pull,
-// push, create, copy, delete: models are files in the models folder).
+// sampler, keep_alive); the model management routes (pull, push, create,
+// copy, delete: models are files in the models folder) answer 501.
+// /api/embed and /api/embeddings are in routes_embeddings.cpp.
 // Errors are Ollama's {"error": "..."} with the HTTP status.
 #include <chrono>
 #include <cmath>
@@ -224,13 +224,6 @@ void install_ollama_routes(httplib::Server& http, ServerContext& ctx) {
                     [&ctx, chat](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
                       handle_ollama_generation(chat, ctx, req, std::move(body), res);
                     });
-  }
-  for (const char* path : {"api/embed", "api/embeddings"}) {
-    post_logged_route(http, ctx, path, [](const httplib::Request&, ParsedBody, httplib::Response& res) {
-      send_ollama_error(res, 501,
-                        "embeddings are not served: this server runs generative models only (no embedding model, "
-                        "no /v1/embeddings)");
-    });
   }
   http.Delete(route_pattern("api/delete"), logged_route(ctx, [](const httplib::Request&, httplib::Response& res) {
     send_ollama_error(res, 501, "/api/delete is not supported: remove the model's .gguf file from the models folder");

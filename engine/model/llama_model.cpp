@@ -238,20 +238,31 @@ void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
 }
 
 StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime::KvCache& kv,
-                               std::vector<float>& logits) {
+                               std::vector<float>& logits, std::vector<float>* embeddings) {
   int64_t n_tokens = 0;
   int64_t n_logit_rows = 0;
+  int64_t n_embedding_rows = 0;
   for (const auto& s : sequences) {
     if (kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()) > kv.n_ctx()) return StepStatus::ContextFull;
     for (const text::TokenId id : s.tokens) {
       if (id < 0 || id >= spec_.n_vocab) return StepStatus::InvalidToken;
     }
     n_tokens += static_cast<int64_t>(s.tokens.size());
-    n_logit_rows += s.tokens.empty() ? 0 : (s.all_logits ? static_cast<int64_t>(s.tokens.size()) : 1);
+    const int64_t rows = s.tokens.empty() ? 0 : (s.all_logits ? static_cast<int64_t>(s.tokens.size()) : 1);
+    (s.embeddings ? n_embedding_rows : n_logit_rows) += rows;
+  }
+  if (n_embedding_rows > 0 && embeddings == nullptr) {
+    throw std::invalid_argument("forward: a sequence asks for embeddings and there is no output for them");
   }
   logits.resize(static_cast<size_t>(n_logit_rows * spec_.n_vocab));
+  if (embeddings != nullptr) embeddings->resize(static_cast<size_t>(n_embedding_rows * spec_.n_embd));
   if (n_tokens == 0) return StepStatus::Ok;
   reserve(n_tokens, n_logit_rows);
+  if (n_embedding_rows > capacity_embedding_rows_) {
+    kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
+    capacity_embedding_rows_ = std::max(n_embedding_rows, capacity_embedding_rows_ * 2);
+    embedding_rows_ = head.allocate(static_cast<size_t>(capacity_embedding_rows_ * spec_.n_embd) * sizeof(float));
+  }
 
   auto* ids = ids_host_.as<int32_t>();
   auto* positions = positions_host_.as<int32_t>();
@@ -304,20 +315,30 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       run_layer(*offload_cpu_, cpu_ws_, positions, w, l, sequences, kv, n_tokens);
     }
 
-    // Gather the rows that need logits, then norm and project only those.
+    // Gather the rows that need logits (or embeddings), then norm them and
+    // project only the logit rows.
     kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
     const float* x = (head_on_device() ? ws_ : cpu_ws_).x.as<float>();
     const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
-    int64_t row = 0;
+    int64_t logit_row = 0;
+    int64_t embedding_row = 0;
     t = 0;
     for (const auto& s : sequences) {
       const auto n = static_cast<int64_t>(s.tokens.size());
       const int64_t first = s.all_logits ? t : t + n - 1;
+      int64_t& row = s.embeddings ? embedding_row : logit_row;
+      float* rows = (s.embeddings ? embedding_rows_ : head_in_).as<float>();
       for (int64_t i = first; n > 0 && i < t + n; ++i, ++row) {
-        head.copy_on_device(head_in_.as<float>() + row * spec_.n_embd, x + i * spec_.n_embd, row_bytes);
+        head.copy_on_device(rows + row * spec_.n_embd, x + i * spec_.n_embd, row_bytes);
       }
       t += n;
     }
+    if (n_embedding_rows > 0) {
+      float* rows = embedding_rows_.as<float>();
+      norm(head, rows, weights_.output_norm, weights_.output_norm_b, n_embedding_rows, rows);
+      head.copy_to_host(embeddings->data(), rows, static_cast<size_t>(n_embedding_rows) * row_bytes);
+    }
+    if (n_logit_rows == 0) return;
     norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows, head_in_.as<float>());
     float* out = on_host(head) ? logits_out : logits_dev_.as<float>();
     head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, out);
@@ -327,7 +348,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
     if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
   };
-  if (step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
+  if (n_embedding_rows == 0 && step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
     // A decode step on a GPU: recorded and run as one graph, the logits
     // through pinned staging (a graph copies only to pinned or device memory).
     bool ran = false;

@@ -34,6 +34,10 @@ struct StepSequence {
   // FfnMode::Sparse they always run the sparse FFN; prompt tokens run it
   // only in chunks of up to ForwardOptions::sparse_max_tokens.
   bool generated = false;
+  // Embeddings instead of logits: the same rows (the last token's, or every
+  // token's with all_logits) come back as the output-normed hidden state,
+  // f32 [rows, n_embd], in forward()'s `embeddings`.
+  bool embeddings = false;
 };
 
 // The inputs of a layer's linear projections, in forward order.
@@ -153,7 +157,11 @@ class LlamaModel {
   // Runs one step. On Ok, `logits` holds f32 [n_rows, n_vocab]: for each
   // sequence in order, its last token's logits (or every token's when
   // all_logits), and each slot's KV length has grown by its token count.
-  StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits);
+  // Sequences that ask for embeddings get no logits rows; their rows go to
+  // `embeddings` instead, f32 [n_embedding_rows, n_embd] in sequence order
+  // (required when any sequence asks: std::invalid_argument otherwise).
+  StepStatus forward(std::span<const StepSequence> sequences, runtime::KvCache& kv, std::vector<float>& logits,
+                     std::vector<float>* embeddings = nullptr);
 
   // Hybrid mode: times every later step (docs/hybrid.md, "Where the time
   // goes"), at the cost of timing events on the device's stream and host
@@ -283,6 +291,10 @@ class LlamaModel {
   kernels::Buffer head_in_;    // [R, n_embd] rows that get logits (on the head's side)
   kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host
   kernels::Buffer logits_host_;  // [R, n_vocab] GPU backends: pinned staging of a step graph's logits
+  // [E, n_embd] the rows that come back as embeddings (on the head's side),
+  // allocated at the first step that asks for any.
+  kernels::Buffer embedding_rows_;
+  int64_t capacity_embedding_rows_ = 0;
 };
 
 }  // namespace tc::model

@@ -203,6 +203,11 @@ ModelSpec read_model_spec(const GgufFile& file) {
     s.attn_scale = 1.0f / std::sqrt(static_cast<float>(d));
   }
   read_sliding_window(file, p, a, s);
+  switch (file.get_i64(p + "pooling_type", 0)) {
+    case 1: s.pooling = Pooling::Mean; break;
+    case 2: s.pooling = Pooling::Cls; break;
+    default: s.pooling = Pooling::Last; break;
+  }
 
   const auto& embd = file.tensor("token_embd.weight");
   if (embd.ne.size() != 2 || embd.ne[0] != s.n_embd) {
@@ -212,6 +217,25 @@ ModelSpec read_model_spec(const GgufFile& file) {
   s.n_vocab = embd.ne[1];
   s.tied_embeddings = a.head_is_token_embd || file.find_tensor("output.weight") == nullptr;
   return s;
+}
+
+std::string_view pooling_name(Pooling pooling) {
+  switch (pooling) {
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: break;
+  }
+  return "last";
+}
+
+bool parse_pooling(std::string_view name, Pooling& out) {
+  for (const Pooling p : {Pooling::Last, Pooling::Mean, Pooling::Cls}) {
+    if (name == pooling_name(p)) {
+      out = p;
+      return true;
+    }
+  }
+  return false;
 }
 
 void validate_model_tensors(const GgufFile& file, const ModelSpec& s) {

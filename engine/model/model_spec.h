@@ -37,6 +37,14 @@ std::string_view architecture_for(FfnForm form, bool powerinfer_layout);
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope };
 
+// How a text's embedding pools the output-normed hidden states of its
+// tokens: the last token's (the causal models' own summary), their mean, or
+// the first token's (llama.cpp's `cls`).
+enum class Pooling { Last, Mean, Cls };
+std::string_view pooling_name(Pooling pooling);  // "last", "mean", "cls"
+// "last", "mean" or "cls"; false for anything else.
+bool parse_pooling(std::string_view name, Pooling& out);
+
 struct ModelSpec {
   std::string arch;          // `general.architecture`
   const Architecture* architecture = &llama_architecture();  // its descriptor; never null
@@ -65,6 +73,9 @@ struct ModelSpec {
   float attn_softcap = 0.0f;         // {arch}.attn_logit_softcapping where the architecture caps scores
   float final_softcap = 0.0f;        // {arch}.final_logit_softcapping: logits = cap * tanh(logits / cap)
   float embd_scale = 1.0f;           // token embeddings times this (sqrt(n_embd) for Gemma)
+  // {arch}.pooling_type, llama.cpp's numbering: 1 mean, 2 cls, 3 last;
+  // absent, 0 (none) or 4 (rank, a reranker's head): last.
+  Pooling pooling = Pooling::Last;
   // Sliding-window attention: the window ({arch}.attention.sliding_window)
   // and which layers use it (empty: none).
   int64_t n_swa = 0;

@@ -10,7 +10,9 @@
 
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
+#include "engine/runtime/embedding_pool.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/runtime/request_check.h"
 #include "engine/sparse/bandwidth_probe.h"
 #include "engine/runtime/stop_text.h"
 #include "engine/text/tokenizer.h"
@@ -96,9 +98,11 @@ struct Sequence {
   Clock::time_point admitted_at{};
   Clock::time_point first_token_at{};
   bool has_first_token = false;
+  std::optional<EmbeddingPool> pool;  // embedding requests: their rows so far
 
   int64_t n_prompt() const { return static_cast<int64_t>(request.prompt.size()); }
   bool decoding() const { return n_prompt_done == n_prompt(); }
+  bool embedding() const { return pool.has_value(); }
 };
 
 // A KV cache slot and what it holds.
@@ -170,6 +174,7 @@ struct Engine::Impl {
   std::vector<Pending> dropped;              // scratch: cancelled or expired while queued
   std::vector<FinishReason> dropped_reason;
   std::vector<float> logits;
+  std::vector<float> embeddings;  // this step's embedding rows, f32 [rows, n_embd]
   // This step's sequences that sample a token: (slot, logits row), and what
   // their samplers drew (scratch, sized once).
   std::vector<std::pair<int, const float*>> to_sample;
@@ -187,9 +192,15 @@ struct Engine::Impl {
 
   EngineBandwidths probe_bandwidths();
   void admit(Pending pending);
+  // Queues a checked request (Engine::submit), or refuses it when the
+  // engine is failed, stopping or its queue full.
+  SubmitResult enqueue(GenerationRequest request, SubmitResult& result);
   void run_step();
   void emit(int slot_idx, const SampleResult& result);
   void finish(int slot_idx, FinishReason reason, std::string text = {});
+  // An embedding sequence's chunk came back: `rows` f32 [n_rows, n_embd] go
+  // into its pool; at the end of its prompt it finishes with the embedding.
+  void pool_embedding_rows(int slot_idx, const float* rows, int64_t n_rows, int64_t n_chunk);
   void error(int slot_idx, const std::string& message);
   void release(int slot_idx);
 
@@ -411,12 +422,16 @@ void Engine::Impl::admit(Pending pending) {
   // The free slot holding the longest prefix of the prompt; at least one
   // prompt token is always computed, for the logits. Ties go to the slot
   // idle the longest, so fresh caches survive.
+  // Embeddings pooled over every row (mean) or the first (cls) compute
+  // every row: they reuse nothing.
   const auto& prompt = pending.request.prompt;
+  const auto& embedding = pending.request.embedding;
+  const bool reuse = !embedding || *embedding == model::Pooling::Last;
   int best = -1;
   size_t best_lcp = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].seq) continue;
-    const size_t lcp = std::min(common_prefix(slots[i].cached, prompt), prompt.size() - 1);
+    const size_t lcp = reuse ? std::min(common_prefix(slots[i].cached, prompt), prompt.size() - 1) : 0;
     if (best < 0 || lcp > best_lcp ||
         (lcp == best_lcp && slots[i].last_used < slots[static_cast<size_t>(best)].last_used)) {
       best = static_cast<int>(i);
@@ -429,7 +444,7 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-  if (seq->request.json_object || seq->request.json_schema || seq->request.tool_call) {
+  if (!seq->embedding() && (seq->request.json_object || seq->request.json_schema || seq->request.tool_call)) {
     if (!constraint_tokens) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
@@ -438,6 +453,7 @@ void Engine::Impl::admit(Pending pending) {
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());
   }
+  if (seq->request.embedding) seq->pool.emplace(*seq->request.embedding, llama->spec().n_embd);
   seq->admit_index = ++tick;
   seq->admitted_at = Clock::now();
   seq->n_cached = static_cast<int64_t>(best_lcp);
@@ -492,7 +508,12 @@ void Engine::Impl::run_step() {
       error(slot_idx, "a prompt token id is out of range [0, " + std::to_string(n_vocab) + ")");
       continue;
     }
-    step.push_back({slot_idx, chunk, false});
+    if (seq.embedding()) {
+      step.push_back({slot_idx, chunk, seq.pool->wants_all_rows(seq.n_prompt_done), /*generated=*/false,
+                      /*embeddings=*/true});
+    } else {
+      step.push_back({slot_idx, chunk, false});
+    }
     budget -= n;
   }
   if (step.empty()) return;
@@ -502,7 +523,7 @@ void Engine::Impl::run_step() {
   const bool decode_step = prefill_order.empty();
   const model::HybridTimeSplit split_before = timer != nullptr ? timer->split() : model::HybridTimeSplit{};
   const double forward_start = model::host_seconds();
-  const auto status = llama->forward(step, *kv, logits);
+  const auto status = llama->forward(step, *kv, logits, &embeddings);
   if (decode_step && status == model::StepStatus::Ok) {
     const double wall_s = model::host_seconds() - forward_start;
     if (timer != nullptr) {
@@ -523,18 +544,29 @@ void Engine::Impl::run_step() {
   }
 
   const auto row_size = static_cast<size_t>(n_vocab);
+  const int64_t n_embd = llama->spec().n_embd;
   to_sample.clear();
+  size_t logit_row = 0;
+  int64_t embedding_row = 0;
   for (size_t i = 0; i < step.size(); ++i) {
     const int slot_idx = step[i].slot;
     Slot& slot = slots[static_cast<size_t>(slot_idx)];
     auto& seq = *slot.seq;
     slot.cached.insert(slot.cached.end(), step[i].tokens.begin(), step[i].tokens.end());
+    const auto n_chunk = static_cast<int64_t>(step[i].tokens.size());
+    if (step[i].embeddings) {
+      const int64_t n_rows = step[i].all_logits ? n_chunk : 1;
+      pool_embedding_rows(slot_idx, embeddings.data() + embedding_row * n_embd, n_rows, n_chunk);
+      embedding_row += n_rows;
+      continue;
+    }
+    const size_t row = logit_row++;
     if (!seq.decoding()) {
       seq.n_prompt_done += static_cast<int64_t>(step[i].tokens.size());
       delta_prompt += static_cast<int64_t>(step[i].tokens.size());
       if (!seq.decoding()) continue;  // more prompt to go
     }
-    to_sample.emplace_back(slot_idx, logits.data() + i * row_size);
+    to_sample.emplace_back(slot_idx, logits.data() + row * row_size);
   }
   // Each sequence's sampler is its own (RNG, penalties, scratch), so the
   // step's draws run on the CPU threads side by side (a full-vocabulary
@@ -621,6 +653,26 @@ void Engine::Impl::finish(int slot_idx, FinishReason reason, std::string text) {
   release(slot_idx);
 }
 
+void Engine::Impl::pool_embedding_rows(int slot_idx, const float* rows, int64_t n_rows, int64_t n_chunk) {
+  auto& seq = *slots[static_cast<size_t>(slot_idx)].seq;
+  seq.pool->add(rows, n_rows, seq.n_prompt_done);
+  seq.n_prompt_done += n_chunk;
+  delta_prompt += n_chunk;
+  if (!seq.decoding()) return;  // more prompt to go
+  StreamEvent ev;
+  ev.kind = StreamEvent::Kind::Finished;
+  ev.finish = FinishReason::Stop;
+  ev.embedding = seq.pool->result(seq.n_prompt());
+  const auto now = Clock::now();
+  ev.usage.prompt_tokens = seq.n_prompt();
+  ev.usage.cached_tokens = seq.n_cached;
+  ev.queue_seconds = seconds_between(seq.queued_at, seq.admitted_at);
+  ev.first_token_seconds = seconds_between(seq.admitted_at, now);
+  ev.total_seconds = seconds_between(seq.queued_at, now);
+  seq.handle->push(std::move(ev));
+  release(slot_idx);
+}
+
 void Engine::Impl::error(int slot_idx, const std::string& message) {
   StreamEvent ev;
   ev.kind = StreamEvent::Kind::Error;
@@ -646,68 +698,42 @@ Engine::~Engine() { shutdown(std::chrono::milliseconds(0)); }
 
 SubmitResult Engine::submit(GenerationRequest request) {
   SubmitResult result;
+  const auto& loaded = impl_->loaded;
+  if (!loaded) {
+    result.status = SubmitStatus::NotReady;
+    result.message = "the engine has no model";
+    return result;
+  }
+  if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx)) {
+    result.status = refusal->status;
+    result.message = std::move(refusal->message);
+    return result;
+  }
+  return impl_->enqueue(std::move(request), result);
+}
+
+SubmitResult Engine::Impl::enqueue(GenerationRequest request, SubmitResult& result) {
   auto refuse = [&](SubmitStatus status, std::string message) {
     result.status = status;
     result.message = std::move(message);
     return result;
   };
-  const auto& loaded = impl_->loaded;
-  if (!loaded) return refuse(SubmitStatus::NotReady, "the engine has no model");
-  const auto n_vocab = static_cast<int32_t>(loaded->spec.n_vocab);
-
-  if (request.prompt.empty()) return refuse(SubmitStatus::InvalidRequest, "the prompt is empty");
-  for (size_t i = 0; i < request.prompt.size(); ++i) {
-    const text::TokenId id = request.prompt[i];
-    if (id < 0 || id >= n_vocab) {
-      return refuse(SubmitStatus::InvalidRequest, "prompt token " + std::to_string(i) + " has id " +
-                                                      std::to_string(id) + ", out of range [0, " +
-                                                      std::to_string(n_vocab) + ")");
-    }
-  }
-  if (std::string problem = validate(request.sampling, n_vocab); !problem.empty()) {
-    return refuse(SubmitStatus::InvalidRequest, std::move(problem));
-  }
-  if (request.max_tokens < 1) {
-    return refuse(SubmitStatus::InvalidRequest,
-                  "max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
-  }
-  for (size_t i = 0; i < request.stop.size(); ++i) {
-    if (request.stop[i].empty()) {
-      return refuse(SubmitStatus::InvalidRequest, "stop string " + std::to_string(i) + " is empty");
-    }
-  }
-  if (request.tool_call) {
-    if (std::string problem = request.tool_call->problem(); !problem.empty()) {
-      return refuse(SubmitStatus::InvalidRequest, std::move(problem));
-    }
-  }
-  const auto n_prompt = static_cast<int64_t>(request.prompt.size());
-  if (n_prompt + request.max_tokens > options_.n_ctx) {
-    return refuse(SubmitStatus::ContextExceeded,
-                  "this model's context is " + std::to_string(options_.n_ctx) + " tokens; the prompt has " +
-                      std::to_string(n_prompt) + " tokens and max_tokens is " +
-                      std::to_string(request.max_tokens) + ", " + std::to_string(n_prompt + request.max_tokens) +
-                      " in all");
-  }
-
   auto handle = std::make_shared<RequestHandle>();
   {
-    std::lock_guard lock(impl_->mutex);
-    const EngineState state = impl_->stats.state;
-    if (state == EngineState::Failed) {
-      return refuse(SubmitStatus::NotReady, "the engine failed: " + impl_->stats.failure);
-    }
-    if (impl_->stopping || state == EngineState::Stopped) {
+    std::lock_guard lock(mutex);
+    const EngineState state = stats.state;
+    if (state == EngineState::Failed) return refuse(SubmitStatus::NotReady, "the engine failed: " + stats.failure);
+    if (stopping || state == EngineState::Stopped) {
       return refuse(SubmitStatus::NotReady, "the engine is shutting down");
     }
-    if (static_cast<int64_t>(impl_->queue.size()) >= options_.queue_size) {
+    if (static_cast<int64_t>(queue.size()) >= options.queue_size) {
       return refuse(SubmitStatus::QueueFull,
-                    "the queue is full (" + std::to_string(options_.queue_size) + " requests waiting)");
+                    "the queue is full (" + std::to_string(options.queue_size) + " requests waiting)");
     }
-    impl_->queue.push_back(Pending{std::move(request), handle, Clock::now()});
-    impl_->stats.requests_waiting = static_cast<int>(impl_->queue.size());
+    queue.push_back(Pending{std::move(request), handle, Clock::now()});
+    stats.requests_waiting = static_cast<int>(queue.size());
   }
-  impl_->wake.notify_one();
+  wake.notify_one();
   result.handle = std::move(handle);
   return result;
 }

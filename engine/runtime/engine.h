@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/model/model_spec.h"
 #include "engine/runtime/decode_times.h"
 #include "engine/runtime/ffn_activity.h"
 #include "engine/runtime/model_setup.h"
@@ -83,6 +84,12 @@ struct GenerationRequest {
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;
+  // Set: an embedding, not a generation. The prompt runs through the model
+  // (in prefill chunks, beside other requests) and the request finishes
+  // (Stop) with StreamEvent::embedding, its tokens' output-normed hidden
+  // states pooled this way. max_tokens, sampling, stop and the output forms
+  // are not used; the prompt alone must fit the context.
+  std::optional<model::Pooling> embedding;
 };
 
 // One generated token, for logprobs.
@@ -115,6 +122,7 @@ struct StreamEvent {
   FinishReason finish = FinishReason::Stop;  // Finished only
   Usage usage;                               // Finished only
   std::string error;                         // Error only: the message
+  std::vector<float> embedding;              // Finished, embedding requests only: f32 [n_embd], not normalised
   // Timings, Finished only: queued -> admitted, admitted -> first token, total.
   double queue_seconds = 0, first_token_seconds = 0, total_seconds = 0;
 };

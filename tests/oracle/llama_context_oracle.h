@@ -61,7 +61,7 @@ static_assert(sizeof(ContextParams) == 160);
 
 namespace ctx_offset {
 constexpr size_t kNCtx = 0, kNBatch = 4, kNUbatch = 8, kNThreads = 28, kNThreadsBatch = 32,
-                 kFlashAttnType = 52, kNoPerf = 130;
+                 kPoolingType = 44, kFlashAttnType = 52, kEmbeddings = 128, kNoPerf = 130;
 }  // namespace ctx_offset
 
 // llama_batch: a plain C struct of an int and six pointers (56 bytes), the
@@ -109,6 +109,7 @@ struct Api {
   void* (*llama_get_memory)(const void*) = nullptr;
   void (*llama_memory_clear)(void*, bool) = nullptr;
   float* (*llama_get_logits_ith)(void*, int32_t) = nullptr;
+  float* (*llama_get_embeddings_seq)(void*, int32_t) = nullptr;
   void (*llama_synchronize)(void*) = nullptr;
   void (*llama_set_n_threads)(void*, int32_t, int32_t) = nullptr;
   void (*llama_attach_threadpool)(void*, void*, void*) = nullptr;
@@ -319,6 +320,7 @@ class LlamaCppLibrary {
     TC_RESOLVE(llama_get_memory);
     TC_RESOLVE(llama_memory_clear);
     TC_RESOLVE(llama_get_logits_ith);
+    TC_RESOLVE(llama_get_embeddings_seq);
     TC_RESOLVE(llama_synchronize);
     TC_RESOLVE(llama_set_n_threads);
     TC_RESOLVE(llama_attach_threadpool);
@@ -434,7 +436,14 @@ struct ContextOptions {
   int32_t n_threads = 2;     // decode and batch threads alike
   FlashAttn flash_attn = FlashAttn::Off;
   bool threadpool = true;    // a persistent ggml threadpool, as llama-bench attaches
+  // Embeddings instead of logits, pooled per sequence (llama_pooling_type:
+  // 1 mean, 2 cls, 3 last; -1 the model's).
+  bool embeddings = false;
+  int32_t pooling_type = -1;
 };
+
+// llama_pooling_type values.
+inline constexpr int32_t kPoolingMean = 1, kPoolingCls = 2, kPoolingLast = 3;
 
 // One llama_context on a model, with its own threadpool. Move-only; the model
 // must outlive it. Not thread-safe.
@@ -449,6 +458,8 @@ class LlamaCppContext {
     put(ctx_offset::kNThreads, o.n_threads);
     put(ctx_offset::kNThreadsBatch, o.n_threads);
     put(ctx_offset::kFlashAttnType, static_cast<int32_t>(o.flash_attn));
+    put(ctx_offset::kPoolingType, o.pooling_type);
+    put(ctx_offset::kEmbeddings, o.embeddings);
     LlamaCppLibrary::log_tail().clear();
     ctx_ = lib_->api().llama_init_from_model(model.handle(), p);
     if (ctx_ == nullptr) throw std::runtime_error("llama_init_from_model failed: " + LlamaCppLibrary::log_tail());
@@ -490,6 +501,9 @@ class LlamaCppContext {
 
   // f32 [n_vocab]: the logits of the last decoded token.
   const float* last_logits() { return lib_->api().llama_get_logits_ith(ctx_, -1); }
+  // f32 [n_embd]: sequence 0's pooled embedding (a context made with
+  // embeddings and a pooling type); null otherwise.
+  const float* sequence_embedding() { return lib_->api().llama_get_embeddings_seq(ctx_, 0); }
 
  private:
   const LlamaCppLibrary* lib_;

@@ -47,6 +47,7 @@ TEST_CASE("route patterns accept /v1, repeated and trailing slashes", "[server][
 TEST_CASE("metric route labels are the server's routes or 'other'", "[server][routes]") {
   CHECK(route_label("//v1//chat/completions/") == "/v1/chat/completions");
   CHECK(route_label("/tokenize") == "/tokenize");
+  CHECK(route_label("/v1/embeddings") == "/v1/embeddings");
   CHECK(route_label("/v1/models") == "/v1/models");
   // Arbitrary paths (401s are counted before routing) must not become label values.
   CHECK(route_label("/x\"y\nz") == "other");

@@ -3,8 +3,8 @@
 // tags, show, ps, generate and chat (whole and streamed, the streamed text
 // equal to the whole), options mapped onto the sampler (greedy text equal
 // to /v1/completions'), keep_alive (load without a prompt, unload with 0),
-// the client's ResponseError for unknown, broken and unsupported requests,
-// and aborting a stream.
+// embed and embeddings, the client's ResponseError for unknown, broken and
+// unsupported requests, and aborting a stream.
 //
 // Usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN [NODE_MODULES_DIR]
 //   HOST     http://127.0.0.1:PORT
@@ -250,8 +250,34 @@ await check('errors: unknown model 404, broken file 500 naming it, bad format 40
   await expectError(ollama.chat({ model: modelA, messages: 'hello' }), 400, 'messages');
 });
 
-await check('embed answers 501 (no embeddings served); pull 501', async () => {
-  await expectError(ollama.embed({ model: modelA, input: 'hello' }), 501, 'embeddings');
+function norm(v) {
+  return Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+}
+
+await check('embed: unit vectors per input, equal to embeddings (raw) scaled; dimensions; pull 501', async () => {
+  const r = await ollama.embed({ model: modelA, input: ['hello there', 'a different text'] });
+  assert.equal(r.model, modelA);
+  assert.equal(r.embeddings.length, 2);
+  const width = r.embeddings[0].length;
+  assert.ok(width > 0 && r.embeddings[1].length === width);
+  for (const v of r.embeddings) assert.ok(Math.abs(norm(v) - 1) < 1e-5, `norm ${norm(v)}`);
+  assert.notDeepEqual(r.embeddings[0], r.embeddings[1]);
+  assert.ok(r.prompt_eval_count > 0);
+  // The same input alone gives the same vector (whatever ran beside it).
+  const one = await ollama.embed({ model: modelA, input: 'hello there' });
+  assert.deepEqual(one.embeddings[0], r.embeddings[0]);
+  // /api/embeddings: the raw pool, the same direction.
+  const raw = await ollama.embeddings({ model: modelA, prompt: 'hello there' });
+  const n = norm(raw.embedding);
+  raw.embedding.forEach((x, i) => assert.ok(Math.abs(x / n - r.embeddings[0][i]) < 1e-5));
+  const cut = await ollama.embed({ model: modelA, input: 'hello there', dimensions: 8 });
+  assert.equal(cut.embeddings[0].length, 8);
+  assert.ok(Math.abs(norm(cut.embeddings[0]) - 1) < 1e-5);
+  // No input: the model is loaded only.
+  const load = await ollama.embed({ model: modelB, input: [] });
+  assert.deepEqual(load.embeddings, []);
+  await expectError(ollama.embed({ model: modelA, input: 'x', dimensions: 100000 }), 400, 'dimensions');
+  await expectError(ollama.embed({ model: 'no-such-model', input: 'x' }), 404, 'no-such-model');
   await expectError(ollama.pull({ model: 'llama3' }), 501, 'models folder');
 });
 

@@ -505,6 +505,32 @@ await check('response_format json_schema: the reply is an instance, in declared 
   assert.match(e.message, /'pattern' is not supported at \/properties\/a/);
 });
 
+await check('embeddings.create: base64 (the SDK default) and float agree; unit norm; batches; dimensions', async () => {
+  const a = await client.embeddings.create({ model: modelId, input: 'The quick brown fox' });
+  assert.equal(a.object, 'list');
+  assert.equal(a.data.length, 1);
+  const v = a.data[0].embedding;
+  assert.ok(Array.isArray(v) && v.length > 0, 'the SDK decoded the base64 vector');
+  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+  assert.ok(a.usage.prompt_tokens > 0 && a.usage.total_tokens === a.usage.prompt_tokens);
+  const f = await client.embeddings.create({ model: modelId, input: 'The quick brown fox', encoding_format: 'float' });
+  assert.deepEqual(f.data[0].embedding, v);
+  const batch = await client.embeddings.create({ model: modelId, input: ['one', 'The quick brown fox', 'three'] });
+  assert.deepEqual(batch.data.map((d) => d.index), [0, 1, 2]);
+  assert.deepEqual(batch.data[1].embedding, v);
+  const cut = await client.embeddings.create({ model: modelId, input: 'The quick brown fox', dimensions: 16 });
+  assert.equal(cut.data[0].embedding.length, 16);
+  let err;
+  try {
+    await client.embeddings.create({ model: modelId, input: '' });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof OpenAI.BadRequestError, `expected a BadRequestError, got ${err}`);
+  assert.equal(err.param, 'input');
+});
+
 async function metric(name) {
   const url = baseURL.replace(/\/v1\/?$/, '') + '/metrics';
   const res = await fetch(url, { headers: { Authorization: `Bearer ${apiKey}` } });

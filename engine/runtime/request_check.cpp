@@ -1,0 +1,54 @@
+// check_request: see request_check.h.
+#include "engine/runtime/request_check.h"
+
+#include <utility>
+
+namespace tc::runtime {
+
+std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n_vocab, int64_t n_ctx) {
+  auto refuse = [](SubmitStatus status, std::string message) {
+    return std::optional<Refusal>(Refusal{status, std::move(message)});
+  };
+  if (request.prompt.empty()) return refuse(SubmitStatus::InvalidRequest, "the prompt is empty");
+  for (size_t i = 0; i < request.prompt.size(); ++i) {
+    const text::TokenId id = request.prompt[i];
+    if (id < 0 || id >= n_vocab) {
+      return refuse(SubmitStatus::InvalidRequest, "prompt token " + std::to_string(i) + " has id " +
+                                                      std::to_string(id) + ", out of range [0, " +
+                                                      std::to_string(n_vocab) + ")");
+    }
+  }
+  const auto n_prompt = static_cast<int64_t>(request.prompt.size());
+  if (request.embedding) {
+    if (n_prompt > n_ctx) {
+      return refuse(SubmitStatus::ContextExceeded, "this model's context is " + std::to_string(n_ctx) +
+                                                       " tokens; the input has " + std::to_string(n_prompt));
+    }
+    return std::nullopt;
+  }
+  if (std::string problem = validate(request.sampling, n_vocab); !problem.empty()) {
+    return refuse(SubmitStatus::InvalidRequest, std::move(problem));
+  }
+  if (request.max_tokens < 1) {
+    return refuse(SubmitStatus::InvalidRequest, "max_tokens must be >= 1, got " + std::to_string(request.max_tokens));
+  }
+  for (size_t i = 0; i < request.stop.size(); ++i) {
+    if (request.stop[i].empty()) {
+      return refuse(SubmitStatus::InvalidRequest, "stop string " + std::to_string(i) + " is empty");
+    }
+  }
+  if (request.tool_call) {
+    if (std::string problem = request.tool_call->problem(); !problem.empty()) {
+      return refuse(SubmitStatus::InvalidRequest, std::move(problem));
+    }
+  }
+  if (n_prompt + request.max_tokens > n_ctx) {
+    return refuse(SubmitStatus::ContextExceeded,
+                  "this model's context is " + std::to_string(n_ctx) + " tokens; the prompt has " +
+                      std::to_string(n_prompt) + " tokens and max_tokens is " + std::to_string(request.max_tokens) +
+                      ", " + std::to_string(n_prompt + request.max_tokens) + " in all");
+  }
+  return std::nullopt;
+}
+
+}  // namespace tc::runtime

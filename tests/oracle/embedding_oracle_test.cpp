@@ -1,0 +1,121 @@
+// Embeddings against llama.cpp's own (libllama of npm @node-llama-cpp/linux-x64
+// 3.22.1, a context with embeddings on and the pooling type set): the
+// engine's last, mean and cls pools of a prompt's output-normed hidden
+// states must equal llama.cpp's llama_get_embeddings_seq within
+// kRelativeTolerance (relative L2 distance), on files `thermocline
+// make-model` writes with f32 weights (so what differs is the order of sums
+// and llama.cpp's f16 rounding of q in attention). Skips with a warning
+// without the library (fails with THERMOCLINE_REQUIRE_ORACLE=1).
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/engine.h"
+#include "tests/oracle/llama_context_oracle.h"
+#include "tests/oracle/llama_tokenizer_oracle.h"
+#include "tests/test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace lc = tc::oracle::llamacpp;
+using namespace std::chrono_literals;
+
+constexpr char kPrompt[] =
+    "Embeddings place texts in a space where nearby vectors mean similar things: 'café', 'coffee shop', 42.";
+// ||ours - theirs|| / ||theirs||. Measured on these f32 models (-s prints
+// it): 2e-7 for cls (the first token attends to itself alone), 0.8-1.4e-4
+// for mean and last.
+constexpr double kRelativeTolerance = 1e-3;
+
+fs::path make_model(const std::string& flags, uint64_t seed) {
+  const fs::path out = tc::test::scratch_dir("embedding_oracle") / ("m" + std::to_string(seed) + ".gguf");
+  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
+                          tc::test::shell_quote(out.string()) +
+                          " --n-embd 256 --n-layer 2 --n-ff 768 --n-head 8 --n-head-kv 2 --type f32 --n-vocab 4096 "
+                          "--n-ctx 512 -t 2 --seed " +
+                          std::to_string(seed) + " " + flags;
+  const auto r = tc::test::run_command(cmd);
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  return out;
+}
+
+const lc::LlamaCppLibrary& library() { return lc::LlamaCppLibrary::instance(tc::oracle::llama_library_path()); }
+
+std::vector<float> ours(const std::shared_ptr<const tc::model::LoadedModel>& model, const std::vector<int32_t>& prompt,
+                        tc::model::Pooling pooling) {
+  tc::runtime::EngineOptions o;
+  o.n_parallel = 1;
+  o.n_ctx = 256;
+  o.n_batch = 16;  // several chunks
+  o.model.threads = 2;
+  tc::runtime::Engine engine(model, o);
+  tc::runtime::GenerationRequest r;
+  r.prompt.assign(prompt.begin(), prompt.end());
+  r.embedding = pooling;
+  auto submitted = engine.submit(std::move(r));
+  REQUIRE(submitted.status == tc::runtime::SubmitStatus::Ok);
+  tc::runtime::StreamEvent ev;
+  const auto end = tc::runtime::Clock::now() + 60s;
+  while (tc::runtime::Clock::now() < end) {
+    if (submitted.handle->next(ev, 100ms) && ev.kind != tc::runtime::StreamEvent::Kind::Text) break;
+  }
+  INFO(ev.error);
+  REQUIRE(ev.kind == tc::runtime::StreamEvent::Kind::Finished);
+  return ev.embedding;
+}
+
+}  // namespace
+
+TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[oracle][embeddings]") {
+  if (!library().ok()) {
+    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
+    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
+    return;
+  }
+  struct Case {
+    const char* label;
+    const char* flags;
+    uint64_t seed;
+  };
+  for (const Case& c : {Case{"llama", "--arch llama", 31}, Case{"qwen2", "--arch qwen2", 32}}) {
+    INFO(c.label);
+    const fs::path path = make_model(c.flags, c.seed);
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
+    REQUIRE(prompt.size() > 20);
+    const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
+    const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
+    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Last, lc::kPoolingLast},
+                                        std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
+                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
+      INFO("pooling " << tc::model::pooling_name(pooling));
+      lc::ContextOptions co;
+      co.n_ctx = 256;
+      co.embeddings = true;
+      co.pooling_type = type;
+      lc::LlamaCppContext ctx(theirs_model, co);
+      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+      const float* theirs = ctx.sequence_embedding();
+      REQUIRE(theirs != nullptr);
+      const std::vector<float> mine = ours(loaded, prompt, pooling);
+      REQUIRE(mine.size() == n_embd);
+      double diff = 0, norm = 0;
+      for (size_t j = 0; j < n_embd; ++j) {
+        diff += (static_cast<double>(mine[j]) - theirs[j]) * (static_cast<double>(mine[j]) - theirs[j]);
+        norm += static_cast<double>(theirs[j]) * theirs[j];
+      }
+      REQUIRE(norm > 0);
+      const double relative = std::sqrt(diff / norm);
+      CHECK(relative < kRelativeTolerance);
+      WARN(c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
+                   << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
+    }
+  }
+}
