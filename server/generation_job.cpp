@@ -40,6 +40,8 @@ std::optional<ApiError> plan_and_submit(GenerationJob& job, const PlanFunction& 
   if (auto err = unavailable(*job.ctx, &serving)) return err;
   if (auto err = plan(job, serving)) return err;
   for (auto& choice : job.planned) {
+    // With tools, a model's call markers reach the reply's parser.
+    if (job.tools.active()) choice.request.rendered_tokens = serving.tool_marker_ids;
     auto submitted = serving.engine->submit(choice.request);
     if (submitted.status != runtime::SubmitStatus::Ok) return submit_error(submitted);
     job.handles.push_back(std::move(submitted.handle));

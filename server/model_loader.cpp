@@ -13,6 +13,7 @@
 #include "config/gpu_split_setting.h"
 #include "engine/model/loaded_model.h"
 #include "engine/text/chat_template.h"
+#include "server/tool_call_parser.h"
 #include "kernels/cpu/q4_lanes16.h"
 
 namespace tc::server {
@@ -62,6 +63,7 @@ std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& pa
     throw ModelLoadFailure(what.find(file) != std::string::npos ? what : file + ": " + what);
   }
   serving->model = loaded;
+  serving->tool_marker_ids = tool_marker_ids(loaded->tokenizer->vocab().tokens);
   const auto& file_template = loaded->tokenizer->vocab().chat_template;
   try {
     if (!template_text.empty()) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <httplib.h>
 
@@ -33,6 +34,9 @@ struct ServingModel {
   std::string chat_template_error;
   std::string model_id;   // what /v1/models lists and requests may name
   config::ServeOptions options;  // this model's options (the server's, with its NAME.toml applied)
+  // Its vocabulary's tool-call marker tokens (tool_marker_ids), rendered in
+  // replies to requests with tools; empty for most models.
+  std::vector<int32_t> tool_marker_ids;
 };
 
 struct ServerContext {

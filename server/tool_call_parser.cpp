@@ -14,6 +14,13 @@ using nlohmann::json;
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
 constexpr std::string_view kFence = "```";
+// Mistral's control tokens, in the text when the engine renders them
+// (tool_marker_ids): [TOOL_CALLS] opens each call (or a JSON array of
+// them), [ARGS] ends a name, [CALL_ID] a name that an id follows.
+constexpr std::string_view kMistralOpen = "[TOOL_CALLS]";
+constexpr std::string_view kMistralArgs = "[ARGS]";
+constexpr std::string_view kMistralCallId = "[CALL_ID]";
+constexpr std::string_view kMarkers[] = {kOpen, kMistralOpen};
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -117,9 +124,72 @@ std::optional<ToolCallReply> tagged_calls(std::string_view text, size_t open, co
   return reply;
 }
 
+// One Mistral call after its [TOOL_CALLS]: NAME[ARGS]{...} or
+// NAME[CALL_ID]ID[ARGS]{...} (v11 and later), or JSON (a call object or an
+// array of them, v3); nullopt unless the whole segment is calls.
+std::optional<std::vector<ToolCall>> mistral_segment(std::string_view seg, const std::vector<std::string>& names) {
+  seg = seg.substr(first_non_space(seg));
+  if (seg.empty()) return std::nullopt;
+  if (seg[0] == '{' || seg[0] == '[') return json_calls(seg, names);
+  const size_t args = seg.find(kMistralArgs);
+  if (args == std::string_view::npos) return std::nullopt;
+  std::string_view name = seg.substr(0, args);
+  if (const size_t id = name.find(kMistralCallId); id != std::string_view::npos) name = name.substr(0, id);
+  const std::string_view body = seg.substr(args + kMistralArgs.size());
+  const size_t start = first_non_space(body);
+  if (start == body.size() || body[start] != '{') return std::nullopt;
+  const size_t end = value_end(body, start);
+  if (end == std::string_view::npos || first_non_space(body, end) != body.size()) return std::nullopt;
+  const json call = {{"name", std::string(name)},
+                     {"arguments", json::parse(body.substr(start, end - start), nullptr, /*allow_exceptions=*/false)}};
+  std::vector<ToolCall> out;
+  if (call["arguments"].is_discarded() || !add_calls(call, names, out)) return std::nullopt;
+  return out;
+}
+
+// Mistral's calls from `open` (the first [TOOL_CALLS]) to the end; nullopt
+// when a segment is not a call.
+std::optional<ToolCallReply> mistral_calls(std::string_view text, size_t open, const std::vector<std::string>& names) {
+  ToolCallReply reply;
+  reply.content = std::string(text.substr(0, open));
+  size_t at = open;
+  while (at != std::string_view::npos) {
+    const size_t body = at + kMistralOpen.size();
+    const size_t next = text.find(kMistralOpen, body);
+    auto calls = mistral_segment(text.substr(body, next == std::string_view::npos ? std::string_view::npos : next - body), names);
+    if (!calls) return std::nullopt;
+    reply.calls.insert(reply.calls.end(), calls->begin(), calls->end());
+    at = next;
+  }
+  return reply;
+}
+
+// Where the first marker of a call form begins in `text`, or npos.
+size_t first_marker(std::string_view text) {
+  size_t best = std::string_view::npos;
+  for (const auto marker : kMarkers) best = std::min(best, text.find(marker));
+  return best;
+}
+
 }  // namespace
 
+std::vector<int32_t> tool_marker_ids(const std::vector<std::string>& pieces) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string& p = pieces[i];
+    if (p == kMistralOpen || p == kMistralArgs || p == kMistralCallId) out.push_back(static_cast<int32_t>(i));
+  }
+  return out;
+}
+
 ToolCallReply parse_tool_calls(std::string_view text, const std::vector<std::string>& names) {
+  if (const size_t open = text.find(kMistralOpen); open != std::string_view::npos && open < text.find(kOpen)) {
+    if (auto reply = mistral_calls(text, open, names)) {
+      if (first_non_space(reply->content) == reply->content.size()) reply->content.clear();
+      return *reply;
+    }
+    return {std::string(text), {}};
+  }
   if (const size_t open = text.find(kOpen); open != std::string_view::npos) {
     if (auto reply = tagged_calls(text, open, names)) {
       if (first_non_space(reply->content) == reply->content.size()) reply->content.clear();  // only blank lines
@@ -150,21 +220,27 @@ std::string ToolCallStream::push(std::string_view text) {
     const size_t start = first_non_space(pending_);
     if (start == pending_.size()) return {};
     const std::string_view rest = std::string_view(pending_).substr(start);
-    if (rest[0] == '{' || rest[0] == '[' || rest.starts_with(kFence) || rest.starts_with(kOpen)) {
+    if (rest[0] == '{' || rest[0] == '[' || rest.starts_with(kFence) || rest.starts_with(kOpen) ||
+        rest.starts_with(kMistralOpen)) {
       mode_ = Mode::Holding;
       return {};
     }
-    if (kFence.starts_with(rest) || kOpen.starts_with(rest)) return {};  // "``" or "<tool": wait
+    // "``", "<tool" or "[TOOL": wait ("[" alone was held above).
+    if (kFence.starts_with(rest) || kOpen.starts_with(rest)) return {};
     mode_ = Mode::Text;
   }
-  if (const size_t open = pending_.find(kOpen); open != std::string::npos) {
+  if (const size_t open = first_marker(pending_); open != std::string::npos) {
     std::string out = release(open);
     mode_ = Mode::Holding;
     return out;
   }
-  // Keep back the longest tail that could begin the marker.
-  size_t keep = std::min(kOpen.size() - 1, pending_.size());
-  while (keep > 0 && !std::string_view(pending_).ends_with(kOpen.substr(0, keep))) --keep;
+  // Keep back the longest tail that could begin a marker.
+  size_t keep = 0;
+  for (const auto marker : kMarkers) {
+    size_t k = std::min(marker.size() - 1, pending_.size());
+    while (k > keep && !std::string_view(pending_).ends_with(marker.substr(0, k))) --k;
+    keep = std::max(keep, k);
+  }
   return release(pending_.size() - keep);
 }
 

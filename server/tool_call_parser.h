@@ -7,6 +7,9 @@
 //   - Hermes / Qwen: text, then one or more
 //       <tool_call>{"name": ..., "arguments": {...}}</tool_call>
 //     (the last closing tag may be missing when the model stopped there);
+//   - Mistral, with its control tokens in the text (tool_marker_ids): text,
+//     then one or more [TOOL_CALLS]NAME[ARGS]{...} (v11 and later; a
+//     [CALL_ID]ID may follow NAME), or [TOOL_CALLS] and JSON as below (v3);
 //   - a reply that is JSON (Llama 3.x, Mistral, forced calls, most others),
 //     optionally in a ``` fence: one call object, several separated by
 //     ';' ',' or whitespace, an array of them, or {"tool_calls": [...]};
@@ -16,6 +19,7 @@
 // does not parse, a cut-off reply) stays text, whole.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,13 +37,20 @@ struct ToolCallReply {
   std::vector<ToolCall> calls;  // in the order written
 };
 
+// The ids of the tokens whose text marks Mistral's calls ([TOOL_CALLS],
+// [ARGS], [CALL_ID]) among a vocabulary's pieces, ascending: control
+// tokens, dropped from a reply's text unless the engine is told to render
+// them (GenerationRequest::rendered_tokens).
+std::vector<int32_t> tool_marker_ids(const std::vector<std::string>& pieces);
+
 // Parses a whole reply. `names`: the declared functions, sorted.
 ToolCallReply parse_tool_calls(std::string_view text, const std::vector<std::string>& names);
 
 // Streams a reply's text while holding back what may be a tool call: a
-// reply that opens (after blanks) with JSON, a ``` fence or the tag is held
-// whole; otherwise text streams until "<tool_call>" appears (a tail that
-// could begin it waits for the next piece) and is held from there. At the
+// reply that opens (after blanks) with JSON, a ``` fence or a marker is
+// held whole; otherwise text streams until "<tool_call>" or "[TOOL_CALLS]"
+// appears (a tail that could begin one waits for the next piece) and is
+// held from there. At the
 // end, finish() parses everything and returns what was not shown yet.
 class ToolCallStream {
  public:

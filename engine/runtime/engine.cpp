@@ -608,7 +608,9 @@ void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
     }
     seq.tokens.push_back(std::move(info));
   }
-  std::string text = seq.stop.push(seq.detok.push(token));
+  const auto& rendered = seq.request.rendered_tokens;
+  const bool render = !rendered.empty() && std::binary_search(rendered.begin(), rendered.end(), token);
+  std::string text = seq.stop.push(seq.detok.push(token, render));
   if (seq.stop.found() || seq.sampler.constraint_complete()) {
     finish(slot_idx, FinishReason::Stop, std::move(text));
     return;

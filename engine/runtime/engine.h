@@ -81,6 +81,10 @@ struct GenerationRequest {
   // finishes (Stop) when it closes. Takes precedence over json_object and
   // json_schema.
   std::shared_ptr<const text::ToolCallGrammar> tool_call;
+  // Control tokens whose text goes into the output instead of being
+  // dropped (ascending ids): the markers of a model's tool calls
+  // (Mistral's [TOOL_CALLS], [ARGS]) for the reply's parser.
+  std::vector<text::TokenId> rendered_tokens;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;

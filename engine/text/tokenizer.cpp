@@ -200,8 +200,8 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool rend
                                            bool continuation)
     : tokenizer_(tokenizer), render_special_(render_special), at_start_(!continuation) {}
 
-std::string StreamingDetokenizer::push(TokenId id) {
-  std::string piece = tokenizer_.token_to_piece(id, render_special_);
+std::string StreamingDetokenizer::push(TokenId id, bool render_special) {
+  std::string piece = tokenizer_.token_to_piece(id, render_special);
   if (piece.empty()) return {};
   if (at_start_) {
     at_start_ = false;

@@ -59,7 +59,10 @@ class StreamingDetokenizer {
   explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false,
                                 bool continuation = false);
   // Returns the text that became complete with this token (may be empty).
-  std::string push(TokenId id);
+  std::string push(TokenId id) { return push(id, render_special_); }
+  // The same, rendering this token's text if it is a special one when
+  // `render_special` (whatever the constructor said).
+  std::string push(TokenId id, bool render_special);
   // Returns what is held back, with incomplete sequences replaced by U+FFFD.
   std::string flush();
 

@@ -64,6 +64,13 @@ TEST_CASE("tool calls: the forms models write are found", "[server][tools]") {
       // A fence, and brackets inside strings.
       {"```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"} ] {\"}}\n```\n", "",
        {"get_weather{\"city\":\"} ] {\"}"}},
+      // Mistral with its control tokens rendered: v11 names and [ARGS], a
+      // [CALL_ID], two calls after text, and v3's JSON array.
+      {"[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}", "", {"get_weather{\"city\":\"Paris\"}"}},
+      {"I will check.[TOOL_CALLS]get_time[ARGS]{}[TOOL_CALLS]get_weather[ARGS]{\"city\":\"Oslo\"}\n",
+       "I will check.", {"get_time{}", "get_weather{\"city\":\"Oslo\"}"}},
+      {"[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]{\"city\": \"Rome\"}", "", {"get_weather{\"city\":\"Rome\"}"}},
+      {"[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}, \"id\": \"abc123xyz\"}]", "", {"get_time{}"}},
   };
   for (const auto& c : cases) {
     CAPTURE(c.text);
@@ -86,6 +93,12 @@ TEST_CASE("tool calls: lookalikes stay text, whole", "[server][tools]") {
       "<tool_call>\n{\"name\": \"nope\"}\n</tool_call>",
       "The tag <tool_call> is how calls are written.",
       "```python\nprint(1)\n```",
+      "[TOOL_CALLS]send_mail[ARGS]{}",                 // not a declared function
+      "[TOOL_CALLS]get_time[ARGS]{} and more",         // text after the call
+      "[TOOL_CALLS]get_time{}",                        // no [ARGS]
+      "[TOOL_CALLS]get_time[ARGS]{\"a\": ",            // cut off
+      "[TOOL_CALLS]get_time[ARGS][1]",                 // arguments not an object
+      "Write [TOOL_CALLS] before a call.",
   };
   for (const auto& text : texts) {
     CAPTURE(text);
@@ -148,6 +161,9 @@ TEST_CASE("tool calls: any cut of a reply into stream pieces gives what parsing 
       "``` not a fence",
       "<tool_call>{\"name\": \"unknown\"}</tool_call> tail",
       "\n\n<tool_call>\n{\"name\": \"get_time\"}\n</tool_call>\n",
+      "Let me check.[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+      "[TOOL_CALLS]get_time[ARGS]{}",
+      "Brackets [TOOL and [TOOL_CALL and [ stay text.",
   };
   std::mt19937 rng(3);
   for (const auto& reply : replies) {
@@ -202,4 +218,10 @@ TEST_CASE("tool calls: Ollama's chat lines carry them with arguments as objects"
   CHECK(line["done"] == false);
   CHECK(line["message"]["tool_calls"] == json::array({{{"function", {{"name", "get_weather"}, {"arguments", {{"city", "X"}}}}}}}));
   CHECK_FALSE(ollama_chunk(m, "hi")["message"].contains("tool_calls"));
+}
+
+TEST_CASE("tool calls: Mistral's marker tokens are found in a vocabulary", "[server][tools]") {
+  const std::vector<std::string> pieces = {"a", "[TOOL_CALLS]", "b", "[ARGS]", "[CALL_ID]", "[TOOL_CALLS", "ARGS"};
+  CHECK(tool_marker_ids(pieces) == std::vector<int32_t>{1, 3, 4});
+  CHECK(tool_marker_ids({"<s>", "</s>"}).empty());
 }

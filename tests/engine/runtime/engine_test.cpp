@@ -684,3 +684,25 @@ TEST_CASE("engine: an idle engine sleeps", "[engine]") {
   // And it wakes for the next request.
   check_finished(collect(*submit(engine, request(random_prompt(5, 152), 3))), FinishReason::Length);
 }
+
+TEST_CASE("engine: rendered_tokens puts those control tokens' text in the output", "[engine]") {
+  const auto model = test_model();
+  const TokenId bos = model->tokenizer->vocab().bos_id;
+  REQUIRE(bos >= 0);
+  REQUIRE(!model->tokenizer->vocab().is_end_of_generation(bos));
+  const std::string bos_text = model->tokenizer->token_to_piece(bos, /*render_special=*/true);
+  REQUIRE(!bos_text.empty());
+  Engine engine(model, options(1));
+  // BOS, a control token, is made the only choice; its text is dropped
+  // unless the request names it.
+  GenerationRequest r = request(random_prompt(6, 161), 3);
+  r.sampling.logit_bias[bos] = 100.0f;
+  const Outcome dropped = collect(*submit(engine, r));
+  check_finished(dropped, FinishReason::Length);
+  CHECK(dropped.tokens == std::vector<TokenId>(3, bos));
+  CHECK(dropped.text.empty());
+  r.rendered_tokens = {bos};
+  const Outcome rendered = collect(*submit(engine, r));
+  CHECK(rendered.tokens == std::vector<TokenId>(3, bos));
+  CHECK(rendered.text == bos_text + bos_text + bos_text);
+}
