@@ -2,6 +2,9 @@
 // function calling written out as text for templates that lack it.
 #include "server/chat_prompt_variables.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace tc::server {
 namespace {
 
@@ -74,18 +77,53 @@ void add_preamble(json& messages, const std::string& preamble) {
   }
 }
 
+// Every tool call id of the messages as nine_char_call_id gives it.
+json messages_with_nine_char_ids(json messages) {
+  for (auto& m : messages) {
+    if (auto id = m.find("tool_call_id"); id != m.end() && id->is_string()) {
+      *id = nine_char_call_id(id->get<std::string>());
+    }
+    auto calls = m.find("tool_calls");
+    if (calls == m.end() || !calls->is_array()) continue;
+    for (auto& call : *calls) {
+      if (auto id = call.find("id"); id != call.end() && id->is_string()) *id = nine_char_call_id(id->get<std::string>());
+    }
+  }
+  return messages;
+}
+
 }  // namespace
+
+std::string nine_char_call_id(std::string_view id) {
+  const bool fits = id.size() == 9 && std::all_of(id.begin(), id.end(), [](char c) {
+                      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+                    });
+  if (fits) return std::string(id);
+  // FNV-1a, 64 bits, written in base 62: stable across requests and processes.
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string out(9, '0');
+  for (char& c : out) {
+    c = kDigits[h % 62];
+    h /= 62;
+  }
+  return out;
+}
 
 TemplateToolSupport TemplateToolSupport::of(std::string_view source) {
   TemplateToolSupport support;
   support.tools = source.find("tools") != std::string_view::npos;
   support.tool_calls = source.find("tool_calls") != std::string_view::npos;
+  support.nine_char_ids = source.find("length != 9") != std::string_view::npos;
   return support;
 }
 
 json chat_prompt_variables(const ChatRequest& request, const std::string& bos_token, const std::string& eos_token,
                            const TemplateToolSupport& support) {
-  json vars = {{"messages", support.tool_calls ? request.messages : messages_without_tool_fields(request.messages)},
+  json messages = support.tool_calls ? request.messages : messages_without_tool_fields(request.messages);
+  if (support.nine_char_ids) messages = messages_with_nine_char_ids(std::move(messages));
+  json vars = {{"messages", std::move(messages)},
                {"add_generation_prompt", request.add_generation_prompt},
                {"bos_token", bos_token},
                {"eos_token", eos_token}};

@@ -10,6 +10,11 @@
 // which tool_call_parser.h reads back) as text in the first system or user
 // message, earlier calls as that text in the assistant's content, and tool
 // results as user messages in <tool_response> tags.
+//
+// Mistral's templates refuse a tool call id that is not 9 alphanumeric
+// characters; the ids OpenAI clients send back ("call_..." as this server
+// and OpenAI give them) are mapped to such ids for those templates, the
+// same id to the same 9 characters in a call and in its result.
 #pragma once
 
 #include <string>
@@ -25,6 +30,7 @@ namespace tc::server {
 struct TemplateToolSupport {
   bool tools = true;       // renders the `tools` variable
   bool tool_calls = true;  // renders assistant messages' `tool_calls` (and, with them, tool results)
+  bool nine_char_ids = false;  // insists on tool call ids of 9 alphanumeric characters (Mistral)
 
   static TemplateToolSupport of(std::string_view template_source);
 };
@@ -33,6 +39,10 @@ struct TemplateToolSupport {
 // the request has them and tool_choice is not "none"; bos/eos are the
 // model's token texts ("" if none). Messages rewritten where `support`
 // lacks something the request uses (see above).
+// A tool call id as a template that insists on 9 alphanumeric characters
+// takes it: itself when it is one, else 9 characters derived from it.
+std::string nine_char_call_id(std::string_view id);
+
 nlohmann::json chat_prompt_variables(const ChatRequest& request, const std::string& bos_token,
                                      const std::string& eos_token, const TemplateToolSupport& support = {});
 

@@ -6,6 +6,8 @@
 // ChatML and Qwen2.5 templates.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -212,4 +214,41 @@ TEST_CASE("tools: templates without function calling get the tools and the calls
   CHECK(q.find("<tools>") != std::string::npos);
   CHECK(q.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>") !=
         std::string::npos);
+}
+
+TEST_CASE("tools: Mistral's template gets 9-character call ids, the same in a call and its result", "[server][tools]") {
+  CHECK(nine_char_call_id("abcDEF123") == "abcDEF123");
+  const std::string a = nine_char_call_id("call_6b0915fb6d155726cfcd8afb");
+  const std::string b = nine_char_call_id("call_6b0915fb6d155726cfcd8afc");
+  CHECK(a.size() == 9);
+  CHECK(std::all_of(a.begin(), a.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }));
+  CHECK(a == nine_char_call_id("call_6b0915fb6d155726cfcd8afb"));
+  CHECK(a != b);
+  CHECK(nine_char_call_id("abc-DEF12") != "abc-DEF12");
+
+  const tc::text::ChatTemplate mistral(read_template("mistral_v03"));
+  const auto support = TemplateToolSupport::of(mistral.source());
+  CHECK(support.nine_char_ids);
+  CHECK_FALSE(TemplateToolSupport::of(read_template("qwen2_5")).nine_char_ids);
+  const std::string id = "call_6b0915fb6d155726cfcd8afb";
+  const json messages = {
+      {{"role", "user"}, {"content", "Weather in Paris?"}},
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls", {{{"id", id}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
+      {{"role", "tool"}, {"tool_call_id", id}, {"content", "{\"t\": 21}"}},
+  };
+  RequestLimits limits;
+  auto p = parse_chat_request(body({{"messages", messages}, {"tools", {tool("get_weather")}}}), limits);
+  REQUIRE_FALSE(p.error);
+  // As sent, the template refuses the id; mapped, it renders the call and its result under one id.
+  CHECK_THROWS_AS(mistral.render(chat_prompt_variables(*p.request, "<s>", "</s>")), tc::text::ChatTemplateError);
+  const std::string text = mistral.render(chat_prompt_variables(*p.request, "<s>", "</s>", support));
+  CAPTURE(text);
+  CHECK(text.find("[TOOL_CALLS]") != std::string::npos);
+  CHECK(text.find("[TOOL_RESULTS]") != std::string::npos);
+  const size_t first = text.find(a);
+  REQUIRE(first != std::string::npos);
+  CHECK(text.find(a, first + 1) != std::string::npos);
+  CHECK(text.find(id) == std::string::npos);
 }
