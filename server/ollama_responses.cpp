@@ -68,6 +68,16 @@ nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason
   return j;
 }
 
+nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata) {
+  if (metadata.is_object()) {
+    const auto it = metadata.find(arch + ".pooling_type");
+    if (it != metadata.end() && it->is_number_integer() && it->get<int64_t>() != 0) {
+      return nlohmann::json::array({"embedding"});
+    }
+  }
+  return nlohmann::json::array({"completion", "tools"});
+}
+
 std::string ndjson_line(const nlohmann::json& j) { return dump_json(j) + "\n"; }
 
 std::string ollama_error_body(const std::string& message) { return dump_json({{"error", message}}); }

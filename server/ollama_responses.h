@@ -40,6 +40,13 @@ nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runt
 nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason);
 
 std::string ndjson_line(const nlohmann::json& j);
+
+// /api/show's `capabilities` for a model of architecture `arch` whose
+// scalar metadata is `metadata`: ["embedding"] for a file written as an
+// embedder (a non-zero {arch}.pooling_type), as Ollama lists embedders;
+// else ["completion", "tools"] (every model takes tools: through its
+// template, or as text for templates without them).
+nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata);
 std::string ollama_error_body(const std::string& message);
 
 }  // namespace tc::server

@@ -174,7 +174,7 @@ json show_json(const ModelInfo& m, const ModelFacts& f, const ServingModel* serv
           {"template", tmpl},
           {"details", details_json(f)},
           {"model_info", std::move(info)},
-          {"capabilities", json::array({"completion"})},
+          {"capabilities", ollama_capabilities(f.arch, f.metadata)},
           {"modified_at", unix_rfc3339(m.modified)}};
 }
 

@@ -100,6 +100,7 @@ await check('show: template, details and model_info', async () => {
   assert.equal(s.details.family, 'llama');
   assert.equal(s.model_info['general.architecture'], 'llama');
   assert.ok(s.capabilities.includes('completion'));
+  assert.ok(s.capabilities.includes('tools'), 'every model takes tools');
   await expectError(ollama.show({ model: 'no-such-model' }), 404, 'no-such-model');
   await expectError(ollama.show({ model: broken }), 500, `${broken}.gguf`);
 });
