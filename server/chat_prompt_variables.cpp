@@ -127,6 +127,9 @@ json chat_prompt_variables(const ChatRequest& request, const std::string& bos_to
                {"add_generation_prompt", request.add_generation_prompt},
                {"bos_token", bos_token},
                {"eos_token", eos_token}};
+  if (request.template_kwargs.is_object()) {
+    for (const auto& [key, value] : request.template_kwargs.items()) vars[key] = value;
+  }
   // tool_choice "none": the model is not told about the tools at all.
   if (!request.tools.tools.is_null() && request.tools.choice != ToolRequest::Choice::None) {
     vars["tools"] = request.tools.tools;

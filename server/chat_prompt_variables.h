@@ -35,7 +35,8 @@ struct TemplateToolSupport {
   static TemplateToolSupport of(std::string_view template_source);
 };
 
-// {messages, add_generation_prompt, bos_token, eos_token} and `tools` when
+// {messages, add_generation_prompt, bos_token, eos_token}, the request's
+// chat_template_kwargs, and `tools` when
 // the request has them and tool_choice is not "none"; bos/eos are the
 // model's token texts ("" if none). Messages rewritten where `support`
 // lacks something the request uses (see above).

@@ -59,12 +59,20 @@ void common_fields(const json& body, OllamaRequest& r) {
     r.error = bad("images are not supported: the models served here take text only", "images");
     return;
   }
-  if (auto it = body.find("think"); it != body.end() && it->is_boolean() && it->get<bool>()) {
-    r.error = bad("'think' is not supported by this server", "think");
-    return;
+  // think: false switches a thinking model's reasoning off through its
+  // template (Qwen3's enable_thinking); true, with the thinking returned
+  // apart, is not supported.
+  bool no_thinking = false;
+  if (auto it = body.find("think"); it != body.end() && it->is_boolean()) {
+    if (it->get<bool>()) {
+      r.error = bad("'think' true is not supported by this server (false switches thinking off)", "think");
+      return;
+    }
+    no_thinking = true;
   }
   json& o = r.openai;
   o = json::object();
+  if (no_thinking) o["chat_template_kwargs"] = {{"enable_thinking", false}};
   o["model"] = r.model;
   o["stream"] = r.stream;
   o["temperature"] = kTemperature;

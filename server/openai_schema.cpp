@@ -366,6 +366,16 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       fail("a forced tool call ('tool_choice') cannot be combined with a JSON response_format", "tool_choice");
     }
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
+    if (const json* kwargs = find_field(body, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+      for (const char* own : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}) {
+        if (kwargs->contains(own)) {
+          fail(std::string("'chat_template_kwargs' cannot set '") + own + "': the request's own fields do",
+               "chat_template_kwargs");
+        }
+      }
+      r.template_kwargs = *kwargs;
+    }
     return r;
   });
 }

@@ -65,6 +65,10 @@ struct ChatRequest {
   nlohmann::json messages;            // array of objects
   ToolRequest tools;                  // tools, tool_choice, parallel_tool_calls
   bool add_generation_prompt = true;  // llama.cpp extension: false renders no assistant header
+  // vLLM's and llama.cpp's chat_template_kwargs: more variables for the
+  // template (Qwen3's enable_thinking, ...); an object, null when absent.
+  // The server's own variables cannot be replaced (400).
+  nlohmann::json template_kwargs;
 };
 
 // Parse results: exactly one of request / error is set.

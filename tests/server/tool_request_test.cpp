@@ -13,6 +13,7 @@
 
 #include "engine/text/chat_template.h"
 #include "server/chat_prompt_variables.h"
+#include "server/ollama_schema.h"
 #include "server/openai_schema.h"
 #include "server/tool_request.h"
 #include "tests/test_util.h"
@@ -251,4 +252,37 @@ TEST_CASE("tools: Mistral's template gets 9-character call ids, the same in a ca
   REQUIRE(first != std::string::npos);
   CHECK(text.find(a, first + 1) != std::string::npos);
   CHECK(text.find(id) == std::string::npos);
+}
+
+TEST_CASE("chat_template_kwargs reach the template: Qwen3's enable_thinking", "[server][schema]") {
+  const tc::text::ChatTemplate qwen3(read_template("qwen3"));
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  RequestLimits limits;
+  auto plain = parse_chat_request(body({{"messages", messages}}), limits);
+  REQUIRE_FALSE(plain.error);
+  const std::string thinking = qwen3.render(chat_prompt_variables(*plain.request, "", ""));
+  auto off = parse_chat_request(body({{"messages", messages}, {"chat_template_kwargs", {{"enable_thinking", false}}}}), limits);
+  REQUIRE_FALSE(off.error);
+  const std::string quiet = qwen3.render(chat_prompt_variables(*off.request, "", ""));
+  CAPTURE(thinking, quiet);
+  CHECK(thinking.ends_with("<|im_start|>assistant\n"));
+  CHECK(quiet == thinking + "<think>\n\n</think>\n\n");
+
+  // Not an object, or a variable the request's own fields set: 400s naming the field.
+  for (const json& bad : {json("x"), json{{"messages", json::array()}}, json{{"add_generation_prompt", false}}}) {
+    auto p = parse_chat_request(body({{"messages", messages}, {"chat_template_kwargs", bad}}), limits);
+    REQUIRE(p.error);
+    CHECK(p.error->status == 400);
+    CHECK(p.error->param == "chat_template_kwargs");
+  }
+
+  // Ollama's think: false asks for the same; true is a 400.
+  const json ollama_messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  const auto no_think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", false}});
+  REQUIRE_FALSE(no_think.error);
+  CHECK(no_think.openai["chat_template_kwargs"] == json{{"enable_thinking", false}});
+  const auto think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", true}});
+  REQUIRE(think.error);
+  CHECK(think.error->param == "think");
+  CHECK_FALSE(translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}}).openai.contains("chat_template_kwargs"));
 }
