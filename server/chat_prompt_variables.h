@@ -40,6 +40,11 @@ struct TemplateToolSupport {
 // the request has them and tool_choice is not "none"; bos/eos are the
 // model's token texts ("" if none). Messages rewritten where `support`
 // lacks something the request uses (see above).
+// The variables chat_prompt_variables sets from the request itself, which
+// chat_template_kwargs may not replace.
+inline constexpr std::string_view kRequestTemplateVariables[] = {"messages", "tools", "add_generation_prompt",
+                                                                 "bos_token", "eos_token"};
+
 // A tool call id as a template that insists on 9 alphanumeric characters
 // takes it: itself when it is one, else 9 characters derived from it.
 std::string nine_char_call_id(std::string_view id);

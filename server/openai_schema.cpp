@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <string_view>
+
+#include "server/chat_prompt_variables.h"
 
 namespace tc::server {
 namespace {
@@ -368,9 +372,9 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
     if (const json* kwargs = find_field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-      for (const char* own : {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}) {
+      for (const std::string_view own : kRequestTemplateVariables) {
         if (kwargs->contains(own)) {
-          fail(std::string("'chat_template_kwargs' cannot set '") + own + "': the request's own fields do",
+          fail("'chat_template_kwargs' cannot set '" + std::string(own) + "': the request's own fields do",
                "chat_template_kwargs");
         }
       }

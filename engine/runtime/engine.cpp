@@ -192,9 +192,6 @@ struct Engine::Impl {
 
   EngineBandwidths probe_bandwidths();
   void admit(Pending pending);
-  // Queues a checked request (Engine::submit), or refuses it when the
-  // engine is failed, stopping or its queue full.
-  SubmitResult enqueue(GenerationRequest request, SubmitResult& result);
   void run_step();
   void emit(int slot_idx, const SampleResult& result);
   void finish(int slot_idx, FinishReason reason, std::string text = {});
@@ -700,42 +697,34 @@ Engine::~Engine() { shutdown(std::chrono::milliseconds(0)); }
 
 SubmitResult Engine::submit(GenerationRequest request) {
   SubmitResult result;
-  const auto& loaded = impl_->loaded;
-  if (!loaded) {
-    result.status = SubmitStatus::NotReady;
-    result.message = "the engine has no model";
-    return result;
-  }
-  if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx)) {
-    result.status = refusal->status;
-    result.message = std::move(refusal->message);
-    return result;
-  }
-  return impl_->enqueue(std::move(request), result);
-}
-
-SubmitResult Engine::Impl::enqueue(GenerationRequest request, SubmitResult& result) {
   auto refuse = [&](SubmitStatus status, std::string message) {
     result.status = status;
     result.message = std::move(message);
     return result;
   };
+  const auto& loaded = impl_->loaded;
+  if (!loaded) return refuse(SubmitStatus::NotReady, "the engine has no model");
+  if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx)) {
+    return refuse(refusal->status, std::move(refusal->message));
+  }
   auto handle = std::make_shared<RequestHandle>();
   {
-    std::lock_guard lock(mutex);
-    const EngineState state = stats.state;
-    if (state == EngineState::Failed) return refuse(SubmitStatus::NotReady, "the engine failed: " + stats.failure);
-    if (stopping || state == EngineState::Stopped) {
+    std::lock_guard lock(impl_->mutex);
+    const EngineState state = impl_->stats.state;
+    if (state == EngineState::Failed) {
+      return refuse(SubmitStatus::NotReady, "the engine failed: " + impl_->stats.failure);
+    }
+    if (impl_->stopping || state == EngineState::Stopped) {
       return refuse(SubmitStatus::NotReady, "the engine is shutting down");
     }
-    if (static_cast<int64_t>(queue.size()) >= options.queue_size) {
+    if (static_cast<int64_t>(impl_->queue.size()) >= options_.queue_size) {
       return refuse(SubmitStatus::QueueFull,
-                    "the queue is full (" + std::to_string(options.queue_size) + " requests waiting)");
+                    "the queue is full (" + std::to_string(options_.queue_size) + " requests waiting)");
     }
-    queue.push_back(Pending{std::move(request), handle, Clock::now()});
-    stats.requests_waiting = static_cast<int>(queue.size());
+    impl_->queue.push_back(Pending{std::move(request), handle, Clock::now()});
+    impl_->stats.requests_waiting = static_cast<int>(impl_->queue.size());
   }
-  wake.notify_one();
+  impl_->wake.notify_one();
   result.handle = std::move(handle);
   return result;
 }

@@ -79,6 +79,16 @@ void forward_rows(const std::vector<TokenId>& prompt, std::vector<float>& rows, 
   REQUIRE(llama.forward({&s, 1}, kv2, *logits) == tc::model::StepStatus::Ok);
 }
 
+// One thread, so that the engine's rows have forward_rows()'s bits.
+tc::runtime::EngineOptions engine_options(int n_parallel, int64_t n_ctx, int64_t n_batch = 512) {
+  tc::runtime::EngineOptions o;
+  o.n_parallel = n_parallel;
+  o.n_ctx = n_ctx;
+  o.n_batch = n_batch;
+  o.model.threads = 1;
+  return o;
+}
+
 GenerationRequest embedding_request(std::vector<TokenId> prompt, Pooling pooling) {
   GenerationRequest r;
   r.prompt = std::move(prompt);
@@ -151,13 +161,8 @@ TEST_CASE("embeddings: the engine's pools equal the rows pooled by hand, bit for
   const auto prompt = random_prompt(23, 9);
   std::vector<float> rows;
   forward_rows(prompt, rows, nullptr);
-  // Chunks of 5 tokens, three slots, two generations running beside.
-  tc::runtime::EngineOptions o;
-  o.n_parallel = 3;
-  o.n_ctx = kCtx;
-  o.n_batch = 5;
-  o.model.threads = 1;
-  Engine engine(f16_model(), o);
+  // Chunks of 5 tokens, three slots, a generation submitted beside each.
+  Engine engine(f16_model(), engine_options(3, kCtx, 5));
   for (const Pooling pooling : {Pooling::Last, Pooling::Mean, Pooling::Cls}) {
     INFO("pooling " << tc::model::pooling_name(pooling));
     GenerationRequest busy;
@@ -181,11 +186,7 @@ TEST_CASE("embeddings: last pooling reuses a cached prefix with the same bits", 
   const auto prompt = random_prompt(30, 13);
   std::vector<float> rows;
   forward_rows(prompt, rows, nullptr);
-  tc::runtime::EngineOptions o;
-  o.n_parallel = 1;
-  o.n_ctx = kCtx;
-  o.model.threads = 1;
-  Engine engine(f16_model(), o);
+  Engine engine(f16_model(), engine_options(1, kCtx));
   GenerationRequest g;
   g.prompt = prompt;
   g.max_tokens = 2;
@@ -202,11 +203,7 @@ TEST_CASE("embeddings: last pooling reuses a cached prefix with the same bits", 
 }
 
 TEST_CASE("embeddings: refusals", "[engine][embeddings]") {
-  tc::runtime::EngineOptions o;
-  o.n_parallel = 1;
-  o.n_ctx = 32;
-  o.model.threads = 1;
-  Engine engine(f16_model(), o);
+  Engine engine(f16_model(), engine_options(1, 32));
   // The prompt alone must fit (no max_tokens is added).
   CHECK(engine.submit(embedding_request(random_prompt(32, 1), Pooling::Mean)).status == SubmitStatus::Ok);
   CHECK(engine.submit(embedding_request(random_prompt(33, 1), Pooling::Mean)).status ==
