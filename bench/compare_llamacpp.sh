@@ -21,11 +21,14 @@
 # reused: "1b" (n_embd 2048, 16 layers, n_ff 5504, 32 heads, 8 KV heads,
 # vocab 32000), "1b-k" (the same with TinyLlama-1.1B's n_ff 5632, a multiple
 # of 256, so that every tensor of the k-quant and IQ4_XS types can be one)
-# and "7b-layers" (n_embd 4096, 4 layers, n_ff 11008, 32 heads, 32 KV heads,
-# vocab 32000), each in every type asked for (any `make-model --type`).
+# "7b-layers" (n_embd 4096, 4 layers, n_ff 11008, 32 heads, 32 KV heads,
+# vocab 32000) and "a3b-layers" (8 layers of Qwen3-30B-A3B's shape:
+# qwen3moe, n_embd 2048, 128 experts of width 768, 8 per token, 32 heads of
+# 128, 4 KV heads; vocab 32000), each in every type asked for (any
+# `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN]
-#                             [--models 1b,1b-k,7b-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
 #   -p 0 skips the prompt test (decode only).
@@ -93,7 +96,8 @@ model_args() {
     1b) echo "--n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
     1b-k) echo "--n-embd 2048 --n-layer 16 --n-ff 5632 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
     7b-layers) echo "--n-embd 4096 --n-layer 4 --n-ff 11008 --n-head 32 --n-head-kv 32 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers)" >&2; exit 2 ;;
+    a3b-layers) echo "--arch qwen3moe --n-embd 2048 --n-layer 8 --n-ff 768 --n-head 32 --n-head-kv 4 --head-dim 128 --experts 128 --experts-used 8 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"
@@ -212,10 +216,15 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const tensors = info.tensors;
   const tied = !tensors.some((t) => t.name === "output.weight");
   const emb = tensors.find((t) => t.name === "token_embd.weight");
-  const perToken = tensors.reduce((s, t) => s + t.bytes, 0) - (tied ? 0 : emb.bytes - emb.bytes / emb.shape[1]);
+  // A mixture of experts reads expert_used_count of expert_count experts.
   const meta = (k) => info.metadata[k]?.value;
-  const nLayer = meta("llama.block_count"), nEmbd = meta("llama.embedding_length");
-  const nKv = nEmbd / meta("llama.attention.head_count") * (meta("llama.attention.head_count_kv") ?? meta("llama.attention.head_count"));
+  const arch = meta("general.architecture");
+  const expertShare = meta(`${arch}.expert_count`) ? meta(`${arch}.expert_used_count`) / meta(`${arch}.expert_count`) : 1;
+  const perToken = tensors.reduce((s, t) => s + t.bytes * (t.name.endsWith("_exps.weight") ? expertShare : 1), 0) -
+                   (tied ? 0 : emb.bytes - emb.bytes / emb.shape[1]);
+  const nLayer = meta(`${arch}.block_count`), nEmbd = meta(`${arch}.embedding_length`);
+  const nHead = meta(`${arch}.attention.head_count`);
+  const nKv = (meta(`${arch}.attention.key_length`) ?? nEmbd / nHead) * (meta(`${arch}.attention.head_count_kv`) ?? nHead);
   const kvBytes = 2 * nLayer * (Number(env.NG) + 1) * nKv * 2;  // f16 K and V for the tg test's cache
   for (const test of ["pp", "tg"]) {
     const ours = samples(key, "ours", test);

@@ -107,6 +107,12 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--final-softcap", o->final_softcap, "gemma2/3: logit soft-cap (gemma2's default 30)")
       ->check(CLI::Range(0.01, 1e6));
   sub->add_flag("--attn-norm-2", o->attn_norm_2, "falcon: Falcon-40B's separate attention input norm");
+  sub->add_option("--experts", o->n_expert,
+                  "A mixture of experts with this many experts per layer (llama: Mixtral-like; qwen3moe: required); "
+                  "--n-ff is then one expert's width")
+      ->check(CLI::Range(int64_t{0}, tc::model::kMaxExperts));
+  sub->add_option("--experts-used", o->n_expert_used, "Experts the router picks per token (default 2)")
+      ->check(CLI::Range(int64_t{1}, tc::model::kMaxExperts));
   sub->add_option("--type", o->weight_type, "Weight type")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));

@@ -132,6 +132,7 @@ json spec_to_json(const model::ModelSpec& s) {
   return {{"architecture", s.arch},       {"name", s.name},
           {"n_vocab", s.n_vocab},         {"n_embd", s.n_embd},
           {"n_layer", s.n_layer},         {"n_ff", s.n_ff},
+          {"n_expert", s.n_expert},       {"n_expert_used", s.n_expert_used},
           {"n_head", s.n_head},           {"n_head_kv", s.n_head_kv},
           {"head_dim", s.head_dim},       {"n_rot", s.n_rot},
           {"n_ctx_train", s.n_ctx_train}, {"rope_freq_base", s.rope_freq_base},
@@ -219,6 +220,9 @@ std::string to_text(const Report& r, const InspectOptions& o) {
     const auto& s = *r.spec;
     out << "architecture:  " << s.arch << (s.name.empty() ? "" : " (" + s.name + ")") << "\n"
         << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer << ", n_ff " << s.n_ff
+        << (s.has_experts() ? " per expert, " + std::to_string(s.n_expert) + " experts (" +
+                                  std::to_string(s.n_expert_used) + " per token)"
+                            : "")
         << "\n"
         << "n_head " << s.n_head << ", n_head_kv " << s.n_head_kv << ", head_dim " << s.head_dim << ", n_rot "
         << s.n_rot << ", n_ctx_train " << s.n_ctx_train << "\n"

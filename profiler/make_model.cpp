@@ -130,6 +130,11 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.final_softcap > 0, a.reads_final_softcap, "a final logit soft-cap");
   only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
+  only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
+  require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
+          "--experts-used must be between 1 and --experts");
+  require(o.n_expert == 0 || !o.sparse.enabled, "a sparse (planted) model has one dense FFN, not experts");
+  require(o.n_expert == 0 || o.ffn_form == model::FfnForm::SwiGLU, "a mixture of experts is swiglu only");
   bool form_ok = false;
   for (const model::FfnForm f : a.ffn_forms) form_ok |= f == o.ffn_form;
   require(form_ok || o.sparse.enabled, "FFN form " + std::string(model::ffn_form_name(o.ffn_form)) +
@@ -155,7 +160,8 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
                        std::vector<int64_t> ne, float mean, float sd, uint64_t seed, uint64_t tensor_idx,
                        int n_threads) {
   const int64_t n_cols = ne[0];
-  const int64_t n_rows = ne.size() > 1 ? ne[1] : 1;
+  int64_t n_rows = 1;
+  for (size_t d = 1; d < ne.size(); ++d) n_rows *= ne[d];
   const int64_t bytes_per_row = kernels::row_bytes(dtype, n_cols);
   writer.add_tensor(name, dtype, ne, [=](std::span<std::byte> out) {
     auto work = [&](int64_t row_begin, int64_t row_end) {
@@ -245,6 +251,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   if (o.ffn_form == model::FfnForm::SwiGLU && a.ffn_forms.front() != model::FfnForm::SwiGLU && !o.sparse.enabled) {
     o.ffn_form = a.ffn_forms.front();  // the default stands for the architecture's own form
   }
+  if (a.experts == model::Experts::Required && o.n_expert == 0) o.n_expert = 8;
   const WeightTypes types = parse_weight_type(o.weight_type);
   check_options(o, types, a);
   SparseTensorTypes sparse_types{types.base, types.heavy, types.base};
@@ -293,6 +300,13 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         gguf::Value(static_cast<float>(o.rms_eps)));
   w.set(p + "rope.freq_base", gguf::Value(static_cast<float>(o.rope_freq_base)));
   set_arch_keys(o, a, w);
+  if (o.n_expert > 0) {
+    w.set(p + "expert_count", gguf::Value(static_cast<uint32_t>(o.n_expert)));
+    w.set(p + "expert_used_count", gguf::Value(static_cast<uint32_t>(o.n_expert_used)));
+    if (a.experts == model::Experts::Required) {
+      w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
+    }
+  }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
   w.set("thermocline.make_model.seed", gguf::Value(o.seed));
   text::write_vocab(vocab, w);
@@ -310,6 +324,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   uint64_t tensor_idx = 0;
   auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows, float sd) {
     add_random_tensor(w, name, t, {n_cols, n_rows}, 0.0f, sd, o.seed, tensor_idx++, n_threads);
+  };
+  auto expert_tensor = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows, float sd) {
+    add_random_tensor(w, name, t, {n_cols, n_rows, o.n_expert}, 0.0f, sd, o.seed, tensor_idx++, n_threads);
   };
   auto vector = [&](const std::string& name, int64_t n, float mean, float sd) {
     add_random_tensor(w, name, DType::F32, {n}, mean, sd, o.seed, tensor_idx++, n_threads);
@@ -356,6 +373,15 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     }
     if (a.post_norms) norm(name("post_attention_norm"));
     if (a.layer_form == model::LayerForm::Sequential) norm(name("ffn_norm"));
+    if (o.n_expert > 0) {
+      // The router in f32, as llama.cpp's quantizer leaves it; then the experts, stacked.
+      matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert, sd_for(o.n_embd));
+      expert_tensor(name("ffn_gate_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+      expert_tensor(name("ffn_up_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+      expert_tensor(name("ffn_down_exps"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+      if (a.post_norms) norm(name("post_ffw_norm"));
+      continue;
+    }
     switch (a.ffn_layout) {
       case model::FfnLayout::GateUp:
         matrix(name("ffn_gate"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));

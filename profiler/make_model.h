@@ -2,7 +2,7 @@
 // architecture.h (llama by default) with seeded random weights (normal,
 // never zeros), any dims, GQA, FFN form, weight dtype, the architecture's
 // optional parts (biases, fused tensors, sliding windows, RoPE factors,
-// soft-caps), a tokenizer learned from a text (or a Qwen2- or Gemma3-like
+// soft-caps, a mixture of experts), a tokenizer learned from a text (or a Qwen2- or Gemma3-like
 // one), and a chat template; or, with
 // `sparse`, a llama ReLU model
 // whose FFN activations are truly sparse, with exact predictors, in the GGUF
@@ -94,6 +94,11 @@ struct MakeModelOptions {
   float attn_softcap = 0.0f;     // gemma2: {arch}.attn_logit_softcapping; 0: not written (the default, 50)
   float final_softcap = 0.0f;    // gemma2/3: {arch}.final_logit_softcapping; 0: not written
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
+  // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert
+  // SwiGLU experts of width n_ff per layer, n_expert_used per token, a
+  // router ffn_gate_inp (f32). 0: a dense FFN (qwen3moe: 8 experts).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 2;
   // SwiGLU, the default, stands for the architecture's first form where it
   // has no SwiGLU (gemma: geglu, falcon: gelu).
   model::FfnForm ffn_form = model::FfnForm::SwiGLU;

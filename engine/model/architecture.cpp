@@ -19,11 +19,13 @@ constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
 const std::array kArchitectures{
     // llama.cpp's llama (LLaMA 1-3, Mistral, ReluLLaMA and ProSparse files
     // with thermocline.ffn_form). Llama 3.1's rope_freqs; Mistral's
-    // llama.attention.sliding_window, on every layer where present.
+    // llama.attention.sliding_window, on every layer where present;
+    // Mixtral's experts (llama.expert_count).
     Architecture{.name = "llama",
                  .ffn_forms = kLlamaForms,
                  .sliding_window = {.enabled = true, .period = 0},
-                 .rope_freqs = true},
+                 .rope_freqs = true,
+                 .experts = Experts::Optional},
     // PowerInfer's bamboo (Bamboo-7B): llama's tensors and graph with dReLU.
     Architecture{.name = "bamboo", .ffn_forms = kBambooForms, .sliding_window = {}},
     // Qwen2 / Qwen2.5: llama with NeoX RoPE and (optional) q/k/v biases.
@@ -34,6 +36,14 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .qk_norm = true,
                  .sliding_window = {}},
+    // Qwen3 MoE (Qwen3-30B-A3B, 235B-A22B): qwen3 with a mixture of experts
+    // in every layer's FFN.
+    Architecture{.name = "qwen3moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",

@@ -50,6 +50,16 @@ enum class FfnLayout {
   UpOnly,       // ffn_up {n_embd, n_ff}, ungated (Falcon)
 };
 
+// Whether an architecture's FFN is a mixture of experts: a router
+// (ffn_gate_inp) picks {arch}.expert_used_count of {arch}.expert_count
+// SwiGLU experts per token, stored as 3-D tensors ffn_gate_exps /
+// ffn_up_exps / ffn_down_exps.
+enum class Experts {
+  None,      // a dense FFN only
+  Optional,  // dense, or experts where expert_count > 0 (llama: Mixtral); an expert's width is feed_forward_length
+  Required,  // experts always (qwen3moe); an expert's width is expert_feed_forward_length
+};
+
 // Sliding-window attention: which layers, and the window.
 struct SlidingWindowRule {
   bool enabled = false;  // false: the architecture has none (llama.cpp ignores a window key there)
@@ -91,6 +101,7 @@ struct Architecture {
   int64_t embd_query_scale_n_layer = 0;
   bool rope_freqs = false;     // may carry rope_freqs.weight f32 [n_rot/2] (Llama 3.1's frequency factors)
   bool longrope = false;       // may carry rope_factors_long/short.weight f32 [n_rot/2] (Phi-3's LongRoPE)
+  Experts experts = Experts::None;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -38,6 +38,9 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
     for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) matrices.push_back(t);
     if (options.ffn) {
       for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) matrices.push_back(t);
+      for (ExpertWeights& e : l.experts) {
+        for (kernels::Tensor* t : {&e.gate, &e.up, &e.down}) matrices.push_back(t);
+      }
     }
   }
   matrices.insert(matrices.end(), options.extra.begin(), options.extra.end());

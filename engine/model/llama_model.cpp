@@ -2,6 +2,7 @@
 // (scaled for Gemma), then per layer
 //   x += attn_output(attention(rope(q), rope(k), v))   on norm(x)
 //   x += ffn_down(act(ffn_gate, ffn_up))                on ffn_norm(x)
+// (or a mixture of experts' output, moe_ffn_block.h)
 // with the architecture's variations (biases, q/k norms, post-norms,
 // sliding windows, score caps; Falcon's attention and FFN side by side on
 // one norm), then the final norm and the output head (with its bias and
@@ -45,11 +46,19 @@ std::string_view linear_input_name(LinearInput site) {
 
 void LlamaModel::set_observer(ForwardObserver* observer) {
   if (observer != nullptr) require_host_backend(backend_, "a forward observer (profiling, predictor training)");
+  if (observer != nullptr && spec_.has_experts()) {
+    throw std::invalid_argument("profiling and predictor training read a dense FFN's neurons; this model is a "
+                                "mixture of experts");
+  }
   observer_ = observer;
 }
 
 void LlamaModel::set_input_sparsifier(InputSparsifier* sparsifier) {
   if (sparsifier != nullptr) require_host_backend(backend_, "an input sparsifier (TEAL)");
+  if (sparsifier != nullptr && spec_.has_experts()) {
+    throw std::invalid_argument("TEAL sparsity (--sparsity teal:X) is calibrated on a dense FFN; this model is a "
+                                "mixture of experts: use --sparsity dense");
+  }
   sparsifier_ = sparsifier;
 }
 
@@ -73,6 +82,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
       offload_cpu_(offload.cpu),
       n_device_layers_(offload.n_device_layers) {
   const bool hybrid_mode = hybrid.cpu != nullptr;
+  check_experts(model, hybrid_mode);
   if (offload_cpu_ != nullptr) check_layer_offload(model, hybrid_mode);
   if (hybrid_mode && options.ffn_mode != FfnMode::Sparse) {
     throw std::invalid_argument("hybrid mode (a neuron placement) runs the sparse FFN: use --sparsity relu or auto");
@@ -110,6 +120,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     kernels::ThreadPool pool(backend.n_threads());
     repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, repack, pool, weight_storage_);
   }
+  if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (!is_relu_family(spec_.ffn_form)) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu); " +
@@ -155,6 +166,18 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
 
 LlamaModel::~LlamaModel() = default;
 
+void LlamaModel::check_experts(const LoadedModel& model, bool hybrid_mode) const {
+  if (!spec_.has_experts()) return;
+  const std::string what = model.file.path() + " is a mixture of experts (" + std::to_string(spec_.n_expert_used) +
+                           " of " + std::to_string(spec_.n_expert) + " experts per token)";
+  if (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode) {
+    throw std::invalid_argument(what + ": it runs on the CPU backend only so far (--device cpu)");
+  }
+  if (options_.ffn_mode == FfnMode::Sparse) {
+    throw std::invalid_argument(what + ": the sparse FFN needs one dense ReLU FFN; use --sparsity dense");
+  }
+}
+
 void LlamaModel::check_layer_offload(const LoadedModel& model, bool hybrid_mode) const {
   const std::string what = "layer offload (--offload-layers)";
   if (on_host(backend_)) throw std::invalid_argument(what + " needs a GPU backend (--device cuda)");
@@ -186,7 +209,7 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.q = f32(t * spec_.n_embd_q());
   ws.k = f32(t * spec_.n_embd_kv());
   ws.v = f32(t * spec_.n_embd_kv());
-  if (hybrid_ffn_ == nullptr) {  // hybrid mode has its own, smaller, FFN workspace
+  if (hybrid_ffn_ == nullptr && moe_ffn_ == nullptr) {  // hybrid mode and experts have their own FFN workspace
     ws.ffn_gate = f32(t * spec_.n_ff);
     ws.ffn_up = f32(t * spec_.n_ff);
   }
@@ -543,6 +566,10 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
   float* cur = const_cast<float*>(in_all) + t0 * n_embd;
   float* out = out_all + t0 * n_embd;
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
+  if (moe_ffn_ != nullptr) {
+    moe_ffn_->run(layer, w, cur, n_tokens, out);
+    return;
+  }
   if (hybrid_ffn_ != nullptr) {
     // Sparse and dense steps alike: the hot neurons here, the cold ones on the CPU.
     hybrid_ffn_->run(layer, x, cur, n_tokens, sparse, out);

@@ -19,6 +19,7 @@
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/model/transposed_down.h"
 #include "engine/model/loaded_model.h"
+#include "engine/model/moe_ffn_block.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/q4_lanes16.h"
@@ -178,6 +179,8 @@ class LlamaModel {
   // A KV cache for this model: on its backend, or in layer offload mode
   // split, layers [0, k) on the device and the rest on the CPU backend.
   runtime::KvCache make_kv_cache(int n_slots, int64_t n_ctx);
+  // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
+  const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }
   // Layer offload: the CPU backend (nullptr otherwise) and k.
   kernels::Backend* offload_cpu() const { return offload_cpu_; }
   int64_t n_device_layers() const { return n_device_layers_; }
@@ -226,6 +229,9 @@ class LlamaModel {
     kernels::Tensor freqs, factors_short, factors_long;
   };
   void check_layer_offload(const LoadedModel& model, bool hybrid_mode) const;
+  // Throws std::invalid_argument where a mixture of experts cannot run (a
+  // GPU, the sparse FFN); no-op for a dense FFN.
+  void check_experts(const LoadedModel& model, bool hybrid_mode) const;
   void reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x);
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
   bool layer_on_device(int64_t layer) const { return offload_cpu_ == nullptr || layer < n_device_layers_; }
@@ -263,6 +269,7 @@ class LlamaModel {
   std::vector<kernels::Buffer> weight_storage_;   // device copies (GPU backends) or repacked ones (CPU) behind weights_
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
+  std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode

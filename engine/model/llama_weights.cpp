@@ -3,6 +3,7 @@
 #include "engine/model/llama_weights.h"
 
 #include <string>
+#include <vector>
 
 namespace tc::model {
 namespace {
@@ -32,6 +33,24 @@ class Mapper {
                                   ", expected a weight dtype (f32, f16, bf16 or a block format)");
     }
     return tensor_view(file_, name);
+  }
+  // The n_expert matrices {n_cols, n_rows} of a 3-D tensor {n_cols, n_rows, n_expert}.
+  std::vector<Tensor> expert_matrices(const std::string& name, int64_t n_cols, int64_t n_rows,
+                                      int64_t n_expert) const {
+    const auto& info = file_.tensor(name, {n_cols, n_rows, n_expert});
+    if (!is_weight_dtype(info.dtype)) {
+      throw file_.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
+                                  ", expected a weight dtype (f32, f16, bf16 or a block format)");
+    }
+    Tensor all = tensor_view(file_, name);
+    std::vector<Tensor> out(static_cast<size_t>(n_expert));
+    for (int64_t e = 0; e < n_expert; ++e) {
+      Tensor& t = out[static_cast<size_t>(e)];
+      t = all;
+      t.data = static_cast<std::byte*>(all.data) + e * n_rows * all.row_bytes;
+      t.ne = {n_cols, n_rows, 1, 1};
+    }
+    return out;
   }
   Tensor optional_matrix(const std::string& name, int64_t n_cols, int64_t n_rows) const {
     return has(name) ? matrix(name, n_cols, n_rows) : Tensor{};
@@ -99,8 +118,23 @@ void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
   w.attn_v_b = m.optional_vector(bias_name(l, "attn_v"), n_kv);
 }
 
+// The router and the experts' slices (llama.cpp's merged *_exps tensors).
+void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  w.ffn_gate_inp = m.matrix(name("ffn_gate_inp"), s.n_embd, s.n_expert);
+  const auto gate = m.expert_matrices(name("ffn_gate_exps"), s.n_embd, s.n_ff, s.n_expert);
+  const auto up = m.expert_matrices(name("ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
+  const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
+  w.experts.resize(static_cast<size_t>(s.n_expert));
+  for (size_t e = 0; e < w.experts.size(); ++e) w.experts[e] = {gate[e], up[e], down[e]};
+}
+
 void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  if (s.has_experts()) {
+    map_experts(m, s, l, w);
+    return;
+  }
   switch (s.architecture->ffn_layout) {
     case FfnLayout::GateUp:
       w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, s.n_ff);

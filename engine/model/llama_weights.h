@@ -15,6 +15,15 @@
 
 namespace tc::model {
 
+// One expert of a mixture of experts: views of its slices of the layer's
+// 3-D ffn_gate_exps / ffn_up_exps {n_embd, n_ff, n_expert} and
+// ffn_down_exps {n_ff, n_embd, n_expert} (n_ff: the expert's width).
+struct ExpertWeights {
+  kernels::Tensor gate;  // weight dtype {n_embd, n_ff}
+  kernels::Tensor up;    // weight dtype {n_embd, n_ff}
+  kernels::Tensor down;  // weight dtype {n_ff, n_embd}
+};
+
 struct LayerWeights {
   kernels::Tensor attn_norm;    // f32 [n_embd]
   kernels::Tensor attn_q;       // weight dtype {n_embd, n_embd_q}
@@ -47,6 +56,12 @@ struct LayerWeights {
   kernels::Tensor attn_k_norm;     // f32 [head_dim]
   kernels::Tensor attn_post_norm;  // f32 [n_embd]: RMSNorm of the attention output (Gemma)
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
+
+  // A mixture of experts (ModelSpec::has_experts; ffn_gate/up/down are then
+  // null): the router, row e = expert e's logit, and the experts. Host
+  // views only: the CPU backend runs them (layer_tensors leaves them out).
+  kernels::Tensor ffn_gate_inp;        // weight dtype {n_embd, n_expert}
+  std::vector<ExpertWeights> experts;  // [n_expert]
 };
 
 struct LlamaWeights {

@@ -2,6 +2,7 @@
 // per-architecture load_arch_hparams read the same keys.
 #include "engine/model/model_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -129,6 +130,42 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   }
 }
 
+// The mixture of experts, as llama.cpp's load_hparams and the
+// architecture's load_arch_hparams read it: expert_count (0 or absent: a
+// dense FFN, where the architecture allows one), expert_used_count, and the
+// expert's width.
+void read_experts(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
+  if (a.experts == Experts::None) return;
+  const std::string count_key = p + "expert_count";
+  const int64_t n_expert = file.get_i64(count_key, 0);
+  if (n_expert < 0 || n_expert > kMaxExperts) {
+    throw file.error(count_key, "is " + std::to_string(n_expert) + ", expected 0 to " + std::to_string(kMaxExperts));
+  }
+  if (n_expert == 0) {
+    if (a.experts == Experts::Required) {
+      throw file.error(count_key, "is missing or 0; architecture '" + std::string(a.name) + "' is a mixture of experts");
+    }
+    return;
+  }
+  const std::string used_key = p + "expert_used_count";
+  const int64_t used = positive_key(file, used_key);
+  if (used > n_expert) {
+    throw file.error(used_key, "is " + std::to_string(used) + ", more than " + count_key + " " +
+                                   std::to_string(n_expert));
+  }
+  if (s.ffn_form != FfnForm::SwiGLU) {
+    throw file.error(std::string(kFfnFormKey), "is '" + std::string(ffn_form_name(s.ffn_form)) +
+                                                   "'; a mixture of experts is swiglu only");
+  }
+  s.n_expert = n_expert;
+  s.n_expert_used = used;
+  if (a.experts == Experts::Required) {
+    // llama.cpp's fallback without the key: feed_forward_length / expert_used_count.
+    const int64_t fallback = std::max<int64_t>(1, s.n_ff / used);
+    s.n_ff = positive_key(file, p + "expert_feed_forward_length", fallback);
+  }
+}
+
 }  // namespace
 
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout) {
@@ -187,6 +224,10 @@ ModelSpec read_model_spec(const GgufFile& file) {
 
   s.sparse_layout = file.magic() == gguf::Magic::PWRI;
   s.ffn_form = read_ffn_form(file, a, s.sparse_layout);
+  read_experts(file, p, a, s);
+  if (s.has_experts() && s.sparse_layout) {
+    throw file.error(p + "expert_count", "is set in a PowerInfer (PWRI) file, whose FFN is one dense ReLU FFN");
+  }
 
   if (a.attn_softcap > 0.0f) {
     s.attn_softcap = static_cast<float>(positive_f64(file, p + "attn_logit_softcapping", a.attn_softcap));

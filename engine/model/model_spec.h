@@ -24,6 +24,9 @@ namespace tc::model {
 // architecture lists are accepted (bamboo: drelu only).
 inline constexpr std::string_view kFfnFormKey = "thermocline.ffn_form";
 
+// The most experts per layer a file may declare (DeepSeek V3 has 256).
+inline constexpr int64_t kMaxExperts = 1024;
+
 // The architectures of llama's graph that PowerInfer writes (`bamboo`: a
 // dReLU llama).
 inline constexpr std::string_view kArchLlama = "llama";
@@ -52,7 +55,14 @@ struct ModelSpec {
   int64_t n_vocab = 0;       // rows of token_embd
   int64_t n_embd = 0;        // {arch}.embedding_length
   int64_t n_layer = 0;       // {arch}.block_count
-  int64_t n_ff = 0;          // {arch}.feed_forward_length
+  // The FFN's width: {arch}.feed_forward_length; in a mixture of experts
+  // one expert's ({arch}.expert_feed_forward_length where the architecture
+  // reads it).
+  int64_t n_ff = 0;
+  // A mixture of experts: {arch}.expert_count experts per layer, of which
+  // the router picks {arch}.expert_used_count per token; 0: a dense FFN.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
   int64_t n_head = 0;        // {arch}.attention.head_count
   int64_t n_head_kv = 0;     // {arch}.attention.head_count_kv (default n_head)
   int64_t head_dim = 0;      // {arch}.attention.key_length (default n_embd / n_head)
@@ -86,6 +96,7 @@ struct ModelSpec {
   int64_t n_embd_q() const { return n_head * head_dim; }   // width of q and of attn_output's input
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_gqa() const { return n_head / n_head_kv; }
+  bool has_experts() const { return n_expert > 0; }
   bool is_swa(int64_t layer) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(layer)]; }
 };
 

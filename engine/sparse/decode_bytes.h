@@ -3,7 +3,9 @@
 // predictors, the FFN rows actually used, the output head, the token's
 // embedding row and the KV cache. Dense: every FFN row. Sparse: the gate
 // rows of the predicted neurons, and the up and ffn_down_t rows of the
-// neurons computed (gate > 0), from the sparse FFN's counters.
+// neurons computed (gate > 0), from the sparse FFN's counters. A mixture
+// of experts: the router and expert_used_count / expert_count of the
+// experts' bytes.
 #pragma once
 
 #include <cstdint>

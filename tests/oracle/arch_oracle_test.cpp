@@ -3,7 +3,7 @@
 // that `thermocline make-model --arch NAME --n-embd 256 --n-layer 2 --n-ff
 // 768 --n-head 8 --n-head-kv 2 --seed N` writes, with the architecture's
 // options (biases, q/k norms, fused tensors, RoPE factors, sliding windows,
-// soft-caps) switched on. Weights are f32 (and Q8_0/Q4_0 in a case per
+// soft-caps, experts) switched on. Weights are f32 (and Q8_0/Q4_0 in a case per
 // architecture, to wider bounds), so both sides multiply exactly and what
 // differs is the order of sums and llama.cpp's f16 rounding of q
 // in attention (and of gelu, which its CPU backend reads from a table of f16
@@ -75,6 +75,8 @@ const ArchCase kCases[] = {
      "--arch gemma3 --head-dim 64 --sliding-window 8 --swa-pattern 2 --rope-scale-linear 8", 20},
     {"falcon (LayerNorm, parallel attention and FFN, gelu)", "--arch falcon", 21},
     {"falcon-40b (attn_norm_2)", "--arch falcon --attn-norm-2", 22},
+    {"mixtral (llama with 8 experts, 2 per token)", "--arch llama --experts 8 --experts-used 2", 29},
+    {"qwen3moe (8 experts, 2 per token; q/k norms)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 30},
     // Each architecture's tensors through the quantized matmuls.
     {"qwen2 Q8_0", "--arch qwen2", 23, 256, "q8_0", kQuantTolerance},
     {"qwen3 Q4_0", "--arch qwen3 --head-dim 64", 24, 256, "q4_0", kQuantTolerance},
@@ -82,6 +84,9 @@ const ArchCase kCases[] = {
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
+    {"qwen3moe Q4_0 (repacked experts)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 31, 256,
+     "q4_0", kQuantTolerance},
+    {"mixtral Q8_0", "--arch llama --experts 8 --experts-used 2", 32, 256, "q8_0", kQuantTolerance},
 };
 
 fs::path make_case_model(const ArchCase& c, const fs::path& dir) {

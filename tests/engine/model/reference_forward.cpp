@@ -15,7 +15,8 @@ Matrix load_matrix(const gguf::GgufFile& file, const std::string& name) {
   const auto& info = file.tensor(name);
   const auto data = file.tensor_data(info);
   const int64_t cols = info.ne[0];
-  const int64_t rows = info.ne.size() > 1 ? info.ne[1] : 1;
+  int64_t rows = 1;  // a 3-D tensor's matrices stacked: [ne[2] * ne[1]][ne[0]]
+  for (size_t d = 1; d < info.ne.size(); ++d) rows *= info.ne[d];
   const int64_t row_bytes = kernels::row_bytes(info.dtype, cols);
   Matrix m(static_cast<size_t>(rows), std::vector<double>(static_cast<size_t>(cols)));
   std::vector<float> tmp(static_cast<size_t>(cols));
@@ -71,17 +72,67 @@ Matrix transpose(const Matrix& m) {
   return t;
 }
 
+double silu_times(double g, double u) { return g / (1.0 + std::exp(-g)) * u; }
+
+// A mixture of experts' layer weights: the router [n_expert][n_embd] and the
+// experts' matrices stacked, expert e's rows at e * n_ff (gate, up) and
+// e * n_embd (down).
+struct Experts {
+  Matrix router, gate, up, down;
+};
+
+// softmax over the router's logits, the k most probable experts, their
+// probabilities renormalised, sum of p_e * down_e(silu(gate_e h) * up_e h).
+std::vector<double> moe_ffn(const Experts& w, const model::ModelSpec& s, const std::vector<double>& h,
+                            double* min_gap) {
+  const auto logits = matvec(w.router, h);
+  const double max = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p(logits.size());
+  double total = 0;
+  for (size_t e = 0; e < p.size(); ++e) total += (p[e] = std::exp(logits[e] - max));
+  for (double& v : p) v /= total;
+  std::vector<size_t> order(p.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = e;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  const auto k = static_cast<size_t>(s.n_expert_used);
+  if (k < order.size() && min_gap != nullptr) *min_gap = std::min(*min_gap, p[order[k - 1]] - p[order[k]]);
+  double chosen = 0;
+  for (size_t i = 0; i < k; ++i) chosen += p[order[i]];
+  std::vector<double> y(static_cast<size_t>(s.n_embd), 0.0);
+  const auto n_ff = static_cast<size_t>(s.n_ff), n_embd = static_cast<size_t>(s.n_embd);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t e = order[i];
+    std::vector<double> a(n_ff);
+    for (size_t j = 0; j < n_ff; ++j) {
+      double g = 0, u = 0;
+      for (size_t c = 0; c < h.size(); ++c) {
+        g += w.gate[e * n_ff + j][c] * h[c];
+        u += w.up[e * n_ff + j][c] * h[c];
+      }
+      a[j] = silu_times(g, u);
+    }
+    for (size_t r = 0; r < n_embd; ++r) {
+      double d = 0;
+      for (size_t j = 0; j < n_ff; ++j) d += w.down[e * n_embd + r][j] * a[j];
+      y[r] += p[e] / chosen * d;
+    }
+  }
+  return y;
+}
+
 }  // namespace
 
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& s,
                                                   const std::vector<text::TokenId>& tokens,
-                                                  const FfnObserver& observe_ffn, const NeuronMask& mask) {
+                                                  const FfnObserver& observe_ffn, const NeuronMask& mask,
+                                                  std::vector<double>* router_gaps) {
   auto layer_name = [](int64_t l, const char* t) { return model::layer_tensor_name(l, t); };
   const Matrix embd = load_matrix(file, "token_embd.weight");
   const Matrix out_w = s.tied_embeddings ? embd : load_matrix(file, "output.weight");
   const std::vector<double> out_norm = load_matrix(file, "output_norm.weight")[0];
   const int64_t group = s.n_head / s.n_head_kv;
 
+  if (router_gaps != nullptr) router_gaps->assign(tokens.size(), 1.0);
   std::vector<std::vector<double>> x;  // residual per position
   for (auto id : tokens) x.push_back(embd[static_cast<size_t>(id)]);
   for (int64_t l = 0; l < s.n_layer; ++l) {
@@ -91,11 +142,19 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
     const auto wv = load_matrix(file, layer_name(l, "attn_v"));
     const auto wo = load_matrix(file, layer_name(l, "attn_output"));
     const auto ffn_norm = load_matrix(file, layer_name(l, "ffn_norm"))[0];
-    const auto wg = load_matrix(file, layer_name(l, "ffn_gate"));
-    const auto wu = load_matrix(file, layer_name(l, "ffn_up"));
-    // ffn_down_t row i = neuron i: the transpose of ffn_down (row j = output j).
-    const auto wd = s.sparse_layout ? transpose(load_matrix(file, layer_name(l, "ffn_down_t")))
-                                    : load_matrix(file, layer_name(l, "ffn_down"));
+    const bool moe = s.has_experts();
+    Experts experts;
+    Matrix wg, wu, wd;
+    if (moe) {
+      experts = {load_matrix(file, layer_name(l, "ffn_gate_inp")), load_matrix(file, layer_name(l, "ffn_gate_exps")),
+                 load_matrix(file, layer_name(l, "ffn_up_exps")), load_matrix(file, layer_name(l, "ffn_down_exps"))};
+    } else {
+      wg = load_matrix(file, layer_name(l, "ffn_gate"));
+      wu = load_matrix(file, layer_name(l, "ffn_up"));
+      // ffn_down_t row i = neuron i: the transpose of ffn_down (row j = output j).
+      wd = s.sparse_layout ? transpose(load_matrix(file, layer_name(l, "ffn_down_t")))
+                           : load_matrix(file, layer_name(l, "ffn_down"));
+    }
 
     std::vector<std::vector<double>> q(tokens.size()), k(tokens.size()), v(tokens.size());
     for (size_t p = 0; p < tokens.size(); ++p) {
@@ -135,13 +194,18 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
       for (size_t i = 0; i < o.size(); ++i) x[p][i] += o[i];
 
       const auto h = rms_norm(x[p], ffn_norm, s.rms_eps);
+      if (moe) {
+        const auto y = moe_ffn(experts, s, h, router_gaps != nullptr ? &(*router_gaps)[p] : nullptr);
+        for (size_t i = 0; i < y.size(); ++i) x[p][i] += y[i];
+        continue;
+      }
       auto g = matvec(wg, h);
       if (observe_ffn) observe_ffn({l, p, x[p], g});
       const std::vector<char> keep = mask ? mask({l, p, x[p], g}) : std::vector<char>{};
       const auto u = matvec(wu, h);
       for (size_t i = 0; i < g.size(); ++i) {
         switch (s.ffn_form) {
-          case model::FfnForm::SwiGLU: g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i]; break;
+          case model::FfnForm::SwiGLU: g[i] = silu_times(g[i], u[i]); break;
           case model::FfnForm::ReGLU: g[i] = std::max(g[i], 0.0) * u[i]; break;
           case model::FfnForm::DReLU: g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0); break;
           default: throw std::invalid_argument("reference_forward: llama's gated forms only");

@@ -2,7 +2,7 @@
 // shared code with the engine beyond dequantization and f16 rounding), the
 // yardstick for LlamaModel. K and V are rounded to f16 as the engine's
 // cache stores them; everything else is double. Reads both layouts: ffn_down
-// and PowerInfer's neuron-major ffn_down_t.
+// and PowerInfer's neuron-major ffn_down_t; and a mixture of experts.
 #pragma once
 
 #include <cstddef>
@@ -39,11 +39,15 @@ using FfnObserver = std::function<void(const FfnObservation&)>;
 using NeuronMask = std::function<std::vector<char>(const FfnObservation&)>;
 
 // Logits for every position of `tokens` (one sequence from position 0):
-// [tokens.size()][n_vocab].
+// [tokens.size()][n_vocab]. A mixture of experts (llama's graph) routes in
+// float64; `router_gaps`, when given, gets per position the smallest gap
+// over the layers between the last chosen expert's probability and the
+// next one's (a near-tie there could route float32 differently).
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& spec,
                                                   const std::vector<text::TokenId>& tokens,
                                                   const FfnObserver& observe_ffn = {},
-                                                  const NeuronMask& mask = {});
+                                                  const NeuronMask& mask = {},
+                                                  std::vector<double>* router_gaps = nullptr);
 
 // max_i |a_i - b_i| / max_i |b_i| over one row of logits.
 double relative_error(const float* a, const std::vector<double>& b);

@@ -1,0 +1,133 @@
+// The mixture-of-experts FFN: routing, then each chosen expert over its
+// gathered rows, then each token's weighted sum.
+#include "engine/model/moe_ffn_block.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+namespace tc::model {
+
+void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
+                   float* weights) {
+  if (n_expert > kMaxExperts || k < 1 || k > n_expert) throw std::invalid_argument("route_experts: bad counts");
+  std::array<float, kMaxExperts> probs_storage;
+  std::array<int32_t, kMaxExperts> order_storage;
+  const std::span<float> probs(probs_storage.data(), static_cast<size_t>(n_expert));
+  const std::span<int32_t> order(order_storage.data(), static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* l = logits + t * n_expert;
+    const float max = *std::max_element(l, l + n_expert);
+    double sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const auto p = static_cast<float>(std::exp(static_cast<double>(l[e]) - max));
+      probs[static_cast<size_t>(e)] = p;
+      sum += p;
+    }
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (float& p : probs) p *= inv;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+      const float pa = probs[static_cast<size_t>(a)], pb = probs[static_cast<size_t>(b)];
+      return pa > pb || (pa == pb && a < b);
+    });
+    double chosen_sum = 0;
+    for (int64_t s = 0; s < k; ++s) chosen_sum += probs[static_cast<size_t>(order[static_cast<size_t>(s)])];
+    const float denom = std::max(static_cast<float>(chosen_sum), 6.103515625e-5f);
+    for (int64_t s = 0; s < k; ++s) {
+      const int32_t e = order[static_cast<size_t>(s)];
+      experts[t * k + s] = e;
+      weights[t * k + s] = probs[static_cast<size_t>(e)] / denom;
+    }
+  }
+}
+
+MoeFfnBlock::MoeFfnBlock(const ModelSpec& spec, kernels::Backend& backend)
+    : spec_(spec),
+      backend_(backend),
+      activation_(activation_for(spec.ffn_form)),
+      expert_tokens_(static_cast<size_t>(spec.n_layer), std::vector<int64_t>(static_cast<size_t>(spec.n_expert))) {
+  if (!spec.has_experts()) throw std::invalid_argument("MoeFfnBlock: the model has no experts");
+  if (backend.device() != kernels::DeviceKind::Cpu) {
+    throw std::invalid_argument("a mixture of experts runs on the CPU backend only so far");
+  }
+}
+
+void MoeFfnBlock::grow(int64_t n_tokens) {
+  if (n_tokens <= capacity_) return;
+  const int64_t t = std::max(n_tokens, capacity_ * 2);
+  const auto n = [t](int64_t width) { return static_cast<size_t>(t * width); };
+  const int64_t k = spec_.n_expert_used;
+  logits_.resize(n(spec_.n_expert));
+  chosen_.resize(n(k));
+  weights_.resize(n(k));
+  by_expert_.resize(n(k));
+  expert_begin_.resize(static_cast<size_t>(spec_.n_expert + 1));
+  cursor_.resize(static_cast<size_t>(spec_.n_expert));
+  rows_in_.resize(n(spec_.n_embd));
+  gate_.resize(n(spec_.n_ff));
+  up_.resize(n(spec_.n_ff));
+  rows_out_.resize(n(spec_.n_embd));
+  slot_out_.resize(n(k * spec_.n_embd));
+  capacity_ = t;
+}
+
+void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out) {
+  const int64_t n_embd = spec_.n_embd;
+  const int64_t n_ff = spec_.n_ff;
+  const int64_t n_expert = spec_.n_expert;
+  const int64_t k = spec_.n_expert_used;
+  const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
+  grow(n_tokens);
+  backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
+  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data());
+
+  // Group the (token, slot) pairs by expert (a counting sort, tokens in order).
+  std::fill(expert_begin_.begin(), expert_begin_.end(), 0);
+  for (int64_t i = 0; i < n_tokens * k; ++i) ++expert_begin_[static_cast<size_t>(chosen_[i]) + 1];
+  std::partial_sum(expert_begin_.begin(), expert_begin_.end(), expert_begin_.begin());
+  std::vector<int64_t>& counts = expert_tokens_[static_cast<size_t>(layer)];
+  std::copy(expert_begin_.begin(), expert_begin_.end() - 1, cursor_.begin());
+  for (int64_t i = 0; i < n_tokens * k; ++i) {
+    by_expert_[static_cast<size_t>(cursor_[static_cast<size_t>(chosen_[i])]++)] = static_cast<int32_t>(i);
+  }
+
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int64_t begin = expert_begin_[static_cast<size_t>(e)];
+    const int64_t m = expert_begin_[static_cast<size_t>(e) + 1] - begin;
+    if (m == 0) continue;
+    counts[static_cast<size_t>(e)] += m;
+    const ExpertWeights& x = w.experts[static_cast<size_t>(e)];
+    for (int64_t r = 0; r < m; ++r) {
+      const int64_t token = by_expert_[static_cast<size_t>(begin + r)] / k;
+      std::memcpy(rows_in_.data() + r * n_embd, in + token * n_embd, row_bytes);
+    }
+    const kernels::MatmulTarget gate_up[] = {{&x.gate, gate_.data()}, {&x.up, up_.data()}};
+    backend_.matmul_many(gate_up, rows_in_.data(), m);
+    backend_.ffn_activation(activation_, gate_.data(), up_.data(), m * n_ff, gate_.data());
+    backend_.matmul(x.down, gate_.data(), m, rows_out_.data());
+    for (int64_t r = 0; r < m; ++r) {
+      const int64_t pair = by_expert_[static_cast<size_t>(begin + r)];
+      const float weight = weights_[static_cast<size_t>(pair)];
+      const float* src = rows_out_.data() + r * n_embd;
+      float* dst = slot_out_.data() + pair * n_embd;
+      for (int64_t i = 0; i < n_embd; ++i) dst[i] = src[i] * weight;
+    }
+  }
+
+  // Each token's sum over its slots, most probable expert first.
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    float* y = out + t * n_embd;
+    const float* slots = slot_out_.data() + t * k * n_embd;
+    std::memcpy(y, slots, row_bytes);
+    for (int64_t s = 1; s < k; ++s) {
+      const float* src = slots + s * n_embd;
+      for (int64_t i = 0; i < n_embd; ++i) y[i] += src[i];
+    }
+  }
+}
+
+}  // namespace tc::model

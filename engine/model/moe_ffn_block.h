@@ -1,0 +1,68 @@
+// MoeFfnBlock: a mixture-of-experts FFN (Mixtral, Qwen3 MoE) on the CPU
+// backend, as llama.cpp's build_moe_ffn computes it for these models: the
+// router's logits ffn_gate_inp · x, a softmax over all experts, the
+// n_expert_used most probable experts, their probabilities renormalised to
+// sum to 1, and the output
+//   sum over the chosen experts, in order of probability, of
+//   p_e * down_e(silu(gate_e · x) * (up_e · x)).
+// Each expert runs once per step over the rows routed to it. A token's
+// output does not depend on the other tokens of the step (the matmul's bits
+// do not depend on its row count, and each token sums its experts in its own
+// order). Owns its workspace, grown to the largest step seen. Not
+// thread-safe: the engine thread's.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/model/llama_weights.h"
+#include "engine/model/model_spec.h"
+#include "kernels/backend.h"
+
+namespace tc::model {
+
+// One token's routing: the chosen experts, most probable first (ties: the
+// lower index), and their weights. For every token t of `logits`, f32
+// [n_tokens, n_expert], writes experts[t * k + s] and weights[t * k + s]
+// for s < k (k = n_expert_used). The weights are the softmax's
+// probabilities of the chosen experts divided by their sum (at least
+// 6.1e-5, llama.cpp's clamp).
+void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
+                   float* weights);
+
+class MoeFfnBlock {
+ public:
+  // `spec` (with experts) and `backend` (the CPU's) must outlive the block.
+  MoeFfnBlock(const ModelSpec& spec, kernels::Backend& backend);
+
+  // out = the mixture's output for rows [0, n_tokens) of in; f32 [n_tokens,
+  // n_embd] both, host memory. `w` is layer `layer`'s (router and experts).
+  void run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out);
+
+  // How many (token, expert) pairs each expert has run since construction,
+  // [n_layer][n_expert]: the routing's balance, for tests and reports.
+  const std::vector<std::vector<int64_t>>& expert_tokens() const { return expert_tokens_; }
+
+ private:
+  void grow(int64_t n_tokens);
+
+  const ModelSpec& spec_;
+  kernels::Backend& backend_;
+  kernels::Activation activation_;
+  int64_t capacity_ = 0;                 // tokens the buffers hold
+  std::vector<float> logits_;            // [T, n_expert] router logits
+  std::vector<int32_t> chosen_;          // [T, k] experts per token, most probable first
+  std::vector<float> weights_;           // [T, k] their weights
+  std::vector<int32_t> by_expert_;       // [T * k] (token, slot) pairs t * k + s, grouped by expert
+  std::vector<int64_t> expert_begin_;    // [n_expert + 1] offsets into by_expert_
+  std::vector<int64_t> cursor_;          // [n_expert] the grouping's write positions
+  std::vector<float> rows_in_;           // [T, n_embd] one expert's input rows, gathered
+  std::vector<float> gate_;              // [T, n_ff]
+  std::vector<float> up_;                // [T, n_ff]
+  std::vector<float> rows_out_;          // [T, n_embd] one expert's output rows
+  std::vector<float> slot_out_;          // [T, k, n_embd] each (token, slot)'s weighted output
+  std::vector<std::vector<int64_t>> expert_tokens_;
+};
+
+}  // namespace tc::model

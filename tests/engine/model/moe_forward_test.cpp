@@ -1,0 +1,276 @@
+// Mixture-of-experts models (llama with experts, as Mixtral; qwen3moe):
+// the routing against float64, the forward pass against the float64
+// reference, batch and repack invariance, the file checks and the modes
+// that refuse experts. llama.cpp's own forward pass on the same files is
+// tests/oracle/arch_oracle_test.cpp's.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_writer.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/model/moe_ffn_block.h"
+#include "kernels/backend.h"
+#include "profiler/make_model.h"
+#include "tests/engine/model/reference_forward.h"
+#include "tests/engine/model/spec_test_util.h"
+#include "tests/test_util.h"
+
+using tc::model::LlamaModel;
+using tc::model::StepSequence;
+using tc::model::StepStatus;
+using tc::runtime::KvCache;
+using tc::text::TokenId;
+using tc::test::random_tokens;
+
+namespace {
+
+constexpr int64_t kVocab = 512;
+
+tc::profiler::MakeModelOptions moe_options(const std::string& name, const std::string& type) {
+  tc::profiler::MakeModelOptions o;
+  o.output = tc::test::scratch_dir("moe_" + name) / "m.gguf";
+  o.n_vocab = kVocab;
+  o.n_embd = 64;
+  o.n_layer = 2;
+  o.n_ff = 96;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_expert = 6;
+  o.n_expert_used = 2;
+  o.weight_type = type;
+  o.rope_freq_base = 10000.0;
+  o.seed = 21;
+  o.n_threads = 2;
+  if (type == "q4_0" || type == "q8_0") o.n_ff = 128;  // whole 32-blocks in ffn_down's rows
+  return o;
+}
+
+struct MoeModel {
+  std::unique_ptr<tc::model::LoadedModel> loaded;
+  std::unique_ptr<tc::kernels::Backend> backend;
+  std::unique_ptr<LlamaModel> model;
+};
+
+MoeModel load(const tc::profiler::MakeModelOptions& o, tc::model::ForwardOptions options = {}) {
+  tc::profiler::make_model(o);
+  MoeModel m;
+  m.loaded = tc::model::load_model(o.output);
+  m.backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  m.model = std::make_unique<LlamaModel>(*m.loaded, *m.backend, options);
+  return m;
+}
+
+std::vector<float> one_pass(LlamaModel& model, tc::kernels::Backend& backend, const std::vector<TokenId>& tokens) {
+  KvCache kv(backend, model.spec(), 1, 64);
+  std::vector<float> logits;
+  const StepSequence seq{0, tokens, true};
+  REQUIRE(model.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
+  return logits;
+}
+
+}  // namespace
+
+TEST_CASE("expert routing picks the most probable experts and renormalises their probabilities", "[model][moe]") {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (const auto& [n_expert, k] : {std::pair<int64_t, int64_t>{8, 2}, {128, 8}, {5, 5}, {3, 1}}) {
+    INFO(n_expert << " experts, " << k << " used");
+    const int64_t n_tokens = 9;
+    std::vector<float> logits(static_cast<size_t>(n_tokens * n_expert));
+    for (float& l : logits) l = normal(rng);
+    std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
+    std::vector<float> weights(experts.size());
+    tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* l = logits.data() + t * n_expert;
+      std::vector<int32_t> order(static_cast<size_t>(n_expert));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+      // The renormalised softmax of the chosen ones is a softmax over them alone.
+      double sum = 0;
+      for (int64_t s = 0; s < k; ++s) sum += std::exp(static_cast<double>(l[order[static_cast<size_t>(s)]]));
+      double total = 0;
+      for (int64_t s = 0; s < k; ++s) {
+        const size_t i = static_cast<size_t>(t * k + s);
+        CHECK(experts[i] == order[static_cast<size_t>(s)]);
+        const double want = std::exp(static_cast<double>(l[experts[i]])) / sum;
+        CHECK(std::abs(weights[i] - want) <= 1e-6 * std::max(1.0, want));
+        total += weights[i];
+      }
+      CHECK(std::abs(total - 1.0) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("a mixture of experts' logits match the float64 reference", "[model][moe][forward]") {
+  // The reference dequantizes the same weights; f32 differs only in the
+  // order of sums, the quantized types by the int8 activations as well.
+  // Those roundings move the router's probabilities too: a position where
+  // the last chosen expert and the next are nearly tied may route the other
+  // way here, and change every later position through attention. The
+  // positions before the first near-tie (a gap under `min_gap`) are compared.
+  struct Case {
+    const char* type;
+    double tolerance;
+    double min_gap;
+    uint64_t token_seed;  // prompts with no near-tie in their first 6 positions
+  };
+  const Case cases[] = {{"f32", 1e-4, 1e-5, 5}, {"f16", 1e-3, 1e-4, 5}, {"q8_0", 3e-2, 5e-3, 5},
+                        {"q4_0", 3e-2, 5e-3, 7}};
+  for (const auto& [type, tolerance, min_gap, token_seed] : cases) {
+    INFO(type);
+    auto m = load(moe_options(std::string("ref_") + type, type));
+    REQUIRE(m.loaded->spec.n_expert == 6);
+    REQUIRE(m.loaded->spec.n_expert_used == 2);
+    const auto tokens = random_tokens(12, token_seed, kVocab);
+    const auto logits = one_pass(*m.model, *m.backend, tokens);
+    std::vector<double> gaps;
+    const auto ref = tc::test::reference_logits(m.loaded->file, m.loaded->spec, tokens, {}, {}, &gaps);
+    size_t compared = 0;
+    while (compared < tokens.size() && gaps[compared] > min_gap) ++compared;
+    WARN(type << ": " << compared << " positions before a near-tie");
+    REQUIRE(compared >= 6);
+    for (size_t p = 0; p < compared; ++p) {
+      INFO("position " << p);
+      CHECK(tc::test::relative_error(logits.data() + p * kVocab, ref[p]) < tolerance);
+    }
+    // Every (token, chosen expert) pair ran once per layer, over several experts.
+    const auto& counts = m.model->moe_ffn()->expert_tokens();
+    for (const auto& layer : counts) {
+      CHECK(std::accumulate(layer.begin(), layer.end(), int64_t{0}) == 12 * 2);
+      CHECK(std::count_if(layer.begin(), layer.end(), [](int64_t c) { return c > 0; }) >= 3);
+    }
+  }
+}
+
+TEST_CASE("a mixture of experts gives each sequence of a step the logits it has alone", "[model][moe][forward]") {
+  auto m = load(moe_options("batch", "q8_0"));
+  const auto a = random_tokens(6, 8, kVocab);
+  const auto b = random_tokens(9, 9, kVocab);
+  const auto la = one_pass(*m.model, *m.backend, a);
+  const auto lb = one_pass(*m.model, *m.backend, b);
+  KvCache kv(*m.backend, m.model->spec(), 2, 64);
+  std::vector<float> logits;
+  const StepSequence batch[] = {{1, b, false}, {0, a, true}};
+  REQUIRE(m.model->forward(batch, kv, logits) == StepStatus::Ok);
+  auto row = [](const std::vector<float>& l, size_t r) {
+    return std::vector<double>(l.begin() + static_cast<long>(r * kVocab), l.begin() + static_cast<long>((r + 1) * kVocab));
+  };
+  CHECK(tc::test::relative_error(logits.data(), row(lb, 8)) < 1e-5);
+  for (size_t p = 0; p < 6; ++p) CHECK(tc::test::relative_error(logits.data() + (1 + p) * kVocab, row(la, p)) < 1e-5);
+
+  // Token by token through the cache equals the one pass.
+  KvCache kv1(*m.backend, m.model->spec(), 1, 64);
+  for (size_t p = 0; p < a.size(); ++p) {
+    const std::vector<TokenId> one = {a[p]};
+    const StepSequence s{0, one, false};
+    REQUIRE(m.model->forward({&s, 1}, kv1, logits) == StepStatus::Ok);
+    CHECK(tc::test::relative_error(logits.data(), row(la, p)) < 1e-5);
+  }
+}
+
+TEST_CASE("Q4_0 experts give the same logits bits repacked for the CPU or not", "[model][moe][q4_lanes16]") {
+  const auto o = moe_options("repack", "q4_0");
+  auto repacked = load(o);
+  tc::model::ForwardOptions plain_options;
+  plain_options.repack_q4_0 = tc::kernels::Q4Repack::Off;
+  LlamaModel plain(*repacked.loaded, *repacked.backend, plain_options);
+  if (repacked.model->repacked_weight_bytes() == 0) {
+    WARN("this CPU's matmul variant does not read the Q4_0 lane layout: repacked vs plain not compared");
+    return;
+  }
+  const auto tokens = random_tokens(7, 3, kVocab);
+  CHECK(one_pass(*repacked.model, *repacked.backend, tokens) == one_pass(plain, *repacked.backend, tokens));
+}
+
+TEST_CASE("qwen3moe files load with their expert width and run", "[model][moe]") {
+  auto o = moe_options("qwen3moe", "f32");
+  o.arch = "qwen3moe";
+  o.n_expert = 0;  // qwen3moe's default: 8 experts
+  o.n_ff = 32;
+  auto m = load(o);
+  const auto& s = m.loaded->spec;
+  CHECK(s.n_expert == 8);
+  CHECK(s.n_expert_used == 2);
+  CHECK(s.n_ff == 32);  // qwen3moe.expert_feed_forward_length
+  const auto tokens = random_tokens(5, 4, kVocab);
+  const auto logits = one_pass(*m.model, *m.backend, tokens);
+  CHECK(std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }));
+}
+
+namespace {
+
+// `in` rewritten with key `key` set to `value` (nothing set when key is
+// empty) and tensor `drop` left out.
+tc::gguf::GgufFile rewritten(const std::filesystem::path& in, const std::string& key, tc::gguf::Value value,
+                             const std::string& drop = "") {
+  const auto f = tc::gguf::GgufFile::open(in);
+  tc::gguf::GgufWriter w(f.magic(), static_cast<uint32_t>(f.alignment()));
+  for (const auto& [k, v] : f.metadata()) {
+    if (k != "general.alignment") w.set(k, v);
+  }
+  if (!key.empty()) w.set(key, std::move(value));
+  for (const auto& t : f.tensors()) {
+    if (t.name == drop) continue;
+    const auto data = f.tensor_data(t);
+    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(data.begin(), data.end()));
+  }
+  return tc::test::write_fresh(w, "moe_rewritten");
+}
+
+}  // namespace
+
+TEST_CASE("mixture-of-experts file errors name the key or tensor", "[model][moe]") {
+  using tc::gguf::Value;
+  auto o = moe_options("errors", "f32");
+  o.n_layer = 1;
+  tc::profiler::make_model(o);
+  CHECK(tc::test::load_error(rewritten(o.output, "", Value(uint32_t{0}))).empty());
+  const auto more_used = tc::test::load_error(rewritten(o.output, "llama.expert_used_count", Value(uint32_t{7})));
+  CHECK_THAT(more_used, Catch::Contains("llama.expert_used_count") && Catch::Contains("more than"));
+  const auto too_many = tc::test::load_error(rewritten(o.output, "llama.expert_count", Value(uint32_t{5000})));
+  CHECK_THAT(too_many, Catch::Contains("llama.expert_count"));
+  const auto no_used = [&] {
+    const auto f = tc::gguf::GgufFile::open(o.output);
+    tc::gguf::GgufWriter w(f.magic(), static_cast<uint32_t>(f.alignment()));
+    for (const auto& [k, v] : f.metadata()) {
+      if (k != "general.alignment" && k != "llama.expert_used_count") w.set(k, v);
+    }
+    for (const auto& t : f.tensors()) {
+      const auto data = f.tensor_data(t);
+      w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(data.begin(), data.end()));
+    }
+    return tc::test::load_error(tc::test::write_fresh(w, "moe_no_used"));
+  }();
+  CHECK_THAT(no_used, Catch::Contains("llama.expert_used_count"));
+  // More experts declared than the tensors hold: the shape check names the tensor.
+  const auto shape = tc::test::load_error(rewritten(o.output, "llama.expert_count", Value(uint32_t{7})));
+  CHECK_THAT(shape, Catch::Contains("blk.0.ffn_gate_inp.weight"));
+  const auto missing = tc::test::load_error(rewritten(o.output, "", Value(uint32_t{0}), "blk.0.ffn_down_exps.weight"));
+  CHECK_THAT(missing, Catch::Contains("blk.0.ffn_down_exps.weight"));
+  const auto form = tc::test::load_error(rewritten(o.output, std::string(tc::model::kFfnFormKey), Value("reglu")));
+  CHECK_THAT(form, Catch::Contains("swiglu only"));
+}
+
+TEST_CASE("modes that read a dense FFN refuse a mixture of experts, saying so", "[model][moe]") {
+  auto m = load(moe_options("refusals", "f32"));
+  tc::model::ForwardOptions sparse;
+  sparse.ffn_mode = tc::model::FfnMode::Sparse;
+  try {
+    LlamaModel model(*m.loaded, *m.backend, sparse);
+    FAIL("the sparse FFN accepted a mixture of experts");
+  } catch (const std::invalid_argument& e) {
+    CHECK_THAT(e.what(), Catch::Contains("mixture of experts") && Catch::Contains("--sparsity dense"));
+  }
+  struct NullObserver : tc::model::ForwardObserver {
+    void on_ffn(int64_t, int64_t, const float*, const float*, const float*) override {}
+  } observer;
+  CHECK_THROWS_WITH(m.model->set_observer(&observer), Catch::Contains("mixture of experts"));
+}
