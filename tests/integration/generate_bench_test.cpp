@@ -133,3 +133,31 @@ TEST_CASE("bench -d runs every test after a prefilled context, --probe-bandwidth
   CHECK_THAT(md.output, Catch::Contains("| tg2@d8 |"));
   CHECK_THAT(md.output, Catch::Contains("memory bandwidth of cpu"));
 }
+
+TEST_CASE("bench generate and inspect take fused and ungated FFNs and experts", "[integration][bench]") {
+  struct Case {
+    const char* flags;
+    const char* inspect_line;  // what inspect says of the FFN
+  };
+  const Case cases[] = {{"--arch phi3", "ffn form:      swiglu"},
+                        {"--arch falcon", "ffn form:      gelu"},
+                        {"--arch qwen3moe --experts 8 --experts-used 2", "n_ff 128 per expert, 8 experts (2 per token)"}};
+  for (const Case& c : cases) {
+    INFO(c.flags);
+    const auto path = (tc::test::scratch_dir("cli_layouts") / "m.gguf").string();
+    REQUIRE(run_command(bin() + " make-model -o " + path + " " + c.flags +
+                        " --n-embd 128 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --type q8_0")
+                .exit_code == 0);
+    const auto r = run_command(std::string("(").append(bin()) + " bench -m " + path + " -p 8 -n 2 -r 1 -t 2 -o json 2>/dev/null)");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.output);
+    REQUIRE(j.size() == 2);
+    CHECK(j[1]["type"] == "q8_0");
+    CHECK(j[1]["avg_ts"].get<double>() > 0);
+    CHECK(generate(path, "-n 4 --temp 0 --ignore-eos").rfind("The hacker", 0) == 0);
+    const auto inspect = run_command(bin() + " inspect " + path);
+    CHECK(inspect.exit_code == 0);
+    CHECK_THAT(inspect.output, Catch::Contains(c.inspect_line));
+  }
+}
