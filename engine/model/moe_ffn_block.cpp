@@ -68,10 +68,13 @@ void MoeFfnBlock::grow(int64_t n_tokens) {
   expert_begin_.resize(static_cast<size_t>(spec_.n_expert + 1));
   cursor_.resize(static_cast<size_t>(spec_.n_expert));
   rows_in_.resize(n(spec_.n_embd));
-  gate_.resize(n(spec_.n_ff));
-  up_.resize(n(spec_.n_ff));
-  rows_out_.resize(n(spec_.n_embd));
+  // At least k rows: one token's k experts side by side (run_one_token).
+  const auto rows = static_cast<size_t>(std::max(t, k));
+  gate_.resize(rows * static_cast<size_t>(spec_.n_ff));
+  up_.resize(rows * static_cast<size_t>(spec_.n_ff));
+  rows_out_.resize(rows * static_cast<size_t>(spec_.n_embd));
   slot_out_.resize(n(k * spec_.n_embd));
+  gate_up_targets_.reserve(static_cast<size_t>(2 * k));
   capacity_ = t;
 }
 
@@ -85,6 +88,10 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
   backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
   route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data());
 
+  if (n_tokens == 1) {
+    run_one_token(layer, w, in, out);
+    return;
+  }
   // Group the (token, slot) pairs by expert (a counting sort, tokens in order).
   std::fill(expert_begin_.begin(), expert_begin_.end(), 0);
   for (int64_t i = 0; i < n_tokens * k; ++i) ++expert_begin_[static_cast<size_t>(chosen_[i]) + 1];
@@ -127,6 +134,39 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
       const float* src = slots + s * n_embd;
       for (int64_t i = 0; i < n_embd; ++i) y[i] += src[i];
     }
+  }
+}
+
+void MoeFfnBlock::run_one_token(int64_t layer, const LayerWeights& w, const float* in, float* out) {
+  // A decode step: every chosen expert reads the same row, so their gate
+  // and up matrices go through one matmul_many, and one activation.
+  const int64_t n_embd = spec_.n_embd;
+  const int64_t n_ff = spec_.n_ff;
+  const int64_t k = spec_.n_expert_used;
+  std::vector<int64_t>& counts = expert_tokens_[static_cast<size_t>(layer)];
+  gate_up_targets_.clear();
+  for (int64_t s = 0; s < k; ++s) {
+    const ExpertWeights& x = w.experts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
+    gate_up_targets_.push_back({&x.gate, gate_.data() + s * n_ff});
+    gate_up_targets_.push_back({&x.up, up_.data() + s * n_ff});
+    ++counts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
+  }
+  backend_.matmul_many(gate_up_targets_, in, 1);
+  backend_.ffn_activation(activation_, gate_.data(), up_.data(), k * n_ff, gate_.data());
+  for (int64_t s = 0; s < k; ++s) {
+    const ExpertWeights& x = w.experts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
+    backend_.matmul(x.down, gate_.data() + s * n_ff, 1, rows_out_.data() + s * n_embd);
+  }
+  // Weighted, then summed most probable first: run()'s operations, so the same bits.
+  for (int64_t s = 0; s < k; ++s) {
+    const float weight = weights_[static_cast<size_t>(s)];
+    float* row = rows_out_.data() + s * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) row[i] = row[i] * weight;
+  }
+  std::memcpy(out, rows_out_.data(), static_cast<size_t>(n_embd) * sizeof(float));
+  for (int64_t s = 1; s < k; ++s) {
+    const float* src = rows_out_.data() + s * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) out[i] += src[i];
   }
 }
 

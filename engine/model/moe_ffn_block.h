@@ -46,6 +46,8 @@ class MoeFfnBlock {
 
  private:
   void grow(int64_t n_tokens);
+  // run() for a step of one token (a decode step), after routing.
+  void run_one_token(int64_t layer, const LayerWeights& w, const float* in, float* out);
 
   const ModelSpec& spec_;
   kernels::Backend& backend_;
@@ -62,6 +64,7 @@ class MoeFfnBlock {
   std::vector<float> up_;                // [T, n_ff]
   std::vector<float> rows_out_;          // [T, n_embd] one expert's output rows
   std::vector<float> slot_out_;          // [T, k, n_embd] each (token, slot)'s weighted output
+  std::vector<kernels::MatmulTarget> gate_up_targets_;  // [2k] run_one_token's matmul_many
   std::vector<std::vector<int64_t>> expert_tokens_;
 };
 
