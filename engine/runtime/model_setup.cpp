@@ -86,16 +86,25 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
       setup.create_backend ? setup.create_backend : [](const config::DeviceSetting& device, int n_threads) {
         return kernels::create_backend(device, n_threads);
       };
-  const auto& split = setup.gpu_split;
+  const model::ModelSpec& spec = loaded->spec;
+  // A mixture of experts runs on the CPU backend only so far: asked for a
+  // GPU (a server's default for a whole models folder), it runs there, and
+  // the log says why.
+  const bool experts_on_cpu = spec.has_experts() && setup.device.cuda;
+  const config::GpuSplitSetting split = experts_on_cpu ? config::GpuSplitSetting{} : setup.gpu_split;
   const bool hybrid = split.hybrid();
   const bool offload = split.mode == GpuSplitMode::LayerOffload;
   const char* offload_flag = split.offload_layers < 0 ? "--vram-budget" : "--offload-layers";
-  const model::ModelSpec& spec = loaded->spec;
 
   RunnableModel m;
   m.loaded = std::move(loaded);
   m.shape = shape;
-  m.backend = create(setup.device, setup.threads);
+  m.backend = create(experts_on_cpu ? config::DeviceSetting{} : setup.device, setup.threads);
+  if (experts_on_cpu) {
+    m.summary.push_back("device: cpu (not " + config::device_setting_string(setup.device) + "): " +
+                        m.loaded->file.path() + " is a mixture of experts, which runs on the CPU backend only so far" +
+                        (setup.gpu_split.mode != GpuSplitMode::None ? " (its GPU split does not apply)" : ""));
+  }
   model::LayerOffloadOptions offload_options;
   std::string offload_origin;
   if (offload) {

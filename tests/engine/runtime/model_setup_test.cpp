@@ -19,6 +19,7 @@
 #include "engine/sparse/placement.h"
 #include "engine/sparse/placement_costs.h"
 #include "kernels/backend.h"
+#include "profiler/make_model.h"
 #include "tests/engine/runtime/gpu_split_fixtures.h"
 #include "tests/test_util.h"
 
@@ -334,4 +335,41 @@ TEST_CASE("set_up_model refuses what the model cannot run, naming the option", "
     CHECK_THROWS_WITH(set_up_model(tc::test::gpu_split::dense_model(), fake_cuda_setup(made, split), kShape),
                       Catch::Contains("--offload-layers 4") && Catch::Contains("has 3 layers"));
   }
+}
+
+TEST_CASE("set_up_model runs a mixture of experts on the CPU when a GPU is asked, and says so", "[runtime][setup]") {
+  tc::profiler::MakeModelOptions o;
+  o.output = tc::test::scratch_dir("setup_moe") / "moe.gguf";
+  o.arch = "qwen3moe";
+  o.n_vocab = 512;
+  o.n_embd = 64;
+  o.n_layer = 1;
+  o.n_ff = 32;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_threads = 2;
+  tc::profiler::make_model(o);
+  const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(o.output);
+  for (const bool offload : {false, true}) {
+    INFO((offload ? "with --offload-layers 1" : "no GPU split"));
+    tc::config::GpuSplitSetting split;
+    if (offload) {
+      split.mode = GpuSplitMode::LayerOffload;
+      split.offload_layers = 1;
+    }
+    MadeBackends made;
+    const auto m = set_up_model(loaded, fake_cuda_setup(made, split), kShape);
+    CHECK(made.devices.empty());
+    CHECK(made.n_cpu == 1);
+    CHECK(m.backend->device() == tc::kernels::DeviceKind::Cpu);
+    CHECK(m.llama->moe_ffn() != nullptr);
+    CHECK(m.llama->offload_cpu() == nullptr);
+    const std::string log = joined(m.summary);
+    CHECK_THAT(log, Catch::Contains("device: cpu (not cuda): ") && Catch::Contains("mixture of experts"));
+    CHECK((log.find("its GPU split does not apply") != std::string::npos) == offload);
+  }
+  // A dense model asked for the same GPU gets it.
+  MadeBackends made;
+  const auto dense = set_up_model(tc::test::gpu_split::dense_model(), fake_cuda_setup(made, {}), kShape);
+  CHECK(made.devices.size() == 1);
 }
