@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0]
                                                               kPrefetchValues[2]};
 constexpr std::array<std::string_view, 2> kRepackChoices = {"auto", "off"};
 constexpr std::array<std::string_view, 4> kPoolingChoices = {"auto", "last", "mean", "cls"};
+constexpr std::array<std::string_view, 3> kReasoningFormatChoices = {"auto", "deepseek", "none"};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
 
 bool has_space_or_control(std::string_view s) {
@@ -216,6 +217,10 @@ const OptionDescriptor kTable[] = {
      .help = "Embeddings (/v1/embeddings, /api/embed): how a text's token states are pooled: last token, mean "
              "or first token (cls); auto: the model file's pooling_type, else last",
      .field = &ServeOptions::pooling, .choices = kPoolingChoices},
+    {.key = "reasoning_format", .flags = "--reasoning-format",
+     .help = "Chat: a thinking model's leading <think>...</think> goes to the message's reasoning_content "
+             "(auto, deepseek) or stays in its content (none); a request's reasoning_format overrides it",
+     .field = &ServeOptions::reasoning_format, .choices = kReasoningFormatChoices},
     {.key = "placement", .flags = "--placement",
      .help = "Hybrid mode (device cuda): the hot neurons of this .gpuidx (from `thermocline place`) on the GPU, "
              "the cold ones on the CPU; auto: solve the placement at start from stats within vram_budget",

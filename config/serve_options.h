@@ -77,6 +77,10 @@ struct ServeOptions {
   // Embeddings: how a text's output-normed token states are pooled:
   // auto|last|mean|cls; auto: the GGUF's {arch}.pooling_type, else last (key: pooling).
   std::string pooling = "auto";
+  // Chat replies of thinking models: auto|deepseek put a leading
+  // <think>...</think> in `reasoning_content` (Ollama: `thinking`, with
+  // think: true), none leaves it in the content (key: reasoning_format).
+  std::string reasoning_format = "auto";
   // The GPU split (config/gpu_split_setting.h), device cuda only. Hybrid
   // mode: a .gpuidx placement file, or "auto" to solve it at start from
   // `stats` (key: placement); empty: none.

@@ -18,6 +18,7 @@
 #include "server/ollama_responses.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
+#include "server/reasoning_split.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/tool_call_parser.h"
@@ -47,6 +48,10 @@ struct GenerationJob {
   bool include_usage = false;
   bool logprobs = false;
   ToolRequest tools;                            // chat: the request's tools (active: replies searched for calls)
+  // Chat: replies split into reasoning and content (reasoning_split.h);
+  // opens_reasoning: the prompt opened the reasoning block.
+  bool split_reasoning = false;
+  bool opens_reasoning = false;
   std::vector<PlannedChoice> planned;
   std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
   std::vector<ChoiceResult> results;
@@ -149,6 +154,9 @@ struct GenerationJob {
     std::vector<ToolCallStream> tool_streams;
     if (tools.active() && stream) tool_streams.assign(n, ToolCallStream(tools.forced()));
     std::vector<std::vector<runtime::TokenInfo>> held_tokens(n);
+    // Chat of a thinking model: per choice, the reasoning split.
+    std::vector<ReasoningStream> reasoning_streams;
+    if (split_reasoning) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
     if (stream && wire == Wire::OpenAI) {
       for (size_t i = 0; i < n; ++i) {
         if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
@@ -187,28 +195,15 @@ struct GenerationJob {
         }
         auto& r = results[i];
         if (!ev.text.empty() || !ev.tokens.empty()) {
-          if (stream) {
-            // With tools, what may be a call is held back (and its tokens' logprobs with it).
-            std::string shown = ev.text;
-            std::vector<runtime::TokenInfo> shown_tokens = ev.tokens;
-            if (!tool_streams.empty()) {
-              shown = tool_streams[i].push(ev.text);
-              held_tokens[i].insert(held_tokens[i].end(), ev.tokens.begin(), ev.tokens.end());
-              shown_tokens.clear();
-              if (!shown.empty()) shown_tokens.swap(held_tokens[i]);
-            }
-            if (!shown.empty() || !shown_tokens.empty()) {
-              const std::string chunk = wire == Wire::Ollama
-                                            ? ndjson_line(ollama_chunk(ollama, shown))
-                                            : sse_event(content_chunk(meta, static_cast<int>(i), shown,
-                                                                      logprobs_of(i, shown_tokens)));
-              if (!write(chunk)) return;
-              last_write = runtime::Clock::now();
-            }
-          }
-          r.text += ev.text;
-          text_bytes[i] += ev.text.size();
+          ReasoningParts parts{{}, ev.text};
+          if (!reasoning_streams.empty()) parts = reasoning_streams[i].push(ev.text);
+          if (!take_text(i, parts, ev.tokens, tool_streams, held_tokens[i], write)) return;
+          if (stream) last_write = runtime::Clock::now();
           if (logprobs) r.tokens.insert(r.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        }
+        if (ev.kind == StreamEvent::Kind::Finished && !reasoning_streams.empty() &&
+            !take_text(i, reasoning_streams[i].finish(), {}, tool_streams, held_tokens[i], write)) {
+          return;
         }
         if (ev.kind == StreamEvent::Kind::Finished) {
           if (ev.finish == runtime::FinishReason::Cancelled || ev.finish == runtime::FinishReason::Error) {
@@ -239,7 +234,8 @@ struct GenerationJob {
     report();
     if (wire == Wire::Ollama) {
       const auto done = ollama_done(ollama, stream ? std::string() : results[0].text, results[0].finish, usage,
-                                    record, arrived, stream ? std::vector<ToolCall>() : results[0].tool_calls);
+                                    record, arrived, stream ? std::vector<ToolCall>() : results[0].tool_calls,
+                                    stream ? std::string() : results[0].reasoning);
       write(stream ? ndjson_line(done) : dump_json(done));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
@@ -247,6 +243,41 @@ struct GenerationJob {
     } else {
       write(dump_json(response_body(meta, results, usage, logprobs)));
     }
+  }
+
+  // A piece of choice i's reply, split into reasoning and content: kept in
+  // results[i], and when streaming written (the reasoning at once; the
+  // content through the tool-call filter when tools are active, which may
+  // hold it back with its tokens). False when the client went away.
+  template <class Write>
+  bool take_text(size_t i, const ReasoningParts& parts, const std::vector<runtime::TokenInfo>& tokens,
+                 std::vector<ToolCallStream>& tool_streams, std::vector<runtime::TokenInfo>& held, Write&& write) {
+    auto& r = results[i];
+    r.reasoning += parts.reasoning;
+    r.text += parts.content;
+    text_bytes[i] += parts.content.size();
+    if (!stream) return true;
+    const auto index = static_cast<int>(i);
+    if (!parts.reasoning.empty()) {
+      const std::string chunk = wire == Wire::Ollama
+                                    ? ndjson_line(ollama_thinking_chunk(ollama, parts.reasoning))
+                                    : sse_event(reasoning_chunk(meta, index, parts.reasoning));
+      if (!write(chunk)) return false;
+    }
+    // With tools, what may be a call is held back (and its tokens' logprobs with it).
+    std::string shown = parts.content;
+    std::vector<runtime::TokenInfo> shown_tokens = tokens;
+    if (!tool_streams.empty()) {
+      shown = tool_streams[i].push(parts.content);
+      held.insert(held.end(), tokens.begin(), tokens.end());
+      shown_tokens.clear();
+      if (!shown.empty()) shown_tokens.swap(held);
+    }
+    if (shown.empty() && shown_tokens.empty()) return true;
+    const std::string chunk = wire == Wire::Ollama
+                                  ? ndjson_line(ollama_chunk(ollama, shown))
+                                  : sse_event(content_chunk(meta, index, shown, logprobs_of(i, shown_tokens)));
+    return write(chunk);
   }
 
   // A finished chat choice with tools: finds its calls (results[i]'s

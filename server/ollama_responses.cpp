@@ -13,10 +13,11 @@ namespace {
 int64_t nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
 nlohmann::json base(const OllamaMeta& meta, const std::string& text, bool done,
-                    const std::vector<ToolCall>& calls = {}) {
+                    const std::vector<ToolCall>& calls = {}, const std::string& thinking = "") {
   nlohmann::json j = {{"model", meta.model}, {"created_at", meta.created_at}};
   if (meta.chat) {
     j["message"] = {{"role", "assistant"}, {"content", text}};
+    if (!thinking.empty()) j["message"]["thinking"] = thinking;
     if (!calls.empty()) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& call : calls) {
@@ -26,6 +27,7 @@ nlohmann::json base(const OllamaMeta& meta, const std::string& text, bool done,
     }
   } else {
     j["response"] = text;
+    if (!thinking.empty()) j["thinking"] = thinking;
   }
   j["done"] = done;
   return j;
@@ -46,10 +48,15 @@ nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text, con
   return base(meta, text, false, calls);
 }
 
+nlohmann::json ollama_thinking_chunk(const OllamaMeta& meta, const std::string& thinking) {
+  return base(meta, "", false, {}, thinking);
+}
+
 nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runtime::FinishReason finish,
                            const runtime::Usage& usage, const RequestRecord& record,
-                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls) {
-  nlohmann::json j = base(meta, text, true, calls);
+                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls,
+                           const std::string& thinking) {
+  nlohmann::json j = base(meta, text, true, calls, thinking);
   j["done_reason"] = finish == runtime::FinishReason::Length ? "length" : "stop";
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
   j["total_duration"] = nanos(total);

@@ -30,11 +30,15 @@ std::string rfc3339(std::chrono::system_clock::time_point t);
 // A streamed piece of text, done: false; chat: with the reply's tool calls
 // (message.tool_calls, arguments as objects) when there are any.
 nlohmann::json ollama_chunk(const OllamaMeta& meta, const std::string& text, const std::vector<ToolCall>& calls = {});
-// The last line (or the whole body, with all the `text`): done: true,
-// done_reason and the counts and durations (nanoseconds).
+// A streamed piece of a thinking model's reasoning (think: true): the
+// message's (chat) or the line's (generate) `thinking`, content empty.
+nlohmann::json ollama_thinking_chunk(const OllamaMeta& meta, const std::string& thinking);
+// The last line (or the whole body, with all the `text` and `thinking`):
+// done: true, done_reason and the counts and durations (nanoseconds).
 nlohmann::json ollama_done(const OllamaMeta& meta, const std::string& text, runtime::FinishReason finish,
                            const runtime::Usage& usage, const RequestRecord& record,
-                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls = {});
+                           std::chrono::steady_clock::time_point arrived, const std::vector<ToolCall>& calls = {},
+                           const std::string& thinking = "");
 // A request with no prompt / messages: the model is loaded (done_reason
 // "load") or unloaded ("unload").
 nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason);

@@ -59,20 +59,21 @@ void common_fields(const json& body, OllamaRequest& r) {
     r.error = bad("images are not supported: the models served here take text only", "images");
     return;
   }
-  // think: false switches a thinking model's reasoning off through its
-  // template (Qwen3's enable_thinking); true, with the thinking returned
-  // apart, is not supported.
-  bool no_thinking = false;
-  if (auto it = body.find("think"); it != body.end() && it->is_boolean()) {
-    if (it->get<bool>()) {
-      r.error = bad("'think' true is not supported by this server (false switches thinking off)", "think");
-      return;
-    }
-    no_thinking = true;
-  }
+  // think: through the template's enable_thinking (Qwen3's), false switches
+  // a thinking model's reasoning off; true also returns it apart, in
+  // `thinking` (reasoning_split.h). Absent: the reply as the model wrote it.
   json& o = r.openai;
   o = json::object();
-  if (no_thinking) o["chat_template_kwargs"] = {{"enable_thinking", false}};
+  o["reasoning_format"] = "none";
+  if (auto it = body.find("think"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      r.error = bad("'think' must be a boolean", "think");
+      return;
+    }
+    const bool think = it->get<bool>();
+    o["chat_template_kwargs"] = {{"enable_thinking", think}};
+    if (think) o["reasoning_format"] = "deepseek";
+  }
   o["model"] = r.model;
   o["stream"] = r.stream;
   o["temperature"] = kTemperature;
@@ -195,6 +196,10 @@ OllamaRequest translate_ollama_generate(const json& body) {
     raw = it->get<bool>();
   }
   if (raw) {
+    if (r.openai.value("reasoning_format", "none") != "none") {
+      r.error = bad("'think' true needs the model's chat template, which a raw prompt does not use", "think");
+      return r;
+    }
     r.completion = true;
     r.openai["prompt"] = *prompt;
     return r;

@@ -110,6 +110,13 @@ json content_chunk(const ResponseMeta& meta, int index, const std::string& text,
                                   {"finish_reason", nullptr}});
 }
 
+json reasoning_chunk(const ResponseMeta& meta, int index, const std::string& text) {
+  return chunk_with_choice(meta, {{"index", index},
+                                  {"delta", {{"reasoning_content", text}}},
+                                  {"logprobs", nullptr},
+                                  {"finish_reason", nullptr}});
+}
+
 json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish, bool tool_calls) {
   if (meta.endpoint == Endpoint::Completions) {
     return chunk_with_choice(
@@ -147,6 +154,7 @@ json response_body(const ResponseMeta& meta, const std::vector<ChoiceResult>& ch
       choice["logprobs"] = logprobs ? completion_logprobs_json(c.tokens, 0) : json(nullptr);
     } else {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
       if (!c.tool_calls.empty()) {
         // OpenAI's shape: content null unless the model wrote text beside the calls.
         if (c.text.find_first_not_of(" \n\t\r") == std::string::npos) choice["message"]["content"] = nullptr;

@@ -29,6 +29,7 @@ struct ResponseMeta {
 // One finished choice, for a non-streamed body.
 struct ChoiceResult {
   std::string text;                        // chat with tool calls: the content around them
+  std::string reasoning;                   // chat: a thinking model's reasoning, split off (reasoning_split.h)
   std::vector<runtime::TokenInfo> tokens;  // when logprobs were asked for
   runtime::FinishReason finish = runtime::FinishReason::Stop;
   std::vector<ToolCall> tool_calls;        // chat: the calls found in the reply (ids set)
@@ -58,6 +59,8 @@ nlohmann::json completion_logprobs_json(const std::vector<runtime::TokenInfo>& t
 nlohmann::json chat_role_chunk(const ResponseMeta& meta, int index);
 nlohmann::json content_chunk(const ResponseMeta& meta, int index, const std::string& text,
                              const nlohmann::json& logprobs);
+// Chat: a delta with reasoning text ({"reasoning_content": ...}, as llama.cpp's server and vLLM send it).
+nlohmann::json reasoning_chunk(const ResponseMeta& meta, int index, const std::string& text);
 nlohmann::json finish_chunk(const ResponseMeta& meta, int index, runtime::FinishReason finish,
                             bool tool_calls = false);
 // Chat: a delta with the calls, each whole ({index, id, type, function: {name, arguments}}).

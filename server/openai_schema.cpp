@@ -380,6 +380,12 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       }
       r.template_kwargs = *kwargs;
     }
+    if (auto format = read_string(body, "reasoning_format")) {
+      if (*format != "auto" && *format != "deepseek" && *format != "none") {
+        fail("'reasoning_format' must be \"auto\", \"deepseek\" or \"none\"", "reasoning_format");
+      }
+      r.reasoning_format = *format;
+    }
     return r;
   });
 }

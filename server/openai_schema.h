@@ -69,6 +69,9 @@ struct ChatRequest {
   // template (Qwen3's enable_thinking, ...); an object, null when absent.
   // The server's own variables cannot be replaced (400).
   nlohmann::json template_kwargs;
+  // llama.cpp's reasoning_format: "auto", "deepseek" or "none"; empty: the
+  // server's reasoning_format option (reasoning_split.h).
+  std::string reasoning_format;
 };
 
 // Parse results: exactly one of request / error is set.

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "server/chat_prompt_variables.h"
+#include "server/reasoning_split.h"
 
 namespace tc::server {
 namespace {
@@ -110,6 +111,7 @@ ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving
   encode.parse_special = true;
   encode.add_special = bos_text.empty() || prompt_text.compare(0, bos_text.size(), bos_text) != 0;
   out.ids = tokenizer.encode(prompt_text, encode);
+  out.opens_reasoning = prompt_opens_reasoning(prompt_text);
   return out;
 }
 
@@ -131,6 +133,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
     plan.error = std::move(tokens.error);
     return plan;
   }
+  plan.opens_reasoning = tokens.opens_reasoning;
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   if (request.tools.forced()) {

@@ -24,6 +24,9 @@ struct PlannedChoice {
 
 struct Plan {
   std::vector<PlannedChoice> choices;  // in OpenAI's choice index order
+  // Chat: the rendered prompt ends by opening a reasoning block (<think>),
+  // so the reply starts inside it (reasoning_split.h).
+  bool opens_reasoning = false;
   std::optional<ApiError> error;
 };
 
@@ -43,6 +46,7 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
 // template, or the template's own error).
 struct ChatTokens {
   std::vector<text::TokenId> ids;
+  bool opens_reasoning = false;  // the rendered prompt ends with an opened <think>
   std::optional<ApiError> error;
 };
 ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving);

@@ -155,6 +155,9 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       parsed.request->common.schema = schema;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
+      // The translated body always names its reasoning_format (think: true: split).
+      job.split_reasoning = parsed.request->reasoning_format != "none";
+      job.opens_reasoning = p.opens_reasoning;
     }
     if (p.error) return p.error;
     job.stream = request->stream;

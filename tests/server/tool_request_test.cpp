@@ -276,13 +276,20 @@ TEST_CASE("chat_template_kwargs reach the template: Qwen3's enable_thinking", "[
     CHECK(p.error->param == "chat_template_kwargs");
   }
 
-  // Ollama's think: false asks for the same; true is a 400.
+  // Ollama's think: false asks for the same, and true for thinking, returned apart.
   const json ollama_messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
   const auto no_think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", false}});
   REQUIRE_FALSE(no_think.error);
   CHECK(no_think.openai["chat_template_kwargs"] == json{{"enable_thinking", false}});
+  CHECK(no_think.openai["reasoning_format"] == "none");
   const auto think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", true}});
-  REQUIRE(think.error);
-  CHECK(think.error->param == "think");
-  CHECK_FALSE(translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}}).openai.contains("chat_template_kwargs"));
+  REQUIRE_FALSE(think.error);
+  CHECK(think.openai["chat_template_kwargs"] == json{{"enable_thinking", true}});
+  CHECK(think.openai["reasoning_format"] == "deepseek");
+  const auto unset = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}});
+  CHECK_FALSE(unset.openai.contains("chat_template_kwargs"));
+  CHECK(unset.openai["reasoning_format"] == "none");
+  const auto bad_think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", "high"}});
+  REQUIRE(bad_think.error);
+  CHECK(bad_think.error->param == "think");
 }

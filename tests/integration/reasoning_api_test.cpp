@@ -1,0 +1,131 @@
+// A thinking model's reasoning over HTTP: a model whose chat template opens
+// <think> at the end of the prompt (as DeepSeek-R1's distills do) replies
+// inside the reasoning block. The reply X that reasoning_format "none"
+// returns as content comes back as `reasoning_content` by default (and
+// streamed as reasoning_content deltas), as Ollama's `thinking` with think:
+// true, and as content again with --reasoning-format none or think unset.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/integration/server_fixture.h"
+#include "tests/test_util.h"
+
+using nlohmann::json;
+using tc::test::post_json;
+using tc::test::ServerProcess;
+
+namespace {
+
+constexpr char kThinkingTemplate[] =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}"
+    "{% endif %}";
+
+std::filesystem::path thinking_model() {
+  static const auto dir = tc::test::scratch_dir("reasoning_api");
+  const auto template_path = dir / "thinking.jinja";
+  std::ofstream(template_path) << kThinkingTemplate;
+  return tc::test::make_test_model(dir, "thinking",
+                                   "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 "
+                                   "--seed 23 --chat-template " + tc::test::shell_quote(template_path.string()));
+}
+
+json chat_body(const json& extra = json::object()) {
+  json body = {{"messages", {{{"role", "user"}, {"content", "Why is the sky blue?"}}}},
+               {"max_tokens", 12},
+               {"temperature", 0}};
+  body.update(extra);
+  return body;
+}
+
+// The greedy reply as plain content.
+std::string plain_reply(httplib::Client& c) {
+  const auto r = post_json(c, "/v1/chat/completions", chat_body({{"reasoning_format", "none"}}));
+  INFO(r.raw);
+  REQUIRE(r.status == 200);
+  CHECK_FALSE(r.body["choices"][0]["message"].contains("reasoning_content"));
+  return r.body["choices"][0]["message"]["content"].get<std::string>();
+}
+
+}  // namespace
+
+TEST_CASE("a reply inside an opened think block comes back as reasoning", "[integration][reasoning]") {
+  ServerProcess server(thinking_model(), {"--ctx-size", "128", "--parallel", "2"},
+                       tc::test::scratch_dir("reasoning_api_logs"));
+  auto c = server.client();
+  const std::string x = plain_reply(c);
+  REQUIRE_FALSE(x.empty());
+  REQUIRE(x.find("</think>") == std::string::npos);  // never closed: all of it is reasoning
+
+  const auto split = post_json(c, "/v1/chat/completions", chat_body());
+  INFO(split.raw);
+  REQUIRE(split.status == 200);
+  const json& message = split.body["choices"][0]["message"];
+  CHECK(message["reasoning_content"] == x);
+  CHECK(message["content"] == "");
+
+  const auto stream = tc::test::post_stream(c, "/v1/chat/completions", chat_body({{"stream", true}}));
+  REQUIRE(stream.status == 200);
+  std::string reasoning, content;
+  for (const json& e : stream.events) {
+    if (!e.contains("choices") || e["choices"].empty()) continue;
+    const json& delta = e["choices"][0]["delta"];
+    if (delta.contains("reasoning_content")) reasoning += delta["reasoning_content"].get<std::string>();
+    if (delta.contains("content") && delta["content"].is_string()) content += delta["content"].get<std::string>();
+  }
+  CHECK(reasoning == x);
+  CHECK(content.empty());
+  CHECK(stream.data.back() == "[DONE]");
+
+  const auto bad = post_json(c, "/v1/chat/completions", chat_body({{"reasoning_format", "hidden"}}));
+  CHECK(bad.status == 400);
+  CHECK(bad.body["error"]["param"] == "reasoning_format");
+
+  // Ollama: think true returns it as thinking; think absent leaves it in the content.
+  const json ollama = {{"model", "thinking"},
+                       {"messages", {{{"role", "user"}, {"content", "Why is the sky blue?"}}}},
+                       {"stream", false},
+                       {"options", {{"temperature", 0}, {"num_predict", 12}, {"repeat_penalty", 1.0}}}};
+  json think = ollama;
+  think["think"] = true;
+  const auto thought = post_json(c, "/api/chat", think);
+  INFO(thought.raw);
+  REQUIRE(thought.status == 200);
+  CHECK(thought.body["message"]["thinking"] == x);
+  CHECK(thought.body["message"]["content"] == "");
+  const auto plain = post_json(c, "/api/chat", ollama);
+  REQUIRE(plain.status == 200);
+  CHECK(plain.body["message"]["content"] == x);
+  CHECK_FALSE(plain.body["message"].contains("thinking"));
+  // Streamed: the thinking lines add up to it.
+  think["stream"] = true;
+  httplib::Client sc = server.client();
+  const auto lines = sc.Post("/api/chat", think.dump(), "application/json");
+  REQUIRE(lines);
+  REQUIRE(lines->status == 200);
+  std::istringstream in(lines->body);
+  std::string line, thinking;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line);
+    if (j.contains("message") && j["message"].contains("thinking")) thinking += j["message"]["thinking"].get<std::string>();
+  }
+  CHECK(thinking == x);
+  // A raw prompt has no template to think in.
+  const auto raw = post_json(c, "/api/generate", {{"model", "thinking"}, {"prompt", "x"}, {"raw", true}, {"think", true}});
+  CHECK(raw.status == 400);
+}
+
+TEST_CASE("the reasoning_format option none leaves the reasoning in the content", "[integration][reasoning]") {
+  ServerProcess server(thinking_model(), {"--ctx-size", "128", "--reasoning-format", "none"},
+                       tc::test::scratch_dir("reasoning_api_none_logs"));
+  auto c = server.client();
+  const auto r = post_json(c, "/v1/chat/completions", chat_body());
+  REQUIRE(r.status == 200);
+  CHECK_FALSE(r.body["choices"][0]["message"].contains("reasoning_content"));
+  const auto split = post_json(c, "/v1/chat/completions", chat_body({{"reasoning_format", "deepseek"}}));
+  REQUIRE(split.status == 200);
+  CHECK(split.body["choices"][0]["message"]["reasoning_content"] == r.body["choices"][0]["message"]["content"]);
+}
