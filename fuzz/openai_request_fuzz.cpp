@@ -8,6 +8,8 @@
 // variables (chat_prompt_variables). An ApiError or a ChatTemplateError is
 // an expected outcome; any other exception, a sanitizer report or a broken
 // invariant below is a bug. Tokenization is left out: it needs a model.
+// The same bytes, read as a model's reply, go through the reasoning split
+// (reasoning_split.h) whole and cut into pieces, which must agree.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include "server/chat_prompt_variables.h"
 #include "server/embedding_schema.h"
 #include "server/openai_schema.h"
+#include "server/reasoning_split.h"
 #include "server/request_body.h"
 
 namespace {
@@ -85,7 +88,31 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// The reply split whole, and streamed in pieces whose lengths come from
+// its own bytes, must give the same reasoning and content.
+void check_reasoning_split(std::string_view reply) {
+  for (const bool opened : {false, true}) {
+    const auto whole = tc::server::split_reasoning(reply, opened);
+    tc::server::ReasoningStream stream(opened);
+    tc::server::ReasoningParts pieces;
+    for (size_t at = 0, i = 0; at < reply.size(); ++i) {
+      const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
+      const auto p = stream.push(reply.substr(at, n));
+      pieces.reasoning += p.reasoning;
+      pieces.content += p.content;
+      at += n;
+    }
+    const auto rest = stream.finish();
+    pieces.reasoning += rest.reasoning;
+    pieces.content += rest.content;
+    require(pieces.reasoning == whole.reasoning && pieces.content == whole.content,
+            "the streamed reasoning split equals the whole one");
+    require(whole.reasoning.size() + whole.content.size() <= reply.size(), "the split adds nothing");
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  check_reasoning_split({reinterpret_cast<const char*>(data), size});
   const auto parsed = tc::server::parse_json_body({reinterpret_cast<const char*>(data), size}, 1 << 20);
   if (parsed.error) return 0;  // the routes answer 413 or 400 before any of the below
   const nlohmann::json& body = parsed.json;
