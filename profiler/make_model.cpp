@@ -122,7 +122,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   auto only = [&](bool set, bool allowed, const std::string& what) {
     require(!set || allowed, what + " is not an option of architecture " + arch);
   };
-  only(o.fused_qkv, a.name != "gemma2" && a.name != "gemma3" && a.name != "bamboo", "a fused attn_qkv");
+  only(o.fused_qkv, !a.name.starts_with("gemma") && a.name != "bamboo", "a fused attn_qkv");
   only(o.sliding_window > 0 || o.swa_pattern > 0, a.sliding_window.enabled, "a sliding window");
   only(o.rope_freqs, a.rope_freqs, "rope_freqs");
   only(o.longrope_orig_ctx > 0, a.longrope, "LongRoPE");

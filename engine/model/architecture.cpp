@@ -52,6 +52,14 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .sliding_window = {},
                  .longrope = true},
+    // Gemma (1): GeGLU, embeddings times sqrt(n_embd), NeoX RoPE, the head
+    // tied to token_embd; no post-norms, caps or windows (Gemma 2's additions).
+    Architecture{.name = "gemma",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .embd_scale = true,
+                 .head_is_token_embd = true,
+                 .sliding_window = {}},
     // Gemma 2: GeGLU, scaled embeddings, post-norms, soft-capped attention
     // scores and logits, a 4096 window on every other layer, tied head.
     Architecture{.name = "gemma2",

@@ -69,6 +69,7 @@ const ArchCase kCases[] = {
     {"phi3 (fused qkv and gate-up)", "--arch phi3", 17},
     {"phi3 (LongRoPE, short factors)", "--arch phi3 --longrope 256", 18, 256},
     {"phi3 (LongRoPE, long factors)", "--arch phi3 --longrope 128", 18, 256},
+    {"gemma (GeGLU, scaled embeddings, tied head)", "--arch gemma", 33},
     {"gemma2 (window 8 on layer 0, capped scores and logits)",
      "--arch gemma2 --sliding-window 8 --attn-softcap 2 --final-softcap 10", 19},
     {"gemma3 (q/k norms, window 8 on layer 0, linear RoPE 8 on layer 1)",
@@ -87,6 +88,7 @@ const ArchCase kCases[] = {
     {"qwen3moe Q4_0 (repacked experts)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 31, 256,
      "q4_0", kQuantTolerance},
     {"mixtral Q8_0", "--arch llama --experts 8 --experts-used 2", 32, 256, "q8_0", kQuantTolerance},
+    {"gemma Q4_0", "--arch gemma", 34, 256, "q4_0", kQuantTolerance},
 };
 
 fs::path make_case_model(const ArchCase& c, const fs::path& dir) {
