@@ -226,6 +226,12 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
         scale <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(o.longrope_orig_ctx)));
     w.set(p + "rope.scaling.attn_factor", gguf::Value(static_cast<float>(attn_factor)));
   }
+  if (a.granite_scales) {  // Granite 3.x 2B's multipliers
+    w.set(p + "embedding_scale", gguf::Value(12.0f));
+    w.set(p + "residual_scale", gguf::Value(0.22f));
+    w.set(p + "attention.scale", gguf::Value(0.0078125f));
+    w.set(p + "logit_scale", gguf::Value(8.0f));
+  }
   if (o.attn_softcap > 0) w.set(p + "attn_logit_softcapping", gguf::Value(o.attn_softcap));
   if (o.final_softcap > 0) w.set(p + "final_logit_softcapping", gguf::Value(o.final_softcap));
 }

@@ -44,6 +44,18 @@ const std::array kArchitectures{
                  .qk_norm = true,
                  .sliding_window = {},
                  .experts = Experts::Required},
+    // IBM Granite 3.x (dense) and Granite MoE (3.0 1B-A400M, 3B-A800M):
+    // llama with four multipliers (Architecture::granite_scales).
+    Architecture{.name = "granite",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .granite_scales = true},
+    Architecture{.name = "granitemoe",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .granite_scales = true},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",

@@ -102,6 +102,11 @@ struct Architecture {
   bool rope_freqs = false;     // may carry rope_freqs.weight f32 [n_rot/2] (Llama 3.1's frequency factors)
   bool longrope = false;       // may carry rope_factors_long/short.weight f32 [n_rot/2] (Phi-3's LongRoPE)
   Experts experts = Experts::None;
+  // IBM Granite's multipliers: {arch}.embedding_scale (embeddings),
+  // residual_scale (each block's output before the residual add),
+  // attention.scale (scores, in place of 1/sqrt(head_dim)) and
+  // logit_scale (logits divided by it, required).
+  bool granite_scales = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

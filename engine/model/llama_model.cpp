@@ -368,6 +368,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (weights_.output_b.data != nullptr) {
       head.add_bias(out, static_cast<const float*>(weights_.output_b.data), n_logit_rows, spec_.n_vocab);
     }
+    if (spec_.logit_scale != 0.0f) head.scale(out, n_logit_rows * spec_.n_vocab, 1.0f / spec_.logit_scale);
     if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
     if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
   };
@@ -490,6 +491,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (w.attn_post_norm.data != nullptr) {
     b.rms_norm(tmp, f32(w.attn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
   }
+  if (spec_.residual_scale != 0.0f) b.scale(tmp, n_tokens * n_embd, spec_.residual_scale);
   if (parallel) {
     // x + (ffn + attention), as llama.cpp adds them.
     float* ffn_out = ws.ffn_out.as<float>();
@@ -503,6 +505,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (w.ffn_post_norm.data != nullptr) {
     b.rms_norm(tmp, f32(w.ffn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
   }
+  if (spec_.residual_scale != 0.0f) b.scale(tmp, n_tokens * n_embd, spec_.residual_scale);
   b.add(x, tmp, n_tokens * n_embd);
 }
 

@@ -166,6 +166,32 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
   }
 }
 
+// Granite's multipliers (llama.cpp's granite load_arch_hparams): the
+// optional ones are 0 (unused) when absent.
+void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  auto optional_scale = [&](const std::string& key) {
+    const double v = file.get_f64(key, 0.0);
+    if (!(v >= 0.0) || !std::isfinite(v)) throw file.error(key, "must be a number >= 0");
+    return static_cast<float>(v);
+  };
+  const std::string logit_key = p + "logit_scale";
+  if (!file.has(logit_key)) throw file.error(logit_key, "is missing (Granite's logits are divided by it)");
+  s.logit_scale = static_cast<float>(positive_f64(file, logit_key, 1.0));
+  if (const float e = optional_scale(p + "embedding_scale"); e != 0.0f) s.embd_scale = e;
+  s.residual_scale = optional_scale(p + "residual_scale");
+  s.attn_scale = optional_scale(p + "attention.scale");
+  const std::string finetuned = p + "rope.scaling.finetuned";
+  if (file.has(finetuned)) {
+    const bool* rope = file.find(finetuned)->as_bool();
+    if (rope == nullptr) throw file.error(finetuned, "must be a boolean");
+    if (!*rope) throw file.error(finetuned, "is false: layers without RoPE (NoPE) are not supported");
+  }
+  const std::string shared = p + "expert_shared_feed_forward_length";
+  if (file.get_i64(shared, 0) != 0) {
+    throw file.error(shared, "is set: shared experts (Granite MoE Shared) are not supported");
+  }
+}
+
 }  // namespace
 
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout) {
@@ -243,6 +269,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
     const int64_t d = s.n_layer == a.embd_query_scale_n_layer ? s.n_embd / s.n_head : s.head_dim;
     s.attn_scale = 1.0f / std::sqrt(static_cast<float>(d));
   }
+  if (a.granite_scales) read_granite_scales(file, p, s);
   read_sliding_window(file, p, a, s);
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;

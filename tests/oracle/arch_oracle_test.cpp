@@ -70,6 +70,8 @@ const ArchCase kCases[] = {
     {"phi3 (LongRoPE, short factors)", "--arch phi3 --longrope 256", 18, 256},
     {"phi3 (LongRoPE, long factors)", "--arch phi3 --longrope 128", 18, 256},
     {"gemma (GeGLU, scaled embeddings, tied head)", "--arch gemma", 33},
+    {"granite (embedding, residual, attention and logit multipliers)", "--arch granite", 35},
+    {"granitemoe (granite with 8 experts, 2 per token)", "--arch granitemoe --experts 8 --experts-used 2", 36},
     {"gemma2 (window 8 on layer 0, capped scores and logits)",
      "--arch gemma2 --sliding-window 8 --attn-softcap 2 --final-softcap 10", 19},
     {"gemma3 (q/k norms, window 8 on layer 0, linear RoPE 8 on layer 1)",
@@ -89,6 +91,7 @@ const ArchCase kCases[] = {
      "q4_0", kQuantTolerance},
     {"mixtral Q8_0", "--arch llama --experts 8 --experts-used 2", 32, 256, "q8_0", kQuantTolerance},
     {"gemma Q4_0", "--arch gemma", 34, 256, "q4_0", kQuantTolerance},
+    {"granite Q8_0", "--arch granite", 37, 256, "q8_0", kQuantTolerance},
 };
 
 fs::path make_case_model(const ArchCase& c, const fs::path& dir) {

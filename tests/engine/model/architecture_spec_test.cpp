@@ -207,6 +207,41 @@ TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]"
   }
 }
 
+TEST_CASE("Granite's multipliers are read, and what Granite files may hold that we do not run is named",
+          "[model][arch]") {
+  const auto f = make(small("granite"));
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.embd_scale == 12.0f);
+  CHECK(s.residual_scale == 0.22f);
+  CHECK(s.attn_scale == 0.0078125f);
+  CHECK(s.logit_scale == 8.0f);
+  // Without the multipliers, llama's defaults: only logit_scale is required.
+  const auto plain = copy_of(make(small("llama")), "", {});
+  CHECK(tc::model::read_model_spec(plain).residual_scale == 0.0f);
+  auto without = [&](const std::string& key) {
+    tc::gguf::GgufWriter w(f.magic());
+    for (const auto& [k, v] : f.metadata()) {
+      if (k != "general.alignment" && k != key) w.set(k, v);
+    }
+    for (const auto& t : f.tensors()) {
+      const auto bytes = f.tensor_data(t);
+      w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
+    }
+    return tc::test::write_fresh(w, "arch_spec_granite");
+  };
+  CHECK_THAT(load_error(without("granite.logit_scale")), Catch::Contains("granite.logit_scale"));
+  const auto no_residual = tc::model::read_model_spec(without("granite.residual_scale"));
+  CHECK(no_residual.residual_scale == 0.0f);
+  const auto nope = copy_of(f, "", [](tc::gguf::GgufWriter& w) { w.set("granite.rope.scaling.finetuned", Value(false)); });
+  CHECK_THAT(load_error(nope), Catch::Contains("granite.rope.scaling.finetuned") && Catch::Contains("NoPE"));
+  const auto shared = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("granite.expert_shared_feed_forward_length", Value(uint32_t{64}));
+  });
+  CHECK_THAT(load_error(shared), Catch::Contains("granite.expert_shared_feed_forward_length"));
+  const auto negative = copy_of(f, "", [](tc::gguf::GgufWriter& w) { w.set("granite.residual_scale", Value(-1.0f)); });
+  CHECK_THAT(load_error(negative), Catch::Contains("granite.residual_scale"));
+}
+
 TEST_CASE("fused tensors become views of their row ranges", "[model][arch]") {
   auto o = small("phi3");
   o.attn_bias = true;
