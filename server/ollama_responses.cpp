@@ -75,14 +75,20 @@ nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason
   return j;
 }
 
-nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata) {
+nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
+                                   const std::string& chat_template) {
   if (metadata.is_object()) {
     const auto it = metadata.find(arch + ".pooling_type");
     if (it != metadata.end() && it->is_number_integer() && it->get<int64_t>() != 0) {
       return nlohmann::json::array({"embedding"});
     }
   }
-  return nlohmann::json::array({"completion", "tools"});
+  nlohmann::json out = nlohmann::json::array({"completion", "tools"});
+  if (chat_template.find("<think>") != std::string::npos ||
+      chat_template.find("enable_thinking") != std::string::npos) {
+    out.push_back("thinking");
+  }
+  return out;
 }
 
 std::string ndjson_line(const nlohmann::json& j) { return dump_json(j) + "\n"; }

@@ -49,8 +49,11 @@ std::string ndjson_line(const nlohmann::json& j);
 // scalar metadata is `metadata`: ["embedding"] for a file written as an
 // embedder (a non-zero {arch}.pooling_type), as Ollama lists embedders;
 // else ["completion", "tools"] (every model takes tools: through its
-// template, or as text for templates without them).
-nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata);
+// template, or as text for templates without them), plus "thinking" when
+// the chat template writes <think> or reads enable_thinking (Qwen3, QwQ,
+// DeepSeek-R1's distills): think: true returns their reasoning apart.
+nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
+                                   const std::string& chat_template = "");
 std::string ollama_error_body(const std::string& message);
 
 }  // namespace tc::server

@@ -177,7 +177,7 @@ json show_json(const ModelInfo& m, const ModelFacts& f, const ServingModel* serv
           {"template", tmpl},
           {"details", details_json(f)},
           {"model_info", std::move(info)},
-          {"capabilities", ollama_capabilities(f.arch, f.metadata)},
+          {"capabilities", ollama_capabilities(f.arch, f.metadata, tmpl)},
           {"modified_at", unix_rfc3339(m.modified)}};
 }
 

@@ -113,6 +113,10 @@ TEST_CASE("a reply inside an opened think block comes back as reasoning", "[inte
     if (j.contains("message") && j["message"].contains("thinking")) thinking += j["message"]["thinking"].get<std::string>();
   }
   CHECK(thinking == x);
+  // /api/show lists the model as a thinking one (its template writes <think>).
+  const auto show = post_json(c, "/api/show", {{"model", "thinking"}});
+  REQUIRE(show.status == 200);
+  CHECK(show.body["capabilities"] == json::array({"completion", "tools", "thinking"}));
   // A raw prompt has no template to think in.
   const auto raw = post_json(c, "/api/generate", {{"model", "thinking"}, {"prompt", "x"}, {"raw", true}, {"think", true}});
   CHECK(raw.status == 400);

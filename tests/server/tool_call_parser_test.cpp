@@ -232,4 +232,10 @@ TEST_CASE("tool calls: Ollama's /api/show lists tools for every model, embedding
   CHECK(ollama_capabilities("qwen3", json{{"qwen3.pooling_type", 0}}) == json::array({"completion", "tools"}));
   CHECK(ollama_capabilities("qwen3", json{{"llama.pooling_type", 1}}) == json::array({"completion", "tools"}));
   CHECK(ollama_capabilities("llama", nullptr) == json::array({"completion", "tools"}));
+  // Thinking models: templates that write <think> or read enable_thinking.
+  CHECK(ollama_capabilities("qwen3", nullptr, "{% if enable_thinking is false %}<think>\n\n</think>{% endif %}") ==
+        json::array({"completion", "tools", "thinking"}));
+  CHECK(ollama_capabilities("qwen2", nullptr, "{{ '<|Assistant|><think>\n' }}") ==
+        json::array({"completion", "tools", "thinking"}));
+  CHECK(ollama_capabilities("llama", nullptr, "{{ '<|im_start|>assistant\n' }}") == json::array({"completion", "tools"}));
 }
