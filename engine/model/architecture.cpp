@@ -56,6 +56,8 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .experts = Experts::Optional,
                  .granite_scales = true},
+    // SmolLM3: llama without RoPE in every fourth layer.
+    Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",

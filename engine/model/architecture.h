@@ -107,6 +107,9 @@ struct Architecture {
   // attention.scale (scores, in place of 1/sqrt(head_dim)) and
   // logit_scale (logits divided by it, required).
   bool granite_scales = false;
+  // Layers without RoPE (NoPE): layer l skips it when (l + 1) % period == 0
+  // (SmolLM3: every fourth); 0: every layer rotates.
+  int64_t no_rope_period = 0;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

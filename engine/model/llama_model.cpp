@@ -466,9 +466,12 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     b.rms_norm(q, f32(w.attn_q_norm), n_tokens * spec_.n_head, spec_.head_dim, eps, q);
     b.rms_norm(k, f32(w.attn_k_norm), n_tokens * spec_.n_head_kv, spec_.head_dim, eps, k);
   }
-  const kernels::RopeParams rope = rope_params(b, layer);
-  b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
-  b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
+  const int64_t no_rope = spec_.architecture->no_rope_period;
+  if (no_rope == 0 || (layer + 1) % no_rope != 0) {
+    const kernels::RopeParams rope = rope_params(b, layer);
+    b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
+    b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
+  }
   int64_t t = 0;
   attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
   for (const auto& s : sequences) {

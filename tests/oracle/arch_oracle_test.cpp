@@ -70,6 +70,7 @@ const ArchCase kCases[] = {
     {"phi3 (LongRoPE, short factors)", "--arch phi3 --longrope 256", 18, 256},
     {"phi3 (LongRoPE, long factors)", "--arch phi3 --longrope 128", 18, 256},
     {"gemma (GeGLU, scaled embeddings, tied head)", "--arch gemma", 33},
+    {"smollm3 (no RoPE in every fourth layer; 4 layers)", "--arch smollm3 --n-layer 4", 38},
     {"granite (embedding, residual, attention and logit multipliers)", "--arch granite", 35},
     {"granitemoe (granite with 8 experts, 2 per token)", "--arch granitemoe --experts 8 --experts-used 2", 36},
     {"gemma2 (window 8 on layer 0, capped scores and logits)",
@@ -92,12 +93,20 @@ const ArchCase kCases[] = {
     {"mixtral Q8_0", "--arch llama --experts 8 --experts-used 2", 32, 256, "q8_0", kQuantTolerance},
     {"gemma Q4_0", "--arch gemma", 34, 256, "q4_0", kQuantTolerance},
     {"granite Q8_0", "--arch granite", 37, 256, "q8_0", kQuantTolerance},
+    {"smollm3 Q4_0", "--arch smollm3 --n-layer 4", 39, 256, "q4_0", kQuantTolerance},
 };
+
+// kDims, without its layer count where the case sets its own.
+std::string dims_for(const ArchCase& c) {
+  std::string dims = kDims;
+  if (std::string(c.flags).find("--n-layer") != std::string::npos) dims.erase(dims.find(" --n-layer 2"), 12);
+  return dims;
+}
 
 fs::path make_case_model(const ArchCase& c, const fs::path& dir) {
   const fs::path out = dir / ("arch_" + std::to_string(c.seed) + "_" + std::to_string(&c - kCases) + ".gguf");
   const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                          tc::test::shell_quote(out.string()) + " " + kDims + " --type " + c.type + " " + c.flags +
+                          tc::test::shell_quote(out.string()) + " " + dims_for(c) + " --type " + c.type + " " + c.flags +
                           " --n-vocab 4096 --n-ctx 512 --seed " + std::to_string(c.seed) + " -t 2";
   const auto r = tc::test::run_command(cmd);
   INFO(cmd << "\n" << r.output);
