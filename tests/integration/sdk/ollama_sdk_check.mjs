@@ -3,6 +3,7 @@
 // tags, show, ps, generate and chat (whole and streamed, the streamed text
 // equal to the whole), options mapped onto the sampler (greedy text equal
 // to /v1/completions'), keep_alive (load without a prompt, unload with 0),
+// think (accepted; no thinking for a reply without a <think> block),
 // embed and embeddings, the client's ResponseError for unknown, broken and
 // unsupported requests, and aborting a stream.
 //
@@ -166,6 +167,18 @@ await check('chat streamed: the same text in parts', async () => {
   }
   assert.equal(last.done, true);
   assert.equal(text, chatText);
+});
+
+await check('chat with think: accepted; a reply without a <think> block has no thinking and the same content', async () => {
+  // This model's template (ChatML) ignores enable_thinking and its reply
+  // opens no reasoning block, so think only changes where reasoning would go.
+  for (const think of [true, false]) {
+    const r = await ollama.chat({ model: modelB, messages: [{ role: 'user', content: 'Hi there' }], options: greedy, think });
+    assert.equal(r.message.content, chatText);
+    assert.equal(r.message.thinking, undefined);
+  }
+  const s = await ollama.show({ model: modelB });
+  assert.ok(!s.capabilities.includes('thinking'), 'a ChatML template is not a thinking one');
 });
 
 await check('ps: the loaded models with sizes and expiry', async () => {
