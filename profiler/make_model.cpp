@@ -182,7 +182,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
-  return arch == "qwen2" || arch == "qwen3" || arch == "gemma3" ? 1000000.0 : 10000.0;
+  return arch.starts_with("qwen") || arch == "gemma3" ? 1000000.0 : 10000.0;
 }
 
 // Frequency factors rising linearly from `first` to `last` over n pairs
@@ -312,6 +312,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     if (a.experts == model::Experts::Required) {
       w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
     }
+    if (a.shared_expert) {  // twice an expert's width, as Qwen1.5-MoE's 5632 to 1408 is four times
+      w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
+    }
   }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
   w.set("thermocline.make_model.seed", gguf::Value(o.seed));
@@ -354,7 +357,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
   }
   const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2";
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe";
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     norm_with_bias(name("attn_norm"));
@@ -385,6 +388,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       expert_tensor(name("ffn_gate_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
       expert_tensor(name("ffn_up_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
       expert_tensor(name("ffn_down_exps"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+      if (a.shared_expert) {
+        vector(name("ffn_gate_inp_shexp"), o.n_embd, 0.0f, sd_for(o.n_embd));
+        matrix(name("ffn_gate_shexp"), types.base, o.n_embd, 2 * o.n_ff, sd_for(o.n_embd));
+        matrix(name("ffn_up_shexp"), types.base, o.n_embd, 2 * o.n_ff, sd_for(o.n_embd));
+        matrix(name("ffn_down_shexp"), types.heavy, 2 * o.n_ff, o.n_embd, sd_for(2 * o.n_ff));
+      }
       if (a.post_norms) norm(name("post_ffw_norm"));
       continue;
     }

@@ -36,6 +36,15 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .qk_norm = true,
                  .sliding_window = {}},
+    // Qwen2 MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): qwen2 with a mixture
+    // of experts, their probabilities not renormalised, and a gated shared expert.
+    Architecture{.name = "qwen2moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .shared_expert = true},
     // Qwen3 MoE (Qwen3-30B-A3B, 235B-A22B): qwen3 with a mixture of experts
     // in every layer's FFN.
     Architecture{.name = "qwen3moe",

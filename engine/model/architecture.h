@@ -102,6 +102,12 @@ struct Architecture {
   bool rope_freqs = false;     // may carry rope_freqs.weight f32 [n_rot/2] (Llama 3.1's frequency factors)
   bool longrope = false;       // may carry rope_factors_long/short.weight f32 [n_rot/2] (Phi-3's LongRoPE)
   Experts experts = Experts::None;
+  // With experts: their weights renormalised to sum to 1 over the chosen
+  // ones (Mixtral, Qwen3), or the softmax's probabilities as they are (Qwen2 MoE).
+  bool expert_weights_norm = true;
+  // With experts: a shared expert every token runs too, its output times
+  // sigmoid(ffn_gate_inp_shexp · x) (Qwen2 MoE).
+  bool shared_expert = false;
   // IBM Granite's multipliers: {arch}.embedding_scale (embeddings),
   // residual_scale (each block's output before the residual add),
   // attention.scale (scores, in place of 1/sqrt(head_dim)) and

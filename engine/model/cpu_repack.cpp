@@ -41,6 +41,9 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
       for (ExpertWeights& e : l.experts) {
         for (kernels::Tensor* t : {&e.gate, &e.up, &e.down}) matrices.push_back(t);
       }
+      for (kernels::Tensor* t : {&l.shared_expert.gate, &l.shared_expert.up, &l.shared_expert.down}) {
+        matrices.push_back(t);
+      }
     }
   }
   matrices.insert(matrices.end(), options.extra.begin(), options.extra.end());

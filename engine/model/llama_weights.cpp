@@ -127,6 +127,12 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
   const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
   w.experts.resize(static_cast<size_t>(s.n_expert));
   for (size_t e = 0; e < w.experts.size(); ++e) w.experts[e] = {gate[e], up[e], down[e]};
+  if (s.n_ff_shared > 0) {
+    w.ffn_gate_inp_shexp = m.vector(name("ffn_gate_inp_shexp"), s.n_embd);
+    w.shared_expert = {m.matrix(name("ffn_gate_shexp"), s.n_embd, s.n_ff_shared),
+                       m.matrix(name("ffn_up_shexp"), s.n_embd, s.n_ff_shared),
+                       m.matrix(name("ffn_down_shexp"), s.n_ff_shared, s.n_embd)};
+  }
 }
 
 void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {

@@ -62,6 +62,10 @@ struct LayerWeights {
   // views only: the CPU backend runs them (layer_tensors leaves them out).
   kernels::Tensor ffn_gate_inp;        // weight dtype {n_embd, n_expert}
   std::vector<ExpertWeights> experts;  // [n_expert]
+  // The shared expert (ModelSpec::n_ff_shared > 0): its gate f32 [n_embd]
+  // and its matrices, n_ff = n_ff_shared (data null otherwise).
+  kernels::Tensor ffn_gate_inp_shexp;
+  ExpertWeights shared_expert;
 };
 
 struct LlamaWeights {

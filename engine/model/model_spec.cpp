@@ -159,6 +159,8 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
   }
   s.n_expert = n_expert;
   s.n_expert_used = used;
+  s.expert_weights_norm = a.expert_weights_norm;
+  if (a.shared_expert) s.n_ff_shared = positive_key(file, p + "expert_shared_feed_forward_length", s.n_ff);
   if (a.experts == Experts::Required) {
     // llama.cpp's fallback without the key: feed_forward_length / expert_used_count.
     const int64_t fallback = std::max<int64_t>(1, s.n_ff / used);

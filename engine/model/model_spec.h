@@ -63,6 +63,10 @@ struct ModelSpec {
   // the router picks {arch}.expert_used_count per token; 0: a dense FFN.
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
+  bool expert_weights_norm = true;  // the chosen experts' weights renormalised (Architecture::expert_weights_norm)
+  // The shared expert's width ({arch}.expert_shared_feed_forward_length,
+  // default feed_forward_length); 0: no shared expert.
+  int64_t n_ff_shared = 0;
   int64_t n_head = 0;        // {arch}.attention.head_count
   int64_t n_head_kv = 0;     // {arch}.attention.head_count_kv (default n_head)
   int64_t head_dim = 0;      // {arch}.attention.key_length (default n_embd / n_head)

@@ -12,7 +12,7 @@
 namespace tc::model {
 
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights) {
+                   float* weights, bool normalize) {
   if (n_expert > kMaxExperts || k < 1 || k > n_expert) throw std::invalid_argument("route_experts: bad counts");
   std::array<float, kMaxExperts> probs_storage;
   std::array<int32_t, kMaxExperts> order_storage;
@@ -36,7 +36,7 @@ void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int6
     });
     double chosen_sum = 0;
     for (int64_t s = 0; s < k; ++s) chosen_sum += probs[static_cast<size_t>(order[static_cast<size_t>(s)])];
-    const float denom = std::max(static_cast<float>(chosen_sum), 6.103515625e-5f);
+    const float denom = normalize ? std::max(static_cast<float>(chosen_sum), 6.103515625e-5f) : 1.0f;
     for (int64_t s = 0; s < k; ++s) {
       const int32_t e = order[static_cast<size_t>(s)];
       experts[t * k + s] = e;
@@ -74,6 +74,9 @@ void MoeFfnBlock::grow(int64_t n_tokens) {
   up_.resize(rows * static_cast<size_t>(spec_.n_ff));
   rows_out_.resize(rows * static_cast<size_t>(spec_.n_embd));
   slot_out_.resize(n(k * spec_.n_embd));
+  shared_gate_.resize(n(spec_.n_ff_shared));
+  shared_up_.resize(n(spec_.n_ff_shared));
+  shared_out_.resize(spec_.n_ff_shared > 0 ? n(spec_.n_embd) : 0);
   gate_up_targets_.reserve(static_cast<size_t>(2 * k));
   capacity_ = t;
 }
@@ -86,10 +89,11 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
   const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
   grow(n_tokens);
   backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
-  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data());
+  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), spec_.expert_weights_norm);
 
   if (n_tokens == 1) {
     run_one_token(layer, w, in, out);
+    add_shared_expert(w, in, n_tokens, out);
     return;
   }
   // Group the (token, slot) pairs by expert (a counting sort, tokens in order).
@@ -134,6 +138,28 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
       const float* src = slots + s * n_embd;
       for (int64_t i = 0; i < n_embd; ++i) y[i] += src[i];
     }
+  }
+  add_shared_expert(w, in, n_tokens, out);
+}
+
+void MoeFfnBlock::add_shared_expert(const LayerWeights& w, const float* in, int64_t n_tokens, float* out) {
+  if (spec_.n_ff_shared == 0) return;
+  const int64_t n_embd = spec_.n_embd;
+  const int64_t n_ff = spec_.n_ff_shared;
+  const ExpertWeights& x = w.shared_expert;
+  const kernels::MatmulTarget gate_up[] = {{&x.gate, shared_gate_.data()}, {&x.up, shared_up_.data()}};
+  backend_.matmul_many(gate_up, in, n_tokens);
+  backend_.ffn_activation(activation_, shared_gate_.data(), shared_up_.data(), n_tokens * n_ff, shared_gate_.data());
+  backend_.matmul(x.down, shared_gate_.data(), n_tokens, shared_out_.data());
+  const auto* g = static_cast<const float*>(w.ffn_gate_inp_shexp.data);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* row = in + t * n_embd;
+    float dot = 0.0f;
+    for (int64_t i = 0; i < n_embd; ++i) dot += g[i] * row[i];
+    const float gate = 1.0f / (1.0f + std::exp(-dot));
+    float* y = out + t * n_embd;
+    const float* shared = shared_out_.data() + t * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) y[i] += shared[i] * gate;
   }
 }
 

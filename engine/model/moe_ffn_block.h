@@ -4,7 +4,9 @@
 // n_expert_used most probable experts, their probabilities renormalised to
 // sum to 1, and the output
 //   sum over the chosen experts, in order of probability, of
-//   p_e * down_e(silu(gate_e · x) * (up_e · x)).
+//   p_e * down_e(silu(gate_e · x) * (up_e · x))
+// (Qwen2 MoE: p_e not renormalised, plus a shared expert's output times
+// sigmoid(ffn_gate_inp_shexp · x)).
 // Each expert runs once per step over the rows routed to it. A token's
 // output does not depend on the other tokens of the step (the matmul's bits
 // do not depend on its row count, and each token sums its experts in its own
@@ -26,10 +28,10 @@ namespace tc::model {
 // lower index), and their weights. For every token t of `logits`, f32
 // [n_tokens, n_expert], writes experts[t * k + s] and weights[t * k + s]
 // for s < k (k = n_expert_used). The weights are the softmax's
-// probabilities of the chosen experts divided by their sum (at least
-// 6.1e-5, llama.cpp's clamp).
+// probabilities of the chosen experts, with `normalize` divided by their
+// sum (at least 6.1e-5, llama.cpp's clamp).
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights);
+                   float* weights, bool normalize = true);
 
 class MoeFfnBlock {
  public:
@@ -48,6 +50,8 @@ class MoeFfnBlock {
   void grow(int64_t n_tokens);
   // run() for a step of one token (a decode step), after routing.
   void run_one_token(int64_t layer, const LayerWeights& w, const float* in, float* out);
+  // out += sigmoid(ffn_gate_inp_shexp · x) * shared_expert(x), per token.
+  void add_shared_expert(const LayerWeights& w, const float* in, int64_t n_tokens, float* out);
 
   const ModelSpec& spec_;
   kernels::Backend& backend_;
@@ -64,6 +68,9 @@ class MoeFfnBlock {
   std::vector<float> up_;                // [T, n_ff]
   std::vector<float> rows_out_;          // [T, n_embd] one expert's output rows
   std::vector<float> slot_out_;          // [T, k, n_embd] each (token, slot)'s weighted output
+  std::vector<float> shared_gate_;       // [T, n_ff_shared] the shared expert's gate, then activation
+  std::vector<float> shared_up_;         // [T, n_ff_shared]
+  std::vector<float> shared_out_;        // [T, n_embd]
   std::vector<kernels::MatmulTarget> gate_up_targets_;  // [2k] run_one_token's matmul_many
   std::vector<std::vector<int64_t>> expert_tokens_;
 };

@@ -4,8 +4,8 @@
 // embedding row and the KV cache. Dense: every FFN row. Sparse: the gate
 // rows of the predicted neurons, and the up and ffn_down_t rows of the
 // neurons computed (gate > 0), from the sparse FFN's counters. A mixture
-// of experts: the router and expert_used_count / expert_count of the
-// experts' bytes.
+// of experts: the router, expert_used_count / expert_count of the
+// experts' bytes, and a shared expert's.
 #pragma once
 
 #include <cstdint>
