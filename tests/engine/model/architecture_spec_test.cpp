@@ -49,17 +49,7 @@ GgufFile make(tc::profiler::MakeModelOptions o) {
 // A copy of `f` without tensor `skip`, with `edit` applied to the keys
 // (after the file's own).
 GgufFile copy_of(const GgufFile& f, const std::string& skip, const std::function<void(tc::gguf::GgufWriter&)>& edit) {
-  tc::gguf::GgufWriter w(f.magic());
-  for (const auto& [key, value] : f.metadata()) {
-    if (key != "general.alignment") w.set(key, value);
-  }
-  if (edit) edit(w);
-  for (const auto& t : f.tensors()) {
-    if (t.name == skip) continue;
-    const auto bytes = f.tensor_data(t);
-    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
-  }
-  return tc::test::write_fresh(w, "arch_spec_copy");
+  return tc::test::copy_gguf(f, "arch_spec_copy", skip, edit);
 }
 
 
@@ -218,17 +208,7 @@ TEST_CASE("Granite's multipliers are read, and what Granite files may hold that 
   // Without the multipliers, llama's defaults: only logit_scale is required.
   const auto plain = copy_of(make(small("llama")), "", {});
   CHECK(tc::model::read_model_spec(plain).residual_scale == 0.0f);
-  auto without = [&](const std::string& key) {
-    tc::gguf::GgufWriter w(f.magic());
-    for (const auto& [k, v] : f.metadata()) {
-      if (k != "general.alignment" && k != key) w.set(k, v);
-    }
-    for (const auto& t : f.tensors()) {
-      const auto bytes = f.tensor_data(t);
-      w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
-    }
-    return tc::test::write_fresh(w, "arch_spec_granite");
-  };
+  auto without = [&](const std::string& key) { return tc::test::copy_gguf(f, "arch_spec_granite", "", {}, key); };
   CHECK_THAT(load_error(without("granite.logit_scale")), Catch::Contains("granite.logit_scale"));
   const auto no_residual = tc::model::read_model_spec(without("granite.residual_scale"));
   CHECK(no_residual.residual_scale == 0.0f);

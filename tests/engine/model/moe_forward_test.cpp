@@ -209,20 +209,12 @@ namespace {
 
 // `in` rewritten with key `key` set to `value` (nothing set when key is
 // empty) and tensor `drop` left out.
-tc::gguf::GgufFile rewritten(const std::filesystem::path& in, const std::string& key, tc::gguf::Value value,
+tc::gguf::GgufFile rewritten(const std::filesystem::path& in, const std::string& key, const tc::gguf::Value& value,
                              const std::string& drop = "") {
   const auto f = tc::gguf::GgufFile::open(in);
-  tc::gguf::GgufWriter w(f.magic(), static_cast<uint32_t>(f.alignment()));
-  for (const auto& [k, v] : f.metadata()) {
-    if (k != "general.alignment") w.set(k, v);
-  }
-  if (!key.empty()) w.set(key, std::move(value));
-  for (const auto& t : f.tensors()) {
-    if (t.name == drop) continue;
-    const auto data = f.tensor_data(t);
-    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(data.begin(), data.end()));
-  }
-  return tc::test::write_fresh(w, "moe_rewritten");
+  return tc::test::copy_gguf(f, "moe_rewritten", drop, [&](tc::gguf::GgufWriter& w) {
+    if (!key.empty()) w.set(key, value);
+  });
 }
 
 }  // namespace
@@ -237,18 +229,8 @@ TEST_CASE("mixture-of-experts file errors name the key or tensor", "[model][moe]
   CHECK_THAT(more_used, Catch::Contains("llama.expert_used_count") && Catch::Contains("more than"));
   const auto too_many = tc::test::load_error(rewritten(o.output, "llama.expert_count", Value(uint32_t{5000})));
   CHECK_THAT(too_many, Catch::Contains("llama.expert_count"));
-  const auto no_used = [&] {
-    const auto f = tc::gguf::GgufFile::open(o.output);
-    tc::gguf::GgufWriter w(f.magic(), static_cast<uint32_t>(f.alignment()));
-    for (const auto& [k, v] : f.metadata()) {
-      if (k != "general.alignment" && k != "llama.expert_used_count") w.set(k, v);
-    }
-    for (const auto& t : f.tensors()) {
-      const auto data = f.tensor_data(t);
-      w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(data.begin(), data.end()));
-    }
-    return tc::test::load_error(tc::test::write_fresh(w, "moe_no_used"));
-  }();
+  const auto no_used = tc::test::load_error(
+      tc::test::copy_gguf(tc::gguf::GgufFile::open(o.output), "moe_no_used", "", {}, "llama.expert_used_count"));
   CHECK_THAT(no_used, Catch::Contains("llama.expert_used_count"));
   // More experts declared than the tensors hold: the shape check names the tensor.
   const auto shape = tc::test::load_error(rewritten(o.output, "llama.expert_count", Value(uint32_t{7})));

@@ -3,7 +3,9 @@
 // gives (read_model_spec + validate_model_tensors).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
@@ -19,6 +21,25 @@ inline gguf::GgufFile write_fresh(const gguf::GgufWriter& w, const std::string& 
   const auto path = scratch_dir(name + "_" + std::to_string(n++)) / "m.gguf";
   w.write(path);
   return gguf::GgufFile::open(path);
+}
+
+// A copy of `f` (written and opened as write_fresh does, in `name`_N)
+// without the key `drop_key` and the tensor `drop_tensor` (empty: none),
+// with `edit` applied to the keys after the file's own.
+inline gguf::GgufFile copy_gguf(const gguf::GgufFile& f, const std::string& name, const std::string& drop_tensor,
+                                const std::function<void(gguf::GgufWriter&)>& edit,
+                                const std::string& drop_key = "") {
+  gguf::GgufWriter w(f.magic(), static_cast<uint32_t>(f.alignment()));
+  for (const auto& [key, value] : f.metadata()) {
+    if (key != "general.alignment" && key != drop_key) w.set(key, value);
+  }
+  if (edit) edit(w);
+  for (const auto& t : f.tensors()) {
+    if (t.name == drop_tensor) continue;
+    const auto bytes = f.tensor_data(t);
+    w.add_tensor(t.name, t.dtype, t.ne, std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
+  return write_fresh(w, name);
 }
 
 // The ModelLoadError message reading and validating `f` gives; "" when it loads.
