@@ -133,6 +133,8 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
     plan.error = std::move(tokens.error);
     return plan;
   }
+  const std::string& format = request.reasoning_format.empty() ? options.reasoning_format : request.reasoning_format;
+  plan.split_reasoning = format != "none";
   plan.opens_reasoning = tokens.opens_reasoning;
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);

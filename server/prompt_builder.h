@@ -24,8 +24,11 @@ struct PlannedChoice {
 
 struct Plan {
   std::vector<PlannedChoice> choices;  // in OpenAI's choice index order
-  // Chat: the rendered prompt ends by opening a reasoning block (<think>),
+  // Chat: whether replies are split into reasoning and content (the
+  // request's reasoning_format, else the server's, is not "none"), and
+  // whether the rendered prompt ends by opening a reasoning block (<think>),
   // so the reply starts inside it (reasoning_split.h).
+  bool split_reasoning = false;
   bool opens_reasoning = false;
   std::optional<ApiError> error;
 };

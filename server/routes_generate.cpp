@@ -74,9 +74,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
       common = parsed.request->common;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
-      const std::string& format = parsed.request->reasoning_format.empty() ? serving.options.reasoning_format
-                                                                             : parsed.request->reasoning_format;
-      job.split_reasoning = format != "none";
+      job.split_reasoning = p.split_reasoning;
       job.opens_reasoning = p.opens_reasoning;
     } else {
       auto parsed = parse_completion_request(*body, limits);

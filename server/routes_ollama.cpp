@@ -155,8 +155,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       parsed.request->common.schema = schema;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
-      // The translated body always names its reasoning_format (think: true: split).
-      job.split_reasoning = parsed.request->reasoning_format != "none";
+      job.split_reasoning = p.split_reasoning;  // the translated body names its reasoning_format (think)
       job.opens_reasoning = p.opens_reasoning;
     }
     if (p.error) return p.error;
