@@ -10,6 +10,20 @@
 #include <stdexcept>
 
 namespace tc::model {
+namespace {
+
+// out = the sum of a token's k weighted expert rows, most probable first
+// (slots: f32 [k, n_embd]): the one order both of run()'s paths use, so
+// the same bits.
+void sum_slots(const float* slots, int64_t k, int64_t n_embd, float* out) {
+  std::memcpy(out, slots, static_cast<size_t>(n_embd) * sizeof(float));
+  for (int64_t s = 1; s < k; ++s) {
+    const float* src = slots + s * n_embd;
+    for (int64_t i = 0; i < n_embd; ++i) out[i] += src[i];
+  }
+}
+
+}  // namespace
 
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
                    float* weights, bool normalize) {
@@ -129,16 +143,7 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
     }
   }
 
-  // Each token's sum over its slots, most probable expert first.
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    float* y = out + t * n_embd;
-    const float* slots = slot_out_.data() + t * k * n_embd;
-    std::memcpy(y, slots, row_bytes);
-    for (int64_t s = 1; s < k; ++s) {
-      const float* src = slots + s * n_embd;
-      for (int64_t i = 0; i < n_embd; ++i) y[i] += src[i];
-    }
-  }
+  for (int64_t t = 0; t < n_tokens; ++t) sum_slots(slot_out_.data() + t * k * n_embd, k, n_embd, out + t * n_embd);
   add_shared_expert(w, in, n_tokens, out);
 }
 
@@ -189,11 +194,7 @@ void MoeFfnBlock::run_one_token(int64_t layer, const LayerWeights& w, const floa
     float* row = rows_out_.data() + s * n_embd;
     for (int64_t i = 0; i < n_embd; ++i) row[i] = row[i] * weight;
   }
-  std::memcpy(out, rows_out_.data(), static_cast<size_t>(n_embd) * sizeof(float));
-  for (int64_t s = 1; s < k; ++s) {
-    const float* src = rows_out_.data() + s * n_embd;
-    for (int64_t i = 0; i < n_embd; ++i) out[i] += src[i];
-  }
+  sum_slots(rows_out_.data(), k, n_embd, out);
 }
 
 }  // namespace tc::model
