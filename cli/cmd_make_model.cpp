@@ -99,6 +99,9 @@ void register_make_model(CLI::App& app) {
   sub->add_flag("--rope-freqs", o->rope_freqs, "llama: Llama 3.1-like RoPE frequency factors (rope_freqs.weight)");
   sub->add_option("--rope-scale-linear", o->rope_scale_linear, "rope.scaling.type linear with this factor")
       ->check(CLI::Range(1.0, 1024.0));
+  sub->add_option("--rope-scale-yarn", o->rope_scale_yarn,
+                  "rope.scaling.type yarn with this factor (original context n_ctx / factor)")
+      ->check(CLI::Range(1.0, 1024.0));
   sub->add_option("--longrope", o->longrope_orig_ctx,
                   "phi3: LongRoPE factors and attn_factor, with this original context length")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));

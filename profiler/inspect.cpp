@@ -100,6 +100,11 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (s.rope_scaling == model::RopeScaling::LongRope) {
     out.push_back("LongRoPE (original context " + std::to_string(s.n_ctx_orig) + ")");
   }
+  if (s.rope_scaling == model::RopeScaling::Yarn) {
+    std::ostringstream yarn;
+    yarn << "YaRN x" << 1.0 / s.rope_freq_scale << " (original context " << s.n_ctx_orig << ")";
+    out.push_back(yarn.str());
+  }
   if (has(model::layer_tensor_name(0, "attn_qkv"))) out.emplace_back("fused attn_qkv");
   if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) out.emplace_back("q/k/v biases");
   if (a.qk_norm) out.emplace_back("q/k norms");

@@ -91,6 +91,9 @@ WeightTypes parse_weight_type(const std::string& name) {
     case DType::IQ4_NL: return {*t, *t, 25};
     case DType::IQ4_XS: return {*t, *t, 30};
     case DType::BF16: return {*t, *t, 32};
+    // llama.cpp's MXFP4_MOE puts only the experts in MXFP4; a file of
+    // MXFP4 throughout says the same type.
+    case DType::MXFP4: return {*t, *t, 38};
     default:
       throw std::invalid_argument("weight type '" + name + "' is not a weight format (" +
                                   std::string(kMakeModelTypeList) + ")");
@@ -131,6 +134,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
+  require(int(o.rope_scale_linear > 0) + int(o.rope_scale_yarn > 0) + int(o.longrope_orig_ctx > 0) <= 1,
+          "--rope-scale-linear, --rope-scale-yarn and --longrope are different rope.scaling.types: pick one");
   require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
           "--experts-used must be between 1 and --experts");
   require(o.n_expert == 0 || !o.sparse.enabled, "a sparse (planted) model has one dense FFN, not experts");
@@ -216,6 +221,12 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
   if (o.rope_scale_linear > 0) {
     w.set(p + "rope.scaling.type", gguf::Value(std::string("linear")));
     w.set(p + "rope.scaling.factor", gguf::Value(static_cast<float>(o.rope_scale_linear)));
+  }
+  if (o.rope_scale_yarn > 0) {
+    w.set(p + "rope.scaling.type", gguf::Value(std::string("yarn")));
+    w.set(p + "rope.scaling.factor", gguf::Value(static_cast<float>(o.rope_scale_yarn)));
+    const auto orig = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(o.n_ctx) / o.rope_scale_yarn));
+    w.set(p + "rope.scaling.original_context_length", gguf::Value(static_cast<uint32_t>(orig)));
   }
   if (o.longrope_orig_ctx > 0) {
     w.set(p + "rope.scaling.type", gguf::Value(std::string("longrope")));

@@ -60,9 +60,10 @@ struct SparseOptions {
 // The names --type accepts, and the same as one comma-separated string.
 inline constexpr const char* kMakeModelTypes[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0",   "q4_1",   "q5_0",
                                                   "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",   "q6_k",   "iq4_nl",
-                                                  "iq4_xs", "q4_k_m", "q5_k_m"};
+                                                  "iq4_xs", "mxfp4", "q4_k_m", "q5_k_m"};
 inline constexpr const char* kMakeModelTypeList =
-    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q4_k_m, q5_k_m";
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4, q4_k_m, "
+    "q5_k_m";
 
 struct MakeModelOptions {
   std::filesystem::path output;
@@ -88,6 +89,9 @@ struct MakeModelOptions {
   int64_t swa_pattern = 0;       // {arch}.attention.sliding_window_pattern (a period); 0: not written
   bool rope_freqs = false;       // llama: rope_freqs.weight, frequency factors rising from 1 to 8 (Llama 3.1-like)
   double rope_scale_linear = 0;  // rope.scaling.type linear with this factor; 0: not written
+  // rope.scaling.type yarn with this factor, original_context_length
+  // n_ctx / factor (as long-context files write it); 0: not written.
+  double rope_scale_yarn = 0;
   // phi3: LongRoPE (rope.scaling.type longrope, rope_factors_short/long,
   // attn_factor) with this original context length; 0: none.
   int64_t longrope_orig_ctx = 0;

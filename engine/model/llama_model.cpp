@@ -432,6 +432,11 @@ kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t l
       f.freqs.data != nullptr ? f.freqs : (long_context_ ? f.factors_long : f.factors_short);
   p.freq_factors = static_cast<const float*>(factors.data);
   p.attn_factor = spec_.rope_attn_factor;
+  p.ext_factor = spec_.yarn_ext_factor;
+  if (p.ext_factor != 0.0) {
+    kernels::yarn_corr_dims(p.n_rot, spec_.n_ctx_orig, p.freq_base, spec_.yarn_beta_fast, spec_.yarn_beta_slow,
+                            p.corr_low, p.corr_high);
+  }
   return p;
 }
 

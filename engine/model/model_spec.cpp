@@ -74,9 +74,11 @@ void read_rope(const GgufFile& file, const std::string& p, ModelSpec& s) {
     s.rope_scaling = RopeScaling::Linear;
   } else if (type == "longrope") {
     s.rope_scaling = RopeScaling::LongRope;
+  } else if (type == "yarn") {
+    s.rope_scaling = RopeScaling::Yarn;
   } else {
-    throw file.error(p + "rope.scaling.type", "is '" + gguf::printable(type) +
-                                                  "', expected 'none', 'linear' or 'longrope' (YaRN is not supported)");
+    throw file.error(p + "rope.scaling.type",
+                     "is '" + gguf::printable(type) + "', expected 'none', 'linear', 'longrope' or 'yarn'");
   }
   // As llama.cpp: rope.scaling.factor (or the older rope.scale_linear) gives
   // the scale whatever the type, but type none never scales.
@@ -87,6 +89,17 @@ void read_rope(const GgufFile& file, const std::string& p, ModelSpec& s) {
   s.rope_freq_scale = s.rope_scaling == RopeScaling::None || factor == 0.0 ? 1.0 : 1.0 / factor;
   s.rope_attn_factor = positive_f64(file, p + "rope.scaling.attn_factor", 1.0);
   s.n_ctx_orig = positive_key(file, p + "rope.scaling.original_context_length", s.n_ctx_train);
+  if (s.rope_scaling == RopeScaling::Yarn) {
+    s.yarn_ext_factor = 1.0;
+    s.yarn_beta_fast = positive_f64(file, p + "rope.scaling.yarn_beta_fast", 32.0);
+    s.yarn_beta_slow = positive_f64(file, p + "rope.scaling.yarn_beta_slow", 1.0);
+    // llama.cpp divides YaRN's own magnitude, 1 + 0.1 ln(factor) (which the
+    // kernel applies), out of the attention factor where the factor is > 1:
+    // there the model's factor is rope.scaling.attn_factor alone. A
+    // factor <= 1 leaves 1 / (1 + 0.1 ln(factor)) in it.
+    const double scale = 1.0 / s.rope_freq_scale;
+    if (scale <= 1.0) s.rope_attn_factor /= 1.0 + 0.1 * std::log(scale);
+  }
 }
 
 // Which layers use the sliding window, and its size (llama.cpp's n_swa,

@@ -38,7 +38,7 @@ inline constexpr std::string_view kArchBamboo = "bamboo";
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout);
 
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
-enum class RopeScaling { None, Linear, LongRope };
+enum class RopeScaling { None, Linear, LongRope, Yarn };
 
 // How a text's embedding pools the output-normed hidden states of its
 // tokens: the last token's (the causal models' own summary), their mean, or
@@ -73,11 +73,17 @@ struct ModelSpec {
   int64_t n_rot = 0;         // {arch}.rope.dimension_count (default head_dim)
   int64_t n_ctx_train = 0;   // {arch}.context_length
   double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
-  // 1 / {arch}.rope.scaling.factor (linear and longrope; 1 without the factor or with scaling none)
+  // 1 / {arch}.rope.scaling.factor (linear, longrope and yarn; 1 without the factor or with scaling none)
   double rope_freq_scale = 1.0;
   RopeScaling rope_scaling = RopeScaling::Linear;  // {arch}.rope.scaling.type ("linear" when absent, as llama.cpp)
   double rope_attn_factor = 1.0;     // {arch}.rope.scaling.attn_factor (LongRoPE's cos/sin scale)
   int64_t n_ctx_orig = 0;            // {arch}.rope.scaling.original_context_length (default n_ctx_train)
+  // YaRN (rope.scaling.type yarn): the ramp's ends in rotations over
+  // n_ctx_orig, {arch}.rope.scaling.yarn_beta_fast / _slow (32 and 1 as
+  // llama.cpp), and the mix (1 with YaRN, else 0).
+  double yarn_beta_fast = 32.0;
+  double yarn_beta_slow = 1.0;
+  double yarn_ext_factor = 0.0;
   double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
   bool tied_embeddings = false;      // the head reuses token_embd (no output.weight, or the architecture says so)

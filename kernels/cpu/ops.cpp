@@ -9,6 +9,7 @@
 #include "kernels/cpu/f8_lanes.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/rope_yarn.h"
 
 namespace tc::kernels {
 
@@ -60,6 +61,18 @@ void layer_norm(const float* x, const float* weight, const float* bias, int64_t 
   }
 }
 
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, double freq_base, double beta_fast, double beta_slow,
+                    double& corr_low, double& corr_high) {
+  // The pair index whose angle turns n_beta times over n_ctx_orig positions.
+  const auto corr_dim = [&](double n_beta) {
+    return static_cast<float>(n_rot) *
+           std::log(static_cast<float>(n_ctx_orig) / (static_cast<float>(n_beta) * 2.0f * static_cast<float>(M_PI))) /
+           (2.0f * std::log(static_cast<float>(freq_base)));
+  };
+  corr_low = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+  corr_high = std::min(static_cast<float>(n_rot - 1), std::ceil(corr_dim(beta_slow)));
+}
+
 void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
           const RopeParams& params) {
   const int64_t n_rot = params.n_rot;
@@ -70,6 +83,7 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
   // reused (rope runs on the engine thread only).
   thread_local std::vector<double> cos_sin;
   if (cos_sin.size() < static_cast<size_t>(2 * n_pairs)) cos_sin.resize(static_cast<size_t>(2 * n_pairs));
+  const double magnitude = rope_magnitude(params.freq_scale, params.ext_factor, params.attn_factor);
 
   for (int64_t t = 0; t < n_tokens; ++t) {
     // Angles in double, each from its own pow(): llama.cpp builds them in f32
@@ -77,12 +91,13 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
     // rounding error grows with the pair index and the position (about 1e-4
     // rad at position 4000). Double keeps every angle exact to ~1e-12 rad, so
     // results may differ from llama.cpp by that much at long contexts.
-    const double pos = static_cast<double>(positions[t]) * params.freq_scale;
+    const double pos = static_cast<double>(positions[t]);
     for (int64_t i = 0; i < n_pairs; ++i) {
-      double theta = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
+      double theta = pos * rope_pair_scale(params.freq_scale, params.ext_factor, params.corr_low, params.corr_high, i) *
+                     std::pow(params.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
       if (params.freq_factors != nullptr) theta /= static_cast<double>(params.freq_factors[i]);
-      cos_sin[2 * i] = std::cos(theta) * params.attn_factor;
-      cos_sin[2 * i + 1] = std::sin(theta) * params.attn_factor;
+      cos_sin[2 * i] = std::cos(theta) * magnitude;
+      cos_sin[2 * i + 1] = std::sin(theta) * magnitude;
     }
     // Normal mode rotates dims (2i, 2i + 1), Neox mode dims (i, i + n_rot/2).
     const int64_t first_step = params.mode == RopeMode::Neox ? 1 : 2;

@@ -44,13 +44,29 @@ struct RopeParams {
   // factors). Not owned.
   const float* freq_factors = nullptr;
   double attn_factor = 1.0;   // cos and sin are scaled by it (LongRoPE's magnitude correction)
+  // YaRN (ggml's rope_yarn), on where ext_factor != 0: pair i's angle mixes
+  // the interpolated one (times freq_scale) and the unscaled one,
+  // theta = theta_unscaled * (freq_scale * (1 - mix) + mix) with
+  // mix = ramp(i) * ext_factor, where ramp(i) = 1 - clamp((i - corr_low) /
+  // max(0.001, corr_high - corr_low), 0, 1); cos and sin are also scaled by
+  // 1 + 0.1 ln(1 / freq_scale). corr_low and corr_high: yarn_corr_dims().
+  double ext_factor = 0.0;
+  double corr_low = 0.0;
+  double corr_high = 0.0;
 };
 
-// RoPE as llama.cpp's ggml_rope_ext without YaRN, in place: for each token
+// The pairs where YaRN's ramp starts and ends (ggml_rope_yarn_corr_dims): the
+// pair whose wavelength makes beta_fast (beta_slow) turns over n_ctx_orig,
+// floored (ceiled) and clamped to [0, n_rot - 1]. In f32 as ggml computes them.
+void yarn_corr_dims(int64_t n_rot, int64_t n_ctx_orig, double freq_base, double beta_fast, double beta_slow,
+                    double& corr_low, double& corr_high);
+
+// RoPE as llama.cpp's ggml_rope_ext, in place: for each token
 // t, head h and pair i < n_rot/2 (dims (2i, 2i+1) in Normal mode, (i,
 // i + n_rot/2) in Neox mode) the pair is rotated by
 // theta = positions[t] * freq_scale * freq_base^(-2i / n_rot) / freq_factors[i]
-// and scaled by attn_factor. x: f32 [n_tokens, n_head, head_dim].
+// and scaled by attn_factor (and YaRN's ramp and scale where ext_factor is
+// set). x: f32 [n_tokens, n_head, head_dim].
 void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
           const RopeParams& params);
 

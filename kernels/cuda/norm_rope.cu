@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/launch_util.cuh"
+#include "kernels/rope_yarn.h"
 
 namespace tc::kernels::cuda {
 namespace {
@@ -82,7 +83,9 @@ __global__ void __launch_bounds__(kNormThreads)
 __global__ void __launch_bounds__(kRopeThreads)
     rope_kernel(float* __restrict__ x, int64_t n_tokens, int64_t n_head, int64_t head_dim,
                 const int32_t* __restrict__ positions, int64_t n_rot, double freq_base, double freq_scale, bool neox,
-                const float* __restrict__ freq_factors, double attn_factor) {
+                const float* __restrict__ freq_factors, double attn_factor, double ext_factor, double corr_low,
+                double corr_high) {
+  const double magnitude = rope_magnitude(freq_scale, ext_factor, attn_factor);
   const int64_t n_pairs = n_rot / 2;
   const int64_t n_items = n_tokens * n_head * n_pairs;
   for (int64_t item = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; item < n_items;
@@ -90,13 +93,13 @@ __global__ void __launch_bounds__(kRopeThreads)
     const int64_t i = item % n_pairs;
     const int64_t th = item / n_pairs;  // token * n_head + head
     const int64_t t = th / n_head;
-    const double pos = static_cast<double>(positions[t]) * freq_scale;
+    const double pos = static_cast<double>(positions[t]) * rope_pair_scale(freq_scale, ext_factor, corr_low, corr_high, i);
     double theta = pos * pow(freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(n_rot));
     if (freq_factors != nullptr) theta = __ddiv_rn(theta, static_cast<double>(freq_factors[i]));
     double s, c;
     sincos(theta, &s, &c);
-    c = __dmul_rn(c, attn_factor);
-    s = __dmul_rn(s, attn_factor);
+    c = __dmul_rn(c, magnitude);
+    s = __dmul_rn(s, magnitude);
     float* p0 = x + th * head_dim + (neox ? i : 2 * i);
     float* p1 = p0 + (neox ? n_pairs : 1);
     const double x0 = *p0;
@@ -128,7 +131,8 @@ void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const in
   if (n_items <= 0) return;
   rope_kernel<<<grid_stride_blocks(n_items, kRopeThreads), kRopeThreads, 0, stream>>>(
       x, n_tokens, n_head, head_dim, positions, params.n_rot, params.freq_base, params.freq_scale,
-      params.mode == RopeMode::Neox, params.freq_factors, params.attn_factor);
+      params.mode == RopeMode::Neox, params.freq_factors, params.attn_factor, params.ext_factor, params.corr_low,
+      params.corr_high);
   TC_CUDA_CHECK_LAUNCH();
 }
 

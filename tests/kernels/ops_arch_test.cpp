@@ -1,9 +1,10 @@
 // The CPU ops other architectures than llama need, against float64
 // references on fresh random data: layer_norm, rope in Neox mode with
-// frequency factors and attn_factor, the GeGLU/GELU/ReLU activations,
+// frequency factors and attn_factor, YaRN, the GeGLU/GELU/ReLU activations,
 // add_bias, scale and softcap.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -96,6 +97,67 @@ TEST_CASE("rope in Neox mode with frequency factors and attn_factor as the float
         REQUIRE(std::fabs(y[base + d1] - ref1) <= tol);
       }
       for (int64_t d = n_rot; d < head_dim; ++d) REQUIRE(y[base + d] == x[base + d]);  // pass through
+    }
+  }
+}
+
+TEST_CASE("yarn_corr_dims gives the pairs where the rotation counts over the original context cross beta", "[kernels][ops]") {
+  // gpt-oss's: 64 rotated dims, 4096 original positions, base 150000.
+  double low = -1, high = -1;
+  yarn_corr_dims(64, 4096, 150000.0, 32.0, 1.0, low, high);
+  // The pair i whose wavelength 2 pi base^(2i/n_rot) fits n_ctx_orig / beta times.
+  const auto dim = [](double beta) { return 64.0 * std::log(4096.0 / (beta * 2.0 * std::numbers::pi)) / (2.0 * std::log(150000.0)); };
+  CHECK(low == std::floor(dim(32.0)));
+  CHECK(high == std::ceil(dim(1.0)));
+  CHECK(low == 8.0);
+  CHECK(high == 18.0);
+  // Clamped to [0, n_rot - 1]: a tiny original context and a huge one.
+  yarn_corr_dims(64, 2, 10000.0, 32.0, 1.0, low, high);
+  CHECK(low == 0.0);
+  yarn_corr_dims(16, 1 << 24, 10.0, 32.0, 1.0, low, high);
+  CHECK(high == 15.0);
+}
+
+TEST_CASE("rope with YaRN as the float64 formula", "[kernels][ops]") {
+  const RopeMode mode = GENERATE(RopeMode::Normal, RopeMode::Neox);
+  const double ext_factor = GENERATE(1.0, 0.5);
+  const double freq_scale = GENERATE(1.0 / 32.0, 0.25);
+  INFO("neox " << (mode == RopeMode::Neox) << " ext_factor " << ext_factor << " freq_scale " << freq_scale);
+  const int64_t n_head = 2, head_dim = 64, n_rot = 64;
+  const double base = 150000.0, attn_factor = 1.1;
+  const std::vector<int32_t> positions = {0, 3, 100, 4095, 60000};
+  const auto n_tokens = static_cast<int64_t>(positions.size());
+  const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_head * head_dim), 133);
+  auto y = x;
+  RopeParams params{n_rot, base, freq_scale, mode, nullptr, attn_factor};
+  params.ext_factor = ext_factor;
+  params.corr_low = 8.0;
+  params.corr_high = 18.0;
+  rope(y.data(), n_tokens, n_head, head_dim, positions.data(), params);
+
+  // YaRN: pairs below corr_low keep their unscaled angle (extrapolate), pairs
+  // above corr_high are interpolated by freq_scale, a linear ramp between; the
+  // magnitude grows by 0.1 ln(1 / freq_scale).
+  const double magnitude = attn_factor * (1.0 + 0.1 * std::log(1.0 / freq_scale));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t h = 0; h < n_head; ++h) {
+      const int64_t row = (t * n_head + h) * head_dim;
+      for (int64_t i = 0; i < n_rot / 2; ++i) {
+        const double unscaled = positions[t] / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(n_rot));
+        const double ramp = 1.0 - std::clamp((static_cast<double>(i) - 8.0) / 10.0, 0.0, 1.0);
+        const double mix = ramp * ext_factor;
+        const double theta = unscaled * freq_scale * (1.0 - mix) + unscaled * mix;
+        const int64_t d0 = mode == RopeMode::Neox ? i : 2 * i;
+        const int64_t d1 = mode == RopeMode::Neox ? i + n_rot / 2 : 2 * i + 1;
+        const double x0 = x[row + d0], x1 = x[row + d1];
+        const double ref0 = (x0 * std::cos(theta) - x1 * std::sin(theta)) * magnitude;
+        const double ref1 = (x0 * std::sin(theta) + x1 * std::cos(theta)) * magnitude;
+        // An angle of up to 6e4 rad is exact to ~1e-11 in double: f32 rounding only.
+        const double tol = 2 * kEpsF32 * std::hypot(x0, x1) * magnitude;
+        INFO("t " << t << " h " << h << " pair " << i);
+        REQUIRE(std::fabs(y[row + d0] - ref0) <= tol);
+        REQUIRE(std::fabs(y[row + d1] - ref1) <= tol);
+      }
     }
   }
 }

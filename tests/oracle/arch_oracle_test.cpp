@@ -2,7 +2,7 @@
 // forward pass (libllama of npm @node-llama-cpp/linux-x64 3.22.1) on files
 // that `thermocline make-model --arch NAME --n-embd 256 --n-layer 2 --n-ff
 // 768 --n-head 8 --n-head-kv 2 --seed N` writes, with the architecture's
-// options (biases, q/k norms, fused tensors, RoPE factors, sliding windows,
+// options (biases, q/k norms, fused tensors, RoPE factors, YaRN, sliding windows,
 // soft-caps, experts) switched on. Weights are f32 (and Q8_0/Q4_0 in a case per
 // architecture, to wider bounds), so both sides multiply exactly and what
 // differs is the order of sums and llama.cpp's f16 rounding of q
@@ -77,6 +77,8 @@ const ArchCase kCases[] = {
      "--arch gemma2 --sliding-window 8 --attn-softcap 2 --final-softcap 10", 19},
     {"gemma3 (q/k norms, window 8 on layer 0, linear RoPE 8 on layer 1)",
      "--arch gemma3 --head-dim 64 --sliding-window 8 --swa-pattern 2 --rope-scale-linear 8", 20},
+    {"qwen2 (YaRN x4 from 128 positions)", "--arch qwen2 --rope-scale-yarn 4", 44},
+    {"llama (YaRN x8 from 64 positions; normal RoPE pairs)", "--arch llama --rope-scale-yarn 8", 45},
     {"falcon (LayerNorm, parallel attention and FFN, gelu)", "--arch falcon", 21},
     {"falcon-40b (attn_norm_2)", "--arch falcon --attn-norm-2", 22},
     {"mixtral (llama with 8 experts, 2 per token)", "--arch llama --experts 8 --experts-used 2", 29},

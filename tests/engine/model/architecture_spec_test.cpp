@@ -146,6 +146,30 @@ TEST_CASE("architecture keys: head size, windows, soft-caps, embedding scale", "
   }
 }
 
+TEST_CASE("YaRN: factor, original context and the ramp's betas are read", "[model][arch]") {
+  auto o = small("qwen2");
+  o.n_ctx = 4096;
+  o.rope_scale_yarn = 4;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.rope_scaling == tc::model::RopeScaling::Yarn);
+  CHECK(s.rope_freq_scale == 0.25);
+  CHECK(s.n_ctx_orig == 1024);
+  CHECK(s.yarn_ext_factor == 1.0);
+  CHECK(s.yarn_beta_fast == 32.0);
+  CHECK(s.yarn_beta_slow == 1.0);
+  CHECK(s.rope_attn_factor == 1.0);  // YaRN's own magnitude is the kernel's
+  const auto betas = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("qwen2.rope.scaling.yarn_beta_fast", Value(16.0f));
+    w.set("qwen2.rope.scaling.yarn_beta_slow", Value(2.0f));
+  });
+  const auto sb = tc::model::read_model_spec(betas);
+  CHECK(sb.yarn_beta_fast == 16.0);
+  CHECK(sb.yarn_beta_slow == 2.0);
+  const auto bad = copy_of(f, "", [](tc::gguf::GgufWriter& w) { w.set("qwen2.rope.scaling.yarn_beta_fast", Value(-1.0f)); });
+  CHECK_THAT(load_error(bad), Catch::Contains("qwen2.rope.scaling.yarn_beta_fast"));
+}
+
 TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]") {
   SECTION("an unsupported architecture names general.architecture and lists the supported ones") {
     const auto f = copy_of(make(small("llama")), "",
@@ -156,11 +180,12 @@ TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]"
     CHECK_THAT(msg, Catch::Contains("qwen2"));
     CHECK_THAT(msg, Catch::Contains("falcon"));
   }
-  SECTION("YaRN scaling") {
+  SECTION("an unknown RoPE scaling type") {
     const auto f = copy_of(make(small("qwen2")), "",
-                           [](tc::gguf::GgufWriter& w) { w.set("qwen2.rope.scaling.type", Value("yarn")); });
+                           [](tc::gguf::GgufWriter& w) { w.set("qwen2.rope.scaling.type", Value("ntk-by-parts")); });
     const auto msg = load_error(f);
     CHECK_THAT(msg, Catch::Contains("qwen2.rope.scaling.type"));
+    CHECK_THAT(msg, Catch::Contains("'ntk-by-parts'"));
     CHECK_THAT(msg, Catch::Contains("yarn"));
   }
   SECTION("value heads of another size than key heads") {

@@ -262,6 +262,26 @@ TEST_CASE("cuda rope: Neox pairs, frequency factors and attn_factor within an ul
   }
 }
 
+TEST_CASE("cuda rope with YaRN within an ulp of the CPU op", "[cuda]") {
+  TC_CUDA_BACKEND_OR_SKIP(cuda);
+  const int64_t n_head = 2, head_dim = 64, n_rot = 64;
+  for (const RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+    INFO("neox " << (mode == RopeMode::Neox));
+    const std::vector<int32_t> positions = {0, 5, 4095, 60000};
+    const auto n_tokens = static_cast<int64_t>(positions.size());
+    const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_head * head_dim), 71);
+    RopeParams params{n_rot, 150000.0, 1.0 / 32.0, mode, nullptr, 1.0};
+    params.ext_factor = 1.0;
+    yarn_corr_dims(n_rot, 4096, params.freq_base, 32.0, 1.0, params.corr_low, params.corr_high);
+    auto want = x;
+    rope(want.data(), n_tokens, n_head, head_dim, positions.data(), params);
+    const Buffer dx = to_device(*cuda, x);
+    const Buffer dpos = to_device(*cuda, positions);
+    cuda->rope(dx.as<float>(), n_tokens, n_head, head_dim, dpos.as<int32_t>(), params);
+    require_ulps(from_device<float>(*cuda, dx.data(), x.size()), want, 1, 1e-2);
+  }
+}
+
 TEST_CASE("cuda add_bias, scale and softcap against the CPU ops", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   const int64_t n_rows = 7, n = 1000;
