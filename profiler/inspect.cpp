@@ -107,8 +107,14 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   }
   if (has(model::layer_tensor_name(0, "attn_qkv"))) out.emplace_back("fused attn_qkv");
   if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) out.emplace_back("q/k/v biases");
+  if (has("blk.0.attn_output.bias")) out.emplace_back("output projection bias");
+  if (a.attn_sinks) out.emplace_back("attention sinks");
   if (a.qk_norm) out.emplace_back("q/k norms");
   if (a.post_norms) out.emplace_back("post-norms");
+  if (a.expert_biases && s.has_experts()) out.emplace_back("router and expert biases");
+  if (a.expert_gating == model::ExpertGating::SoftmaxOfChosen && s.has_experts()) {
+    out.emplace_back("softmax over the chosen experts");
+  }
   if (a.layer_form == model::LayerForm::Parallel) out.emplace_back("attention and FFN in parallel");
   if (a.ffn_layout == model::FfnLayout::FusedGateUp) out.emplace_back("fused gate-up");
   if (!s.swa_layers.empty()) {

@@ -139,7 +139,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
           "--experts-used must be between 1 and --experts");
   require(o.n_expert == 0 || !o.sparse.enabled, "a sparse (planted) model has one dense FFN, not experts");
-  require(o.n_expert == 0 || o.ffn_form == model::FfnForm::SwiGLU, "a mixture of experts is swiglu only");
+  require(o.n_expert == 0 || o.ffn_form == model::FfnForm::SwiGLU || o.ffn_form == model::FfnForm::SwiGluOai,
+          "a mixture of experts is swiglu (gpt-oss: swiglu_oai) only");
   bool form_ok = false;
   for (const model::FfnForm f : a.ffn_forms) form_ok |= f == o.ffn_form;
   require(form_ok || o.sparse.enabled, "FFN form " + std::string(model::ffn_form_name(o.ffn_form)) +
@@ -187,6 +188,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
+  if (arch == "gpt-oss") return 150000.0;
   return arch.starts_with("qwen") || arch == "gemma3" ? 1000000.0 : 10000.0;
 }
 
@@ -214,7 +216,9 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
   }
-  if (o.sliding_window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(o.sliding_window)));
+  // gpt-oss files always carry their window (llama.cpp requires the key).
+  const int64_t window = o.sliding_window > 0 ? o.sliding_window : (a.name == "gpt-oss" ? a.sliding_window.default_window : 0);
+  if (window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(window)));
   if (o.swa_pattern > 0) {
     w.set(p + "attention.sliding_window_pattern", gguf::Value(static_cast<uint32_t>(o.swa_pattern)));
   }
@@ -368,7 +372,8 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
   }
   const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe";
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss";
+  const bool output_bias = a.name == "gpt-oss";
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     norm_with_bias(name("attn_norm"));
@@ -387,18 +392,29 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       }
     }
     matrix(name("attn_output"), types.base, n_embd_q, o.n_embd, sd_for(n_embd_q));
+    if (output_bias) bias(l, "attn_output", o.n_embd);
+    if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);
     if (a.qk_norm) {
       norm(name("attn_q_norm"), head_dim);
       norm(name("attn_k_norm"), head_dim);
     }
     if (a.post_norms) norm(name("post_attention_norm"));
-    if (a.layer_form == model::LayerForm::Sequential) norm(name("ffn_norm"));
+    if (a.layer_form == model::LayerForm::Sequential) norm(name(a.ffn_norm_name));
     if (o.n_expert > 0) {
       // The router in f32, as llama.cpp's quantizer leaves it; then the experts, stacked.
       matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert, sd_for(o.n_embd));
       expert_tensor(name("ffn_gate_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
       expert_tensor(name("ffn_up_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
       expert_tensor(name("ffn_down_exps"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+      if (a.expert_biases) {  // f32 {width, n_expert}: one bias row per expert
+        bias(l, "ffn_gate_inp", o.n_expert);
+        add_random_tensor(w, "blk." + std::to_string(l) + ".ffn_gate_exps.bias", DType::F32, {o.n_ff, o.n_expert},
+                          0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
+        add_random_tensor(w, "blk." + std::to_string(l) + ".ffn_up_exps.bias", DType::F32, {o.n_ff, o.n_expert}, 0.0f,
+                          0.5f, o.seed, tensor_idx++, n_threads);
+        add_random_tensor(w, "blk." + std::to_string(l) + ".ffn_down_exps.bias", DType::F32,
+                          {o.n_embd, o.n_expert}, 0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
+      }
       if (a.shared_expert) {
         vector(name("ffn_gate_inp_shexp"), o.n_embd, 0.0f, sd_for(o.n_embd));
         matrix(name("ffn_gate_shexp"), types.base, o.n_embd, 2 * o.n_ff, sd_for(o.n_embd));

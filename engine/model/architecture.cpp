@@ -14,6 +14,7 @@ constexpr std::array kBambooForms{FfnForm::DReLU};
 constexpr std::array kSwiGluOnly{FfnForm::SwiGLU};
 constexpr std::array kGeGluOnly{FfnForm::GeGLU};
 constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
+constexpr std::array kSwiGluOaiOnly{FfnForm::SwiGluOai};
 
 // One row per architecture; the fields left out are llama's.
 const std::array kArchitectures{
@@ -108,6 +109,21 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
                  .reads_final_softcap = true,
                  .embd_query_scale_n_layer = 62},
+    // gpt-oss (20B, 120B): a mixture of experts in every layer with router
+    // and expert biases, a softmax over the chosen experts' logits and a
+    // clamped SwiGLU; q/k/v/output biases, attention sinks, a window on
+    // every other layer (from layer 0), NeoX RoPE (YaRN in its files); the
+    // FFN's input norm is called post_attention_norm.
+    Architecture{.name = "gpt-oss",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOaiOnly,
+                 .sliding_window = {.enabled = true, .period = 2, .default_window = 128, .reads_freq_base_swa = true},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .ffn_norm_name = "post_attention_norm",
+                 .attn_sinks = true,
+                 .expert_gating = ExpertGating::SoftmaxOfChosen,
+                 .expert_biases = true},
     // Falcon: LayerNorms with biases, fused attn_qkv, attention and an
     // ungated FFN side by side on the same normed input; ReluFalcon
     // (PowerInfer) with relu in place of gelu.
@@ -123,7 +139,8 @@ const std::array kArchitectures{
 
 constexpr std::array kFormNames{std::pair{FfnForm::SwiGLU, "swiglu"}, std::pair{FfnForm::ReGLU, "reglu"},
                                 std::pair{FfnForm::DReLU, "drelu"},   std::pair{FfnForm::GeGLU, "geglu"},
-                                std::pair{FfnForm::Gelu, "gelu"},     std::pair{FfnForm::Relu, "relu"}};
+                                std::pair{FfnForm::Gelu, "gelu"},     std::pair{FfnForm::Relu, "relu"},
+                                std::pair{FfnForm::SwiGluOai, "swiglu_oai"}};
 
 }  // namespace
 
@@ -158,6 +175,7 @@ kernels::Activation activation_for(FfnForm form) {
     case FfnForm::GeGLU: return kernels::Activation::GeGLU;
     case FfnForm::Gelu: return kernels::Activation::Gelu;
     case FfnForm::Relu: return kernels::Activation::Relu;
+    case FfnForm::SwiGluOai: return kernels::Activation::SwiGluOai;
   }
   return kernels::Activation::SwiGLU;
 }
@@ -167,7 +185,7 @@ std::string_view ffn_activated_tensor(const Architecture& a) {
 }
 
 std::string_view ffn_input_norm_tensor(const Architecture& a) {
-  return a.layer_form == LayerForm::Parallel ? "attn_norm" : "ffn_norm";
+  return a.layer_form == LayerForm::Parallel ? "attn_norm" : a.ffn_norm_name;
 }
 
 const Architecture* find_architecture(std::string_view name) {

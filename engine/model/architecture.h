@@ -23,8 +23,9 @@ enum class FfnForm {
   GeGLU,   // gelu(gate) * up          (Gemma)
   Gelu,    // gelu(up), no gate        (Falcon)
   Relu,    // relu(up), no gate        (ReluFalcon)
+  SwiGluOai,  // min(gate, 7) * sigmoid(1.702 min(gate, 7)) * (clamp(up, -7, 7) + 1)  (gpt-oss)
 };
-std::string_view ffn_form_name(FfnForm form);  // "swiglu", "reglu", "drelu", "geglu", "gelu", "relu"
+std::string_view ffn_form_name(FfnForm form);  // "swiglu", "reglu", "drelu", "geglu", "gelu", "relu", "swiglu_oai"
 bool parse_ffn_form(std::string_view name, FfnForm& out);
 // ReLU-family forms have exact zeros, so the sparse FFN can skip neurons.
 bool is_relu_family(FfnForm form);
@@ -60,6 +61,13 @@ enum class Experts {
   Required,  // experts always (qwen3moe); an expert's width is expert_feed_forward_length
 };
 
+// How a mixture of experts weighs the experts it picks (the k largest
+// router logits either way).
+enum class ExpertGating {
+  Softmax,          // their probabilities under a softmax over all experts (Mixtral, Qwen MoE)
+  SoftmaxOfChosen,  // a softmax over the k chosen logits only (gpt-oss)
+};
+
 // Sliding-window attention: which layers, and the window.
 struct SlidingWindowRule {
   bool enabled = false;  // false: the architecture has none (llama.cpp ignores a window key there)
@@ -75,6 +83,9 @@ struct SlidingWindowRule {
   // Windowed layers take {arch}.rope.freq_base_swa (default 10000) and no
   // frequency scaling (Gemma 3); otherwise the model's RoPE settings.
   bool own_rope = false;
+  // Without own_rope: {arch}.rope.freq_base_swa, where present, replaces
+  // the windowed layers' base (gpt-oss).
+  bool reads_freq_base_swa = false;
 };
 
 struct Architecture {
@@ -116,6 +127,16 @@ struct Architecture {
   // Layers without RoPE (NoPE): layer l skips it when (l + 1) % period == 0
   // (SmolLM3: every fourth); 0: every layer rotates.
   int64_t no_rope_period = 0;
+  // The FFN input norm's tensor name in the sequential form ("ffn_norm";
+  // gpt-oss calls it post_attention_norm).
+  std::string_view ffn_norm_name = "ffn_norm";
+  // attn_sinks f32 [n_head]: a learned logit per head in the softmax (gpt-oss).
+  bool attn_sinks = false;
+  ExpertGating expert_gating = ExpertGating::Softmax;
+  // With experts: biases ffn_gate_inp.bias f32 [n_expert] on the router and
+  // ffn_{gate,up}_exps.bias f32 {n_ff, n_expert}, ffn_down_exps.bias f32
+  // {n_embd, n_expert} on each expert's matmuls (gpt-oss).
+  bool expert_biases = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -491,7 +491,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     t += n;
   }
   const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
-                                           spec_.is_swa(layer) ? spec_.n_swa : 0};
+                                           spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks)};
   b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim, attention);
   prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
   b.matmul(w.attn_output, cur, n_tokens, tmp);

@@ -66,6 +66,23 @@ class Mapper {
     return tensor_view(file_, name);
   }
   Tensor optional_vector(const std::string& name, int64_t n) const { return has(name) ? vector(name, n) : Tensor{}; }
+  // The n_expert f32 vectors of n values of a 2-D tensor {n, n_expert} (expert biases).
+  std::vector<Tensor> expert_vectors(const std::string& name, int64_t n, int64_t n_expert) const {
+    const auto& info = file_.tensor(name, {n, n_expert});
+    if (info.dtype != DType::F32) {
+      throw file_.error(name, "has dtype " + std::string(kernels::dtype_name(info.dtype)) +
+                                  ", expected f32 for the experts' biases " + dims({n, n_expert}));
+    }
+    const Tensor all = tensor_view(file_, name);
+    std::vector<Tensor> out(static_cast<size_t>(n_expert));
+    for (int64_t e = 0; e < n_expert; ++e) {
+      Tensor& t = out[static_cast<size_t>(e)];
+      t = all;
+      t.data = static_cast<float*>(all.data) + e * n;
+      t.ne = {n, 1, 1, 1};
+    }
+    return out;
+  }
 
  private:
   const GgufFile& file_;
@@ -126,12 +143,26 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
   const auto up = m.expert_matrices(name("ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
   const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
   w.experts.resize(static_cast<size_t>(s.n_expert));
-  for (size_t e = 0; e < w.experts.size(); ++e) w.experts[e] = {gate[e], up[e], down[e]};
+  for (size_t e = 0; e < w.experts.size(); ++e) w.experts[e] = {gate[e], up[e], down[e], {}, {}, {}};
+  if (s.architecture->expert_biases) {
+    w.ffn_gate_inp_b = m.vector(bias_name(l, "ffn_gate_inp"), s.n_expert);
+    const auto gate_b = m.expert_vectors(bias_name(l, "ffn_gate_exps"), s.n_ff, s.n_expert);
+    const auto up_b = m.expert_vectors(bias_name(l, "ffn_up_exps"), s.n_ff, s.n_expert);
+    const auto down_b = m.expert_vectors(bias_name(l, "ffn_down_exps"), s.n_embd, s.n_expert);
+    for (size_t e = 0; e < w.experts.size(); ++e) {
+      w.experts[e].gate_b = gate_b[e];
+      w.experts[e].up_b = up_b[e];
+      w.experts[e].down_b = down_b[e];
+    }
+  }
   if (s.n_ff_shared > 0) {
     w.ffn_gate_inp_shexp = m.vector(name("ffn_gate_inp_shexp"), s.n_embd);
     w.shared_expert = {m.matrix(name("ffn_gate_shexp"), s.n_embd, s.n_ff_shared),
                        m.matrix(name("ffn_up_shexp"), s.n_embd, s.n_ff_shared),
-                       m.matrix(name("ffn_down_shexp"), s.n_ff_shared, s.n_embd)};
+                       m.matrix(name("ffn_down_shexp"), s.n_ff_shared, s.n_embd),
+                       {},
+                       {},
+                       {}};
   }
 }
 
@@ -217,8 +248,9 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       lw.attn_post_norm = m.vector(name("post_attention_norm"), s.n_embd);
       lw.ffn_post_norm = m.vector(name("post_ffw_norm"), s.n_embd);
     }
+    if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
     if (a.layer_form == LayerForm::Sequential) {
-      lw.ffn_norm = m.vector(name("ffn_norm"), s.n_embd);
+      lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       if (layer_norm) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
     }
     map_ffn(m, s, l, lw);
@@ -264,7 +296,8 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.attn_q_norm, name("attn_q_norm")},
           {&w.attn_k_norm, name("attn_k_norm")},
           {&w.attn_post_norm, name("post_attention_norm")},
-          {&w.ffn_post_norm, name("post_ffw_norm")}};
+          {&w.ffn_post_norm, name("post_ffw_norm")},
+          {&w.attn_sinks, name("attn_sinks")}};
 }
 
 }  // namespace tc::model

@@ -22,6 +22,11 @@ struct ExpertWeights {
   kernels::Tensor gate;  // weight dtype {n_embd, n_ff}
   kernels::Tensor up;    // weight dtype {n_embd, n_ff}
   kernels::Tensor down;  // weight dtype {n_ff, n_embd}
+  // Architecture::expert_biases (gpt-oss): this expert's rows of
+  // ffn_{gate,up,down}_exps.bias; null views otherwise.
+  kernels::Tensor gate_b;  // f32 [n_ff]
+  kernels::Tensor up_b;    // f32 [n_ff]
+  kernels::Tensor down_b;  // f32 [n_embd]
 };
 
 struct LayerWeights {
@@ -56,11 +61,13 @@ struct LayerWeights {
   kernels::Tensor attn_k_norm;     // f32 [head_dim]
   kernels::Tensor attn_post_norm;  // f32 [n_embd]: RMSNorm of the attention output (Gemma)
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
+  kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
 
   // A mixture of experts (ModelSpec::has_experts; ffn_gate/up/down are then
   // null): the router, row e = expert e's logit, and the experts. Host
   // views only: the CPU backend runs them (layer_tensors leaves them out).
   kernels::Tensor ffn_gate_inp;        // weight dtype {n_embd, n_expert}
+  kernels::Tensor ffn_gate_inp_b;      // f32 [n_expert]: the router's bias (gpt-oss); null otherwise
   std::vector<ExpertWeights> experts;  // [n_expert]
   // The shared expert (ModelSpec::n_ff_shared > 0): its gate f32 [n_embd]
   // and its matrices, n_ff = n_ff_shared (data null otherwise).

@@ -139,6 +139,7 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
     s.rope_freq_scale_swa = 1.0;
   } else {
     s.rope_freq_base_swa = s.rope_freq_base;
+    if (rule.reads_freq_base_swa) s.rope_freq_base_swa = positive_f64(file, p + "rope.freq_base_swa", s.rope_freq_base);
     s.rope_freq_scale_swa = s.rope_freq_scale;
   }
 }
@@ -166,9 +167,9 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
     throw file.error(used_key, "is " + std::to_string(used) + ", more than " + count_key + " " +
                                    std::to_string(n_expert));
   }
-  if (s.ffn_form != FfnForm::SwiGLU) {
+  if (s.ffn_form != FfnForm::SwiGLU && s.ffn_form != FfnForm::SwiGluOai) {
     throw file.error(std::string(kFfnFormKey), "is '" + std::string(ffn_form_name(s.ffn_form)) +
-                                                   "'; a mixture of experts is swiglu only");
+                                                   "'; a mixture of experts is swiglu (or gpt-oss's swiglu_oai) only");
   }
   s.n_expert = n_expert;
   s.n_expert_used = used;

@@ -7,10 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <span>
 #include <stdexcept>
 
 namespace tc::model {
 namespace {
+
+const float* f32(const kernels::Tensor& t) { return static_cast<const float*>(t.data); }
 
 // out = the sum of a token's k weighted expert rows, most probable first
 // (slots: f32 [k, n_embd]): the one order both of run()'s paths use, so
@@ -23,10 +26,29 @@ void sum_slots(const float* slots, int64_t k, int64_t n_embd, float* out) {
   }
 }
 
+// gpt-oss's routing of one token: the k largest logits (ties: the lower
+// index), weighted by a softmax over those k alone.
+void route_by_chosen_logits(const float* l, int64_t k, std::span<int32_t> order, int32_t* experts, float* weights) {
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
+    return l[a] > l[b] || (l[a] == l[b] && a < b);
+  });
+  const float max = l[order[0]];
+  double sum = 0;
+  for (int64_t s = 0; s < k; ++s) {
+    const int32_t e = order[static_cast<size_t>(s)];
+    experts[s] = e;
+    weights[s] = static_cast<float>(std::exp(static_cast<double>(l[e]) - max));
+    sum += weights[s];
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  for (int64_t s = 0; s < k; ++s) weights[s] *= inv;
+}
+
 }  // namespace
 
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights, bool normalize) {
+                   float* weights, bool normalize, ExpertGating gating) {
   if (n_expert > kMaxExperts || k < 1 || k > n_expert) throw std::invalid_argument("route_experts: bad counts");
   std::array<float, kMaxExperts> probs_storage;
   std::array<int32_t, kMaxExperts> order_storage;
@@ -34,6 +56,10 @@ void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int6
   const std::span<int32_t> order(order_storage.data(), static_cast<size_t>(n_expert));
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* l = logits + t * n_expert;
+    if (gating == ExpertGating::SoftmaxOfChosen) {
+      route_by_chosen_logits(l, k, order, experts + t * k, weights + t * k);
+      continue;
+    }
     const float max = *std::max_element(l, l + n_expert);
     double sum = 0;
     for (int64_t e = 0; e < n_expert; ++e) {
@@ -103,7 +129,9 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
   const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
   grow(n_tokens);
   backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
-  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), spec_.expert_weights_norm);
+  if (w.ffn_gate_inp_b.data != nullptr) backend_.add_bias(logits_.data(), f32(w.ffn_gate_inp_b), n_tokens, n_expert);
+  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), spec_.expert_weights_norm,
+                spec_.architecture->expert_gating);
 
   if (n_tokens == 1) {
     run_one_token(layer, w, in, out);
@@ -132,8 +160,13 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
     }
     const kernels::MatmulTarget gate_up[] = {{&x.gate, gate_.data()}, {&x.up, up_.data()}};
     backend_.matmul_many(gate_up, rows_in_.data(), m);
+    if (x.gate_b.data != nullptr) {
+      backend_.add_bias(gate_.data(), f32(x.gate_b), m, n_ff);
+      backend_.add_bias(up_.data(), f32(x.up_b), m, n_ff);
+    }
     backend_.ffn_activation(activation_, gate_.data(), up_.data(), m * n_ff, gate_.data());
     backend_.matmul(x.down, gate_.data(), m, rows_out_.data());
+    if (x.down_b.data != nullptr) backend_.add_bias(rows_out_.data(), f32(x.down_b), m, n_embd);
     for (int64_t r = 0; r < m; ++r) {
       const int64_t pair = by_expert_[static_cast<size_t>(begin + r)];
       const float weight = weights_[static_cast<size_t>(pair)];
@@ -183,10 +216,18 @@ void MoeFfnBlock::run_one_token(int64_t layer, const LayerWeights& w, const floa
     ++counts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
   }
   backend_.matmul_many(gate_up_targets_, in, 1);
+  for (int64_t s = 0; s < k; ++s) {
+    const ExpertWeights& x = w.experts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
+    if (x.gate_b.data == nullptr) continue;
+    backend_.add_bias(gate_.data() + s * n_ff, f32(x.gate_b), 1, n_ff);
+    backend_.add_bias(up_.data() + s * n_ff, f32(x.up_b), 1, n_ff);
+  }
   backend_.ffn_activation(activation_, gate_.data(), up_.data(), k * n_ff, gate_.data());
   for (int64_t s = 0; s < k; ++s) {
     const ExpertWeights& x = w.experts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
-    backend_.matmul(x.down, gate_.data() + s * n_ff, 1, rows_out_.data() + s * n_embd);
+    float* row = rows_out_.data() + s * n_embd;
+    backend_.matmul(x.down, gate_.data() + s * n_ff, 1, row);
+    if (x.down_b.data != nullptr) backend_.add_bias(row, f32(x.down_b), 1, n_embd);
   }
   // Weighted, then summed most probable first: run()'s operations, so the same bits.
   for (int64_t s = 0; s < k; ++s) {

@@ -6,7 +6,9 @@
 //   sum over the chosen experts, in order of probability, of
 //   p_e * down_e(silu(gate_e · x) * (up_e · x))
 // (Qwen2 MoE: p_e not renormalised, plus a shared expert's output times
-// sigmoid(ffn_gate_inp_shexp · x)).
+// sigmoid(ffn_gate_inp_shexp · x); gpt-oss: biases on the router and on
+// each expert's three matmuls, p_e a softmax over the chosen logits, and
+// its clamped SwiGLU).
 // Each expert runs once per step over the rows routed to it. A token's
 // output does not depend on the other tokens of the step (the matmul's bits
 // do not depend on its row count, and each token sums its experts in its own
@@ -27,11 +29,12 @@ namespace tc::model {
 // One token's routing: the chosen experts, most probable first (ties: the
 // lower index), and their weights. For every token t of `logits`, f32
 // [n_tokens, n_expert], writes experts[t * k + s] and weights[t * k + s]
-// for s < k (k = n_expert_used). The weights are the softmax's
-// probabilities of the chosen experts, with `normalize` divided by their
-// sum (at least 6.1e-5, llama.cpp's clamp).
+// for s < k (k = n_expert_used). Gating Softmax: the weights are the
+// softmax's probabilities of the chosen experts, with `normalize` divided
+// by their sum (at least 6.1e-5, llama.cpp's clamp). SoftmaxOfChosen: a
+// softmax over the k chosen logits (`normalize` changes nothing then).
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights, bool normalize = true);
+                   float* weights, bool normalize = true, ExpertGating gating = ExpertGating::Softmax);
 
 class MoeFfnBlock {
  public:

@@ -82,6 +82,7 @@ FiringRule firing_rule_for(model::FfnForm form) {
     case model::FfnForm::Relu: return FiringRule::GatePositive;  // relu(up) of an ungated FFN: its one matrix is the gate
     case model::FfnForm::DReLU: return FiringRule::GateAndUpPositive;
     case model::FfnForm::SwiGLU:
+    case model::FfnForm::SwiGluOai:
     case model::FfnForm::GeGLU:
     case model::FfnForm::Gelu: return FiringRule::AbsAboveThreshold;
   }

@@ -2,6 +2,7 @@
 // ops.h: get_rows, rms_norm, layer_norm, rope, ffn_activation, add_bias,
 // scale, softcap, store_f16. Attention lives in ops_attention.cpp. Plain
 // scalar loops but SwiGLU, whose exp runs eight lanes at a time (f8_lanes.h).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -157,6 +158,15 @@ inline float gelu(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
 }
 
+// gpt-oss's clamped SwiGLU in f32, in ggml_swiglu_oai's order of operations.
+inline float swiglu_oai(float gate, float up) {
+  constexpr float kAlpha = 1.702f;
+  constexpr float kLimit = 7.0f;
+  const float g = std::min(gate, kLimit);
+  const float u = std::clamp(up, -kLimit, kLimit);
+  return g / (1.0f + std::exp(kAlpha * -g)) * (u + 1.0f);
+}
+
 }  // namespace
 
 void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {
@@ -182,6 +192,9 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
       return;
     case Activation::Relu:
       for (int64_t i = 0; i < n; ++i) out[i] = gate[i] > 0.0f ? gate[i] : 0.0f;
+      return;
+    case Activation::SwiGluOai:
+      for (int64_t i = 0; i < n; ++i) out[i] = swiglu_oai(gate[i], up[i]);
       return;
   }
   TC_CHECK(false, "ffn_activation: unknown Activation");

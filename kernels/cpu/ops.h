@@ -75,6 +75,10 @@ struct AttentionParams {
   float scale = 0.0f;    // score = q.k * scale; 0: 1 / sqrt(head_dim)
   float softcap = 0.0f;  // > 0: score = softcap * tanh(score / softcap) (Gemma 2), after the scale
   int64_t window = 0;    // > 0: a token at position p sees positions (p - window, p] only (sliding window)
+  // f32 [n_head] or null: attention sinks (gpt-oss), one learned logit per
+  // head that joins the softmax's denominator and adds no value:
+  // softmax over (scores..., sink), the sink's share dropped. Host memory.
+  const float* sinks = nullptr;
 };
 
 // Causal grouped-query attention of one sequence over its KV cache.
@@ -115,6 +119,9 @@ enum class Activation {
   GeGLU,   // gelu(gate) * up          (Gemma)
   Gelu,    // gelu(gate), up unused    (ungated: Falcon)
   Relu,    // relu(gate), up unused    (ungated: ReluFalcon)
+  // gpt-oss's clamped SwiGLU (ggml_swiglu_oai, alpha 1.702, limit 7):
+  // g = min(gate, 7), u = clamp(up, -7, 7), g * sigmoid(1.702 g) * (u + 1).
+  SwiGluOai,
 };
 
 // Whether the activation reads `up` (a gated FFN) or only `gate`.

@@ -123,6 +123,7 @@ struct AttentionArgs {
   float scale;
   float softcap;   // > 0: scores soft-capped (AttentionParams)
   int64_t window;  // > 0: sliding window (AttentionParams)
+  const float* sinks;  // f32 [n_head] or null (AttentionParams)
 
   // The first position token t sees.
   int64_t first_seen(int64_t t) const {
@@ -353,7 +354,17 @@ __attribute__((noinline)) void fold_partial(float& max, double& sum, float* __re
 }
 
 // out / sum: normalized as llama.cpp's soft_max, once all chunks are folded.
-__attribute__((noinline)) void finish_row(float* out, double sum, int64_t head_dim) {
+// A head's attention sink (sinks non-null) is folded in first as one more
+// score whose value row is zero: it takes its share of the denominator.
+__attribute__((noinline)) void finish_row(float* out, float max, double sum, const float* sinks, int64_t head,
+                                          int64_t head_dim) {
+  if (sinks != nullptr) {
+    const float sink = sinks[head];
+    const float new_max = std::max(max, sink);
+    const float keep = std::exp(max - new_max);
+    sum = sum * static_cast<double>(keep) + static_cast<double>(std::exp(sink - new_max));
+    for (int64_t d = 0; d < head_dim; ++d) out[d] *= keep;
+  }
   const float inv_sum = static_cast<float>(1.0 / sum);
   for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv_sum;
 }
@@ -395,7 +406,8 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   }
   for (int64_t t = t_begin; t < t_end; ++t) {
     for (int64_t r = 0; r < n_heads; ++r) {
-      finish_row(out_of(t, r), s.run_sum[static_cast<size_t>((t - t_begin) * n_heads + r)], head_dim);
+      const auto i = static_cast<size_t>((t - t_begin) * n_heads + r);
+      finish_row(out_of(t, r), s.run_max[i], s.run_sum[i], a.sinks, h_begin + r, head_dim);
     }
   }
 }
@@ -496,7 +508,7 @@ struct SequenceItems {
       const int64_t row = c * args.n_head + h;
       fold_partial(max, sum, out, partials.max[row], partials.sum[row], partials.out + row * head_dim, head_dim);
     }
-    finish_row(out, sum, head_dim);
+    finish_row(out, max, sum, args.sinks, h, head_dim);
   }
 };
 
@@ -539,8 +551,8 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   int64_t n_floats = 0, n_doubles = 0, n_decode = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const AttentionSequence& s = sequences[i];
-    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv, head_dim, s.positions,
-                             s.out, scale, params.softcap, params.window};
+    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv,    head_dim, s.positions,
+                             s.out, scale, params.softcap, params.window, params.sinks};
     if (s.n_tokens > 0) {
       items[i].emplace(args, s.n_tokens, want);
       n_floats += items[i]->partial_floats();

@@ -47,6 +47,10 @@ __global__ void __launch_bounds__(kThreads)
       r = __fmul_rn(gelu(g), up[i]);
     } else if constexpr (A == Activation::Gelu) {
       r = gelu(g);
+    } else if constexpr (A == Activation::SwiGluOai) {
+      const float gc = fminf(g, 7.0f);
+      const float uc = fminf(fmaxf(up[i], -7.0f), 7.0f);
+      r = __fmul_rn(__fdiv_rn(gc, __fadd_rn(1.0f, expf(__fmul_rn(1.702f, -gc)))), __fadd_rn(uc, 1.0f));
     } else {
       r = g > 0.0f ? g : 0.0f;
     }
@@ -145,6 +149,9 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
       break;
     case Activation::Relu:
       ffn_activation_kernel<Activation::Relu><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
+      break;
+    case Activation::SwiGluOai:
+      ffn_activation_kernel<Activation::SwiGluOai><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
       break;
     default:
       TC_CHECK(false, "ffn_activation: unknown Activation");

@@ -1,6 +1,6 @@
 // The CPU ops other architectures than llama need, against float64
 // references on fresh random data: layer_norm, rope in Neox mode with
-// frequency factors and attn_factor, YaRN, the GeGLU/GELU/ReLU activations,
+// frequency factors and attn_factor, YaRN, the GeGLU/GELU/ReLU and gpt-oss activations,
 // add_bias, scale and softcap.
 #include <catch2/catch.hpp>
 
@@ -189,6 +189,30 @@ TEST_CASE("ffn_activation: GeGLU, GELU and ReLU against float64", "[kernels][ops
   }
   CHECK(is_gated(Activation::GeGLU));
   CHECK_FALSE(is_gated(Activation::Gelu));
+}
+
+TEST_CASE("ffn_activation: gpt-oss's clamped SwiGLU against float64", "[kernels][ops]") {
+  // Gates and ups of sd 6: many beyond the clamp at 7 (and -7 for up).
+  auto gate = tc::test::random_floats(4096, 143, 6.0f);
+  auto up = tc::test::random_floats(gate.size(), 144, 6.0f);
+  const float specials[] = {-1e4f, -90.0f, -7.0f, -1e-30f, 0.0f, 6.999f, 7.0f, 7.001f, 1e4f};
+  for (size_t i = 0; i < std::size(specials); ++i) gate[i * 13] = up[i * 13 + 1] = specials[i];
+  const auto n = static_cast<int64_t>(gate.size());
+  auto out = poisoned(gate.size());
+  ffn_activation(Activation::SwiGluOai, gate.data(), up.data(), n, out.data());
+  int n_clamped = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = std::min(static_cast<double>(gate[i]), 7.0);
+    const double u = std::clamp(static_cast<double>(up[i]), -7.0, 7.0);
+    n_clamped += gate[i] > 7.0f || std::fabs(up[i]) > 7.0f ? 1 : 0;
+    const double ref = g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+    INFO("gate " << gate[i] << " up " << up[i] << " got " << out[i] << " ref " << ref);
+    // expf, the quotient, (u + 1) (absolute error of an ulp of |u| + 1) and
+    // the product: a few ulps of |g| (|u| + 1), the size of the terms.
+    REQUIRE(std::fabs(out[i] - ref) <= 8 * kEpsF32 * std::fabs(g) * (std::fabs(u) + 1.0));
+  }
+  CHECK(n_clamped > 100);
+  CHECK(is_gated(Activation::SwiGluOai));
 }
 
 TEST_CASE("add_bias, scale and softcap against float64", "[kernels][ops]") {

@@ -2,7 +2,7 @@
 // prefill and a prefill chunk after a cached prefix, head sizes 64/128 and
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
-// sliding windows, soft-capped scores and a given scale; attention_batch (a
+// sliding windows, soft-capped scores, a given scale and attention sinks; attention_batch (a
 // decode step's sequences in one job) against single calls.
 #include <catch2/catch.hpp>
 
@@ -87,7 +87,7 @@ std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& 
 // Compares `out` with softmax(score(q, k)) v over each token's causal
 // window, all in float64 from the same f16 K/V values: score = q.k * scale
 // (1 / sqrt(head_dim) unless p.params says), soft-capped and windowed as
-// p.params says.
+// p.params says, with each head's sink in the denominator where it has one.
 void check_against_reference(const Problem& p, const std::vector<float>& out) {
   const auto [n_head, n_head_kv, head_dim] = p.shape;
   const int64_t n_group = n_head / n_head_kv;
@@ -115,7 +115,10 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
         max_s = std::max(max_s, s[j]);
         max_abs_dot = std::max(max_abs_dot, abs_dot * scale);
       }
-      double sum = 0;
+      // A sink: one more score in the softmax, with no value row.
+      const double sink = p.params.sinks != nullptr ? p.params.sinks[h] : -INFINITY;
+      max_s = std::max(max_s, sink);
+      double sum = p.params.sinks != nullptr ? std::exp(sink - max_s) : 0.0;
       for (int64_t j = first; j < n_ctx; ++j) sum += (s[j] = std::exp(s[j] - max_s));
       for (int64_t d = 0; d < head_dim; ++d) {
         double ref = 0, mag = 0;
@@ -365,5 +368,29 @@ TEST_CASE("attention_batch with a sliding window gives each sequence the bits of
     check_against_reference(problems[i], outs[i]);
     const auto single = run_attention(problems[i], 1);
     REQUIRE(std::memcmp(outs[i].data(), single.data(), single.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("attention with sinks matches float64", "[kernels][ops][attention]") {
+  // gpt-oss's sinks: one logit per head joins the softmax. Sinks from well
+  // below the scores (almost no effect) to far above them (most of the
+  // weight goes nowhere: small outputs), with and without a window, decode,
+  // prefill and prefill over several chunks; attention_batch the same.
+  const Shape shape{8, 2, 64};
+  std::vector<float> sinks = tc::test::random_floats(static_cast<size_t>(shape.n_head), 1200, 4.0f);
+  sinks[0] = -30.0f;
+  sinks[1] = 12.0f;
+  for (const int64_t window : {int64_t{0}, int64_t{33}}) {
+    for (const auto& positions : {iota_positions(0, 50), iota_positions(299, 1), iota_positions(500, 40)}) {
+      INFO("window " << window << " first position " << positions[0] << " tokens " << positions.size());
+      auto p = make_problem(shape, 600, positions, 1201);
+      p.params.window = window;
+      p.params.sinks = sinks.data();
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+      const auto batched = run_attention_batch({p}, 2);
+      REQUIRE(std::memcmp(batched[0].data(), out.data(), out.size() * sizeof(float)) == 0);
+    }
   }
 }

@@ -3,7 +3,7 @@
 // that `thermocline make-model --arch NAME --n-embd 256 --n-layer 2 --n-ff
 // 768 --n-head 8 --n-head-kv 2 --seed N` writes, with the architecture's
 // options (biases, q/k norms, fused tensors, RoPE factors, YaRN, sliding windows,
-// soft-caps, experts) switched on. Weights are f32 (and Q8_0/Q4_0 in a case per
+// soft-caps, experts, sinks) switched on. Weights are f32 (and Q8_0/Q4_0 in a case per
 // architecture, to wider bounds), so both sides multiply exactly and what
 // differs is the order of sums and llama.cpp's f16 rounding of q
 // in attention (and of gelu, which its CPU backend reads from a table of f16
@@ -85,6 +85,8 @@ const ArchCase kCases[] = {
     {"qwen2moe (8 experts, 2 per token, not renormalised; a gated shared expert; q/k/v biases)",
      "--arch qwen2moe --experts 8 --experts-used 2", 40},
     {"qwen3moe (8 experts, 2 per token; q/k norms)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 30},
+    {"gpt-oss (8 experts, 2 per token, biased; sinks; window 8 on layer 0; YaRN x4)",
+     "--arch gpt-oss --head-dim 64 --experts 8 --experts-used 2 --sliding-window 8 --rope-scale-yarn 4", 46},
     // Each architecture's tensors through the quantized matmuls.
     {"qwen2 Q8_0", "--arch qwen2", 23, 256, "q8_0", kQuantTolerance},
     {"qwen3 Q4_0", "--arch qwen3 --head-dim 64", 24, 256, "q4_0", kQuantTolerance},
@@ -102,6 +104,8 @@ const ArchCase kCases[] = {
     // differently under int8 activations (0.34 and 0.41 sd) where F16
     // weights agree within 0.0018 sd: a near-tie in the router, not the path.
     {"qwen2moe Q8_0 (4 of 8 experts)", "--arch qwen2moe --experts 8 --experts-used 4", 43, 256, "q8_0",
+     kQuantTolerance},
+    {"gpt-oss Q8_0", "--arch gpt-oss --head-dim 64 --experts 8 --experts-used 2 --sliding-window 8", 47, 256, "q8_0",
      kQuantTolerance},
 };
 

@@ -49,7 +49,7 @@ TEST_CASE("cuda get_rows: bit-identical to dequantize_row for every table dtype"
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
                                DType::Q5_0, DType::Q5_1, DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K,
-                               DType::Q5_K, DType::Q6_K, DType::IQ4_XS);
+                               DType::Q5_K, DType::Q6_K, DType::IQ4_XS, DType::MXFP4);
   INFO("dtype " << dtype_name(dtype));
   const int64_t n_embd = 512;
   const int64_t n_vocab = 37;
@@ -134,7 +134,7 @@ TEST_CASE("cuda rope: within an ulp of the CPU op (long positions, partial rotat
 TEST_CASE("cuda ffn_activation: every Activation against the CPU op, also in place", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   const Activation act = GENERATE(Activation::SwiGLU, Activation::ReGLU, Activation::DReLU, Activation::GeGLU,
-                                  Activation::Gelu, Activation::Relu);
+                                  Activation::Gelu, Activation::Relu, Activation::SwiGluOai);
   const int64_t n = 10000;
   auto gate = tc::test::random_floats(static_cast<size_t>(n), 40, 4.0f);
   gate[0] = -100.0f;  // exp overflows: silu is -0
@@ -149,7 +149,7 @@ TEST_CASE("cuda ffn_activation: every Activation against the CPU op, also in pla
   const Buffer dout = poisoned_device(*cuda, static_cast<size_t>(n));
   cuda->ffn_activation(act, dgate.as<float>(), dup.as<float>(), n, dout.as<float>());
   const auto got = from_device<float>(*cuda, dout.data(), static_cast<size_t>(n));
-  if (act == Activation::SwiGLU) {
+  if (act == Activation::SwiGLU || act == Activation::SwiGluOai) {
     // CUDA's expf is within 2 ulps, glibc's within 1, and exp's error passes
     // through 1 + exp(-g) almost whole; three more roundings on each side.
     require_ulps(got, want, 8);
