@@ -231,6 +231,10 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
     w.set(p + "rope.scaling.factor", gguf::Value(static_cast<float>(o.rope_scale_yarn)));
     const auto orig = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(o.n_ctx) / o.rope_scale_yarn));
     w.set(p + "rope.scaling.original_context_length", gguf::Value(static_cast<uint32_t>(orig)));
+    if (a.yarn_log_mul_and_temperature) {  // Ministral 3's values
+      w.set(p + "rope.scaling.yarn_log_multiplier", gguf::Value(1.0f));
+      w.set(p + "attention.temperature_scale", gguf::Value(0.1f));
+    }
   }
   if (o.longrope_orig_ctx > 0) {
     w.set(p + "rope.scaling.type", gguf::Value(std::string("longrope")));

@@ -109,6 +109,14 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
                  .reads_final_softcap = true,
                  .embd_query_scale_n_layer = 62},
+    // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
+    // yarn_log_multiplier, and queries scaled up past the original context
+    // (attention.temperature_scale).
+    Architecture{.name = "mistral3",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .rope_freqs = true,
+                 .yarn_log_mul_and_temperature = true},
     // gpt-oss (20B, 120B): a mixture of experts in every layer with router
     // and expert biases, a softmax over the chosen experts' logits and a
     // clamped SwiGLU; q/k/v/output biases, attention sinks, a window on

@@ -137,6 +137,10 @@ struct Architecture {
   // ffn_{gate,up}_exps.bias f32 {n_ff, n_expert}, ffn_down_exps.bias f32
   // {n_embd, n_expert} on each expert's matmuls (gpt-oss).
   bool expert_biases = false;
+  // Reads {arch}.rope.scaling.yarn_log_multiplier (YaRN's magnitude
+  // correction) and attention.temperature_scale (Llama 4's query scaling by
+  // position; Mistral 3).
+  bool yarn_log_mul_and_temperature = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

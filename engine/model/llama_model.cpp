@@ -11,6 +11,7 @@
 #include "engine/model/llama_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -440,6 +441,18 @@ kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t l
   return p;
 }
 
+void LlamaModel::scale_queries_by_position(kernels::Backend& b, float* q, int64_t n_tokens) const {
+  // Llama 4's temperature tuning, as llama.cpp computes the factor (in
+  // double, stored as f32): 1 below the first multiple of the floor.
+  const auto* positions = positions_host_.as<int32_t>();
+  const int64_t n_embd_q = spec_.n_embd_q();
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const double steps = std::floor(static_cast<double>(positions[t]) / static_cast<double>(spec_.attn_temp_floor));
+    const auto factor = static_cast<float>(std::log(steps + 1.0) * spec_.attn_temp_scale + 1.0);
+    if (factor != 1.0f) b.scale(q + t * n_embd_q, n_embd_q, factor);
+  }
+}
+
 void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w,
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
@@ -477,6 +490,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
     b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
   }
+  if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
   int64_t t = 0;
   attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
   for (const auto& s : sequences) {
@@ -522,7 +536,8 @@ bool LlamaModel::step_graph_fits(int64_t n_tokens) const {
   // path: layer offload, the sparse and hybrid FFNs, observers, sparsifiers
   // and the time split wait for the device or read its memory inside a step.
   return !on_host(backend_) && offload_cpu_ == nullptr && sparse_ffn_ == nullptr && hybrid_ffn_ == nullptr &&
-         observer_ == nullptr && sparsifier_ == nullptr && timer_ == nullptr && n_tokens <= kernels::kGemvMaxTokens;
+         observer_ == nullptr && sparsifier_ == nullptr && timer_ == nullptr && n_tokens <= kernels::kGemvMaxTokens &&
+         spec_.attn_temp_scale == 0.0;  // its per-position query scales are host values a replay would repeat
 }
 
 uint64_t LlamaModel::step_graph_key(std::span<const StepSequence> sequences, int64_t n_tokens,

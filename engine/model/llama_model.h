@@ -255,6 +255,9 @@ class LlamaModel {
             int64_t n_rows, float* y) const;
   // RoPE of `layer` run on backend b (its base, scale and frequency factors).
   kernels::RopeParams rope_params(const kernels::Backend& b, int64_t layer) const;
+  // q *= Mistral 3's position-dependent query scale, token by token
+  // (ModelSpec::attn_temp_scale), from the step's host positions.
+  void scale_queries_by_position(kernels::Backend& b, float* q, int64_t n_tokens) const;
   bool runs_sparse(const StepSequence& s) const;
   // Whether a step of n_tokens may run as a step graph (Backend::begin_graph),
   // and its key there.

@@ -65,7 +65,7 @@ FfnForm read_ffn_form(const GgufFile& file, const Architecture& a, bool pwri) {
   return form;
 }
 
-void read_rope(const GgufFile& file, const std::string& p, ModelSpec& s) {
+void read_rope(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
   s.rope_freq_base = positive_f64(file, p + "rope.freq_base", 10000.0);
   const std::string type = file.get_string(p + "rope.scaling.type", "linear");
   if (type == "none") {
@@ -93,12 +93,28 @@ void read_rope(const GgufFile& file, const std::string& p, ModelSpec& s) {
     s.yarn_ext_factor = 1.0;
     s.yarn_beta_fast = positive_f64(file, p + "rope.scaling.yarn_beta_fast", 32.0);
     s.yarn_beta_slow = positive_f64(file, p + "rope.scaling.yarn_beta_slow", 1.0);
-    // llama.cpp divides YaRN's own magnitude, 1 + 0.1 ln(factor) (which the
-    // kernel applies), out of the attention factor where the factor is > 1:
-    // there the model's factor is rope.scaling.attn_factor alone. A
-    // factor <= 1 leaves 1 / (1 + 0.1 ln(factor)) in it.
-    const double scale = 1.0 / s.rope_freq_scale;
-    if (scale <= 1.0) s.rope_attn_factor /= 1.0 + 0.1 * std::log(scale);
+    // llama.cpp's attention factor: mscale(factor, 1) / mscale(factor,
+    // yarn_log_multiplier) where the file has the multiplier (else
+    // mscale(factor, 1)), with YaRN's own magnitude, 1 + 0.1 ln(factor)
+    // (which the kernel applies), divided out, times rope.scaling.attn_factor.
+    const double factor = 1.0 / s.rope_freq_scale;
+    const auto mscale = [factor](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+    double log_mul = 0.0;
+    if (a.yarn_log_mul_and_temperature) {
+      const std::string key = p + "rope.scaling.yarn_log_multiplier";
+      log_mul = file.get_f64(key, 0.0);
+      if (!(log_mul >= 0.0) || !std::isfinite(log_mul)) throw file.error(key, "must be a number >= 0");
+    }
+    const double yarn_factor = log_mul != 0.0 ? mscale(1.0) / mscale(log_mul) : mscale(1.0);
+    s.rope_attn_factor *= yarn_factor / (1.0 + 0.1 * std::log(factor));
+  }
+  if (a.yarn_log_mul_and_temperature) {
+    const std::string key = p + "attention.temperature_scale";
+    s.attn_temp_scale = file.get_f64(key, 0.0);
+    if (!(s.attn_temp_scale >= 0.0) || !std::isfinite(s.attn_temp_scale)) {
+      throw file.error(key, "must be a number >= 0");
+    }
+    s.attn_temp_floor = s.n_ctx_orig;
   }
 }
 
@@ -258,7 +274,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                                      ", expected an even number <= head_dim " +
                                                      std::to_string(s.head_dim));
   }
-  read_rope(file, p, s);
+  read_rope(file, p, a, s);
   const std::string eps_key =
       p + (a.norm == NormKind::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
   s.rms_eps = file.get_f64(eps_key, 1e-5);

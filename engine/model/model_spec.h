@@ -84,6 +84,10 @@ struct ModelSpec {
   double yarn_beta_fast = 32.0;
   double yarn_beta_slow = 1.0;
   double yarn_ext_factor = 0.0;
+  // Queries scaled by 1 + attn_temp_scale * ln(floor(pos / attn_temp_floor) + 1)
+  // after RoPE ({arch}.attention.temperature_scale, floor n_ctx_orig; Mistral 3); 0: none.
+  double attn_temp_scale = 0.0;
+  int64_t attn_temp_floor = 0;
   double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
   bool tied_embeddings = false;      // the head reuses token_embd (no output.weight, or the architecture says so)

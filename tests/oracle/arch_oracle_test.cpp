@@ -79,6 +79,8 @@ const ArchCase kCases[] = {
      "--arch gemma3 --head-dim 64 --sliding-window 8 --swa-pattern 2 --rope-scale-linear 8", 20},
     {"qwen2 (YaRN x4 from 128 positions)", "--arch qwen2 --rope-scale-yarn 4", 44},
     {"llama (YaRN x8 from 64 positions; normal RoPE pairs)", "--arch llama --rope-scale-yarn 8", 45},
+    {"mistral3 (YaRN x16 from 32 positions with log multiplier 1; queries scaled past position 32)",
+     "--arch mistral3 --rope-scale-yarn 16", 48},
     {"falcon (LayerNorm, parallel attention and FFN, gelu)", "--arch falcon", 21},
     {"falcon-40b (attn_norm_2)", "--arch falcon --attn-norm-2", 22},
     {"mixtral (llama with 8 experts, 2 per token)", "--arch llama --experts 8 --experts-used 2", 29},

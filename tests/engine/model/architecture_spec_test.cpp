@@ -170,6 +170,34 @@ TEST_CASE("YaRN: factor, original context and the ramp's betas are read", "[mode
   CHECK_THAT(load_error(bad), Catch::Contains("qwen2.rope.scaling.yarn_beta_fast"));
 }
 
+TEST_CASE("Mistral 3: YaRN's log multiplier and the query temperature are read", "[model][arch]") {
+  auto o = small("mistral3");
+  o.n_ctx = 4096;
+  o.rope_scale_yarn = 16;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.rope_scaling == tc::model::RopeScaling::Yarn);
+  CHECK(s.attn_temp_scale == Approx(0.1));
+  CHECK(s.attn_temp_floor == 256);
+  // mscale(16, 1) / mscale(16, 1), YaRN's own 1 + 0.1 ln 16 divided out.
+  CHECK(s.rope_attn_factor == Approx(1.0 / (1.0 + 0.1 * std::log(16.0))));
+  const auto bad = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("mistral3.attention.temperature_scale", Value(-0.5f));
+  });
+  CHECK_THAT(load_error(bad), Catch::Contains("mistral3.attention.temperature_scale"));
+  // Other architectures ignore both keys, as llama.cpp does.
+  auto q = small("qwen2");
+  q.n_ctx = 4096;
+  q.rope_scale_yarn = 16;
+  const auto other = copy_of(make(q), "", [](tc::gguf::GgufWriter& w) {
+    w.set("qwen2.attention.temperature_scale", Value(0.1f));
+    w.set("qwen2.rope.scaling.yarn_log_multiplier", Value(1.0f));
+  });
+  const auto so = tc::model::read_model_spec(other);
+  CHECK(so.attn_temp_scale == 0.0);
+  CHECK(so.rope_attn_factor == 1.0);
+}
+
 TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]") {
   SECTION("an unsupported architecture names general.architecture and lists the supported ones") {
     const auto f = copy_of(make(small("llama")), "",
