@@ -37,6 +37,7 @@ constexpr std::array kEntries = {
     Entry{DType::I64, {"i64", 1, 8, false}},
     Entry{DType::F64, {"f64", 1, 8, false}},
     Entry{DType::BF16, {"bf16", 1, 2, false}},
+    Entry{DType::MXFP4, {"mxfp4", kQK_MXFP4, sizeof(BlockMXFP4), true}},
 };
 
 std::string lower(std::string_view s) {

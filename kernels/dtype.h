@@ -31,6 +31,7 @@ enum class DType : uint32_t {
   I64 = 27,
   F64 = 28,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 // Elements per block of the k-quant super-block formats.
@@ -42,10 +43,17 @@ inline constexpr int64_t kQK5_0 = 32;
 inline constexpr int64_t kQK5_1 = 32;
 inline constexpr int64_t kQK8_0 = 32;
 inline constexpr int64_t kQK4_NL = 32;
+inline constexpr int64_t kQK_MXFP4 = 32;
 
 // The 16 levels of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl), ascending.
 inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
+
+// The 16 levels of MXFP4 (ggml's kvalues_mxfp4): the OCP E2M1 values
+// 0, 0.5, 1, 1.5, 2, 3, 4, 6 doubled so they are integers, positive for
+// codes 0-7 and negated for codes 8-15 (the sign bit; code 8 is -0, which
+// no quantizer writes). The block scale carries the factor 1/2.
+inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // Q8_0: x[i] = d * qs[i].
 struct BlockQ8_0 {
@@ -96,6 +104,17 @@ struct BlockIQ4_NL {
   uint8_t qs[kQK4_NL / 2];    // indices into kIQ4NLValues
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// MXFP4 (OCP microscaling FP4, as gpt-oss ships its experts): x[i] =
+// 2^(e - 128) * kMXFP4Values[nibble], i.e. the E8M0 scale 2^(e - 127) times
+// the E2M1 value; nibbles packed as in Q4_0. e = 0 and 1 give the f32
+// subnormals 2^-128 and 2^-127 (ggml's GGML_E8M0_TO_FP32_HALF); e = 255 is
+// 2^127, not NaN. No f16 field: 17 bytes, so blocks sit at any alignment.
+struct BlockMXFP4 {
+  uint8_t e;                    // E8M0 exponent, bias 127
+  uint8_t qs[kQK_MXFP4 / 2];    // indices into kMXFP4Values
+};
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // Q2_K: 16 sub-blocks of 16 elements; scales[s] holds sub-block s's 4-bit
 // scale (low nibble) and 4-bit min (high nibble); x = d * sc * q - dmin * m
@@ -200,6 +219,7 @@ inline bool is_weight_dtype(DType type) {
     case DType::Q5_K:
     case DType::Q6_K:
     case DType::IQ4_XS:
+    case DType::MXFP4:
       return true;
     default:
       return false;

@@ -301,6 +301,18 @@ float dot_iq4_nl(const std::byte* row, const XRow& x, int64_t n_blocks) {
   return s;
 }
 
+// MXFP4: as IQ4_NL with its own levels and a power-of-two block scale.
+float dot_mxfp4(const std::byte* row, const XRow& x, int64_t n_blocks) {
+  const auto* blk = reinterpret_cast<const BlockMXFP4*>(row);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < 32; ++j) isum += kMXFP4Values[nibble(blk[b].qs, j)] * x.qs[b * 32 + j];
+    s += static_cast<float>(isum) * (e8m0_to_f32_half(blk[b].e) * x.d[b]);
+  }
+  return s;
+}
+
 // ---- the other k-quants and IQ4_XS (256-element super-blocks) ----
 
 // The 2 bits of element e of a Q2_K / Q3_K super-block.
@@ -412,6 +424,9 @@ void compute_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
       break;
     case DType::IQ4_NL:
       dot = dot_iq4_nl;
+      break;
+    case DType::MXFP4:
+      dot = dot_mxfp4;
       break;
     case DType::Q2_K:
       dot = dot_q2_K;

@@ -102,6 +102,8 @@ void compute_rows_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
       return run_quant<OpsQ5_1>(a, r0, r1);
     case DType::IQ4_NL:
       return run_quant<OpsIQ4_NL>(a, r0, r1);
+    case DType::MXFP4:
+      return run_quant<OpsMXFP4>(a, r0, r1);
     case DType::Q2_K:
       return run_quant<OpsQ2_K>(a, r0, r1);
     case DType::Q3_K:

@@ -2,8 +2,8 @@
 // plain rows (F32, F16, BF16) and the 32-element block formats Q8_0, Q4_0,
 // Q4_1, Q5_0 and Q5_1.
 // The k-quants live in quantize_kquants*.cpp, IQ4_NL and IQ4_XS in
-// quantize_iq4.cpp. Results match llama.cpp's reference quantizers bit for
-// bit; tests/oracle checks that.
+// quantize_iq4.cpp, MXFP4 in quantize_mxfp4.cpp. Results match llama.cpp's
+// reference quantizers bit for bit; tests/oracle checks that.
 #include "kernels/cpu/quantize.h"
 
 #include <algorithm>
@@ -373,6 +373,9 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     case DType::IQ4_XS:
       detail::quantize_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n_blocks);
       return;
+    case DType::MXFP4:
+      detail::quantize_mxfp4(src, static_cast<BlockMXFP4*>(dst), n_blocks);
+      return;
     default:
       break;
   }
@@ -433,6 +436,9 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       return;
     case DType::IQ4_XS:
       detail::dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n_blocks);
+      return;
+    case DType::MXFP4:
+      detail::dequantize_mxfp4(static_cast<const BlockMXFP4*>(src), dst, n_blocks);
       return;
     default:
       break;

@@ -1,6 +1,7 @@
 // Reference (scalar, portable) conversions between f32 and every weight
 // dtype: f16/bf16 scalar conversion, and row quantize/dequantize for every
-// block format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS)
+// block format (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K, IQ4_XS,
+// MXFP4)
 // with llama.cpp's block layouts and rounding rules.
 // Thread-safe (pure functions). The fast SIMD kernels sit beside these.
 #pragma once
@@ -18,6 +19,10 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);    // exact (the top half of the f32)
 uint16_t f32_to_bf16(float f);    // round to nearest even, nan kept quiet
+// The f32 factor of an MXFP4 block with E8M0 exponent e: 2^(e - 128), half
+// the E8M0 value, as kMXFP4Values are doubled (ggml's
+// GGML_E8M0_TO_FP32_HALF). Exact for every e; e = 0 and 1 are subnormal.
+float e8m0_to_f32_half(uint8_t e);
 
 // Writes row_bytes(type, n) bytes to dst from n f32 values; n must be a
 // multiple of the block size. Plain types are converted (F32, F16, BF16;

@@ -1,5 +1,5 @@
-// Internal to kernels/cpu: the k-quant (256-element super-block) and IQ4
-// reference quantizers behind quantize_row / dequantize_row, and the
+// Internal to kernels/cpu: the k-quant (256-element super-block), IQ4 and
+// MXFP4 reference quantizers behind quantize_row / dequantize_row, and the
 // scale-fitting helpers the k-quant files share. Callers use quantize.h.
 #pragma once
 
@@ -26,6 +26,9 @@ void dequantize_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n_blocks);
 // n_blocks blocks of kQK4_NL floats <-> n_blocks blocks.
 void quantize_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n_blocks);
 void dequantize_iq4_nl(const BlockIQ4_NL* src, float* dst, int64_t n_blocks);
+// n_blocks blocks of kQK_MXFP4 floats <-> n_blocks blocks (quantize_mxfp4.cpp).
+void quantize_mxfp4(const float* src, BlockMXFP4* dst, int64_t n_blocks);
+void dequantize_mxfp4(const BlockMXFP4* src, float* dst, int64_t n_blocks);
 
 // Fits x[i] ~= scale * L[i] - neg_min over n <= 32 values with L[i] in
 // [0, n_max] and neg_min >= 0, minimising the weighted squared error (or the

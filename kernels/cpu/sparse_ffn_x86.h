@@ -427,6 +427,8 @@ void compute_columns_x86(const AxpyArgs& args, int64_t j0, int64_t j1) {
       return axpy_columns<DeqQ5_1, Wide>(args, j0, j1);
     case DType::IQ4_NL:
       return axpy_columns<DeqIQ4_NL, Wide>(args, j0, j1);
+    case DType::MXFP4:
+      return axpy_columns<DeqMXFP4, Wide>(args, j0, j1);
     case DType::Q2_K:
       return axpy_columns<DeqQ2_K, Wide>(args, j0, j1);
     case DType::Q3_K:

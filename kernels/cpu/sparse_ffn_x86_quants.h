@@ -1,7 +1,7 @@
 // Internal to sparse_ffn_x86.h (included in its middle, after its own
 // dequantizers and their helpers): the axpy dequantizers of Q4_1, Q5_0,
-// Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS, with the half() / byte_of()
-// interface described there. Each gives dequantize_row's exact f32 values:
+// Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K and IQ4_XS, with the half() /
+// byte_of() interface described there. Each gives dequantize_row's exact f32 values:
 // the products below are exact (a scale of at most 17 significant bits
 // times a quant of at most 7), and where dequantize_row adds an offset the
 // one rounding of the add is the same here (the file is built with
@@ -100,6 +100,27 @@ struct DeqIQ4_NL : Deq32Base<BlockIQ4_NL> {
     __m256i lanes[4];
     bytes_to_i32<true>(iq4_levels(axpy_nibbles32(blk.qs)), lanes);
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
+    for (int v = 0; v < 4; ++v) w[v] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(lanes[v]));
+  }
+};
+
+// x = 2^(e - 128) * level: exact (a power of two times a level of at most
+// 4 significant bits, subnormal scales included), as dequantize_row's.
+struct DeqMXFP4 : Deq32Base<BlockMXFP4> {
+  // e8m0_to_f32_half's bits, inlined: a call per half tile would cost.
+  static TC_AXPY_INLINE float scale(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+  static TC_AXPY_INLINE void half(const std::byte* row, int64_t c, int h, __m256* w) {
+    const BlockMXFP4& blk = block(row, c, h);
+    const __m256i table =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
+    __m256i lanes[4];
+    bytes_to_i32<true>(_mm256_shuffle_epi8(table, axpy_nibbles32(blk.qs)), lanes);
+    const __m256 d = _mm256_set1_ps(scale(blk.e));
     for (int v = 0; v < 4; ++v) w[v] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(lanes[v]));
   }
 };

@@ -43,7 +43,9 @@ bool device_addressable(MemoryKind kind) { return kind == MemoryKind::Device || 
 
 // What the kernels need of a weight or table tensor: device-addressable
 // memory, whole blocks per row, rows at least packed and 2-byte aligned
-// (4 for F32) so the f16 scales and f32 values load aligned.
+// (4 for F32) so the f16 scales and f32 values load aligned. MXFP4 has no
+// f16 field and is read bytewise: its 17-byte blocks leave rows of an odd
+// number of blocks at odd byte counts, so any alignment does.
 void check_matrix(const Tensor& w) {
   TC_CHECK(device_addressable(w.memory),
            "CUDA backend: weight tensors must be in device or pinned memory (place them with upload())");
@@ -51,7 +53,7 @@ void check_matrix(const Tensor& w) {
   TC_CHECK(w.n_cols() % dtype_traits(w.dtype).block_size == 0,
            "CUDA backend: row length must be a multiple of the dtype's block size");
   TC_CHECK(w.row_bytes >= row_bytes(w.dtype, w.n_cols()), "CUDA backend: row_bytes below the packed row size");
-  const uintptr_t align = w.dtype == DType::F32 ? 4 : 2;
+  const uintptr_t align = w.dtype == DType::F32 ? 4 : (w.dtype == DType::MXFP4 ? 1 : 2);
   TC_CHECK(reinterpret_cast<uintptr_t>(w.data) % align == 0 && static_cast<uintptr_t>(w.row_bytes) % align == 0,
            "CUDA backend: weight rows must start 2-byte aligned (4-byte for F32)");
 }
@@ -274,6 +276,7 @@ void CudaBackend::attention(const float* q, const uint16_t* k, const uint16_t* v
   TC_CHECK(n_tokens >= 0 && n_kv >= 0, "attention: n_tokens and n_kv must be >= 0");
   TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
            "attention: scale, softcap and window must not be negative");
+  TC_CHECK(params.sinks == nullptr, "attention: attention sinks (gpt-oss) run on the CPU backend only");
   activate();
   cuda::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, stream_.get());
 }

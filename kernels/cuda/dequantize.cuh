@@ -4,8 +4,8 @@
 // dequantized value has the CPU's bits. Elements are read in groups:
 // Dequant<T>::load(row, g, out) writes elements [g * kGroup, (g + 1) * kGroup)
 // of the row starting at `row` (1 element for plain types, 8 for blocks).
-// Rows must start at a 2-byte boundary (4 for F32): the f16 fields are read
-// as aligned uint16.
+// Rows must start at a 2-byte boundary (4 for F32; any for MXFP4, which has
+// no f16 field): the f16 fields are read as aligned uint16.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -185,6 +185,31 @@ struct Dequant<DType::IQ4_NL> {
     block32_nibbles(blk + 2, static_cast<int>(g & 3), q);
 #pragma unroll
     for (int i = 0; i < 8; ++i) out[i] = __fmul_rn(d, static_cast<float>(kDeviceIQ4Values[q[i]]));
+  }
+};
+
+// The MXFP4 levels (kMXFP4Values), one copy per translation unit.
+static __constant__ int8_t kDeviceMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128), as e8m0_to_f32_half (kernels/cpu/quantize.h): the normal
+// with biased exponent e - 1, or for e < 2 the subnormals 2^-128, 2^-127.
+__device__ __forceinline__ float e8m0_half_bits_to_f32(uint8_t e) {
+  return __uint_as_float(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
+}
+
+// MXFP4: x = 2^(e - 128) * level[nibble] (e, then qs as Q4_0's). Blocks are
+// 17 bytes, so a block and its qs sit at any alignment: bytes read one by one.
+template <>
+struct Dequant<DType::MXFP4> {
+  static constexpr int kGroup = 8;
+  __device__ static void load(const uint8_t* row, int64_t g, float* out) {
+    const uint8_t* blk = row + (g >> 2) * static_cast<int64_t>(sizeof(BlockMXFP4));
+    const float d = e8m0_half_bits_to_f32(blk[0]);
+    const int part = static_cast<int>(g & 3);
+    const uint8_t* qs = blk + 1 + 8 * (part & 1);
+    const int shift = part < 2 ? 0 : 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = __fmul_rn(static_cast<float>(kDeviceMXFP4Values[(qs[i] >> shift) & 0x0f]), d);
   }
 };
 

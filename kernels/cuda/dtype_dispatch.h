@@ -32,6 +32,7 @@ void visit_weight_dtype(DType type, F&& f) {
     case DType::Q5_K: f(DTypeConstant<DType::Q5_K>{}); return;
     case DType::Q6_K: f(DTypeConstant<DType::Q6_K>{}); return;
     case DType::IQ4_XS: f(DTypeConstant<DType::IQ4_XS>{}); return;
+    case DType::MXFP4: f(DTypeConstant<DType::MXFP4>{}); return;
     default: break;
   }
   TC_CHECK(false, "CUDA backend: not a weight dtype (F32, F16, BF16 or a block format)");

@@ -24,8 +24,9 @@ using namespace tc::kernels;
 
 // Every block type (the bit-exact comparison with llama.cpp's own
 // quantizers is tests/oracle/quantize_oracle_test.cpp).
-constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
-                                 DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                 DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                 DType::Q6_K,   DType::IQ4_XS, DType::MXFP4};
 
 std::vector<uint8_t> quantize(DType type, const std::vector<float>& x) {
   const auto n = static_cast<int64_t>(x.size());
@@ -209,6 +210,9 @@ TEST_CASE("block and row byte sizes match llama.cpp's formats", "[quantize]") {
   CHECK(row_bytes(DType::Q3_K, 512) == 2 * 110);
   CHECK(row_bytes(DType::Q5_K, 512) == 2 * 176);
   CHECK(row_bytes(DType::IQ4_XS, 512) == 2 * 136);
+  // ggml's block_mxfp4: an exponent byte and 16 nibble bytes, no padding.
+  CHECK(row_bytes(DType::MXFP4, 256) == 8 * 17);
+  CHECK(offsetof(BlockMXFP4, qs) == 1);
   CHECK_THROWS_AS(row_bytes(DType::IQ4_XS, 32), tc::InvariantError);
 }
 
@@ -500,6 +504,9 @@ TEST_CASE("constant rows decode to the constant", "[quantize]") {
   for (float c : {0.75f, -0.3f, 12.5f, -2.0f, -1e-3f, 4e-5f}) {
     const std::vector<float> x(2 * kQK_K, c);
     for (DType type : kBlockTypes) {
+      // MXFP4's scale is a power of two, so a constant lands on the nearest
+      // of its levels, not on itself (quantize_mxfp4_test.cpp checks that).
+      if (type == DType::MXFP4) continue;
       INFO(dtype_name(type) << " constant " << c);
       const auto y = round_trip(type, x);
       // Only the f16 rounding of the super-scale remains: half an ulp
@@ -548,11 +555,12 @@ TEST_CASE("every block type's round-trip error is within its bits' bound, and mo
   };
   // Measured rel rms (64 super-blocks, seed 24): Q4_0 0.086, Q4_1 0.078,
   // Q5_0 0.042, Q5_1 0.038, IQ4_NL 0.076, Q2_K 0.295, Q3_K 0.150,
-  // Q4_K 0.072, Q5_K 0.036, Q6_K 0.018, IQ4_XS 0.077.
+  // Q4_K 0.072, Q5_K 0.036, Q6_K 0.018, IQ4_XS 0.077,
+  // MXFP4 0.115 (power-of-two scales and E2M1's uneven levels).
   const Bound bounds[] = {{DType::Q4_0, 0.093},   {DType::Q4_1, 0.084}, {DType::Q5_0, 0.047},
                           {DType::Q5_1, 0.042},   {DType::IQ4_NL, 0.083}, {DType::Q2_K, 0.32},
                           {DType::Q3_K, 0.163},   {DType::Q4_K, 0.078}, {DType::Q5_K, 0.039},
-                          {DType::Q6_K, 0.02},    {DType::IQ4_XS, 0.083}};
+                          {DType::Q6_K, 0.02},    {DType::IQ4_XS, 0.083}, {DType::MXFP4, 0.124}};
   const auto x = tc::test::random_floats(64 * kQK_K, 24, 1.0f);
   std::map<DType, double> rel;
   for (const auto& [type, bound] : bounds) {
@@ -571,8 +579,11 @@ TEST_CASE("every block type's round-trip error is within its bits' bound, and mo
   }
   // A minimum (Q4_1, Q5_1) or non-linear levels (IQ4_NL) beat plain Q4_0 /
   // Q5_0; each extra bit of the k-quants at least halves the error (Q2_K to
-  // Q3_K a little less: its scales are coarser).
+  // Q3_K a little less: its scales are coarser). MXFP4's power-of-two scale
+  // cannot fit its levels to the block maximum as Q4_0's scale does, and
+  // its levels thin out towards it: it loses more than Q4_0.
   CHECK(rel[DType::Q4_1] < rel[DType::Q4_0]);
+  CHECK(rel[DType::MXFP4] > rel[DType::Q4_0]);
   CHECK(rel[DType::IQ4_NL] < rel[DType::Q4_0]);
   CHECK(rel[DType::Q5_1] < rel[DType::Q5_0]);
   CHECK(rel[DType::Q5_0] < 0.6 * rel[DType::Q4_0]);

@@ -23,7 +23,7 @@ inline constexpr kernels::DType kWeightDTypes[] = {
     kernels::DType::F32,  kernels::DType::F16,  kernels::DType::BF16,   kernels::DType::Q8_0,
     kernels::DType::Q4_0, kernels::DType::Q4_1, kernels::DType::Q5_0,   kernels::DType::Q5_1,
     kernels::DType::IQ4_NL, kernels::DType::Q2_K, kernels::DType::Q3_K, kernels::DType::Q4_K,
-    kernels::DType::Q5_K, kernels::DType::Q6_K, kernels::DType::IQ4_XS};
+    kernels::DType::Q5_K, kernels::DType::Q6_K, kernels::DType::IQ4_XS, kernels::DType::MXFP4};
 
 // Whether `dtype` is a 256-element super-block format (the k-quants, IQ4_XS).
 inline bool is_super_block(kernels::DType dtype) { return kernels::dtype_traits(dtype).block_size == kernels::kQK_K; }

@@ -48,6 +48,8 @@ Loaded load() {
   TC_RESOLVE(dequantize_row_q5_K);
   TC_RESOLVE(dequantize_row_q6_K);
   TC_RESOLVE(dequantize_row_iq4_xs);
+  TC_RESOLVE(dequantize_row_mxfp4);
+  TC_RESOLVE(quantize_row_mxfp4_ref);
   TC_RESOLVE(ggml_fp16_to_fp32);
   TC_RESOLVE(ggml_fp32_to_fp16);
   TC_RESOLVE(ggml_bf16_to_fp32);
@@ -264,6 +266,7 @@ void ggml_dequantize(DType type, const void* src, float* dst, int64_t n) {
     case DType::Q5_K: return api.dequantize_row_q5_K(src, dst, n);
     case DType::Q6_K: return api.dequantize_row_q6_K(src, dst, n);
     case DType::IQ4_XS: return api.dequantize_row_iq4_xs(src, dst, n);
+    case DType::MXFP4: return api.dequantize_row_mxfp4(src, dst, n);
     default: break;
   }
   TC_CHECK(false, "ggml_dequantize: not a block format");

@@ -58,6 +58,8 @@ struct GgmlApi {
   void (*dequantize_row_q5_K)(const void* x, float* y, int64_t k);
   void (*dequantize_row_q6_K)(const void* x, float* y, int64_t k);
   void (*dequantize_row_iq4_xs)(const void* x, float* y, int64_t k);
+  void (*dequantize_row_mxfp4)(const void* x, float* y, int64_t k);
+  void (*quantize_row_mxfp4_ref)(const float* x, void* y, int64_t k);
   float (*ggml_fp16_to_fp32)(uint16_t h);
   uint16_t (*ggml_fp32_to_fp16)(float f);
   float (*ggml_bf16_to_fp32)(GgmlBf16 h);

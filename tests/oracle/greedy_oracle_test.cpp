@@ -330,7 +330,7 @@ TEST_CASE("Prompt logits match llama.cpp's on a model of every quantization type
   TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
   const fs::path dir = tc::test::scratch_dir("quant_types_oracle");
   for (const char* type :
-       {"q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs", "q5_k_m"}) {
+       {"q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs", "mxfp4", "q5_k_m"}) {
     const fs::path path = make_oracle_model({type, 8}, dir);
     INFO("model " << type << " (" << path.string() << ")");
     const lc::LlamaCppModel theirs_model(library(), path);

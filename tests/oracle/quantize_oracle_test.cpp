@@ -21,8 +21,9 @@ namespace {
 using tc::kernels::DType;
 using tc::kernels::kQK_K;
 
-constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1,  DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
-                                 DType::Q2_K, DType::Q3_K, DType::Q4_K,  DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+constexpr DType kBlockTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1,  DType::Q5_0, DType::Q5_1,
+                                 DType::IQ4_NL, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                                 DType::Q6_K,   DType::IQ4_XS, DType::MXFP4};
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -152,7 +153,8 @@ std::vector<float> ggml_dequantize(DType type, const std::vector<uint8_t>& bytes
 }
 
 // Random block bytes whose f16 scale fields are finite: every quant and
-// scale bit pattern gets decoded, not only those our quantizer produces.
+// scale bit pattern gets decoded, not only those our quantizer produces
+// (MXFP4's exponent byte has no non-finite pattern: every byte is kept).
 std::vector<uint8_t> random_blocks(DType type, int64_t n_blocks, uint64_t seed) {
   const auto& traits = tc::kernels::dtype_traits(type);
   std::vector<uint8_t> bytes(static_cast<size_t>(n_blocks * traits.block_bytes));
@@ -180,6 +182,7 @@ std::vector<uint8_t> random_blocks(DType type, int64_t n_blocks, uint64_t seed) 
       case DType::Q2_K: f16_offsets = {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)}; break;
       case DType::Q3_K: f16_offsets = {offsetof(BlockQ3_K, d)}; break;
       case DType::Q6_K: f16_offsets = {offsetof(BlockQ6_K, d)}; break;
+      case DType::MXFP4: break;
       default: FAIL("random_blocks: no f16 fields listed for " << dtype_name(type));
     }
     for (size_t off : f16_offsets) {
@@ -265,6 +268,75 @@ TEST_CASE("oracle: dequantize of arbitrary block bytes equals ggml's", "[oracle]
     const int64_t bad = count_float_bit_mismatches(our_dequantize(type, bytes, n), ggml_dequantize(type, bytes, n), first);
     INFO("first differing element " << first);
     CHECK(bad == 0);
+  }
+}
+
+namespace {
+
+// MXFP4 rows that probe its exponent and level choices: blocks of random
+// magnitude over f32's whole normal range, maxima exactly at, just below and
+// just above powers of two (where floorf(log2f(amax)) decides the scale),
+// every value on a level midpoint (ties), and blocks of subnormals (below
+// 2^-125 llama.cpp's exponent cast wraps).
+std::vector<float> mxfp4_probe_rows(int64_t n_blocks, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> exponent(-125, 125);
+  std::uniform_int_distribution<int> kind(0, 4);
+  std::uniform_int_distribution<int> code(0, 15);
+  auto values = tc::test::random_floats(static_cast<size_t>(n_blocks * 32), seed, 1.0f);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    float* x = values.data() + b * 32;
+    const int s = exponent(rng);
+    switch (kind(rng)) {
+      case 0:  // gaussian at 2^s
+        for (int j = 0; j < 32; ++j) x[j] = std::ldexp(x[j], s);
+        break;
+      case 1:  // the maximum at 2^s, one ulp below or one above
+        for (int j = 0; j < 32; ++j) x[j] = std::ldexp(x[j] * 0.1f, s);
+        x[b % 32] = std::nextafter(std::ldexp(1.0f, s), static_cast<float>(b % 3) - 1.0f);
+        break;
+      case 2:  // midpoints of the grid 2^s * kMXFP4Values
+        for (int j = 0; j < 32; ++j) {
+          const int c = code(rng);
+          const int c2 = c % 8 == 7 ? c : c + 1;
+          x[j] = std::ldexp(0.5f * static_cast<float>(tc::kernels::kMXFP4Values[c] + tc::kernels::kMXFP4Values[c2]),
+                            s);
+        }
+        x[3] = std::ldexp(12.0f, s);
+        break;
+      case 3:  // subnormals and the smallest normals
+        for (int j = 0; j < 32; ++j) x[j] = std::ldexp(x[j], -128 - static_cast<int>(b % 20));
+        break;
+      default:  // levels exactly on the grid
+        for (int j = 0; j < 32; ++j) x[j] = std::ldexp(static_cast<float>(tc::kernels::kMXFP4Values[code(rng)]), s);
+        break;
+    }
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("oracle: MXFP4 quantize_row equals ggml's quantize_row_mxfp4_ref on probing rows",
+          "[oracle][quantize][mxfp4]") {
+  TC_ORACLE_REQUIRE_OR_SKIP();
+  const auto& api = *tc::oracle::ggml();
+  constexpr int64_t kBlocks = 4096;
+  for (uint64_t seed : {31, 32, 33}) {
+    INFO("seed " << seed);
+    const auto x = mxfp4_probe_rows(kBlocks, seed);
+    const int64_t n = kBlocks * 32;
+    std::vector<uint8_t> ours(static_cast<size_t>(tc::kernels::row_bytes(DType::MXFP4, n)), 0xA5);
+    std::vector<uint8_t> theirs(ours.size(), 0x5A);
+    tc::kernels::quantize_row(DType::MXFP4, x.data(), ours.data(), n);
+    api.quantize_row_mxfp4_ref(x.data(), theirs.data(), n);
+    int64_t first = -1;
+    const int64_t bad = count_block_mismatches(ours, theirs, sizeof(tc::kernels::BlockMXFP4), first);
+    INFO("first differing block " << first);
+    CHECK(bad == 0);
+    int64_t first_float = -1;
+    CHECK(count_float_bit_mismatches(our_dequantize(DType::MXFP4, ours, n), ggml_dequantize(DType::MXFP4, theirs, n),
+                                     first_float) == 0);
   }
 }
 

@@ -126,7 +126,7 @@ TEST_CASE("make-model weight types, GQA, tied embeddings and the gpt2 tokenizer"
     CHECK_NOTHROW(tc::model::load_model(o.output));
   }
   SECTION("every plain weight type loads") {
-    for (const char* t : {"f32", "f16", "bf16", "q4_0"}) {
+    for (const char* t : {"f32", "f16", "bf16", "q4_0", "mxfp4"}) {
       auto o = small_options(dir / (std::string(t) + ".gguf"));
       o.weight_type = t;
       tc::profiler::make_model(o);
