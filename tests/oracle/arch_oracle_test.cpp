@@ -109,6 +109,8 @@ const ArchCase kCases[] = {
      kQuantTolerance},
     {"gpt-oss Q8_0", "--arch gpt-oss --head-dim 64 --experts 8 --experts-used 2 --sliding-window 8", 47, 256, "q8_0",
      kQuantTolerance},
+    {"gpt-oss MXFP4", "--arch gpt-oss --head-dim 64 --experts 8 --experts-used 2 --sliding-window 8", 49, 256, "mxfp4",
+     kQuantTolerance},
 };
 
 // kDims, without its layer count where the case sets its own.
