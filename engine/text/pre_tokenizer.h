@@ -1,7 +1,7 @@
 // Byte-level BPE pre-tokenizers (`tokenizer.ggml.pre`): split text into the
-// words that BPE merges run inside, as llama.cpp's hand-written matchers for
-// the GPT-2, Llama-3 and Qwen2 regexes do (std::regex cannot do \p{..}).
-// Pure functions: thread-safe.
+// words that BPE merges run inside, as llama.cpp's llm_tokenizer_bpe does
+// with its per-type regex lists, reproduced by hand-written matchers (no
+// regex library can do \p{..}). Pure functions: thread-safe.
 #pragma once
 
 #include <optional>
@@ -10,33 +10,114 @@
 
 namespace tc::text {
 
+// One per distinct llama.cpp behaviour: its regex list plus the flags the
+// names carry (ignore_merges, add_bos, default BOS). Each enumerator lists
+// the `tokenizer.ggml.pre` names that select it; "L" and "N" below are
+// \p{L} and \p{N}, "contractions" is (?i:'s|'t|'re|'ve|'m|'ll|'d).
 enum class PreTokenizer {
-  // llama.cpp's "default": split off runs of [\p{P}$+<=>^~|], then the GPT-2
-  // regex, then \p{N}+ runs, then [0-9]{3} groups.
+  // "default", "": [\p{P}$+<=>^~|]+, the GPT-2 regex, \p{N}+, [0-9]{3}.
   Default,
-  // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  // 's|'t|'re|'ve|'m|'ll|'d| ?L+| ?N+| ?[^\sLN]+|\s+(?!\S)
+  // "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de",
+  // "jina-v1-en", "jina-v2-code", "roberta-bpe", "gigachat", "a.x-4.0",
+  // "mellum", "modern-bert", "exaone4", "mpt", "olmo", "jais", "trillion",
+  // "granite-docling".
   Gpt2,
-  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-  //  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  // contractions|[^\r\nLN]?L+|N{1,3}| ?[^\sLN]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  // with ignore_merges and add_bos: "llama3", "llama-v3", "llama-bpe",
+  // "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano".
   Llama3,
-  // As Llama3 with \p{N} (single digits).
+  // The Llama3 regex without its flags: "dbrx", "smaug-bpe".
+  Dbrx,
+  // The Llama3 regex, no BOS unless the file names one: "glm4", "chatglm-bpe".
+  ChatGlm4,
+  // The Llama3 regex with whitespace runs cut into 512/256/.../4/2/1: "jais-2".
+  Jais2,
+  // The Llama3 regex with N single digits: "qwen2", "deepseek-r1-qwen",
+  // "kormo", "f2llmv2", "megrez", "stablelm2", "hunyuan", "solar-open",
+  // "grok-2", "bailingmoe", "bailingmoe2", "llada-moe".
   Qwen2,
+  // Qwen2 with marks in words: [\p{L}\p{M}]+, other = [^\s\p{L}\p{M}N]. "qwen35".
+  Qwen35,
+  // As Qwen2, but ` ?[^\sLN]+` takes no newlines after it: "seed-coder".
+  SeedCoder,
+  // N{1,3}, then the Llama3 regex with N+; ignore_merges: "minicpm5".
+  MiniCpm5,
+  // contractions|[^\r\nLN]?(?:L\p{M}*(?: L\p{M}*)*)+|N| ?[^\sLN]+[\r\n/]?|
+  // \s*[\r\n]|\s+(?!\S)|\s+ (words run on across single spaces): "exaone-moe".
+  ExaoneMoe,
+  // [^\n]+|\n+, then the Qwen2 regex: "laguna".
+  Laguna,
+  // [^\r\nLN]?U*W+|[^\r\nLN]?U+W*|N| ?[^\sLN]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+  // where U = a letter other than a-z, W = a letter other than A-Z (so a
+  // non-ASCII letter is both, as llama.cpp's collapsed regex sees it); with
+  // ignore_merges and add_bos: "tekken".
+  Tekken,
+  // Tekken's regex with an optional contraction after each letter word and
+  // N{1,3}: "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2".
+  Gpt4o,
+  // Gpt4o with marks counted as letters of either case; ignore_merges:
+  // "granite-embed-multi-97m".
+  GraniteEmbMulti,
+  // Digit runs grouped by three from the right, then Gpt4o's regex with
+  // case-blind [\p{L}\p{M}] words: "tiny_aya", "cohere2moe".
+  TinyAya,
+  // Hangul/CJK-punctuation/Bopomofo/CJK-kana runs, then TinyAya's word
+  // regex with N single digits; ignore_merges: "youtu".
+  Youtu,
+  // llama.cpp's Kimi-K2 matcher: Han runs, then letter words without Han,
+  // N{1,3} and the Llama3 tail: "kimi-k2".
+  KimiK2,
+  // [\r\n], \s?[Latin/Greek/Cyrillic/... letters]+, \s?[ASCII/fullwidth
+  // punctuation]+, \s+$, [U+0800..U+9FA5 Hangul]+, N+: "deepseek-llm".
+  DeepseekLlm,
+  // [\r\n], \s?L+, \s?\p{P}+, [U+0800..U+9FA5 Hangul]+, N: "deepseek-coder".
+  DeepseekCoder,
+  // N{1,3}, [CJK kana]+, then [ASCII punct][A-Za-z]+|[^\r\nL\p{P}\p{S}]?
+  // [L\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+:
+  // "deepseek-v3", "hunyuan-dense", "joyai-llm".
+  Deepseek3,
+  // Digit runs grouped by three from the right, [CJK/SE-Asian scripts]+,
+  // then Deepseek3's word regex: "afmoe".
+  Afmoe,
+  // [\p{P}$+<=>^~|`]+, the GPT-2 regex, [0-9]{3}: "falcon".
+  Falcon,
+  // N, then the GPT-2 regex: "starcoder", "refact", "command-r", "smollm",
+  // "codeshell", "exaone", "minerva-7b", "mellum2".
+  Starcoder,
+  // <sentinel:[0-9]+>, IMGIMG[A-I]{1,4}Z, [\t\n]|4 or 2 spaces, N, each
+  // punctuation char, then the GPT-2 regex; add_bos: "chameleon".
+  Chameleon,
+  // ` ?[^(\s|.,!?…。，、।۔،)]+`: "bloom", "poro-chat", "gpt3-finnish".
+  Bloom,
+  // Bloom's regex, then N: "viking".
+  Viking,
+  // N+, then a split wherever the ASCII digits left form whole groups of
+  // three: "superbpe".
+  SuperBpe,
 };
 
-// Maps a `tokenizer.ggml.pre` value to its pre-tokenizer: "default" (and an
-// empty value, as llama.cpp), "gpt2"/"gpt-2", "llama3"/"llama-v3"/"llama-bpe",
-// "qwen2"/"deepseek-r1-qwen". nullopt for anything else.
+// Maps a `tokenizer.ggml.pre` value to its pre-tokenizer, as llama.cpp's
+// llama_vocab::load does (plus "gpt2", which llama.cpp spells "gpt-2"); an
+// empty value is "default". nullopt for any other name, including the ones
+// llama.cpp knows but that are not byte-level BPE (see the next function).
 std::optional<PreTokenizer> pre_tokenizer_from_name(std::string_view name);
-// The names accepted above, for error messages.
+// Why a name llama.cpp knows is refused here, for the load error; empty for
+// supported and unknown names.
+std::string_view pre_tokenizer_refusal(std::string_view name);
+// The names accepted above, quoted and comma-separated, for error messages.
 std::string_view supported_pre_tokenizer_names();
 // llama.cpp's `ignore_merges`: a word that is itself a token is emitted as
-// that token without running the merges (true for the Llama-3 family).
+// that token without running the merges.
 bool pre_tokenizer_ignores_merges(PreTokenizer pre);
-// llama.cpp's default for add_bos when the file does not say (Llama-3: true).
+// llama.cpp's default for add_bos when the file does not say.
 bool pre_tokenizer_default_add_bos(PreTokenizer pre);
+// Whether the BPE default BOS id (11) applies when the file names none
+// (false for ChatGlm4, where llama.cpp clears it).
+bool pre_tokenizer_has_default_bos(PreTokenizer pre);
 
 // Splits valid UTF-8 `text` into words (views into `text`, in order, covering
-// it exactly). Call utf8_sanitize first on untrusted input.
+// it exactly, none empty). Call utf8_sanitize first on untrusted input.
 std::vector<std::string_view> pre_tokenize(PreTokenizer pre, std::string_view text);
 
 }  // namespace tc::text

@@ -41,6 +41,7 @@ TokenType token_type_from_int(int32_t v) {
 constexpr std::string_view kEndOfGenerationTexts[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
     "</s>", "<EOT>", "_<EOT>",
+    "<|return|>", "<|call|>",  // o200k_harmony (gpt-oss); its <|end|> is not one (vocab_harmony.h)
     "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",  // DeepSeek
 };
 
@@ -114,12 +115,16 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.merges = file.get_string_array(kMerges);
     const auto pre = pre_tokenizer_from_name(v.pre);
     if (!pre) {
+      if (const std::string_view why = pre_tokenizer_refusal(v.pre); !why.empty()) {
+        throw file.error(kPre, "unsupported pre-tokenizer '" + v.pre + "': it " + std::string(why));
+      }
       throw file.error(kPre, "unsupported pre-tokenizer '" + v.pre + "'; supported: " +
                                  std::string(supported_pre_tokenizer_names()));
     }
-    // llama.cpp's "gpt2" defaults: BOS = EOS = 11, no unknown token, no
-    // space prefix, add_bos only for the Llama-3 pre-tokenizer.
-    v.bos_id = 11;
+    // llama.cpp's "gpt2" defaults: BOS = EOS = 11 (no BOS for "glm4" and
+    // "chatglm-bpe"), no unknown token, no space prefix, add_bos for the
+    // pre-tokenizers that set it (Llama-3, Tekken, Chameleon).
+    v.bos_id = pre_tokenizer_has_default_bos(*pre) ? 11 : -1;
     v.eos_id = 11;
     v.unk_id = -1;
     v.add_bos = pre_tokenizer_default_add_bos(*pre);

@@ -175,10 +175,18 @@ TEST_CASE("vocab: read errors name the key", "[text][vocab]") {
   }
   {
     GgufWriter w = minimal("gpt2");
-    w.set("tokenizer.ggml.pre", Value(std::string("tekken")));
+    w.set("tokenizer.ggml.pre", Value(std::string("no-such-pre")));
     const GgufFile f = write_and_open(w, "bad_pre");
     CHECK(failing_key(f) == "tokenizer.ggml.pre");
-    CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("tekken"));
+    CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("no-such-pre") && Catch::Contains("\"tekken\""));
+  }
+  {
+    // A name llama.cpp knows but that is not byte-level BPE says why.
+    GgufWriter w = minimal("gpt2");
+    w.set("tokenizer.ggml.pre", Value(std::string("gemma4")));
+    const GgufFile f = write_and_open(w, "refused_pre");
+    CHECK(failing_key(f) == "tokenizer.ggml.pre");
+    CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("gemma4") && Catch::Contains("raw UTF-8"));
   }
   {
     GgufWriter w;
