@@ -92,6 +92,21 @@ json messages_with_nine_char_ids(json messages) {
   return messages;
 }
 
+// Assistant messages as gpt-oss's template reads them (see the header).
+json messages_for_harmony(json messages) {
+  for (auto& m : messages) {
+    if (m["role"] != "assistant") continue;
+    const auto calls = m.find("tool_calls");
+    const bool has_calls = calls != m.end() && calls->is_array() && !calls->empty();
+    if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string() && !m.contains("thinking")) {
+      m["thinking"] = *r;
+      if (has_calls) m.erase("content");
+    }
+    if (auto c = m.find("content"); c != m.end() && c->is_null()) m.erase(c);
+  }
+  return messages;
+}
+
 }  // namespace
 
 std::string nine_char_call_id(std::string_view id) {
@@ -116,6 +131,7 @@ TemplateToolSupport TemplateToolSupport::of(std::string_view source) {
   support.tools = source.find("tools") != std::string_view::npos;
   support.tool_calls = source.find("tool_calls") != std::string_view::npos;
   support.nine_char_ids = source.find("length != 9") != std::string_view::npos;
+  support.harmony = source.find("<|channel|>") != std::string_view::npos;
   return support;
 }
 
@@ -123,6 +139,7 @@ json chat_prompt_variables(const ChatRequest& request, const std::string& bos_to
                            const TemplateToolSupport& support) {
   json messages = support.tool_calls ? request.messages : messages_without_tool_fields(request.messages);
   if (support.nine_char_ids) messages = messages_with_nine_char_ids(std::move(messages));
+  if (support.harmony) messages = messages_for_harmony(std::move(messages));
   json vars = {{"messages", std::move(messages)},
                {"add_generation_prompt", request.add_generation_prompt},
                {"bos_token", bos_token},

@@ -11,6 +11,11 @@
 // message, earlier calls as that text in the assistant's content, and tool
 // results as user messages in <tool_response> tags.
 //
+// For gpt-oss's harmony template, assistant messages go as llama.cpp
+// passes them: `reasoning_content` (a string) copied to `thinking` (unless
+// the message has one), the content then dropped from a message with tool
+// calls, and a null content left out.
+//
 // Mistral's templates refuse a tool call id that is not 9 alphanumeric
 // characters; the ids OpenAI clients send back ("call_..." as this server
 // and OpenAI give them) are mapped to such ids for those templates, the
@@ -31,6 +36,10 @@ struct TemplateToolSupport {
   bool tools = true;       // renders the `tools` variable
   bool tool_calls = true;  // renders assistant messages' `tool_calls` (and, with them, tool results)
   bool nine_char_ids = false;  // insists on tool call ids of 9 alphanumeric characters (Mistral)
+  // gpt-oss's harmony template (its source writes <|channel|>): reads an
+  // assistant message's reasoning as `thinking`, refuses content beside it
+  // in a message with tool calls, and fails on a null content.
+  bool harmony = false;
 
   static TemplateToolSupport of(std::string_view template_source);
 };

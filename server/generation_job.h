@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "server/harmony_split.h"
 #include "server/model_registry.h"
 #include "server/ollama_responses.h"
 #include "server/openai_responses.h"
@@ -52,6 +53,11 @@ struct GenerationJob {
   // opens_reasoning: the prompt opened the reasoning block.
   bool split_reasoning = false;
   bool opens_reasoning = false;
+  // Chat of a harmony model: replies parsed by HarmonyStream (reasoning,
+  // content and tool calls), instead of the reasoning split and the
+  // tool-call filter; the prompt's tail says where the reply starts.
+  bool harmony = false;
+  std::string harmony_prompt_tail;
   std::vector<PlannedChoice> planned;
   std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
   std::vector<ChoiceResult> results;
@@ -100,6 +106,14 @@ struct GenerationJob {
                        : std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
     line.error = error;
     log_request(line);
+  }
+
+  // A chat plan's reply format (reasoning split, harmony).
+  void take_reply_format(Plan& p) {
+    split_reasoning = p.split_reasoning;
+    opens_reasoning = p.opens_reasoning;
+    harmony = p.harmony;
+    harmony_prompt_tail = std::move(p.harmony_prompt_tail);
   }
 
   void cancel_all() {
@@ -152,11 +166,23 @@ struct GenerationJob {
     // Chat with tools: per choice, the stream filter (streaming only) and
     // the tokens of the text it holds.
     std::vector<ToolCallStream> tool_streams;
-    if (tools.active() && stream) tool_streams.assign(n, ToolCallStream(tools.forced()));
+    if (tools.active() && stream && !harmony) tool_streams.assign(n, ToolCallStream(tools.forced()));
     std::vector<std::vector<runtime::TokenInfo>> held_tokens(n);
     // Chat of a thinking model: per choice, the reasoning split.
     std::vector<ReasoningStream> reasoning_streams;
-    if (split_reasoning) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
+    if (split_reasoning && !harmony) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
+    // Chat of a harmony model: per choice, its parser and the calls it found.
+    std::vector<HarmonyStream> harmony_streams;
+    std::vector<std::vector<ToolCall>> harmony_calls(n);
+    if (harmony) {
+      const std::vector<std::string> names = tools.active() ? tools.names : std::vector<std::string>();
+      harmony_streams.assign(n, HarmonyStream(harmony_prompt_tail, split_reasoning, names));
+    }
+    // The harmony parts' calls kept for the end; the text taken as a split reply's.
+    auto harmony_text = [&harmony_calls](size_t i, HarmonyParts h) {
+      harmony_calls[i].insert(harmony_calls[i].end(), h.calls.begin(), h.calls.end());
+      return ReasoningParts{std::move(h.reasoning), std::move(h.content)};
+    };
     if (stream && wire == Wire::OpenAI) {
       for (size_t i = 0; i < n; ++i) {
         if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
@@ -196,13 +222,18 @@ struct GenerationJob {
         auto& r = results[i];
         if (!ev.text.empty() || !ev.tokens.empty()) {
           ReasoningParts parts{{}, ev.text};
-          if (!reasoning_streams.empty()) parts = reasoning_streams[i].push(ev.text);
+          if (!harmony_streams.empty()) parts = harmony_text(i, harmony_streams[i].push(ev.text));
+          else if (!reasoning_streams.empty()) parts = reasoning_streams[i].push(ev.text);
           if (!take_text(i, parts, ev.tokens, tool_streams, held_tokens[i], write)) return;
           if (stream) last_write = runtime::Clock::now();
           if (logprobs) r.tokens.insert(r.tokens.end(), ev.tokens.begin(), ev.tokens.end());
         }
         if (ev.kind == StreamEvent::Kind::Finished && !reasoning_streams.empty() &&
             !take_text(i, reasoning_streams[i].finish(), {}, tool_streams, held_tokens[i], write)) {
+          return;
+        }
+        if (ev.kind == StreamEvent::Kind::Finished && !harmony_streams.empty() &&
+            !take_text(i, harmony_text(i, harmony_streams[i].finish()), {}, tool_streams, held_tokens[i], write)) {
           return;
         }
         if (ev.kind == StreamEvent::Kind::Finished) {
@@ -218,7 +249,11 @@ struct GenerationJob {
           account(i, ev, group_counted);
           done[i] = true;
           ++n_done;
-          if (tools.active() && !finish_tool_calls(i, tool_streams, held_tokens[i], write)) return;
+          if (harmony) {
+            if (!finish_harmony_calls(i, std::move(harmony_calls[i]), write)) return;
+          } else if (tools.active() && !finish_tool_calls(i, tool_streams, held_tokens[i], write)) {
+            return;
+          }
           if (stream && wire == Wire::OpenAI &&
               !write(sse_event(finish_chunk(meta, static_cast<int>(i), ev.finish, !r.tool_calls.empty())))) {
             return;
@@ -311,6 +346,21 @@ struct GenerationJob {
                                   : sse_event(tool_calls_chunk(meta, index, reply.calls, logprobs_of(i, held)));
     held.clear();
     return write(chunk);
+  }
+
+  // A finished harmony choice's calls (its content was taken already):
+  // kept in results[i] with ids given and, when streaming, written. False
+  // when the client went away.
+  template <class Write>
+  bool finish_harmony_calls(size_t i, std::vector<ToolCall> calls, Write&& write) {
+    auto& r = results[i];
+    if (!tools.parallel && calls.size() > 1) calls.resize(1);
+    for (auto& call : calls) call.id = "call_" + random_id(*ctx);
+    r.tool_calls = std::move(calls);
+    if (!stream || r.tool_calls.empty()) return true;
+    const auto index = static_cast<int>(i);
+    return write(wire == Wire::Ollama ? ndjson_line(ollama_chunk(ollama, "", r.tool_calls))
+                                      : sse_event(tool_calls_chunk(meta, index, r.tool_calls, logprobs_of(i, {}))));
   }
 
   // An error after the 200: an SSE error event then [DONE], an NDJSON

@@ -51,7 +51,8 @@ std::string ndjson_line(const nlohmann::json& j);
 // else ["completion", "tools"] (every model takes tools: through its
 // template, or as text for templates without them), plus "thinking" when
 // the chat template writes <think> or reads enable_thinking (Qwen3, QwQ,
-// DeepSeek-R1's distills): think: true returns their reasoning apart.
+// DeepSeek-R1's distills) or writes harmony's <|channel|>analysis
+// (gpt-oss): think: true returns their reasoning apart.
 nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
                                    const std::string& chat_template = "");
 std::string ollama_error_body(const std::string& message);

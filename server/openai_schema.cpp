@@ -380,6 +380,16 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       }
       r.template_kwargs = *kwargs;
     }
+    // OpenAI's reasoning_effort reaches templates that read it (gpt-oss's
+    // "Reasoning: low|medium|high") as a template variable, unless
+    // chat_template_kwargs sets one itself.
+    if (auto effort = read_string(body, "reasoning_effort")) {
+      if (*effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high") {
+        fail("'reasoning_effort' must be \"minimal\", \"low\", \"medium\" or \"high\"", "reasoning_effort");
+      }
+      if (!r.template_kwargs.is_object()) r.template_kwargs = nlohmann::json::object();
+      if (!r.template_kwargs.contains("reasoning_effort")) r.template_kwargs["reasoning_effort"] = *effort;
+    }
     if (auto format = read_string(body, "reasoning_format")) {
       if (*format != "auto" && *format != "deepseek" && *format != "none") {
         fail("'reasoning_format' must be \"auto\", \"deepseek\" or \"none\"", "reasoning_format");

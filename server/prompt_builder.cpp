@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "server/chat_prompt_variables.h"
+#include "server/harmony_split.h"
 #include "server/reasoning_split.h"
 
 namespace tc::server {
@@ -112,6 +113,7 @@ ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving
   encode.add_special = bos_text.empty() || prompt_text.compare(0, bos_text.size(), bos_text) != 0;
   out.ids = tokenizer.encode(prompt_text, encode);
   out.opens_reasoning = prompt_opens_reasoning(prompt_text);
+  if (serving.harmony) out.harmony_prompt_tail = harmony_prompt_tail(prompt_text);
   return out;
 }
 
@@ -136,6 +138,9 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   const std::string& format = request.reasoning_format.empty() ? options.reasoning_format : request.reasoning_format;
   plan.split_reasoning = format != "none";
   plan.opens_reasoning = tokens.opens_reasoning;
+  // A forced call is sampled as the call's JSON (tool_call_prefix.h), not as harmony.
+  plan.harmony = serving.harmony && !request.tools.forced();
+  plan.harmony_prompt_tail = std::move(tokens.harmony_prompt_tail);
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   if (request.tools.forced()) {

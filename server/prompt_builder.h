@@ -30,6 +30,11 @@ struct Plan {
   // so the reply starts inside it (reasoning_split.h).
   bool split_reasoning = false;
   bool opens_reasoning = false;
+  // Chat of a harmony model (gpt-oss, ServingModel::harmony) whose reply
+  // is not forced into a tool call's JSON: replies are read as harmony
+  // messages (harmony_split.h), from where the prompt left them.
+  bool harmony = false;
+  std::string harmony_prompt_tail;  // harmony_prompt_tail of the rendered prompt
   std::optional<ApiError> error;
 };
 
@@ -50,6 +55,7 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
 struct ChatTokens {
   std::vector<text::TokenId> ids;
   bool opens_reasoning = false;  // the rendered prompt ends with an opened <think>
+  std::string harmony_prompt_tail;  // a harmony model's: the prompt from its last <|start|>
   std::optional<ApiError> error;
 };
 ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving);

@@ -74,8 +74,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
       common = parsed.request->common;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
-      job.split_reasoning = p.split_reasoning;
-      job.opens_reasoning = p.opens_reasoning;
+      job.take_reply_format(p);
     } else {
       auto parsed = parse_completion_request(*body, limits);
       if (parsed.error) return parsed.error;

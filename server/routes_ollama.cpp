@@ -155,8 +155,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       parsed.request->common.schema = schema;
       job.tools = parsed.request->tools;
       p = plan_chat(*parsed.request, serving, serving.options);
-      job.split_reasoning = p.split_reasoning;  // the translated body names its reasoning_format (think)
-      job.opens_reasoning = p.opens_reasoning;
+      job.take_reply_format(p);  // the translated body names its reasoning_format (think)
     }
     if (p.error) return p.error;
     job.stream = request->stream;

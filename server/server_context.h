@@ -37,6 +37,9 @@ struct ServingModel {
   // Its vocabulary's tool-call marker tokens (tool_marker_ids), rendered in
   // replies to requests with tools; empty for most models.
   std::vector<int32_t> tool_marker_ids;
+  // Its vocabulary writes OpenAI's harmony format (gpt-oss:
+  // text::is_harmony_vocab): chat replies are parsed by harmony_split.h.
+  bool harmony = false;
 };
 
 struct ServerContext {

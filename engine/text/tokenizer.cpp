@@ -8,6 +8,7 @@
 
 #include "engine/text/tokenizer_impl.h"
 #include "engine/text/unicode.h"
+#include "engine/text/vocab_harmony.h"
 
 namespace tc::text {
 
@@ -57,6 +58,7 @@ TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)), token_i
       vocab_.types[i] = TokenType::Control;
     }
   }
+  apply_harmony_token_rules(vocab_);  // gpt-oss: <|end|> and the markers rendered, not ends
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vocab_.types[i];
     if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) {

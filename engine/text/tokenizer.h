@@ -40,7 +40,8 @@ class Tokenizer {
                      bool continuation = false) const;
 
   // The vocab as tokenized with: the one given, except that end-of-generation
-  // markers of another type are control tokens (is_end_of_generation_text).
+  // markers of another type are control tokens (is_end_of_generation_text)
+  // and a harmony vocabulary's markers follow apply_harmony_token_rules.
   const Vocab& vocab() const { return vocab_; }
   int32_t n_vocab() const { return vocab_.n_vocab(); }
 

@@ -54,8 +54,10 @@ struct Vocab {
 
   // Whether generating `id` ends the text: eos, eot, or a control token whose
   // text is one of the end-of-turn markers llama.cpp recognises (<|im_end|>,
-  // <|eot_id|>, <|end|>, <end_of_turn>, <|endoftext|>, </s>, ...). False for
-  // ids outside the vocab.
+  // <|eot_id|>, <|end|>, <end_of_turn>, <|endoftext|>, </s>, harmony's
+  // <|return|> and <|call|>, ...). False for ids outside the vocab. A
+  // Tokenizer's vocab has its types fixed as llama.cpp fixes them (a harmony
+  // vocabulary's <|end|> is no end there: vocab_harmony.h).
   bool is_end_of_generation(TokenId id) const;
 };
 

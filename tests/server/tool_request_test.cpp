@@ -254,6 +254,29 @@ TEST_CASE("tools: Mistral's template gets 9-character call ids, the same in a ca
   CHECK(text.find(id) == std::string::npos);
 }
 
+TEST_CASE("reasoning_effort reaches the template as a variable unless chat_template_kwargs sets one", "[server][schema]") {
+  const tc::text::ChatTemplate effort_template("Reasoning: {{ reasoning_effort | default('medium') }}");
+  const json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  RequestLimits limits;
+  auto render = [&](const json& extra) {
+    json b = {{"messages", messages}};
+    b.update(extra);
+    auto p = parse_chat_request(body(b), limits);
+    REQUIRE_FALSE(p.error);
+    return effort_template.render(chat_prompt_variables(*p.request, "", ""));
+  };
+  CHECK(render(json::object()) == "Reasoning: medium");
+  CHECK(render({{"reasoning_effort", "high"}}) == "Reasoning: high");
+  CHECK(render({{"reasoning_effort", "low"}, {"chat_template_kwargs", {{"reasoning_effort", "high"}}}}) ==
+        "Reasoning: high");
+  for (const json& bad : {json("extreme"), json(3)}) {
+    auto p = parse_chat_request(body({{"messages", messages}, {"reasoning_effort", bad}}), limits);
+    REQUIRE(p.error);
+    CHECK(p.error->status == 400);
+    CHECK(p.error->param == "reasoning_effort");
+  }
+}
+
 TEST_CASE("chat_template_kwargs reach the template: Qwen3's enable_thinking", "[server][schema]") {
   const tc::text::ChatTemplate qwen3(read_template("qwen3"));
   const json messages = {{{"role", "user"}, {"content", "Hi"}}};
