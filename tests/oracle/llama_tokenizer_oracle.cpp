@@ -185,8 +185,7 @@ bool llama_available() { return loaded().ok; }
 bool llama_library_broken() { return loaded().broken; }
 const std::string& llama_unavailable_reason() { return loaded().reason; }
 
-void write_vocab_only_gguf(const text::Vocab& vocab, const std::filesystem::path& path) {
-  gguf::GgufWriter w;
+void set_vocab_only_model_keys(gguf::GgufWriter& w) {
   // llama.cpp reads the hyperparameters even with vocab_only; the values only
   // have to be consistent.
   w.set("general.architecture", Value(std::string("llama")));
@@ -198,6 +197,11 @@ void write_vocab_only_gguf(const text::Vocab& vocab, const std::filesystem::path
   w.set("llama.attention.head_count_kv", Value(uint32_t{4}));
   w.set("llama.rope.dimension_count", Value(uint32_t{16}));
   w.set("llama.attention.layer_norm_rms_epsilon", Value(1e-5f));
+}
+
+void write_vocab_only_gguf(const text::Vocab& vocab, const std::filesystem::path& path) {
+  gguf::GgufWriter w;
+  set_vocab_only_model_keys(w);
   text::write_vocab(vocab, w);
   w.write(path);
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/gguf/gguf_writer.h"
 #include "engine/text/vocab.h"
 #include "tests/oracle/ggml_oracle.h"  // oracle_required()
 
@@ -29,6 +30,10 @@ std::filesystem::path llama_library_path();
 bool llama_available();
 bool llama_library_broken();
 const std::string& llama_unavailable_reason();
+
+// general.architecture "llama" and the llama.* hyperparameters llama.cpp's
+// loader requires of a vocab-only file (a tiny model; no tensors).
+void set_vocab_only_model_keys(gguf::GgufWriter& w);
 
 // Writes `vocab` as a vocab-only GGUF llama.cpp can load: general.architecture
 // "llama", the llama.* hyperparameters its loader requires (a tiny model;

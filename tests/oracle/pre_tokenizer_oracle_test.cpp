@@ -28,6 +28,7 @@
 #include "engine/text/unicode.h"
 #include "engine/text/vocab.h"
 #include "tests/oracle/llama_tokenizer_oracle.h"
+#include "tests/oracle/tokenizer_oracle_checks.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -173,26 +174,6 @@ std::set<uint8_t> alphabet_of(const std::vector<std::string>& texts) {
   return bytes;
 }
 
-std::string escape(std::string_view s, size_t max_bytes = 200) {
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < max_bytes; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c >= 0x20 && c < 0x7F) out += static_cast<char>(c);
-    else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    }
-  }
-  if (s.size() > max_bytes) out += "...";
-  return out;
-}
-
 std::string show_ids(const std::vector<TokenId>& ids) {
   std::ostringstream out;
   for (const TokenId id : ids) out << " " << id;
@@ -218,8 +199,8 @@ void compare_ids(const Vocab& vocab, const std::vector<std::string>& texts, cons
     const auto want = ref.tokenize(text, false, false);
     const auto got = ours->encode(text, {false, false});
     if (got == want || ++n_mismatch > kShownMismatches) continue;
-    report << "\n  text \"" << escape(text) << "\"\n    our words:";
-    for (const auto w : tc::text::pre_tokenize(*pre, text)) report << " \"" << escape(w, 40) << "\"";
+    report << "\n  text \"" << tc::oracle::escape_bytes(text) << "\"\n    our words:";
+    for (const auto w : tc::text::pre_tokenize(*pre, text)) report << " \"" << tc::oracle::escape_bytes(w, 40) << "\"";
     report << "\n    llama.cpp:" << show_ids(want) << "\n    ours:     " << show_ids(got);
   }
   INFO(n_mismatch << " of " << texts.size() << " encodings differ from llama.cpp:" << report.str());
@@ -250,15 +231,7 @@ const std::vector<std::string> kScriptFamily = {"deepseek-llm", "deepseek-coder"
 // to their per-name defaults.
 void write_without_flags(const Vocab& vocab, const std::filesystem::path& path) {
   tc::gguf::GgufWriter w;
-  w.set("general.architecture", Value(std::string("llama")));
-  w.set("llama.context_length", Value(uint32_t{512}));
-  w.set("llama.embedding_length", Value(uint32_t{64}));
-  w.set("llama.block_count", Value(uint32_t{1}));
-  w.set("llama.feed_forward_length", Value(uint32_t{128}));
-  w.set("llama.attention.head_count", Value(uint32_t{4}));
-  w.set("llama.attention.head_count_kv", Value(uint32_t{4}));
-  w.set("llama.rope.dimension_count", Value(uint32_t{16}));
-  w.set("llama.attention.layer_norm_rms_epsilon", Value(1e-5f));
+  tc::oracle::set_vocab_only_model_keys(w);
   w.set("tokenizer.ggml.model", Value(std::string("gpt2")));
   w.set("tokenizer.ggml.pre", Value(vocab.pre));
   w.set("tokenizer.ggml.tokens", Value::string_array(vocab.tokens));
@@ -323,7 +296,7 @@ TEST_CASE("every pre-tokenizer name loads with llama.cpp's defaults", "[oracle][
     CHECK(ref.eos() == read.eos_id);
     const auto ours = Tokenizer::create(read);
     for (const auto& text : texts) {
-      INFO("text \"" << escape(text) << "\"");
+      INFO("text \"" << tc::oracle::escape_bytes(text) << "\"");
       for (const bool add_special : {false, true}) {
         CHECK(ours->encode(text, {add_special, false}) == ref.tokenize(text, add_special, false));
       }

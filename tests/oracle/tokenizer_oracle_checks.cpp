@@ -60,8 +60,25 @@ const std::vector<std::string>& fragments() {
   return f;
 }
 
+
+// ids[from, to) as `id"piece"`, around the first difference of two lists.
+std::string show_ids(const Vocab& vocab, const std::vector<TokenId>& ids, size_t from, size_t to) {
+  std::ostringstream out;
+  out << "[" << ids.size() << " ids]";
+  if (from > 0) out << " ...";
+  for (size_t i = from; i < std::min(to, ids.size()); ++i) {
+    const TokenId id = ids[i];
+    out << " " << id;
+    if (id >= 0 && id < vocab.n_vocab()) out << "\"" << escape_bytes(vocab.tokens[id], 40) << "\"";
+  }
+  if (to < ids.size()) out << " ...";
+  return out.str();
+}
+
+}  // namespace
+
 // Bytes as a C string literal body: printable ASCII as is, the rest escaped.
-std::string escape(std::string_view s, size_t max_bytes = 160) {
+std::string escape_bytes(std::string_view s, size_t max_bytes) {
   std::string out;
   for (size_t i = 0; i < s.size() && i < max_bytes; ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -80,22 +97,6 @@ std::string escape(std::string_view s, size_t max_bytes = 160) {
   if (s.size() > max_bytes) out += "...(" + std::to_string(s.size()) + " bytes)";
   return out;
 }
-
-// ids[from, to) as `id"piece"`, around the first difference of two lists.
-std::string show_ids(const Vocab& vocab, const std::vector<TokenId>& ids, size_t from, size_t to) {
-  std::ostringstream out;
-  out << "[" << ids.size() << " ids]";
-  if (from > 0) out << " ...";
-  for (size_t i = from; i < std::min(to, ids.size()); ++i) {
-    const TokenId id = ids[i];
-    out << " " << id;
-    if (id >= 0 && id < vocab.n_vocab()) out << "\"" << escape(vocab.tokens[id], 40) << "\"";
-  }
-  if (to < ids.size()) out << " ...";
-  return out.str();
-}
-
-}  // namespace
 
 const std::string& tokenizer_corpus_text() {
   static const std::string text =
@@ -144,7 +145,7 @@ void check_encodings(const LlamaVocab& ref, const text::Tokenizer& ours, const s
       const size_t at = static_cast<size_t>(
           std::mismatch(want.begin(), want.end(), got.begin(), got.end()).first - want.begin());
       const size_t from = at > 4 ? at - 4 : 0;
-      report << "\n  text \"" << escape(text) << "\" add_special=" << mode.add_special
+      report << "\n  text \"" << escape_bytes(text) << "\" add_special=" << mode.add_special
              << " parse_special=" << mode.parse_special << ", first difference at id index " << at
              << "\n    llama.cpp: " << show_ids(vocab, want, from, from + 24)
              << "\n    ours:      " << show_ids(vocab, got, from, from + 24);
@@ -163,8 +164,8 @@ void check_pieces(const LlamaVocab& ref, const text::Tokenizer& ours) {
       const std::string want = ref.token_to_piece(id, special);
       const std::string got = ours.token_to_piece(id, special);
       if (got == want || ++n_mismatch > kShownMismatches) continue;
-      report << "\n  id " << id << " \"" << escape(vocab.tokens[id]) << "\" special=" << special
-             << ": llama.cpp \"" << escape(want) << "\", ours \"" << escape(got) << "\"";
+      report << "\n  id " << id << " \"" << escape_bytes(vocab.tokens[id]) << "\" special=" << special
+             << ": llama.cpp \"" << escape_bytes(want) << "\", ours \"" << escape_bytes(got) << "\"";
     }
   }
   INFO(n_mismatch << " of " << vocab.n_vocab() * 2 << " pieces differ from llama.cpp:" << report.str());
@@ -181,8 +182,8 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
       const std::string want = ref.detokenize(ids, special);
       const std::string got = ours.decode(ids, special);
       if (got == want || ++n_mismatch > kShownMismatches) continue;
-      report << "\n  text \"" << escape(text) << "\" special=" << special << ": llama.cpp \"" << escape(want)
-             << "\", ours \"" << escape(got) << "\"";
+      report << "\n  text \"" << escape_bytes(text) << "\" special=" << special << ": llama.cpp \"" << escape_bytes(want)
+             << "\", ours \"" << escape_bytes(got) << "\"";
     }
     // Without special texts parsed, only the added BOS/EOS are not text.
     // (SPM reads a U+2581 in the text as the space it stands for.)
@@ -190,7 +191,7 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
         ours.vocab().kind == tc::text::TokenizerKind::Spm && text.find("\xE2\x96\x81") != std::string::npos;
     if (!spm_marker && ours.decode(ours.encode(text, {true, false})) != text &&
         ++n_not_round_trip <= kShownMismatches) {
-      report << "\n  text \"" << escape(text) << "\" does not decode back from its ids";
+      report << "\n  text \"" << escape_bytes(text) << "\" does not decode back from its ids";
     }
   }
   INFO(n_mismatch << " of " << texts.size() * 2 << " detokenized texts differ from llama.cpp, "

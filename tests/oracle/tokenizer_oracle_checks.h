@@ -7,12 +7,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/text/tokenizer.h"
 #include "tests/oracle/llama_tokenizer_oracle.h"
 
 namespace tc::oracle {
+
+// Bytes as a C string literal body for messages: printable ASCII as is,
+// the rest escaped; cut after max_bytes with the length noted.
+std::string escape_bytes(std::string_view s, size_t max_bytes = 160);
 
 // profiler/data/tokenizer_corpus.txt
 const std::string& tokenizer_corpus_text();
