@@ -5,6 +5,8 @@
 // UTF-8 decodes back to itself (the trained tokenizers' round trip; for an
 // SPM vocab, text without U+2581, its space mark); the
 // streamed pieces are whole UTF-8 and concatenate to the whole decode.
+// Then every pre-tokenizer (one name per behaviour) splits the sanitized
+// text: its words are non-empty views that cover the text in order.
 // Any exception, sanitizer report or broken invariant is a bug.
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +15,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/text/pre_tokenizer.h"
 #include "engine/text/tokenizer.h"
 #include "engine/text/unicode.h"
 #include "engine/text/vocab.h"
@@ -35,10 +39,44 @@ const tc::text::Tokenizer& tokenizer() {
   return *t;
 }
 
+// Every pre-tokenizer behaviour, one per supported name (duplicates kept:
+// the cost is a few extra splits).
+const std::vector<tc::text::PreTokenizer>& pre_tokenizers() {
+  static const std::vector<tc::text::PreTokenizer> all = [] {
+    std::vector<tc::text::PreTokenizer> out;
+    const std::string_view list = tc::text::supported_pre_tokenizer_names();
+    for (size_t pos = 0; (pos = list.find('"', pos)) != std::string_view::npos;) {
+      const size_t end = list.find('"', pos + 1);
+      const auto pre = tc::text::pre_tokenizer_from_name(list.substr(pos + 1, end - pos - 1));
+      require(pre.has_value(), "every listed name is supported");
+      bool seen = false;
+      for (const auto p : out) seen |= p == *pre;
+      if (!seen) out.push_back(*pre);
+      pos = end + 1;
+    }
+    return out;
+  }();
+  return all;
+}
+
+void check_pre_tokenizers(std::string_view input) {
+  const std::string text = tc::text::utf8_sanitize(input);
+  for (const auto pre : pre_tokenizers()) {
+    size_t at = 0;
+    for (const std::string_view w : tc::text::pre_tokenize(pre, text)) {
+      require(!w.empty(), "pre-tokenizer words are not empty");
+      require(w.data() == text.data() + at, "pre-tokenizer words follow each other");
+      at += w.size();
+    }
+    require(at == text.size(), "pre-tokenizer words cover the text");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   tokenizer();
+  pre_tokenizers();
   return 0;
 }
 
@@ -66,5 +104,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     streamed += stream.flush();
     require(streamed == whole, "the stream concatenates to the whole decode");
   }
+  check_pre_tokenizers(text);
   return 0;
 }
