@@ -71,7 +71,7 @@ case "$target" in
     seeds="$work/seeds"
     mkdir -p "$seeds"
     # One tiny model per layout and weight family: dense GGUF (q4_0, q4_k_m), sparse PWRI
-    # with f16 predictors, sparse GGUF with q8_0 predictors.
+    # with f16 predictors, sparse GGUF with q8_0 predictors, gpt-oss's experts in MXFP4.
     small=(--n-embd 32 --n-ff 64 --n-head 2 --n-vocab 512)
     [ -f "$seeds/dense_q4_0.gguf" ] ||
       "$bin" make-model -o "$seeds/dense_q4_0.gguf" "${small[@]}" --n-layer 1 --n-head-kv 1 --type q4_0 --seed 1 >/dev/null
@@ -84,6 +84,10 @@ case "$target" in
     [ -f "$seeds/sparse_gguf_q8_0.gguf" ] ||
       "$bin" make-model --sparse -o "$seeds/sparse_gguf_q8_0.gguf" "${small[@]}" --n-layer 2 --n-head-kv 2 \
         --type q8_0 --predictor-rank 32 --seed 4 >/dev/null
+    # A mixture of experts with MXFP4 experts, biases and sinks (gpt-oss).
+    [ -f "$seeds/moe_gpt_oss_mxfp4.gguf" ] ||
+      "$bin" make-model --arch gpt-oss -o "$seeds/moe_gpt_oss_mxfp4.gguf" --n-embd 32 --n-ff 32 --n-head 2 \
+        --n-head-kv 1 --head-dim 16 --n-vocab 512 --n-layer 1 --experts 4 --experts-used 2 --type mxfp4 --seed 5 >/dev/null
     exec "$build_dir/fuzz/model_load_fuzz" -runs="$runs" -max_len=524288 -timeout=10 \
       -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" "$work/corpus" "$seeds"
     ;;

@@ -248,6 +248,13 @@ ModelSpec read_model_spec(const GgufFile& file) {
   const std::string p = s.arch + ".";
   s.n_embd = positive_key(file, p + "embedding_length");
   s.n_layer = positive_key(file, p + "block_count");
+  // Every layer has tensors of its own: a count beyond the file's tensors is
+  // corrupt (and would size the per-layer tables from a made-up number).
+  const auto n_tensors = static_cast<int64_t>(file.tensors().size() + file.unsupported_tensors().size());
+  if (s.n_layer > n_tensors) {
+    throw file.error(p + "block_count", "is " + std::to_string(s.n_layer) + ", more than the file's " +
+                                            std::to_string(n_tensors) + " tensors (each layer has its own)");
+  }
   s.n_ff = positive_key(file, p + "feed_forward_length");
   s.n_head = positive_key(file, p + "attention.head_count");
   s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);

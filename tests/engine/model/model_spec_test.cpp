@@ -245,6 +245,13 @@ TEST_CASE("model spec errors name the key", "[model]") {
     r.extra_keys = [](GgufWriter& w) { w.set("llama.block_count", Value("two")); };
     CHECK_THAT(load_error(write_llama(r)), Catch::Contains("llama.block_count"));
   }
+  SECTION("a block count beyond the file's tensors (found by model_load_fuzz: it sized the layer table)") {
+    FileRecipe r;
+    r.extra_keys = [](GgufWriter& w) { w.set("llama.block_count", Value(uint32_t{3'000'000'000u})); };
+    const auto msg = load_error(write_llama(r));
+    CHECK_THAT(msg, Catch::Contains("llama.block_count") && Catch::Contains("3000000000") &&
+                        Catch::Contains("tensors"));
+  }
 }
 
 TEST_CASE("model tensor checks name the tensor", "[model]") {
