@@ -324,8 +324,7 @@ struct GenerationJob {
                          std::vector<runtime::TokenInfo>& held, Write&& write) {
     auto& r = results[i];
     ToolCallReply reply = stream ? tool_streams[i].finish(tools.names) : parse_tool_calls(r.text, tools.names);
-    if (!tools.parallel && reply.calls.size() > 1) reply.calls.resize(1);
-    for (auto& call : reply.calls) call.id = "call_" + random_id(*ctx);
+    settle_calls(reply.calls);
     if (!stream) {
       if (!reply.calls.empty()) r.text = std::move(reply.content);
       r.tool_calls = std::move(reply.calls);
@@ -340,12 +339,7 @@ struct GenerationJob {
       held.clear();
       if (!write(chunk)) return false;
     }
-    if (reply.calls.empty()) return true;
-    const std::string chunk = wire == Wire::Ollama
-                                  ? ndjson_line(ollama_chunk(ollama, "", reply.calls))
-                                  : sse_event(tool_calls_chunk(meta, index, reply.calls, logprobs_of(i, held)));
-    held.clear();
-    return write(chunk);
+    return write_calls(i, reply.calls, held, write);
   }
 
   // A finished harmony choice's calls (its content was taken already):
@@ -353,14 +347,30 @@ struct GenerationJob {
   // when the client went away.
   template <class Write>
   bool finish_harmony_calls(size_t i, std::vector<ToolCall> calls, Write&& write) {
-    auto& r = results[i];
+    settle_calls(calls);
+    results[i].tool_calls = std::move(calls);
+    if (!stream) return true;
+    std::vector<runtime::TokenInfo> none;
+    return write_calls(i, results[i].tool_calls, none, write);
+  }
+
+  // The first call only unless parallel_tool_calls; each given its id.
+  void settle_calls(std::vector<ToolCall>& calls) {
     if (!tools.parallel && calls.size() > 1) calls.resize(1);
     for (auto& call : calls) call.id = "call_" + random_id(*ctx);
-    r.tool_calls = std::move(calls);
-    if (!stream || r.tool_calls.empty()) return true;
-    const auto index = static_cast<int>(i);
-    return write(wire == Wire::Ollama ? ndjson_line(ollama_chunk(ollama, "", r.tool_calls))
-                                      : sse_event(tool_calls_chunk(meta, index, r.tool_calls, logprobs_of(i, {}))));
+  }
+
+  // Streaming: choice i's calls as one chunk (none: nothing), with the
+  // logprobs of the tokens held for them. False when the client went away.
+  template <class Write>
+  bool write_calls(size_t i, const std::vector<ToolCall>& calls, std::vector<runtime::TokenInfo>& held,
+                   Write&& write) {
+    if (calls.empty()) return true;
+    const std::string chunk = wire == Wire::Ollama
+                                  ? ndjson_line(ollama_chunk(ollama, "", calls))
+                                  : sse_event(tool_calls_chunk(meta, static_cast<int>(i), calls, logprobs_of(i, held)));
+    held.clear();
+    return write(chunk);
   }
 
   // An error after the 200: an SSE error event then [DONE], an NDJSON

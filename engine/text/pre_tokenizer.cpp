@@ -119,14 +119,14 @@ struct RefusedPreTokenizer {
 // runs them over raw UTF-8 (byte_encode off), which Tokenizer does not.
 constexpr std::string_view kSpmStyleBpe =
     "is SentencePiece-style BPE over raw UTF-8 with spaces escaped to U+2581 (llama.cpp's "
-    "byte_encode off), which is not implemented";
+    "byte_encode off); Thermocline's BPE runs byte-level vocabularies only";
 constexpr RefusedPreTokenizer kRefused[] = {
     {"gemma4", kSpmStyleBpe},
     {"granite-embed-multi-311m", kSpmStyleBpe},
     {"sarvam-moe", kSpmStyleBpe},
     {"whitespace",
-     "splits on \\S+ and runs BPE over raw UTF-8 (llama.cpp's byte_encode off), which is not "
-     "implemented"},
+     "splits on \\S+ and runs BPE over raw UTF-8 (llama.cpp's byte_encode off); Thermocline's BPE runs "
+     "byte-level vocabularies only"},
 };
 
 }  // namespace
