@@ -270,11 +270,11 @@ XLayout x_layout(DType dtype, int64_t n_in) {
     case DType::Q5_0:
     case DType::Q5_1:
     case DType::IQ4_NL:
-    case DType::MXFP4:
       l.format = XFormat::Q8_32;
       l.block = 32;
       break;
     case DType::Q4_0:
+    case DType::MXFP4:
       l.format = XFormat::Q8_32_NIB;
       l.block = 32;
       break;

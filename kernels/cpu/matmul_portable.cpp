@@ -301,13 +301,14 @@ float dot_iq4_nl(const std::byte* row, const XRow& x, int64_t n_blocks) {
   return s;
 }
 
-// MXFP4: as IQ4_NL with its own levels and a power-of-two block scale.
+// MXFP4: as IQ4_NL with its own levels and a power-of-two block scale; x
+// in Q8_32_NIB order, as for Q4_0.
 float dot_mxfp4(const std::byte* row, const XRow& x, int64_t n_blocks) {
   const auto* blk = reinterpret_cast<const BlockMXFP4*>(row);
   float s = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t isum = 0;
-    for (int j = 0; j < 32; ++j) isum += kMXFP4Values[nibble(blk[b].qs, j)] * x.qs[b * 32 + j];
+    for (int j = 0; j < 32; ++j) isum += kMXFP4Values[nibble(blk[b].qs, j)] * x.qs[nib_position(b, j, n_blocks)];
     s += static_cast<float>(isum) * (e8m0_to_f32_half(blk[b].e) * x.d[b]);
   }
   return s;

@@ -1,6 +1,7 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
-// kernels for the 32-element block formats Q4_1, Q5_0, Q5_1, IQ4_NL and
-// MXFP4 against Q8_32 activations (matmul_kernels.h), in the framework of
+// kernels for the 32-element block formats Q4_1, Q5_0, Q5_1 and IQ4_NL
+// against Q8_32 activations (matmul_kernels.h; MXFP4: matmul_x86_mxfp4.h),
+// in the framework of
 // matmul_x86_quant.h (Ops: prepare / unit / finish per chunk of blocks).
 //
 // Per block, the weights' quants meet x's int8 in exact int32 lane sums
@@ -65,34 +66,6 @@ TC_SIMD_INLINE __m256i iq4_table() {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
 }
 
-// The MXFP4 levels (kMXFP4Values) in both 128-bit halves, for vpshufb.
-TC_SIMD_INLINE __m256i mxfp4_table() {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Values)));
-}
-
-// The f32 factors 2^(e - 128) of up to 8 consecutive MXFP4 blocks (what
-// e8m0_to_f32_half gives), zeros after nb. The exponent bytes are gathered
-// in a general-purpose register as block_f16s gathers its fields.
-TC_SIMD_INLINE __m256 mxfp4_scales(const BlockMXFP4* blk, int64_t nb) {
-  uint64_t bytes = 0;
-  auto put = [&](int64_t i) __attribute__((always_inline)) { bytes |= uint64_t{blk[i].e} << (8 * i); };
-  if (nb == 8) {
-#pragma GCC unroll 8
-    for (int64_t i = 0; i < 8; ++i) put(i);
-  } else {
-    for (int64_t i = 0; i < nb; ++i) put(i);
-  }
-  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes)));
-  // e >= 2: the normal 2^(e - 128), biased exponent e - 1; e < 2: the
-  // subnormals 2^-128 and 2^-127 (0x00200000 << e).
-  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-  const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-  const __m256i bits = _mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e));
-  const __m256i live =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(nb)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  return _mm256_castsi256_ps(_mm256_and_si256(bits, live));
-}
-
 // Per-lane int32 sums of w * x over 32 signed weights w (|w| <= 127) and
 // int8 x: |w| times x with w's sign, pairs within 2 * 127 * 127.
 TC_SIMD_INLINE __m256i dot_s8s8(__m256i w, __m256i x) {
@@ -105,7 +78,6 @@ TC_SIMD_INLINE __m256i dot_s8s8(__m256i w, __m256i x) {
 //   Q5_0   d     nibbles + 5th bit   unsigned, offset -16 d
 //   Q5_1   d, m  nibbles + 5th bit   unsigned, offset m
 //   IQ4_NL d     table of nibbles    signed, no offset
-//   MXFP4  e     table of nibbles    signed, no offset; scale 2^(e - 128)
 template <DType kType>
 struct Quant32Traits;
 
@@ -150,17 +122,6 @@ struct Quant32Traits<DType::IQ4_NL> {
   static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d>(blk, nb); }
   static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) {
     return dot_s8s8(_mm256_shuffle_epi8(iq4_table(), nibbles32(b.qs)), x);
-  }
-  static TC_SIMD_INLINE __m256 offsets(const Block*, int64_t) { return _mm256_setzero_ps(); }
-};
-
-template <>
-struct Quant32Traits<DType::MXFP4> {
-  using Block = BlockMXFP4;
-  static constexpr bool kOffset = false;
-  static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return mxfp4_scales(blk, nb); }
-  static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) {
-    return dot_s8s8(_mm256_shuffle_epi8(mxfp4_table(), nibbles32(b.qs)), x);
   }
   static TC_SIMD_INLINE __m256 offsets(const Block*, int64_t) { return _mm256_setzero_ps(); }
 };
@@ -232,7 +193,6 @@ using OpsQ4_1 = OpsQuant32<DType::Q4_1>;
 using OpsQ5_0 = OpsQuant32<DType::Q5_0>;
 using OpsQ5_1 = OpsQuant32<DType::Q5_1>;
 using OpsIQ4_NL = OpsQuant32<DType::IQ4_NL>;
-using OpsMXFP4 = OpsQuant32<DType::MXFP4>;
 
 }  // namespace
 }  // namespace tc::kernels::detail
