@@ -266,14 +266,14 @@ XLayout x_layout(DType dtype, int64_t n_in) {
       l.stride = row_stride(l.f32_offset + n_in * static_cast<int64_t>(sizeof(float)));
       return l;
     case DType::Q8_0:
-    case DType::Q4_1:
-    case DType::Q5_0:
-    case DType::Q5_1:
-    case DType::IQ4_NL:
       l.format = XFormat::Q8_32;
       l.block = 32;
       break;
     case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::IQ4_NL:
     case DType::MXFP4:
       l.format = XFormat::Q8_32_NIB;
       l.block = 32;

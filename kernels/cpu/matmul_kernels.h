@@ -31,8 +31,8 @@ enum class XFormat {
   F32,        // f32 copy (F32 weights)
   F16,        // rounded to f16, kept as f16 and widened back to f32 (F16 weights)
   BF16,       // rounded to bf16, kept as bf16 pairs and widened to f32 odd/even halves (BF16 weights)
-  Q8_32,      // int8 in blocks of 32 (Q8_0, Q4_1, Q5_0, Q5_1, IQ4_NL weights)
-  Q8_32_NIB,  // as Q8_32 with each pair of blocks in nibble order (Q4_0, MXFP4 weights)
+  Q8_32,      // int8 in blocks of 32 (Q8_0 weights)
+  Q8_32_NIB,  // as Q8_32 with each pair of blocks in nibble order (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 weights)
   Q8_256,     // int8 in blocks of 256 (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS weights)
 };
 

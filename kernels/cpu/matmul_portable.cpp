@@ -250,6 +250,8 @@ float dot_q6_K(const std::byte* row, const XRow& x, int64_t n_blocks) {
 }
 
 // ---- the 32-element formats with an offset or a table ----
+//
+// x in Q8_32_NIB order, as for Q4_0 (nib_position).
 
 // Element j (< 32) of a 32-element block whose nibbles are packed as Q4_0's.
 int nibble(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4; }
@@ -270,7 +272,7 @@ float dot_offset(const std::byte* row, const XRow& x, int64_t n_blocks) {
     for (int j = 0; j < 32; ++j) {
       int q = nibble(blk[b].qs, j);
       if constexpr (kFive) q |= fifth_bit(blk[b].qh, j);
-      isum += q * x.qs[b * 32 + j];
+      isum += q * x.qs[nib_position(b, j, n_blocks)];
     }
     s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]) +
          static_cast<float>(x.sum32[b]) * (f16(blk[b].m) * x.d[b]);
@@ -283,7 +285,7 @@ float dot_q5_0(const std::byte* row, const XRow& x, int64_t n_blocks) {
   float s = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t isum = 0;
-    for (int j = 0; j < 32; ++j) isum += (nibble(blk[b].qs, j) | fifth_bit(blk[b].qh, j)) * x.qs[b * 32 + j];
+    for (int j = 0; j < 32; ++j) isum += (nibble(blk[b].qs, j) | fifth_bit(blk[b].qh, j)) * x.qs[nib_position(b, j, n_blocks)];
     isum -= 16 * x.sum32[b];
     s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]);
   }
@@ -295,14 +297,13 @@ float dot_iq4_nl(const std::byte* row, const XRow& x, int64_t n_blocks) {
   float s = 0.0f;
   for (int64_t b = 0; b < n_blocks; ++b) {
     int32_t isum = 0;
-    for (int j = 0; j < 32; ++j) isum += kIQ4NLValues[nibble(blk[b].qs, j)] * x.qs[b * 32 + j];
+    for (int j = 0; j < 32; ++j) isum += kIQ4NLValues[nibble(blk[b].qs, j)] * x.qs[nib_position(b, j, n_blocks)];
     s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]);
   }
   return s;
 }
 
-// MXFP4: as IQ4_NL with its own levels and a power-of-two block scale; x
-// in Q8_32_NIB order, as for Q4_0.
+// MXFP4: as IQ4_NL with its own levels and a power-of-two block scale.
 float dot_mxfp4(const std::byte* row, const XRow& x, int64_t n_blocks) {
   const auto* blk = reinterpret_cast<const BlockMXFP4*>(row);
   float s = 0.0f;

@@ -1,16 +1,8 @@
-// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
-// kernels for the 32-element block formats Q4_1, Q5_0, Q5_1 and IQ4_NL
-// against Q8_32 activations (matmul_kernels.h; MXFP4: matmul_x86_mxfp4.h),
-// in the framework of
-// matmul_x86_quant.h (Ops: prepare / unit / finish per chunk of blocks).
-//
-// Per block, the weights' quants meet x's int8 in exact int32 lane sums
-// (dot_u8s8: 8 lanes of 4 products), converted and added by one FMA with
-// the block's dw * dx. The offset formats (x = d q + m; Q5_0 is one with
-// m = -16 d) add their m dx sum(xq) per 8 blocks in `finish`, to the odd
-// chain. Every path (decode, gathered rows, small batches, GEMM tiles) runs
-// these through quant_chunk in the same order, so an output's bits depend
-// on dtype and n_in only.
+// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): byte
+// helpers of the 32-element block formats (Q4_1, Q5_0, Q5_1, IQ4_NL, and
+// IQ4_XS's sub-blocks): f16 fields of 8 blocks as f32, nibbles and 5th bits
+// as bytes, the IQ4 table and a signed byte dot product. Their matmul
+// kernels are in matmul_x86_group32.h.
 #pragma once
 
 #include <immintrin.h>
@@ -24,13 +16,17 @@ namespace tc::kernels::detail {
 namespace {
 
 // The f16 field `Field` of up to 8 consecutive blocks as f32, zeros after
-// nb: block_scales for any f16 member, assembled in general-purpose
-// registers the same way (narrow stores read back as one vector would stall
-// store-to-load forwarding).
-template <class Block, uint16_t Block::*Field>
+// nb: block_scales for any f16 member (lane i block i, or with kQ4Order
+// block kQ4GroupOrder[i]), assembled in general-purpose registers the same
+// way (narrow stores read back as one vector would stall store-to-load
+// forwarding).
+template <class Block, uint16_t Block::*Field, bool kQ4Order = false>
 TC_SIMD_INLINE __m256 block_f16s(const Block* blk, int64_t nb) {
   uint64_t half[2] = {0, 0};
-  auto put = [&](int64_t i) __attribute__((always_inline)) { half[i / 4] |= uint64_t{blk[i].*Field} << (16 * (i % 4)); };
+  auto put = [&](int64_t i) __attribute__((always_inline)) {
+    const int64_t lane = kQ4Order ? i / 2 + 4 * (i % 2) : i;
+    half[lane / 4] |= uint64_t{blk[i].*Field} << (16 * (lane % 4));
+  };
   if (nb == 8) {
 #pragma GCC unroll 8
     for (int64_t i = 0; i < 8; ++i) put(i);
@@ -71,128 +67,6 @@ TC_SIMD_INLINE __m256i iq4_table() {
 TC_SIMD_INLINE __m256i dot_s8s8(__m256i w, __m256i x) {
   return dot_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
-
-// The dtypes differ in how a block's quants become bytes, what their scale
-// is and whether they carry an offset:
-//   Q4_1   d, m  nibbles             unsigned, offset m
-//   Q5_0   d     nibbles + 5th bit   unsigned, offset -16 d
-//   Q5_1   d, m  nibbles + 5th bit   unsigned, offset m
-//   IQ4_NL d     table of nibbles    signed, no offset
-template <DType kType>
-struct Quant32Traits;
-
-template <>
-struct Quant32Traits<DType::Q4_1> {
-  using Block = BlockQ4_1;
-  static constexpr bool kOffset = true;
-  static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d>(blk, nb); }
-  static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) { return dot_u8s8(nibbles32(b.qs), x); }
-  static TC_SIMD_INLINE __m256 offsets(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::m>(blk, nb); }
-};
-
-template <>
-struct Quant32Traits<DType::Q5_0> {
-  using Block = BlockQ5_0;
-  static constexpr bool kOffset = true;
-  static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d>(blk, nb); }
-  static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) {
-    return dot_u8s8(_mm256_or_si256(nibbles32(b.qs), fifth_bits32(b.qh)), x);
-  }
-  // -16 d: exact in f32.
-  static TC_SIMD_INLINE __m256 offsets(const Block* blk, int64_t nb) {
-    return _mm256_mul_ps(block_f16s<Block, &Block::d>(blk, nb), _mm256_set1_ps(-16.0f));
-  }
-};
-
-template <>
-struct Quant32Traits<DType::Q5_1> {
-  using Block = BlockQ5_1;
-  static constexpr bool kOffset = true;
-  static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d>(blk, nb); }
-  static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) {
-    return dot_u8s8(_mm256_or_si256(nibbles32(b.qs), fifth_bits32(b.qh)), x);
-  }
-  static TC_SIMD_INLINE __m256 offsets(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::m>(blk, nb); }
-};
-
-template <>
-struct Quant32Traits<DType::IQ4_NL> {
-  using Block = BlockIQ4_NL;
-  static constexpr bool kOffset = false;
-  static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d>(blk, nb); }
-  static TC_SIMD_INLINE __m256i dot(const Block& b, __m256i x) {
-    return dot_s8s8(_mm256_shuffle_epi8(iq4_table(), nibbles32(b.qs)), x);
-  }
-  static TC_SIMD_INLINE __m256 offsets(const Block*, int64_t) { return _mm256_setzero_ps(); }
-};
-
-template <DType kType>
-struct OpsQuant32 {
-  using Traits = Quant32Traits<kType>;
-  using Block = typename Traits::Block;
-  static constexpr int64_t kBlock = 32;
-  static constexpr int64_t kChunkBlocks = kChunkBlocks32;
-  static constexpr int64_t kUnit = 1;
-  // GEMM order takes the tile of small batches (1 row x kGemvTokens): one
-  // set of tile instantiations per dtype keeps these files' compile time down.
-  static constexpr int kGemvRows = 1;
-  static constexpr int kGemmRows = 1;
-  static constexpr int kGemmTokens = kGemvTokens;
-  struct Prep {
-    alignas(32) float d[kChunkBlocks32];  // dw * dx per block
-    alignas(32) float m[kChunkBlocks32];  // offset * dx per block (kOffset)
-  };
-  template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0,
-                                     int64_t nb) {
-    for (int r = 0; r < R; ++r) {
-      const Block* blk = reinterpret_cast<const Block*>(w[r]) + b0;
-      for (int64_t g = 0; g < nb; g += kGroup) {
-        const int64_t count = min64(kGroup, nb - g);
-        const __m256 dw = Traits::scales(blk + g, count);
-        const __m256 mw = Traits::offsets(blk + g, count);
-        for (int t = 0; t < T; ++t) {
-          const __m256 dx = _mm256_loadu_ps(x[t].d + b0 + g);
-          _mm256_store_ps(p[r][t].d + g, _mm256_mul_ps(dw, dx));
-          if constexpr (Traits::kOffset) _mm256_store_ps(p[r][t].m + g, _mm256_mul_ps(mw, dx));
-        }
-      }
-    }
-  }
-  template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    const int64_t b = b0 + i;
-    for (int r = 0; r < R; ++r) {
-      const Block& blk = reinterpret_cast<const Block*>(w[r])[b];
-      for (int t = 0; t < T; ++t) {
-        const __m256 s = _mm256_cvtepi32_ps(Traits::dot(blk, load32(x[t].qs + 32 * b)));
-        acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&p[r][t].d[i]), acc[r][t]);
-      }
-    }
-  }
-  // The offsets: sum over the chunk's blocks of (m dx) * sum32, 8 blocks per
-  // FMA (x's sum32 is zero-filled past the row's last block).
-  template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&acc)[R][T], const Prep (&p)[R][T], const XRow* x, int64_t b0,
-                                    int64_t nb) {
-    if constexpr (Traits::kOffset) {
-      for (int r = 0; r < R; ++r) {
-        for (int t = 0; t < T; ++t) {
-          for (int64_t g = 0; g < nb; g += kGroup) {
-            const __m256 sums = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t].sum32 + b0 + g)));
-            acc[r][t] = _mm256_fmadd_ps(sums, _mm256_load_ps(p[r][t].m + g), acc[r][t]);
-          }
-        }
-      }
-    }
-  }
-};
-
-using OpsQ4_1 = OpsQuant32<DType::Q4_1>;
-using OpsQ5_0 = OpsQuant32<DType::Q5_0>;
-using OpsQ5_1 = OpsQuant32<DType::Q5_1>;
-using OpsIQ4_NL = OpsQuant32<DType::IQ4_NL>;
 
 }  // namespace
 }  // namespace tc::kernels::detail

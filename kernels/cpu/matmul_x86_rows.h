@@ -8,12 +8,11 @@
 #include "kernels/cpu/matmul_x86_f16.h"
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_kquants.h"
-#include "kernels/cpu/matmul_x86_mxfp4.h"
+#include "kernels/cpu/matmul_x86_group32.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_decode.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
-#include "kernels/cpu/matmul_x86_quant32.h"
 #include "kernels/cpu/matmul_x86_superblock_gemm.h"
 
 #include <type_traits>
@@ -82,12 +81,11 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #else
     run_packed_gemm<Ops>(a, r0, r1);
 #endif
-  } else if constexpr (std::is_same_v<Ops, OpsMXFP4>) {
+  } else if constexpr (kIsGroup32<Ops>) {
     run_packed_gemm<Ops>(a, r0, r1);
-  } else if constexpr (SuperBlockOps<Ops>) {
-    run_unpacked_gemm<Ops>(a, r0, r1);
   } else {
-    run_tiled_gemm<Ops>(a, r0, r1);
+    static_assert(SuperBlockOps<Ops>, "run_quant: a quantized dtype without a GEMM");
+    run_unpacked_gemm<Ops>(a, r0, r1);
   }
 }
 
