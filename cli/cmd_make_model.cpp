@@ -85,7 +85,7 @@ void register_make_model(CLI::App& app) {
                   "RoPE base frequency (default: the architecture's usual one, 10000 or 1e6)");
   auto* ffn_opt = sub->add_option("--ffn", *ffn,
                                   "FFN form (default: the architecture's first, swiglu for llama; reglu with --sparse)")
-                      ->check(CLI::IsMember({"swiglu", "reglu", "drelu", "geglu", "gelu", "relu"}));
+                      ->check(CLI::IsMember({"swiglu", "reglu", "drelu", "geglu", "gelu", "relu", "relu2"}));
   sub->add_option("--head-dim", o->head_dim, "Head size (attention.key_length), when not n_embd / n_head")
       ->check(CLI::Range(int64_t{2}, int64_t{1024}));
   sub->add_flag("--attn-bias", o->attn_bias, "q/k/v biases (qwen2 always has them)");

@@ -15,6 +15,7 @@ constexpr std::array kSwiGluOnly{FfnForm::SwiGLU};
 constexpr std::array kGeGluOnly{FfnForm::GeGLU};
 constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
 constexpr std::array kSwiGluOaiOnly{FfnForm::SwiGluOai};
+constexpr std::array kReluSquaredOnly{FfnForm::ReluSquared};
 
 // One row per architecture; the fields left out are llama's.
 const std::array kArchitectures{
@@ -68,6 +69,14 @@ const std::array kArchitectures{
                  .granite_scales = true},
     // SmolLM3: llama without RoPE in every fourth layer.
     Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
+    // Arcee AFM (AFM-4.5B): llama with an ungated FFN, relu(up)^2, and
+    // Llama 3.1's rope_freqs. Its exact zeros make it ReLU-family: the
+    // sparse FFN runs it once profiled.
+    Architecture{.name = "arcee",
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kReluSquaredOnly,
+                 .sliding_window = {},
+                 .rope_freqs = true},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",
@@ -148,7 +157,7 @@ const std::array kArchitectures{
 constexpr std::array kFormNames{std::pair{FfnForm::SwiGLU, "swiglu"}, std::pair{FfnForm::ReGLU, "reglu"},
                                 std::pair{FfnForm::DReLU, "drelu"},   std::pair{FfnForm::GeGLU, "geglu"},
                                 std::pair{FfnForm::Gelu, "gelu"},     std::pair{FfnForm::Relu, "relu"},
-                                std::pair{FfnForm::SwiGluOai, "swiglu_oai"}};
+                                std::pair{FfnForm::ReluSquared, "relu2"}, std::pair{FfnForm::SwiGluOai, "swiglu_oai"}};
 
 }  // namespace
 
@@ -170,10 +179,10 @@ bool parse_ffn_form(std::string_view name, FfnForm& out) {
 }
 
 bool is_relu_family(FfnForm form) {
-  return form == FfnForm::ReGLU || form == FfnForm::DReLU || form == FfnForm::Relu;
+  return form == FfnForm::ReGLU || form == FfnForm::DReLU || form == FfnForm::Relu || form == FfnForm::ReluSquared;
 }
 
-bool is_gated(FfnForm form) { return form != FfnForm::Gelu && form != FfnForm::Relu; }
+bool is_gated(FfnForm form) { return form != FfnForm::Gelu && form != FfnForm::Relu && form != FfnForm::ReluSquared; }
 
 kernels::Activation activation_for(FfnForm form) {
   switch (form) {
@@ -183,6 +192,7 @@ kernels::Activation activation_for(FfnForm form) {
     case FfnForm::GeGLU: return kernels::Activation::GeGLU;
     case FfnForm::Gelu: return kernels::Activation::Gelu;
     case FfnForm::Relu: return kernels::Activation::Relu;
+    case FfnForm::ReluSquared: return kernels::Activation::ReluSquared;
     case FfnForm::SwiGluOai: return kernels::Activation::SwiGluOai;
   }
   return kernels::Activation::SwiGLU;

@@ -23,9 +23,10 @@ enum class FfnForm {
   GeGLU,   // gelu(gate) * up          (Gemma)
   Gelu,    // gelu(up), no gate        (Falcon)
   Relu,    // relu(up), no gate        (ReluFalcon)
+  ReluSquared,  // relu(up)^2, no gate  (Arcee AFM)
   SwiGluOai,  // min(gate, 7) * sigmoid(1.702 min(gate, 7)) * (clamp(up, -7, 7) + 1)  (gpt-oss)
 };
-std::string_view ffn_form_name(FfnForm form);  // "swiglu", "reglu", "drelu", "geglu", "gelu", "relu", "swiglu_oai"
+std::string_view ffn_form_name(FfnForm form);  // "swiglu", "reglu", "drelu", "geglu", "gelu", "relu", "relu2", "swiglu_oai"
 bool parse_ffn_form(std::string_view name, FfnForm& out);
 // ReLU-family forms have exact zeros, so the sparse FFN can skip neurons.
 bool is_relu_family(FfnForm form);

@@ -12,8 +12,8 @@ SparseFfnBlock::SparseFfnBlock(const ModelSpec& spec, kernels::Backend& backend,
                                std::vector<sparse::LayerPredictor> predictors, kernels::Activation activation)
     : spec_(spec), backend_(backend), predictors_(std::move(predictors)), activation_(activation) {
   if (activation != kernels::Activation::ReGLU && activation != kernels::Activation::DReLU &&
-      activation != kernels::Activation::Relu) {
-    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu)");
+      activation != kernels::Activation::Relu && activation != kernels::Activation::ReluSquared) {
+    throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu, relu or relu2)");
   }
   if (static_cast<int64_t>(predictors_.size()) != spec.n_layer) {
     throw std::invalid_argument("the sparse FFN needs one predictor per layer");

@@ -79,7 +79,8 @@ bool parse_firing_rule(std::string_view name, FiringRule& out) {
 FiringRule firing_rule_for(model::FfnForm form) {
   switch (form) {
     case model::FfnForm::ReGLU: return FiringRule::GatePositive;
-    case model::FfnForm::Relu: return FiringRule::GatePositive;  // relu(up) of an ungated FFN: its one matrix is the gate
+    case model::FfnForm::Relu:  // relu(up) of an ungated FFN: its one matrix is the gate
+    case model::FfnForm::ReluSquared: return FiringRule::GatePositive;
     case model::FfnForm::DReLU: return FiringRule::GateAndUpPositive;
     case model::FfnForm::SwiGLU:
     case model::FfnForm::SwiGluOai:

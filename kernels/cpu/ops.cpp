@@ -193,6 +193,10 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
     case Activation::Relu:
       for (int64_t i = 0; i < n; ++i) out[i] = gate[i] > 0.0f ? gate[i] : 0.0f;
       return;
+    case Activation::ReluSquared:
+      // As llama.cpp's ggml_sqr(ggml_relu(x)): one rounded product.
+      for (int64_t i = 0; i < n; ++i) out[i] = gate[i] > 0.0f ? gate[i] * gate[i] : 0.0f;
+      return;
     case Activation::SwiGluOai:
       for (int64_t i = 0; i < n; ++i) out[i] = swiglu_oai(gate[i], up[i]);
       return;

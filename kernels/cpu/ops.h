@@ -119,13 +119,16 @@ enum class Activation {
   GeGLU,   // gelu(gate) * up          (Gemma)
   Gelu,    // gelu(gate), up unused    (ungated: Falcon)
   Relu,    // relu(gate), up unused    (ungated: ReluFalcon)
+  ReluSquared,  // relu(gate)^2, up unused (ungated: Arcee AFM)
   // gpt-oss's clamped SwiGLU (ggml_swiglu_oai, alpha 1.702, limit 7):
   // g = min(gate, 7), u = clamp(up, -7, 7), g * sigmoid(1.702 g) * (u + 1).
   SwiGluOai,
 };
 
 // Whether the activation reads `up` (a gated FFN) or only `gate`.
-constexpr bool is_gated(Activation act) { return act != Activation::Gelu && act != Activation::Relu; }
+constexpr bool is_gated(Activation act) {
+  return act != Activation::Gelu && act != Activation::Relu && act != Activation::ReluSquared;
+}
 
 // out[i] = act(gate[i], up[i]) for i < n. out may alias gate. up may be
 // null for the ungated activations.

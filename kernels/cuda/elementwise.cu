@@ -47,6 +47,8 @@ __global__ void __launch_bounds__(kThreads)
       r = __fmul_rn(gelu(g), up[i]);
     } else if constexpr (A == Activation::Gelu) {
       r = gelu(g);
+    } else if constexpr (A == Activation::ReluSquared) {
+      r = g > 0.0f ? __fmul_rn(g, g) : 0.0f;
     } else if constexpr (A == Activation::SwiGluOai) {
       const float gc = fminf(g, 7.0f);
       const float uc = fminf(fmaxf(up[i], -7.0f), 7.0f);
@@ -149,6 +151,9 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
       break;
     case Activation::Relu:
       ffn_activation_kernel<Activation::Relu><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
+      break;
+    case Activation::ReluSquared:
+      ffn_activation_kernel<Activation::ReluSquared><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);
       break;
     case Activation::SwiGluOai:
       ffn_activation_kernel<Activation::SwiGluOai><<<blocks, kThreads, 0, stream>>>(gate, up, n, out);

@@ -141,6 +141,7 @@ TEST_CASE("bench generate and inspect take fused and ungated FFNs and experts", 
   };
   const Case cases[] = {{"--arch phi3", "ffn form:      swiglu"},
                         {"--arch falcon", "ffn form:      gelu"},
+                        {"--arch arcee", "ffn form:      relu2"},
                         {"--arch qwen3moe --experts 8 --experts-used 2", "n_ff 128 per expert, 8 experts (2 per token)"}};
   for (const Case& c : cases) {
     INFO(c.flags);

@@ -162,13 +162,13 @@ TEST_CASE("rope with YaRN as the float64 formula", "[kernels][ops]") {
   }
 }
 
-TEST_CASE("ffn_activation: GeGLU, GELU and ReLU against float64", "[kernels][ops]") {
+TEST_CASE("ffn_activation: GeGLU, GELU, ReLU and ReLU squared against float64", "[kernels][ops]") {
   auto gate = tc::test::random_floats(2048, 141, 3.0f);
   const float specials[] = {-1e4f, -30.0f, -9.0f, -1e-30f, 0.0f, 1e-30f, 9.0f, 30.0f, 1e4f};
   for (size_t i = 0; i < std::size(specials); ++i) gate[i * 11] = specials[i];
   const auto up = tc::test::random_floats(gate.size(), 142, 2.0f);
   const auto n = static_cast<int64_t>(gate.size());
-  for (const Activation act : {Activation::GeGLU, Activation::Gelu, Activation::Relu}) {
+  for (const Activation act : {Activation::GeGLU, Activation::Gelu, Activation::Relu, Activation::ReluSquared}) {
     INFO("activation " << static_cast<int>(act));
     auto out = poisoned(gate.size());
     // The ungated ones must not read up: null.
@@ -180,6 +180,12 @@ TEST_CASE("ffn_activation: GeGLU, GELU and ReLU against float64", "[kernels][ops
         REQUIRE(out[i] == (gate[i] > 0.0f ? gate[i] : 0.0f));
         continue;
       }
+      if (act == Activation::ReluSquared) {
+        // One rounded product of the relu: the float64 square rounded once
+        // (1e4 squared and 1e-30 squared included: 1e8 and 0 after rounding).
+        REQUIRE(out[i] == (g > 0.0 ? static_cast<float>(g * g) : 0.0f));
+        continue;
+      }
       const double ref = gelu64(g) * (act == Activation::GeGLU ? up[i] : 1.0);
       // tanhf within an ulp or two of 1, then a few f32 roundings; 1 + tanh
       // cancels for negative g, where the error is absolute: ~|g| ulps of 1.
@@ -189,6 +195,7 @@ TEST_CASE("ffn_activation: GeGLU, GELU and ReLU against float64", "[kernels][ops
   }
   CHECK(is_gated(Activation::GeGLU));
   CHECK_FALSE(is_gated(Activation::Gelu));
+  CHECK_FALSE(is_gated(Activation::ReluSquared));
 }
 
 TEST_CASE("ffn_activation: gpt-oss's clamped SwiGLU against float64", "[kernels][ops]") {

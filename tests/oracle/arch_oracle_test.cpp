@@ -71,6 +71,7 @@ const ArchCase kCases[] = {
     {"phi3 (LongRoPE, long factors)", "--arch phi3 --longrope 128", 18, 256},
     {"gemma (GeGLU, scaled embeddings, tied head)", "--arch gemma", 33},
     {"smollm3 (no RoPE in every fourth layer; 4 layers)", "--arch smollm3 --n-layer 4", 38},
+    {"arcee (ungated relu(up)^2 FFN; rope_freqs)", "--arch arcee --rope-freqs --rope-freq-base 500000", 50},
     {"granite (embedding, residual, attention and logit multipliers)", "--arch granite", 35},
     {"granitemoe (granite with 8 experts, 2 per token)", "--arch granitemoe --experts 8 --experts-used 2", 36},
     {"gemma2 (window 8 on layer 0, capped scores and logits)",
@@ -102,6 +103,7 @@ const ArchCase kCases[] = {
     {"gemma Q4_0", "--arch gemma", 34, 256, "q4_0", kQuantTolerance},
     {"granite Q8_0", "--arch granite", 37, 256, "q8_0", kQuantTolerance},
     {"smollm3 Q4_0", "--arch smollm3 --n-layer 4", 39, 256, "q4_0", kQuantTolerance},
+    {"arcee Q8_0", "--arch arcee", 51, 256, "q8_0", kQuantTolerance},
     // 4 of 8 experts: with 2 of 8, seeds 41 and 43 each routed a token
     // differently under int8 activations (0.34 and 0.41 sd) where F16
     // weights agree within 0.0018 sd: a near-tie in the router, not the path.

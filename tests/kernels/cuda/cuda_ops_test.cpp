@@ -134,7 +134,7 @@ TEST_CASE("cuda rope: within an ulp of the CPU op (long positions, partial rotat
 TEST_CASE("cuda ffn_activation: every Activation against the CPU op, also in place", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   const Activation act = GENERATE(Activation::SwiGLU, Activation::ReGLU, Activation::DReLU, Activation::GeGLU,
-                                  Activation::Gelu, Activation::Relu, Activation::SwiGluOai);
+                                  Activation::Gelu, Activation::Relu, Activation::ReluSquared, Activation::SwiGluOai);
   const int64_t n = 10000;
   auto gate = tc::test::random_floats(static_cast<size_t>(n), 40, 4.0f);
   gate[0] = -100.0f;  // exp overflows: silu is -0
@@ -159,7 +159,7 @@ TEST_CASE("cuda ffn_activation: every Activation against the CPU op, also in pla
     // (gate values reach ~16: 16 * 8 ulps of 1).
     require_ulps(got, want, 8, 16.0);
   } else {
-    REQUIRE(same_bits(got, want));  // max and one product: exact
+    REQUIRE(same_bits(got, want));  // max and one product (or square): exact
   }
   cuda->ffn_activation(act, dgate.as<float>(), dup.as<float>(), n, dgate.as<float>());  // out aliases gate
   REQUIRE(same_bits(from_device<float>(*cuda, dgate.data(), static_cast<size_t>(n)), got));
