@@ -69,6 +69,23 @@ const std::array kArchitectures{
                  .granite_scales = true},
     // SmolLM3: llama without RoPE in every fourth layer.
     Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
+    // ERNIE 4.5 (the dense 0.3B): llama's graph. (llama.cpp loads an
+    // optional attn_output.bias and leaves it out of its graph, where this
+    // engine would add it; ERNIE 4.5's files have none.) EXAONE 3.5: llama
+    // with NeoX RoPE and Llama 3.1's rope_freqs. Seed-OSS: NeoX RoPE,
+    // optional q/k/v biases, and the FFN's input norm named
+    // post_attention_norm.
+    Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    Architecture{.name = "exaone",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .rope_freqs = true},
+    Architecture{.name = "seed_oss",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .ffn_norm_name = "post_attention_norm"},
     // Arcee AFM (AFM-4.5B): llama with an ungated FFN, relu(up)^2, and
     // Llama 3.1's rope_freqs. Its exact zeros make it ReLU-family: the
     // sparse FFN runs it once profiled.
