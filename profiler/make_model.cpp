@@ -376,8 +376,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
   }
   const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss";
-  const bool output_bias = a.name == "gpt-oss";
+  const bool starcoder2 = a.name == "starcoder2";  // biases on every linear layer, required by llama.cpp
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" || starcoder2;
+  const bool output_bias = a.name == "gpt-oss" || starcoder2;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     norm_with_bias(name("attn_norm"));
@@ -403,7 +404,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       norm(name("attn_k_norm"), head_dim);
     }
     if (a.post_norms) norm(name("post_attention_norm"));
-    if (a.layer_form == model::LayerForm::Sequential) norm(name(a.ffn_norm_name));
+    if (a.layer_form == model::LayerForm::Sequential) norm_with_bias(name(a.ffn_norm_name));
     if (o.n_expert > 0) {
       // The router in f32, as llama.cpp's quantizer leaves it; then the experts, stacked.
       matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert, sd_for(o.n_embd));
@@ -441,6 +442,10 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         break;
     }
     matrix(name("ffn_down"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+    if (starcoder2) {
+      bias(l, "ffn_up", o.n_ff);
+      bias(l, "ffn_down", o.n_embd);
+    }
     if (a.post_norms) norm(name("post_ffw_norm"));
   }
   if (o.rope_freqs) add_f32_vector(w, "rope_freqs.weight", ramp(head_dim / 2, 1.0f, 8.0f));

@@ -16,6 +16,7 @@ constexpr std::array kGeGluOnly{FfnForm::GeGLU};
 constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
 constexpr std::array kSwiGluOaiOnly{FfnForm::SwiGluOai};
 constexpr std::array kReluSquaredOnly{FfnForm::ReluSquared};
+constexpr std::array kGeluOnly{FfnForm::Gelu};
 
 // One row per architecture; the fields left out are llama's.
 const std::array kArchitectures{
@@ -86,6 +87,14 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .sliding_window = {},
                  .ffn_norm_name = "post_attention_norm"},
+    // StarCoder2 (3B, 7B, 15B): LayerNorms with biases, NeoX RoPE, biases
+    // on every linear layer, an ungated gelu FFN, sequential.
+    Architecture{.name = "starcoder2",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kGeluOnly,
+                 .sliding_window = {}},
     // Arcee AFM (AFM-4.5B): llama with an ungated FFN, relu(up)^2, and
     // Llama 3.1's rope_freqs. Its exact zeros make it ReLU-family: the
     // sparse FFN runs it once profiled.

@@ -73,6 +73,7 @@ const ArchCase kCases[] = {
     {"smollm3 (no RoPE in every fourth layer; 4 layers)", "--arch smollm3 --n-layer 4", 38},
     {"arcee (ungated relu(up)^2 FFN; rope_freqs)", "--arch arcee --rope-freqs --rope-freq-base 500000", 50},
     {"ernie4_5 (llama's graph; tied embeddings)", "--arch ernie4_5 --tied-embeddings", 52},
+    {"starcoder2 (LayerNorm, biases everywhere, sequential gelu FFN)", "--arch starcoder2", 57},
     {"exaone (NeoX RoPE; rope_freqs)", "--arch exaone --rope-freqs --rope-freq-base 500000", 53},
     {"seed_oss (NeoX RoPE; q/k/v biases; post_attention_norm; head_dim 64 != n_embd / n_head)",
      "--arch seed_oss --attn-bias --head-dim 64", 54},
@@ -109,6 +110,7 @@ const ArchCase kCases[] = {
     {"smollm3 Q4_0", "--arch smollm3 --n-layer 4", 39, 256, "q4_0", kQuantTolerance},
     {"arcee Q8_0", "--arch arcee", 51, 256, "q8_0", kQuantTolerance},
     {"exaone Q4_0", "--arch exaone", 55, 256, "q4_0", kQuantTolerance},
+    {"starcoder2 Q4_0", "--arch starcoder2", 58, 256, "q4_0", kQuantTolerance},
     {"seed_oss Q8_0", "--arch seed_oss --attn-bias --head-dim 64", 56, 256, "q8_0", kQuantTolerance},
     // 4 of 8 experts: with 2 of 8, seeds 41 and 43 each routed a token
     // differently under int8 activations (0.34 and 0.41 sd) where F16
