@@ -31,18 +31,6 @@
 namespace tc::kernels::detail {
 namespace {
 
-// The 16-byte code vectors of blocks 2k, 2k+1 (or a lone last block) split
-// into nibbles in Q8_32_NIB's order (see q4_unpack_pair).
-template <class Block>
-TC_SIMD_INLINE Q4Pair nibble_pair(const Block* blk, bool lone) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
-  if (lone) return {_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4), _mm256_setzero_si256()};
-  const __m256i v =
-      _mm256_inserti128_si256(_mm256_castsi128_si256(v0), _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[1].qs)), 1);
-  return {_mm256_and_si256(v, m4), _mm256_and_si256(_mm256_srli_epi16(v, 4), m4)};
-}
-
 // Adds 16 to the bytes of a nibble pair whose element has its 5th bit set
 // (Q5_0, Q5_1: bit e of the little-endian uint32 qh is element e's).
 template <class Block>
@@ -111,7 +99,7 @@ struct CodecQ4_1 {
   static constexpr bool kSigned = false;
   static constexpr int kIntOffset = 0;
   static constexpr bool kMin = true;
-  static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) { return nibble_pair(blk, lone); }
+  static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) { return q4_unpack_pair(blk, lone); }
   static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d, true>(blk, nb); }
   static TC_SIMD_INLINE __m256 mins(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::m, true>(blk, nb); }
 };
@@ -122,7 +110,7 @@ struct CodecQ5_0 {
   static constexpr int kIntOffset = 16;
   static constexpr bool kMin = false;
   static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) {
-    Q4Pair q = nibble_pair(blk, lone);
+    Q4Pair q = q4_unpack_pair(blk, lone);
     add_fifth_bits(q, blk, lone);
     return q;
   }
@@ -136,7 +124,7 @@ struct CodecQ5_1 {
   static constexpr int kIntOffset = 0;
   static constexpr bool kMin = true;
   static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) {
-    Q4Pair q = nibble_pair(blk, lone);
+    Q4Pair q = q4_unpack_pair(blk, lone);
     add_fifth_bits(q, blk, lone);
     return q;
   }
@@ -151,7 +139,7 @@ struct CodecIQ4_NL {
   static constexpr bool kMin = false;
   static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) {
     const __m256i table = iq4_table();
-    const Q4Pair n = nibble_pair(blk, lone);
+    const Q4Pair n = q4_unpack_pair(blk, lone);
     return {_mm256_shuffle_epi8(table, n.lo), lone ? n.hi : _mm256_shuffle_epi8(table, n.hi)};
   }
   static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return block_f16s<Block, &Block::d, true>(blk, nb); }
@@ -166,7 +154,7 @@ struct CodecMXFP4 {
   static TC_SIMD_INLINE Q4Pair pair(const Block* blk, bool lone) {
     const __m256i table =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Unsigned.data())));
-    const Q4Pair n = nibble_pair(blk, lone);
+    const Q4Pair n = q4_unpack_pair(blk, lone);
     return {_mm256_shuffle_epi8(table, n.lo), lone ? n.hi : _mm256_shuffle_epi8(table, n.hi)};
   }
   static TC_SIMD_INLINE __m256 scales(const Block* blk, int64_t nb) { return mxfp4_group_scales(blk, nb); }

@@ -137,7 +137,8 @@ TC_SIMD_INLINE __m256 q4_group_scales(const BlockQ4_0* blk, int64_t count) {
 struct Q4Pair {
   __m256i lo, hi;
 };
-TC_SIMD_INLINE Q4Pair q4_unpack_pair(const BlockQ4_0* blk, bool lone) {
+template <class Block>  // BlockQ4_0, or any block whose nibbles sit in qs[16] as Q4_0's (matmul_x86_group32.h)
+TC_SIMD_INLINE Q4Pair q4_unpack_pair(const Block* blk, bool lone) {
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[0].qs));
   if (lone) return {_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v0, 4), v0), m4), _mm256_setzero_si256()};
