@@ -13,12 +13,12 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
 #include "tests/engine/gguf_edit.h"
+#include "tests/integration/ollama_think_checks.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -166,34 +166,7 @@ TEST_CASE("harmony: analysis comes back as reasoning and final as content", "[in
   CHECK(final_streamed.reasoning.empty());
 
   // Ollama: think true returns the analysis as thinking; think unset leaves it in the content.
-  const json ollama = {{"model", "harmony"},
-                       {"messages", {{{"role", "user"}, {"content", kQuestion}}}},
-                       {"stream", false},
-                       {"options", {{"temperature", 0}, {"num_predict", 12}, {"repeat_penalty", 1.0}}}};
-  json think = ollama;
-  think["think"] = true;
-  const auto thought = post_json(c, "/api/chat", think);
-  INFO(thought.raw);
-  REQUIRE(thought.status == 200);
-  CHECK(thought.body["message"]["thinking"] == x);
-  CHECK(thought.body["message"]["content"] == "");
-  const auto plain = post_json(c, "/api/chat", ollama);
-  REQUIRE(plain.status == 200);
-  CHECK(plain.body["message"]["content"] == x);
-  think["stream"] = true;
-  httplib::Client sc = server.client();
-  const auto lines = sc.Post("/api/chat", think.dump(), "application/json");
-  REQUIRE(lines);
-  REQUIRE(lines->status == 200);
-  std::istringstream in(lines->body);
-  std::string line, thinking;
-  while (std::getline(in, line)) {
-    const json j = json::parse(line);
-    if (j.contains("message") && j["message"].contains("thinking")) {
-      thinking += j["message"]["thinking"].get<std::string>();
-    }
-  }
-  CHECK(thinking == x);
+  tc::test::check_ollama_think(server, "harmony", kQuestion, x);
 }
 
 TEST_CASE("harmony: a message to a declared function is a tool call", "[integration][harmony]") {

@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
-#include <sstream>
 #include <string>
 
+#include "tests/integration/ollama_think_checks.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -85,34 +85,7 @@ TEST_CASE("a reply inside an opened think block comes back as reasoning", "[inte
   CHECK(bad.body["error"]["param"] == "reasoning_format");
 
   // Ollama: think true returns it as thinking; think absent leaves it in the content.
-  const json ollama = {{"model", "thinking"},
-                       {"messages", {{{"role", "user"}, {"content", "Why is the sky blue?"}}}},
-                       {"stream", false},
-                       {"options", {{"temperature", 0}, {"num_predict", 12}, {"repeat_penalty", 1.0}}}};
-  json think = ollama;
-  think["think"] = true;
-  const auto thought = post_json(c, "/api/chat", think);
-  INFO(thought.raw);
-  REQUIRE(thought.status == 200);
-  CHECK(thought.body["message"]["thinking"] == x);
-  CHECK(thought.body["message"]["content"] == "");
-  const auto plain = post_json(c, "/api/chat", ollama);
-  REQUIRE(plain.status == 200);
-  CHECK(plain.body["message"]["content"] == x);
-  CHECK_FALSE(plain.body["message"].contains("thinking"));
-  // Streamed: the thinking lines add up to it.
-  think["stream"] = true;
-  httplib::Client sc = server.client();
-  const auto lines = sc.Post("/api/chat", think.dump(), "application/json");
-  REQUIRE(lines);
-  REQUIRE(lines->status == 200);
-  std::istringstream in(lines->body);
-  std::string line, thinking;
-  while (std::getline(in, line)) {
-    const json j = json::parse(line);
-    if (j.contains("message") && j["message"].contains("thinking")) thinking += j["message"]["thinking"].get<std::string>();
-  }
-  CHECK(thinking == x);
+  tc::test::check_ollama_think(server, "thinking", "Why is the sky blue?", x);
   // /api/show lists the model as a thinking one (its template writes <think>).
   const auto show = post_json(c, "/api/show", {{"model", "thinking"}});
   REQUIRE(show.status == 200);
