@@ -241,7 +241,7 @@ class Ggml {
     cpu_init();
     // Which types ggml repacks on this CPU is decided inside it (null traits
     // for the others, which then crash in set_tensor): probe each in a child.
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::IQ4_NL, DType::MXFP4, DType::Q4_1, DType::Q5_0}) {
       std::fflush(nullptr);
       const pid_t pid = fork();
       if (pid == 0) {
