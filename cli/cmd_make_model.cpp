@@ -88,6 +88,8 @@ void register_make_model(CLI::App& app) {
                       ->check(CLI::IsMember({"swiglu", "reglu", "drelu", "geglu", "gelu", "relu", "relu2"}));
   sub->add_option("--head-dim", o->head_dim, "Head size (attention.key_length), when not n_embd / n_head")
       ->check(CLI::Range(int64_t{2}, int64_t{1024}));
+  sub->add_option("--rope-dims", o->n_rot, "Dimensions of each head RoPE rotates (rope.dimension_count), when not all")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   sub->add_flag("--attn-bias", o->attn_bias, "q/k/v biases (qwen2 always has them)");
   sub->add_flag("--fused-qkv", o->fused_qkv, "One attn_qkv tensor for q, k and v (phi3 and falcon always)");
   sub->add_option("--sliding-window", o->sliding_window,

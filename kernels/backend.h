@@ -204,7 +204,7 @@ class Backend {
   virtual void get_rows(const Tensor& table, const int32_t* ids, int64_t n_tokens, float* out) = 0;
   virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps,
                         float* y) = 0;
-  // LayerNorm with weight and bias (kernels/cpu/ops.h). y may alias x.
+  // LayerNorm with weight and bias (null: none; kernels/cpu/ops.h). y may alias x.
   virtual void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n,
                           float eps, float* y) = 0;
   // params.freq_factors, when set, points into this backend's memory.

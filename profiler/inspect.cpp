@@ -95,6 +95,8 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   std::vector<std::string> out;
   auto has = [&f](const std::string& name) { return f.find_tensor(name) != nullptr; };
   if (a.norm == model::NormKind::Layer) out.emplace_back("LayerNorm with biases");
+  if (a.norm == model::NormKind::LayerNoBias) out.emplace_back("LayerNorm without biases");
+  if (!a.pre_norms) out.emplace_back("no pre-norms");
   if (a.rope_mode == kernels::RopeMode::Neox) out.emplace_back("NeoX RoPE");
   if (has("rope_freqs.weight")) out.emplace_back("RoPE frequency factors");
   if (s.rope_scaling == model::RopeScaling::LongRope) {
@@ -109,7 +111,7 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) out.emplace_back("q/k/v biases");
   if (has("blk.0.attn_output.bias")) out.emplace_back("output projection bias");
   if (a.attn_sinks) out.emplace_back("attention sinks");
-  if (a.qk_norm) out.emplace_back("q/k norms");
+  if (a.qk_norm) out.emplace_back(a.qk_norm_whole ? "q/k norms over whole rows" : "q/k norms");
   if (a.post_norms) out.emplace_back("post-norms");
   if (a.expert_biases && s.has_experts()) out.emplace_back("router and expert biases");
   if (a.expert_gating == model::ExpertGating::SoftmaxOfChosen && s.has_experts()) {
@@ -130,6 +132,11 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   }
   if (s.final_softcap > 0) {
     std::snprintf(buf, sizeof buf, "logits capped at %g", static_cast<double>(s.final_softcap));
+    out.emplace_back(buf);
+  }
+  if (a.rope_windowed_only) out.emplace_back("RoPE in the windowed layers only");
+  if (s.logit_multiplier != 0.0f) {
+    std::snprintf(buf, sizeof buf, "logits x %g", static_cast<double>(s.logit_multiplier));
     out.emplace_back(buf);
   }
   if (s.embd_scale != 1.0f) {

@@ -111,6 +111,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   require(o.head_dim > 0 || o.n_embd % o.n_head == 0, "n_head must divide n_embd (or give head_dim)");
   require(o.n_head % o.n_head_kv == 0, "n_head_kv must divide n_head");
   require(head_dim_of(o) % 2 == 0, "head_dim must be even for RoPE");
+  require(o.n_rot == 0 || (o.n_rot % 2 == 0 && o.n_rot <= head_dim_of(o)), "--rope-dims must be even and <= head_dim");
   const int64_t n_embd_q = o.n_head * head_dim_of(o);
   for (DType t : {types.base, types.heavy}) {
     const int64_t block = kernels::dtype_traits(t).block_size;
@@ -216,8 +217,11 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
   }
-  // gpt-oss files always carry their window (llama.cpp requires the key).
-  const int64_t window = o.sliding_window > 0 ? o.sliding_window : (a.name == "gpt-oss" ? a.sliding_window.default_window : 0);
+  // gpt-oss and Cohere 2 files always carry their window (llama.cpp
+  // requires the key): gpt-oss's default, Command R7B's 4096.
+  int64_t window = o.sliding_window;
+  if (window <= 0 && a.name == "gpt-oss") window = a.sliding_window.default_window;
+  if (window <= 0 && a.rope_windowed_only) window = 4096;
   if (window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(window)));
   if (o.swa_pattern > 0) {
     w.set(p + "attention.sliding_window_pattern", gguf::Value(static_cast<uint32_t>(o.swa_pattern)));
@@ -251,6 +255,7 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
     w.set(p + "attention.scale", gguf::Value(0.0078125f));
     w.set(p + "logit_scale", gguf::Value(8.0f));
   }
+  if (a.logit_scale_multiplies) w.set(p + "logit_scale", gguf::Value(0.125f));  // Aya Expanse 8B's
   if (o.attn_softcap > 0) w.set(p + "attn_logit_softcapping", gguf::Value(o.attn_softcap));
   if (o.final_softcap > 0) w.set(p + "final_logit_softcapping", gguf::Value(o.final_softcap));
 }
@@ -307,8 +312,10 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   gguf::GgufWriter w(pwri ? gguf::Magic::PWRI : gguf::Magic::GGUF);
   const std::string arch = o.sparse.enabled ? std::string(model::architecture_for(o.ffn_form, pwri)) : o.arch;
   const std::string p = arch + ".";
-  const bool layer_norm = a.norm == model::NormKind::Layer;
+  const bool layer_norm = a.norm != model::NormKind::Rms;
+  const bool norm_bias = a.norm == model::NormKind::Layer;
   const int64_t head_dim = head_dim_of(o);
+  const int64_t n_rot = o.n_rot > 0 ? o.n_rot : head_dim;  // rotated dimensions per head
   w.set("general.architecture", gguf::Value(arch));
   w.set("general.name", gguf::Value(o.name));
   w.set("general.file_type", gguf::Value(types.file_type));
@@ -318,7 +325,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   w.set(p + "embedding_length", gguf::Value(static_cast<uint32_t>(o.n_embd)));
   w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer)));
   w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
-  w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(head_dim)));
+  w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
   w.set(p + (layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
@@ -366,7 +373,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   // A LayerNorm's bias right after its weight (the name's .weight -> .bias).
   auto norm_with_bias = [&](const std::string& name) {
     norm(name);
-    if (layer_norm) vector(name.substr(0, name.size() - 6) + "bias", o.n_embd, 0.0f, 0.1f);
+    if (norm_bias) vector(name.substr(0, name.size() - 6) + "bias", o.n_embd, 0.0f, 0.1f);
   };
 
   // Embeddings are looked up, not multiplied: unit-scale rows.
@@ -381,7 +388,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   const bool output_bias = a.name == "gpt-oss" || starcoder2;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    norm_with_bias(name("attn_norm"));
+    if (a.pre_norms) norm_with_bias(name("attn_norm"));
     if (o.attn_norm_2) norm_with_bias(name("attn_norm_2"));
     if (fused_qkv) {
       matrix(name("attn_qkv"), types.base, o.n_embd, n_embd_q + 2 * n_embd_kv, sd_for(o.n_embd));
@@ -400,11 +407,11 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     if (output_bias) bias(l, "attn_output", o.n_embd);
     if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);
     if (a.qk_norm) {
-      norm(name("attn_q_norm"), head_dim);
-      norm(name("attn_k_norm"), head_dim);
+      norm(name("attn_q_norm"), a.qk_norm_whole ? n_embd_q : head_dim);
+      norm(name("attn_k_norm"), a.qk_norm_whole ? n_embd_kv : head_dim);
     }
     if (a.post_norms) norm(name("post_attention_norm"));
-    if (a.layer_form == model::LayerForm::Sequential) norm_with_bias(name(a.ffn_norm_name));
+    if (a.layer_form == model::LayerForm::Sequential && a.pre_norms) norm_with_bias(name(a.ffn_norm_name));
     if (o.n_expert > 0) {
       // The router in f32, as llama.cpp's quantizer leaves it; then the experts, stacked.
       matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert, sd_for(o.n_embd));
@@ -448,10 +455,10 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     }
     if (a.post_norms) norm(name("post_ffw_norm"));
   }
-  if (o.rope_freqs) add_f32_vector(w, "rope_freqs.weight", ramp(head_dim / 2, 1.0f, 8.0f));
+  if (o.rope_freqs) add_f32_vector(w, "rope_freqs.weight", ramp(n_rot / 2, 1.0f, 8.0f));
   if (o.longrope_orig_ctx > 0) {
-    add_f32_vector(w, "rope_factors_short.weight", ramp(head_dim / 2, 1.0f, 1.5f));
-    add_f32_vector(w, "rope_factors_long.weight", ramp(head_dim / 2, 1.0f, 20.0f));
+    add_f32_vector(w, "rope_factors_short.weight", ramp(n_rot / 2, 1.0f, 1.5f));
+    add_f32_vector(w, "rope_factors_long.weight", ramp(n_rot / 2, 1.0f, 20.0f));
   }
   w.write(o.output, progress);
 }

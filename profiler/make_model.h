@@ -81,6 +81,7 @@ struct MakeModelOptions {
   double rope_freq_base = 0.0;   // 0: the architecture's usual base (10000; 1e6 for qwen2, qwen3, gemma3)
   double rms_eps = 1e-5;         // the norm epsilon (RMSNorm or LayerNorm)
   int64_t head_dim = 0;          // {arch}.attention.key_length/value_length; 0: n_embd / n_head, keys not written
+  int64_t n_rot = 0;             // {arch}.rope.dimension_count (partial RoPE, GLM-4's half); 0: head_dim
   bool attn_bias = false;        // q/k/v biases (qwen2 always has them)
   bool fused_qkv = false;        // attn_qkv in place of attn_q/k/v (phi3 and falcon always)
   // {arch}.attention.sliding_window, for the architectures that read it

@@ -56,6 +56,17 @@ const std::array kArchitectures{
                  .qk_norm = true,
                  .sliding_window = {},
                  .experts = Experts::Required},
+    // OLMoE (1B-7B): a mixture of experts (feed_forward_length wide, their
+    // probabilities not renormalised) with one RMSNorm over each token's
+    // whole q and k, NeoX RoPE.
+    Architecture{.name = "olmoe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .qk_norm_whole = true,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .expert_weights_norm = false},
     // IBM Granite 3.x (dense) and Granite MoE (3.0 1B-A400M, 3B-A800M):
     // llama with four multipliers (Architecture::granite_scales).
     Architecture{.name = "granite",
@@ -77,11 +88,25 @@ const std::array kArchitectures{
     // optional q/k/v biases, and the FFN's input norm named
     // post_attention_norm.
     Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    // InternLM2 / 2.5: llama's graph and tensors.
+    Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     Architecture{.name = "exaone",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
                  .sliding_window = {},
                  .rope_freqs = true},
+    // EXAONE 4.0 (1.2B, 32B): OLMo 2's post-norms without pre-norms, q/k
+    // norms per head, NeoX RoPE with Llama 3.1's rope_freqs; 32B windows
+    // three layers of four, and only those rotate.
+    Architecture{.name = "exaone4",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .pre_norms = false,
+                 .post_norms = true,
+                 .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true},
+                 .rope_freqs = true,
+                 .rope_windowed_only = true},
     Architecture{.name = "seed_oss",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
@@ -103,6 +128,27 @@ const std::array kArchitectures{
                  .ffn_forms = kReluSquaredOnly,
                  .sliding_window = {},
                  .rope_freqs = true},
+    // OLMo 2 (1B, 7B, 13B, 32B) and Olmo 3 (olmo2 files with a window): no
+    // norms before the blocks, an RMSNorm of each block's output, one
+    // RMSNorm over each token's whole q and k, NeoX RoPE. Olmo 3 windows
+    // three layers of four; those rotate without YaRN.
+    Architecture{.name = "olmo2",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .qk_norm_whole = true,
+                 .pre_norms = false,
+                 .post_norms = true,
+                 .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true, .plain_rope = true}},
+    // GLM-4 (9B, 32B 0414, GLM-Z1): llama's pre-norms plus an RMSNorm of
+    // each block's output, fused gate-up, optional fused attn_qkv and
+    // biases, RoPE on part of each head (rope.dimension_count, half in
+    // GLM-4's files).
+    Architecture{.name = "glm4",
+                 .ffn_layout = FfnLayout::FusedGateUp,
+                 .ffn_forms = kSwiGluOnly,
+                 .post_norms = true,
+                 .sliding_window = {}},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",
@@ -178,6 +224,28 @@ const std::array kArchitectures{
                  .ffn_forms = kFalconForms,
                  .fused_qkv_only = true,
                  .sliding_window = {}},
+    // Command R (35B, 08-2024) and Aya Expanse / Aya 23: attention and a
+    // SwiGLU FFN side by side on one LayerNorm (no bias) of the input, the
+    // head tied to token_embd, logits times logit_scale. Command R+'s
+    // per-head q/k LayerNorms are refused.
+    Architecture{.name = "command-r",
+                 .norm = NormKind::LayerNoBias,
+                 .layer_form = LayerForm::Parallel,
+                 .ffn_forms = kSwiGluOnly,
+                 .head_is_token_embd = true,
+                 .sliding_window = {},
+                 .logit_scale_multiplies = true,
+                 .refused_layer_tensor = "attn_q_norm"},
+    // Command R7B (cohere2): command-r with a window on three layers of
+    // four, and RoPE only in those.
+    Architecture{.name = "cohere2",
+                 .norm = NormKind::LayerNoBias,
+                 .layer_form = LayerForm::Parallel,
+                 .ffn_forms = kSwiGluOnly,
+                 .head_is_token_embd = true,
+                 .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true},
+                 .rope_windowed_only = true,
+                 .logit_scale_multiplies = true},
 };
 
 constexpr std::array kFormNames{std::pair{FfnForm::SwiGLU, "swiglu"}, std::pair{FfnForm::ReGLU, "reglu"},

@@ -37,6 +37,7 @@ kernels::Activation activation_for(FfnForm form);
 enum class NormKind {
   Rms,    // RMSNorm with a weight; epsilon {arch}.attention.layer_norm_rms_epsilon
   Layer,  // LayerNorm with a weight and a bias; epsilon {arch}.attention.layer_norm_epsilon
+  LayerNoBias,  // LayerNorm with a weight only (Cohere); the same epsilon key
 };
 
 // How a layer combines its attention and FFN blocks.
@@ -87,6 +88,9 @@ struct SlidingWindowRule {
   // Without own_rope: {arch}.rope.freq_base_swa, where present, replaces
   // the windowed layers' base (gpt-oss).
   bool reads_freq_base_swa = false;
+  // With reads_freq_base_swa: windowed layers rotate without frequency
+  // scaling or YaRN (Olmo 3, whose global layers use YaRN).
+  bool plain_rope = false;
 };
 
 struct Architecture {
@@ -101,6 +105,13 @@ struct Architecture {
   std::span<const FfnForm> ffn_forms;
   bool fused_qkv_only = false;  // q, k and v only as one attn_qkv (Falcon); else attn_qkv or attn_q/k/v
   bool qk_norm = false;     // attn_q_norm / attn_k_norm f32 [head_dim]: RMSNorm of each head before RoPE
+  // With qk_norm: one RMSNorm over each token's whole q (attn_q_norm f32
+  // [n_head * head_dim]) and k (attn_k_norm f32 [n_head_kv * head_dim])
+  // instead of one per head (OLMo 2).
+  bool qk_norm_whole = false;
+  // attn_norm (and ffn_norm in the sequential form) before each block; OLMo 2
+  // has none: its blocks read the residual as it is and have post_norms.
+  bool pre_norms = true;
   bool post_norms = false;  // post_attention_norm / post_ffw_norm f32 [n_embd]: RMSNorm of each block's output
   bool embd_scale = false;  // token embeddings multiplied by sqrt(n_embd)
   bool head_is_token_embd = false;  // the output head is token_embd even where output.weight exists
@@ -128,6 +139,16 @@ struct Architecture {
   // Layers without RoPE (NoPE): layer l skips it when (l + 1) % period == 0
   // (SmolLM3: every fourth); 0: every layer rotates.
   int64_t no_rope_period = 0;
+  // In a model with a window, only the windowed layers rotate (the global
+  // layers of Cohere 2, whose files must name a window, and of EXAONE 4.0
+  // 32B have no RoPE).
+  bool rope_windowed_only = false;
+  // {arch}.logit_scale, where present, multiplies the logits (Cohere).
+  bool logit_scale_multiplies = false;
+  // A layer tensor llama.cpp reads for this architecture and this engine
+  // does not ("attn_q_norm": Command R+'s per-head q/k LayerNorms): a file
+  // whose layer 0 has it is refused, naming it. Empty: none.
+  std::string_view refused_layer_tensor;
   // The FFN input norm's tensor name in the sequential form ("ffn_norm";
   // gpt-oss calls it post_attention_norm).
   std::string_view ffn_norm_name = "ffn_norm";

@@ -3,9 +3,10 @@
 //   x += attn_output(attention(rope(q), rope(k), v))   on norm(x)
 //   x += ffn_down(act(ffn_gate, ffn_up))                on ffn_norm(x)
 // (or a mixture of experts' output, moe_ffn_block.h)
-// with the architecture's variations (biases, q/k norms, post-norms,
-// sliding windows, score caps; Falcon's attention and FFN side by side on
-// one norm), then the final norm and the output head (with its bias and
+// with the architecture's variations (biases, q/k norms, post-norms or
+// post-norms alone, sliding windows, layers without RoPE, score caps;
+// Falcon's and Cohere's attention and FFN side by side on one norm), then
+// the final norm and the output head (with its bias, logit multiplier and
 // logit cap) on the rows that need logits. Decode steps on a GPU run as
 // one step graph (Backend::begin_graph) where the step allows it.
 #include "engine/model/llama_model.h"
@@ -369,7 +370,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (weights_.output_b.data != nullptr) {
       head.add_bias(out, static_cast<const float*>(weights_.output_b.data), n_logit_rows, spec_.n_vocab);
     }
-    if (spec_.logit_scale != 0.0f) head.scale(out, n_logit_rows * spec_.n_vocab, 1.0f / spec_.logit_scale);
+    if (spec_.logit_multiplier != 0.0f) head.scale(out, n_logit_rows * spec_.n_vocab, spec_.logit_multiplier);
     if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
     if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
   };
@@ -409,12 +410,30 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
 void LlamaModel::norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
                       int64_t n_rows, float* y) const {
   const auto eps = static_cast<float>(spec_.rms_eps);
-  if (spec_.architecture->norm == NormKind::Layer) {
+  if (spec_.architecture->norm != NormKind::Rms) {  // bias.data: null for LayerNoBias
     b.layer_norm(x, static_cast<const float*>(weight.data), static_cast<const float*>(bias.data), n_rows, spec_.n_embd,
                  eps, y);
   } else {
     b.rms_norm(x, static_cast<const float*>(weight.data), n_rows, spec_.n_embd, eps, y);
   }
+}
+
+void LlamaModel::pre_norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight,
+                          const kernels::Tensor& bias, int64_t n_rows, float* y) const {
+  if (spec_.architecture->pre_norms) {
+    norm(b, x, weight, bias, n_rows, y);
+  } else {
+    b.copy_on_device(y, x, static_cast<size_t>(n_rows * spec_.n_embd) * sizeof(float));
+  }
+}
+
+bool LlamaModel::rotates(int64_t layer) const {
+  const Architecture& a = *spec_.architecture;
+  const auto& windowed = spec_.swa_layers;
+  if (a.rope_windowed_only && std::find(windowed.begin(), windowed.end(), true) != windowed.end()) {
+    return spec_.is_swa(layer);
+  }
+  return a.no_rope_period == 0 || (layer + 1) % a.no_rope_period != 0;
 }
 
 kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t layer) const {
@@ -432,8 +451,9 @@ kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t l
   const kernels::Tensor& factors =
       f.freqs.data != nullptr ? f.freqs : (long_context_ ? f.factors_long : f.factors_short);
   p.freq_factors = static_cast<const float*>(factors.data);
-  p.attn_factor = spec_.rope_attn_factor;
-  p.ext_factor = spec_.yarn_ext_factor;
+  const bool plain = swa && spec_.architecture->sliding_window.plain_rope;
+  p.attn_factor = plain ? 1.0 : spec_.rope_attn_factor;
+  p.ext_factor = plain ? 0.0 : spec_.yarn_ext_factor;
   if (p.ext_factor != 0.0) {
     kernels::yarn_corr_dims(p.n_rot, spec_.n_ctx_orig, p.freq_base, spec_.yarn_beta_fast, spec_.yarn_beta_slow,
                             p.corr_low, p.corr_high);
@@ -470,7 +490,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
 
   // Attention block. In the parallel form the FFN runs first, on the same
   // normed input (and the layer input x as its predictors' input).
-  norm(b, x, w.attn_norm, w.attn_norm_b, n_tokens, cur);
+  pre_norm(b, x, w.attn_norm, w.attn_norm_b, n_tokens, cur);
   if (parallel) run_ffn_runs(b, ws, w, layer, sequences, cur, ws.ffn_out.as<float>());
   if (w.attn_norm_2.data != nullptr) norm(b, x, w.attn_norm_2, w.attn_norm_2_b, n_tokens, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
@@ -479,13 +499,15 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
   if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
   if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
-  if (w.attn_q_norm.data != nullptr) {  // each head on its own, before RoPE
+  if (w.attn_q_norm.data != nullptr) {  // before RoPE: each head on its own, or each token's whole q and k
     const auto eps = static_cast<float>(spec_.rms_eps);
-    b.rms_norm(q, f32(w.attn_q_norm), n_tokens * spec_.n_head, spec_.head_dim, eps, q);
-    b.rms_norm(k, f32(w.attn_k_norm), n_tokens * spec_.n_head_kv, spec_.head_dim, eps, k);
+    const bool whole = spec_.architecture->qk_norm_whole;
+    b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : spec_.head_dim,
+               eps, q);
+    b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * spec_.n_head_kv,
+               whole ? n_embd_kv : spec_.head_dim, eps, k);
   }
-  const int64_t no_rope = spec_.architecture->no_rope_period;
-  if (no_rope == 0 || (layer + 1) % no_rope != 0) {
+  if (rotates(layer)) {
     const kernels::RopeParams rope = rope_params(b, layer);
     b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
     b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
@@ -522,7 +544,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     return;
   }
   b.add(x, tmp, n_tokens * n_embd);
-  norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
+  pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
   run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
   if (w.ffn_post_norm.data != nullptr) {
     b.rms_norm(tmp, f32(w.ffn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);

@@ -250,9 +250,15 @@ class LlamaModel {
   // The FFN over rows [t0, t0 + n) of in and out.
   void run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0, int64_t n,
                bool sparse, const float* in, float* out);
-  // y = the architecture's norm of x (RMSNorm, or LayerNorm with `bias`), rows of n_embd.
+  // y = the architecture's norm of x (RMSNorm, or LayerNorm with `bias` where it has one), rows of n_embd.
   void norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
             int64_t n_rows, float* y) const;
+  // y = norm(x) before a block, or x as it is where the architecture has no
+  // pre-norms (Architecture::pre_norms).
+  void pre_norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
+                int64_t n_rows, float* y) const;
+  // Whether `layer` applies RoPE (no_rope_period, rope_windowed_only).
+  bool rotates(int64_t layer) const;
   // RoPE of `layer` run on backend b (its base, scale and frequency factors).
   kernels::RopeParams rope_params(const kernels::Backend& b, int64_t layer) const;
   // q *= Mistral 3's position-dependent query scale, token by token

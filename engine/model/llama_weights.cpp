@@ -215,11 +215,11 @@ kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name)
 LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   const Architecture& a = *s.architecture;
   const Mapper m(file);
-  const bool layer_norm = a.norm == NormKind::Layer;
+  const bool norm_bias = a.norm == NormKind::Layer;  // LayerNorms with biases
   LlamaWeights w;
   w.token_embd = m.matrix("token_embd.weight", s.n_embd, s.n_vocab);
   w.output_norm = m.vector("output_norm.weight", s.n_embd);
-  if (layer_norm) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
+  if (norm_bias) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
   w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
   w.output_b = m.optional_vector("output.bias", s.n_vocab);
   if (a.rope_freqs) w.rope_freqs = m.optional_vector("rope_freqs.weight", s.n_rot / 2);
@@ -231,8 +231,8 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   for (int64_t l = 0; l < s.n_layer; ++l) {
     auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
-    if (layer_norm) {
+    if (a.pre_norms) lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
+    if (norm_bias) {
       lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
       lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
       if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
@@ -241,17 +241,17 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     lw.attn_output = m.matrix(name("attn_output"), s.n_embd_q(), s.n_embd);
     lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
     if (a.qk_norm) {
-      lw.attn_q_norm = m.vector(name("attn_q_norm"), s.head_dim);
-      lw.attn_k_norm = m.vector(name("attn_k_norm"), s.head_dim);
+      lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : s.head_dim);
+      lw.attn_k_norm = m.vector(name("attn_k_norm"), a.qk_norm_whole ? s.n_embd_kv() : s.head_dim);
     }
     if (a.post_norms) {
       lw.attn_post_norm = m.vector(name("post_attention_norm"), s.n_embd);
       lw.ffn_post_norm = m.vector(name("post_ffw_norm"), s.n_embd);
     }
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
-    if (a.layer_form == LayerForm::Sequential) {
+    if (a.layer_form == LayerForm::Sequential && a.pre_norms) {
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
-      if (layer_norm) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
+      if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
     }
     map_ffn(m, s, l, lw);
   }

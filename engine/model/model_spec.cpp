@@ -129,7 +129,12 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
     s.n_swa = file.get_i64(window_key);
     if (s.n_swa < 0) throw file.error(window_key, "must be >= 0");
   }
-  if (s.n_swa == 0) return;
+  if (s.n_swa == 0) {
+    if (a.rope_windowed_only) {
+      throw file.error(window_key, "is missing: " + s.arch + "'s windowed layers are the ones that take RoPE");
+    }
+    return;
+  }
   s.swa_layers.assign(static_cast<size_t>(s.n_layer), false);
   const std::string pattern_key = p + "attention.sliding_window_pattern";
   const gguf::Value* pattern = file.find(pattern_key);
@@ -156,7 +161,7 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   } else {
     s.rope_freq_base_swa = s.rope_freq_base;
     if (rule.reads_freq_base_swa) s.rope_freq_base_swa = positive_f64(file, p + "rope.freq_base_swa", s.rope_freq_base);
-    s.rope_freq_scale_swa = s.rope_freq_scale;
+    s.rope_freq_scale_swa = rule.plain_rope ? 1.0 : s.rope_freq_scale;
   }
 }
 
@@ -208,7 +213,8 @@ void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& 
   };
   const std::string logit_key = p + "logit_scale";
   if (!file.has(logit_key)) throw file.error(logit_key, "is missing (Granite's logits are divided by it)");
-  s.logit_scale = static_cast<float>(positive_f64(file, logit_key, 1.0));
+  // As llama.cpp scales them: times the f32 reciprocal.
+  s.logit_multiplier = 1.0f / static_cast<float>(positive_f64(file, logit_key, 1.0));
   if (const float e = optional_scale(p + "embedding_scale"); e != 0.0f) s.embd_scale = e;
   s.residual_scale = optional_scale(p + "residual_scale");
   s.attn_scale = optional_scale(p + "attention.scale");
@@ -282,8 +288,11 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                                      std::to_string(s.head_dim));
   }
   read_rope(file, p, a, s);
+  if (const std::string sections = p + "rope.dimension_sections"; file.has(sections)) {
+    throw file.error(sections, "is set: multimodal RoPE (M-RoPE, as in GLM-4.1V and Qwen2-VL) is not supported");
+  }
   const std::string eps_key =
-      p + (a.norm == NormKind::Layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
+      p + (a.norm != NormKind::Rms ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
   s.rms_eps = file.get_f64(eps_key, 1e-5);
   if (!(s.rms_eps > 0.0 && s.rms_eps < 1.0)) throw file.error(eps_key, "must be in (0, 1)");
 
@@ -309,6 +318,15 @@ ModelSpec read_model_spec(const GgufFile& file) {
     s.attn_scale = 1.0f / std::sqrt(static_cast<float>(d));
   }
   if (a.granite_scales) read_granite_scales(file, p, s);
+  if (a.logit_scale_multiplies && file.has(p + "logit_scale")) {
+    s.logit_multiplier = static_cast<float>(positive_f64(file, p + "logit_scale", 1.0));
+  }
+  if (!a.refused_layer_tensor.empty()) {
+    const std::string name = layer_tensor_name(0, a.refused_layer_tensor);
+    if (file.find_tensor(name) != nullptr) {
+      throw file.error(name, "is present: " + s.arch + " files with it (Command R+'s per-head q/k LayerNorms) are not supported");
+    }
+  }
   read_sliding_window(file, p, a, s);
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;

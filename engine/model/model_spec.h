@@ -98,7 +98,7 @@ struct ModelSpec {
   float final_softcap = 0.0f;        // {arch}.final_logit_softcapping: logits = cap * tanh(logits / cap)
   float embd_scale = 1.0f;           // token embeddings times this (sqrt(n_embd) for Gemma; Granite's embedding_scale)
   float residual_scale = 0.0f;       // each block's output times this before the residual add (Granite); 0: none
-  float logit_scale = 0.0f;          // logits divided by this (Granite's logit_scale); 0: none
+  float logit_multiplier = 0.0f;     // logits times this (Cohere's logit_scale, 1 / Granite's); 0: none
   // {arch}.pooling_type, llama.cpp's numbering: 1 mean, 2 cls, 3 last;
   // absent, 0 (none) or 4 (rank, a reranker's head): last.
   Pooling pooling = Pooling::Last;

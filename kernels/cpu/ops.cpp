@@ -58,7 +58,11 @@ void layer_norm(const float* x, const float* weight, const float* bias, int64_t 
     }
     const float variance = static_cast<float>(sum2 / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(variance + eps);
-    for (int64_t i = 0; i < n; ++i) yr[i] = ((xr[i] - mean) * scale) * weight[i] + bias[i];
+    if (bias == nullptr) {
+      for (int64_t i = 0; i < n; ++i) yr[i] = ((xr[i] - mean) * scale) * weight[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) yr[i] = ((xr[i] - mean) * scale) * weight[i] + bias[i];
+    }
   }
 }
 

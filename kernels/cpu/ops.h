@@ -24,7 +24,7 @@ void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, fl
 
 // LayerNorm: y[t, :] = (x[t, :] - mean) / sqrt(var + eps) * weight[:] + bias[:],
 // mean and (biased) variance over the row. x, y: f32 [n_rows, n]; weight,
-// bias: f32 [n]. y may alias x.
+// bias: f32 [n], bias null for none. y may alias x.
 void layer_norm(const float* x, const float* weight, const float* bias, int64_t n_rows, int64_t n, float eps,
                 float* y);
 

@@ -55,7 +55,7 @@ __device__ double block_sum(double v, double* partial) {
   return sum;
 }
 
-// As rms_norm_kernel, with the mean taken out first and a bias added last.
+// As rms_norm_kernel, with the mean taken out first and a bias (where not null) added last.
 __global__ void __launch_bounds__(kNormThreads)
     layer_norm_kernel(const float* x, const float* __restrict__ weight, const float* __restrict__ bias, int64_t n,
                       float eps, float* y) {
@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kNormThreads)
   const float variance = static_cast<float>(block_sum(sum2, partial) / static_cast<double>(n));
   const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(variance, eps)));
   for (int64_t i = threadIdx.x; i < n; i += kNormThreads) {
-    yr[i] = __fadd_rn(__fmul_rn(__fmul_rn(__fsub_rn(xr[i], mean), scale), weight[i]), bias[i]);
+    const float normed = __fmul_rn(__fmul_rn(__fsub_rn(xr[i], mean), scale), weight[i]);
+    yr[i] = bias == nullptr ? normed : __fadd_rn(normed, bias[i]);
   }
 }
 

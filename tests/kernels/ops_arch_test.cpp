@@ -30,17 +30,19 @@ TEST_CASE("layer_norm matches the float64 formula", "[kernels][ops]") {
   const int64_t n = GENERATE(int64_t{4096}, int64_t{1000}, int64_t{7});
   const float offset = GENERATE(0.0f, 50.0f);  // a large mean: the centring must not lose the spread
   const bool in_place = GENERATE(false, true);
-  INFO("n " << n << " offset " << offset << " in_place " << in_place);
+  const bool with_bias = GENERATE(true, false);  // Cohere's LayerNorms have none (a null bias)
+  INFO("n " << n << " offset " << offset << " in_place " << in_place << " with_bias " << with_bias);
   const int64_t n_rows = 3;
   auto x = tc::test::random_floats(static_cast<size_t>(n_rows * n), 121, 2.0f);
   for (auto& v : x) v += offset;
   auto weight = tc::test::random_floats(static_cast<size_t>(n), 122);
   for (auto& w : weight) w += 1.0f;
-  const auto bias = tc::test::random_floats(static_cast<size_t>(n), 123);
+  auto bias = tc::test::random_floats(static_cast<size_t>(n), 123);
+  if (!with_bias) std::fill(bias.begin(), bias.end(), 0.0f);
   const float eps = 1e-5f;
 
   auto y = in_place ? x : poisoned(x.size());
-  layer_norm(in_place ? y.data() : x.data(), weight.data(), bias.data(), n_rows, n, eps, y.data());
+  layer_norm(in_place ? y.data() : x.data(), weight.data(), with_bias ? bias.data() : nullptr, n_rows, n, eps, y.data());
 
   for (int64_t r = 0; r < n_rows; ++r) {
     double mean = 0;

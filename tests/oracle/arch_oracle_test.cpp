@@ -73,6 +73,7 @@ const ArchCase kCases[] = {
     {"smollm3 (no RoPE in every fourth layer; 4 layers)", "--arch smollm3 --n-layer 4", 38},
     {"arcee (ungated relu(up)^2 FFN; rope_freqs)", "--arch arcee --rope-freqs --rope-freq-base 500000", 50},
     {"ernie4_5 (llama's graph; tied embeddings)", "--arch ernie4_5 --tied-embeddings", 52},
+    {"internlm2 (llama's graph)", "--arch internlm2", 70},
     {"starcoder2 (LayerNorm, biases everywhere, sequential gelu FFN)", "--arch starcoder2", 57},
     {"exaone (NeoX RoPE; rope_freqs)", "--arch exaone --rope-freqs --rope-freq-base 500000", 53},
     {"seed_oss (NeoX RoPE; q/k/v biases; post_attention_norm; head_dim 64 != n_embd / n_head)",
@@ -88,10 +89,23 @@ const ArchCase kCases[] = {
     {"mistral3 (YaRN x16 from 32 positions with log multiplier 1; queries scaled past position 32)",
      "--arch mistral3 --rope-scale-yarn 16", 48},
     {"falcon (LayerNorm, parallel attention and FFN, gelu)", "--arch falcon", 21},
+    {"command-r (LayerNorm without bias, parallel attention and SwiGLU FFN, tied head, logits x 0.125)",
+     "--arch command-r", 59},
+    {"cohere2 (command-r; window 8 and RoPE on layers 0-2 of 4, layer 3 global without RoPE)",
+     "--arch cohere2 --n-layer 4 --sliding-window 8", 60},
+    {"olmo2 (no pre-norms, post-norms, q/k norms over whole rows)", "--arch olmo2", 61},
+    {"glm4 (pre- and post-norms, fused gate-up, fused attn_qkv with biases, RoPE on 16 of 32 dims)",
+     "--arch glm4 --fused-qkv --attn-bias --rope-dims 16", 68},
+    {"exaone4 (no pre-norms, post-norms, per-head q/k norms, NeoX RoPE; rope_freqs)",
+     "--arch exaone4 --rope-freqs --rope-freq-base 500000", 66},
+    {"olmo3 (olmo2; window 8 on layers 0-2 of 4, rotated without YaRN; YaRN x4 on layer 3)",
+     "--arch olmo2 --n-layer 4 --sliding-window 8 --rope-scale-yarn 4", 62},
     {"falcon-40b (attn_norm_2)", "--arch falcon --attn-norm-2", 22},
     {"mixtral (llama with 8 experts, 2 per token)", "--arch llama --experts 8 --experts-used 2", 29},
     {"qwen2moe (8 experts, 2 per token, not renormalised; a gated shared expert; q/k/v biases)",
      "--arch qwen2moe --experts 8 --experts-used 2", 40},
+    {"olmoe (8 experts, 2 per token, not renormalised; q/k norms over whole rows; 8 KV heads)",
+     "--arch olmoe --n-head-kv 8 --experts 8 --experts-used 2", 71},
     {"qwen3moe (8 experts, 2 per token; q/k norms)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 30},
     {"gpt-oss (8 experts, 2 per token, biased; sinks; window 8 on layer 0; YaRN x4)",
      "--arch gpt-oss --head-dim 64 --experts 8 --experts-used 2 --sliding-window 8 --rope-scale-yarn 4", 46},
@@ -111,6 +125,11 @@ const ArchCase kCases[] = {
     {"arcee Q8_0", "--arch arcee", 51, 256, "q8_0", kQuantTolerance},
     {"exaone Q4_0", "--arch exaone", 55, 256, "q4_0", kQuantTolerance},
     {"starcoder2 Q4_0", "--arch starcoder2", 58, 256, "q4_0", kQuantTolerance},
+    {"command-r Q4_0", "--arch command-r", 63, 256, "q4_0", kQuantTolerance},
+    {"cohere2 Q8_0", "--arch cohere2 --n-layer 4 --sliding-window 8", 64, 256, "q8_0", kQuantTolerance},
+    {"olmo2 Q4_0", "--arch olmo2", 65, 256, "q4_0", kQuantTolerance},
+    {"glm4 Q4_0", "--arch glm4 --attn-bias --rope-dims 16", 69, 256, "q4_0", kQuantTolerance},
+    {"exaone4 Q8_0", "--arch exaone4", 67, 256, "q8_0", kQuantTolerance},
     {"seed_oss Q8_0", "--arch seed_oss --attn-bias --head-dim 64", 56, 256, "q8_0", kQuantTolerance},
     // 4 of 8 experts: with 2 of 8, seeds 41 and 43 each routed a token
     // differently under int8 activations (0.34 and 0.41 sd) where F16
@@ -123,10 +142,11 @@ const ArchCase kCases[] = {
      kQuantTolerance},
 };
 
-// kDims, without its layer count where the case sets its own.
+// kDims, without its layer or KV head count where the case sets its own.
 std::string dims_for(const ArchCase& c) {
   std::string dims = kDims;
   if (std::string(c.flags).find("--n-layer") != std::string::npos) dims.erase(dims.find(" --n-layer 2"), 12);
+  if (std::string(c.flags).find("--n-head-kv") != std::string::npos) dims.erase(dims.find(" --n-head-kv 2"), 14);
   return dims;
 }
 

@@ -216,6 +216,12 @@ TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]"
     CHECK_THAT(msg, Catch::Contains("'ntk-by-parts'"));
     CHECK_THAT(msg, Catch::Contains("yarn"));
   }
+  SECTION("multimodal RoPE sections") {
+    const auto f = copy_of(make(small("glm4")), "", [](tc::gguf::GgufWriter& w) {
+      w.set("glm4.rope.dimension_sections", Value::i32_array({8, 12, 12, 0}));
+    });
+    CHECK_THAT(load_error(f), Catch::Contains("glm4.rope.dimension_sections") && Catch::Contains("M-RoPE"));
+  }
   SECTION("value heads of another size than key heads") {
     const auto f = copy_of(make(small("qwen3")), "",
                            [](tc::gguf::GgufWriter& w) { w.set("qwen3.attention.value_length", Value(uint32_t{8})); });
@@ -257,7 +263,7 @@ TEST_CASE("Granite's multipliers are read, and what Granite files may hold that 
   CHECK(s.embd_scale == 12.0f);
   CHECK(s.residual_scale == 0.22f);
   CHECK(s.attn_scale == 0.0078125f);
-  CHECK(s.logit_scale == 8.0f);
+  CHECK(s.logit_multiplier == 1.0f / 8.0f);
   // Without the multipliers, llama's defaults: only logit_scale is required.
   const auto plain = copy_of(make(small("llama")), "", {});
   CHECK(tc::model::read_model_spec(plain).residual_scale == 0.0f);
@@ -273,6 +279,69 @@ TEST_CASE("Granite's multipliers are read, and what Granite files may hold that 
   CHECK_THAT(load_error(shared), Catch::Contains("granite.expert_shared_feed_forward_length"));
   const auto negative = copy_of(f, "", [](tc::gguf::GgufWriter& w) { w.set("granite.residual_scale", Value(-1.0f)); });
   CHECK_THAT(load_error(negative), Catch::Contains("granite.residual_scale"));
+}
+
+TEST_CASE("Cohere: LayerNorms without biases, logit_scale multiplies, RoPE where the window is", "[model][arch]") {
+  SECTION("command-r: the head is token_embd, logit_scale optional, no window") {
+    const auto f = make(small("command-r"));
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.logit_multiplier == 0.125f);
+    CHECK(s.tied_embeddings);
+    CHECK(s.swa_layers.empty());
+    const auto w = tc::model::map_llama_weights(f, s);
+    CHECK(w.layers[0].attn_norm.data != nullptr);
+    CHECK(w.layers[0].attn_norm_b.data == nullptr);
+    CHECK(w.output_norm_b.data == nullptr);
+    const auto without = tc::test::copy_gguf(f, "arch_spec_cohere", "", {}, "command-r.logit_scale");
+    CHECK(tc::model::read_model_spec(without).logit_multiplier == 0.0f);
+    // The LayerNorm's epsilon key, not RMSNorm's.
+    const auto eps = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+      w.set("command-r.attention.layer_norm_epsilon", Value(1e-3f));
+    });
+    CHECK(tc::model::read_model_spec(eps).rms_eps == Approx(1e-3));
+  }
+  SECTION("command-r: Command R+'s per-head q/k LayerNorms are refused by name") {
+    const auto f = copy_of(make(small("command-r")), "", [](tc::gguf::GgufWriter& w) {
+      w.add_tensor("blk.0.attn_q_norm.weight", tc::kernels::DType::F32, {16, 4},
+                   std::vector<std::byte>(64 * sizeof(float)));
+    });
+    CHECK_THAT(load_error(f), Catch::Contains("blk.0.attn_q_norm.weight") && Catch::Contains("not supported"));
+  }
+  SECTION("cohere2: a window on three layers of four, the only ones with RoPE; the window is required") {
+    auto o = small("cohere2");
+    o.n_layer = 4;
+    const auto f = make(o);
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.n_swa == 4096);
+    CHECK(s.swa_layers == std::vector<bool>{true, true, true, false});
+    CHECK(s.logit_multiplier == 0.125f);
+    const auto no_window = tc::test::copy_gguf(f, "arch_spec_cohere2", "", {}, "cohere2.attention.sliding_window");
+    CHECK_THAT(load_error(no_window), Catch::Contains("cohere2.attention.sliding_window") && Catch::Contains("RoPE"));
+  }
+}
+
+TEST_CASE("OLMo 2: no pre-norms, q/k norms over whole rows, and Olmo 3's windowed layers rotate plainly",
+          "[model][arch]") {
+  auto o = small("olmo2");
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.swa_layers.empty());
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.layers[0].attn_norm.data == nullptr);
+  CHECK(w.layers[0].ffn_norm.data == nullptr);
+  CHECK(w.layers[0].attn_q_norm.ne[0] == s.n_embd_q());
+  CHECK(w.layers[0].attn_k_norm.ne[0] == s.n_embd_kv());
+  CHECK(w.layers[0].ffn_post_norm.data != nullptr);
+  CHECK_THAT(load_error(copy_of(f, "blk.1.attn_k_norm.weight", {})), Catch::Contains("blk.1.attn_k_norm.weight"));
+  o.n_layer = 4;
+  o.sliding_window = 64;
+  o.rope_scale_yarn = 4;
+  o.n_ctx = 1024;
+  const auto olmo3 = tc::model::read_model_spec(make(o));
+  CHECK(olmo3.swa_layers == std::vector<bool>{true, true, true, false});
+  CHECK(olmo3.rope_freq_scale == Approx(0.25));
+  CHECK(olmo3.rope_freq_scale_swa == 1.0);
+  CHECK(olmo3.rope_freq_base_swa == olmo3.rope_freq_base);
 }
 
 TEST_CASE("fused tensors become views of their row ranges", "[model][arch]") {

@@ -215,10 +215,21 @@ TEST_CASE("cuda relu and threshold_bits: the CPU's bits", "[cuda]") {
   REQUIRE(from_device<uint32_t>(*cuda, dbits.data(), want_bits.size()) == want_bits);
 }
 
-TEST_CASE("cuda layer_norm: within 8 ulps of the CPU op, also in place", "[cuda]") {
+TEST_CASE("cuda layer_norm: within 8 ulps of the CPU op, also in place and without a bias", "[cuda]") {
   TC_CUDA_BACKEND_OR_SKIP(cuda);
   for (int64_t n : {1, 7, 256, 5120}) {
     INFO("n " << n);
+    {  // no bias (Cohere): a null pointer on both sides
+      const auto x = tc::test::random_floats(static_cast<size_t>(3 * n), 70 + n, 3.0f);
+      const auto weight = tc::test::random_floats(static_cast<size_t>(n), 71 + n);
+      std::vector<float> want(x.size());
+      layer_norm(x.data(), weight.data(), nullptr, 3, n, 1e-5f, want.data());
+      const Buffer dx = to_device(*cuda, x);
+      const Buffer dw = to_device(*cuda, weight);
+      const Buffer dy = poisoned_device(*cuda, x.size());
+      cuda->layer_norm(dx.as<float>(), dw.as<float>(), nullptr, 3, n, 1e-5f, dy.as<float>());
+      require_ulps(from_device<float>(*cuda, dy.data(), x.size()), want, 8, 1.0);
+    }
     const int64_t n_rows = 5;
     const auto x = tc::test::random_floats(static_cast<size_t>(n_rows * n), 60 + n, 3.0f);
     const auto weight = tc::test::random_floats(static_cast<size_t>(n), 61 + n);
