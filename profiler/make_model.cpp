@@ -381,11 +381,13 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   norm_with_bias("output_norm.weight");
   if (!o.tied_embeddings && !a.head_is_token_embd) {
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
+    if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
   const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
-  const bool starcoder2 = a.name == "starcoder2";  // biases on every linear layer, required by llama.cpp
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" || starcoder2;
-  const bool output_bias = a.name == "gpt-oss" || starcoder2;
+  // Biases on every linear layer, required by llama.cpp (phi2's head too).
+  const bool all_biases = a.name == "starcoder2" || a.name == "phi2";
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" || all_biases;
+  const bool output_bias = a.name == "gpt-oss" || all_biases;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     if (a.pre_norms) norm_with_bias(name("attn_norm"));
@@ -449,7 +451,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         break;
     }
     matrix(name("ffn_down"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
-    if (starcoder2) {
+    if (all_biases) {
       bias(l, "ffn_up", o.n_ff);
       bias(l, "ffn_down", o.n_embd);
     }

@@ -149,6 +149,9 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .post_norms = true,
                  .sliding_window = {}},
+    // ChatGLM3 and GLM-4-9B's first files (chatglm): glm4 without the
+    // post-norms.
+    Architecture{.name = "chatglm", .ffn_layout = FfnLayout::FusedGateUp, .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     // Phi-3 / 3.5: fused attn_qkv (or separate q/k/v), fused gate-up in
     // ffn_up, LongRoPE factors. llama.cpp ignores its sliding window.
     Architecture{.name = "phi3",
@@ -223,6 +226,16 @@ const std::array kArchitectures{
                  .ffn_layout = FfnLayout::UpOnly,
                  .ffn_forms = kFalconForms,
                  .fused_qkv_only = true,
+                 .sliding_window = {}},
+    // Phi-2, Phi-1.5: falcon's form (LayerNorms with biases, attention and
+    // an ungated gelu FFN side by side) with q/k/v (fused or not), output,
+    // FFN and head biases, NeoX RoPE on part of each head.
+    Architecture{.name = "phi2",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .layer_form = LayerForm::Parallel,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kGeluOnly,
                  .sliding_window = {}},
     // Command R (35B, 08-2024) and Aya Expanse / Aya 23: attention and a
     // SwiGLU FFN side by side on one LayerNorm (no bias) of the input, the
