@@ -227,6 +227,15 @@ const std::array kArchitectures{
                  .ffn_forms = kFalconForms,
                  .fused_qkv_only = true,
                  .sliding_window = {}},
+    // StableLM 2 (1.6B), StableLM Zephyr 3B: LayerNorms with biases, NeoX
+    // RoPE on part of each head (a quarter), optional q/k/v biases,
+    // sequential. StableLM 2 12B's per-head q/k LayerNorms are refused.
+    Architecture{.name = "stablelm",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .refused_layer_tensor = "attn_q_norm"},
     // Phi-2, Phi-1.5: falcon's form (LayerNorms with biases, attention and
     // an ungated gelu FFN side by side) with q/k/v (fused or not), output,
     // FFN and head biases, NeoX RoPE on part of each head.

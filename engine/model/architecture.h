@@ -146,7 +146,8 @@ struct Architecture {
   // {arch}.logit_scale, where present, multiplies the logits (Cohere).
   bool logit_scale_multiplies = false;
   // A layer tensor llama.cpp reads for this architecture and this engine
-  // does not ("attn_q_norm": Command R+'s per-head q/k LayerNorms): a file
+  // does not ("attn_q_norm": Command R+'s and StableLM 2 12B's per-head q/k
+  // LayerNorms): a file
   // whose layer 0 has it is refused, naming it. Empty: none.
   std::string_view refused_layer_tensor;
   // The FFN input norm's tensor name in the sequential form ("ffn_norm";

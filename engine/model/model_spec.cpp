@@ -324,7 +324,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
   if (!a.refused_layer_tensor.empty()) {
     const std::string name = layer_tensor_name(0, a.refused_layer_tensor);
     if (file.find_tensor(name) != nullptr) {
-      throw file.error(name, "is present: " + s.arch + " files with it (Command R+'s per-head q/k LayerNorms) are not supported");
+      throw file.error(name, "is present: per-head q/k LayerNorms (Command R+, StableLM 2 12B) are not supported");
     }
   }
   read_sliding_window(file, p, a, s);

@@ -101,6 +101,8 @@ const ArchCase kCases[] = {
     {"olmo3 (olmo2; window 8 on layers 0-2 of 4, rotated without YaRN; YaRN x4 on layer 3)",
      "--arch olmo2 --n-layer 4 --sliding-window 8 --rope-scale-yarn 4", 62},
     {"falcon-40b (attn_norm_2)", "--arch falcon --attn-norm-2", 22},
+    {"stablelm (LayerNorm, q/k/v biases, sequential SwiGLU; RoPE on 8 of 32 dims)",
+     "--arch stablelm --attn-bias --rope-dims 8", 75},
     {"phi2 (falcon's parallel form with biases everywhere, head bias; RoPE on 16 of 32 dims)",
      "--arch phi2 --rope-dims 16", 72},
     {"chatglm (fused attn_qkv with biases, fused gate-up, RoPE on 16 of 32 dims)",
