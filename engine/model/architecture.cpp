@@ -236,6 +236,16 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .sliding_window = {},
                  .refused_layer_tensor = "attn_q_norm"},
+    // Nemotron (Nemotron-Mini 4B, Minitron 4B/8B): LayerNorms with biases
+    // (the converter folds Nemotron's weight + 1 in), NeoX RoPE on part of
+    // each head, an ungated relu(up)^2 FFN, sequential: ReLU-family, so the
+    // sparse FFN runs it once profiled.
+    Architecture{.name = "nemotron",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kReluSquaredOnly,
+                 .sliding_window = {}},
     // Phi-2, Phi-1.5: falcon's form (LayerNorms with biases, attention and
     // an ungated gelu FFN side by side) with q/k/v (fused or not), output,
     // FFN and head biases, NeoX RoPE on part of each head.

@@ -1,6 +1,7 @@
 // The sparse workflow on the ungated ReLU-family FFNs through the real
 // binary: Falcon's (PowerInfer's ReluFalcon: relu(up), attention and FFN
-// side by side) and Arcee's (relu(up)^2, sequential). make-model, profile
+// side by side), Arcee's (relu(up)^2, sequential) and Nemotron's (relu(up)^2
+// after LayerNorms). make-model, profile
 // --train-predictors, generate with the sparse FFN on those predictors,
 // convert --to-pwri (a PWRI file of the same architecture with ffn_down_t,
 // as ReluFalcon-40B's) running with the same bits, and place spending a
@@ -28,7 +29,8 @@ TEST_CASE("ungated relu FFNs: profile --train-predictors, generate --sparsity re
     const char* arch;
     const char* flags;
   };
-  for (const Case c : {Case{"falcon", "--arch falcon --ffn relu"}, Case{"arcee", "--arch arcee"}}) {
+  for (const Case c : {Case{"falcon", "--arch falcon --ffn relu"}, Case{"arcee", "--arch arcee"},
+                       Case{"nemotron", "--arch nemotron --rope-dims 16"}}) {
     INFO(c.flags);
     const auto dir = tc::test::scratch_dir(std::string("cli_sparse_") + c.arch);
     const std::string model = (dir / "m.gguf").string();
