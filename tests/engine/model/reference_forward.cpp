@@ -149,7 +149,7 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
       experts = {load_matrix(file, layer_name(l, "ffn_gate_inp")), load_matrix(file, layer_name(l, "ffn_gate_exps")),
                  load_matrix(file, layer_name(l, "ffn_up_exps")), load_matrix(file, layer_name(l, "ffn_down_exps"))};
     } else {
-      wg = load_matrix(file, layer_name(l, "ffn_gate"));
+      if (model::is_gated(s.ffn_form)) wg = load_matrix(file, layer_name(l, "ffn_gate"));
       wu = load_matrix(file, layer_name(l, "ffn_up"));
       // ffn_down_t row i = neuron i: the transpose of ffn_down (row j = output j).
       wd = s.sparse_layout ? transpose(load_matrix(file, layer_name(l, "ffn_down_t")))
@@ -199,16 +199,20 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
         for (size_t i = 0; i < y.size(); ++i) x[p][i] += y[i];
         continue;
       }
-      auto g = matvec(wg, h);
+      // An ungated FFN's one matrix (ffn_up) takes the gate's place.
+      const bool gated = model::is_gated(s.ffn_form);
+      auto g = matvec(gated ? wg : wu, h);
       if (observe_ffn) observe_ffn({l, p, x[p], g});
       const std::vector<char> keep = mask ? mask({l, p, x[p], g}) : std::vector<char>{};
-      const auto u = matvec(wu, h);
+      const auto u = gated ? matvec(wu, h) : std::vector<double>{};
       for (size_t i = 0; i < g.size(); ++i) {
         switch (s.ffn_form) {
           case model::FfnForm::SwiGLU: g[i] = silu_times(g[i], u[i]); break;
           case model::FfnForm::ReGLU: g[i] = std::max(g[i], 0.0) * u[i]; break;
           case model::FfnForm::DReLU: g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0); break;
-          default: throw std::invalid_argument("reference_forward: llama's gated forms only");
+          case model::FfnForm::Relu: g[i] = std::max(g[i], 0.0); break;
+          case model::FfnForm::ReluSquared: g[i] = std::max(g[i], 0.0) * std::max(g[i], 0.0); break;
+          default: throw std::invalid_argument("reference_forward: llama's gated forms, relu and relu2 only");
         }
         if (!keep.empty() && keep[i] == 0) g[i] = 0.0;
       }

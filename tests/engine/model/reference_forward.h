@@ -2,7 +2,8 @@
 // shared code with the engine beyond dequantization and f16 rounding), the
 // yardstick for LlamaModel. K and V are rounded to f16 as the engine's
 // cache stores them; everything else is double. Reads both layouts: ffn_down
-// and PowerInfer's neuron-major ffn_down_t; and a mixture of experts.
+// and PowerInfer's neuron-major ffn_down_t; a mixture of experts; the
+// ungated relu and relu(up)^2 FFNs (Arcee's graph: llama's with one ffn_up).
 #pragma once
 
 #include <cstddef>
@@ -29,7 +30,7 @@ struct FfnObservation {
   int64_t layer;
   size_t position;
   const std::vector<double>& input;  // [n_embd] residual stream entering the block, before ffn_norm
-  const std::vector<double>& gate;   // [n_ff] gate pre-activations (ffn_gate . ffn_norm(input))
+  const std::vector<double>& gate;   // [n_ff] gate pre-activations (ffn_gate . ffn_norm(input); ffn_up's if ungated)
 };
 // Called once per layer and position, in layer order; may be empty.
 using FfnObserver = std::function<void(const FfnObservation&)>;
