@@ -81,13 +81,12 @@ const std::array kArchitectures{
                  .granite_scales = true},
     // SmolLM3: llama without RoPE in every fourth layer.
     Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
-    // ERNIE 4.5 (the dense 0.3B): llama's graph. (llama.cpp loads an
-    // optional attn_output.bias and leaves it out of its graph, where this
-    // engine would add it; ERNIE 4.5's files have none.) EXAONE 3.5: llama
+    // ERNIE 4.5 (the dense 0.3B): llama's graph (an attn_output.bias in the
+    // file is left out of it, as llama.cpp does). EXAONE 3.5: llama
     // with NeoX RoPE and Llama 3.1's rope_freqs. Seed-OSS: NeoX RoPE,
     // optional q/k/v biases, and the FFN's input norm named
     // post_attention_norm.
-    Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .attn_output_bias = false},
     // InternLM2 / 2.5: llama's graph and tensors.
     Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     Architecture{.name = "exaone",

@@ -153,6 +153,9 @@ struct Architecture {
   // The FFN input norm's tensor name in the sequential form ("ffn_norm";
   // gpt-oss calls it post_attention_norm).
   std::string_view ffn_norm_name = "ffn_norm";
+  // Adds blk.N.attn_output.bias where the file has one. ERNIE 4.5: llama.cpp
+  // loads it and leaves it out of its graph, and so does this engine.
+  bool attn_output_bias = true;
   // attn_sinks f32 [n_head]: a learned logit per head in the softmax (gpt-oss).
   bool attn_sinks = false;
   ExpertGating expert_gating = ExpertGating::Softmax;

@@ -239,7 +239,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     }
     map_attention(m, s, l, lw);
     lw.attn_output = m.matrix(name("attn_output"), s.n_embd_q(), s.n_embd);
-    lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
+    if (a.attn_output_bias) lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
     if (a.qk_norm) {
       lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : s.head_dim);
       lw.attn_k_norm = m.vector(name("attn_k_norm"), a.qk_norm_whole ? s.n_embd_kv() : s.head_dim);

@@ -344,6 +344,18 @@ TEST_CASE("OLMo 2: no pre-norms, q/k norms over whole rows, and Olmo 3's windowe
   CHECK(olmo3.rope_freq_base_swa == olmo3.rope_freq_base);
 }
 
+TEST_CASE("ERNIE 4.5 leaves an attn_output.bias out as llama.cpp does, and llama adds it", "[model][arch]") {
+  for (const char* arch : {"ernie4_5", "llama"}) {
+    INFO(arch);
+    const auto f = copy_of(make(small(arch)), "", [](tc::gguf::GgufWriter& w) {
+      w.add_tensor("blk.0.attn_output.bias", tc::kernels::DType::F32, {64}, std::vector<std::byte>(64 * sizeof(float)));
+    });
+    const auto s = tc::model::read_model_spec(f);
+    const auto w = tc::model::map_llama_weights(f, s);
+    CHECK((w.layers[0].attn_output_b.data != nullptr) == (std::string(arch) == "llama"));
+  }
+}
+
 TEST_CASE("fused tensors become views of their row ranges", "[model][arch]") {
   auto o = small("phi3");
   o.attn_bias = true;
