@@ -18,6 +18,7 @@
 #include "kernels/cpu/q4_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/test_util.h"
 
 using tc::model::FfnMode;
@@ -62,17 +63,7 @@ std::unique_ptr<tc::model::LoadedModel> planted_model(const std::string& name, b
   return tc::model::load_model(o.output);
 }
 
-// Logits of every position, one token per step (decode steps: the sparse path).
-std::vector<float> decode_each(LlamaModel& m, tc::kernels::Backend& backend, const std::vector<TokenId>& tokens) {
-  KvCache kv(backend, m.spec(), 1, 64);
-  std::vector<float> all, logits;
-  for (const TokenId t : tokens) {
-    const StepSequence seq{0, std::span(&t, 1), false, true};
-    REQUIRE(m.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return all;
-}
+using tc::test::decode_each_logits;
 
 // Logits of every position of one step over all the tokens.
 std::vector<float> one_pass(LlamaModel& m, tc::kernels::Backend& backend, const std::vector<TokenId>& tokens) {
@@ -111,7 +102,7 @@ TEST_CASE("sparse FFN decode matches the float64 reference over the predicted ne
     auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
     LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
     const auto tokens = random_tokens(12, 3, kVocab);
-    const auto logits = decode_each(sparse, *backend, tokens);
+    const auto logits = decode_each_logits(sparse, *backend, tokens);
     const auto ref = tc::test::reference_logits(loaded->file, loaded->spec, tokens, {}, predictor_mask(*loaded));
     for (size_t p = 0; p < tokens.size(); ++p) {
       INFO("position " << p);
@@ -141,8 +132,8 @@ TEST_CASE("sparse and dense passes give the same greedy tokens on planted models
       LlamaModel dense(*loaded, *backend);
       LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
       const auto tokens = random_tokens(16, 4, kVocab);
-      const auto d = decode_each(dense, *backend, tokens);
-      const auto s = decode_each(sparse, *backend, tokens);
+      const auto d = decode_each_logits(dense, *backend, tokens);
+      const auto s = decode_each_logits(sparse, *backend, tokens);
       for (size_t p = 0; p < tokens.size(); ++p) {
         INFO("position " << p);
         const float* dp = d.data() + p * kVocab;
@@ -216,7 +207,7 @@ TEST_CASE("the sparse pass gives the same bits with its Q4_0 matrices and predic
   CHECK(static_cast<int64_t>(repacked.repacked_weight_bytes()) == expected);
   // One token per step, then steps of 3 (sparse, the union of predicted sets).
   auto run = [&](LlamaModel& m) {
-    auto all = decode_each(m, *backend, random_tokens(6, 31, kVocab));
+    auto all = decode_each_logits(m, *backend, random_tokens(6, 31, kVocab));
     const auto tokens = random_tokens(9, 32, kVocab);
     KvCache kv(*backend, m.spec(), 1, 64);
     std::vector<float> logits;
@@ -247,8 +238,8 @@ TEST_CASE("a sequence's sparse logits do not depend on the other sequences of th
     auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
     LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
     // Alone: each sequence in its own cache, one token per step.
-    const auto alone_a = decode_each(sparse, *backend, a);
-    const auto alone_b = decode_each(sparse, *backend, b);
+    const auto alone_a = decode_each_logits(sparse, *backend, a);
+    const auto alone_b = decode_each_logits(sparse, *backend, b);
     // Together: both in one step each time (their predicted sets differ).
     KvCache kv(*backend, sparse.spec(), 2, 64);
     std::vector<float> together_a, together_b, logits;
@@ -270,7 +261,7 @@ TEST_CASE("a decode next to another sequence's long prompt chunk still runs spar
   LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
   const auto a = random_tokens(6, 21, kVocab);
   const auto prompt = random_tokens(20, 22, kVocab);
-  const auto alone = decode_each(sparse, *backend, a);
+  const auto alone = decode_each_logits(sparse, *backend, a);
   // A decodes; at its third token B's 20-token prompt (dense) joins the step.
   KvCache kv(*backend, sparse.spec(), 2, 64);
   std::vector<float> mixed, logits;

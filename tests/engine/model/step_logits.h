@@ -1,6 +1,7 @@
-// Test helper: every position's logits from a prompt run in one step and
-// then the rest of the tokens one per step through the KV cache, for
-// comparing a model on two backends (or two modes) position by position.
+// Test helpers: every position's logits from a prompt run in one step and
+// then the rest of the tokens one per step through the KV cache, or from
+// every token in its own step, for comparing a model on two backends (or
+// two modes, or against a reference) position by position.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -25,6 +26,20 @@ inline std::vector<float> prompt_then_decode_logits(model::LlamaModel& m, kernel
   all = logits;
   for (size_t i = n_prompt; i < tokens.size(); ++i) {
     const model::StepSequence step{0, std::span(tokens.data() + i, 1), false, true};
+    REQUIRE(m.forward({&step, 1}, kv, logits) == model::StepStatus::Ok);
+    all.insert(all.end(), logits.begin(), logits.end());
+  }
+  return all;
+}
+
+// f32 [tokens.size(), n_vocab]: one token per step (decode steps, the
+// sparse FFN's path) from an empty KV cache of 1 slot, 64 tokens.
+inline std::vector<float> decode_each_logits(model::LlamaModel& m, kernels::Backend& backend,
+                                             const std::vector<text::TokenId>& tokens) {
+  runtime::KvCache kv(backend, m.spec(), 1, 64);
+  std::vector<float> all, logits;
+  for (const text::TokenId& t : tokens) {
+    const model::StepSequence step{0, std::span(&t, 1), false, true};
     REQUIRE(m.forward({&step, 1}, kv, logits) == model::StepStatus::Ok);
     all.insert(all.end(), logits.begin(), logits.end());
   }

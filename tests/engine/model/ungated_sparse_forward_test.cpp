@@ -19,16 +19,13 @@
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/engine/model/spec_test_util.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/test_util.h"
 
 namespace {
 
 using tc::model::FfnMode;
 using tc::model::LlamaModel;
-using tc::model::StepSequence;
-using tc::model::StepStatus;
-using tc::runtime::KvCache;
-using tc::text::TokenId;
 
 constexpr int64_t kVocab = 512;
 constexpr int64_t kEmbd = 128;
@@ -97,13 +94,7 @@ TEST_CASE("the sparse FFN of an ungated relu(up)^2 model matches the float64 ref
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   LlamaModel sparse(*loaded, *backend, {.ffn_mode = FfnMode::Sparse});
   const auto tokens = tc::test::random_tokens(12, 5, kVocab);
-  KvCache kv(*backend, sparse.spec(), 1, 64);
-  std::vector<float> logits, all;
-  for (const TokenId t : tokens) {
-    const StepSequence seq{0, std::span(&t, 1), false, true};
-    REQUIRE(sparse.forward({&seq, 1}, kv, logits) == StepStatus::Ok);
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
+  const auto all = tc::test::decode_each_logits(sparse, *backend, tokens);
   const auto ref = tc::test::reference_logits(loaded->file, loaded->spec, tokens);
   for (size_t p = 0; p < tokens.size(); ++p) {
     INFO("position " << p);
