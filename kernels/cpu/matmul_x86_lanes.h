@@ -32,6 +32,15 @@ struct LaneVec8 {
 #if defined(TC_MATMUL_VNNI)
   static I dot_acc(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
 #endif
+  // acc + each lane's 4 products w * x, w signed with magnitudes m (|w| <=
+  // 127): m times x with w's sign (AVX2: the int16 pair sums widened).
+  static I signed_dot_acc(I acc, I m, I w, I x) {
+#if defined(TC_MATMUL_VNNI)
+    return _mm256_dpbusd_epi32(acc, m, _mm256_sign_epi8(x, w));
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(m, _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1)));
+#endif
+  }
   static F load_f(const float* p) { return _mm256_load_ps(p); }
   static F loadu_f(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu_f(float* p, F v) { _mm256_storeu_ps(p, v); }

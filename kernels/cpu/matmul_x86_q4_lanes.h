@@ -145,6 +145,28 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
 #endif
 }
 
+// lane_block_sums for signed weights (IQ4_NL's levels, matmul_x86_iq4_lanes.h):
+// weights(n, s) gives the step's levels, mags(n, s) their magnitudes; each
+// step multiplies |level| by x with the level's sign (pairs within 2 * 127
+// * 127, so each step widens to int32 on its own). Exact integers again.
+template <class V, int T, int NT, bool kLone, class Weights, class Mags>
+TC_SIMD_INLINE void lane_block_sums_signed(Weights&& weights, Mags&& mags, const int8_t* const* x,
+                                           typename V::I (&sum)[NT][T]) {
+  static_assert(NT == 1, "the signed lane kernels read one tile per pass");
+  auto x4 = [&](int t, int s) __attribute__((always_inline)) {
+    int32_t v;
+    std::memcpy(&v, x[t] + (kLone || s < 4 ? 4 * s : 32 + 4 * (s - 4)), 4);
+    return V::set1_i(v);
+  };
+  for (int t = 0; t < T; ++t) sum[0][t] = V::zero_i();
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    const typename V::I w = weights(0, s);
+    const typename V::I m = mags(0, s);
+    for (int t = 0; t < T; ++t) sum[0][t] = V::signed_dot_acc(sum[0][t], m, w, x4(t, s));
+  }
+}
+
 // The weights of a chunk as lane_tile_q4_0 reads them, block i of the chunk
 // at a time: a tile repacked from the file's rows into L1 (PackQ4Lanes)...
 template <class V>
@@ -233,12 +255,15 @@ struct XLanes {
 
 // y[t, rows 0..NT * V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens,
 // tile n's weights from w[n] (rows n * V::kRows on). Each tile's rows see
-// the same operations whatever NT.
+// the same operations whatever NT. Also IQ4_NL's (its chunk's signed levels,
+// matmul_x86_iq4_lanes.h), whose OpsGroup32 order is Q4_0's.
 template <class V, int T, int NT, class Chunk, class X>
 void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y, int64_t ys,
                     bool first) {
   using F = typename V::F;
   using I = typename V::I;
+  // Signed levels (a chunk with mags(): IQ4_NL) take no offset.
+  constexpr bool kSigned = requires(const Chunk& c) { c.mags(0, 0); };
   // chains[n][t][8 * parity + lane]: OpsQ4_0's chain of that unit parity
   // and lane, for tile n's rows. They start at +0. When the first two units
   // are whole (nb >= 16: every chunk but a row's short last one), those
@@ -271,9 +296,19 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
       I sum[NT][T];
       if (lone) {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, b / 2);  // b is even
-        lane_block_sums<V, T, NT, true>(weights, xb, sum);
       } else {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, g / 2 + j / 2) + 16 * (j % 2);
+      }
+      if constexpr (kSigned) {
+        auto mags = [w, i = b - b0](int n, int s) __attribute__((always_inline)) { return w[n].mags(i, s); };
+        if (lone) {
+          lane_block_sums_signed<V, T, NT, true>(weights, mags, xb, sum);
+        } else {
+          lane_block_sums_signed<V, T, NT, false>(weights, mags, xb, sum);
+        }
+      } else if (lone) {
+        lane_block_sums<V, T, NT, true>(weights, xb, sum);
+      } else {
         lane_block_sums<V, T, NT, false>(weights, xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
@@ -282,10 +317,10 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
       F dw[NT];
       for (int n = 0; n < NT; ++n) dw[n] = w[n].scales(b - b0);
       for (int t = 0; t < T; ++t) {
-        const I gs8 = V::set1_i(x.gs8(t, g + lane));
         const F gd = V::set1_f(x.gd(t, g + lane));
         for (int n = 0; n < NT; ++n) {
-          const I exact = V::sub_i(sum[n][t], gs8);
+          // Q4_0's nibbles are levels plus 8: 8 * sum(x) comes off.
+          const I exact = kSigned ? sum[n][t] : V::sub_i(sum[n][t], V::set1_i(x.gs8(t, g + lane)));
           const F d = V::mul_f(dw[n], gd);
           const F* from = from_zero ? kZero : chains[n][t];
           chains[n][t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);
