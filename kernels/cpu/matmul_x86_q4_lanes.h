@@ -35,6 +35,7 @@
 
 #include "kernels/cpu/matmul_x86_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
+#include "kernels/cpu/quantize.h"
 
 namespace tc::kernels::detail {
 namespace {
@@ -55,9 +56,21 @@ struct PackQ4Lanes {
 // one stream gets. The copy is a ymm loop: memcpy's `rep movsq` from the
 // blocks' 2-byte-aligned rows was 3-5% slower at 8 tokens on the Xeon
 // (on Zen 5 it measured no faster).
-template <class V>
+// Block: BlockQ4_0, or a block with the same 16 bytes of nibble pairs
+// (qs) and a scale block_scale() turns into f32 (IQ4_NL's f16, MXFP4's
+// E8M0), the f32 values the row kernels use.
+template <class Block>
+inline float block_scale(const Block& b) {
+  if constexpr (requires { b.e; }) {
+    return e8m0_to_f32_half(b.e);
+  } else {
+    return _cvtsh_ss(b.d);
+  }
+}
+
+template <class V, class Block = BlockQ4_0>
 inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
-  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_0));
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(Block));
   alignas(64) std::byte stage[V::kRows][kChunkBlocks32 * kBlockBytes];
   const int64_t n_bytes = nb * kBlockBytes;
   for (int r = 0; r < V::kRows; ++r) {
@@ -71,8 +84,8 @@ inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t 
   }
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   for (int h = 0; h < V::kRows / 8; ++h) {
-    const BlockQ4_0* blk[8];
-    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ4_0*>(stage[8 * h + r]);
+    const Block* blk[8];
+    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const Block*>(stage[8 * h + r]);
     auto row16 = [&](int r, int64_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs)); };
     for (int64_t i = 0; i < nb; ++i) {
       // Rows 0-3 in the low 128 bits, 4-7 in the high; a 4 x 4 transpose of
@@ -91,9 +104,13 @@ inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t 
         _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s + 4] + 32 * h),
                            _mm256_and_si256(_mm256_srli_epi16(d[s], 4), m4));
       }
-      uint16_t dh[8];
-      for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
-      _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
+      if constexpr (std::is_same_v<Block, BlockQ4_0>) {
+        uint16_t dh[8];
+        for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
+        _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
+      } else {
+        for (int r = 0; r < 8; ++r) p.dw[i][8 * h + r] = block_scale(blk[r][i]);
+      }
     }
   }
 }
@@ -106,7 +123,7 @@ inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t 
 // elements 4s..4s+3 as unsigned nibbles, see PackQ4Lanes); two tiles share
 // each broadcast of the activations (VNNI only). The sums are exact
 // integers, so the order of the steps changes no bit.
-template <class V, int T, int NT, bool kLone, class Weights>
+template <class V, int T, int NT, bool kLone, int kWidenSteps = 8, class Weights>
 TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, typename V::I (&sum)[NT][T]) {
   auto x4 = [&](int t, int s) __attribute__((always_inline)) {
     int32_t v;
@@ -129,6 +146,8 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
 #else
   // AVX2: LaneVec8, or LaneVec8x2 (a tile's two 8-row halves at once).
   static_assert(NT == 1, "the AVX2 lane kernels read one tile per pass");
+  // Weights up to 15 keep 8 steps' int16 pair sums below 32767; larger
+  // ones (MXFP4's 24) widen every kWidenSteps steps.
   typename V::I pairs[T];
   for (int t = 0; t < T; ++t) pairs[t] = V::zero_i();
 #pragma GCC unroll 8
@@ -140,12 +159,26 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
       // a tree over all 8 steps, which needs 8 x T live registers and spills.
       V::keep(pairs[t]);
     }
+    if constexpr (kWidenSteps < 8) {
+      if (s == kWidenSteps - 1) {
+        for (int t = 0; t < T; ++t) {
+          sum[0][t] = V::pairs_to_sums(pairs[t]);
+          pairs[t] = V::zero_i();
+        }
+      }
+    }
   }
-  for (int t = 0; t < T; ++t) sum[0][t] = V::pairs_to_sums(pairs[t]);
+  for (int t = 0; t < T; ++t) {
+    if constexpr (kWidenSteps < 8) {
+      sum[0][t] = _mm256_add_epi32(sum[0][t], V::pairs_to_sums(pairs[t]));
+    } else {
+      sum[0][t] = V::pairs_to_sums(pairs[t]);
+    }
+  }
 #endif
 }
 
-// lane_block_sums for signed weights (IQ4_NL's levels, matmul_x86_iq4_lanes.h):
+// lane_block_sums for signed weights (IQ4_NL's levels, matmul_x86_lut4_lanes.h):
 // weights(n, s) gives the step's levels, mags(n, s) their magnitudes; each
 // step multiplies |level| by x with the level's sign (pairs within 2 * 127
 // * 127, so each step widens to int32 on its own). Exact integers again.
@@ -256,14 +289,25 @@ struct XLanes {
 // y[t, rows 0..NT * V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens,
 // tile n's weights from w[n] (rows n * V::kRows on). Each tile's rows see
 // the same operations whatever NT. Also IQ4_NL's (its chunk's signed levels,
-// matmul_x86_iq4_lanes.h), whose OpsGroup32 order is Q4_0's.
+// matmul_x86_lut4_lanes.h), whose OpsGroup32 order is Q4_0's.
 template <class V, int T, int NT, class Chunk, class X>
 void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t n_blocks, float* y, int64_t ys,
                     bool first) {
   using F = typename V::F;
   using I = typename V::I;
-  // Signed levels (a chunk with mags(): IQ4_NL) take no offset.
+  // Signed levels (a chunk with mags(): IQ4_NL) take no offset; unsigned
+  // ones are levels plus kOffset (Q4_0's 8; a chunk may name its own, with
+  // the steps its int16 sums may add, MXFP4's 12 and 4).
   constexpr bool kSigned = requires(const Chunk& c) { c.mags(0, 0); };
+  constexpr int kOffset = [] {
+    if constexpr (requires { Chunk::kOffset; }) return Chunk::kOffset;
+    return 8;
+  }();
+  constexpr int kWidenSteps = [] {
+    if constexpr (requires { Chunk::kWidenSteps; }) return Chunk::kWidenSteps;
+    return 8;
+  }();
+  static_assert(kOffset == 8 || kOffset == 12, "lane_tile_q4_0: offsets are exact multiples of gs8 / 8");
   // chains[n][t][8 * parity + lane]: OpsQ4_0's chain of that unit parity
   // and lane, for tile n's rows. They start at +0. When the first two units
   // are whole (nb >= 16: every chunk but a row's short last one), those
@@ -307,9 +351,9 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
           lane_block_sums_signed<V, T, NT, false>(weights, mags, xb, sum);
         }
       } else if (lone) {
-        lane_block_sums<V, T, NT, true>(weights, xb, sum);
+        lane_block_sums<V, T, NT, true, kWidenSteps>(weights, xb, sum);
       } else {
-        lane_block_sums<V, T, NT, false>(weights, xb, sum);
+        lane_block_sums<V, T, NT, false, kWidenSteps>(weights, xb, sum);
       }
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
       // 8 * sum32.
@@ -319,8 +363,10 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
       for (int t = 0; t < T; ++t) {
         const F gd = V::set1_f(x.gd(t, g + lane));
         for (int n = 0; n < NT; ++n) {
-          // Q4_0's nibbles are levels plus 8: 8 * sum(x) comes off.
-          const I exact = kSigned ? sum[n][t] : V::sub_i(sum[n][t], V::set1_i(x.gs8(t, g + lane)));
+          // Unsigned levels are the format's plus kOffset: kOffset * sum(x)
+          // comes off (gs8 = 8 * sum(x), so 12 * sum(x) is gs8 + gs8 / 2).
+          const int32_t gs8 = x.gs8(t, g + lane);
+          const I exact = kSigned ? sum[n][t] : V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
           const F d = V::mul_f(dw[n], gd);
           const F* from = from_zero ? kZero : chains[n][t];
           chains[n][t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);

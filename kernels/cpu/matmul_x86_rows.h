@@ -9,7 +9,7 @@
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_group32.h"
-#include "kernels/cpu/matmul_x86_iq4_lanes.h"
+#include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_decode.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
@@ -82,8 +82,8 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #else
     run_packed_gemm<Ops>(a, r0, r1);
 #endif
-  } else if constexpr (std::is_same_v<Ops, OpsIQ4_NL>) {
-    run_lane_gemm_iq4_nl(a, r0, r1);
+  } else if constexpr (std::is_same_v<Ops, OpsIQ4_NL> || std::is_same_v<Ops, OpsMXFP4>) {
+    run_lane_gemm_lut4<Ops>(a, r0, r1);
   } else if constexpr (kIsGroup32<Ops>) {
     run_packed_gemm<Ops>(a, r0, r1);
   } else {

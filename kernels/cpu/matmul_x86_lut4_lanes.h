@@ -1,0 +1,118 @@
+// Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
+// GEMM of the 4-bit lookup-table formats, IQ4_NL and MXFP4, with weight
+// rows in the vector lanes (Q4_0's lane kernel, matmul_x86_q4_lanes.h), for
+// batches of 3 tokens and more in GEMM order.
+//
+// Their blocks hold 16 bytes of nibble pairs as Q4_0's do (behind an f16
+// scale, or MXFP4's one-byte exponent), so a tile of 8 rows x one chunk is
+// repacked the same way (pack_q4_lanes), then each step's nibbles become
+// their levels by one vpshufb, once for all the tokens: IQ4_NL's signed
+// levels and their magnitudes (a step multiplies |level| by x with the
+// level's sign), MXFP4's levels plus 12 (unsigned; 12 sum(x) comes off, and
+// the int16 pair sums widen every 4 steps). No transpose: the row-by-row
+// kernels (OpsGroup32, matmul_x86_group32.h) need a 4 x 4 transpose per
+// group, row and token for the same sums. The sums are exact and the float
+// steps are OpsGroup32's (Q4_0's order), so the bits are the row kernels'.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/matmul_x86_group32.h"
+#include "kernels/cpu/matmul_x86_q4_lanes.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+// A tile of V::kRows rows x one chunk: the levels and their magnitudes per
+// block and step (row j in 32-bit lane j, as PackQ4Lanes), and the scales.
+template <class V>
+struct PackIQ4Lanes {
+  PackQ4Lanes<V> nibbles;  // the tile as Q4_0's kernel packs it; its q becomes the levels
+  alignas(64) uint8_t mag[kChunkBlocks32][8][4 * V::kRows];
+};
+
+template <class V>
+inline void pack_iq4_lanes(PackIQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+  pack_q4_lanes<V, BlockIQ4_NL>(p.nibbles, w, b0, nb);
+  const __m256i table = iq4_table();
+  for (int64_t i = 0; i < nb; ++i) {
+    for (int s = 0; s < 8; ++s) {
+      for (int h = 0; h < 4 * V::kRows; h += 32) {
+        auto* q = reinterpret_cast<__m256i*>(p.nibbles.q[i][s] + h);
+        const __m256i levels = _mm256_shuffle_epi8(table, _mm256_load_si256(q));
+        _mm256_store_si256(q, levels);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.mag[i][s] + h), _mm256_sign_epi8(levels, levels));
+      }
+    }
+  }
+}
+
+// The chunk as lane_tile_q4_0 reads a signed one: weights() the levels,
+// mags() their magnitudes.
+template <class V>
+struct PackedIQ4Chunk {
+  const PackIQ4Lanes<V>& p;
+  TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const { return V::load_i(p.nibbles.q[i][s]); }
+  TC_SIMD_INLINE typename V::I mags(int64_t i, int s) const { return V::load_i(p.mag[i][s]); }
+  TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::load_f(p.nibbles.dw[i]); }
+  TC_SIMD_INLINE void prefetch(int64_t) const {}
+};
+
+// MXFP4: the tile's nibbles turned into levels plus 12 in place.
+template <class V>
+inline void pack_mxfp4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+  pack_q4_lanes<V, BlockMXFP4>(p, w, b0, nb);
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Unsigned.data())));
+  for (int64_t i = 0; i < nb; ++i) {
+    for (int s = 0; s < 8; ++s) {
+      for (int h = 0; h < 4 * V::kRows; h += 32) {
+        auto* q = reinterpret_cast<__m256i*>(p.q[i][s] + h);
+        _mm256_store_si256(q, _mm256_shuffle_epi8(table, _mm256_load_si256(q)));
+      }
+    }
+  }
+}
+
+// The MXFP4 chunk: levels plus 12, up to 24, so 4 steps' int16 pair sums
+// (4 x 2 x 24 x 127 < 32767) before each widening.
+template <class V>
+struct PackedMXFP4Chunk : PackedChunk<V> {
+  static constexpr int kOffset = 12;
+  static constexpr int kWidenSteps = 4;
+};
+
+// Outputs [r0, r1) in GEMM order: 8-row lane tiles, then the last
+// r1 - r0 mod 8 rows by the row-by-row packed GEMM (the same bits).
+template <class Ops>
+void run_lane_gemm_lut4(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  using V = LaneVec8;
+  using Block = typename Ops::Block;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(Block));
+  const int64_t n_blocks = a.n_in / 32;
+  const int64_t r_lanes = r0 + (r1 - r0) / V::kRows * V::kRows;
+  if (r_lanes > r0) {
+    if constexpr (std::is_same_v<Ops, OpsIQ4_NL>) {
+      PackIQ4Lanes<V> p;
+      auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
+        pack_iq4_lanes(p, w, c0, nb);
+        lane_tile_tokens<V>(a, PackedIQ4Chunk<V>{p}, rt, c0, nb, tokens);
+      };
+      sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
+    } else {
+      static_assert(std::is_same_v<Ops, OpsMXFP4>, "run_lane_gemm_lut4: IQ4_NL or MXFP4");
+      PackQ4Lanes<V> p;
+      auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
+        pack_mxfp4_lanes(p, w, c0, nb);
+        lane_tile_tokens<V>(a, PackedMXFP4Chunk<V>{{p}}, rt, c0, nb, tokens);
+      };
+      sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
+    }
+  }
+  if (r_lanes < r1) run_packed_gemm<Ops>(a, r_lanes, r1);
+}
+
+}  // namespace
+}  // namespace tc::kernels::detail
