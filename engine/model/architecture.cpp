@@ -87,8 +87,15 @@ const std::array kArchitectures{
     // optional q/k/v biases, and the FFN's input norm named
     // post_attention_norm.
     Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .attn_output_bias = false},
-    // InternLM2 / 2.5: llama's graph and tensors.
+    // InternLM2 / 2.5 and XVERSE: llama's graph and tensors.
     Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    Architecture{.name = "xverse", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    // Orion-14B: llama with LayerNorms with biases and NeoX RoPE.
+    Architecture{.name = "orion",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {}},
     Architecture{.name = "exaone",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
