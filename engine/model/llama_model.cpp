@@ -3,8 +3,8 @@
 //   x += attn_output(attention(rope(q), rope(k), v))   on norm(x)
 //   x += ffn_down(act(ffn_gate, ffn_up))                on ffn_norm(x)
 // (or a mixture of experts' output, moe_ffn_block.h)
-// with the architecture's variations (biases, q/k norms, post-norms or
-// post-norms alone, sliding windows, layers without RoPE, score caps;
+// with the architecture's variations (biases, q/k norms, post-norms, or
+// post-norms without pre-norms; sliding windows, layers without RoPE, score caps;
 // Falcon's and Cohere's attention and FFN side by side on one norm), then
 // the final norm and the output head (with its bias, logit multiplier and
 // logit cap) on the rows that need logits. Decode steps on a GPU run as
