@@ -33,17 +33,21 @@ struct PackIQ4Lanes {
   alignas(64) uint8_t mag[kChunkBlocks32][8][4 * V::kRows];
 };
 
+// Each step's nibbles of blocks [0, nb) of a packed tile looked up in
+// `table` (one vpshufb per 32 rows' bytes), in place; with `mag`, the
+// levels' magnitudes there too (signed levels).
 template <class V>
-inline void pack_iq4_lanes(PackIQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
-  pack_q4_lanes<V, BlockIQ4_NL>(p.nibbles, w, b0, nb);
-  const __m256i table = iq4_table();
+inline void nibbles_to_levels(PackQ4Lanes<V>& p, int64_t nb, __m256i table,
+                              uint8_t (*mag)[8][4 * V::kRows] = nullptr) {
   for (int64_t i = 0; i < nb; ++i) {
     for (int s = 0; s < 8; ++s) {
       for (int h = 0; h < 4 * V::kRows; h += 32) {
-        auto* q = reinterpret_cast<__m256i*>(p.nibbles.q[i][s] + h);
+        auto* q = reinterpret_cast<__m256i*>(p.q[i][s] + h);
         const __m256i levels = _mm256_shuffle_epi8(table, _mm256_load_si256(q));
         _mm256_store_si256(q, levels);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.mag[i][s] + h), _mm256_sign_epi8(levels, levels));
+        if (mag != nullptr) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(mag[i][s] + h), _mm256_sign_epi8(levels, levels));
+        }
       }
     }
   }
@@ -60,22 +64,6 @@ struct PackedIQ4Chunk {
   TC_SIMD_INLINE void prefetch(int64_t) const {}
 };
 
-// MXFP4: the tile's nibbles turned into levels plus 12 in place.
-template <class V>
-inline void pack_mxfp4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
-  pack_q4_lanes<V, BlockMXFP4>(p, w, b0, nb);
-  const __m256i table =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Unsigned.data())));
-  for (int64_t i = 0; i < nb; ++i) {
-    for (int s = 0; s < 8; ++s) {
-      for (int h = 0; h < 4 * V::kRows; h += 32) {
-        auto* q = reinterpret_cast<__m256i*>(p.q[i][s] + h);
-        _mm256_store_si256(q, _mm256_shuffle_epi8(table, _mm256_load_si256(q)));
-      }
-    }
-  }
-}
-
 // The MXFP4 chunk: levels plus 12, up to 24, so 4 steps' int16 pair sums
 // (4 x 2 x 24 x 127 < 32767) before each widening.
 template <class V>
@@ -84,32 +72,48 @@ struct PackedMXFP4Chunk : PackedChunk<V> {
   static constexpr int kWidenSteps = 4;
 };
 
+// Per format: Pack (a tile's chunk in L1), pack() and chunk() (how
+// lane_tile_q4_0 reads it).
+template <class Ops, class V>
+struct Lut4Lanes;
+
+template <class V>
+struct Lut4Lanes<OpsIQ4_NL, V> {
+  using Pack = PackIQ4Lanes<V>;
+  static void pack(Pack& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+    pack_q4_lanes<V, BlockIQ4_NL>(p.nibbles, w, b0, nb);
+    nibbles_to_levels(p.nibbles, nb, iq4_table(), p.mag);
+  }
+  static PackedIQ4Chunk<V> chunk(const Pack& p) { return {p}; }
+};
+
+template <class V>
+struct Lut4Lanes<OpsMXFP4, V> {
+  using Pack = PackQ4Lanes<V>;
+  static void pack(Pack& p, const std::byte* const* w, int64_t b0, int64_t nb) {
+    pack_q4_lanes<V, BlockMXFP4>(p, w, b0, nb);
+    nibbles_to_levels(
+        p, nb, _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMXFP4Unsigned.data()))));
+  }
+  static PackedMXFP4Chunk<V> chunk(const Pack& p) { return {{p}}; }
+};
+
 // Outputs [r0, r1) in GEMM order: 8-row lane tiles, then the last
 // r1 - r0 mod 8 rows by the row-by-row packed GEMM (the same bits).
 template <class Ops>
 void run_lane_gemm_lut4(const MatmulArgs& a, int64_t r0, int64_t r1) {
   using V = LaneVec8;
-  using Block = typename Ops::Block;
-  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(Block));
+  using Format = Lut4Lanes<Ops, V>;
+  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   const int64_t n_blocks = a.n_in / 32;
   const int64_t r_lanes = r0 + (r1 - r0) / V::kRows * V::kRows;
   if (r_lanes > r0) {
-    if constexpr (std::is_same_v<Ops, OpsIQ4_NL>) {
-      PackIQ4Lanes<V> p;
-      auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
-        pack_iq4_lanes(p, w, c0, nb);
-        lane_tile_tokens<V>(a, PackedIQ4Chunk<V>{p}, rt, c0, nb, tokens);
-      };
-      sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
-    } else {
-      static_assert(std::is_same_v<Ops, OpsMXFP4>, "run_lane_gemm_lut4: IQ4_NL or MXFP4");
-      PackQ4Lanes<V> p;
-      auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
-        pack_mxfp4_lanes(p, w, c0, nb);
-        lane_tile_tokens<V>(a, PackedMXFP4Chunk<V>{{p}}, rt, c0, nb, tokens);
-      };
-      sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
-    }
+    typename Format::Pack p;
+    auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
+      Format::pack(p, w, c0, nb);
+      lane_tile_tokens<V>(a, Format::chunk(p), rt, c0, nb, tokens);
+    };
+    sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
   }
   if (r_lanes < r1) run_packed_gemm<Ops>(a, r_lanes, r1);
 }

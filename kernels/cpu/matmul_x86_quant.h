@@ -617,27 +617,20 @@ void run_packed_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 template <class Ops>
 TC_SIMD_INLINE void decode_short_chunk(const std::byte* const* w, const XRow& x, int64_t b0, int64_t nb, float* y,
                                        bool first) {
-  if constexpr (Ops::kChunkBlocks == kChunkBlocks32) {
-    switch (nb) {
-      case 8:
-        return quant_chunk<Ops, 1, 1, 8>(w, &x, b0, nb, y, 0, first);
-      case 16:
-        return quant_chunk<Ops, 1, 1, 16>(w, &x, b0, nb, y, 0, first);
-      case 24:
-        return quant_chunk<Ops, 1, 1, 24>(w, &x, b0, nb, y, 0, first);
-      default:
-        break;
-    }
-  } else if constexpr (Ops::kChunkBlocks == 4) {
-    switch (nb) {
-      case 1:
-        return quant_chunk<Ops, 1, 1, 1>(w, &x, b0, nb, y, 0, first);
-      case 2:
-        return quant_chunk<Ops, 1, 1, 2>(w, &x, b0, nb, y, 0, first);
-      case 3:
-        return quant_chunk<Ops, 1, 1, 3>(w, &x, b0, nb, y, 0, first);
-      default:
-        break;
+  // 1-3 groups of 8 blocks, or 1-3 super-blocks (chunks of 4).
+  if constexpr (Ops::kChunkBlocks == kChunkBlocks32 || Ops::kChunkBlocks == 4) {
+    constexpr int64_t u = Ops::kChunkBlocks == 4 ? 1 : 8;
+    if (nb % u == 0) {
+      switch (nb / u) {
+        case 1:
+          return quant_chunk<Ops, 1, 1, u>(w, &x, b0, nb, y, 0, first);
+        case 2:
+          return quant_chunk<Ops, 1, 1, 2 * u>(w, &x, b0, nb, y, 0, first);
+        case 3:
+          return quant_chunk<Ops, 1, 1, 3 * u>(w, &x, b0, nb, y, 0, first);
+        default:
+          break;
+      }
     }
   }
   quant_chunk<Ops, 1, 1, 0>(w, &x, b0, nb, y, 0, first);
