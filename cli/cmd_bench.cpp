@@ -23,13 +23,14 @@
 namespace tc::cli {
 namespace {
 
-// The dtype of layer 0's FFN input matrix (ffn_gate; ffn_up where ungated or
-// fused; ffn_gate_exps in a mixture of experts).
+// The dtype of the last layer's FFN input matrix (ffn_gate; ffn_up where
+// ungated or fused; ffn_gate_exps in a mixture of experts).
 std::string weight_type_summary(const model::LoadedModel& m) {
-  const std::string_view tensor = m.spec.has_experts()                               ? "ffn_gate_exps"
+  const int64_t layer = m.spec.n_layer - 1;
+  const std::string_view tensor = m.spec.layer_has_experts(layer)                       ? "ffn_gate_exps"
                                   : m.spec.architecture->ffn_layout == model::FfnLayout::GateUp ? "ffn_gate"
                                                                                                 : "ffn_up";
-  return std::string(kernels::dtype_name(m.file.tensor(model::layer_tensor_name(0, tensor)).dtype));
+  return std::string(kernels::dtype_name(m.file.tensor(model::layer_tensor_name(layer, tensor)).dtype));
 }
 
 // --time-split: where hybrid mode's steps went, against the modelled limit

@@ -122,6 +122,8 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
+  sub->add_flag("--no-scale-keys", o->no_scale_keys,
+                "minicpm: write no embedding, residual or logit multiplier keys (files converted before they existed)");
   sub->add_option("--tokenizer", *tokenizer,
                   "Tokenizer: llama (SentencePiece) or gpt2 (byte-level BPE) learned from --vocab-text, or the "
                   "vocab of a model family, qwen2 (151936 tokens) or gemma3 (262144), which sets --n-vocab")

@@ -93,6 +93,7 @@ json value_to_json(const gguf::Value& v, size_t max_items) {
 std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::GgufFile& f) {
   const model::Architecture& a = *s.architecture;
   std::vector<std::string> out;
+  char buf[64];
   auto has = [&f](const std::string& name) { return f.find_tensor(name) != nullptr; };
   if (a.norm == model::NormKind::Layer) out.emplace_back("LayerNorm with biases");
   if (a.norm == model::NormKind::LayerNoBias) out.emplace_back("LayerNorm without biases");
@@ -111,11 +112,29 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (has("blk.0.attn_q.bias") || has("blk.0.attn_qkv.bias")) out.emplace_back("q/k/v biases");
   if (has("blk.0.attn_output.bias")) out.emplace_back("output projection bias");
   if (a.attn_sinks) out.emplace_back("attention sinks");
-  if (a.qk_norm) out.emplace_back(a.qk_norm_whole ? "q/k norms over whole rows" : "q/k norms");
+  if (a.qk_norm && (!a.qk_norm_optional || has(model::layer_tensor_name(0, "attn_q_norm")))) {
+    out.emplace_back(a.qk_norm_whole ? "q/k norms over whole rows" : "q/k norms");
+  }
   if (a.post_norms) out.emplace_back("post-norms");
   if (a.expert_biases && s.has_experts()) out.emplace_back("router and expert biases");
-  if (a.expert_gating == model::ExpertGating::SoftmaxOfChosen && s.has_experts()) {
+  if (s.expert_gating == model::ExpertGating::SoftmaxOfChosen && s.has_experts()) {
     out.emplace_back("softmax over the chosen experts");
+  }
+  if (s.expert_gating == model::ExpertGating::Sigmoid && s.has_experts()) {
+    const bool biased = has("blk." + std::to_string(s.n_layer - 1) + ".exp_probs_b.bias");
+    out.emplace_back(biased ? "sigmoid routing with a selection bias" : "sigmoid routing");
+  }
+  if (s.expert_weights_scale != 0.0f && s.expert_weights_scale != 1.0f && s.has_experts()) {
+    std::snprintf(buf, sizeof buf, "expert weights x %g", static_cast<double>(s.expert_weights_scale));
+    out.emplace_back(buf);
+  }
+  if (s.n_layer_dense_lead > 0 && s.has_experts()) {
+    out.push_back(std::to_string(s.n_layer_dense_lead) + " leading dense layer" +
+                  (s.n_layer_dense_lead == 1 ? "" : "s") + " (n_ff " + std::to_string(s.n_ff_dense) + ")");
+  }
+  if (s.n_ff_shared > 0 && s.has_experts()) {
+    out.push_back(std::string(a.shared_expert ? "a gated" : "an ungated") + " shared expert (n_ff " +
+                  std::to_string(s.n_ff_shared) + ")");
   }
   if (a.layer_form == model::LayerForm::Parallel) out.emplace_back("attention and FFN in parallel");
   if (a.ffn_layout == model::FfnLayout::FusedGateUp) out.emplace_back("fused gate-up");
@@ -125,7 +144,6 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
     out.push_back("sliding window " + std::to_string(s.n_swa) + " on " + std::to_string(n) + " of " +
                   std::to_string(s.n_layer) + " layers");
   }
-  char buf[64];
   if (s.attn_softcap > 0) {
     std::snprintf(buf, sizeof buf, "scores capped at %g", static_cast<double>(s.attn_softcap));
     out.emplace_back(buf);

@@ -135,6 +135,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
+  only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   require(int(o.rope_scale_linear > 0) + int(o.rope_scale_yarn > 0) + int(o.longrope_orig_ctx > 0) <= 1,
           "--rope-scale-linear, --rope-scale-yarn and --longrope are different rope.scaling.types: pick one");
   require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
@@ -249,7 +250,13 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
         scale <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(o.longrope_orig_ctx)));
     w.set(p + "rope.scaling.attn_factor", gguf::Value(static_cast<float>(attn_factor)));
   }
-  if (a.granite_scales) {  // Granite 3.x 2B's multipliers
+  if (a.granite_scales && a.minicpm_scale_defaults && o.no_scale_keys) {
+    // none: MiniCPM's constants
+  } else if (a.granite_scales && a.minicpm_scale_defaults) {  // MiniCPM-2B's, as its converter writes them
+    w.set(p + "embedding_scale", gguf::Value(12.0f));
+    w.set(p + "residual_scale", gguf::Value(static_cast<float>(1.4 / std::sqrt(40.0))));
+    w.set(p + "logit_scale", gguf::Value(9.0f));
+  } else if (a.granite_scales) {  // Granite 3.x 2B's multipliers
     w.set(p + "embedding_scale", gguf::Value(12.0f));
     w.set(p + "residual_scale", gguf::Value(0.22f));
     w.set(p + "attention.scale", gguf::Value(0.0078125f));
@@ -323,8 +330,14 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   w.set(p + "vocab_size", gguf::Value(static_cast<uint32_t>(o.n_vocab)));
   w.set(p + "context_length", gguf::Value(static_cast<uint32_t>(o.n_ctx)));
   w.set(p + "embedding_length", gguf::Value(static_cast<uint32_t>(o.n_embd)));
-  w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer)));
-  w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
+  // DeepSeek's form of experts (GLM-4.5): a leading dense layer twice an
+  // expert's width, and GLM's multi-token prediction block after the rest.
+  const bool deepseek = a.deepseek_experts && o.n_expert > 0;
+  const int64_t n_dense_lead = deepseek && o.n_layer > 1 ? 1 : 0;
+  const int64_t n_ff_dense = deepseek ? 2 * o.n_ff : o.n_ff;
+  const int64_t n_nextn = deepseek && a.name == "glm4moe" ? 1 : 0;
+  w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer + n_nextn)));
+  w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(n_ff_dense)));
   w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
@@ -340,6 +353,14 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     }
     if (a.shared_expert) {  // twice an expert's width, as Qwen1.5-MoE's 5632 to 1408 is four times
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
+    }
+    if (deepseek) {  // GLM-4.5's routing: sigmoid, renormalised, scaled by 2.5; one shared expert
+      w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
+      w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
+      w.set(p + "expert_weights_norm", gguf::Value(true));
+      w.set(p + "expert_weights_scale", gguf::Value(2.5f));
+      w.set(p + "expert_gating_func", gguf::Value(uint32_t{2}));
+      if (n_nextn > 0) w.set(p + "nextn_predict_layers", gguf::Value(static_cast<uint32_t>(n_nextn)));
     }
   }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
@@ -386,9 +407,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
   // Biases on every linear layer, required by llama.cpp (phi2's head too).
   const bool all_biases = a.name == "starcoder2" || a.name == "phi2";
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" || all_biases;
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" ||
+                        a.name == "glm4moe" || all_biases;
   const bool output_bias = a.name == "gpt-oss" || all_biases;
-  for (int64_t l = 0; l < o.n_layer; ++l) {
+  // GLM-4.5-Air has no q/k norms (the optional ones stay out).
+  const bool qk_norm = a.qk_norm && !a.qk_norm_optional;
+  for (int64_t l = 0; l < o.n_layer + n_nextn; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     if (a.pre_norms) norm_with_bias(name("attn_norm"));
     if (o.attn_norm_2) norm_with_bias(name("attn_norm_2"));
@@ -408,13 +432,18 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix(name("attn_output"), types.base, n_embd_q, o.n_embd, sd_for(n_embd_q));
     if (output_bias) bias(l, "attn_output", o.n_embd);
     if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);
-    if (a.qk_norm) {
+    if (qk_norm) {
       norm(name("attn_q_norm"), a.qk_norm_whole ? n_embd_q : head_dim);
       norm(name("attn_k_norm"), a.qk_norm_whole ? n_embd_kv : head_dim);
     }
     if (a.post_norms) norm(name("post_attention_norm"));
     if (a.layer_form == model::LayerForm::Sequential && a.pre_norms) norm_with_bias(name(a.ffn_norm_name));
-    if (o.n_expert > 0) {
+    if (l >= o.n_layer) {  // the multi-token prediction block's own tensors
+      matrix(name("nextn.eh_proj"), types.base, 2 * o.n_embd, o.n_embd, sd_for(2 * o.n_embd));
+      norm(name("nextn.enorm"));
+      norm(name("nextn.hnorm"));
+    }
+    if (o.n_expert > 0 && l >= n_dense_lead) {
       // The router in f32, as llama.cpp's quantizer leaves it; then the experts, stacked.
       matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert, sd_for(o.n_embd));
       expert_tensor(name("ffn_gate_exps"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
@@ -429,6 +458,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         add_random_tensor(w, "blk." + std::to_string(l) + ".ffn_down_exps.bias", DType::F32,
                           {o.n_embd, o.n_expert}, 0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
       }
+      if (deepseek) {  // the selection bias; the ungated shared expert, an expert's width
+        vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
+        matrix(name("ffn_gate_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+        matrix(name("ffn_up_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
+        matrix(name("ffn_down_shexp"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));
+      }
       if (a.shared_expert) {
         vector(name("ffn_gate_inp_shexp"), o.n_embd, 0.0f, sd_for(o.n_embd));
         matrix(name("ffn_gate_shexp"), types.base, o.n_embd, 2 * o.n_ff, sd_for(o.n_embd));
@@ -436,6 +471,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         matrix(name("ffn_down_shexp"), types.heavy, 2 * o.n_ff, o.n_embd, sd_for(2 * o.n_ff));
       }
       if (a.post_norms) norm(name("post_ffw_norm"));
+      continue;
+    }
+    if (deepseek) {  // the leading dense layer
+      matrix(name("ffn_gate"), types.base, o.n_embd, n_ff_dense, sd_for(o.n_embd));
+      matrix(name("ffn_up"), types.base, o.n_embd, n_ff_dense, sd_for(o.n_embd));
+      matrix(name("ffn_down"), types.heavy, n_ff_dense, o.n_embd, sd_for(n_ff_dense));
       continue;
     }
     switch (a.ffn_layout) {

@@ -112,6 +112,9 @@ struct MakeModelOptions {
   // for output, attn_v and ffn_down, q4_k / q5_k elsewhere).
   std::string weight_type = "f16";
   bool tied_embeddings = false;
+  // minicpm: none of the multiplier keys, as files converted before they
+  // existed (the loader's MiniCPM constants apply).
+  bool no_scale_keys = false;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;
   std::filesystem::path vocab_text;   // empty: the corpus shipped in profiler/data
   // Set: the family's vocab (profiler/family_vocab.h, seed 1) instead of one

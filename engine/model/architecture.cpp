@@ -79,6 +79,41 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .experts = Experts::Optional,
                  .granite_scales = true},
+    // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
+    // multipliers, with MiniCPM's constants where older files lack the keys;
+    // MiniCPM 4's LongRoPE factors.
+    Architecture{.name = "minicpm",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .rope_freqs = true,
+                 .longrope = true,
+                 .experts = Experts::Optional,
+                 .granite_scales = true,
+                 .minicpm_scale_defaults = true},
+    // GLM-4.5 and GLM-4.5-Air, GLM-4.6: DeepSeek's form of experts (a
+    // leading dense layer, sigmoid routing with a selection bias, a shared
+    // expert; multi-token prediction blocks skipped) under attention with
+    // q/k/v biases, partial NeoX RoPE and per-head q/k norms where present;
+    // the FFN's input norm is called post_attention_norm.
+    Architecture{.name = "glm4moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .qk_norm_optional = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .ffn_norm_name = "post_attention_norm",
+                 .expert_gating = ExpertGating::Sigmoid,
+                 .deepseek_experts = true},
+    // dots.llm1: DeepSeek's form of experts (gating named by the file)
+    // under per-head q/k norms and NeoX RoPE.
+    Architecture{.name = "dots1",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .deepseek_experts = true},
     // SmolLM3: llama without RoPE in every fourth layer.
     Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
     // ERNIE 4.5 (the dense 0.3B): llama's graph (an attn_output.bias in the

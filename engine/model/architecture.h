@@ -68,6 +68,10 @@ enum class Experts {
 enum class ExpertGating {
   Softmax,          // their probabilities under a softmax over all experts (Mixtral, Qwen MoE)
   SoftmaxOfChosen,  // a softmax over the k chosen logits only (gpt-oss)
+  // Each logit's sigmoid; the k largest sigmoids plus the layer's selection
+  // bias (exp_probs_b.bias, where present) are chosen and weighed by their
+  // unbiased sigmoids (DeepSeek V3, GLM-4.5).
+  Sigmoid,
 };
 
 // Sliding-window attention: which layers, and the window.
@@ -105,6 +109,9 @@ struct Architecture {
   std::span<const FfnForm> ffn_forms;
   bool fused_qkv_only = false;  // q, k and v only as one attn_qkv (Falcon); else attn_qkv or attn_q/k/v
   bool qk_norm = false;     // attn_q_norm / attn_k_norm f32 [head_dim]: RMSNorm of each head before RoPE
+  // With qk_norm: only in files that have the two tensors (GLM-4.5 has
+  // them, GLM-4.5-Air has not).
+  bool qk_norm_optional = false;
   // With qk_norm: one RMSNorm over each token's whole q (attn_q_norm f32
   // [n_head * head_dim]) and k (attn_k_norm f32 [n_head_kv * head_dim])
   // instead of one per head (OLMo 2).
@@ -136,6 +143,10 @@ struct Architecture {
   // attention.scale (scores, in place of 1/sqrt(head_dim)) and
   // logit_scale (logits divided by it, required).
   bool granite_scales = false;
+  // With granite_scales: MiniCPM's multipliers where a file lacks the keys
+  // (files converted before they existed): embeddings times 12, block
+  // outputs times 1.4 / sqrt(block_count), logits divided by n_embd / 256.
+  bool minicpm_scale_defaults = false;
   // Layers without RoPE (NoPE): layer l skips it when (l + 1) % period == 0
   // (SmolLM3: every fourth); 0: every layer rotates.
   int64_t no_rope_period = 0;
@@ -159,6 +170,17 @@ struct Architecture {
   // attn_sinks f32 [n_head]: a learned logit per head in the softmax (gpt-oss).
   bool attn_sinks = false;
   ExpertGating expert_gating = ExpertGating::Softmax;
+  // With experts: DeepSeek's form of a mixture (GLM-4.5, dots.llm1). The
+  // first {arch}.leading_dense_block_count layers have a dense SwiGLU FFN of
+  // feed_forward_length; the others route among experts of
+  // expert_feed_forward_length with {arch}.expert_gating_func (1 softmax,
+  // 2 sigmoid, 3 softmax of the chosen; absent: expert_gating), the
+  // selection bias exp_probs_b.bias f32 [n_expert] where present,
+  // expert_weights_norm (default false) and expert_weights_scale, and add
+  // expert_shared_count ungated shared experts (one SwiGLU of width
+  // expert_feed_forward_length * count). The last
+  // {arch}.nextn_predict_layers blocks (multi-token prediction) are skipped.
+  bool deepseek_experts = false;
   // With experts: biases ffn_gate_inp.bias f32 [n_expert] on the router and
   // ffn_{gate,up}_exps.bias f32 {n_ff, n_expert}, ffn_down_exps.bias f32
   // {n_embd, n_expert} on each expert's matmuls (gpt-oss).

@@ -2,7 +2,7 @@
 // (scaled for Gemma), then per layer
 //   x += attn_output(attention(rope(q), rope(k), v))   on norm(x)
 //   x += ffn_down(act(ffn_gate, ffn_up))                on ffn_norm(x)
-// (or a mixture of experts' output, moe_ffn_block.h)
+// (or a mixture of experts' output, moe_ffn_block.h, past any leading dense layers)
 // with the architecture's variations (biases, q/k norms, post-norms, or
 // post-norms without pre-norms; sliding windows, layers without RoPE, score caps;
 // Falcon's and Cohere's attention and FFN side by side on one norm), then
@@ -211,9 +211,11 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.q = f32(t * spec_.n_embd_q());
   ws.k = f32(t * spec_.n_embd_kv());
   ws.v = f32(t * spec_.n_embd_kv());
-  if (hybrid_ffn_ == nullptr && moe_ffn_ == nullptr) {  // hybrid mode and experts have their own FFN workspace
-    ws.ffn_gate = f32(t * spec_.n_ff);
-    ws.ffn_up = f32(t * spec_.n_ff);
+  // Hybrid mode and experts have their own FFN workspace (leading dense
+  // layers before experts excepted).
+  if (hybrid_ffn_ == nullptr && (moe_ffn_ == nullptr || spec_.n_layer_dense_lead > 0)) {
+    ws.ffn_gate = f32(t * spec_.dense_ffn_width());
+    ws.ffn_up = f32(t * spec_.dense_ffn_width());
   }
   ws.tmp = f32(t * spec_.n_embd);
   if (spec_.architecture->layer_form == LayerForm::Parallel) ws.ffn_out = f32(t * spec_.n_embd);
@@ -607,14 +609,14 @@ bool LlamaModel::runs_sparse(const StepSequence& s) const {
 void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0,
                          int64_t n_tokens, bool sparse, const float* in_all, float* out_all) {
   const int64_t n_embd = spec_.n_embd;
-  const int64_t n_ff = spec_.n_ff;
+  const int64_t n_ff = spec_.dense_ffn_width();
   // The residual entering the block (the predictors' input; the layer input
   // in the parallel form), its normed rows, and the block's output rows.
   const float* x = ws.x.as<float>() + t0 * n_embd;
   float* cur = const_cast<float*>(in_all) + t0 * n_embd;
   float* out = out_all + t0 * n_embd;
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
-  if (moe_ffn_ != nullptr) {
+  if (moe_ffn_ != nullptr && spec_.layer_has_experts(layer)) {
     moe_ffn_->run(layer, w, cur, n_tokens, out);
     return;
   }

@@ -155,8 +155,10 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
       w.experts[e].down_b = down_b[e];
     }
   }
+  // DeepSeek's form: the selection bias "blk.N.exp_probs_b.bias", where present.
+  if (s.architecture->deepseek_experts) w.ffn_exp_probs_b = m.optional_vector(bias_name(l, "exp_probs_b"), s.n_expert);
   if (s.n_ff_shared > 0) {
-    w.ffn_gate_inp_shexp = m.vector(name("ffn_gate_inp_shexp"), s.n_embd);
+    if (s.architecture->shared_expert) w.ffn_gate_inp_shexp = m.vector(name("ffn_gate_inp_shexp"), s.n_embd);
     w.shared_expert = {m.matrix(name("ffn_gate_shexp"), s.n_embd, s.n_ff_shared),
                        m.matrix(name("ffn_up_shexp"), s.n_embd, s.n_ff_shared),
                        m.matrix(name("ffn_down_shexp"), s.n_ff_shared, s.n_embd),
@@ -168,32 +170,33 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
 
 void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
-  if (s.has_experts()) {
+  if (s.layer_has_experts(l)) {
     map_experts(m, s, l, w);
     return;
   }
+  const int64_t n_ff = s.dense_ffn_width();
   switch (s.architecture->ffn_layout) {
     case FfnLayout::GateUp:
-      w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, s.n_ff);
-      w.ffn_up = m.matrix(name("ffn_up"), s.n_embd, s.n_ff);
-      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_gate"), s.n_ff);
-      w.ffn_up_b = m.optional_vector(bias_name(l, "ffn_up"), s.n_ff);
+      w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, n_ff);
+      w.ffn_up = m.matrix(name("ffn_up"), s.n_embd, n_ff);
+      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_gate"), n_ff);
+      w.ffn_up_b = m.optional_vector(bias_name(l, "ffn_up"), n_ff);
       break;
     case FfnLayout::FusedGateUp: {
-      const Tensor gate_up = m.matrix(name("ffn_up"), s.n_embd, 2 * s.n_ff);
-      w.ffn_gate = row_range(gate_up, 0, s.n_ff);
-      w.ffn_up = row_range(gate_up, s.n_ff, s.n_ff);
+      const Tensor gate_up = m.matrix(name("ffn_up"), s.n_embd, 2 * n_ff);
+      w.ffn_gate = row_range(gate_up, 0, n_ff);
+      w.ffn_up = row_range(gate_up, n_ff, n_ff);
       break;
     }
     case FfnLayout::UpOnly:
-      w.ffn_gate = m.matrix(name("ffn_up"), s.n_embd, s.n_ff);
-      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_up"), s.n_ff);
+      w.ffn_gate = m.matrix(name("ffn_up"), s.n_embd, n_ff);
+      w.ffn_gate_b = m.optional_vector(bias_name(l, "ffn_up"), n_ff);
       break;
   }
   if (s.sparse_layout) {
-    w.ffn_down_t = m.matrix(name("ffn_down_t"), s.n_embd, s.n_ff);
+    w.ffn_down_t = m.matrix(name("ffn_down_t"), s.n_embd, n_ff);
   } else {
-    w.ffn_down = m.matrix(name("ffn_down"), s.n_ff, s.n_embd);
+    w.ffn_down = m.matrix(name("ffn_down"), n_ff, s.n_embd);
   }
   w.ffn_down_b = m.optional_vector(bias_name(l, "ffn_down"), s.n_embd);
 }
@@ -240,7 +243,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     map_attention(m, s, l, lw);
     lw.attn_output = m.matrix(name("attn_output"), s.n_embd_q(), s.n_embd);
     if (a.attn_output_bias) lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
-    if (a.qk_norm) {
+    if (a.qk_norm && (!a.qk_norm_optional || m.has(name("attn_q_norm")))) {
       lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : s.head_dim);
       lw.attn_k_norm = m.vector(name("attn_k_norm"), a.qk_norm_whole ? s.n_embd_kv() : s.head_dim);
     }

@@ -68,9 +68,11 @@ struct LayerWeights {
   // views only: the CPU backend runs them (layer_tensors leaves them out).
   kernels::Tensor ffn_gate_inp;        // weight dtype {n_embd, n_expert}
   kernels::Tensor ffn_gate_inp_b;      // f32 [n_expert]: the router's bias (gpt-oss); null otherwise
+  kernels::Tensor ffn_exp_probs_b;     // f32 [n_expert]: the selection bias (ExpertGating::Sigmoid); null otherwise
   std::vector<ExpertWeights> experts;  // [n_expert]
   // The shared expert (ModelSpec::n_ff_shared > 0): its gate f32 [n_embd]
-  // and its matrices, n_ff = n_ff_shared (data null otherwise).
+  // (null where ungated: Architecture::deepseek_experts) and its matrices,
+  // n_ff = n_ff_shared (data null otherwise).
   kernels::Tensor ffn_gate_inp_shexp;
   ExpertWeights shared_expert;
 };

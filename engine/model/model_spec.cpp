@@ -165,6 +165,43 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   }
 }
 
+// DeepSeek's form of a mixture (Architecture::deepseek_experts), as
+// llama.cpp's glm4_moe and dots1 load_arch_hparams read it.
+void read_deepseek_experts(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string lead_key = p + "leading_dense_block_count";
+  s.n_layer_dense_lead = file.get_i64(lead_key, 0);
+  if (s.n_layer_dense_lead < 0 || s.n_layer_dense_lead > s.n_layer) {
+    throw file.error(lead_key, "is " + std::to_string(s.n_layer_dense_lead) + ", expected 0 to the " +
+                                   std::to_string(s.n_layer) + " layers");
+  }
+  const std::string shared_key = p + "expert_shared_count";
+  const int64_t shared = file.get_i64(shared_key, 0);
+  if (shared < 0 || shared > s.n_expert) {
+    throw file.error(shared_key, "is " + std::to_string(shared) + ", expected 0 to expert_count");
+  }
+  s.n_ff_shared = s.n_ff * shared;
+  s.expert_weights_norm = file.get_bool(p + "expert_weights_norm", false);
+  const std::string scale_key = p + "expert_weights_scale";
+  const double scale = file.get_f64(scale_key, 0.0);
+  if (!(scale >= 0.0) || !std::isfinite(scale)) throw file.error(scale_key, "must be a number >= 0");
+  s.expert_weights_scale = static_cast<float>(scale);
+  const std::string gating_key = p + "expert_gating_func";
+  switch (file.get_i64(gating_key, 0)) {
+    case 0: break;  // absent or none: the architecture's
+    case 1: s.expert_gating = ExpertGating::Softmax; break;
+    case 2: s.expert_gating = ExpertGating::Sigmoid; break;
+    case 3: s.expert_gating = ExpertGating::SoftmaxOfChosen; break;
+    default:
+      throw file.error(gating_key, "is " + std::to_string(file.get_i64(gating_key)) +
+                                       ": expected 1 (softmax), 2 (sigmoid) or 3 (softmax of the chosen)");
+  }
+  const std::string groups_key = p + "expert_group_count";
+  if (file.get_i64(groups_key, 1) > 1) {
+    throw file.error(groups_key, "is " + std::to_string(file.get_i64(groups_key)) +
+                                     ": routing within expert groups (DeepSeek V3) is not supported");
+  }
+}
+
 // The mixture of experts, as llama.cpp's load_hparams and the
 // architecture's load_arch_hparams read it: expert_count (0 or absent: a
 // dense FFN, where the architecture allows one), expert_used_count, and the
@@ -195,16 +232,20 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
   s.n_expert = n_expert;
   s.n_expert_used = used;
   s.expert_weights_norm = a.expert_weights_norm;
+  s.expert_gating = a.expert_gating;
   if (a.shared_expert) s.n_ff_shared = positive_key(file, p + "expert_shared_feed_forward_length", s.n_ff);
   if (a.experts == Experts::Required) {
     // llama.cpp's fallback without the key: feed_forward_length / expert_used_count.
     const int64_t fallback = std::max<int64_t>(1, s.n_ff / used);
+    s.n_ff_dense = s.n_ff;
     s.n_ff = positive_key(file, p + "expert_feed_forward_length", fallback);
   }
+  if (a.deepseek_experts) read_deepseek_experts(file, p, s);
 }
 
 // Granite's multipliers (llama.cpp's granite load_arch_hparams): the
-// optional ones are 0 (unused) when absent.
+// optional ones are 0 (unused) when absent; MiniCPM's defaults
+// (Architecture::minicpm_scale_defaults) in their place.
 void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& s) {
   auto optional_scale = [&](const std::string& key) {
     const double v = file.get_f64(key, 0.0);
@@ -212,12 +253,19 @@ void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& 
     return static_cast<float>(v);
   };
   const std::string logit_key = p + "logit_scale";
-  if (!file.has(logit_key)) throw file.error(logit_key, "is missing (Granite's logits are divided by it)");
+  const bool minicpm = s.architecture->minicpm_scale_defaults;
+  if (!file.has(logit_key) && !minicpm) throw file.error(logit_key, "is missing (Granite's logits are divided by it)");
+  // MiniCPM's own constants (its dim_model_base 256, scale_emb 12,
+  // scale_depth 1.4) where an older file has no keys; with keys, as Granite.
   // As llama.cpp scales them: times the f32 reciprocal.
-  s.logit_multiplier = 1.0f / static_cast<float>(positive_f64(file, logit_key, 1.0));
-  if (const float e = optional_scale(p + "embedding_scale"); e != 0.0f) s.embd_scale = e;
+  s.logit_multiplier = file.has(logit_key) ? 1.0f / static_cast<float>(positive_f64(file, logit_key, 1.0))
+                                           : 256.0f / static_cast<float>(s.n_embd);
+  const float e = optional_scale(p + "embedding_scale");
+  if (e != 0.0f) s.embd_scale = e;
+  if (e == 0.0f && minicpm && !file.has(p + "embedding_scale")) s.embd_scale = 12.0f;
   s.residual_scale = optional_scale(p + "residual_scale");
-  s.attn_scale = optional_scale(p + "attention.scale");
+  if (minicpm && !file.has(p + "residual_scale")) s.residual_scale = 1.4f / std::sqrt(static_cast<float>(s.n_layer));
+  if (!minicpm) s.attn_scale = optional_scale(p + "attention.scale");  // MiniCPM's loader reads none
   const std::string finetuned = p + "rope.scaling.finetuned";
   if (file.has(finetuned)) {
     const bool* rope = file.find(finetuned)->as_bool();
@@ -254,6 +302,17 @@ ModelSpec read_model_spec(const GgufFile& file) {
   const std::string p = s.arch + ".";
   s.n_embd = positive_key(file, p + "embedding_length");
   s.n_layer = positive_key(file, p + "block_count");
+  if (a.deepseek_experts) {
+    // Multi-token prediction blocks after the model's own (GLM-4.5): loaded
+    // by llama.cpp for speculative decoding, never on the forward path.
+    const std::string nextn_key = p + "nextn_predict_layers";
+    const int64_t nextn = file.get_i64(nextn_key, 0);
+    if (nextn < 0 || nextn >= s.n_layer) {
+      throw file.error(nextn_key, "is " + std::to_string(nextn) + ", expected 0 to block_count - 1 (" +
+                                      std::to_string(s.n_layer - 1) + ")");
+    }
+    s.n_layer -= nextn;
+  }
   // Every layer has tensors of its own: a count beyond the file's tensors is
   // corrupt (and would size the per-layer tables from a made-up number).
   const auto n_tensors = static_cast<int64_t>(file.tensors().size() + file.unsupported_tensors().size());

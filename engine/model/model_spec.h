@@ -54,7 +54,7 @@ struct ModelSpec {
   std::string name;          // `general.name` (may be empty)
   int64_t n_vocab = 0;       // rows of token_embd
   int64_t n_embd = 0;        // {arch}.embedding_length
-  int64_t n_layer = 0;       // {arch}.block_count
+  int64_t n_layer = 0;       // {arch}.block_count, less {arch}.nextn_predict_layers where read
   // The FFN's width: {arch}.feed_forward_length; in a mixture of experts
   // one expert's ({arch}.expert_feed_forward_length where the architecture
   // reads it).
@@ -64,8 +64,16 @@ struct ModelSpec {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   bool expert_weights_norm = true;  // the chosen experts' weights renormalised (Architecture::expert_weights_norm)
+  ExpertGating expert_gating = ExpertGating::Softmax;  // Architecture::expert_gating, or the file's expert_gating_func
+  float expert_weights_scale = 0.0f;  // the chosen experts' weights times this ({arch}.expert_weights_scale); 0: none
+  // Architecture::deepseek_experts: layers [0, n_layer_dense_lead) have a
+  // dense FFN of width n_ff_dense ({arch}.leading_dense_block_count,
+  // feed_forward_length); the others have experts.
+  int64_t n_layer_dense_lead = 0;
+  int64_t n_ff_dense = 0;
   // The shared expert's width ({arch}.expert_shared_feed_forward_length,
-  // default feed_forward_length); 0: no shared expert.
+  // default feed_forward_length; DeepSeek's form: n_ff times
+  // expert_shared_count); 0: no shared expert.
   int64_t n_ff_shared = 0;
   int64_t n_head = 0;        // {arch}.attention.head_count
   int64_t n_head_kv = 0;     // {arch}.attention.head_count_kv (default n_head)
@@ -113,6 +121,10 @@ struct ModelSpec {
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_gqa() const { return n_head / n_head_kv; }
   bool has_experts() const { return n_expert > 0; }
+  // Whether `layer`'s FFN is the mixture (not one of the leading dense layers).
+  bool layer_has_experts(int64_t layer) const { return has_experts() && layer >= n_layer_dense_lead; }
+  // The width of the dense FFN of the layers that have one.
+  int64_t dense_ffn_width() const { return n_layer_dense_lead > 0 ? n_ff_dense : n_ff; }
   bool is_swa(int64_t layer) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(layer)]; }
 };
 

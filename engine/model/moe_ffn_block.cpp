@@ -48,39 +48,53 @@ void route_by_chosen_logits(const float* l, int64_t k, std::span<int32_t> order,
 }  // namespace
 
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights, bool normalize, ExpertGating gating) {
+                   float* weights, const Routing& routing) {
   if (n_expert > kMaxExperts || k < 1 || k > n_expert) throw std::invalid_argument("route_experts: bad counts");
   std::array<float, kMaxExperts> probs_storage;
+  std::array<float, kMaxExperts> select_storage;
   std::array<int32_t, kMaxExperts> order_storage;
   const std::span<float> probs(probs_storage.data(), static_cast<size_t>(n_expert));
   const std::span<int32_t> order(order_storage.data(), static_cast<size_t>(n_expert));
+  const bool sigmoid = routing.gating == ExpertGating::Sigmoid;
+  // What the choice ranks: the probabilities, or with a selection bias their biased copy.
+  const bool biased = sigmoid && routing.selection_bias != nullptr;
+  const std::span<float> select = biased ? std::span<float>(select_storage.data(), probs.size()) : probs;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* l = logits + t * n_expert;
-    if (gating == ExpertGating::SoftmaxOfChosen) {
+    if (routing.gating == ExpertGating::SoftmaxOfChosen) {
       route_by_chosen_logits(l, k, order, experts + t * k, weights + t * k);
       continue;
     }
-    const float max = *std::max_element(l, l + n_expert);
-    double sum = 0;
-    for (int64_t e = 0; e < n_expert; ++e) {
-      const auto p = static_cast<float>(std::exp(static_cast<double>(l[e]) - max));
-      probs[static_cast<size_t>(e)] = p;
-      sum += p;
+    if (sigmoid) {
+      for (int64_t e = 0; e < n_expert; ++e) probs[static_cast<size_t>(e)] = 1.0f / (1.0f + std::exp(-l[e]));
+      if (biased) {
+        for (int64_t e = 0; e < n_expert; ++e) select[static_cast<size_t>(e)] = probs[static_cast<size_t>(e)] + routing.selection_bias[e];
+      }
+    } else {
+      const float max = *std::max_element(l, l + n_expert);
+      double sum = 0;
+      for (int64_t e = 0; e < n_expert; ++e) {
+        const auto p = static_cast<float>(std::exp(static_cast<double>(l[e]) - max));
+        probs[static_cast<size_t>(e)] = p;
+        sum += p;
+      }
+      const auto inv = static_cast<float>(1.0 / sum);
+      for (float& p : probs) p *= inv;
     }
-    const auto inv = static_cast<float>(1.0 / sum);
-    for (float& p : probs) p *= inv;
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
-      const float pa = probs[static_cast<size_t>(a)], pb = probs[static_cast<size_t>(b)];
+      const float pa = select[static_cast<size_t>(a)], pb = select[static_cast<size_t>(b)];
       return pa > pb || (pa == pb && a < b);
     });
     double chosen_sum = 0;
     for (int64_t s = 0; s < k; ++s) chosen_sum += probs[static_cast<size_t>(order[static_cast<size_t>(s)])];
-    const float denom = normalize ? std::max(static_cast<float>(chosen_sum), 6.103515625e-5f) : 1.0f;
+    const float denom = routing.normalize ? std::max(static_cast<float>(chosen_sum), 6.103515625e-5f) : 1.0f;
+    const bool scaled = routing.scale != 0.0f && routing.scale != 1.0f;
     for (int64_t s = 0; s < k; ++s) {
       const int32_t e = order[static_cast<size_t>(s)];
       experts[t * k + s] = e;
       weights[t * k + s] = probs[static_cast<size_t>(e)] / denom;
+      if (scaled) weights[t * k + s] *= routing.scale;
     }
   }
 }
@@ -130,8 +144,11 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
   grow(n_tokens);
   backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
   if (w.ffn_gate_inp_b.data != nullptr) backend_.add_bias(logits_.data(), f32(w.ffn_gate_inp_b), n_tokens, n_expert);
-  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), spec_.expert_weights_norm,
-                spec_.architecture->expert_gating);
+  const Routing routing{.normalize = spec_.expert_weights_norm,
+                        .gating = spec_.expert_gating,
+                        .selection_bias = f32(w.ffn_exp_probs_b),
+                        .scale = spec_.expert_weights_scale};
+  route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), routing);
 
   if (n_tokens == 1) {
     run_one_token(layer, w, in, out);
@@ -190,6 +207,10 @@ void MoeFfnBlock::add_shared_expert(const LayerWeights& w, const float* in, int6
   backend_.ffn_activation(activation_, shared_gate_.data(), shared_up_.data(), n_tokens * n_ff, shared_gate_.data());
   backend_.matmul(x.down, shared_gate_.data(), n_tokens, shared_out_.data());
   const auto* g = static_cast<const float*>(w.ffn_gate_inp_shexp.data);
+  if (g == nullptr) {  // ungated (DeepSeek's form): the routed output plus the shared one
+    for (int64_t i = 0; i < n_tokens * n_embd; ++i) out[i] += shared_out_[static_cast<size_t>(i)];
+    return;
+  }
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* row = in + t * n_embd;
     float dot = 0.0f;

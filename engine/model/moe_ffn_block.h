@@ -8,7 +8,8 @@
 // (Qwen2 MoE: p_e not renormalised, plus a shared expert's output times
 // sigmoid(ffn_gate_inp_shexp · x); gpt-oss: biases on the router and on
 // each expert's three matmuls, p_e a softmax over the chosen logits, and
-// its clamped SwiGLU).
+// its clamped SwiGLU; GLM-4.5: p_e sigmoids, experts chosen with a bias,
+// weights scaled, plus an ungated shared expert).
 // Each expert runs once per step over the rows routed to it. A token's
 // output does not depend on the other tokens of the step (the matmul's bits
 // do not depend on its row count, and each token sums its experts in its own
@@ -30,11 +31,20 @@ namespace tc::model {
 // lower index), and their weights. For every token t of `logits`, f32
 // [n_tokens, n_expert], writes experts[t * k + s] and weights[t * k + s]
 // for s < k (k = n_expert_used). Gating Softmax: the weights are the
-// softmax's probabilities of the chosen experts, with `normalize` divided
-// by their sum (at least 6.1e-5, llama.cpp's clamp). SoftmaxOfChosen: a
-// softmax over the k chosen logits (`normalize` changes nothing then).
+// softmax's probabilities of the chosen experts. Sigmoid: each logit's
+// sigmoid, the experts chosen by sigmoid + selection_bias (f32 [n_expert],
+// or null). Either way `normalize` divides them by their sum (at least
+// 6.1e-5, llama.cpp's clamp), and a `scale` other than 0 and 1 multiplies
+// them after. SoftmaxOfChosen: a softmax over the k chosen logits
+// (`normalize` changes nothing then).
+struct Routing {
+  bool normalize = true;
+  ExpertGating gating = ExpertGating::Softmax;
+  const float* selection_bias = nullptr;
+  float scale = 0.0f;
+};
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
-                   float* weights, bool normalize = true, ExpertGating gating = ExpertGating::Softmax);
+                   float* weights, const Routing& routing = {});
 
 class MoeFfnBlock {
  public:
@@ -53,7 +63,8 @@ class MoeFfnBlock {
   void grow(int64_t n_tokens);
   // run() for a step of one token (a decode step), after routing.
   void run_one_token(int64_t layer, const LayerWeights& w, const float* in, float* out);
-  // out += sigmoid(ffn_gate_inp_shexp · x) * shared_expert(x), per token.
+  // out += sigmoid(ffn_gate_inp_shexp · x) * shared_expert(x), per token
+  // (the plain shared_expert(x) where it has no gate).
   void add_shared_expert(const LayerWeights& w, const float* in, int64_t n_tokens, float* out);
 
   const ModelSpec& spec_;

@@ -21,7 +21,7 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
     auto bytes = [&](const char* t) { return tensor_bytes(f, model::layer_tensor_name(l, t)); };
     b.attention += bytes("attn_norm") + bytes("attn_q") + bytes("attn_k") + bytes("attn_v") + bytes("attn_qkv") +
                    bytes("attn_output") + bytes("ffn_norm");
-    if (s.has_experts()) {  // the router, and expert_used_count of expert_count experts
+    if (s.layer_has_experts(l)) {  // the router, and expert_used_count of expert_count experts
       const double share = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
       b.ffn += bytes("ffn_gate_inp") + share * (bytes("ffn_gate_exps") + bytes("ffn_up_exps") + bytes("ffn_down_exps")) +
                bytes("ffn_gate_inp_shexp") + bytes("ffn_gate_shexp") + bytes("ffn_up_shexp") + bytes("ffn_down_shexp");

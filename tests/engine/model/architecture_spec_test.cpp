@@ -385,3 +385,91 @@ TEST_CASE("fused tensors become views of their row ranges", "[model][arch]") {
   CHECK(fw.layers[0].ffn_up.data == nullptr);  // ungated: the one matrix sits in the gate slot
   CHECK(fw.layers[0].ffn_norm.data == nullptr);
 }
+
+TEST_CASE("MiniCPM: Granite's multipliers, MiniCPM's constants where the keys are absent", "[model][arch]") {
+  const auto f = make(small("minicpm"));
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.embd_scale == 12.0f);
+  CHECK(s.residual_scale == static_cast<float>(1.4 / std::sqrt(40.0)));
+  CHECK(s.logit_multiplier == 1.0f / 9.0f);
+  CHECK(s.attn_scale == 0.0f);  // MiniCPM's loader reads no attention.scale
+  auto o = small("minicpm");
+  o.no_scale_keys = true;
+  o.n_embd = 128;
+  const auto legacy = tc::model::read_model_spec(make(o));
+  CHECK(legacy.embd_scale == 12.0f);
+  CHECK(legacy.residual_scale == 1.4f / std::sqrt(3.0f));  // 3 layers
+  CHECK(legacy.logit_multiplier == 256.0f / 128.0f);
+  // The keys, where present, win; granite still requires logit_scale.
+  const auto keyed = copy_of(make(o), "", [](tc::gguf::GgufWriter& w) { w.set("minicpm.residual_scale", Value(0.5f)); });
+  CHECK(tc::model::read_model_spec(keyed).residual_scale == 0.5f);
+  CHECK_THAT(load_error(tc::test::copy_gguf(make(small("granite")), "arch_spec_granite", "", {}, "granite.logit_scale")),
+             Catch::Contains("granite.logit_scale"));
+  auto wrong = small("llama");
+  wrong.no_scale_keys = true;
+  CHECK_THROWS_WITH(make(wrong), Catch::Contains("--no-scale-keys"));
+}
+
+TEST_CASE("DeepSeek's form of experts: dense lead, shared experts, gating, MTP blocks", "[model][arch]") {
+  auto o = small("glm4moe");
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(f.get_i64("glm4moe.block_count") == 4);
+  CHECK(s.n_layer == 3);  // the multi-token prediction block left out
+  CHECK(s.n_layer_dense_lead == 1);
+  CHECK(s.n_ff == 96);
+  CHECK(s.n_ff_dense == 192);
+  CHECK(s.dense_ffn_width() == 192);
+  CHECK(s.n_ff_shared == 96);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Sigmoid);
+  CHECK(s.expert_weights_norm);
+  CHECK(s.expert_weights_scale == 2.5f);
+  CHECK_FALSE(s.layer_has_experts(0));
+  CHECK(s.layer_has_experts(1));
+  const auto w = tc::model::map_llama_weights(f, s);
+  REQUIRE(w.layers.size() == 3);
+  CHECK(w.layers[0].ffn_gate.ne[1] == 192);
+  CHECK(w.layers[0].experts.empty());
+  CHECK(w.layers[1].ffn_gate.data == nullptr);
+  CHECK(w.layers[1].experts.size() == 4);
+  CHECK(w.layers[1].ffn_exp_probs_b.data != nullptr);
+  CHECK(w.layers[1].ffn_gate_inp_shexp.data == nullptr);  // ungated
+  CHECK(w.layers[1].shared_expert.down.ne[0] == 96);
+  CHECK(w.layers[1].attn_q_norm.data == nullptr);  // GLM-4.5-Air's: none
+  CHECK(w.layers[1].ffn_norm.data == f.tensor_data(f.tensor("blk.1.post_attention_norm.weight")).data());
+
+  // The selection bias is optional; the gating, groups and counts are checked.
+  CHECK(load_error(copy_of(f, "blk.2.exp_probs_b.bias", {})).empty());
+  auto with = [&](const char* key, Value v) {
+    return load_error(copy_of(f, "", [&](tc::gguf::GgufWriter& w) { w.set(key, v); }));
+  };
+  CHECK(tc::model::read_model_spec(copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+          w.set("glm4moe.expert_gating_func", Value(uint32_t{1}));
+        })).expert_gating == tc::model::ExpertGating::Softmax);
+  CHECK_THAT(with("glm4moe.expert_gating_func", Value(uint32_t{4})), Catch::Contains("glm4moe.expert_gating_func"));
+  CHECK_THAT(with("glm4moe.expert_group_count", Value(uint32_t{8})),
+             Catch::Contains("glm4moe.expert_group_count") && Catch::Contains("groups"));
+  CHECK_THAT(with("glm4moe.nextn_predict_layers", Value(uint32_t{4})), Catch::Contains("glm4moe.nextn_predict_layers"));
+  CHECK_THAT(with("glm4moe.leading_dense_block_count", Value(uint32_t{9})),
+             Catch::Contains("glm4moe.leading_dense_block_count"));
+  CHECK_THAT(with("glm4moe.expert_shared_count", Value(uint32_t{5})), Catch::Contains("glm4moe.expert_shared_count"));
+  CHECK_THAT(with("glm4moe.expert_weights_scale", Value(-1.0f)), Catch::Contains("glm4moe.expert_weights_scale"));
+  // A shared expert's width follows the count; a missing shared tensor is named.
+  CHECK_THAT(with("glm4moe.expert_shared_count", Value(uint32_t{2})), Catch::Contains("ffn_gate_shexp"));
+  CHECK_THAT(load_error(copy_of(f, "blk.1.ffn_down_shexp.weight", {})), Catch::Contains("blk.1.ffn_down_shexp"));
+  // Without the dense lead, layer 0's experts are missing.
+  CHECK_THAT(with("glm4moe.leading_dense_block_count", Value(uint32_t{0})), Catch::Contains("blk.0.ffn_gate_inp"));
+  // GLM-4.5's q/k norms, where the file has them, are read.
+  const auto qk = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    for (int l = 0; l < 3; ++l) {
+      for (const char* t : {"attn_q_norm", "attn_k_norm"}) {
+        w.add_tensor("blk." + std::to_string(l) + "." + t + ".weight", tc::kernels::DType::F32, {16},
+                     std::vector<std::byte>(16 * sizeof(float)));
+      }
+    }
+  });
+  const auto qs = tc::model::read_model_spec(qk);
+  CHECK(tc::model::map_llama_weights(qk, qs).layers[2].attn_q_norm.data != nullptr);
+}

@@ -90,7 +90,8 @@ TEST_CASE("expert routing picks the most probable experts and renormalises their
     for (float& l : logits) l = normal(rng);
     std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
     std::vector<float> weights(experts.size());
-    tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(), true, gating);
+    tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(),
+                             {.normalize = true, .gating = gating});
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* l = logits.data() + t * n_expert;
       std::vector<int32_t> order(static_cast<size_t>(n_expert));
@@ -108,6 +109,52 @@ TEST_CASE("expert routing picks the most probable experts and renormalises their
         total += weights[i];
       }
       CHECK(std::abs(total - 1.0) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("sigmoid routing chooses by the biased sigmoids and weighs by the unbiased ones", "[model][moe]") {
+  // DeepSeek V3's and GLM-4.5's routing against float64: sigmoid(l_e) +
+  // bias_e ranks the experts, the chosen ones weigh sigmoid(l_e),
+  // renormalised or not, then times the scale.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+  for (const bool normalize : {true, false}) {
+    for (const float scale : {0.0f, 2.5f}) {
+      for (const auto& [n_expert, k] : {std::pair<int64_t, int64_t>{8, 2}, {128, 8}, {16, 16}}) {
+        INFO(n_expert << " experts, " << k << " used, normalize " << normalize << ", scale " << scale);
+        const int64_t n_tokens = 7;
+        std::vector<float> logits(static_cast<size_t>(n_tokens * n_expert));
+        for (float& l : logits) l = normal(rng);
+        std::vector<float> bias(static_cast<size_t>(n_expert));
+        for (float& b : bias) b = uniform(rng);
+        std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
+        std::vector<float> weights(experts.size());
+        tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(),
+                                 {.normalize = normalize,
+                                  .gating = tc::model::ExpertGating::Sigmoid,
+                                  .selection_bias = bias.data(),
+                                  .scale = scale});
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          const float* l = logits.data() + t * n_expert;
+          auto sigmoid = [&](int32_t e) { return 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))); };
+          std::vector<int32_t> order(static_cast<size_t>(n_expert));
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+            return sigmoid(a) + bias[static_cast<size_t>(a)] > sigmoid(b) + bias[static_cast<size_t>(b)];
+          });
+          double sum = 0;
+          for (int64_t s = 0; s < k; ++s) sum += sigmoid(order[static_cast<size_t>(s)]);
+          for (int64_t s = 0; s < k; ++s) {
+            const size_t i = static_cast<size_t>(t * k + s);
+            CHECK(experts[i] == order[static_cast<size_t>(s)]);
+            double want = sigmoid(order[static_cast<size_t>(s)]) / (normalize ? sum : 1.0);
+            if (scale != 0.0f) want *= scale;
+            CHECK(std::abs(weights[i] - want) <= 1e-6 * std::max(1.0, want));
+          }
+        }
+      }
     }
   }
 }
@@ -151,6 +198,80 @@ TEST_CASE("a mixture of experts' logits match the float64 reference", "[model][m
       CHECK(std::count_if(layer.begin(), layer.end(), [](int64_t c) { return c > 0; }) >= 3);
     }
   }
+}
+
+TEST_CASE("DeepSeek's form of a mixture matches float64 on fresh rows", "[model][moe]") {
+  // GLM-4.5's block (glm4moe, f32): sigmoid routing chosen with the
+  // selection bias, renormalised, times 2.5, plus the ungated shared
+  // expert, for random input rows, against float64 from the file's tensors.
+  auto o = moe_options("deepseek", "f32");
+  o.arch = "glm4moe";
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const auto& spec = loaded->spec;
+  REQUIRE(spec.layer_has_experts(1));
+  const auto weights = tc::model::map_llama_weights(loaded->file, spec);
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  tc::model::MoeFfnBlock block(spec, *backend);
+  auto layer = [](const char* t) { return tc::model::layer_tensor_name(1, t); };
+  const auto& f = loaded->file;
+  const auto router = tc::test::load_matrix(f, layer("ffn_gate_inp"));
+  const auto gate = tc::test::load_matrix(f, layer("ffn_gate_exps"));
+  const auto up = tc::test::load_matrix(f, layer("ffn_up_exps"));
+  const auto down = tc::test::load_matrix(f, layer("ffn_down_exps"));
+  const auto bias = tc::test::load_matrix(f, "blk.1.exp_probs_b.bias")[0];
+  const auto sh_gate = tc::test::load_matrix(f, layer("ffn_gate_shexp"));
+  const auto sh_up = tc::test::load_matrix(f, layer("ffn_up_shexp"));
+  const auto sh_down = tc::test::load_matrix(f, layer("ffn_down_shexp"));
+  const auto n_embd = static_cast<size_t>(spec.n_embd), n_ff = static_cast<size_t>(spec.n_ff);
+  const auto k = static_cast<size_t>(spec.n_expert_used);
+  // down · silu(gate · h) * (up · h) over rows [first, first + width) of the stacks.
+  auto swiglu = [&](const auto& g, const auto& u, const auto& d, size_t ff_first, size_t embd_first, size_t width,
+                    const std::vector<double>& h) {
+    std::vector<double> a(width), y(n_embd, 0.0);
+    for (size_t j = 0; j < width; ++j) {
+      double gv = 0, uv = 0;
+      for (size_t c = 0; c < n_embd; ++c) {
+        gv += g[ff_first + j][c] * h[c];
+        uv += u[ff_first + j][c] * h[c];
+      }
+      a[j] = gv / (1.0 + std::exp(-gv)) * uv;
+    }
+    for (size_t r = 0; r < n_embd; ++r) {
+      for (size_t j = 0; j < width; ++j) y[r] += d[embd_first + r][j] * a[j];
+    }
+    return y;
+  };
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  size_t compared = 0;
+  for (const int64_t n_tokens : {int64_t{1}, int64_t{7}}) {
+    std::vector<float> in(static_cast<size_t>(n_tokens) * n_embd), out(in.size());
+    for (float& x : in) x = normal(rng);
+    block.run(1, weights.layers[1], in.data(), n_tokens, out.data());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const std::vector<double> h(in.begin() + static_cast<std::ptrdiff_t>(t * spec.n_embd),
+                                  in.begin() + static_cast<std::ptrdiff_t>((t + 1) * spec.n_embd));
+      const auto logits = tc::test::matvec(router, h);
+      std::vector<double> p(logits.size()), sel(logits.size());
+      for (size_t e = 0; e < p.size(); ++e) sel[e] = (p[e] = 1.0 / (1.0 + std::exp(-logits[e]))) + bias[e];
+      std::vector<size_t> order(p.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sel[a] > sel[b]; });
+      if (sel[order[k - 1]] - sel[order[k]] < 1e-5) continue;  // a near-tie f32 may break the other way
+      double chosen = 0;
+      for (size_t i = 0; i < k; ++i) chosen += p[order[i]];
+      auto y = swiglu(sh_gate, sh_up, sh_down, 0, 0, n_ff, h);
+      for (size_t i = 0; i < k; ++i) {
+        const size_t e = order[i];
+        const auto d = swiglu(gate, up, down, e * n_ff, e * n_embd, n_ff, h);
+        for (size_t r = 0; r < n_embd; ++r) y[r] += 2.5 * p[e] / chosen * d[r];
+      }
+      CHECK(tc::test::relative_error(out.data() + t * spec.n_embd, y) < 1e-5);
+      ++compared;
+    }
+  }
+  CHECK(compared >= 6);
 }
 
 TEST_CASE("a mixture of experts gives each sequence of a step the logits it has alone", "[model][moe][forward]") {
