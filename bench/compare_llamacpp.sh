@@ -27,11 +27,15 @@
 # 128, 4 KV heads; vocab 32000) and "oss-layers" (4 layers of
 # gpt-oss-20b's shape: n_embd 2880, 32 experts of width 2880, 4 per token,
 # 64 heads of 64, 8 KV heads, a 128 window on every other layer, YaRN x32
-# from 4096; vocab 32000), each in every type asked for (any
-# `make-model --type`).
+# from 4096; vocab 32000) and "mla-layers" (8 layers of DeepSeek-V2-Lite's
+# widths under V3's attention form: deepseek2, n_embd 2048, 16 heads of
+# 192 (64 rotated) decompressed from a 512 latent and a 1536 compressed
+# query, one dense layer twice an expert's width, then 64 experts of width
+# 1408, 6 per token, routed within 2 of 4 groups, one shared; vocab 32000), each in
+# every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN]
-#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
 #   -p 0 skips the prompt test (decode only).
@@ -101,7 +105,8 @@ model_args() {
     7b-layers) echo "--n-embd 4096 --n-layer 4 --n-ff 11008 --n-head 32 --n-head-kv 32 --n-vocab 32000" ;;
     a3b-layers) echo "--arch qwen3moe --n-embd 2048 --n-layer 8 --n-ff 768 --n-head 32 --n-head-kv 4 --head-dim 128 --experts 128 --experts-used 8 --n-vocab 32000" ;;
     oss-layers) echo "--arch gpt-oss --n-embd 2880 --n-layer 4 --n-ff 2880 --n-head 64 --n-head-kv 8 --head-dim 64 --experts 32 --experts-used 4 --n-vocab 32000 --n-ctx 131072 --rope-scale-yarn 32" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers)" >&2; exit 2 ;;
+    mla-layers) echo "--arch deepseek2 --n-embd 2048 --n-layer 8 --n-ff 1408 --n-head 16 --n-head-kv 1 --head-dim 192 --rope-dims 64 --kv-lora-rank 512 --q-lora-rank 1536 --experts 64 --experts-used 6 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"

@@ -122,6 +122,10 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
+  sub->add_option("--kv-lora-rank", o->kv_lora_rank,
+                  "deepseek2: the cached latent's width (attention.kv_lora_rank; default 2 * head_dim)");
+  sub->add_option("--q-lora-rank", o->q_lora_rank,
+                  "deepseek2: the compressed query's width (attention.q_lora_rank; default: none, attn_q directly)");
   sub->add_flag("--no-scale-keys", o->no_scale_keys,
                 "minicpm: write no embedding, residual or logit multiplier keys (files converted before they existed)");
   sub->add_option("--tokenizer", *tokenizer,

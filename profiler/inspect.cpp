@@ -120,9 +120,22 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (s.expert_gating == model::ExpertGating::SoftmaxOfChosen && s.has_experts()) {
     out.emplace_back("softmax over the chosen experts");
   }
-  if (s.expert_gating == model::ExpertGating::Sigmoid && s.has_experts()) {
+  if (s.has_experts() && s.expert_gating != model::ExpertGating::SoftmaxOfChosen) {
     const bool biased = has("blk." + std::to_string(s.n_layer - 1) + ".exp_probs_b.bias");
-    out.emplace_back(biased ? "sigmoid routing with a selection bias" : "sigmoid routing");
+    const bool sigmoid = s.expert_gating == model::ExpertGating::Sigmoid;
+    if (sigmoid || biased) {
+      out.push_back(std::string(sigmoid ? "sigmoid" : "softmax") + " routing" + (biased ? " with a selection bias" : ""));
+    }
+  }
+  if (s.has_experts() && s.expert_groups > 1) {
+    out.push_back("experts chosen within " + std::to_string(s.expert_groups_used) + " of " +
+                  std::to_string(s.expert_groups) + " groups");
+  }
+  if (s.is_mla()) {
+    out.push_back("latent attention (MLA: a cached latent of " + std::to_string(s.kv_lora_rank) + " + " +
+                  std::to_string(s.n_rot) + " rotated values; heads of " + std::to_string(s.head_dim_k_mla) + " / " +
+                  std::to_string(s.head_dim_v_mla) +
+                  (s.q_lora_rank > 0 ? "; a compressed query of " + std::to_string(s.q_lora_rank) : "") + ")");
   }
   if (s.expert_weights_scale != 0.0f && s.expert_weights_scale != 1.0f && s.has_experts()) {
     std::snprintf(buf, sizeof buf, "expert weights x %g", static_cast<double>(s.expert_weights_scale));

@@ -136,6 +136,9 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
+  only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
+  require(!a.mla || o.n_head_kv == 1, "latent attention caches one KV head: --n-head-kv 1");
+  require(o.kv_lora_rank >= 0 && o.q_lora_rank >= 0, "--kv-lora-rank and --q-lora-rank must be >= 0");
   require(int(o.rope_scale_linear > 0) + int(o.rope_scale_yarn > 0) + int(o.longrope_orig_ctx > 0) <= 1,
           "--rope-scale-linear, --rope-scale-yarn and --longrope are different rope.scaling.types: pick one");
   require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
@@ -214,7 +217,7 @@ void add_f32_vector(gguf::GgufWriter& w, const std::string& name, std::vector<fl
 // The keys of architecture `a` beyond the shared ones, as llama.cpp reads them.
 void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf::GgufWriter& w) {
   const std::string p = std::string(a.name) + ".";
-  if (o.head_dim > 0) {
+  if (o.head_dim > 0 && !a.mla) {  // latent attention writes its own (make_model)
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
   }
@@ -240,6 +243,8 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
       w.set(p + "rope.scaling.yarn_log_multiplier", gguf::Value(1.0f));
       w.set(p + "attention.temperature_scale", gguf::Value(0.1f));
     }
+    // DeepSeek-V2-Lite's mscale_all_dim 0.707, times 0.1 as its converter writes it.
+    if (a.mla) w.set(p + "rope.scaling.yarn_log_multiplier", gguf::Value(0.0707f));
   }
   if (o.longrope_orig_ctx > 0) {
     w.set(p + "rope.scaling.type", gguf::Value(std::string("longrope")));
@@ -322,7 +327,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   const bool layer_norm = a.norm != model::NormKind::Rms;
   const bool norm_bias = a.norm == model::NormKind::Layer;
   const int64_t head_dim = head_dim_of(o);
-  const int64_t n_rot = o.n_rot > 0 ? o.n_rot : head_dim;  // rotated dimensions per head
+  // Latent attention rotates half of each head by default (DeepSeek's 64 of 192).
+  const int64_t n_rot = o.n_rot > 0 ? o.n_rot : (a.mla ? head_dim / 2 : head_dim);  // rotated dimensions per head
+  const int64_t kv_lora = a.mla ? (o.kv_lora_rank > 0 ? o.kv_lora_rank : 2 * head_dim) : 0;
   w.set("general.architecture", gguf::Value(arch));
   w.set("general.name", gguf::Value(o.name));
   w.set("general.file_type", gguf::Value(types.file_type));
@@ -341,6 +348,14 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
+  if (a.mla) {  // as llama.cpp's converter writes them: the cached row's widths, then a head's
+    w.set(p + "attention.kv_lora_rank", gguf::Value(static_cast<uint32_t>(kv_lora)));
+    if (o.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(o.q_lora_rank)));
+    w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(kv_lora + n_rot)));
+    w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(kv_lora)));
+    w.set(p + "attention.key_length_mla", gguf::Value(static_cast<uint32_t>(head_dim)));
+    w.set(p + "attention.value_length_mla", gguf::Value(static_cast<uint32_t>(head_dim)));
+  }
   w.set(p + (layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
         gguf::Value(static_cast<float>(o.rms_eps)));
   w.set(p + "rope.freq_base", gguf::Value(static_cast<float>(o.rope_freq_base)));
@@ -348,19 +363,27 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   if (o.n_expert > 0) {
     w.set(p + "expert_count", gguf::Value(static_cast<uint32_t>(o.n_expert)));
     w.set(p + "expert_used_count", gguf::Value(static_cast<uint32_t>(o.n_expert_used)));
-    if (a.experts == model::Experts::Required) {
+    if (a.experts == model::Experts::Required || a.deepseek_experts) {
       w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
     }
     if (a.shared_expert) {  // twice an expert's width, as Qwen1.5-MoE's 5632 to 1408 is four times
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
     }
-    if (deepseek) {  // GLM-4.5's routing: sigmoid, renormalised, scaled by 2.5; one shared expert
+    if (deepseek && a.name == "ernie4_5-moe") {  // ERNIE 4.5's: softmax, renormalised; the shared expert by width
+      w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
+      w.set(p + "interleave_moe_layer_step", gguf::Value(uint32_t{1}));
+      w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
+    } else if (deepseek) {  // GLM-4.5's routing: sigmoid, renormalised, scaled by 2.5; one shared expert
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
       w.set(p + "expert_weights_norm", gguf::Value(true));
       w.set(p + "expert_weights_scale", gguf::Value(2.5f));
       w.set(p + "expert_gating_func", gguf::Value(uint32_t{2}));
       if (n_nextn > 0) w.set(p + "nextn_predict_layers", gguf::Value(static_cast<uint32_t>(n_nextn)));
+      if (a.mla && o.n_expert >= 8 && o.n_expert % 4 == 0) {  // DeepSeek V3's routing within groups
+        w.set(p + "expert_group_count", gguf::Value(uint32_t{4}));
+        w.set(p + "expert_group_used_count", gguf::Value(uint32_t{2}));
+      }
     }
   }
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
@@ -410,13 +433,36 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" ||
                         a.name == "glm4moe" || all_biases;
   const bool output_bias = a.name == "gpt-oss" || all_biases;
+  // Latent attention's tensors of layer l (llama.cpp's deepseek2 names):
+  // attn_k_b and attn_v_b hold one slice per head; a slice narrower than the
+  // weight type's block stays f16, as llama.cpp's quantizer leaves it.
+  auto add_mla_tensors = [&](int64_t l) {
+    auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
+    if (o.q_lora_rank > 0) {
+      matrix(name("attn_q_a"), types.base, o.n_embd, o.q_lora_rank, sd_for(o.n_embd));
+      norm(name("attn_q_a_norm"), o.q_lora_rank);
+      matrix(name("attn_q_b"), types.base, o.q_lora_rank, n_embd_q, sd_for(o.q_lora_rank));
+    } else {
+      matrix(name("attn_q"), types.base, o.n_embd, n_embd_q, sd_for(o.n_embd));
+    }
+    matrix(name("attn_kv_a_mqa"), types.base, o.n_embd, kv_lora + n_rot, sd_for(o.n_embd));
+    norm(name("attn_kv_a_norm"), kv_lora);
+    const int64_t nope = head_dim - n_rot;
+    const DType k_b_type = nope % kernels::dtype_traits(types.base).block_size == 0 ? types.base : DType::F16;
+    add_random_tensor(w, name("attn_k_b"), k_b_type, {nope, kv_lora, o.n_head}, 0.0f, sd_for(nope), o.seed,
+                      tensor_idx++, n_threads);
+    add_random_tensor(w, name("attn_v_b"), types.heavy, {kv_lora, head_dim, o.n_head}, 0.0f, sd_for(kv_lora), o.seed,
+                      tensor_idx++, n_threads);
+  };
   // GLM-4.5-Air has no q/k norms (the optional ones stay out).
   const bool qk_norm = a.qk_norm && !a.qk_norm_optional;
   for (int64_t l = 0; l < o.n_layer + n_nextn; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     if (a.pre_norms) norm_with_bias(name("attn_norm"));
     if (o.attn_norm_2) norm_with_bias(name("attn_norm_2"));
-    if (fused_qkv) {
+    if (a.mla) {
+      add_mla_tensors(l);
+    } else if (fused_qkv) {
       matrix(name("attn_qkv"), types.base, o.n_embd, n_embd_q + 2 * n_embd_kv, sd_for(o.n_embd));
       if (qkv_bias) bias(l, "attn_qkv", n_embd_q + 2 * n_embd_kv);
     } else {
@@ -429,6 +475,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         bias(l, "attn_v", n_embd_kv);
       }
     }
+    // Under latent attention the heads' values (head_dim each) enter attn_output too.
     matrix(name("attn_output"), types.base, n_embd_q, o.n_embd, sd_for(n_embd_q));
     if (output_bias) bias(l, "attn_output", o.n_embd);
     if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);

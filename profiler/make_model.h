@@ -115,6 +115,13 @@ struct MakeModelOptions {
   // minicpm: none of the multiplier keys, as files converted before they
   // existed (the loader's MiniCPM constants apply).
   bool no_scale_keys = false;
+  // deepseek2 (multi-head latent attention): the cached latent's width
+  // (attention.kv_lora_rank; 0: 2 * head_dim) and the compressed query's
+  // (attention.q_lora_rank; 0: attn_q directly, as V2-Lite). A head's query
+  // and value are head_dim wide, its first --rope-dims (default head_dim/2)
+  // rotated ones last.
+  int64_t kv_lora_rank = 0;
+  int64_t q_lora_rank = 0;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;
   std::filesystem::path vocab_text;   // empty: the corpus shipped in profiler/data
   // Set: the family's vocab (profiler/family_vocab.h, seed 1) instead of one

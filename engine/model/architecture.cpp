@@ -102,6 +102,7 @@ const std::array kArchitectures{
                  .qk_norm_optional = true,
                  .sliding_window = {},
                  .experts = Experts::Required,
+                 .expert_weights_norm = false,
                  .ffn_norm_name = "post_attention_norm",
                  .expert_gating = ExpertGating::Sigmoid,
                  .deepseek_experts = true},
@@ -113,7 +114,28 @@ const std::array kArchitectures{
                  .qk_norm = true,
                  .sliding_window = {},
                  .experts = Experts::Required,
+                 .expert_weights_norm = false,
                  .deepseek_experts = true},
+    // ERNIE 4.5 MoE (21B-A3B, 300B-A47B): ernie4_5's attention over
+    // DeepSeek's form of experts, softmax routing renormalised, a selection
+    // bias where present, one shared expert of
+    // expert_shared_feed_forward_length.
+    Architecture{.name = "ernie4_5-moe",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .attn_output_bias = false,
+                 .deepseek_experts = true},
+    // DeepSeek V2 / V2-Lite / V3 / R1, Kimi K2, GLM-4.7-Flash: multi-head
+    // latent attention and DeepSeek's experts (dense where expert_count is
+    // 0); softmax routing unless the file names its gating.
+    Architecture{.name = "deepseek2",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .expert_weights_norm = false,
+                 .deepseek_experts = true,
+                 .mla = true},
     // SmolLM3: llama without RoPE in every fourth layer.
     Architecture{.name = "smollm3", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .no_rope_period = 4},
     // ERNIE 4.5 (the dense 0.3B): llama's graph (an attn_output.bias in the

@@ -181,6 +181,13 @@ struct Architecture {
   // expert_feed_forward_length * count). The last
   // {arch}.nextn_predict_layers blocks (multi-token prediction) are skipped.
   bool deepseek_experts = false;
+  // DeepSeek's multi-head latent attention (MLA), as llama.cpp runs it
+  // absorbed: a compressed latent row per token (attn_kv_a_mqa, then
+  // attn_kv_a_norm) cached as the one KV head, queries from attn_q or the
+  // low-rank attn_q_a / attn_q_a_norm / attn_q_b, each head's non-rotated
+  // part taken into the latent by attn_k_b and its output out of it by
+  // attn_v_b (ModelSpec::is_mla).
+  bool mla = false;
   // With experts: biases ffn_gate_inp.bias f32 [n_expert] on the router and
   // ffn_{gate,up}_exps.bias f32 {n_ff, n_expert}, ffn_down_exps.bias f32
   // {n_embd, n_expert} on each expert's matmuls (gpt-oss).

@@ -48,18 +48,19 @@ std::string_view linear_input_name(LinearInput site) {
 
 void LlamaModel::set_observer(ForwardObserver* observer) {
   if (observer != nullptr) require_host_backend(backend_, "a forward observer (profiling, predictor training)");
-  if (observer != nullptr && spec_.has_experts()) {
-    throw std::invalid_argument("profiling and predictor training read a dense FFN's neurons; this model is a "
-                                "mixture of experts");
+  if (observer != nullptr && (spec_.has_experts() || spec_.is_mla())) {
+    throw std::invalid_argument("profiling and predictor training read a dense FFN's neurons and llama's "
+                                "attention; this model is a mixture of experts or has latent attention");
   }
   observer_ = observer;
 }
 
 void LlamaModel::set_input_sparsifier(InputSparsifier* sparsifier) {
   if (sparsifier != nullptr) require_host_backend(backend_, "an input sparsifier (TEAL)");
-  if (sparsifier != nullptr && spec_.has_experts()) {
-    throw std::invalid_argument("TEAL sparsity (--sparsity teal:X) is calibrated on a dense FFN; this model is a "
-                                "mixture of experts: use --sparsity dense");
+  if (sparsifier != nullptr && (spec_.has_experts() || spec_.is_mla())) {
+    throw std::invalid_argument("TEAL sparsity (--sparsity teal:X) is calibrated on a dense FFN and llama's "
+                                "attention; this model is a mixture of experts or has latent attention: use "
+                                "--sparsity dense");
   }
   sparsifier_ = sparsifier;
 }
@@ -123,6 +124,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
     repacked_weight_bytes_ = repack_for_cpu_matmul(weights_, repack, pool, weight_storage_);
   }
   if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
+  if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (!is_relu_family(spec_.ffn_form)) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu); " +
@@ -169,6 +171,11 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
 LlamaModel::~LlamaModel() = default;
 
 void LlamaModel::check_experts(const LoadedModel& model, bool hybrid_mode) const {
+  if (spec_.is_mla() && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
+                         options_.ffn_mode == FfnMode::Sparse)) {
+    throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
+                                "far (--device cpu), with the dense FFN (--sparsity dense)");
+  }
   if (!spec_.has_experts()) return;
   const std::string what = model.file.path() + " is a mixture of experts (" + std::to_string(spec_.n_expert_used) +
                            " of " + std::to_string(spec_.n_expert) + " experts per token)";
@@ -475,6 +482,32 @@ void LlamaModel::scale_queries_by_position(kernels::Backend& b, float* q, int64_
   }
 }
 
+void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* cur,
+                             int64_t n_tokens, const int32_t* positions, float* q, float* k, float* v) {
+  const int64_t n_embd_q = spec_.n_embd_q();
+  const int64_t n_embd_kv = spec_.n_embd_kv();
+  auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
+  const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
+  b.matmul_many(qkv, cur, n_tokens);
+  if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
+  if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
+  if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
+  if (w.attn_q_norm.data != nullptr) {  // before RoPE: each head on its own, or each token's whole q and k
+    const auto eps = static_cast<float>(spec_.rms_eps);
+    const bool whole = spec_.architecture->qk_norm_whole;
+    b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : spec_.head_dim,
+               eps, q);
+    b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * spec_.n_head_kv,
+               whole ? n_embd_kv : spec_.head_dim, eps, k);
+  }
+  if (rotates(layer)) {
+    const kernels::RopeParams rope = rope_params(b, layer);
+    b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
+    b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
+  }
+  if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
+}
+
 void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w,
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
@@ -496,25 +529,13 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (parallel) run_ffn_runs(b, ws, w, layer, sequences, cur, ws.ffn_out.as<float>());
   if (w.attn_norm_2.data != nullptr) norm(b, x, w.attn_norm_2, w.attn_norm_2_b, n_tokens, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
-  const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
-  b.matmul_many(qkv, cur, n_tokens);
-  if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
-  if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
-  if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
-  if (w.attn_q_norm.data != nullptr) {  // before RoPE: each head on its own, or each token's whole q and k
-    const auto eps = static_cast<float>(spec_.rms_eps);
-    const bool whole = spec_.architecture->qk_norm_whole;
-    b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : spec_.head_dim,
-               eps, q);
-    b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * spec_.n_head_kv,
-               whole ? n_embd_kv : spec_.head_dim, eps, k);
+  if (mla_ != nullptr) {
+    // The latent row is the one KV head's key and its value (one cached matrix).
+    mla_->project(w, cur, n_tokens, positions, rope_params(b, layer), q, k);
+    v = k;
+  } else {
+    project_qkv(b, w, layer, cur, n_tokens, positions, q, k, v);
   }
-  if (rotates(layer)) {
-    const kernels::RopeParams rope = rope_params(b, layer);
-    b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
-    b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
-  }
-  if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
   int64_t t = 0;
   attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
   for (const auto& s : sequences) {
@@ -523,7 +544,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     uint16_t* k_cache = kv.k(s.slot, layer);
     uint16_t* v_cache = kv.v(s.slot, layer);
     b.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
-    b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
+    if (v_cache != k_cache) b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
     attention_sequences_.push_back(
         {q + t * n_embd_q, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd_q});
     t += n;
@@ -531,8 +552,13 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
                                            spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks)};
   b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim, attention);
-  prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
-  b.matmul(w.attn_output, cur, n_tokens, tmp);
+  if (mla_ != nullptr) {
+    mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run
+    b.matmul(w.attn_output, q, n_tokens, tmp);
+  } else {
+    prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
+    b.matmul(w.attn_output, cur, n_tokens, tmp);
+  }
   if (w.attn_output_b.data != nullptr) b.add_bias(tmp, f32(w.attn_output_b), n_tokens, n_embd);
   if (w.attn_post_norm.data != nullptr) {
     b.rms_norm(tmp, f32(w.attn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);

@@ -19,6 +19,7 @@
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/model/transposed_down.h"
 #include "engine/model/loaded_model.h"
+#include "engine/model/mla_attention.h"
 #include "engine/model/moe_ffn_block.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
@@ -241,6 +242,11 @@ class LlamaModel {
   // One layer on backend `b` over workspace `ws`; positions: i32 [T] that b can read.
   void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w, int64_t layer,
                  std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
+  // q f32 [n_tokens, n_embd_q] and k, v f32 [n_tokens, n_embd_kv] from the
+  // normed input cur: the projections, biases, q/k norms, RoPE and query
+  // temperature of the layer (every architecture's but latent attention).
+  void project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* cur, int64_t n_tokens,
+                   const int32_t* positions, float* q, float* k, float* v);
 
   // The FFN block over the step's rows, in runs of sequences that take the
   // same path (dense or sparse): out = FFN(in), in the normed input, f32
@@ -279,6 +285,7 @@ class LlamaModel {
   std::vector<kernels::Buffer> down_t_storage_;   // ffn_down_t built from ffn_down (sparse mode, GGUF files)
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
+  std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode

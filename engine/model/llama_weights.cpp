@@ -108,10 +108,31 @@ std::string bias_name(int64_t layer, std::string_view tensor) {
   return "blk." + std::to_string(layer) + "." + std::string(tensor) + ".bias";
 }
 
+// Multi-head latent attention's tensors (llama.cpp's deepseek2 names).
+void map_mla(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const int64_t n_q = s.n_head * s.head_dim_k_mla;
+  if (s.q_lora_rank > 0) {
+    w.mla_q_a = m.matrix(name("attn_q_a"), s.n_embd, s.q_lora_rank);
+    w.mla_q_a_norm = m.vector(name("attn_q_a_norm"), s.q_lora_rank);
+    w.mla_q_b = m.matrix(name("attn_q_b"), s.q_lora_rank, n_q);
+  } else {
+    w.attn_q = m.matrix(name("attn_q"), s.n_embd, n_q);
+  }
+  w.mla_kv_a = m.matrix(name("attn_kv_a_mqa"), s.n_embd, s.kv_lora_rank + s.n_rot);
+  w.mla_kv_a_norm = m.vector(name("attn_kv_a_norm"), s.kv_lora_rank);
+  w.mla_k_b_heads = m.expert_matrices(name("attn_k_b"), s.head_dim_k_mla - s.n_rot, s.kv_lora_rank, s.n_head);
+  w.mla_v_b_heads = m.expert_matrices(name("attn_v_b"), s.kv_lora_rank, s.head_dim_v_mla, s.n_head);
+}
+
 // q, k and v: separate tensors, or llama.cpp's fused attn_qkv (rows: q, then
 // k, then v) split into views; biases likewise.
 void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  if (s.is_mla()) {
+    map_mla(m, s, l, w);
+    return;
+  }
   const int64_t n_q = s.n_embd_q(), n_kv = s.n_embd_kv();
   if (s.architecture->fused_qkv_only || m.has(name("attn_qkv"))) {
     const Tensor qkv = m.matrix(name("attn_qkv"), s.n_embd, n_q + 2 * n_kv);
@@ -241,7 +262,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
     }
     map_attention(m, s, l, lw);
-    lw.attn_output = m.matrix(name("attn_output"), s.n_embd_q(), s.n_embd);
+    lw.attn_output = m.matrix(name("attn_output"), s.n_embd_attn_out(), s.n_embd);
     if (a.attn_output_bias) lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
     if (a.qk_norm && (!a.qk_norm_optional || m.has(name("attn_q_norm")))) {
       lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : s.head_dim);

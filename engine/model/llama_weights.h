@@ -63,6 +63,19 @@ struct LayerWeights {
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
   kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
 
+  // Multi-head latent attention (ModelSpec::is_mla; attn_k/v null, attn_q
+  // only without a compressed query). Host views only, as the experts'.
+  kernels::Tensor mla_q_a;        // attn_q_a, weight dtype {n_embd, q_lora_rank}; null without a compressed query
+  kernels::Tensor mla_q_a_norm;   // attn_q_a_norm, f32 [q_lora_rank]
+  kernels::Tensor mla_q_b;        // attn_q_b, weight dtype {q_lora_rank, n_head * head_dim_k_mla}
+  kernels::Tensor mla_kv_a;       // attn_kv_a_mqa, weight dtype {n_embd, kv_lora_rank + n_rot}: the latent, then k's rotated part
+  kernels::Tensor mla_kv_a_norm;  // attn_kv_a_norm, f32 [kv_lora_rank]
+  // [n_head] slices of attn_k_b {head_dim_k_mla - n_rot, kv_lora_rank,
+  // n_head} and attn_v_b {kv_lora_rank, head_dim_v_mla, n_head}: head h's
+  // query absorption into the latent, and its value out of it.
+  std::vector<kernels::Tensor> mla_k_b_heads;  // weight dtype {head_dim_k_mla - n_rot, kv_lora_rank} each
+  std::vector<kernels::Tensor> mla_v_b_heads;  // weight dtype {kv_lora_rank, head_dim_v_mla} each
+
   // A mixture of experts (ModelSpec::has_experts; ffn_gate/up/down are then
   // null): the router, row e = expert e's logit, and the experts. Host
   // views only: the CPU backend runs them (layer_tensors leaves them out).

@@ -167,25 +167,41 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
 
 // DeepSeek's form of a mixture (Architecture::deepseek_experts), as
 // llama.cpp's glm4_moe and dots1 load_arch_hparams read it.
-void read_deepseek_experts(const GgufFile& file, const std::string& p, ModelSpec& s) {
+void read_deepseek_experts(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
   const std::string lead_key = p + "leading_dense_block_count";
   s.n_layer_dense_lead = file.get_i64(lead_key, 0);
   if (s.n_layer_dense_lead < 0 || s.n_layer_dense_lead > s.n_layer) {
     throw file.error(lead_key, "is " + std::to_string(s.n_layer_dense_lead) + ", expected 0 to the " +
                                    std::to_string(s.n_layer) + " layers");
   }
-  const std::string shared_key = p + "expert_shared_count";
-  const int64_t shared = file.get_i64(shared_key, 0);
-  if (shared < 0 || shared > s.n_expert) {
-    throw file.error(shared_key, "is " + std::to_string(shared) + ", expected 0 to expert_count");
+  const std::string step_key = p + "interleave_moe_layer_step";
+  if (file.get_i64(step_key, 1) != 1) {
+    throw file.error(step_key, "is " + std::to_string(file.get_i64(step_key)) +
+                                   ": experts in every step-th layer only are not supported (1: every layer)");
   }
-  s.n_ff_shared = s.n_ff * shared;
-  s.expert_weights_norm = file.get_bool(p + "expert_weights_norm", false);
+  // expert_shared_count experts of an expert's width, stored as one; or
+  // ERNIE 4.5's one of expert_shared_feed_forward_length.
+  const std::string shared_key = p + "expert_shared_count";
+  const std::string shared_width_key = p + "expert_shared_feed_forward_length";
+  if (!file.has(shared_key) && file.has(shared_width_key)) {
+    s.n_ff_shared = positive_key(file, shared_width_key);
+  } else {
+    const int64_t shared = file.get_i64(shared_key, 0);
+    if (shared < 0 || shared > s.n_expert) {
+      throw file.error(shared_key, "is " + std::to_string(shared) + ", expected 0 to expert_count");
+    }
+    s.n_ff_shared = s.n_ff * shared;
+  }
+  s.expert_weights_norm = file.get_bool(p + "expert_weights_norm", a.expert_weights_norm);
   const std::string scale_key = p + "expert_weights_scale";
   const double scale = file.get_f64(scale_key, 0.0);
   if (!(scale >= 0.0) || !std::isfinite(scale)) throw file.error(scale_key, "must be a number >= 0");
   s.expert_weights_scale = static_cast<float>(scale);
   const std::string gating_key = p + "expert_gating_func";
+  // llama.cpp's rule for deepseek2 files without the key: GLM-4.7-Flash's
+  // (47 or 48 layers, 154880 tokens) route by sigmoid, DeepSeek V2's by softmax.
+  const int64_t n_vocab = file.find_tensor("token_embd.weight") != nullptr ? file.tensor("token_embd.weight").ne.back() : 0;
+  if (a.mla && (s.n_layer == 47 || s.n_layer == 48) && n_vocab == 154880) s.expert_gating = ExpertGating::Sigmoid;
   switch (file.get_i64(gating_key, 0)) {
     case 0: break;  // absent or none: the architecture's
     case 1: s.expert_gating = ExpertGating::Softmax; break;
@@ -196,10 +212,77 @@ void read_deepseek_experts(const GgufFile& file, const std::string& p, ModelSpec
                                        ": expected 1 (softmax), 2 (sigmoid) or 3 (softmax of the chosen)");
   }
   const std::string groups_key = p + "expert_group_count";
-  if (file.get_i64(groups_key, 1) > 1) {
-    throw file.error(groups_key, "is " + std::to_string(file.get_i64(groups_key)) +
-                                     ": routing within expert groups (DeepSeek V3) is not supported");
+  const std::string used_key = p + "expert_group_used_count";
+  s.expert_groups = std::max<int64_t>(1, file.get_i64(groups_key, 1));
+  if (s.expert_groups > 1) {
+    if (s.n_expert % s.expert_groups != 0) {
+      throw file.error(groups_key, "is " + std::to_string(s.expert_groups) + ", which does not divide expert_count " +
+                                       std::to_string(s.n_expert));
+    }
+    s.expert_groups_used = positive_key(file, used_key);
+    const int64_t per_group = s.n_expert / s.expert_groups;
+    if (s.expert_groups_used > s.expert_groups || s.expert_groups_used * per_group < s.n_expert_used || per_group < 2) {
+      throw file.error(used_key, "is " + std::to_string(s.expert_groups_used) + " of " + std::to_string(s.expert_groups) +
+                                     " groups of " + std::to_string(per_group) + " experts: expected enough for " +
+                                     std::to_string(s.n_expert_used) + " experts, and groups of 2 or more");
+    }
   }
+}
+
+// Multi-head latent attention (Architecture::mla), as llama.cpp's
+// deepseek2 load_arch_hparams and graph read it; after read_rope.
+void read_mla(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  s.kv_lora_rank = positive_key(file, p + "attention.kv_lora_rank");
+  const std::string q_rank_key = p + "attention.q_lora_rank";
+  s.q_lora_rank = file.has(q_rank_key) ? positive_key(file, q_rank_key) : 0;
+  const std::string k_mla_key = p + "attention.key_length_mla";
+  if (!file.has(k_mla_key)) {
+    throw file.error(k_mla_key, "is missing: the file predates MLA's split attn_k_b / attn_v_b tensors (one "
+                                "attn_kv_b); convert the model again with a current llama.cpp");
+  }
+  s.head_dim_k_mla = positive_key(file, k_mla_key);
+  s.head_dim_v_mla = positive_key(file, p + "attention.value_length_mla");
+  const std::string key_length = p + "attention.key_length";
+  if (s.head_dim != s.kv_lora_rank + s.n_rot) {
+    throw file.error(key_length, "is " + std::to_string(s.head_dim) + ", expected kv_lora_rank + rope.dimension_count " +
+                                     std::to_string(s.kv_lora_rank + s.n_rot) + " (the cached latent row)");
+  }
+  const std::string value_length = p + "attention.value_length";
+  if (file.get_i64(value_length, 0) != s.kv_lora_rank) {
+    throw file.error(value_length, "is " + std::to_string(file.get_i64(value_length, 0)) + ", expected kv_lora_rank " +
+                                       std::to_string(s.kv_lora_rank));
+  }
+  if (s.n_head_kv != 1) {
+    throw file.error(p + "attention.head_count_kv", "is " + std::to_string(s.n_head_kv) +
+                                                         ", expected 1 (the latent is one head shared by all)");
+  }
+  if (s.head_dim_k_mla <= s.n_rot) {
+    throw file.error(k_mla_key, "is " + std::to_string(s.head_dim_k_mla) + ", expected more than rope.dimension_count " +
+                                    std::to_string(s.n_rot));
+  }
+  // llama.cpp's YaRN for deepseek2 (llama_context and the graph): the
+  // file's yarn_log_multiplier is 0.1 mscale_all_dim; the rotation's own
+  // magnitude is cancelled, and the scores take mscale^2 instead, mscale =
+  // (1 + 0.1 ln(factor)) (1 + 0.1 mscale_all_dim ln(factor)) without the
+  // multiplier's key, (1 + 0.1 mscale_all_dim ln(factor)) with it.
+  const std::string log_mul_key = p + "rope.scaling.yarn_log_multiplier";
+  const float log_mul = static_cast<float>(file.get_f64(log_mul_key, 0.0)) / 0.1f;
+  if (!(log_mul >= 0.0f) || !std::isfinite(log_mul)) throw file.error(log_mul_key, "must be a number >= 0");
+  const auto ln_factor = static_cast<float>(std::log(1.0 / s.rope_freq_scale));
+  if (s.yarn_ext_factor != 0.0) {
+    const float factor = 1.0f / static_cast<float>(s.rope_freq_scale);
+    auto mscale = [factor](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+    const float file_attn_factor = static_cast<float>(file.get_f64(p + "rope.scaling.attn_factor", 1.0));
+    const float yarn = log_mul != 0.0f ? 1.0f : mscale(1.0f);  // mscale(m) / mscale(m) with the multiplier
+    s.rope_attn_factor = yarn / (1.0f + 0.1f * std::log(factor)) * file_attn_factor;
+  }
+  const std::string temperature_key = p + "attention.temperature_scale";
+  if (file.get_f64(temperature_key, 0.0) != 0.0) {
+    throw file.error(temperature_key, "is set: query temperature tuning under MLA (Mistral Large 3) is not supported");
+  }
+  const float attn_factor_org = static_cast<float>(s.rope_attn_factor) * (1.0f + 0.1f * ln_factor);
+  const float mscale = attn_factor_org * (1.0f + 0.1f * log_mul * ln_factor);
+  s.attn_scale = mscale * mscale / std::sqrt(static_cast<float>(s.head_dim_k_mla));
 }
 
 // The mixture of experts, as llama.cpp's load_hparams and the
@@ -234,13 +317,13 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
   s.expert_weights_norm = a.expert_weights_norm;
   s.expert_gating = a.expert_gating;
   if (a.shared_expert) s.n_ff_shared = positive_key(file, p + "expert_shared_feed_forward_length", s.n_ff);
-  if (a.experts == Experts::Required) {
+  if (a.experts == Experts::Required || a.deepseek_experts) {
     // llama.cpp's fallback without the key: feed_forward_length / expert_used_count.
     const int64_t fallback = std::max<int64_t>(1, s.n_ff / used);
     s.n_ff_dense = s.n_ff;
     s.n_ff = positive_key(file, p + "expert_feed_forward_length", fallback);
   }
-  if (a.deepseek_experts) read_deepseek_experts(file, p, s);
+  if (a.deepseek_experts) read_deepseek_experts(file, p, a, s);
 }
 
 // Granite's multipliers (llama.cpp's granite load_arch_hparams): the
@@ -336,7 +419,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
   }
   s.head_dim = positive_key(file, key_length, s.n_embd / s.n_head);
   const std::string value_length = p + "attention.value_length";
-  if (positive_key(file, value_length, s.head_dim) != s.head_dim) {
+  if (!a.mla && positive_key(file, value_length, s.head_dim) != s.head_dim) {
     throw file.error(value_length, "is " + std::to_string(file.get_i64(value_length)) + ", expected the key length " +
                                        std::to_string(s.head_dim) + " (separate key and value head sizes are not supported)");
   }
@@ -347,6 +430,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                                      std::to_string(s.head_dim));
   }
   read_rope(file, p, a, s);
+  if (a.mla) read_mla(file, p, s);
   if (const std::string sections = p + "rope.dimension_sections"; file.has(sections)) {
     throw file.error(sections, "is set: multimodal RoPE (M-RoPE, as in GLM-4.1V and Qwen2-VL) is not supported");
   }

@@ -71,6 +71,12 @@ struct ModelSpec {
   // feed_forward_length); the others have experts.
   int64_t n_layer_dense_lead = 0;
   int64_t n_ff_dense = 0;
+  // Routing within groups (DeepSeek V3): the experts in expert_groups equal
+  // groups ({arch}.expert_group_count), a token choosing among those of the
+  // expert_groups_used groups ({arch}.expert_group_used_count) whose two
+  // best selection scores sum highest; 1 group: none.
+  int64_t expert_groups = 1;
+  int64_t expert_groups_used = 1;
   // The shared expert's width ({arch}.expert_shared_feed_forward_length,
   // default feed_forward_length; DeepSeek's form: n_ff times
   // expert_shared_count); 0: no shared expert.
@@ -79,6 +85,17 @@ struct ModelSpec {
   int64_t n_head_kv = 0;     // {arch}.attention.head_count_kv (default n_head)
   int64_t head_dim = 0;      // {arch}.attention.key_length (default n_embd / n_head)
   int64_t n_rot = 0;         // {arch}.rope.dimension_count (default head_dim)
+  // Multi-head latent attention (Architecture::mla; 0 otherwise): the
+  // latent's width ({arch}.attention.kv_lora_rank), the compressed query's
+  // ({arch}.attention.q_lora_rank; 0: attn_q directly), and a head's query
+  // and value widths once decompressed ({arch}.attention.key_length_mla,
+  // value_length_mla). head_dim is then the cached row, n_rot rotated
+  // values first and the latent after (key_length = kv_lora_rank + n_rot),
+  // and n_head_kv is 1.
+  int64_t kv_lora_rank = 0;
+  int64_t q_lora_rank = 0;
+  int64_t head_dim_k_mla = 0;
+  int64_t head_dim_v_mla = 0;
   int64_t n_ctx_train = 0;   // {arch}.context_length
   double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
   // 1 / {arch}.rope.scaling.factor (linear, longrope and yarn; 1 without the factor or with scaling none)
@@ -118,6 +135,11 @@ struct ModelSpec {
   double rope_freq_scale_swa = 1.0;
 
   int64_t n_embd_q() const { return n_head * head_dim; }   // width of q and of attn_output's input
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Cached matrices per layer: keys and values, or under MLA the latent rows that are both.
+  int64_t n_kv_matrices() const { return is_mla() ? 1 : 2; }
+  // The width of attn_output's input: n_embd_q(), or under MLA the heads' decompressed values.
+  int64_t n_embd_attn_out() const { return is_mla() ? n_head * head_dim_v_mla : n_embd_q(); }
   int64_t n_embd_kv() const { return n_head_kv * head_dim; }
   int64_t n_gqa() const { return n_head / n_head_kv; }
   bool has_experts() const { return n_expert > 0; }

@@ -45,6 +45,41 @@ void route_by_chosen_logits(const float* l, int64_t k, std::span<int32_t> order,
   for (int64_t s = 0; s < k; ++s) weights[s] *= inv;
 }
 
+// DeepSeek V3's group routing of one token: each of `groups` equal groups
+// of `select` scores by the sum of its two largest values; the experts
+// outside the `used` best groups (ties: the lower group) become -inf.
+// `order` is scratch of at least `groups` entries.
+void keep_best_groups(std::span<float> select, int64_t groups, int64_t used, std::span<int32_t> order) {
+  const auto per_group = static_cast<int64_t>(select.size()) / groups;
+  std::array<float, kMaxExperts> score_storage;
+  const std::span<float> score(score_storage.data(), static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    const float* v = select.data() + g * per_group;
+    float first = -INFINITY, second = -INFINITY;
+    for (int64_t i = 0; i < per_group; ++i) {
+      if (v[i] > first) {
+        second = first;
+        first = v[i];
+      } else if (v[i] > second) {
+        second = v[i];
+      }
+    }
+    score[static_cast<size_t>(g)] = first + second;
+  }
+  const std::span<int32_t> by_score = order.first(static_cast<size_t>(groups));
+  std::iota(by_score.begin(), by_score.end(), 0);
+  std::partial_sort(by_score.begin(), by_score.begin() + used, by_score.end(), [&](int32_t a, int32_t b) {
+    const float sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+    return sa > sb || (sa == sb && a < b);
+  });
+  std::array<bool, kMaxExperts> kept{};
+  for (int64_t i = 0; i < used; ++i) kept[static_cast<size_t>(by_score[static_cast<size_t>(i)])] = true;
+  for (int64_t g = 0; g < groups; ++g) {
+    if (kept[static_cast<size_t>(g)]) continue;
+    std::fill_n(select.begin() + g * per_group, per_group, -INFINITY);
+  }
+}
+
 }  // namespace
 
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
@@ -56,9 +91,12 @@ void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int6
   const std::span<float> probs(probs_storage.data(), static_cast<size_t>(n_expert));
   const std::span<int32_t> order(order_storage.data(), static_cast<size_t>(n_expert));
   const bool sigmoid = routing.gating == ExpertGating::Sigmoid;
-  // What the choice ranks: the probabilities, or with a selection bias their biased copy.
-  const bool biased = sigmoid && routing.selection_bias != nullptr;
-  const std::span<float> select = biased ? std::span<float>(select_storage.data(), probs.size()) : probs;
+  // What the choice ranks: the probabilities, or with a selection bias or
+  // groups a copy (biased, and outside the chosen groups -inf).
+  const bool grouped = routing.groups > 1;
+  const bool biased = routing.selection_bias != nullptr;
+  const std::span<float> select =
+      biased || grouped ? std::span<float>(select_storage.data(), probs.size()) : probs;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* l = logits + t * n_expert;
     if (routing.gating == ExpertGating::SoftmaxOfChosen) {
@@ -67,9 +105,6 @@ void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int6
     }
     if (sigmoid) {
       for (int64_t e = 0; e < n_expert; ++e) probs[static_cast<size_t>(e)] = 1.0f / (1.0f + std::exp(-l[e]));
-      if (biased) {
-        for (int64_t e = 0; e < n_expert; ++e) select[static_cast<size_t>(e)] = probs[static_cast<size_t>(e)] + routing.selection_bias[e];
-      }
     } else {
       const float max = *std::max_element(l, l + n_expert);
       double sum = 0;
@@ -81,6 +116,14 @@ void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int6
       const auto inv = static_cast<float>(1.0 / sum);
       for (float& p : probs) p *= inv;
     }
+    if (biased) {
+      for (int64_t e = 0; e < n_expert; ++e) {
+        select[static_cast<size_t>(e)] = probs[static_cast<size_t>(e)] + routing.selection_bias[e];
+      }
+    } else if (grouped) {
+      std::copy(probs.begin(), probs.end(), select.begin());
+    }
+    if (grouped) keep_best_groups(select, routing.groups, routing.groups_used, order);
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t b) {
       const float pa = select[static_cast<size_t>(a)], pb = select[static_cast<size_t>(b)];
@@ -147,7 +190,9 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
   const Routing routing{.normalize = spec_.expert_weights_norm,
                         .gating = spec_.expert_gating,
                         .selection_bias = f32(w.ffn_exp_probs_b),
-                        .scale = spec_.expert_weights_scale};
+                        .scale = spec_.expert_weights_scale,
+                        .groups = spec_.expert_groups,
+                        .groups_used = spec_.expert_groups_used};
   route_experts(logits_.data(), n_tokens, n_expert, k, chosen_.data(), weights_.data(), routing);
 
   if (n_tokens == 1) {

@@ -31,17 +31,22 @@ namespace tc::model {
 // lower index), and their weights. For every token t of `logits`, f32
 // [n_tokens, n_expert], writes experts[t * k + s] and weights[t * k + s]
 // for s < k (k = n_expert_used). Gating Softmax: the weights are the
-// softmax's probabilities of the chosen experts. Sigmoid: each logit's
-// sigmoid, the experts chosen by sigmoid + selection_bias (f32 [n_expert],
-// or null). Either way `normalize` divides them by their sum (at least
+// softmax's probabilities of the chosen experts, the experts chosen by
+// probability + selection_bias (f32 [n_expert], or null: ERNIE 4.5).
+// Sigmoid: each logit's sigmoid, chosen likewise (DeepSeek V3). Either way `normalize` divides them by their sum (at least
 // 6.1e-5, llama.cpp's clamp), and a `scale` other than 0 and 1 multiplies
 // them after. SoftmaxOfChosen: a softmax over the k chosen logits
 // (`normalize` changes nothing then).
+// With groups > 1 the choice is among the experts of the groups_used
+// groups (of groups equal ones) whose two best selection scores sum
+// highest (DeepSeek V3).
 struct Routing {
   bool normalize = true;
   ExpertGating gating = ExpertGating::Softmax;
   const float* selection_bias = nullptr;
   float scale = 0.0f;
+  int64_t groups = 1;
+  int64_t groups_used = 1;
 };
 void route_experts(const float* logits, int64_t n_tokens, int64_t n_expert, int64_t k, int32_t* experts,
                    float* weights, const Routing& routing = {});

@@ -15,7 +15,7 @@ KvCache::KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_
 KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers,
                  const model::ModelSpec& spec, int n_slots, int64_t n_ctx)
     : n_slots_(n_slots), n_layer_(spec.n_layer), n_ctx_(n_ctx), n_embd_kv_(spec.n_embd_kv()),
-      n_first_layers_(n_first_layers), used_(static_cast<size_t>(std::max(n_slots, 0)), 0) {
+      n_matrices_(spec.n_kv_matrices()), n_first_layers_(n_first_layers), used_(static_cast<size_t>(std::max(n_slots, 0)), 0) {
   if (n_slots < 1) throw std::invalid_argument("KV cache needs at least one slot");
   if (n_ctx < 1) throw std::invalid_argument("KV cache context must be positive");
   if (n_first_layers < 0 || n_first_layers > n_layer_) {
@@ -23,7 +23,7 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
                                 std::to_string(n_layer_));
   }
   const size_t per_layer =
-      static_cast<size_t>(n_slots) * 2 * static_cast<size_t>(n_ctx) * static_cast<size_t>(n_embd_kv_);
+      static_cast<size_t>(n_slots * n_matrices_) * static_cast<size_t>(n_ctx) * static_cast<size_t>(n_embd_kv_);
   if (n_first_layers_ > 0) {
     buffer_ = first.allocate(per_layer * static_cast<size_t>(n_first_layers_) * sizeof(uint16_t));
   }
@@ -38,7 +38,8 @@ uint16_t* KvCache::base(int slot, int64_t layer, int which) const {
   const auto n_side = static_cast<size_t>(first ? n_first_layers_ : n_layer_ - n_first_layers_);
   const auto side_layer = static_cast<size_t>(first ? layer : layer - n_first_layers_);
   const size_t per_matrix = static_cast<size_t>(n_ctx_) * static_cast<size_t>(n_embd_kv_);
-  const size_t index = (static_cast<size_t>(slot) * n_side + side_layer) * 2 + static_cast<size_t>(which);
+  const size_t index = (static_cast<size_t>(slot) * n_side + side_layer) * static_cast<size_t>(n_matrices_) +
+                       static_cast<size_t>(which);
   return (first ? buffer_ : rest_buffer_).as<uint16_t>() + index * per_matrix;
 }
 

@@ -1,7 +1,9 @@
 // KvCache: the f16 keys and values of every layer for a fixed number of
 // sequence slots. Per-step state, owned by the engine thread.
 // Layout per (slot, layer): k and v each f16 [n_ctx, n_embd_kv], row p =
-// position p (heads contiguous inside a row).
+// position p (heads contiguous inside a row). Under latent attention
+// (ModelSpec::is_mla) a layer caches one matrix, its latent rows, which
+// are both keys and values: v() is k().
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace tc::runtime {
 
 class KvCache {
  public:
-  // Allocates n_slots * n_layer * 2 * n_ctx * n_embd_kv f16 values on the backend.
+  // Allocates n_slots * n_layer * n_kv_matrices * n_ctx * n_embd_kv f16 values on the backend.
   KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx);
   // Layer offload: layers [0, n_first_layers) on `first` (the device), the
   // rest on `rest` (the CPU), each side laid out [slot][layer][k/v] as above.
@@ -30,7 +32,7 @@ class KvCache {
   size_t first_bytes() const { return buffer_.size(); }
 
   uint16_t* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
-  uint16_t* v(int slot, int64_t layer) const { return base(slot, layer, 1); }
+  uint16_t* v(int slot, int64_t layer) const { return base(slot, layer, n_matrices_ - 1); }
 
   // Positions [0, n_used(slot)) hold valid entries.
   int64_t n_used(int slot) const;
@@ -44,6 +46,7 @@ class KvCache {
   int64_t n_layer_;
   int64_t n_ctx_;
   int64_t n_embd_kv_;
+  int64_t n_matrices_;  // per (slot, layer): 2 (k, v), or 1 (k is v)
   int64_t n_first_layers_;
   kernels::Buffer buffer_;       // f16, layers [0, n_first_layers_)
   kernels::Buffer rest_buffer_;  // f16, layers [n_first_layers_, n_layer) (split caches only)

@@ -87,10 +87,10 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
         return kernels::create_backend(device, n_threads);
       };
   const model::ModelSpec& spec = loaded->spec;
-  // A mixture of experts runs on the CPU backend only so far: asked for a
-  // GPU (a server's default for a whole models folder), it runs there, and
-  // the log says why.
-  const bool experts_on_cpu = spec.has_experts() && setup.device.cuda;
+  // A mixture of experts, and latent attention, run on the CPU backend only
+  // so far: asked for a GPU (a server's default for a whole models folder),
+  // such a model runs there, and the log says why.
+  const bool experts_on_cpu = (spec.has_experts() || spec.is_mla()) && setup.device.cuda;
   const config::GpuSplitSetting split = experts_on_cpu ? config::GpuSplitSetting{} : setup.gpu_split;
   const bool hybrid = split.hybrid();
   const bool offload = split.mode == GpuSplitMode::LayerOffload;
@@ -102,7 +102,9 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   m.backend = create(experts_on_cpu ? config::DeviceSetting{} : setup.device, setup.threads);
   if (experts_on_cpu) {
     m.summary.push_back("device: cpu (not " + config::device_setting_string(setup.device) + "): " +
-                        m.loaded->file.path() + " is a mixture of experts, which runs on the CPU backend only so far" +
+                        m.loaded->file.path() +
+                        (spec.has_experts() ? " is a mixture of experts, which runs" : " has latent attention (MLA), which runs") +
+                        " on the CPU backend only so far" +
                         (setup.gpu_split.mode != GpuSplitMode::None ? " (its GPU split does not apply)" : ""));
   }
   model::LayerOffloadOptions offload_options;

@@ -46,7 +46,7 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
   const double embd_row = tensor_bytes(f, "token_embd.weight") / static_cast<double>(s.n_vocab);
   b.head = (s.tied_embeddings ? tensor_bytes(f, "token_embd.weight") : tensor_bytes(f, "output.weight")) +
            tensor_bytes(f, "output_norm.weight") + embd_row;
-  b.kv = mean_context * static_cast<double>(s.n_layer * 2 * s.n_embd_kv()) * 2.0;  // f16 K and V
+  b.kv = mean_context * static_cast<double>(s.n_layer * s.n_kv_matrices() * s.n_embd_kv()) * 2.0;  // f16 K and V
   return b;
 }
 

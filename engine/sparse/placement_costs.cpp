@@ -142,7 +142,8 @@ uint64_t down_axpy_scratch(const model::ModelSpec& spec, int64_t n_tokens) {
 }  // namespace
 
 uint64_t kv_cache_bytes(const model::ModelSpec& spec, const PlacementShape& shape) {
-  return checked_product({2, spec.n_layer, shape.n_parallel, shape.n_ctx, spec.n_embd_kv(), 2}, "the KV cache size");
+  return checked_product({spec.n_kv_matrices(), spec.n_layer, shape.n_parallel, shape.n_ctx, spec.n_embd_kv(), 2},
+                         "the KV cache size");
 }
 
 StepWorkspace dense_step_workspace(const gguf::GgufFile& file, const model::ModelSpec& spec,

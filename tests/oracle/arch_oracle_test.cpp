@@ -132,6 +132,22 @@ const ArchCase kCases[] = {
     {"glm4moe (a leading dense layer; sigmoid routing with a selection bias, scaled; an ungated shared expert; "
      "a skipped MTP block; q/k/v biases; RoPE on 16 of 32 dims)",
      "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 87},
+    {"ernie4_5-moe (a leading dense layer; softmax routing renormalised; 4 layers)",
+     "--arch ernie4_5-moe --n-layer 4 --experts 8 --experts-used 2", 92},
+    {"deepseek2 (latent attention with a compressed query; a dense layer, experts routed within 2 of 4 groups by "
+     "sigmoid with a selection bias, a shared expert)",
+     "--arch deepseek2 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2", 93},
+    // llama.cpp reads attn_q in place of the compressed query only in files
+    // of 26 or 27 layers (V2-Lite's count). Every expert runs for every
+    // token: over 26 random layers the router's near-ties, which f32 sums in
+    // either order may break either way, add up (2 of 4 experts: 0.075 sd,
+    // all tokens still llama.cpp's; 0.0048 sd with all 4).
+    {"deepseek2 (V2-Lite's latent attention from attn_q; 26 layers, n_ff 128, all 4 experts used)",
+     "--arch deepseek2 --n-layer 26 --n-ff 128 --n-head-kv 1 --head-dim 64 --experts 4 --experts-used 4", 96},
+    {"deepseek2 (a compressed query, attn_q_a / attn_q_b; YaRN x4 with V2's mscale_all_dim; 3 layers)",
+     "--arch deepseek2 --n-layer 3 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2 "
+     "--rope-scale-yarn 4",
+     94},
     {"dots1 (glm4moe's experts under per-head q/k norms; 8 KV heads; 4 layers)",
      "--arch dots1 --n-layer 4 --n-head-kv 8 --experts 8 --experts-used 2",
      88},
@@ -167,6 +183,8 @@ const ArchCase kCases[] = {
     {"orion Q8_0", "--arch orion", 85, 256, "q8_0", kQuantTolerance},
     {"minicpm Q4_0 (tied embeddings)", "--arch minicpm --tied-embeddings", 89, 256, "q4_0", kQuantTolerance},
     {"glm4moe Q8_0", "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 90, 256, "q8_0", kQuantTolerance},
+    {"deepseek2 Q8_0", "--arch deepseek2 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2",
+     95, 256, "q8_0", kQuantTolerance},
     {"glm4 Q4_0", "--arch glm4 --attn-bias --rope-dims 16", 69, 256, "q4_0", kQuantTolerance},
     {"exaone4 Q8_0", "--arch exaone4", 67, 256, "q8_0", kQuantTolerance},
     {"seed_oss Q8_0", "--arch seed_oss --attn-bias --head-dim 64", 56, 256, "q8_0", kQuantTolerance},
@@ -181,11 +199,12 @@ const ArchCase kCases[] = {
      kQuantTolerance},
 };
 
-// kDims, without its width, layer or KV head count where the case sets its own.
+// kDims, without its width, layer count, FFN width or KV head count where the case sets its own.
 std::string dims_for(const ArchCase& c) {
   std::string dims = kDims;
   if (std::string(c.flags).find("--n-embd") != std::string::npos) dims.erase(dims.find("--n-embd 256 "), 13);
   if (std::string(c.flags).find("--n-layer") != std::string::npos) dims.erase(dims.find(" --n-layer 2"), 12);
+  if (std::string(c.flags).find("--n-ff") != std::string::npos) dims.erase(dims.find(" --n-ff 768"), 11);
   if (std::string(c.flags).find("--n-head-kv") != std::string::npos) dims.erase(dims.find(" --n-head-kv 2"), 14);
   return dims;
 }

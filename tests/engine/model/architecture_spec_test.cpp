@@ -59,12 +59,14 @@ TEST_CASE("every architecture make-model writes loads with its own hyperparamete
   for (const auto& a : tc::model::architectures()) {
     if (a.name == "bamboo") continue;  // a sparse PWRI model only (make_model_sparse_test)
     INFO(a.name);
-    const auto f = make(small(std::string(a.name)));
+    auto o = small(std::string(a.name));
+    if (a.mla) o.n_head_kv = 1;  // latent attention caches one KV head
+    const auto f = make(o);
     const auto s = tc::model::read_model_spec(f);
     CHECK(s.arch == a.name);
     CHECK(s.architecture == &a);
     CHECK(s.ffn_form == a.ffn_forms.front());
-    CHECK(s.head_dim == 16);
+    CHECK((a.mla ? s.head_dim_k_mla : s.head_dim) == 16);
     CHECK(load_error(f).empty());
   }
 }
@@ -450,7 +452,14 @@ TEST_CASE("DeepSeek's form of experts: dense lead, shared experts, gating, MTP b
         })).expert_gating == tc::model::ExpertGating::Softmax);
   CHECK_THAT(with("glm4moe.expert_gating_func", Value(uint32_t{4})), Catch::Contains("glm4moe.expert_gating_func"));
   CHECK_THAT(with("glm4moe.expert_group_count", Value(uint32_t{8})),
-             Catch::Contains("glm4moe.expert_group_count") && Catch::Contains("groups"));
+             Catch::Contains("glm4moe.expert_group_count") && Catch::Contains("does not divide"));
+  const auto grouped = tc::model::read_model_spec(copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("glm4moe.expert_group_count", Value(uint32_t{2}));
+    w.set("glm4moe.expert_group_used_count", Value(uint32_t{1}));
+  }));
+  CHECK(grouped.expert_groups == 2);
+  CHECK(grouped.expert_groups_used == 1);
+  CHECK_THAT(with("glm4moe.expert_group_count", Value(uint32_t{2})), Catch::Contains("glm4moe.expert_group_used_count"));
   CHECK_THAT(with("glm4moe.nextn_predict_layers", Value(uint32_t{4})), Catch::Contains("glm4moe.nextn_predict_layers"));
   CHECK_THAT(with("glm4moe.leading_dense_block_count", Value(uint32_t{9})),
              Catch::Contains("glm4moe.leading_dense_block_count"));
@@ -472,4 +481,89 @@ TEST_CASE("DeepSeek's form of experts: dense lead, shared experts, gating, MTP b
   });
   const auto qs = tc::model::read_model_spec(qk);
   CHECK(tc::model::map_llama_weights(qk, qs).layers[2].attn_q_norm.data != nullptr);
+}
+
+TEST_CASE("deepseek2: latent attention's keys, one KV head, routing groups", "[model][arch][mla]") {
+  auto o = small("deepseek2");
+  o.n_head_kv = 1;
+  o.head_dim = 32;
+  o.q_lora_rank = 48;
+  o.n_expert = 8;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.is_mla());
+  CHECK(s.kv_lora_rank == 64);
+  CHECK(s.q_lora_rank == 48);
+  CHECK(s.n_rot == 16);
+  CHECK(s.head_dim == 80);  // the cached row: 16 rotated values, then the latent
+  CHECK(s.head_dim_k_mla == 32);
+  CHECK(s.head_dim_v_mla == 32);
+  CHECK(s.n_embd_attn_out() == 4 * 32);
+  CHECK(s.n_kv_matrices() == 1);
+  CHECK(s.expert_groups == 4);
+  CHECK(s.expert_groups_used == 2);
+  CHECK(s.attn_scale == Approx(1.0 / std::sqrt(32.0)));  // no YaRN: mscale 1
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.layers[1].mla_q_a.data != nullptr);
+  CHECK(w.layers[1].attn_q.data == nullptr);
+  REQUIRE(w.layers[1].mla_k_b_heads.size() == 4);
+  CHECK(w.layers[1].mla_k_b_heads[1].ne[0] == 16);
+  CHECK(w.layers[1].mla_k_b_heads[1].ne[1] == 64);
+  CHECK(w.layers[1].mla_v_b_heads[3].ne[1] == 32);
+
+  auto with = [&](const char* key, Value v) {
+    return load_error(copy_of(f, "", [&](tc::gguf::GgufWriter& w) { w.set(key, v); }));
+  };
+  // Files converted before MLA's split name the missing key and what to do.
+  CHECK_THAT(load_error(tc::test::copy_gguf(f, "arch_spec_mla", "", {}, "deepseek2.attention.key_length_mla")),
+             Catch::Contains("deepseek2.attention.key_length_mla") && Catch::Contains("convert"));
+  CHECK_THAT(with("deepseek2.attention.key_length", Value(uint32_t{64})), Catch::Contains("deepseek2.attention.key_length"));
+  CHECK_THAT(with("deepseek2.attention.value_length", Value(uint32_t{32})),
+             Catch::Contains("deepseek2.attention.value_length"));
+  CHECK_THAT(with("deepseek2.attention.head_count_kv", Value(uint32_t{2})),
+             Catch::Contains("deepseek2.attention.head_count_kv"));
+  CHECK_THAT(with("deepseek2.attention.temperature_scale", Value(0.1f)),
+             Catch::Contains("deepseek2.attention.temperature_scale"));
+  CHECK_THAT(with("deepseek2.expert_group_count", Value(uint32_t{3})), Catch::Contains("deepseek2.expert_group_count"));
+  CHECK_THAT(with("deepseek2.expert_group_used_count", Value(uint32_t{5})),
+             Catch::Contains("deepseek2.expert_group_used_count"));
+  CHECK_THAT(load_error(copy_of(f, "blk.1.attn_k_b.weight", {})), Catch::Contains("blk.1.attn_k_b"));
+  // YaRN: llama.cpp's mscale^2 on the scores, the rotation's own magnitude cancelled.
+  const auto yarn = tc::model::read_model_spec(copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("deepseek2.rope.scaling.type", Value(std::string("yarn")));
+    w.set("deepseek2.rope.scaling.factor", Value(40.0f));
+    w.set("deepseek2.rope.scaling.yarn_log_multiplier", Value(0.0707f));
+  }));
+  const double mscale = 1.0 + 0.1 * 0.707 * std::log(40.0);
+  CHECK(yarn.attn_scale == Approx(mscale * mscale / std::sqrt(32.0)).epsilon(1e-5));
+  CHECK(yarn.rope_attn_factor == Approx(1.0 / (1.0 + 0.1 * std::log(40.0))).epsilon(1e-5));
+  // An MLA model runs on the CPU backend only: the setup moves it there (engine/runtime/model_setup.cpp).
+  auto lite = o;
+  lite.q_lora_rank = 0;
+  const auto lw = tc::model::map_llama_weights(make(lite), tc::model::read_model_spec(make(lite)));
+  CHECK(lw.layers[0].attn_q.ne[1] == 4 * 32);
+  CHECK(lw.layers[0].mla_q_a.data == nullptr);
+  auto bad = small("deepseek2");
+  CHECK_THROWS_WITH(make(bad), Catch::Contains("--n-head-kv 1"));
+}
+
+TEST_CASE("ernie4_5-moe: a shared expert by width, every layer's experts past the lead", "[model][arch]") {
+  auto o = small("ernie4_5-moe");
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.n_layer_dense_lead == 1);
+  CHECK(s.n_ff_shared == 96);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Softmax);
+  CHECK(s.expert_weights_norm);
+  CHECK(s.expert_weights_scale == 0.0f);
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.layers[0].attn_output_b.data == nullptr);
+  CHECK(w.layers[2].ffn_exp_probs_b.data != nullptr);
+  const auto step = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("ernie4_5-moe.interleave_moe_layer_step", Value(uint32_t{2}));
+  });
+  CHECK_THAT(load_error(step), Catch::Contains("ernie4_5-moe.interleave_moe_layer_step"));
 }

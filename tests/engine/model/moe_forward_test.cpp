@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
@@ -196,6 +197,69 @@ TEST_CASE("a mixture of experts' logits match the float64 reference", "[model][m
     for (const auto& layer : counts) {
       CHECK(std::accumulate(layer.begin(), layer.end(), int64_t{0}) == 12 * 2);
       CHECK(std::count_if(layer.begin(), layer.end(), [](int64_t c) { return c > 0; }) >= 3);
+    }
+  }
+}
+
+TEST_CASE("routing within groups keeps the experts of the best groups", "[model][moe]") {
+  // DeepSeek V3's: a group scores the sum of its two best selection values
+  // (probability plus bias); the experts come from the `used` best groups.
+  // Softmax with a selection bias (ERNIE 4.5) and sigmoid (V3) alike.
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_real_distribution<float> uniform(-0.2f, 0.2f);
+  for (const auto gating : {tc::model::ExpertGating::Softmax, tc::model::ExpertGating::Sigmoid}) {
+    for (const auto& [n_expert, groups, used, k] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{16, 4, 2, 4},
+                                                     {64, 8, 4, 8}, {8, 4, 1, 2}, {12, 3, 3, 3}}) {
+      INFO(n_expert << " experts in " << groups << " groups, " << used << " used, k " << k);
+      const int64_t n_tokens = 9;
+      std::vector<float> logits(static_cast<size_t>(n_tokens * n_expert));
+      for (float& l : logits) l = normal(rng);
+      std::vector<float> bias(static_cast<size_t>(n_expert));
+      for (float& b : bias) b = uniform(rng);
+      std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
+      std::vector<float> weights(experts.size());
+      tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(),
+                               {.normalize = true, .gating = gating, .selection_bias = bias.data(), .groups = groups,
+                                .groups_used = used});
+      const int64_t per_group = n_expert / groups;
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* l = logits.data() + t * n_expert;
+        std::vector<double> p(static_cast<size_t>(n_expert));
+        double total = 0;
+        for (size_t e = 0; e < p.size(); ++e) {
+          p[e] = gating == tc::model::ExpertGating::Sigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e])))
+                                                             : std::exp(static_cast<double>(l[e]));
+          total += p[e];
+        }
+        if (gating == tc::model::ExpertGating::Softmax) {
+          for (double& v : p) v /= total;
+        }
+        std::vector<double> sel(p.size());
+        for (size_t e = 0; e < sel.size(); ++e) sel[e] = p[e] + bias[e];
+        // Brute force: every group's two best, the best groups, then the best experts in them.
+        std::vector<std::pair<double, int64_t>> group_score;
+        for (int64_t g = 0; g < groups; ++g) {
+          std::vector<double> v(sel.begin() + g * per_group, sel.begin() + (g + 1) * per_group);
+          std::sort(v.rbegin(), v.rend());
+          group_score.emplace_back(v[0] + v[1], g);
+        }
+        std::stable_sort(group_score.begin(), group_score.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+        std::vector<int32_t> allowed;
+        for (int64_t i = 0; i < used; ++i) {
+          for (int64_t e = 0; e < per_group; ++e) allowed.push_back(static_cast<int32_t>(group_score[i].second * per_group + e));
+        }
+        std::stable_sort(allowed.begin(), allowed.end(), [&](int32_t a, int32_t b) { return sel[a] > sel[b]; });
+        double chosen = 0;
+        for (int64_t s = 0; s < k; ++s) chosen += p[static_cast<size_t>(allowed[static_cast<size_t>(s)])];
+        for (int64_t s = 0; s < k; ++s) {
+          const size_t i = static_cast<size_t>(t * k + s);
+          CHECK(experts[i] == allowed[static_cast<size_t>(s)]);
+          const double want = p[static_cast<size_t>(allowed[static_cast<size_t>(s)])] / chosen;
+          CHECK(std::abs(weights[i] - want) <= 1e-6 * std::max(1.0, want));
+        }
+      }
     }
   }
 }
