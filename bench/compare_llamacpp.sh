@@ -234,7 +234,9 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const nLayer = meta(`${arch}.block_count`), nEmbd = meta(`${arch}.embedding_length`);
   const nHead = meta(`${arch}.attention.head_count`);
   const nKv = (meta(`${arch}.attention.key_length`) ?? nEmbd / nHead) * (meta(`${arch}.attention.head_count_kv`) ?? nHead);
-  const kvBytes = 2 * nLayer * (Number(env.NG) + 1) * nKv * 2;  // f16 K and V for the tg test's cache
+  // f16 K and V for the tg test's cache; latent attention (deepseek2) caches one matrix, its latent rows.
+  const kvMatrices = meta(`${arch}.attention.kv_lora_rank`) ? 1 : 2;
+  const kvBytes = kvMatrices * nLayer * (Number(env.NG) + 1) * nKv * 2;
   for (const test of ["pp", "tg"]) {
     const ours = samples(key, "ours", test);
     const llama = samples(key, "llama", test);

@@ -21,6 +21,8 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
     auto bytes = [&](const char* t) { return tensor_bytes(f, model::layer_tensor_name(l, t)); };
     b.attention += bytes("attn_norm") + bytes("attn_q") + bytes("attn_k") + bytes("attn_v") + bytes("attn_qkv") +
                    bytes("attn_output") + bytes("ffn_norm");
+    // Latent attention's (deepseek2): every head's slices of attn_k_b and attn_v_b are read.
+    b.attention += bytes("attn_q_a") + bytes("attn_q_b") + bytes("attn_kv_a_mqa") + bytes("attn_k_b") + bytes("attn_v_b");
     if (s.layer_has_experts(l)) {  // the router, and expert_used_count of expert_count experts
       const double share = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
       b.ffn += bytes("ffn_gate_inp") + share * (bytes("ffn_gate_exps") + bytes("ffn_up_exps") + bytes("ffn_down_exps")) +
