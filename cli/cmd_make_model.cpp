@@ -126,6 +126,9 @@ void register_make_model(CLI::App& app) {
                   "deepseek2: the cached latent's width (attention.kv_lora_rank; default 2 * head_dim)");
   sub->add_option("--q-lora-rank", o->q_lora_rank,
                   "deepseek2: the compressed query's width (attention.q_lora_rank; default: none, attn_q directly)");
+  sub->add_flag("--mla-unsplit", o->mla_unsplit,
+                "deepseek2: one attn_kv_b (no attn_k_b / attn_v_b), as files converted before llama.cpp split it; "
+                "--n-head-kv equal to --n-head");
   sub->add_flag("--no-scale-keys", o->no_scale_keys,
                 "minicpm: write no embedding, residual or logit multiplier keys (files converted before they existed)");
   sub->add_option("--tokenizer", *tokenizer,

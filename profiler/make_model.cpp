@@ -137,7 +137,9 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
-  require(!a.mla || o.n_head_kv == 1, "latent attention caches one KV head: --n-head-kv 1");
+  only(o.mla_unsplit, a.mla, "--mla-unsplit");
+  require(!a.mla || o.mla_unsplit || o.n_head_kv == 1, "latent attention caches one KV head: --n-head-kv 1");
+  require(!o.mla_unsplit || o.n_head_kv == o.n_head, "--mla-unsplit files have multi-head keys: --n-head-kv = --n-head");
   require(o.kv_lora_rank >= 0 && o.q_lora_rank >= 0, "--kv-lora-rank and --q-lora-rank must be >= 0");
   require(int(o.rope_scale_linear > 0) + int(o.rope_scale_yarn > 0) + int(o.longrope_orig_ctx > 0) <= 1,
           "--rope-scale-linear, --rope-scale-yarn and --longrope are different rope.scaling.types: pick one");
@@ -348,7 +350,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
-  if (a.mla) {  // as llama.cpp's converter writes them: the cached row's widths, then a head's
+  if (a.mla && o.mla_unsplit) {  // as converters before the split wrote them: a head's widths only
+    w.set(p + "attention.kv_lora_rank", gguf::Value(static_cast<uint32_t>(kv_lora)));
+    if (o.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(o.q_lora_rank)));
+    w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(head_dim)));
+    w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(head_dim)));
+  } else if (a.mla) {  // as llama.cpp's converter writes them: the cached row's widths, then a head's
     w.set(p + "attention.kv_lora_rank", gguf::Value(static_cast<uint32_t>(kv_lora)));
     if (o.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(o.q_lora_rank)));
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(kv_lora + n_rot)));
@@ -448,6 +455,10 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix(name("attn_kv_a_mqa"), types.base, o.n_embd, kv_lora + n_rot, sd_for(o.n_embd));
     norm(name("attn_kv_a_norm"), kv_lora);
     const int64_t nope = head_dim - n_rot;
+    if (o.mla_unsplit) {  // per head: its k rows, then its v rows
+      matrix(name("attn_kv_b"), types.base, kv_lora, o.n_head * (nope + head_dim), sd_for(kv_lora));
+      return;
+    }
     const DType k_b_type = nope % kernels::dtype_traits(types.base).block_size == 0 ? types.base : DType::F16;
     add_random_tensor(w, name("attn_k_b"), k_b_type, {nope, kv_lora, o.n_head}, 0.0f, sd_for(nope), o.seed,
                       tensor_idx++, n_threads);

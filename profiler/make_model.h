@@ -122,6 +122,9 @@ struct MakeModelOptions {
   // rotated ones last.
   int64_t kv_lora_rank = 0;
   int64_t q_lora_rank = 0;
+  // deepseek2: one attn_kv_b and multi-head keys (head_count_kv n_head, no
+  // key_length_mla), as files converted before llama.cpp split it.
+  bool mla_unsplit = false;
   text::TokenizerKind tokenizer = text::TokenizerKind::Spm;
   std::filesystem::path vocab_text;   // empty: the corpus shipped in profiler/data
   // Set: the family's vocab (profiler/family_vocab.h, seed 1) instead of one

@@ -121,7 +121,20 @@ void map_mla(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   }
   w.mla_kv_a = m.matrix(name("attn_kv_a_mqa"), s.n_embd, s.kv_lora_rank + s.n_rot);
   w.mla_kv_a_norm = m.vector(name("attn_kv_a_norm"), s.kv_lora_rank);
-  w.mla_k_b_heads = m.expert_matrices(name("attn_k_b"), s.head_dim_k_mla - s.n_rot, s.kv_lora_rank, s.n_head);
+  const int64_t nope = s.head_dim_k_mla - s.n_rot;
+  if (s.mla_kv_b_unsplit) {
+    // attn_kv_b {kv_lora_rank, n_head * (nope + head_dim_v_mla)}: per head
+    // its k rows (untransposed: MlaAttention sums them weighted by q_nope),
+    // then its v rows.
+    const int64_t per_head = nope + s.head_dim_v_mla;
+    const Tensor kv_b = m.matrix(name("attn_kv_b"), s.kv_lora_rank, s.n_head * per_head);
+    for (int64_t h = 0; h < s.n_head; ++h) {
+      w.mla_k_b_heads.push_back(row_range(kv_b, h * per_head, nope));
+      w.mla_v_b_heads.push_back(row_range(kv_b, h * per_head + nope, s.head_dim_v_mla));
+    }
+    return;
+  }
+  w.mla_k_b_heads = m.expert_matrices(name("attn_k_b"), nope, s.kv_lora_rank, s.n_head);
   w.mla_v_b_heads = m.expert_matrices(name("attn_v_b"), s.kv_lora_rank, s.head_dim_v_mla, s.n_head);
 }
 

@@ -72,7 +72,9 @@ struct LayerWeights {
   kernels::Tensor mla_kv_a_norm;  // attn_kv_a_norm, f32 [kv_lora_rank]
   // [n_head] slices of attn_k_b {head_dim_k_mla - n_rot, kv_lora_rank,
   // n_head} and attn_v_b {kv_lora_rank, head_dim_v_mla, n_head}: head h's
-  // query absorption into the latent, and its value out of it.
+  // query absorption into the latent, and its value out of it. In a file
+  // with one attn_kv_b (ModelSpec::mla_kv_b_unsplit) both are its row
+  // ranges, the k slice untransposed: {kv_lora_rank, head_dim_k_mla - n_rot}.
   std::vector<kernels::Tensor> mla_k_b_heads;  // weight dtype {head_dim_k_mla - n_rot, kv_lora_rank} each
   std::vector<kernels::Tensor> mla_v_b_heads;  // weight dtype {kv_lora_rank, head_dim_v_mla} each
 

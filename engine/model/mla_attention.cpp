@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 
 namespace tc::model {
@@ -18,6 +19,8 @@ MlaAttention::MlaAttention(const ModelSpec& spec, kernels::Backend& backend) : s
   if (backend.device() != kernels::DeviceKind::Cpu) {
     throw std::invalid_argument("multi-head latent attention runs on the CPU backend only so far");
   }
+  nope_rows_.resize(static_cast<size_t>(spec.head_dim_k_mla - spec.n_rot));
+  std::iota(nope_rows_.begin(), nope_rows_.end(), 0);
 }
 
 void MlaAttention::grow(int64_t n_tokens) {
@@ -70,7 +73,12 @@ void MlaAttention::project(const LayerWeights& w, const float* in, int64_t n_tok
       std::memcpy(q + (t * n_head + h) * head_dim, src + nope, static_cast<size_t>(n_rot) * sizeof(float));
       std::memcpy(head_in_.data() + t * nope, src, static_cast<size_t>(nope) * sizeof(float));
     }
-    b.matmul(w.mla_k_b_heads[static_cast<size_t>(h)], head_in_.data(), n_tokens, head_out_.data());
+    const kernels::Tensor& k_b = w.mla_k_b_heads[static_cast<size_t>(h)];
+    if (spec_.mla_kv_b_unsplit) {
+      b.axpy_rows(k_b, head_in_.data(), n_tokens, nope_rows_.data(), nope, head_out_.data());
+    } else {
+      b.matmul(k_b, head_in_.data(), n_tokens, head_out_.data());
+    }
     for (int64_t t = 0; t < n_tokens; ++t) {
       std::memcpy(q + (t * n_head + h) * head_dim + n_rot, head_out_.data() + t * rank,
                   static_cast<size_t>(rank) * sizeof(float));

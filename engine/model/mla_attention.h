@@ -10,6 +10,9 @@
 // The rotated part comes first here (llama.cpp puts it last): the same
 // dot products, and the ordinary RoPE call rotates it in place. Scores
 // are scaled by ModelSpec::attn_scale (mscale^2 / sqrt(head_dim_k_mla)).
+// Files with one attn_kv_b (ModelSpec::mla_kv_b_unsplit) hold each head's
+// k slice untransposed; the absorption then sums its rows weighted by
+// q_nope (Backend::axpy_rows) instead of a matmul: the same product.
 // Owns its workspace, grown to the largest step seen. Not thread-safe.
 #pragma once
 
@@ -49,6 +52,7 @@ class MlaAttention {
   std::vector<float> kv_raw_;    // [T, kv_lora_rank + n_rot]: attn_kv_a_mqa's output
   std::vector<float> head_in_;   // [T, max(head_dim_k_mla - n_rot, kv_lora_rank)]: one head's rows, gathered
   std::vector<float> head_out_;  // [T, max(kv_lora_rank, head_dim_v_mla)]
+  std::vector<int32_t> nope_rows_;  // 0 .. head_dim_k_mla - n_rot - 1: an unsplit k slice's rows, all summed
 };
 
 }  // namespace tc::model

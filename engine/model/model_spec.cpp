@@ -236,25 +236,37 @@ void read_mla(const GgufFile& file, const std::string& p, ModelSpec& s) {
   const std::string q_rank_key = p + "attention.q_lora_rank";
   s.q_lora_rank = file.has(q_rank_key) ? positive_key(file, q_rank_key) : 0;
   const std::string k_mla_key = p + "attention.key_length_mla";
-  if (!file.has(k_mla_key)) {
-    throw file.error(k_mla_key, "is missing: the file predates MLA's split attn_k_b / attn_v_b tensors (one "
-                                "attn_kv_b); convert the model again with a current llama.cpp");
-  }
-  s.head_dim_k_mla = positive_key(file, k_mla_key);
-  s.head_dim_v_mla = positive_key(file, p + "attention.value_length_mla");
   const std::string key_length = p + "attention.key_length";
-  if (s.head_dim != s.kv_lora_rank + s.n_rot) {
-    throw file.error(key_length, "is " + std::to_string(s.head_dim) + ", expected kv_lora_rank + rope.dimension_count " +
-                                     std::to_string(s.kv_lora_rank + s.n_rot) + " (the cached latent row)");
-  }
   const std::string value_length = p + "attention.value_length";
-  if (file.get_i64(value_length, 0) != s.kv_lora_rank) {
-    throw file.error(value_length, "is " + std::to_string(file.get_i64(value_length, 0)) + ", expected kv_lora_rank " +
-                                       std::to_string(s.kv_lora_rank));
-  }
-  if (s.n_head_kv != 1) {
-    throw file.error(p + "attention.head_count_kv", "is " + std::to_string(s.n_head_kv) +
-                                                         ", expected 1 (the latent is one head shared by all)");
+  const std::string head_count_kv = p + "attention.head_count_kv";
+  if (!file.has(k_mla_key)) {
+    // Converted before the split (one attn_kv_b): the keys describe the
+    // decompressed heads, as multi-head attention; run absorbed all the same.
+    s.mla_kv_b_unsplit = true;
+    s.head_dim_k_mla = s.head_dim;
+    s.head_dim_v_mla = positive_key(file, value_length, s.head_dim);
+    if (s.n_head_kv != s.n_head) {
+      throw file.error(head_count_kv, "is " + std::to_string(s.n_head_kv) + ", expected head_count " +
+                                          std::to_string(s.n_head) + " in a file with one attn_kv_b");
+    }
+    s.n_head_kv = 1;
+    s.head_dim = s.kv_lora_rank + s.n_rot;
+  } else {
+    s.head_dim_k_mla = positive_key(file, k_mla_key);
+    s.head_dim_v_mla = positive_key(file, p + "attention.value_length_mla");
+    if (s.head_dim != s.kv_lora_rank + s.n_rot) {
+      throw file.error(key_length, "is " + std::to_string(s.head_dim) +
+                                       ", expected kv_lora_rank + rope.dimension_count " +
+                                       std::to_string(s.kv_lora_rank + s.n_rot) + " (the cached latent row)");
+    }
+    if (file.get_i64(value_length, 0) != s.kv_lora_rank) {
+      throw file.error(value_length, "is " + std::to_string(file.get_i64(value_length, 0)) +
+                                         ", expected kv_lora_rank " + std::to_string(s.kv_lora_rank));
+    }
+    if (s.n_head_kv != 1) {
+      throw file.error(head_count_kv, "is " + std::to_string(s.n_head_kv) +
+                                          ", expected 1 (the latent is one head shared by all)");
+    }
   }
   if (s.head_dim_k_mla <= s.n_rot) {
     throw file.error(k_mla_key, "is " + std::to_string(s.head_dim_k_mla) + ", expected more than rope.dimension_count " +

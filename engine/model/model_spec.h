@@ -96,6 +96,10 @@ struct ModelSpec {
   int64_t q_lora_rank = 0;
   int64_t head_dim_k_mla = 0;
   int64_t head_dim_v_mla = 0;
+  // A file converted before llama.cpp split attn_kv_b into attn_k_b and
+  // attn_v_b: its heads' slices are read from attn_kv_b (the file's
+  // key_length and value_length are then a head's, and head_count_kv n_head).
+  bool mla_kv_b_unsplit = false;
   int64_t n_ctx_train = 0;   // {arch}.context_length
   double rope_freq_base = 10000.0;   // {arch}.rope.freq_base
   // 1 / {arch}.rope.scaling.factor (linear, longrope and yarn; 1 without the factor or with scaling none)

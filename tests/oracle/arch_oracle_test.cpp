@@ -144,6 +144,9 @@ const ArchCase kCases[] = {
     // all tokens still llama.cpp's; 0.0048 sd with all 4).
     {"deepseek2 (V2-Lite's latent attention from attn_q; 26 layers, n_ff 128, all 4 experts used)",
      "--arch deepseek2 --n-layer 26 --n-ff 128 --n-head-kv 1 --head-dim 64 --experts 4 --experts-used 4", 96},
+    {"deepseek2 (a file from before llama.cpp split attn_kv_b: one attn_kv_b, 8 KV heads, which llama.cpp runs "
+     "decompressed and this engine absorbed)",
+     "--arch deepseek2 --n-head-kv 8 --head-dim 64 --q-lora-rank 96 --mla-unsplit --experts 8 --experts-used 2", 98},
     {"deepseek2 (a compressed query, attn_q_a / attn_q_b; YaRN x4 with V2's mscale_all_dim; 3 layers)",
      "--arch deepseek2 --n-layer 3 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2 "
      "--rope-scale-yarn 4",
@@ -185,6 +188,9 @@ const ArchCase kCases[] = {
     {"glm4moe Q8_0", "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 90, 256, "q8_0", kQuantTolerance},
     {"deepseek2 Q8_0", "--arch deepseek2 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2",
      95, 256, "q8_0", kQuantTolerance},
+    {"deepseek2 Q4_0 (one attn_kv_b)",
+     "--arch deepseek2 --n-head-kv 8 --head-dim 64 --q-lora-rank 96 --mla-unsplit --experts 8 --experts-used 2", 99, 256,
+     "q4_0", kQuantTolerance},
     {"glm4 Q4_0", "--arch glm4 --attn-bias --rope-dims 16", 69, 256, "q4_0", kQuantTolerance},
     {"exaone4 Q8_0", "--arch exaone4", 67, 256, "q8_0", kQuantTolerance},
     {"seed_oss Q8_0", "--arch seed_oss --attn-bias --head-dim 64", 56, 256, "q8_0", kQuantTolerance},

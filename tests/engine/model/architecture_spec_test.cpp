@@ -515,9 +515,6 @@ TEST_CASE("deepseek2: latent attention's keys, one KV head, routing groups", "[m
   auto with = [&](const char* key, Value v) {
     return load_error(copy_of(f, "", [&](tc::gguf::GgufWriter& w) { w.set(key, v); }));
   };
-  // Files converted before MLA's split name the missing key and what to do.
-  CHECK_THAT(load_error(tc::test::copy_gguf(f, "arch_spec_mla", "", {}, "deepseek2.attention.key_length_mla")),
-             Catch::Contains("deepseek2.attention.key_length_mla") && Catch::Contains("convert"));
   CHECK_THAT(with("deepseek2.attention.key_length", Value(uint32_t{64})), Catch::Contains("deepseek2.attention.key_length"));
   CHECK_THAT(with("deepseek2.attention.value_length", Value(uint32_t{32})),
              Catch::Contains("deepseek2.attention.value_length"));
@@ -546,6 +543,32 @@ TEST_CASE("deepseek2: latent attention's keys, one KV head, routing groups", "[m
   CHECK(lw.layers[0].mla_q_a.data == nullptr);
   auto bad = small("deepseek2");
   CHECK_THROWS_WITH(make(bad), Catch::Contains("--n-head-kv 1"));
+
+  // A file from before the split: one attn_kv_b, the keys of multi-head attention.
+  auto old_form = o;
+  old_form.mla_unsplit = true;
+  old_form.n_head_kv = 4;
+  const auto u = make(old_form);
+  CHECK_FALSE(u.has("deepseek2.attention.key_length_mla"));
+  const auto us = tc::model::read_model_spec(u);
+  CHECK(us.mla_kv_b_unsplit);
+  CHECK(us.n_head_kv == 1);
+  CHECK(us.head_dim == 80);
+  CHECK(us.head_dim_k_mla == 32);
+  CHECK(us.head_dim_v_mla == 32);
+  const auto uw = tc::model::map_llama_weights(u, us);
+  const auto& kv_b = u.tensor("blk.1.attn_kv_b.weight");
+  const auto* base = u.tensor_data(kv_b).data();
+  const int64_t kv_b_row = tc::kernels::row_bytes(kv_b.dtype, 64);
+  CHECK(uw.layers[1].mla_k_b_heads[2].data == base + 2 * 48 * kv_b_row);  // head 2: 16 k rows, then 32 v rows
+  CHECK(uw.layers[1].mla_k_b_heads[2].ne[1] == 16);
+  CHECK(uw.layers[1].mla_v_b_heads[2].data == base + (2 * 48 + 16) * kv_b_row);
+  CHECK(uw.layers[1].mla_v_b_heads[2].ne[1] == 32);
+  CHECK_THAT(load_error(copy_of(u, "", [](tc::gguf::GgufWriter& w) {
+               w.set("deepseek2.attention.head_count_kv", Value(uint32_t{2}));
+             })),
+             Catch::Contains("deepseek2.attention.head_count_kv") && Catch::Contains("attn_kv_b"));
+  CHECK_THAT(load_error(copy_of(u, "blk.0.attn_kv_b.weight", {})), Catch::Contains("blk.0.attn_kv_b"));
 }
 
 TEST_CASE("ernie4_5-moe: a shared expert by width, every layer's experts past the lead", "[model][arch]") {

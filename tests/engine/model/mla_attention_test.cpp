@@ -1,12 +1,14 @@
 // Multi-head latent attention (engine/model/mla_attention.h): the latent
 // projections against float64 from the file's tensors on fresh random rows,
-// with and without a compressed query, and the cache holding one matrix.
+// with and without a compressed query, with split attn_k_b / attn_v_b or
+// one attn_kv_b, and the cache holding one matrix.
 // llama.cpp's forward pass on such files is tests/oracle/arch_oracle_test.cpp's.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/llama_weights.h"
@@ -22,18 +24,19 @@ namespace {
 
 using tc::test::Matrix;
 
-tc::profiler::MakeModelOptions mla_options(int64_t q_lora_rank) {
+tc::profiler::MakeModelOptions mla_options(int64_t q_lora_rank, bool unsplit) {
   tc::profiler::MakeModelOptions o;
   o.arch = "deepseek2";
-  o.output = tc::test::scratch_dir("mla_" + std::to_string(q_lora_rank)) / "m.gguf";
+  o.output = tc::test::scratch_dir("mla_" + std::to_string(q_lora_rank) + (unsplit ? "_unsplit" : "")) / "m.gguf";
   o.n_vocab = 512;
   o.n_embd = 64;
   o.n_layer = 2;
   o.n_ff = 64;
   o.n_head = 4;
-  o.n_head_kv = 1;
+  o.n_head_kv = unsplit ? 4 : 1;
   o.head_dim = 32;  // 16 rotated, 16 not; a latent of 64
   o.q_lora_rank = q_lora_rank;
+  o.mla_unsplit = unsplit;
   o.n_expert = 4;
   o.n_expert_used = 2;
   o.weight_type = "f32";
@@ -82,9 +85,10 @@ double max_rel(const float* got, const std::vector<double>& want) {
 }  // namespace
 
 TEST_CASE("latent attention's projections match float64", "[model][mla]") {
-  for (const int64_t q_lora_rank : {int64_t{0}, int64_t{48}}) {
-    INFO("q_lora_rank " << q_lora_rank);
-    const auto o = mla_options(q_lora_rank);
+  // attn_q or a compressed query; split attn_k_b / attn_v_b or one attn_kv_b.
+  for (const auto& [q_lora_rank, unsplit] : {std::pair<int64_t, bool>{0, false}, {48, false}, {48, true}}) {
+    INFO("q_lora_rank " << q_lora_rank << ", one attn_kv_b " << unsplit);
+    const auto o = mla_options(q_lora_rank, unsplit);
     tc::profiler::make_model(o);
     const auto loaded = tc::model::load_model(o.output);
     const auto& s = loaded->spec;
@@ -98,8 +102,10 @@ TEST_CASE("latent attention's projections match float64", "[model][mla]") {
     auto name = [](const char* t) { return tc::model::layer_tensor_name(1, t); };
     const auto kv_a = tc::test::load_matrix(f, name("attn_kv_a_mqa"));
     const auto kv_a_norm = tc::test::load_matrix(f, name("attn_kv_a_norm"))[0];
-    const auto k_b = tc::test::load_matrix(f, name("attn_k_b"));
-    const auto v_b = tc::test::load_matrix(f, name("attn_v_b"));
+    // Head h's absorption (kv_lora_rank outputs from nope inputs) and value (head_v outputs from the latent).
+    const auto kv_b = unsplit ? tc::test::load_matrix(f, name("attn_kv_b")) : Matrix{};
+    const auto k_b = unsplit ? Matrix{} : tc::test::load_matrix(f, name("attn_k_b"));
+    const auto v_b = unsplit ? Matrix{} : tc::test::load_matrix(f, name("attn_v_b"));
     Matrix wq, q_a, q_b;
     std::vector<double> q_a_norm;
     if (q_lora_rank > 0) {
@@ -112,6 +118,19 @@ TEST_CASE("latent attention's projections match float64", "[model][mla]") {
     const auto n_head = static_cast<size_t>(s.n_head), n_rot = static_cast<size_t>(s.n_rot);
     const auto rank = static_cast<size_t>(s.kv_lora_rank), head_k = static_cast<size_t>(s.head_dim_k_mla);
     const size_t nope = head_k - n_rot, row = n_rot + rank, head_v = static_cast<size_t>(s.head_dim_v_mla);
+    REQUIRE(s.mla_kv_b_unsplit == unsplit);
+    auto absorb = [&](size_t h, const double* q_nope) {
+      if (!unsplit) return rows_times(k_b, h * rank, rank, q_nope);
+      std::vector<double> y(rank, 0.0);  // attn_kv_b's k rows of head h, transposed
+      for (size_t r = 0; r < nope; ++r) {
+        for (size_t c = 0; c < rank; ++c) y[c] += kv_b[h * (nope + head_v) + r][c] * q_nope[r];
+      }
+      return y;
+    };
+    auto value = [&](size_t h, const double* latent) {
+      return unsplit ? rows_times(kv_b, h * (nope + head_v) + nope, head_v, latent)
+                     : rows_times(v_b, h * head_v, head_v, latent);
+    };
 
     const int64_t n_tokens = 5;
     std::mt19937 rng(17);
@@ -139,7 +158,7 @@ TEST_CASE("latent attention's projections match float64", "[model][mla]") {
         const double* head = q_full.data() + h * head_k;
         std::copy(head + nope, head + head_k, want_q.begin() + static_cast<std::ptrdiff_t>(h * row));
         rope(want_q.data() + h * row, n_rot, positions[static_cast<size_t>(t)], s.rope_freq_base);
-        const auto absorbed = rows_times(k_b, h * rank, rank, head);
+        const auto absorbed = absorb(h, head);
         std::copy(absorbed.begin(), absorbed.end(), want_q.begin() + static_cast<std::ptrdiff_t>(h * row + n_rot));
       }
       CHECK(max_rel(q.data() + static_cast<size_t>(t) * n_head * row, want_q) < 1e-5);
@@ -160,7 +179,7 @@ TEST_CASE("latent attention's projections match float64", "[model][mla]") {
       for (size_t h = 0; h < n_head; ++h) {
         std::vector<double> part(attended.begin() + static_cast<std::ptrdiff_t>((t * n_head + h) * row + n_rot),
                                  attended.begin() + static_cast<std::ptrdiff_t>((t * n_head + h + 1) * row));
-        const auto y = rows_times(v_b, h * head_v, head_v, part.data());
+        const auto y = value(h, part.data());
         want.insert(want.end(), y.begin(), y.end());
       }
       CHECK(max_rel(out.data() + static_cast<size_t>(t) * n_head * head_v, want) < 1e-5);
