@@ -373,3 +373,26 @@ TEST_CASE("set_up_model runs a mixture of experts on the CPU when a GPU is asked
   const auto dense = set_up_model(tc::test::gpu_split::dense_model(), fake_cuda_setup(made, {}), kShape);
   CHECK(made.devices.size() == 1);
 }
+
+TEST_CASE("set_up_model runs latent attention (deepseek2) on the CPU when a GPU is asked, and says so",
+          "[runtime][setup]") {
+  tc::profiler::MakeModelOptions o;
+  o.output = tc::test::scratch_dir("setup_mla") / "mla.gguf";
+  o.arch = "deepseek2";  // without experts: a dense FFN under latent attention
+  o.n_vocab = 512;
+  o.n_embd = 64;
+  o.n_layer = 1;
+  o.n_ff = 32;
+  o.n_head = 4;
+  o.n_head_kv = 1;
+  o.n_threads = 2;
+  tc::profiler::make_model(o);
+  const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(o.output);
+  REQUIRE(loaded->spec.is_mla());
+  REQUIRE_FALSE(loaded->spec.has_experts());
+  MadeBackends made;
+  const auto m = set_up_model(loaded, fake_cuda_setup(made, {}), kShape);
+  CHECK(made.devices.empty());
+  CHECK(m.backend->device() == tc::kernels::DeviceKind::Cpu);
+  CHECK_THAT(joined(m.summary), Catch::Contains("device: cpu (not cuda): ") && Catch::Contains("latent attention"));
+}
