@@ -138,8 +138,10 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
-  require(!a.mla || o.mla_unsplit || o.n_head_kv == 1, "latent attention caches one KV head: --n-head-kv 1");
-  require(!o.mla_unsplit || o.n_head_kv == o.n_head, "--mla-unsplit files have multi-head keys: --n-head-kv = --n-head");
+  const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
+  require(!a.mla || unsplit || o.n_head_kv == 1, "latent attention caches one KV head: --n-head-kv 1");
+  require(!unsplit || o.n_head_kv == o.n_head,
+          "files with one attn_kv_b (--mla-unsplit, minicpm3) have multi-head keys: --n-head-kv = --n-head");
   require(o.kv_lora_rank >= 0 && o.q_lora_rank >= 0, "--kv-lora-rank and --q-lora-rank must be >= 0");
   require(int(o.rope_scale_linear > 0) + int(o.rope_scale_yarn > 0) + int(o.longrope_orig_ctx > 0) <= 1,
           "--rope-scale-linear, --rope-scale-yarn and --longrope are different rope.scaling.types: pick one");
@@ -257,8 +259,8 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
         scale <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(scale) / std::log(static_cast<double>(o.longrope_orig_ctx)));
     w.set(p + "rope.scaling.attn_factor", gguf::Value(static_cast<float>(attn_factor)));
   }
-  if (a.granite_scales && a.minicpm_scale_defaults && o.no_scale_keys) {
-    // none: MiniCPM's constants
+  if (a.granite_scales && a.minicpm_scale_defaults && (o.no_scale_keys || a.name == "minicpm3")) {
+    // none: MiniCPM's constants (MiniCPM3's files never name them)
   } else if (a.granite_scales && a.minicpm_scale_defaults) {  // MiniCPM-2B's, as its converter writes them
     w.set(p + "embedding_scale", gguf::Value(12.0f));
     w.set(p + "residual_scale", gguf::Value(static_cast<float>(1.4 / std::sqrt(40.0))));
@@ -332,6 +334,12 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   // Latent attention rotates half of each head by default (DeepSeek's 64 of 192).
   const int64_t n_rot = o.n_rot > 0 ? o.n_rot : (a.mla ? head_dim / 2 : head_dim);  // rotated dimensions per head
   const int64_t kv_lora = a.mla ? (o.kv_lora_rank > 0 ? o.kv_lora_rank : 2 * head_dim) : 0;
+  // MiniCPM3: always a compressed query and one attn_kv_b, a head's value
+  // n_embd / n_head wide (its files name no value_length).
+  const bool minicpm3 = a.name == "minicpm3";
+  const bool mla_unsplit = o.mla_unsplit || minicpm3;
+  const int64_t q_lora = o.q_lora_rank > 0 ? o.q_lora_rank : (minicpm3 ? 3 * head_dim : 0);
+  const int64_t head_v = minicpm3 ? o.n_embd / o.n_head : head_dim;
   w.set("general.architecture", gguf::Value(arch));
   w.set("general.name", gguf::Value(o.name));
   w.set("general.file_type", gguf::Value(types.file_type));
@@ -350,14 +358,14 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
-  if (a.mla && o.mla_unsplit) {  // as converters before the split wrote them: a head's widths only
+  if (a.mla && mla_unsplit) {  // as converters before the split wrote them: a head's widths only
     w.set(p + "attention.kv_lora_rank", gguf::Value(static_cast<uint32_t>(kv_lora)));
-    if (o.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(o.q_lora_rank)));
+    if (q_lora > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(q_lora)));
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(head_dim)));
-    w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(head_dim)));
+    if (!minicpm3) w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(head_v)));
   } else if (a.mla) {  // as llama.cpp's converter writes them: the cached row's widths, then a head's
     w.set(p + "attention.kv_lora_rank", gguf::Value(static_cast<uint32_t>(kv_lora)));
-    if (o.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(o.q_lora_rank)));
+    if (q_lora > 0) w.set(p + "attention.q_lora_rank", gguf::Value(static_cast<uint32_t>(q_lora)));
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(kv_lora + n_rot)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(kv_lora)));
     w.set(p + "attention.key_length_mla", gguf::Value(static_cast<uint32_t>(head_dim)));
@@ -434,7 +442,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  const bool fused_qkv = o.fused_qkv || a.name == "phi3" || a.name == "falcon";
+  const bool fused_qkv = o.fused_qkv || a.fused_qkv_only || a.name == "phi3";
   // Biases on every linear layer, required by llama.cpp (phi2's head too).
   const bool all_biases = a.name == "starcoder2" || a.name == "phi2";
   const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" ||
@@ -445,18 +453,18 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   // weight type's block stays f16, as llama.cpp's quantizer leaves it.
   auto add_mla_tensors = [&](int64_t l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    if (o.q_lora_rank > 0) {
-      matrix(name("attn_q_a"), types.base, o.n_embd, o.q_lora_rank, sd_for(o.n_embd));
-      norm(name("attn_q_a_norm"), o.q_lora_rank);
-      matrix(name("attn_q_b"), types.base, o.q_lora_rank, n_embd_q, sd_for(o.q_lora_rank));
+    if (q_lora > 0) {
+      matrix(name("attn_q_a"), types.base, o.n_embd, q_lora, sd_for(o.n_embd));
+      norm(name("attn_q_a_norm"), q_lora);
+      matrix(name("attn_q_b"), types.base, q_lora, n_embd_q, sd_for(q_lora));
     } else {
       matrix(name("attn_q"), types.base, o.n_embd, n_embd_q, sd_for(o.n_embd));
     }
     matrix(name("attn_kv_a_mqa"), types.base, o.n_embd, kv_lora + n_rot, sd_for(o.n_embd));
     norm(name("attn_kv_a_norm"), kv_lora);
     const int64_t nope = head_dim - n_rot;
-    if (o.mla_unsplit) {  // per head: its k rows, then its v rows
-      matrix(name("attn_kv_b"), types.base, kv_lora, o.n_head * (nope + head_dim), sd_for(kv_lora));
+    if (mla_unsplit) {  // per head: its k rows, then its v rows
+      matrix(name("attn_kv_b"), types.base, kv_lora, o.n_head * (nope + head_v), sd_for(kv_lora));
       return;
     }
     const DType k_b_type = nope % kernels::dtype_traits(types.base).block_size == 0 ? types.base : DType::F16;
@@ -486,8 +494,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
         bias(l, "attn_v", n_embd_kv);
       }
     }
-    // Under latent attention the heads' values (head_dim each) enter attn_output too.
-    matrix(name("attn_output"), types.base, n_embd_q, o.n_embd, sd_for(n_embd_q));
+    // Under latent attention the heads' values (head_v each) enter attn_output.
+    const int64_t n_attn_out = a.mla ? o.n_head * head_v : n_embd_q;
+    matrix(name("attn_output"), types.base, n_attn_out, o.n_embd, sd_for(n_attn_out));
     if (output_bias) bias(l, "attn_output", o.n_embd);
     if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);
     if (qk_norm) {

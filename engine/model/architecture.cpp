@@ -90,6 +90,16 @@ const std::array kArchitectures{
                  .experts = Experts::Optional,
                  .granite_scales = true,
                  .minicpm_scale_defaults = true},
+    // MiniCPM3-4B: MiniCPM's constants around latent attention (always a
+    // compressed query and one attn_kv_b), NeoX RoPE with LongRoPE factors.
+    Architecture{.name = "minicpm3",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .longrope = true,
+                 .granite_scales = true,
+                 .minicpm_scale_defaults = true,
+                 .mla = true},
     // GLM-4.5 and GLM-4.5-Air, GLM-4.6: DeepSeek's form of experts (a
     // leading dense layer, sigmoid routing with a selection bias, a shared
     // expert; multi-token prediction blocks skipped) under attention with
@@ -111,6 +121,18 @@ const std::array kArchitectures{
     Architecture{.name = "dots1",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .deepseek_experts = true},
+    // Ling 2.0 and Ring 2.0 (mini, flash): one attn_qkv, per-head q/k
+    // norms, NeoX RoPE over DeepSeek's form of experts (the gating named by
+    // the file; multi-token prediction blocks skipped).
+    Architecture{.name = "bailingmoe2",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .fused_qkv_only = true,
                  .qk_norm = true,
                  .sliding_window = {},
                  .experts = Experts::Required,

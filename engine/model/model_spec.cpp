@@ -179,19 +179,16 @@ void read_deepseek_experts(const GgufFile& file, const std::string& p, const Arc
     throw file.error(step_key, "is " + std::to_string(file.get_i64(step_key)) +
                                    ": experts in every step-th layer only are not supported (1: every layer)");
   }
-  // expert_shared_count experts of an expert's width, stored as one; or
-  // ERNIE 4.5's one of expert_shared_feed_forward_length.
+  // expert_shared_count shared experts stored as one, each
+  // expert_shared_feed_forward_length wide (default: an expert's width);
+  // without the count, one where the width is named (ERNIE 4.5), else none.
   const std::string shared_key = p + "expert_shared_count";
   const std::string shared_width_key = p + "expert_shared_feed_forward_length";
-  if (!file.has(shared_key) && file.has(shared_width_key)) {
-    s.n_ff_shared = positive_key(file, shared_width_key);
-  } else {
-    const int64_t shared = file.get_i64(shared_key, 0);
-    if (shared < 0 || shared > s.n_expert) {
-      throw file.error(shared_key, "is " + std::to_string(shared) + ", expected 0 to expert_count");
-    }
-    s.n_ff_shared = s.n_ff * shared;
+  const int64_t shared = file.get_i64(shared_key, file.has(shared_width_key) ? 1 : 0);
+  if (shared < 0 || shared > s.n_expert) {
+    throw file.error(shared_key, "is " + std::to_string(shared) + ", expected 0 to expert_count");
   }
+  s.n_ff_shared = positive_key(file, shared_width_key, s.n_ff) * shared;
   s.expert_weights_norm = file.get_bool(p + "expert_weights_norm", a.expert_weights_norm);
   const std::string scale_key = p + "expert_weights_scale";
   const double scale = file.get_f64(scale_key, 0.0);
@@ -244,7 +241,8 @@ void read_mla(const GgufFile& file, const std::string& p, ModelSpec& s) {
     // decompressed heads, as multi-head attention; run absorbed all the same.
     s.mla_kv_b_unsplit = true;
     s.head_dim_k_mla = s.head_dim;
-    s.head_dim_v_mla = positive_key(file, value_length, s.head_dim);
+    // llama.cpp's default, n_embd / n_head (MiniCPM3's files name no value_length).
+    s.head_dim_v_mla = positive_key(file, value_length, s.n_embd / s.n_head);
     if (s.n_head_kv != s.n_head) {
       throw file.error(head_count_kv, "is " + std::to_string(s.n_head_kv) + ", expected head_count " +
                                           std::to_string(s.n_head) + " in a file with one attn_kv_b");
@@ -291,6 +289,10 @@ void read_mla(const GgufFile& file, const std::string& p, ModelSpec& s) {
   const std::string temperature_key = p + "attention.temperature_scale";
   if (file.get_f64(temperature_key, 0.0) != 0.0) {
     throw file.error(temperature_key, "is set: query temperature tuning under MLA (Mistral Large 3) is not supported");
+  }
+  if (s.architecture->minicpm_scale_defaults) {  // MiniCPM3's graph: 1 / sqrt(key_length) alone
+    s.attn_scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim_k_mla));
+    return;
   }
   const float attn_factor_org = static_cast<float>(s.rope_attn_factor) * (1.0f + 0.1f * ln_factor);
   const float mscale = attn_factor_org * (1.0f + 0.1f * log_mul * ln_factor);

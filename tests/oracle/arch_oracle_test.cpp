@@ -132,6 +132,8 @@ const ArchCase kCases[] = {
     {"glm4moe (a leading dense layer; sigmoid routing with a selection bias, scaled; an ungated shared expert; "
      "a skipped MTP block; q/k/v biases; RoPE on 16 of 32 dims)",
      "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 87},
+    {"bailingmoe2 (one attn_qkv, per-head q/k norms; DeepSeek's form of experts, sigmoid)",
+     "--arch bailingmoe2 --experts 8 --experts-used 2", 102},
     {"ernie4_5-moe (a leading dense layer; softmax routing renormalised; 4 layers)",
      "--arch ernie4_5-moe --n-layer 4 --experts 8 --experts-used 2", 92},
     {"deepseek2 (latent attention with a compressed query; a dense layer, experts routed within 2 of 4 groups by "
@@ -147,6 +149,9 @@ const ArchCase kCases[] = {
     {"deepseek2 (a file from before llama.cpp split attn_kv_b: one attn_kv_b, 8 KV heads, which llama.cpp runs "
      "decompressed and this engine absorbed)",
      "--arch deepseek2 --n-head-kv 8 --head-dim 64 --q-lora-rank 96 --mla-unsplit --experts 8 --experts-used 2", 98},
+    {"minicpm3 (MiniCPM's constants around latent attention with one attn_kv_b, 8 KV heads, values n_embd / n_head "
+     "wide; NeoX RoPE on 32 of 64 dims, LongRoPE's long factors)",
+     "--arch minicpm3 --n-head-kv 8 --head-dim 64 --longrope 128", 100},
     {"deepseek2 (a compressed query, attn_q_a / attn_q_b; YaRN x4 with V2's mscale_all_dim; 3 layers)",
      "--arch deepseek2 --n-layer 3 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2 "
      "--rope-scale-yarn 4",
@@ -188,6 +193,7 @@ const ArchCase kCases[] = {
     {"glm4moe Q8_0", "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 90, 256, "q8_0", kQuantTolerance},
     {"deepseek2 Q8_0", "--arch deepseek2 --n-head-kv 1 --head-dim 64 --q-lora-rank 96 --experts 8 --experts-used 2",
      95, 256, "q8_0", kQuantTolerance},
+    {"minicpm3 Q8_0", "--arch minicpm3 --n-head-kv 8 --head-dim 64", 101, 256, "q8_0", kQuantTolerance},
     {"deepseek2 Q4_0 (one attn_kv_b)",
      "--arch deepseek2 --n-head-kv 8 --head-dim 64 --q-lora-rank 96 --mla-unsplit --experts 8 --experts-used 2", 99, 256,
      "q4_0", kQuantTolerance},

@@ -60,7 +60,8 @@ TEST_CASE("every architecture make-model writes loads with its own hyperparamete
     if (a.name == "bamboo") continue;  // a sparse PWRI model only (make_model_sparse_test)
     INFO(a.name);
     auto o = small(std::string(a.name));
-    if (a.mla) o.n_head_kv = 1;  // latent attention caches one KV head
+    // Latent attention caches one KV head; minicpm3's files keep multi-head keys.
+    if (a.mla) o.n_head_kv = a.name == "minicpm3" ? o.n_head : 1;
     const auto f = make(o);
     const auto s = tc::model::read_model_spec(f);
     CHECK(s.arch == a.name);
@@ -589,4 +590,28 @@ TEST_CASE("ernie4_5-moe: a shared expert by width, every layer's experts past th
     w.set("ernie4_5-moe.interleave_moe_layer_step", Value(uint32_t{2}));
   });
   CHECK_THAT(load_error(step), Catch::Contains("ernie4_5-moe.interleave_moe_layer_step"));
+}
+
+TEST_CASE("minicpm3: MiniCPM's constants, latent attention from one attn_kv_b", "[model][arch][mla]") {
+  auto o = small("minicpm3");
+  o.n_head_kv = 4;
+  o.head_dim = 32;
+  const auto f = make(o);
+  CHECK_FALSE(f.has("minicpm3.attention.value_length"));
+  CHECK_FALSE(f.has("minicpm3.embedding_scale"));
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.is_mla());
+  CHECK(s.mla_kv_b_unsplit);
+  CHECK(s.q_lora_rank == 96);
+  CHECK(s.head_dim_k_mla == 32);
+  CHECK(s.head_dim_v_mla == 16);  // n_embd / n_head without value_length
+  CHECK(s.n_embd_attn_out() == 64);
+  CHECK(s.embd_scale == 12.0f);
+  CHECK(s.residual_scale == 1.4f / std::sqrt(3.0f));
+  CHECK(s.logit_multiplier == 256.0f / 64.0f);
+  CHECK(s.attn_scale == 1.0f / std::sqrt(32.0f));
+  CHECK(load_error(f).empty());
+  auto mqa = o;
+  mqa.n_head_kv = 1;
+  CHECK_THROWS_WITH(make(mqa), Catch::Contains("--n-head-kv = --n-head"));
 }
