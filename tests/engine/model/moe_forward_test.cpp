@@ -76,6 +76,30 @@ std::vector<float> one_pass(LlamaModel& model, tc::kernels::Backend& backend, co
   return logits;
 }
 
+// route_experts on fresh logits (normal, sd 2) and a fresh selection bias
+// (uniform in +-bias_range) for n_tokens tokens.
+struct RandomRouting {
+  std::vector<float> logits;   // [n_tokens, n_expert]
+  std::vector<float> bias;     // [n_expert]
+  std::vector<int32_t> experts;  // [n_tokens, k]
+  std::vector<float> weights;    // [n_tokens, k]
+};
+RandomRouting route_random(std::mt19937& rng, float bias_range, int64_t n_tokens, int64_t n_expert, int64_t k,
+                           tc::model::Routing routing) {
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::uniform_real_distribution<float> uniform(-bias_range, bias_range);
+  RandomRouting r;
+  r.logits.resize(static_cast<size_t>(n_tokens * n_expert));
+  for (float& l : r.logits) l = normal(rng);
+  r.bias.resize(static_cast<size_t>(n_expert));
+  for (float& b : r.bias) b = uniform(rng);
+  r.experts.resize(static_cast<size_t>(n_tokens * k));
+  r.weights.resize(r.experts.size());
+  routing.selection_bias = r.bias.data();
+  tc::model::route_experts(r.logits.data(), n_tokens, n_expert, k, r.experts.data(), r.weights.data(), routing);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("expert routing picks the most probable experts and renormalises their probabilities", "[model][moe]") {
@@ -119,24 +143,14 @@ TEST_CASE("sigmoid routing chooses by the biased sigmoids and weighs by the unbi
   // bias_e ranks the experts, the chosen ones weigh sigmoid(l_e),
   // renormalised or not, then times the scale.
   std::mt19937 rng(11);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
   for (const bool normalize : {true, false}) {
     for (const float scale : {0.0f, 2.5f}) {
       for (const auto& [n_expert, k] : {std::pair<int64_t, int64_t>{8, 2}, {128, 8}, {16, 16}}) {
         INFO(n_expert << " experts, " << k << " used, normalize " << normalize << ", scale " << scale);
         const int64_t n_tokens = 7;
-        std::vector<float> logits(static_cast<size_t>(n_tokens * n_expert));
-        for (float& l : logits) l = normal(rng);
-        std::vector<float> bias(static_cast<size_t>(n_expert));
-        for (float& b : bias) b = uniform(rng);
-        std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
-        std::vector<float> weights(experts.size());
-        tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(),
-                                 {.normalize = normalize,
-                                  .gating = tc::model::ExpertGating::Sigmoid,
-                                  .selection_bias = bias.data(),
-                                  .scale = scale});
+        const auto [logits, bias, experts, weights] = route_random(
+            rng, 0.5f, n_tokens, n_expert, k,
+            {.normalize = normalize, .gating = tc::model::ExpertGating::Sigmoid, .scale = scale});
         for (int64_t t = 0; t < n_tokens; ++t) {
           const float* l = logits.data() + t * n_expert;
           auto sigmoid = [&](int32_t e) { return 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))); };
@@ -206,22 +220,14 @@ TEST_CASE("routing within groups keeps the experts of the best groups", "[model]
   // (probability plus bias); the experts come from the `used` best groups.
   // Softmax with a selection bias (ERNIE 4.5) and sigmoid (V3) alike.
   std::mt19937 rng(13);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  std::uniform_real_distribution<float> uniform(-0.2f, 0.2f);
   for (const auto gating : {tc::model::ExpertGating::Softmax, tc::model::ExpertGating::Sigmoid}) {
     for (const auto& [n_expert, groups, used, k] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{16, 4, 2, 4},
                                                      {64, 8, 4, 8}, {8, 4, 1, 2}, {12, 3, 3, 3}}) {
       INFO(n_expert << " experts in " << groups << " groups, " << used << " used, k " << k);
       const int64_t n_tokens = 9;
-      std::vector<float> logits(static_cast<size_t>(n_tokens * n_expert));
-      for (float& l : logits) l = normal(rng);
-      std::vector<float> bias(static_cast<size_t>(n_expert));
-      for (float& b : bias) b = uniform(rng);
-      std::vector<int32_t> experts(static_cast<size_t>(n_tokens * k));
-      std::vector<float> weights(experts.size());
-      tc::model::route_experts(logits.data(), n_tokens, n_expert, k, experts.data(), weights.data(),
-                               {.normalize = true, .gating = gating, .selection_bias = bias.data(), .groups = groups,
-                                .groups_used = used});
+      const auto [logits, bias, experts, weights] = route_random(
+          rng, 0.2f, n_tokens, n_expert, k,
+          {.normalize = true, .gating = gating, .groups = groups, .groups_used = used});
       const int64_t per_group = n_expert / groups;
       for (int64_t t = 0; t < n_tokens; ++t) {
         const float* l = logits.data() + t * n_expert;
