@@ -166,6 +166,9 @@ const std::array kArchitectures{
     // optional q/k/v biases, and the FFN's input norm named
     // post_attention_norm.
     Architecture{.name = "ernie4_5", .ffn_forms = kSwiGluOnly, .sliding_window = {}, .attn_output_bias = false},
+    // Baichuan and Baichuan 2, 7B: llama's graph (read_model_spec refuses
+    // the 13B's 40 layers, which use ALiBi in place of RoPE).
+    Architecture{.name = "baichuan", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     // InternLM2 / 2.5 and XVERSE: llama's graph and tensors.
     Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     Architecture{.name = "xverse", .ffn_forms = kSwiGluOnly, .sliding_window = {}},

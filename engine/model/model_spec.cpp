@@ -417,6 +417,13 @@ ModelSpec read_model_spec(const GgufFile& file) {
     throw file.error(p + "block_count", "is " + std::to_string(s.n_layer) + ", more than the file's " +
                                             std::to_string(n_tensors) + " tensors (each layer has its own)");
   }
+  if (a.name == "baichuan" && s.n_layer != 32) {
+    // llama.cpp tells Baichuan's two graphs by layer count: 32 (7B) rotate,
+    // 40 (13B) use ALiBi; others neither.
+    throw file.error(p + "block_count", "is " + std::to_string(s.n_layer) +
+                                            ": Baichuan runs here as the 7B's 32 layers with RoPE only (the 13B's "
+                                            "40 use ALiBi, which is not supported)");
+  }
   s.n_ff = positive_key(file, p + "feed_forward_length");
   s.n_head = positive_key(file, p + "attention.head_count");
   s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);

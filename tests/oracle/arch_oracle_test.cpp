@@ -78,6 +78,8 @@ const ArchCase kCases[] = {
     {"ernie4_5 (llama's graph; tied embeddings)", "--arch ernie4_5 --tied-embeddings", 52},
     {"internlm2 (llama's graph)", "--arch internlm2", 70},
     {"xverse (llama's graph)", "--arch xverse", 83},
+    // llama.cpp rotates Baichuan's layers only at the 7B's 32.
+    {"baichuan (llama's graph; 32 layers, n_ff 128)", "--arch baichuan --n-layer 32 --n-ff 128", 103},
     {"orion (LayerNorms with biases, NeoX RoPE, SwiGLU)", "--arch orion", 84},
     {"starcoder2 (LayerNorm, biases everywhere, sequential gelu FFN)", "--arch starcoder2", 57},
     {"exaone (NeoX RoPE; rope_freqs)", "--arch exaone --rope-freqs --rope-freq-base 500000", 53},

@@ -62,6 +62,7 @@ TEST_CASE("every architecture make-model writes loads with its own hyperparamete
     auto o = small(std::string(a.name));
     // Latent attention caches one KV head; minicpm3's files keep multi-head keys.
     if (a.mla) o.n_head_kv = a.name == "minicpm3" ? o.n_head : 1;
+    if (a.name == "baichuan") o.n_layer = 32;  // the 7B's count, the one read
     const auto f = make(o);
     const auto s = tc::model::read_model_spec(f);
     CHECK(s.arch == a.name);
@@ -614,4 +615,12 @@ TEST_CASE("minicpm3: MiniCPM's constants, latent attention from one attn_kv_b", 
   auto mqa = o;
   mqa.n_head_kv = 1;
   CHECK_THROWS_WITH(make(mqa), Catch::Contains("--n-head-kv = --n-head"));
+}
+
+TEST_CASE("baichuan: the 7B's 32 layers only, naming block_count otherwise", "[model][arch]") {
+  auto o = small("baichuan");
+  o.n_layer = 32;
+  CHECK(load_error(make(o)).empty());
+  o.n_layer = 40;
+  CHECK_THAT(load_error(make(o)), Catch::Contains("baichuan.block_count") && Catch::Contains("ALiBi"));
 }
