@@ -221,6 +221,7 @@ void add_f32_vector(gguf::GgufWriter& w, const std::string& name, std::vector<fl
 // The keys of architecture `a` beyond the shared ones, as llama.cpp reads them.
 void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf::GgufWriter& w) {
   const std::string p = std::string(a.name) + ".";
+  if (a.parallel_ffn_norm) w.set(p + "use_parallel_residual", gguf::Value(true));  // GPT-NeoX's (required)
   if (o.head_dim > 0 && !a.mla) {  // latent attention writes its own (make_model)
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
@@ -444,7 +445,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   }
   const bool fused_qkv = o.fused_qkv || a.fused_qkv_only || a.name == "phi3";
   // Biases on every linear layer, required by llama.cpp (phi2's head too).
-  const bool all_biases = a.name == "starcoder2" || a.name == "phi2";
+  const bool all_biases = a.name == "starcoder2" || a.name == "phi2" || a.name == "gptneox";
   const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" ||
                         a.name == "glm4moe" || all_biases;
   const bool output_bias = a.name == "gpt-oss" || all_biases;
@@ -504,7 +505,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       norm(name("attn_k_norm"), a.qk_norm_whole ? n_embd_kv : head_dim);
     }
     if (a.post_norms) norm(name("post_attention_norm"));
-    if (a.layer_form == model::LayerForm::Sequential && a.pre_norms) norm_with_bias(name(a.ffn_norm_name));
+    if ((a.layer_form == model::LayerForm::Sequential && a.pre_norms) || a.parallel_ffn_norm) {
+      norm_with_bias(name(a.ffn_norm_name));
+    }
     if (l >= o.n_layer) {  // the multi-token prediction block's own tensors
       matrix(name("nextn.eh_proj"), types.base, 2 * o.n_embd, o.n_embd, sd_for(2 * o.n_embd));
       norm(name("nextn.enorm"));

@@ -315,6 +315,18 @@ const std::array kArchitectures{
                  .ffn_forms = kFalconForms,
                  .fused_qkv_only = true,
                  .sliding_window = {}},
+    // GPT-NeoX, Pythia, Dolly v2, RedPajama-INCITE: LayerNorms with biases,
+    // NeoX RoPE on part of each head, one attn_qkv, biases everywhere, an
+    // ungated gelu FFN beside attention, each block on its own norm.
+    Architecture{.name = "gptneox",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .layer_form = LayerForm::Parallel,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kGeluOnly,
+                 .fused_qkv_only = true,
+                 .parallel_ffn_norm = true,
+                 .sliding_window = {}},
     // StableLM 2 (1.6B), StableLM Zephyr 3B: LayerNorms with biases, NeoX
     // RoPE on part of each head (a quarter), optional q/k/v biases,
     // sequential. StableLM 2 12B's per-head q/k LayerNorms are refused.
@@ -417,7 +429,7 @@ std::string_view ffn_activated_tensor(const Architecture& a) {
 }
 
 std::string_view ffn_input_norm_tensor(const Architecture& a) {
-  return a.layer_form == LayerForm::Parallel ? "attn_norm" : a.ffn_norm_name;
+  return a.layer_form == LayerForm::Parallel && !a.parallel_ffn_norm ? "attn_norm" : a.ffn_norm_name;
 }
 
 const Architecture* find_architecture(std::string_view name) {

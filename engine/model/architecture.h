@@ -120,6 +120,9 @@ struct Architecture {
   // has none: its blocks read the residual as it is and have post_norms.
   bool pre_norms = true;
   bool post_norms = false;  // post_attention_norm / post_ffw_norm f32 [n_embd]: RMSNorm of each block's output
+  // In the parallel form, the FFN reads ffn_norm(x) and attention
+  // attn_norm(x), each its own norm (GPT-NeoX), instead of both attn_norm(x).
+  bool parallel_ffn_norm = false;
   bool embd_scale = false;  // token embeddings multiplied by sqrt(n_embd)
   bool head_is_token_embd = false;  // the output head is token_embd even where output.weight exists
   SlidingWindowRule sliding_window;
@@ -200,7 +203,8 @@ struct Architecture {
 
 // The file's short name of the matrix the FFN activation is applied to
 // ("ffn_gate"; "ffn_up" for an ungated FFN) and of the norm whose output
-// enters the FFN ("ffn_norm"; "attn_norm" in the parallel layer form).
+// enters the FFN ("ffn_norm"; "attn_norm" in the parallel layer form but
+// GPT-NeoX's).
 std::string_view ffn_activated_tensor(const Architecture& a);
 std::string_view ffn_input_norm_tensor(const Architecture& a);
 

@@ -268,11 +268,20 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   for (int64_t l = 0; l < s.n_layer; ++l) {
     auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
     LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    if (a.pre_norms) lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
-    if (norm_bias) {
-      lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
-      lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
-      if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
+    if (a.parallel_ffn_norm) {
+      // GPT-NeoX: the parallel form's shared norm (the FFN's input) is the
+      // file's ffn_norm; attention's own is its attn_norm.
+      lw.attn_norm = m.vector(name("ffn_norm"), s.n_embd);
+      lw.attn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
+      lw.attn_norm_2 = m.vector(name("attn_norm"), s.n_embd);
+      lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
+    } else {
+      if (a.pre_norms) lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
+      if (norm_bias) {
+        lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
+        lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
+        if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
+      }
     }
     map_attention(m, s, l, lw);
     lw.attn_output = m.matrix(name("attn_output"), s.n_embd_attn_out(), s.n_embd);

@@ -485,6 +485,12 @@ ModelSpec read_model_spec(const GgufFile& file) {
   if (a.logit_scale_multiplies && file.has(p + "logit_scale")) {
     s.logit_multiplier = static_cast<float>(positive_f64(file, p + "logit_scale", 1.0));
   }
+  if (a.parallel_ffn_norm) {
+    const std::string key = p + "use_parallel_residual";
+    if (!file.get_bool(key, true)) {
+      throw file.error(key, "is false: GPT-NeoX's sequential form is not supported (only its parallel residual)");
+    }
+  }
   if (!a.refused_layer_tensor.empty()) {
     const std::string name = layer_tensor_name(0, a.refused_layer_tensor);
     if (file.find_tensor(name) != nullptr) {

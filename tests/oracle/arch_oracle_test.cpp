@@ -82,6 +82,9 @@ const ArchCase kCases[] = {
     {"baichuan (llama's graph; 32 layers, n_ff 128)", "--arch baichuan --n-layer 32 --n-ff 128", 103},
     {"orion (LayerNorms with biases, NeoX RoPE, SwiGLU)", "--arch orion", 84},
     {"starcoder2 (LayerNorm, biases everywhere, sequential gelu FFN)", "--arch starcoder2", 57},
+    {"gptneox (LayerNorms with biases, one attn_qkv, biases everywhere; a gelu FFN beside attention, each on its own "
+     "norm; RoPE on 8 of 32 dims)",
+     "--arch gptneox --rope-dims 8", 104},
     {"exaone (NeoX RoPE; rope_freqs)", "--arch exaone --rope-freqs --rope-freq-base 500000", 53},
     {"seed_oss (NeoX RoPE; q/k/v biases; post_attention_norm; head_dim 64 != n_embd / n_head)",
      "--arch seed_oss --attn-bias --head-dim 64", 54},
@@ -179,6 +182,7 @@ const ArchCase kCases[] = {
     {"arcee Q8_0", "--arch arcee", 51, 256, "q8_0", kQuantTolerance},
     {"exaone Q4_0", "--arch exaone", 55, 256, "q4_0", kQuantTolerance},
     {"starcoder2 Q4_0", "--arch starcoder2", 58, 256, "q4_0", kQuantTolerance},
+    {"gptneox Q8_0", "--arch gptneox --rope-dims 8", 105, 256, "q8_0", kQuantTolerance},
     {"command-r Q4_0", "--arch command-r", 63, 256, "q4_0", kQuantTolerance},
     {"cohere2 Q8_0", "--arch cohere2 --n-layer 4 --sliding-window 8", 64, 256, "q8_0", kQuantTolerance},
     {"olmo2 Q4_0", "--arch olmo2", 65, 256, "q4_0", kQuantTolerance},

@@ -624,3 +624,20 @@ TEST_CASE("baichuan: the 7B's 32 layers only, naming block_count otherwise", "[m
   o.n_layer = 40;
   CHECK_THAT(load_error(make(o)), Catch::Contains("baichuan.block_count") && Catch::Contains("ALiBi"));
 }
+
+TEST_CASE("gptneox: each parallel block on its own norm, the sequential form refused", "[model][arch]") {
+  const auto f = make(small("gptneox"));
+  const auto s = tc::model::read_model_spec(f);
+  const auto w = tc::model::map_llama_weights(f, s);
+  // The parallel form's shared norm (the FFN's input) is the file's
+  // ffn_norm; attention's own (attn_norm_2) is its attn_norm.
+  CHECK(w.layers[1].attn_norm.data == f.tensor_data(f.tensor("blk.1.ffn_norm.weight")).data());
+  CHECK(w.layers[1].attn_norm_2.data == f.tensor_data(f.tensor("blk.1.attn_norm.weight")).data());
+  CHECK(w.layers[1].attn_norm_2_b.data == f.tensor_data(f.tensor("blk.1.attn_norm.bias")).data());
+  CHECK(tc::model::ffn_input_norm_tensor(*s.architecture) == "ffn_norm");
+  const auto sequential = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+    w.set("gptneox.use_parallel_residual", Value(false));
+  });
+  CHECK_THAT(load_error(sequential), Catch::Contains("gptneox.use_parallel_residual"));
+  CHECK_THAT(load_error(copy_of(f, "blk.0.ffn_norm.bias", {})), Catch::Contains("blk.0.ffn_norm.bias"));
+}
