@@ -337,19 +337,28 @@ TEST_CASE("set_up_model refuses what the model cannot run, naming the option", "
   }
 }
 
-TEST_CASE("set_up_model runs a mixture of experts on the CPU when a GPU is asked, and says so", "[runtime][setup]") {
+namespace {
+
+// A one-layer model of architecture `arch` (make-model), loaded.
+std::shared_ptr<const tc::model::LoadedModel> tiny_model(const std::string& arch, int64_t n_head_kv) {
   tc::profiler::MakeModelOptions o;
-  o.output = tc::test::scratch_dir("setup_moe") / "moe.gguf";
-  o.arch = "qwen3moe";
+  o.output = tc::test::scratch_dir("setup_" + arch) / "m.gguf";
+  o.arch = arch;
   o.n_vocab = 512;
   o.n_embd = 64;
   o.n_layer = 1;
   o.n_ff = 32;
   o.n_head = 4;
-  o.n_head_kv = 2;
+  o.n_head_kv = n_head_kv;
   o.n_threads = 2;
   tc::profiler::make_model(o);
-  const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(o.output);
+  return tc::model::load_model(o.output);
+}
+
+}  // namespace
+
+TEST_CASE("set_up_model runs a mixture of experts on the CPU when a GPU is asked, and says so", "[runtime][setup]") {
+  const auto loaded = tiny_model("qwen3moe", 2);
   for (const bool offload : {false, true}) {
     INFO((offload ? "with --offload-layers 1" : "no GPU split"));
     tc::config::GpuSplitSetting split;
@@ -376,18 +385,7 @@ TEST_CASE("set_up_model runs a mixture of experts on the CPU when a GPU is asked
 
 TEST_CASE("set_up_model runs latent attention (deepseek2) on the CPU when a GPU is asked, and says so",
           "[runtime][setup]") {
-  tc::profiler::MakeModelOptions o;
-  o.output = tc::test::scratch_dir("setup_mla") / "mla.gguf";
-  o.arch = "deepseek2";  // without experts: a dense FFN under latent attention
-  o.n_vocab = 512;
-  o.n_embd = 64;
-  o.n_layer = 1;
-  o.n_ff = 32;
-  o.n_head = 4;
-  o.n_head_kv = 1;
-  o.n_threads = 2;
-  tc::profiler::make_model(o);
-  const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(o.output);
+  const auto loaded = tiny_model("deepseek2", 1);  // without experts: a dense FFN under latent attention
   REQUIRE(loaded->spec.is_mla());
   REQUIRE_FALSE(loaded->spec.has_experts());
   MadeBackends made;
