@@ -222,6 +222,7 @@ void add_f32_vector(gguf::GgufWriter& w, const std::string& name, std::vector<fl
 void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf::GgufWriter& w) {
   const std::string p = std::string(a.name) + ".";
   if (a.parallel_ffn_norm) w.set(p + "use_parallel_residual", gguf::Value(true));  // GPT-NeoX's (required)
+  if (a.rope_alpha) w.set(p + "rope.scaling.alpha", gguf::Value(1000.0f));  // Hunyuan-7B's NTK alpha
   if (o.head_dim > 0 && !a.mla) {  // latent attention writes its own (make_model)
     w.set(p + "attention.key_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));
     w.set(p + "attention.value_length", gguf::Value(static_cast<uint32_t>(o.head_dim)));

@@ -169,6 +169,15 @@ const std::array kArchitectures{
     // Baichuan and Baichuan 2, 7B: llama's graph (read_model_spec refuses
     // the 13B's 40 layers, which use ALiBi in place of RoPE).
     Architecture{.name = "baichuan", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
+    // Hunyuan dense (0.5B-7B, Hunyuan-MT): NeoX RoPE with an NTK alpha,
+    // per-head q/k norms after RoPE.
+    Architecture{.name = "hunyuan-dense",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .qk_norm_after_rope = true,
+                 .rope_alpha = true,
+                 .sliding_window = {}},
     // InternLM2 / 2.5 and XVERSE: llama's graph and tensors.
     Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     Architecture{.name = "xverse", .ffn_forms = kSwiGluOnly, .sliding_window = {}},

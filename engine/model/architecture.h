@@ -112,6 +112,11 @@ struct Architecture {
   // With qk_norm: only in files that have the two tensors (GLM-4.5 has
   // them, GLM-4.5-Air has not).
   bool qk_norm_optional = false;
+  // With qk_norm: the norms after RoPE, not before (Hunyuan).
+  bool qk_norm_after_rope = false;
+  // {arch}.rope.scaling.alpha, where present, multiplies the RoPE base by
+  // alpha^(head_dim / (head_dim - 2)) (Hunyuan's NTK-aware scaling).
+  bool rope_alpha = false;
   // With qk_norm: one RMSNorm over each token's whole q (attn_q_norm f32
   // [n_head * head_dim]) and k (attn_k_norm f32 [n_head_kv * head_dim])
   // instead of one per head (OLMo 2).

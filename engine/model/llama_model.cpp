@@ -492,19 +492,25 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
   if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
   if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
   if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
-  if (w.attn_q_norm.data != nullptr) {  // before RoPE: each head on its own, or each token's whole q and k
+  // The q/k norms: each head on its own, or each token's whole q and k;
+  // before RoPE, or after it (Hunyuan).
+  auto qk_norms = [&] {
+    if (w.attn_q_norm.data == nullptr) return;
     const auto eps = static_cast<float>(spec_.rms_eps);
     const bool whole = spec_.architecture->qk_norm_whole;
     b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : spec_.head_dim,
                eps, q);
     b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * spec_.n_head_kv,
                whole ? n_embd_kv : spec_.head_dim, eps, k);
-  }
+  };
+  const bool norms_after = spec_.architecture->qk_norm_after_rope;
+  if (!norms_after) qk_norms();
   if (rotates(layer)) {
     const kernels::RopeParams rope = rope_params(b, layer);
     b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
     b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
   }
+  if (norms_after) qk_norms();
   if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
 }
 

@@ -451,6 +451,14 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                                      std::to_string(s.head_dim));
   }
   read_rope(file, p, a, s);
+  if (a.rope_alpha && file.has(p + "rope.scaling.alpha")) {
+    // As llama.cpp's hunyuan loader: in f32, over the head size.
+    const std::string key = p + "rope.scaling.alpha";
+    const auto alpha = static_cast<float>(positive_f64(file, key, 1.0));
+    const auto dim = static_cast<float>(s.head_dim);
+    if (s.head_dim <= 2) throw file.error(key, "needs a head size above 2");
+    s.rope_freq_base = static_cast<float>(s.rope_freq_base) * std::pow(alpha, dim / (dim - 2.0f));
+  }
   if (a.mla) read_mla(file, p, s);
   if (const std::string sections = p + "rope.dimension_sections"; file.has(sections)) {
     throw file.error(sections, "is set: multimodal RoPE (M-RoPE, as in GLM-4.1V and Qwen2-VL) is not supported");

@@ -78,6 +78,8 @@ const ArchCase kCases[] = {
     {"ernie4_5 (llama's graph; tied embeddings)", "--arch ernie4_5 --tied-embeddings", 52},
     {"internlm2 (llama's graph)", "--arch internlm2", 70},
     {"xverse (llama's graph)", "--arch xverse", 83},
+    {"hunyuan-dense (per-head q/k norms after NeoX RoPE; the base times alpha 1000 ^ (32 / 30))",
+     "--arch hunyuan-dense", 106},
     // llama.cpp rotates Baichuan's layers only at the 7B's 32.
     {"baichuan (llama's graph; 32 layers, n_ff 128)", "--arch baichuan --n-layer 32 --n-ff 128", 103},
     {"orion (LayerNorms with biases, NeoX RoPE, SwiGLU)", "--arch orion", 84},
@@ -183,6 +185,7 @@ const ArchCase kCases[] = {
     {"exaone Q4_0", "--arch exaone", 55, 256, "q4_0", kQuantTolerance},
     {"starcoder2 Q4_0", "--arch starcoder2", 58, 256, "q4_0", kQuantTolerance},
     {"gptneox Q8_0", "--arch gptneox --rope-dims 8", 105, 256, "q8_0", kQuantTolerance},
+    {"hunyuan-dense Q4_0", "--arch hunyuan-dense", 107, 256, "q4_0", kQuantTolerance},
     {"command-r Q4_0", "--arch command-r", 63, 256, "q4_0", kQuantTolerance},
     {"cohere2 Q8_0", "--arch cohere2 --n-layer 4 --sliding-window 8", 64, 256, "q8_0", kQuantTolerance},
     {"olmo2 Q4_0", "--arch olmo2", 65, 256, "q4_0", kQuantTolerance},

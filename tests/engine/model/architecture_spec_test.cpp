@@ -641,3 +641,18 @@ TEST_CASE("gptneox: each parallel block on its own norm, the sequential form ref
   CHECK_THAT(load_error(sequential), Catch::Contains("gptneox.use_parallel_residual"));
   CHECK_THAT(load_error(copy_of(f, "blk.0.ffn_norm.bias", {})), Catch::Contains("blk.0.ffn_norm.bias"));
 }
+
+TEST_CASE("hunyuan-dense: the RoPE base scaled by alpha, q/k norms after RoPE", "[model][arch]") {
+  const auto f = make(small("hunyuan-dense"));
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.architecture->qk_norm_after_rope);
+  // 10000 * 1000^(16 / 14), in f32 as llama.cpp computes it.
+  CHECK(s.rope_freq_base == Approx(10000.0 * std::pow(1000.0, 16.0 / 14.0)).epsilon(1e-6));
+  const auto plain = tc::model::read_model_spec(tc::test::copy_gguf(f, "arch_spec_hunyuan", "", {},
+                                                                    "hunyuan-dense.rope.scaling.alpha"));
+  CHECK(plain.rope_freq_base == 10000.0);
+  CHECK_THAT(load_error(copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+               w.set("hunyuan-dense.rope.scaling.alpha", Value(-2.0f));
+             })),
+             Catch::Contains("hunyuan-dense.rope.scaling.alpha"));
+}
