@@ -197,7 +197,8 @@ void read_deepseek_experts(const GgufFile& file, const std::string& p, const Arc
   const std::string gating_key = p + "expert_gating_func";
   // llama.cpp's rule for deepseek2 files without the key: GLM-4.7-Flash's
   // (47 or 48 layers, 154880 tokens) route by sigmoid, DeepSeek V2's by softmax.
-  const int64_t n_vocab = file.find_tensor("token_embd.weight") != nullptr ? file.tensor("token_embd.weight").ne.back() : 0;
+  const auto* embd = file.find_tensor("token_embd.weight");
+  const int64_t n_vocab = embd != nullptr ? embd->ne.back() : 0;
   if (a.mla && (s.n_layer == 47 || s.n_layer == 48) && n_vocab == 154880) s.expert_gating = ExpertGating::Sigmoid;
   switch (file.get_i64(gating_key, 0)) {
     case 0: break;  // absent or none: the architecture's
@@ -357,9 +358,8 @@ void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& 
   // As llama.cpp scales them: times the f32 reciprocal.
   s.logit_multiplier = file.has(logit_key) ? 1.0f / static_cast<float>(positive_f64(file, logit_key, 1.0))
                                            : 256.0f / static_cast<float>(s.n_embd);
-  const float e = optional_scale(p + "embedding_scale");
-  if (e != 0.0f) s.embd_scale = e;
-  if (e == 0.0f && minicpm && !file.has(p + "embedding_scale")) s.embd_scale = 12.0f;
+  if (const float e = optional_scale(p + "embedding_scale"); e != 0.0f) s.embd_scale = e;
+  if (minicpm && !file.has(p + "embedding_scale")) s.embd_scale = 12.0f;
   s.residual_scale = optional_scale(p + "residual_scale");
   if (minicpm && !file.has(p + "residual_scale")) s.residual_scale = 1.4f / std::sqrt(static_cast<float>(s.n_layer));
   if (!minicpm) s.attn_scale = optional_scale(p + "attention.scale");  // MiniCPM's loader reads none
