@@ -40,9 +40,12 @@ in one run, alternating engines each round, medians over rounds.
       eval rate; on cuda with --vram-budget and the placement
       `thermocline place` writes as MODEL.generated.gpuidx) against
       `thermocline bench --sparsity relu` (cpu) or hybrid mode with the
-      same placement (cuda), and on cuda llama.cpp's layer offload
-      (-ngl K, K the most layers our offload plan fits in the budget) on
-      the GGUF form. JSON: bench/results/cpu-sparse.json or hybrid.json.
+      same placement (cuda). On cuda also, on the GGUF form: llama.cpp's
+      layer offload (-ngl K, K the most layers our offload plan fits in
+      the budget), ours with the same K ("offload") and the whole model
+      on the GPU ("gpu"); and one --time-split run for the hybrid row's
+      fraction of the modelled limit. JSON: bench/results/cpu-sparse.json
+      or hybrid.json.
 
 Models are made once into MODEL_DIR (-m, default BUILD/bench-models).
 Prints markdown tables last.
@@ -87,12 +90,28 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+class RunFailed(Exception):
+    """A command failed; the message names it and holds the end of its stderr."""
+
+
 def run(cmd, what, cwd=None):
-    """stdout and stderr of cmd; exits naming the command when it fails."""
+    """stdout and stderr of cmd; raises RunFailed naming the command when it fails."""
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     if r.returncode != 0:
-        sys.exit(f"peers: {what}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+        raise RunFailed(f"peers: {what}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return r.stdout, r.stderr
+
+
+def measure(failed, key, fn):
+    """fn() unless key's engine failed before; a failure is logged and marks
+    it, so one engine that cannot run leaves the others' rows."""
+    if key in failed:
+        return
+    try:
+        fn()
+    except (RunFailed, ValueError, KeyError, IndexError) as e:
+        log(f"peers: {key} dropped: {e}")
+        failed.add(key)
 
 
 def find_thermocline(build):
@@ -134,6 +153,9 @@ def machine(device):
 
 
 def commit():
+    """HEAD's short hash; BENCH_COMMIT where the checkout travelled without .git."""
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
     try:
         return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True, check=True).stdout.strip()
@@ -268,51 +290,66 @@ def cmd_dense(a):
     os.makedirs(model_dir, exist_ok=True)
     depths = [int(d) for d in a.depths.split(",") if d]
     files = {}
-    for m in a.models.split(","):
-        for t in a.types.split(","):
-            path = os.path.join(model_dir, f"dense-{m}-{t}.gguf")
-            make_model(thermocline, path, DENSE_SHAPES[m] + ["--type", t], "make-model")
-            files[(m, t)] = path
+    pairs = [tuple(p.split(":")) for p in a.pairs.split(",")] if a.pairs else \
+        [(m, t) for m in a.models.split(",") for t in a.types.split(",")]
+    for m, t in pairs:
+        if m not in DENSE_SHAPES:
+            sys.exit(f"peers: unknown model shape {m!r} (known: {', '.join(sorted(DENSE_SHAPES))})")
+        path = os.path.join(model_dir, f"dense-{m}-{t}.gguf")
+        make_model(thermocline, path, DENSE_SHAPES[m] + ["--type", t], "make-model")
+        files[(m, t)] = path
     samples = {}  # (model, type, engine, test) -> [t/s]
     probes = []
     read_bytes = {}
+    failed = set()
+
+    def llama_runs(m, t, path):
+        pp = llama_bench(llama, path, a.device, threads, 512, 0, 0)
+        tg = [llama_bench(llama, path, a.device, threads, 0, 128, d) for d in depths]
+        samples.setdefault((m, t, "llama.cpp", "pp512"), []).append(pp)
+        for d, v in zip(depths, tg):
+            samples.setdefault((m, t, "llama.cpp", f"tg128@d{d}"), []).append(v)
+
+    def ours_runs(m, t, path):
+        recs = ours_bench(thermocline, path, a.device, threads, ["-p", "512", "-n", "0"])
+        samples.setdefault((m, t, "thermocline", "pp512"), []).append(recs["pp512"]["avg_ts"])
+        for d in depths:
+            extra = ["-p", "0", "-n", "128", "-d", str(d)]
+            if a.parallel > 1 and d == depths[0]:
+                extra += ["--parallel", str(a.parallel)]
+            recs = ours_bench(thermocline, path, a.device, threads, extra)
+            for test, rec in recs.items():
+                samples.setdefault((m, t, "thermocline", test), []).append(rec["avg_ts"])
+                read_bytes[(m, t, test)] = rec["read_bytes_per_token"]
+
+    def save():
+        """The figures so far (after every round: a run cut short keeps them)."""
+        bw = median(probes)
+        rows = []
+        for (m, t, engine, test), v in sorted(samples.items()):
+            row = {"model": m, "type": t, "engine": engine, "test": test, "tps": median(v), "samples": v}
+            if test.startswith("tg") and (m, t, test) in read_bytes and "x" not in test.split("@")[0]:
+                row["hbm_fraction" if a.device == "cuda" else "read_fraction"] = \
+                    read_bytes[(m, t, test)] * median(v) / (bw * 1e9)
+            rows.append(row)
+        out = {"machine": machine(a.device), "commit": commit(),
+               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+               "device": a.device, "threads": threads,
+               ("hbm_read_gbs" if a.device == "cuda" else "read_gbs"): bw, "rounds": a.rounds, "rows": rows}
+        write_json(a.json or os.path.join(REPO, "bench", "results",
+                                          "gpu-dense.json" if a.device == "cuda" else "cpu-dense.json"), out)
+        return rows, bw
+
     for r in range(a.rounds):
+        probes.append(probe(thermocline, next(iter(files.values())), a.device, threads))
         for (m, t), path in files.items():
             log(f"round {r + 1}/{a.rounds}: {m} {t}")
             order = ["llama.cpp", "thermocline"] if r % 2 == 0 else ["thermocline", "llama.cpp"]
             for engine in order:
-                if engine == "llama.cpp":
-                    samples.setdefault((m, t, engine, "pp512"), []).append(
-                        llama_bench(llama, path, a.device, threads, 512, 0, 0))
-                    for d in depths:
-                        samples.setdefault((m, t, engine, f"tg128@d{d}"), []).append(
-                            llama_bench(llama, path, a.device, threads, 0, 128, d))
-                else:
-                    recs = ours_bench(thermocline, path, a.device, threads, ["-p", "512", "-n", "0"])
-                    samples.setdefault((m, t, engine, "pp512"), []).append(recs["pp512"]["avg_ts"])
-                    for d in depths:
-                        extra = ["-p", "0", "-n", "128", "-d", str(d)]
-                        if a.parallel > 1 and d == depths[0]:
-                            extra += ["--parallel", str(a.parallel)]
-                        recs = ours_bench(thermocline, path, a.device, threads, extra)
-                        for test, rec in recs.items():
-                            samples.setdefault((m, t, engine, test), []).append(rec["avg_ts"])
-                            read_bytes[(m, t, test)] = rec["read_bytes_per_token"]
-        probes.append(probe(thermocline, next(iter(files.values())), a.device, threads))
-    bw = median(probes)
-    rows = []
-    for (m, t, engine, test), v in sorted(samples.items()):
-        row = {"model": m, "type": t, "engine": engine, "test": test, "tps": median(v), "samples": v}
-        if test.startswith("tg") and (m, t, test) in read_bytes and "x" not in test.split("@")[0]:
-            row["hbm_fraction" if a.device == "cuda" else "read_fraction"] = \
-                read_bytes[(m, t, test)] * median(v) / (bw * 1e9)
-        rows.append(row)
-    out = {"machine": machine(a.device), "commit": commit(),
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-           "device": a.device, "threads": threads,
-           ("hbm_read_gbs" if a.device == "cuda" else "read_gbs"): bw, "rounds": a.rounds, "rows": rows}
-    write_json(a.json or os.path.join(REPO, "bench", "results",
-                                      "gpu-dense.json" if a.device == "cuda" else "cpu-dense.json"), out)
+                runs = llama_runs if engine == "llama.cpp" else ours_runs
+                measure(failed, (m, t, engine), lambda: runs(m, t, path))
+        save()
+    rows, bw = save()
     print(f"# dense, {a.device}, {threads} threads, medians of {a.rounds} alternating rounds; "
           f"read probe {bw:.1f} GB/s\n")
     print("| model | type | test | llama.cpp t/s | thermocline t/s | ratio | thermocline of read bw |")
@@ -354,6 +391,67 @@ def cmd_sparse(a):
     os.makedirs(model_dir, exist_ok=True)
     samples = {}
     info = {}
+    failed = set()
+
+    def sparse_run(t, engine, pwri, gguf, budget):
+        """One tg run of one engine on type t; its t/s into samples."""
+        if engine == "powerinfer":
+            cmd = [pi_main, "-m", pwri, "-p", PROMPT, "-n", str(a.n_gen), "-t", str(threads), "--seed", "1",
+                   "--ignore-eos"]
+            if budget is not None:
+                cmd += ["--vram-budget", f"{budget / 2**30:.3f}"]
+            _, err = run(cmd, "PowerInfer main", cwd=model_dir)  # it writes main.log where it runs
+            tps = powerinfer_eval_tps(err)
+        elif engine == "thermocline":
+            cmd = [thermocline, "bench", "-m", pwri, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-o", "json",
+                   "-t", str(threads)]
+            if a.device == "cuda":
+                cmd += ["--device", "cuda", "--placement", pwri + ".generated.gpuidx", "--prefetch", "off"]
+            else:
+                cmd += ["--sparsity", "relu"]
+            out, _ = run(cmd, "thermocline bench")
+            rec = json.loads(out)[0]
+            info.setdefault(t, {}).update(rec)
+            tps = rec["avg_ts"]
+            engine = "hybrid" if a.device == "cuda" else "thermocline-sparse"
+        elif engine == "llama.cpp-offload":
+            k = info[t]["offload_layers"]
+            tps = llama_bench(llama, gguf, "cpu", threads, 0, a.n_gen, 0) if k == 0 else \
+                llama_bench_ngl(llama, gguf, threads, a.n_gen, k)
+        else:
+            # Ours on the GGUF form, dense: layer offload in the same budget
+            # ("offload"), or the whole model on the GPU ("gpu").
+            cmd = [thermocline, "bench", "-m", gguf, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-o", "json",
+                   "-t", str(threads), "--device", "cuda", "--sparsity", "dense"]
+            if engine == "offload":
+                cmd += ["--vram-budget", str(budget)]
+            out, _ = run(cmd, f"thermocline bench ({engine})")
+            tps = json.loads(out)[0]["avg_ts"]
+        samples.setdefault((t, engine), []).append(tps)
+
+    def save():
+        """The rows so far, written after every round (a run cut short keeps them)."""
+        rows = []
+        for (t, engine), v in sorted(samples.items()):
+            row = {"shape": a.shape, "type": t, "mode": engine, "tps": median(v), "samples": v}
+            if a.device == "cuda":
+                row["budget_gib"] = round(a.budget_fraction * os.path.getsize(os.path.join(
+                    model_dir, f"peers-{a.shape}-{t}.powerinfer.gguf")) / 2**30, 3)
+                if engine in ("offload", "llama.cpp-offload"):
+                    row["layers_on_gpu"] = info[t]["offload_layers"]
+                split = info.get(t, {}).get("time_split")
+                if engine == "hybrid" and split:
+                    # modelled limit / measured time per token
+                    row["limit_fraction"] = split["limit_ms"] / (1e3 / median(v))
+                    row["time_split"] = split
+            rows.append(row)
+        out = {"machine": machine(a.device), "commit": commit(),
+               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
+               "device": a.device, "threads": threads, "rounds": a.rounds, "n_gen": a.n_gen, "rows": rows}
+        write_json(a.json or os.path.join(REPO, "bench", "results",
+                                          "hybrid.json" if a.device == "cuda" else "cpu-sparse.json"), out)
+        return rows
+
     for t in a.types.split(","):
         pwri = os.path.join(model_dir, f"peers-{a.shape}-{t}.powerinfer.gguf")
         make_model(thermocline, pwri, ["--sparse", "--layout", "pwri", "--type", t] + SPARSE_SHAPES[a.shape],
@@ -372,63 +470,55 @@ def cmd_sparse(a):
                      "-n", "512", "-c", "256", "-t", str(threads)], "profile")
             run([thermocline, "place", "-m", pwri, "--stats", stats, "--vram-budget", str(budget), "-o",
                  pwri + ".generated.gpuidx"], "place")
+        if gguf:
+            # The most leading layers our offload plan fits in the budget;
+            # llama.cpp's -ngl gets the same count.
+            def offload_plan():
+                _, err = run([thermocline, "bench", "-m", gguf, "-p", "0", "-n", "1", "-r", "1", "-o", "json",
+                              "--device", "cuda", "--sparsity", "dense", "--vram-budget", str(budget)],
+                             "offload plan")
+                k = re.search(r"layer offload: the first (\d+) of", err)
+                if k is None:
+                    raise RunFailed(f"peers: no layer count in the offload plan's output:\n{err[-2000:]}")
+                info.setdefault(t, {})["offload_layers"] = int(k.group(1))
+            measure(failed, (t, "offload-plan"), offload_plan)
         for r in range(a.rounds):
             log(f"round {r + 1}/{a.rounds}: {t}")
-            order = ["powerinfer", "thermocline"] + (["llama.cpp-offload"] if gguf else [])
+            order = ["powerinfer", "thermocline"] + (["llama.cpp-offload", "offload", "gpu"] if gguf else [])
             if r % 2:
                 order.reverse()
             for engine in order:
-                if engine == "powerinfer":
-                    cmd = [pi_main, "-m", pwri, "-p", PROMPT, "-n", str(a.n_gen), "-t", str(threads), "--seed", "1",
-                           "--ignore-eos"]
-                    if budget is not None:
-                        cmd += ["--vram-budget", f"{budget / 2**30:.3f}"]
-                    _, err = run(cmd, "PowerInfer main", cwd=model_dir)  # it writes main.log where it runs
-                    samples.setdefault((t, engine), []).append(powerinfer_eval_tps(err))
-                elif engine == "thermocline":
-                    cmd = [thermocline, "bench", "-m", pwri, "-p", "0", "-n", str(a.n_gen), "-r", "1", "-o", "json",
-                           "-t", str(threads)]
-                    if a.device == "cuda":
-                        cmd += ["--device", "cuda", "--placement", pwri + ".generated.gpuidx", "--prefetch", "off"]
-                    else:
-                        cmd += ["--sparsity", "relu"]
-                    out, _ = run(cmd, "thermocline bench")
-                    rec = json.loads(out)[0]
-                    samples.setdefault((t, "hybrid" if a.device == "cuda" else "thermocline-sparse"), []).append(
-                        rec["avg_ts"])
-                    info[t] = rec
-                else:
-                    # The most leading layers our offload plan fits in the budget.
-                    out, err = run([thermocline, "bench", "-m", gguf, "-p", "0", "-n", "1", "-r", "1", "-o", "json",
-                                    "--device", "cuda", "--sparsity", "dense", "--vram-budget", str(budget)],
-                                   "offload plan")
-                    k = re.search(r"layer offload: the first (\d+) of", err)
-                    if k is None:
-                        sys.exit(f"peers: no layer count in the offload plan's output:\n{err[-2000:]}")
-                    samples.setdefault((t, engine), []).append(
-                        llama_bench(llama, gguf, "cpu", threads, 0, a.n_gen, 0) if k.group(1) == "0" else
-                        llama_bench_ngl(llama, gguf, threads, a.n_gen, int(k.group(1))))
-    rows = [{"shape": a.shape, "type": t, "mode": engine, "tps": median(v), "samples": v,
-             **({"budget_gib": round(a.budget_fraction * os.path.getsize(os.path.join(
-                 model_dir, f"peers-{a.shape}-{t}.powerinfer.gguf")) / 2**30, 3)} if a.device == "cuda" else {})}
-            for (t, engine), v in sorted(samples.items())]
-    out = {"machine": machine(a.device), "commit": commit(),
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-           "device": a.device, "threads": threads, "rounds": a.rounds, "n_gen": a.n_gen, "rows": rows}
-    write_json(a.json or os.path.join(REPO, "bench", "results",
-                                      "hybrid.json" if a.device == "cuda" else "cpu-sparse.json"), out)
+                measure(failed, (t, engine), lambda: sparse_run(t, engine, pwri, gguf, budget))
+            save()
+        if a.device == "cuda":
+            # The modelled limit (bytes per token on each side over the
+            # bandwidths measured now), from one run with --time-split, which
+            # waits on the GPU per layer and so is not one of the timed runs.
+            def time_split():
+                out, _ = run([thermocline, "bench", "-m", pwri, "-p", "0", "-n", "32", "-r", "1", "-o", "json",
+                              "-t", str(threads), "--device", "cuda", "--placement", pwri + ".generated.gpuidx",
+                              "--prefetch", "off", "--time-split"], "thermocline bench --time-split")
+                info[t]["time_split"] = json.loads(out)[0].get("time_split")
+            measure(failed, (t, "time-split"), time_split)
+    rows = save()
     print(f"# sparse, {a.device}, {a.shape}, {threads} threads, tg{a.n_gen}, medians of {a.rounds} alternating "
           f"rounds\n")
-    print("| type | engine | t/s | vs PowerInfer | FFN computed |")
-    print("| --- | --- | ---: | ---: | ---: |")
+    print("| type | engine | t/s | vs PowerInfer | vs llama.cpp offload | FFN computed | of modelled limit |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for t in a.types.split(","):
         pi = median(samples.get((t, "powerinfer"), []))
-        for (tt, engine), v in sorted(samples.items()):
-            if tt != t:
+        lo = median(samples.get((t, "llama.cpp-offload"), []))
+        for row in rows:
+            if row["type"] != t:
                 continue
+            engine, tps = row["mode"], row["tps"]
             computed = f"{100 * info[t]['ffn_computed_fraction']:.1f}%" if engine in ("hybrid", "thermocline-sparse") \
                 else "-"
-            print(f"| {t} | {engine} | {median(v):.2f} | {median(v) / pi:.2f}x | {computed} |")
+            limit = f"{100 * row['limit_fraction']:.0f}%" if "limit_fraction" in row else "-"
+            name = engine + (f" ({row['layers_on_gpu']} layers)" if "layers_on_gpu" in row else "")
+            vs_pi = f"{tps / pi:.2f}x" if samples.get((t, "powerinfer")) else "-"
+            vs_lo = f"{tps / lo:.2f}x" if samples.get((t, "llama.cpp-offload")) else "-"
+            print(f"| {t} | {name} | {tps:.2f} | {vs_pi} | {vs_lo} | {computed} | {limit} |")
 
 
 def llama_bench_ngl(binary, path, threads, n_gen, ngl):
@@ -458,6 +548,7 @@ def main():
     d.add_argument("--types", default="f16,q8_0,q4_0,q4_k")
     d.add_argument("--depths", default="512")
     d.add_argument("--parallel", type=int, default=8)
+    d.add_argument("--pairs", help="MODEL:TYPE,... instead of every --models x --types pair (e.g. 1b:f16,1b-k:q4_k)")
     s = sub.choices["sparse"]
     s.add_argument("--shape", default="7b-layers", choices=sorted(SPARSE_SHAPES))
     s.add_argument("--types", default="f16,q4_0")
@@ -465,7 +556,10 @@ def main():
     s.add_argument("-n", "--n-gen", type=int, default=128)
     a = ap.parse_args()
     os.chdir(REPO)
-    {"build": cmd_build, "dense": cmd_dense, "sparse": cmd_sparse}[a.cmd](a)
+    try:
+        {"build": cmd_build, "dense": cmd_dense, "sparse": cmd_sparse}[a.cmd](a)
+    except RunFailed as e:
+        sys.exit(str(e))
 
 
 if __name__ == "__main__":

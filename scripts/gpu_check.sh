@@ -45,12 +45,15 @@
 #                     copies of their sources that pack put in
 #                     gpu-carry/peers (bench/peers.py build; about 10
 #                     minutes on 16 cores, kept for the machine's life)
-#         versus      ours against them, bench/peers.py: dense (llama.cpp
-#                     CUDA, VERSUS_MODELS default 1b, VERSUS_TYPES default
-#                     q4_0,q8_0,f16,q4_k, VERSUS_DEPTHS default 512) and
-#                     sparse (PowerInfer, our hybrid and llama.cpp's -ngl K
-#                     at 40% of the file, VERSUS_SHAPE default 13b, types
-#                     f16,q4_0); tables to OUT_DIR/versus_*.md, figures to
+#         versus      ours against them, bench/peers.py: versus_dense
+#                     (llama.cpp CUDA, VERSUS_MODELS default 1b,
+#                     VERSUS_TYPES default q4_0,q8_0,f16,q4_k, or
+#                     VERSUS_PAIRS e.g. 1b:f16,1b-k:q4_k; VERSUS_DEPTHS
+#                     default 512) then versus_sparse (PowerInfer, our
+#                     hybrid, llama.cpp's -ngl K and ours at 40% of the
+#                     file, and the whole model on the GPU; VERSUS_SHAPE
+#                     default 13b, VERSUS_SPARSE_TYPES default f16,q4_0);
+#                     tables to OUT_DIR/versus_*.md, figures to
 #                     OUT_DIR/gpu-dense.json and OUT_DIR/hybrid.json
 #         run         tests, agree, sanitizers, dense
 #       The steps' logs are packed into one file, OUT_DIR/gpu-logs-STEPS.tgz.
@@ -312,15 +315,22 @@ peers_build() {
   step peers_build python3 "$repo/bench/peers.py" build --mode cuda --src "$repo/$carry/peers" --dest /tmp/peers
 }
 
-versus_tables() {
+versus_dense() {
   local models=${VERSUS_MODELS:-1b} types=${VERSUS_TYPES:-q4_0,q8_0,f16,q4_k} depths=${VERSUS_DEPTHS:-512}
-  local shape=${VERSUS_SHAPE:-13b}
+  local pairs=()
+  [ -n "${VERSUS_PAIRS:-}" ] && pairs=(--pairs "$VERSUS_PAIRS")
   set -o pipefail
   PYTHONUNBUFFERED=1 python3 bench/peers.py dense -b "$carry" -m /tmp/versus-models --peers /tmp/peers \
-    --device cuda --models "$models" --types "$types" --depths "$depths" -r 3 --json "$out_dir/gpu-dense.json" \
-    2> >(tee "$log_dir/versus_dense.err" >&2) | tee "$out_dir/versus_dense.md" || failed=$((failed + 1))
+    --device cuda --models "$models" --types "$types" "${pairs[@]}" --depths "$depths" -r 3 \
+    --json "$out_dir/gpu-dense.json" 2> >(tee "$log_dir/versus_dense.err" >&2) | tee "$out_dir/versus_dense.md" \
+    || failed=$((failed + 1))
+}
+
+versus_sparse() {
+  local shape=${VERSUS_SHAPE:-13b} types=${VERSUS_SPARSE_TYPES:-f16,q4_0}
+  set -o pipefail
   PYTHONUNBUFFERED=1 python3 bench/peers.py sparse -b "$carry" -m /tmp/versus-models --peers /tmp/peers \
-    --device cuda --shape "$shape" --types f16,q4_0 -r 3 --json "$out_dir/hybrid.json" \
+    --device cuda --shape "$shape" --types "$types" -r 3 --json "$out_dir/hybrid.json" \
     2> >(tee "$log_dir/versus_sparse.err" >&2) | tee "$out_dir/versus_sparse.md" || failed=$((failed + 1))
 }
 
@@ -360,7 +370,9 @@ for what in "$@"; do
     run) check_tests; check_hybrid_agreement; check_sanitizers; check_dense ;;
     tests) check_tests ;;
     peers) peers_build ;;
-    versus) versus_tables ;;
+    versus) versus_dense; versus_sparse ;;
+    versus_dense) versus_dense ;;
+    versus_sparse) versus_sparse ;;
     agree) check_hybrid_agreement ;;
     sanitizers) check_sanitizers ;;
     dense) check_dense ;;
