@@ -56,6 +56,12 @@
 #                     tables to OUT_DIR/versus_*.md, figures to
 #                     OUT_DIR/gpu-dense.json and OUT_DIR/hybrid.json
 #         run         tests, agree, sanitizers, dense
+#         one-call    what issues 33 and 34 ask a GPU run for, in one device
+#                     call of at most 600 s: peers, versus_sparse (13b
+#                     Q4_0), versus_dense (1b Q4_0, Q8_0, F16; 1b-k Q4_K),
+#                     tests, each under a timeout (ONE_CALL_TIMEOUTS,
+#                     default "40 250 180 95" s) so a slow part cannot
+#                     take the others' time; alone on the command line
 #       The steps' logs are packed into one file, OUT_DIR/gpu-logs-STEPS.tgz.
 #       Exit status: the number of failed steps.
 #
@@ -63,6 +69,7 @@
 #   scripts/gpu_check.sh -o /tmp/gpu-check-out run
 set -uo pipefail
 start_dir=$PWD  # a relative OUT_DIR is taken from here
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/.."
 
 carry=gpu-carry
@@ -102,18 +109,22 @@ pack() {
   # The reference engines' sources and build script (bench/peers.py builds
   # them on the GPU machine), from the peers folder beside the checkout.
   local peers=${PEERS_SRC:-../shared/peers}
+  # Their CUDA binaries, when built here already (bench/peers.py build
+  # --mode cuda: static, sm_90): the peers step then unpacks them instead
+  # of spending about 10 minutes of the GPU machine on the build, and the
+  # sources stay behind (5 MB of the carry).
+  local built=${PEERS_BUILT:-.peers/cuda}
+  local peer_bins=("$built/llama.cpp/build/bin/llama-bench" "$built/PowerInfer/build/bin/main")
+  local have_bins=0
+  [ -x "${peer_bins[0]}" ] && [ -x "${peer_bins[1]}" ] && have_bins=1
   if [ -f "$peers/build_peers.sh" ]; then
     mkdir -p "$carry/peers"
-    cp "$peers"/build_peers.sh "$peers"/*.tar.xz "$carry/peers/"
+    cp "$peers"/build_peers.sh "$carry/peers/"
+    [ "$have_bins" = 1 ] || cp "$peers"/*.tar.xz "$carry/peers/"
   else
     echo "gpu_check: no peers folder at $peers (PEERS_SRC): the peers and versus steps will not run" >&2
   fi
-  # Their CUDA binaries, when built here already (bench/peers.py build
-  # --mode cuda: static, sm_90): the peers step then unpacks them instead
-  # of spending about 10 minutes of the GPU machine on the build.
-  local built=${PEERS_BUILT:-.peers/cuda}
-  local peer_bins=("$built/llama.cpp/build/bin/llama-bench" "$built/PowerInfer/build/bin/main")
-  if [ -x "${peer_bins[0]}" ] && [ -x "${peer_bins[1]}" ]; then
+  if [ "$have_bins" = 1 ]; then
     tar -cJf "$carry/peers-cuda-bin.tar.xz" -C "$built" llama.cpp/build/bin/llama-bench PowerInfer/build/bin/main
     echo "gpu_check: carrying the peers' CUDA binaries from $built ($(du -h "$carry/peers-cuda-bin.tar.xz" | cut -f1))"
     carry_libraries "${peer_bins[@]}"  # libgomp
@@ -121,8 +132,17 @@ pack() {
   ls -la "$carry/bin" "$carry/lib"
   tar -cJf "$carry/bin-lib.tar.xz" -C "$carry" bin lib
   rm -rf "${carry:?}/bin" "${carry:?}/lib"
-  echo "$carry: $(du -sh "$carry" | cut -f1) to carry (limit 64 MiB):"
+  echo "$carry: $(du -sh "$carry" | cut -f1) to carry:"
   ls -la "$carry"
+  # What travels is the tracked and untracked-not-ignored files plus the
+  # carry, 64 MiB in all.
+  local tree carried
+  tree=$(git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  carried=$(du -sb "$carry" | cut -f1)
+  echo "gpu_check: the tree ($((tree >> 20)) MiB) and the carry ($((carried >> 20)) MiB) travel: $(((tree + carried) >> 20)) MiB of 64"
+  if [ $((tree + carried)) -gt $((64 << 20)) ]; then
+    echo "gpu_check: over 64 MiB: move models/default.gguf (11 MiB, no GPU check reads it) out of the tree for the call" >&2
+  fi
 }
 
 # One check: its name, then the command, run in $work (the tests' scratch
@@ -364,6 +384,21 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { usage; exit 2; }
 mkdir -p "$out_dir" && out_dir=$(cd "$out_dir" && pwd)
+if [ "$1" = one-call ]; then
+  # Each part under its own timeout, so a slow one cannot take the others'
+  # time and the call returns within 600 s with what finished.
+  read -r t_peers t_sparse t_dense t_tests <<< "${ONE_CALL_TIMEOUTS:-40 250 180 95}"
+  export VERSUS_PAIRS=${VERSUS_PAIRS:-1b:q4_0,1b:q8_0,1b:f16,1b-k:q4_k}
+  export VERSUS_SPARSE_TYPES=${VERSUS_SPARSE_TYPES:-q4_0} VERSUS_SHAPE=${VERSUS_SHAPE:-13b}
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  rc=0
+  for part in "peers $t_peers" "versus_sparse $t_sparse" "versus_dense $t_dense" "tests $t_tests"; do
+    read -r name limit <<< "$part"
+    echo "== one-call: $name (at most $limit s), $(date -u +%H:%M:%S)"
+    timeout "$limit" "$self" -o "$out_dir" "$name" || { echo "   $name: exit $?"; rc=$((rc + 1)); }
+  done
+  exit "$rc"
+fi
 setup_there
 for what in "$@"; do
   case "$what" in
