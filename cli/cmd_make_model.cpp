@@ -118,6 +118,9 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, tc::model::kMaxExperts));
   sub->add_option("--experts-used", o->n_expert_used, "Experts the router picks per token (default 2)")
       ->check(CLI::Range(int64_t{1}, tc::model::kMaxExperts));
+  sub->add_option("--expert-gating", o->expert_gating_func,
+                  "expert_gating_func: 1 softmax, 2 sigmoid (smallthinker; DeepSeek's form of experts)")
+      ->check(CLI::Range(1, 2));
   sub->add_option("--type", o->weight_type, "Weight type")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));

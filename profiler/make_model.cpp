@@ -135,6 +135,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
+  only(o.expert_gating_func != 0, a.reads_expert_gating_func || a.deepseek_experts, "--expert-gating");
+  require(o.expert_gating_func >= 0 && o.expert_gating_func <= 2, "--expert-gating is 1 (softmax) or 2 (sigmoid)");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
@@ -148,8 +150,9 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   require(o.n_expert == 0 || (o.n_expert_used >= 1 && o.n_expert_used <= o.n_expert),
           "--experts-used must be between 1 and --experts");
   require(o.n_expert == 0 || !o.sparse.enabled, "a sparse (planted) model has one dense FFN, not experts");
-  require(o.n_expert == 0 || o.ffn_form == model::FfnForm::SwiGLU || o.ffn_form == model::FfnForm::SwiGluOai,
-          "a mixture of experts is swiglu (gpt-oss: swiglu_oai) only");
+  require(o.n_expert == 0 || o.ffn_form == a.ffn_forms.front(),
+          "architecture " + arch + "'s experts are " + std::string(model::ffn_form_name(a.ffn_forms.front())) +
+              " only");
   bool form_ok = false;
   for (const model::FfnForm f : a.ffn_forms) form_ok |= f == o.ffn_form;
   require(form_ok || o.sparse.enabled, "FFN form " + std::string(model::ffn_form_name(o.ffn_form)) +
@@ -231,7 +234,7 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
   // requires the key): gpt-oss's default, Command R7B's 4096.
   int64_t window = o.sliding_window;
   if (window <= 0 && a.name == "gpt-oss") window = a.sliding_window.default_window;
-  if (window <= 0 && a.rope_windowed_only) window = 4096;
+  if (window <= 0 && a.rope_windowed_only && !a.rope_everywhere_without_window) window = 4096;
   if (window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(window)));
   if (o.swa_pattern > 0) {
     w.set(p + "attention.sliding_window_pattern", gguf::Value(static_cast<uint32_t>(o.swa_pattern)));
@@ -386,16 +389,22 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     if (a.shared_expert) {  // twice an expert's width, as Qwen1.5-MoE's 5632 to 1408 is four times
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
     }
+    if (a.reads_expert_gating_func && !deepseek) {  // SmallThinker's converter writes softmax or sigmoid
+      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func > 0 ? o.expert_gating_func : 1)));
+    }
     if (deepseek && a.name == "ernie4_5-moe") {  // ERNIE 4.5's: softmax, renormalised; the shared expert by width
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
       w.set(p + "interleave_moe_layer_step", gguf::Value(uint32_t{1}));
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
+      if (o.expert_gating_func > 0) {
+        w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func)));
+      }
     } else if (deepseek) {  // GLM-4.5's routing: sigmoid, renormalised, scaled by 2.5; one shared expert
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
       w.set(p + "expert_weights_norm", gguf::Value(true));
       w.set(p + "expert_weights_scale", gguf::Value(2.5f));
-      w.set(p + "expert_gating_func", gguf::Value(uint32_t{2}));
+      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func > 0 ? o.expert_gating_func : 2)));
       if (n_nextn > 0) w.set(p + "nextn_predict_layers", gguf::Value(static_cast<uint32_t>(n_nextn)));
       if (a.mla && o.n_expert >= 8 && o.n_expert % 4 == 0) {  // DeepSeek V3's routing within groups
         w.set(p + "expert_group_count", gguf::Value(uint32_t{4}));

@@ -104,6 +104,10 @@ struct MakeModelOptions {
   // router ffn_gate_inp (f32). 0: a dense FFN (qwen3moe: 8 experts).
   int64_t n_expert = 0;
   int64_t n_expert_used = 2;
+  // {arch}.expert_gating_func (1 softmax, 2 sigmoid) for the architectures
+  // that read it; 0: the architecture's usual one (sigmoid for DeepSeek's
+  // form but ERNIE's, softmax for SmallThinker).
+  int expert_gating_func = 0;
   // SwiGLU, the default, stands for the architecture's first form where it
   // has no SwiGLU (gemma: geglu, falcon: gelu).
   model::FfnForm ffn_form = model::FfnForm::SwiGLU;

@@ -17,6 +17,7 @@ constexpr std::array kFalconForms{FfnForm::Gelu, FfnForm::Relu};
 constexpr std::array kSwiGluOaiOnly{FfnForm::SwiGluOai};
 constexpr std::array kReluSquaredOnly{FfnForm::ReluSquared};
 constexpr std::array kGeluOnly{FfnForm::Gelu};
+constexpr std::array kReGluOnly{FfnForm::ReGLU};
 
 // One row per architecture; the fields left out are llama's.
 const std::array kArchitectures{
@@ -387,6 +388,25 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true},
                  .rope_windowed_only = true,
                  .logit_scale_multiplies = true},
+    // SmallThinker (4B-A0.6B, 21B-A3B), made for local inference: ReGLU
+    // experts in every layer, routed from the layer's input (the router
+    // runs ahead of attention), by the file's expert_gating_func (softmax
+    // or sigmoid), renormalised. Files with a window (llama.cpp takes 4096
+    // whatever they name) use it on three layers of four, the first of each
+    // four global and without RoPE; without one, every layer rotates.
+    Architecture{.name = "smallthinker",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kReGluOnly,
+                 .sliding_window = {.enabled = true,
+                                    .period = 4,
+                                    .reads_freq_base_swa = true,
+                                    .dense_first = true,
+                                    .fixed_window = 4096},
+                 .experts = Experts::Required,
+                 .rope_windowed_only = true,
+                 .rope_everywhere_without_window = true,
+                 .router_reads_layer_input = true,
+                 .reads_expert_gating_func = true},
 };
 
 constexpr std::array kFormNames{std::pair{FfnForm::SwiGLU, "swiglu"}, std::pair{FfnForm::ReGLU, "reglu"},

@@ -95,6 +95,13 @@ struct SlidingWindowRule {
   // With reads_freq_base_swa: windowed layers rotate without frequency
   // scaling or YaRN (Olmo 3, whose global layers use YaRN).
   bool plain_rope = false;
+  // The first layer of each period is the global one: layer l uses the
+  // window when period is 0 or l % period != 0 (llama.cpp's
+  // set_swa_pattern(period, dense_first), SmallThinker).
+  bool dense_first = false;
+  // A file that names a window gets this one whatever its value (llama.cpp
+  // sets SmallThinker's to 4096); 0: the file's.
+  int64_t fixed_window = 0;
 };
 
 struct Architecture {
@@ -162,6 +169,9 @@ struct Architecture {
   // layers of Cohere 2, whose files must name a window, and of EXAONE 4.0
   // 32B have no RoPE).
   bool rope_windowed_only = false;
+  // With rope_windowed_only: a file without a window is valid, and every
+  // layer rotates (SmallThinker); otherwise such a file is refused.
+  bool rope_everywhere_without_window = false;
   // {arch}.logit_scale, where present, multiplies the logits (Cohere).
   bool logit_scale_multiplies = false;
   // A layer tensor llama.cpp reads for this architecture and this engine
@@ -200,6 +210,14 @@ struct Architecture {
   // ffn_{gate,up}_exps.bias f32 {n_ff, n_expert}, ffn_down_exps.bias f32
   // {n_embd, n_expert} on each expert's matmuls (gpt-oss).
   bool expert_biases = false;
+  // With experts: the router reads the layer's input, the residual before
+  // the attention norm, instead of the FFN's normed input (SmallThinker,
+  // whose router runs ahead of attention).
+  bool router_reads_layer_input = false;
+  // With experts: {arch}.expert_gating_func (1 softmax, 2 sigmoid, 3
+  // softmax of the chosen), where present, replaces expert_gating (read
+  // with deepseek_experts too).
+  bool reads_expert_gating_func = false;
   // Reads {arch}.rope.scaling.yarn_log_multiplier (YaRN's magnitude
   // correction) and attention.temperature_scale (Llama 4's query scaling by
   // position; Mistral 3).

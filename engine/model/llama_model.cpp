@@ -529,6 +529,11 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   float* tmp = ws.tmp.as<float>();
   auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
 
+  if (moe_ffn_ != nullptr && spec_.architecture->router_reads_layer_input && spec_.layer_has_experts(layer)) {
+    // Grown to the largest step once; the experts' backend is the host's.
+    router_input_.resize(std::max(router_input_.size(), static_cast<size_t>(n_tokens * n_embd)));
+    std::copy_n(x, n_tokens * n_embd, router_input_.data());
+  }
   // Attention block. In the parallel form the FFN runs first, on the same
   // normed input (and the layer input x as its predictors' input).
   pre_norm(b, x, w.attn_norm, w.attn_norm_b, n_tokens, cur);
@@ -649,7 +654,8 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
   float* out = out_all + t0 * n_embd;
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
   if (moe_ffn_ != nullptr && spec_.layer_has_experts(layer)) {
-    moe_ffn_->run(layer, w, cur, n_tokens, out);
+    const bool layer_input = spec_.architecture->router_reads_layer_input;
+    moe_ffn_->run(layer, w, cur, n_tokens, out, layer_input ? router_input_.data() + t0 * n_embd : nullptr);
     return;
   }
   if (hybrid_ffn_ != nullptr) {

@@ -287,6 +287,9 @@ class LlamaModel {
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
+  // f32 [n_tokens, n_embd]: the layer's input, kept for a router that reads
+  // it (Architecture::router_reads_layer_input; experts run on the host).
+  std::vector<float> router_input_;
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
   std::unique_ptr<HybridStepTimer> timer_;         // enable_time_split(); null: steps not timed

@@ -128,9 +128,10 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   if (file.has(window_key)) {
     s.n_swa = file.get_i64(window_key);
     if (s.n_swa < 0) throw file.error(window_key, "must be >= 0");
+    if (s.n_swa > 0 && rule.fixed_window > 0) s.n_swa = rule.fixed_window;
   }
   if (s.n_swa == 0) {
-    if (a.rope_windowed_only) {
+    if (a.rope_windowed_only && !a.rope_everywhere_without_window) {
       throw file.error(window_key, "is missing: " + s.arch + "'s windowed layers are the ones that take RoPE");
     }
     return;
@@ -153,7 +154,10 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   } else {
     const int64_t period = pattern != nullptr ? file.get_i64(pattern_key) : rule.period;
     if (period < 0) throw file.error(pattern_key, "must be >= 0");
-    for (int64_t l = 0; l < s.n_layer; ++l) s.swa_layers[static_cast<size_t>(l)] = period == 0 || l % period < period - 1;
+    for (int64_t l = 0; l < s.n_layer; ++l) {
+      const bool windowed = rule.dense_first ? l % std::max<int64_t>(period, 1) != 0 : l % std::max<int64_t>(period, 1) < period - 1;
+      s.swa_layers[static_cast<size_t>(l)] = period == 0 || windowed;
+    }
   }
   if (rule.own_rope) {
     s.rope_freq_base_swa = positive_f64(file, p + "rope.freq_base_swa", 10000.0);
@@ -162,6 +166,20 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
     s.rope_freq_base_swa = s.rope_freq_base;
     if (rule.reads_freq_base_swa) s.rope_freq_base_swa = positive_f64(file, p + "rope.freq_base_swa", s.rope_freq_base);
     s.rope_freq_scale_swa = rule.plain_rope ? 1.0 : s.rope_freq_scale;
+  }
+}
+
+// {arch}.expert_gating_func where present (absent or 0: the gating set so far).
+void read_expert_gating_func(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string gating_key = p + "expert_gating_func";
+  switch (file.get_i64(gating_key, 0)) {
+    case 0: break;
+    case 1: s.expert_gating = ExpertGating::Softmax; break;
+    case 2: s.expert_gating = ExpertGating::Sigmoid; break;
+    case 3: s.expert_gating = ExpertGating::SoftmaxOfChosen; break;
+    default:
+      throw file.error(gating_key, "is " + std::to_string(file.get_i64(gating_key)) +
+                                       ": expected 1 (softmax), 2 (sigmoid) or 3 (softmax of the chosen)");
   }
 }
 
@@ -194,21 +212,12 @@ void read_deepseek_experts(const GgufFile& file, const std::string& p, const Arc
   const double scale = file.get_f64(scale_key, 0.0);
   if (!(scale >= 0.0) || !std::isfinite(scale)) throw file.error(scale_key, "must be a number >= 0");
   s.expert_weights_scale = static_cast<float>(scale);
-  const std::string gating_key = p + "expert_gating_func";
   // llama.cpp's rule for deepseek2 files without the key: GLM-4.7-Flash's
   // (47 or 48 layers, 154880 tokens) route by sigmoid, DeepSeek V2's by softmax.
   const auto* embd = file.find_tensor("token_embd.weight");
   const int64_t n_vocab = embd != nullptr ? embd->ne.back() : 0;
   if (a.mla && (s.n_layer == 47 || s.n_layer == 48) && n_vocab == 154880) s.expert_gating = ExpertGating::Sigmoid;
-  switch (file.get_i64(gating_key, 0)) {
-    case 0: break;  // absent or none: the architecture's
-    case 1: s.expert_gating = ExpertGating::Softmax; break;
-    case 2: s.expert_gating = ExpertGating::Sigmoid; break;
-    case 3: s.expert_gating = ExpertGating::SoftmaxOfChosen; break;
-    default:
-      throw file.error(gating_key, "is " + std::to_string(file.get_i64(gating_key)) +
-                                       ": expected 1 (softmax), 2 (sigmoid) or 3 (softmax of the chosen)");
-  }
+  read_expert_gating_func(file, p, s);
   const std::string groups_key = p + "expert_group_count";
   const std::string used_key = p + "expert_group_used_count";
   s.expert_groups = std::max<int64_t>(1, file.get_i64(groups_key, 1));
@@ -323,14 +332,16 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
     throw file.error(used_key, "is " + std::to_string(used) + ", more than " + count_key + " " +
                                    std::to_string(n_expert));
   }
-  if (s.ffn_form != FfnForm::SwiGLU && s.ffn_form != FfnForm::SwiGluOai) {
-    throw file.error(std::string(kFfnFormKey), "is '" + std::string(ffn_form_name(s.ffn_form)) +
-                                                   "'; a mixture of experts is swiglu (or gpt-oss's swiglu_oai) only");
+  if (s.ffn_form != a.ffn_forms.front()) {
+    throw file.error(std::string(kFfnFormKey), "is '" + std::string(ffn_form_name(s.ffn_form)) + "'; " + s.arch +
+                                                   "'s experts are " +
+                                                   std::string(ffn_form_name(a.ffn_forms.front())) + " only");
   }
   s.n_expert = n_expert;
   s.n_expert_used = used;
   s.expert_weights_norm = a.expert_weights_norm;
   s.expert_gating = a.expert_gating;
+  if (a.reads_expert_gating_func) read_expert_gating_func(file, p, s);
   if (a.shared_expert) s.n_ff_shared = positive_key(file, p + "expert_shared_feed_forward_length", s.n_ff);
   if (a.experts == Experts::Required || a.deepseek_experts) {
     // llama.cpp's fallback without the key: feed_forward_length / expert_used_count.

@@ -178,14 +178,15 @@ void MoeFfnBlock::grow(int64_t n_tokens) {
   capacity_ = t;
 }
 
-void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out) {
+void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out,
+                      const float* router_in) {
   const int64_t n_embd = spec_.n_embd;
   const int64_t n_ff = spec_.n_ff;
   const int64_t n_expert = spec_.n_expert;
   const int64_t k = spec_.n_expert_used;
   const auto row_bytes = static_cast<size_t>(n_embd) * sizeof(float);
   grow(n_tokens);
-  backend_.matmul(w.ffn_gate_inp, in, n_tokens, logits_.data());
+  backend_.matmul(w.ffn_gate_inp, router_in != nullptr ? router_in : in, n_tokens, logits_.data());
   if (w.ffn_gate_inp_b.data != nullptr) backend_.add_bias(logits_.data(), f32(w.ffn_gate_inp_b), n_tokens, n_expert);
   const Routing routing{.normalize = spec_.expert_weights_norm,
                         .gating = spec_.expert_gating,

@@ -9,7 +9,8 @@
 // sigmoid(ffn_gate_inp_shexp · x); gpt-oss: biases on the router and on
 // each expert's three matmuls, p_e a softmax over the chosen logits, and
 // its clamped SwiGLU; GLM-4.5: p_e sigmoids, experts chosen with a bias,
-// weights scaled, plus an ungated shared expert).
+// weights scaled, plus an ungated shared expert; SmallThinker: ReGLU
+// experts, the router reading the layer's input).
 // Each expert runs once per step over the rows routed to it. A token's
 // output does not depend on the other tokens of the step (the matmul's bits
 // do not depend on its row count, and each token sums its experts in its own
@@ -58,7 +59,10 @@ class MoeFfnBlock {
 
   // out = the mixture's output for rows [0, n_tokens) of in; f32 [n_tokens,
   // n_embd] both, host memory. `w` is layer `layer`'s (router and experts).
-  void run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out);
+  // The router reads router_in, f32 [n_tokens, n_embd] (null: in;
+  // SmallThinker's router reads the layer's input).
+  void run(int64_t layer, const LayerWeights& w, const float* in, int64_t n_tokens, float* out,
+           const float* router_in = nullptr);
 
   // How many (token, expert) pairs each expert has run since construction,
   // [n_layer][n_expert]: the routing's balance, for tests and reports.

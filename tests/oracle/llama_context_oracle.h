@@ -375,14 +375,22 @@ class LlamaCppLibrary {
   std::string backend_log_;
 };
 
+// Whether llama.cpp may repack weights for its CPU kernels (use_extra_bufts).
+enum class Repack { Default, Off };
+
 // A whole model loaded by llama.cpp with its default model params (mmap, CPU
-// weight repacking on, as llama-bench and llama-cli load it). Move-only.
+// weight repacking on, as llama-bench and llama-cli load it; Repack::Off
+// for graphs whose weights a CPU variant's repacked buffers cannot serve).
+// Move-only.
 class LlamaCppModel {
  public:
-  LlamaCppModel(const LlamaCppLibrary& lib, const std::filesystem::path& path) : lib_(&lib) {
+  LlamaCppModel(const LlamaCppLibrary& lib, const std::filesystem::path& path, Repack repack = Repack::Default)
+      : lib_(&lib) {
     if (!lib.ok()) throw std::runtime_error("llama.cpp unavailable: " + lib.reason());
     LlamaCppLibrary::log_tail().clear();
-    model_ = lib.api().llama_model_load_from_file(path.c_str(), lib.model_defaults());
+    ModelParams params = lib.model_defaults();
+    if (repack == Repack::Off) params.bytes[74] = 0;  // use_extra_bufts (check_model_params pins the offset)
+    model_ = lib.api().llama_model_load_from_file(path.c_str(), params);
     if (model_ == nullptr) {
       throw std::runtime_error("llama_model_load_from_file(" + path.string() + ") failed: " +
                                LlamaCppLibrary::log_tail());

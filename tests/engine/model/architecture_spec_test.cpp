@@ -656,3 +656,43 @@ TEST_CASE("hunyuan-dense: the RoPE base scaled by alpha, q/k norms after RoPE", 
              })),
              Catch::Contains("hunyuan-dense.rope.scaling.alpha"));
 }
+
+TEST_CASE("smallthinker: ReGLU experts by the file's gating, a window that makes the first layer of four global",
+          "[model][arch]") {
+  auto o = small("smallthinker");
+  o.n_layer = 5;
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  SECTION("no window: softmax routing, every layer windowless") {
+    const auto f = make(o);
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.ffn_form == FfnForm::ReGLU);
+    CHECK(s.n_expert == 4);
+    CHECK(s.expert_gating == tc::model::ExpertGating::Softmax);
+    CHECK(s.expert_weights_norm);
+    CHECK(s.swa_layers.empty());
+    CHECK(s.architecture->router_reads_layer_input);
+    const auto bad = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+      w.set("smallthinker.expert_gating_func", Value(uint32_t{7}));
+    });
+    CHECK_THAT(load_error(bad), Catch::Contains("smallthinker.expert_gating_func"));
+    const auto swiglu = copy_of(f, "", [](tc::gguf::GgufWriter& w) {
+      w.set(std::string(tc::model::kFfnFormKey), Value("swiglu"));
+    });
+    CHECK_THAT(load_error(swiglu), Catch::Contains("architecture 'smallthinker' is reglu"));
+  }
+  SECTION("a window: llama.cpp's 4096 whatever the file names, layers 0 and 4 global; sigmoid routing") {
+    o.sliding_window = 64;
+    o.expert_gating_func = 2;
+    const auto f = make(o);
+    const auto s = tc::model::read_model_spec(f);
+    CHECK(s.n_swa == 4096);
+    CHECK(s.swa_layers == std::vector<bool>{false, true, true, true, false});
+    CHECK(s.expert_gating == tc::model::ExpertGating::Sigmoid);
+  }
+  SECTION("make-model writes no gating for architectures that do not read it") {
+    auto q = small("qwen3moe");
+    q.expert_gating_func = 2;
+    CHECK_THROWS_WITH(make(q), Catch::Contains("--expert-gating"));
+  }
+}

@@ -432,7 +432,7 @@ TEST_CASE("mixture-of-experts file errors name the key or tensor", "[model][moe]
   const auto missing = tc::test::load_error(rewritten(o.output, "", Value(uint32_t{0}), "blk.0.ffn_down_exps.weight"));
   CHECK_THAT(missing, Catch::Contains("blk.0.ffn_down_exps.weight"));
   const auto form = tc::test::load_error(rewritten(o.output, std::string(tc::model::kFfnFormKey), Value("reglu")));
-  CHECK_THAT(form, Catch::Contains("a mixture of experts is swiglu"));
+  CHECK_THAT(form, Catch::Contains("llama's experts are swiglu only"));
 }
 
 TEST_CASE("modes that read a dense FFN refuse a mixture of experts, saying so", "[model][moe]") {
