@@ -355,8 +355,13 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   // DeepSeek's form of experts (GLM-4.5): a leading dense layer twice an
   // expert's width, and GLM's multi-token prediction block after the rest.
   const bool deepseek = a.deepseek_experts && o.n_expert > 0;
-  const int64_t n_dense_lead = deepseek && o.n_layer > 1 ? 1 : 0;
-  const int64_t n_ff_dense = deepseek ? 2 * o.n_ff : o.n_ff;
+  // Hunyuan-A13B's converter writes a shared expert's count and width only:
+  // experts in every layer, softmax routing renormalised, no selection bias.
+  const bool hunyuan_moe = deepseek && a.name == "hunyuan-moe";
+  const int64_t n_dense_lead = deepseek && o.n_layer > 1 && !hunyuan_moe ? 1 : 0;
+  // (Hunyuan-A13B's feed_forward_length equals its experts' width, and
+  // llama.cpp releases read the experts' width from either key.)
+  const int64_t n_ff_dense = deepseek && !hunyuan_moe ? 2 * o.n_ff : o.n_ff;
   const int64_t n_nextn = deepseek && a.name == "glm4moe" ? 1 : 0;
   w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer + n_nextn)));
   w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(n_ff_dense)));
@@ -399,6 +404,9 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       if (o.expert_gating_func > 0) {
         w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func)));
       }
+    } else if (hunyuan_moe) {
+      w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
+      w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
     } else if (deepseek) {  // GLM-4.5's routing: sigmoid, renormalised, scaled by 2.5; one shared expert
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
@@ -539,7 +547,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
                           {o.n_embd, o.n_expert}, 0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
       }
       if (deepseek) {  // the selection bias; the ungated shared expert, an expert's width
-        vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
+        if (!hunyuan_moe) vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
         matrix(name("ffn_gate_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
         matrix(name("ffn_up_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
         matrix(name("ffn_down_shexp"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));

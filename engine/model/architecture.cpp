@@ -179,6 +179,18 @@ const std::array kArchitectures{
                  .qk_norm_after_rope = true,
                  .rope_alpha = true,
                  .sliding_window = {}},
+    // Hunyuan-A13B: hunyuan-dense's attention (per-head q/k norms after
+    // NeoX RoPE; its converter folds the NTK alpha into rope.freq_base)
+    // over experts in every layer, softmax routing renormalised, plus one
+    // ungated shared expert: DeepSeek's form without its other parts.
+    Architecture{.name = "hunyuan-moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .qk_norm_after_rope = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .deepseek_experts = true},
     // InternLM2 / 2.5 and XVERSE: llama's graph and tensors.
     Architecture{.name = "internlm2", .ffn_forms = kSwiGluOnly, .sliding_window = {}},
     Architecture{.name = "xverse", .ffn_forms = kSwiGluOnly, .sliding_window = {}},

@@ -166,6 +166,9 @@ const ArchCase kCases[] = {
     {"dots1 (glm4moe's experts under per-head q/k norms; 8 KV heads; 4 layers)",
      "--arch dots1 --n-layer 4 --n-head-kv 8 --experts 8 --experts-used 2",
      88},
+    {"hunyuan-moe (8 experts, 2 per token, softmax renormalised, an ungated shared expert; per-head q/k norms "
+     "after NeoX RoPE)",
+     "--arch hunyuan-moe --experts 8 --experts-used 2", 111},
     {"smallthinker (8 ReGLU experts, 2 per token, routed by softmax from the layer's input; NeoX RoPE everywhere)",
      "--arch smallthinker --experts 8 --experts-used 2", 108},
     {"smallthinker (sigmoid routing; a window, so layers 0 and 4 of 5 are global and take no RoPE)",
@@ -179,6 +182,7 @@ const ArchCase kCases[] = {
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
+    {"hunyuan-moe Q8_0", "--arch hunyuan-moe --experts 8 --experts-used 2", 112, 256, "q8_0", kQuantTolerance},
     {"smallthinker Q4_0", "--arch smallthinker --experts 8 --experts-used 2", 110, 256, "q4_0", kQuantTolerance},
     {"qwen3moe Q4_0 (repacked experts)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 31, 256,
      "q4_0", kQuantTolerance},

@@ -696,3 +696,24 @@ TEST_CASE("smallthinker: ReGLU experts by the file's gating, a window that makes
     CHECK_THROWS_WITH(make(q), Catch::Contains("--expert-gating"));
   }
 }
+
+TEST_CASE("hunyuan-moe: experts in every layer, softmax renormalised, one ungated shared expert", "[model][arch]") {
+  auto o = small("hunyuan-moe");
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.n_layer_dense_lead == 0);
+  CHECK(s.n_ff == 96);
+  CHECK(s.n_ff_shared == 96);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Softmax);
+  CHECK(s.expert_weights_norm);
+  CHECK(s.expert_weights_scale == 0.0f);
+  const auto w = tc::model::map_llama_weights(f, s);
+  for (const auto& layer : w.layers) {
+    CHECK(layer.ffn_exp_probs_b.data == nullptr);
+    CHECK(layer.ffn_gate_inp_shexp.data == nullptr);
+    CHECK(layer.shared_expert.gate.data != nullptr);
+    CHECK(layer.attn_q_norm.data != nullptr);
+  }
+}
