@@ -395,7 +395,8 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
     }
     if (a.reads_expert_gating_func && !deepseek) {  // SmallThinker's converter writes softmax or sigmoid
-      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func > 0 ? o.expert_gating_func : 1)));
+      const int gating = o.expert_gating_func > 0 ? o.expert_gating_func : 1;
+      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(gating)));
     }
     if (deepseek && a.name == "ernie4_5-moe") {  // ERNIE 4.5's: softmax, renormalised; the shared expert by width
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
@@ -412,7 +413,8 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
       w.set(p + "expert_weights_norm", gguf::Value(true));
       w.set(p + "expert_weights_scale", gguf::Value(2.5f));
-      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func > 0 ? o.expert_gating_func : 2)));
+      const int gating = o.expert_gating_func > 0 ? o.expert_gating_func : 2;
+      w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(gating)));
       if (n_nextn > 0) w.set(p + "nextn_predict_layers", gguf::Value(static_cast<uint32_t>(n_nextn)));
       if (a.mla && o.n_expert >= 8 && o.n_expert % 4 == 0) {  // DeepSeek V3's routing within groups
         w.set(p + "expert_group_count", gguf::Value(uint32_t{4}));
@@ -518,6 +520,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     matrix(name("attn_output"), types.base, n_attn_out, o.n_embd, sd_for(n_attn_out));
     if (output_bias) bias(l, "attn_output", o.n_embd);
     if (a.attn_sinks) vector(name("attn_sinks"), o.n_head, 0.0f, 2.0f);
+    if (a.attn_output_gate) matrix(name("attn_gate"), types.base, o.n_embd, n_embd_q, sd_for(o.n_embd));
     if (qk_norm) {
       norm(name("attn_q_norm"), a.qk_norm_whole ? n_embd_q : head_dim);
       norm(name("attn_k_norm"), a.qk_norm_whole ? n_embd_kv : head_dim);
@@ -565,6 +568,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       matrix(name("ffn_gate"), types.base, o.n_embd, n_ff_dense, sd_for(o.n_embd));
       matrix(name("ffn_up"), types.base, o.n_embd, n_ff_dense, sd_for(o.n_embd));
       matrix(name("ffn_down"), types.heavy, n_ff_dense, o.n_embd, sd_for(n_ff_dense));
+      if (a.post_norms) norm(name("post_ffw_norm"));
       continue;
     }
     switch (a.ffn_layout) {

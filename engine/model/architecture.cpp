@@ -400,6 +400,24 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true},
                  .rope_windowed_only = true,
                  .logit_scale_multiplies = true},
+    // Arcee AFMoE (Trinity Nano, Mini): DeepSeek's form of experts (sigmoid
+    // routing by default), Gemma 2's norms before and after each block,
+    // embeddings times sqrt(n_embd), per-head q/k norms, no RoPE in every
+    // fourth layer, a window (where named) on three layers of four, and the
+    // attention's output gated by a sigmoid before attn_output.
+    Architecture{.name = "afmoe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .sliding_window = {.enabled = true, .period = 4, .reads_freq_base_swa = true},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .no_rope_period = 4,
+                 .attn_output_gate = true,
+                 .expert_gating = ExpertGating::Sigmoid,
+                 .deepseek_experts = true},
     // SmallThinker (4B-A0.6B, 21B-A3B), made for local inference: ReGLU
     // experts in every layer, routed from the layer's input (the router
     // runs ahead of attention), by the file's expert_gating_func (softmax

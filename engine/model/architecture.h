@@ -187,6 +187,9 @@ struct Architecture {
   bool attn_output_bias = true;
   // attn_sinks f32 [n_head]: a learned logit per head in the softmax (gpt-oss).
   bool attn_sinks = false;
+  // attn_gate {n_embd, n_head * head_dim}: the attention's output, before
+  // attn_output, times sigmoid(attn_gate · attn_norm(x)) (Arcee AFMoE).
+  bool attn_output_gate = false;
   ExpertGating expert_gating = ExpertGating::Softmax;
   // With experts: DeepSeek's form of a mixture (GLM-4.5, dots.llm1). The
   // first {arch}.leading_dense_block_count layers have a dense SwiGLU FFN of

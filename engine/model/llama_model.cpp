@@ -176,6 +176,10 @@ void LlamaModel::check_experts(const LoadedModel& model, bool hybrid_mode) const
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
                                 "far (--device cpu), with the dense FFN (--sparsity dense)");
   }
+  if (spec_.architecture->attn_output_gate && (!on_host(backend_) || offload_cpu_ != nullptr)) {
+    throw std::invalid_argument(model.file.path() + " gates its attention output (" + spec_.arch +
+                                "): it runs on the CPU backend only so far (--device cpu)");
+  }
   if (!spec_.has_experts()) return;
   const std::string what = model.file.path() + " is a mixture of experts (" + std::to_string(spec_.n_expert_used) +
                            " of " + std::to_string(spec_.n_expert) + " experts per token)";
@@ -540,6 +544,11 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (parallel) run_ffn_runs(b, ws, w, layer, sequences, cur, ws.ffn_out.as<float>());
   if (w.attn_norm_2.data != nullptr) norm(b, x, w.attn_norm_2, w.attn_norm_2_b, n_tokens, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
+  if (w.attn_gate.data != nullptr) {
+    // The output gate's logits from the normed input (experts: on the host).
+    attn_gate_.resize(std::max(attn_gate_.size(), static_cast<size_t>(n_tokens * n_embd_q)));
+    b.matmul(w.attn_gate, cur, n_tokens, attn_gate_.data());
+  }
   if (mla_ != nullptr) {
     // The latent row is the one KV head's key and its value (one cached matrix).
     mla_->project(w, cur, n_tokens, positions, rope_params(b, layer), q, k);
@@ -567,6 +576,12 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run
     b.matmul(w.attn_output, q, n_tokens, tmp);
   } else {
+    if (w.attn_gate.data != nullptr) {
+      b.synchronize();
+      for (int64_t i = 0; i < n_tokens * n_embd_q; ++i) {
+        cur[i] *= 1.0f / (1.0f + std::exp(-attn_gate_[static_cast<size_t>(i)]));
+      }
+    }
     prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
     b.matmul(w.attn_output, cur, n_tokens, tmp);
   }

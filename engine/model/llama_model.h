@@ -290,6 +290,9 @@ class LlamaModel {
   // f32 [n_tokens, n_embd]: the layer's input, kept for a router that reads
   // it (Architecture::router_reads_layer_input; experts run on the host).
   std::vector<float> router_input_;
+  // f32 [n_tokens, n_head * head_dim]: attn_gate · attn_norm(x), then its
+  // sigmoid (Architecture::attn_output_gate; such models run on the host).
+  std::vector<float> attn_gate_;
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
   std::unique_ptr<HybridStepTimer> timer_;         // enable_time_split(); null: steps not timed

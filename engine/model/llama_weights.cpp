@@ -295,6 +295,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       lw.ffn_post_norm = m.vector(name("post_ffw_norm"), s.n_embd);
     }
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
+    if (a.attn_output_gate) lw.attn_gate = m.matrix(name("attn_gate"), s.n_embd, s.n_embd_q());
     if (a.layer_form == LayerForm::Sequential && a.pre_norms) {
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
@@ -343,7 +344,8 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.attn_k_norm, name("attn_k_norm")},
           {&w.attn_post_norm, name("post_attention_norm")},
           {&w.ffn_post_norm, name("post_ffw_norm")},
-          {&w.attn_sinks, name("attn_sinks")}};
+          {&w.attn_sinks, name("attn_sinks")},
+          {&w.attn_gate, name("attn_gate")}};
 }
 
 }  // namespace tc::model

@@ -62,6 +62,7 @@ struct LayerWeights {
   kernels::Tensor attn_post_norm;  // f32 [n_embd]: RMSNorm of the attention output (Gemma)
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
   kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
+  kernels::Tensor attn_gate;       // {n_embd, n_head * head_dim}: the attention output's sigmoid gate (AFMoE)
 
   // Multi-head latent attention (ModelSpec::is_mla; attn_k/v null, attn_q
   // only without a compressed query). Host views only, as the experts'.

@@ -155,7 +155,8 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
     const int64_t period = pattern != nullptr ? file.get_i64(pattern_key) : rule.period;
     if (period < 0) throw file.error(pattern_key, "must be >= 0");
     for (int64_t l = 0; l < s.n_layer; ++l) {
-      const bool windowed = rule.dense_first ? l % std::max<int64_t>(period, 1) != 0 : l % std::max<int64_t>(period, 1) < period - 1;
+      const int64_t at = l % std::max<int64_t>(period, 1);
+      const bool windowed = rule.dense_first ? at != 0 : at < period - 1;
       s.swa_layers[static_cast<size_t>(l)] = period == 0 || windowed;
     }
   }

@@ -169,6 +169,10 @@ const ArchCase kCases[] = {
     {"hunyuan-moe (8 experts, 2 per token, softmax renormalised, an ungated shared expert; per-head q/k norms "
      "after NeoX RoPE)",
      "--arch hunyuan-moe --experts 8 --experts-used 2", 111},
+    {"afmoe (a dense layer, then sigmoid-routed experts with a selection bias and a shared expert; norms before "
+     "and after each block, embeddings times sqrt(n_embd), per-head q/k norms, no RoPE in layer 3, the attention "
+     "output gated; window 8 on layers 0-2; 4 layers)",
+     "--arch afmoe --n-layer 4 --experts 8 --experts-used 2 --sliding-window 8", 113},
     {"smallthinker (8 ReGLU experts, 2 per token, routed by softmax from the layer's input; NeoX RoPE everywhere)",
      "--arch smallthinker --experts 8 --experts-used 2", 108},
     {"smallthinker (sigmoid routing; a window, so layers 0 and 4 of 5 are global and take no RoPE)",
@@ -183,6 +187,9 @@ const ArchCase kCases[] = {
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
     {"hunyuan-moe Q8_0", "--arch hunyuan-moe --experts 8 --experts-used 2", 112, 256, "q8_0", kQuantTolerance},
+    // (llama.cpp's AFMoE graph needs a window: without one it crashes.)
+    {"afmoe Q4_0", "--arch afmoe --n-layer 4 --experts 8 --experts-used 2 --sliding-window 8", 114, 256, "q4_0",
+     kQuantTolerance},
     {"smallthinker Q4_0", "--arch smallthinker --experts 8 --experts-used 2", 110, 256, "q4_0", kQuantTolerance},
     {"qwen3moe Q4_0 (repacked experts)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 31, 256,
      "q4_0", kQuantTolerance},

@@ -717,3 +717,27 @@ TEST_CASE("hunyuan-moe: experts in every layer, softmax renormalised, one ungate
     CHECK(layer.attn_q_norm.data != nullptr);
   }
 }
+
+TEST_CASE("afmoe: DeepSeek's form of experts, pre- and post-norms, the attention output's gate", "[model][arch]") {
+  auto o = small("afmoe");
+  o.n_layer = 4;
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.n_layer_dense_lead == 1);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Sigmoid);
+  CHECK(s.embd_scale == Approx(8.0f));
+  CHECK(s.swa_layers.empty());
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.layers[0].attn_gate.data != nullptr);
+  CHECK(w.layers[0].attn_gate.ne[0] == 64);
+  CHECK(w.layers[0].attn_gate.ne[1] == s.n_embd_q());
+  CHECK(w.layers[3].attn_post_norm.data != nullptr);
+  CHECK(w.layers[3].ffn_post_norm.data != nullptr);
+  // Without the gating key, sigmoid (llama.cpp's default for AFMoE).
+  const auto no_gating = tc::test::copy_gguf(f, "arch_spec_afmoe", "", {}, "afmoe.expert_gating_func");
+  CHECK(tc::model::read_model_spec(no_gating).expert_gating == tc::model::ExpertGating::Sigmoid);
+  CHECK_THAT(load_error(copy_of(f, "blk.2.attn_gate.weight", [](tc::gguf::GgufWriter&) {})),
+             Catch::Contains("blk.2.attn_gate.weight"));
+}
