@@ -85,7 +85,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
       offload_cpu_(offload.cpu),
       n_device_layers_(offload.n_device_layers) {
   const bool hybrid_mode = hybrid.cpu != nullptr;
-  check_experts(model, hybrid_mode);
+  check_host_only_parts(model, hybrid_mode);
   if (offload_cpu_ != nullptr) check_layer_offload(model, hybrid_mode);
   if (hybrid_mode && options.ffn_mode != FfnMode::Sparse) {
     throw std::invalid_argument("hybrid mode (a neuron placement) runs the sparse FFN: use --sparsity relu or auto");
@@ -170,7 +170,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
 
 LlamaModel::~LlamaModel() = default;
 
-void LlamaModel::check_experts(const LoadedModel& model, bool hybrid_mode) const {
+void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mode) const {
   if (spec_.is_mla() && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
                          options_.ffn_mode == FfnMode::Sparse)) {
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "

@@ -230,9 +230,11 @@ class LlamaModel {
     kernels::Tensor freqs, factors_short, factors_long;
   };
   void check_layer_offload(const LoadedModel& model, bool hybrid_mode) const;
-  // Throws std::invalid_argument where a mixture of experts cannot run (a
-  // GPU, the sparse FFN); no-op for a dense FFN.
-  void check_experts(const LoadedModel& model, bool hybrid_mode) const;
+  // Throws std::invalid_argument where a part that runs on the host only
+  // (latent attention, a mixture of experts, a gated attention output)
+  // meets a GPU, layer offload, hybrid mode or the sparse FFN; no-op for
+  // models without such parts.
+  void check_host_only_parts(const LoadedModel& model, bool hybrid_mode) const;
   void reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x);
   void reserve(int64_t n_tokens, int64_t n_logit_rows);
   bool layer_on_device(int64_t layer) const { return offload_cpu_ == nullptr || layer < n_device_layers_; }
