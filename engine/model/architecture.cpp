@@ -179,6 +179,15 @@ const std::array kArchitectures{
                  .qk_norm_after_rope = true,
                  .rope_alpha = true,
                  .sliding_window = {}},
+    // DeepSeek-MoE 16B (DeepSeek V1): llama's attention over DeepSeek's
+    // form of experts: leading dense layers, softmax routing not
+    // renormalised, times expert_weights_scale, shared experts.
+    Architecture{.name = "deepseek",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .deepseek_experts = true},
     // Hunyuan-A13B: hunyuan-dense's attention (per-head q/k norms after
     // NeoX RoPE; its converter folds the NTK alpha into rope.freq_base)
     // over experts in every layer, softmax routing renormalised, plus one

@@ -166,6 +166,9 @@ const ArchCase kCases[] = {
     {"dots1 (glm4moe's experts under per-head q/k norms; 8 KV heads; 4 layers)",
      "--arch dots1 --n-layer 4 --n-head-kv 8 --experts 8 --experts-used 2",
      88},
+    {"deepseek (V1: a dense layer, then experts routed by softmax, not renormalised, scaled by 1.5; a shared "
+     "expert)",
+     "--arch deepseek --experts 8 --experts-used 2", 115},
     {"hunyuan-moe (8 experts, 2 per token, softmax renormalised, an ungated shared expert; per-head q/k norms "
      "after NeoX RoPE)",
      "--arch hunyuan-moe --experts 8 --experts-used 2", 111},
@@ -186,6 +189,7 @@ const ArchCase kCases[] = {
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
+    {"deepseek Q4_0", "--arch deepseek --experts 8 --experts-used 2", 116, 256, "q4_0", kQuantTolerance},
     {"hunyuan-moe Q8_0", "--arch hunyuan-moe --experts 8 --experts-used 2", 112, 256, "q8_0", kQuantTolerance},
     // (llama.cpp's AFMoE graph needs a window: without one it crashes.)
     {"afmoe Q4_0", "--arch afmoe --n-layer 4 --experts 8 --experts-used 2 --sliding-window 8", 114, 256, "q4_0",

@@ -741,3 +741,20 @@ TEST_CASE("afmoe: DeepSeek's form of experts, pre- and post-norms, the attention
   CHECK_THAT(load_error(copy_of(f, "blk.2.attn_gate.weight", [](tc::gguf::GgufWriter&) {})),
              Catch::Contains("blk.2.attn_gate.weight"));
 }
+
+TEST_CASE("deepseek (V1): a dense lead, softmax routing not renormalised, scaled, a shared expert", "[model][arch]") {
+  auto o = small("deepseek");
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.n_layer_dense_lead == 1);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Softmax);
+  CHECK_FALSE(s.expert_weights_norm);
+  CHECK(s.expert_weights_scale == 1.5f);
+  CHECK(s.n_ff_shared == 96);
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.layers[0].ffn_gate.data != nullptr);
+  CHECK(w.layers[1].ffn_exp_probs_b.data == nullptr);
+  CHECK(w.layers[1].shared_expert.down.data != nullptr);
+}
