@@ -361,7 +361,10 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
   // DeepSeek V1's converter: the dense lead, the experts' scale and the
   // shared count; softmax routing not renormalised, no selection bias.
   const bool deepseek_v1 = deepseek && a.name == "deepseek";
-  const int64_t n_dense_lead = deepseek && o.n_layer > 1 && !hunyuan_moe ? 1 : 0;
+  // Ling 1.0's converter: the same, with norm_topk_prob and experts in
+  // every layer.
+  const bool ling_v1 = deepseek && a.name == "bailingmoe";
+  const int64_t n_dense_lead = deepseek && o.n_layer > 1 && !hunyuan_moe && !ling_v1 ? 1 : 0;
   // (Hunyuan-A13B's feed_forward_length equals its experts' width, and
   // llama.cpp releases read the experts' width from either key.)
   const int64_t n_ff_dense = deepseek && !hunyuan_moe ? 2 * o.n_ff : o.n_ff;
@@ -408,10 +411,11 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       if (o.expert_gating_func > 0) {
         w.set(p + "expert_gating_func", gguf::Value(static_cast<uint32_t>(o.expert_gating_func)));
       }
-    } else if (deepseek_v1) {
+    } else if (deepseek_v1 || ling_v1) {
       w.set(p + "leading_dense_block_count", gguf::Value(static_cast<uint32_t>(n_dense_lead)));
       w.set(p + "expert_weights_scale", gguf::Value(1.5f));
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
+      if (ling_v1) w.set(p + "expert_weights_norm", gguf::Value(true));
     } else if (hunyuan_moe) {
       w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
       w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
@@ -557,7 +561,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
                           {o.n_embd, o.n_expert}, 0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
       }
       if (deepseek) {  // the selection bias; the ungated shared expert, an expert's width
-        if (!hunyuan_moe && !deepseek_v1) {
+        if (!hunyuan_moe && !deepseek_v1 && !ling_v1) {
           vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
         }
         matrix(name("ffn_gate_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));

@@ -188,6 +188,17 @@ const std::array kArchitectures{
                  .experts = Experts::Required,
                  .expert_weights_norm = false,
                  .deepseek_experts = true},
+    // Ling 1.0 (Ling-lite, Ling-plus): llama's attention (the scale from
+    // rope.dimension_count, which is the head size in its files) over
+    // DeepSeek's form of experts in every layer: softmax routing,
+    // expert_weights_norm and expert_weights_scale from the file, shared
+    // experts.
+    Architecture{.name = "bailingmoe",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,
+                 .deepseek_experts = true},
     // Hunyuan-A13B: hunyuan-dense's attention (per-head q/k norms after
     // NeoX RoPE; its converter folds the NTK alpha into rope.freq_base)
     // over experts in every layer, softmax routing renormalised, plus one

@@ -169,6 +169,9 @@ const ArchCase kCases[] = {
     {"deepseek (V1: a dense layer, then experts routed by softmax, not renormalised, scaled by 1.5; a shared "
      "expert)",
      "--arch deepseek --experts 8 --experts-used 2", 115},
+    {"bailingmoe (Ling 1.0: experts in every layer routed by softmax, renormalised, scaled by 1.5; a shared "
+     "expert)",
+     "--arch bailingmoe --experts 8 --experts-used 2", 117},
     {"hunyuan-moe (8 experts, 2 per token, softmax renormalised, an ungated shared expert; per-head q/k norms "
      "after NeoX RoPE)",
      "--arch hunyuan-moe --experts 8 --experts-used 2", 111},
@@ -190,6 +193,10 @@ const ArchCase kCases[] = {
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
     {"deepseek Q4_0", "--arch deepseek --experts 8 --experts-used 2", 116, 256, "q4_0", kQuantTolerance},
+    // Every expert used: with 2 of 8, a router near-tie that Q8_0's rounding
+    // breaks the other way moved one step by 1.5 sd (23 of 24 tokens alike).
+    {"bailingmoe Q8_0 (all 4 experts used)", "--arch bailingmoe --experts 4 --experts-used 4", 118, 256, "q8_0",
+     kQuantTolerance},
     {"hunyuan-moe Q8_0", "--arch hunyuan-moe --experts 8 --experts-used 2", 112, 256, "q8_0", kQuantTolerance},
     // (llama.cpp's AFMoE graph needs a window: without one it crashes.)
     {"afmoe Q4_0", "--arch afmoe --n-layer 4 --experts 8 --experts-used 2 --sliding-window 8", 114, 256, "q4_0",

@@ -758,3 +758,19 @@ TEST_CASE("deepseek (V1): a dense lead, softmax routing not renormalised, scaled
   CHECK(w.layers[1].ffn_exp_probs_b.data == nullptr);
   CHECK(w.layers[1].shared_expert.down.data != nullptr);
 }
+
+TEST_CASE("bailingmoe (Ling 1.0): experts in every layer, softmax renormalised by the file's key, shared experts",
+          "[model][arch]") {
+  auto o = small("bailingmoe");
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  const auto f = make(o);
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.n_layer_dense_lead == 0);
+  CHECK(s.expert_gating == tc::model::ExpertGating::Softmax);
+  CHECK(s.expert_weights_norm);
+  CHECK(s.expert_weights_scale == 1.5f);
+  CHECK(s.n_ff_shared == 96);
+  const auto without = tc::test::copy_gguf(f, "arch_spec_ling", "", {}, "bailingmoe.expert_weights_norm");
+  CHECK_FALSE(tc::model::read_model_spec(without).expert_weights_norm);
+}
