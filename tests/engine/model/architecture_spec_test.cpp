@@ -39,6 +39,14 @@ tc::profiler::MakeModelOptions small(const std::string& arch) {
   return o;
 }
 
+// small(arch) as a mixture: 4 experts, 2 per token.
+tc::profiler::MakeModelOptions small_moe(const std::string& arch) {
+  auto o = small(arch);
+  o.n_expert = 4;
+  o.n_expert_used = 2;
+  return o;
+}
+
 GgufFile make(tc::profiler::MakeModelOptions o) {
   static int n = 0;  // a fresh file each time: earlier ones stay mapped
   o.output = tc::test::scratch_dir("arch_spec_" + std::to_string(n++)) / "m.gguf";
@@ -574,9 +582,7 @@ TEST_CASE("deepseek2: latent attention's keys, one KV head, routing groups", "[m
 }
 
 TEST_CASE("ernie4_5-moe: a shared expert by width, every layer's experts past the lead", "[model][arch]") {
-  auto o = small("ernie4_5-moe");
-  o.n_expert = 4;
-  o.n_expert_used = 2;
+  auto o = small_moe("ernie4_5-moe");
   const auto f = make(o);
   const auto s = tc::model::read_model_spec(f);
   CHECK(s.n_layer_dense_lead == 1);
@@ -659,10 +665,8 @@ TEST_CASE("hunyuan-dense: the RoPE base scaled by alpha, q/k norms after RoPE", 
 
 TEST_CASE("smallthinker: ReGLU experts by the file's gating, a window that makes the first layer of four global",
           "[model][arch]") {
-  auto o = small("smallthinker");
+  auto o = small_moe("smallthinker");
   o.n_layer = 5;
-  o.n_expert = 4;
-  o.n_expert_used = 2;
   SECTION("no window: softmax routing, every layer windowless") {
     const auto f = make(o);
     const auto s = tc::model::read_model_spec(f);
@@ -698,9 +702,7 @@ TEST_CASE("smallthinker: ReGLU experts by the file's gating, a window that makes
 }
 
 TEST_CASE("hunyuan-moe: experts in every layer, softmax renormalised, one ungated shared expert", "[model][arch]") {
-  auto o = small("hunyuan-moe");
-  o.n_expert = 4;
-  o.n_expert_used = 2;
+  auto o = small_moe("hunyuan-moe");
   const auto f = make(o);
   const auto s = tc::model::read_model_spec(f);
   CHECK(s.n_layer_dense_lead == 0);
@@ -719,10 +721,8 @@ TEST_CASE("hunyuan-moe: experts in every layer, softmax renormalised, one ungate
 }
 
 TEST_CASE("afmoe: DeepSeek's form of experts, pre- and post-norms, the attention output's gate", "[model][arch]") {
-  auto o = small("afmoe");
+  auto o = small_moe("afmoe");
   o.n_layer = 4;
-  o.n_expert = 4;
-  o.n_expert_used = 2;
   const auto f = make(o);
   const auto s = tc::model::read_model_spec(f);
   CHECK(s.n_layer_dense_lead == 1);
@@ -743,9 +743,7 @@ TEST_CASE("afmoe: DeepSeek's form of experts, pre- and post-norms, the attention
 }
 
 TEST_CASE("deepseek (V1): a dense lead, softmax routing not renormalised, scaled, a shared expert", "[model][arch]") {
-  auto o = small("deepseek");
-  o.n_expert = 4;
-  o.n_expert_used = 2;
+  auto o = small_moe("deepseek");
   const auto f = make(o);
   const auto s = tc::model::read_model_spec(f);
   CHECK(s.n_layer_dense_lead == 1);
@@ -761,9 +759,7 @@ TEST_CASE("deepseek (V1): a dense lead, softmax routing not renormalised, scaled
 
 TEST_CASE("bailingmoe (Ling 1.0): experts in every layer, softmax renormalised by the file's key, shared experts",
           "[model][arch]") {
-  auto o = small("bailingmoe");
-  o.n_expert = 4;
-  o.n_expert_used = 2;
+  auto o = small_moe("bailingmoe");
   const auto f = make(o);
   const auto s = tc::model::read_model_spec(f);
   CHECK(s.n_layer_dense_lead == 0);
