@@ -102,6 +102,13 @@ WeightTypes parse_weight_type(const std::string& name) {
 
 int64_t head_dim_of(const MakeModelOptions& o) { return o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head; }
 
+// DeepSeek's form of experts whose llama.cpp graph routes by softmax and
+// reads no gating key nor selection bias (DeepSeek V1, Ling 1.0,
+// Hunyuan-A13B): their files carry only what their converters write.
+bool fixed_softmax_experts(const model::Architecture& a) {
+  return a.name == "deepseek" || a.name == "bailingmoe" || a.name == "hunyuan-moe";
+}
+
 void check_options(const MakeModelOptions& o, const WeightTypes& types, const model::Architecture& a) {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument(what);
@@ -135,7 +142,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
-  only(o.expert_gating_func != 0, a.reads_expert_gating_func || a.deepseek_experts, "--expert-gating");
+  only(o.expert_gating_func != 0, a.reads_expert_gating_func || (a.deepseek_experts && !fixed_softmax_experts(a)),
+       "--expert-gating");
   require(o.expert_gating_func >= 0 && o.expert_gating_func <= 2, "--expert-gating is 1 (softmax) or 2 (sigmoid)");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
@@ -561,9 +569,7 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
                           {o.n_embd, o.n_expert}, 0.0f, 0.5f, o.seed, tensor_idx++, n_threads);
       }
       if (deepseek) {  // the selection bias; the ungated shared expert, an expert's width
-        if (!hunyuan_moe && !deepseek_v1 && !ling_v1) {
-          vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
-        }
+        if (!fixed_softmax_experts(a)) vector("blk." + std::to_string(l) + ".exp_probs_b.bias", o.n_expert, 0.0f, 0.1f);
         matrix(name("ffn_gate_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
         matrix(name("ffn_up_shexp"), types.base, o.n_embd, o.n_ff, sd_for(o.n_embd));
         matrix(name("ffn_down_shexp"), types.heavy, o.n_ff, o.n_embd, sd_for(o.n_ff));

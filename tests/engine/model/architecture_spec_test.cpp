@@ -755,6 +755,9 @@ TEST_CASE("deepseek (V1): a dense lead, softmax routing not renormalised, scaled
   CHECK(w.layers[0].ffn_gate.data != nullptr);
   CHECK(w.layers[1].ffn_exp_probs_b.data == nullptr);
   CHECK(w.layers[1].shared_expert.down.data != nullptr);
+  // Its graph routes by softmax whatever a gating key says: make-model writes none.
+  o.expert_gating_func = 2;
+  CHECK_THROWS_WITH(make(o), Catch::Contains("--expert-gating"));
 }
 
 TEST_CASE("bailingmoe (Ling 1.0): experts in every layer, softmax renormalised by the file's key, shared experts",
