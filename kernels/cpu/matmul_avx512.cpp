@@ -1,8 +1,10 @@
 // The AVX-512 matmul variant: the kernels of matmul_x86_*.h compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512vnni (kernels/CMakeLists.txt),
-// so int8 dot products use vpdpbusd and tiles get 32 vector registers. The
-// summation order and the integer lanes are those of the AVX2 variant: both
-// give the same bits (tests/kernels checks it where the CPU has AVX-512).
+// so int8 dot products use vpdpbusd and tiles get 32 vector registers;
+// some kernels take zmm registers (the Q8_0 decode and GEMM, the Q4_0 lane
+// GEMM, the F16 GEMM with two rows per register). The summation order and
+// the integer lanes are those of the AVX2 variant: both give the same bits
+// (tests/kernels checks it where the CPU has AVX-512).
 // matmul.cpp calls it only after CPUID and XCR0 said yes.
 #include "kernels/cpu/matmul_kernels.h"
 

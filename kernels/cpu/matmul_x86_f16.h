@@ -27,6 +27,7 @@
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/matmul_x86_common.h"
+#include "kernels/cpu/matmul_x86_f16_zmm.h"
 #include "kernels/cpu/matmul_x86_float.h"
 
 namespace tc::kernels::detail {
@@ -209,6 +210,10 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
     }
     return;
   }
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  r0 = run_f16_zmm(a, r0, r1);  // two rows per zmm; an odd last row below
+  if (r0 == r1) return;
+#endif
   const int64_t row_bytes = n_in * static_cast<int64_t>(sizeof(uint16_t));
   const int64_t block_rows =
       std::max<int64_t>(kF16GemmRows, kF16GemmBlockWBytes / row_bytes / kF16GemmRows * kF16GemmRows);

@@ -399,12 +399,14 @@ TEST_CASE("the avx512 and avx512bf16 variants give the same bits as avx2", "[ker
   }
   // n_out 37 = two 16-row lane tiles (avx512's Q4_0 GEMM) + 5 rows; 29 =
   // one 16-row tile + one 8-row tile + 5 rows: every tile kind of both.
-  // n_in 300 (BF16 and the float types): a partial last chunk and step.
+  // n_in 300 (BF16 and the float types): a partial last chunk and step;
+  // with 120 tokens in GEMM order (avx512's F16 row-pair tiles), else in
+  // the small-batch tiles.
   uint64_t seed = 700;
   for (DType dtype : kDTypes) {
     for (int64_t n_out : {37, 29}) {
-      for (auto [n_in, n_tokens] :
-           {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}, {ragged_n_in(dtype), 1}, {ragged_n_in(dtype), 5}}) {
+      for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}, {ragged_n_in(dtype), 1},
+                                    {ragged_n_in(dtype), 5}, {ragged_n_in(dtype), 120}}) {
         const Weights w = make_weights(dtype, n_in, n_out, seed++);
         const auto x = make_x(n_tokens, n_in, seed++);
         const auto want = run(*detail::isa_avx2(), w, x, n_tokens);
