@@ -21,10 +21,11 @@
 //                   [--predicted PCT] [--hot] [--json FILE]
 // --hot keeps one copy of the layer (with a small --shape, the kernels'
 // compute rate from the caches instead of DRAM's).
-// --json writes bench/results/cold-path.json's form: machine, threads,
-// stream_gbs (median probe), cold_gbs (the bundles' GB/s, the slower dtype),
-// read_gbs (the read-only pass of that dtype) and a row per dtype and
-// layout. The read-only pass reads each draw's live set as computed on the
+// --json adds a run to bench/results/cold-path.json ({"runs": [...]}, one
+// per machine, thread count and ISA variant; a rerun replaces its own):
+// machine, threads, stream_gbs (median probe), cold_gbs (the bundles'
+// GB/s, the slower dtype), read_gbs (the read-only pass of that dtype) and
+// a row per dtype and layout. The read-only pass reads each draw's live set as computed on the
 // first copy of the layer (the other copies' differ, with the same size).
 #include <sys/mman.h>
 
@@ -40,6 +41,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/bench_args.h"
 #include "bench/bench_timing.h"
@@ -221,13 +224,42 @@ std::string machine_name() {
          " cores";
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
+// Adds `run` to the JSON file at path ({"runs": [...]}, one run per
+// machine, thread count and ISA variant: a new run replaces that one's
+// last), keeping the other machines' runs. A file that is not such an
+// object is left alone (false, with a message).
+bool save_run(const std::string& path, const nlohmann::json& run) {
+  nlohmann::json doc = {{"runs", nlohmann::json::array()}};
+  if (std::ifstream in(path); in) {
+    try {
+      doc = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      std::fprintf(stderr, "cold_path_bench: %s is not JSON (%s); not overwritten\n", path.c_str(), e.what());
+      return false;
+    }
+    if (!doc.is_object() || !doc.contains("runs") || !doc["runs"].is_array()) {
+      std::fprintf(stderr, "cold_path_bench: %s has no \"runs\" array; not overwritten\n", path.c_str());
+      return false;
+    }
   }
-  return o;
+  auto& runs = doc["runs"];
+  auto same = [&](const nlohmann::json& r) {
+    return r.value("machine", "") == run["machine"] && r.value("threads", 0) == run["threads"] &&
+           r.value("isa", "") == run["isa"];
+  };
+  auto it = std::find_if(runs.begin(), runs.end(), same);
+  if (it != runs.end()) {
+    *it = run;
+  } else {
+    runs.push_back(run);
+  }
+  std::ofstream out(path);
+  out << doc.dump(2) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "cold_path_bench: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -378,26 +410,31 @@ int main(int argc, char** argv) {
               stream);
 
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%MZ", std::gmtime(&now));
-    out << "{\n  \"machine\": \"" << json_escape(machine_name()) << "\",\n  \"date\": \"" << date
-        << "\",\n  \"isa\": \"" << matmul_isa() << "\",\n  \"threads\": " << o.threads
-        << ",\n  \"shape\": {\"n_embd\": " << o.n_embd << ", \"n_ff\": " << o.n_ff
-        << "},\n  \"stream_gbs\": " << stream << ",\n  \"cold_gbs\": " << cold << ",\n  \"read_gbs\": " << read
-        << ",\n  \"rows\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
+    nlohmann::json run = {{"machine", machine_name()},
+                          {"date", date},
+                          {"isa", matmul_isa()},
+                          {"threads", o.threads},
+                          {"shape", {{"n_embd", o.n_embd}, {"n_ff", o.n_ff}}},
+                          {"stream_gbs", stream},
+                          {"cold_gbs", cold},
+                          {"read_gbs", read},
+                          {"rows", nlohmann::json::array()}};
+    for (const Row& r : rows) {
       for (int b = 0; b < 3; ++b) {
         const Timing& t = timing(r, b);
-        out << "    {\"dtype\": \"" << r.dtype << "\", \"layout\": \"" << kLayoutNames[b]
-            << "\", \"predicted_pct\": " << r.predicted_pct << ", \"live_pct\": " << r.live_pct
-            << ", \"ms\": " << median(t.ms) << ", \"gbs\": " << median(t.gbs)
-            << ", \"probe_fraction\": " << median(t.share) << "}" << (i + 1 == rows.size() && b == 2 ? "\n" : ",\n");
+        run["rows"].push_back({{"dtype", r.dtype},
+                               {"layout", kLayoutNames[b]},
+                               {"predicted_pct", r.predicted_pct},
+                               {"live_pct", r.live_pct},
+                               {"ms", median(t.ms)},
+                               {"gbs", median(t.gbs)},
+                               {"probe_fraction", median(t.share)}});
       }
     }
-    out << "  ]\n}\n";
+    if (!save_run(o.json, run)) return 1;
     std::printf("wrote %s\n", o.json.c_str());
   }
   return 0;

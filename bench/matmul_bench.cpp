@@ -15,7 +15,7 @@
 // runs in ROUNDS interleaved rounds, each also timing a read-bandwidth probe
 // (as bench/membw); the table gives medians over rounds, the best round, and
 // the median over rounds of GEMV GB/s as a share of that round's probe.
-// GEMM is timed ROUNDS times per variant (median).
+// GEMM is timed ROUNDS times per variant (median), the variants taking turns.
 // --batch 1,2,4,8 also times small batches (the server's batched decode) in
 // the same interleaved rounds, weights from DRAM, and prints each one's time
 // as a multiple of the 1-token time: a kernel that reads the weights once
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
   ThreadPool pool(o.n_threads);
   std::printf(
       "matmul_bench: %d threads; GEMV: 1 token, weights from DRAM, %d interleaved rounds; "
-      "GEMM: %lld tokens, median of %d\n",
+      "GEMM: %lld tokens, median of %d alternating rounds\n",
       pool.n_threads(), o.rounds, static_cast<long long>(o.gemm_tokens), o.rounds);
   std::printf("chosen variant here: %s\n", matmul_isa().c_str());
 
@@ -480,6 +480,31 @@ int main(int argc, char** argv) {
                 *std::min_element(probe.begin(), probe.end()), *std::max_element(probe.begin(), probe.end()), o.rounds);
   }
 
+  // GEMM: a matrix's runners take turns round after round, so that each
+  // one's rounds spread over the same stretch of time (a shared machine's
+  // speed drifts within seconds). The portable path is slow: one timed run
+  // is enough to place it.
+  std::vector<std::vector<std::vector<double>>> gemm_s(mats.size());
+  for (size_t mi = 0; o.gemm && o.gemm_tokens > 0 && mi < mats.size(); ++mi) {
+    gemm_s[mi].resize(runners[mi].size());
+    auto timed = [&](Runner& r, bool keep) {
+      if (r.isa == nullptr) ggml.resume();
+      const auto t0 = Clock::now();
+      run_gemm(mats[mi], r);
+      const double sec = seconds_since(t0);
+      if (r.isa == nullptr) ggml.pause();
+      return keep ? sec : -1.0;
+    };
+    for (Runner& r : runners[mi]) timed(r, false);  // warm-up
+    for (int k = 0; k < o.rounds; ++k) {
+      for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
+        Runner& r = runners[mi][ri];
+        if (r.name == "portable" && k > 0) continue;
+        gemm_s[mi][ri].push_back(timed(r, true));
+      }
+    }
+  }
+
   std::printf(
       "\n| variant | dtype | n_out x n_in | GEMV ms | GEMV GB/s | best GB/s | of read bw | GEMM ms | GEMM GFLOP/s "
       "| GEMM vs first |\n");
@@ -491,18 +516,10 @@ int main(int argc, char** argv) {
       Runner& r = runners[mi][ri];
       std::string gemm_ms = "-", gemm_gf = "-", gemm_diff = "-";
       if (o.gemm && o.gemm_tokens > 0) {
-        // The portable path is slow: one timed run is enough to place it.
-        const int reps = r.name == "portable" ? 1 : o.rounds;
+        const double sec = median(gemm_s[mi][ri]);
         if (r.isa == nullptr) ggml.resume();
-        run_gemm(m, r);
-        std::vector<double> times;
-        for (int k = 0; k < reps; ++k) {
-          const auto t0 = Clock::now();
-          run_gemm(m, r);
-          times.push_back(seconds_since(t0));
-        }
+        run_gemm(m, r);  // this runner's output, for the comparison below
         if (r.isa == nullptr) ggml.pause();
-        const double sec = median(times);
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.1f", sec * 1e3);
         gemm_ms = buf;
