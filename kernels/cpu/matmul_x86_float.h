@@ -7,8 +7,9 @@
 // is a sum over chunks (256 inputs for F32, 1024 for the quantized types)
 // in ascending order. A chunk is summed in 8 f32 lanes by two chains of
 // FMAs (of x*w, or of exact int32 block sums times their scale): one over
-// its even steps (8 inputs; or one unit: a Q8_0 block, a group of 8 Q4_0
-// blocks in the lanes of kQ4GroupOrder, a k-quant super-block), one over its
+// its even steps (8 inputs; or one unit: a group of 8 Q8_0 or Q4_0 blocks,
+// one exact int32 sum per block in the lanes of kQ4GroupOrder, a k-quant
+// super-block), one over its
 // odd steps, each ascending. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and
 // added to y. Single-row kernels interleave the two chains (memory stays

@@ -5,20 +5,20 @@
 //
 // A tile of 16 rows x one chunk (up to 32 blocks) is repacked once into L1:
 // per block and step s (elements 4s..4s+3), the 16 rows' 4 signed weights,
-// row j in int32 lane j, and a bias of -128 x their sum. A token's 4
-// activations are broadcast as unsigned bytes (x + 128), so one vpdpbusd
-// from the bias gives each row's exact sum of the 4 products:
-// sum (x + 128) w - 128 sum w = sum x w, at most 4 x 255 x 127 in
-// magnitude before the bias (vpdpbusd adds in int32 without saturating;
-// AVX2's vpmaddubsw would overflow its int16 pairs, hence VNNI only).
+// row j in int32 lane j, and per block a bias of -128 x the sum of its 32
+// weights. A token's 4 activations are broadcast as unsigned bytes
+// (x + 128), so vpdpbusd over the 8 steps from the bias gives each row's
+// exact block sum: sum (x + 128) w - 128 sum w = sum x w, within 32 x 255 x
+// 127 before the bias (vpdpbusd adds in int32 without saturating; AVX2's
+// vpmaddubsw would overflow its int16 pairs, hence VNNI only).
 //
-// Same bits as the row-by-row kernels: OpsQ8_0 and packed_tile_q8_0 keep,
-// per row and token, 8 f32 lanes (lane s: the 4-element sums of step s) in
-// two chains, even and odd blocks of the chunk,
-// chain = fma(float(sum4), dw * dx, chain) from +0, then store_tile adds the
-// two chains and sums the 8 lanes as ((v0 + v1) + (v2 + v3)) +
-// ((v4 + v5) + (v6 + v7)). Here each of those 16 chains is a zmm over the
-// tile's 16 rows.
+// Same bits as the row-by-row kernels (OpsQ8_0, packed_tile_q8_0): per row
+// and token, block i of a group of 8 goes to lane i / 2 + 4 (i % 2)
+// (kQ4GroupOrder) of one of two f32 chains, even groups and odd groups,
+// chain = fma(float(block sum), dw * dx, chain) from +0; store_tile adds the
+// chains and sums the 8 lanes as ((v0 + v1) + (v2 + v3)) + ((v4 + v5) +
+// (v6 + v7)). Here each of those 16 chain lanes is a zmm over the tile's 16
+// rows.
 #pragma once
 
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
@@ -42,8 +42,8 @@ constexpr int kQ8LaneTokens = 2;
 struct PackQ8Lanes {
   // Block i, step s: the rows' weights 4s..4s+3 (int8), row j in lane j.
   alignas(64) int8_t q[kChunkBlocks32][8][4 * Q8Lanes::kRows];
-  // Block i, step s: -128 x the sum of those 4 weights, per row.
-  alignas(64) int32_t bias[kChunkBlocks32][8][Q8Lanes::kRows];
+  // Block i: -128 x the sum of its 32 weights, per row.
+  alignas(64) int32_t bias[kChunkBlocks32][Q8Lanes::kRows];
   alignas(64) float dw[kChunkBlocks32][Q8Lanes::kRows];  // block i: the rows' scales
 };
 
@@ -72,12 +72,13 @@ inline void pack_q8_lanes(PackQ8Lanes& p, const std::byte* const* w, int64_t b0,
           _mm256_permute2x128_si256(u2, u6, 0x20), _mm256_permute2x128_si256(u3, u7, 0x20),
           _mm256_permute2x128_si256(u0, u4, 0x31), _mm256_permute2x128_si256(u1, u5, 0x31),
           _mm256_permute2x128_si256(u2, u6, 0x31), _mm256_permute2x128_si256(u3, u7, 0x31)};
+      __m256i sum32 = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s] + 32 * h), steps[s]);
-        const __m256i sum4 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, steps[s]);
-        const __m256i bias = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum4), 7);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[i][s] + 8 * h), bias);
+        sum32 = _mm256_dpbusd_epi32(sum32, ones, steps[s]);
       }
+      const __m256i bias = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum32), 7);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.bias[i] + 8 * h), bias);
       uint16_t dh[8];
       for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
       _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
@@ -92,37 +93,46 @@ void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb,
   using F = V::F;
   using I = V::I;
   const I offset = _mm512_set1_epi8(static_cast<char>(0x80));  // x + 128 as unsigned = x xor 0x80
-  // The even blocks, then the odd ones, as packed_tile_q8_0.
+  const int64_t n_units = (nb + kGroup - 1) / kGroup;
+  // The even groups, then the odd ones, as packed_tile_q8_0.
   F chains[2][T][8];
   for (int parity = 0; parity < 2; ++parity) {
     F acc[T][8];
     for (int t = 0; t < T; ++t) {
-      for (int s = 0; s < 8; ++s) acc[t][s] = V::zero_f();
+      for (int l = 0; l < 8; ++l) acc[t][l] = V::zero_f();
     }
-    for (int64_t i = parity; i < nb; i += 2) {
-      const int64_t b = b0 + i;
-      const F dw = V::load_f(p.dw[i]);
-      F d[T];
-      for (int t = 0; t < T; ++t) d[t] = V::mul_f(dw, V::set1_f(x[t].d[b]));
+    for (int64_t u = parity; u < n_units; u += 2) {
+      const int64_t g = kGroup * u;
+      const int64_t count = min64(kGroup, nb - g);
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t i = g + j;
+        const int64_t b = b0 + i;
+        const int lane = static_cast<int>(j / 2 + 4 * (j % 2));  // kQ4GroupOrder
+        const I bias = V::load_i(p.bias[i]);
+        I sum[T];
+        for (int t = 0; t < T; ++t) sum[t] = bias;
 #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) {
-        const I w = V::load_i(p.q[i][s]);
-        const I bias = V::load_i(p.bias[i][s]);
+        for (int s = 0; s < 8; ++s) {
+          const I w = V::load_i(p.q[i][s]);
+          for (int t = 0; t < T; ++t) {
+            int32_t x4;
+            std::memcpy(&x4, x[t].qs + 32 * b + 4 * s, 4);
+            sum[t] = V::dot_acc(sum[t], _mm512_xor_si512(V::set1_i(x4), offset), w);
+          }
+        }
+        const F dw = V::load_f(p.dw[i]);
         for (int t = 0; t < T; ++t) {
-          int32_t x4;
-          std::memcpy(&x4, x[t].qs + 32 * b + 4 * s, 4);
-          const I xu = _mm512_xor_si512(V::set1_i(x4), offset);
-          acc[t][s] = V::fma_f(V::cvt_f(V::dot_acc(bias, xu, w)), d[t], acc[t][s]);
+          acc[t][lane] = V::fma_f(V::cvt_f(sum[t]), V::mul_f(dw, V::set1_f(x[t].d[b])), acc[t][lane]);
         }
       }
     }
     for (int t = 0; t < T; ++t) {
-      for (int s = 0; s < 8; ++s) chains[parity][t][s] = acc[t][s];
+      for (int l = 0; l < 8; ++l) chains[parity][t][l] = acc[t][l];
     }
   }
   for (int t = 0; t < T; ++t) {
     F v[8];
-    for (int s = 0; s < 8; ++s) v[s] = V::add_f(chains[0][t][s], chains[1][t][s]);
+    for (int l = 0; l < 8; ++l) v[l] = V::add_f(chains[0][t][l], chains[1][t][l]);
     const F sum = V::add_f(V::add_f(V::add_f(v[0], v[1]), V::add_f(v[2], v[3])),
                            V::add_f(V::add_f(v[4], v[5]), V::add_f(v[6], v[7])));
     float* yt = y + t * ys;

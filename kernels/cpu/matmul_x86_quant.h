@@ -76,39 +76,92 @@ constexpr int64_t kChunkBlocks32 = 32;
 constexpr int64_t kQuantDecodePrefetchBytes = 2048;
 constexpr int64_t kGroup = 8;
 
+// ---- Q8_0: groups of 8 blocks ----
+//
+// Summed as Q4_0's groups below: one exact int32 sum per block, the 8
+// blocks of a group in the lanes of kQ4GroupOrder (even blocks in lanes
+// 0-3, odd ones in 4-7), one convert and one FMA per group:
+// acc += float(sum) * (dw * dx). Block i's dot product gives 8 int32 lanes
+// of 4-element sums; each pair of blocks is folded to 4 lanes apiece
+// ([2k | 2k+1], as a Q4_0 pair's) and the group's four pairs are reduced by
+// a transpose-and-add, so every path (rows in lanes, zmm, ymm) meets the
+// same integers.
+
+// The kQ4GroupOrder lane of each block's activation scale: x.d holds them
+// in order.
+TC_SIMD_INLINE __m256 q8_group_order(__m256 v) {
+  return _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+}
+
+// dw * dx of a group of up to 8 blocks (zeros after count), kQ4GroupOrder.
+TC_SIMD_INLINE __m256 q8_group_scales(const BlockQ8_0* blk, const XRow& x, int64_t b, int64_t count) {
+  return _mm256_mul_ps(block_scales<BlockQ8_0, true>(blk, count), q8_group_order(_mm256_loadu_ps(x.d + b)));
+}
+
+// One block's 8 lanes of 4-element sums of w * x (w's signs moved to x:
+// |w| * (x with w's sign) as unsigned times signed; pairs within 2 * 127 *
+// 127).
+TC_SIMD_INLINE __m256i q8_block_dot(__m256i q, __m256i aq, const int8_t* xq) {
+  return dot_u8s8(aq, _mm256_sign_epi8(load32(xq), q));
+}
+
+// Blocks 2k and 2k+1's lanes folded to 4 each: [2k: 4 lanes | 2k+1: 4].
+TC_SIMD_INLINE __m256i q8_fold_pair(__m256i v0, __m256i v1) {
+  return _mm256_add_epi32(_mm256_permute2x128_si256(v0, v1, 0x20), _mm256_permute2x128_si256(v0, v1, 0x31));
+}
+
+// The exact int32 sum of each block of a group in kQ4GroupOrder from its
+// four folded pairs (missing pairs zero): a 4 x 4 transpose-and-add in each
+// 128-bit half; lane k of the low half sums p[k]'s low 4 lanes.
+TC_SIMD_INLINE __m256i q8_group_sums(const __m256i (&p)[4]) {
+  const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+  const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+}
+
 struct OpsQ8_0 {
   using Block = BlockQ8_0;
   static constexpr int64_t kBlock = 32;
   static constexpr int64_t kChunkBlocks = kChunkBlocks32;
-  static constexpr int64_t kUnit = 1;
-  static constexpr int kGemvRows = 1;  // rows per small-batch tile (2 measured no faster)
+  static constexpr int64_t kUnit = kGroup;
+  static constexpr int kGemvRows = 1;  // rows per small-batch tile
   struct Prep {
-    alignas(32) float d[kChunkBlocks32];  // weight scale * activation scale per block
+    alignas(32) float d[kChunkBlocks32];  // per group: q8_group_scales
   };
   template <int R, int T>
   TC_SIMD_INLINE static void prepare(Prep (&p)[R][T], const std::byte* const* w, const XRow* x, int64_t b0,
                                      int64_t nb) {
     for (int r = 0; r < R; ++r) {
+      const auto* blk = reinterpret_cast<const BlockQ8_0*>(w[r]) + b0;
       for (int64_t g = 0; g < nb; g += kGroup) {
-        const __m256 dw = block_scales(reinterpret_cast<const BlockQ8_0*>(w[r]) + b0 + g, min64(kGroup, nb - g));
         for (int t = 0; t < T; ++t) {
-          _mm256_store_ps(p[r][t].d + g, _mm256_mul_ps(dw, _mm256_loadu_ps(x[t].d + b0 + g)));
+          _mm256_store_ps(p[r][t].d + g, q8_group_scales(blk + g, x[t], b0 + g, min64(kGroup, nb - g)));
         }
       }
     }
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&p)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
+                                  int64_t b0, int64_t i, int64_t count) {
     const int64_t b = b0 + i;
     for (int r = 0; r < R; ++r) {
-      const __m256i q = loadu32(reinterpret_cast<const BlockQ8_0*>(w[r])[b].qs);
-      const __m256i aq = _mm256_sign_epi8(q, q);
+      const auto* blk = reinterpret_cast<const BlockQ8_0*>(w[r]) + b;
       for (int t = 0; t < T; ++t) {
-        // |w| * (x with w's sign) = w * x as unsigned times signed; pairs
-        // stay within 2 * 127 * 127.
-        const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q)));
-        acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&p[r][t].d[i]), acc[r][t]);
+        __m256i pairs[4];
+        for (int k = 0; k < 4; ++k) {
+          __m256i v[2];
+          for (int h = 0; h < 2; ++h) {
+            const int64_t j = 2 * k + h;
+            if (j < count) {
+              const __m256i q = loadu32(blk[j].qs);
+              v[h] = q8_block_dot(q, _mm256_sign_epi8(q, q), x[t].qs + 32 * (b + j));
+            } else {
+              v[h] = _mm256_setzero_si256();
+            }
+          }
+          pairs[k] = q8_fold_pair(v[0], v[1]);
+        }
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_group_sums(pairs)), _mm256_load_ps(p[r][t].d + i), acc[r][t]);
       }
     }
   }
@@ -454,13 +507,15 @@ constexpr int kPackRows = 4;
 struct PackQ8_0 {
   __m256i q[kPackRows][kChunkBlocks32];   // signed quants of block i
   __m256i aq[kPackRows][kChunkBlocks32];  // their magnitudes
-  alignas(32) float dw[kPackRows][kChunkBlocks32];
+  __m256 dw[kPackRows][kChunkBlocks32 / kGroup];  // per group: the f16 scales in kQ4GroupOrder
 };
 
 inline void pack_q8_0(PackQ8_0& p, const std::byte* const* w, int rr, int64_t b0, int64_t nb) {
   for (int r = 0; r < rr; ++r) {
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(w[r]) + b0;
-    for (int64_t g = 0; g < nb; g += kGroup) _mm256_store_ps(p.dw[r] + g, block_scales(blk + g, min64(kGroup, nb - g)));
+    for (int64_t g = 0; g < nb; g += kGroup) {
+      p.dw[r][g / kGroup] = block_scales<BlockQ8_0, true>(blk + g, min64(kGroup, nb - g));
+    }
     for (int64_t i = 0; i < nb; ++i) {
       const __m256i q = loadu32(blk[i].qs);
       p.q[r][i] = q;
@@ -471,25 +526,29 @@ inline void pack_q8_0(PackQ8_0& p, const std::byte* const* w, int rr, int64_t b0
 
 template <int R, int T>
 void packed_tile_q8_0(const PackQ8_0& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
-  alignas(32) float d[R][T][kChunkBlocks32];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      for (int64_t g = 0; g < nb; g += kGroup) {
-        _mm256_store_ps(d[r][t] + g, _mm256_mul_ps(_mm256_load_ps(p.dw[r] + g), _mm256_loadu_ps(x[t].d + b0 + g)));
-      }
-    }
-  }
-  // The even blocks, then the odd ones (two passes keep R x T accumulators live).
-  auto pass = [&](__m256(&acc)[R][T], int64_t first_block) __attribute__((always_inline)) {
+  const int64_t n_units = (nb + kGroup - 1) / kGroup;
+  // The even groups, then the odd ones (two passes keep R x T accumulators
+  // live), as OpsQ8_0 sums them.
+  auto pass = [&](__m256(&acc)[R][T], int64_t first_unit) __attribute__((always_inline)) {
     zero(acc);
-    for (int64_t i = first_block; i < nb; i += 2) {
-      const int64_t b = b0 + i;
-      for (int r = 0; r < R; ++r) {
-        const __m256i q = _mm256_load_si256(&p.q[r][i]);
-        const __m256i aq = _mm256_load_si256(&p.aq[r][i]);
-        for (int t = 0; t < T; ++t) {
-          const __m256 s = _mm256_cvtepi32_ps(dot_u8s8(aq, _mm256_sign_epi8(load32(x[t].qs + 32 * b), q)));
-          acc[r][t] = _mm256_fmadd_ps(s, _mm256_broadcast_ss(&d[r][t][i]), acc[r][t]);
+    for (int64_t u = first_unit; u < n_units; u += 2) {
+      const int64_t g = kGroup * u;
+      const int64_t count = min64(kGroup, nb - g);
+      for (int t = 0; t < T; ++t) {
+        const __m256 dx = q8_group_order(_mm256_loadu_ps(x[t].d + b0 + g));
+        for (int r = 0; r < R; ++r) {
+          __m256i pairs[4];
+          for (int k = 0; k < 4; ++k) {
+            __m256i v[2];
+            for (int h = 0; h < 2; ++h) {
+              const int64_t j = g + 2 * k + h;
+              v[h] = j < g + count ? q8_block_dot(p.q[r][j], p.aq[r][j], x[t].qs + 32 * (b0 + j))
+                                   : _mm256_setzero_si256();
+            }
+            pairs[k] = q8_fold_pair(v[0], v[1]);
+          }
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_group_sums(pairs)), _mm256_mul_ps(p.dw[r][u], dx),
+                                      acc[r][t]);
         }
       }
     }

@@ -11,7 +11,6 @@
 #include "kernels/cpu/matmul_x86_group32.h"
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
-#include "kernels/cpu/matmul_x86_q8_decode.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 #include "kernels/cpu/matmul_x86_superblock_gemm.h"
@@ -31,12 +30,6 @@ void run_quant(const MatmulArgs& a, int64_t r0, int64_t r1) {
       decode_gathered_rows<Ops>(a, r0, r1, x);
       return;
     }
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(TC_MATMUL_VNNI)
-    if constexpr (std::is_same_v<Ops, OpsQ8_0>) {
-      for (int64_t r = r0; r < r1; ++r) decode_row_q8_0_zmm(a, r, x);
-      return;
-    }
-#endif
     for (int64_t r = r0; r < r1; ++r) decode_row<Ops>(a, r, x);
     return;
   }
