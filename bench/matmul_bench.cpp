@@ -487,20 +487,20 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::vector<double>>> gemm_s(mats.size());
   for (size_t mi = 0; o.gemm && o.gemm_tokens > 0 && mi < mats.size(); ++mi) {
     gemm_s[mi].resize(runners[mi].size());
-    auto timed = [&](Runner& r, bool keep) {
+    auto timed = [&](Runner& r) {
       if (r.isa == nullptr) ggml.resume();
       const auto t0 = Clock::now();
       run_gemm(mats[mi], r);
       const double sec = seconds_since(t0);
       if (r.isa == nullptr) ggml.pause();
-      return keep ? sec : -1.0;
+      return sec;
     };
-    for (Runner& r : runners[mi]) timed(r, false);  // warm-up
+    for (Runner& r : runners[mi]) timed(r);  // warm-up
     for (int k = 0; k < o.rounds; ++k) {
       for (size_t ri = 0; ri < runners[mi].size(); ++ri) {
         Runner& r = runners[mi][ri];
         if (r.name == "portable" && k > 0) continue;
-        gemm_s[mi][ri].push_back(timed(r, true));
+        gemm_s[mi][ri].push_back(timed(r));
       }
     }
   }

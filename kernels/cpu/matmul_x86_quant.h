@@ -111,12 +111,28 @@ TC_SIMD_INLINE __m256i q8_fold_pair(__m256i v0, __m256i v1) {
 }
 
 // The exact int32 sum of each block of a group in kQ4GroupOrder from its
-// four folded pairs (missing pairs zero): a 4 x 4 transpose-and-add in each
-// 128-bit half; lane k of the low half sums p[k]'s low 4 lanes.
-TC_SIMD_INLINE __m256i q8_group_sums(const __m256i (&p)[4]) {
+// four pairs' int32 partial sums ([2k: 4 lanes | 2k+1: 4 lanes], missing
+// pairs zero): a 4 x 4 transpose-and-add in each 128-bit half; lane k of
+// the low half sums p[k]'s low 4 lanes. (Q8_0's groups, and Q4_0's with
+// VNNI.)
+TC_SIMD_INLINE __m256i group_sums_i32(const __m256i (&p)[4]) {
   const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
   const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
   return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
+}
+
+// The exact int32 sums of a Q8_0 group of `count` blocks in kQ4GroupOrder;
+// dot(j) gives block j's 8 lanes (q8_block_dot), blocks from count on are
+// zero.
+template <class BlockDot>
+TC_SIMD_INLINE __m256i q8_group_sums(int64_t count, BlockDot dot) {
+  __m256i pairs[4];
+  for (int k = 0; k < 4; ++k) {
+    const __m256i v0 = 2 * k < count ? dot(2 * k) : _mm256_setzero_si256();
+    const __m256i v1 = 2 * k + 1 < count ? dot(2 * k + 1) : _mm256_setzero_si256();
+    pairs[k] = q8_fold_pair(v0, v1);
+  }
+  return group_sums_i32(pairs);
 }
 
 struct OpsQ8_0 {
@@ -147,21 +163,11 @@ struct OpsQ8_0 {
     for (int r = 0; r < R; ++r) {
       const auto* blk = reinterpret_cast<const BlockQ8_0*>(w[r]) + b;
       for (int t = 0; t < T; ++t) {
-        __m256i pairs[4];
-        for (int k = 0; k < 4; ++k) {
-          __m256i v[2];
-          for (int h = 0; h < 2; ++h) {
-            const int64_t j = 2 * k + h;
-            if (j < count) {
-              const __m256i q = loadu32(blk[j].qs);
-              v[h] = q8_block_dot(q, _mm256_sign_epi8(q, q), x[t].qs + 32 * (b + j));
-            } else {
-              v[h] = _mm256_setzero_si256();
-            }
-          }
-          pairs[k] = q8_fold_pair(v[0], v[1]);
-        }
-        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_group_sums(pairs)), _mm256_load_ps(p[r][t].d + i), acc[r][t]);
+        const __m256i sums = q8_group_sums(count, [&](int64_t j) __attribute__((always_inline)) {
+          const __m256i q = loadu32(blk[j].qs);
+          return q8_block_dot(q, _mm256_sign_epi8(q, q), x[t].qs + 32 * (b + j));
+        });
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_load_ps(p[r][t].d + i), acc[r][t]);
       }
     }
   }
@@ -212,14 +218,9 @@ TC_SIMD_INLINE __m256i q4_pair_dot(const Q4Pair& q, const int8_t* xq, bool lone)
 }
 
 // The exact int32 sum of each block of a group in kQ4GroupOrder from its
-// four pairs' partial sums (missing pairs zero): a 4 x 4 transpose-and-add
-// in each 128-bit half (a little faster than three horizontal adds): lane k
-// of the low half sums p[k]'s low 4 lanes.
-TC_SIMD_INLINE __m256i q4_group_sums(const __m256i (&p)[4]) {
-  const __m256i s01 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
-  const __m256i s23 = _mm256_add_epi32(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
-  return _mm256_add_epi32(_mm256_unpacklo_epi64(s01, s23), _mm256_unpackhi_epi64(s01, s23));
-}
+// four pairs' partial sums: group_sums_i32's transpose-and-add (a little
+// faster than three horizontal adds).
+TC_SIMD_INLINE __m256i q4_group_sums(const __m256i (&p)[4]) { return group_sums_i32(p); }
 #else
 // Partial int16 sums of a pair against x at its first block: block 2k in the
 // low 8 lanes, 2k+1 in the high 8 (a lone block: all in the low 8), each
@@ -537,18 +538,10 @@ void packed_tile_q8_0(const PackQ8_0& p, const XRow* x, int64_t b0, int64_t nb, 
       for (int t = 0; t < T; ++t) {
         const __m256 dx = q8_group_order(_mm256_loadu_ps(x[t].d + b0 + g));
         for (int r = 0; r < R; ++r) {
-          __m256i pairs[4];
-          for (int k = 0; k < 4; ++k) {
-            __m256i v[2];
-            for (int h = 0; h < 2; ++h) {
-              const int64_t j = g + 2 * k + h;
-              v[h] = j < g + count ? q8_block_dot(p.q[r][j], p.aq[r][j], x[t].qs + 32 * (b0 + j))
-                                   : _mm256_setzero_si256();
-            }
-            pairs[k] = q8_fold_pair(v[0], v[1]);
-          }
-          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_group_sums(pairs)), _mm256_mul_ps(p.dw[r][u], dx),
-                                      acc[r][t]);
+          const __m256i sums = q8_group_sums(count, [&](int64_t j) __attribute__((always_inline)) {
+            return q8_block_dot(p.q[r][g + j], p.aq[r][g + j], x[t].qs + 32 * (b0 + g + j));
+          });
+          acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(p.dw[r][u], dx), acc[r][t]);
         }
       }
     }
