@@ -123,7 +123,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.isas.empty()) {
-    for (const char* name : {"portable", "avx2", "avx512", "avx512bf16"}) {
+    for (const char* name : {"portable", "avx2", "avx512", "avx512bf16", "amx"}) {
       if (detail::isa_supported(name)) o.isas.push_back(name);
     }
   }

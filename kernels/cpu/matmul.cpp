@@ -1,11 +1,16 @@
 // The matmul driver: picks the instruction-set variant once (CPUID, XCR0
 // and THERMOCLINE_ISA), quantizes the activations into a scratch buffer
 // that grows once per calling thread, and splits the output rows across the
-// pool. The kernels themselves sit in matmul_{portable,avx2,avx512}.cpp.
+// pool. The kernels themselves sit in matmul_{portable,avx2,avx512,
+// avx512bf16,amx}.cpp.
 #include "kernels/cpu/matmul.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -43,9 +48,23 @@ struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C, YMM state enabled by the OS
   bool avx512 = false;  // AVX-512 F/BW/VL/VNNI, ZMM and opmask state enabled by the OS
   bool avx512bf16 = false;  // and AVX512_BF16
+  bool amx = false;  // avx512 and AMX-TILE + AMX-INT8, tile state enabled by the OS and granted to this process
 };
 
 #if defined(__x86_64__) || defined(__i386__)
+// Linux hands out the 8 KiB AMX tile state per process, on request
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); before that a
+// tile instruction faults. Granted once, it holds for every thread.
+bool request_amx_state() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 uint64_t read_xcr0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -70,10 +89,14 @@ CpuFeatures detect_cpu() {
   const bool avx512bw = (b & bit_AVX512BW) != 0;
   const bool avx512vl = (b & bit_AVX512VL) != 0;
   const bool avx512vnni = (c & bit_AVX512VNNI) != 0;
+  constexpr unsigned kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;  // CPUID.(EAX=7, ECX=0):EDX
+  const bool amx_int8 = (d & kAmxTile) != 0 && (d & kAmxInt8) != 0;
+  const bool tile_state = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512bw && avx512vl && avx512vnni;
   constexpr unsigned kAvx512Bf16 = 1u << 5;  // CPUID.(EAX=7, ECX=1):EAX
   f.avx512bf16 = f.avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & kAvx512Bf16) != 0;
+  f.amx = f.avx512 && amx_int8 && tile_state && request_amx_state();
   return f;
 }
 #else
@@ -96,6 +119,8 @@ const MatmulIsa* variant(int level) {
       return cpu().avx512 ? isa_avx512() : nullptr;
     case 3:
       return cpu().avx512bf16 ? isa_avx512bf16() : nullptr;
+    case 4:
+      return cpu().amx ? isa_amx() : nullptr;
     default:
       return nullptr;
   }
@@ -106,11 +131,12 @@ int level_of(const char* name) {
   if (std::strcmp(name, "avx2") == 0) return 1;
   if (std::strcmp(name, "avx512") == 0) return 2;
   if (std::strcmp(name, "avx512bf16") == 0) return 3;
+  if (std::strcmp(name, "amx") == 0) return 4;
   return -1;
 }
 
 const MatmulIsa& best_variant() {
-  for (int level = 3; level > 0; --level) {
+  for (int level = 4; level > 0; --level) {
     if (const MatmulIsa* v = variant(level)) return *v;
   }
   return isa_portable();

@@ -42,8 +42,9 @@ void matmul_many(std::span<const MatmulTarget> targets, const float* x, int64_t 
 // reference the fast paths are tested against).
 void matmul_reference(const Tensor& w, const float* x, int64_t n_tokens, float* y);
 
-// Which instruction-set variant matmul uses on this machine: "avx512"
-// (F/BW/VL/VNNI), "avx2" (with FMA and F16C) or "portable"; the best the CPU
+// Which instruction-set variant matmul uses on this machine: "amx" (AMX
+// int8 tiles), "avx512bf16", "avx512" (F/BW/VL/VNNI), "avx2" (with FMA and
+// F16C) or "portable"; the best the CPU
 // supports unless THERMOCLINE_ISA names a lower one (for bench output and logs).
 std::string matmul_isa();
 

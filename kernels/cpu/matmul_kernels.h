@@ -212,12 +212,13 @@ const MatmulIsa& isa_portable();
 const MatmulIsa* isa_avx2();
 const MatmulIsa* isa_avx512();
 const MatmulIsa* isa_avx512bf16();  // avx512 with vdpbf16ps for BF16 weights
+const MatmulIsa* isa_amx();         // avx512(bf16) with AMX int8 tiles for Q8_0 prefill
 
 // The layout of quantized activations for weights of `dtype` and rows of n_in.
 XLayout x_layout(DType dtype, int64_t n_in);
 
 // Whether this CPU (and OS) can run the variant named "portable", "avx2",
-// "avx512" or "avx512bf16".
+// "avx512", "avx512bf16" or "amx".
 bool isa_supported(const char* name);
 
 // The variant matmul() uses for a THERMOCLINE_ISA value (nullptr or "" for

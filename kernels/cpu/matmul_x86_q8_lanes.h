@@ -142,8 +142,9 @@ void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb,
 }
 
 // Outputs [r0, r1): tiles of 16 rows in lanes, the last r1 - r0 mod 16 rows
-// by the row-by-row packed GEMM (same bits either way).
-void run_lane_gemm_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+// by the row-by-row packed GEMM (same bits either way). (Unused where only
+// the packing is wanted: the amx variant.)
+[[maybe_unused]] void run_lane_gemm_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ8_0));
   constexpr int kRows = Q8Lanes::kRows;
   const int64_t n_blocks = a.n_in / 32;

@@ -54,8 +54,9 @@ int64_t axpy_column_grain(DType dtype) {
 }
 
 const AxpyIsa& axpy_isa_for(const MatmulIsa& isa) {
-  // avx512bf16 differs from avx512 in matmul's BF16 kernels only.
-  const bool avx512 = std::strcmp(isa.name, "avx512") == 0 || std::strcmp(isa.name, "avx512bf16") == 0;
+  // avx512bf16 and amx differ from avx512 in some of matmul's kernels only.
+  const bool avx512 = std::strcmp(isa.name, "avx512") == 0 || std::strcmp(isa.name, "avx512bf16") == 0 ||
+                      std::strcmp(isa.name, "amx") == 0;
   if (avx512 && axpy_isa_avx512() != nullptr) return *axpy_isa_avx512();
   if (std::strcmp(isa.name, "avx2") == 0 && axpy_isa_avx2() != nullptr) return *axpy_isa_avx2();
   return axpy_isa_portable();

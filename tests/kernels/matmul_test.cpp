@@ -381,32 +381,38 @@ TEST_CASE("matmul runs the best variant this CPU supports unless told a lower on
   REQUIRE(y_ref == run(detail::isa_portable(), w, x, 3));
 }
 
-TEST_CASE("the avx512 and avx512bf16 variants give the same bits as avx2", "[kernels][matmul]") {
+TEST_CASE("the avx512, avx512bf16 and amx variants give the same bits as avx2", "[kernels][matmul]") {
   // Same summation order and the same exact int32 lanes (vpdpbusd instead of
-  // vpmaddubsw + vpmaddwd); for BF16 the same FMA steps, one vdpbf16ps each
-  // in avx512bf16: no tolerance.
+  // vpmaddubsw + vpmaddwd, or an AMX tile's block sums); for BF16 the same
+  // FMA steps, one vdpbf16ps each in avx512bf16: no tolerance.
   if (!detail::isa_supported("avx512")) {
     WARN("this CPU has no AVX-512 (F/BW/VL/VNNI): avx512 vs avx2 not checked");
     return;
   }
   // (An array, not a vector: GCC 12 misreads this file's operator new
   // override around a push_back.)
-  const detail::MatmulIsa* wide[2] = {detail::isa_avx512(), nullptr};
+  const detail::MatmulIsa* wide[3] = {detail::isa_avx512(), nullptr, nullptr};
   if (detail::isa_supported("avx512bf16")) {
     wide[1] = detail::isa_avx512bf16();
   } else {
     WARN("this CPU has no AVX512_BF16: avx512bf16 vs avx2 not checked");
   }
+  if (detail::isa_supported("amx")) {
+    wide[2] = detail::isa_amx();
+  } else {
+    WARN("this CPU (or OS) has no AMX int8 tiles: amx vs avx2 not checked");
+  }
   // n_out 37 = two 16-row lane tiles (avx512's Q4_0 GEMM) + 5 rows; 29 =
   // one 16-row tile + one 8-row tile + 5 rows: every tile kind of both.
   // n_in 300 (BF16 and the float types): a partial last chunk and step;
   // with 120 tokens in GEMM order (avx512's F16 row-pair tiles), else in
-  // the small-batch tiles.
+  // the small-batch tiles. amx's Q8_0 tiles take 16 tokens: 64 is 4 whole
+  // groups, 120 and 200 end in 8 left over (200: two 128-token blocks).
   uint64_t seed = 700;
   for (DType dtype : kDTypes) {
     for (int64_t n_out : {37, 29}) {
       for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {4096, 64}, {ragged_n_in(dtype), 1},
-                                    {ragged_n_in(dtype), 5}, {ragged_n_in(dtype), 120}}) {
+                                    {ragged_n_in(dtype), 5}, {ragged_n_in(dtype), 120}, {ragged_n_in(dtype), 200}}) {
         const Weights w = make_weights(dtype, n_in, n_out, seed++);
         const auto x = make_x(n_tokens, n_in, seed++);
         const auto want = run(*detail::isa_avx2(), w, x, n_tokens);

@@ -44,6 +44,11 @@ inline std::vector<const kernels::detail::MatmulIsa*> matmul_variants(const char
   } else if (!warned) {
     WARN("this CPU has no AVX512_BF16: the avx512bf16 " << what << " variant is not run");
   }
+  if (detail::isa_supported("amx")) {
+    out.push_back(detail::isa_amx());
+  } else if (!warned) {
+    WARN("this CPU (or OS) has no AMX int8 tiles: the amx " << what << " variant is not run");
+  }
   warned = true;
   return out;
 }

@@ -1,0 +1,52 @@
+// The AMX matmul variant: the avx512 variant (or avx512bf16 where the CPU
+// has it) with Q8_0 and Q4_0 (Q4_0Lanes16) prefill run on AMX int8 tiles
+// (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
+// kernels/CMakeLists.txt). The
+// tiles form the same exact int32 block sums as vpdpbusd and the float steps
+// after them are unchanged, so every dtype gives the same bits as in the
+// avx2 variant. matmul.cpp calls it only after CPUID and XCR0 said yes and
+// the kernel granted this process the tile state.
+#include "kernels/cpu/matmul_kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
+    defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__FMA__) && defined(__F16C__)
+
+#define TC_MATMUL_VNNI 1
+#include "kernels/cpu/matmul_x86_amx_q4.h"
+#include "kernels/cpu/matmul_x86_amx_q8.h"
+
+namespace tc::kernels::detail {
+namespace {
+
+// The variant every call without an AMX kernel goes to.
+const MatmulIsa& amx_base() {
+  static const MatmulIsa* base = isa_supported("avx512bf16") ? isa_avx512bf16() : isa_avx512();
+  return *base;
+}
+
+void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  // GEMM order only: a batch of few tokens reads each weight once either way.
+  if (a.n_tokens >= kAmxTokens && gemm_order(a)) {
+    if (a.dtype == DType::Q8_0 && a.lane_rows == 0) return run_amx_q8_0(a, r0, r1, amx_base());
+    if (a.dtype == DType::Q4_0 && a.lane_rows > 0) return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
+  }
+  amx_base().compute_rows(a, r0, r1);
+}
+
+}  // namespace
+
+const MatmulIsa* isa_amx() {
+  if (isa_avx512() == nullptr) return nullptr;
+  static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true};
+  return &isa;
+}
+
+}  // namespace tc::kernels::detail
+
+#else
+
+namespace tc::kernels::detail {
+const MatmulIsa* isa_amx() { return nullptr; }
+}  // namespace tc::kernels::detail
+
+#endif
