@@ -24,11 +24,19 @@ const MatmulIsa& amx_base() {
   return *base;
 }
 
+// From how many tokens the tiles take a call (`matmul_bench -t 2 --tokens
+// 16,32,48,64`, 1B shapes, the Xeon machine): Q8_0 from one tile of
+// tokens (16: 2.1-2.8x the avx512 small-batch tiles); Q4_0Lanes16 from two
+// (16: 0.8x the in-place lane tiles; 32: 0.9-1.6x; 48: 1.1-1.5x).
+constexpr int64_t kAmxMinTokensQ8_0 = kAmxTokens;
+constexpr int64_t kAmxMinTokensQ4_0 = 2 * kAmxTokens;
+
 void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  // GEMM order only: a batch of few tokens reads each weight once either way.
-  if (a.n_tokens >= kAmxTokens && gemm_order(a)) {
-    if (a.dtype == DType::Q8_0 && a.lane_rows == 0) return run_amx_q8_0(a, r0, r1, amx_base());
-    if (a.dtype == DType::Q4_0 && a.lane_rows > 0) return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
+  if (a.dtype == DType::Q8_0 && a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensQ8_0) {
+    return run_amx_q8_0(a, r0, r1, amx_base());
+  }
+  if (a.dtype == DType::Q4_0 && a.lane_rows > 0 && a.n_tokens >= kAmxMinTokensQ4_0) {
+    return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
   }
   amx_base().compute_rows(a, r0, r1);
 }

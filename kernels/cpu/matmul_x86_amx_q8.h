@@ -54,7 +54,7 @@ struct AmxQ8_0 {
   }
 };
 
-// Outputs [r0, r1) of a Q8_0 matrix (row layout) in GEMM order: whole tiles
+// Outputs [r0, r1) of a Q8_0 matrix (row layout): whole tiles
 // and groups of 16 tokens on AMX, the rest by `base` (the same bits).
 void run_amx_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& base) {
   const int64_t r_tiles = r0 + (r1 - r0) / kAmxRows * kAmxRows;

@@ -112,13 +112,13 @@ TEST_CASE("Q4_0 lanes16: GEMM order (many tokens) gives the row layout's bits an
   REQUIRE(lanes == rows);
   // Every variant's tiles (amx: AMX tiles for each 16 tokens), AVX2's rows'
   // bits: with a partial last chunk of an odd count (a lone last block),
-  // 40 rows (two tiles and a row-layout tail), 160 and 125 tokens (groups
-  // of 16 and, for 125, 13 left over).
+  // 40 rows (two tiles and a row-layout tail), 160, 125 and 40 tokens
+  // (groups of 16 and 13 or 8 left over; 40 in GEMV order).
   if (detail::isa_supported("avx2")) {
     for (int64_t n_in_v : {n_in, int64_t{43 * 32}}) {
       const Weights wv = make_weights(DType::Q4_0, n_in_v, n_out, 1102 + n_in_v);
       const Packed packed_v(wv, &pool);
-      for (int64_t n_tok : {n_tokens, int64_t{125}}) {
+      for (int64_t n_tok : {n_tokens, int64_t{125}, int64_t{40}}) {
         const auto xv = tc::test::random_floats(static_cast<size_t>(n_tok * n_in_v), 1103 + n_tok);
         const auto want = run(*detail::isa_avx2(), wv.tensor(), xv, n_tok, &pool);
         for (const auto* isa : tc::test::matmul_variants("q4_lanes16")) {
