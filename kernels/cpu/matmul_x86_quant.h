@@ -319,6 +319,25 @@ TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8]
   return isum;
 }
 
+// The exact sums of a's and of b's int32 lanes (each within int32): lanes
+// 0 and 2 hold a's, 1 and 3 b's.
+// The exact sum of each v[k]'s int32 lanes in lane k: v[k] and v[k + 4]
+// folded into one vector's halves, then group_sums_i32.
+TC_SIMD_INLINE __m256i lane_totals8(const __m256i (&v)[8]) {
+  __m256i p[4];
+  for (int k = 0; k < 4; ++k) {
+    p[k] = _mm256_add_epi32(_mm256_permute2x128_si256(v[k], v[k + 4], 0x20),
+                            _mm256_permute2x128_si256(v[k], v[k + 4], 0x31));
+  }
+  return group_sums_i32(p);
+}
+
+TC_SIMD_INLINE __m128i lane_totals(__m256i a, __m256i b) {
+  __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  h = _mm256_hadd_epi32(h, h);          // a0-3 b0-3 a0-3 b0-3 | a4-7 b4-7 ..
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
 // The unit of the super-block types (Ops::W, Ops::unpack, Ops::token): per
 // row, super-block b unpacked once, then each token's sums added to its
 // accumulator.
@@ -333,6 +352,7 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
 
 struct OpsQ4_K {
   using Block = BlockQ4_K;
+  static constexpr bool kTotals = true;  // see finish_token
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
@@ -362,12 +382,21 @@ struct OpsQ4_K {
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums.
+  // The same from the token's scaled_dot8 sums. One chain per output, in
+  // lane 0 (the other lanes stay +0, so store_tile's lane sum is lane 0):
+  // the super-block's exact totals T = sum sc q x and M = sum m x (an AMX
+  // tile gives a sub-block's whole sum, not scaled_dot8's lanes, so the
+  // totals are what every path can form), then chain = fma(T, d dx, chain),
+  // chain = fnmadd(M, dmin dx, chain).
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
     const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    const __m128 tm = _mm_cvtepi32_ps(lane_totals(isum, msum));  // T, M, T, M
+    const __m128 zero = _mm_setzero_ps();
+    const __m256 t = _mm256_zextps128_ps256(_mm_blend_ps(zero, tm, 1));
+    const __m256 m = _mm256_zextps128_ps256(_mm_blend_ps(zero, _mm_movehdup_ps(tm), 1));
     const float dx = x.d[b];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+    acc = _mm256_fmadd_ps(t, _mm256_set1_ps(u.d * dx), acc);
+    acc = _mm256_fnmadd_ps(m, _mm256_set1_ps(u.dmin * dx), acc);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],

@@ -112,6 +112,51 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
+// unpacked_rows_tokens for the types whose chains take a super-block's
+// exact totals (Ops::kTotals: OpsQ4_K::finish_token): the R x T outputs'
+// chains share two vectors, output (r, t) in lane r T + t, and the tile's
+// integer lanes reduce to totals with two transposes-and-adds per
+// super-block instead of two horizontal sums per output.
+template <class Ops, int R, int T>
+__attribute__((noinline)) void unpacked_rows_tokens_totals(
+    const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x, int64_t b0, int64_t nb, float* y,
+    int64_t ys, bool first) {
+  static_assert(R * T <= 8, "one lane per output");
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd super-blocks
+  for (int64_t i = 0; i < nb; ++i) {
+    const typename Ops::W* ur[R];
+    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
+    const int8_t* xq[T];
+    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
+    __m256i isum[R][T];
+    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+    __m256i iv[8], mv[8];
+    alignas(32) float d[8] = {}, dmin[8] = {};
+    for (int k = 0; k < 8; ++k) iv[k] = mv[k] = _mm256_setzero_si256();
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        const int k = r * T + t;
+        iv[k] = isum[r][t];
+        mv[k] = _mm256_madd_epi16(u[r][i].mins, load32(x[t].sum16 + 16 * (b0 + i)));
+        const float dx = x[t].d[b0 + i];
+        d[k] = u[r][i].d * dx;
+        dmin[k] = u[r][i].dmin * dx;
+      }
+    }
+    __m256& a = acc[i % 2];
+    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(iv)), _mm256_load_ps(d), a);
+    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dmin), a);
+  }
+  alignas(32) float s[8];
+  _mm256_store_ps(s, _mm256_add_ps(acc[0], acc[1]));
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) {
+      float& yo = y[t * ys + r];
+      yo = first ? s[r * T + t] : yo + s[r * T + t];
+    }
+  }
+}
+
 // unpacked_rows_tokens for rr <= R rows and tt <= T tokens known at run time.
 template <class Ops, int R, int T>
 void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
@@ -122,7 +167,11 @@ void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpacked
   if constexpr (T > 1) {
     if (tt < T) return unpacked_rows_tokens_n<Ops, R, T - 1>(rr, tt, u, x, b0, nb, y, ys, first);
   }
-  unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
+  if constexpr (requires { Ops::kTotals; }) {
+    unpacked_rows_tokens_totals<Ops, R, T>(u, x, b0, nb, y, ys, first);
+  } else {
+    unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
+  }
 }
 
 template <class Ops>
