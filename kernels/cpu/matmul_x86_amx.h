@@ -52,16 +52,39 @@ struct alignas(64) AmxTileConfig {
     colsb[i] = static_cast<uint16_t>(n_bytes);
     return *this;
   }
+  // C tiles 0-1, A tiles 2-3 (16 tokens x 32 bytes), B tiles 4-5 (8 steps
+  // x 16 rows x 4 bytes): two 32-element blocks in flight
+  // (amx_pair_sums_k32).
+  static AmxTileConfig blocks32() {
+    return AmxTileConfig().tile(0, 16, 64).tile(1, 16, 64).tile(2, 16, 32).tile(3, 16, 32).tile(4, 8, 64).tile(
+        5, 8, 64);
+  }
 };
 
-// Loads a tile configuration for the calling thread and releases the tiles
-// when it goes out of scope (so a context switch saves no tile data).
+// Loads a tile configuration for the calling thread and, when it goes out
+// of scope, puts back the one it found: other AMX code in the process
+// (llama.cpp's, loaded beside this engine in the oracle tests) configures
+// a thread's tiles once and faults (SIGILL) if they were released under
+// it. With none found the tiles are released, so a context switch saves
+// no tile data.
 class AmxTiles {
  public:
-  explicit AmxTiles(const AmxTileConfig& config) { _tile_loadconfig(&config); }
-  ~AmxTiles() { _tile_release(); }
+  explicit AmxTiles(const AmxTileConfig& config) {
+    _tile_storeconfig(&saved_);
+    _tile_loadconfig(&config);
+  }
+  ~AmxTiles() {
+    if (saved_.palette != 0) {
+      _tile_loadconfig(&saved_);
+    } else {
+      _tile_release();
+    }
+  }
   AmxTiles(const AmxTiles&) = delete;
   AmxTiles& operator=(const AmxTiles&) = delete;
+
+ private:
+  AmxTileConfig saved_;
 };
 
 // int32 [token][block][row]: a chunk's exact block sums for 16 tokens, a
@@ -102,6 +125,37 @@ TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const BlockSum
   V::storeu_f(out, first ? sum : V::add_f(V::load_f(out), sum));
 }
 
+// amx_finish_token with a whole chunk's count known at compile time.
+TC_SIMD_INLINE void amx_finish_blocks(const float (*dw)[kAmxRows], const BlockSums& sums, int t, const XRow& x,
+                                      int64_t b0, int64_t nb, float* out, bool first) {
+  if (nb == kChunkBlocks32) {
+    amx_finish_token<kChunkBlocks32>(dw, sums, t, x, b0, nb, out, first);
+  } else {
+    amx_finish_token<0>(dw, sums, t, x, b0, nb, out, first);
+  }
+}
+
+// Step 1 for the 32-element blocks b0 + i and b0 + i + 1 (only b0 + i when
+// i + 1 == nb) whose B tiles are q[i] (8 steps x 16 rows x 4 bytes): A
+// tiles of 16 tokens' 32 bytes at xq + 32 (b0 + i), stride bytes apart.
+// Tiles as AmxTileConfig::blocks32() sets them.
+TC_SIMD_INLINE void amx_pair_sums_k32(const int8_t (*q)[8][4 * kAmxRows], const std::byte* xq, int64_t stride,
+                                      int64_t b0, int64_t i, int64_t nb, BlockSums& out) {
+  constexpr int64_t kOut = BlockSums::kTokenStride;
+  _tile_loadd(2, xq + 32 * (b0 + i), stride);
+  _tile_loadd(4, q[i], 4 * kAmxRows);
+  _tile_zero(0);
+  _tile_dpbssd(0, 2, 4);
+  if (i + 1 < nb) {
+    _tile_loadd(3, xq + 32 * (b0 + i + 1), stride);
+    _tile_loadd(5, q[i + 1], 4 * kAmxRows);
+    _tile_zero(1);
+    _tile_dpbssd(1, 3, 5);
+  }
+  _tile_stored(0, out.s[0][i], kOut);
+  if (i + 1 < nb) _tile_stored(1, out.s[0][i + 1], kOut);
+}
+
 // Outputs [r0, r1) (whole 16-row tiles) for tokens [0, n_tokens) (whole
 // groups of 16) of the call `a`, on AMX. Kernel (the dtype's):
 //   Kernel::config()                          its tile configuration
@@ -110,7 +164,7 @@ TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const BlockSum
 //   Kernel::prefetch(a, rt, c0)               fetches tile rt's chunk c0
 //   Kernel::pair_sums(p, xq, stride, b0, i, nb, sums)   step 1 for blocks
 //       b0 + i and b0 + i + 1 (i even; only b0 + i when i + 1 == nb)
-//   p.dw                                      float [chunk block][16]
+//   Kernel::finish(p, sums, t, x, b0, nb, out, first)   step 2 for token t
 // Step 1 of the next 16 tokens runs between step 2's tokens, so the tile
 // unit and the vector units work at once.
 template <class Kernel>
@@ -143,12 +197,7 @@ void run_amx_gemm(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t n_tokens)
           for (int t = 0; t < kAmxTokens; ++t) {
             // Pair t of the next group (nb <= 32: at most 16 pairs).
             if (more && 2 * t < nb) Kernel::pair_sums(p, xq(g + 1), a.xl.stride, c0, 2 * t, nb, next);
-            const XRow x = x_row(a, tb + g * kAmxTokens + t);
-            if (nb == kChunkBlocks32) {
-              amx_finish_token<kChunkBlocks32>(p.dw, now, t, x, c0, nb, out[g][t], first);
-            } else {
-              amx_finish_token<0>(p.dw, now, t, x, c0, nb, out[g][t], first);
-            }
+            Kernel::finish(p, now, t, x_row(a, tb + g * kAmxTokens + t), c0, nb, out[g][t], first);
           }
         }
       }
@@ -169,6 +218,17 @@ inline MatmulArgs tokens_from(const MatmulArgs& a, int64_t t0) {
   tail.y = a.y + t0 * a.n_out;
   tail.n_tokens = a.n_tokens - t0;
   return tail;
+}
+
+// Outputs [r0, r1) of a row-layout matrix: whole tiles and groups of 16
+// tokens on AMX, the rest by `base` (the same bits).
+template <class Kernel>
+void run_amx_rows(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& base) {
+  const int64_t r_tiles = r0 + (r1 - r0) / kAmxRows * kAmxRows;
+  const int64_t t_groups = a.n_tokens / kAmxTokens * kAmxTokens;
+  run_amx_gemm<Kernel>(a, r0, r_tiles, t_groups);
+  if (t_groups < a.n_tokens && r0 < r_tiles) base.compute_rows(tokens_from(a, t_groups), r0, r_tiles);
+  if (r_tiles < r1) base.compute_rows(a, r_tiles, r1);
 }
 
 }  // namespace

@@ -20,11 +20,8 @@ struct AmxQ8_0 {
   using Pack = PackQ8Lanes;
   static constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ8_0));
 
-  // C tiles 0-1, A tiles 2-3 (16 tokens x 32 bytes), B tiles 4-5 (8 steps x
-  // 16 rows x 4 bytes): two blocks in flight.
   static const AmxTileConfig& config() {
-    static const AmxTileConfig c =
-        AmxTileConfig().tile(0, 16, 64).tile(1, 16, 64).tile(2, 16, 32).tile(3, 16, 32).tile(4, 8, 64).tile(5, 8, 64);
+    static const AmxTileConfig c = AmxTileConfig::blocks32();
     return c;
   }
   static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
@@ -38,31 +35,13 @@ struct AmxQ8_0 {
   }
   static void pair_sums(const Pack& p, const std::byte* xq, int64_t stride, int64_t b0, int64_t i, int64_t nb,
                         BlockSums& out) {
-    constexpr int64_t kOut = BlockSums::kTokenStride;
-    _tile_loadd(2, xq + 32 * (b0 + i), stride);
-    _tile_loadd(4, p.q[i], 64);
-    _tile_zero(0);
-    _tile_dpbssd(0, 2, 4);
-    if (i + 1 < nb) {
-      _tile_loadd(3, xq + 32 * (b0 + i + 1), stride);
-      _tile_loadd(5, p.q[i + 1], 64);
-      _tile_zero(1);
-      _tile_dpbssd(1, 3, 5);
-    }
-    _tile_stored(0, out.s[0][i], kOut);
-    if (i + 1 < nb) _tile_stored(1, out.s[0][i + 1], kOut);
+    amx_pair_sums_k32(p.q, xq, stride, b0, i, nb, out);
+  }
+  TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
+                                    int64_t nb, float* out, bool first) {
+    amx_finish_blocks(p.dw, sums, t, x, b0, nb, out, first);
   }
 };
-
-// Outputs [r0, r1) of a Q8_0 matrix (row layout): whole tiles
-// and groups of 16 tokens on AMX, the rest by `base` (the same bits).
-void run_amx_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& base) {
-  const int64_t r_tiles = r0 + (r1 - r0) / kAmxRows * kAmxRows;
-  const int64_t t_groups = a.n_tokens / kAmxTokens * kAmxTokens;
-  run_amx_gemm<AmxQ8_0>(a, r0, r_tiles, t_groups);
-  if (t_groups < a.n_tokens && r0 < r_tiles) base.compute_rows(tokens_from(a, t_groups), r0, r_tiles);
-  if (r_tiles < r1) base.compute_rows(a, r_tiles, r1);
-}
 
 }  // namespace
 }  // namespace tc::kernels::detail

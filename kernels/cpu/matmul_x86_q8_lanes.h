@@ -48,6 +48,29 @@ struct PackQ8Lanes {
   alignas(64) float dw[kChunkBlocks32][Q8Lanes::kRows];  // block i: the rows' scales
 };
 
+// An 8 x 8 transpose of dwords: dword s of v[r] to lane r of steps[s] (8
+// rows' 32 bytes to 8 steps of their 4 bytes each, row r at bytes 4r..4r+3).
+TC_SIMD_INLINE void transpose_dwords_8x8(const __m256i (&v)[8], __m256i (&steps)[8]) {
+  const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+  const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
+  const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
+  // u0..u3: rows 0-3 of steps 0..3 in the low half, steps 4..7 in the high
+  // half; u4..u7 the same for rows 4-7.
+  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  steps[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+  steps[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+  steps[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+  steps[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+  steps[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+  steps[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+  steps[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+  steps[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+
 // Repacks blocks [b0, b0 + nb) of 16 rows, 8 rows (one ymm per step) at a time.
 inline void pack_q8_lanes(PackQ8Lanes& p, const std::byte* const* w, int64_t b0, int64_t nb) {
   const __m256i ones = _mm256_set1_epi8(1);
@@ -55,24 +78,9 @@ inline void pack_q8_lanes(PackQ8Lanes& p, const std::byte* const* w, int64_t b0,
     const BlockQ8_0* blk[8];
     for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ8_0*>(w[8 * h + r]) + b0;
     for (int64_t i = 0; i < nb; ++i) {
-      // An 8 x 8 transpose of dwords: row r's dword s to lane r of step s.
-      __m256i v[8];
+      __m256i v[8], steps[8];
       for (int r = 0; r < 8; ++r) v[r] = loadu32(blk[r][i].qs);
-      const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
-      const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
-      const __m256i t4 = _mm256_unpacklo_epi32(v[4], v[5]), t5 = _mm256_unpackhi_epi32(v[4], v[5]);
-      const __m256i t6 = _mm256_unpacklo_epi32(v[6], v[7]), t7 = _mm256_unpackhi_epi32(v[6], v[7]);
-      // u0..u3: rows 0-3 of steps 0..3 in the low half, steps 4..7 in the
-      // high half; u4..u7 the same for rows 4-7.
-      const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
-      const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
-      const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
-      const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
-      const __m256i steps[8] = {
-          _mm256_permute2x128_si256(u0, u4, 0x20), _mm256_permute2x128_si256(u1, u5, 0x20),
-          _mm256_permute2x128_si256(u2, u6, 0x20), _mm256_permute2x128_si256(u3, u7, 0x20),
-          _mm256_permute2x128_si256(u0, u4, 0x31), _mm256_permute2x128_si256(u1, u5, 0x31),
-          _mm256_permute2x128_si256(u2, u6, 0x31), _mm256_permute2x128_si256(u3, u7, 0x31)};
+      transpose_dwords_8x8(v, steps);
       __m256i sum32 = _mm256_setzero_si256();
       for (int s = 0; s < 8; ++s) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s] + 32 * h), steps[s]);

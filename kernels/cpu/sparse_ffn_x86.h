@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/k4_scales.h"
 #include "kernels/cpu/sparse_ffn_kernels.h"
 
 #define TC_AXPY_INLINE inline __attribute__((always_inline))
@@ -134,18 +135,6 @@ struct DeqQ4_0 {
     w[3] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4)), vd, minus_8d);
   }
 };
-
-// The 6-bit scale and min of Q4_K sub-block j (the packing of
-// quantize_kquants.cpp).
-TC_AXPY_INLINE void q4_K_scale_min(const uint8_t* packed, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = packed[j] & 63;
-    m = packed[j + 4] & 63;
-  } else {
-    sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
-    m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-  }
-}
 
 // 32 bytes of q (16 at p, in both 128-bit halves), nibble `shift` (0 or 4)
 // of each, as four f32 vectors in order.
