@@ -350,6 +350,29 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
   }
 }
 
+// The finish of the types whose chains take a super-block's exact totals
+// (Ops::kTotals: Q4_K, Q6_K). One chain per output, in lane 0 (the other
+// lanes stay +0, so store_tile's lane sum is lane 0): T, the sum of
+// Ops::total_lanes, and for types with mins M, the sum of Ops::min_lanes;
+// then chain = fma(T, d dx, chain) and chain = fnmadd(M, dmin dx, chain).
+// (An AMX tile gives a sub-block's whole sum, not scaled_dot8's lanes: the
+// totals are what every path can form.)
+template <class Ops>
+TC_SIMD_INLINE void finish_totals(__m256& acc, const typename Ops::W& u, const XRow& x, int64_t b, __m256i isum) {
+  constexpr bool kMins = requires { Ops::min_lanes(u, x, b); };
+  const __m256i t_lanes = Ops::total_lanes(u, x, b, isum);
+  __m256i m_lanes = _mm256_setzero_si256();
+  if constexpr (kMins) m_lanes = Ops::min_lanes(u, x, b);
+  const __m128 tm = _mm_cvtepi32_ps(lane_totals(t_lanes, m_lanes));  // T, M, T, M
+  const __m128 zero = _mm_setzero_ps();
+  const float dx = x.d[b];
+  acc = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_blend_ps(zero, tm, 1)), _mm256_set1_ps(u.d * dx), acc);
+  if constexpr (kMins) {
+    const __m256 m = _mm256_zextps128_ps256(_mm_blend_ps(zero, _mm_movehdup_ps(tm), 1));
+    acc = _mm256_fnmadd_ps(m, _mm256_set1_ps(u.dmin * dx), acc);
+  }
+}
+
 struct OpsQ4_K {
   using Block = BlockQ4_K;
   static constexpr bool kTotals = true;  // see finish_token
@@ -382,21 +405,15 @@ struct OpsQ4_K {
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums. One chain per output, in
-  // lane 0 (the other lanes stay +0, so store_tile's lane sum is lane 0):
-  // the super-block's exact totals T = sum sc q x and M = sum m x (an AMX
-  // tile gives a sub-block's whole sum, not scaled_dot8's lanes, so the
-  // totals are what every path can form), then chain = fma(T, d dx, chain),
-  // chain = fnmadd(M, dmin dx, chain).
+  // The same from the token's scaled_dot8 sums (finish_totals): the
+  // super-block's exact totals T = sum sc q x and M = sum m x.
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
-    const __m128 tm = _mm_cvtepi32_ps(lane_totals(isum, msum));  // T, M, T, M
-    const __m128 zero = _mm_setzero_ps();
-    const __m256 t = _mm256_zextps128_ps256(_mm_blend_ps(zero, tm, 1));
-    const __m256 m = _mm256_zextps128_ps256(_mm_blend_ps(zero, _mm_movehdup_ps(tm), 1));
-    const float dx = x.d[b];
-    acc = _mm256_fmadd_ps(t, _mm256_set1_ps(u.d * dx), acc);
-    acc = _mm256_fnmadd_ps(m, _mm256_set1_ps(u.dmin * dx), acc);
+    finish_totals<OpsQ4_K>(acc, u, x, b, isum);
+  }
+  // Lanes summing to T (from scaled_dot8's) and to M.
+  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
+  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
+    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
@@ -409,6 +426,7 @@ struct OpsQ4_K {
 
 struct OpsQ6_K {
   using Block = BlockQ6_K;
+  static constexpr bool kTotals = true;  // see finish_token
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
@@ -452,12 +470,16 @@ struct OpsQ6_K {
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums.
+  // The same from the token's scaled_dot8 sums, as Q4_K's (finish_totals):
+  // one chain per output over each super-block's exact total T = sum sc
+  // (q - 32) x, chain = fma(T, d dx, chain).
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    // 32 * sum over sub-blocks of scale * sum(x).
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5);
-    isum = _mm256_sub_epi32(isum, off);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
+    finish_totals<OpsQ6_K>(acc, u, x, b, isum);
+  }
+  // Lanes summing to T: scaled_dot8's less 32 sum over sub-blocks of scale
+  // times sum(x).
+  TC_SIMD_INLINE static __m256i total_lanes(const W& u, const XRow& x, int64_t b, __m256i isum) {
+    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5));
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],

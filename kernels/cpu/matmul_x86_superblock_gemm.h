@@ -113,10 +113,10 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
 }
 
 // unpacked_rows_tokens for the types whose chains take a super-block's
-// exact totals (Ops::kTotals: OpsQ4_K::finish_token): the R x T outputs'
-// chains share two vectors, output (r, t) in lane r T + t, and the tile's
-// integer lanes reduce to totals with two transposes-and-adds per
-// super-block instead of two horizontal sums per output.
+// exact totals (Ops::kTotals, finish_totals): the R x T outputs' chains
+// share two vectors, output (r, t) in lane r T + t, and the tile's integer
+// lanes reduce to totals with one or two transposes-and-adds per
+// super-block instead of horizontal sums per output.
 template <class Ops, int R, int T>
 __attribute__((noinline)) void unpacked_rows_tokens_totals(
     const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x, int64_t b0, int64_t nb, float* y,
@@ -130,22 +130,25 @@ __attribute__((noinline)) void unpacked_rows_tokens_totals(
     for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
     scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+    constexpr bool kMins = requires(const typename Ops::W& w, const XRow& xr) { Ops::min_lanes(w, xr, int64_t{0}); };
     __m256i iv[8], mv[8];
     alignas(32) float d[8] = {}, dmin[8] = {};
     for (int k = 0; k < 8; ++k) iv[k] = mv[k] = _mm256_setzero_si256();
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
         const int k = r * T + t;
-        iv[k] = isum[r][t];
-        mv[k] = _mm256_madd_epi16(u[r][i].mins, load32(x[t].sum16 + 16 * (b0 + i)));
+        iv[k] = Ops::total_lanes(u[r][i], x[t], b0 + i, isum[r][t]);
         const float dx = x[t].d[b0 + i];
         d[k] = u[r][i].d * dx;
-        dmin[k] = u[r][i].dmin * dx;
+        if constexpr (kMins) {
+          mv[k] = Ops::min_lanes(u[r][i], x[t], b0 + i);
+          dmin[k] = u[r][i].dmin * dx;
+        }
       }
     }
     __m256& a = acc[i % 2];
     a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(iv)), _mm256_load_ps(d), a);
-    a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dmin), a);
+    if constexpr (kMins) a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dmin), a);
   }
   alignas(32) float s[8];
   _mm256_store_ps(s, _mm256_add_ps(acc[0], acc[1]));
