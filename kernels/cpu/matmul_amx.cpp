@@ -1,11 +1,11 @@
-// The AMX matmul variant: the avx512 variant (or avx512bf16 where the CPU
-// has it) with Q8_0 and Q4_0 (Q4_0Lanes16) prefill run on AMX int8 tiles
+// The AMX matmul variant: the avx512 variant with the prefill of Q8_0,
+// Q4_0 (Q4_0Lanes16), Q4_K, Q5_K and Q6_K run on AMX int8 tiles
 // (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
-// kernels/CMakeLists.txt). The
-// tiles form the same exact int32 block sums as vpdpbusd and the float steps
-// after them are unchanged, so every dtype gives the same bits as in the
-// avx2 variant. matmul.cpp calls it only after CPUID and XCR0 said yes and
-// the kernel granted this process the tile state.
+// kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
+// vpdpbusd and the float steps after them are the other variants', so
+// every dtype gives the same bits as in the avx2 variant. matmul.cpp calls
+// it only after CPUID and XCR0 said yes and the kernel granted this process
+// the tile state.
 #include "kernels/cpu/matmul_kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__) && \
@@ -20,11 +20,12 @@
 namespace tc::kernels::detail {
 namespace {
 
-// The variant every call without an AMX kernel goes to.
-const MatmulIsa& amx_base() {
-  static const MatmulIsa* base = isa_supported("avx512bf16") ? isa_avx512bf16() : isa_avx512();
-  return *base;
-}
+// The variant every call without an AMX kernel goes to: avx512, whose BF16
+// GEMM (two FMAs per weight pair, the same bits as vdpbf16ps) ran faster
+// than avx512bf16's vdpbf16ps on the one AMX machine measured (`matmul_bench
+// -t 2 --dtype bf16 --tokens 512`, 1B shapes, two runs: 112-124 against
+// 91-100 GFLOP/s); the two differ in nothing else.
+const MatmulIsa& amx_base() { return *isa_avx512(); }
 
 // From how many tokens the tiles take a call (`matmul_bench -t 2 --tokens
 // 16,32,48,64`, 1B shapes, the Xeon machine): Q8_0 from one tile of
@@ -32,7 +33,7 @@ const MatmulIsa& amx_base() {
 // (16: 0.8x the in-place lane tiles; 32: 0.9-1.6x; 48: 1.1-1.5x).
 constexpr int64_t kAmxMinTokensQ8_0 = kAmxTokens;
 constexpr int64_t kAmxMinTokensQ4_0 = 2 * kAmxTokens;
-constexpr int64_t kAmxMinTokensK = kAmxTokens;  // Q4_K, Q6_K
+constexpr int64_t kAmxMinTokensK = kAmxTokens;  // Q4_K, Q5_K, Q6_K
 
 void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.dtype == DType::Q8_0 && a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensQ8_0) {
@@ -40,6 +41,9 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
   if (a.dtype == DType::Q4_K && a.n_tokens >= kAmxMinTokensK) {
     return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
+  }
+  if (a.dtype == DType::Q5_K && a.n_tokens >= kAmxMinTokensK) {
+    return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
   }
   if (a.dtype == DType::Q6_K && a.n_tokens >= kAmxMinTokensK) {
     return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
