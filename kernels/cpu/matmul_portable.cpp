@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/k4_scales.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
 
@@ -183,17 +184,6 @@ float dot_q4_0(const std::byte* row, const XRow& x, int64_t n_blocks) {
     s += static_cast<float>(isum) * (f16(blk[b].d) * x.d[b]);
   }
   return s;
-}
-
-// The 6-bit scale and min of Q4_K sub-block j (see quantize_kquants.cpp).
-void q4_K_scale_min(const uint8_t* packed, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = packed[j] & 63;
-    m = packed[j + 4] & 63;
-  } else {
-    sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
-    m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-  }
 }
 
 float dot_q4_K(const std::byte* row, const XRow& x, int64_t n_blocks) {

@@ -71,6 +71,17 @@ TC_SIMD_INLINE void scaled_dot8_tile(const typename Ops::W* const (&u)[R], const
   }
 }
 
+// scaled_dot8_tile for super-block b0 + i of the unpacked chunk.
+template <class Ops, int R, int T>
+TC_SIMD_INLINE void unpacked_isums(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x,
+                                   int64_t b0, int64_t i, __m256i (&isum)[R][T]) {
+  const typename Ops::W* ur[R];
+  for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
+  const int8_t* xq[T];
+  for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
+  scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+}
+
 // R rows x T tokens over the unpacked chunk: per super-block the integer
 // sums of the whole tile, then each accumulator's finish, the even
 // super-blocks' chain and the odd ones' kept in memory (in registers with
@@ -88,12 +99,8 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
     }
   }
   for (int64_t i = 0; i < nb; ++i) {
-    const typename Ops::W* ur[R];
-    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
-    const int8_t* xq[T];
-    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
-    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+    unpacked_isums<Ops, R, T>(u, x, b0, i, isum);
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
         __m256 v = _mm256_load_ps(acc[i % 2][r][t]);
@@ -124,12 +131,8 @@ __attribute__((noinline)) void unpacked_rows_tokens_totals(
   static_assert(R * T <= 8, "one lane per output");
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd super-blocks
   for (int64_t i = 0; i < nb; ++i) {
-    const typename Ops::W* ur[R];
-    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
-    const int8_t* xq[T];
-    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
-    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+    unpacked_isums<Ops, R, T>(u, x, b0, i, isum);
     constexpr bool kMins = requires(const typename Ops::W& w, const XRow& xr) { Ops::min_lanes(w, xr, int64_t{0}); };
     __m256i iv[8], mv[8];
     alignas(32) float d[8] = {}, dmin[8] = {};
