@@ -54,7 +54,7 @@ TC_SIMD_INLINE void spread_sub16_scales(__m256i sc16, __m256i (&sc)[8]) {
   }
 }
 
-// Ops::finish_token of Q2_K: d dx sum(sc q x) -
+// Ops::finish_token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) -
 // dmin dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors
 // of quants), sc (their int16 scales, spread for vpmaddwd), mins (int16,
 // one per 16 activations), d and dmin, and isum = scaled_dot8(q, sc, x).
@@ -179,7 +179,6 @@ struct OpsQ3_K : OpsSuperBlock {
 // (q 0..31, pairs within 2 * 31 * 127).
 struct OpsQ5_K : OpsSuperBlock {
   using Block = BlockQ5_K;
-  static constexpr bool kTotals = true;  // see finish_token
   struct W {
     __m256i q[8];   // sub-block j: elements 32j..32j+31, 0..31
     __m256i sc[8];  // int16 scale of sub-block j, broadcast
@@ -205,16 +204,11 @@ struct OpsQ5_K : OpsSuperBlock {
   }
   // One token's sums over super-block b of a row, unpacked in u, added to acc.
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
+    token_with_mins(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums, in Q4_K's order
-  // (finish_totals: the super-block's exact totals T and M).
+  // The same from the token's scaled_dot8 sums.
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    finish_totals<OpsQ5_K>(acc, u, x, b, isum);
-  }
-  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
-  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
-    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    token_with_mins(acc, u, x, b, isum);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],

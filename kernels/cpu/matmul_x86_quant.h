@@ -319,25 +319,6 @@ TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8]
   return isum;
 }
 
-// The exact sums of a's and of b's int32 lanes (each within int32): lanes
-// 0 and 2 hold a's, 1 and 3 b's.
-// The exact sum of each v[k]'s int32 lanes in lane k: v[k] and v[k + 4]
-// folded into one vector's halves, then group_sums_i32.
-TC_SIMD_INLINE __m256i lane_totals8(const __m256i (&v)[8]) {
-  __m256i p[4];
-  for (int k = 0; k < 4; ++k) {
-    p[k] = _mm256_add_epi32(_mm256_permute2x128_si256(v[k], v[k + 4], 0x20),
-                            _mm256_permute2x128_si256(v[k], v[k + 4], 0x31));
-  }
-  return group_sums_i32(p);
-}
-
-TC_SIMD_INLINE __m128i lane_totals(__m256i a, __m256i b) {
-  __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
-  h = _mm256_hadd_epi32(h, h);          // a0-3 b0-3 a0-3 b0-3 | a4-7 b4-7 ..
-  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
 // The unit of the super-block types (Ops::W, Ops::unpack, Ops::token): per
 // row, super-block b unpacked once, then each token's sums added to its
 // accumulator.
@@ -350,32 +331,8 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
   }
 }
 
-// The finish of the types whose chains take a super-block's exact totals
-// (Ops::kTotals: Q4_K, Q6_K). One chain per output, in lane 0 (the other
-// lanes stay +0, so store_tile's lane sum is lane 0): T, the sum of
-// Ops::total_lanes, and for types with mins M, the sum of Ops::min_lanes;
-// then chain = fma(T, d dx, chain) and chain = fnmadd(M, dmin dx, chain).
-// (An AMX tile gives a sub-block's whole sum, not scaled_dot8's lanes: the
-// totals are what every path can form.)
-template <class Ops>
-TC_SIMD_INLINE void finish_totals(__m256& acc, const typename Ops::W& u, const XRow& x, int64_t b, __m256i isum) {
-  constexpr bool kMins = requires { Ops::min_lanes(u, x, b); };
-  const __m256i t_lanes = Ops::total_lanes(u, x, b, isum);
-  __m256i m_lanes = _mm256_setzero_si256();
-  if constexpr (kMins) m_lanes = Ops::min_lanes(u, x, b);
-  const __m128 tm = _mm_cvtepi32_ps(lane_totals(t_lanes, m_lanes));  // T, M, T, M
-  const __m128 zero = _mm_setzero_ps();
-  const float dx = x.d[b];
-  acc = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_blend_ps(zero, tm, 1)), _mm256_set1_ps(u.d * dx), acc);
-  if constexpr (kMins) {
-    const __m256 m = _mm256_zextps128_ps256(_mm_blend_ps(zero, _mm_movehdup_ps(tm), 1));
-    acc = _mm256_fnmadd_ps(m, _mm256_set1_ps(u.dmin * dx), acc);
-  }
-}
-
 struct OpsQ4_K {
   using Block = BlockQ4_K;
-  static constexpr bool kTotals = true;  // see finish_token
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
@@ -405,15 +362,12 @@ struct OpsQ4_K {
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums (finish_totals): the
-  // super-block's exact totals T = sum sc q x and M = sum m x.
+  // The same from the token's scaled_dot8 sums.
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    finish_totals<OpsQ4_K>(acc, u, x, b, isum);
-  }
-  // Lanes summing to T (from scaled_dot8's) and to M.
-  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
-  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
-    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
+    const float dx = x.d[b];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
+    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
@@ -426,7 +380,6 @@ struct OpsQ4_K {
 
 struct OpsQ6_K {
   using Block = BlockQ6_K;
-  static constexpr bool kTotals = true;  // see finish_token
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
   static constexpr int64_t kUnit = 1;
@@ -470,16 +423,12 @@ struct OpsQ6_K {
   TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
     finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
   }
-  // The same from the token's scaled_dot8 sums, as Q4_K's (finish_totals):
-  // one chain per output over each super-block's exact total T = sum sc
-  // (q - 32) x, chain = fma(T, d dx, chain).
+  // The same from the token's scaled_dot8 sums.
   TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    finish_totals<OpsQ6_K>(acc, u, x, b, isum);
-  }
-  // Lanes summing to T: scaled_dot8's less 32 sum over sub-blocks of scale
-  // times sum(x).
-  TC_SIMD_INLINE static __m256i total_lanes(const W& u, const XRow& x, int64_t b, __m256i isum) {
-    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5));
+    // 32 * sum over sub-blocks of scale * sum(x).
+    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5);
+    isum = _mm256_sub_epi32(isum, off);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],

@@ -71,17 +71,6 @@ TC_SIMD_INLINE void scaled_dot8_tile(const typename Ops::W* const (&u)[R], const
   }
 }
 
-// scaled_dot8_tile for super-block b0 + i of the unpacked chunk.
-template <class Ops, int R, int T>
-TC_SIMD_INLINE void unpacked_isums(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x,
-                                   int64_t b0, int64_t i, __m256i (&isum)[R][T]) {
-  const typename Ops::W* ur[R];
-  for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
-  const int8_t* xq[T];
-  for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
-  scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
-}
-
 // R rows x T tokens over the unpacked chunk: per super-block the integer
 // sums of the whole tile, then each accumulator's finish, the even
 // super-blocks' chain and the odd ones' kept in memory (in registers with
@@ -99,8 +88,12 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
     }
   }
   for (int64_t i = 0; i < nb; ++i) {
+    const typename Ops::W* ur[R];
+    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
+    const int8_t* xq[T];
+    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
-    unpacked_isums<Ops, R, T>(u, x, b0, i, isum);
+    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
         __m256 v = _mm256_load_ps(acc[i % 2][r][t]);
@@ -119,50 +112,6 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
-// unpacked_rows_tokens for the types whose chains take a super-block's
-// exact totals (Ops::kTotals, finish_totals): the R x T outputs' chains
-// share two vectors, output (r, t) in lane r T + t, and the tile's integer
-// lanes reduce to totals with one or two transposes-and-adds per
-// super-block instead of horizontal sums per output.
-template <class Ops, int R, int T>
-__attribute__((noinline)) void unpacked_rows_tokens_totals(
-    const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x, int64_t b0, int64_t nb, float* y,
-    int64_t ys, bool first) {
-  static_assert(R * T <= 8, "one lane per output");
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};  // even and odd super-blocks
-  for (int64_t i = 0; i < nb; ++i) {
-    __m256i isum[R][T];
-    unpacked_isums<Ops, R, T>(u, x, b0, i, isum);
-    constexpr bool kMins = requires(const typename Ops::W& w, const XRow& xr) { Ops::min_lanes(w, xr, int64_t{0}); };
-    __m256i iv[8], mv[8];
-    alignas(32) float d[8] = {}, dmin[8] = {};
-    for (int k = 0; k < 8; ++k) iv[k] = mv[k] = _mm256_setzero_si256();
-    for (int r = 0; r < R; ++r) {
-      for (int t = 0; t < T; ++t) {
-        const int k = r * T + t;
-        iv[k] = Ops::total_lanes(u[r][i], x[t], b0 + i, isum[r][t]);
-        const float dx = x[t].d[b0 + i];
-        d[k] = u[r][i].d * dx;
-        if constexpr (kMins) {
-          mv[k] = Ops::min_lanes(u[r][i], x[t], b0 + i);
-          dmin[k] = u[r][i].dmin * dx;
-        }
-      }
-    }
-    __m256& a = acc[i % 2];
-    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(iv)), _mm256_load_ps(d), a);
-    if constexpr (kMins) a = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dmin), a);
-  }
-  alignas(32) float s[8];
-  _mm256_store_ps(s, _mm256_add_ps(acc[0], acc[1]));
-  for (int t = 0; t < T; ++t) {
-    for (int r = 0; r < R; ++r) {
-      float& yo = y[t * ys + r];
-      yo = first ? s[r * T + t] : yo + s[r * T + t];
-    }
-  }
-}
-
 // unpacked_rows_tokens for rr <= R rows and tt <= T tokens known at run time.
 template <class Ops, int R, int T>
 void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
@@ -173,11 +122,7 @@ void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpacked
   if constexpr (T > 1) {
     if (tt < T) return unpacked_rows_tokens_n<Ops, R, T - 1>(rr, tt, u, x, b0, nb, y, ys, first);
   }
-  if constexpr (requires { Ops::kTotals; }) {
-    unpacked_rows_tokens_totals<Ops, R, T>(u, x, b0, nb, y, ys, first);
-  } else {
-    unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
-  }
+  unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
 }
 
 template <class Ops>
