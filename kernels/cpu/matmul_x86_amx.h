@@ -87,15 +87,12 @@ class AmxTiles {
   AmxTileConfig saved_;
 };
 
-// int32 [token][block][row]: a chunk's exact block sums (N blocks) for 16
-// tokens, a token's blocks one after another for step 2.
-template <int N>
-struct BlockSumsN {
-  static constexpr int kBlocks = N;
-  static constexpr int64_t kTokenStride = 4 * N * kAmxRows;  // bytes
-  alignas(64) int32_t s[kAmxTokens][N][kAmxRows];
+// int32 [token][block][row]: a chunk's exact block sums for 16 tokens, a
+// token's blocks one after another for step 2.
+struct BlockSums {
+  static constexpr int64_t kTokenStride = 4 * kChunkBlocks32 * kAmxRows;  // bytes
+  alignas(64) int32_t s[kAmxTokens][kChunkBlocks32][kAmxRows];
 };
-using BlockSums = BlockSumsN<kChunkBlocks32>;  // chunks of 32 blocks of 32
 
 // Step 2 for one token (index t of the 16, prepared row x): out (16 f32,
 // 64-byte aligned) (+)= the chunk of blocks [b0, b0 + nb), dw[i] the tile
@@ -170,29 +167,12 @@ TC_SIMD_INLINE void amx_pair_sums_k32(const int8_t (*q)[8][4 * kAmxRows], const 
 //   Kernel::finish(p, sums, t, x, b0, nb, out, first)   step 2 for token t
 // Step 1 of the next 16 tokens runs between step 2's tokens, so the tile
 // unit and the vector units work at once.
-// A kernel's blocks are 32 elements, 32 to a chunk, unless it says
-// otherwise (Kernel::kBlockElems, Kernel::Sums).
-template <class Kernel>
-constexpr int64_t amx_block_elems() {
-  if constexpr (requires { Kernel::kBlockElems; }) return Kernel::kBlockElems;
-  return 32;
-}
-template <class Kernel>
-struct AmxSums {
-  using type = BlockSums;
-};
-template <class Kernel>
-  requires requires { typename Kernel::Sums; }
-struct AmxSums<Kernel> {
-  using type = typename Kernel::Sums;
-};
-
 template <class Kernel>
 void run_amx_gemm(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t n_tokens) {
   constexpr int64_t kGroupsPerBlock = kGemmBlockTokens / kAmxTokens;
-  using Sums = typename AmxSums<Kernel>::type;
-  constexpr int64_t kChunk = Sums::kBlocks;
-  const int64_t n_blocks = a.n_in / amx_block_elems<Kernel>();
+  using Sums = BlockSums;
+  constexpr int64_t kChunk = kChunkBlocks32;
+  const int64_t n_blocks = a.n_in / 32;
   const AmxTiles tiles(Kernel::config());
   typename Kernel::Pack p;
   Sums sums[2];
@@ -217,10 +197,8 @@ void run_amx_gemm(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t n_tokens)
           Sums& next = sums[(g + 1) % 2];
           const bool more = g + 1 < n_groups;
           for (int t = 0; t < kAmxTokens; ++t) {
-            // Pairs t, t + 16, .. of the next group.
-            for (int64_t j = t; more && 2 * j < nb; j += kAmxTokens) {
-              Kernel::pair_sums(p, xq(g + 1), a.xl.stride, c0, 2 * j, nb, next);
-            }
+            // Pair t of the next group (nb <= 32: at most 16 pairs).
+            if (more && 2 * t < nb) Kernel::pair_sums(p, xq(g + 1), a.xl.stride, c0, 2 * t, nb, next);
             Kernel::finish(p, now, t, x_row(a, tb + g * kAmxTokens + t), c0, nb, out[g][t], first);
           }
         }
