@@ -87,10 +87,6 @@ struct AmxQ4_0 {
     const char* d = reinterpret_cast<const char*>(tile(a, rt)) + 256 * (a.n_in / 32) + 32 * c0;
     for (int64_t b = 0; b < 32 * nb; b += 64) _mm_prefetch(d + b, _MM_HINT_T0);
   }
-  TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
-                                    int64_t nb, float* out, bool first) {
-    amx_finish_blocks(p.dw, sums, t, x, b0, nb, out, first);
-  }
   static void pair_sums(const Pack& p, const std::byte* xq, int64_t stride, int64_t b0, int64_t i, int64_t nb,
                         BlockSums& out) {
     constexpr int64_t kOut = BlockSums::kTokenStride;
