@@ -1,5 +1,5 @@
-// The AMX matmul variant: the avx512 variant with the prefill of Q8_0 and
-// Q4_0 (Q4_0Lanes16) run on AMX int8 tiles
+// The AMX matmul variant: the avx512 variant with the prefill of Q8_0,
+// Q4_0 (Q4_0Lanes16), Q4_K, Q5_K and Q6_K run on AMX int8 tiles
 // (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
 // kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
@@ -13,6 +13,8 @@
 
 #define TC_MATMUL_VNNI 1
 #include "kernels/cpu/matmul_x86_amx_q4.h"
+#include "kernels/cpu/matmul_x86_amx_q4k.h"
+#include "kernels/cpu/matmul_x86_amx_q6k.h"
 #include "kernels/cpu/matmul_x86_amx_q8.h"
 
 namespace tc::kernels::detail {
@@ -31,11 +33,15 @@ const MatmulIsa& amx_base() { return *isa_avx512(); }
 // (16: 0.8x the in-place lane tiles; 32: 0.9-1.6x; 48: 1.1-1.5x).
 constexpr int64_t kAmxMinTokensQ8_0 = kAmxTokens;
 constexpr int64_t kAmxMinTokensQ4_0 = 2 * kAmxTokens;
+constexpr int64_t kAmxMinTokensK = kAmxTokens;  // Q4_K, Q5_K, Q6_K
 
 void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.dtype == DType::Q8_0 && a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensQ8_0) {
     return run_amx_rows<AmxQ8_0>(a, r0, r1, amx_base());
   }
+  if (a.dtype == DType::Q4_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
+  if (a.dtype == DType::Q5_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
+  if (a.dtype == DType::Q6_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q4_0 && a.lane_rows > 0 && a.n_tokens >= kAmxMinTokensQ4_0) {
     return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
   }

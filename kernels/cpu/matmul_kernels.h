@@ -212,7 +212,7 @@ const MatmulIsa& isa_portable();
 const MatmulIsa* isa_avx2();
 const MatmulIsa* isa_avx512();
 const MatmulIsa* isa_avx512bf16();  // avx512 with vdpbf16ps for BF16 weights
-const MatmulIsa* isa_amx();         // avx512 with AMX int8 tiles for Q8_0 and Q4_0 prefill
+const MatmulIsa* isa_amx();         // avx512 with AMX int8 tiles for Q8_0, Q4_0 and K-quant prefill
 
 // The layout of quantized activations for weights of `dtype` and rows of n_in.
 XLayout x_layout(DType dtype, int64_t n_in);

@@ -26,6 +26,8 @@ namespace tc::kernels::detail {
 namespace {
 
 struct AmxQ4_0 {
+  using Sums = BlockSums;
+  static constexpr int64_t kBlockElems = 32;
   // A 16-row tile's chunk: per block pair k, block 2k + h's B tile (16
   // steps x 16 rows x 4 bytes, levels -8..7, zeros at the other block's
   // steps); a lone last block's 8-step tile; the rows' f32 scales.
@@ -107,6 +109,10 @@ struct AmxQ4_0 {
       _tile_dpbssd(0, 5, 6);
       _tile_stored(0, out.s[0][i], kOut);
     }
+  }
+  TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
+                                    int64_t nb, float* out, bool first) {
+    amx_finish_blocks(p.dw, sums, t, x, b0, nb, out, first);
   }
 };
 

@@ -54,7 +54,7 @@ TC_SIMD_INLINE void spread_sub16_scales(__m256i sc16, __m256i (&sc)[8]) {
   }
 }
 
-// Ops::finish_token of the types with mins (Q2_K, Q5_K): d dx sum(sc q x) -
+// Ops::finish_token of Q2_K: d dx sum(sc q x) -
 // dmin dx sum(m sum16) added to acc, from an unpacked W with q (8 vectors
 // of quants), sc (their int16 scales, spread for vpmaddwd), mins (int16,
 // one per 16 activations), d and dmin, and isum = scaled_dot8(q, sc, x).
@@ -66,7 +66,7 @@ TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int6
   acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
 }
 
-// Common to the four: one super-block per unit, 4 per chunk (GEMM order:
+// Common to Q2_K, Q3_K and IQ4_XS: one super-block per unit, 4 per chunk (GEMM order:
 // run_unpacked_gemm in matmul_x86_superblock_gemm.h).
 struct OpsSuperBlock {
   static constexpr int64_t kBlock = kQK_K;
@@ -176,14 +176,14 @@ struct OpsQ3_K : OpsSuperBlock {
 };
 
 // Q5_K: as Q4_K with the 5th bit of element 32j + l in bit j of qh[l]
-// (q 0..31, pairs within 2 * 31 * 127).
-struct OpsQ5_K : OpsSuperBlock {
+// (q 0..31, pairs within 2 * 31 * 127), in Q4_K's lane order.
+struct OpsQ5_K : OpsSuperBlockLanes {
   using Block = BlockQ5_K;
+  static constexpr bool kMins = true;
   struct W {
     __m256i q[8];   // sub-block j: elements 32j..32j+31, 0..31
     __m256i sc[8];  // int16 scale of sub-block j, broadcast
     __m256i mins;   // int16 mins, each twice: m0 m0 m1 m1 .. m7 m7
-    float d, dmin;
   };
   TC_SIMD_INLINE static void unpack(const BlockQ5_K* blk, W& w) {
     unpack_k4_scales(blk->scales, w.sc, w.mins);
@@ -199,21 +199,16 @@ struct OpsQ5_K : OpsSuperBlock {
     w.q[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v2, 4), m4), move_bit<5, 4>(qh));
     w.q[6] = _mm256_or_si256(_mm256_and_si256(v3, m4), move_bit<6, 4>(qh));
     w.q[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v3, 4), m4), move_bit<7, 4>(qh));
-    w.d = _cvtsh_ss(blk->d);
-    w.dmin = _cvtsh_ss(blk->dmin);
   }
-  // One token's sums over super-block b of a row, unpacked in u, added to acc.
-  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    token_with_mins(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
-  }
-  // The same from the token's scaled_dot8 sums.
-  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    token_with_mins(acc, u, x, b, isum);
+  // Lanes summing to T (scaled_dot8's) and to M, as Q4_K's.
+  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
+  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
+    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    superblock_unit<OpsQ5_K, R, T>(acc, w, x, b0 + i);
+                                  int64_t b0, int64_t i, int64_t count) {
+    superblock_lanes_unit<OpsQ5_K, R, T>(acc, w, x, b0 + i, count);
   }
 };
 

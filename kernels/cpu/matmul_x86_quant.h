@@ -319,9 +319,17 @@ TC_SIMD_INLINE __m256i scaled_dot8(const __m256i (&q)[8], const __m256i (&sc)[8]
   return isum;
 }
 
-// The unit of the super-block types (Ops::W, Ops::unpack, Ops::token): per
-// row, super-block b unpacked once, then each token's sums added to its
-// accumulator.
+// The exact sum of each v[k]'s int32 lanes in lane k: v[k] and v[k + 4]
+// folded into one vector's halves, then group_sums_i32.
+TC_SIMD_INLINE __m256i lane_totals8(const __m256i (&v)[8]) {
+  __m256i p[4];
+  for (int k = 0; k < 4; ++k) p[k] = q8_fold_pair(v[k], v[k + 4]);
+  return group_sums_i32(p);
+}
+
+// The unit of the super-block types summed per super-block (Q2_K, Q3_K,
+// IQ4_XS: Ops::W, Ops::unpack, Ops::token): per row, super-block b unpacked
+// once, then each token's sums added to its accumulator.
 template <class Ops, int R, int T>
 TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, int64_t b) {
   for (int r = 0; r < R; ++r) {
@@ -331,19 +339,101 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
   }
 }
 
-struct OpsQ4_K {
-  using Block = BlockQ4_K;
+// ---- The super-block lane order (Q4_K, Q5_K, Q6_K: Ops::kLaneTotals) ----
+//
+// A chunk of 4 super-blocks is one unit. Super-block s of the chunk gives
+// its exact int32 totals T_s = sum sc q x (Q6_K: with the -32 of its
+// levels) and, for the types with mins, M_s = sum m x; the chunk's vector
+// holds in lane s float(T_s) * (d_s dx_s) and in lane 4 + s float(M_s) *
+// (-dmin_s dx_s), each an FMA onto +0 (one rounding); lanes past the row's
+// end, and lanes 4-7 without mins, are +0. The chunk's lanes are then
+// reduced as every chunk's (store_tile). Every step before the FMAs is
+// exact, so the totals can come from any integer path: scaled_dot8's lanes
+// here, whole sub-block sums from AMX tiles (matmul_x86_amx_q4k.h), the
+// sums of 8 outputs at a time in GEMM order (matmul_x86_superblock_gemm.h).
+// (The order before summed each super-block's 8 lanes of 4-element
+// partial sums on their own chains, which a tile's whole sub-block sums
+// cannot form; one chain per output over the totals made one-token decode
+// 10-20% slower with its horizontal sums per super-block: here the
+// transpose-and-add of 4 super-blocks' lanes costs less than their 4
+// converts and FMAs did.)
+template <class Ops>
+concept SuperBlockLanes = requires { requires Ops::kLaneTotals; };
+
+// [d_s | -dmin_s] of a chunk's first `count` super-blocks (zeros after, and
+// in lanes 4-7 without mins), their f16 scales converted at once
+// (block_scales).
+template <class Block, bool kMins>
+TC_SIMD_INLINE __m256 superblock_scales(const Block* blk, int64_t count) {
+  uint64_t d = 0, m = 0;
+  for (int64_t s = 0; s < count; ++s) {
+    d |= uint64_t{blk[s].d} << (16 * s);
+    if constexpr (kMins) m |= uint64_t{blk[s].dmin} << (16 * s);
+  }
+  const __m256 v = _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(m), static_cast<long long>(d)));
+  return kMins ? _mm256_xor_ps(v, _mm256_setr_ps(0.0f, 0.0f, 0.0f, 0.0f, -0.0f, -0.0f, -0.0f, -0.0f)) : v;
+}
+
+// [dx_s | dx_s] of a chunk of `count` super-blocks from b (zeros after).
+TC_SIMD_INLINE __m256 superblock_dx(const XRow& x, int64_t b, int64_t count) {
+  const __m128 v = count == 4 ? _mm_loadu_ps(x.d + b)
+                              : _mm_maskload_ps(x.d + b, _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(count)),
+                                                                        _mm_setr_epi32(0, 1, 2, 3)));
+  return _mm256_set_m128(v, v);
+}
+
+// The unit of the lane order: `count` super-blocks from b, per row each
+// unpacked once and met by every token.
+template <class Ops, int R, int T>
+TC_SIMD_INLINE void superblock_lanes_unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, int64_t b,
+                                          int64_t count) {
+  for (int r = 0; r < R; ++r) {
+    const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + b;
+    __m256i p[T][4];  // per token and super-block: [4 lanes summing to T | 4 to M]
+    for (int s = 0; s < 4; ++s) {
+      if (s >= count) {
+        for (int t = 0; t < T; ++t) p[t][s] = _mm256_setzero_si256();
+        continue;
+      }
+      typename Ops::W u;
+      Ops::unpack(blk + s, u);
+      for (int t = 0; t < T; ++t) {
+        const __m256i tl = Ops::total_lanes(u, x[t], b + s, scaled_dot8(u.q, u.sc, x[t].qs + kQK_K * (b + s)));
+        __m256i ml = _mm256_setzero_si256();
+        if constexpr (Ops::kMins) ml = Ops::min_lanes(u, x[t], b + s);
+        p[t][s] = q8_fold_pair(tl, ml);
+      }
+    }
+    const __m256 dw = superblock_scales<typename Ops::Block, Ops::kMins>(blk, count);
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(group_sums_i32(p[t])),
+                                  _mm256_mul_ps(dw, superblock_dx(x[t], b, count)), acc[r][t]);
+    }
+  }
+}
+
+// The members of a lane-order Ops: one unit per chunk.
+struct OpsSuperBlockLanes {
+  static constexpr bool kLaneTotals = true;
   static constexpr int64_t kBlock = kQK_K;
   static constexpr int64_t kChunkBlocks = 4;
-  static constexpr int64_t kUnit = 1;
+  static constexpr int64_t kUnit = kChunkBlocks;
   static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
   struct Prep {};
+  template <int R, int T>
+  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
+  template <int R, int T>
+  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
+};
+
+struct OpsQ4_K : OpsSuperBlockLanes {
+  using Block = BlockQ4_K;
+  static constexpr bool kMins = true;
   // One super-block of a row, unpacked.
   struct W {
     __m256i q[8];   // sub-block j: elements 32j..32j+31, 0..15
     __m256i sc[8];  // int16 scale of sub-block j, broadcast
     __m256i mins;   // int16 mins, each twice: m0 m0 m1 m1 .. m7 m7
-    float d, dmin;
   };
   TC_SIMD_INLINE static void unpack(const BlockQ4_K* blk, W& w) {
     unpack_k4_scales(blk->scales, w.sc, w.mins);
@@ -353,43 +443,27 @@ struct OpsQ4_K {
       w.q[2 * c] = _mm256_and_si256(v, m4);
       w.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     }
-    w.d = _cvtsh_ss(blk->d);
-    w.dmin = _cvtsh_ss(blk->dmin);
   }
-  template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
-  // One token's sums over super-block b of a row, unpacked in u, added to acc.
-  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
-  }
-  // The same from the token's scaled_dot8 sums.
-  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    const __m256i msum = _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
-    const float dx = x.d[b];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * dx), acc);
-    acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
+  // Lanes summing to T (scaled_dot8's) and to M for super-block b of a row
+  // and one token.
+  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
+  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
+    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    superblock_unit<OpsQ4_K, R, T>(acc, w, x, b0 + i);
+                                  int64_t b0, int64_t i, int64_t count) {
+    superblock_lanes_unit<OpsQ4_K, R, T>(acc, w, x, b0 + i, count);
   }
-  template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
-struct OpsQ6_K {
+struct OpsQ6_K : OpsSuperBlockLanes {
   using Block = BlockQ6_K;
-  static constexpr int64_t kBlock = kQK_K;
-  static constexpr int64_t kChunkBlocks = 4;
-  static constexpr int64_t kUnit = 1;
-  static constexpr int kGemvRows = 1;  // the unpacked super-block fills the registers
-  struct Prep {};
+  static constexpr bool kMins = false;
   struct W {
     __m256i q[8];   // 32-element chunk c, 0..63 (the -32 goes through the activation sums)
     __m256i sc[8];  // int16 scales of chunk c: 8 x sc[2c], then 8 x sc[2c+1]
     __m256i sc16;   // the 16 scales as int16
-    float d;
   };
   TC_SIMD_INLINE static void unpack(const BlockQ6_K* blk, W& w) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -415,28 +489,17 @@ struct OpsQ6_K {
     for (int c = 0; c < 8; ++c) {
       w.sc[c] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(w.sc16, _mm256_set1_epi32(c)), spread);
     }
-    w.d = _cvtsh_ss(blk->d);
   }
-  template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
-  // One token's sums over super-block b of a row, unpacked in u, added to acc.
-  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
-  }
-  // The same from the token's scaled_dot8 sums.
-  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    // 32 * sum over sub-blocks of scale * sum(x).
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5);
-    isum = _mm256_sub_epi32(isum, off);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
+  // Lanes summing to T: scaled_dot8's less 32 sum over sub-blocks of scale
+  // times sum(x).
+  TC_SIMD_INLINE static __m256i total_lanes(const W& u, const XRow& x, int64_t b, __m256i isum) {
+    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 5));
   }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    superblock_unit<OpsQ6_K, R, T>(acc, w, x, b0 + i);
+                                  int64_t b0, int64_t i, int64_t count) {
+    superblock_lanes_unit<OpsQ6_K, R, T>(acc, w, x, b0 + i, count);
   }
-  template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
 // One chunk (nb blocks from b0) for R rows x T tokens. NB > 0: nb == NB

@@ -14,7 +14,7 @@
 namespace tc::kernels::detail {
 namespace {
 
-// GEMM order for the super-block types (Ops::token): the chunk
+// GEMM order for the super-block types: the chunk
 // (kChunkBlocks super-blocks) of kUnpackedRows rows is unpacked once into
 // an L1 buffer, then each token's sums are taken from it, so the unpacking
 // is paid once per row and chunk instead of once per few tokens. Two rows
@@ -26,8 +26,9 @@ namespace {
 // in a later run; before, 1 row x 1 token 0.83-0.97x and 4 rows
 // 0.81-0.92x as fast as two, and 2 or 4 tokens of one row with the float
 // accumulators in registers spilled: 0.9x and 0.85x). Each accumulator
-// gets its super-blocks in quant_chunk's order (even ones, then odd ones):
-// the same bits as every other path. Batches of up to kGemvTokens tokens
+// gets its super-blocks in quant_chunk's order (Q2_K, Q3_K, IQ4_XS: even
+// ones, then odd ones; Q4_K, Q5_K, Q6_K: the lane order,
+// unpacked_rows_tokens_lanes): the same bits as every other path. Batches of up to kGemvTokens tokens
 // keep the small-batch tile, which unpacks a super-block once per call too;
 // from kUnpackedMinTokens on this path serves batches as well (1B Q4_K_M,
 // 8 sequences decoding, `bench --parallel 8`, 4 alternating runs: 46 ->
@@ -71,6 +72,20 @@ TC_SIMD_INLINE void scaled_dot8_tile(const typename Ops::W* const (&u)[R], const
   }
 }
 
+// scaled_dot8_tile for super-block b0 + i of the unpacked chunk.
+template <class Ops, int R, int T>
+TC_SIMD_INLINE void unpacked_isums(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks], const XRow* x,
+                                   int64_t b0, int64_t i, __m256i (&isum)[R][T]) {
+  const typename Ops::W* ur[R];
+  for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
+  const int8_t* xq[T];
+  for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
+  scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+}
+
+// The chunk's [d_s | -dmin_s] per row (superblock_scales), for the lane order.
+using ChunkScales = float[kUnpackedRows][8];
+
 // R rows x T tokens over the unpacked chunk: per super-block the integer
 // sums of the whole tile, then each accumulator's finish, the even
 // super-blocks' chain and the odd ones' kept in memory (in registers with
@@ -88,12 +103,8 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
     }
   }
   for (int64_t i = 0; i < nb; ++i) {
-    const typename Ops::W* ur[R];
-    for (int r = 0; r < R; ++r) ur[r] = &u[r][i];
-    const int8_t* xq[T];
-    for (int t = 0; t < T; ++t) xq[t] = x[t].qs + kQK_K * (b0 + i);
     __m256i isum[R][T];
-    scaled_dot8_tile<Ops, R, T>(ur, xq, isum);
+    unpacked_isums<Ops, R, T>(u, x, b0, i, isum);
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
         __m256 v = _mm256_load_ps(acc[i % 2][r][t]);
@@ -112,17 +123,70 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
+// unpacked_rows_tokens in the lane order (SuperBlockLanes, matmul_x86_quant.h):
+// the R x T outputs side by side, output (r, t) in vector lane r T + t. Per
+// super-block the tile's lanes of T (and of M) reduce to the outputs'
+// totals in one transpose-and-add (lane_totals8), scaled by one FMA onto
+// +0; the chunk's 8 such vectors are then summed in store_tile's tree, so
+// each output gets the lanes and the reduction of quant_chunk's path.
+template <class Ops, int R, int T>
+__attribute__((noinline)) void unpacked_rows_tokens_lanes(const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
+                                                          const ChunkScales& dw, const XRow* x, int64_t b0, int64_t nb,
+                                                          float* y, int64_t ys, bool first) {
+  static_assert(R * T <= 8 && Ops::kChunkBlocks == 4, "one lane per output, one per super-block and total");
+  const __m256 zero = _mm256_setzero_ps();
+  __m256 l[8];  // l[s]: the outputs' T_s lanes, l[4 + s]: their M_s lanes
+  for (int s = 0; s < 4; ++s) {
+    l[s] = l[4 + s] = zero;
+    if (s >= nb) continue;
+    __m256i isum[R][T];
+    unpacked_isums<Ops, R, T>(u, x, b0, s, isum);
+    __m256i tv[8], mv[8];
+    alignas(32) float dt[8] = {}, dm[8] = {};
+    for (int k = 0; k < 8; ++k) tv[k] = mv[k] = _mm256_setzero_si256();
+    for (int r = 0; r < R; ++r) {
+      for (int t = 0; t < T; ++t) {
+        const int k = r * T + t;
+        const float dx = x[t].d[b0 + s];
+        tv[k] = Ops::total_lanes(u[r][s], x[t], b0 + s, isum[r][t]);
+        dt[k] = dw[r][s] * dx;
+        if constexpr (Ops::kMins) {
+          mv[k] = Ops::min_lanes(u[r][s], x[t], b0 + s);
+          dm[k] = dw[r][4 + s] * dx;
+        }
+      }
+    }
+    l[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(tv)), _mm256_load_ps(dt), zero);
+    if constexpr (Ops::kMins) l[4 + s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dm), zero);
+  }
+  const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(l[0], l[1]), _mm256_add_ps(l[2], l[3])),
+                                   _mm256_add_ps(_mm256_add_ps(l[4], l[5]), _mm256_add_ps(l[6], l[7])));
+  alignas(32) float out[8];
+  _mm256_store_ps(out, sum);
+  for (int t = 0; t < T; ++t) {
+    for (int r = 0; r < R; ++r) {
+      float& yo = y[t * ys + r];
+      yo = first ? out[r * T + t] : yo + out[r * T + t];
+    }
+  }
+}
+
 // unpacked_rows_tokens for rr <= R rows and tt <= T tokens known at run time.
 template <class Ops, int R, int T>
 void unpacked_rows_tokens_n(int rr, int tt, const typename Ops::W (&u)[kUnpackedRows][Ops::kChunkBlocks],
-                            const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+                            const ChunkScales& dw, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys,
+                            bool first) {
   if constexpr (R > 1) {
-    if (rr < R) return unpacked_rows_tokens_n<Ops, R - 1, T>(rr, tt, u, x, b0, nb, y, ys, first);
+    if (rr < R) return unpacked_rows_tokens_n<Ops, R - 1, T>(rr, tt, u, dw, x, b0, nb, y, ys, first);
   }
   if constexpr (T > 1) {
-    if (tt < T) return unpacked_rows_tokens_n<Ops, R, T - 1>(rr, tt, u, x, b0, nb, y, ys, first);
+    if (tt < T) return unpacked_rows_tokens_n<Ops, R, T - 1>(rr, tt, u, dw, x, b0, nb, y, ys, first);
   }
-  unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
+  if constexpr (SuperBlockLanes<Ops>) {
+    unpacked_rows_tokens_lanes<Ops, R, T>(u, dw, x, b0, nb, y, ys, first);
+  } else {
+    unpacked_rows_tokens<Ops, R, T>(u, x, b0, nb, y, ys, first);
+  }
 }
 
 template <class Ops>
@@ -131,17 +195,21 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
   constexpr int R = kUnpackedRows;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
   typename Ops::W u[R][K];
+  alignas(32) ChunkScales dw = {};
   auto tile = [&](int64_t rt, int rr, const std::byte* const* w, int64_t c0, int64_t nb,
                   TokenRange tokens) __attribute__((always_inline)) {
     for (int r = 0; r < rr; ++r) {
       const auto* blk = reinterpret_cast<const typename Ops::Block*>(w[r]) + c0;
       for (int64_t i = 0; i < nb; ++i) Ops::unpack(blk + i, u[r][i]);
+      if constexpr (SuperBlockLanes<Ops>) {
+        _mm256_store_ps(dw[r], superblock_scales<typename Ops::Block, Ops::kMins>(blk, nb));
+      }
     }
     for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kUnpackedTokens) {
       const int tt = static_cast<int>(min64(kUnpackedTokens, tokens.end - t0));
       XRow x[kUnpackedTokens];
       for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-      unpacked_rows_tokens_n<Ops, R, kUnpackedTokens>(rr, tt, u, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out,
+      unpacked_rows_tokens_n<Ops, R, kUnpackedTokens>(rr, tt, u, dw, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out,
                                                       c0 == 0);
     }
   };
@@ -156,9 +224,9 @@ void run_unpacked_gemm(const MatmulArgs& a, int64_t r0, int64_t r1) {
 }
 
 template <class Ops>
-concept SuperBlockOps = requires(__m256& acc, const typename Ops::W& u, const XRow& x, __m256i isum) {
-  Ops::token(acc, u, x, int64_t{0});
-  Ops::finish_token(acc, u, x, int64_t{0}, isum);
+concept SuperBlockOps = requires(const typename Ops::Block* blk, typename Ops::W& u) {
+  Ops::unpack(blk, u);
+  requires Ops::kBlock == kQK_K;
 };
 
 }  // namespace

@@ -408,12 +408,14 @@ TEST_CASE("the avx512, avx512bf16 and amx variants give the same bits as avx2", 
   // with 120 tokens in GEMM order (avx512's F16 row-pair tiles), else in
   // the small-batch tiles. amx's Q8_0 tiles take 16 tokens: 64 is 4 whole
   // groups, 20, 120 and 200 end in 4 or 8 left over (200: two 128-token
-  // blocks; 20 in GEMV order).
+  // blocks; 20 in GEMV order). The super-block types' rows of 512, 1280
+  // and 1792 end in a chunk of 2, 1 and 3 super-blocks.
   uint64_t seed = 700;
   for (DType dtype : kDTypes) {
     for (int64_t n_out : {37, 29}) {
       for (auto [n_in, n_tokens] : {std::pair<int64_t, int64_t>{512, 1}, {512, 7}, {512, 20}, {4096, 64}, {ragged_n_in(dtype), 1},
-                                    {ragged_n_in(dtype), 5}, {ragged_n_in(dtype), 120}, {ragged_n_in(dtype), 200}}) {
+                                    {ragged_n_in(dtype), 5}, {ragged_n_in(dtype), 120}, {ragged_n_in(dtype), 200},
+                                    {ragged_n_in(dtype) + 512, 1}, {ragged_n_in(dtype) + 512, 33}}) {
         const Weights w = make_weights(dtype, n_in, n_out, seed++);
         const auto x = make_x(n_tokens, n_in, seed++);
         const auto want = run(*detail::isa_avx2(), w, x, n_tokens);
