@@ -4,9 +4,10 @@
 // OpsQ6_K: a super-block of a row is unpacked once into bytes and int16
 // scales, then each token's exact int32 sums (vpmaddubsw pairs kept below
 // int16 saturation, vpmaddwd with the scales) are converted and added by
-// one or two FMAs. The same integer lanes in the avx2 and avx512 variants,
-// and the same order on every path: an output's bits depend on dtype and
-// n_in only.
+// one or two FMAs per super-block (Q2_K, Q3_K, IQ4_XS), or reduced to the
+// super-block's totals in Q4_K's lane order (Q5_K). The same integer lanes
+// in the avx2 and avx512 variants, and the same order on every path: an
+// output's bits depend on dtype and n_in only.
 #pragma once
 
 #include <immintrin.h>
