@@ -1,5 +1,5 @@
 // The AMX matmul variant: the avx512 variant with the prefill of Q8_0,
-// Q4_0 (Q4_0Lanes16), Q4_K, Q5_K and Q6_K run on AMX int8 tiles
+// Q4_0 (Q4_0Lanes16), Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8 tiles
 // (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
 // kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
@@ -12,9 +12,8 @@
     defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__FMA__) && defined(__F16C__)
 
 #define TC_MATMUL_VNNI 1
+#include "kernels/cpu/matmul_x86_amx_kquants.h"
 #include "kernels/cpu/matmul_x86_amx_q4.h"
-#include "kernels/cpu/matmul_x86_amx_q4k.h"
-#include "kernels/cpu/matmul_x86_amx_q6k.h"
 #include "kernels/cpu/matmul_x86_amx_q8.h"
 
 namespace tc::kernels::detail {
@@ -44,6 +43,9 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.dtype == DType::Q4_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q5_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q6_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
+  if (a.dtype == DType::IQ4_XS && a.n_tokens >= kAmxMinTokensK) {
+    return run_amx_rows<AmxIQ4_XS>(a, r0, r1, amx_base());
+  }
   if (a.dtype == DType::Q4_0 && a.lane_rows > 0 && a.n_tokens >= kAmxMinTokensQ4_0) {
     return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
   }

@@ -1,7 +1,7 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): what its GEMMs on
 // AMX int8 tiles share (matmul_x86_amx_q8.h, matmul_x86_amx_q4.h; the
-// super-block types in matmul_x86_amx_q4k.h and matmul_x86_amx_q6k.h, whose
-// order is their own, matmul_x86_quant.h). A tile
+// super-block types in matmul_x86_amx_kquants.h, whose order is their own,
+// matmul_x86_quant.h). A tile
 // multiply (TDPBSSD, signed x signed) gives the exact int32 sums of one
 // 32-element block for 16 tokens x 16 weight rows at once; the float steps
 // after it are the lane kernels', so the bits are those of every other path
@@ -54,13 +54,6 @@ struct alignas(64) AmxTileConfig {
     colsb[i] = static_cast<uint16_t>(n_bytes);
     return *this;
   }
-  // C tiles 0-1, A tiles 2-3 (16 tokens x 32 bytes), B tiles 4-5 (8 steps
-  // x 16 rows x 4 bytes): two 32-element blocks in flight
-  // (amx_pair_sums_k32; Q8_0, Q4_K and Q5_K).
-  static AmxTileConfig blocks32() {
-    return AmxTileConfig().tile(0, 16, 64).tile(1, 16, 64).tile(2, 16, 32).tile(3, 16, 32).tile(4, 8, 64).tile(
-        5, 8, 64);
-  }
 };
 
 // Loads a tile configuration for the calling thread and, when it goes out
@@ -89,15 +82,13 @@ class AmxTiles {
   AmxTileConfig saved_;
 };
 
-// int32 [token][block][row]: a chunk's exact sums of N blocks for 16
-// tokens, a token's blocks one after another for step 2.
-template <int N>
-struct BlockSumsN {
-  static constexpr int kBlocks = N;
-  static constexpr int64_t kTokenStride = 4 * N * kAmxRows;  // bytes
-  alignas(64) int32_t s[kAmxTokens][N][kAmxRows];
+// int32 [token][block][row]: a chunk's exact block sums for 16 tokens, a
+// token's blocks one after another for step 2.
+struct BlockSums {
+  static constexpr int kBlocks = kChunkBlocks32;
+  static constexpr int64_t kTokenStride = 4 * kChunkBlocks32 * kAmxRows;  // bytes
+  alignas(64) int32_t s[kAmxTokens][kChunkBlocks32][kAmxRows];
 };
-using BlockSums = BlockSumsN<kChunkBlocks32>;  // chunks of 32 blocks
 
 // Step 2 for one token (index t of the 16, prepared row x): out (16 f32,
 // 64-byte aligned) (+)= the chunk of blocks [b0, b0 + nb), dw[i] the tile
@@ -140,32 +131,11 @@ TC_SIMD_INLINE void amx_finish_blocks(const float (*dw)[kAmxRows], const BlockSu
   }
 }
 
-// Step 1 for the 32-element blocks b0 + i and b0 + i + 1 (only b0 + i when
-// i + 1 == nb) whose B tiles are q[i] (8 steps x 16 rows x 4 bytes): A
-// tiles of 16 tokens' 32 bytes at xq + 32 (b0 + i), stride bytes apart.
-// Tiles as AmxTileConfig::blocks32() sets them.
-TC_SIMD_INLINE void amx_pair_sums_k32(const int8_t (*q)[8][4 * kAmxRows], const std::byte* xq, int64_t stride,
-                                      int64_t b0, int64_t i, int64_t nb, BlockSums& out) {
-  constexpr int64_t kOut = BlockSums::kTokenStride;
-  _tile_loadd(2, xq + 32 * (b0 + i), stride);
-  _tile_loadd(4, q[i], 4 * kAmxRows);
-  _tile_zero(0);
-  _tile_dpbssd(0, 2, 4);
-  if (i + 1 < nb) {
-    _tile_loadd(3, xq + 32 * (b0 + i + 1), stride);
-    _tile_loadd(5, q[i + 1], 4 * kAmxRows);
-    _tile_zero(1);
-    _tile_dpbssd(1, 3, 5);
-  }
-  _tile_stored(0, out.s[0][i], kOut);
-  if (i + 1 < nb) _tile_stored(1, out.s[0][i + 1], kOut);
-}
-
 // Outputs [r0, r1) (whole 16-row tiles) for tokens [0, n_tokens) (whole
 // groups of 16) of the call `a`, on AMX. Kernel (the dtype's):
 //   Kernel::config()                          its tile configuration
-//   Kernel::kBlockElems, Kernel::Sums         elements per block, and
-//                                             BlockSumsN of a chunk's blocks
+//   Kernel::kBlockElems, Kernel::Sums         elements per block; a chunk's
+//                                             sums (Sums::kBlocks blocks)
 //   Kernel::Pack                              a tile's chunk of weights
 //   Kernel::pack(p, a, rt, c0, nb)            packs tile rt's chunk
 //   Kernel::prefetch(a, rt, c0)               fetches tile rt's chunk c0
@@ -204,10 +174,8 @@ void run_amx_gemm(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t n_tokens)
           Sums& next = sums[(g + 1) % 2];
           const bool more = g + 1 < n_groups;
           for (int t = 0; t < kAmxTokens; ++t) {
-            // Pairs t, t + 16, .. of the next group.
-            for (int64_t j = t; more && 2 * j < nb; j += kAmxTokens) {
-              Kernel::pair_sums(p, xq(g + 1), a.xl.stride, c0, 2 * j, nb, next);
-            }
+            // Pair t of the next group (nb <= 32: at most 16 pairs).
+            if (more && 2 * t < nb) Kernel::pair_sums(p, xq(g + 1), a.xl.stride, c0, 2 * t, nb, next);
             Kernel::finish(p, now, t, x_row(a, tb + g * kAmxTokens + t), c0, nb, out[g][t], first);
           }
         }

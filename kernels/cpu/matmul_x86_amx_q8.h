@@ -22,8 +22,11 @@ struct AmxQ8_0 {
   static constexpr int64_t kBlockElems = 32;
   static constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ8_0));
 
+  // C tiles 0-1, A tiles 2-3 (16 tokens x 32 bytes), B tiles 4-5 (8 steps
+  // x 16 rows x 4 bytes): two blocks in flight.
   static const AmxTileConfig& config() {
-    static const AmxTileConfig c = AmxTileConfig::blocks32();
+    static const AmxTileConfig c =
+        AmxTileConfig().tile(0, 16, 64).tile(1, 16, 64).tile(2, 16, 32).tile(3, 16, 32).tile(4, 8, 64).tile(5, 8, 64);
     return c;
   }
   static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
@@ -37,7 +40,19 @@ struct AmxQ8_0 {
   }
   static void pair_sums(const Pack& p, const std::byte* xq, int64_t stride, int64_t b0, int64_t i, int64_t nb,
                         BlockSums& out) {
-    amx_pair_sums_k32(p.q, xq, stride, b0, i, nb, out);
+    constexpr int64_t kOut = BlockSums::kTokenStride;
+    _tile_loadd(2, xq + 32 * (b0 + i), stride);
+    _tile_loadd(4, p.q[i], 4 * kAmxRows);
+    _tile_zero(0);
+    _tile_dpbssd(0, 2, 4);
+    if (i + 1 < nb) {
+      _tile_loadd(3, xq + 32 * (b0 + i + 1), stride);
+      _tile_loadd(5, p.q[i + 1], 4 * kAmxRows);
+      _tile_zero(1);
+      _tile_dpbssd(1, 3, 5);
+    }
+    _tile_stored(0, out.s[0][i], kOut);
+    if (i + 1 < nb) _tile_stored(1, out.s[0][i + 1], kOut);
   }
   TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
                                     int64_t nb, float* out, bool first) {

@@ -4,8 +4,8 @@
 // OpsQ6_K: a super-block of a row is unpacked once into bytes and int16
 // scales, then each token's exact int32 sums (vpmaddubsw pairs kept below
 // int16 saturation, vpmaddwd with the scales) are converted and added by
-// one or two FMAs per super-block (Q2_K, Q3_K, IQ4_XS), or reduced to the
-// super-block's totals in Q4_K's lane order (Q5_K). The same integer lanes
+// one or two FMAs per super-block (Q2_K, Q3_K), or reduced to the
+// super-block's totals in Q4_K's lane order (Q5_K, IQ4_XS). The same integer lanes
 // in the avx2 and avx512 variants, and the same order on every path: an
 // output's bits depend on dtype and n_in only.
 #pragma once
@@ -67,7 +67,7 @@ TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int6
   acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
 }
 
-// Common to Q2_K, Q3_K and IQ4_XS: one super-block per unit, 4 per chunk (GEMM order:
+// Common to Q2_K and Q3_K: one super-block per unit, 4 per chunk (GEMM order:
 // run_unpacked_gemm in matmul_x86_superblock_gemm.h).
 struct OpsSuperBlock {
   static constexpr int64_t kBlock = kQK_K;
@@ -215,13 +215,13 @@ struct OpsQ5_K : OpsSuperBlockLanes {
 
 // IQ4_XS: x = d (sc - 32) level over 32-element sub-blocks; the signed
 // levels meet x as |level| times x with the level's sign (pairs within
-// 2 * 127 * 127).
-struct OpsIQ4_XS : OpsSuperBlock {
+// 2 * 127 * 127); in Q4_K's lane order, without mins.
+struct OpsIQ4_XS : OpsSuperBlockLanes {
   using Block = BlockIQ4_XS;
+  static constexpr bool kMins = false;
   struct W {
     __m256i q[8];   // sub-block j: the levels of elements 32j..32j+31
     __m256i sc[8];  // int16 scale of sub-block j (sc - 32), broadcast
-    float d;
   };
   TC_SIMD_INLINE static void unpack(const BlockIQ4_XS* blk, W& w) {
     // The 8 scales as int16: low nibbles from scales_l (sub-block j: nibble
@@ -244,28 +244,18 @@ struct OpsIQ4_XS : OpsSuperBlock {
       w.sc[j] = _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * j)));
       w.q[j] = _mm256_shuffle_epi8(table, nibbles32(blk->qs + 16 * j));
     }
-    w.d = _cvtsh_ss(blk->d);
   }
   // One sub-block's signed levels q against the activations xv, scaled:
   // the int32 lane sums of sc * q * x.
   TC_SIMD_INLINE static __m256i dot32(__m256i q, __m256i sc, __m256i xv) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)), sc);
   }
-  // One token's sums over super-block b of a row, unpacked in u, added to acc.
-  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    const int8_t* xq = x.qs + kQK_K * b;
-    __m256i isum = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) isum = _mm256_add_epi32(isum, dot32(u.q[j], u.sc[j], load32(xq + 32 * j)));
-    finish_token(acc, u, x, b, isum);
-  }
-  // The same from the token's sums.
-  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
-  }
+  // Lanes summing to T (the sum of dot32 over the sub-blocks).
+  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
   template <int R, int T>
   TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    superblock_unit<OpsIQ4_XS, R, T>(acc, w, x, b0 + i);
+                                  int64_t b0, int64_t i, int64_t count) {
+    superblock_lanes_unit<OpsIQ4_XS, R, T>(acc, w, x, b0 + i, count);
   }
 };
 

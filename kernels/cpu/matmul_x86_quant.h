@@ -327,8 +327,8 @@ TC_SIMD_INLINE __m256i lane_totals8(const __m256i (&v)[8]) {
   return group_sums_i32(p);
 }
 
-// The unit of the super-block types summed per super-block (Q2_K, Q3_K,
-// IQ4_XS: Ops::W, Ops::unpack, Ops::token): per row, super-block b unpacked
+// The unit of the super-block types summed per super-block (Q2_K, Q3_K:
+// Ops::W, Ops::unpack, Ops::token): per row, super-block b unpacked
 // once, then each token's sums added to its accumulator.
 template <class Ops, int R, int T>
 TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, int64_t b) {
@@ -339,7 +339,7 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
   }
 }
 
-// ---- The super-block lane order (Q4_K, Q5_K, Q6_K: Ops::kLaneTotals) ----
+// ---- The super-block lane order (Q4_K, Q5_K, Q6_K, IQ4_XS: Ops::kLaneTotals) ----
 //
 // A chunk of 4 super-blocks is one unit. Super-block s of the chunk gives
 // its exact int32 totals T_s = sum sc q x (Q6_K: with the -32 of its
@@ -382,6 +382,19 @@ TC_SIMD_INLINE __m256 superblock_dx(const XRow& x, int64_t b, int64_t count) {
   return _mm256_set_m128(v, v);
 }
 
+// One token's int32 lanes of sum sc q x over an unpacked super-block (with
+// Ops::dot32 where the type has its own product, as IQ4_XS's signed levels).
+template <class Ops>
+TC_SIMD_INLINE __m256i superblock_isum(const typename Ops::W& u, const int8_t* xq) {
+  if constexpr (requires(__m256i v) { Ops::dot32(v, v, v); }) {
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) isum = _mm256_add_epi32(isum, Ops::dot32(u.q[j], u.sc[j], load32(xq + 32 * j)));
+    return isum;
+  } else {
+    return scaled_dot8(u.q, u.sc, xq);
+  }
+}
+
 // The unit of the lane order: `count` super-blocks from b, per row each
 // unpacked once and met by every token.
 template <class Ops, int R, int T>
@@ -398,7 +411,7 @@ TC_SIMD_INLINE void superblock_lanes_unit(__m256 (&acc)[R][T], const std::byte* 
       typename Ops::W u;
       Ops::unpack(blk + s, u);
       for (int t = 0; t < T; ++t) {
-        const __m256i tl = Ops::total_lanes(u, x[t], b + s, scaled_dot8(u.q, u.sc, x[t].qs + kQK_K * (b + s)));
+        const __m256i tl = Ops::total_lanes(u, x[t], b + s, superblock_isum<Ops>(u, x[t].qs + kQK_K * (b + s)));
         __m256i ml = _mm256_setzero_si256();
         if constexpr (Ops::kMins) ml = Ops::min_lanes(u, x[t], b + s);
         p[t][s] = q8_fold_pair(tl, ml);

@@ -26,8 +26,8 @@ namespace {
 // in a later run; before, 1 row x 1 token 0.83-0.97x and 4 rows
 // 0.81-0.92x as fast as two, and 2 or 4 tokens of one row with the float
 // accumulators in registers spilled: 0.9x and 0.85x). Each accumulator
-// gets its super-blocks in quant_chunk's order (Q2_K, Q3_K, IQ4_XS: even
-// ones, then odd ones; Q4_K, Q5_K, Q6_K: the lane order,
+// gets its super-blocks in quant_chunk's order (Q2_K, Q3_K: even ones,
+// then odd ones; Q4_K, Q5_K, Q6_K, IQ4_XS: the lane order,
 // unpacked_rows_tokens_lanes): the same bits as every other path. Batches of up to kGemvTokens tokens
 // keep the small-batch tile, which unpacks a super-block once per call too;
 // from kUnpackedMinTokens on this path serves batches as well (1B Q4_K_M,
@@ -141,23 +141,26 @@ __attribute__((noinline)) void unpacked_rows_tokens_lanes(const typename Ops::W 
     if (s >= nb) continue;
     __m256i isum[R][T];
     unpacked_isums<Ops, R, T>(u, x, b0, s, isum);
-    __m256i tv[8], mv[8];
+    // The T lanes first, then the M lanes: together with the sums they
+    // would not fit the registers.
     alignas(32) float dt[8] = {}, dm[8] = {};
-    for (int k = 0; k < 8; ++k) tv[k] = mv[k] = _mm256_setzero_si256();
+    __m256i v[8];
+    for (int k = 0; k < 8; ++k) v[k] = _mm256_setzero_si256();
     for (int r = 0; r < R; ++r) {
       for (int t = 0; t < T; ++t) {
-        const int k = r * T + t;
         const float dx = x[t].d[b0 + s];
-        tv[k] = Ops::total_lanes(u[r][s], x[t], b0 + s, isum[r][t]);
-        dt[k] = dw[r][s] * dx;
-        if constexpr (Ops::kMins) {
-          mv[k] = Ops::min_lanes(u[r][s], x[t], b0 + s);
-          dm[k] = dw[r][4 + s] * dx;
-        }
+        v[r * T + t] = Ops::total_lanes(u[r][s], x[t], b0 + s, isum[r][t]);
+        dt[r * T + t] = dw[r][s] * dx;
+        if constexpr (Ops::kMins) dm[r * T + t] = dw[r][4 + s] * dx;
       }
     }
-    l[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(tv)), _mm256_load_ps(dt), zero);
-    if constexpr (Ops::kMins) l[4 + s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(mv)), _mm256_load_ps(dm), zero);
+    l[s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(v)), _mm256_load_ps(dt), zero);
+    if constexpr (Ops::kMins) {
+      for (int r = 0; r < R; ++r) {
+        for (int t = 0; t < T; ++t) v[r * T + t] = Ops::min_lanes(u[r][s], x[t], b0 + s);
+      }
+      l[4 + s] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane_totals8(v)), _mm256_load_ps(dm), zero);
+    }
   }
   const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(l[0], l[1]), _mm256_add_ps(l[2], l[3])),
                                    _mm256_add_ps(_mm256_add_ps(l[4], l[5]), _mm256_add_ps(l[6], l[7])));
