@@ -11,8 +11,8 @@
 // depth), where one tile per sub-block had taken 8 or 16 multiplies of a
 // quarter or half the depth and as many C-tile stores, the larger cost.
 // Per token the finish forms T = (C_hi << 6) + C_lo (exact in int32) and,
-// for the types with mins, M = sum m xsum in f32 (below 8 x 63 x 4064 <
-// 2^24, exact); then lane s = fma(T, d dx, +0) and lane 4 + s = fma(M,
+// for the types with mins, M = sum m xsum in int32 (below 8 x 63 x 4064);
+// then lane s = fma(T, d dx, +0) and lane 4 + s = fma(M,
 // -dmin dx, +0), each a zmm over the tile's 16 rows, summed in the chunk's
 // lane tree and added to y: the bits of every other path of the type.
 #pragma once
@@ -37,7 +37,12 @@ namespace {
 template <class Block>
 struct AmxTraitsK4Scales {
   static void scales(const Block& b, int (&sc)[8], int (&m)[8]) {
-    for (int j = 0; j < 8; ++j) q4_K_scale_min(b.scales, j, sc[j], m[j]);
+    uint8_t s8[8], m8[8];
+    q4_K_scales_mins(b.scales, s8, m8);
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = s8[j];
+      m[j] = m8[j];
+    }
   }
 };
 
@@ -127,7 +132,7 @@ struct AmxSuperBlock {
   struct Pack {
     alignas(64) int8_t hi[kSuper][kPieces][16][4 * kAmxRows];
     alignas(64) int8_t lo[kSuper][kPieces][16][4 * kAmxRows];
-    alignas(64) float m[kSuper][8][kAmxRows];  // the rows' 6-bit mins (kMins)
+    alignas(64) int32_t m[kSuper][4][kAmxRows];  // the rows' mins m_2i, m_2i+1 as an int16 pair (kMins)
     alignas(64) float d[kSuper][kAmxRows];
     alignas(64) float ndmin[kSuper][kAmxRows];  // -dmin (kMins)
   };
@@ -174,7 +179,7 @@ struct AmxSuperBlock {
           p.d[s][8 * h + r] = _cvtsh_ss(blk[r][s].d);
           if constexpr (Traits::kMins) {
             p.ndmin[s][8 * h + r] = -_cvtsh_ss(blk[r][s].dmin);
-            for (int j = 0; j < 8; ++j) p.m[s][j][8 * h + r] = static_cast<float>(mn[r][j]);
+            for (int i = 0; i < 4; ++i) p.m[s][i][8 * h + r] = mn[r][2 * i] | (mn[r][2 * i + 1] << 16);
           }
         }
       }
@@ -238,13 +243,18 @@ struct AmxSuperBlock {
       const F dx = V::set1_f(x.d[b]);
       lane[s] = V::fma_f(V::cvt_f(total), V::mul_f(V::load_f(p.d[s]), dx), zero);
       if constexpr (Traits::kMins) {
-        // The activations' sums over each 32-element sub-block, as f32
-        // (exact: below 2^12).
-        alignas(32) float xs[8];
-        _mm256_store_ps(xs, _mm256_cvtepi32_ps(_mm256_madd_epi16(load32(x.sum16 + 16 * b), _mm256_set1_epi16(1))));
-        F mins = V::mul_f(V::load_f(p.m[s][0]), V::set1_f(xs[0]));
-        for (int j = 1; j < 8; ++j) mins = V::fma_f(V::load_f(p.m[s][j]), V::set1_f(xs[j]), mins);
-        lane[4 + s] = V::fma_f(mins, V::mul_f(V::load_f(p.ndmin[s]), dx), zero);
+        // M = sum m_j xs_j (xs_j: the activations' sum over sub-block j,
+        // below 2^12) by vpdpwssd, pairs of sub-blocks at a time: xs as
+        // int16 pairs (dwords 0, 1, 4, 5 of the packed vector), each
+        // broadcast against the rows' (m_2i, m_2i+1).
+        alignas(32) int32_t xs[8];
+        const __m256i xs32 = _mm256_madd_epi16(load32(x.sum16 + 16 * b), _mm256_set1_epi16(1));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(xs), _mm256_packs_epi32(xs32, xs32));
+        __m512i mi = _mm512_dpwssd_epi32(V::zero_i(), V::load_i(p.m[s][0]), _mm512_set1_epi32(xs[0]));
+        mi = _mm512_dpwssd_epi32(mi, V::load_i(p.m[s][1]), _mm512_set1_epi32(xs[1]));
+        mi = _mm512_dpwssd_epi32(mi, V::load_i(p.m[s][2]), _mm512_set1_epi32(xs[4]));
+        mi = _mm512_dpwssd_epi32(mi, V::load_i(p.m[s][3]), _mm512_set1_epi32(xs[5]));
+        lane[4 + s] = V::fma_f(V::cvt_f(mi), V::mul_f(V::load_f(p.ndmin[s]), dx), zero);
       }
     }
     const F sum = V::add_f(V::add_f(V::add_f(lane[0], lane[1]), V::add_f(lane[2], lane[3])),
