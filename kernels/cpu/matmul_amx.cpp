@@ -1,6 +1,6 @@
 // The AMX matmul variant: the avx512 variant with the prefill of Q8_0,
-// Q4_0 (Q4_0Lanes16), Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8 tiles
-// (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
+// Q4_0 (Q4_0Lanes16), Q4_1, Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8
+// tiles (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
 // kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
 // every dtype gives the same bits as in the avx2 variant. matmul.cpp calls
@@ -32,6 +32,7 @@ const MatmulIsa& amx_base() { return *isa_avx512(); }
 // (16: 0.8x the in-place lane tiles; 32: 0.9-1.6x; 48: 1.1-1.5x).
 constexpr int64_t kAmxMinTokensQ8_0 = kAmxTokens;
 constexpr int64_t kAmxMinTokensQ4_0 = 2 * kAmxTokens;
+constexpr int64_t kAmxMinTokensQ4_1 = kAmxTokens;  // 16: 1.7x the avx512 path, 32: 2.1-2.4x
 // Q4_K, Q5_K and Q6_K from one tile of tokens (16: Q4_K and Q5_K 1.7-2.0x
 // the avx512 path, Q6_K 1.1-1.2x; 32: 2.1-2.8x and 1.5-1.8x).
 constexpr int64_t kAmxMinTokensK = kAmxTokens;
@@ -40,6 +41,7 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.dtype == DType::Q8_0 && a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensQ8_0) {
     return run_amx_rows<AmxQ8_0>(a, r0, r1, amx_base());
   }
+  if (a.dtype == DType::Q4_1 && a.n_tokens >= kAmxMinTokensQ4_1) return run_amx_rows<AmxQ4_1>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q4_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q5_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q6_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());

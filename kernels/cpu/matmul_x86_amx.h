@@ -93,9 +93,12 @@ struct BlockSums {
 // Step 2 for one token (index t of the 16, prepared row x): out (16 f32,
 // 64-byte aligned) (+)= the chunk of blocks [b0, b0 + nb), dw[i] the tile
 // rows' scales of block b0 + i. NB > 0: nb == NB known at compile time.
+// With mw (Q4_1's minimums, [block][row]) each block's lane then also takes
+// fma(sum32, mw * dx), as the group kernels' second FMA.
 template <int64_t NB>
-TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const BlockSums& sums, int t, const XRow& x,
-                                     int64_t b0, int64_t nb_rt, float* out, bool first) {
+TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const float (*mw)[kAmxRows],
+                                     const BlockSums& sums, int t, const XRow& x, int64_t b0, int64_t nb_rt,
+                                     float* out, bool first) {
   using V = LaneVec16;
   using F = V::F;
   const int64_t nb = NB > 0 ? NB : nb_rt;
@@ -110,8 +113,11 @@ TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const BlockSum
       const int64_t i = i0 + j;
       if (i >= nb) break;
       F& lane = acc[j / kGroup][(j % kGroup) / 2 + 4 * (j % 2)];
-      const F scale = V::mul_f(V::load_f(dw[i]), V::set1_f(x.d[b0 + i]));
-      lane = V::fma_f(V::cvt_f(V::load_i(sums.s[t][i])), scale, lane);
+      const F dx = V::set1_f(x.d[b0 + i]);
+      lane = V::fma_f(V::cvt_f(V::load_i(sums.s[t][i])), V::mul_f(V::load_f(dw[i]), dx), lane);
+      if (mw != nullptr) {
+        lane = V::fma_f(V::set1_f(static_cast<float>(x.sum32[b0 + i])), V::mul_f(V::load_f(mw[i]), dx), lane);
+      }
     }
   }
   F v[8];
@@ -122,12 +128,13 @@ TC_SIMD_INLINE void amx_finish_token(const float (*dw)[kAmxRows], const BlockSum
 }
 
 // amx_finish_token with a whole chunk's count known at compile time.
-TC_SIMD_INLINE void amx_finish_blocks(const float (*dw)[kAmxRows], const BlockSums& sums, int t, const XRow& x,
-                                      int64_t b0, int64_t nb, float* out, bool first) {
+TC_SIMD_INLINE void amx_finish_blocks(const float (*dw)[kAmxRows], const float (*mw)[kAmxRows],
+                                      const BlockSums& sums, int t, const XRow& x, int64_t b0, int64_t nb, float* out,
+                                      bool first) {
   if (nb == kChunkBlocks32) {
-    amx_finish_token<kChunkBlocks32>(dw, sums, t, x, b0, nb, out, first);
+    amx_finish_token<kChunkBlocks32>(dw, mw, sums, t, x, b0, nb, out, first);
   } else {
-    amx_finish_token<0>(dw, sums, t, x, b0, nb, out, first);
+    amx_finish_token<0>(dw, mw, sums, t, x, b0, nb, out, first);
   }
 }
 

@@ -1,5 +1,5 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): Q4_0 weights in the
-// Q4_0Lanes16 layout (q4_lanes16.h) on AMX tiles (matmul_x86_amx.h has the
+// Q4_0Lanes16 layout (q4_lanes16.h), and Q4_1 rows (AmxQ4_1), on AMX tiles (matmul_x86_amx.h has the
 // scheme). Each block's sums are those of the signed levels q - 8, which
 // are the lane kernel's sum(q x) - 8 sum(x).
 //
@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_x86_amx.h"
+#include "kernels/cpu/matmul_x86_q8_lanes.h"
 
 namespace tc::kernels::detail {
 namespace {
@@ -112,7 +113,62 @@ struct AmxQ4_0 {
   }
   TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
                                     int64_t nb, float* out, bool first) {
-    amx_finish_blocks(p.dw, sums, t, x, b0, nb, out, first);
+    amx_finish_blocks(p.dw, nullptr, sums, t, x, b0, nb, out, first);
+  }
+};
+
+// Q4_1 weights (row layout) on the same tiles: levels q (0..15) in Q4_0's
+// pair and lone layout, packed 8 rows at a time (two blocks' 16 bytes of
+// nibbles per row, one dword transpose), and per block the rows' d and
+// minimum m, which the finish adds as m dx sum(x) (amx_finish_token): the
+// group kernels' two FMAs per block (matmul_x86_group32.h).
+struct AmxQ4_1 : AmxQ4_0 {
+  struct Pack : AmxQ4_0::Pack {
+    alignas(64) float mw[kChunkBlocks32][kAmxRows];
+  };
+  static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int h = 0; h < kAmxRows / 8; ++h) {
+      const BlockQ4_1* blk[8];
+      for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const BlockQ4_1*>(weight_row(a, rt + 8 * h + r)) + c0;
+      for (int64_t i = 0; i < nb; i += 2) {
+        const int n = i + 1 < nb ? 2 : 1;
+        __m256i v[8], steps[8];
+        for (int r = 0; r < 8; ++r) {
+          const __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs));
+          const __m128i second =
+              n == 2 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i + 1].qs)) : _mm_setzero_si128();
+          v[r] = _mm256_set_m128i(second, first);
+        }
+        // steps[4j + k]: block i + j's nibble bytes 4k..4k+3 of the 8 rows.
+        transpose_dwords_8x8(v, steps);
+        for (int j = 0; j < n; ++j) {
+          const int64_t b = i + j;
+          for (int k = 0; k < 4; ++k) {
+            const __m256i raw = steps[4 * j + k];
+            const __m256i lo = _mm256_and_si256(raw, m4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            int8_t* lo_step = n == 1 ? p.lone[k] : p.pair[b / 2][b % 2][4 * (b % 2) + k];
+            int8_t* hi_step = n == 1 ? p.lone[4 + k] : p.pair[b / 2][b % 2][8 + 4 * (b % 2) + k];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(lo_step + 32 * h), lo);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(hi_step + 32 * h), hi);
+          }
+          for (int r = 0; r < 8; ++r) {
+            p.dw[b][8 * h + r] = _cvtsh_ss(blk[r][b].d);
+            p.mw[b][8 * h + r] = _cvtsh_ss(blk[r][b].m);
+          }
+        }
+      }
+    }
+  }
+  static void prefetch(const MatmulArgs& a, int64_t rt, int64_t c0) {
+    constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(BlockQ4_1));
+    const int64_t nb = min64(kChunkBlocks32, a.n_in / 32 - c0);
+    prefetch_rows(a, rt, kAmxRows, c0 * kBlockBytes, nb * kBlockBytes);
+  }
+  TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
+                                    int64_t nb, float* out, bool first) {
+    amx_finish_blocks(p.dw, p.mw, sums, t, x, b0, nb, out, first);
   }
 };
 

@@ -56,7 +56,7 @@ struct AmxQ8_0 {
   }
   TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
                                     int64_t nb, float* out, bool first) {
-    amx_finish_blocks(p.dw, sums, t, x, b0, nb, out, first);
+    amx_finish_blocks(p.dw, nullptr, sums, t, x, b0, nb, out, first);
   }
 };
 
