@@ -190,6 +190,17 @@ struct AmxSuperBlock {
     prefetch_rows(a, rt, kAmxRows, c0 * kBlockBytes, nb * kBlockBytes);
   }
 
+  // Piece k (64 elements) of super-block s: A tile kA from the
+  // activations, B tiles kHi and kLo, into C tiles 0 (hi) and 1 (lo). (Tile
+  // numbers are immediates: two register sets alternate between pieces.)
+  template <int kA, int kHi, int kLo>
+  TC_SIMD_INLINE static void piece(const Pack& p, const std::byte* x, int64_t stride, int s, int k) {
+    _tile_loadd(kA, x + 64 * k, stride);
+    _tile_loadd(kHi, p.hi[s][k], 64);
+    _tile_loadd(kLo, p.lo[s][k], 64);
+    _tile_dpbssd(0, kA, kHi);
+    _tile_dpbssd(1, kA, kLo);
+  }
   // One super-block's two totals (C_hi, C_lo) for 16 tokens into out.
   TC_SIMD_INLINE static void super_sums(const Pack& p, const std::byte* xq, int64_t stride, int64_t b, int s,
                                         Sums& out) {
@@ -197,26 +208,10 @@ struct AmxSuperBlock {
     const std::byte* x = xq + kQK_K * b;
     _tile_zero(0);
     _tile_zero(1);
-    _tile_loadd(2, x, stride);
-    _tile_loadd(4, p.hi[s][0], 64);
-    _tile_loadd(6, p.lo[s][0], 64);
-    _tile_dpbssd(0, 2, 4);
-    _tile_dpbssd(1, 2, 6);
-    _tile_loadd(3, x + 64, stride);
-    _tile_loadd(5, p.hi[s][1], 64);
-    _tile_loadd(7, p.lo[s][1], 64);
-    _tile_dpbssd(0, 3, 5);
-    _tile_dpbssd(1, 3, 7);
-    _tile_loadd(2, x + 128, stride);
-    _tile_loadd(4, p.hi[s][2], 64);
-    _tile_loadd(6, p.lo[s][2], 64);
-    _tile_dpbssd(0, 2, 4);
-    _tile_dpbssd(1, 2, 6);
-    _tile_loadd(3, x + 192, stride);
-    _tile_loadd(5, p.hi[s][3], 64);
-    _tile_loadd(7, p.lo[s][3], 64);
-    _tile_dpbssd(0, 3, 5);
-    _tile_dpbssd(1, 3, 7);
+    piece<2, 4, 6>(p, x, stride, s, 0);
+    piece<3, 5, 7>(p, x, stride, s, 1);
+    piece<2, 4, 6>(p, x, stride, s, 2);
+    piece<3, 5, 7>(p, x, stride, s, 3);
     _tile_stored(0, out.s[0][2 * s], kOut);
     _tile_stored(1, out.s[0][2 * s + 1], kOut);
   }
