@@ -190,28 +190,27 @@ struct AmxSuperBlock {
     prefetch_rows(a, rt, kAmxRows, c0 * kBlockBytes, nb * kBlockBytes);
   }
 
-  // Piece k (64 elements) of super-block s: A tile kA from the
-  // activations, B tiles kHi and kLo, into C tiles 0 (hi) and 1 (lo). (Tile
-  // numbers are immediates: two register sets alternate between pieces.)
-  template <int kA, int kHi, int kLo>
-  TC_SIMD_INLINE static void piece(const Pack& p, const std::byte* x, int64_t stride, int s, int k) {
-    _tile_loadd(kA, x + 64 * k, stride);
-    _tile_loadd(kHi, p.hi[s][k], 64);
-    _tile_loadd(kLo, p.lo[s][k], 64);
-    _tile_dpbssd(0, kA, kHi);
-    _tile_dpbssd(1, kA, kLo);
-  }
-  // One super-block's two totals (C_hi, C_lo) for 16 tokens into out.
+  // One super-block's two totals (C_hi, C_lo) for 16 tokens into out:
+  // per 64-element piece k an A tile from the activations and the B tiles
+  // of hi and lo, two register sets taking turns. (A macro: GCC's tile
+  // intrinsics want their tile numbers as literals.)
   TC_SIMD_INLINE static void super_sums(const Pack& p, const std::byte* xq, int64_t stride, int64_t b, int s,
                                         Sums& out) {
     constexpr int64_t kOut = Sums::kTokenStride;
     const std::byte* x = xq + kQK_K * b;
+#define TC_AMX_K_PIECE(ta, thi, tlo, k) \
+  _tile_loadd(ta, x + 64 * (k), stride); \
+  _tile_loadd(thi, p.hi[s][k], 64);      \
+  _tile_loadd(tlo, p.lo[s][k], 64);      \
+  _tile_dpbssd(0, ta, thi);              \
+  _tile_dpbssd(1, ta, tlo)
     _tile_zero(0);
     _tile_zero(1);
-    piece<2, 4, 6>(p, x, stride, s, 0);
-    piece<3, 5, 7>(p, x, stride, s, 1);
-    piece<2, 4, 6>(p, x, stride, s, 2);
-    piece<3, 5, 7>(p, x, stride, s, 3);
+    TC_AMX_K_PIECE(2, 4, 6, 0);
+    TC_AMX_K_PIECE(3, 5, 7, 1);
+    TC_AMX_K_PIECE(2, 4, 6, 2);
+    TC_AMX_K_PIECE(3, 5, 7, 3);
+#undef TC_AMX_K_PIECE
     _tile_stored(0, out.s[0][2 * s], kOut);
     _tile_stored(1, out.s[0][2 * s + 1], kOut);
   }
