@@ -349,7 +349,7 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
 // end, and lanes 4-7 without mins, are +0. The chunk's lanes are then
 // reduced as every chunk's (store_tile). Every step before the FMAs is
 // exact, so the totals can come from any integer path: scaled_dot8's lanes
-// here, whole sub-block sums from AMX tiles (matmul_x86_amx_q4k.h), the
+// here, whole sub-block sums from AMX tiles (matmul_x86_amx_kquants.h), the
 // sums of 8 outputs at a time in GEMM order (matmul_x86_superblock_gemm.h).
 // (The order before summed each super-block's 8 lanes of 4-element
 // partial sums on their own chains, which a tile's whole sub-block sums
