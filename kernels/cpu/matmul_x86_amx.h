@@ -1,7 +1,7 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): what its GEMMs on
 // AMX int8 tiles share (matmul_x86_amx_q8.h, matmul_x86_amx_q4.h; the
 // super-block types in matmul_x86_amx_kquants.h, whose order is their own,
-// matmul_x86_quant.h). A tile
+// matmul_x86_superblock.h). A tile
 // multiply (TDPBSSD, signed x signed) gives the exact int32 sums of one
 // 32-element block for 16 tokens x 16 weight rows at once; the float steps
 // after it are the lane kernels', so the bits are those of every other path

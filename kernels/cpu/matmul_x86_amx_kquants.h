@@ -1,6 +1,6 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): Q4_K, Q5_K, Q6_K and
 // IQ4_XS weights on AMX tiles (matmul_x86_amx.h has the driver), in the
-// super-block lane order (matmul_x86_quant.h, SuperBlockLanes).
+// super-block lane order (matmul_x86_superblock.h, SuperBlockLanes).
 //
 // The pack folds each sub-block's integer scale into its quants: w = sc q
 // (Q6_K: sc (q - 32); IQ4_XS: (ls - 32) level), at most 63 x 31, 128 x 32

@@ -10,7 +10,7 @@
 // its even steps (8 inputs; or one unit: a group of 8 Q8_0 or Q4_0 blocks,
 // one exact int32 sum per block in the lanes of kQ4GroupOrder, a Q2_K or
 // Q3_K super-block; Q4_K, Q5_K, Q6_K and IQ4_XS take a whole chunk as one
-// unit, the super-block lane order of matmul_x86_quant.h), one over its
+// unit, the super-block lane order of matmul_x86_superblock.h), one over its
 // odd steps, each ascending. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and
 // added to y. Single-row kernels interleave the two chains (memory stays

@@ -1,7 +1,7 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
 // kernels for Q2_K, Q3_K, Q5_K and IQ4_XS against Q8_256 activations, in
-// the framework of matmul_x86_quant.h and the manner of its OpsQ4_K /
-// OpsQ6_K: a super-block of a row is unpacked once into bytes and int16
+// the framework of matmul_x86_quant.h and the manner of OpsQ4_K /
+// OpsQ6_K (matmul_x86_superblock.h): a super-block of a row is unpacked once into bytes and int16
 // scales, then each token's exact int32 sums (vpmaddubsw pairs kept below
 // int16 saturation, vpmaddwd with the scales) are converted and added by
 // one or two FMAs per super-block (Q2_K, Q3_K), or reduced to the
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu/matmul_x86_quant.h"
+#include "kernels/cpu/matmul_x86_superblock.h"
 #include "kernels/cpu/matmul_x86_quant32.h"
 
 namespace tc::kernels::detail {
@@ -69,16 +69,8 @@ TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int6
 
 // Common to Q2_K and Q3_K: one super-block per unit, 4 per chunk (GEMM order:
 // run_unpacked_gemm in matmul_x86_superblock_gemm.h).
-struct OpsSuperBlock {
-  static constexpr int64_t kBlock = kQK_K;
-  static constexpr int64_t kChunkBlocks = 4;
+struct OpsSuperBlock : OpsSuperBlockBase {
   static constexpr int64_t kUnit = 1;
-  static constexpr int kGemvRows = 1;
-  struct Prep {};
-  template <int R, int T>
-  TC_SIMD_INLINE static void prepare(Prep (&)[R][T], const std::byte* const*, const XRow*, int64_t, int64_t) {}
-  template <int R, int T>
-  TC_SIMD_INLINE static void finish(__m256 (&)[R][T], const Prep (&)[R][T], const XRow*, int64_t, int64_t) {}
 };
 
 // Q2_K: x = d sc q - dmin m over 16-element sub-blocks, q 0..3 (pairs
@@ -178,14 +170,10 @@ struct OpsQ3_K : OpsSuperBlock {
 
 // Q5_K: as Q4_K with the 5th bit of element 32j + l in bit j of qh[l]
 // (q 0..31, pairs within 2 * 31 * 127), in Q4_K's lane order.
-struct OpsQ5_K : OpsSuperBlockLanes {
+struct OpsQ5_K : OpsSuperBlockLanes<OpsQ5_K> {
   using Block = BlockQ5_K;
   static constexpr bool kMins = true;
-  struct W {
-    __m256i q[8];   // sub-block j: elements 32j..32j+31, 0..31
-    __m256i sc[8];  // int16 scale of sub-block j, broadcast
-    __m256i mins;   // int16 mins, each twice: m0 m0 m1 m1 .. m7 m7
-  };
+  using W = OpsQ4_K::W;  // its quants 0..31
   TC_SIMD_INLINE static void unpack(const BlockQ5_K* blk, W& w) {
     unpack_k4_scales(blk->scales, w.sc, w.mins);
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -201,22 +189,12 @@ struct OpsQ5_K : OpsSuperBlockLanes {
     w.q[6] = _mm256_or_si256(_mm256_and_si256(v3, m4), move_bit<6, 4>(qh));
     w.q[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v3, 4), m4), move_bit<7, 4>(qh));
   }
-  // Lanes summing to T (scaled_dot8's) and to M, as Q4_K's.
-  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
-  TC_SIMD_INLINE static __m256i min_lanes(const W& u, const XRow& x, int64_t b) {
-    return _mm256_madd_epi16(u.mins, load32(x.sum16 + 16 * b));
-  }
-  template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t count) {
-    superblock_lanes_unit<OpsQ5_K, R, T>(acc, w, x, b0 + i, count);
-  }
 };
 
 // IQ4_XS: x = d (sc - 32) level over 32-element sub-blocks; the signed
 // levels meet x as |level| times x with the level's sign (pairs within
 // 2 * 127 * 127); in Q4_K's lane order, without mins.
-struct OpsIQ4_XS : OpsSuperBlockLanes {
+struct OpsIQ4_XS : OpsSuperBlockLanes<OpsIQ4_XS> {
   using Block = BlockIQ4_XS;
   static constexpr bool kMins = false;
   struct W {
@@ -249,13 +227,6 @@ struct OpsIQ4_XS : OpsSuperBlockLanes {
   // the int32 lane sums of sc * q * x.
   TC_SIMD_INLINE static __m256i dot32(__m256i q, __m256i sc, __m256i xv) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(xv, q)), sc);
-  }
-  // Lanes summing to T (the sum of dot32 over the sub-blocks).
-  TC_SIMD_INLINE static __m256i total_lanes(const W&, const XRow&, int64_t, __m256i isum) { return isum; }
-  template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t count) {
-    superblock_lanes_unit<OpsIQ4_XS, R, T>(acc, w, x, b0 + i, count);
   }
 };
 

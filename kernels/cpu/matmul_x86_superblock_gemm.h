@@ -1,6 +1,6 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
 // GEMM of the super-block types (Q2_K-Q6_K, IQ4_XS; their Ops in
-// matmul_x86_quant.h and matmul_x86_kquants.h) for prefill and batches of
+// matmul_x86_superblock.h and matmul_x86_kquants.h) for prefill and batches of
 // more than kGemvTokens tokens: each chunk of two rows unpacked once, then
 // swept by steps of two rows x four tokens.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/matmul_x86_quant.h"
+#include "kernels/cpu/matmul_x86_superblock.h"
 
 namespace tc::kernels::detail {
 namespace {
@@ -123,7 +123,7 @@ __attribute__((noinline)) void unpacked_rows_tokens(const typename Ops::W (&u)[k
   store_tile<R, T>(a0, a1, y, ys, first);
 }
 
-// unpacked_rows_tokens in the lane order (SuperBlockLanes, matmul_x86_quant.h):
+// unpacked_rows_tokens in the lane order (SuperBlockLanes, matmul_x86_superblock.h):
 // the R x T outputs side by side, output (r, t) in vector lane r T + t. Per
 // super-block the tile's lanes of T (and of M) reduce to the outputs'
 // totals in one transpose-and-add (lane_totals8), scaled by one FMA onto
