@@ -42,6 +42,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q8_lanes16.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
@@ -137,7 +138,8 @@ Options parse(int argc, char** argv) {
 }
 
 // A weight matrix and copies of it, 64-byte aligned.
-// (dtype "q4_0x16": Q4_0 repacked into WeightLayout::Q4_0Lanes16.)
+// (dtypes "q4_0x16" and "q8_0x16": Q4_0 and Q8_0 repacked into
+// WeightLayout::Q4_0Lanes16 and Q8_0Lanes16.)
 struct Matrix {
   DType dtype;
   int64_t n_out, n_in;
@@ -149,14 +151,17 @@ struct Matrix {
 
   Tensor view(int copy) const {
     Tensor t = Tensor::matrix(bytes + copy * copy_bytes, dtype, n_in, n_out, MemoryKind::Host);
-    if (lanes16) t.layout = WeightLayout::Q4_0Lanes16;
+    if (lanes16) t.layout = dtype == DType::Q8_0 ? WeightLayout::Q8_0Lanes16 : WeightLayout::Q4_0Lanes16;
     return t;
   }
-  std::string dtype_label() const { return lanes16 ? "q4_0x16" : std::string(dtype_name(dtype)); }
+  std::string dtype_label() const {
+    return std::string(dtype_name(dtype)) + (lanes16 ? "x16" : "");
+  }
 };
 
 int64_t matrix_bytes(DType dtype, int64_t n_out, int64_t n_in, bool lanes16) {
-  return lanes16 ? (q4_lanes16_bytes(n_in, n_out) + 63) / 64 * 64 : row_bytes(dtype, n_in) * n_out;
+  if (!lanes16) return row_bytes(dtype, n_in) * n_out;
+  return ((dtype == DType::Q8_0 ? q8_lanes16_bytes(n_in, n_out) : q4_lanes16_bytes(n_in, n_out)) + 63) / 64 * 64;
 }
 
 Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool lanes16, ThreadPool& pool) {
@@ -173,7 +178,11 @@ Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool 
       quantize_row(dtype, row.data(), row_dst + r * rb, n_in);
     }
   });
-  if (lanes16) pack_q4_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
+  if (lanes16 && dtype == DType::Q8_0) {
+    pack_q8_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
+  } else if (lanes16) {
+    pack_q4_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
+  }
   pool.run([&](int t, int nt) {
     const int64_t b0 = m.copy_bytes * t / nt, b1 = m.copy_bytes * (t + 1) / nt;
     for (int c = 1; c < n_copies; ++c) {
@@ -357,8 +366,8 @@ int main(int argc, char** argv) {
 
   std::vector<Matrix> mats;
   for (const auto& name : o.dtypes) {
-    const bool lanes16 = name == "q4_0x16";
-    const auto dtype = lanes16 ? std::optional<DType>(DType::Q4_0) : dtype_from_name(name);
+    const bool lanes16 = name == "q4_0x16" || name == "q8_0x16";
+    const auto dtype = lanes16 ? dtype_from_name(name.substr(0, 4)) : dtype_from_name(name);
     if (!dtype) {
       std::fprintf(stderr, "matmul_bench: unknown dtype %s\n", name.c_str());
       return 2;

@@ -47,9 +47,9 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "workspace fit")
       ->excludes(offload);
   auto* repack = sub->add_option("--repack", options.repack,
-                                 "CPU: Q4_0 matrices repacked at load into the matmul's lane layout (auto: "
-                                 "wherever it reads them natively, AVX2 and AVX-512) or kept in the file's row "
-                                 "layout (off, for comparisons)")
+                                 "CPU: Q4_0 and Q8_0 matrices repacked at load into the matmul's lane layouts "
+                                 "(auto: wherever it reads them natively: Q4_0 with AVX2 and AVX-512, Q8_0 with "
+                                 "AVX-512) or kept in the file's row layout (off, for comparisons)")
                      ->capture_default_str()
                      ->check(CLI::IsMember({"auto", "off"}));
   sub->add_flag("--no-repack", options.no_repack, "CPU: --repack off (for comparisons)")->excludes(repack);
@@ -66,7 +66,7 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
   setup.threads = threads;
   setup.sparse_max_tokens = options.sparse_max_tokens;
   // --repack's check admits only the two names.
-  setup.repack_q4_0 = options.no_repack ? kernels::Q4Repack::Off : kernels::q4_repack_from_name(options.repack).value();
+  setup.cpu_repack = options.no_repack ? kernels::CpuRepack::Off : kernels::cpu_repack_from_name(options.repack).value();
   try {
     setup.sparsity = config::parse_sparsity_setting(options.sparsity);
   } catch (const std::invalid_argument& e) {

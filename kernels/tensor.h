@@ -25,6 +25,7 @@ enum class WeightLayout {
   Q4_0Lanes16,  // Q4_0 repacked for the CPU matmul in tiles of 16 rows
                 // (kernels/cpu/q4_lanes16.h); row() does not apply, only
                 // matmul() and the helpers there read it
+  Q8_0Lanes16,  // Q8_0 the same way (kernels/cpu/q8_lanes16.h)
 };
 
 struct Tensor {

@@ -34,7 +34,7 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.model.device = config::parse_device_setting(o.device);
   e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
   e.model.sparse_max_tokens = o.sparse_max_tokens;
-  e.model.repack_q4_0 = kernels::q4_repack_from_name(o.repack).value();  // one of the key's choices
+  e.model.cpu_repack = kernels::cpu_repack_from_name(o.repack).value();  // one of the key's choices
   e.model.gpu_split =
       config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget,
                                       o.prefetch);

@@ -1,4 +1,5 @@
-// repack_for_cpu_matmul: Q4_0 row views -> owned Q4_0Lanes16 copies.
+// repack_for_cpu_matmul: Q4_0 and Q8_0 row views -> owned Q4_0Lanes16 and
+// Q8_0Lanes16 copies.
 #include "engine/model/cpu_repack.h"
 
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q8_lanes16.h"
 
 namespace tc::model {
 namespace {
@@ -28,17 +30,26 @@ void release_mapped_pages(const void* data, size_t bytes) {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-bool eligible(const kernels::Tensor& t) {
-  return t.data != nullptr && t.dtype == kernels::DType::Q4_0 && t.layout == kernels::WeightLayout::Rows &&
-         t.ne[2] == 1 && t.ne[3] == 1 && t.n_rows() >= kernels::kQ4Lanes16Rows &&
-         t.row_bytes == kernels::row_bytes(kernels::DType::Q4_0, t.n_cols());
+// Whether `t` goes into a lane layout under `mode`.
+bool eligible(const kernels::Tensor& t, kernels::CpuRepack mode) {
+  const bool wanted = (t.dtype == kernels::DType::Q4_0 && kernels::q4_lanes16_wanted(mode)) ||
+                      (t.dtype == kernels::DType::Q8_0 && kernels::q8_lanes16_wanted(mode));
+  static_assert(kernels::kQ4Lanes16Rows == kernels::kQ8Lanes16Rows);
+  return wanted && t.data != nullptr && t.layout == kernels::WeightLayout::Rows && t.ne[2] == 1 && t.ne[3] == 1 &&
+         t.n_rows() >= kernels::kQ4Lanes16Rows && t.row_bytes == kernels::row_bytes(t.dtype, t.n_cols());
+}
+
+// Bytes of t in its lane layout, rounded up to 64.
+size_t packed_bytes(const kernels::Tensor& t) {
+  const int64_t bytes = t.dtype == kernels::DType::Q8_0 ? kernels::q8_lanes16_bytes(t.n_cols(), t.n_rows())
+                                                         : kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows());
+  return (static_cast<size_t>(bytes) + 63) / 64 * 64;
 }
 
 }  // namespace
 
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
                              std::vector<kernels::Buffer>& storage) {
-  if (!kernels::q4_lanes16_wanted(options.mode)) return 0;
   std::vector<kernels::Tensor*> matrices;
   if (weights.output.data != weights.token_embd.data) matrices.push_back(&weights.output);
   for (LayerWeights& l : weights.layers) {
@@ -54,19 +65,17 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
     }
   }
   matrices.insert(matrices.end(), options.extra.begin(), options.extra.end());
-  std::erase_if(matrices, [](const kernels::Tensor* t) { return !eligible(*t); });
+  std::erase_if(matrices, [&](const kernels::Tensor* t) { return !eligible(*t, options.mode); });
   // One buffer for all of them: a huge page per matrix would waste up to
   // 2 MiB each (a 1B model's k/v projections are 288 KB).
-  auto packed_bytes = [](const kernels::Tensor& t) {
-    return (static_cast<size_t>(kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows())) + 63) / 64 * 64;
-  };
   size_t total = 0;
   for (const kernels::Tensor* t : matrices) total += packed_bytes(*t);
   if (total == 0) return 0;
   kernels::Buffer buffer = kernels::Buffer::host_uninitialized(total);  // the repack writes every byte
   std::byte* at = buffer.as<std::byte>();
   for (kernels::Tensor* t : matrices) {
-    const kernels::Tensor packed = kernels::pack_q4_lanes16(*t, at, &pool);
+    const kernels::Tensor packed = t->dtype == kernels::DType::Q8_0 ? kernels::pack_q8_lanes16(*t, at, &pool)
+                                                                    : kernels::pack_q4_lanes16(*t, at, &pool);
     if (t->memory == kernels::MemoryKind::MappedFile) {
       release_mapped_pages(t->data, static_cast<size_t>(t->row_bytes * t->n_rows()));
     }

@@ -1,10 +1,11 @@
-// Repacking for the CPU backend: the Q4_0 matrices the dense matmul reads
-// (attention, the output head, the FFN when it runs dense, and the sparse
-// FFN's predictors) are copied at
-// load into the 16-row lane layout of kernels/cpu/q4_lanes16.h, which the
-// x86 matmul reads without transposing tiles on every call (an 8-sequence
+// Repacking for the CPU backend: the Q4_0 and Q8_0 matrices the dense
+// matmul reads (attention, the output head, the FFN when it runs dense, and
+// the sparse FFN's predictors) are copied at load into the 16-row lane
+// layouts of kernels/cpu/q4_lanes16.h and q8_lanes16.h, which the x86
+// matmul reads without transposing tiles on every call (an 8-sequence
 // decode step of a 1B Q4_0 model 1.7x faster per matrix, one sequence
-// 1.1-1.3x). Same bytes per weight as the file; the file's pages of a
+// 1.1-1.3x; Q8_0 needs half the instructions per byte and streams 9-15%
+// faster). Same bytes per weight as the file; the file's pages of a
 // repacked matrix are dropped from the process (MADV_DONTNEED), so resident
 // memory stays about one copy of the model.
 #pragma once
@@ -23,7 +24,7 @@ namespace tc::model {
 
 struct RepackOptions {
   // Which matmul variants get the layout (q4_lanes16.h).
-  kernels::Q4Repack mode = kernels::Q4Repack::Auto;
+  kernels::CpuRepack mode = kernels::CpuRepack::Auto;
   // Repack ffn_gate / ffn_up / ffn_down too (false when the FFN runs sparse:
   // its rows are gathered by neuron).
   bool ffn = true;
@@ -35,8 +36,9 @@ struct RepackOptions {
 // Repacks the eligible matrices of `weights` in place (each view then points
 // into a buffer appended to `storage`) and returns the bytes repacked. Does
 // nothing where the matmul variant does not want the layout under
-// options.mode (q4_lanes16_wanted). Eligible: Q4_0, row layout, at least 16
-// rows, not the tied token_embd (get_rows reads its rows).
+// options.mode (q4_lanes16_wanted, q8_lanes16_wanted). Eligible: Q4_0 or
+// Q8_0, row layout, at least 16 rows, not the tied token_embd (get_rows
+// reads its rows).
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,
                              std::vector<kernels::Buffer>& storage);
 

@@ -116,7 +116,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   // The CPU sparse FFN's own views of the predictors (repacked with the rest).
   std::vector<sparse::LayerPredictor> cpu_predictors = model.predictors.layers;
   if (on_host(backend) && offload_cpu_ == nullptr && !hybrid_mode) {
-    RepackOptions repack{.mode = options.repack_q4_0, .ffn = options.ffn_mode != FfnMode::Sparse, .extra = {}};
+    RepackOptions repack{.mode = options.cpu_repack, .ffn = options.ffn_mode != FfnMode::Sparse, .extra = {}};
     if (options.ffn_mode == FfnMode::Sparse) {
       for (sparse::LayerPredictor& p : cpu_predictors) repack.extra.insert(repack.extra.end(), {&p.fc1, &p.fc2});
     }

@@ -123,7 +123,7 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   }
   m.plan = sparse::plan_sparsity(*m.loaded, setup.sparsity, setup.sparse_max_tokens,
                                  hybrid || m.backend->device() == kernels::DeviceKind::Cpu);
-  m.plan.forward.repack_q4_0 = setup.repack_q4_0;
+  m.plan.forward.cpu_repack = setup.cpu_repack;
   if (offload && m.plan.forward.ffn_mode != model::FfnMode::Dense) {
     throw std::invalid_argument(std::string(offload_flag) + " (layer offload) runs the dense FFN: use --sparsity "
                                 "dense (the plan here is: " + m.plan.summary + ")");
@@ -166,7 +166,7 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   m.summary.push_back("sparsity: " + m.plan.summary);
   if (m.llama->repacked_weight_bytes() > 0) {
     m.summary.push_back("cpu matmul: " + sparse::human_bytes(m.llama->repacked_weight_bytes()) +
-                        " of Q4_0 matrices repacked into 16-row lane tiles at load (docs/engine.md)");
+                        " of Q4_0 and Q8_0 matrices repacked into 16-row lane tiles at load (docs/engine.md)");
   }
   if (hybrid) {
     m.summary.push_back("hybrid: " + std::to_string(n_hot) + " of " + std::to_string(spec.n_layer * spec.n_ff) +

@@ -37,7 +37,7 @@ struct ModelSetup {
   config::SparsitySetting sparsity;                             // FFN mode (engine/sparse/sparsity_plan.h)
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;  // larger prompt chunks run the dense FFN
   config::GpuSplitSetting gpu_split;                            // hybrid mode or layer offload (device cuda)
-  kernels::Q4Repack repack_q4_0 = kernels::Q4Repack::Auto;      // ForwardOptions::repack_q4_0
+  kernels::CpuRepack cpu_repack = kernels::CpuRepack::Auto;      // ForwardOptions::cpu_repack
   BackendFactory create_backend;                                // empty: kernels::create_backend
 };
 

@@ -1,5 +1,5 @@
-// The AMX matmul variant: the avx512 variant with the prefill of Q8_0,
-// Q4_0 (Q4_0Lanes16), Q4_1, Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8
+// The AMX matmul variant: the avx512 variant with the prefill of Q8_0
+// (rows or Q8_0Lanes16), Q4_0 (Q4_0Lanes16), Q4_1, Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8
 // tiles (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
 // kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
@@ -38,7 +38,8 @@ constexpr int64_t kAmxMinTokensQ4_1 = kAmxTokens;  // 16: 1.7x the avx512 path, 
 constexpr int64_t kAmxMinTokensK = kAmxTokens;
 
 void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  if (a.dtype == DType::Q8_0 && a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensQ8_0) {
+  if (a.dtype == DType::Q8_0 && a.n_tokens >= kAmxMinTokensQ8_0) {
+    if (a.lane_rows > 0) return run_amx_lanes16<AmxQ8_0Lanes16>(a, r0, r1, amx_base());
     return run_amx_rows<AmxQ8_0>(a, r0, r1, amx_base());
   }
   if (a.dtype == DType::Q4_1 && a.n_tokens >= kAmxMinTokensQ4_1) return run_amx_rows<AmxQ4_1>(a, r0, r1, amx_base());
@@ -49,7 +50,7 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
     return run_amx_rows<AmxIQ4_XS>(a, r0, r1, amx_base());
   }
   if (a.dtype == DType::Q4_0 && a.lane_rows > 0 && a.n_tokens >= kAmxMinTokensQ4_0) {
-    return run_amx_lanes16_q4_0(a, r0, r1, amx_base());
+    return run_amx_lanes16<AmxQ4_0>(a, r0, r1, amx_base());
   }
   amx_base().compute_rows(a, r0, r1);
 }
@@ -58,7 +59,7 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 const MatmulIsa* isa_amx() {
   if (isa_avx512() == nullptr) return nullptr;
-  static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true};
+  static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true, true};
   return &isa;
 }
 

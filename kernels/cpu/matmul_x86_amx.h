@@ -217,6 +217,15 @@ void run_amx_rows(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& 
   if (r_tiles < r1) base.compute_rows(a, r_tiles, r1);
 }
 
+// Outputs [r0, r1) (whole tiles below a.lane_rows) of a Q4_0Lanes16 or
+// Q8_0Lanes16 matrix: groups of 16 tokens on AMX, the rest by `base`.
+template <class Kernel>
+void run_amx_lanes16(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& base) {
+  const int64_t t_groups = a.n_tokens / kAmxTokens * kAmxTokens;
+  run_amx_gemm<Kernel>(a, r0, r1, t_groups);
+  if (t_groups < a.n_tokens) base.compute_rows(tokens_from(a, t_groups), r0, r1);
+}
+
 }  // namespace
 }  // namespace tc::kernels::detail
 

@@ -172,14 +172,6 @@ struct AmxQ4_1 : AmxQ4_0 {
   }
 };
 
-// Outputs [r0, r1) (whole tiles below a.lane_rows) of a Q4_0Lanes16
-// matrix: groups of 16 tokens on AMX, the rest by `base`.
-void run_amx_lanes16_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1, const MatmulIsa& base) {
-  const int64_t t_groups = a.n_tokens / kAmxTokens * kAmxTokens;
-  run_amx_gemm<AmxQ4_0>(a, r0, r1, t_groups);
-  if (t_groups < a.n_tokens) base.compute_rows(tokens_from(a, t_groups), r0, r1);
-}
-
 }  // namespace
 }  // namespace tc::kernels::detail
 

@@ -1,7 +1,9 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): Q8_0 weights on AMX
-// tiles (matmul_x86_amx.h has the scheme). pack_q8_lanes already lays a
-// block out as a B tile wants it: step s (elements 4s..4s+3) of row j at
-// bytes 4j..4j+3 of row s. A is 16 tokens' 32 bytes of the block, in place.
+// tiles (matmul_x86_amx.h has the scheme), from rows (AmxQ8_0) or from
+// Q8_0Lanes16 tiles (AmxQ8_0Lanes16). pack_q8_lanes already lays a block
+// out as a B tile wants it: step s (elements 4s..4s+3) of row j at bytes
+// 4j..4j+3 of row s, and so does a Q8_0Lanes16 tile but for the unsigned
+// bytes. A is 16 tokens' 32 bytes of the block, in place.
 #pragma once
 
 #if defined(__AMX_TILE__) && defined(__AMX_INT8__) && defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
@@ -57,6 +59,26 @@ struct AmxQ8_0 {
   TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
                                     int64_t nb, float* out, bool first) {
     amx_finish_blocks(p.dw, nullptr, sums, t, x, b0, nb, out, first);
+  }
+};
+
+// A Q8_0Lanes16 tile's chunk (q8_lanes16.h): the pack only turns its bytes
+// w + 128 back into signed ones (xor 0x80) and widens the scales (and
+// forms the bias, which the tiles do not use).
+struct AmxQ8_0Lanes16 : AmxQ8_0 {
+  static Lanes16Q8Chunk chunk_at(const MatmulArgs& a, int64_t rt, int64_t c0) {
+    const std::byte* tile = a.w + rt / kAmxRows * a.lane_tile_bytes;
+    return {tile + 512 * c0, reinterpret_cast<const uint16_t*>(tile + 512 * (a.n_in / 32)) + 16 * c0, nullptr,
+            nullptr};
+  }
+  static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
+    pack_q8_lanes(p, chunk_at(a, rt, c0), nb);
+  }
+  static void prefetch(const MatmulArgs& a, int64_t rt, int64_t c0) {
+    const int64_t nb = min64(kChunkBlocks32, a.n_in / 32 - c0);
+    const Lanes16Q8Chunk c = chunk_at(a, rt, c0);
+    for (int64_t at = 0; at < 512 * nb; at += 64) _mm_prefetch(reinterpret_cast<const char*>(c.qs) + at, _MM_HINT_T0);
+    for (int64_t at = 0; at < 32 * nb; at += 64) _mm_prefetch(reinterpret_cast<const char*>(c.d) + at, _MM_HINT_T0);
   }
 };
 

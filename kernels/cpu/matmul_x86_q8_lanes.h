@@ -95,13 +95,81 @@ inline void pack_q8_lanes(PackQ8Lanes& p, const std::byte* const* w, int64_t b0,
   }
 }
 
-// y[t, rows 0-15] (+)= the chunk [b0, b0 + nb) for T tokens.
-template <int T>
-void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys, bool first) {
+// Where lane_tile_q8_0 gets a chunk's operands: the file's rows repacked
+// into L1 (signed weights, -128 x each block's weight sum, f32 scales; the
+// activations go in as x + 128)...
+struct PackedQ8Chunk {
+  using V = Q8Lanes;
+  const PackQ8Lanes& p;
+  TC_SIMD_INLINE V::I bias(int64_t i, const XRow&, int64_t) const { return V::load_i(p.bias[i]); }
+  TC_SIMD_INLINE V::I weights(int64_t i, int s) const { return V::load_i(p.q[i][s]); }
+  TC_SIMD_INLINE static V::I dot(V::I sum, V::I w, int32_t x4) {
+    const V::I offset = _mm512_set1_epi8(static_cast<char>(0x80));  // x + 128 as unsigned = x xor 0x80
+    return V::dot_acc(sum, _mm512_xor_si512(V::set1_i(x4), offset), w);
+  }
+  TC_SIMD_INLINE V::F scales(int64_t i) const { return V::load_f(p.dw[i]); }
+  TC_SIMD_INLINE void prefetch(int64_t) const {}
+};
+
+// ... or a Q8_0Lanes16 tile read in place (q8_lanes16.h): qs and d at the
+// chunk's first block, the weights unsigned (w + 128) and the activations
+// signed, less 128 x the block's sum of the token's activations. Block i
+// prefetches block i of the chunk the sweep reads next (next_qs, next_d;
+// nullptr: none), 16 KiB ahead. The hardware prefetcher alone, which
+// restarts at every 4 KiB page, left one-token decode at 117-127% of the
+// read probe (`matmul_bench -t 2 --dtype q8_0x16 --no-gemm`, 1B shapes,
+// the Xeon, distances alternating twice); 4-8 KiB ahead made 128-146%,
+// 12-16 KiB 137-156%, 24-32 KiB 123-139%.
+struct Lanes16Q8Chunk {
+  using V = Q8Lanes;
+  const std::byte* qs;
+  const uint16_t* d;
+  const std::byte* next_qs;
+  const uint16_t* next_d;
+  TC_SIMD_INLINE static V::I bias(int64_t, const XRow& x, int64_t b) { return V::set1_i(-128 * x.sum32[b]); }
+  TC_SIMD_INLINE V::I weights(int64_t i, int s) const { return V::load_i(qs + 512 * i + 64 * s); }
+  TC_SIMD_INLINE static V::I dot(V::I sum, V::I w, int32_t x4) { return V::dot_acc(sum, w, V::set1_i(x4)); }
+  TC_SIMD_INLINE V::F scales(int64_t i) const { return V::cvt_ph(d + 16 * i); }
+  TC_SIMD_INLINE void prefetch(int64_t i) const {
+    if (next_qs == nullptr) return;
+    const char* q = reinterpret_cast<const char*>(next_qs) + 512 * i;
+    for (int l = 0; l < 8; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
+    if (i % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(next_d + 16 * i), _MM_HINT_T0);
+  }
+};
+
+// A Q8_0Lanes16 chunk's blocks [0, nb) as pack_q8_lanes leaves a chunk of
+// rows: the weights signed again (xor 0x80), each block's bias and f32
+// scales. For the GEMM order, where a chunk serves a block of tokens: read
+// in place, every token paid the bias and the scales' widening again, and
+// the avx512 GEMM ran 15-20% slower than from rows (`matmul_bench -t 2
+// --tokens 512 --isa avx512 --dtype q8_0,q8_0x16`, 1B shapes).
+TC_SIMD_INLINE void pack_q8_lanes(PackQ8Lanes& p, const Lanes16Q8Chunk& c, int64_t nb) {
+  using V = Q8Lanes;
+  const V::I offset = _mm512_set1_epi8(static_cast<char>(0x80));
+  const V::I ones = _mm512_set1_epi8(1);
+  for (int64_t i = 0; i < nb; ++i) {
+    c.prefetch(i);
+    V::I sum = V::zero_i();
+    for (int s = 0; s < 8; ++s) {
+      const V::I q = _mm512_xor_si512(c.weights(i, s), offset);
+      _mm512_store_si512(p.q[i][s], q);
+      sum = V::dot_acc(sum, ones, q);
+    }
+    _mm512_store_si512(p.bias[i], _mm512_slli_epi32(V::sub_i(V::zero_i(), sum), 7));
+    _mm512_store_ps(p.dw[i], c.scales(i));
+  }
+}
+
+// y[t, rows 0-15] (+)= the chunk [b0, b0 + nb) for T tokens. Both chunk
+// sources give every block the same exact int32 sums and the same f32
+// scales, so the same bits.
+template <int T, class Chunk>
+TC_SIMD_INLINE void lane_tile_q8_0(const Chunk& c, const XRow* x, int64_t b0, int64_t nb, float* y, int64_t ys,
+                                   bool first) {
   using V = Q8Lanes;
   using F = V::F;
   using I = V::I;
-  const I offset = _mm512_set1_epi8(static_cast<char>(0x80));  // x + 128 as unsigned = x xor 0x80
   const int64_t n_units = (nb + kGroup - 1) / kGroup;
   // The even groups, then the odd ones, as packed_tile_q8_0.
   F chains[2][T][8];
@@ -117,19 +185,19 @@ void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb,
         const int64_t i = g + j;
         const int64_t b = b0 + i;
         const int lane = static_cast<int>(j / 2 + 4 * (j % 2));  // kQ4GroupOrder
-        const I bias = V::load_i(p.bias[i]);
+        c.prefetch(i);
         I sum[T];
-        for (int t = 0; t < T; ++t) sum[t] = bias;
+        for (int t = 0; t < T; ++t) sum[t] = c.bias(i, x[t], b);
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
-          const I w = V::load_i(p.q[i][s]);
+          const I w = c.weights(i, s);
           for (int t = 0; t < T; ++t) {
             int32_t x4;
             std::memcpy(&x4, x[t].qs + 32 * b + 4 * s, 4);
-            sum[t] = V::dot_acc(sum[t], _mm512_xor_si512(V::set1_i(x4), offset), w);
+            sum[t] = Chunk::dot(sum[t], w, x4);
           }
         }
-        const F dw = V::load_f(p.dw[i]);
+        const F dw = c.scales(i);
         for (int t = 0; t < T; ++t) {
           acc[t][lane] = V::fma_f(V::cvt_f(sum[t]), V::mul_f(dw, V::set1_f(x[t].d[b])), acc[t][lane]);
         }
@@ -149,6 +217,22 @@ void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb,
   }
 }
 
+// Every token of `tokens` through one tile's chunk, kQ8LaneTokens at a time.
+template <class Chunk>
+TC_SIMD_INLINE void lane_tile_q8_0_tokens(const MatmulArgs& a, const Chunk& c, int64_t rt, int64_t c0, int64_t nb,
+                                          TokenRange tokens) {
+  int64_t t0 = tokens.begin;
+  for (; t0 + kQ8LaneTokens <= tokens.end; t0 += kQ8LaneTokens) {
+    XRow x[kQ8LaneTokens];
+    for (int i = 0; i < kQ8LaneTokens; ++i) x[i] = x_row(a, t0 + i);
+    lane_tile_q8_0<kQ8LaneTokens>(c, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+  }
+  for (; t0 < tokens.end; ++t0) {
+    const XRow x = x_row(a, t0);
+    lane_tile_q8_0<1>(c, &x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+  }
+}
+
 // Outputs [r0, r1): tiles of 16 rows in lanes, the last r1 - r0 mod 16 rows
 // by the row-by-row packed GEMM (same bits either way). (Unused where only
 // the packing is wanted: the amx variant.)
@@ -162,18 +246,50 @@ void lane_tile_q8_0(const PackQ8Lanes& p, const XRow* x, int64_t b0, int64_t nb,
                            [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb,
                                TokenRange tokens) {
                              pack_q8_lanes(p, w, c0, nb);
-                             int64_t t0 = tokens.begin;
-                             for (; t0 + kQ8LaneTokens <= tokens.end; t0 += kQ8LaneTokens) {
-                               XRow x[kQ8LaneTokens];
-                               for (int i = 0; i < kQ8LaneTokens; ++i) x[i] = x_row(a, t0 + i);
-                               lane_tile_q8_0<kQ8LaneTokens>(p, x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-                             }
-                             for (; t0 < tokens.end; ++t0) {
-                               const XRow x = x_row(a, t0);
-                               lane_tile_q8_0<1>(p, &x, c0, nb, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
-                             }
+                             lane_tile_q8_0_tokens(a, PackedQ8Chunk{p}, rt, c0, nb, tokens);
                            });
   if (r_lanes < r1) run_packed_gemm<OpsQ8_0>(a, r_lanes, r1);
+}
+
+// Outputs [r0, r1) of a Q8_0Lanes16 matrix (whole 16-row tiles, below
+// a.lane_rows), every token, the tiles read in place: tile after tile, each
+// one's chunks in order, for few tokens (one stream per thread that the
+// hardware prefetcher follows); chunk after chunk, tokens in blocks, in
+// GEMM order, as the row layout's GEMM sweeps. Each row gets its chunks in
+// order either way.
+[[maybe_unused]] void run_lanes16_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  const int64_t n_blocks = a.n_in / 32;
+  auto qs_at = [&](int64_t rt, int64_t c0) { return a.w + rt / 16 * a.lane_tile_bytes + 512 * c0; };
+  auto d_at = [&](int64_t rt, int64_t c0) {
+    return reinterpret_cast<const uint16_t*>(a.w + rt / 16 * a.lane_tile_bytes + 512 * n_blocks) + 16 * c0;
+  };
+  // Tile rt's chunk c0, prefetching tile rt_next's chunk c_next (rt_next
+  // at r1: none).
+  auto chunk = [&](int64_t rt, int64_t c0, int64_t rt_next, int64_t c_next) __attribute__((always_inline)) {
+    const bool next = rt_next < r1;
+    return Lanes16Q8Chunk{qs_at(rt, c0), d_at(rt, c0), next ? qs_at(rt_next, c_next) : nullptr,
+                          next ? d_at(rt_next, c_next) : nullptr};
+  };
+  if (gemm_order(a)) {
+    PackQ8Lanes p;
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+      const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
+      for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) __attribute__((always_inline)) {
+        for (int64_t rt = r0; rt < r1; rt += 16) {
+          pack_q8_lanes(p, chunk(rt, c0, rt + 16, c0), nb);
+          lane_tile_q8_0_tokens(a, PackedQ8Chunk{p}, rt, c0, nb, tokens);
+        }
+      });
+    }
+    return;
+  }
+  for (int64_t rt = r0; rt < r1; rt += 16) {
+    for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+      const bool last = c0 + kChunkBlocks32 >= n_blocks;
+      lane_tile_q8_0_tokens(a, chunk(rt, c0, last ? rt + 16 : rt, last ? 0 : c0 + kChunkBlocks32), rt, c0,
+                            min64(kChunkBlocks32, n_blocks - c0), TokenRange{0, a.n_tokens});
+    }
+  }
 }
 
 }  // namespace

@@ -43,13 +43,13 @@ int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows) {
   return n_tiles(n_rows) * q4_lanes16_tile_bytes(n_cols) + n_rows % kQ4Lanes16Rows * row_bytes(DType::Q4_0, n_cols);
 }
 
-bool q4_lanes16_wanted(Q4Repack mode) {
-  return mode == Q4Repack::Auto && std::strcmp(detail::chosen_isa().name, "portable") != 0;
+bool q4_lanes16_wanted(CpuRepack mode) {
+  return mode == CpuRepack::Auto && std::strcmp(detail::chosen_isa().name, "portable") != 0;
 }
 
-std::optional<Q4Repack> q4_repack_from_name(std::string_view name) {
-  if (name == "off") return Q4Repack::Off;
-  if (name == "auto") return Q4Repack::Auto;
+std::optional<CpuRepack> cpu_repack_from_name(std::string_view name) {
+  if (name == "off") return CpuRepack::Off;
+  if (name == "auto") return CpuRepack::Auto;
   return std::nullopt;
 }
 

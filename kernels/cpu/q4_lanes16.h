@@ -35,9 +35,10 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols);
 // Bytes a Q4_0 matrix of this shape takes in the layout.
 int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows);
 
-// Whether Q4_0 matrices are repacked into the layout at load (the serve key
-// and bench/generate/perplexity option `repack`).
-enum class Q4Repack {
+// Whether Q4_0 and Q8_0 matrices are repacked into their lane layouts at
+// load (this one, q8_lanes16.h; the serve key and bench/generate/perplexity
+// option `repack`).
+enum class CpuRepack {
   Off,   // never: the file's row layout (for comparisons)
   Auto,  // wherever matmul reads the layout natively
 };
@@ -48,10 +49,10 @@ enum class Q4Repack {
 // 1.7-1.9x); AVX2 (2-core Zen 3) 2.2-2.7x at 2 tokens, 1.3-1.8x at 8, and
 // about even at one (-12% to +7% per matrix). The portable variant reads it
 // only by unpacking tiles: never.
-bool q4_lanes16_wanted(Q4Repack mode);
+bool q4_lanes16_wanted(CpuRepack mode);
 
 // "off", "auto" -> the mode; anything else: nullopt.
-std::optional<Q4Repack> q4_repack_from_name(std::string_view name);
+std::optional<CpuRepack> cpu_repack_from_name(std::string_view name);
 
 // Repacks `rows` (a Q4_0 matrix in WeightLayout::Rows, n_cols a multiple of
 // 32) into dst (q4_lanes16_bytes, 64-byte aligned) and returns the view of

@@ -9,6 +9,7 @@
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q8_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/test_util.h"
@@ -191,43 +192,48 @@ TEST_CASE("forward results do not depend on the thread count", "[model][forward]
   CHECK(one_pass(one, tokens) == one_pass(three, tokens));
 }
 
-TEST_CASE("Q4_0 models give the same logits bits with their matrices repacked for the CPU or not",
+TEST_CASE("Q4_0 and Q8_0 models give the same logits bits with their matrices repacked for the CPU or not",
           "[model][forward][q4_lanes16]") {
   // n_embd 64 (k/v: 32 rows), n_ff 160, tied and untied heads: every
   // matrix has whole 16-row tiles; a 7-token prompt and a 3-sequence step
   // cover 1, 3 and 7 tokens per matmul.
-  using tc::kernels::Q4Repack;
-  for (bool tied : {false, true}) {
-    INFO((tied ? "tied" : "untied"));
-    auto m = make_test_model(tied ? "repack_tied" : "repack", "q4_0", tc::model::FfnForm::ReGLU, tied);
-    tc::model::ForwardOptions plain_options;
-    plain_options.repack_q4_0 = Q4Repack::Off;
-    LlamaModel plain(*m.loaded, *m.backend, plain_options);
-    REQUIRE(plain.repacked_weight_bytes() == 0);
-    LlamaModel& repacked = *m.model;  // default options: Q4Repack::Auto
-    if (tc::kernels::q4_lanes16_wanted(Q4Repack::Auto)) {
-      // Every matrix but the tied head (get_rows reads token_embd's rows).
-      CHECK(repacked.repacked_weight_bytes() > 0);
-    } else {
-      WARN("this CPU's matmul variant does not read the Q4_0 lane layout (portable): repacked vs plain not compared");
+  using tc::kernels::CpuRepack;
+  for (const std::string dtype : {"q4_0", "q8_0"}) {
+    for (bool tied : {false, true}) {
+      INFO(dtype << (tied ? " tied" : " untied"));
+      auto m = make_test_model("repack_" + dtype + (tied ? "_tied" : ""), dtype, tc::model::FfnForm::ReGLU, tied);
+      tc::model::ForwardOptions plain_options;
+      plain_options.cpu_repack = CpuRepack::Off;
+      LlamaModel plain(*m.loaded, *m.backend, plain_options);
+      REQUIRE(plain.repacked_weight_bytes() == 0);
+      LlamaModel& repacked = *m.model;  // default options: CpuRepack::Auto
+      const bool wanted = dtype == "q4_0" ? tc::kernels::q4_lanes16_wanted(CpuRepack::Auto)
+                                          : tc::kernels::q8_lanes16_wanted(CpuRepack::Auto);
+      if (wanted) {
+        // Every matrix but the tied head (get_rows reads token_embd's rows).
+        CHECK(repacked.repacked_weight_bytes() > 0);
+      } else {
+        CHECK(repacked.repacked_weight_bytes() == 0);
+        WARN("this CPU's matmul variant does not read the " << dtype << " lane layout: repacked vs plain not compared");
+      }
+      auto run = [&](LlamaModel& model) {
+        KvCache kv(*m.backend, model.spec(), 3, 64);
+        std::vector<float> prompt, step;
+        const auto a = random_tokens(7, 21, 512);
+        const StepSequence first[] = {{0, a, true}};
+        REQUIRE(model.forward(first, kv, prompt) == StepStatus::Ok);
+        const auto b = random_tokens(1, 22, 512);
+        const auto c = random_tokens(2, 23, 512);
+        const std::vector<TokenId> next = {a[3]};
+        const StepSequence batch[] = {{0, next, false}, {1, b, true}, {2, c, true}};
+        REQUIRE(model.forward(batch, kv, step) == StepStatus::Ok);
+        prompt.insert(prompt.end(), step.begin(), step.end());
+        return prompt;
+      };
+      const auto repacked_logits = run(repacked);
+      const auto plain_logits = run(plain);
+      REQUIRE(repacked_logits.size() == (7 + 1 + 1 + 2) * 512u);
+      REQUIRE(repacked_logits == plain_logits);
     }
-    auto run = [&](LlamaModel& model) {
-      KvCache kv(*m.backend, model.spec(), 3, 64);
-      std::vector<float> prompt, step;
-      const auto a = random_tokens(7, 21, 512);
-      const StepSequence first[] = {{0, a, true}};
-      REQUIRE(model.forward(first, kv, prompt) == StepStatus::Ok);
-      const auto b = random_tokens(1, 22, 512);
-      const auto c = random_tokens(2, 23, 512);
-      const std::vector<TokenId> next = {a[3]};
-      const StepSequence batch[] = {{0, next, false}, {1, b, true}, {2, c, true}};
-      REQUIRE(model.forward(batch, kv, step) == StepStatus::Ok);
-      prompt.insert(prompt.end(), step.begin(), step.end());
-      return prompt;
-    };
-    const auto repacked_logits = run(repacked);
-    const auto plain_logits = run(plain);
-    REQUIRE(repacked_logits.size() == (7 + 1 + 1 + 2) * 512u);
-    REQUIRE(repacked_logits == plain_logits);
   }
 }

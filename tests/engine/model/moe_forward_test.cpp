@@ -374,7 +374,7 @@ TEST_CASE("Q4_0 experts give the same logits bits repacked for the CPU or not", 
   const auto o = moe_options("repack", "q4_0");
   auto repacked = load(o);
   tc::model::ForwardOptions plain_options;
-  plain_options.repack_q4_0 = tc::kernels::Q4Repack::Off;
+  plain_options.cpu_repack = tc::kernels::CpuRepack::Off;
   LlamaModel plain(*repacked.loaded, *repacked.backend, plain_options);
   if (repacked.model->repacked_weight_bytes() == 0) {
     WARN("this CPU's matmul variant does not read the Q4_0 lane layout: repacked vs plain not compared");

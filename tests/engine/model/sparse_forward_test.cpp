@@ -180,11 +180,11 @@ TEST_CASE("the sparse pass gives the same bits with its Q4_0 matrices and predic
   const auto loaded = planted_model("repack", true, "q4_0");
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   ForwardOptions plain_options{.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4};
-  plain_options.repack_q4_0 = tc::kernels::Q4Repack::Off;
+  plain_options.cpu_repack = tc::kernels::CpuRepack::Off;
   LlamaModel plain(*loaded, *backend, plain_options);
   LlamaModel repacked(*loaded, *backend, {.ffn_mode = FfnMode::Sparse, .sparse_max_tokens = 4});
   REQUIRE(plain.repacked_weight_bytes() == 0);
-  if (!tc::kernels::q4_lanes16_wanted(tc::kernels::Q4Repack::Auto)) {
+  if (!tc::kernels::q4_lanes16_wanted(tc::kernels::CpuRepack::Auto)) {
     WARN("this CPU's matmul variant does not read the Q4_0 lane layout (portable): repacked vs plain not compared");
     return;
   }

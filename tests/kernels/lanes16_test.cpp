@@ -1,0 +1,219 @@
+// Q4_0 and Q8_0 in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
+// q8_lanes16.h): packing and unpacking give back the file's bytes; matmul
+// over a packed matrix gives the same bits as over its rows for every
+// variant (those that do not read a layout unpack it), token count (1
+// token, small batches, GEMM order, AMX's groups of 16), thread count and
+// tile remainder, and matches a float64 reference on fresh random data.
+#include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q8_lanes16.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tests/kernels/weight_fixtures.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace tc::kernels;
+namespace detail = tc::kernels::detail;
+using tc::test::make_weights;
+using tc::test::Weights;
+
+// The two layouts' functions, by the dtype they hold.
+struct Layout {
+  DType dtype;
+  WeightLayout layout;
+  int64_t tile_block_bytes;  // a block of 16 rows: qs and f16 scales
+  int64_t (*bytes)(int64_t n_cols, int64_t n_rows);
+  Tensor (*pack)(const Tensor& rows, std::byte* dst, ThreadPool* pool);
+  void (*unpack)(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
+  const char* name;
+};
+const Layout kLayouts[] = {
+    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, q4_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
+     "q4_0"},
+    {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, q8_lanes16_bytes, pack_q8_lanes16, unpack_q8_lanes16_rows,
+     "q8_0"},
+};
+
+// A 64-byte aligned packed copy of w (rows of one of kLayouts' dtypes).
+struct Packed {
+  std::vector<std::byte> storage;
+  Tensor tensor;
+
+  Packed(const Layout& l, const Weights& w, ThreadPool* pool = nullptr) {
+    const int64_t bytes = l.bytes(w.n_cols, w.n_rows);
+    CHECK(bytes ==
+          (w.n_rows / 16 * ((w.n_cols / 32 * l.tile_block_bytes + 63) / 64 * 64)) + w.n_rows % 16 * w.row_bytes);
+    storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
+    auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+    tensor = l.pack(w.tensor(), dst, pool);
+  }
+};
+
+std::vector<float> run(const detail::MatmulIsa& isa, const Tensor& w, const std::vector<float>& x, int64_t n_tokens,
+                       ThreadPool* pool) {
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_rows()), std::nanf(""));
+  detail::matmul_with(isa, w, x.data(), n_tokens, y.data(), pool);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("lanes16: packing keeps every byte (unpack gives back the rows)", "[kernels][lanes16]") {
+  ThreadPool pool(2);
+  uint64_t seed = 900;
+  for (const Layout& l : kLayouts) {
+    for (int64_t n_rows : {16, 37, 5, 48}) {
+      for (int64_t n_cols : {32, 96, 43 * 32, 4096}) {
+        INFO(l.name << " n_rows " << n_rows << " n_cols " << n_cols);
+        const Weights w = make_weights(l.dtype, n_cols, n_rows, seed++);
+        const Packed p(l, w, &pool);
+        REQUIRE(p.tensor.layout == l.layout);
+        REQUIRE(p.tensor.row_bytes == w.row_bytes);
+        std::vector<std::byte> rows(w.bytes.size(), std::byte{0});
+        l.unpack(p.tensor, 0, n_rows, rows.data());
+        REQUIRE(rows == w.bytes);
+        // A few rows on their own, tiled and not.
+        for (int64_t r : {int64_t{0}, n_rows / 2, n_rows - 1}) {
+          std::vector<std::byte> one(static_cast<size_t>(w.row_bytes));
+          l.unpack(p.tensor, r, 1, one.data());
+          REQUIRE(std::memcmp(one.data(), w.bytes.data() + r * w.row_bytes, one.size()) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Q8_0 lanes16: a tile holds the weights as unsigned bytes w + 128, step by step", "[kernels][lanes16]") {
+  // The layout the kernels read (q8_lanes16.h), checked byte by byte: block
+  // b, step s, row j at 512 b + 64 s + 4 j; the scales after all blocks.
+  const int64_t n_cols = 96, nb = 3;
+  const Weights w = make_weights(DType::Q8_0, n_cols, 16, 950);
+  const Packed p(kLayouts[1], w);
+  const auto* tile = static_cast<const uint8_t*>(p.tensor.data);
+  for (int64_t j = 0; j < 16; ++j) {
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.bytes.data() + j * w.row_bytes);
+    for (int64_t b = 0; b < nb; ++b) {
+      uint16_t d;
+      std::memcpy(&d, tile + 512 * nb + 32 * b + 2 * j, 2);
+      REQUIRE(d == blocks[b].d);
+      for (int64_t e = 0; e < 32; ++e) {
+        INFO("row " << j << " block " << b << " element " << e);
+        REQUIRE(tile[512 * b + 64 * (e / 4) + 4 * j + e % 4] == static_cast<uint8_t>(blocks[b].qs[e] + 128));
+      }
+    }
+  }
+}
+
+TEST_CASE("lanes16: matmul gives the row layout's bits for every variant, batch and thread count",
+          "[kernels][lanes16][matmul]") {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(3)};
+  uint64_t seed = 1000;
+  // n_out: tiles only (two pairs of tiles from 4 tokens on), a pair + a
+  // tail, a pair + a lone tile + a tail, a tail only; n_in: one block, a
+  // partial chunk, 20 blocks (two whole units and a partial one in one
+  // chunk), 43 blocks (a lone last block), several chunks; 17 tokens: a
+  // group of 16 on AMX tiles and one left over.
+  for (const Layout& l : kLayouts) {
+    for (int64_t n_out : {64, 37, 53, 5}) {
+      for (int64_t n_in : {32, 96, 20 * 32, 43 * 32, 2048}) {
+        const Weights w = make_weights(l.dtype, n_in, n_out, seed++);
+        const Packed packed(l, w);
+        for (int64_t n_tokens : {1, 2, 3, 5, 8, 9, 17}) {
+          const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed++);
+          for (const auto* isa : tc::test::matmul_variants("lanes16")) {
+            for (ThreadPool& pool : pools) {
+              INFO(l.name << " " << isa->name << " n_in " << n_in << " n_out " << n_out << " n_tokens " << n_tokens
+                          << " threads " << pool.n_threads());
+              REQUIRE(run(*isa, packed.tensor, x, n_tokens, &pool) == run(*isa, w.tensor(), x, n_tokens, &pool));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("lanes16: GEMM order (many tokens) gives the row layout's bits and the reference's values",
+          "[kernels][lanes16][matmul]") {
+  ThreadPool pool(2);
+  for (const Layout& l : kLayouts) {
+    INFO(l.name);
+    // 160 tokens x 4096 inputs: GEMM order, in two blocks of tokens (the last
+    // one shorter).
+    const int64_t n_in = 4096, n_out = 40, n_tokens = 160;
+    const Weights w = make_weights(l.dtype, n_in, n_out, 1100);
+    const Packed packed(l, w, &pool);
+    const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), 1101);
+    const auto rows = run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
+    const auto lanes = run(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
+    REQUIRE(lanes == rows);
+    // Every variant's tiles (amx: AMX tiles for each 16 tokens), AVX2's rows'
+    // bits: with a partial last chunk of an odd count (a lone last block),
+    // 40 rows (two tiles and a row-layout tail), 160, 125 and 40 tokens
+    // (groups of 16 and 13 or 8 left over; 40 in GEMV order).
+    if (detail::isa_supported("avx2")) {
+      for (int64_t n_in_v : {n_in, int64_t{43 * 32}}) {
+        const Weights wv = make_weights(l.dtype, n_in_v, n_out, 1102 + n_in_v);
+        const Packed packed_v(l, wv, &pool);
+        for (int64_t n_tok : {n_tokens, int64_t{125}, int64_t{40}}) {
+          const auto xv = tc::test::random_floats(static_cast<size_t>(n_tok * n_in_v), 1103 + n_tok);
+          const auto want = run(*detail::isa_avx2(), wv.tensor(), xv, n_tok, &pool);
+          for (const auto* isa : tc::test::matmul_variants("lanes16")) {
+            if (isa == &detail::isa_portable()) continue;
+            INFO(isa->name << " n_in " << n_in_v << " n_tokens " << n_tok);
+            REQUIRE(run(*isa, packed_v.tensor, xv, n_tok, &pool) == want);
+          }
+        }
+      }
+    }
+    // Against float64 over the dequantized weights: the int8 activations
+    // cost at most half a step of each block's scale per input.
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t r = 0; r < n_out; ++r) {
+        double want = 0, bound = 0;
+        for (int64_t i = 0; i < n_in; ++i) {
+          const double xi = x[static_cast<size_t>(t * n_in + i)];
+          want += w.at(r, i) * xi;
+          bound += std::fabs(w.at(r, i)) * (std::fabs(xi) * 1e-5);
+        }
+        for (int64_t b = 0; b < n_in / 32; ++b) {
+          double amax = 0, wsum = 0;
+          for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
+            amax = std::fmax(amax, std::fabs(x[static_cast<size_t>(t * n_in + i)]));
+            wsum += std::fabs(w.at(r, i));
+          }
+          bound += wsum * amax / 127 / 2;
+        }
+        INFO("token " << t << " row " << r);
+        REQUIRE(std::fabs(lanes[static_cast<size_t>(t * n_out + r)] - want) <= bound * 1.01 + 1e-6);
+      }
+    }
+  }
+}
+
+TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") {
+  const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
+  std::vector<std::byte> dst(static_cast<size_t>(q4_lanes16_bytes(64, 16)) + 64);
+  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 matrix"));
+  std::vector<std::byte> dst8(static_cast<size_t>(q8_lanes16_bytes(64, 16)) + 64);
+  REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
+                      Catch::Contains("not a Q8_0 matrix"));
+  const Weights w = make_weights(DType::Q4_0, 64, 16, 1201);
+  const Packed packed(kLayouts[0], w);
+  std::vector<float> y(16);
+  const int32_t rows[1] = {0};
+  REQUIRE_THROWS_WITH(detail::matmul_rows_with(detail::chosen_isa(), packed.tensor, y.data(), 1, rows, 1, y.data(),
+                                               nullptr),
+                      Catch::Contains("row layout"));
+}
