@@ -370,18 +370,22 @@ TEST_CASE("a mixture of experts gives each sequence of a step the logits it has 
   }
 }
 
-TEST_CASE("Q4_0 experts give the same logits bits repacked for the CPU or not", "[model][moe][q4_lanes16]") {
-  const auto o = moe_options("repack", "q4_0");
-  auto repacked = load(o);
-  tc::model::ForwardOptions plain_options;
-  plain_options.cpu_repack = tc::kernels::CpuRepack::Off;
-  LlamaModel plain(*repacked.loaded, *repacked.backend, plain_options);
-  if (repacked.model->repacked_weight_bytes() == 0) {
-    WARN("this CPU's matmul variant does not read the Q4_0 lane layout: repacked vs plain not compared");
-    return;
+TEST_CASE("Q4_0 and Q8_0 experts give the same logits bits repacked for the CPU or not",
+          "[model][moe][q4_lanes16]") {
+  for (const char* type : {"q4_0", "q8_0"}) {
+    INFO(type);
+    const auto o = moe_options(std::string("repack_") + type, type);
+    auto repacked = load(o);
+    tc::model::ForwardOptions plain_options;
+    plain_options.cpu_repack = tc::kernels::CpuRepack::Off;
+    LlamaModel plain(*repacked.loaded, *repacked.backend, plain_options);
+    if (repacked.model->repacked_weight_bytes() == 0) {
+      WARN("this CPU's matmul variant does not read the " << type << " lane layout: repacked vs plain not compared");
+      continue;
+    }
+    const auto tokens = random_tokens(7, 3, kVocab);
+    CHECK(one_pass(*repacked.model, *repacked.backend, tokens) == one_pass(plain, *repacked.backend, tokens));
   }
-  const auto tokens = random_tokens(7, 3, kVocab);
-  CHECK(one_pass(*repacked.model, *repacked.backend, tokens) == one_pass(plain, *repacked.backend, tokens));
 }
 
 TEST_CASE("qwen3moe files load with their expert width and run", "[model][moe]") {
