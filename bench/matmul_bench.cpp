@@ -138,8 +138,8 @@ Options parse(int argc, char** argv) {
 }
 
 // A weight matrix and copies of it, 64-byte aligned.
-// (dtypes "q4_0x16" and "q8_0x16": Q4_0 and Q8_0 repacked into
-// WeightLayout::Q4_0Lanes16 and Q8_0Lanes16.)
+// (dtypes "q4_0x16", "q4_1x16" and "q8_0x16": Q4_0, Q4_1 and Q8_0 repacked
+// into WeightLayout::Q4_0Lanes16, Q4_1Lanes16 and Q8_0Lanes16.)
 struct Matrix {
   DType dtype;
   int64_t n_out, n_in;
@@ -151,7 +151,11 @@ struct Matrix {
 
   Tensor view(int copy) const {
     Tensor t = Tensor::matrix(bytes + copy * copy_bytes, dtype, n_in, n_out, MemoryKind::Host);
-    if (lanes16) t.layout = dtype == DType::Q8_0 ? WeightLayout::Q8_0Lanes16 : WeightLayout::Q4_0Lanes16;
+    if (lanes16) {
+      t.layout = dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
+                 : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
+                                        : WeightLayout::Q4_0Lanes16;
+    }
     return t;
   }
   std::string dtype_label() const {
@@ -161,7 +165,7 @@ struct Matrix {
 
 int64_t matrix_bytes(DType dtype, int64_t n_out, int64_t n_in, bool lanes16) {
   if (!lanes16) return row_bytes(dtype, n_in) * n_out;
-  return ((dtype == DType::Q8_0 ? q8_lanes16_bytes(n_in, n_out) : q4_lanes16_bytes(n_in, n_out)) + 63) / 64 * 64;
+  return ((dtype == DType::Q8_0 ? q8_lanes16_bytes(n_in, n_out) : q4_lanes16_bytes(n_in, n_out, dtype)) + 63) / 64 * 64;
 }
 
 Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool lanes16, ThreadPool& pool) {
@@ -366,7 +370,7 @@ int main(int argc, char** argv) {
 
   std::vector<Matrix> mats;
   for (const auto& name : o.dtypes) {
-    const bool lanes16 = name == "q4_0x16" || name == "q8_0x16";
+    const bool lanes16 = name == "q4_0x16" || name == "q4_1x16" || name == "q8_0x16";
     const auto dtype = lanes16 ? dtype_from_name(name.substr(0, 4)) : dtype_from_name(name);
     if (!dtype) {
       std::fprintf(stderr, "matmul_bench: unknown dtype %s\n", name.c_str());

@@ -25,6 +25,7 @@ enum class WeightLayout {
   Q4_0Lanes16,  // Q4_0 repacked for the CPU matmul in tiles of 16 rows
                 // (kernels/cpu/q4_lanes16.h); row() does not apply, only
                 // matmul() and the helpers there read it
+  Q4_1Lanes16,  // Q4_1 the same way, its minimums after the scales
   Q8_0Lanes16,  // Q8_0 the same way (kernels/cpu/q8_lanes16.h)
 };
 

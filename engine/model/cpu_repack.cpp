@@ -1,5 +1,5 @@
-// repack_for_cpu_matmul: Q4_0 and Q8_0 row views -> owned Q4_0Lanes16 and
-// Q8_0Lanes16 copies.
+// repack_for_cpu_matmul: Q4_0, Q4_1 and Q8_0 row views -> owned
+// Q4_0Lanes16, Q4_1Lanes16 and Q8_0Lanes16 copies.
 #include "engine/model/cpu_repack.h"
 
 #include <sys/mman.h>
@@ -32,7 +32,8 @@ void release_mapped_pages(const void* data, size_t bytes) {
 
 // Whether `t` goes into a lane layout under `mode`.
 bool eligible(const kernels::Tensor& t, kernels::CpuRepack mode) {
-  const bool wanted = (t.dtype == kernels::DType::Q4_0 && kernels::q4_lanes16_wanted(mode)) ||
+  const bool q4 = t.dtype == kernels::DType::Q4_0 || t.dtype == kernels::DType::Q4_1;
+  const bool wanted = (q4 && kernels::q4_lanes16_wanted(mode)) ||
                       (t.dtype == kernels::DType::Q8_0 && kernels::q8_lanes16_wanted(mode));
   static_assert(kernels::kQ4Lanes16Rows == kernels::kQ8Lanes16Rows);
   return wanted && t.data != nullptr && t.layout == kernels::WeightLayout::Rows && t.ne[2] == 1 && t.ne[3] == 1 &&
@@ -42,7 +43,7 @@ bool eligible(const kernels::Tensor& t, kernels::CpuRepack mode) {
 // Bytes of t in its lane layout, rounded up to 64.
 size_t packed_bytes(const kernels::Tensor& t) {
   const int64_t bytes = t.dtype == kernels::DType::Q8_0 ? kernels::q8_lanes16_bytes(t.n_cols(), t.n_rows())
-                                                         : kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows());
+                                                         : kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows(), t.dtype);
   return (static_cast<size_t>(bytes) + 63) / 64 * 64;
 }
 

@@ -213,8 +213,8 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
   }
 }
 
-// Outputs [r0, r1) of a Q4_0Lanes16 or Q8_0Lanes16 matrix: the tiles by a
-// variant that reads them, or unpacked 16 rows at a time; the rows
+// Outputs [r0, r1) of a Q4_0Lanes16, Q4_1Lanes16 or Q8_0Lanes16 matrix: the
+// tiles by a variant that reads them, or unpacked 16 rows at a time; the rows
 // after the tiles as the row-layout matrix they are. Row chunks start at
 // multiples of kRowGrain (16), so a range splits at tile edges only.
 void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, int64_t r1) {
@@ -226,21 +226,22 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     rows.w = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(base) - first * rows.row_bytes);
   };
   const int64_t tiled_end = std::min(r1, a.lane_rows);
-  const bool q4 = a.dtype == DType::Q4_0;
+  const bool q8 = a.dtype == DType::Q8_0;
   static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows);
-  if (r0 < tiled_end && (q4 ? isa.q4_lanes16 : isa.q8_lanes16)) {
+  if (r0 < tiled_end && (q8 ? isa.q8_lanes16 : isa.q4_lanes16)) {
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
     thread_local Scratch unpacked;
     std::byte* buf = unpacked.get(kQ4Lanes16Rows * a.row_bytes);
     // The whole matrix as far as the unpackers look: rows [0, tiled_end).
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
-    packed.layout = q4 ? WeightLayout::Q4_0Lanes16 : WeightLayout::Q8_0Lanes16;
+    packed.layout = q8 ? WeightLayout::Q8_0Lanes16
+                       : a.dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16;
     for (int64_t r = r0; r < tiled_end; r += kQ4Lanes16Rows) {
-      if (q4) {
-        unpack_q4_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
-      } else {
+      if (q8) {
         unpack_q8_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
+      } else {
+        unpack_q4_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
       }
       rows_at(buf, r);
       isa.compute_rows(rows, r, r + kQ4Lanes16Rows);
@@ -373,12 +374,13 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   a.n_tokens = n_tokens;
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
-  if (w.layout == WeightLayout::Q4_0Lanes16) {
-    TC_CHECK(w.dtype == DType::Q4_0 && a.row_bytes == row_bytes(w.dtype, a.n_in),
-             "matmul: a Q4_0Lanes16 matrix must be Q4_0 with plain rows");
-    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a Q4_0Lanes16 matrix must be 64-byte aligned");
+  if (w.layout == WeightLayout::Q4_0Lanes16 || w.layout == WeightLayout::Q4_1Lanes16) {
+    const DType want = w.layout == WeightLayout::Q4_0Lanes16 ? DType::Q4_0 : DType::Q4_1;
+    TC_CHECK(w.dtype == want && a.row_bytes == row_bytes(w.dtype, a.n_in),
+             "matmul: a Q4_0Lanes16 / Q4_1Lanes16 matrix must be Q4_0 / Q4_1 with plain rows");
+    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a Q4 lane-tile matrix must be 64-byte aligned");
     a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
-    a.lane_tile_bytes = q4_lanes16_tile_bytes(a.n_in);
+    a.lane_tile_bytes = q4_lanes16_tile_bytes(a.n_in, w.dtype);
     a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
   } else if (w.layout == WeightLayout::Q8_0Lanes16) {
     TC_CHECK(w.dtype == DType::Q8_0 && a.row_bytes == row_bytes(w.dtype, a.n_in),
@@ -400,7 +402,7 @@ void run_many(const MatmulIsa& isa, MatmulArgs* as, int n, const float* x, Threa
 
   bool lane_x = false;
   for (int i = 0; i < n; ++i) {
-    lane_x |= as[i].dtype == DType::Q4_0 && as[i].lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
+    lane_x |= as[i].dtype != DType::Q8_0 && as[i].lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
   }
   thread_local Scratch scratch;
   const int64_t xq_bytes = align64(as[0].xl.stride * n_tokens);
@@ -438,7 +440,7 @@ void run_many(const MatmulIsa& isa, MatmulArgs* as, int n, const float* x, Threa
   if (lane_x) {
     build_lane_x(as[0], xq + xq_bytes);
     for (int i = 0; i < n; ++i) {
-      if (as[i].dtype == DType::Q4_0 && as[i].lane_rows > 0) as[i].lane_x = xq + xq_bytes;
+      if (as[i].dtype != DType::Q8_0 && as[i].lane_rows > 0) as[i].lane_x = xq + xq_bytes;
     }
   }
   if (nt == 1 || job.first_chunk[n] == 1) {

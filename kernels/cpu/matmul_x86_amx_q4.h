@@ -1,6 +1,6 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): Q4_0 weights in the
-// Q4_0Lanes16 layout (q4_lanes16.h), and Q4_1 rows (AmxQ4_1), on AMX tiles (matmul_x86_amx.h has the
-// scheme). Each block's sums are those of the signed levels q - 8, which
+// Q4_0Lanes16 layout (q4_lanes16.h), and Q4_1 rows (AmxQ4_1) or Q4_1Lanes16
+// tiles (AmxQ4_1Lanes16), on AMX tiles (matmul_x86_amx.h has the scheme). Each block's sums are those of the signed levels q - 8, which
 // are the lane kernel's sum(q x) - 8 sum(x).
 //
 // The activations (Q8_32_NIB) keep blocks 2k and 2k+1 as [2k: 0-15 | 2k+1:
@@ -57,14 +57,20 @@ struct AmxQ4_0 {
   static const std::byte* tile(const MatmulArgs& a, int64_t rt) { return a.w + rt / kAmxRows * a.lane_tile_bytes; }
 
   static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
+    pack_tile<8>(p, a, rt, c0, nb);
+  }
+  // The chunk's levels q - kOffset (Q4_0: 8; Q4_1: 0) and scales from a
+  // Q4_0Lanes16 or Q4_1Lanes16 tile.
+  template <int kOffset>
+  static void pack_tile(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
     const std::byte* qs = tile(a, rt) + 256 * c0;
     const auto* d = reinterpret_cast<const uint16_t*>(tile(a, rt) + 256 * (a.n_in / 32)) + kAmxRows * c0;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const __m512i eight = _mm512_set1_epi8(8);
+    const __m512i offset = _mm512_set1_epi8(kOffset);
     auto levels = [&](int64_t i, int s, __m512i& lo, __m512i& hi) __attribute__((always_inline)) {
       const __m512i raw = _mm512_load_si512(qs + 256 * i + 64 * s);
-      lo = _mm512_sub_epi8(_mm512_and_si512(raw, m4), eight);
-      hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4), eight);
+      lo = _mm512_sub_epi8(_mm512_and_si512(raw, m4), offset);
+      hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(raw, 4), m4), offset);
     };
     for (int64_t i = 0; i < nb; ++i) {
       const bool lone = i == nb - 1 && nb % 2 == 1;
@@ -169,6 +175,25 @@ struct AmxQ4_1 : AmxQ4_0 {
   TC_SIMD_INLINE static void finish(const Pack& p, const BlockSums& sums, int t, const XRow& x, int64_t b0,
                                     int64_t nb, float* out, bool first) {
     amx_finish_blocks(p.dw, p.mw, sums, t, x, b0, nb, out, first);
+  }
+};
+
+// Q4_1Lanes16 tiles (q4_lanes16.h): Q4_0's tile pack without the offset,
+// and the minimums from after the scales.
+struct AmxQ4_1Lanes16 : AmxQ4_1 {
+  static const uint16_t* mins(const MatmulArgs& a, int64_t rt, int64_t c0) {
+    return reinterpret_cast<const uint16_t*>(tile(a, rt) + 288 * (a.n_in / 32)) + kAmxRows * c0;
+  }
+  static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
+    pack_tile<0>(p, a, rt, c0, nb);
+    const uint16_t* m = mins(a, rt, c0);
+    for (int64_t i = 0; i < nb; ++i) _mm512_store_ps(p.mw[i], LaneVec16::cvt_ph(m + kAmxRows * i));
+  }
+  static void prefetch(const MatmulArgs& a, int64_t rt, int64_t c0) {
+    AmxQ4_0::prefetch(a, rt, c0);
+    const int64_t nb = min64(kChunkBlocks32, a.n_in / 32 - c0);
+    const char* m = reinterpret_cast<const char*>(mins(a, rt, c0));
+    for (int64_t b = 0; b < 32 * nb; b += 64) _mm_prefetch(m + b, _MM_HINT_T0);
   }
 };
 

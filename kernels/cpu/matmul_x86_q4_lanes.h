@@ -47,6 +47,7 @@ struct PackQ4Lanes {
   // high ones) as unsigned bytes 0..15, row j in 32-bit lane j.
   alignas(64) uint8_t q[kChunkBlocks32][8][4 * V::kRows];
   alignas(64) float dw[kChunkBlocks32][V::kRows];  // block i: the rows' scales
+  alignas(64) float mw[kChunkBlocks32][V::kRows];  // block i: the rows' minimums (Q4_1 only)
 };
 
 // Repacks blocks [b0, b0 + nb) of V::kRows rows, 8 rows (one ymm) at a time.
@@ -202,11 +203,18 @@ TC_SIMD_INLINE void lane_block_sums_signed(Weights&& weights, Mags&& mags, const
 
 // The weights of a chunk as lane_tile_q4_0 reads them, block i of the chunk
 // at a time: a tile repacked from the file's rows into L1 (PackQ4Lanes)...
-template <class V>
+// kMins: Q4_1, levels 0..15 with no offset and a minimum per block.
+template <class V, bool kMins = false>
 struct PackedChunk {
+  static constexpr int kOffset = kMins ? 0 : 8;
   const PackQ4Lanes<V>& p;
   TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const { return V::load_i(p.q[i][s]); }
   TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::load_f(p.dw[i]); }
+  TC_SIMD_INLINE typename V::F mins(int64_t i) const
+    requires kMins
+  {
+    return V::load_f(p.mw[i]);
+  }
   TC_SIMD_INLINE void prefetch(int64_t) const {}
 };
 
@@ -217,18 +225,26 @@ struct PackedChunk {
 // used; d the chunk's first f16 scales, 16 per block. The sweep reads
 // `left` blocks from qs on, then goes on at block left of the next tile's
 // streams, skip_qs and skip_d bytes further than this tile's would be.
-template <class V, int64_t kAheadBlocks>
+// kMins: a Q4_1Lanes16 tile, its minimums m_off f16 values after d.
+template <class V, int64_t kAheadBlocks, bool kMins = false>
 struct Lanes16Chunk {
+  static constexpr int kOffset = kMins ? 0 : 8;
   const std::byte* qs;
   const uint16_t* d;
   int64_t left;
   int64_t skip_qs;
   int64_t skip_d;
+  int64_t m_off = 0;
   TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const {
     const typename V::I raw = V::load_i(qs + 256 * i + 64 * (s % 4));
     return s < 4 ? V::lo_nibbles(raw) : V::hi_nibbles(raw);
   }
   TC_SIMD_INLINE typename V::F scales(int64_t i) const { return V::cvt_ph(d + 16 * i); }
+  TC_SIMD_INLINE typename V::F mins(int64_t i) const
+    requires kMins
+  {
+    return V::cvt_ph(d + m_off + 16 * i);
+  }
   // The qs and scales of the block kAheadBlocks after block i in the
   // order the sweep reads them (the hardware prefetcher restarts at every
   // 4 KiB page, and the scales at a tile's start stalled the 8-token kernel
@@ -239,6 +255,9 @@ struct Lanes16Chunk {
     const char* q = reinterpret_cast<const char*>(qs) + 256 * k + (next ? skip_qs : 0);
     for (int l = 0; l < 4; ++l) _mm_prefetch(q + 64 * l, _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(d) + 32 * k + (next ? skip_d : 0), _MM_HINT_T0);
+    if constexpr (kMins) {
+      _mm_prefetch(reinterpret_cast<const char*>(d + m_off) + 32 * k + (next ? skip_d : 0), _MM_HINT_T0);
+    }
   }
 };
 
@@ -255,6 +274,10 @@ TC_SIMD_INLINE void unpack_chunk(PackQ4Lanes<V>& p, const Chunk& c, int64_t nb) 
     }
     const typename V::F d = c.scales(i);
     std::memcpy(p.dw[i], &d, sizeof d);
+    if constexpr (requires { c.mins(i); }) {
+      const typename V::F m = c.mins(i);
+      std::memcpy(p.mw[i], &m, sizeof m);
+    }
   }
 }
 
@@ -307,7 +330,11 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
     if constexpr (requires { Chunk::kWidenSteps; }) return Chunk::kWidenSteps;
     return 8;
   }();
-  static_assert(kOffset == 8 || kOffset == 12, "lane_tile_q4_0: offsets are exact multiples of gs8 / 8");
+  static_assert(kOffset == 0 || kOffset == 8 || kOffset == 12,
+                "lane_tile_q4_0: offsets are exact multiples of gs8 / 8");
+  // Q4_1: m dx sum(x) per block, a second FMA after the first, as
+  // group32_fma adds it.
+  constexpr bool kMins = requires(const Chunk& c) { c.mins(0); };
   // chains[n][t][8 * parity + lane]: OpsQ4_0's chain of that unit parity
   // and lane, for tile n's rows. They start at +0. When the first two units
   // are whole (nb >= 16: every chunk but a row's short last one), those
@@ -358,18 +385,26 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
       // Block j's lane in kQ4GroupOrder, where gd and gs8 hold its d and
       // 8 * sum32.
       const int lane = j % 2 == 0 ? j / 2 : 4 + j / 2;
-      F dw[NT];
+      F dw[NT], mw[NT];
       for (int n = 0; n < NT; ++n) dw[n] = w[n].scales(b - b0);
+      if constexpr (kMins) {
+        for (int n = 0; n < NT; ++n) mw[n] = w[n].mins(b - b0);
+      }
       for (int t = 0; t < T; ++t) {
         const F gd = V::set1_f(x.gd(t, g + lane));
         for (int n = 0; n < NT; ++n) {
           // Unsigned levels are the format's plus kOffset: kOffset * sum(x)
           // comes off (gs8 = 8 * sum(x), so 12 * sum(x) is gs8 + gs8 / 2).
           const int32_t gs8 = x.gs8(t, g + lane);
-          const I exact = kSigned ? sum[n][t] : V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
+          const I exact = kSigned || kOffset == 0 ? sum[n][t]
+                                                  : V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
           const F d = V::mul_f(dw[n], gd);
           const F* from = from_zero ? kZero : chains[n][t];
           chains[n][t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);
+          if constexpr (kMins) {
+            chains[n][t][parity + lane] =
+                V::fma_f(V::cvt_f(V::set1_i(gs8 >> 3)), V::mul_f(mw[n], gd), chains[n][t][parity + lane]);
+          }
         }
       }
     }
@@ -447,9 +482,9 @@ void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
 // Tile rt's chunk [c0, c0 + kChunkBlocks32) as Lanes16Chunk (rows
 // V::kRows * h on), for a sweep that reads it next_tiles tiles on after
 // this one: the same chunk there (chunks_outer) or from its first block.
-template <class V, int64_t kAheadBlocks>
-TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h,
-                                                           bool chunks_outer, int64_t next_tiles) {
+template <class V, int64_t kAheadBlocks, bool kMins>
+TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks, kMins> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h,
+                                                                  bool chunks_outer, int64_t next_tiles) {
   const int64_t n_blocks = a.n_in / 32;
   const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
   const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
@@ -457,7 +492,8 @@ TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks> lanes16_chunk(const MatmulArgs& a, 
   const int64_t run = chunks_outer ? nb : n_blocks;
   const int64_t left = chunks_outer ? nb : n_blocks - c0;
   const int64_t gap = next_tiles * a.lane_tile_bytes;
-  return {tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 256 * run, gap - 32 * run};
+  return {tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 256 * run, gap - 32 * run,
+          16 * n_blocks};
 }
 
 // How far ahead (blocks) a sweep prefetches (see Lanes16Chunk::prefetch):
@@ -481,13 +517,14 @@ constexpr int64_t kLanes16Ahead = 16;
 // Zen 5 core, 4.46-4.67 against 4.32-4.33 G vpdpbusd/s.
 constexpr int64_t kLanePairTokens = 4;
 
-// Outputs [r0, r1) of a Q4_0Lanes16 matrix (whole 16-row tiles, below
-// a.lane_rows), every token: the tiles read in place, V::kRows rows at a
-// time (the avx512 variant a whole tile or two, AVX2 its two halves).
-// Small batches sweep tile after tile, one stream per thread that the
-// hardware prefetcher follows; large ones chunk after chunk, as the row
-// layout's GEMM order does. Each row gets its chunks in order either way.
-template <class V>
+// Outputs [r0, r1) of a Q4_0Lanes16 matrix (kMins: Q4_1Lanes16; whole
+// 16-row tiles, below a.lane_rows), every token: the tiles read in place,
+// V::kRows rows at a time (the avx512 variant a whole tile or two, AVX2 its
+// two halves). Small batches sweep tile after tile, one stream per thread
+// that the hardware prefetcher follows; large ones chunk after chunk, as
+// the row layout's GEMM order does. Each row gets its chunks in order
+// either way.
+template <class V, bool kMins>
 void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
   const bool chunks_outer = gemm_order(a);
@@ -498,14 +535,14 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int h = 0; h < 16 / V::kRows; ++h) {
       float* y = a.y + rt + V::kRows * h;
       if (a.lane_x != nullptr && a.n_tokens == 1) {
-        const auto chunk = lanes16_chunk<V, kLanes16AheadOne>(a, rt, c0, h, chunks_outer, 1);
+        const auto chunk = lanes16_chunk<V, kLanes16AheadOne, kMins>(a, rt, c0, h, chunks_outer, 1);
         lane_tile_q4_0<V, 1, 1>(&chunk, XLanes(a.lane_x, n_blocks), c0, nb, n_blocks, y, a.n_out, c0 == 0);
       } else if (a.lane_x != nullptr) {
-        const auto chunk = lanes16_chunk<V, kLanes16Ahead>(a, rt, c0, h, chunks_outer, 1);
+        const auto chunk = lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1);
         lane_tile_q4_0_n<V, kMaxTokens, 1, 2>(static_cast<int>(a.n_tokens), &chunk, XLanes(a.lane_x, n_blocks), c0,
                                               nb, n_blocks, y, a.n_out, c0 == 0);
       } else {
-        const auto chunk = lanes16_chunk<V, kLanes16Ahead>(a, rt, c0, h, chunks_outer, 1);
+        const auto chunk = lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1);
         if constexpr (requires { V::kTokens; }) {
           if (chunks_outer) {
             // GEMM order: the half's chunk unpacked once into L1 for the
@@ -514,12 +551,12 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
             // 8 tokens: Zen 3, 2 threads, 512 tokens, 3 alternating runs,
             // 101-159 GFLOP/s in place, 135-207 unpacked once.
             unpack_chunk(unpacked, chunk, nb);
-            lane_tile_tokens<V>(a, PackedChunk<V>{unpacked}, rt + V::kRows * h, c0, nb, tokens);
+            lane_tile_tokens<V>(a, PackedChunk<V, kMins>{unpacked}, rt + V::kRows * h, c0, nb, tokens);
             continue;
           }
         }
-        lane_tile_tokens<V, Lanes16Chunk<V, kLanes16Ahead>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h, c0, nb,
-                                                                                tokens);
+        lane_tile_tokens<V, Lanes16Chunk<V, kLanes16Ahead, kMins>, V::kTokensInPlace>(a, chunk, rt + V::kRows * h,
+                                                                                       c0, nb, tokens);
       }
     }
   };
@@ -541,9 +578,9 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     if (a.lane_x != nullptr && a.n_tokens >= kLanePairTokens) {
       for (; rt + 32 <= r1; rt += 32) {
         for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-          const Lanes16Chunk<V, kLanes16AheadPair> pair[2] = {
-              lanes16_chunk<V, kLanes16AheadPair>(a, rt, c0, 0, false, 2),
-              lanes16_chunk<V, kLanes16AheadPair>(a, rt + 16, c0, 0, false, 2)};
+          const Lanes16Chunk<V, kLanes16AheadPair, kMins> pair[2] = {
+              lanes16_chunk<V, kLanes16AheadPair, kMins>(a, rt, c0, 0, false, 2),
+              lanes16_chunk<V, kLanes16AheadPair, kMins>(a, rt + 16, c0, 0, false, 2)};
           lane_tile_q4_0_n<V, kMaxTokens, 2, kLanePairTokens>(static_cast<int>(a.n_tokens), pair,
                                                               XLanes(a.lane_x, n_blocks), c0,
                                                               min64(kChunkBlocks32, n_blocks - c0), n_blocks,
@@ -558,18 +595,25 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-void run_lanes16_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+// Q4_0Lanes16, or with kMins Q4_1Lanes16.
+template <bool kMins>
+void run_lanes16_q4(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
-  run_lanes16_tiles_q4_0<LaneVec16>(a, r0, r1);
+  run_lanes16_tiles_q4_0<LaneVec16, kMins>(a, r0, r1);
 #else
   // One or two tokens: whole tiles in ymm pairs; more: 8-row halves, whose
   // pair sums of up to 8 tokens fit the registers.
   if (a.n_tokens <= LaneVec8x2::kTokensInPlace) {
-    run_lanes16_tiles_q4_0<LaneVec8x2>(a, r0, r1);
+    run_lanes16_tiles_q4_0<LaneVec8x2, kMins>(a, r0, r1);
   } else {
-    run_lanes16_tiles_q4_0<LaneVec8>(a, r0, r1);
+    run_lanes16_tiles_q4_0<LaneVec8, kMins>(a, r0, r1);
   }
 #endif
+}
+
+void run_lanes16_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  if (a.dtype == DType::Q4_1) return run_lanes16_q4<true>(a, r0, r1);
+  run_lanes16_q4<false>(a, r0, r1);
 }
 
 }  // namespace

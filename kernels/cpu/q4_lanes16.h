@@ -14,6 +14,9 @@
 //     d   f16 [nb][16]        at nb * 256: block b's scale of each row
 //   the last n_rows % 16 rows after the tiles, in the file's row layout
 //   (row_bytes apart).
+// Q4_1 (WeightLayout::Q4_1Lanes16) the same, its levels q in qs, with
+// tile_bytes = nb * 320 rounded up to 64 for its minimums after the scales:
+//     m   f16 [nb][16]        at nb * 288: block b's minimum of each row
 #pragma once
 
 #include <cstddef>
@@ -29,11 +32,11 @@ class ThreadPool;
 
 constexpr int64_t kQ4Lanes16Rows = 16;
 
-// Bytes of one tile of 16 rows of n_cols columns.
-int64_t q4_lanes16_tile_bytes(int64_t n_cols);
+// Bytes of one tile of 16 rows of n_cols columns of `dtype` (Q4_0 or Q4_1).
+int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 
-// Bytes a Q4_0 matrix of this shape takes in the layout.
-int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows);
+// Bytes a matrix of this shape and dtype (Q4_0 or Q4_1) takes in the layout.
+int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype = DType::Q4_0);
 
 // Whether Q4_0 and Q8_0 matrices are repacked into their lane layouts at
 // load (this one, q8_lanes16.h; the serve key and bench/generate/perplexity
@@ -54,13 +57,13 @@ bool q4_lanes16_wanted(CpuRepack mode);
 // "off", "auto" -> the mode; anything else: nullopt.
 std::optional<CpuRepack> cpu_repack_from_name(std::string_view name);
 
-// Repacks `rows` (a Q4_0 matrix in WeightLayout::Rows, n_cols a multiple of
-// 32) into dst (q4_lanes16_bytes, 64-byte aligned) and returns the view of
-// dst. pool may be nullptr.
+// Repacks `rows` (a Q4_0 or Q4_1 matrix in WeightLayout::Rows, n_cols a
+// multiple of 32) into dst (q4_lanes16_bytes, 64-byte aligned) and returns
+// the view of dst (Q4_0Lanes16 or Q4_1Lanes16). pool may be nullptr.
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
 
-// The plain Q4_0 rows [r0, r0 + n) of a Q4_0Lanes16 matrix into out
-// (n * row_bytes bytes).
+// The plain rows [r0, r0 + n) of a Q4_0Lanes16 or Q4_1Lanes16 matrix into
+// out (n * row_bytes bytes).
 void unpack_q4_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
 
 }  // namespace tc::kernels

@@ -1,4 +1,4 @@
-// Q4_0 and Q8_0 in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
+// Q4_0, Q4_1 and Q8_0 in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
 // q8_lanes16.h): packing and unpacking give back the file's bytes; matmul
 // over a packed matrix gives the same bits as over its rows for every
 // variant (those that do not read a layout unpack it), token count (1
@@ -28,7 +28,10 @@ namespace detail = tc::kernels::detail;
 using tc::test::make_weights;
 using tc::test::Weights;
 
-// The two layouts' functions, by the dtype they hold.
+int64_t q4_0_lanes16_bytes(int64_t n_cols, int64_t n_rows) { return q4_lanes16_bytes(n_cols, n_rows, DType::Q4_0); }
+int64_t q4_1_lanes16_bytes(int64_t n_cols, int64_t n_rows) { return q4_lanes16_bytes(n_cols, n_rows, DType::Q4_1); }
+
+// The layouts' functions, by the dtype they hold.
 struct Layout {
   DType dtype;
   WeightLayout layout;
@@ -39,8 +42,10 @@ struct Layout {
   const char* name;
 };
 const Layout kLayouts[] = {
-    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, q4_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
+    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, q4_0_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
      "q4_0"},
+    {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, q4_1_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
+     "q4_1"},
     {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, q8_lanes16_bytes, pack_q8_lanes16, unpack_q8_lanes16_rows,
      "q8_0"},
 };
@@ -99,7 +104,7 @@ TEST_CASE("Q8_0 lanes16: a tile holds the weights as unsigned bytes w + 128, ste
   // b, step s, row j at 512 b + 64 s + 4 j; the scales after all blocks.
   const int64_t n_cols = 96, nb = 3;
   const Weights w = make_weights(DType::Q8_0, n_cols, 16, 950);
-  const Packed p(kLayouts[1], w);
+  const Packed p(kLayouts[2], w);
   const auto* tile = static_cast<const uint8_t*>(p.tensor.data);
   for (int64_t j = 0; j < 16; ++j) {
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.bytes.data() + j * w.row_bytes);
@@ -205,7 +210,7 @@ TEST_CASE("lanes16: GEMM order (many tokens) gives the row layout's bits and the
 TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") {
   const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
   std::vector<std::byte> dst(static_cast<size_t>(q4_lanes16_bytes(64, 16)) + 64);
-  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 matrix"));
+  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 or Q4_1 matrix"));
   std::vector<std::byte> dst8(static_cast<size_t>(q8_lanes16_bytes(64, 16)) + 64);
   REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
                       Catch::Contains("not a Q8_0 matrix"));
