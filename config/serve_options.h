@@ -71,7 +71,7 @@ struct ServeOptions {
   // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN
   // too; generated tokens always do (key: sparse_max_tokens).
   int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
-  // CPU backend: whether Q4_0 and Q8_0 matrices are repacked at load for the matmul:
+  // CPU backend: whether Q4_0, Q4_1 and Q8_0 matrices are repacked at load for the matmul:
   // auto|off, kernels/cpu/q4_lanes16.h's CpuRepack (key: repack).
   std::string repack = "auto";
   // Embeddings: how a text's output-normed token states are pooled:

@@ -38,7 +38,7 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 // Bytes a matrix of this shape and dtype (Q4_0 or Q4_1) takes in the layout.
 int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype = DType::Q4_0);
 
-// Whether Q4_0 and Q8_0 matrices are repacked into their lane layouts at
+// Whether Q4_0, Q4_1 and Q8_0 matrices are repacked into their lane layouts at
 // load (this one, q8_lanes16.h; the serve key and bench/generate/perplexity
 // option `repack`).
 enum class CpuRepack {
