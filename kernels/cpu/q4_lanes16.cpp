@@ -3,10 +3,11 @@
 #include "kernels/cpu/q4_lanes16.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/check.h"
+#include "kernels/cpu/lanes16_tiles.h"
 #include "kernels/cpu/matmul_kernels.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace tc::kernels {
 namespace {
@@ -14,45 +15,53 @@ namespace {
 constexpr int64_t kStepBytes = 4;                                            // bytes of one row per step
 constexpr int64_t kBlockQsBytes = kQ4Lanes16Rows * (kQK4_0 / 2);             // 256: qs of a block, 16 rows
 constexpr int64_t kBlockDBytes = kQ4Lanes16Rows * sizeof(uint16_t);          // 32: scales of a block, 16 rows
+static_assert(kQ4Lanes16Rows == lanes16::kRows);
+
 // A block of 16 rows: qs and scales, and Q4_1's minimums.
 int64_t tile_block_bytes(DType dtype) { return kBlockQsBytes + kBlockDBytes * (dtype == DType::Q4_1 ? 2 : 1); }
 
-int64_t n_tiles(int64_t n_rows) { return n_rows / kQ4Lanes16Rows; }
-
-// Where tile t's block b sits: its qs, its scales and (Q4_1) its minimums.
+// Where block b of a tile of nb blocks sits: its qs, its scales and (Q4_1)
+// its minimums. Byte: std::byte or const std::byte.
+template <class Byte>
 struct TileBlock {
-  std::byte* qs;
-  uint16_t* d;
-  uint16_t* m;
+  using U16 = std::conditional_t<std::is_const_v<Byte>, const uint16_t, uint16_t>;
+  Byte* qs;
+  U16* d;
+  U16* m;
+  TileBlock(Byte* tile, int64_t nb, int64_t b)
+      : qs(tile + b * kBlockQsBytes),
+        d(reinterpret_cast<U16*>(tile + nb * kBlockQsBytes + b * kBlockDBytes)),
+        m(d + nb * kQ4Lanes16Rows) {}
 };
-TileBlock tile_block(std::byte* base, int64_t tile_bytes, int64_t nb, int64_t t, int64_t b) {
-  std::byte* tile = base + t * tile_bytes;
-  auto* d = reinterpret_cast<uint16_t*>(tile + nb * kBlockQsBytes + b * kBlockDBytes);
-  return {tile + b * kBlockQsBytes, d, d + nb * kQ4Lanes16Rows};
-}
 
 void check_q4(const Tensor& t, const char* what) {
   TC_CHECK((t.dtype == DType::Q4_0 || t.dtype == DType::Q4_1) && t.ne[2] == 1 && t.ne[3] == 1, what);
   TC_CHECK(t.n_cols() % kQK4_0 == 0, "q4_lanes16: n_cols is not a multiple of 32");
 }
 
-// Row j's block b (Q4_0 or Q4_1: the same 16 bytes of nibbles) into the tile...
+// Row j's nb blocks (Q4_0 or Q4_1: the same 16 bytes of nibbles) into a tile...
 template <class Block>
-void put_block(const TileBlock& out, int64_t j, const Block& src) {
-  out.d[j] = src.d;
-  if constexpr (requires { src.m; }) out.m[j] = src.m;
-  for (int64_t s = 0; s < 4; ++s) {
-    std::memcpy(out.qs + (s * kQ4Lanes16Rows + j) * kStepBytes, src.qs + s * kStepBytes, kStepBytes);
+void put_row(std::byte* tile, int64_t nb, int64_t j, const Block* src) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const TileBlock<std::byte> out(tile, nb, b);
+    out.d[j] = src[b].d;
+    if constexpr (requires { src[b].m; }) out.m[j] = src[b].m;
+    for (int64_t s = 0; s < 4; ++s) {
+      std::memcpy(out.qs + (s * kQ4Lanes16Rows + j) * kStepBytes, src[b].qs + s * kStepBytes, kStepBytes);
+    }
   }
 }
 
 // ... and back.
 template <class Block>
-void get_block(const TileBlock& in, int64_t j, Block& dst) {
-  dst.d = in.d[j];
-  if constexpr (requires { dst.m; }) dst.m = in.m[j];
-  for (int64_t s = 0; s < 4; ++s) {
-    std::memcpy(dst.qs + s * kStepBytes, in.qs + (s * kQ4Lanes16Rows + j) * kStepBytes, kStepBytes);
+void get_row(const std::byte* tile, int64_t nb, int64_t j, Block* dst) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const TileBlock<const std::byte> in(tile, nb, b);
+    dst[b].d = in.d[j];
+    if constexpr (requires { dst[b].m; }) dst[b].m = in.m[j];
+    for (int64_t s = 0; s < 4; ++s) {
+      std::memcpy(dst[b].qs + s * kStepBytes, in.qs + (s * kQ4Lanes16Rows + j) * kStepBytes, kStepBytes);
+    }
   }
 }
 
@@ -63,7 +72,8 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype) {
 }
 
 int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype) {
-  return n_tiles(n_rows) * q4_lanes16_tile_bytes(n_cols, dtype) + n_rows % kQ4Lanes16Rows * row_bytes(dtype, n_cols);
+  return lanes16::n_tiles(n_rows) * q4_lanes16_tile_bytes(n_cols, dtype) +
+         n_rows % kQ4Lanes16Rows * row_bytes(dtype, n_cols);
 }
 
 bool q4_lanes16_wanted(CpuRepack mode) {
@@ -78,44 +88,19 @@ std::optional<CpuRepack> cpu_repack_from_name(std::string_view name) {
 
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
   check_q4(rows, "pack_q4_lanes16: not a Q4_0 or Q4_1 matrix");
-  TC_CHECK(rows.layout == WeightLayout::Rows && rows.data != nullptr && dst != nullptr,
-           "pack_q4_lanes16: needs a row-layout matrix and a destination");
-  TC_CHECK(reinterpret_cast<uintptr_t>(dst) % 64 == 0, "pack_q4_lanes16: the destination must be 64-byte aligned");
-  const int64_t nb = rows.n_cols() / kQK4_0, n_rows = rows.n_rows();
+  const int64_t nb = rows.n_cols() / kQK4_0;
   const bool q4_1 = rows.dtype == DType::Q4_1;
-  const int64_t tile_bytes = q4_lanes16_tile_bytes(rows.n_cols(), rows.dtype);
-  const int64_t plain_row = row_bytes(rows.dtype, rows.n_cols());
-  auto pack_tiles = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      std::memset(dst + t * tile_bytes, 0, static_cast<size_t>(tile_bytes));  // the padding too
-      for (int64_t j = 0; j < kQ4Lanes16Rows; ++j) {
-        for (int64_t b = 0; b < nb; ++b) {
-          const TileBlock out = tile_block(dst, tile_bytes, nb, t, b);
-          if (q4_1) {
-            put_block(out, j, rows.row_as<const BlockQ4_1>(t * kQ4Lanes16Rows + j)[b]);
-          } else {
-            put_block(out, j, rows.row_as<const BlockQ4_0>(t * kQ4Lanes16Rows + j)[b]);
-          }
-        }
-      }
-    }
-  };
-  const int64_t tiles = n_tiles(n_rows);
-  if (pool != nullptr) {
-    pool->parallel_for(tiles, 1, pack_tiles);
-  } else {
-    pack_tiles(0, tiles);
-  }
-  std::byte* tail = dst + tiles * tile_bytes;
-  for (int64_t r = tiles * kQ4Lanes16Rows; r < n_rows; ++r) {
-    std::memcpy(tail + (r - tiles * kQ4Lanes16Rows) * plain_row, rows.row(r), static_cast<size_t>(plain_row));
-  }
-  Tensor packed = rows;
-  packed.data = dst;
-  packed.row_bytes = plain_row;
-  packed.layout = q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16;
-  packed.memory = MemoryKind::Host;
-  return packed;
+  return lanes16::pack(rows, dst, q4_lanes16_tile_bytes(rows.n_cols(), rows.dtype),
+                       q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16, pool,
+                       {"pack_q4_lanes16: needs a row-layout matrix and a destination",
+                        "pack_q4_lanes16: the destination must be 64-byte aligned"},
+                       [nb, q4_1](std::byte* tile, int64_t j, const std::byte* row) {
+                         if (q4_1) {
+                           put_row(tile, nb, j, reinterpret_cast<const BlockQ4_1*>(row));
+                         } else {
+                           put_row(tile, nb, j, reinterpret_cast<const BlockQ4_0*>(row));
+                         }
+                       });
 }
 
 void unpack_q4_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
@@ -123,28 +108,16 @@ void unpack_q4_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::by
   const bool q4_1 = packed.dtype == DType::Q4_1;
   TC_CHECK(packed.layout == (q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16),
            "unpack_q4_lanes16_rows: not a Q4_0Lanes16 or Q4_1Lanes16 matrix");
-  TC_CHECK(r0 >= 0 && n >= 0 && r0 + n <= packed.n_rows(), "unpack_q4_lanes16_rows: rows outside the matrix");
   const int64_t nb = packed.n_cols() / kQK4_0;
-  const int64_t tile_bytes = q4_lanes16_tile_bytes(packed.n_cols(), packed.dtype);
-  const int64_t tiled_rows = n_tiles(packed.n_rows()) * kQ4Lanes16Rows;
-  auto* base = static_cast<std::byte*>(packed.data);
-  for (int64_t r = r0; r < r0 + n; ++r) {
-    std::byte* dst_row = out + (r - r0) * packed.row_bytes;
-    if (r >= tiled_rows) {
-      std::memcpy(dst_row, base + n_tiles(packed.n_rows()) * tile_bytes + (r - tiled_rows) * packed.row_bytes,
-                  static_cast<size_t>(packed.row_bytes));
-      continue;
-    }
-    const int64_t t = r / kQ4Lanes16Rows, j = r % kQ4Lanes16Rows;
-    for (int64_t b = 0; b < nb; ++b) {
-      const TileBlock in = tile_block(base, tile_bytes, nb, t, b);
-      if (q4_1) {
-        get_block(in, j, reinterpret_cast<BlockQ4_1*>(dst_row)[b]);
-      } else {
-        get_block(in, j, reinterpret_cast<BlockQ4_0*>(dst_row)[b]);
-      }
-    }
-  }
+  lanes16::unpack(packed, r0, n, out, q4_lanes16_tile_bytes(packed.n_cols(), packed.dtype),
+                  "unpack_q4_lanes16_rows: rows outside the matrix",
+                  [nb, q4_1](const std::byte* tile, int64_t j, std::byte* row) {
+                    if (q4_1) {
+                      get_row(tile, nb, j, reinterpret_cast<BlockQ4_1*>(row));
+                    } else {
+                      get_row(tile, nb, j, reinterpret_cast<BlockQ4_0*>(row));
+                    }
+                  });
 }
 
 }  // namespace tc::kernels
