@@ -156,7 +156,9 @@ TC_SIMD_INLINE void pack_q8_lanes(PackQ8Lanes& p, const Lanes16Q8Chunk& c, int64
       _mm512_store_si512(p.q[i][s], q);
       sum = V::dot_acc(sum, ones, q);
     }
-    _mm512_store_si512(p.bias[i], _mm512_slli_epi32(V::sub_i(V::zero_i(), sum), 7));
+    // -128 x the sum (the zero-masked shift: GCC 12's plain one reads an
+    // undefined vector and warns, as V::cvt_f's note says).
+    _mm512_store_si512(p.bias[i], _mm512_maskz_slli_epi32(0xffff, V::sub_i(V::zero_i(), sum), 7));
     _mm512_store_ps(p.dw[i], c.scales(i));
   }
 }
