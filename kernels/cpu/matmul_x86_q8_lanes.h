@@ -1,7 +1,10 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
 // Q8_0 GEMM with weight rows in the vector lanes, for the avx512 variant
 // (prefill: the batches run_packed_gemm would take). Other variants, and
-// the rows left over from its 16-row tiles, take run_packed_gemm.
+// the rows left over from its 16-row tiles, take run_packed_gemm. Matrices
+// repacked at load (Q8_0Lanes16, q8_lanes16.h) are read in place by decode
+// and small batches (run_lanes16_q8_0) and copied chunk by chunk into the
+// same L1 form for the GEMM order and the AMX tiles.
 //
 // A tile of 16 rows x one chunk (up to 32 blocks) is repacked once into L1:
 // per block and step s (elements 4s..4s+3), the 16 rows' 4 signed weights,
