@@ -213,6 +213,13 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
   }
 }
 
+// The lane-tile layout that holds `dtype` (Q4_0, Q4_1 or Q8_0).
+WeightLayout lanes16_layout(DType dtype) {
+  return dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
+         : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
+                                : WeightLayout::Q4_0Lanes16;
+}
+
 // Outputs [r0, r1) of a Q4_0Lanes16, Q4_1Lanes16 or Q8_0Lanes16 matrix: the
 // tiles by a variant that reads them, or unpacked 16 rows at a time; the rows
 // after the tiles as the row-layout matrix they are. Row chunks start at
@@ -227,7 +234,6 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
   };
   const int64_t tiled_end = std::min(r1, a.lane_rows);
   const bool q8 = a.dtype == DType::Q8_0;
-  static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows);
   if (r0 < tiled_end && (q8 ? isa.q8_lanes16 : isa.q4_lanes16)) {
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
@@ -235,8 +241,7 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     std::byte* buf = unpacked.get(kQ4Lanes16Rows * a.row_bytes);
     // The whole matrix as far as the unpackers look: rows [0, tiled_end).
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
-    packed.layout = q8 ? WeightLayout::Q8_0Lanes16
-                       : a.dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16;
+    packed.layout = lanes16_layout(a.dtype);
     for (int64_t r = r0; r < tiled_end; r += kQ4Lanes16Rows) {
       if (q8) {
         unpack_q8_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
@@ -374,21 +379,16 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   a.n_tokens = n_tokens;
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
-  if (w.layout == WeightLayout::Q4_0Lanes16 || w.layout == WeightLayout::Q4_1Lanes16) {
-    const DType want = w.layout == WeightLayout::Q4_0Lanes16 ? DType::Q4_0 : DType::Q4_1;
-    TC_CHECK(w.dtype == want && a.row_bytes == row_bytes(w.dtype, a.n_in),
-             "matmul: a Q4_0Lanes16 / Q4_1Lanes16 matrix must be Q4_0 / Q4_1 with plain rows");
-    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a Q4 lane-tile matrix must be 64-byte aligned");
+  if (w.layout != WeightLayout::Rows) {
+    const bool known = w.dtype == DType::Q4_0 || w.dtype == DType::Q4_1 || w.dtype == DType::Q8_0;
+    TC_CHECK(known && w.layout == lanes16_layout(w.dtype) && a.row_bytes == row_bytes(w.dtype, a.n_in),
+             "matmul: a lane-tile matrix must be Q4_0, Q4_1 or Q8_0 in its own layout, with plain rows");
+    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a lane-tile matrix must be 64-byte aligned");
+    static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows);
     a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
-    a.lane_tile_bytes = q4_lanes16_tile_bytes(a.n_in, w.dtype);
+    a.lane_tile_bytes =
+        w.dtype == DType::Q8_0 ? q8_lanes16_tile_bytes(a.n_in) : q4_lanes16_tile_bytes(a.n_in, w.dtype);
     a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
-  } else if (w.layout == WeightLayout::Q8_0Lanes16) {
-    TC_CHECK(w.dtype == DType::Q8_0 && a.row_bytes == row_bytes(w.dtype, a.n_in),
-             "matmul: a Q8_0Lanes16 matrix must be Q8_0 with plain rows");
-    TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a Q8_0Lanes16 matrix must be 64-byte aligned");
-    a.lane_rows = w.n_rows() / kQ8Lanes16Rows * kQ8Lanes16Rows;
-    a.lane_tile_bytes = q8_lanes16_tile_bytes(a.n_in);
-    a.lane_tail = a.w + a.lane_rows / kQ8Lanes16Rows * a.lane_tile_bytes;
   }
 }
 

@@ -1,7 +1,8 @@
 // Internal to the amx matmul variant (matmul_amx.cpp): Q4_0 weights in the
 // Q4_0Lanes16 layout (q4_lanes16.h), and Q4_1 rows (AmxQ4_1) or Q4_1Lanes16
-// tiles (AmxQ4_1Lanes16), on AMX tiles (matmul_x86_amx.h has the scheme). Each block's sums are those of the signed levels q - 8, which
-// are the lane kernel's sum(q x) - 8 sum(x).
+// tiles (AmxQ4_1Lanes16), on AMX tiles (matmul_x86_amx.h has the scheme).
+// Each Q4_0 block's sums are those of the signed levels q - 8, which are
+// the lane kernel's sum(q x) - 8 sum(x); Q4_1's are those of q itself.
 //
 // The activations (Q8_32_NIB) keep blocks 2k and 2k+1 as [2k: 0-15 | 2k+1:
 // 0-15 | 2k: 16-31 | 2k+1: 16-31], so a block's 32 bytes are not in one

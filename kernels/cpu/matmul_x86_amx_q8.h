@@ -66,17 +66,12 @@ struct AmxQ8_0 {
 // w + 128 back into signed ones (xor 0x80) and widens the scales (and
 // forms the bias, which the tiles do not use).
 struct AmxQ8_0Lanes16 : AmxQ8_0 {
-  static Lanes16Q8Chunk chunk_at(const MatmulArgs& a, int64_t rt, int64_t c0) {
-    const std::byte* tile = a.w + rt / kAmxRows * a.lane_tile_bytes;
-    return {tile + 512 * c0, reinterpret_cast<const uint16_t*>(tile + 512 * (a.n_in / 32)) + 16 * c0, nullptr,
-            nullptr};
-  }
   static void pack(Pack& p, const MatmulArgs& a, int64_t rt, int64_t c0, int64_t nb) {
-    pack_q8_lanes(p, chunk_at(a, rt, c0), nb);
+    pack_q8_lanes(p, lanes16_q8_chunk(a, rt, c0), nb);
   }
   static void prefetch(const MatmulArgs& a, int64_t rt, int64_t c0) {
     const int64_t nb = min64(kChunkBlocks32, a.n_in / 32 - c0);
-    const Lanes16Q8Chunk c = chunk_at(a, rt, c0);
+    const Lanes16Q8Chunk c = lanes16_q8_chunk(a, rt, c0);
     for (int64_t at = 0; at < 512 * nb; at += 64) _mm_prefetch(reinterpret_cast<const char*>(c.qs) + at, _MM_HINT_T0);
     for (int64_t at = 0; at < 32 * nb; at += 64) _mm_prefetch(reinterpret_cast<const char*>(c.d) + at, _MM_HINT_T0);
   }

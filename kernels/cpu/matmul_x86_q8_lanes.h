@@ -141,6 +141,13 @@ struct Lanes16Q8Chunk {
   }
 };
 
+// Tile rt's chunk c0 of a Q8_0Lanes16 matrix (q8_lanes16.h: qs [nb][8][16][4],
+// then d [nb][16]), prefetching nothing.
+TC_SIMD_INLINE Lanes16Q8Chunk lanes16_q8_chunk(const MatmulArgs& a, int64_t rt, int64_t c0) {
+  const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
+  return {tile + 512 * c0, reinterpret_cast<const uint16_t*>(tile + 512 * (a.n_in / 32)) + 16 * c0, nullptr, nullptr};
+}
+
 // A Q8_0Lanes16 chunk's blocks [0, nb) as pack_q8_lanes leaves a chunk of
 // rows: the weights signed again (xor 0x80), each block's bias and f32
 // scales. For the GEMM order, where a chunk serves a block of tokens: read
@@ -264,16 +271,16 @@ TC_SIMD_INLINE void lane_tile_q8_0_tokens(const MatmulArgs& a, const Chunk& c, i
 // order either way.
 [[maybe_unused]] void run_lanes16_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
-  auto qs_at = [&](int64_t rt, int64_t c0) { return a.w + rt / 16 * a.lane_tile_bytes + 512 * c0; };
-  auto d_at = [&](int64_t rt, int64_t c0) {
-    return reinterpret_cast<const uint16_t*>(a.w + rt / 16 * a.lane_tile_bytes + 512 * n_blocks) + 16 * c0;
-  };
   // Tile rt's chunk c0, prefetching tile rt_next's chunk c_next (rt_next
   // at r1: none).
   auto chunk = [&](int64_t rt, int64_t c0, int64_t rt_next, int64_t c_next) __attribute__((always_inline)) {
-    const bool next = rt_next < r1;
-    return Lanes16Q8Chunk{qs_at(rt, c0), d_at(rt, c0), next ? qs_at(rt_next, c_next) : nullptr,
-                          next ? d_at(rt_next, c_next) : nullptr};
+    Lanes16Q8Chunk c = lanes16_q8_chunk(a, rt, c0);
+    if (rt_next < r1) {
+      const Lanes16Q8Chunk next = lanes16_q8_chunk(a, rt_next, c_next);
+      c.next_qs = next.qs;
+      c.next_d = next.d;
+    }
+    return c;
   };
   if (gemm_order(a)) {
     PackQ8Lanes p;
