@@ -346,14 +346,14 @@ void tail_tile(const AxpyArgs& args, const Group& g, int64_t c, int64_t n, int64
   }
 }
 
-// Wider one-token tiles an ISA may add (sparse_ffn_x86_512.h): Wide<D>
-// with kColumns > 0 has tile_one_token(g, next, c, y) over kColumns columns,
-// the same operations per column as tile_one_token (so the same bits); the
-// 64-column tiles take what is left. This default adds none.
+// Wider one-token tiles an ISA may add (sparse_ffn_x86_512.h): Wide<D>::run(g,
+// next, c, j1, y) adds the one-token group g into columns [c, c') of y (y
+// at column 0) for whole tiles of its width from c up to j1, with the same
+// operations per column as tile_one_token (so the same bits), and returns
+// c'; the 64-column tiles take what is left. This default adds none.
 template <class D>
 struct NoWideTiles {
-  static constexpr int64_t kColumns = 0;
-  static void tile_one_token(const Group&, const Group&, int64_t, float*) {}
+  static int64_t run(const Group&, const Group&, int64_t c, int64_t, float*) { return c; }
 };
 
 template <class D, template <class> class Wide>
@@ -375,9 +375,7 @@ void axpy_columns(const AxpyArgs& args, int64_t j0, int64_t j1) {
       const Group& next = groups[cur ^ 1];
       int64_t c = j0;
       if (tt == 1) {
-        if constexpr (Wide<D>::kColumns > 0) {
-          for (; c + Wide<D>::kColumns <= j1; c += Wide<D>::kColumns) Wide<D>::tile_one_token(g, next, c, y + c);
-        }
+        c = Wide<D>::run(g, next, c, j1, y);
         const OneTokenRows f = one_token_rows(g, next);
         if (f.n == kGroupRowsOne) {
           for (; c + kTile <= j1; c += kTile) tile_one_token<D, kGroupRowsOne>(f, c, y + c);

@@ -12,6 +12,8 @@
 #error "sparse_ffn_x86_512.h needs -mavx512f -mavx512bw"
 #endif
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/sparse_ffn_x86.h"
@@ -32,39 +34,76 @@ TC_AXPY_INLINE __m512i u8_to_i32(__m128i v) { return _mm512_maskz_cvtepu8_epi32(
 TC_AXPY_INLINE __m512 lookup(__m512i index, __m512 table) { return _mm512_maskz_permutexvar_ps(kAll, index, table); }
 TC_AXPY_INLINE __m512i shift_right(__m512i v, unsigned n) { return _mm512_maskz_srli_epi32(kAll, v, n); }
 
-// Columns [c + 32q, c + 32q + 32) of a row as two zmm: q-th 32-column
-// quarter of the tile at c (c a multiple of 128).
+// Columns [32q, 32q + 32) of a 128-column tile of a row (`tile`: its
+// first byte) as two zmm. The block types take
+// their block's scale as an f32 in memory (d, from block_scales_f32), so
+// that a broadcast load replaces an f16 insert, conversion and register
+// broadcast on the vector ports per block and row.
 struct Deq512F16 {
-  static TC_AXPY_INLINE void quarter(const std::byte* row, int64_t c, int q, __m512* w) {
-    const auto* p = reinterpret_cast<const uint16_t*>(row) + c + 32 * q;
+  static constexpr int64_t kBlockBytes = 0;  // no scales
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float*, __m512* w) {
+    const auto* p = reinterpret_cast<const uint16_t*>(tile) + 32 * q;
     w[0] = f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     w[1] = f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
   }
 };
 
 struct Deq512Q8_0 {
-  static TC_AXPY_INLINE void quarter(const std::byte* row, int64_t c, int q, __m512* w) {
-    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(row)[c / 32 + q];
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk.d));
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, __m512* w) {
+    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(tile)[q];
+    const __m512 vd = _mm512_set1_ps(*d);
     // q * d is exact (8 x 11 significant bits), as DeqQ8_0's.
     const auto* qs = reinterpret_cast<const __m128i*>(blk.qs);
-    w[0] = _mm512_mul_ps(i32_to_f32(i8_to_i32(_mm_loadu_si128(qs))), d);
-    w[1] = _mm512_mul_ps(i32_to_f32(i8_to_i32(_mm_loadu_si128(qs + 1))), d);
+    w[0] = _mm512_mul_ps(i32_to_f32(i8_to_i32(_mm_loadu_si128(qs))), vd);
+    w[1] = _mm512_mul_ps(i32_to_f32(i8_to_i32(_mm_loadu_si128(qs + 1))), vd);
   }
 };
 
 struct Deq512Q4_0 {
-  static TC_AXPY_INLINE void quarter(const std::byte* row, int64_t c, int q, __m512* w) {
-    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(row)[c / 32 + q];
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, __m512* w) {
+    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(tile)[q];
     const __m512 minus_8_to_7 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     // (q - 8) * d exactly (at most 15 significant bits): DeqQ4_0's value.
-    const __m512 table = _mm512_mul_ps(minus_8_to_7, _mm512_set1_ps(_cvtsh_ss(blk.d)));
+    const __m512 table = _mm512_mul_ps(minus_8_to_7, _mm512_set1_ps(*d));
     // Byte i holds element i (low nibble) and element 16 + i (high).
     const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
     w[0] = lookup(b, table);
     w[1] = lookup(shift_right(b, 4), table);
   }
 };
+
+// Blocks per column chunk whose scales are converted at once: 8192 columns.
+constexpr int64_t kScaleBlocks = 256;
+
+// The f16 scales (each block's first two bytes) of blocks [b0, b0 + nb) of
+// a row of kBlockBytes-byte blocks, as f32 into out (nb <= kScaleBlocks;
+// out holds nb rounded up to 16, the rest zero). Four scales are assembled
+// in a general-purpose register and 16 converted by one instruction (as
+// matmul's block_scales): per block, one scalar load and shift on the
+// integer ports instead of an insert and a conversion on the vector ones.
+template <int64_t kBlockBytes>
+TC_AXPY_INLINE void block_scales_f32(const std::byte* row, int64_t b0, int64_t nb, float* out) {
+  const std::byte* p = row + b0 * kBlockBytes;
+  const auto scale = [p](int64_t b) __attribute__((always_inline)) {
+    uint16_t h;
+    std::memcpy(&h, p + b * kBlockBytes, sizeof h);
+    return uint64_t{h};
+  };
+  for (int64_t k = 0; k < nb; k += 16) {
+    uint64_t q[4] = {0, 0, 0, 0};
+    if (k + 16 <= nb) {
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) q[j / 4] |= scale(k + j) << (16 * (j % 4));
+    } else {
+      for (int j = 0; k + j < nb; ++j) q[j / 4] |= scale(k + j) << (16 * (j % 4));
+    }
+    const __m256i h = _mm256_setr_epi64x(static_cast<long long>(q[0]), static_cast<long long>(q[1]),
+                                         static_cast<long long>(q[2]), static_cast<long long>(q[3]));
+    _mm512_store_ps(out + k, f16_to_f32(h));
+  }
+}
 
 // The zmm tile of D (a sparse_ffn_x86.h dequantizer), where there is one.
 template <class D>
@@ -84,29 +123,70 @@ struct Zmm<DeqQ4_0> {
   using Quarter = Deq512Q4_0;
 };
 
-// One token: y[c..c+128) (y points at column c) += the group's rows.
+// One-token groups in tiles of 128 columns (sparse_ffn_x86.h's Wide hook).
 template <class D>
 struct ZmmTiles {
   using Quarter = typename Zmm<D>::Quarter;
-  static constexpr int64_t kColumns = std::is_void_v<Quarter> ? 0 : kWideTile;
-  static TC_AXPY_INLINE void tile_one_token(const Group& g, const Group& next, int64_t c, float* y) {
-    if constexpr (kColumns > 0) {
+
+  // f32 scales of the group's rows over a column chunk: [row][block - the chunk's first].
+  using Scales = float[kGroupRowsOne][kScaleBlocks];
+
+  // Columns [c, c_end) of y (y at column 0; whole tiles) += the group's
+  // rows, each row's scales from s[i][0] on (s starts at column c). The rows
+  // are walked by pointer: with offsets recomputed per row and tile, the
+  // compiler ran out of general-purpose registers. kRows > 0: g.n ==
+  // kRows, known when compiling (a full group, unrolled as
+  // tile_one_token's); 0: g.n at run time.
+  template <int kRows>
+  static TC_AXPY_INLINE void tiles(const Group& g, const Group& next, int64_t c, int64_t c_end, const Scales& s,
+                                   float* y) {
+    constexpr int64_t kTileBytes = D::byte_of(kWideTile);
+    const int n = kRows > 0 ? kRows : g.n;
+    const std::byte* row[kGroupRowsOne];
+    const char* ahead[kGroupRowsOne];  // the next group's row i (this group's where it has fewer)
+    for (int i = 0; i < n; ++i) {
+      row[i] = g.row[i] + D::byte_of(c);
+      ahead[i] = reinterpret_cast<const char*>((i < next.n ? next.row[i] : g.row[i]) + D::byte_of(c));
+    }
+    for (int64_t sb = 0; c < c_end; c += kWideTile, sb += 4) {
       __m512 acc[8];
-      for (int v = 0; v < 8; ++v) acc[v] = _mm512_loadu_ps(y + 16 * v);
-      for (int i = 0; i < g.n; ++i) {
-        if (i < next.n) {
-          prefetch_tile<D>(next.row[i], c);
-          prefetch_tile<D>(next.row[i], c + kTile);
-        }
+      for (int v = 0; v < 8; ++v) acc[v] = _mm512_loadu_ps(y + c + 16 * v);
+#pragma GCC unroll 4
+      for (int i = 0; i < n; ++i) {
+        for (int64_t b = 0; b < kTileBytes; b += 64) _mm_prefetch(ahead[i] + b, _MM_HINT_T1);
         const __m512 ak = _mm512_set1_ps(g.a[0][i]);
         for (int q = 0; q < 4; ++q) {
           __m512 w[2];
-          Quarter::quarter(g.row[i], c, q, w);
+          Quarter::quarter(row[i], q, &s[i][sb + q], w);
           acc[2 * q] = _mm512_fmadd_ps(ak, w[0], acc[2 * q]);
           acc[2 * q + 1] = _mm512_fmadd_ps(ak, w[1], acc[2 * q + 1]);
         }
+        row[i] += kTileBytes;
+        ahead[i] += kTileBytes;
       }
-      for (int v = 0; v < 8; ++v) _mm512_storeu_ps(y + 16 * v, acc[v]);
+      for (int v = 0; v < 8; ++v) _mm512_storeu_ps(y + c + 16 * v, acc[v]);
+    }
+  }
+
+  static int64_t run(const Group& g, const Group& next, int64_t c, int64_t j1, float* y) {
+    if constexpr (std::is_void_v<Quarter>) {
+      return c;
+    } else {
+      alignas(64) Scales s;
+      while (c + kWideTile <= j1) {
+        const int64_t n_tiles = std::min((j1 - c) / kWideTile, kScaleBlocks * 32 / kWideTile);
+        const int64_t c_end = c + n_tiles * kWideTile;
+        if constexpr (Quarter::kBlockBytes > 0) {
+          for (int i = 0; i < g.n; ++i) block_scales_f32<Quarter::kBlockBytes>(g.row[i], c / 32, n_tiles * 4, s[i]);
+        }
+        if (g.n == kGroupRowsOne) {
+          tiles<kGroupRowsOne>(g, next, c, c_end, s, y);
+        } else {
+          tiles<0>(g, next, c, c_end, s, y);
+        }
+        c = c_end;
+      }
+      return c;
     }
   }
 };
