@@ -34,11 +34,13 @@
 # 1408, 6 per token, routed within 2 of 4 groups, one shared; vocab 32000), each in
 # every type asked for (any `make-model --type`).
 #
-#   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN]
+#   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
 #                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
-#   -p 0 skips the prompt test (decode only).
+#   -p 0 skips the prompt test (decode only). -d N: the decode test runs after N
+#   tokens already in the cache (llama-bench's -d; the cpp runner only); the
+#   GB/s columns still count the weights alone.
 #   A quick check: bench/compare_llamacpp.sh -r 2 -p 64 -n 16 --models 1b --types q4_0
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,7 @@ threads=2
 reps=5
 n_prompt=512
 n_gen=128
+n_depth=0
 models=1b,7b-layers
 types=f16,q8_0,q4_0
 runner=cpp
@@ -63,6 +66,7 @@ while [ $# -gt 0 ]; do
     -r) reps=$2; shift 2 ;;
     -p) n_prompt=$2; shift 2 ;;
     -n) n_gen=$2; shift 2 ;;
+    -d) n_depth=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --types) types=$2; shift 2 ;;
     --runner) runner=$2; shift 2 ;;
@@ -73,6 +77,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$model_dir" ] || model_dir=$build/bench-models
 case "$runner" in cpp|node) ;; *) echo "--runner is cpp or node" >&2; exit 2 ;; esac
+[ "$n_depth" = 0 ] || [ "$runner" = cpp ] || { echo "-d needs --runner cpp" >&2; exit 2; }
 
 thermocline=$build/cli/thermocline
 [ -x "$thermocline" ] || { echo "no $thermocline: build it first (cmake --build $build --target thermocline)" >&2; exit 1; }
@@ -143,15 +148,15 @@ run() {
     : > "$work/$name.time"
   fi
 }
-llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN: one timed run after a warm-up
+llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN N_DEPTH: one timed run after a warm-up
   if [ "$runner" = cpp ]; then
-    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
+    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
   else
     run "$1" node bench/llamacpp/run.mjs bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads"
   fi
 }
-ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN: one timed run after a warm-up
-  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads" -o json
+ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN N_DEPTH: one timed run after a warm-up
+  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" -o json
 }
 
 list=
@@ -166,12 +171,12 @@ for m in "${model_list[@]}"; do
     for rep in $(seq "$reps"); do
       probe_bandwidth
       for test in pp tg; do
-        np=0 ng=0
-        if [ "$test" = pp ]; then np=$n_prompt; else ng=$n_gen; fi
+        np=0 ng=0 nd=0
+        if [ "$test" = pp ]; then np=$n_prompt; else ng=$n_gen nd=$n_depth; fi
         [ "$np" -gt 0 ] || [ "$ng" -gt 0 ] || continue
         for side in llama ours; do
           echo "$key: $side $test (repetition $rep of $reps)" >&2
-          "${side}_run" "$key.$side.$test.$rep" "$f" "$np" "$ng"
+          "${side}_run" "$key.$side.$test.$rep" "$f" "$np" "$ng" "$nd"
         done
       done
     done
@@ -186,7 +191,7 @@ if [ -s "$work/membw.txt" ]; then
   membw_gbs=$(sort -n "$work/membw.txt" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.1f", m }')
   membw_range=$(sort -n "$work/membw.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }')
 fi
-WORK=$work LIST=$list MEMBW=$membw_gbs MEMBW_RANGE=${membw_range:-} PROBES=$(wc -l < "$work/membw.txt" 2>/dev/null || echo 0) THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen RUNNER=$runner \
+WORK=$work LIST=$list MEMBW=$membw_gbs MEMBW_RANGE=${membw_range:-} PROBES=$(wc -l < "$work/membw.txt" 2>/dev/null || echo 0) THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen ND=$n_depth RUNNER=$runner \
 FA=$flash_attn node - <<'EOF'
 const fs = require("fs");
 const env = process.env;
@@ -236,7 +241,7 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const nKv = (meta(`${arch}.attention.key_length`) ?? nEmbd / nHead) * (meta(`${arch}.attention.head_count_kv`) ?? nHead);
   // f16 K and V for the tg test's cache; latent attention (deepseek2) caches one matrix, its latent rows.
   const kvMatrices = meta(`${arch}.attention.kv_lora_rank`) ? 1 : 2;
-  const kvBytes = kvMatrices * nLayer * (Number(env.NG) + 1) * nKv * 2;
+  const kvBytes = kvMatrices * nLayer * (Number(env.ND) + Number(env.NG) + 1) * nKv * 2;
   for (const test of ["pp", "tg"]) {
     const ours = samples(key, "ours", test);
     const llama = samples(key, "llama", test);

@@ -42,6 +42,7 @@ struct Args {
   std::string prompt;
   int n_prompt = 512;
   int n_gen = 128;
+  int n_depth = 0;  // tokens in the memory before the tg test (llama-bench's -d)
   int reps = 5;
   int threads = 2;
   int n_batch = 2048;
@@ -54,7 +55,7 @@ struct Args {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "llamacpp_bench: %s\n"
-               "usage: llamacpp_bench bench -m FILE [-p N] [-n N] [-r R] [-t T] [--flash-attn off|on|auto]\n"
+               "usage: llamacpp_bench bench -m FILE [-p N] [-n N] [-d N] [-r R] [-t T] [--flash-attn off|on|auto]\n"
                "                            [-b N] [--ubatch N] [--no-threadpool] [--lib PATH]\n"
                "       llamacpp_bench greedy -m FILE --prompt TEXT [-n N] [-t T] [--lib PATH]\n",
                why.c_str());
@@ -84,6 +85,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--prompt") a.prompt = next();
     else if (k == "-p" || k == "--n-prompt") a.n_prompt = next_int(0);
     else if (k == "-n" || k == "--n-gen") a.n_gen = next_int(0), a.n_gen_given = true;
+    else if (k == "-d" || k == "--n-depth") a.n_depth = next_int(0);
     else if (k == "-r" || k == "--repetitions") a.reps = next_int(1);
     else if (k == "-t" || k == "--threads") a.threads = next_int(1);
     else if (k == "-b" || k == "--batch-size") a.n_batch = next_int(1);
@@ -156,11 +158,21 @@ double run_pp(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_pr
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// llama-bench's test_gen: n_gen single-token decodes from an empty memory.
-double run_tg(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_gen, std::mt19937& rng) {
+// llama-bench's test_gen: n_gen single-token decodes, after n_depth tokens
+// decoded untimed in n_batch-sized batches into an emptied memory (-d).
+double run_tg(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_gen, int n_depth, int n_batch,
+              std::mt19937& rng) {
   const int32_t n_vocab = model.n_vocab();
   ctx.clear();
-  int32_t token = model.add_bos() ? model.bos() : static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+  std::vector<int32_t> depth(static_cast<size_t>(std::min(std::max(n_depth, 1), n_batch)));
+  for (int done = 0; done < n_depth;) {
+    const int n = std::min(n_depth - done, n_batch);
+    for (int i = 0; i < n; ++i) depth[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    if (done == 0 && model.add_bos()) depth[0] = model.bos();
+    if (ctx.decode(depth.data(), n) != 0) throw std::runtime_error("llama_decode failed filling the depth");
+    done += n;
+  }
+  int32_t token = model.add_bos() && n_depth == 0 ? model.bos() : static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
   const auto start = Clock::now();
   for (int i = 0; i < n_gen; ++i) {
     if (ctx.decode(&token, 1) != 0) throw std::runtime_error("llama_decode failed in the tg test");
@@ -212,16 +224,17 @@ int run_bench(const Args& a, const lc::LlamaCppModel& model) {
   }
   if (a.n_gen > 0) {
     lc::ContextOptions o = base;
-    o.n_ctx = static_cast<uint32_t>(a.n_gen);
+    o.n_ctx = static_cast<uint32_t>(a.n_depth + a.n_gen);
     lc::LlamaCppContext ctx(model, o);
-    run_tg(ctx, model, 1, rng);  // warm-up, as llama-bench: one token
+    run_tg(ctx, model, 1, 0, a.n_batch, rng);  // warm-up, as llama-bench: one token
     std::vector<double> tps, secs;
     for (int r = 0; r < a.reps; ++r) {
-      const double s = run_tg(ctx, model, a.n_gen, rng);
+      const double s = run_tg(ctx, model, a.n_gen, a.n_depth, a.n_batch, rng);
       secs.push_back(s);
       tps.push_back(a.n_gen / s);
     }
-    records.push_back(bench_record(a, "tg" + std::to_string(a.n_gen), tps, secs));
+    const std::string depth = a.n_depth > 0 ? "@d" + std::to_string(a.n_depth) : "";
+    records.push_back(bench_record(a, "tg" + std::to_string(a.n_gen) + depth, tps, secs));
   }
   std::printf("[\n");
   for (size_t i = 0; i < records.size(); ++i) std::printf("%s%s\n", records[i].c_str(), i + 1 < records.size() ? "," : "");
