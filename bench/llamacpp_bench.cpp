@@ -141,37 +141,37 @@ std::string json_string(const std::string& s) {
 
 using Clock = std::chrono::steady_clock;
 
+// n random tokens (the first BOS where the model adds one) decoded into an
+// emptied memory in n_batch-sized batches; `what` names the test in errors.
+void decode_random(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_tokens, int n_batch,
+                   std::mt19937& rng, const char* what) {
+  const int32_t n_vocab = model.n_vocab();
+  std::vector<int32_t> tokens(static_cast<size_t>(std::min(std::max(n_tokens, 1), n_batch)));
+  for (int done = 0; done < n_tokens;) {
+    const int n = std::min(n_tokens - done, n_batch);
+    for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+    if (done == 0 && model.add_bos()) tokens[0] = model.bos();
+    if (ctx.decode(tokens.data(), n) != 0) throw std::runtime_error(std::string("llama_decode failed in ") + what);
+    done += n;
+  }
+}
+
 // llama-bench's test_prompt: n_prompt tokens in n_batch-sized decodes.
 double run_pp(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_prompt, int n_batch,
               std::mt19937& rng) {
-  const int32_t n_vocab = model.n_vocab();
-  std::vector<int32_t> tokens(static_cast<size_t>(std::min(n_prompt, n_batch)));
   ctx.clear();
   const auto start = Clock::now();
-  for (int done = 0; done < n_prompt;) {
-    const int n = std::min(n_prompt - done, n_batch);
-    for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-    if (done == 0 && model.add_bos()) tokens[0] = model.bos();
-    if (ctx.decode(tokens.data(), n) != 0) throw std::runtime_error("llama_decode failed in the pp test");
-    done += n;
-  }
+  decode_random(ctx, model, n_prompt, n_batch, rng, "the pp test");
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // llama-bench's test_gen: n_gen single-token decodes, after n_depth tokens
-// decoded untimed in n_batch-sized batches into an emptied memory (-d).
+// decoded untimed into an emptied memory (-d).
 double run_tg(lc::LlamaCppContext& ctx, const lc::LlamaCppModel& model, int n_gen, int n_depth, int n_batch,
               std::mt19937& rng) {
   const int32_t n_vocab = model.n_vocab();
   ctx.clear();
-  std::vector<int32_t> depth(static_cast<size_t>(std::min(std::max(n_depth, 1), n_batch)));
-  for (int done = 0; done < n_depth;) {
-    const int n = std::min(n_depth - done, n_batch);
-    for (int i = 0; i < n; ++i) depth[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
-    if (done == 0 && model.add_bos()) depth[0] = model.bos();
-    if (ctx.decode(depth.data(), n) != 0) throw std::runtime_error("llama_decode failed filling the depth");
-    done += n;
-  }
+  decode_random(ctx, model, n_depth, n_batch, rng, "filling the depth");
   int32_t token = model.add_bos() && n_depth == 0 ? model.bos() : static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
   const auto start = Clock::now();
   for (int i = 0; i < n_gen; ++i) {
