@@ -1,5 +1,6 @@
 // Internal to sparse_ffn_avx512.cpp: one-token axpy tiles of 128 columns in
-// zmm registers for F16, Q8_0 and Q4_0 (sparse_ffn_x86.h's Wide hook). Each
+// zmm registers for F16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (sparse_ffn_x86.h's
+// Wide hook). Each
 // column gets the operations of the 64-column ymm tile in the same order
 // (its exact f32 weight, then one FMA per nonzero activation), so the bits
 // are the same; half the instructions per weight. Q4_0 finds a weight's
@@ -41,7 +42,8 @@ TC_AXPY_INLINE __m512i shift_right(__m512i v, unsigned n) { return _mm512_maskz_
 // broadcast on the vector ports per block and row.
 struct Deq512F16 {
   static constexpr int64_t kBlockBytes = 0;  // no scales
-  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float*, __m512* w) {
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float*, const float*, __m512* w) {
     const auto* p = reinterpret_cast<const uint16_t*>(tile) + 32 * q;
     w[0] = f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     w[1] = f16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
@@ -50,7 +52,8 @@ struct Deq512F16 {
 
 struct Deq512Q8_0 {
   static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
-  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, __m512* w) {
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
     const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(tile)[q];
     const __m512 vd = _mm512_set1_ps(*d);
     // q * d is exact (8 x 11 significant bits), as DeqQ8_0's.
@@ -62,7 +65,8 @@ struct Deq512Q8_0 {
 
 struct Deq512Q4_0 {
   static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
-  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, __m512* w) {
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
     const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(tile)[q];
     const __m512 minus_8_to_7 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     // (q - 8) * d exactly (at most 15 significant bits): DeqQ4_0's value.
@@ -71,6 +75,67 @@ struct Deq512Q4_0 {
     const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
     w[0] = lookup(b, table);
     w[1] = lookup(shift_right(b, 4), table);
+  }
+};
+
+// Q4_1 and Q5_1: x = q * d + m (the product exact, one rounding in the
+// add), as DeqOffset32's; a table per block of the values of q = 0..15
+// (and 16..31 for Q5_1), found as Q4_0's are. Q5_0: x = (q - 16) * d.
+// A five-bit q picks from two tables (vpermt2ps: bit 4 of the index
+// chooses the table); the fifth bits of elements 0-15 and 16-31 are the
+// low and high halves of qh, set into the index under a lane mask.
+TC_AXPY_INLINE __m512 levels(float first, float d) {
+  const __m512 steps = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return _mm512_mul_ps(_mm512_add_ps(steps, _mm512_set1_ps(first)), _mm512_set1_ps(d));
+}
+TC_AXPY_INLINE __m512 lookup2(__m512i index, __m512 lo, __m512 hi) {
+  return _mm512_maskz_permutex2var_ps(kAll, lo, index, hi);
+}
+// Element i's and element 16 + i's five-bit indexes from qs byte i and qh.
+TC_AXPY_INLINE void five_bit_indexes(const uint8_t* qs, const uint8_t* qh_bytes, __m512i* index) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof qh);
+  const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  const __m512i lo = _mm512_maskz_and_epi32(kAll, b, _mm512_set1_epi32(0x0f));
+  const __m512i hi = shift_right(b, 4);
+  index[0] = _mm512_mask_or_epi32(lo, static_cast<__mmask16>(qh & 0xffff), lo, sixteen);
+  index[1] = _mm512_mask_or_epi32(hi, static_cast<__mmask16>(qh >> 16), hi, sixteen);
+}
+
+template <class Block, bool kFive>
+struct Deq512Offset {
+  static constexpr int64_t kBlockBytes = sizeof(Block);
+  static constexpr bool kMins = true;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float* m, __m512* w) {
+    const Block& blk = reinterpret_cast<const Block*>(tile)[q];
+    const __m512 vm = _mm512_set1_ps(*m);
+    const __m512 lo = _mm512_add_ps(levels(0.0f, *d), vm);
+    if constexpr (kFive) {
+      const __m512 hi = _mm512_add_ps(levels(16.0f, *d), vm);
+      __m512i index[2];
+      five_bit_indexes(blk.qs, blk.qh, index);
+      w[0] = lookup2(index[0], lo, hi);
+      w[1] = lookup2(index[1], lo, hi);
+    } else {
+      const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
+      w[0] = lookup(b, lo);
+      w[1] = lookup(shift_right(b, 4), lo);
+    }
+  }
+};
+
+struct Deq512Q5_0 {
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ5_0);
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
+    const BlockQ5_0& blk = reinterpret_cast<const BlockQ5_0*>(tile)[q];
+    __m512i index[2];
+    five_bit_indexes(blk.qs, blk.qh, index);
+    // (q - 16) * d exactly (at most 16 significant bits), as DeqQ5_0's.
+    const __m512 lo = levels(-16.0f, *d), hi = levels(0.0f, *d);
+    w[0] = lookup2(index[0], lo, hi);
+    w[1] = lookup2(index[1], lo, hi);
   }
 };
 
@@ -83,9 +148,9 @@ constexpr int64_t kScaleBlocks = 256;
 // in a general-purpose register and 16 converted by one instruction (as
 // matmul's block_scales): per block, one scalar load and shift on the
 // integer ports instead of an insert and a conversion on the vector ones.
-template <int64_t kBlockBytes>
+template <int64_t kBlockBytes, int64_t kOffset = 0>
 TC_AXPY_INLINE void block_scales_f32(const std::byte* row, int64_t b0, int64_t nb, float* out) {
-  const std::byte* p = row + b0 * kBlockBytes;
+  const std::byte* p = row + b0 * kBlockBytes + kOffset;
   const auto scale = [p](int64_t b) __attribute__((always_inline)) {
     uint16_t h;
     std::memcpy(&h, p + b * kBlockBytes, sizeof h);
@@ -122,14 +187,30 @@ template <>
 struct Zmm<DeqQ4_0> {
   using Quarter = Deq512Q4_0;
 };
+template <>
+struct Zmm<DeqQ4_1> {
+  using Quarter = Deq512Offset<BlockQ4_1, false>;
+};
+template <>
+struct Zmm<DeqQ5_1> {
+  using Quarter = Deq512Offset<BlockQ5_1, true>;
+};
+template <>
+struct Zmm<DeqQ5_0> {
+  using Quarter = Deq512Q5_0;
+};
 
 // One-token groups in tiles of 128 columns (sparse_ffn_x86.h's Wide hook).
 template <class D>
 struct ZmmTiles {
   using Quarter = typename Zmm<D>::Quarter;
 
-  // f32 scales of the group's rows over a column chunk: [row][block - the chunk's first].
-  using Scales = float[kGroupRowsOne][kScaleBlocks];
+  // f32 scales (d) and offsets (m: Q4_1, Q5_1) of the group's rows over a
+  // column chunk: [row][block - the chunk's first].
+  struct Scales {
+    float d[kGroupRowsOne][kScaleBlocks];
+    float m[kGroupRowsOne][kScaleBlocks];
+  };
 
   // Columns [c, c_end) of y (y at column 0; whole tiles) += the group's
   // rows, each row's scales from s[i][0] on (s starts at column c). The rows
@@ -157,7 +238,7 @@ struct ZmmTiles {
         const __m512 ak = _mm512_set1_ps(g.a[0][i]);
         for (int q = 0; q < 4; ++q) {
           __m512 w[2];
-          Quarter::quarter(row[i], q, &s[i][sb + q], w);
+          Quarter::quarter(row[i], q, &s.d[i][sb + q], &s.m[i][sb + q], w);
           acc[2 * q] = _mm512_fmadd_ps(ak, w[0], acc[2 * q]);
           acc[2 * q + 1] = _mm512_fmadd_ps(ak, w[1], acc[2 * q + 1]);
         }
@@ -177,7 +258,12 @@ struct ZmmTiles {
         const int64_t n_tiles = std::min((j1 - c) / kWideTile, kScaleBlocks * 32 / kWideTile);
         const int64_t c_end = c + n_tiles * kWideTile;
         if constexpr (Quarter::kBlockBytes > 0) {
-          for (int i = 0; i < g.n; ++i) block_scales_f32<Quarter::kBlockBytes>(g.row[i], c / 32, n_tiles * 4, s[i]);
+          for (int i = 0; i < g.n; ++i) {
+            block_scales_f32<Quarter::kBlockBytes>(g.row[i], c / 32, n_tiles * 4, s.d[i]);
+            if constexpr (Quarter::kMins) {
+              block_scales_f32<Quarter::kBlockBytes, 2>(g.row[i], c / 32, n_tiles * 4, s.m[i]);
+            }
+          }
         }
         if (g.n == kGroupRowsOne) {
           tiles<kGroupRowsOne>(g, next, c, c_end, s, y);

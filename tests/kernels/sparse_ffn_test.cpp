@@ -482,11 +482,13 @@ TEST_CASE("sparse FFN: the avx512 variant gives the same bits as avx2", "[kernel
   }
   uint64_t seed = 800;
   for (DType dtype : kDTypes) {
-    // 608: four zmm tiles, a ymm tile, a tail. 8800 (F16, Q8_0, Q4_0, which
-    // have zmm tiles): the block scales of a one-token group are converted
-    // per chunk of 8192 columns, so a second chunk of 4 tiles follows.
+    // 608: four zmm tiles, a ymm tile, a tail. 8800 (the types with zmm
+    // tiles): the block scales of a one-token group are converted per chunk
+    // of 8192 columns, so a second chunk of 4 tiles follows.
     std::vector<int64_t> widths = {tc::test::is_super_block(dtype) ? 768 : 608};
-    if (dtype == DType::F16 || dtype == DType::Q8_0 || dtype == DType::Q4_0) widths.push_back(8800);
+    for (DType zmm : {DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1}) {
+      if (dtype == zmm) widths.push_back(8800);
+    }
     for (int64_t n_cols : widths) {
       const Weights w = make_weights(dtype, n_cols, kNeurons, seed++);
       const auto rows = active_set(kNeurons, 20, false, seed++);
