@@ -1,12 +1,12 @@
 // Internal to sparse_ffn_avx512.cpp: one-token axpy tiles of 128 columns in
 // zmm registers for F16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (sparse_ffn_x86.h's
-// Wide hook). Each
-// column gets the operations of the 64-column ymm tile in the same order
-// (its exact f32 weight, then one FMA per nonzero activation), so the bits
-// are the same; half the instructions per weight. Q4_0 finds a weight's
-// value in a 16-entry table per block, (q - 8) * d for q = 0..15, by one
-// vpermps (whose index is the low 4 bits of each lane: the low nibble needs
-// no mask), instead of a conversion and a multiply per weight.
+// Wide hook). Each column gets the operations of the 64-column ymm tile in
+// the same order (its exact f32 weight, then one FMA per nonzero
+// activation), so the bits are the same; half the instructions per weight.
+// The 4- and 5-bit types find a weight's value in a table per block (Q4_0:
+// (q - 8) * d for q = 0..15) by one vpermps (whose index is the low 4 bits
+// of each lane: the low nibble needs no mask), instead of a conversion and
+// a multiply per weight.
 #pragma once
 
 #if !defined(__AVX512F__) || !defined(__AVX512BW__)
@@ -32,14 +32,13 @@ TC_AXPY_INLINE __m512 f16_to_f32(__m256i v) { return _mm512_maskz_cvtph_ps(kAll,
 TC_AXPY_INLINE __m512 i32_to_f32(__m512i v) { return _mm512_maskz_cvtepi32_ps(kAll, v); }
 TC_AXPY_INLINE __m512i i8_to_i32(__m128i v) { return _mm512_maskz_cvtepi8_epi32(kAll, v); }
 TC_AXPY_INLINE __m512i u8_to_i32(__m128i v) { return _mm512_maskz_cvtepu8_epi32(kAll, v); }
-TC_AXPY_INLINE __m512 lookup(__m512i index, __m512 table) { return _mm512_maskz_permutexvar_ps(kAll, index, table); }
 TC_AXPY_INLINE __m512i shift_right(__m512i v, unsigned n) { return _mm512_maskz_srli_epi32(kAll, v, n); }
 
 // Columns [32q, 32q + 32) of a 128-column tile of a row (`tile`: its
-// first byte) as two zmm. The block types take
-// their block's scale as an f32 in memory (d, from block_scales_f32), so
-// that a broadcast load replaces an f16 insert, conversion and register
-// broadcast on the vector ports per block and row.
+// first byte) as two zmm. The block types take their block's scale (d)
+// and offset (m) as f32 in memory (from block_scales_f32), so that a
+// broadcast load replaces an f16 insert, conversion and register broadcast
+// on the vector ports per block and row.
 struct Deq512F16 {
   static constexpr int64_t kBlockBytes = 0;  // no scales
   static constexpr bool kMins = false;
@@ -63,46 +62,60 @@ struct Deq512Q8_0 {
   }
 };
 
-struct Deq512Q4_0 {
-  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
-  static constexpr bool kMins = false;
-  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
-    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(tile)[q];
-    const __m512 minus_8_to_7 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    // (q - 8) * d exactly (at most 15 significant bits): DeqQ4_0's value.
-    const __m512 table = _mm512_mul_ps(minus_8_to_7, _mm512_set1_ps(*d));
-    // Byte i holds element i (low nibble) and element 16 + i (high).
-    const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
-    w[0] = lookup(b, table);
-    w[1] = lookup(shift_right(b, 4), table);
-  }
-};
-
-// Q4_1 and Q5_1: x = q * d + m (the product exact, one rounding in the
-// add), as DeqOffset32's; a table per block of the values of q = 0..15
-// (and 16..31 for Q5_1), found as Q4_0's are. Q5_0: x = (q - 16) * d.
-// A five-bit q picks from two tables (vpermt2ps: bit 4 of the index
-// chooses the table); the fifth bits of elements 0-15 and 16-31 are the
-// low and high halves of qh, set into the index under a lane mask.
+// The values of q = first .. first + 15 times d: exact for the block
+// types' codes (at most 5 x 11 significant bits).
+// (first is a constant at every call: the vector of codes folds to one.)
 TC_AXPY_INLINE __m512 levels(float first, float d) {
-  const __m512 steps = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  return _mm512_mul_ps(_mm512_add_ps(steps, _mm512_set1_ps(first)), _mm512_set1_ps(d));
+  const float f = first;
+  const __m512 codes = _mm512_setr_ps(f, f + 1, f + 2, f + 3, f + 4, f + 5, f + 6, f + 7, f + 8, f + 9, f + 10,
+                                      f + 11, f + 12, f + 13, f + 14, f + 15);
+  return _mm512_mul_ps(codes, _mm512_set1_ps(d));
 }
-TC_AXPY_INLINE __m512 lookup2(__m512i index, __m512 lo, __m512 hi) {
-  return _mm512_maskz_permutex2var_ps(kAll, lo, index, hi);
+
+// Elements 0-15 and 16-31 of a block whose byte i of qs holds element i
+// (low nibble) and element 16 + i (high), looked up in table.
+TC_AXPY_INLINE void lookup_nibbles(const uint8_t* qs, __m512 table, __m512* w) {
+  const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  w[0] = _mm512_maskz_permutexvar_ps(kAll, b, table);
+  w[1] = _mm512_maskz_permutexvar_ps(kAll, shift_right(b, 4), table);
 }
-// Element i's and element 16 + i's five-bit indexes from qs byte i and qh.
-TC_AXPY_INLINE void five_bit_indexes(const uint8_t* qs, const uint8_t* qh_bytes, __m512i* index) {
+
+// The same for five-bit codes, whose fifth bits are bits 0-15 (elements
+// 0-15) and 16-31 of qh: set into the index under a lane mask, bit 4 of
+// the index picks table hi over lo (vpermt2ps).
+TC_AXPY_INLINE void lookup_five_bits(const uint8_t* qs, const uint8_t* qh_bytes, __m512 lo, __m512 hi, __m512* w) {
   uint32_t qh;
   std::memcpy(&qh, qh_bytes, sizeof qh);
   const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   const __m512i sixteen = _mm512_set1_epi32(16);
-  const __m512i lo = _mm512_maskz_and_epi32(kAll, b, _mm512_set1_epi32(0x0f));
-  const __m512i hi = shift_right(b, 4);
-  index[0] = _mm512_mask_or_epi32(lo, static_cast<__mmask16>(qh & 0xffff), lo, sixteen);
-  index[1] = _mm512_mask_or_epi32(hi, static_cast<__mmask16>(qh >> 16), hi, sixteen);
+  const __m512i low = _mm512_maskz_and_epi32(kAll, b, _mm512_set1_epi32(0x0f));
+  const __m512i high = shift_right(b, 4);
+  const __m512i i0 = _mm512_mask_or_epi32(low, static_cast<__mmask16>(qh & 0xffff), low, sixteen);
+  const __m512i i1 = _mm512_mask_or_epi32(high, static_cast<__mmask16>(qh >> 16), high, sixteen);
+  w[0] = _mm512_maskz_permutex2var_ps(kAll, lo, i0, hi);
+  w[1] = _mm512_maskz_permutex2var_ps(kAll, lo, i1, hi);
 }
 
+// Q4_0: (q - 8) * d; Q5_0: (q - 16) * d, as DeqQ4_0's and DeqQ5_0's.
+struct Deq512Q4_0 {
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
+    lookup_nibbles(reinterpret_cast<const BlockQ4_0*>(tile)[q].qs, levels(-8.0f, *d), w);
+  }
+};
+
+struct Deq512Q5_0 {
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ5_0);
+  static constexpr bool kMins = false;
+  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
+    const BlockQ5_0& blk = reinterpret_cast<const BlockQ5_0*>(tile)[q];
+    lookup_five_bits(blk.qs, blk.qh, levels(-16.0f, *d), levels(0.0f, *d), w);
+  }
+};
+
+// Q4_1 and Q5_1: q * d + m (the product exact, one rounding in the add),
+// as DeqOffset32's.
 template <class Block, bool kFive>
 struct Deq512Offset {
   static constexpr int64_t kBlockBytes = sizeof(Block);
@@ -112,30 +125,10 @@ struct Deq512Offset {
     const __m512 vm = _mm512_set1_ps(*m);
     const __m512 lo = _mm512_add_ps(levels(0.0f, *d), vm);
     if constexpr (kFive) {
-      const __m512 hi = _mm512_add_ps(levels(16.0f, *d), vm);
-      __m512i index[2];
-      five_bit_indexes(blk.qs, blk.qh, index);
-      w[0] = lookup2(index[0], lo, hi);
-      w[1] = lookup2(index[1], lo, hi);
+      lookup_five_bits(blk.qs, blk.qh, lo, _mm512_add_ps(levels(16.0f, *d), vm), w);
     } else {
-      const __m512i b = u8_to_i32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
-      w[0] = lookup(b, lo);
-      w[1] = lookup(shift_right(b, 4), lo);
+      lookup_nibbles(blk.qs, lo, w);
     }
-  }
-};
-
-struct Deq512Q5_0 {
-  static constexpr int64_t kBlockBytes = sizeof(BlockQ5_0);
-  static constexpr bool kMins = false;
-  static TC_AXPY_INLINE void quarter(const std::byte* tile, int q, const float* d, const float*, __m512* w) {
-    const BlockQ5_0& blk = reinterpret_cast<const BlockQ5_0*>(tile)[q];
-    __m512i index[2];
-    five_bit_indexes(blk.qs, blk.qh, index);
-    // (q - 16) * d exactly (at most 16 significant bits), as DeqQ5_0's.
-    const __m512 lo = levels(-16.0f, *d), hi = levels(0.0f, *d);
-    w[0] = lookup2(index[0], lo, hi);
-    w[1] = lookup2(index[1], lo, hi);
   }
 };
 
