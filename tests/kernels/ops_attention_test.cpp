@@ -3,7 +3,8 @@
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
 // sliding windows, soft-capped scores, a given scale and attention sinks; attention_batch (a
-// decode step's sequences in one job) against single calls.
+// decode step's sequences in one job) against single calls; the AVX-512
+// loops against the AVX2 ones, bit for bit.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/attention_avx512.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
@@ -391,6 +393,38 @@ TEST_CASE("attention with sinks matches float64", "[kernels][ops][attention]") {
       check_thread_counts(p, out);
       const auto batched = run_attention_batch({p}, 2);
       REQUIRE(std::memcmp(batched[0].data(), out.data(), out.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("attention's AVX-512 loops give the AVX2 loops' bits", "[kernels][ops][attention]") {
+  if (!detail::attention_zmm_enabled()) {
+    WARN("this CPU has no AVX-512 (F/VL) attention loops: zmm vs ymm attention not checked");
+    return;
+  }
+  // Grouped and ungrouped heads, head sizes with and without a 64-multiple
+  // (80 and 96 take the masked rest), decode (one token, several chunks),
+  // prefill and a chunk after a prefix; windows cut blocks; one problem
+  // with scores in the hundreds. The first block of a window and the last
+  // block of a context are partial (fewer than 8 positions).
+  const std::vector<Shape> shapes = {{32, 4, 64}, {8, 8, 128}, {12, 4, 80}, {6, 2, 96}, {4, 1, 8}, {2, 2, 256}};
+  uint64_t seed = 1300;
+  for (const Shape& shape : shapes) {
+    for (const auto& positions : {iota_positions(700, 1), iota_positions(0, 37), iota_positions(300, 21)}) {
+      for (const int64_t window : {int64_t{0}, int64_t{45}}) {
+        INFO("shape " << shape.n_head << "x" << shape.n_head_kv << "x" << shape.head_dim << " first position "
+                      << positions[0] << " tokens " << positions.size() << " window " << window);
+        const uint64_t s = seed++;
+        auto p = make_problem(shape, 701, positions, s, s % 5 == 0 ? 40.0f : 1.0f);
+        p.params.window = window;
+        detail::set_attention_zmm_for_testing(false);
+        const auto ymm = run_attention(p, 2);
+        detail::set_attention_zmm_for_testing(true);
+        const auto zmm = run_attention(p, 2);
+        REQUIRE(detail::attention_zmm_enabled());
+        REQUIRE(std::memcmp(zmm.data(), ymm.data(), ymm.size() * sizeof(float)) == 0);
+        check_against_reference(p, zmm);
+      }
     }
   }
 }

@@ -1,0 +1,293 @@
+// The AVX-512 score, exp and weighted-V loops of CPU attention (attention_avx512.h).
+#include "kernels/cpu/attention_avx512.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "kernels/cpu/attention_f16_avx2.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+
+namespace tc::kernels::detail {
+namespace {
+
+// Off when THERMOCLINE_ISA caps the kernels below AVX-512.
+bool isa_allows_zmm() {
+  const char* isa = std::getenv("THERMOCLINE_ISA");
+  return isa == nullptr || (std::strcmp(isa, "portable") != 0 && std::strcmp(isa, "avx2") != 0);
+}
+
+bool cpu_has_zmm() {
+  return f16_kv_direct_available() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         isa_allows_zmm();
+}
+
+std::atomic<bool>& zmm_switch() {
+  static std::atomic<bool> on{cpu_has_zmm()};
+  return on;
+}
+
+// Lane indices of the dot8 tree over pair registers (see score_heads_pairs).
+alignas(64) constexpr int kLowHalves[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+alignas(64) constexpr int kHighHalves[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+alignas(64) constexpr int kEvenPairs[16] = {0, 2, 8, 10, 4, 6, 12, 14, 16, 18, 24, 26, 20, 22, 28, 30};
+alignas(64) constexpr int kOddPairs[16] = {1, 3, 9, 11, 5, 7, 13, 15, 17, 19, 25, 27, 21, 23, 29, 31};
+// The last step's even and odd lanes of two heads' [c0 | c1], in row order (A's rows, then B's).
+alignas(64) constexpr int kEvenOut[16] = {0, 4, 2, 6, 8, 12, 10, 14, 16, 20, 18, 22, 24, 28, 26, 30};
+alignas(64) constexpr int kOddOut[16] = {1, 5, 3, 7, 9, 13, 11, 15, 17, 21, 19, 23, 25, 29, 27, 31};
+
+inline __m512i lanes(const int* idx) { return _mm512_load_si512(idx); }
+
+// A value the compiler must keep in a register: it would otherwise fold
+// each use's load into its FMA, loading a shared K or V value twice (zmm
+// loads, two a cycle, would then bound the loops instead of the FMAs).
+inline __m512 in_register(__m512 x) {
+  asm("" : "+v"(x));
+  return x;
+}
+
+// 8 q values in both halves of a register.
+inline __m512 broadcast8(const float* q) {
+  return _mm512_castpd_ps(_mm512_maskz_broadcast_f64x4(0xff, _mm256_loadu_pd(reinterpret_cast<const double*>(q))));
+}
+
+}  // namespace
+
+bool attention_zmm_enabled() { return zmm_switch().load(std::memory_order_relaxed); }
+
+void set_attention_zmm_for_testing(bool enabled) { zmm_switch().store(enabled && cpu_has_zmm()); }
+
+void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int64_t width, float* dst) {
+  const int64_t n_blocks = width / 8;
+  for (int64_t i = 0; i < 8; ++i) {
+    float* d = dst + (i / 2) * n_blocks * 16 + (i % 2) * 8;
+    if (i < n) {
+      const uint16_t* s = src + i * src_stride;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        _mm256_storeu_ps(d + b * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b * 8))));
+      }
+    } else {
+      for (int64_t b = 0; b < n_blocks; ++b) _mm256_storeu_ps(d + b * 16, _mm256_setzero_ps());
+    }
+  }
+}
+
+namespace {
+
+// dot8's a registers of query heads A and B over one block (A's KV rows at
+// k_a, B's at k_b, in the pair layout): a[p] holds dot8's a[2p] in lanes
+// 0-7 and a[2p + 1] in lanes 8-15. Two heads give eight independent FMA
+// chains; heads of one KV group (kShared) load each K value once.
+template <bool kShared>
+inline void accumulate_two(const float* q_a, const float* k_a, const float* q_b, const float* k_b, int64_t pair_stride,
+                           int64_t head_blocks, __m512 (&a)[4], __m512 (&b)[4]) {
+  for (int p = 0; p < 4; ++p) a[p] = b[p] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < head_blocks; ++j) {
+    const __m512 qa = broadcast8(q_a + j * 8), qb = broadcast8(q_b + j * 8);
+    for (int p = 0; p < 4; ++p) {
+      const __m512 ka = kShared ? in_register(_mm512_loadu_ps(k_a + j * 16 + p * pair_stride))
+                                : _mm512_loadu_ps(k_a + j * 16 + p * pair_stride);
+      a[p] = _mm512_fmadd_ps(qa, ka, a[p]);
+      b[p] = _mm512_fmadd_ps(qb, kShared ? ka : _mm512_loadu_ps(k_b + j * 16 + p * pair_stride), b[p]);
+    }
+  }
+}
+
+// dot8's tree up to its last step: b = lanes 0-3 + lanes 4-7 of each row
+// ([b0 | b1], [b2 | b3]), then neighbouring lanes ([c0 | c1]).
+inline __m512 reduce_to_c(const __m512 (&a)[4]) {
+  const __m512i low = lanes(kLowHalves), high = lanes(kHighHalves);
+  const __m512 b01 = _mm512_add_ps(_mm512_permutex2var_ps(a[0], low, a[1]), _mm512_permutex2var_ps(a[0], high, a[1]));
+  const __m512 b23 = _mm512_add_ps(_mm512_permutex2var_ps(a[2], low, a[3]), _mm512_permutex2var_ps(a[2], high, a[3]));
+  return _mm512_add_ps(_mm512_permutex2var_ps(b01, lanes(kEvenPairs), b23),
+                       _mm512_permutex2var_ps(b01, lanes(kOddPairs), b23));
+}
+
+// o_a[0, 64) += p_a[i] * v_a[i * stride + 0, 64) and the same for B, i < n
+// ascending: add_rows64 for two heads at once (eight FMA chains); heads of
+// one KV group (kShared) load each V value once.
+template <bool kShared>
+inline void add_rows64_two(const float* p_a, const float* v_a, float* o_a, const float* p_b, const float* v_b,
+                           float* o_b, int64_t stride, int64_t n) {
+  __m512 a[4], b[4];
+  for (int c = 0; c < 4; ++c) a[c] = _mm512_loadu_ps(o_a + 16 * c), b[c] = _mm512_loadu_ps(o_b + 16 * c);
+  for (int64_t i = 0; i < n; ++i) {
+    const __m512 pa = _mm512_set1_ps(p_a[i]), pb = _mm512_set1_ps(p_b[i]);
+    for (int c = 0; c < 4; ++c) {
+      const __m512 va = kShared ? in_register(_mm512_loadu_ps(v_a + i * stride + 16 * c))
+                                : _mm512_loadu_ps(v_a + i * stride + 16 * c);
+      a[c] = _mm512_fmadd_ps(pa, va, a[c]);
+      b[c] = _mm512_fmadd_ps(pb, kShared ? va : _mm512_loadu_ps(v_b + i * stride + 16 * c), b[c]);
+    }
+  }
+  for (int c = 0; c < 4; ++c) _mm512_storeu_ps(o_a + 16 * c, a[c]), _mm512_storeu_ps(o_b + 16 * c, b[c]);
+}
+
+// o[0, 64) += p[i] * v[i * stride + 0, 64), i < n ascending: add_rows64.
+inline void add_rows64_one(const float* p, const float* v, float* o, int64_t stride, int64_t n) {
+  __m512 a[4];
+  for (int c = 0; c < 4; ++c) a[c] = _mm512_loadu_ps(o + 16 * c);
+  for (int64_t i = 0; i < n; ++i) {
+    const __m512 pv = _mm512_set1_ps(p[i]);
+    for (int c = 0; c < 4; ++c) a[c] = _mm512_fmadd_ps(pv, _mm512_loadu_ps(v + i * stride + 16 * c), a[c]);
+  }
+  for (int c = 0; c < 4; ++c) _mm512_storeu_ps(o + 16 * c, a[c]);
+}
+
+// exp(x) for x <= 88.37: exp8_nonpositive (f8_lanes.h) on 16 lanes, with
+// the FMAs the x86-64-v3 clone contracts its expressions into, so the same
+// bits: the range reduction, Cephes' degree-7 polynomial and 2^n in the
+// exponent bits; 0 below -87.3.
+inline __m512 exp16_nonpositive(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.3f);
+  const __mmask16 underflow = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_mask_blend_ps(underflow, x, lo);
+  const __m512 magic = _mm512_set1_ps(0x1.8p23f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_add_ps(_mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  const __m512i biased = _mm512_add_epi32(_mm512_maskz_cvttps_epi32(0xffff, n), _mm512_set1_epi32(127));
+  const __m512i scale = _mm512_maskz_slli_epi32(0xffff, biased, 23);  // 2^n, -126 <= n <= 127
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~underflow), y, _mm512_castsi512_ps(scale));
+}
+
+// Lanes 0-7 / 8-15 of x as doubles.
+inline __m512d low_to_double(__m512 x) {
+  return _mm512_maskz_cvtps_pd(0xff, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), 0)));
+}
+inline __m512d high_to_double(__m512 x) {
+  return _mm512_maskz_cvtps_pd(0xff, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), 1)));
+}
+
+// Part `part` of n_parts of the cache lines [ahead, ahead + bytes), asked for.
+inline void prefetch_part(const void* ahead, int64_t bytes, int64_t part, int64_t n_parts) {
+  const int64_t lines = (bytes + 63) / 64, per = (lines + n_parts - 1) / n_parts;
+  const auto* p = static_cast<const char*>(ahead);
+  for (int64_t l = part * per; l < std::min(lines, (part + 1) * per); ++l) _mm_prefetch(p + l * 64, _MM_HINT_T0);
+}
+
+}  // namespace
+
+float exp_scores(float* p, int64_t n, double& sum) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  auto tail = [&](int64_t j) { return static_cast<__mmask16>(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1); };
+  __m512 vmax = neg_inf;
+  for (int64_t j = 0; j < n; j += 16) {
+    vmax = _mm512_maskz_max_ps(0xffff, vmax, _mm512_mask_loadu_ps(neg_inf, tail(j), p + j));
+  }
+  const __m256 max8 = _mm256_max_ps(_mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(vmax), 0)),
+                                    _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(vmax), 1)));
+  const __m128 max4 = _mm_max_ps(_mm256_castps256_ps128(max8), _mm256_extractf128_ps(max8, 1));
+  const __m128 max2 = _mm_max_ps(max4, _mm_movehl_ps(max4, max4));
+  const float max = _mm_cvtss_f32(_mm_max_ss(max2, _mm_movehdup_ps(max2)));
+  const __m512 max16 = _mm512_set1_ps(max);
+  // chunk_exp's two f64 accumulators side by side: lanes 0-3 take each
+  // 8-score step's lanes 0-3, lanes 4-7 its lanes 4-7, steps in order (a
+  // padded step past n adds exp(-inf) = 0, which changes nothing).
+  __m512d acc = _mm512_setzero_pd();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = tail(j);
+    const __m512 e = exp16_nonpositive(_mm512_sub_ps(_mm512_mask_loadu_ps(neg_inf, m, p + j), max16));
+    _mm512_mask_storeu_ps(p + j, m, e);
+    acc = _mm512_add_pd(acc, low_to_double(e));
+    acc = _mm512_add_pd(acc, high_to_double(e));
+  }
+  alignas(64) double s[8];
+  _mm512_store_pd(s, acc);
+  sum = ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+  return max;
+}
+
+void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int64_t n_group, const float* k_pairs,
+                       int64_t width, int64_t head_dim, float scale, int64_t n_valid, float* scores,
+                       int64_t score_stride, const void* ahead, int64_t ahead_bytes) {
+  const int64_t n_pairs = (n_heads + 1) / 2;
+  const int64_t pair_stride = width / 8 * 16;  // floats from one pair's slots to the next's
+  const int64_t head_blocks = head_dim / 8;
+  const __m512 scale16 = _mm512_set1_ps(scale);
+  const auto keep = static_cast<__mmask16>((1u << n_valid) - 1);  // lanes 0..n_valid-1 of the 8 rows
+  // Heads two at a time (the last one with itself when n_heads is odd):
+  // head r reads KV head (group_first + r) / n_group of the block.
+  for (int64_t r = 0; r < n_heads; r += 2) {
+    const int64_t r_b = std::min(r + 1, n_heads - 1);
+    const int64_t kv_a = (group_first + r) / n_group, kv_b = (group_first + r_b) / n_group;
+    const float* k_a = k_pairs + kv_a * head_blocks * 16;
+    const float* k_b = k_pairs + kv_b * head_blocks * 16;
+    prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
+    __m512 a[4], b[4];
+    if (kv_a == kv_b) {
+      accumulate_two<true>(q + r * head_dim, k_a, q + r_b * head_dim, k_b, pair_stride, head_blocks, a, b);
+    } else {
+      accumulate_two<false>(q + r * head_dim, k_a, q + r_b * head_dim, k_b, pair_stride, head_blocks, a, b);
+    }
+    // dot8's last step for both heads, its operands already permuted into
+    // row order: head A's 8 scores in lanes 0-7, B's in lanes 8-15.
+    const __m512 c_a = reduce_to_c(a), c_b = reduce_to_c(b);
+    const __m512 e = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(c_a, lanes(kEvenOut), c_b),
+                                                 _mm512_permutex2var_ps(c_a, lanes(kOddOut), c_b)),
+                                   scale16);
+    _mm512_mask_storeu_ps(scores + r * score_stride, keep, e);
+    if (r_b != r) {
+      const __m512 b_low = _mm512_maskz_shuffle_f32x4(0xffff, e, e, _MM_SHUFFLE(1, 0, 3, 2));  // B's rows in 0-7
+      _mm512_mask_storeu_ps(scores + r_b * score_stride, keep, b_low);
+    }
+  }
+}
+
+void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t group_first, int64_t n_group,
+                    const float* v, int64_t width, int64_t head_dim, int64_t n, float* out, const void* ahead,
+                    int64_t ahead_bytes) {
+  int64_t r = 0;
+  const int64_t n_pairs = (n_heads + 1) / 2;
+  for (; r + 1 < n_heads; r += 2) {
+    prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
+    const int64_t kv_a = (group_first + r) / n_group, kv_b = (group_first + r + 1) / n_group;
+    const float* p_a = p + r * p_stride;
+    const float* p_b = p_a + p_stride;
+    for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
+      const float* v_a = v + kv_a * head_dim + d;
+      const float* v_b = v + kv_b * head_dim + d;
+      float* o_a = out + r * head_dim + d;
+      if (kv_a == kv_b) {
+        add_rows64_two<true>(p_a, v_a, o_a, p_b, v_b, o_a + head_dim, width, n);
+      } else {
+        add_rows64_two<false>(p_a, v_a, o_a, p_b, v_b, o_a + head_dim, width, n);
+      }
+    }
+  }
+  if (r < n_heads) {
+    prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
+    const int64_t kv = (group_first + r) / n_group;
+    for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
+      add_rows64_one(p + r * p_stride, v + kv * head_dim + d, out + r * head_dim + d, width, n);
+    }
+  }
+}
+
+}  // namespace tc::kernels::detail
+
+#else  // not x86-64 with these flags: never called
+
+namespace tc::kernels::detail {
+bool attention_zmm_enabled() { return false; }
+void set_attention_zmm_for_testing(bool) {}
+void f16_block_to_pairs(const uint16_t*, int64_t, int64_t, int64_t, float*) {}
+void score_heads_pairs(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, float, int64_t, float*,
+                       int64_t, const void*, int64_t) {}
+void add_heads_rows(const float*, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, int64_t,
+                    float*, const void*, int64_t) {}
+float exp_scores(float*, int64_t, double& sum) { return sum = 0, 0.0f; }
+}  // namespace tc::kernels::detail
+
+#endif

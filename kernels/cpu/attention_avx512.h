@@ -1,0 +1,53 @@
+// Internal to ops_attention.cpp: the score, softmax-exp and weighted-V loops
+// of CPU attention in AVX-512 registers, 16 lanes where attention_lanes.h's
+// x86-64-v3 code takes 8, two query heads at a time. Every lane does the
+// operations it does there, in the same order, so the bits are those of
+// dot8, chunk_exp and add_rows64: on an AVX-512 CPU a decode still matches
+// a prefill, any split and the AVX2 path. Built with -mavx512f -mavx512vl
+// -mfma -mf16c -ffp-contract=off (x86-64 only; every FMA is written out);
+// call only where attention_zmm_enabled().
+//
+// K blocks for the scores are converted into a pair layout: positions 2p and
+// 2p + 1 of a block of 8 share 16-value slots, one per 8-value block of
+// their rows, so that one zmm register carries two positions' lanes of
+// dot8 and the 8 rows reduce with half the shuffles.
+#pragma once
+
+#include <cstdint>
+
+namespace tc::kernels::detail {
+
+// True on CPUs with AVX-512F/VL and the x86-64-v3 attention path, unless
+// THERMOCLINE_ISA asks for portable or avx2 code, or a test switched it off.
+bool attention_zmm_enabled();
+
+// Test hook: false makes attention take the AVX2 loops (to compare bits).
+void set_attention_zmm_for_testing(bool enabled);
+
+// f32 [4 pairs][width / 8][2][8]: rows i < n of f16 src (row i at src + i *
+// src_stride, `width` values, a multiple of 8) in the pair layout; the
+// slots of rows n..7 are zero. dst holds 8 * width floats.
+void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int64_t width, float* dst);
+
+// Scores of a block of 8 positions for query heads r < n_heads: scores[r *
+// score_stride + i] = dot8(q + r * head_dim, K row i of head r's KV head)[i]
+// * scale for i < n_valid. Head r reads KV head (group_first + r) / n_group
+// of the block, whose rows are `width` values long, in the pair layout.
+// head_dim is a multiple of 8.
+void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int64_t n_group, const float* k_pairs,
+                       int64_t width, int64_t head_dim, float scale, int64_t n_valid, float* scores,
+                       int64_t score_stride, const void* ahead = nullptr, int64_t ahead_bytes = 0);
+
+// out[r * head_dim + d] += p[r * p_stride + i] * v[i * width + kv(r) * head_dim + d]
+// for i < n ascending, d < head_dim / 64 * 64, r < n_heads (kv(r) as
+// above): the weighted V sum of a block of n converted rows, add_rows64's
+// arithmetic. The caller adds the rest of each head (add_rows1).
+void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t group_first, int64_t n_group,
+                    const float* v, int64_t width, int64_t head_dim, int64_t n, float* out,
+                    const void* ahead = nullptr, int64_t ahead_bytes = 0);
+
+// p[0, n) = exp(p - m) with m = max p[0, n), n >= 1: returns m and sets
+// sum to the sum of the exps, chunk_exp's arithmetic (f64 sum included).
+float exp_scores(float* p, int64_t n, double& sum);
+
+}  // namespace tc::kernels::detail
