@@ -9,6 +9,7 @@
 // them is far larger than the last-level cache. Medians over the repeats.
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -119,7 +120,13 @@ int main(int argc, char** argv) {
   }
   if (threads <= 0 || repeats <= 0) args.usage();
   tc::kernels::ThreadPool pool(threads);
+  // The probe's pages are written first: untouched, they would all map the
+  // kernel's zero page and read from cache.
   tc::kernels::Buffer probe = tc::kernels::Buffer::host(size_t{1} << 30);
+  pool.run([&](int t, int nt) {
+    const size_t n = probe.size(), b = n * t / nt, e = n * (t + 1) / nt;
+    std::memset(probe.as<std::byte>() + b, t + 1, e - b);
+  });
   std::vector<double> probes;
   std::printf("# decode attention, f16 KV, %d threads, median of %d\n\n", threads, repeats);
   std::printf("| heads x kv heads x head_dim | context | sequences | us per step | KV MB per step | KV GB/s | %% of read probe |\n");
