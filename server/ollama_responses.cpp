@@ -14,7 +14,7 @@ int64_t nanos(double seconds) { return static_cast<int64_t>(seconds * 1e9); }
 
 nlohmann::json base(const OllamaMeta& meta, const std::string& text, bool done,
                     const std::vector<ToolCall>& calls = {}, const std::string& thinking = "") {
-  nlohmann::json j = {{"model", meta.model}, {"created_at", meta.created_at}};
+  nlohmann::json j = {{"model", meta.model}, {"created_at", rfc3339(std::chrono::system_clock::now())}};
   if (meta.chat) {
     j["message"] = {{"role", "assistant"}, {"content", text}};
     if (!thinking.empty()) j["message"]["thinking"] = thinking;

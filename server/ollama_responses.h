@@ -16,11 +16,11 @@
 
 namespace tc::server {
 
-// What every line of one Ollama response shares.
+// What every line of one Ollama response shares (each line's created_at is
+// the time it is made, as Ollama's).
 struct OllamaMeta {
   bool chat = true;         // /api/chat ("message") or /api/generate ("response")
   std::string model;
-  std::string created_at;   // RFC 3339 with nanoseconds, UTC
   double load_seconds = 0;  // load_duration: waiting for the model's load
 };
 

@@ -91,7 +91,6 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
   job->meta.endpoint = chat ? Endpoint::Chat : Endpoint::Completions;
   job->meta.id = "ollama-" + random_id(ctx);
   job->ollama.chat = chat;
-  job->ollama.created_at = rfc3339(std::chrono::system_clock::now());
   auto reject = [&](const ApiError& e) {
     job->status = e.status;
     job->error = e.message;

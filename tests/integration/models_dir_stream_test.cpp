@@ -146,6 +146,12 @@ TEST_CASE("streams waiting for a slow model load: SSE pings first, then the stre
     }
     // Nanoseconds: the wait for the load, which took the hook's delay at least.
     CHECK(lines.back()["load_duration"].get<int64_t>() >= int64_t{kLoadDelayMs} * 1000000);
+    // Each line's created_at is the time it was made, as Ollama's (RFC 3339
+    // at a fixed width: the strings order as the times do).
+    for (size_t i = 1; i < lines.size(); ++i) {
+      CHECK(lines[i - 1]["created_at"].get<std::string>() <= lines[i]["created_at"].get<std::string>());
+    }
+    CHECK(lines.front()["created_at"] != lines.back()["created_at"]);
     auto once = client.Post("/api/chat", ollama_chat_body("b", false).dump(), "application/json");
     REQUIRE(once);
     REQUIRE(once->status == 200);
