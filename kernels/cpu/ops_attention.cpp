@@ -102,6 +102,7 @@ struct Scratch {
   std::vector<float> chunk_out;   // f32 [n_run, head_dim]
   std::vector<float> run_max;     // f32 [n_run]: a prefill run's folded state
   std::vector<double> run_sum;    // f64 [n_run]
+  std::vector<int64_t> kv_offsets;  // [n_heads of the run]: where head r's K/V row starts in a converted run
 };
 
 // Positions per block of the weighted V sum, and output values per register
@@ -237,7 +238,14 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     }
   };
   // Where head r's K/V row starts within a position's converted run.
-  auto kv_offset = [&](int64_t r) { return ((h_begin + r) / n_group - kv_begin) * head_dim; };
+  // (Computed once: a division per head and block had cost as much as a
+  // third of the block's dot products.)
+  grow(s.kv_offsets, n_heads);
+  for (int64_t r = 0; r < n_heads; ++r) {
+    s.kv_offsets[static_cast<size_t>(r)] = ((h_begin + r) / n_group - kv_begin) * head_dim;
+  }
+  const int64_t* kv_offsets = s.kv_offsets.data();
+  auto kv_offset = [kv_offsets](int64_t r) { return kv_offsets[r]; };
 
   // Scores. Head sizes that are a multiple of 8 take kKBlock positions at a
   // time: their K rows are converted into the scratch (rows past j_end
