@@ -170,6 +170,22 @@ inline __m512d high_to_double(__m512 x) {
   return _mm512_maskz_cvtps_pd(0xff, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), 1)));
 }
 
+// The KV heads of query heads r and r + 1 (r = 0, 2, 4, ...) of a run
+// whose first head is head group_first of its group: (group_first + r) /
+// n_group counted along, without a division per pair of heads and block.
+class HeadWalk {
+ public:
+  HeadWalk(int64_t group_first, int64_t n_group) : slot_(group_first), n_group_(n_group) {}
+  int64_t kv_a() const { return kv_; }
+  int64_t kv_b() const { return slot_ + 1 == n_group_ ? kv_ + 1 : kv_; }
+  void advance() {
+    for (slot_ += 2; slot_ >= n_group_; slot_ -= n_group_) ++kv_;
+  }
+
+ private:
+  int64_t kv_ = 0, slot_, n_group_;  // head r's KV head and its place in that group
+};
+
 // Part `part` of n_parts of the cache lines [ahead, ahead + bytes), asked for.
 inline void prefetch_part(const void* ahead, int64_t bytes, int64_t part, int64_t n_parts) {
   const int64_t lines = (bytes + 63) / 64, per = (lines + n_parts - 1) / n_parts;
@@ -219,9 +235,10 @@ void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int
   const auto keep = static_cast<__mmask16>((1u << n_valid) - 1);  // lanes 0..n_valid-1 of the 8 rows
   // Heads two at a time (the last one with itself when n_heads is odd):
   // head r reads KV head (group_first + r) / n_group of the block.
-  for (int64_t r = 0; r < n_heads; r += 2) {
+  HeadWalk walk(group_first, n_group);
+  for (int64_t r = 0; r < n_heads; r += 2, walk.advance()) {
     const int64_t r_b = std::min(r + 1, n_heads - 1);
-    const int64_t kv_a = (group_first + r) / n_group, kv_b = (group_first + r_b) / n_group;
+    const int64_t kv_a = walk.kv_a(), kv_b = r_b == r ? kv_a : walk.kv_b();
     const float* k_a = k_pairs + kv_a * head_blocks * 16;
     const float* k_b = k_pairs + kv_b * head_blocks * 16;
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
@@ -250,9 +267,10 @@ void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t g
                     int64_t ahead_bytes) {
   int64_t r = 0;
   const int64_t n_pairs = (n_heads + 1) / 2;
-  for (; r + 1 < n_heads; r += 2) {
+  HeadWalk walk(group_first, n_group);
+  for (; r + 1 < n_heads; r += 2, walk.advance()) {
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
-    const int64_t kv_a = (group_first + r) / n_group, kv_b = (group_first + r + 1) / n_group;
+    const int64_t kv_a = walk.kv_a(), kv_b = walk.kv_b();
     const float* p_a = p + r * p_stride;
     const float* p_b = p_a + p_stride;
     for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
@@ -268,7 +286,7 @@ void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t g
   }
   if (r < n_heads) {
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
-    const int64_t kv = (group_first + r) / n_group;
+    const int64_t kv = walk.kv_a();
     for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
       add_rows64_one(p + r * p_stride, v + kv * head_dim + d, out + r * head_dim + d, width, n);
     }
