@@ -403,7 +403,7 @@ TEST_CASE("attention's AVX-512 loops give the AVX2 loops' bits", "[kernels][ops]
     return;
   }
   // Grouped and ungrouped heads, head sizes with and without a 64-multiple
-  // (80 and 96 take the masked rest), decode (one token, several chunks),
+  // (80 and 96 leave their last values to the 8-lane code), decode (one token, several chunks),
   // prefill and a chunk after a prefix; windows cut blocks; one problem
   // with scores in the hundreds. The first block of a window and the last
   // block of a context are partial (fewer than 8 positions).
