@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/cpu/attention_f16_avx2.h"
+#include "kernels/cpu/prefetch_lines.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
@@ -170,29 +171,6 @@ inline __m512d high_to_double(__m512 x) {
   return _mm512_maskz_cvtps_pd(0xff, _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xf, _mm512_castps_pd(x), 1)));
 }
 
-// The KV heads of query heads r and r + 1 (r = 0, 2, 4, ...) of a run
-// whose first head is head group_first of its group: (group_first + r) /
-// n_group counted along, without a division per pair of heads and block.
-class HeadWalk {
- public:
-  HeadWalk(int64_t group_first, int64_t n_group) : slot_(group_first), n_group_(n_group) {}
-  int64_t kv_a() const { return kv_; }
-  int64_t kv_b() const { return slot_ + 1 == n_group_ ? kv_ + 1 : kv_; }
-  void advance() {
-    for (slot_ += 2; slot_ >= n_group_; slot_ -= n_group_) ++kv_;
-  }
-
- private:
-  int64_t kv_ = 0, slot_, n_group_;  // head r's KV head and its place in that group
-};
-
-// Part `part` of n_parts of the cache lines [ahead, ahead + bytes), asked for.
-inline void prefetch_part(const void* ahead, int64_t bytes, int64_t part, int64_t n_parts) {
-  const int64_t lines = (bytes + 63) / 64, per = (lines + n_parts - 1) / n_parts;
-  const auto* p = static_cast<const char*>(ahead);
-  for (int64_t l = part * per; l < std::min(lines, (part + 1) * per); ++l) _mm_prefetch(p + l * 64, _MM_HINT_T0);
-}
-
 }  // namespace
 
 float exp_scores(float* p, int64_t n, double& sum) {
@@ -225,7 +203,7 @@ float exp_scores(float* p, int64_t n, double& sum) {
   return max;
 }
 
-void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int64_t n_group, const float* k_pairs,
+void score_heads_pairs(const float* q, int64_t n_heads, const int64_t* kv_offsets, const float* k_pairs,
                        int64_t width, int64_t head_dim, float scale, int64_t n_valid, float* scores,
                        int64_t score_stride, const void* ahead, int64_t ahead_bytes) {
   const int64_t n_pairs = (n_heads + 1) / 2;
@@ -233,17 +211,15 @@ void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int
   const int64_t head_blocks = head_dim / 8;
   const __m512 scale16 = _mm512_set1_ps(scale);
   const auto keep = static_cast<__mmask16>((1u << n_valid) - 1);  // lanes 0..n_valid-1 of the 8 rows
-  // Heads two at a time (the last one with itself when n_heads is odd):
-  // head r reads KV head (group_first + r) / n_group of the block.
-  HeadWalk walk(group_first, n_group);
-  for (int64_t r = 0; r < n_heads; r += 2, walk.advance()) {
+  // Heads two at a time (the last one with itself when n_heads is odd);
+  // in the pair layout a KV head's slots take twice its head_dim floats.
+  for (int64_t r = 0; r < n_heads; r += 2) {
     const int64_t r_b = std::min(r + 1, n_heads - 1);
-    const int64_t kv_a = walk.kv_a(), kv_b = r_b == r ? kv_a : walk.kv_b();
-    const float* k_a = k_pairs + kv_a * head_blocks * 16;
-    const float* k_b = k_pairs + kv_b * head_blocks * 16;
+    const float* k_a = k_pairs + 2 * kv_offsets[r];
+    const float* k_b = k_pairs + 2 * kv_offsets[r_b];
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
     __m512 a[4], b[4];
-    if (kv_a == kv_b) {
+    if (k_a == k_b) {
       accumulate_two<true>(q + r * head_dim, k_a, q + r_b * head_dim, k_b, pair_stride, head_blocks, a, b);
     } else {
       accumulate_two<false>(q + r * head_dim, k_a, q + r_b * head_dim, k_b, pair_stride, head_blocks, a, b);
@@ -262,22 +238,19 @@ void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int
   }
 }
 
-void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t group_first, int64_t n_group,
-                    const float* v, int64_t width, int64_t head_dim, int64_t n, float* out, const void* ahead,
-                    int64_t ahead_bytes) {
+void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, const int64_t* kv_offsets, const float* v,
+                    int64_t width, int64_t head_dim, int64_t n, float* out, const void* ahead, int64_t ahead_bytes) {
   int64_t r = 0;
   const int64_t n_pairs = (n_heads + 1) / 2;
-  HeadWalk walk(group_first, n_group);
-  for (; r + 1 < n_heads; r += 2, walk.advance()) {
+  for (; r + 1 < n_heads; r += 2) {
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
-    const int64_t kv_a = walk.kv_a(), kv_b = walk.kv_b();
     const float* p_a = p + r * p_stride;
     const float* p_b = p_a + p_stride;
     for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
-      const float* v_a = v + kv_a * head_dim + d;
-      const float* v_b = v + kv_b * head_dim + d;
+      const float* v_a = v + kv_offsets[r] + d;
+      const float* v_b = v + kv_offsets[r + 1] + d;
       float* o_a = out + r * head_dim + d;
-      if (kv_a == kv_b) {
+      if (v_a == v_b) {
         add_rows64_two<true>(p_a, v_a, o_a, p_b, v_b, o_a + head_dim, width, n);
       } else {
         add_rows64_two<false>(p_a, v_a, o_a, p_b, v_b, o_a + head_dim, width, n);
@@ -286,9 +259,8 @@ void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t g
   }
   if (r < n_heads) {
     prefetch_part(ahead, ahead_bytes, r / 2, n_pairs);
-    const int64_t kv = walk.kv_a();
     for (int64_t d = 0; d + 64 <= head_dim; d += 64) {
-      add_rows64_one(p + r * p_stride, v + kv * head_dim + d, out + r * head_dim + d, width, n);
+      add_rows64_one(p + r * p_stride, v + kv_offsets[r] + d, out + r * head_dim + d, width, n);
     }
   }
 }
@@ -301,10 +273,10 @@ namespace tc::kernels::detail {
 bool attention_zmm_enabled() { return false; }
 void set_attention_zmm_for_testing(bool) {}
 void f16_block_to_pairs(const uint16_t*, int64_t, int64_t, int64_t, float*) {}
-void score_heads_pairs(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, float, int64_t, float*,
+void score_heads_pairs(const float*, int64_t, const int64_t*, const float*, int64_t, int64_t, float, int64_t, float*,
                        int64_t, const void*, int64_t) {}
-void add_heads_rows(const float*, int64_t, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, int64_t,
-                    float*, const void*, int64_t) {}
+void add_heads_rows(const float*, int64_t, int64_t, const int64_t*, const float*, int64_t, int64_t, int64_t, float*,
+                    const void*, int64_t) {}
 float exp_scores(float*, int64_t, double& sum) { return sum = 0, 0.0f; }
 }  // namespace tc::kernels::detail
 

@@ -31,22 +31,21 @@ void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int6
 
 // Scores of a block of 8 positions for query heads r < n_heads: scores[r *
 // score_stride + i] = dot8(q + r * head_dim, K row i of head r's KV head)[i]
-// * scale for i < n_valid. Head r reads KV head (group_first + r) / n_group
-// of the block, whose rows are `width` values long, in the pair layout.
-// head_dim is a multiple of 8. Along the way the cache lines [ahead, ahead
+// * scale for i < n_valid. Head r's KV head starts kv_offsets[r] values
+// into a position's row of `width` values (so 2 * kv_offsets[r] floats into
+// the block's pair layout). head_dim is a multiple of 8. Along the way the cache lines [ahead, ahead
 // + ahead_bytes) are asked for, a piece per pair of heads.
-void score_heads_pairs(const float* q, int64_t n_heads, int64_t group_first, int64_t n_group, const float* k_pairs,
+void score_heads_pairs(const float* q, int64_t n_heads, const int64_t* kv_offsets, const float* k_pairs,
                        int64_t width, int64_t head_dim, float scale, int64_t n_valid, float* scores,
                        int64_t score_stride, const void* ahead = nullptr, int64_t ahead_bytes = 0);
 
-// out[r * head_dim + d] += p[r * p_stride + i] * v[i * width + kv(r) * head_dim + d]
-// for i < n ascending, d < head_dim / 64 * 64, r < n_heads (kv(r) as
-// above): the weighted V sum of a block of n converted rows, add_rows64's
-// arithmetic. The caller adds the rest of each head (add_rows1). `ahead`
-// as for score_heads_pairs.
-void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, int64_t group_first, int64_t n_group,
-                    const float* v, int64_t width, int64_t head_dim, int64_t n, float* out,
-                    const void* ahead = nullptr, int64_t ahead_bytes = 0);
+// out[r * head_dim + d] += p[r * p_stride + i] * v[i * width + kv_offsets[r] + d]
+// for i < n ascending, d < head_dim / 64 * 64, r < n_heads: the weighted V
+// sum of a block of n converted rows, add_rows64's arithmetic. The caller
+// adds the rest of each head (add_rows1). `ahead` as for score_heads_pairs.
+void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, const int64_t* kv_offsets, const float* v,
+                    int64_t width, int64_t head_dim, int64_t n, float* out, const void* ahead = nullptr,
+                    int64_t ahead_bytes = 0);
 
 // p[0, n) = exp(p - m) with m = max p[0, n), n >= 1: returns m and sets
 // sum to the sum of the exps, chunk_exp's arithmetic (f64 sum included).

@@ -25,6 +25,7 @@
 #include "kernels/cpu/attention_f16_avx2.h"
 #include "kernels/cpu/attention_lanes.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/prefetch_lines.h"
 #include "kernels/cpu/quantize.h"
 
 namespace tc::kernels {
@@ -78,13 +79,6 @@ F16RowToF32 f16_row_to_f32() {
 // pages: each row would wait on memory by itself. So the run asks for the
 // row kPrefetchRows positions ahead while it works on this one.
 constexpr int64_t kPrefetchRows = 8;
-
-// Part `part` of n_parts of the cache lines [ahead, ahead + bytes), asked for.
-inline void prefetch_part(const void* ahead, int64_t bytes, int64_t part, int64_t n_parts) {
-  const int64_t lines = (bytes + 63) / 64, per = (lines + n_parts - 1) / n_parts;
-  const auto* p = static_cast<const char*>(ahead);
-  for (int64_t l = part * per; l < std::min(lines, (part + 1) * per); ++l) __builtin_prefetch(p + l * 64);
-}
 
 inline void prefetch_row(const uint16_t* row, int64_t n) {
   const auto* bytes = reinterpret_cast<const char*>(row);
@@ -237,15 +231,14 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       prefetch_row(cache + j * kv_stride + kv_begin * head_dim, run_width);
     }
   };
-  // Where head r's K/V row starts within a position's converted run.
-  // (Computed once, not by a division per head and block: the 8-lane path
-  // 3-10% faster.)
+  // Where head r's K/V row starts within a position's converted run, for
+  // the 8-lane and the zmm loops alike. (Computed once, not by a division
+  // per head and block: the 8-lane path 3-10% faster.)
   grow(s.kv_offsets, n_heads);
   for (int64_t r = 0; r < n_heads; ++r) {
     s.kv_offsets[static_cast<size_t>(r)] = ((h_begin + r) / n_group - kv_begin) * head_dim;
   }
   const int64_t* kv_offsets = s.kv_offsets.data();
-  auto kv_offset = [kv_offsets](int64_t r) { return kv_offsets[r]; };
 
   // Scores. Head sizes that are a multiple of 8 take kKBlock positions at a
   // time: their K rows are converted into the scratch (rows past j_end
@@ -263,7 +256,6 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // zmm loops (attention_avx512.h: the same bits), all heads of a token in
   // one call; K blocks are converted into their pair layout.
   const bool zmm = by_blocks && !direct && detail::attention_zmm_enabled();
-  const int64_t group_first = h_begin % n_group;  // head h_begin's place in its KV group
   // A decode token's run covering whole KV rows reads K, then V, as
   // contiguous streams: the head loops ask for the next block's rows (after
   // the last K block, the first V block's) a piece per head or pair of
@@ -300,7 +292,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t n_j = std::min(nj, n_from(t, j0));
         if (n_j <= 0) continue;
-        detail::score_heads_pairs(q_of(t, 0), n_heads, group_first, n_group, kblock, run_width, head_dim, a.scale, n_j,
+        detail::score_heads_pairs(q_of(t, 0), n_heads, kv_offsets, kblock, run_width, head_dim, a.scale, n_j,
                                   scores_of(t, 0) + (j0 - j_begin), kChunk, k_ahead, k_ahead_bytes);
       }
       continue;
@@ -314,7 +306,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       if (n_j <= 0) continue;
       for (int64_t r = 0; r < n_heads; ++r) {
         prefetch_part(k_ahead, k_ahead_bytes, r, n_heads);
-        const float* k = kblock + kv_offset(r);
+        const float* k = kblock + kv_offsets[r];
         float* sc = scores_of(t, r) + (j0 - j_begin);
         if (by_blocks) {
           float d8[kKBlock];
@@ -383,13 +375,13 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       const uint16_t* v_ahead = v_ahead_bytes == 0 ? nullptr : a.v + (j0 + nj) * kv_stride;
       // (The zmm loops take each head's first head_dim / 64 * 64 values.)
       if (zmm) {
-        detail::add_heads_rows(scores_of(t, 0) + (j0 - j_begin), kChunk, n_heads, group_first, n_group, vblock,
+        detail::add_heads_rows(scores_of(t, 0) + (j0 - j_begin), kChunk, n_heads, kv_offsets, vblock,
                                run_width, head_dim, n_j, out_of(t, 0), v_ahead, v_ahead_bytes);
       }
       for (int64_t r = 0; r < n_heads && (!zmm || head_dim % kOutChunk != 0); ++r) {
         if (!zmm) prefetch_part(v_ahead, v_ahead_bytes, r, n_heads);
         const float* p = scores_of(t, r) + (j0 - j_begin);
-        const float* v = vblock + kv_offset(r);
+        const float* v = vblock + kv_offsets[r];
         float* o = out_of(t, r);
         int64_t d = zmm ? head_dim / kOutChunk * kOutChunk : 0;
         for (; d + kOutChunk <= head_dim; d += kOutChunk) add_rows64(p, v + d, run_width, n_j, o + d);
