@@ -1,8 +1,9 @@
 // attention_bench: decode attention (one new token per sequence) over f16
-// KV caches, as a decode step runs it (kernels::attention_batch), reported as
-// the KV bytes it reads per second against the machine's read bandwidth.
+// (or q8_0) KV caches, as a decode step runs it (kernels::attention_batch),
+// reported as the KV bytes it reads per second against the machine's read
+// bandwidth.
 //   attention_bench [-t THREADS] [-r REPEATS] [--ctx 256,1024,4096]
-//                   [--shape 32x32x128,32x8x128,32x4x64] [--seqs 1,8]
+//                   [--shape 32x32x128,32x8x128,32x4x64] [--seqs 1,8] [--kv f16|q8_0]
 // A shape is n_head x n_head_kv x head_dim. Each sequence has its own cache
 // (Buffer::host, as the engine's KvCache), filled with seeded random
 // values; enough layers of caches are cycled through that one pass over
@@ -25,7 +26,8 @@ namespace {
 using tc::bench::Clock;
 
 constexpr const char* kUsage =
-    "usage: attention_bench [-t THREADS] [-r REPEATS] [--ctx LIST] [--shape HxKVxD,...] [--seqs LIST]\n";
+    "usage: attention_bench [-t THREADS] [-r REPEATS] [--ctx LIST] [--shape HxKVxD,...] [--seqs LIST] "
+    "[--kv f16|q8_0]\n";
 
 struct Shape {
   int64_t n_head, n_head_kv, head_dim;
@@ -51,27 +53,30 @@ std::vector<int64_t> parse_ints(const std::string& s, const tc::bench::ArgReader
   return out;
 }
 
-// Seeded random f16 values near N(0, 0.25).
-void fill_f16(uint16_t* dst, int64_t n, uint64_t seed) {
-  std::vector<float> tmp(4096);
-  for (int64_t i = 0; i < n; i += 4096) {
-    const int64_t m = std::min<int64_t>(4096, n - i);
-    tc::bench::fill_random(tmp.data(), m, seed + static_cast<uint64_t>(i));
-    for (int64_t j = 0; j < m; ++j) dst[i + j] = tc::kernels::f32_to_f16(tmp[static_cast<size_t>(j)]);
+// n_rows rows of `row` seeded random values near N(0, 0.25), stored as `type`.
+void fill_rows(std::byte* dst, int64_t n_rows, int64_t row, tc::kernels::DType type, uint64_t seed) {
+  std::vector<float> tmp(static_cast<size_t>(row));
+  const int64_t row_bytes = tc::kernels::row_bytes(type, row);
+  for (int64_t i = 0; i < n_rows; ++i) {
+    tc::bench::fill_random(tmp.data(), row, seed + static_cast<uint64_t>(i));
+    tc::kernels::store_kv(tmp.data(), 1, row, type, dst + i * row_bytes);
   }
 }
 
 // Median seconds of one decode step's attention for `n_seqs` sequences at
 // context `ctx`, cycling through layers of caches.
-double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, int repeats, tc::kernels::ThreadPool& pool) {
+double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, tc::kernels::DType kv_type, int repeats,
+                 tc::kernels::ThreadPool& pool) {
   const int64_t row = sh.n_head_kv * sh.head_dim;
-  const int64_t cache_values = ctx * row;  // f16 per K (or V) cache of one sequence
-  const int64_t step_bytes = 2 * cache_values * 2 * n_seqs;
+  const int64_t cache_bytes = ctx * tc::kernels::row_bytes(kv_type, row);  // per K (or V) cache of one sequence
+  const int64_t step_bytes = 2 * cache_bytes * n_seqs;
   const int64_t n_layers = std::max<int64_t>(2, (int64_t{512} << 20) / step_bytes);
-  // f16 [layer][seq][k|v][ctx, n_head_kv * head_dim], one buffer as the engine's KvCache.
-  tc::kernels::Buffer caches = tc::kernels::Buffer::host(static_cast<size_t>(n_layers * n_seqs * 2 * cache_values) * 2);
-  auto cache = [&](int64_t i) { return caches.as<uint16_t>() + i * cache_values; };
-  for (int64_t i = 0; i < n_layers * n_seqs * 2; ++i) fill_f16(cache(i), cache_values, static_cast<uint64_t>(i) + 1);
+  // kv_type [layer][seq][k|v][ctx, n_head_kv * head_dim], one buffer as the engine's KvCache.
+  tc::kernels::Buffer caches = tc::kernels::Buffer::host(static_cast<size_t>(n_layers * n_seqs * 2 * cache_bytes));
+  auto cache = [&](int64_t i) { return caches.as<std::byte>() + i * cache_bytes; };
+  for (int64_t i = 0; i < n_layers * n_seqs * 2; ++i) fill_rows(cache(i), ctx, row, kv_type, static_cast<uint64_t>(i) + 1);
+  tc::kernels::AttentionParams params;
+  params.k_type = params.v_type = kv_type;
   std::vector<float> q(static_cast<size_t>(n_seqs * sh.n_head * sh.head_dim));
   tc::bench::fill_random(q.data(), static_cast<int64_t>(q.size()), 99);
   std::vector<float> out(q.size());
@@ -88,7 +93,7 @@ double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, int repeats, tc::
                                       &position,
                                       out.data() + s * sh.n_head * sh.head_dim};
     }
-    tc::kernels::attention_batch(seqs, sh.n_head, sh.n_head_kv, sh.head_dim, {}, pool);
+    tc::kernels::attention_batch(seqs, sh.n_head, sh.n_head_kv, sh.head_dim, params, pool);
   };
   for (int64_t l = 0; l < n_layers; ++l) run_layer(l);  // warm-up pass
   std::vector<double> per_step;
@@ -106,12 +111,18 @@ int main(int argc, char** argv) {
   int threads = 2, repeats = 7;
   std::vector<int64_t> ctxs{256, 1024, 4096}, n_seqs{1, 8};
   std::vector<Shape> shapes{{32, 32, 128}, {32, 8, 128}, {32, 4, 64}};
+  tc::kernels::DType kv_type = tc::kernels::DType::F16;
   tc::bench::ArgReader args(argc, argv, kUsage);
   while (args.next()) {
     if (args.flag() == "-t") threads = args.int_value();
     else if (args.flag() == "-r") repeats = args.int_value();
     else if (args.flag() == "--ctx") ctxs = parse_ints(args.value(), args);
     else if (args.flag() == "--seqs") n_seqs = parse_ints(args.value(), args);
+    else if (args.flag() == "--kv") {
+      const auto type = tc::kernels::dtype_from_name(args.value());
+      if (!type || !tc::kernels::is_kv_dtype(*type)) args.usage();
+      kv_type = *type;
+    }
     else if (args.flag() == "--shape") {
       shapes.clear();
       for (const std::string& s : tc::bench::split_list(args.value())) shapes.push_back(parse_shape(s, args));
@@ -119,6 +130,9 @@ int main(int argc, char** argv) {
     } else args.usage();
   }
   if (threads <= 0 || repeats <= 0) args.usage();
+  for (const Shape& sh : shapes) {
+    if (kv_type == tc::kernels::DType::Q8_0 && sh.head_dim % 32 != 0) args.usage();  // q8_0 heads are whole blocks
+  }
   tc::kernels::ThreadPool pool(threads);
   // The probe's pages are written first: untouched, they would all map the
   // kernel's zero page and read from cache.
@@ -128,7 +142,8 @@ int main(int argc, char** argv) {
     std::memset(probe.as<std::byte>() + b, t + 1, e - b);
   });
   std::vector<double> probes;
-  std::printf("# decode attention, f16 KV, %d threads, median of %d\n\n", threads, repeats);
+  std::printf("# decode attention, %s KV, %d threads, median of %d\n\n",
+              std::string(tc::kernels::dtype_name(kv_type)).c_str(), threads, repeats);
   std::printf("| heads x kv heads x head_dim | context | sequences | us per step | KV MB per step | KV GB/s | %% of read probe |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Shape& sh : shapes) {
@@ -136,8 +151,9 @@ int main(int argc, char** argv) {
       for (const int64_t n : n_seqs) {
         const double bw = tc::bench::probe_read(probe.as<std::byte>(), static_cast<int64_t>(probe.size()), pool);
         probes.push_back(bw);
-        const double s = time_step(sh, ctx, n, repeats, pool);
-        const double mb = 4.0 * static_cast<double>(ctx * sh.n_head_kv * sh.head_dim * n) * 1e-6;
+        const double s = time_step(sh, ctx, n, kv_type, repeats, pool);
+        const double mb =
+            2.0 * static_cast<double>(ctx * tc::kernels::row_bytes(kv_type, sh.n_head_kv * sh.head_dim) * n) * 1e-6;
         std::printf("| %ldx%ldx%ld | %ld | %ld | %.1f | %.2f | %.1f | %.0f%% |\n", sh.n_head, sh.n_head_kv, sh.head_dim,
                     ctx, n, s * 1e6, mb, mb * 1e-3 / s, 100.0 * mb * 1e-3 / s / bw);
         std::fflush(stdout);

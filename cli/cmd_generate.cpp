@@ -100,8 +100,8 @@ void register_generate(CLI::App& app) {
     }
     const int64_t n_ctx = m.shape.n_ctx;
     runtime::KvCache kv = m.make_kv_cache();
-    std::fprintf(stderr, "model %s, %s, context %lld\n", o->model.c_str(), backend->name().c_str(),
-                 static_cast<long long>(n_ctx));
+    std::fprintf(stderr, "model %s, %s, context %lld, KV cache %s\n", o->model.c_str(), backend->name().c_str(),
+                 static_cast<long long>(n_ctx), kv.describe().c_str());
     std::cout << o->prompt << std::flush;
     const auto stats = runtime::generate(llama, kv, *loaded->tokenizer, o->prompt, o->gen,
                                          [](std::string_view piece) { std::cout << piece << std::flush; });

@@ -54,6 +54,14 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                      ->capture_default_str()
                      ->check(CLI::IsMember({"auto", "off"}));
   sub->add_flag("--no-repack", options.no_repack, "CPU: --repack off (for comparisons)")->excludes(repack);
+  sub->add_option("--cache-type-k", options.cache_type_k,
+                  "The KV cache's keys: f16, or q8_0 (8-bit blocks as llama.cpp's: about half the memory and the "
+                  "bytes a long context's decode reads; CPU backend only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f16", "q8_0"}));
+  sub->add_option("--cache-type-v", options.cache_type_v, "The KV cache's values: f16 or q8_0, as --cache-type-k")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f16", "q8_0"}));
   return sub->add_option("--sparse-max-tokens", options.sparse_max_tokens,
                          "Sparse mode: prompt chunks of at most this many tokens run the sparse FFN too "
                          "(generated tokens always do); 0: prompts run dense")
@@ -68,6 +76,9 @@ runtime::RunnableModel open_cli_model(const std::string& path, int threads, cons
   setup.sparse_max_tokens = options.sparse_max_tokens;
   // --repack's check admits only the two names.
   setup.cpu_repack = options.no_repack ? kernels::CpuRepack::Off : kernels::cpu_repack_from_name(options.repack).value();
+  // The checks admit only the two names.
+  setup.kv_types = {kernels::dtype_from_name(options.cache_type_k).value(),
+                    kernels::dtype_from_name(options.cache_type_v).value()};
   try {
     setup.sparsity = config::parse_sparsity_setting(options.sparsity);
   } catch (const std::invalid_argument& e) {

@@ -40,6 +40,10 @@ struct ModelCliOptions {
   // engine/model/cpu_repack.h); --no-repack is --repack off.
   std::string repack = "auto";
   bool no_repack = false;
+  // --cache-type-k, --cache-type-v: the KV cache's element types, f16 or
+  // q8_0 (CPU backend only).
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
 };
 
 // Returns the --sparse-max-tokens option (to tell whether it was given).

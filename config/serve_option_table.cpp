@@ -24,6 +24,7 @@ constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 constexpr std::array<std::string_view, 3> kPrefetchChoices = {kPrefetchValues[0], kPrefetchValues[1],
                                                               kPrefetchValues[2]};
 constexpr std::array<std::string_view, 2> kRepackChoices = {"auto", "off"};
+constexpr std::array<std::string_view, 2> kCacheTypeChoices = {"f16", "q8_0"};
 constexpr std::array<std::string_view, 4> kPoolingChoices = {"auto", "last", "mean", "cls"};
 constexpr std::array<std::string_view, 3> kReasoningFormatChoices = {"auto", "deepseek", "none"};
 constexpr std::array<std::string_view, 1> kPlacementKeywords = {kPlacementAuto};
@@ -214,6 +215,13 @@ const OptionDescriptor kTable[] = {
              "it reads them natively: Q4_0 and Q4_1 with AVX2 and AVX-512, Q8_0 with AVX-512) or kept in the "
              "file's row layout (off, for comparisons)",
      .field = &ServeOptions::repack, .choices = kRepackChoices},
+    {.key = "cache_type_k", .flags = "--cache-type-k",
+     .help = "The KV cache's keys: f16, or q8_0 (8-bit blocks as llama.cpp's: about half the memory and the bytes "
+             "a long context's decode reads; CPU backend only)",
+     .field = &ServeOptions::cache_type_k, .choices = kCacheTypeChoices},
+    {.key = "cache_type_v", .flags = "--cache-type-v",
+     .help = "The KV cache's values: f16 or q8_0, as cache_type_k",
+     .field = &ServeOptions::cache_type_v, .choices = kCacheTypeChoices},
     {.key = "pooling", .flags = "--pooling",
      .help = "Embeddings (/v1/embeddings, /api/embed): how a text's token states are pooled: last token, mean "
              "or first token (cls); auto: the model file's pooling_type, else last",

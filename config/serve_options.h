@@ -74,6 +74,11 @@ struct ServeOptions {
   // CPU backend: whether Q4_0, Q4_1 and Q8_0 matrices are repacked at load for the matmul:
   // auto|off, kernels/cpu/q4_lanes16.h's CpuRepack (key: repack).
   std::string repack = "auto";
+  // The KV cache's element types: f16|q8_0 (q8_0: about half the memory,
+  // CPU backend only), of its keys (key: cache_type_k) and of its values
+  // (key: cache_type_v).
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
   // Embeddings: how a text's output-normed token states are pooled:
   // auto|last|mean|cls; auto: the GGUF's {arch}.pooling_type, else last (key: pooling).
   std::string pooling = "auto";

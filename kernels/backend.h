@@ -22,6 +22,7 @@
 #include <string>
 
 #include "kernels/buffer.h"
+#include "kernels/check.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/tensor.h"
@@ -210,7 +211,9 @@ class Backend {
   // params.freq_factors, when set, points into this backend's memory.
   virtual void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
                     const RopeParams& params) = 0;
-  virtual void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+  // k, v: the sequence's cache of params.k_type and params.v_type (f16
+  // everywhere; q8_0 on the CPU backend).
+  virtual void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                          int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
                          float* out, const AttentionParams& params) = 0;
   // attention() of each sequence (each over its own cache); the CPU backend
@@ -243,6 +246,13 @@ class Backend {
   // backend memory, overwritten.
   virtual void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) = 0;
   virtual void store_f16(const float* src, int64_t n, uint16_t* dst) = 0;
+  // n_rows rows of row_len values written to a KV cache of `type`
+  // (kernels/cpu/ops.h store_kv). Backends that keep only f16 caches take
+  // F16 and refuse the rest.
+  virtual void store_kv(const float* src, int64_t n_rows, int64_t row_len, DType type, void* dst) {
+    TC_CHECK(type == DType::F16, "store_kv: this backend keeps its KV cache in f16 only");
+    store_f16(src, n_rows * row_len, static_cast<uint16_t*>(dst));
+  }
   // Greedy sampling: out[r] = the index of the largest x[r, :], NaN counting
   // as -inf, ties (and rows of only -inf/NaN) to the lowest index, as
   // the sampler's temperature-0 path. x: f32 [n_rows, n]; out: i32 [n_rows]

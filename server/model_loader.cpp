@@ -35,6 +35,8 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.model.sparsity = config::parse_sparsity_setting(o.sparsity);
   e.model.sparse_max_tokens = o.sparse_max_tokens;
   e.model.cpu_repack = kernels::cpu_repack_from_name(o.repack).value();  // one of the key's choices
+  e.model.kv_types = {kernels::dtype_from_name(o.cache_type_k).value(),  // f16 or q8_0, the keys' choices
+                      kernels::dtype_from_name(o.cache_type_v).value()};
   e.model.gpu_split =
       config::parse_gpu_split_setting(e.model.device, o.placement.string(), o.offload_layers, o.vram_budget,
                                       o.prefetch);

@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/loaded_model.h"
 #include "engine/model/model_spec.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/sparse/vram_budget.h"
 #include "server/model_registry_entry.h"
 #include "server/process_memory.h"
@@ -260,8 +261,10 @@ void ModelRegistry::load_entry(std::string name) {
     const auto file = gguf::GgufFile::open(path);
     const auto spec = model::read_model_spec(file);
     const int64_t n_ctx = std::min<int64_t>(opts.ctx_size, spec.n_ctx_train > 0 ? spec.n_ctx_train : opts.ctx_size);
-    const uint64_t kv = static_cast<uint64_t>(opts.parallel) * static_cast<uint64_t>(spec.n_layer) * 2 *
-                        static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(spec.n_head_kv * spec.head_dim) * 2;
+    const kernels::KvCacheTypes kv_types{kernels::dtype_from_name(opts.cache_type_k).value_or(kernels::DType::F16),
+                                         kernels::dtype_from_name(opts.cache_type_v).value_or(kernels::DType::F16)};
+    const bool kv_fits = runtime::KvCache::unsupported_reason(spec, kv_types).empty();
+    const uint64_t kv = runtime::KvCache::bytes_for(spec, opts.parallel, n_ctx, kv_fits ? kv_types : kernels::KvCacheTypes{});
     predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
     first_gpu_estimate =
         first_gpu_estimate_bytes(opts, file.file_size() + kv, ffn_weight_bytes(file), spec.n_layer, vram_budget_);

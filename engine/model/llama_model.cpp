@@ -208,9 +208,14 @@ void LlamaModel::check_layer_offload(const LoadedModel& model, bool hybrid_mode)
   }
 }
 
-runtime::KvCache LlamaModel::make_kv_cache(int n_slots, int64_t n_ctx) {
-  if (offload_cpu_ == nullptr) return runtime::KvCache(backend_, spec_, n_slots, n_ctx);
-  return runtime::KvCache(backend_, *offload_cpu_, n_device_layers_, spec_, n_slots, n_ctx);
+runtime::KvCache LlamaModel::make_kv_cache(int n_slots, int64_t n_ctx, kernels::KvCacheTypes types) {
+  if (types != kernels::KvCacheTypes{} && !on_host(backend_)) {
+    throw std::invalid_argument("a " + std::string(kernels::dtype_name(types.k == kernels::DType::F16 ? types.v : types.k)) +
+                                " KV cache runs on the CPU only (--device cpu); this model's attention runs on " +
+                                backend_.name());
+  }
+  if (offload_cpu_ == nullptr) return runtime::KvCache(backend_, spec_, n_slots, n_ctx, types);
+  return runtime::KvCache(backend_, *offload_cpu_, n_device_layers_, spec_, n_slots, n_ctx, types);
 }
 
 void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t, bool pinned_x) {
@@ -561,16 +566,17 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   for (const auto& s : sequences) {
     const auto n = static_cast<int64_t>(s.tokens.size());
     const int64_t start = kv.n_used(s.slot);
-    uint16_t* k_cache = kv.k(s.slot, layer);
-    uint16_t* v_cache = kv.v(s.slot, layer);
-    b.store_f16(k + t * n_embd_kv, n * n_embd_kv, k_cache + start * n_embd_kv);
-    if (v_cache != k_cache) b.store_f16(v + t * n_embd_kv, n * n_embd_kv, v_cache + start * n_embd_kv);
+    auto* k_cache = static_cast<std::byte*>(kv.k(s.slot, layer));
+    auto* v_cache = static_cast<std::byte*>(kv.v(s.slot, layer));
+    b.store_kv(k + t * n_embd_kv, n, n_embd_kv, kv.types().k, k_cache + start * kv.k_row_bytes());
+    if (v_cache != k_cache) b.store_kv(v + t * n_embd_kv, n, n_embd_kv, kv.types().v, v_cache + start * kv.v_row_bytes());
     attention_sequences_.push_back(
         {q + t * n_embd_q, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd_q});
     t += n;
   }
   const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
-                                           spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks)};
+                                           spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks), kv.types().k,
+                                           kv.types().v};
   b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim, attention);
   if (mla_ != nullptr) {
     mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run

@@ -244,6 +244,7 @@ void Engine::Impl::build() {
   llama = runnable.llama.get();
   host = runnable.cpu_backend ? runnable.cpu_backend.get() : runnable.backend.get();
   kv = std::make_unique<KvCache>(runnable.make_kv_cache());
+  runnable.summary.push_back("KV cache: " + kv->describe());
   if (llama->sparse_counters() != nullptr) {
     activity_ring = std::make_unique<FfnActivityRing>(llama->hybrid() ? "hybrid" : "sparse", loaded->spec.n_layer,
                                                       loaded->spec.n_ff);

@@ -2,6 +2,8 @@
 #include "engine/runtime/kv_cache.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -9,38 +11,82 @@
 
 namespace tc::runtime {
 
-KvCache::KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx)
-    : KvCache(backend, backend, spec.n_layer, spec, n_slots, n_ctx) {}
+KvCache::KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx,
+                 kernels::KvCacheTypes types)
+    : KvCache(backend, backend, spec.n_layer, spec, n_slots, n_ctx, types) {}
+
+std::string KvCache::unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types) {
+  for (const kernels::DType t : {types.k, types.v}) {
+    if (!kernels::is_kv_dtype(t)) {
+      return "a KV cache holds f16 or q8_0 values, not " + std::string(kernels::dtype_name(t));
+    }
+  }
+  if (spec.n_kv_matrices() == 1 && types.k != types.v) {
+    return "this model caches one latent matrix as both keys and values, so the key and value cache types must be "
+           "the same (" + std::string(kernels::dtype_name(types.k)) + " and " +
+           std::string(kernels::dtype_name(types.v)) + " given)";
+  }
+  if ((types.k == kernels::DType::Q8_0 || types.v == kernels::DType::Q8_0) && spec.head_dim % kernels::kQK8_0 != 0) {
+    return "a q8_0 KV cache needs head sizes that are a multiple of 32; this model's are " +
+           std::to_string(spec.head_dim);
+  }
+  return {};
+}
+
+uint64_t KvCache::bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64_t n_ctx,
+                            kernels::KvCacheTypes types) {
+  const auto n_embd_kv = spec.n_embd_kv();
+  const auto row = static_cast<uint64_t>(kernels::row_bytes(types.k, n_embd_kv)) +
+                   (spec.n_kv_matrices() == 2 ? static_cast<uint64_t>(kernels::row_bytes(types.v, n_embd_kv)) : 0);
+  return row * static_cast<uint64_t>(spec.n_layer) * static_cast<uint64_t>(n_slots) * static_cast<uint64_t>(n_ctx);
+}
 
 KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers,
-                 const model::ModelSpec& spec, int n_slots, int64_t n_ctx)
+                 const model::ModelSpec& spec, int n_slots, int64_t n_ctx, kernels::KvCacheTypes types)
     : n_slots_(n_slots), n_layer_(spec.n_layer), n_ctx_(n_ctx), n_embd_kv_(spec.n_embd_kv()),
-      n_matrices_(spec.n_kv_matrices()), n_first_layers_(n_first_layers), used_(static_cast<size_t>(std::max(n_slots, 0)), 0) {
+      n_matrices_(spec.n_kv_matrices()), types_(types), k_row_bytes_(0), v_row_bytes_(0),
+      n_first_layers_(n_first_layers), used_(static_cast<size_t>(std::max(n_slots, 0)), 0) {
   if (n_slots < 1) throw std::invalid_argument("KV cache needs at least one slot");
   if (n_ctx < 1) throw std::invalid_argument("KV cache context must be positive");
   if (n_first_layers < 0 || n_first_layers > n_layer_) {
     throw std::invalid_argument("KV cache split at layer " + std::to_string(n_first_layers) + " of " +
                                 std::to_string(n_layer_));
   }
-  const size_t per_layer =
-      static_cast<size_t>(n_slots * n_matrices_) * static_cast<size_t>(n_ctx) * static_cast<size_t>(n_embd_kv_);
-  if (n_first_layers_ > 0) {
-    buffer_ = first.allocate(per_layer * static_cast<size_t>(n_first_layers_) * sizeof(uint16_t));
+  if (const std::string why = unsupported_reason(spec, types); !why.empty()) {
+    throw std::invalid_argument("KV cache: " + why);
   }
+  k_row_bytes_ = kernels::row_bytes(types.k, n_embd_kv_);
+  v_row_bytes_ = n_matrices_ == 2 ? kernels::row_bytes(types.v, n_embd_kv_) : k_row_bytes_;
+  const size_t per_layer = bytes_for(spec, n_slots, n_ctx, types) / static_cast<size_t>(n_layer_);
+  if (n_first_layers_ > 0) buffer_ = first.allocate(per_layer * static_cast<size_t>(n_first_layers_));
   if (n_first_layers_ < n_layer_) {
-    rest_buffer_ = rest.allocate(per_layer * static_cast<size_t>(n_layer_ - n_first_layers_) * sizeof(uint16_t));
+    rest_buffer_ = rest.allocate(per_layer * static_cast<size_t>(n_layer_ - n_first_layers_));
   }
 }
 
-uint16_t* KvCache::base(int slot, int64_t layer, int which) const {
+std::byte* KvCache::base(int slot, int64_t layer, int which) const {
   TC_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < n_layer_, "KV cache slot or layer out of range");
   const bool first = layer < n_first_layers_;
   const auto n_side = static_cast<size_t>(first ? n_first_layers_ : n_layer_ - n_first_layers_);
   const auto side_layer = static_cast<size_t>(first ? layer : layer - n_first_layers_);
-  const size_t per_matrix = static_cast<size_t>(n_ctx_) * static_cast<size_t>(n_embd_kv_);
-  const size_t index = (static_cast<size_t>(slot) * n_side + side_layer) * static_cast<size_t>(n_matrices_) +
-                       static_cast<size_t>(which);
-  return (first ? buffer_ : rest_buffer_).as<uint16_t>() + index * per_matrix;
+  const size_t k_bytes = static_cast<size_t>(n_ctx_) * static_cast<size_t>(k_row_bytes_);
+  const size_t per_layer = k_bytes + (n_matrices_ == 2 ? static_cast<size_t>(n_ctx_) * static_cast<size_t>(v_row_bytes_) : 0);
+  const size_t offset = (static_cast<size_t>(slot) * n_side + side_layer) * per_layer + (which == 0 ? 0 : k_bytes);
+  return (first ? buffer_ : rest_buffer_).as<std::byte>() + offset;
+}
+
+std::string KvCache::describe() const {
+  const std::string k(kernels::dtype_name(types_.k)), v(kernels::dtype_name(types_.v));
+  std::string lower_k, lower_v;
+  for (const char c : k) lower_k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char c : v) lower_v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string types = n_matrices_ == 1   ? lower_k + " latent rows"
+                            : lower_k == lower_v ? lower_k + " keys and values"
+                                                 : lower_k + " keys, " + lower_v + " values";
+  char mib[32];
+  std::snprintf(mib, sizeof(mib), "%.1f MiB", static_cast<double>(bytes()) / (1 << 20));
+  return std::to_string(n_slots_) + (n_slots_ == 1 ? " slot x " : " slots x ") + std::to_string(n_ctx_) +
+         " positions, " + types + ", " + mib;
 }
 
 int64_t KvCache::n_used(int slot) const {

@@ -1,12 +1,16 @@
-// KvCache: the f16 keys and values of every layer for a fixed number of
+// KvCache: the keys and values of every layer for a fixed number of
 // sequence slots. Per-step state, owned by the engine thread.
-// Layout per (slot, layer): k and v each f16 [n_ctx, n_embd_kv], row p =
-// position p (heads contiguous inside a row). Under latent attention
-// (ModelSpec::is_mla) a layer caches one matrix, its latent rows, which
-// are both keys and values: v() is k().
+// Layout per (slot, layer): k and v each [n_ctx, n_embd_kv] of their
+// types() (f16 by default, or q8_0: kernels::KvCacheTypes), row p =
+// position p (heads contiguous inside a row), k_row_bytes() and
+// v_row_bytes() a row. Under latent attention (ModelSpec::is_mla) a layer
+// caches one matrix, its latent rows, which are both keys and values: v()
+// is k() (and the two types must be the same).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/model/model_spec.h"
@@ -16,23 +20,39 @@ namespace tc::runtime {
 
 class KvCache {
  public:
-  // Allocates n_slots * n_layer * n_kv_matrices * n_ctx * n_embd_kv f16 values on the backend.
-  KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx);
+  // Allocates n_slots * n_layer * n_kv_matrices rows of n_ctx * n_embd_kv
+  // values on the backend. Throws std::invalid_argument when a type is not
+  // a KV type or does not fit the model (q8_0 needs head sizes that are a
+  // multiple of 32).
+  KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx,
+          kernels::KvCacheTypes types = {});
   // Layer offload: layers [0, n_first_layers) on `first` (the device), the
   // rest on `rest` (the CPU), each side laid out [slot][layer][k/v] as above.
   KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers, const model::ModelSpec& spec,
-          int n_slots, int64_t n_ctx);
+          int n_slots, int64_t n_ctx, kernels::KvCacheTypes types = {});
+
+  // The bytes such a cache takes (also for the placement's budget).
+  static uint64_t bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64_t n_ctx, kernels::KvCacheTypes types);
+  // Why `types` cannot cache this model, or empty.
+  static std::string unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types);
 
   int n_slots() const { return n_slots_; }
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_embd_kv() const { return n_embd_kv_; }
+  kernels::KvCacheTypes types() const { return types_; }
+  int64_t k_row_bytes() const { return k_row_bytes_; }
+  int64_t v_row_bytes() const { return v_row_bytes_; }
   size_t bytes() const { return buffer_.size() + rest_buffer_.size(); }
   // Layers [0, n_first_layers()) live in the first backend's memory (all of them unless split).
   int64_t n_first_layers() const { return n_first_layers_; }
   size_t first_bytes() const { return buffer_.size(); }
 
-  uint16_t* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
-  uint16_t* v(int slot, int64_t layer) const { return base(slot, layer, n_matrices_ - 1); }
+  // Row 0 of a layer's K (V) matrix of a slot.
+  void* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
+  void* v(int slot, int64_t layer) const { return base(slot, layer, n_matrices_ - 1); }
+
+  // One line for logs: "4 slots x 4096 positions, q8_0 keys and values, 272.0 MiB".
+  std::string describe() const;
 
   // Positions [0, n_used(slot)) hold valid entries.
   int64_t n_used(int slot) const;
@@ -40,16 +60,18 @@ class KvCache {
   void clear(int slot) { set_used(slot, 0); }
 
  private:
-  uint16_t* base(int slot, int64_t layer, int which) const;
+  std::byte* base(int slot, int64_t layer, int which) const;
 
   int n_slots_;
   int64_t n_layer_;
   int64_t n_ctx_;
   int64_t n_embd_kv_;
   int64_t n_matrices_;  // per (slot, layer): 2 (k, v), or 1 (k is v)
+  kernels::KvCacheTypes types_;
+  int64_t k_row_bytes_, v_row_bytes_;
   int64_t n_first_layers_;
-  kernels::Buffer buffer_;       // f16, layers [0, n_first_layers_)
-  kernels::Buffer rest_buffer_;  // f16, layers [n_first_layers_, n_layer) (split caches only)
+  kernels::Buffer buffer_;       // layers [0, n_first_layers_)
+  kernels::Buffer rest_buffer_;  // layers [n_first_layers_, n_layer) (split caches only)
   std::vector<int64_t> used_;
 };
 

@@ -38,6 +38,7 @@ struct ModelSetup {
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;  // larger prompt chunks run the dense FFN
   config::GpuSplitSetting gpu_split;                            // hybrid mode or layer offload (device cuda)
   kernels::CpuRepack cpu_repack = kernels::CpuRepack::Auto;      // ForwardOptions::cpu_repack
+  kernels::KvCacheTypes kv_types;                               // the KV cache's (f16; q8_0 on the CPU backend)
   BackendFactory create_backend;                                // empty: kernels::create_backend
 };
 
@@ -51,6 +52,7 @@ struct RunnableModel {
   sparse::SparsityPlan plan;                  // outlives llama (its sparsifier is installed there)
   std::unique_ptr<model::LlamaModel> llama;
   sparse::PlacementShape shape;               // the KV cache and step shape it was set up for
+  kernels::KvCacheTypes kv_types;             // the KV cache's element types (ModelSetup::kv_types)
   // What was set up, one line each for the log: "sparsity: ...", and
   // "hybrid: ..." and "prefetch: ..." or "layer offload: ..." with a GPU
   // split.
@@ -59,7 +61,7 @@ struct RunnableModel {
   // The KV cache of `shape` (n_parallel slots of n_ctx positions), split at
   // layer k in layer offload mode. Must not outlive this model's backends.
   KvCache make_kv_cache() const {
-    return llama->make_kv_cache(static_cast<int>(shape.n_parallel), shape.n_ctx);
+    return llama->make_kv_cache(static_cast<int>(shape.n_parallel), shape.n_ctx, kv_types);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/cpu/attention_f16_avx2.h"
+#include "kernels/dtype.h"
 #include "kernels/cpu/prefetch_lines.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VL__) && defined(__FMA__) && defined(__F16C__)
@@ -70,6 +71,25 @@ void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int6
       const uint16_t* s = src + i * src_stride;
       for (int64_t b = 0; b < n_blocks; ++b) {
         _mm256_storeu_ps(d + b * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b * 8))));
+      }
+    } else {
+      for (int64_t b = 0; b < n_blocks; ++b) _mm256_storeu_ps(d + b * 16, _mm256_setzero_ps());
+    }
+  }
+}
+
+void q8_0_block_to_pairs(const void* src, int64_t src_stride_bytes, int64_t n, int64_t width, float* dst) {
+  const int64_t n_blocks = width / 8;
+  for (int64_t i = 0; i < 8; ++i) {
+    float* d = dst + (i / 2) * n_blocks * 16 + (i % 2) * 8;
+    if (i < n) {
+      const auto* q8 = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(src) + i * src_stride_bytes);
+      for (int64_t b = 0; b < n_blocks; b += 4, ++q8) {
+        const __m256 scale = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(q8->d)));
+        for (int64_t g = 0; g < 4; ++g) {
+          const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q8->qs + g * 8));
+          _mm256_storeu_ps(d + (b + g) * 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale));
+        }
       }
     } else {
       for (int64_t b = 0; b < n_blocks; ++b) _mm256_storeu_ps(d + b * 16, _mm256_setzero_ps());
@@ -273,6 +293,7 @@ namespace tc::kernels::detail {
 bool attention_zmm_enabled() { return false; }
 void set_attention_zmm_for_testing(bool) {}
 void f16_block_to_pairs(const uint16_t*, int64_t, int64_t, int64_t, float*) {}
+void q8_0_block_to_pairs(const void*, int64_t, int64_t, int64_t, float*) {}
 void score_heads_pairs(const float*, int64_t, const int64_t*, const float*, int64_t, int64_t, float, int64_t, float*,
                        int64_t, const void*, int64_t) {}
 void add_heads_rows(const float*, int64_t, int64_t, const int64_t*, const float*, int64_t, int64_t, int64_t, float*,

@@ -29,6 +29,10 @@ void set_attention_zmm_for_testing(bool enabled);
 // slots of rows n..7 are zero. dst holds 8 * width floats.
 void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int64_t width, float* dst);
 
+// The same from q8_0 rows (row i at src + i * src_stride_bytes, `width`
+// values a multiple of 32 in block_q8_0 blocks): each value q * d, exact.
+void q8_0_block_to_pairs(const void* src, int64_t src_stride_bytes, int64_t n, int64_t width, float* dst);
+
 // Scores of a block of 8 positions for query heads r < n_heads: scores[r *
 // score_stride + i] = dot8(q + r * head_dim, K row i of head r's KV head)[i]
 // * scale for i < n_valid. Head r's KV head starts kv_offsets[r] values

@@ -96,7 +96,7 @@ void CpuBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_d
   kernels::rope(x, n_tokens, n_head, head_dim, positions, params);
 }
 
-void CpuBackend::attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+void CpuBackend::attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                            int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                            const AttentionParams& params) {
   kernels::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, pool_);
@@ -160,6 +160,9 @@ void CpuBackend::threshold_bits(const float* x, int64_t n_rows, int64_t n, float
 }
 
 void CpuBackend::store_f16(const float* src, int64_t n, uint16_t* dst) { kernels::store_f16(src, n, dst); }
+void CpuBackend::store_kv(const float* src, int64_t n_rows, int64_t row_len, DType type, void* dst) {
+  kernels::store_kv(src, n_rows, row_len, type, dst);
+}
 
 void CpuBackend::argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) {
   for (int64_t r = 0; r < n_rows; ++r) {

@@ -42,7 +42,7 @@ class CpuBackend final : public Backend {
                   float* y) override;
   void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
             const RopeParams& params) override;
-  void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+  void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                  int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                  const AttentionParams& params) override;
   void host_parallel(int64_t n, const std::function<void(int64_t i)>& body) override;
@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
   void relu(float* x, int64_t n) override;
   void threshold_bits(const float* x, int64_t n_rows, int64_t n, float threshold, uint32_t* bits) override;
   void store_f16(const float* src, int64_t n, uint16_t* dst) override;
+  void store_kv(const float* src, int64_t n_rows, int64_t row_len, DType type, void* dst) override;
   void argmax(const float* x, int64_t n_rows, int64_t n, int32_t* out) override;
 
   ThreadPool& pool() { return pool_; }

@@ -1,9 +1,11 @@
 // CPU reference implementations of the element-wise and per-row ops in
 // ops.h: get_rows, rms_norm, layer_norm, rope, ffn_activation, add_bias,
-// scale, softcap, store_f16. Attention lives in ops_attention.cpp. Plain
+// scale, softcap, store_f16, store_kv. Attention lives in ops_attention.cpp. Plain
 // scalar loops but SwiGLU, whose exp runs eight lanes at a time (f8_lanes.h).
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
 #include <vector>
 
 #include "kernels/check.h"
@@ -228,6 +230,23 @@ void softcap(float* x, int64_t n, float cap) {
 
 void store_f16(const float* src, int64_t n, uint16_t* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void store_kv(const float* src, int64_t n_rows, int64_t row_len, DType type, void* dst) {
+  TC_CHECK(is_kv_dtype(type), "store_kv: a KV cache holds f16 or q8_0 values");
+  if (type == DType::F16) return store_f16(src, n_rows * row_len, static_cast<uint16_t*>(dst));
+  TC_CHECK(row_len % kQK8_0 == 0, "store_kv: q8_0 rows must be whole blocks of 32 values");
+  auto* blocks = static_cast<BlockQ8_0*>(dst);
+  const int64_t n_blocks = n_rows * row_len / kQK8_0;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * kQK8_0;
+    if (std::all_of(x, x + kQK8_0, [](float f) { return std::isfinite(f); })) {
+      quantize_row(DType::Q8_0, x, blocks + b, kQK8_0);
+    } else {
+      blocks[b].d = f32_to_f16(std::numeric_limits<float>::quiet_NaN());
+      std::fill(std::begin(blocks[b].qs), std::end(blocks[b].qs), int8_t{0});
+    }
+  }
 }
 
 }  // namespace tc::kernels

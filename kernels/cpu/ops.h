@@ -1,5 +1,5 @@
 // The CPU ops of the forward pass other than matmul: embedding lookup,
-// RMSNorm and LayerNorm, RoPE, attention over an f16 KV cache, FFN
+// RMSNorm and LayerNorm, RoPE, attention over an f16 or q8_0 KV cache, FFN
 // activations, and the element-wise bias add, scale and soft-cap.
 // All f32 in and out unless stated. Pure functions of their arguments;
 // those taking a ThreadPool use its threads and must be called from one
@@ -79,25 +79,43 @@ struct AttentionParams {
   // head that joins the softmax's denominator and adds no value:
   // softmax over (scores..., sink), the sink's share dropped. Host memory.
   const float* sinks = nullptr;
+  // The cache's element types (is_kv_dtype): F16, or Q8_0 (llama.cpp's
+  // block_q8_0: an f16 scale and 32 int8 values per block, 34 bytes; head_dim
+  // a multiple of 32). A Q8_0 value enters the arithmetic as its exact f32
+  // value q * d, so the bits are those of an f16 cache holding the same
+  // values wherever both could.
+  DType k_type = DType::F16;
+  DType v_type = DType::F16;
+};
+
+// The element types a KV cache may have.
+constexpr bool is_kv_dtype(DType type) { return type == DType::F16 || type == DType::Q8_0; }
+
+// A KV cache's element types, of its keys and of its values.
+struct KvCacheTypes {
+  DType k = DType::F16;
+  DType v = DType::F16;
+  bool operator==(const KvCacheTypes&) const = default;
 };
 
 // Causal grouped-query attention of one sequence over its KV cache.
 // q:   f32 [n_tokens, n_head, head_dim]; token t sits at position positions[t]
 //      and attends to cache positions 0..positions[t] inclusive (within
 //      params.window of it when that is set).
-// k, v: f16 [n_kv, n_head_kv, head_dim] (rows of n_head_kv*head_dim), the
-//      cache of this sequence holding positions 0..n_kv-1.
+// k, v: [n_kv, n_head_kv, head_dim] (rows of n_head_kv*head_dim values) of
+//      params.k_type and params.v_type, the cache of this sequence holding
+//      positions 0..n_kv-1; row bytes row_bytes(type, n_head_kv*head_dim).
 // out: f32 [n_tokens, n_head * head_dim]. Head h reads KV head h / (n_head / n_head_kv).
 // Scores are scaled (and soft-capped) as params says; softmax in f32 with max subtraction.
-void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                const AttentionParams& params, ThreadPool& pool);
 
 // One sequence of an attention_batch call: the arguments of attention().
 struct AttentionSequence {
   const float* q;            // f32 [n_tokens, n_head, head_dim]
-  const uint16_t* k;         // f16 [n_kv, n_head_kv, head_dim]
-  const uint16_t* v;         // f16 [n_kv, n_head_kv, head_dim]
+  const void* k;             // [n_kv, n_head_kv, head_dim] of AttentionParams::k_type
+  const void* v;             // [n_kv, n_head_kv, head_dim] of AttentionParams::v_type
   int64_t n_tokens;
   int64_t n_kv;
   const int32_t* positions;  // i32 [n_tokens]
@@ -145,5 +163,13 @@ void softcap(float* x, int64_t n, float cap);
 
 // dst[i] = f16(src[i]) (round to nearest even), for writing the KV cache.
 void store_f16(const float* src, int64_t n, uint16_t* dst);
+
+// n_rows rows of row_len values of src written to the KV cache at dst as
+// `type` (is_kv_dtype), row_bytes(type, row_len) bytes a row: F16 as
+// store_f16; Q8_0 as llama.cpp's quantize_row_q8_0_ref (d = max |x| / 127,
+// q = round(x / d)), except that a block holding a NaN or an infinity
+// stores d = NaN and q = 0, so that it reads back as NaN as an f16 cache
+// would (its q would otherwise be undefined).
+void store_kv(const float* src, int64_t n_rows, int64_t row_len, DType type, void* dst);
 
 }  // namespace tc::kernels

@@ -1,4 +1,4 @@
-// CPU attention over an f16 KV cache (see ops.h; the design in
+// CPU attention over an f16 or q8_0 KV cache (see ops.h; the design in
 // docs/engine.md "CPU attention"): the context in fixed chunks whose
 // partial softmaxes fold in order, the work items and their scheduling.
 // Plain loops and GCC vector extensions (attention_lanes.h), built for
@@ -42,15 +42,28 @@ const float* f16_table() {
   return table.data();
 }
 
-void f16_row_to_f32_portable(const float* table, const uint16_t* src, int64_t n, float* dst) {
+void f16_row_to_f32_portable(const float* table, const void* src_bytes, int64_t n, float* dst) {
+  const auto* src = static_cast<const uint16_t*>(src_bytes);
   for (int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+}
+
+// q8_0 blocks (n a multiple of 32): each value q * d, exact in f32 (an
+// 8-bit integer times an 11-bit significand), so every path gives the same
+// bits.
+void q8_0_row_to_f32_portable(const float* table, const void* src, int64_t n, float* dst) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / kQK8_0; ++b) {
+    const float d = table[blocks[b].d];
+    for (int64_t i = 0; i < kQK8_0; ++i) dst[b * kQK8_0 + i] = static_cast<float>(blocks[b].qs[i]) * d;
+  }
 }
 
 #if defined(__x86_64__)
 // F16C converts 8 values per instruction, exactly as the table (NaNs come out
 // quiet with their payload in both), so the two paths give the same bits.
-__attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const float* table, const uint16_t* src, int64_t n,
+__attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const float* table, const void* src_bytes, int64_t n,
                                                                float* dst) {
+  const auto* src = static_cast<const uint16_t*>(src_bytes);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
@@ -58,20 +71,39 @@ __attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const float* table,
   }
   for (; i < n; ++i) dst[i] = table[src[i]];
 }
+
+__attribute__((target("avx2"))) void q8_0_row_to_f32_avx2(const float* table, const void* src, int64_t n,
+                                                          float* dst) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / kQK8_0; ++b) {
+    const __m256 d = _mm256_set1_ps(table[blocks[b].d]);
+    for (int64_t i = 0; i < kQK8_0; i += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[b].qs + i));
+      _mm256_storeu_ps(dst + b * kQK8_0 + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
+  }
+}
 #endif
 
-using F16RowToF32 = void (*)(const float*, const uint16_t*, int64_t, float*);
+// n values of a cache row (from src, whole blocks) as f32 into dst.
+using RowToF32 = void (*)(const float* table, const void* src, int64_t n, float* dst);
 
-// Picked once by CPUID.
-F16RowToF32 f16_row_to_f32() {
+// Picked once per dtype by CPUID.
+RowToF32 row_to_f32(DType type) {
 #if defined(__x86_64__)
-  static const F16RowToF32 fn = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
-                                    ? f16_row_to_f32_f16c
-                                    : f16_row_to_f32_portable;
-  return fn;
+  static const RowToF32 f16 = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
+                                  ? f16_row_to_f32_f16c
+                                  : f16_row_to_f32_portable;
+  static const RowToF32 q8_0 = __builtin_cpu_supports("avx2") ? q8_0_row_to_f32_avx2 : q8_0_row_to_f32_portable;
+  return type == DType::Q8_0 ? q8_0 : f16;
 #else
-  return f16_row_to_f32_portable;
+  return type == DType::Q8_0 ? q8_0_row_to_f32_portable : f16_row_to_f32_portable;
 #endif
+}
+
+// Bytes of n values of a cache row (n a multiple of 32 for q8_0).
+inline int64_t kv_bytes(DType type, int64_t n) {
+  return type == DType::Q8_0 ? n / kQK8_0 * static_cast<int64_t>(sizeof(BlockQ8_0)) : n * 2;
 }
 
 // Rows of one KV head lie n_head_kv * head_dim f16 values apart (8 KiB in a
@@ -80,9 +112,8 @@ F16RowToF32 f16_row_to_f32() {
 // row kPrefetchRows positions ahead while it works on this one.
 constexpr int64_t kPrefetchRows = 8;
 
-inline void prefetch_row(const uint16_t* row, int64_t n) {
-  const auto* bytes = reinterpret_cast<const char*>(row);
-  for (int64_t b = 0; b < n * 2; b += 64) __builtin_prefetch(bytes + b);
+inline void prefetch_row(const char* row, int64_t n_bytes) {
+  for (int64_t b = 0; b < n_bytes; b += 64) __builtin_prefetch(row + b);
 }
 
 // Per-thread scratch, grown on demand and kept: no allocation once the
@@ -126,8 +157,8 @@ void grow(std::vector<T>& v, int64_t n) {
 
 struct AttentionArgs {
   const float* q;
-  const uint16_t* k;
-  const uint16_t* v;
+  const void* k;
+  const void* v;
   int64_t n_head;
   int64_t n_head_kv;
   int64_t head_dim;
@@ -137,6 +168,7 @@ struct AttentionArgs {
   float softcap;   // > 0: scores soft-capped (AttentionParams)
   int64_t window;  // > 0: sliding window (AttentionParams)
   const float* sinks;  // f32 [n_head] or null (AttentionParams)
+  DType k_type, v_type;  // F16 or Q8_0 (AttentionParams)
 
   // The first position token t sees.
   int64_t first_seen(int64_t t) const {
@@ -183,7 +215,7 @@ __attribute__((target_clones("arch=x86-64-v3", "default")))
 void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t h_begin, int64_t h_end,
                   int64_t j_begin, const Partials& part) {
   const float* table = f16_table();
-  const F16RowToF32 to_f32 = f16_row_to_f32();
+  const RowToF32 k_to_f32 = row_to_f32(a.k_type), v_to_f32 = row_to_f32(a.v_type);
   Scratch& s = thread_scratch();
   const int64_t n_heads = h_end - h_begin;
   const int64_t n_group = a.n_head / a.n_head_kv;
@@ -192,6 +224,14 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   const int64_t kv_stride = a.n_head_kv * a.head_dim;
   const int64_t head_dim = a.head_dim;
   const int64_t run_width = n_kv_run * head_dim;  // the run's K (or V) values of one position
+  // A position's whole K (V) row in the cache, and the run's part of it.
+  const int64_t k_row_bytes = kv_bytes(a.k_type, kv_stride), v_row_bytes = kv_bytes(a.v_type, kv_stride);
+  const int64_t k_run_offset = kv_bytes(a.k_type, kv_begin * head_dim);
+  const int64_t v_run_offset = kv_bytes(a.v_type, kv_begin * head_dim);
+  auto k_row = [&](int64_t j) { return static_cast<const char*>(a.k) + j * k_row_bytes; };
+  auto v_row = [&](int64_t j) { return static_cast<const char*>(a.v) + j * v_row_bytes; };
+  auto k_run = [&](int64_t j) { return k_row(j) + k_run_offset; };
+  auto v_run = [&](int64_t j) { return v_row(j) + v_run_offset; };
   auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
   auto chunk_end_of = [&](int64_t t) { return std::min(j_begin + kChunk, n_ctx_of(t)); };
   // Whether token t sees none of the chunk (its window starts past it).
@@ -225,11 +265,9 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   auto row_of = [&](int64_t t, int64_t r) { return (t - t_begin) * n_heads + r; };
   auto scores_of = [&](int64_t t, int64_t r) { return scores + row_of(t, r) * kChunk; };
   auto out_of = [&](int64_t t, int64_t r) { return part.out + row_of(t, r) * head_dim; };
-  // The run's rows [j, j + n) (none past j_end), asked for ahead.
-  auto prefetch_rows = [&](const uint16_t* cache, int64_t j, int64_t n) {
-    for (const int64_t end = std::min(j + n, j_end); j < end; ++j) {
-      prefetch_row(cache + j * kv_stride + kv_begin * head_dim, run_width);
-    }
+  // The run's K or V rows [j, j + n) (none past j_end), asked for ahead.
+  auto prefetch_rows = [&](auto run_of, DType type, int64_t j, int64_t n) {
+    for (const int64_t end = std::min(j + n, j_end); j < end; ++j) prefetch_row(run_of(j), kv_bytes(type, run_width));
   };
   // Where head r's K/V row starts within a position's converted run, for
   // the 8-lane and the zmm loops alike. (Computed once, not by a division
@@ -251,7 +289,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // scratch (whose round trip cost more than the arithmetic). Whole blocks
   // only: a block's 8 rows are all read.
   const bool direct = t_end - t_begin == 1 && n_group == 1 && head_dim % kOutChunk == 0 &&
-                      detail::f16_kv_direct_available();
+                      a.k_type == DType::F16 && a.v_type == DType::F16 && detail::f16_kv_direct_available();
   // Otherwise, on AVX-512 CPUs, the scores and V sums of a block take the
   // zmm loops (attention_avx512.h: the same bits), all heads of a token in
   // one call; K blocks are converted into their pair layout.
@@ -264,31 +302,35 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // about 10-20% faster).
   const bool spread = by_blocks && !direct && t_end - t_begin == 1 && run_width == kv_stride;
   // Bytes of rows [j, j + n) within the run's positions (none past j_end).
-  auto rows_bytes = [&](int64_t j, int64_t n) {
-    return spread ? std::max<int64_t>(0, std::min(j + n, j_end) - j) * kv_stride * 2 : 0;
+  auto rows_bytes = [&](int64_t j, int64_t n, int64_t row_bytes) {
+    return spread ? std::max<int64_t>(0, std::min(j + n, j_end) - j) * row_bytes : 0;
   };
   for (int64_t j0 = j_lo; j0 < j_end; j0 += by_blocks ? kKBlock : 1) {
     const int64_t nj = by_blocks ? std::min(kKBlock, j_end - j0) : 1;
     // Rows kPrefetchRows ahead (the next block of 8); the last block asks for
     // the first V block instead.
     const bool last = j0 + nj >= j_end;
-    if (!spread && !last) prefetch_rows(a.k, j0 + kPrefetchRows, nj);
-    if (!spread && last) prefetch_rows(a.v, j_lo, v_block);
-    const int64_t k_ahead_bytes = last ? rows_bytes(j_lo, v_block) : rows_bytes(j0 + nj, kKBlock);
-    const uint16_t* k_ahead = k_ahead_bytes == 0 ? nullptr
-                              : last             ? a.v + j_lo * kv_stride
-                                                 : a.k + (j0 + nj) * kv_stride;
+    if (!spread && !last) prefetch_rows(k_run, a.k_type, j0 + kPrefetchRows, nj);
+    if (!spread && last) prefetch_rows(v_run, a.v_type, j_lo, v_block);
+    const int64_t k_ahead_bytes =
+        last ? rows_bytes(j_lo, v_block, v_row_bytes) : rows_bytes(j0 + nj, kKBlock, k_row_bytes);
+    const char* k_ahead = k_ahead_bytes == 0 ? nullptr : last ? v_row(j_lo) : k_row(j0 + nj);
     if (direct && nj == kKBlock) {
+      const auto* k16 = static_cast<const uint16_t*>(a.k);
       for (int64_t r = 0; r < n_heads; ++r) {
         float d8[kKBlock];
-        detail::dot8_f16(q_of(t_begin, r), a.k + j0 * kv_stride + (h_begin + r) * head_dim, kv_stride, head_dim, d8);
+        detail::dot8_f16(q_of(t_begin, r), k16 + j0 * kv_stride + (h_begin + r) * head_dim, kv_stride, head_dim, d8);
         float* sc = scores_of(t_begin, r) + (j0 - j_begin);
         for (int64_t i = 0; i < nj; ++i) sc[i] = d8[i] * a.scale;
       }
       continue;
     }
     if (zmm) {
-      detail::f16_block_to_pairs(a.k + j0 * kv_stride + kv_begin * head_dim, kv_stride, nj, run_width, kblock);
+      if (a.k_type == DType::Q8_0) {
+        detail::q8_0_block_to_pairs(k_run(j0), k_row_bytes, nj, run_width, kblock);
+      } else {
+        detail::f16_block_to_pairs(reinterpret_cast<const uint16_t*>(k_run(j0)), kv_stride, nj, run_width, kblock);
+      }
       for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t n_j = std::min(nj, n_from(t, j0));
         if (n_j <= 0) continue;
@@ -297,9 +339,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       }
       continue;
     }
-    for (int64_t i = 0; i < nj; ++i) {
-      to_f32(table, a.k + (j0 + i) * kv_stride + kv_begin * head_dim, run_width, kblock + i * run_width);
-    }
+    for (int64_t i = 0; i < nj; ++i) k_to_f32(table, k_run(j0 + i), run_width, kblock + i * run_width);
     if (by_blocks && nj < kKBlock) std::fill(kblock + nj * run_width, kblock + kKBlock * run_width, 0.0f);
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
@@ -355,24 +395,22 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // as the FMAs). Each output value still gets its terms in ascending j.
   for (int64_t j0 = j_lo; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
-    if (!spread) prefetch_rows(a.v, j0 + nj, v_block);  // the next block
+    if (!spread) prefetch_rows(v_run, a.v_type, j0 + nj, v_block);  // the next block
     if (direct) {
       for (int64_t r = 0; r < n_heads; ++r) {
         const float* p = scores_of(t_begin, r) + (j0 - j_begin);
-        const uint16_t* v = a.v + j0 * kv_stride + (h_begin + r) * head_dim;
+        const uint16_t* v = static_cast<const uint16_t*>(a.v) + j0 * kv_stride + (h_begin + r) * head_dim;
         float* o = out_of(t_begin, r);
         for (int64_t d = 0; d < head_dim; d += kOutChunk) detail::add_rows64_f16(p, v + d, kv_stride, nj, o + d);
       }
       continue;
     }
-    for (int64_t i = 0; i < nj; ++i) {
-      to_f32(table, a.v + (j0 + i) * kv_stride + kv_begin * head_dim, run_width, vblock + i * run_width);
-    }
+    for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
-      const int64_t v_ahead_bytes = rows_bytes(j0 + nj, v_block);
-      const uint16_t* v_ahead = v_ahead_bytes == 0 ? nullptr : a.v + (j0 + nj) * kv_stride;
+      const int64_t v_ahead_bytes = rows_bytes(j0 + nj, v_block, v_row_bytes);
+      const char* v_ahead = v_ahead_bytes == 0 ? nullptr : v_row(j0 + nj);
       // (The zmm loops take each head's first head_dim / 64 * 64 values.)
       if (zmm) {
         detail::add_heads_rows(scores_of(t, 0) + (j0 - j_begin), kChunk, n_heads, kv_offsets, vblock,
@@ -582,6 +620,9 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
            "attention: n_head must be a positive multiple of n_head_kv");
   TC_CHECK(head_dim > 0, "attention: head_dim must be positive");
+  TC_CHECK(is_kv_dtype(params.k_type) && is_kv_dtype(params.v_type), "attention: the KV cache is f16 or q8_0");
+  TC_CHECK((params.k_type != DType::Q8_0 && params.v_type != DType::Q8_0) || head_dim % kQK8_0 == 0,
+           "attention: a q8_0 KV cache needs head_dim to be a multiple of 32");
   TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
            "attention: scale, softcap and window must not be negative");
   int64_t n_nonempty = 0;
@@ -593,7 +634,7 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   }
   if (n_nonempty == 0) return;
   f16_table();  // built here, not by the first worker that needs it
-  f16_row_to_f32();
+  row_to_f32(DType::F16);
 
   // About 4 items per thread over the whole call: several sequences of a
   // decode step share one job for the pool (one wake-up, and the threads
@@ -614,8 +655,8 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   int64_t n_floats = 0, n_doubles = 0, n_decode = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const AttentionSequence& s = sequences[i];
-    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv,    head_dim, s.positions,
-                             s.out, scale, params.softcap, params.window, params.sinks};
+    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv,    head_dim,     s.positions,
+                             s.out, scale, params.softcap, params.window, params.sinks, params.k_type, params.v_type};
     if (s.n_tokens > 0) {
       items[i].emplace(args, s.n_tokens, want);
       n_floats += items[i]->partial_floats();
@@ -662,7 +703,7 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   });
 }
 
-void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                const AttentionParams& params, ThreadPool& pool) {
   const AttentionSequence one{q, k, v, n_tokens, n_kv, positions, out};

@@ -267,7 +267,7 @@ void CudaBackend::rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_
   cuda::rope(x, n_tokens, n_head, head_dim, positions, params, stream_.get());
 }
 
-void CudaBackend::attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+void CudaBackend::attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                             int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions,
                             float* out, const AttentionParams& params) {
   TC_CHECK(n_head > 0 && n_head_kv > 0 && n_head % n_head_kv == 0,
@@ -277,8 +277,10 @@ void CudaBackend::attention(const float* q, const uint16_t* k, const uint16_t* v
   TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
            "attention: scale, softcap and window must not be negative");
   TC_CHECK(params.sinks == nullptr, "attention: attention sinks (gpt-oss) run on the CPU backend only");
+  TC_CHECK(params.k_type == DType::F16 && params.v_type == DType::F16,
+           "attention: a q8_0 KV cache runs on the CPU backend only");
   activate();
-  cuda::attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, stream_.get());
+  cuda::attention(q, static_cast<const uint16_t*>(k), static_cast<const uint16_t*>(v), n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params, stream_.get());
 }
 
 void CudaBackend::ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) {

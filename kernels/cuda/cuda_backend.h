@@ -59,7 +59,7 @@ class CudaBackend final : public Backend {
                   float* y) override;
   void rope(float* x, int64_t n_tokens, int64_t n_head, int64_t head_dim, const int32_t* positions,
             const RopeParams& params) override;
-  void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv,
+  void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv,
                  int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                  const AttentionParams& params) override;
   void ffn_activation(Activation act, const float* gate, const float* up, int64_t n, float* out) override;

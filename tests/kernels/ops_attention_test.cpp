@@ -4,12 +4,14 @@
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
 // sliding windows, soft-capped scores, a given scale and attention sinks; attention_batch (a
 // decode step's sequences in one job) against single calls; the AVX-512
-// loops against the AVX2 ones, bit for bit.
+// loops against the AVX2 ones, bit for bit; q8_0 keys and/or values
+// (store_kv's blocks) against float64 of their dequantized values.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention_avx512.h"
@@ -50,11 +52,42 @@ struct Problem {
   std::vector<float> q;     // [n_tokens, n_head, head_dim]
   std::vector<uint16_t> k;  // f16 [n_kv, n_head_kv, head_dim]
   std::vector<uint16_t> v;
-  AttentionParams params;   // scale, soft-cap, window
+  AttentionParams params;   // scale, soft-cap, window; k_type and v_type
+  // The same K (V) values stored as q8_0 rows by store_kv, read where
+  // params.k_type (v_type) is Q8_0: [n_kv, n_head_kv * head_dim / 32] blocks.
+  std::vector<BlockQ8_0> k8, v8;
+
+  const void* k_data() const { return params.k_type == DType::Q8_0 ? static_cast<const void*>(k8.data()) : k.data(); }
+  const void* v_data() const { return params.v_type == DType::Q8_0 ? static_cast<const void*>(v8.data()) : v.data(); }
+  // Element i of K (V) as the cache holds it.
+  double k_at(int64_t i) const { return value_at(k, k8, params.k_type, i); }
+  double v_at(int64_t i) const { return value_at(v, v8, params.v_type, i); }
 
   int64_t n_tokens() const { return static_cast<int64_t>(positions.size()); }
   size_t out_size() const { return static_cast<size_t>(n_tokens() * shape.n_head * shape.head_dim); }
+
+ private:
+  static double value_at(const std::vector<uint16_t>& h, const std::vector<BlockQ8_0>& q, DType type, int64_t i) {
+    if (type != DType::Q8_0) return f16_to_f32(h[static_cast<size_t>(i)]);
+    const BlockQ8_0& b = q[static_cast<size_t>(i / 32)];
+    return static_cast<double>(b.qs[i % 32]) * static_cast<double>(f16_to_f32(b.d));
+  }
 };
+
+// The problem's K and/or V values (f32 of its f16 ones) stored as q8_0 by
+// store_kv, and read from there.
+Problem with_q8_0(Problem p, bool keys, bool values) {
+  const int64_t row = p.shape.n_head_kv * p.shape.head_dim;
+  auto quantize = [&](const std::vector<uint16_t>& h, std::vector<BlockQ8_0>& out) {
+    std::vector<float> f(h.size());
+    for (size_t i = 0; i < h.size(); ++i) f[i] = f16_to_f32(h[i]);
+    out.resize(h.size() / 32);
+    store_kv(f.data(), p.n_kv, row, DType::Q8_0, out.data());
+  };
+  if (keys) quantize(p.k, p.k8), p.params.k_type = DType::Q8_0;
+  if (values) quantize(p.v, p.v8), p.params.v_type = DType::Q8_0;
+  return p;
+}
 
 Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, uint64_t seed, float q_scale = 1.0f) {
   Problem p{shape, n_kv, std::move(positions), {}, {}, {}, {}};
@@ -67,7 +100,7 @@ Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, 
 
 std::vector<float> run_attention(const Problem& p, int n_threads) {
   std::vector<float> out(p.out_size(), std::nanf(""));  // poisoned
-  attention(p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.shape.n_head, p.shape.n_head_kv,
+  attention(p.q.data(), p.k_data(), p.v_data(), p.n_tokens(), p.n_kv, p.shape.n_head, p.shape.n_head_kv,
             p.shape.head_dim, p.positions.data(), out.data(), p.params, pool(n_threads));
   return out;
 }
@@ -79,7 +112,7 @@ std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& 
   for (const Problem& p : problems) outs.emplace_back(p.out_size(), std::nanf(""));
   for (size_t i = 0; i < problems.size(); ++i) {
     const Problem& p = problems[i];
-    seqs.push_back({p.q.data(), p.k.data(), p.v.data(), p.n_tokens(), p.n_kv, p.positions.data(), outs[i].data()});
+    seqs.push_back({p.q.data(), p.k_data(), p.v_data(), p.n_tokens(), p.n_kv, p.positions.data(), outs[i].data()});
   }
   const Shape& shape = problems.front().shape;
   attention_batch(seqs, shape.n_head, shape.n_head_kv, shape.head_dim, problems.front().params, pool(n_threads));
@@ -87,7 +120,7 @@ std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& 
 }
 
 // Compares `out` with softmax(score(q, k)) v over each token's causal
-// window, all in float64 from the same f16 K/V values: score = q.k * scale
+// window, all in float64 from the same K/V values: score = q.k * scale
 // (1 / sqrt(head_dim) unless p.params says), soft-capped and windowed as
 // p.params says, with each head's sink in the denominator where it has one.
 void check_against_reference(const Problem& p, const std::vector<float>& out) {
@@ -106,11 +139,11 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
       double max_s = -INFINITY;
       double max_abs_dot = 0;  // largest sum_d |q_d k_d| * scale: the scores' condition
       for (int64_t j = first; j < n_ctx; ++j) {
-        const uint16_t* k = p.k.data() + (j * n_head_kv + kv_idx) * head_dim;
+        const int64_t k0 = (j * n_head_kv + kv_idx) * head_dim;
         double dot = 0, abs_dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
-          dot += static_cast<double>(q[d]) * f16_to_f32(k[d]);
-          abs_dot += std::fabs(static_cast<double>(q[d]) * f16_to_f32(k[d]));
+          dot += static_cast<double>(q[d]) * p.k_at(k0 + d);
+          abs_dot += std::fabs(static_cast<double>(q[d]) * p.k_at(k0 + d));
         }
         s[j] = dot * scale;
         if (cap > 0) s[j] = cap * std::tanh(s[j] / cap);
@@ -125,7 +158,7 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
       for (int64_t d = 0; d < head_dim; ++d) {
         double ref = 0, mag = 0;
         for (int64_t j = first; j < n_ctx; ++j) {
-          const double vd = f16_to_f32(p.v[(j * n_head_kv + kv_idx) * head_dim + d]);
+          const double vd = p.v_at((j * n_head_kv + kv_idx) * head_dim + d);
           ref += s[j] / sum * vd;
           mag += s[j] / sum * std::fabs(vd);
         }
@@ -222,9 +255,11 @@ namespace {
 // Each token of a prefill over `positions`, run alone (as a decode step
 // runs it), gives the bits it got among all of them.
 void check_alone_as_in_prefill(const Shape& shape, int64_t n_kv, const std::vector<int32_t>& positions,
-                               uint64_t seed) {
-  INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
-  const auto all = make_problem(shape, n_kv, positions, seed);
+                               uint64_t seed, bool q8_0 = false) {
+  INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim
+                 << (q8_0 ? " q8_0 cache" : ""));
+  const auto all = q8_0 ? with_q8_0(make_problem(shape, n_kv, positions, seed), true, true)
+                        : make_problem(shape, n_kv, positions, seed);
   const auto out_all = run_attention(all, 2);
   check_against_reference(all, out_all);
   const int64_t per_token = shape.n_head * shape.head_dim;
@@ -427,4 +462,118 @@ TEST_CASE("attention's AVX-512 loops give the AVX2 loops' bits", "[kernels][ops]
       }
     }
   }
+}
+
+TEST_CASE("attention over q8_0 keys and values matches float64 of their dequantized values",
+          "[kernels][ops][attention][kv_q8_0]") {
+  const Shape shape = GENERATE(Shape{8, 2, 64}, Shape{8, 8, 128}, Shape{4, 1, 64}, Shape{10, 10, 32}, Shape{6, 2, 96});
+  const auto [keys, values] = GENERATE(std::pair{true, true}, std::pair{true, false}, std::pair{false, true});
+  INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim
+                 << " q8_0 keys " << keys << " q8_0 values " << values);
+  SECTION("decode: one token over three context chunks") {
+    const auto p = with_q8_0(make_problem(shape, 700, {699}, 2100), keys, values);
+    const auto out = run_attention(p, 1);
+    check_against_reference(p, out);
+    check_thread_counts(p, out);
+  }
+  SECTION("prefill, and a chunk after a cached prefix") {
+    for (const auto& positions : {iota_positions(0, 37), iota_positions(290, 11)}) {
+      const auto p = with_q8_0(make_problem(shape, 301, positions, 2200), keys, values);
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+    }
+  }
+  SECTION("a sliding window and soft-capped scores") {
+    auto p = with_q8_0(make_problem(shape, 301, iota_positions(250, 9), 2300, 4.0f), keys, values);
+    p.params.window = 45;
+    p.params.softcap = 5.0f;
+    const auto out = run_attention(p, 2);
+    check_against_reference(p, out);
+  }
+}
+
+TEST_CASE("attention over a q8_0 cache gives a token the same bits alone as in a prefill",
+          "[kernels][ops][attention][kv_q8_0]") {
+  const std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}, Shape{6, 3, 32}}) {
+    check_alone_as_in_prefill(shape, 768, positions, 2400, true);
+  }
+}
+
+TEST_CASE("attention over a q8_0 cache reads nothing past a token's position", "[kernels][ops][attention][kv_q8_0]") {
+  // Rows after the last query position are blocks whose scale is NaN: any
+  // read of them would show up as NaN in the output.
+  auto p = with_q8_0(make_problem(Shape{8, 2, 64}, 40, iota_positions(10, 6), 2500), true, true);
+  const int64_t blocks_per_row = p.shape.n_head_kv * p.shape.head_dim / 32;
+  for (auto* blocks : {&p.k8, &p.v8}) {
+    for (auto b = static_cast<size_t>(16 * blocks_per_row); b < blocks->size(); ++b) (*blocks)[b].d = 0x7E00;
+  }
+  const auto out = run_attention(p, 1);
+  check_against_reference(p, out);
+  check_thread_counts(p, out);
+}
+
+TEST_CASE("attention refuses a q8_0 cache whose heads are not whole blocks", "[kernels][ops][attention][kv_q8_0]") {
+  auto p = make_problem(Shape{4, 2, 48}, 8, {7}, 2600);
+  p.params.k_type = DType::Q8_0;
+  p.k8.resize(p.k.size() / 32);
+  CHECK_THROWS_WITH(run_attention(p, 1), Catch::Contains("multiple of 32"));
+  p.params.k_type = DType::Q4_0;
+  CHECK_THROWS_WITH(run_attention(p, 1), Catch::Contains("f16 or q8_0"));
+}
+
+TEST_CASE("attention's AVX-512 loops give the AVX2 loops' bits over a q8_0 cache", "[kernels][ops][attention][kv_q8_0]") {
+  if (!detail::attention_zmm_enabled()) {
+    WARN("this CPU has no AVX-512 (F/VL) attention loops: zmm vs ymm attention not checked");
+    return;
+  }
+  uint64_t seed = 2700;
+  for (const Shape& shape : std::vector<Shape>{{32, 4, 64}, {8, 8, 128}, {6, 2, 96}, {2, 2, 256}}) {
+    for (const auto& positions : {iota_positions(700, 1), iota_positions(0, 37), iota_positions(300, 21)}) {
+      for (const auto [keys, values] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+        INFO("shape " << shape.n_head << "x" << shape.n_head_kv << "x" << shape.head_dim << " first position "
+                      << positions[0] << " tokens " << positions.size() << " q8_0 keys " << keys << " values "
+                      << values);
+        const auto p = with_q8_0(make_problem(shape, 701, positions, seed++), keys, values);
+        detail::set_attention_zmm_for_testing(false);
+        const auto ymm = run_attention(p, 2);
+        detail::set_attention_zmm_for_testing(true);
+        const auto zmm = run_attention(p, 2);
+        REQUIRE(std::memcmp(zmm.data(), ymm.data(), ymm.size() * sizeof(float)) == 0);
+        check_against_reference(p, zmm);
+      }
+    }
+  }
+}
+
+TEST_CASE("store_kv writes f16 as store_f16 and q8_0 as quantize_row, and keeps NaN", "[kernels][ops][kv_q8_0]") {
+  const int64_t n_rows = 3, row_len = 96;
+  auto x = tc::test::random_floats(static_cast<size_t>(n_rows * row_len), 2800, 3.0f);
+  std::vector<uint16_t> f16(x.size()), f16_want(x.size());
+  store_kv(x.data(), n_rows, row_len, DType::F16, f16.data());
+  store_f16(x.data(), n_rows * row_len, f16_want.data());
+  CHECK(f16 == f16_want);
+
+  std::vector<BlockQ8_0> q(x.size() / 32), q_want(x.size() / 32);
+  store_kv(x.data(), n_rows, row_len, DType::Q8_0, q.data());
+  quantize_row(DType::Q8_0, x.data(), q_want.data(), n_rows * row_len);
+  CHECK(std::memcmp(q.data(), q_want.data(), q.size() * sizeof(BlockQ8_0)) == 0);
+
+  // A NaN or an infinity makes its block read back as NaN; the others are untouched.
+  x[40] = std::nanf("");
+  x[200] = INFINITY;
+  store_kv(x.data(), n_rows, row_len, DType::Q8_0, q.data());
+  std::vector<float> back(x.size());
+  dequantize_row(DType::Q8_0, q.data(), back.data(), n_rows * row_len);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t block = i / 32;
+    INFO("value " << i);
+    if (block == 1 || block == 6) {
+      CHECK(std::isnan(back[i]));
+    } else {
+      CHECK(std::memcmp(&q[block], &q_want[block], sizeof(BlockQ8_0)) == 0);
+    }
+  }
+  CHECK_THROWS_WITH(store_kv(x.data(), 1, 48, DType::Q8_0, q.data()), Catch::Contains("whole blocks"));
 }

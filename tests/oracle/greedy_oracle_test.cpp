@@ -6,7 +6,8 @@
 // within a few percent of their sd, and on 32 greedy steps (EOS ignored)
 // llama.cpp's token must be our argmax at every step of its path unless that
 // step is a near-tie for us; the free-running sequences must be identical up
-// to such a step (with the seeds used here: all 32 tokens). A model of every
+// to such a step (with the seeds used here: all 32 tokens). The same with
+// q8_0 KV caches on both sides (llama.cpp's -ctk q8_0 -ctv q8_0). A model of every
 // other quantization type must load in llama.cpp and give the prompt logits
 // within the same bound. Skips with a warning without the library (fails
 // with THERMOCLINE_REQUIRE_ORACLE=1).
@@ -110,13 +111,13 @@ struct OurRun {
 // Our greedy run (tc::runtime::generate, as `thermocline generate --temp 0
 // --ignore-eos`), then one pass over prompt + `theirs` with every position's
 // logits.
-OurRun run_ours(const fs::path& path, const std::vector<int32_t>& theirs) {
+OurRun run_ours(const fs::path& path, const std::vector<int32_t>& theirs, tc::kernels::KvCacheTypes kv_types = {}) {
   OurRun r;
   const auto loaded = tc::model::load_model(path);
   auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = kThreads});
   tc::model::LlamaModel model(*loaded, *backend);
   const auto n_vocab = static_cast<size_t>(loaded->spec.n_vocab);
-  tc::runtime::KvCache kv(*backend, loaded->spec, 1, 256);
+  tc::runtime::KvCache kv(*backend, loaded->spec, 1, 256, kv_types);
 
   for (const auto id : loaded->tokenizer->encode(kPrompt)) r.prompt_tokens.push_back(id);
   tc::runtime::GenerateOptions gen;
@@ -180,19 +181,20 @@ const std::vector<std::pair<ModelCase, fs::path>>& oracle_models() {
     }                                                                                               \
   } while (0)
 
-TEST_CASE("Greedy tokens and prompt logits match llama.cpp's on Q8_0 and Q4_0 models", "[oracle]") {
-  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+namespace {
+
+// Every oracle model through llama.cpp's context `co` and ours with
+// `kv_types`: the prompt's tokens and last logits, llama.cpp's greedy path
+// and the free-running sequences (see the file's comment).
+void check_greedy_against_llamacpp(const lc::ContextOptions& co, tc::kernels::KvCacheTypes kv_types) {
   for (const auto& [c, path] : oracle_models()) {
     INFO("model " << c.type << " seed " << c.seed << " (" << path.string() << ")");
     const lc::LlamaCppModel theirs_model(library(), path);
     const int32_t n_vocab = theirs_model.n_vocab();
     const auto theirs_prompt = theirs_model.tokenize(kPrompt);
-    lc::ContextOptions co;
-    co.n_ctx = 256;
-    co.n_threads = kThreads;
     lc::LlamaCppContext ctx(theirs_model, co);
     const auto theirs = lc::greedy(ctx, n_vocab, theirs_prompt, kNGen);
-    const OurRun ours = run_ours(path, theirs.tokens);
+    const OurRun ours = run_ours(path, theirs.tokens, kv_types);
     REQUIRE(ours.forced_logits.size() == static_cast<size_t>(kNGen) * static_cast<size_t>(n_vocab));
 
     CHECK(join(ours.prompt_tokens) == join(theirs_prompt));
@@ -242,12 +244,35 @@ TEST_CASE("Greedy tokens and prompt logits match llama.cpp's on Q8_0 and Q4_0 mo
     }
 
     // Shown with -s (Catch2 prints warnings of passing tests only there).
-    WARN(c.type << " seed " << c.seed << ": prompt " << ours.prompt_tokens.size()
+    WARN(c.type << " seed " << c.seed << (kv_types.k == tc::kernels::DType::Q8_0 ? ", q8_0 KV cache" : "")
+                << ": prompt " << ours.prompt_tokens.size()
                 << " tokens, identical; last-position logits max |ours - llama.cpp| = " << max_diff << " = "
                 << max_diff / prompt_stats.sd << " logit sd; greedy: " << n_exact << "/" << kNGen
                 << " steps pick llama.cpp's token on its path, free-running sequences identical for " << common
                 << "/" << kNGen << " tokens; smallest top-2 gap " << min_gap_sd << " sd;" << ties);
   }
+}
+
+}  // namespace
+
+TEST_CASE("Greedy tokens and prompt logits match llama.cpp's on Q8_0 and Q4_0 models", "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  lc::ContextOptions co;
+  co.n_ctx = 256;
+  co.n_threads = kThreads;
+  check_greedy_against_llamacpp(co, {});
+}
+
+// Both caches q8_0: llama.cpp's (which needs flash attention for a
+// quantized V cache) and ours. The models' heads are 32 values, one block.
+TEST_CASE("Greedy tokens and prompt logits match llama.cpp's with q8_0 KV caches on both sides", "[oracle]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  lc::ContextOptions co;
+  co.n_ctx = 256;
+  co.n_threads = kThreads;
+  co.flash_attn = lc::FlashAttn::On;
+  co.type_k = co.type_v = 8;  // GGML_TYPE_Q8_0
+  check_greedy_against_llamacpp(co, {tc::kernels::DType::Q8_0, tc::kernels::DType::Q8_0});
 }
 
 // node-llama-cpp runs the same libllama, so its greedy tokens must equal

@@ -61,7 +61,8 @@ static_assert(sizeof(ContextParams) == 160);
 
 namespace ctx_offset {
 constexpr size_t kNCtx = 0, kNBatch = 4, kNUbatch = 8, kNThreads = 28, kNThreadsBatch = 32,
-                 kPoolingType = 44, kFlashAttnType = 52, kEmbeddings = 128, kNoPerf = 130;
+                 kPoolingType = 44, kFlashAttnType = 52, kTypeK = 104, kTypeV = 108, kEmbeddings = 128,
+                 kNoPerf = 130;
 }  // namespace ctx_offset
 
 // llama_batch: a plain C struct of an int and six pointers (56 bytes), the
@@ -443,6 +444,10 @@ struct ContextOptions {
   uint32_t n_ubatch = 512;
   int32_t n_threads = 2;     // decode and batch threads alike
   FlashAttn flash_attn = FlashAttn::Off;
+  // The KV cache's ggml_type (1 F16, 8 Q8_0); a quantized V cache needs
+  // flash attention on.
+  int32_t type_k = 1;
+  int32_t type_v = 1;
   bool threadpool = true;    // a persistent ggml threadpool, as llama-bench attaches
   // Embeddings instead of logits, pooled per sequence (llama_pooling_type:
   // 1 mean, 2 cls, 3 last; -1 the model's).
@@ -466,6 +471,8 @@ class LlamaCppContext {
     put(ctx_offset::kNThreads, o.n_threads);
     put(ctx_offset::kNThreadsBatch, o.n_threads);
     put(ctx_offset::kFlashAttnType, static_cast<int32_t>(o.flash_attn));
+    put(ctx_offset::kTypeK, o.type_k);
+    put(ctx_offset::kTypeV, o.type_v);
     put(ctx_offset::kPoolingType, o.pooling_type);
     put(ctx_offset::kEmbeddings, o.embeddings);
     LlamaCppLibrary::log_tail().clear();

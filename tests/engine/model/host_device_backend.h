@@ -211,7 +211,7 @@ class HostDeviceBackend final : public kernels::Backend {
                   float* y) override {
     issue([=, this] { cpu_->layer_norm(x, weight, bias, n_rows, n, eps, y); });
   }
-  void attention(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
+  void attention(const float* q, const void* k, const void* v, int64_t n_tokens, int64_t n_kv, int64_t n_head,
                  int64_t n_head_kv, int64_t head_dim, const int32_t* positions, float* out,
                  const kernels::AttentionParams& params) override {
     issue([=, this] { cpu_->attention(q, k, v, n_tokens, n_kv, n_head, n_head_kv, head_dim, positions, out, params); });

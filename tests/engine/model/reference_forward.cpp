@@ -64,6 +64,21 @@ void rope(std::vector<double>& x, int64_t n_head, int64_t head_dim, int64_t n_ro
 
 double round_f16(double v) { return kernels::f16_to_f32(kernels::f32_to_f16(static_cast<float>(v))); }
 
+// A cache row as the cache holds it: each value rounded to f16, or the row
+// (whole 32-value blocks) quantized to q8_0 and read back.
+void round_kv_row(std::vector<double>& row, kernels::DType type) {
+  if (type != kernels::DType::Q8_0) {
+    for (auto& e : row) e = round_f16(e);
+    return;
+  }
+  const auto n = static_cast<int64_t>(row.size());
+  std::vector<float> f(row.begin(), row.end());
+  std::vector<unsigned char> q(static_cast<size_t>(kernels::row_bytes(kernels::DType::Q8_0, n)));
+  kernels::quantize_row(kernels::DType::Q8_0, f.data(), q.data(), n);
+  kernels::dequantize_row(kernels::DType::Q8_0, q.data(), f.data(), n);
+  std::copy(f.begin(), f.end(), row.begin());
+}
+
 Matrix transpose(const Matrix& m) {
   Matrix t(m.empty() ? 0 : m[0].size(), std::vector<double>(m.size()));
   for (size_t r = 0; r < m.size(); ++r) {
@@ -125,7 +140,7 @@ std::vector<double> moe_ffn(const Experts& w, const model::ModelSpec& s, const s
 std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, const model::ModelSpec& s,
                                                   const std::vector<text::TokenId>& tokens,
                                                   const FfnObserver& observe_ffn, const NeuronMask& mask,
-                                                  std::vector<double>* router_gaps) {
+                                                  std::vector<double>* router_gaps, kernels::KvCacheTypes kv_types) {
   auto layer_name = [](int64_t l, const char* t) { return model::layer_tensor_name(l, t); };
   const Matrix embd = load_matrix(file, "token_embd.weight");
   const Matrix out_w = s.tied_embeddings ? embd : load_matrix(file, "output.weight");
@@ -164,8 +179,8 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
       v[p] = matvec(wv, h);
       rope(q[p], s.n_head, s.head_dim, s.n_rot, static_cast<int64_t>(p), s.rope_freq_base, s.rope_freq_scale);
       rope(k[p], s.n_head_kv, s.head_dim, s.n_rot, static_cast<int64_t>(p), s.rope_freq_base, s.rope_freq_scale);
-      for (auto& e : k[p]) e = round_f16(e);
-      for (auto& e : v[p]) e = round_f16(e);
+      round_kv_row(k[p], kv_types.k);
+      round_kv_row(v[p], kv_types.v);
     }
     for (size_t p = 0; p < tokens.size(); ++p) {
       std::vector<double> attn(static_cast<size_t>(s.n_embd), 0.0);

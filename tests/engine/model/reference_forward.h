@@ -1,7 +1,8 @@
 // A float64 llama forward pass written plainly from the definitions (no
 // shared code with the engine beyond dequantization and f16 rounding), the
-// yardstick for LlamaModel. K and V are rounded to f16 as the engine's
-// cache stores them; everything else is double. Reads both layouts: ffn_down
+// yardstick for LlamaModel. K and V are rounded to f16 (or to q8_0 blocks
+// by the reference quantizer) as the engine's cache stores them;
+// everything else is double. Reads both layouts: ffn_down
 // and PowerInfer's neuron-major ffn_down_t; a mixture of experts; the
 // ungated relu and relu(up)^2 FFNs (Arcee's graph: llama's with one ffn_up).
 #pragma once
@@ -15,6 +16,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/model_spec.h"
 #include "engine/text/vocab.h"
+#include "kernels/cpu/ops.h"
 
 namespace tc::test {
 
@@ -48,7 +50,8 @@ std::vector<std::vector<double>> reference_logits(const gguf::GgufFile& file, co
                                                   const std::vector<text::TokenId>& tokens,
                                                   const FfnObserver& observe_ffn = {},
                                                   const NeuronMask& mask = {},
-                                                  std::vector<double>* router_gaps = nullptr);
+                                                  std::vector<double>* router_gaps = nullptr,
+                                                  kernels::KvCacheTypes kv_types = {});
 
 // max_i |a_i - b_i| / max_i |b_i| over one row of logits.
 double relative_error(const float* a, const std::vector<double>& b);
