@@ -36,8 +36,10 @@
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
 #                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
-#                             [--flash-attn off|on|auto]
-#   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off.
+#                             [--flash-attn off|on|auto] [--cache-type f16|q8_0]
+#   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off, f16.
+#   --cache-type q8_0: both engines' KV caches as q8_0 (llama.cpp's -ctk and
+#   -ctv; it needs --flash-attn on for a quantized V cache; the cpp runner only).
 #   -p 0 skips the prompt test (decode only). -d N: the decode test runs after N
 #   tokens already in the cache (llama-bench's -d; the cpp runner only); the
 #   GB/s columns still count the weights alone.
@@ -57,6 +59,7 @@ models=1b,7b-layers
 types=f16,q8_0,q4_0
 runner=cpp
 flash_attn=off
+cache_type=f16
 usage() { sed -n '/^#   bench/,/^#   A quick/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,6 +74,7 @@ while [ $# -gt 0 ]; do
     --types) types=$2; shift 2 ;;
     --runner) runner=$2; shift 2 ;;
     --flash-attn) flash_attn=$2; shift 2 ;;
+    --cache-type) cache_type=$2; shift 2 ;;
     -h|--help) usage ;;
     *) echo "compare_llamacpp.sh: unknown option $1" >&2; usage ;;
   esac
@@ -78,6 +82,11 @@ done
 [ -n "$model_dir" ] || model_dir=$build/bench-models
 case "$runner" in cpp|node) ;; *) echo "--runner is cpp or node" >&2; exit 2 ;; esac
 [ "$n_depth" = 0 ] || [ "$runner" = cpp ] || { echo "-d needs --runner cpp" >&2; exit 2; }
+case "$cache_type" in f16) ;; q8_0)
+  [ "$runner" = cpp ] || { echo "--cache-type needs --runner cpp" >&2; exit 2; }
+  [ "$flash_attn" = on ] || { echo "--cache-type q8_0: llama.cpp needs --flash-attn on for a quantized V cache" >&2; exit 2; } ;;
+  *) echo "--cache-type is f16 or q8_0" >&2; exit 2 ;;
+esac
 
 thermocline=$build/cli/thermocline
 [ -x "$thermocline" ] || { echo "no $thermocline: build it first (cmake --build $build --target thermocline)" >&2; exit 1; }
@@ -150,13 +159,15 @@ run() {
 }
 llama_run() {  # llama_run NAME MODEL N_PROMPT N_GEN N_DEPTH: one timed run after a warm-up
   if [ "$runner" = cpp ]; then
-    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" --flash-attn "$flash_attn" --lib "$lib"
+    run "$1" "$runner_bin" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" --flash-attn "$flash_attn" \
+      --cache-type "$cache_type" --lib "$lib"
   else
     run "$1" node bench/llamacpp/run.mjs bench -m "$2" -p "$3" -n "$4" -r 1 -t "$threads"
   fi
 }
 ours_run() {  # ours_run NAME MODEL N_PROMPT N_GEN N_DEPTH: one timed run after a warm-up
-  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" -o json
+  run "$1" "$thermocline" bench -m "$2" -p "$3" -n "$4" -d "$5" -r 1 -t "$threads" -o json \
+    --cache-type-k "$cache_type" --cache-type-v "$cache_type"
 }
 
 list=
@@ -192,7 +203,7 @@ if [ -s "$work/membw.txt" ]; then
   membw_range=$(sort -n "$work/membw.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }')
 fi
 WORK=$work LIST=$list MEMBW=$membw_gbs MEMBW_RANGE=${membw_range:-} PROBES=$(wc -l < "$work/membw.txt" 2>/dev/null || echo 0) THREADS=$threads REPS=$reps NP=$n_prompt NG=$n_gen ND=$n_depth RUNNER=$runner \
-FA=$flash_attn node - <<'EOF'
+FA=$flash_attn KV=$cache_type node - <<'EOF'
 const fs = require("fs");
 const env = process.env;
 const w = (n) => `${env.WORK}/${n}`;
@@ -241,7 +252,7 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const nKv = (meta(`${arch}.attention.key_length`) ?? nEmbd / nHead) * (meta(`${arch}.attention.head_count_kv`) ?? nHead);
   // f16 K and V for the tg test's cache; latent attention (deepseek2) caches one matrix, its latent rows.
   const kvMatrices = meta(`${arch}.attention.kv_lora_rank`) ? 1 : 2;
-  const kvBytes = kvMatrices * nLayer * (Number(env.ND) + Number(env.NG) + 1) * nKv * 2;
+  const kvBytes = kvMatrices * nLayer * (Number(env.ND) + Number(env.NG) + 1) * nKv * (env.KV === "q8_0" ? 34 / 32 : 2);
   for (const test of ["pp", "tg"]) {
     const ours = samples(key, "ours", test);
     const llama = samples(key, "llama", test);
@@ -259,7 +270,7 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   }
 }
 const runner = env.RUNNER === "cpp"
-  ? `bench/llamacpp_bench (libllama of @node-llama-cpp/linux-x64 3.22.1, flash-attn ${env.FA})`
+  ? `bench/llamacpp_bench (libllama of @node-llama-cpp/linux-x64 3.22.1, flash-attn ${env.FA}, ${env.KV} KV cache)`
   : "bench/llamacpp/run.mjs (node-llama-cpp 3.22.1)";
 console.log(`${env.THREADS} threads; ${env.REPS} repetitions alternating llama.cpp and Thermocline, each one process with a warm-up run; llama.cpp: ${runner}.\n`);
 console.log(speed.join("\n"));

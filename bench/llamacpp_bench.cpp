@@ -4,7 +4,7 @@
 // way llama-bench does, and prints JSON.
 //
 //   llamacpp_bench bench  -m FILE [-p 512] [-n 128] [-r 5] [-t 2] [--flash-attn off|on|auto]
-//                         [-b 2048] [--ubatch 512] [--lib libllama.so]
+//                         [--cache-type f16|q8_0] [-b 2048] [--ubatch 512] [--lib libllama.so]
 //   llamacpp_bench greedy -m FILE --prompt TEXT [-n 32] [-t 2] [--lib libllama.so]
 //
 // bench: llama-bench's method (tools/llama-bench/llama-bench.cpp of the same
@@ -48,6 +48,7 @@ struct Args {
   int n_batch = 2048;
   int n_ubatch = 512;
   lc::FlashAttn flash_attn = lc::FlashAttn::Off;
+  int32_t cache_type = 1;  // ggml_type of K and V (-ctk/-ctv): 1 F16, 8 Q8_0
   bool n_gen_given = false;
   bool threadpool = true;
 };
@@ -56,7 +57,7 @@ struct Args {
   std::fprintf(stderr,
                "llamacpp_bench: %s\n"
                "usage: llamacpp_bench bench -m FILE [-p N] [-n N] [-d N] [-r R] [-t T] [--flash-attn off|on|auto]\n"
-               "                            [-b N] [--ubatch N] [--no-threadpool] [--lib PATH]\n"
+               "                            [--cache-type f16|q8_0] [-b N] [--ubatch N] [--no-threadpool] [--lib PATH]\n"
                "       llamacpp_bench greedy -m FILE --prompt TEXT [-n N] [-t T] [--lib PATH]\n",
                why.c_str());
   std::exit(2);
@@ -97,6 +98,11 @@ Args parse(int argc, char** argv) {
       else if (v == "on") a.flash_attn = lc::FlashAttn::On;
       else if (v == "auto") a.flash_attn = lc::FlashAttn::Auto;
       else usage("--flash-attn takes off, on or auto");
+    } else if (k == "--cache-type") {
+      const std::string v = next();
+      if (v == "f16") a.cache_type = 1;
+      else if (v == "q8_0") a.cache_type = 8;
+      else usage("--cache-type takes f16 or q8_0");
     } else usage("unknown option " + k);
   }
   if (a.model.empty()) usage("-m FILE is required");
@@ -208,6 +214,7 @@ int run_bench(const Args& a, const lc::LlamaCppModel& model) {
   base.n_batch = static_cast<uint32_t>(a.n_batch);
   base.n_ubatch = static_cast<uint32_t>(a.n_ubatch);
   base.flash_attn = a.flash_attn;
+  base.type_k = base.type_v = a.cache_type;
   base.threadpool = a.threadpool;
   if (a.n_prompt > 0) {
     lc::ContextOptions o = base;

@@ -284,12 +284,12 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // the same operations as dot(), reducing them together.
   const bool by_blocks = head_dim % 8 == 0;
   // One token and one query head per KV head (a decode step of a model
-  // without grouped KV heads) use each K and V value once: the F16C loops
-  // read them from the cache directly, with the same bits as through the
-  // scratch (whose round trip cost more than the arithmetic). Whole blocks
-  // only: a block's 8 rows are all read.
+  // without grouped KV heads) use each K and V value once: the F16C (or
+  // q8_0) loops read them from the cache directly, with the same bits as
+  // through the scratch (whose round trip cost more than the arithmetic).
+  // Whole blocks only: a block's 8 rows are all read.
   const bool direct = t_end - t_begin == 1 && n_group == 1 && head_dim % kOutChunk == 0 &&
-                      a.k_type == DType::F16 && a.v_type == DType::F16 && detail::f16_kv_direct_available();
+                      detail::f16_kv_direct_available();
   // Otherwise, on AVX-512 CPUs, the scores and V sums of a block take the
   // zmm loops (attention_avx512.h: the same bits), all heads of a token in
   // one call; K blocks are converted into their pair layout.
@@ -316,10 +316,14 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
         last ? rows_bytes(j_lo, v_block, v_row_bytes) : rows_bytes(j0 + nj, kKBlock, k_row_bytes);
     const char* k_ahead = k_ahead_bytes == 0 ? nullptr : last ? v_row(j_lo) : k_row(j0 + nj);
     if (direct && nj == kKBlock) {
-      const auto* k16 = static_cast<const uint16_t*>(a.k);
       for (int64_t r = 0; r < n_heads; ++r) {
         float d8[kKBlock];
-        detail::dot8_f16(q_of(t_begin, r), k16 + j0 * kv_stride + (h_begin + r) * head_dim, kv_stride, head_dim, d8);
+        const char* k = k_row(j0) + kv_bytes(a.k_type, (h_begin + r) * head_dim);
+        if (a.k_type == DType::Q8_0) {
+          detail::dot8_q8_0(q_of(t_begin, r), k, k_row_bytes, head_dim, d8);
+        } else {
+          detail::dot8_f16(q_of(t_begin, r), reinterpret_cast<const uint16_t*>(k), kv_stride, head_dim, d8);
+        }
         float* sc = scores_of(t_begin, r) + (j0 - j_begin);
         for (int64_t i = 0; i < nj; ++i) sc[i] = d8[i] * a.scale;
       }
@@ -399,9 +403,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     if (direct) {
       for (int64_t r = 0; r < n_heads; ++r) {
         const float* p = scores_of(t_begin, r) + (j0 - j_begin);
-        const uint16_t* v = static_cast<const uint16_t*>(a.v) + j0 * kv_stride + (h_begin + r) * head_dim;
+        const char* v = v_row(j0) + kv_bytes(a.v_type, (h_begin + r) * head_dim);
         float* o = out_of(t_begin, r);
-        for (int64_t d = 0; d < head_dim; d += kOutChunk) detail::add_rows64_f16(p, v + d, kv_stride, nj, o + d);
+        for (int64_t d = 0; d < head_dim; d += kOutChunk) {
+          if (a.v_type == DType::Q8_0) {
+            detail::add_rows64_q8_0(p, v + kv_bytes(DType::Q8_0, d), v_row_bytes, nj, o + d);
+          } else {
+            detail::add_rows64_f16(p, reinterpret_cast<const uint16_t*>(v) + d, kv_stride, nj, o + d);
+          }
+        }
       }
       continue;
     }
