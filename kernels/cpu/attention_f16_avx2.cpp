@@ -61,12 +61,16 @@ void dot8_q8_0(const float* q, const void* k, int64_t k_stride_bytes, int64_t n,
   for (auto& v : a) v = _mm256_setzero_ps();
   const auto* rows = static_cast<const char*>(k);
   for (int64_t blk = 0; blk < n / kQK8_0; ++blk) {
+    // The 8 rows' blocks and scales, then 8 independent FMAs per 8 values.
+    const BlockQ8_0* b[8];
+    __m256 d[8];
     for (int i = 0; i < 8; ++i) {
-      const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(rows + i * k_stride_bytes)[blk];
-      const __m256 d = scale_of(b);
-      for (int g = 0; g < 4; ++g) {
-        a[i] = _mm256_fmadd_ps(_mm256_loadu_ps(q + blk * kQK8_0 + 8 * g), load_q8x8(b, g, d), a[i]);
-      }
+      b[i] = reinterpret_cast<const BlockQ8_0*>(rows + i * k_stride_bytes) + blk;
+      d[i] = scale_of(*b[i]);
+    }
+    for (int g = 0; g < 4; ++g) {
+      const __m256 qv = _mm256_loadu_ps(q + blk * kQK8_0 + 8 * g);
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, load_q8x8(*b[i], g, d[i]), a[i]);
     }
   }
   reduce8(a, out);
