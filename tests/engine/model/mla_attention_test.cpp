@@ -189,5 +189,12 @@ TEST_CASE("latent attention's projections match float64", "[model][mla]") {
     tc::runtime::KvCache cache(*backend, s, 2, 16);
     CHECK(cache.v(1, 1) == cache.k(1, 1));
     CHECK(cache.bytes() == static_cast<size_t>(2 * s.n_layer * 16 * s.n_embd_kv()) * sizeof(uint16_t));
+    // Keys and values are one matrix: a q8_0 cache must be q8_0 for both,
+    // and this model's 80-value rows are not whole q8_0 blocks.
+    using tc::kernels::DType;
+    CHECK_THROWS_WITH(tc::runtime::KvCache(*backend, s, 2, 16, {DType::Q8_0, DType::F16}),
+                      Catch::Contains("latent matrix") && Catch::Contains("the same"));
+    CHECK_THROWS_WITH(tc::runtime::KvCache(*backend, s, 2, 16, {DType::Q8_0, DType::Q8_0}),
+                      Catch::Contains("multiple of 32") && Catch::Contains("80"));
   }
 }
