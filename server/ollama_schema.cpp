@@ -43,6 +43,13 @@ void common_fields(const json& body, OllamaRequest& r) {
     r.error = err;
     return;
   }
+  if (auto it = body.find("truncate"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      r.error = bad("'truncate' must be a boolean", "truncate");
+      return;
+    }
+    r.truncate = it->get<bool>();
+  }
   json response_format;
   if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
     if (it->is_string() && it->get<std::string>() == "json") {

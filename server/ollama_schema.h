@@ -30,6 +30,9 @@ struct OllamaRequest {
   bool completion = false;                     // raw generate: the prompt as is (a /v1/completions body)
   nlohmann::json openai;                       // the equivalent /v1/chat/completions or /v1/completions body
   int32_t repeat_last_n = 64;                  // options.repeat_last_n (not an OpenAI field)
+  // truncate (default true, as Ollama's): a conversation too long for the
+  // context drops its oldest messages (chat_history_fit.h); false: a 400.
+  bool truncate = true;
   std::optional<ApiError> error;               // a 400 (message in Ollama's words)
 };
 

@@ -1,0 +1,73 @@
+// Dropping a chat's oldest messages until its prompt fits (chat_history_fit.h).
+#include "server/chat_history_fit.h"
+
+#include <nlohmann/json.hpp>
+
+namespace tc::server {
+namespace {
+
+using nlohmann::json;
+
+bool has_role(const json& m, const char* role) {
+  const auto r = m.find("role");
+  return r != m.end() && r->is_string() && r->get<std::string>() == role;
+}
+
+}  // namespace
+
+size_t tool_block_start(const json& messages, size_t i) {
+  if (i == 0 || !has_role(messages[i], "tool")) return i;
+  size_t start = i;
+  while (start > 0 && has_role(messages[start - 1], "tool")) --start;
+  if (start == 0) return i;
+  const json& call = messages[start - 1];
+  const auto calls = call.find("tool_calls");
+  if (has_role(call, "assistant") && calls != call.end() && calls->is_array() && !calls->empty()) return start - 1;
+  return i;
+}
+
+json kept_messages(const json& messages, size_t start) {
+  json kept = json::array();
+  for (size_t j = 0; j < start; ++j) {
+    if (has_role(messages[j], "system")) kept.push_back(messages[j]);
+  }
+  for (size_t j = start; j < messages.size(); ++j) kept.push_back(messages[j]);
+  return kept;
+}
+
+Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& serving,
+                               const config::ServeOptions& options, size_t& dropped) {
+  dropped = 0;
+  Plan plan = plan_chat(request, serving, options);
+  const size_t n = request.messages.size();
+  if (!plan.error || plan.error->code != "context_length_exceeded" || n < 2) return plan;
+  const int64_t n_ctx = serving.engine->n_ctx();
+  const int64_t reserve = request.common.max_tokens.value_or(n_ctx / 4);
+  ChatRequest trial = request;
+  // Whether the history kept from message i on leaves `reserve` tokens.
+  auto fits = [&](size_t i) {
+    trial.messages = kept_messages(request.messages, tool_block_start(request.messages, i));
+    const ChatTokens tokens = tokenize_chat(trial, serving);
+    return !tokens.error && static_cast<int64_t>(tokens.ids.size()) + reserve <= n_ctx;
+  };
+  // Dropping more never lengthens the prompt: the first i in [1, n - 1]
+  // that fits, by bisection.
+  size_t lo = 1, hi = n - 1;
+  if (!fits(hi)) return plan;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  const size_t start = tool_block_start(request.messages, lo);
+  trial.messages = kept_messages(request.messages, start);
+  Plan fitted = plan_chat(trial, serving, options);
+  if (fitted.error) return plan;
+  dropped = n - trial.messages.size();
+  return fitted;
+}
+
+}  // namespace tc::server

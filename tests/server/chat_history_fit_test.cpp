@@ -1,0 +1,61 @@
+// chat_history_fit.h's pure parts: where a kept history may start (never
+// at a tool result whose call would be dropped) and which messages it keeps
+// (the system messages before it, everything after).
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "server/chat_history_fit.h"
+
+using nlohmann::json;
+using tc::server::kept_messages;
+using tc::server::tool_block_start;
+
+namespace {
+
+json message(const char* role, const char* content) { return {{"role", role}, {"content", content}}; }
+
+json history() {
+  json call = message("assistant", "");
+  call["tool_calls"] = json::array({{{"id", "c1"}, {"type", "function"},
+                                     {"function", {{"name", "f"}, {"arguments", json::object()}}}}});
+  return json::array({message("system", "be brief"),   // 0
+                      message("user", "one"),          // 1
+                      message("assistant", "two"),     // 2
+                      message("system", "later rule"), // 3
+                      message("user", "call f"),       // 4
+                      call,                            // 5
+                      message("tool", "r1"),           // 6
+                      message("tool", "r2"),           // 7
+                      message("user", "and now?")});   // 8
+}
+
+}  // namespace
+
+TEST_CASE("a kept history starts at the tool call its first tool result answers", "[server][ollama]") {
+  const json h = history();
+  CHECK(tool_block_start(h, 0) == 0);
+  CHECK(tool_block_start(h, 4) == 4);
+  CHECK(tool_block_start(h, 5) == 5);
+  CHECK(tool_block_start(h, 6) == 5);  // results 6 and 7 answer the call in 5
+  CHECK(tool_block_start(h, 7) == 5);
+  CHECK(tool_block_start(h, 8) == 8);
+  // A tool result with no assistant call before it stays where it is.
+  const json orphan = json::array({message("user", "x"), message("tool", "r"), message("user", "y")});
+  CHECK(tool_block_start(orphan, 1) == 1);
+  const json leading = json::array({message("tool", "r"), message("user", "y")});
+  CHECK(tool_block_start(leading, 0) == 0);
+}
+
+TEST_CASE("a kept history keeps the system messages it drops past", "[server][ollama]") {
+  const json h = history();
+  CHECK(kept_messages(h, 0) == h);
+  const json from5 = kept_messages(h, 5);
+  REQUIRE(from5.size() == 6);
+  CHECK(from5[0] == h[0]);
+  CHECK(from5[1] == h[3]);
+  for (size_t i = 2; i < from5.size(); ++i) CHECK(from5[i] == h[i + 3]);
+  const json last = kept_messages(h, 8);
+  REQUIRE(last.size() == 3);
+  CHECK(last[2] == h[8]);
+}
