@@ -79,20 +79,44 @@ void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int6
 }
 
 void q8_0_block_to_pairs(const void* src, int64_t src_stride_bytes, int64_t n, int64_t width, float* dst) {
-  const int64_t n_blocks = width / 8;
-  for (int64_t i = 0; i < 8; ++i) {
-    float* d = dst + (i / 2) * n_blocks * 16 + (i % 2) * 8;
-    if (i < n) {
-      const auto* q8 = reinterpret_cast<const BlockQ8_0*>(static_cast<const char*>(src) + i * src_stride_bytes);
-      for (int64_t b = 0; b < n_blocks; b += 4, ++q8) {
-        const __m256 scale = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(q8->d)));
-        for (int64_t g = 0; g < 4; ++g) {
-          const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q8->qs + g * 8));
-          _mm256_storeu_ps(d + (b + g) * 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale));
-        }
+  // Pair p's register of 8-value group g: row 2p's 8 int8 values in lanes
+  // 0-7, row 2p + 1's in lanes 8-15, times their blocks' scales. A row at
+  // or past n reads as zeros with scale 0 (its slots come out +0).
+  const int64_t n_groups = width / 8;
+  const auto* base = static_cast<const char*>(src);
+  const __m128i no_values = _mm_setzero_si128();
+  for (int64_t p = 0; p < 4; ++p) {
+    const int64_t r0 = 2 * p, r1 = 2 * p + 1;
+    const auto* row0 = r0 < n ? reinterpret_cast<const BlockQ8_0*>(base + r0 * src_stride_bytes) : nullptr;
+    const auto* row1 = r1 < n ? reinterpret_cast<const BlockQ8_0*>(base + r1 * src_stride_bytes) : nullptr;
+    float* d = dst + p * n_groups * 16;
+    for (int64_t b = 0; b < n_groups / 4; ++b) {
+      const __m256 s0 = row0 != nullptr ? _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(row0[b].d)))
+                                        : _mm256_setzero_ps();
+      const __m256 s1 = row1 != nullptr ? _mm256_cvtph_ps(_mm_set1_epi16(static_cast<int16_t>(row1[b].d)))
+                                        : _mm256_setzero_ps();
+      const __m512 scale = _mm512_castpd_ps(
+          _mm512_maskz_insertf64x4(0xff, _mm512_castpd256_pd512(_mm256_castps_pd(s0)), _mm256_castps_pd(s1), 1));
+      for (int64_t g = 0; g < 4; ++g) {
+        const __m128i q0 = row0 != nullptr ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row0[b].qs + 8 * g))
+                                           : no_values;
+        const __m128i q1 = row1 != nullptr ? _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row1[b].qs + 8 * g))
+                                           : no_values;
+        const __m512 v = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, _mm_unpacklo_epi64(q0, q1)));
+        _mm512_storeu_ps(d + (4 * b + g) * 16, _mm512_mul_ps(v, scale));
       }
-    } else {
-      for (int64_t b = 0; b < n_blocks; ++b) _mm256_storeu_ps(d + b * 16, _mm256_setzero_ps());
+    }
+  }
+}
+
+void q8_0_row_to_f32(const void* src, int64_t n, float* dst) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / kQK8_0; ++b) {
+    const __m512 scale = _mm512_maskz_cvtph_ps(0xffff, _mm256_set1_epi16(static_cast<int16_t>(blocks[b].d)));
+    for (int64_t h = 0; h < 2; ++h) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs + 16 * h));
+      const __m512 v = _mm512_maskz_cvtepi32_ps(0xffff, _mm512_maskz_cvtepi8_epi32(0xffff, q));
+      _mm512_storeu_ps(dst + b * kQK8_0 + 16 * h, _mm512_mul_ps(v, scale));
     }
   }
 }
@@ -294,6 +318,7 @@ bool attention_zmm_enabled() { return false; }
 void set_attention_zmm_for_testing(bool) {}
 void f16_block_to_pairs(const uint16_t*, int64_t, int64_t, int64_t, float*) {}
 void q8_0_block_to_pairs(const void*, int64_t, int64_t, int64_t, float*) {}
+void q8_0_row_to_f32(const void*, int64_t, float*) {}
 void score_heads_pairs(const float*, int64_t, const int64_t*, const float*, int64_t, int64_t, float, int64_t, float*,
                        int64_t, const void*, int64_t) {}
 void add_heads_rows(const float*, int64_t, int64_t, const int64_t*, const float*, int64_t, int64_t, int64_t, float*,

@@ -33,6 +33,10 @@ void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int6
 // values a multiple of 32 in block_q8_0 blocks): each value q * d, exact.
 void q8_0_block_to_pairs(const void* src, int64_t src_stride_bytes, int64_t n, int64_t width, float* dst);
 
+// dst[0, n) = the q8_0 row's values (n a multiple of 32), as ops_attention's
+// 8-lane converter gives them (q * d, exact).
+void q8_0_row_to_f32(const void* src, int64_t n, float* dst);
+
 // Scores of a block of 8 positions for query heads r < n_heads: scores[r *
 // score_stride + i] = dot8(q + r * head_dim, K row i of head r's KV head)[i]
 // * scale for i < n_valid. Head r's KV head starts kv_offsets[r] values

@@ -415,7 +415,11 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
       }
       continue;
     }
-    for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
+    if (zmm && a.v_type == DType::Q8_0) {
+      for (int64_t i = 0; i < nj; ++i) detail::q8_0_row_to_f32(v_run(j0 + i), run_width, vblock + i * run_width);
+    } else {
+      for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
+    }
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
