@@ -1,11 +1,12 @@
 // chat_history_fit.h's pure parts: where a kept history may start (never
 // at a tool result whose call would be dropped) and which messages it keeps
-// (the system messages before it, everything after).
+// (the system messages before it, everything after); the truncate field.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "server/chat_history_fit.h"
+#include "server/ollama_schema.h"
 
 using nlohmann::json;
 using tc::server::kept_messages;
@@ -58,4 +59,15 @@ TEST_CASE("a kept history keeps the system messages it drops past", "[server][ol
   const json last = kept_messages(h, 8);
   REQUIRE(last.size() == 3);
   CHECK(last[2] == h[8]);
+}
+
+TEST_CASE("/api/chat's truncate is on unless the request turns it off, and must be a boolean", "[server][ollama]") {
+  const json messages = json::array({message("user", "Hi")});
+  CHECK(tc::server::translate_ollama_chat(json{{"model", "m"}, {"messages", messages}}).truncate);
+  const auto off = tc::server::translate_ollama_chat(json{{"model", "m"}, {"messages", messages}, {"truncate", false}});
+  REQUIRE_FALSE(off.error);
+  CHECK_FALSE(off.truncate);
+  const auto bad = tc::server::translate_ollama_chat(json{{"model", "m"}, {"messages", messages}, {"truncate", "yes"}});
+  REQUIRE(bad.error);
+  CHECK(bad.error->param == "truncate");
 }
