@@ -64,17 +64,31 @@ bool attention_zmm_enabled() { return zmm_switch().load(std::memory_order_relaxe
 void set_attention_zmm_for_testing(bool enabled) { zmm_switch().store(enabled && cpu_has_zmm()); }
 
 void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int64_t width, float* dst) {
-  const int64_t n_blocks = width / 8;
-  for (int64_t i = 0; i < 8; ++i) {
-    float* d = dst + (i / 2) * n_blocks * 16 + (i % 2) * 8;
-    if (i < n) {
-      const uint16_t* s = src + i * src_stride;
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        _mm256_storeu_ps(d + b * 16, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + b * 8))));
-      }
-    } else {
-      for (int64_t b = 0; b < n_blocks; ++b) _mm256_storeu_ps(d + b * 16, _mm256_setzero_ps());
+  // Pair p's register of 8-value group g: row 2p's 8 values in lanes 0-7,
+  // row 2p + 1's in lanes 8-15, converted together; a row at or past n
+  // gives +0.
+  const int64_t n_groups = width / 8;
+  const __m128i zeros = _mm_setzero_si128();
+  for (int64_t p = 0; p < 4; ++p) {
+    const uint16_t* row0 = 2 * p < n ? src + 2 * p * src_stride : nullptr;
+    const uint16_t* row1 = 2 * p + 1 < n ? src + (2 * p + 1) * src_stride : nullptr;
+    float* d = dst + p * n_groups * 16;
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const __m128i h0 = row0 != nullptr ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row0 + 8 * g)) : zeros;
+      const __m128i h1 = row1 != nullptr ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(row1 + 8 * g)) : zeros;
+      const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1);
+      _mm512_storeu_ps(d + g * 16, _mm512_maskz_cvtph_ps(0xffff, both));
     }
+  }
+}
+
+void f16_row_to_f32(const uint16_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   }
 }
 
@@ -317,6 +331,7 @@ namespace tc::kernels::detail {
 bool attention_zmm_enabled() { return false; }
 void set_attention_zmm_for_testing(bool) {}
 void f16_block_to_pairs(const uint16_t*, int64_t, int64_t, int64_t, float*) {}
+void f16_row_to_f32(const uint16_t*, int64_t, float*) {}
 void q8_0_block_to_pairs(const void*, int64_t, int64_t, int64_t, float*) {}
 void q8_0_row_to_f32(const void*, int64_t, float*) {}
 void score_heads_pairs(const float*, int64_t, const int64_t*, const float*, int64_t, int64_t, float, int64_t, float*,

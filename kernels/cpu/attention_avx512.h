@@ -33,6 +33,9 @@ void f16_block_to_pairs(const uint16_t* src, int64_t src_stride, int64_t n, int6
 // values a multiple of 32 in block_q8_0 blocks): each value q * d, exact.
 void q8_0_block_to_pairs(const void* src, int64_t src_stride_bytes, int64_t n, int64_t width, float* dst);
 
+// dst[0, n) = f32 of the f16 row (n a multiple of 8), as F16C gives them.
+void f16_row_to_f32(const uint16_t* src, int64_t n, float* dst);
+
 // dst[0, n) = the q8_0 row's values (n a multiple of 32), as ops_attention's
 // 8-lane converter gives them (q * d, exact).
 void q8_0_row_to_f32(const void* src, int64_t n, float* dst);

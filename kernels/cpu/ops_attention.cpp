@@ -417,6 +417,10 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     }
     if (zmm && a.v_type == DType::Q8_0) {
       for (int64_t i = 0; i < nj; ++i) detail::q8_0_row_to_f32(v_run(j0 + i), run_width, vblock + i * run_width);
+    } else if (zmm) {  // by_blocks: run_width is a multiple of 8
+      for (int64_t i = 0; i < nj; ++i) {
+        detail::f16_row_to_f32(reinterpret_cast<const uint16_t*>(v_run(j0 + i)), run_width, vblock + i * run_width);
+      }
     } else {
       for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
     }

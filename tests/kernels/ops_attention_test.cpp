@@ -90,7 +90,7 @@ Problem with_q8_0(Problem p, bool keys, bool values) {
 }
 
 Problem make_problem(Shape shape, int64_t n_kv, std::vector<int32_t> positions, uint64_t seed, float q_scale = 1.0f) {
-  Problem p{shape, n_kv, std::move(positions), {}, {}, {}, {}};
+  Problem p{shape, n_kv, std::move(positions), {}, {}, {}, {}, {}, {}};
   const auto kv_size = static_cast<size_t>(n_kv * shape.n_head_kv * shape.head_dim);
   p.q = tc::test::random_floats(p.out_size(), seed, q_scale);
   p.k = to_f16(tc::test::random_floats(kv_size, seed + 1));
@@ -531,7 +531,7 @@ TEST_CASE("attention's AVX-512 loops give the AVX2 loops' bits over a q8_0 cache
   uint64_t seed = 2700;
   for (const Shape& shape : std::vector<Shape>{{32, 4, 64}, {8, 8, 128}, {6, 2, 96}, {2, 2, 256}}) {
     for (const auto& positions : {iota_positions(700, 1), iota_positions(0, 37), iota_positions(300, 21)}) {
-      for (const auto [keys, values] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      for (const auto& [keys, values] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
         INFO("shape " << shape.n_head << "x" << shape.n_head_kv << "x" << shape.head_dim << " first position "
                       << positions[0] << " tokens " << positions.size() << " q8_0 keys " << keys << " values "
                       << values);
