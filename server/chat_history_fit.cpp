@@ -1,6 +1,8 @@
 // Dropping a chat's oldest messages until its prompt fits (chat_history_fit.h).
 #include "server/chat_history_fit.h"
 
+#include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
 
 namespace tc::server {
@@ -68,6 +70,17 @@ Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& s
   if (fitted.error) return plan;
   dropped = n - trial.messages.size();
   return fitted;
+}
+
+Plan plan_chat_request(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options) {
+  if (!request.truncate) return plan_chat(request, serving, options);
+  size_t dropped = 0;
+  Plan plan = plan_chat_fitting_history(request, serving, options, dropped);
+  if (dropped > 0) {
+    spdlog::info("model {}: the conversation's {} oldest messages dropped to fit the context of {} tokens",
+                 serving.model_id, dropped, serving.engine->n_ctx());
+  }
+  return plan;
 }
 
 }  // namespace tc::server

@@ -30,4 +30,8 @@ nlohmann::json kept_messages(const nlohmann::json& messages, size_t start);
 Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& serving,
                                const config::ServeOptions& options, size_t& dropped);
 
+// What a chat route plans: plan_chat_fitting_history where request.truncate
+// asks for it (logging how many messages were dropped), else plan_chat.
+Plan plan_chat_request(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
+
 }  // namespace tc::server

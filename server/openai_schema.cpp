@@ -370,6 +370,7 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
       fail("a forced tool call ('tool_choice') cannot be combined with a JSON response_format", "tool_choice");
     }
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
+    if (auto truncate = read_bool(body, "truncate")) r.truncate = *truncate;
     if (const json* kwargs = find_field(body, "chat_template_kwargs")) {
       if (!kwargs->is_object()) fail("'chat_template_kwargs' must be an object", "chat_template_kwargs");
       for (const std::string_view own : kRequestTemplateVariables) {

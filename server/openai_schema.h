@@ -72,6 +72,10 @@ struct ChatRequest {
   // llama.cpp's reasoning_format: "auto", "deepseek" or "none"; empty: the
   // server's reasoning_format option (reasoning_split.h).
   std::string reasoning_format;
+  // Extension (Ollama's /api/chat field, on there by default): a
+  // conversation too long for the context drops its oldest messages
+  // (chat_history_fit.h) instead of a 400.
+  bool truncate = false;
 };
 
 // Parse results: exactly one of request / error is set.

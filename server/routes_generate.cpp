@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/chat_history_fit.h"
 #include "server/generation_job.h"
 #include "server/json_post_route.h"
 #include "server/ollama_schema.h"
@@ -73,7 +74,7 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
       if (parsed.request->tools.forced()) parsed.request->tools.grammar = tool_call_grammar(*text, parsed.request->tools);
       common = parsed.request->common;
       job.tools = parsed.request->tools;
-      p = plan_chat(*parsed.request, serving, serving.options);
+      p = plan_chat_request(*parsed.request, serving, serving.options);
       job.take_reply_format(p);
     } else {
       auto parsed = parse_completion_request(*body, limits);

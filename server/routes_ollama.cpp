@@ -12,7 +12,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "config/keep_alive.h"
 #include "server/chat_history_fit.h"
@@ -155,13 +154,8 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
       parsed.request->common.schema = schema;
       job.tools = parsed.request->tools;
-      size_t dropped = 0;
-      p = request->truncate ? plan_chat_fitting_history(*parsed.request, serving, serving.options, dropped)
-                            : plan_chat(*parsed.request, serving, serving.options);
-      if (dropped > 0) {
-        spdlog::info("model {}: the conversation's {} oldest messages dropped to fit the context of {} tokens",
-                     serving.model_id, dropped, serving.engine->n_ctx());
-      }
+      parsed.request->truncate = request->truncate;
+      p = plan_chat_request(*parsed.request, serving, serving.options);
       job.take_reply_format(p);  // the translated body names its reasoning_format (think)
     }
     if (p.error) return p.error;

@@ -1,6 +1,9 @@
 // The chat view: the conversation (kept in localStorage), streaming replies
 // with a stop button, settings, copy and regenerate, and per reply the time
-// to first token and tokens per second.
+// to first token and tokens per second. Max tokens left empty lets the
+// server give a reply what the context leaves; a conversation that outgrows
+// the context is sent with `truncate`, so its oldest messages are left out
+// (the system prompt stays) rather than refused.
 import { streamChat } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -15,10 +18,11 @@ function load() {
       system: typeof saved.system === "string" ? saved.system : "",
       temperature: saved.temperature ?? 0.7,
       top_p: saved.top_p ?? 1,
-      max_tokens: saved.max_tokens ?? 512,
+      // null: auto. 512 was the page's old default, which small contexts refused.
+      max_tokens: Number.isFinite(saved.max_tokens) && saved.max_tokens !== 512 ? saved.max_tokens : null,
     };
   } catch (e) {
-    return { messages: [], system: "", temperature: 0.7, top_p: 1, max_tokens: 512 };
+    return { messages: [], system: "", temperature: 0.7, top_p: 1, max_tokens: null };
   }
 }
 
@@ -59,13 +63,14 @@ export function initChat({ model, setStatus, onAuthError }) {
   $("system").value = state.system;
   $("temperature").value = state.temperature;
   $("top-p").value = state.top_p;
-  $("max-tokens").value = state.max_tokens;
+  $("max-tokens").value = state.max_tokens ?? "";
   for (const id of ["system", "temperature", "top-p", "max-tokens"]) {
     $(id).addEventListener("change", () => {
       state.system = $("system").value;
       state.temperature = number($("temperature"), 0.7);
       state.top_p = number($("top-p"), 1);
-      state.max_tokens = Math.max(1, Math.round(number($("max-tokens"), 512)));
+      const max = number($("max-tokens"), null);
+      state.max_tokens = max === null ? null : Math.max(1, Math.round(max));
       save();
     });
   }
@@ -157,7 +162,8 @@ export function initChat({ model, setStatus, onAuthError }) {
           messages,
           temperature: state.temperature,
           top_p: state.top_p,
-          max_tokens: state.max_tokens,
+          ...(state.max_tokens !== null ? { max_tokens: state.max_tokens } : {}),
+          truncate: true,
         },
         controller.signal,
         (text) => {

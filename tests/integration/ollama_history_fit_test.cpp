@@ -4,6 +4,8 @@
 // prompt leaves room for the reply. Checked against the same server's
 // answers to the explicitly shortened conversations (truncate false): the
 // fewest messages are dropped, and the reply is that conversation's.
+// /v1/chat/completions does the same with the `truncate` extension (what
+// the built-in page sends), and without it answers 400.
 #include <catch2/catch.hpp>
 
 #include <httplib.h>
@@ -106,5 +108,31 @@ TEST_CASE("/api/chat drops a long conversation's oldest messages to fit the cont
   auto r = client.Post("/api/chat", chat_body(too_long, true, 8).dump(), "application/json");
   REQUIRE(r);
   CHECK(r->status == 400);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("/v1/chat/completions with truncate: true keeps what /api/chat keeps, without it a 400",
+          "[integration][ollama]") {
+  const auto dir = tc::test::scratch_dir("openai_history_fit");
+  const auto model = tc::test::make_test_model(
+      dir, "tiny", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
+  tc::test::ServerProcess server(model, {"--alias", "tiny", "--ctx-size", std::to_string(kCtx), "--parallel", "1"},
+                                 dir);
+  auto client = server.client();
+  const json messages = long_conversation();
+  json body = {{"model", "tiny"}, {"messages", messages}, {"max_tokens", 8}, {"temperature", 0}};
+  const auto refused = tc::test::post_json(client, "/v1/chat/completions", body);
+  CHECK(refused.status == 400);
+  CHECK(refused.body["error"]["code"] == "context_length_exceeded");
+  body["truncate"] = true;
+  const auto openai = tc::test::post_json(client, "/v1/chat/completions", body);
+  INFO(openai.body.dump());
+  REQUIRE(openai.status == 200);
+  auto ollama = client.Post("/api/chat", chat_body(messages, true, 8).dump(), "application/json");
+  REQUIRE(ollama);
+  REQUIRE(ollama->status == 200);
+  const json o = json::parse(ollama->body);
+  CHECK(openai.body["usage"]["prompt_tokens"] == o["prompt_eval_count"]);
+  CHECK(openai.body["choices"][0]["message"]["content"] == o["message"]["content"]);
   CHECK(server.stop() == 0);
 }

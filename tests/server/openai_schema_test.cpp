@@ -106,6 +106,11 @@ TEST_CASE("chat request: null means absent, max_completion_tokens wins", "[serve
   CHECK(p.request->common.stop.empty());
 }
 
+TEST_CASE("chat request: truncate (an extension) is off unless asked for", "[server][schema]") {
+  CHECK_FALSE(parse_chat_request(chat(), limits()).request->truncate);
+  CHECK(parse_chat_request(chat({{"truncate", true}}), limits()).request->truncate);
+}
+
 TEST_CASE("chat request: wrong types and bad values name the field", "[server][schema]") {
   CHECK(chat_error_param(chat({{"temperature", "hot"}})) == "temperature");
   CHECK(chat_error_param(chat({{"temperature", 2.5}})) == "temperature");
@@ -132,6 +137,7 @@ TEST_CASE("chat request: wrong types and bad values name the field", "[server][s
   CHECK(chat_error_param(chat({{"seed", "1"}})) == "seed");
   CHECK(chat_error_param(chat({{"model", 3}})) == "model");
   CHECK(chat_error_param(chat({{"user", 3}})) == "user");
+  CHECK(chat_error_param(chat({{"truncate", "yes"}})) == "truncate");
   // Integral floats are integers (JavaScript clients).
   CHECK(chat_error_param(chat({{"max_tokens", 12.0}})) == "ok");
   CHECK(chat_error_param(chat({{"logprobs", true}, {"top_logprobs", 0}})) == "ok");

@@ -141,6 +141,37 @@ try {
     await page.close();
   }
 
+  // 2b. The dense server (the bundled model: 256 tokens of context) with the
+  //     page's default settings: no max_tokens is sent, so the first message
+  //     gets a reply, and a conversation that outgrows the context keeps
+  //     getting replies (truncate: its oldest messages are left out).
+  {
+    const page = await openPage(1280, 860);
+    await page.goto(denseUrl + "/", { waitUntil: "load" });
+    await page.evaluate(() => localStorage.clear());
+    await page.reload({ waitUntil: "load" });
+    await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
+    check("defaults: max tokens is empty (auto)", (await page.$eval("#max-tokens", (i) => i.value)) === "");
+    const turns = 5;
+    const verse = "And it came to pass in the days when the judges ruled, that there was a famine in the land. ";
+    for (let i = 0; i < turns; i++) {
+      await send(page, verse.repeat(3) + i);
+      await until("reply " + (i + 1) + " to start", () => page.$$eval(".message.assistant", (m, n) => m.length === n, i + 1));
+      await idle(page);
+    }
+    const saved = await savedChat(page);
+    const replies = (saved.messages || []).filter((m) => m.role === "assistant");
+    // What the last request sent: every message but the last reply.
+    const text = (saved.messages || []).slice(0, -1).map((m) => m.content).join("\n");
+    const tokens = (await api(denseUrl, "/tokenize", { content: text })).body.tokens.length;
+    check("defaults: every reply came, none an error", replies.length === turns &&
+      replies.every((m) => m.content.length > 0 && !(m.meta && m.meta.error)), replies.map((m) => m.meta));
+    // More than the 256 tokens of context: the last reply needed the truncation.
+    check("defaults: the conversation outgrew the context", tokens > 256, tokens);
+    check("defaults: no console error", page.errors.length === 0, page.errors);
+    await page.close();
+  }
+
   // 3. The dense server at 360 px: one column, tabs, labelled controls, no
   //    horizontal scrolling.
   {
