@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
@@ -47,16 +49,21 @@ json from(const json& messages, size_t start) {
   return kept;
 }
 
+// A server of a tiny generated model named "tiny", with kCtx positions of context and one slot.
+std::unique_ptr<tc::test::ServerProcess> tiny_server(const std::string& name) {
+  const auto dir = tc::test::scratch_dir(name);
+  const auto model = tc::test::make_test_model(
+      dir, "tiny", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
+  return std::make_unique<tc::test::ServerProcess>(
+      model, std::vector<std::string>{"--alias", "tiny", "--ctx-size", std::to_string(kCtx), "--parallel", "1"}, dir);
+}
+
 }  // namespace
 
 TEST_CASE("/api/chat drops a long conversation's oldest messages to fit the context, as Ollama's truncate",
           "[integration][ollama]") {
-  const auto dir = tc::test::scratch_dir("ollama_history_fit");
-  const auto model = tc::test::make_test_model(
-      dir, "tiny", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
-  tc::test::ServerProcess server(model, {"--alias", "tiny", "--ctx-size", std::to_string(kCtx), "--parallel", "1"},
-                                 dir);
-  auto client = server.client();
+  const auto server = tiny_server("ollama_history_fit");
+  auto client = server->client();
   const json messages = long_conversation();
 
   // Whole, it does not fit: with truncate false, a 400 naming the context.
@@ -98,7 +105,7 @@ TEST_CASE("/api/chat drops a long conversation's oldest messages to fit the cont
     CHECK(prompt == want["prompt_eval_count"].get<int64_t>());
     CHECK(got["message"]["content"] == want["message"]["content"]);
   }
-  CHECK_THAT(server.log(), Catch::Contains("oldest messages dropped to fit the context of 128 tokens"));
+  CHECK_THAT(server->log(), Catch::Contains("oldest messages dropped to fit the context of 128 tokens"));
 
   // A last message longer than the context alone: still a 400.
   std::string huge;
@@ -108,17 +115,13 @@ TEST_CASE("/api/chat drops a long conversation's oldest messages to fit the cont
   auto r = client.Post("/api/chat", chat_body(too_long, true, 8).dump(), "application/json");
   REQUIRE(r);
   CHECK(r->status == 400);
-  CHECK(server.stop() == 0);
+  CHECK(server->stop() == 0);
 }
 
 TEST_CASE("/v1/chat/completions with truncate: true keeps what /api/chat keeps, without it a 400",
           "[integration][ollama]") {
-  const auto dir = tc::test::scratch_dir("openai_history_fit");
-  const auto model = tc::test::make_test_model(
-      dir, "tiny", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
-  tc::test::ServerProcess server(model, {"--alias", "tiny", "--ctx-size", std::to_string(kCtx), "--parallel", "1"},
-                                 dir);
-  auto client = server.client();
+  const auto server = tiny_server("openai_history_fit");
+  auto client = server->client();
   const json messages = long_conversation();
   json body = {{"model", "tiny"}, {"messages", messages}, {"max_tokens", 8}, {"temperature", 0}};
   const auto refused = tc::test::post_json(client, "/v1/chat/completions", body);
@@ -134,5 +137,5 @@ TEST_CASE("/v1/chat/completions with truncate: true keeps what /api/chat keeps, 
   const json o = json::parse(ollama->body);
   CHECK(openai.body["usage"]["prompt_tokens"] == o["prompt_eval_count"]);
   CHECK(openai.body["choices"][0]["message"]["content"] == o["message"]["content"]);
-  CHECK(server.stop() == 0);
+  CHECK(server->stop() == 0);
 }
