@@ -126,8 +126,7 @@ void register_bench(CLI::App& app) {
     const double mean_context = static_cast<double>(o->bench.n_depth) + static_cast<double>(o->bench.n_gen) / 2.0;
     if (timer != nullptr) split = time_split_report(m, timer->split(), mean_context);
     // What a tg token reads, with the sparse FFN's measured neuron counts.
-    const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(),
-                                                     mean_context);
+    const auto read = sparse::decode_bytes_per_token(*loaded, llama.sparse_counters(), mean_context, kv.types());
     const auto* counters = llama.sparse_counters();
     double computed = 1.0, predicted = 1.0;
     if (counters != nullptr) {

@@ -108,7 +108,8 @@ json bytes_json(const ServingModel& serving, const runtime::FfnActivity& a, cons
     }
     return out;
   }
-  const auto total = sparse::decode_bytes_per_token(m, a.mode == "sparse" ? &counters : nullptr, mean_context).total();
+  const auto total =
+      sparse::decode_bytes_per_token(m, a.mode == "sparse" ? &counters : nullptr, mean_context, setup.kv_types).total();
   if (!setup.device.cuda) {
     out["host"] = total;
   } else if (setup.gpu_split.mode == config::GpuSplitMode::None) {

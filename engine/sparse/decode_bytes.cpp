@@ -13,7 +13,7 @@ double tensor_bytes(const gguf::GgufFile& file, const std::string& name) {
 }  // namespace
 
 DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model::SparseFfnCounters* counters,
-                                   double mean_context) {
+                                   double mean_context, kernels::KvCacheTypes kv_types) {
   const auto& f = model.file;
   const auto& s = model.spec;
   DecodeBytes b;
@@ -48,7 +48,10 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
   const double embd_row = tensor_bytes(f, "token_embd.weight") / static_cast<double>(s.n_vocab);
   b.head = (s.tied_embeddings ? tensor_bytes(f, "token_embd.weight") : tensor_bytes(f, "output.weight")) +
            tensor_bytes(f, "output_norm.weight") + embd_row;
-  b.kv = mean_context * static_cast<double>(s.n_layer * s.n_kv_matrices() * s.n_embd_kv()) * 2.0;  // f16 K and V
+  // One position's K and V rows (one latent row under latent attention) at their types.
+  const int64_t kv_row = kernels::row_bytes(kv_types.k, s.n_embd_kv()) +
+                         (s.n_kv_matrices() == 2 ? kernels::row_bytes(kv_types.v, s.n_embd_kv()) : 0);
+  b.kv = mean_context * static_cast<double>(s.n_layer * kv_row);
   return b;
 }
 

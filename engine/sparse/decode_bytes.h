@@ -25,8 +25,8 @@ struct DecodeBytes {
 };
 
 // Per decode token. `counters` null: dense. mean_context: the average number
-// of cached positions attended over.
+// of cached positions attended over; kv_types: the KV cache's element types.
 DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model::SparseFfnCounters* counters,
-                                   double mean_context);
+                                   double mean_context, kernels::KvCacheTypes kv_types = {});
 
 }  // namespace tc::sparse

@@ -1,6 +1,7 @@
 // A q8_0 KV cache (keys, values or both): the forward pass against the
 // float64 reference that stores K and V as q8_0 blocks, decode against one
-// pass, its size, and the models and backends that refuse it.
+// pass, its size and modelled read bytes, and the models and backends that
+// refuse it.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
+#include "engine/sparse/decode_bytes.h"
 #include "kernels/backend.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/host_device_backend.h"
@@ -122,6 +124,19 @@ TEST_CASE("a q8_0 KV cache takes 34 bytes per 32 values", "[model][kv_q8_0]") {
   const auto* last_v = static_cast<const std::byte*>(q8.v(2, spec.n_layer - 1));
   const auto* first_k = static_cast<const std::byte*>(q8.k(0, 0));
   CHECK(last_v + 100 * q8.v_row_bytes() == first_k + q8.bytes());
+}
+
+TEST_CASE("a decode token's modelled bytes count the KV cache at its types", "[model][kv_q8_0]") {
+  const auto loaded = make_model("decode_bytes");
+  const auto& spec = loaded->spec;
+  const double mean_context = 100;
+  for (const KvCacheTypes types : {KvCacheTypes{}, KvCacheTypes{DType::Q8_0, DType::Q8_0},
+                                   KvCacheTypes{DType::Q8_0, DType::F16}}) {
+    const auto b = tc::sparse::decode_bytes_per_token(*loaded, nullptr, mean_context, types);
+    CHECK(b.kv == Approx(mean_context * static_cast<double>(KvCache::bytes_for(spec, 1, 1, types))));
+  }
+  const double f16 = tc::sparse::decode_bytes_per_token(*loaded, nullptr, mean_context).kv;
+  CHECK(f16 == Approx(mean_context * static_cast<double>(2 * spec.n_layer * spec.n_embd_kv() * 2)));
 }
 
 TEST_CASE("a q8_0 KV cache is refused where it cannot work, with the reason", "[model][kv_q8_0]") {
