@@ -263,7 +263,7 @@ void ModelRegistry::load_entry(std::string name) {
     const int64_t n_ctx = std::min<int64_t>(opts.ctx_size, spec.n_ctx_train > 0 ? spec.n_ctx_train : opts.ctx_size);
     const kernels::KvCacheTypes kv_types{kernels::dtype_from_name(opts.cache_type_k).value_or(kernels::DType::F16),
                                          kernels::dtype_from_name(opts.cache_type_v).value_or(kernels::DType::F16)};
-    const bool kv_fits = runtime::KvCache::unsupported_reason(spec, kv_types).empty();
+    const bool kv_fits = runtime::KvCache::unsupported_reason(spec, kv_types, nullptr).empty();
     const uint64_t kv = runtime::KvCache::bytes_for(spec, opts.parallel, n_ctx, kv_fits ? kv_types : kernels::KvCacheTypes{});
     predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
     first_gpu_estimate =

@@ -209,11 +209,6 @@ void LlamaModel::check_layer_offload(const LoadedModel& model, bool hybrid_mode)
 }
 
 runtime::KvCache LlamaModel::make_kv_cache(int n_slots, int64_t n_ctx, kernels::KvCacheTypes types) {
-  if (types != kernels::KvCacheTypes{} && !on_host(backend_)) {
-    throw std::invalid_argument("a " + std::string(kernels::dtype_name(types.k == kernels::DType::F16 ? types.v : types.k)) +
-                                " KV cache runs on the CPU only (--device cpu); this model's attention runs on " +
-                                backend_.name());
-  }
   if (offload_cpu_ == nullptr) return runtime::KvCache(backend_, spec_, n_slots, n_ctx, types);
   return runtime::KvCache(backend_, *offload_cpu_, n_device_layers_, spec_, n_slots, n_ctx, types);
 }

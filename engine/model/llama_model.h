@@ -180,7 +180,7 @@ class LlamaModel {
   // A KV cache for this model: on its backend, or in layer offload mode
   // split, layers [0, k) on the device and the rest on the CPU backend.
   // Types other than f16 (a q8_0 cache) need the model's attention on the
-  // CPU backend (std::invalid_argument otherwise, naming the backend).
+  // CPU backend (KvCache's std::invalid_argument otherwise, naming it).
   runtime::KvCache make_kv_cache(int n_slots, int64_t n_ctx, kernels::KvCacheTypes types = {});
   // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
   const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }

@@ -2,7 +2,6 @@
 #include "engine/runtime/kv_cache.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -15,11 +14,15 @@ KvCache::KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_
                  kernels::KvCacheTypes types)
     : KvCache(backend, backend, spec.n_layer, spec, n_slots, n_ctx, types) {}
 
-std::string KvCache::unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types) {
+std::string KvCache::unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types,
+                                        const kernels::Backend* backend) {
   for (const kernels::DType t : {types.k, types.v}) {
     if (!kernels::is_kv_dtype(t)) {
       return "a KV cache holds f16 or q8_0 values, not " + std::string(kernels::dtype_name(t));
     }
+  }
+  if (backend != nullptr && types != kernels::KvCacheTypes{} && backend->device() != kernels::DeviceKind::Cpu) {
+    return "a q8_0 KV cache runs on the CPU only (--device cpu); this model's attention runs on " + backend->name();
   }
   if (spec.n_kv_matrices() == 1 && types.k != types.v) {
     return "this model caches one latent matrix as both keys and values, so the key and value cache types must be "
@@ -52,7 +55,7 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
     throw std::invalid_argument("KV cache split at layer " + std::to_string(n_first_layers) + " of " +
                                 std::to_string(n_layer_));
   }
-  if (const std::string why = unsupported_reason(spec, types); !why.empty()) {
+  if (const std::string why = unsupported_reason(spec, types, &first); !why.empty()) {
     throw std::invalid_argument("KV cache: " + why);
   }
   k_row_bytes_ = kernels::row_bytes(types.k, n_embd_kv_);
@@ -76,13 +79,12 @@ std::byte* KvCache::base(int slot, int64_t layer, int which) const {
 }
 
 std::string KvCache::describe() const {
-  const std::string k(kernels::dtype_name(types_.k)), v(kernels::dtype_name(types_.v));
-  std::string lower_k, lower_v;
-  for (const char c : k) lower_k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char c : v) lower_v += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string types = n_matrices_ == 1   ? lower_k + " latent rows"
-                            : lower_k == lower_v ? lower_k + " keys and values"
-                                                 : lower_k + " keys, " + lower_v + " values";
+  // The names the options take (the cache's types are KV types).
+  auto name = [](kernels::DType type) { return std::string(type == kernels::DType::Q8_0 ? "q8_0" : "f16"); };
+  const std::string k = name(types_.k), v = name(types_.v);
+  const std::string types = n_matrices_ == 1 ? k + " latent rows"
+                            : k == v         ? k + " keys and values"
+                                             : k + " keys, " + v + " values";
   char mib[32];
   std::snprintf(mib, sizeof(mib), "%.1f MiB", static_cast<double>(bytes()) / (1 << 20));
   return std::to_string(n_slots_) + (n_slots_ == 1 ? " slot x " : " slots x ") + std::to_string(n_ctx_) +

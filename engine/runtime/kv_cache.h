@@ -21,9 +21,8 @@ namespace tc::runtime {
 class KvCache {
  public:
   // Allocates n_slots * n_layer * n_kv_matrices rows of n_ctx * n_embd_kv
-  // values on the backend. Throws std::invalid_argument when a type is not
-  // a KV type or does not fit the model (q8_0 needs head sizes that are a
-  // multiple of 32).
+  // values on the backend. Throws std::invalid_argument with
+  // unsupported_reason() when the types cannot cache this model there.
   KvCache(kernels::Backend& backend, const model::ModelSpec& spec, int n_slots, int64_t n_ctx,
           kernels::KvCacheTypes types = {});
   // Layer offload: layers [0, n_first_layers) on `first` (the device), the
@@ -33,8 +32,12 @@ class KvCache {
 
   // The bytes such a cache takes (also for the placement's budget).
   static uint64_t bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64_t n_ctx, kernels::KvCacheTypes types);
-  // Why `types` cannot cache this model, or empty.
-  static std::string unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types);
+  // Why `types` cannot cache this model with its attention on `backend`
+  // (the first backend of a split cache; null: not checked), or empty: not
+  // KV types, q8_0 on a backend other than the CPU's or on heads that are
+  // not whole blocks of 32, or two types for latent attention's one matrix.
+  static std::string unsupported_reason(const model::ModelSpec& spec, kernels::KvCacheTypes types,
+                                        const kernels::Backend* backend);
 
   int n_slots() const { return n_slots_; }
   int64_t n_ctx() const { return n_ctx_; }

@@ -108,12 +108,9 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
                         (setup.gpu_split.mode != GpuSplitMode::None ? " (its GPU split does not apply)" : ""));
   }
   m.kv_types = setup.kv_types;
-  if (const std::string why = KvCache::unsupported_reason(spec, setup.kv_types); !why.empty()) {
+  // Checked here, before any placement work, as the cache will check it.
+  if (const std::string why = KvCache::unsupported_reason(spec, setup.kv_types, m.backend.get()); !why.empty()) {
     throw std::invalid_argument("--cache-type-k/--cache-type-v: " + why);
-  }
-  if (setup.kv_types != kernels::KvCacheTypes{} && m.backend->device() != kernels::DeviceKind::Cpu) {
-    throw std::invalid_argument("--cache-type-k/--cache-type-v q8_0: a q8_0 KV cache runs on the CPU backend only "
-                                "(--device cpu); this model runs on " + m.backend->name());
   }
   model::LayerOffloadOptions offload_options;
   std::string offload_origin;

@@ -2,6 +2,8 @@
 // the sparse FFN's measured neuron counts.
 #include "engine/sparse/decode_bytes.h"
 
+#include "engine/runtime/kv_cache.h"
+
 namespace tc::sparse {
 namespace {
 
@@ -48,10 +50,8 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
   const double embd_row = tensor_bytes(f, "token_embd.weight") / static_cast<double>(s.n_vocab);
   b.head = (s.tied_embeddings ? tensor_bytes(f, "token_embd.weight") : tensor_bytes(f, "output.weight")) +
            tensor_bytes(f, "output_norm.weight") + embd_row;
-  // One position's K and V rows (one latent row under latent attention) at their types.
-  const int64_t kv_row = kernels::row_bytes(kv_types.k, s.n_embd_kv()) +
-                         (s.n_kv_matrices() == 2 ? kernels::row_bytes(kv_types.v, s.n_embd_kv()) : 0);
-  b.kv = mean_context * static_cast<double>(s.n_layer * kv_row);
+  // Every layer's K and V rows of one position, at their types.
+  b.kv = mean_context * static_cast<double>(runtime::KvCache::bytes_for(s, 1, 1, kv_types));
   return b;
 }
 

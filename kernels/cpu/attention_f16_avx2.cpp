@@ -87,6 +87,14 @@ void add_rows64_f16(const float* p, const uint16_t* v, int64_t v_stride, int64_t
   for (int c = 0; c < 8; ++c) _mm256_storeu_ps(o + 8 * c, a[c]);
 }
 
+void q8_0_row_to_f32_avx2(const void* src, int64_t n, float* dst) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(src);
+  for (int64_t b = 0; b < n / kQK8_0; ++b) {
+    const __m256 d = scale_of(blocks[b]);
+    for (int g = 0; g < 4; ++g) _mm256_storeu_ps(dst + b * kQK8_0 + 8 * g, load_q8x8(blocks[b], g, d));
+  }
+}
+
 void add_rows64_q8_0(const float* p, const void* v, int64_t v_stride_bytes, int64_t n, float* o) {
   __m256 a[8];
   for (int c = 0; c < 8; ++c) a[c] = _mm256_loadu_ps(o + 8 * c);
@@ -111,6 +119,7 @@ void dot8_f16(const float*, const uint16_t*, int64_t, int64_t, float*) {}
 void add_rows64_f16(const float*, const uint16_t*, int64_t, int64_t, float*) {}
 void dot8_q8_0(const float*, const void*, int64_t, int64_t, float*) {}
 void add_rows64_q8_0(const float*, const void*, int64_t, int64_t, float*) {}
+void q8_0_row_to_f32_avx2(const void*, int64_t, float*) {}
 }  // namespace tc::kernels::detail
 
 #endif

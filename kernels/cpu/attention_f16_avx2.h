@@ -28,4 +28,7 @@ void dot8_q8_0(const float* q, const void* k, int64_t k_stride_bytes, int64_t n,
 // 64 values = two blocks from v + i * v_stride_bytes.
 void add_rows64_q8_0(const float* p, const void* v, int64_t v_stride_bytes, int64_t n, float* o);
 
+// dst[0, n) = the values of a q8_0 row (n a multiple of 32), q * d each.
+void q8_0_row_to_f32_avx2(const void* src, int64_t n, float* dst);
+
 }  // namespace tc::kernels::detail

@@ -72,16 +72,8 @@ __attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const float* table,
   for (; i < n; ++i) dst[i] = table[src[i]];
 }
 
-__attribute__((target("avx2"))) void q8_0_row_to_f32_avx2(const float* table, const void* src, int64_t n,
-                                                          float* dst) {
-  const auto* blocks = static_cast<const BlockQ8_0*>(src);
-  for (int64_t b = 0; b < n / kQK8_0; ++b) {
-    const __m256 d = _mm256_set1_ps(table[blocks[b].d]);
-    for (int64_t i = 0; i < kQK8_0; i += 8) {
-      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blocks[b].qs + i));
-      _mm256_storeu_ps(dst + b * kQK8_0 + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
-    }
-  }
+void q8_0_row_to_f32_simd(const float*, const void* src, int64_t n, float* dst) {
+  detail::q8_0_row_to_f32_avx2(src, n, dst);
 }
 #endif
 
@@ -94,16 +86,11 @@ RowToF32 row_to_f32(DType type) {
   static const RowToF32 f16 = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
                                   ? f16_row_to_f32_f16c
                                   : f16_row_to_f32_portable;
-  static const RowToF32 q8_0 = __builtin_cpu_supports("avx2") ? q8_0_row_to_f32_avx2 : q8_0_row_to_f32_portable;
+  static const RowToF32 q8_0 = detail::f16_kv_direct_available() ? q8_0_row_to_f32_simd : q8_0_row_to_f32_portable;
   return type == DType::Q8_0 ? q8_0 : f16;
 #else
   return type == DType::Q8_0 ? q8_0_row_to_f32_portable : f16_row_to_f32_portable;
 #endif
-}
-
-// Bytes of n values of a cache row (n a multiple of 32 for q8_0).
-inline int64_t kv_bytes(DType type, int64_t n) {
-  return type == DType::Q8_0 ? n / kQK8_0 * static_cast<int64_t>(sizeof(BlockQ8_0)) : n * 2;
 }
 
 // Rows of one KV head lie n_head_kv * head_dim f16 values apart (8 KiB in a
@@ -224,10 +211,11 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   const int64_t kv_stride = a.n_head_kv * a.head_dim;
   const int64_t head_dim = a.head_dim;
   const int64_t run_width = n_kv_run * head_dim;  // the run's K (or V) values of one position
-  // A position's whole K (V) row in the cache, and the run's part of it.
-  const int64_t k_row_bytes = kv_bytes(a.k_type, kv_stride), v_row_bytes = kv_bytes(a.v_type, kv_stride);
-  const int64_t k_run_offset = kv_bytes(a.k_type, kv_begin * head_dim);
-  const int64_t v_run_offset = kv_bytes(a.v_type, kv_begin * head_dim);
+  // A position's whole K (V) row in the cache, one head's part of it
+  // (heads are whole blocks), and where the run's part starts.
+  const int64_t k_head_bytes = row_bytes(a.k_type, head_dim), v_head_bytes = row_bytes(a.v_type, head_dim);
+  const int64_t k_row_bytes = a.n_head_kv * k_head_bytes, v_row_bytes = a.n_head_kv * v_head_bytes;
+  const int64_t k_run_offset = kv_begin * k_head_bytes, v_run_offset = kv_begin * v_head_bytes;
   auto k_row = [&](int64_t j) { return static_cast<const char*>(a.k) + j * k_row_bytes; };
   auto v_row = [&](int64_t j) { return static_cast<const char*>(a.v) + j * v_row_bytes; };
   auto k_run = [&](int64_t j) { return k_row(j) + k_run_offset; };
@@ -266,8 +254,8 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   auto scores_of = [&](int64_t t, int64_t r) { return scores + row_of(t, r) * kChunk; };
   auto out_of = [&](int64_t t, int64_t r) { return part.out + row_of(t, r) * head_dim; };
   // The run's K or V rows [j, j + n) (none past j_end), asked for ahead.
-  auto prefetch_rows = [&](auto run_of, DType type, int64_t j, int64_t n) {
-    for (const int64_t end = std::min(j + n, j_end); j < end; ++j) prefetch_row(run_of(j), kv_bytes(type, run_width));
+  auto prefetch_rows = [&](auto run_of, int64_t head_bytes, int64_t j, int64_t n) {
+    for (const int64_t end = std::min(j + n, j_end); j < end; ++j) prefetch_row(run_of(j), n_kv_run * head_bytes);
   };
   // Where head r's K/V row starts within a position's converted run, for
   // the 8-lane and the zmm loops alike. (Computed once, not by a division
@@ -310,15 +298,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     // Rows kPrefetchRows ahead (the next block of 8); the last block asks for
     // the first V block instead.
     const bool last = j0 + nj >= j_end;
-    if (!spread && !last) prefetch_rows(k_run, a.k_type, j0 + kPrefetchRows, nj);
-    if (!spread && last) prefetch_rows(v_run, a.v_type, j_lo, v_block);
+    if (!spread && !last) prefetch_rows(k_run, k_head_bytes, j0 + kPrefetchRows, nj);
+    if (!spread && last) prefetch_rows(v_run, v_head_bytes, j_lo, v_block);
     const int64_t k_ahead_bytes =
         last ? rows_bytes(j_lo, v_block, v_row_bytes) : rows_bytes(j0 + nj, kKBlock, k_row_bytes);
     const char* k_ahead = k_ahead_bytes == 0 ? nullptr : last ? v_row(j_lo) : k_row(j0 + nj);
     if (direct && nj == kKBlock) {
       for (int64_t r = 0; r < n_heads; ++r) {
         float d8[kKBlock];
-        const char* k = k_row(j0) + kv_bytes(a.k_type, (h_begin + r) * head_dim);
+        const char* k = k_row(j0) + (h_begin + r) * k_head_bytes;
         if (a.k_type == DType::Q8_0) {
           detail::dot8_q8_0(q_of(t_begin, r), k, k_row_bytes, head_dim, d8);
         } else {
@@ -399,15 +387,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // as the FMAs). Each output value still gets its terms in ascending j.
   for (int64_t j0 = j_lo; j0 < j_end; j0 += v_block) {
     const int64_t nj = std::min(v_block, j_end - j0);
-    if (!spread) prefetch_rows(v_run, a.v_type, j0 + nj, v_block);  // the next block
+    if (!spread) prefetch_rows(v_run, v_head_bytes, j0 + nj, v_block);  // the next block
     if (direct) {
       for (int64_t r = 0; r < n_heads; ++r) {
         const float* p = scores_of(t_begin, r) + (j0 - j_begin);
-        const char* v = v_row(j0) + kv_bytes(a.v_type, (h_begin + r) * head_dim);
+        const char* v = v_row(j0) + (h_begin + r) * v_head_bytes;
         float* o = out_of(t_begin, r);
         for (int64_t d = 0; d < head_dim; d += kOutChunk) {
           if (a.v_type == DType::Q8_0) {
-            detail::add_rows64_q8_0(p, v + kv_bytes(DType::Q8_0, d), v_row_bytes, nj, o + d);
+            detail::add_rows64_q8_0(p, v + row_bytes(DType::Q8_0, d), v_row_bytes, nj, o + d);
           } else {
             detail::add_rows64_f16(p, reinterpret_cast<const uint16_t*>(v) + d, kv_stride, nj, o + d);
           }
