@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_setup.h"
 #include "cli/runners.h"
+#include "engine/model/context_shift.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
@@ -73,6 +74,10 @@ void register_generate(CLI::App& app) {
   sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
+  sub->add_flag("--context-shift", o->gen.context_shift,
+                "When the context is full, drop the oldest half of it (after --keep) and go on");
+  sub->add_option("--keep", o->gen.n_keep, "Context shift: the first tokens that always stay (at most half the context)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   auto* json = sub->add_flag("--json", o->json, "Constrain the continuation to one JSON object (stops when it closes)");
   sub->add_option("--json-schema", o->json_schema,
                   "Constrain the continuation to an instance of the JSON Schema in this file (docs/api.md says "
@@ -94,6 +99,11 @@ void register_generate(CLI::App& app) {
         !err.empty()) {
       throw std::invalid_argument(err);
     }
+    if (o->gen.context_shift) {
+      if (const std::string why = model::context_shift_refusal(loaded->spec); !why.empty()) {
+        throw std::invalid_argument("--context-shift: " + why);
+      }
+    }
     if (o->json) o->gen.output_form = runtime::OutputForm::json_object();
     if (!o->json_schema.empty()) {
       o->gen.output_form = runtime::OutputForm::json_schema(read_schema_file(o->json_schema));
@@ -110,6 +120,9 @@ void register_generate(CLI::App& app) {
                  static_cast<long long>(stats.n_prompt), stats.prompt_tokens_per_second(),
                  static_cast<long long>(stats.n_generated), stats.decode_tokens_per_second(),
                  std::string(runtime::stop_reason_name(stats.stop)).c_str());
+    if (stats.n_context_shifts > 0) {
+      std::fprintf(stderr, "context shifts: %lld\n", static_cast<long long>(stats.n_context_shifts));
+    }
     return 0;
   };
 }

@@ -253,6 +253,10 @@ const OptionDescriptor kTable[] = {
     {.key = "max_tokens_cap", .flags = "--max-tokens-cap",
      .help = "Largest max_tokens a request may ask for (larger is a 400); 0: the context size",
      .field = &ServeOptions::max_tokens_cap, .min = 0},
+    {.key = "context_shift", .flags = "--context-shift,!--no-context-shift",
+     .help = "OpenAI routes: by default, a reply that fills the context drops the context's oldest half (after "
+             "n_keep tokens) and goes on; requests say `context_shift` themselves; Ollama's routes default on",
+     .field = &ServeOptions::context_shift},
     {.key = "max_n", .flags = "--max-n", .help = "Most choices (`n`) per request", .field = &ServeOptions::max_n,
      .min = 1, .max = 128},
     {.key = "max_stop", .flags = "--max-stop", .help = "Most stop strings per request",

@@ -101,6 +101,10 @@ struct ServeOptions {
 
   // Per-request limits.
   int64_t max_tokens_cap = 0;       // max_tokens above this is a 400; 0 = the context size (key: max_tokens_cap)
+  // The OpenAI routes' default for a request's `context_shift` (a full
+  // context drops its oldest half and generation goes on); Ollama's routes
+  // default to on, as Ollama's `shift` does (key: context_shift).
+  bool context_shift = false;
   int max_n = 8;                    // `n` choices at most (key: max_n)
   int max_stop = 16;                // stop strings at most (key: max_stop)
   int max_stop_bytes = 256;         // bytes per stop string at most (key: max_stop_bytes)

@@ -208,6 +208,7 @@ std::shared_ptr<const ServingModel> ModelRegistry::take_unload(Entry& e, const c
     e.retired.cached_tokens_total += stats.cached_tokens_total;
     e.retired.generated_tokens_total += stats.generated_tokens_total;
     e.retired.steps_total += stats.steps_total;
+    e.retired.context_shifts_total += stats.context_shifts_total;
   }
   e.state = ModelState::Unloaded;
   e.host_bytes = 0;

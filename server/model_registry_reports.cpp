@@ -223,6 +223,7 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
     totals.cached_tokens_total += s.cached_tokens_total + e->retired.cached_tokens_total;
     totals.generated_tokens_total += gen;
     totals.steps_total += s.steps_total + e->retired.steps_total;
+    totals.context_shifts_total += s.context_shifts_total + e->retired.context_shifts_total;
     totals.kv_tokens_used += s.kv_tokens_used;
     totals.kv_tokens_capacity += s.kv_tokens_capacity;
   }

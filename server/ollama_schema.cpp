@@ -50,6 +50,15 @@ void common_fields(const json& body, OllamaRequest& r) {
     }
     r.truncate = it->get<bool>();
   }
+  bool explicit_shift = false;
+  if (auto it = body.find("shift"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) {
+      r.error = bad("'shift' must be a boolean", "shift");
+      return;
+    }
+    r.shift = it->get<bool>();
+    explicit_shift = true;
+  }
   json response_format;
   if (auto it = body.find("format"); it != body.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty())) {
     if (it->is_string() && it->get<std::string>() == "json") {
@@ -87,6 +96,7 @@ void common_fields(const json& body, OllamaRequest& r) {
   o["top_k"] = kTopK;
   o["top_p"] = kTopP;
   o["repeat_penalty"] = kRepeatPenalty;
+  if (explicit_shift) o["context_shift"] = r.shift;
   if (!response_format.is_null()) o["response_format"] = std::move(response_format);
   auto options = body.find("options");
   if (options == body.end() || options->is_null()) return;
@@ -104,12 +114,24 @@ void common_fields(const json& body, OllamaRequest& r) {
       r.error = bad("'options.num_predict' must be an integer", "options.num_predict");
       return;
     }
-    // -1 (no limit) and -2 (fill the context): up to the context.
+    // -1 (no limit): the default, one context's length with the shift on;
+    // -2 (fill the context): what the context leaves, never shifting.
     if (it->get<int64_t>() > 0) o["max_tokens"] = *it;
+    if (it->get<int64_t>() == -2) {
+      r.shift = false;
+      o["context_shift"] = false;
+    }
     if (it->get<int64_t>() == 0) {
       r.error = bad("'options.num_predict' 0 generates nothing; use a positive number or -1", "options.num_predict");
       return;
     }
+  }
+  if (auto it = options->find("num_keep"); it != options->end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < -1 || it->get<int64_t>() > (1 << 24)) {
+      r.error = bad("'options.num_keep' must be an integer >= -1 (-1: the whole prompt)", "options.num_keep");
+      return;
+    }
+    o["n_keep"] = *it;
   }
   if (auto it = options->find("repeat_last_n"); it != options->end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() < -1 || it->get<int64_t>() > (1 << 24)) {

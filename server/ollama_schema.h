@@ -33,6 +33,11 @@ struct OllamaRequest {
   // truncate (default true, as Ollama's): a conversation too long for the
   // context drops its oldest messages (chat_history_fit.h); false: a 400.
   bool truncate = true;
+  // shift (default true, as Ollama's): a reply that fills the context drops
+  // the context's oldest half after options.num_keep tokens (default 4)
+  // and goes on, where the model allows it (the default then quietly stays
+  // off; an explicit true is the OpenAI body's context_shift, a 400 there).
+  bool shift = true;
   std::optional<ApiError> error;               // a 400 (message in Ollama's words)
 };
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,13 @@ struct RequestLimits {
   int max_stop_bytes = 256;
   int max_top_logprobs = 20;
   int32_t n_vocab = 0;            // for token-id prompts and logit_bias keys
+  // Context shift: the default of requests that do not say, why this
+  // model cannot shift (a request asking is then a 400; the default is
+  // off), and the max_tokens cap while shifting (the context no longer
+  // bounds a reply).
+  bool context_shift = false;
+  std::string context_shift_refusal;
+  int64_t max_tokens_cap_shifting = std::numeric_limits<int32_t>::max();
 };
 
 // Fields both endpoints share.
@@ -43,6 +51,11 @@ struct CommonRequest {
   bool include_usage = false;              // stream_options.include_usage
   bool logprobs = false;                   // report logprobs of the chosen tokens
   bool ignore_eos = false;                 // llama.cpp extension
+  // Extensions: a reply that fills the context drops the context's oldest
+  // half after the first n_keep tokens (-1: the whole prompt) and goes on
+  // (engine/model/context_shift.h); resolved against RequestLimits.
+  bool context_shift = false;
+  int32_t n_keep = 4;
   bool json_object = false;                // response_format {"type": "json_object"}: JSON mode
   bool json_schema = false;                // response_format {"type": "json_schema"}: the reply follows `schema`
   std::shared_ptr<const text::JsonSchema> schema;  // json_schema: compiled by the route (response_schema.h)

@@ -36,8 +36,9 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
   }
   int64_t max_tokens = common.max_tokens.value_or(default_max_tokens);
   if (!common.max_tokens) {
-    // Defaults shrink to what is left of the context; explicit values never do.
-    max_tokens = std::min(max_tokens, n_ctx - n_prompt);
+    // Defaults shrink to what is left of the context (shifting: to one
+    // context's length); explicit values never do.
+    max_tokens = std::min(max_tokens, common.context_shift ? n_ctx : n_ctx - n_prompt);
     if (options.max_tokens_cap > 0) max_tokens = std::min(max_tokens, options.max_tokens_cap);
   }
   if (n_prompt >= n_ctx) {
@@ -46,7 +47,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
                                   std::to_string(n_prompt) + " tokens, leaving no room to generate; shorten the prompt");
     return;
   }
-  if (n_prompt + max_tokens > n_ctx) {
+  if (!common.context_shift && n_prompt + max_tokens > n_ctx) {
     plan.error = context_exceeded("this model's context is " + std::to_string(n_ctx) + " tokens; the prompt has " +
                                   std::to_string(n_prompt) + " tokens and " + std::to_string(max_tokens) +
                                   " more were asked for (max_tokens); shorten the prompt or lower max_tokens");
@@ -66,6 +67,8 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.sampling.seed = common.has_seed ? common.sampling.seed + static_cast<uint64_t>(i) : random_seed();
     c.request.stop = common.stop;
     c.request.ignore_eos = common.ignore_eos;
+    c.request.context_shift = common.context_shift;
+    c.request.n_keep = common.n_keep < 0 ? static_cast<int32_t>(n_prompt) : common.n_keep;
     c.request.json_object = common.json_object;
     c.request.json_schema = common.schema;
     c.request.return_tokens = common.logprobs;
@@ -125,6 +128,10 @@ RequestLimits request_limits(const config::ServeOptions& options, const ServingM
   limits.max_stop_bytes = options.max_stop_bytes;
   limits.max_top_logprobs = options.max_top_logprobs;
   limits.n_vocab = static_cast<int32_t>(serving.model->spec.n_vocab);
+  limits.context_shift = options.context_shift;
+  limits.context_shift_refusal = serving.engine->context_shift_refusal();
+  limits.max_tokens_cap_shifting =
+      options.max_tokens_cap > 0 ? options.max_tokens_cap : std::numeric_limits<int32_t>::max();
   return limits;
 }
 

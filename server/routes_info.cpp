@@ -157,6 +157,7 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       stats.cached_tokens_total = totals.cached_tokens_total;
       stats.generated_tokens_total = totals.generated_tokens_total;
       stats.steps_total = totals.steps_total;
+      stats.context_shifts_total = totals.context_shifts_total;
       stats.kv_tokens_used = totals.kv_tokens_used;
       stats.kv_tokens_capacity = totals.kv_tokens_capacity;
     }

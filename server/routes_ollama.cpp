@@ -139,14 +139,15 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
   }
 
   PlanFunction plan = [request, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
-    const RequestLimits limits = request_limits(serving.options, serving);
+    RequestLimits limits = request_limits(serving.options, serving);
+    limits.context_shift = request->shift;  // Ollama's default (on), where the model allows it
     Plan p;
     if (request->completion) {
       auto parsed = parse_completion_request(request->openai, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
       parsed.request->common.schema = schema;
-      // Ollama's num_predict -1: up to the context.
+      // Ollama's num_predict -1: up to the context (with the shift on, one context's length).
       p = plan_completion(*parsed.request, serving, serving.options, std::numeric_limits<int32_t>::max());
     } else {
       auto parsed = parse_chat_request(request->openai, limits);

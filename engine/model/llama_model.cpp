@@ -450,17 +450,20 @@ bool LlamaModel::rotates(int64_t layer) const {
 }
 
 kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t layer) const {
+  // The factors where this layer runs: the placed views, or in layer
+  // offload mode the host's for the CPU's layers.
+  const bool host_side = offload_cpu_ != nullptr && &b == offload_cpu_;
+  const RopeFactors placed{weights_.rope_freqs, weights_.rope_factors_short, weights_.rope_factors_long};
+  return rope_params(host_side ? host_rope_factors_ : placed, layer);
+}
+
+kernels::RopeParams LlamaModel::rope_params(const RopeFactors& f, int64_t layer) const {
   kernels::RopeParams p;
   p.n_rot = spec_.n_rot;
   p.mode = spec_.architecture->rope_mode;
   const bool swa = spec_.is_swa(layer);
   p.freq_base = swa ? spec_.rope_freq_base_swa : spec_.rope_freq_base;
   p.freq_scale = swa ? spec_.rope_freq_scale_swa : spec_.rope_freq_scale;
-  // The factors where this layer runs: the placed views, or in layer
-  // offload mode the host's for the CPU's layers.
-  const bool host_side = offload_cpu_ != nullptr && &b == offload_cpu_;
-  const RopeFactors placed{weights_.rope_freqs, weights_.rope_factors_short, weights_.rope_factors_long};
-  const RopeFactors& f = host_side ? host_rope_factors_ : placed;
   const kernels::Tensor& factors =
       f.freqs.data != nullptr ? f.freqs : (long_context_ ? f.factors_long : f.factors_short);
   p.freq_factors = static_cast<const float*>(factors.data);

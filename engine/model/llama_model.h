@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -182,6 +183,13 @@ class LlamaModel {
   // Types other than f16 (a q8_0 cache) need the model's attention on the
   // CPU backend (KvCache's std::invalid_argument otherwise, naming it).
   runtime::KvCache make_kv_cache(int n_slots, int64_t n_ctx, kernels::KvCacheTypes types = {});
+  // Context shift of one slot (context_shift.h): drops positions [n_keep,
+  // n_keep + n_discard) of every layer, moves the rest down and rotates
+  // their keys back by n_discard positions (layers that apply RoPE), then
+  // sets the slot's length. Works on every backend (keys pass through host
+  // memory); n_discard in [1, n_used - n_keep]. std::invalid_argument where
+  // context_shift_refusal(spec()) says why not.
+  void shift_context(runtime::KvCache& kv, int slot, int64_t n_keep, int64_t n_discard);
   // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
   const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }
   // Layer offload: the CPU backend (nullptr otherwise) and k.
@@ -271,6 +279,8 @@ class LlamaModel {
   bool rotates(int64_t layer) const;
   // RoPE of `layer` run on backend b (its base, scale and frequency factors).
   kernels::RopeParams rope_params(const kernels::Backend& b, int64_t layer) const;
+  // The same with the frequency factors of `f` (the host's views: context shift).
+  kernels::RopeParams rope_params(const RopeFactors& f, int64_t layer) const;
   // q *= Mistral 3's position-dependent query scale, token by token
   // (ModelSpec::attn_temp_scale), from the step's host positions.
   void scale_queries_by_position(kernels::Backend& b, float* q, int64_t n_tokens) const;

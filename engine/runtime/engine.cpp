@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "engine/model/context_shift.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/embedding_pool.h"
@@ -93,6 +94,10 @@ struct Sequence {
   int64_t n_cached = 0;          // prompt tokens whose KV entries were reused
   int64_t n_prompt_done = 0;     // prompt tokens in the KV cache (cached ones included)
   int32_t n_generated = 0;       // tokens accepted into the output
+  // After a context shift: the slot's first positions that still hold what
+  // a fresh prefill of their tokens would (the rest were shifted), for
+  // prefix reuse once the request is done; -1: never shifted.
+  int64_t n_exact = -1;
   text::TokenId next_token = -1; // sampled, fed by the next decode step
   std::vector<TokenInfo> tokens; // sampled since the last event (return_tokens only)
   Clock::time_point admitted_at{};
@@ -181,7 +186,7 @@ struct Engine::Impl {
   std::vector<SampleResult> sampled;
   kernels::Backend* host = nullptr;  // the backend whose CPU threads sample (runnable's CPU one where it has two)
   // Counters since the last publish.
-  int64_t delta_prompt = 0, delta_cached = 0, delta_generated = 0, delta_steps = 0;
+  int64_t delta_prompt = 0, delta_cached = 0, delta_generated = 0, delta_steps = 0, delta_shifts = 0;
 
   void run();
   void build();
@@ -193,6 +198,10 @@ struct Engine::Impl {
   EngineBandwidths probe_bandwidths();
   void admit(Pending pending);
   void run_step();
+  // Makes room for one more position in a full slot whose request asked for
+  // a context shift; false: it did not (the request did not ask, or nothing
+  // can be dropped).
+  bool shift_context(int slot_idx);
   void emit(int slot_idx, const SampleResult& result);
   void finish(int slot_idx, FinishReason reason, std::string text = {});
   // An embedding sequence's chunk came back: `rows` f32 [n_rows, n_embd] go
@@ -336,9 +345,10 @@ void Engine::Impl::publish_stats_locked() {
   stats.cached_tokens_total += delta_cached;
   stats.generated_tokens_total += delta_generated;
   stats.steps_total += delta_steps;
+  stats.context_shifts_total += delta_shifts;
   stats.kv_tokens_used = used;
   stats.kv_tokens_cached = cached;
-  delta_prompt = delta_cached = delta_generated = delta_steps = 0;
+  delta_prompt = delta_cached = delta_generated = delta_steps = delta_shifts = 0;
 }
 
 bool Engine::Impl::loop_once() {
@@ -477,9 +487,10 @@ void Engine::Impl::run_step() {
       continue;
     }
     const int slot_idx = static_cast<int>(i);
-    if (kv->n_used(slot_idx) + 1 > kv->n_ctx()) {
-      // ContextFull: submit()'s check rules it out; kept so that a
-      // bookkeeping bug ends one request, not the step.
+    if (kv->n_used(slot_idx) + 1 > kv->n_ctx() && !shift_context(slot_idx)) {
+      // ContextFull: submit()'s check rules it out unless the request asked
+      // for a context shift; kept so that a bookkeeping bug ends one request,
+      // not the step.
       finish(slot_idx, FinishReason::Length);
       continue;
     }
@@ -574,6 +585,20 @@ void Engine::Impl::run_step() {
     sampled[static_cast<size_t>(k)] = slots[static_cast<size_t>(slot_idx)].seq->sampler.sample(std::span(row, row_size));
   });
   for (size_t k = 0; k < to_sample.size(); ++k) emit(to_sample[k].first, sampled[k]);
+}
+
+bool Engine::Impl::shift_context(int slot_idx) {
+  Slot& slot = slots[static_cast<size_t>(slot_idx)];
+  Sequence& seq = *slot.seq;
+  if (!seq.request.context_shift) return false;
+  const model::ContextShiftPlan plan = model::plan_context_shift(kv->n_used(slot_idx), kv->n_ctx(), seq.request.n_keep);
+  if (plan.n_discard < 1) return false;
+  llama->shift_context(*kv, slot_idx, plan.n_keep, plan.n_discard);
+  const auto first = slot.cached.begin() + static_cast<ptrdiff_t>(plan.n_keep);
+  slot.cached.erase(first, first + static_cast<ptrdiff_t>(plan.n_discard));
+  seq.n_exact = seq.n_exact < 0 ? plan.n_keep : std::min(seq.n_exact, plan.n_keep);
+  ++delta_shifts;
+  return true;
 }
 
 void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
@@ -683,12 +708,19 @@ void Engine::Impl::error(int slot_idx, const std::string& message) {
 
 void Engine::Impl::release(int slot_idx) {
   Slot& slot = slots[static_cast<size_t>(slot_idx)];
+  if (slot.seq && slot.seq->n_exact >= 0) {
+    // Shifted entries are not what a later prompt's prefill would compute: only the kept prefix is reused.
+    const int64_t n = std::min(slot.seq->n_exact, kv->n_used(slot_idx));
+    slot.cached.resize(static_cast<size_t>(n));
+    kv->set_used(slot_idx, n);
+  }
   slot.seq.reset();
   slot.last_used = ++tick;
 }
 
 Engine::Engine(std::shared_ptr<const model::LoadedModel> model, EngineOptions options) : options_(options) {
   if (model && model->spec.n_ctx_train > 0) options_.n_ctx = std::min(options_.n_ctx, model->spec.n_ctx_train);
+  context_shift_refusal_ = model ? model::context_shift_refusal(model->spec) : "no model";
   impl_ = std::make_unique<Impl>(std::move(model), options_);
   impl_->stats.kv_tokens_capacity = static_cast<int64_t>(std::max(options_.n_parallel, 0)) * options_.n_ctx;
   impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
@@ -705,6 +737,9 @@ SubmitResult Engine::submit(GenerationRequest request) {
   };
   const auto& loaded = impl_->loaded;
   if (!loaded) return refuse(SubmitStatus::NotReady, "the engine has no model");
+  if (request.context_shift && !context_shift_refusal_.empty()) {
+    return refuse(SubmitStatus::InvalidRequest, "context shift is not possible on this model: " + context_shift_refusal_);
+  }
   if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx)) {
     return refuse(refusal->status, std::move(refusal->message));
   }

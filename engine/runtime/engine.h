@@ -85,6 +85,13 @@ struct GenerationRequest {
   // dropped (ascending ids): the markers of a model's tool calls
   // (Mistral's [TOOL_CALLS], [ARGS]) for the reply's parser.
   std::vector<text::TokenId> rendered_tokens;
+  // Context shift (model/context_shift.h): when the sequence's slot is
+  // full, positions [0, n_keep) stay, the oldest half of the rest is dropped
+  // and generation goes on, so max_tokens may exceed what the context
+  // leaves (the prompt alone must still be shorter than the context).
+  // Refused (InvalidRequest) where Engine::context_shift_refusal() says why.
+  bool context_shift = false;
+  int32_t n_keep = 4;  // >= 0; clamped to half the context
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;
@@ -169,6 +176,7 @@ struct EngineStats {
   int64_t cached_tokens_total = 0;      // prompt tokens reused from the KV cache
   int64_t generated_tokens_total = 0;
   int64_t steps_total = 0;
+  int64_t context_shifts_total = 0;     // slots shifted to let a sequence go on (GenerationRequest::context_shift)
   int64_t kv_tokens_used = 0;           // held by running requests, over all slots
   int64_t kv_tokens_cached = 0;         // kept by idle slots for prefix reuse (free to overwrite)
   int64_t kv_tokens_capacity = 0;       // n_parallel * n_ctx
@@ -209,7 +217,8 @@ class Engine {
 
   // Thread-safe. Validates (prompt non-empty, tokens in range, sampling
   // params, max_tokens >= 1, stop strings non-empty -> InvalidRequest;
-  // context: prompt + max_tokens <= n_ctx -> ContextExceeded) and queues
+  // context: prompt + max_tokens <= n_ctx, or prompt < n_ctx with
+  // context_shift -> ContextExceeded) and queues
   // (full -> QueueFull). Accepted while Loading (runs once Ready); NotReady
   // once Failed or shutting down. Never blocks on the engine step.
   SubmitResult submit(GenerationRequest request);
@@ -233,11 +242,15 @@ class Engine {
   // RunnableModel::summary). Thread-safe.
   std::vector<std::string> setup_summary() const;
   int64_t n_ctx() const { return options_.n_ctx; }
+  // Why requests may not ask for a context shift on this model, or empty
+  // (model::context_shift_refusal). Thread-safe.
+  const std::string& context_shift_refusal() const { return context_shift_refusal_; }
   const EngineOptions& options() const { return options_; }
 
  private:
   struct Impl;
   EngineOptions options_;
+  std::string context_shift_refusal_;
   std::unique_ptr<Impl> impl_;
 };
 

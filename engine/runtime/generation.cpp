@@ -9,6 +9,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "engine/model/context_shift.h"
+
 namespace tc::runtime {
 namespace {
 
@@ -90,6 +92,13 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
       break;
     }
     if (stats.n_generated == options.n_predict) break;
+    if (options.context_shift && kv.n_used(0) + 1 > kv.n_ctx()) {
+      const model::ContextShiftPlan plan = model::plan_context_shift(kv.n_used(0), kv.n_ctx(), options.n_keep);
+      if (plan.n_discard > 0) {
+        model.shift_context(kv, 0, plan.n_keep, plan.n_discard);
+        ++stats.n_context_shifts;
+      }
+    }
     const model::StepSequence step{0, std::span(&result.token, 1), false, true};
     if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
       stats.stop = StopReason::ContextFull;

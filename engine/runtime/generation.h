@@ -25,6 +25,11 @@ struct GenerateOptions {
   // Constrained output (JSON mode, a JSON Schema): the text generated takes
   // this form, and generation stops when it is whole (output_constraint.h).
   std::optional<OutputForm> output_form;
+  // Context shift (model/context_shift.h): when the cache is full, keep
+  // the first n_keep positions, drop the oldest half of the rest and go on;
+  // off: generation stops there (StopReason::ContextFull).
+  bool context_shift = false;
+  int64_t n_keep = 4;
 };
 
 // Complete: the constrained output is whole.
@@ -34,6 +39,7 @@ std::string_view stop_reason_name(StopReason reason);
 struct GenerationStats {
   int64_t n_prompt = 0;
   int64_t n_generated = 0;
+  int64_t n_context_shifts = 0;
   double prompt_seconds = 0;
   double decode_seconds = 0;
   StopReason stop = StopReason::Length;

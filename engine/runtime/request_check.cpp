@@ -42,6 +42,18 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
+  if (request.n_keep < 0) {
+    return refuse(SubmitStatus::InvalidRequest, "n_keep must be >= 0, got " + std::to_string(request.n_keep));
+  }
+  if (request.context_shift) {
+    // The context shifts as it fills: only the prompt must leave room for one generated token.
+    if (n_prompt >= n_ctx) {
+      return refuse(SubmitStatus::ContextExceeded, "this model's context is " + std::to_string(n_ctx) +
+                                                       " tokens; the prompt has " + std::to_string(n_prompt) +
+                                                       ", leaving no room to generate");
+    }
+    return std::nullopt;
+  }
   if (n_prompt + request.max_tokens > n_ctx) {
     return refuse(SubmitStatus::ContextExceeded,
                   "this model's context is " + std::to_string(n_ctx) + " tokens; the prompt has " +

@@ -1,7 +1,7 @@
 // The checks Engine::submit runs on a request before it is queued: the
 // prompt's token ids, the sampling parameters, max_tokens, stop strings,
 // a forced call's grammar and the context (embedding requests: the prompt
-// alone must fit).
+// alone must fit; context-shift requests: the prompt alone must be shorter).
 #pragma once
 
 #include <cstdint>

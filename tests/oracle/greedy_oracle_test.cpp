@@ -7,7 +7,9 @@
 // llama.cpp's token must be our argmax at every step of its path unless that
 // step is a near-tie for us; the free-running sequences must be identical up
 // to such a step (with the seeds used here: all 32 tokens). The same with
-// q8_0 KV caches on both sides (llama.cpp's -ctk q8_0 -ctv q8_0). A model of every
+// q8_0 KV caches on both sides (llama.cpp's -ctk q8_0 -ctv q8_0), and over 100
+// steps in a 64-position context that both sides shift as it fills
+// (llama.cpp through llama_memory_seq_rm/seq_add). A model of every
 // other quantization type must load in llama.cpp and give the prompt logits
 // within the same bound. Skips with a warning without the library (fails
 // with THERMOCLINE_REQUIRE_ORACLE=1).
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/model/context_shift.h"
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
@@ -183,6 +186,67 @@ const std::vector<std::pair<ModelCase, fs::path>>& oracle_models() {
 
 namespace {
 
+// Our run against llama.cpp's on the same prompt (see the file's comment):
+// the prompt's tokens and last logits, llama.cpp's greedy path through our
+// logits on it, and the free-running sequences. `what` names the case in
+// the warning -s prints.
+void compare_with_llamacpp(const std::string& what, const OurRun& ours, const lc::GreedyResult& theirs,
+                           const std::vector<int32_t>& theirs_prompt, int32_t n_vocab, int n_gen) {
+  REQUIRE(ours.forced_logits.size() == static_cast<size_t>(n_gen) * static_cast<size_t>(n_vocab));
+  CHECK(join(ours.prompt_tokens) == join(theirs_prompt));
+
+  // The prompt's last-position logits, ours against llama.cpp's.
+  const LogitStats prompt_stats = logit_stats(theirs.prompt_logits.data(), static_cast<size_t>(n_vocab));
+  double max_diff = 0;
+  for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(theirs.prompt_logits[i] - ours.forced_logits[i])));
+  }
+  CHECK(max_diff < kLogitTolerance * prompt_stats.sd);
+
+  // Every step on llama.cpp's path: its token must be our argmax, or a
+  // near-tie for us (within kTieTolerance logit sd of our top logit).
+  int n_exact = 0;
+  double min_gap_sd = INFINITY;
+  std::string ties;
+  for (int i = 0; i < n_gen; ++i) {
+    const float* row = ours.forced_logits.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
+    const LogitStats s = logit_stats(row, static_cast<size_t>(n_vocab));
+    const int32_t want = theirs.tokens[static_cast<size_t>(i)];
+    min_gap_sd = std::min(min_gap_sd, s.top2_gap / s.sd);
+    if (s.argmax == want) {
+      ++n_exact;
+      continue;
+    }
+    const double short_by = (row[s.argmax] - row[want]) / s.sd;
+    ties += " step " + std::to_string(i) + ": llama.cpp " + std::to_string(want) + ", ours " +
+            std::to_string(s.argmax) + ", " + std::to_string(short_by) + " sd apart;";
+    INFO("step " << i << ": llama.cpp picks " << want << ", our argmax is " << s.argmax << ", "
+                 << short_by << " logit sd above it");
+    CHECK(short_by <= kTieTolerance);
+  }
+
+  // Free-running: ours and llama.cpp's agree up to the first step where,
+  // on the same prefix, our argmax differs from llama.cpp's token (a
+  // near-tie, checked above); a divergence anywhere else is a failure.
+  size_t common = 0;
+  while (common < ours.tokens.size() && common < theirs.tokens.size() &&
+         ours.tokens[common] == theirs.tokens[common]) {
+    ++common;
+  }
+  if (common < static_cast<size_t>(n_gen)) {
+    const float* row = ours.forced_logits.data() + common * static_cast<size_t>(n_vocab);
+    INFO("ours " << join(ours.tokens) << "\nllama.cpp " << join(theirs.tokens));
+    CHECK(logit_stats(row, static_cast<size_t>(n_vocab)).argmax != theirs.tokens[common]);
+  }
+
+  // Shown with -s (Catch2 prints warnings of passing tests only there).
+  WARN(what << ": prompt " << ours.prompt_tokens.size()
+            << " tokens, identical; last-position logits max |ours - llama.cpp| = " << max_diff << " = "
+            << max_diff / prompt_stats.sd << " logit sd; greedy: " << n_exact << "/" << n_gen
+            << " steps pick llama.cpp's token on its path, free-running sequences identical for " << common
+            << "/" << n_gen << " tokens; smallest top-2 gap " << min_gap_sd << " sd;" << ties);
+}
+
 // Every oracle model through llama.cpp's context `co` and ours with
 // `kv_types`: the prompt's tokens and last logits, llama.cpp's greedy path
 // and the free-running sequences (see the file's comment).
@@ -195,61 +259,10 @@ void check_greedy_against_llamacpp(const lc::ContextOptions& co, tc::kernels::Kv
     lc::LlamaCppContext ctx(theirs_model, co);
     const auto theirs = lc::greedy(ctx, n_vocab, theirs_prompt, kNGen);
     const OurRun ours = run_ours(path, theirs.tokens, kv_types);
-    REQUIRE(ours.forced_logits.size() == static_cast<size_t>(kNGen) * static_cast<size_t>(n_vocab));
 
-    CHECK(join(ours.prompt_tokens) == join(theirs_prompt));
-
-    // The prompt's last-position logits, ours against llama.cpp's.
-    const LogitStats prompt_stats = logit_stats(theirs.prompt_logits.data(), static_cast<size_t>(n_vocab));
-    double max_diff = 0;
-    for (size_t i = 0; i < static_cast<size_t>(n_vocab); ++i) {
-      max_diff = std::max(max_diff, static_cast<double>(std::fabs(theirs.prompt_logits[i] - ours.forced_logits[i])));
-    }
-    CHECK(max_diff < kLogitTolerance * prompt_stats.sd);
-
-    // Every step on llama.cpp's path: its token must be our argmax, or a
-    // near-tie for us (within kTieTolerance logit sd of our top logit).
-    int n_exact = 0;
-    double min_gap_sd = INFINITY;
-    std::string ties;
-    for (int i = 0; i < kNGen; ++i) {
-      const float* row = ours.forced_logits.data() + static_cast<size_t>(i) * static_cast<size_t>(n_vocab);
-      const LogitStats s = logit_stats(row, static_cast<size_t>(n_vocab));
-      const int32_t want = theirs.tokens[static_cast<size_t>(i)];
-      min_gap_sd = std::min(min_gap_sd, s.top2_gap / s.sd);
-      if (s.argmax == want) {
-        ++n_exact;
-        continue;
-      }
-      const double short_by = (row[s.argmax] - row[want]) / s.sd;
-      ties += " step " + std::to_string(i) + ": llama.cpp " + std::to_string(want) + ", ours " +
-              std::to_string(s.argmax) + ", " + std::to_string(short_by) + " sd apart;";
-      INFO("step " << i << ": llama.cpp picks " << want << ", our argmax is " << s.argmax << ", "
-                   << short_by << " logit sd above it");
-      CHECK(short_by <= kTieTolerance);
-    }
-
-    // Free-running: ours and llama.cpp's agree up to the first step where,
-    // on the same prefix, our argmax differs from llama.cpp's token (a
-    // near-tie, checked above); a divergence anywhere else is a failure.
-    size_t common = 0;
-    while (common < ours.tokens.size() && common < theirs.tokens.size() &&
-           ours.tokens[common] == theirs.tokens[common]) {
-      ++common;
-    }
-    if (common < static_cast<size_t>(kNGen)) {
-      const float* row = ours.forced_logits.data() + common * static_cast<size_t>(n_vocab);
-      INFO("ours " << join(ours.tokens) << "\nllama.cpp " << join(theirs.tokens));
-      CHECK(logit_stats(row, static_cast<size_t>(n_vocab)).argmax != theirs.tokens[common]);
-    }
-
-    // Shown with -s (Catch2 prints warnings of passing tests only there).
-    WARN(c.type << " seed " << c.seed << (kv_types.k == tc::kernels::DType::Q8_0 ? ", q8_0 KV cache" : "")
-                << ": prompt " << ours.prompt_tokens.size()
-                << " tokens, identical; last-position logits max |ours - llama.cpp| = " << max_diff << " = "
-                << max_diff / prompt_stats.sd << " logit sd; greedy: " << n_exact << "/" << kNGen
-                << " steps pick llama.cpp's token on its path, free-running sequences identical for " << common
-                << "/" << kNGen << " tokens; smallest top-2 gap " << min_gap_sd << " sd;" << ties);
+    compare_with_llamacpp(std::string(c.type) + " seed " + std::to_string(c.seed) +
+                              (kv_types.k == tc::kernels::DType::Q8_0 ? ", q8_0 KV cache" : ""),
+                          ours, theirs, theirs_prompt, n_vocab, kNGen);
   }
 }
 
@@ -273,6 +286,104 @@ TEST_CASE("Greedy tokens and prompt logits match llama.cpp's with q8_0 KV caches
   co.flash_attn = lc::FlashAttn::On;
   co.type_k = co.type_v = 8;  // GGML_TYPE_Q8_0
   check_greedy_against_llamacpp(co, {tc::kernels::DType::Q8_0, tc::kernels::DType::Q8_0});
+}
+
+namespace {
+
+// The context-shift case: both sides shift when a token would take position
+// kShiftCtx, keeping kShiftKeep (engine/model/context_shift.h's plan).
+constexpr int64_t kShiftCtx = 64;
+constexpr int64_t kShiftKeep = 4;
+constexpr int kShiftGen = 100;
+
+// Our greedy run over a cache of kShiftCtx positions that shifts as it
+// fills (generate() with context_shift, as `generate --context-shift`), then
+// llama.cpp's tokens fed the same way for the logits of every step.
+OurRun run_ours_shifting(const fs::path& path, const std::vector<int32_t>& theirs) {
+  OurRun r;
+  const auto loaded = tc::model::load_model(path);
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = kThreads});
+  tc::model::LlamaModel model(*loaded, *backend);
+  tc::runtime::KvCache kv(*backend, loaded->spec, 1, kShiftCtx);
+  for (const auto id : loaded->tokenizer->encode(kPrompt)) r.prompt_tokens.push_back(id);
+  tc::runtime::GenerateOptions gen;
+  gen.n_predict = kShiftGen;
+  gen.stop_at_eos = false;
+  gen.sampling.temperature = 0.0f;
+  gen.context_shift = true;
+  gen.n_keep = kShiftKeep;
+  const auto stats = tc::runtime::generate(model, kv, *loaded->tokenizer, kPrompt, gen, [](std::string_view) {});
+  for (const auto id : stats.tokens) r.tokens.push_back(id);
+  CHECK(stats.n_context_shifts >= 2);
+
+  kv.clear(0);
+  std::vector<float> logits;
+  const tc::model::StepSequence prefill{0, r.prompt_tokens, false};
+  REQUIRE(model.forward({&prefill, 1}, kv, logits) == tc::model::StepStatus::Ok);
+  r.forced_logits = logits;
+  for (int i = 0; i + 1 < kShiftGen; ++i) {
+    if (kv.n_used(0) + 1 > kShiftCtx) {
+      const auto plan = tc::model::plan_context_shift(kv.n_used(0), kShiftCtx, kShiftKeep);
+      model.shift_context(kv, 0, plan.n_keep, plan.n_discard);
+    }
+    const tc::model::StepSequence step{0, std::span(&theirs[static_cast<size_t>(i)], 1), false};
+    REQUIRE(model.forward({&step, 1}, kv, logits) == tc::model::StepStatus::Ok);
+    r.forced_logits.insert(r.forced_logits.end(), logits.begin(), logits.end());
+  }
+  return r;
+}
+
+// llama.cpp's greedy path (lc::greedy) with its sequence shifted at the same
+// points through llama_memory_seq_rm and llama_memory_seq_add.
+lc::GreedyResult theirs_shifting(lc::LlamaCppContext& ctx, int32_t n_vocab, const std::vector<int32_t>& prompt) {
+  lc::GreedyResult r;
+  ctx.clear();
+  REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+  const float* logits = ctx.last_logits();
+  REQUIRE(logits != nullptr);
+  r.prompt_logits.assign(logits, logits + n_vocab);
+  auto n_past = static_cast<int64_t>(prompt.size());
+  for (int i = 0; i < kShiftGen; ++i) {
+    int32_t next = lc::argmax(logits, n_vocab);
+    r.tokens.push_back(next);
+    if (i + 1 == kShiftGen) break;
+    if (n_past + 1 > kShiftCtx) {
+      const auto plan = tc::model::plan_context_shift(n_past, kShiftCtx, kShiftKeep);
+      REQUIRE(ctx.shift(static_cast<int32_t>(plan.n_keep), static_cast<int32_t>(plan.n_discard),
+                        static_cast<int32_t>(n_past)));
+      n_past -= plan.n_discard;
+    }
+    REQUIRE(ctx.decode(&next, 1) == 0);
+    ++n_past;
+    logits = ctx.last_logits();
+  }
+  return r;
+}
+
+}  // namespace
+
+// The same comparison over a generation three times past a small context:
+// llama.cpp's sequence shifted by its own memory API at the points ours
+// shifts, so each side rotates its cached keys its own way.
+TEST_CASE("Greedy tokens past a shifted context match llama.cpp's (llama_memory_seq_rm and seq_add)",
+          "[oracle][context_shift]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  for (const auto& [c, path] : oracle_models()) {
+    INFO("model " << c.type << " seed " << c.seed << " (" << path.string() << ")");
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const int32_t n_vocab = theirs_model.n_vocab();
+    const auto theirs_prompt = theirs_model.tokenize(kPrompt);
+    REQUIRE(static_cast<int64_t>(theirs_prompt.size()) < kShiftCtx / 2);
+    lc::ContextOptions co;
+    co.n_ctx = 256;
+    co.n_threads = kThreads;
+    lc::LlamaCppContext ctx(theirs_model, co);
+    const auto theirs = theirs_shifting(ctx, n_vocab, theirs_prompt);
+    const OurRun ours = run_ours_shifting(path, theirs.tokens);
+    compare_with_llamacpp(std::string(c.type) + " seed " + std::to_string(c.seed) + ", context shifted at " +
+                              std::to_string(kShiftCtx),
+                          ours, theirs, theirs_prompt, n_vocab, kShiftGen);
+  }
 }
 
 // node-llama-cpp runs the same libllama, so its greedy tokens must equal

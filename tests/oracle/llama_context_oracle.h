@@ -109,6 +109,8 @@ struct Api {
   int32_t (*llama_decode)(void*, Batch) = nullptr;
   void* (*llama_get_memory)(const void*) = nullptr;
   void (*llama_memory_clear)(void*, bool) = nullptr;
+  bool (*llama_memory_seq_rm)(void*, int32_t, int32_t, int32_t) = nullptr;        // mem, seq, p0, p1
+  void (*llama_memory_seq_add)(void*, int32_t, int32_t, int32_t, int32_t) = nullptr;  // mem, seq, p0, p1, delta
   float* (*llama_get_logits_ith)(void*, int32_t) = nullptr;
   float* (*llama_get_embeddings_seq)(void*, int32_t) = nullptr;
   void (*llama_synchronize)(void*) = nullptr;
@@ -320,6 +322,8 @@ class LlamaCppLibrary {
     TC_RESOLVE(llama_decode);
     TC_RESOLVE(llama_get_memory);
     TC_RESOLVE(llama_memory_clear);
+    TC_RESOLVE(llama_memory_seq_rm);
+    TC_RESOLVE(llama_memory_seq_add);
     TC_RESOLVE(llama_get_logits_ith);
     TC_RESOLVE(llama_get_embeddings_seq);
     TC_RESOLVE(llama_synchronize);
@@ -503,6 +507,17 @@ class LlamaCppContext {
 
   // llama_memory_clear(data = false): the next decode starts at position 0.
   void clear() { lib_->api().llama_memory_clear(lib_->api().llama_get_memory(ctx_), false); }
+
+  // A context shift of sequence 0, holding positions [0, n_past): positions
+  // [n_keep, n_keep + n_discard) removed (llama_memory_seq_rm), the rest
+  // moved down by n_discard (llama_memory_seq_add; llama.cpp rotates their
+  // keys at the next decode). The next decode continues at n_past - n_discard.
+  bool shift(int32_t n_keep, int32_t n_discard, int32_t n_past) {
+    void* memory = lib_->api().llama_get_memory(ctx_);
+    if (!lib_->api().llama_memory_seq_rm(memory, 0, n_keep, n_keep + n_discard)) return false;
+    lib_->api().llama_memory_seq_add(memory, 0, n_keep + n_discard, n_past, -n_discard);
+    return true;
+  }
 
   // llama_decode of llama_batch_get_one(tokens): positions continue the
   // sequence, logits for the last token only. Returns llama_decode's status

@@ -1,6 +1,7 @@
 // chat_history_fit.h's pure parts: where a kept history may start (never
 // at a tool result whose call would be dropped) and which messages it keeps
-// (the system messages before it, everything after); the truncate field.
+// (the system messages before it, everything after); Ollama's truncate field, and
+// its shift and num_keep (context shift) as the OpenAI body carries them.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -70,4 +71,38 @@ TEST_CASE("/api/chat's truncate is on unless the request turns it off, and must 
   const auto bad = tc::server::translate_ollama_chat(json{{"model", "m"}, {"messages", messages}, {"truncate", "yes"}});
   REQUIRE(bad.error);
   CHECK(bad.error->param == "truncate");
+}
+
+TEST_CASE("Ollama's shift and num_keep become context_shift and n_keep, and num_predict -2 never shifts",
+          "[server][ollama][context_shift]") {
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const json base = {{"model", "m"}, {"messages", messages}};
+  const auto plain = tc::server::translate_ollama_chat(base);
+  CHECK(plain.shift);  // Ollama's default, applied where the model allows it
+  CHECK_FALSE(plain.openai.contains("context_shift"));
+  json off = base;
+  off["shift"] = false;
+  const auto no_shift = tc::server::translate_ollama_chat(off);
+  CHECK_FALSE(no_shift.shift);
+  CHECK(no_shift.openai["context_shift"] == false);
+  json on = base;
+  on["shift"] = true;
+  CHECK(tc::server::translate_ollama_chat(on).openai["context_shift"] == true);
+  json keep = base;
+  keep["options"] = {{"num_keep", 24}};
+  CHECK(tc::server::translate_ollama_chat(keep).openai["n_keep"] == 24);
+  json fill = base;
+  fill["options"] = {{"num_predict", -2}};
+  const auto fills = tc::server::translate_ollama_generate(json{{"model", "m"}, {"prompt", "hi"}, {"options", {{"num_predict", -2}}}});
+  CHECK_FALSE(fills.shift);
+  CHECK(fills.openai["context_shift"] == false);
+  CHECK_FALSE(tc::server::translate_ollama_chat(fill).shift);
+  json bad = base;
+  bad["shift"] = "yes";
+  REQUIRE(tc::server::translate_ollama_chat(bad).error);
+  CHECK(tc::server::translate_ollama_chat(bad).error->param == "shift");
+  json bad_keep = base;
+  bad_keep["options"] = {{"num_keep", -3}};
+  REQUIRE(tc::server::translate_ollama_chat(bad_keep).error);
+  CHECK(tc::server::translate_ollama_chat(bad_keep).error->param == "options.num_keep");
 }

@@ -111,6 +111,35 @@ TEST_CASE("chat request: truncate (an extension) is off unless asked for", "[ser
   CHECK(parse_chat_request(chat({{"truncate", true}}), limits()).request->truncate);
 }
 
+TEST_CASE("context_shift and n_keep (extensions): the server's default, refusals and the cap while shifting",
+          "[server][schema][context_shift]") {
+  RequestLimits l = limits();
+  l.max_tokens_cap_shifting = 5000;
+  auto parse = [&](const json& extra) { return parse_chat_request(chat(extra), l); };
+  CHECK_FALSE(parse({}).request->common.context_shift);
+  CHECK(parse({}).request->common.n_keep == 4);
+  CHECK(parse({{"context_shift", true}}).request->common.context_shift);
+  CHECK(parse({{"n_keep", -1}}).request->common.n_keep == -1);
+  CHECK(parse({{"n_keep", 0}}).request->common.n_keep == 0);
+  // Shifting, the context no longer bounds max_tokens: the shifting cap does.
+  CHECK(parse({{"max_tokens", 3000}}).error->param == "max_tokens");
+  CHECK_FALSE(parse({{"max_tokens", 3000}, {"context_shift", true}}).error);
+  CHECK(parse({{"max_tokens", 6000}, {"context_shift", true}}).error->param == "max_tokens");
+  l.context_shift = true;  // the server's default
+  CHECK(parse({}).request->common.context_shift);
+  CHECK_FALSE(parse({{"context_shift", false}}).request->common.context_shift);
+  l.context_shift_refusal = "this model cannot";
+  // A model that cannot shift: the default quietly stays off, asking is a 400 saying why.
+  CHECK_FALSE(parse({}).request->common.context_shift);
+  const auto refused = parse({{"context_shift", true}});
+  REQUIRE(refused.error);
+  CHECK(refused.error->param == "context_shift");
+  CHECK_THAT(refused.error->message, Catch::Contains("this model cannot"));
+  CHECK(parse({{"context_shift", "yes"}}).error->param == "context_shift");
+  CHECK(parse({{"n_keep", -2}}).error->param == "n_keep");
+  CHECK(parse({{"n_keep", 1.5}}).error->param == "n_keep");
+}
+
 TEST_CASE("chat request: wrong types and bad values name the field", "[server][schema]") {
   CHECK(chat_error_param(chat({{"temperature", "hot"}})) == "temperature");
   CHECK(chat_error_param(chat({{"temperature", 2.5}})) == "temperature");
