@@ -6,7 +6,8 @@
 // Per step the loop: drops cancelled / timed-out requests, admits queued
 // requests into free slots (reusing the longest cached token prefix of a
 // free slot), runs one forward over all active sequences (one decode token
-// per decoding sequence, then prefill chunks up to `n_batch` tokens in all),
+// per decoding sequence, its slot shifted first when full and its request
+// asked for a context shift, then prefill chunks up to `n_batch` tokens in all),
 // samples, turns tokens into text (whole UTF-8, stop strings cut exactly,
 // possible stop-string prefixes held back) and pushes events.
 //
