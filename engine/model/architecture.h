@@ -178,7 +178,7 @@ struct Architecture {
   // does not ("attn_q_norm": Command R+'s and StableLM 2 12B's per-head q/k
   // LayerNorms): a file
   // whose layer 0 has it is refused, naming it. Empty: none.
-  std::string_view refused_layer_tensor;
+  std::string_view refused_layer_tensor = {};
   // The FFN input norm's tensor name in the sequential form ("ffn_norm";
   // gpt-oss calls it post_attention_norm).
   std::string_view ffn_norm_name = "ffn_norm";

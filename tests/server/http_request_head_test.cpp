@@ -123,7 +123,7 @@ TEST_CASE("head size limits: 414 for the request line, 431 for the headers", "[s
                      limits) == 431);
   CHECK(error_status("GET / HTTP/1.1\r\nHost: t\r\nX: " + std::string(5000, 'b'), limits) == 431);
   std::string eleven = "GET / HTTP/1.1\r\nHost: t\r\n";
-  for (int i = 0; i < 10; ++i) eleven += "X" + std::to_string(i) + ": v\r\n";
+  for (int i = 0; i < 10; ++i) eleven.append("X").append(std::to_string(i)).append(": v\r\n");  // (GCC 12 -Wrestrict: not "X" + string)
   CHECK(error_status(eleven + "\r\n", limits) == 431);
   // A header line over 8 KiB whatever the total limit.
   limits.max_header_bytes = 65536;
