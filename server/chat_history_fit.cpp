@@ -1,6 +1,8 @@
 // Dropping a chat's oldest messages until its prompt fits (chat_history_fit.h).
 #include "server/chat_history_fit.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
@@ -44,7 +46,10 @@ Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& s
   const size_t n = request.messages.size();
   if (!plan.error || plan.error->code != "context_length_exceeded" || n < 2) return plan;
   const int64_t n_ctx = serving.engine->n_ctx();
-  const int64_t reserve = request.common.max_tokens.value_or(n_ctx / 4);
+  // Room for the reply: max_tokens, or a quarter of the context (also when
+  // the context shifts, which lets a longer reply go on past it).
+  const int64_t reserve = request.common.context_shift ? std::min(request.common.max_tokens.value_or(n_ctx / 4), n_ctx / 4)
+                                                       : request.common.max_tokens.value_or(n_ctx / 4);
   ChatRequest trial = request;
   // Whether the history kept from message i on leaves `reserve` tokens.
   auto fits = [&](size_t i) {

@@ -24,7 +24,8 @@ nlohmann::json kept_messages(const nlohmann::json& messages, size_t start);
 // plan_chat of `request`; if its prompt does not fit (a
 // context_length_exceeded error) and it has more than one message, of the
 // request with the fewest oldest messages dropped whose prompt leaves
-// max_tokens (when given) or a quarter of the context for the reply. When
+// max_tokens (when given) or a quarter of the context for the reply (with
+// context_shift, at most a quarter: the reply goes on past the context). When
 // even the last message alone does not fit, the untruncated request's 400.
 // `dropped` gets the number of messages removed.
 Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& serving,

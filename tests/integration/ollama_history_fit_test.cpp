@@ -5,7 +5,9 @@
 // answers to the explicitly shortened conversations (truncate false): the
 // fewest messages are dropped, and the reply is that conversation's.
 // /v1/chat/completions does the same with the `truncate` extension (what
-// the built-in page sends), and without it answers 400.
+// the built-in page sends), and without it answers 400. With the context
+// shift (on by default there) a num_predict longer than the context still
+// gets a history that leaves a quarter of it.
 #include <catch2/catch.hpp>
 
 #include <httplib.h>
@@ -113,6 +115,29 @@ TEST_CASE("/api/chat drops a long conversation's oldest messages to fit the cont
   json too_long = messages;
   too_long.back()["content"] = huge;
   auto r = client.Post("/api/chat", chat_body(too_long, true, 8).dump(), "application/json");
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK(server->stop() == 0);
+}
+
+TEST_CASE("/api/chat with a num_predict past the context drops old messages and shifts the context",
+          "[integration][ollama][context_shift]") {
+  const auto server = tiny_server("ollama_history_fit_shift");
+  auto client = server->client();
+  constexpr int kLong = 3 * kCtx;
+  json body = chat_body(long_conversation(), true, kLong);
+  // Shifting (Ollama's default) the reply needs only a quarter of the context to start.
+  auto r = client.Post("/api/chat", body.dump(), "application/json");
+  REQUIRE(r);
+  INFO(r->body);
+  REQUIRE(r->status == 200);
+  const json got = json::parse(r->body);
+  CHECK(got["prompt_eval_count"].get<int64_t>() + kCtx / 4 <= kCtx);
+  // An end-of-generation token could end the reply first; this seed's goes past the context.
+  CHECK(got["prompt_eval_count"].get<int64_t>() + got["eval_count"].get<int64_t>() > kCtx);
+  // Without the shift no history leaves room for that many tokens.
+  body["shift"] = false;
+  r = client.Post("/api/chat", body.dump(), "application/json");
   REQUIRE(r);
   CHECK(r->status == 400);
   CHECK(server->stop() == 0);
