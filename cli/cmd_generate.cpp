@@ -122,6 +122,9 @@ void register_generate(CLI::App& app) {
                  std::string(runtime::stop_reason_name(stats.stop)).c_str());
     if (stats.n_context_shifts > 0) {
       std::fprintf(stderr, "context shifts: %lld\n", static_cast<long long>(stats.n_context_shifts));
+    } else if (stats.stop == runtime::StopReason::ContextFull && !o->gen.context_shift) {
+      std::fprintf(stderr, "the context of %lld tokens is full: a larger -c, or --context-shift to go on past it\n",
+                   static_cast<long long>(n_ctx));
     }
     return 0;
   };

@@ -1,7 +1,7 @@
 // Context shift over HTTP: /v1/completions with `context_shift: true` (or a
 // server started with --context-shift) answers a max_tokens larger than the
 // context, the same text as `thermocline generate --context-shift`; without
-// it, a 400. Ollama's /api/generate shifts by default (its `shift`), and
+// it, a 400 (and generate stops at the full context, naming the flag). Ollama's /api/generate shifts by default (its `shift`), and
 // `shift: false` keeps the context's bound. /metrics counts the shifts.
 #include <catch2/catch.hpp>
 
@@ -70,6 +70,15 @@ TEST_CASE("/v1/completions with context_shift generates past the context, as gen
   REQUIRE(cli.exit_code == 0);
   CHECK_THAT(cli.output, Catch::Contains(std::string(kPrompt) + text));
   CHECK_THAT(cli.output, Catch::Contains("context shifts: "));
+  // Without the flag generation stops at the full context and says how to go on.
+  const auto stopped = tc::test::run_command(
+      tc::test::shell_quote(tc::test::thermocline_binary().string()) + " generate -m " +
+      tc::test::shell_quote((dir / "tiny.gguf").string()) + " -p " + tc::test::shell_quote(kPrompt) + " -n " +
+      std::to_string(kTokens) + " -c " + std::to_string(kCtx) + " --temp 0 --ignore-eos");
+  INFO(stopped.output);
+  CHECK(stopped.exit_code == 0);
+  CHECK_THAT(stopped.output, Catch::Contains("stop: context full"));
+  CHECK_THAT(stopped.output, Catch::Contains("--context-shift to go on past it"));
 
   const auto metrics = client.Get("/metrics");
   REQUIRE(metrics);
