@@ -593,7 +593,11 @@ bool Engine::Impl::shift_context(int slot_idx) {
   if (!seq.request.context_shift) return false;
   const model::ContextShiftPlan plan = model::plan_context_shift(kv->n_used(slot_idx), kv->n_ctx(), seq.request.n_keep);
   if (plan.n_discard < 1) return false;
-  llama->shift_context(*kv, slot_idx, plan.n_keep, plan.n_discard);
+  try {
+    llama->shift_context(*kv, slot_idx, plan.n_keep, plan.n_discard);
+  } catch (const std::invalid_argument&) {
+    return false;  // submit() checked what it refuses: a bookkeeping bug ends this request (Length), not the engine
+  }
   const auto first = slot.cached.begin() + static_cast<ptrdiff_t>(plan.n_keep);
   slot.cached.erase(first, first + static_cast<ptrdiff_t>(plan.n_discard));
   seq.n_exact = seq.n_exact < 0 ? plan.n_keep : std::min(seq.n_exact, plan.n_keep);
