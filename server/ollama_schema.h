@@ -35,8 +35,7 @@ struct OllamaRequest {
   bool truncate = true;
   // shift (default true, as Ollama's): a reply that fills the context drops
   // the context's oldest half after options.num_keep tokens (default 4)
-  // and goes on, where the model allows it (the default then quietly stays
-  // off; an explicit true is the OpenAI body's context_shift, a 400 there).
+  // and goes on, where the model allows it (elsewhere it stays off).
   bool shift = true;
   std::optional<ApiError> error;               // a 400 (message in Ollama's words)
 };

@@ -175,14 +175,11 @@ void read_response_format(const json& body, CommonRequest& r) {
 CommonRequest read_common(const json& body, const RequestLimits& limits) {
   CommonRequest r;
   if (auto model = read_string(body, "model")) r.model = *model;
-  if (auto shift = read_bool(body, "context_shift")) {
-    if (*shift && !limits.context_shift_refusal.empty()) {
-      fail("context shift is not possible on this model: " + limits.context_shift_refusal, "context_shift");
-    }
-    r.context_shift = *shift;
-  } else {
-    r.context_shift = limits.context_shift && limits.context_shift_refusal.empty();
-  }
+  // Asked for (or the server's default) where the model can shift; where
+  // it cannot, the request runs without it and only what needs the shift
+  // (a max_tokens past the context) is refused, saying why.
+  const bool wants_shift = read_bool(body, "context_shift").value_or(limits.context_shift);
+  r.context_shift = wants_shift && limits.context_shift_refusal.empty();
   if (auto keep = read_integer(body, "n_keep", -1, std::numeric_limits<int32_t>::max())) {
     r.n_keep = static_cast<int32_t>(*keep);
   }
@@ -190,7 +187,11 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   r.max_tokens = read_integer(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max());
   if (!r.max_tokens) r.max_tokens = read_integer(body, "max_tokens", 1, std::numeric_limits<int32_t>::max());
   if (r.max_tokens && *r.max_tokens > cap) {
-    fail("'max_tokens' must be at most " + std::to_string(cap) + " on this server", "max_tokens");
+    fail("'max_tokens' must be at most " + std::to_string(cap) + " on this server" +
+             (wants_shift && !r.context_shift
+                  ? " (context shift is not possible on this model: " + limits.context_shift_refusal + ")"
+                  : std::string()),
+         "max_tokens");
   }
   auto& s = r.sampling;
   if (auto t = read_number(body, "temperature", 0, 2)) s.temperature = static_cast<float>(*t);

@@ -31,9 +31,8 @@ struct RequestLimits {
   int max_top_logprobs = 20;
   int32_t n_vocab = 0;            // for token-id prompts and logit_bias keys
   // Context shift: the default of requests that do not say, why this
-  // model cannot shift (a request asking is then a 400; the default is
-  // off), and the max_tokens cap while shifting (the context no longer
-  // bounds a reply).
+  // model cannot shift (requests then run without it), and the max_tokens
+  // cap while shifting (the context no longer bounds a reply).
   bool context_shift = false;
   std::string context_shift_refusal;
   int64_t max_tokens_cap_shifting = std::numeric_limits<int32_t>::max();

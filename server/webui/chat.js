@@ -3,7 +3,8 @@
 // to first token and tokens per second. Max tokens left empty lets the
 // server give a reply what the context leaves; a conversation that outgrows
 // the context is sent with `truncate`, so its oldest messages are left out
-// (the system prompt stays) rather than refused.
+// (the system prompt stays) rather than refused, and with `context_shift`,
+// so a reply that fills the context goes on (where the model can shift).
 import { streamChat } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -164,6 +165,7 @@ export function initChat({ model, setStatus, onAuthError }) {
           top_p: state.top_p,
           ...(state.max_tokens !== null ? { max_tokens: state.max_tokens } : {}),
           truncate: true,
+          context_shift: true,
         },
         controller.signal,
         (text) => {

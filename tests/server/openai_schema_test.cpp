@@ -111,7 +111,7 @@ TEST_CASE("chat request: truncate (an extension) is off unless asked for", "[ser
   CHECK(parse_chat_request(chat({{"truncate", true}}), limits()).request->truncate);
 }
 
-TEST_CASE("context_shift and n_keep (extensions): the server's default, refusals and the cap while shifting",
+TEST_CASE("context_shift and n_keep (extensions): the server's default, models that cannot shift, the cap while shifting",
           "[server][schema][context_shift]") {
   RequestLimits l = limits();
   l.max_tokens_cap_shifting = 5000;
@@ -129,12 +129,16 @@ TEST_CASE("context_shift and n_keep (extensions): the server's default, refusals
   CHECK(parse({}).request->common.context_shift);
   CHECK_FALSE(parse({{"context_shift", false}}).request->common.context_shift);
   l.context_shift_refusal = "this model cannot";
-  // A model that cannot shift: the default quietly stays off, asking is a 400 saying why.
+  // A model that cannot shift: requests run without it, and a max_tokens
+  // that would need it is a 400 saying why.
   CHECK_FALSE(parse({}).request->common.context_shift);
-  const auto refused = parse({{"context_shift", true}});
+  CHECK_FALSE(parse({{"context_shift", true}}).request->common.context_shift);
+  const auto refused = parse({{"context_shift", true}, {"max_tokens", 3000}});
   REQUIRE(refused.error);
-  CHECK(refused.error->param == "context_shift");
+  CHECK(refused.error->param == "max_tokens");
   CHECK_THAT(refused.error->message, Catch::Contains("this model cannot"));
+  CHECK_THAT(parse({{"max_tokens", 3000}, {"context_shift", false}}).error->message,
+             !Catch::Contains("this model cannot"));
   CHECK(parse({{"context_shift", "yes"}}).error->param == "context_shift");
   CHECK(parse({{"n_keep", -2}}).error->param == "n_keep");
   CHECK(parse({{"n_keep", 1.5}}).error->param == "n_keep");

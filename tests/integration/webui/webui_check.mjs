@@ -62,6 +62,10 @@ async function openPage(width, height) {
   const page = await browser.newPage();
   await page.setViewport({ width, height });
   page.errors = [];
+  page.chatBodies = [];  // what the page POSTed to /v1/chat/completions, parsed
+  page.on("request", (r) => {
+    if (r.method() === "POST" && r.url().endsWith("/v1/chat/completions")) page.chatBodies.push(JSON.parse(r.postData()));
+  });
   page.on("console", (m) => { if (m.type() === "error") page.errors.push(m.text()); });
   page.on("pageerror", (e) => page.errors.push(String(e)));
   return page;
@@ -144,7 +148,8 @@ try {
   // 2b. The dense server (the bundled model: 256 tokens of context) with the
   //     page's default settings: no max_tokens is sent, so the first message
   //     gets a reply, and a conversation that outgrows the context keeps
-  //     getting replies (truncate: its oldest messages are left out).
+  //     getting replies (truncate: its oldest messages are left out; and
+  //     context_shift, so a reply may go on past the context's end).
   {
     const page = await openPage(1280, 860);
     await page.goto(denseUrl + "/", { waitUntil: "load" });
@@ -168,6 +173,12 @@ try {
       replies.every((m) => m.content.length > 0 && !(m.meta && m.meta.error)), replies.map((m) => m.meta));
     // More than the 256 tokens of context: the last reply needed the truncation.
     check("defaults: the conversation outgrew the context", tokens > 256, tokens);
+    // Each request asks to drop old messages and to shift the context, so a
+    // reply near the context's end goes on instead of stopping short.
+    check("defaults: every request sends truncate and context_shift, and no max_tokens",
+      page.chatBodies.length === turns &&
+      page.chatBodies.every((b) => b.truncate === true && b.context_shift === true && !("max_tokens" in b)),
+      page.chatBodies.map((b) => ({ truncate: b.truncate, context_shift: b.context_shift, max_tokens: b.max_tokens })));
     check("defaults: no console error", page.errors.length === 0, page.errors);
     await page.close();
   }
