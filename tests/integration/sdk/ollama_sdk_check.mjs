@@ -295,6 +295,15 @@ await check('embed: unit vectors per input, equal to embeddings (raw) scaled; di
   await expectError(ollama.pull({ model: 'llama3' }), 501, 'models folder');
 });
 
+await check('shift (on by default) goes on past the context; shift false keeps the context\'s bound', async () => {
+  // The server's context is 512 tokens; greedy with EOS possible, so the
+  // reply could end sooner, which this model's greedy path does not.
+  const r = await ollama.generate({ model: modelA, prompt: 'x', raw: true, options: { ...greedy, num_predict: 700, num_keep: 8 } });
+  assert.ok(r.prompt_eval_count + r.eval_count > 512, `${r.prompt_eval_count} + ${r.eval_count} tokens`);
+  await expectError(ollama.generate({ model: modelA, prompt: 'x', raw: true, shift: false, options: { ...greedy, num_predict: 700 } }),
+    400, 'max_tokens');
+});
+
 await check('an aborted stream ends; the next request is served', async () => {
   // Up to the context (num_predict -1), so that the abort lands mid-stream;
   // on a loaded machine the client may still read the last part first.
