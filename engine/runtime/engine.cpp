@@ -1,7 +1,5 @@
-// The Engine facade: request validation and the bounded queue (any thread),
-// and the engine thread's step loop (continuous batching with prefix reuse).
-#include "engine/runtime/engine.h"
-
+// The engine thread's step loop: admission with prefix reuse, continuous
+// batching of decodes and prefill chunks, sampling and the request events.
 #include <algorithm>
 #include <exception>
 #include <span>
@@ -9,74 +7,12 @@
 #include <utility>
 
 #include "engine/model/context_shift.h"
-#include "engine/model/llama_model.h"
-#include "engine/model/loaded_model.h"
-#include "engine/runtime/embedding_pool.h"
-#include "engine/runtime/kv_cache.h"
-#include "engine/runtime/request_check.h"
+#include "engine/runtime/engine_impl.h"
 #include "engine/sparse/bandwidth_probe.h"
-#include "engine/runtime/stop_text.h"
-#include "engine/text/tokenizer.h"
 
 namespace tc::runtime {
 
 namespace {
-
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-// A submitted request waiting for a slot.
-struct Pending {
-  GenerationRequest request;
-  std::shared_ptr<RequestHandle> handle;
-  Clock::time_point queued_at;
-};
-
-// A request in a slot: prefilling until n_prompt_done reaches the prompt's
-// length, then decoding one token per step.
-struct Sequence {
-  Sequence(Pending p, const text::Tokenizer& tokenizer, int32_t n_vocab)
-      : request(std::move(p.request)),
-        handle(std::move(p.handle)),
-        queued_at(p.queued_at),
-        sampler(request.sampling, n_vocab),
-        detok(tokenizer, false, /*continuation=*/true),
-        stop(request.stop) {}
-
-  GenerationRequest request;
-  std::shared_ptr<RequestHandle> handle;
-  Clock::time_point queued_at;
-  Sampler sampler;
-  text::StreamingDetokenizer detok;
-  StopTextFilter stop;
-
-  uint64_t admit_index = 0;      // FIFO order of admission, for prefill priority
-  int64_t n_cached = 0;          // prompt tokens whose KV entries were reused
-  int64_t n_prompt_done = 0;     // prompt tokens in the KV cache (cached ones included)
-  int32_t n_generated = 0;       // tokens accepted into the output
-  // After a context shift: the slot's first positions that still hold what
-  // a fresh prefill of their tokens would (the rest were shifted), for
-  // prefix reuse once the request is done; -1: never shifted.
-  int64_t n_exact = -1;
-  text::TokenId next_token = -1; // sampled, fed by the next decode step
-  std::vector<TokenInfo> tokens; // sampled since the last event (return_tokens only)
-  Clock::time_point admitted_at{};
-  Clock::time_point first_token_at{};
-  bool has_first_token = false;
-  std::optional<EmbeddingPool> pool;  // embedding requests: their rows so far
-
-  int64_t n_prompt() const { return static_cast<int64_t>(request.prompt.size()); }
-  bool decoding() const { return n_prompt_done == n_prompt(); }
-  bool embedding() const { return pool.has_value(); }
-};
-
-// A KV cache slot and what it holds.
-struct Slot {
-  std::vector<text::TokenId> cached;  // ids whose entries positions [0, kv.n_used) hold
-  std::unique_ptr<Sequence> seq;      // the running request, if any
-  uint64_t last_used = 0;             // for choosing among equally good free slots (LRU)
-};
 
 size_t common_prefix(std::span<const text::TokenId> a, std::span<const text::TokenId> b) {
   const size_t n = std::min(a.size(), b.size());
@@ -90,6 +26,7 @@ std::string check_options(const EngineOptions& o) {
   if (o.n_ctx < 1) return "n_ctx must be >= 1, got " + std::to_string(o.n_ctx);
   if (o.n_batch < 1) return "n_batch must be >= 1, got " + std::to_string(o.n_batch);
   if (o.queue_size < 1) return "queue_size must be >= 1, got " + std::to_string(o.queue_size);
+  if (std::string problem = check_lookup_draft(o.lookup_draft); !problem.empty()) return problem;
   if (o.model.threads < 0) {
     return "threads must be >= 0 (0 = physical cores), got " + std::to_string(o.model.threads);
   }
@@ -97,82 +34,6 @@ std::string check_options(const EngineOptions& o) {
 }
 
 }  // namespace
-
-struct Engine::Impl {
-  Impl(std::shared_ptr<const model::LoadedModel> m, EngineOptions o) : loaded(std::move(m)), options(o) {}
-
-  // Immutable after construction.
-  const std::shared_ptr<const model::LoadedModel> loaded;
-  const EngineOptions options;
-
-  // Shared state, guarded by `mutex`.
-  mutable std::mutex mutex;
-  std::condition_variable wake;  // the loop waits here when idle
-  std::deque<Pending> queue;
-  EngineStats stats;
-  bool stopping = false;         // shutdown() called: no more submits
-  Clock::time_point grace_end{};
-  std::thread thread;
-  std::mutex join_mutex;         // serialises shutdown()'s join
-
-  std::vector<std::string> setup_summary;  // set once, before Ready; guarded by `mutex`
-  const FfnActivityRing* activity = nullptr;  // activity_ring once Ready; guarded by `mutex`
-  const DecodeTimeRing* decode_times = nullptr;  // decode_ring once Ready; guarded by `mutex`
-  EngineBandwidths bandwidths;                   // set before Ready; guarded by `mutex`
-
-  // Engine thread only.
-  RunnableModel runnable;                  // backends and forward pass; outlives kv
-  model::LlamaModel* llama = nullptr;      // runnable.llama
-  std::unique_ptr<KvCache> kv;
-  // The sparse FFN's counters after each step (thread-safe itself; readers
-  // reach it through `activity`).
-  std::unique_ptr<FfnActivityRing> activity_ring;
-  std::unique_ptr<DecodeTimeRing> decode_ring;  // decode steps' wall time (and split)
-  model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
-  // Constrained output's token bytes, made by the first such request.
-  std::shared_ptr<const ConstraintTokenTable> constraint_tokens;
-  EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
-  std::vector<Slot> slots;
-  uint64_t tick = 0;                         // admissions and slot releases, in order
-  std::vector<model::StepSequence> step;     // this step's sequences (decodes, then prefill chunks)
-  std::vector<int> prefill_order;            // scratch: prefilling slots by admission
-  std::vector<Pending> admitted;             // scratch: popped from the queue this step
-  std::vector<Pending> dropped;              // scratch: cancelled or expired while queued
-  std::vector<FinishReason> dropped_reason;
-  std::vector<float> logits;
-  std::vector<float> embeddings;  // this step's embedding rows, f32 [rows, n_embd]
-  // This step's sequences that sample a token: (slot, logits row), and what
-  // their samplers drew (scratch, sized once).
-  std::vector<std::pair<int, const float*>> to_sample;
-  std::vector<SampleResult> sampled;
-  kernels::Backend* host = nullptr;  // the backend whose CPU threads sample (runnable's CPU one where it has two)
-  // Counters since the last publish.
-  int64_t delta_prompt = 0, delta_cached = 0, delta_generated = 0, delta_steps = 0, delta_shifts = 0;
-
-  void run();
-  void build();
-  bool loop_once();  // false: the loop is over
-  void fail(const std::string& message);
-  void publish_stats();         // copies the loop's counters into `stats`
-  void publish_stats_locked();  // the same, `mutex` held
-
-  EngineBandwidths probe_bandwidths();
-  void admit(Pending pending);
-  void run_step();
-  // Makes room for one more position in a full slot whose request asked for
-  // a context shift; false: it did not (the request did not ask, or nothing
-  // can be dropped).
-  bool shift_context(int slot_idx);
-  void emit(int slot_idx, const SampleResult& result);
-  void finish(int slot_idx, FinishReason reason, std::string text = {});
-  // An embedding sequence's chunk came back: `rows` f32 [n_rows, n_embd] go
-  // into its pool; at the end of its prompt it finishes with the embedding.
-  void pool_embedding_rows(int slot_idx, const float* rows, int64_t n_rows, int64_t n_chunk);
-  void error(int slot_idx, const std::string& message);
-  void release(int slot_idx);
-
-  const text::Tokenizer& tokenizer() const { return *loaded->tokenizer; }
-};
 
 void Engine::Impl::run() {
   try {
@@ -307,9 +168,12 @@ void Engine::Impl::publish_stats_locked() {
   stats.generated_tokens_total += delta_generated;
   stats.steps_total += delta_steps;
   stats.context_shifts_total += delta_shifts;
+  stats.draft_tokens_total += delta_drafted;
+  stats.draft_tokens_accepted_total += delta_draft_kept;
   stats.kv_tokens_used = used;
   stats.kv_tokens_cached = cached;
   delta_prompt = delta_cached = delta_generated = delta_steps = delta_shifts = 0;
+  delta_drafted = delta_draft_kept = 0;
 }
 
 bool Engine::Impl::loop_once() {
@@ -422,7 +286,12 @@ void Engine::Impl::admit(Pending pending) {
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());
   }
-  if (seq->request.embedding) seq->pool.emplace(*seq->request.embedding, llama->spec().n_embd);
+  if (seq->request.embedding) {
+    seq->pool.emplace(*seq->request.embedding, llama->spec().n_embd);
+  } else {
+    const int32_t draft_max = seq->request.draft_max;
+    seq->draft_length = DraftLength(draft_max >= 0 ? draft_max : options.lookup_draft.n_max);
+  }
   seq->admit_index = ++tick;
   seq->admitted_at = Clock::now();
   seq->n_cached = static_cast<int64_t>(best_lcp);
@@ -439,7 +308,9 @@ void Engine::Impl::run_step() {
   int64_t budget = options.n_batch;
   const int32_t n_vocab = static_cast<int32_t>(llama->spec().n_vocab);
 
-  // Decodes first: one token per running stream, whatever the budget.
+  // Decodes first: one token per running stream, whatever the budget, and
+  // its lookup draft where it has one and the budget allows.
+  bool drafted = false;
   for (size_t i = 0; i < slots.size(); ++i) {
     auto& seq = slots[i].seq;
     if (!seq) continue;
@@ -459,8 +330,14 @@ void Engine::Impl::run_step() {
       error(slot_idx, "sampled token id " + std::to_string(seq->next_token) + " is out of range");
       continue;
     }
-    step.push_back({slot_idx, std::span(&seq->next_token, 1), false, true});
-    --budget;
+    const int32_t n_draft = propose_draft(slot_idx, draft_limit(*seq, slot_idx, budget));
+    if (n_draft > 0) {
+      drafted = true;
+      step.push_back({slot_idx, std::span(seq->verify), /*all_logits=*/true, /*generated=*/true});
+    } else {
+      step.push_back({slot_idx, std::span(&seq->next_token, 1), false, true});
+    }
+    budget -= 1 + n_draft;
   }
   // Then prefill chunks, oldest admission first, while the budget lasts.
   std::sort(prefill_order.begin(), prefill_order.end(), [&](int a, int b) {
@@ -489,8 +366,8 @@ void Engine::Impl::run_step() {
   if (step.empty()) return;
 
   // A decode step (every sequence one generated token) is timed for the
-  // engine view; prefill chunks would blur the time per token.
-  const bool decode_step = prefill_order.empty();
+  // engine view; prefill chunks and drafts would blur the time per token.
+  const bool decode_step = prefill_order.empty() && !drafted;
   const model::HybridTimeSplit split_before = timer != nullptr ? timer->split() : model::HybridTimeSplit{};
   const double forward_start = model::host_seconds();
   const auto status = llama->forward(step, *kv, logits, &embeddings);
@@ -530,7 +407,8 @@ void Engine::Impl::run_step() {
       embedding_row += n_rows;
       continue;
     }
-    const size_t row = logit_row++;
+    const size_t row = logit_row;
+    logit_row += step[i].all_logits ? static_cast<size_t>(n_chunk) : 1;
     if (!seq.decoding()) {
       seq.n_prompt_done += static_cast<int64_t>(step[i].tokens.size());
       delta_prompt += static_cast<int64_t>(step[i].tokens.size());
@@ -545,7 +423,13 @@ void Engine::Impl::run_step() {
     const auto& [slot_idx, row] = to_sample[static_cast<size_t>(k)];
     sampled[static_cast<size_t>(k)] = slots[static_cast<size_t>(slot_idx)].seq->sampler.sample(std::span(row, row_size));
   });
-  for (size_t k = 0; k < to_sample.size(); ++k) emit(to_sample[k].first, sampled[k]);
+  for (size_t k = 0; k < to_sample.size(); ++k) {
+    const auto& [slot_idx, row] = to_sample[k];
+    const Sequence* seq = slots[static_cast<size_t>(slot_idx)].seq.get();
+    const bool has_draft = !seq->verify.empty();  // read first: emit() may end the sequence
+    emit(slot_idx, sampled[k]);
+    if (has_draft) check_draft(slot_idx, seq, row, row_size);
+  }
 }
 
 bool Engine::Impl::shift_context(int slot_idx) {
@@ -681,103 +565,6 @@ void Engine::Impl::release(int slot_idx) {
   }
   slot.seq.reset();
   slot.last_used = ++tick;
-}
-
-Engine::Engine(std::shared_ptr<const model::LoadedModel> model, EngineOptions options) : options_(options) {
-  if (model && model->spec.n_ctx_train > 0) options_.n_ctx = std::min(options_.n_ctx, model->spec.n_ctx_train);
-  context_shift_refusal_ = model ? model::context_shift_refusal(model->spec) : "no model";
-  impl_ = std::make_unique<Impl>(std::move(model), options_);
-  impl_->stats.kv_tokens_capacity = static_cast<int64_t>(std::max(options_.n_parallel, 0)) * options_.n_ctx;
-  impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
-}
-
-Engine::~Engine() { shutdown(std::chrono::milliseconds(0)); }
-
-SubmitResult Engine::submit(GenerationRequest request) {
-  SubmitResult result;
-  auto refuse = [&](SubmitStatus status, std::string message) {
-    result.status = status;
-    result.message = std::move(message);
-    return result;
-  };
-  const auto& loaded = impl_->loaded;
-  if (!loaded) return refuse(SubmitStatus::NotReady, "the engine has no model");
-  if (request.context_shift && !context_shift_refusal_.empty()) {
-    return refuse(SubmitStatus::InvalidRequest, "context shift is not possible on this model: " + context_shift_refusal_);
-  }
-  if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx)) {
-    return refuse(refusal->status, std::move(refusal->message));
-  }
-  auto handle = std::make_shared<RequestHandle>();
-  {
-    std::lock_guard lock(impl_->mutex);
-    const EngineState state = impl_->stats.state;
-    if (state == EngineState::Failed) {
-      return refuse(SubmitStatus::NotReady, "the engine failed: " + impl_->stats.failure);
-    }
-    if (impl_->stopping || state == EngineState::Stopped) {
-      return refuse(SubmitStatus::NotReady, "the engine is shutting down");
-    }
-    if (static_cast<int64_t>(impl_->queue.size()) >= options_.queue_size) {
-      return refuse(SubmitStatus::QueueFull,
-                    "the queue is full (" + std::to_string(options_.queue_size) + " requests waiting)");
-    }
-    impl_->queue.push_back(Pending{std::move(request), handle, Clock::now()});
-    impl_->stats.requests_waiting = static_cast<int>(impl_->queue.size());
-  }
-  impl_->wake.notify_one();
-  result.handle = std::move(handle);
-  return result;
-}
-
-void Engine::shutdown(std::chrono::milliseconds grace) {
-  {
-    std::lock_guard lock(impl_->mutex);
-    const auto end = Clock::now() + grace;
-    if (!impl_->stopping || end < impl_->grace_end) impl_->grace_end = end;
-    impl_->stopping = true;
-  }
-  impl_->wake.notify_all();
-  std::lock_guard join_lock(impl_->join_mutex);
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
-
-FfnActivity Engine::ffn_activity() const {
-  const FfnActivityRing* ring = nullptr;
-  {
-    std::lock_guard lock(impl_->mutex);
-    ring = impl_->activity;
-  }
-  return ring != nullptr ? ring->window() : FfnActivity{};
-}
-
-DecodeTimes Engine::decode_times() const {
-  const DecodeTimeRing* ring = nullptr;
-  {
-    std::lock_guard lock(impl_->mutex);
-    ring = impl_->decode_times;
-  }
-  return ring != nullptr ? ring->window() : DecodeTimes{};
-}
-
-EngineBandwidths Engine::bandwidths() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->bandwidths;
-}
-
-EngineStats Engine::stats() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->stats;
-}
-
-EngineState Engine::state() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->stats.state;
-}
-
-std::vector<std::string> Engine::setup_summary() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->setup_summary;
 }
 
 }  // namespace tc::runtime

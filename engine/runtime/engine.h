@@ -30,6 +30,7 @@
 #include "engine/model/model_spec.h"
 #include "engine/runtime/decode_times.h"
 #include "engine/runtime/ffn_activity.h"
+#include "engine/runtime/lookup_draft.h"
 #include "engine/runtime/model_setup.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/vocab.h"
@@ -54,6 +55,10 @@ struct EngineOptions {
   // Measure the memory bandwidths at start (EngineBandwidths: the engine
   // view's modelled limit per token); tens of milliseconds.
   bool probe_bandwidth = false;
+  // Lookup drafts (speculative decoding from the sequence's own history,
+  // lookup_draft.h): the default of requests that do not set draft_max;
+  // n_max 0: off.
+  LookupDraftOptions lookup_draft;
   // How the model runs: CPU threads, device, sparsity, hybrid mode or layer
   // offload (set up for n_parallel x n_ctx and n_batch by set_up_model).
   ModelSetup model;
@@ -93,6 +98,10 @@ struct GenerationRequest {
   // Refused (InvalidRequest) where Engine::context_shift_refusal() says why.
   bool context_shift = false;
   int32_t n_keep = 4;  // >= 0; clamped to half the context
+  // Lookup drafts per decode step at most (lookup_draft.h): -1 the engine's
+  // default (EngineOptions::lookup_draft.n_max), 0 off. The tokens are
+  // the same either way; only the number of forward passes changes.
+  int32_t draft_max = -1;
   // Wall-clock limit; reaching it finishes the request with Length (also
   // while it is still queued).
   std::optional<Clock::time_point> deadline;
@@ -178,6 +187,8 @@ struct EngineStats {
   int64_t generated_tokens_total = 0;
   int64_t steps_total = 0;
   int64_t context_shifts_total = 0;     // slots shifted to let a sequence go on (GenerationRequest::context_shift)
+  int64_t draft_tokens_total = 0;       // lookup-drafted tokens run through the model
+  int64_t draft_tokens_accepted_total = 0;  // of those, the ones sampling kept (each saved a decode step)
   int64_t kv_tokens_used = 0;           // held by running requests, over all slots
   int64_t kv_tokens_cached = 0;         // kept by idle slots for prefix reuse (free to overwrite)
   int64_t kv_tokens_capacity = 0;       // n_parallel * n_ctx

@@ -42,6 +42,10 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
+  if (request.draft_max < -1) {
+    return refuse(SubmitStatus::InvalidRequest,
+                  "draft_max must be >= 0 (or -1: the server's default), got " + std::to_string(request.draft_max));
+  }
   if (request.n_keep < 0) {
     return refuse(SubmitStatus::InvalidRequest, "n_keep must be >= 0, got " + std::to_string(request.n_keep));
   }
