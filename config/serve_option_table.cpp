@@ -191,6 +191,11 @@ const OptionDescriptor kTable[] = {
      .field = &ServeOptions::ctx_size, .min = 16, .max = 1 << 20},
     {.key = "batch_size", .flags = "--batch-size", .help = "Tokens per engine step at most",
      .field = &ServeOptions::batch_size, .min = 1, .max = 1 << 20},
+    {.key = "lookup_draft", .flags = "--lookup-draft",
+     .help = "Speculative decoding without a draft model: each decode step also runs up to N tokens that followed "
+             "the reply's latest 2-4 tokens earlier in its context, and keeps those sampling draws (the same "
+             "tokens, fewer steps where replies repeat their context); 0: off; requests may set `draft_max`",
+     .field = &ServeOptions::lookup_draft, .min = 0, .max = 256},
     {.key = "queue_size", .flags = "--queue-size", .help = "Requests waiting for a slot before new ones get 503",
      .field = &ServeOptions::queue_size, .min = 0, .max = 100000},
     {.key = "threads", .flags = "-t,--threads", .help = "CPU worker threads; 0: one per physical core",

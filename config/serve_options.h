@@ -63,6 +63,9 @@ struct ServeOptions {
   int parallel = 4;                 // sequence slots batched together (key: parallel)
   int64_t ctx_size = 4096;          // context per slot in tokens (key: ctx_size); capped at the model's
   int64_t batch_size = 512;         // tokens per engine step at most (key: batch_size)
+  // Lookup drafts per decode step at most (speculative decoding from the
+  // sequence's own context, engine/runtime/lookup_draft.h); 0: off (key: lookup_draft).
+  int lookup_draft = 0;
   int queue_size = 64;              // waiting requests before 503 (key: queue_size)
   int threads = 0;                  // CPU worker threads, 0 = physical cores (key: threads)
   std::string device = "cpu";       // cpu|cuda|cuda:N: the backend that runs the model (key: device)

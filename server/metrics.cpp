@@ -64,6 +64,11 @@ std::string Metrics::render(const runtime::EngineStats& e) const {
         static_cast<double>(e.steps_total));
   gauge(out, "thermocline_context_shifts_total", "Full sequences that dropped their context's oldest half to go on",
         "counter", static_cast<double>(e.context_shifts_total));
+  gauge(out, "thermocline_draft_tokens_total", "Lookup-drafted tokens run through the model (--lookup-draft)",
+        "counter", static_cast<double>(e.draft_tokens_total));
+  gauge(out, "thermocline_draft_tokens_accepted_total",
+        "Lookup-drafted tokens that sampling kept, each a decode step saved", "counter",
+        static_cast<double>(e.draft_tokens_accepted_total));
   gauge(out, "thermocline_kv_cache_tokens_used", "KV cache entries in use over all slots", "gauge",
         static_cast<double>(e.kv_tokens_used));
   gauge(out, "thermocline_kv_cache_usage_ratio", "Share of the KV cache in use", "gauge",

@@ -25,6 +25,7 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
   e.n_ctx = o.ctx_size;
   e.n_batch = o.batch_size;
   e.queue_size = o.queue_size;
+  e.lookup_draft.n_max = o.lookup_draft;
   e.time_split = o.time_split;
   // The engine view's modelled limit per token. The probe allocates and
   // reads a large buffer at each engine start: a models folder, loading

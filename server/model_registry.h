@@ -78,6 +78,8 @@ struct ModelTotals {
   int64_t generated_tokens_total = 0;
   int64_t steps_total = 0;
   int64_t context_shifts_total = 0;
+  int64_t draft_tokens_total = 0;
+  int64_t draft_tokens_accepted_total = 0;
   int64_t kv_tokens_used = 0;
   int64_t kv_tokens_capacity = 0;
 };

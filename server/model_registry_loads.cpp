@@ -209,6 +209,8 @@ std::shared_ptr<const ServingModel> ModelRegistry::take_unload(Entry& e, const c
     e.retired.generated_tokens_total += stats.generated_tokens_total;
     e.retired.steps_total += stats.steps_total;
     e.retired.context_shifts_total += stats.context_shifts_total;
+    e.retired.draft_tokens_total += stats.draft_tokens_total;
+    e.retired.draft_tokens_accepted_total += stats.draft_tokens_accepted_total;
   }
   e.state = ModelState::Unloaded;
   e.host_bytes = 0;

@@ -224,6 +224,8 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
     totals.generated_tokens_total += gen;
     totals.steps_total += s.steps_total + e->retired.steps_total;
     totals.context_shifts_total += s.context_shifts_total + e->retired.context_shifts_total;
+    totals.draft_tokens_total += s.draft_tokens_total + e->retired.draft_tokens_total;
+    totals.draft_tokens_accepted_total += s.draft_tokens_accepted_total + e->retired.draft_tokens_accepted_total;
     totals.kv_tokens_used += s.kv_tokens_used;
     totals.kv_tokens_capacity += s.kv_tokens_capacity;
   }

@@ -183,6 +183,7 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   if (auto keep = read_integer(body, "n_keep", -1, std::numeric_limits<int32_t>::max())) {
     r.n_keep = static_cast<int32_t>(*keep);
   }
+  if (auto draft = read_integer(body, "draft_max", 0, 256)) r.draft_max = static_cast<int32_t>(*draft);
   const int64_t cap = r.context_shift ? limits.max_tokens_cap_shifting : limits.max_tokens_cap;
   r.max_tokens = read_integer(body, "max_completion_tokens", 1, std::numeric_limits<int32_t>::max());
   if (!r.max_tokens) r.max_tokens = read_integer(body, "max_tokens", 1, std::numeric_limits<int32_t>::max());

@@ -55,6 +55,10 @@ struct CommonRequest {
   // (engine/model/context_shift.h); resolved against RequestLimits.
   bool context_shift = false;
   int32_t n_keep = 4;
+  // Extension: lookup drafts per decode step at most (speculative decoding
+  // from the reply's own context, engine/runtime/lookup_draft.h); -1: the
+  // server's --lookup-draft, 0: off. The reply's tokens are the same.
+  int32_t draft_max = -1;
   bool json_object = false;                // response_format {"type": "json_object"}: JSON mode
   bool json_schema = false;                // response_format {"type": "json_schema"}: the reply follows `schema`
   std::shared_ptr<const text::JsonSchema> schema;  // json_schema: compiled by the route (response_schema.h)

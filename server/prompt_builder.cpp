@@ -69,6 +69,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.ignore_eos = common.ignore_eos;
     c.request.context_shift = common.context_shift;
     c.request.n_keep = common.n_keep < 0 ? static_cast<int32_t>(n_prompt) : common.n_keep;
+    c.request.draft_max = common.draft_max;
     c.request.json_object = common.json_object;
     c.request.json_schema = common.schema;
     c.request.return_tokens = common.logprobs;

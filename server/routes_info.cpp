@@ -158,6 +158,8 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       stats.generated_tokens_total = totals.generated_tokens_total;
       stats.steps_total = totals.steps_total;
       stats.context_shifts_total = totals.context_shifts_total;
+      stats.draft_tokens_total = totals.draft_tokens_total;
+      stats.draft_tokens_accepted_total = totals.draft_tokens_accepted_total;
       stats.kv_tokens_used = totals.kv_tokens_used;
       stats.kv_tokens_capacity = totals.kv_tokens_capacity;
     }

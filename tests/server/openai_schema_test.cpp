@@ -144,6 +144,23 @@ TEST_CASE("context_shift and n_keep (extensions): the server's default, models t
   CHECK(parse({{"n_keep", 1.5}}).error->param == "n_keep");
 }
 
+TEST_CASE("draft_max (an extension): absent is the server's default, 0..256, else a 400 naming it",
+          "[server][schema][lookup_draft]") {
+  auto parse = [&](const json& extra) { return parse_chat_request(chat(extra), limits()); };
+  CHECK(parse({}).request->common.draft_max == -1);
+  CHECK(parse({{"draft_max", 0}}).request->common.draft_max == 0);
+  CHECK(parse({{"draft_max", 16}}).request->common.draft_max == 16);
+  CHECK(parse({{"draft_max", 256}}).request->common.draft_max == 256);
+  CHECK(parse({{"draft_max", nullptr}}).request->common.draft_max == -1);
+  CHECK(parse({{"draft_max", -1}}).error->param == "draft_max");
+  CHECK(parse({{"draft_max", 257}}).error->param == "draft_max");
+  CHECK(parse({{"draft_max", "8"}}).error->param == "draft_max");
+  CHECK(parse({{"draft_max", 2.5}}).error->param == "draft_max");
+  const auto c = parse_completion_request({{"prompt", "x"}, {"draft_max", 4}}, limits());
+  REQUIRE_FALSE(c.error);
+  CHECK(c.request->common.draft_max == 4);
+}
+
 TEST_CASE("chat request: wrong types and bad values name the field", "[server][schema]") {
   CHECK(chat_error_param(chat({{"temperature", "hot"}})) == "temperature");
   CHECK(chat_error_param(chat({{"temperature", 2.5}})) == "temperature");
