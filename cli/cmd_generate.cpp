@@ -78,6 +78,11 @@ void register_generate(CLI::App& app) {
                 "When the context is full, drop the oldest half of it (after --keep) and go on");
   sub->add_option("--keep", o->gen.n_keep, "Context shift: the first tokens that always stay (at most half the context)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  sub->add_option("--lookup-draft", o->gen.lookup_draft.n_max,
+                  "Speculative decoding without a draft model: each step also runs up to N tokens that followed the "
+                  "text's latest 2-4 tokens earlier on, keeping those sampling draws (the same text, fewer steps "
+                  "where it repeats itself); 0: off")
+      ->check(CLI::Range(0, 256));
   auto* json = sub->add_flag("--json", o->json, "Constrain the continuation to one JSON object (stops when it closes)");
   sub->add_option("--json-schema", o->json_schema,
                   "Constrain the continuation to an instance of the JSON Schema in this file (docs/api.md says "
@@ -120,6 +125,10 @@ void register_generate(CLI::App& app) {
                  static_cast<long long>(stats.n_prompt), stats.prompt_tokens_per_second(),
                  static_cast<long long>(stats.n_generated), stats.decode_tokens_per_second(),
                  std::string(runtime::stop_reason_name(stats.stop)).c_str());
+    if (stats.n_drafted > 0) {
+      std::fprintf(stderr, "lookup drafts: %lld tokens drafted, %lld kept\n", static_cast<long long>(stats.n_drafted),
+                   static_cast<long long>(stats.n_draft_kept));
+    }
     if (stats.n_context_shifts > 0) {
       std::fprintf(stderr, "context shifts: %lld\n", static_cast<long long>(stats.n_context_shifts));
     } else if (stats.stop == runtime::StopReason::ContextFull && !o->gen.context_shift) {

@@ -49,6 +49,9 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
                          std::string_view prompt, const GenerateOptions& options,
                          const std::function<void(std::string_view)>& on_text) {
   GenerationStats stats;
+  if (const std::string problem = check_lookup_draft(options.lookup_draft); !problem.empty()) {
+    throw std::invalid_argument(problem);
+  }
   const auto prompt_tokens = tokenizer.encode(prompt);
   if (prompt_tokens.empty()) throw std::invalid_argument("the prompt is empty");
   if (static_cast<int64_t>(prompt_tokens.size()) >= kv.n_ctx()) {
@@ -71,8 +74,16 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
 
   start = Clock::now();
   const text::Vocab& vocab = tokenizer.vocab();
+  // Lookup drafts: `fed` holds the last forward's tokens (the token sampled
+  // before it, then its draft) and `logits` one row for each; `row` is the
+  // row sampled next. `history` is what the drafts are looked up in.
+  const auto n_vocab = static_cast<size_t>(model.spec().n_vocab);
+  std::vector<text::TokenId> history(prompt_tokens);
+  std::vector<text::TokenId> fed;
+  size_t row = 0;
+  DraftLength draft_length(options.lookup_draft.n_max);
   while (stats.n_generated < options.n_predict) {
-    const auto result = sampler.sample(logits);
+    const auto result = sampler.sample(std::span(logits).subspan(row * n_vocab, n_vocab));
     if (result.status != SampleStatus::Ok) {
       stats.stop = StopReason::NoCandidates;
       break;
@@ -92,6 +103,21 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
       break;
     }
     if (stats.n_generated == options.n_predict) break;
+    history.push_back(result.token);
+    if (row + 1 < fed.size()) {
+      // The next row holds the logits after the drafted token here: valid
+      // when the sample drew it; otherwise the rest of the draft is another
+      // continuation's, and the cache is cut back to what was kept.
+      if (fed[row + 1] == result.token) {
+        ++row;
+        ++stats.n_draft_kept;
+        continue;
+      }
+      kv.set_used(0, kv.n_used(0) - static_cast<int64_t>(fed.size() - row - 1));
+    }
+    if (fed.size() > 1) draft_length.update(static_cast<int32_t>(fed.size() - 1), static_cast<int32_t>(row));
+    fed.assign(1, result.token);
+    row = 0;
     if (options.context_shift && kv.n_used(0) + 1 > kv.n_ctx()) {
       const model::ContextShiftPlan plan = model::plan_context_shift(kv.n_used(0), kv.n_ctx(), options.n_keep);
       if (plan.n_discard > 0) {
@@ -99,7 +125,15 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
         ++stats.n_context_shifts;
       }
     }
-    const model::StepSequence step{0, std::span(&result.token, 1), false, true};
+    const int64_t limit = std::min<int64_t>({draft_length.current(), options.n_predict - stats.n_generated - 1,
+                                             kv.n_ctx() - kv.n_used(0) - 1});
+    if (limit > 0) {
+      const auto draft = lookup_draft(history, options.lookup_draft.ngram_min, options.lookup_draft.ngram_max,
+                                      static_cast<int32_t>(limit));
+      fed.insert(fed.end(), draft.begin(), draft.end());
+      stats.n_drafted += static_cast<int64_t>(draft.size());
+    }
+    const model::StepSequence step{0, std::span(fed), fed.size() > 1, true};
     if (model.forward({&step, 1}, kv, logits) != model::StepStatus::Ok) {
       stats.stop = StopReason::ContextFull;
       break;

@@ -12,6 +12,7 @@
 
 #include "engine/model/llama_model.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/runtime/lookup_draft.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/tokenizer.h"
 
@@ -30,6 +31,9 @@ struct GenerateOptions {
   // off: generation stops there (StopReason::ContextFull).
   bool context_shift = false;
   int64_t n_keep = 4;
+  // Lookup drafts (lookup_draft.h; n_max 0: off): the same tokens in fewer
+  // forward passes where the text repeats its context.
+  LookupDraftOptions lookup_draft;
 };
 
 // Complete: the constrained output is whole.
@@ -40,6 +44,8 @@ struct GenerationStats {
   int64_t n_prompt = 0;
   int64_t n_generated = 0;
   int64_t n_context_shifts = 0;
+  int64_t n_drafted = 0;     // lookup-drafted tokens run through the model
+  int64_t n_draft_kept = 0;  // of those, the ones sampling drew (each a forward pass saved)
   double prompt_seconds = 0;
   double decode_seconds = 0;
   StopReason stop = StopReason::Length;

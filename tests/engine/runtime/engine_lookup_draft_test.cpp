@@ -3,12 +3,17 @@
 // decoding, greedy and sampled, on prompts that repeat (so drafts are made
 // and kept) across weight types; max_tokens and stop strings inside a kept
 // draft; sequences drafting beside each other; prefix reuse after drafts;
-// the counters; what is refused.
+// the counters; what is refused; generate() (the command line's loop) with
+// drafts, alone and with context shifts.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
+#include "engine/model/llama_model.h"
+#include "engine/runtime/generation.h"
+#include "engine/runtime/kv_cache.h"
+#include "kernels/backend.h"
 #include "tests/engine/runtime/engine_test_util.h"
 
 using namespace engine_test;
@@ -197,4 +202,42 @@ TEST_CASE("engine: bad draft settings are refused", "[engine][lookup_draft]") {
   Engine bad(model, o);
   REQUIRE(wait_until([&] { return bad.state() == tc::runtime::EngineState::Failed; }));
   CHECK_THAT(bad.stats().failure, Catch::Contains("ngram_max"));
+}
+
+TEST_CASE("generate() with lookup drafts gives its tokens without, also across context shifts", "[engine][lookup_draft]") {
+  const auto model = test_model();
+  const auto& tokenizer = *model->tokenizer;
+  auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 1});
+  tc::model::LlamaModel llama(*model, *backend);
+  const std::string prompt = "the cat sat on the mat. the cat sat on the mat. the cat sat on the mat.";
+  for (const bool shift : {false, true}) {
+    for (const float temperature : {0.0f, 0.1f}) {
+      INFO("context shift " << shift << ", temperature " << temperature);
+      tc::runtime::KvCache kv(*backend, model->spec, 1, shift ? 96 : 256);
+      tc::runtime::GenerateOptions go;
+      go.n_predict = shift ? 200 : 80;
+      go.stop_at_eos = false;
+      go.sampling.temperature = temperature;
+      go.sampling.seed = 5;
+      go.context_shift = shift;
+      std::string want_text, got_text;
+      const auto want = tc::runtime::generate(llama, kv, tokenizer, prompt, go,
+                                              [&](std::string_view piece) { want_text += piece; });
+      go.lookup_draft.n_max = 8;
+      const auto got = tc::runtime::generate(llama, kv, tokenizer, prompt, go,
+                                             [&](std::string_view piece) { got_text += piece; });
+      CHECK(got.tokens == want.tokens);
+      CHECK(got_text == want_text);
+      CHECK(got.n_context_shifts == want.n_context_shifts);
+      CHECK(want.n_drafted == 0);
+      CHECK(got.n_drafted > 0);
+      CHECK(got.n_draft_kept <= got.n_drafted);
+      if (temperature == 0.0f) CHECK(got.n_draft_kept > 0);
+    }
+  }
+  tc::runtime::KvCache kv(*backend, model->spec, 1, 64);
+  tc::runtime::GenerateOptions bad;
+  bad.lookup_draft = {.n_max = 4, .ngram_min = 0};
+  CHECK_THROWS_WITH(tc::runtime::generate(llama, kv, tokenizer, prompt, bad, [](std::string_view) {}),
+                    Catch::Contains("ngram_min"));
 }
