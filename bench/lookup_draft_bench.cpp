@@ -4,7 +4,7 @@
 // replies, ignore_eos. Each repetition runs every draft setting in turn
 // (plain first), so the ratios are side by side; medians over repetitions.
 //   lookup_draft_bench -m MODEL [--workloads echo,free,repeat] [--draft-max 0,4,8,16]
-//                      [-n 128] [-r 3] [-t 2] [--json FILE]
+//                      [-n 128] [-r 3] [-t 2] [--ngram 3,5] [--json FILE]
 // Workloads (prompts made here from the model itself, seeded):
 //   echo    the model's own greedy continuation of --seed-text (n tokens),
 //           then a blank line and that passage's first 8 tokens: replies
@@ -44,13 +44,14 @@ struct Options {
   std::vector<std::string> workloads = {"echo", "free", "repeat"};
   std::vector<int> draft_max = {0, 4, 8, 16};
   int32_t n_gen = 128;
+  int32_t ngram_min = 3, ngram_max = 5;
   int repetitions = 3;
   int threads = 2;
 };
 
 constexpr const char* kUsage =
     "usage: lookup_draft_bench -m MODEL [--workloads echo,free,repeat] [--draft-max 0,4,8,16] [-n N]\n"
-    "                          [-r R] [-t T] [--seed-text TEXT] [--json FILE]\n";
+    "                          [-r R] [-t T] [--seed-text TEXT] [--ngram MIN,MAX] [--json FILE]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -66,6 +67,12 @@ Options parse(int argc, char** argv) {
     else if (a == "-r") o.repetitions = args.int_value();
     else if (a == "-t") o.threads = args.int_value();
     else if (a == "--seed-text") o.seed_text = args.value();
+    else if (a == "--ngram") {
+      const auto v = tc::bench::split_list(args.value());
+      if (v.size() != 2) args.usage();
+      o.ngram_min = std::atoi(v[0].c_str());
+      o.ngram_max = std::atoi(v[1].c_str());
+    }
     else if (a == "--json") o.json = args.value();
     else args.usage();
   }
@@ -166,6 +173,7 @@ int main(int argc, char** argv) {
   eo.n_parallel = 1;
   eo.n_ctx = std::min<int64_t>(model->spec.n_ctx_train > 0 ? model->spec.n_ctx_train : 4096, 4096);
   eo.model.threads = o.threads;
+  eo.lookup_draft = {.n_max = 0, .ngram_min = o.ngram_min, .ngram_max = o.ngram_max};
   tc::runtime::Engine engine(model, eo);
   const auto& tok = *model->tokenizer;
 

@@ -80,7 +80,7 @@ void register_generate(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   sub->add_option("--lookup-draft", o->gen.lookup_draft.n_max,
                   "Speculative decoding without a draft model: each step also runs up to N tokens that followed the "
-                  "text's latest 2-4 tokens earlier on, keeping those sampling draws (the same text, fewer steps "
+                  "text's latest 3-5 tokens earlier on, keeping those sampling draws (the same text, fewer steps "
                   "where it repeats itself); 0: off")
       ->check(CLI::Range(0, 256));
   auto* json = sub->add_flag("--json", o->json, "Constrain the continuation to one JSON object (stops when it closes)");

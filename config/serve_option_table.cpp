@@ -193,7 +193,7 @@ const OptionDescriptor kTable[] = {
      .field = &ServeOptions::batch_size, .min = 1, .max = 1 << 20},
     {.key = "lookup_draft", .flags = "--lookup-draft",
      .help = "Speculative decoding without a draft model: each decode step also runs up to N tokens that followed "
-             "the reply's latest 2-4 tokens earlier in its context, and keeps those sampling draws (the same "
+             "the reply's latest 3-5 tokens earlier in its context, and keeps those sampling draws (the same "
              "tokens, fewer steps where replies repeat their context); 0: off; requests may set `draft_max`",
      .field = &ServeOptions::lookup_draft, .min = 0, .max = 256},
     {.key = "queue_size", .flags = "--queue-size", .help = "Requests waiting for a slot before new ones get 503",

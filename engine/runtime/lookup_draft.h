@@ -23,8 +23,8 @@ namespace tc::runtime {
 // What EngineOptions and a request may set. n_max 0: off.
 struct LookupDraftOptions {
   int32_t n_max = 0;       // draft tokens per step at most (the adaptive length's ceiling)
-  int32_t ngram_min = 2;   // the shortest n-gram matched (>= 1)
-  int32_t ngram_max = 4;   // the longest, tried first (>= ngram_min)
+  int32_t ngram_min = 3;   // the shortest n-gram matched (>= 1)
+  int32_t ngram_max = 5;   // the longest, tried first (>= ngram_min)
 };
 
 // "" when valid, else what is wrong (naming the field).
