@@ -1,6 +1,6 @@
 // Lookup drafts over HTTP, on the bundled model (real text, which repeats):
 // `serve --lookup-draft N` answers with the same text as `draft_max: 0`,
-// streamed or not, chat or completion, while /metrics counts drafted and
+// streamed or not, with logprobs or not, chat or completion, while /metrics counts drafted and
 // kept tokens (and the engine view); a request's `draft_max` turns drafts on where the server's
 // default is off; a bad `draft_max` is a 400 naming it.
 #include <catch2/catch.hpp>
@@ -89,6 +89,29 @@ TEST_CASE("serve --lookup-draft: the same replies, fewer steps, counted in /metr
   const auto stream = tc::test::post_stream(client, "/v1/completions", with(completion(prompt, 80), json{{"stream", true}}));
   REQUIRE(stream.status == 200);
   CHECK(streamed_text(stream) == plain.body["choices"][0]["text"].get<std::string>());
+
+  // Logprobs: each token's, streamed or not, as without drafts.
+  const auto lp_plain =
+      tc::test::post_json(client, "/v1/completions", with(completion(prompt, 40), json{{"logprobs", 1}, {"draft_max", 0}}));
+  const auto lp_drafted = tc::test::post_json(client, "/v1/completions", with(completion(prompt, 40), json{{"logprobs", 1}}));
+  REQUIRE(lp_plain.status == 200);
+  REQUIRE(lp_drafted.status == 200);
+  const json& want_lp = lp_plain.body["choices"][0]["logprobs"];
+  CHECK(lp_drafted.body["choices"][0]["logprobs"]["tokens"] == want_lp["tokens"]);
+  const auto lp_stream = tc::test::post_stream(
+      client, "/v1/completions", with(completion(prompt, 40), json{{"logprobs", 1}, {"stream", true}}));
+  REQUIRE(lp_stream.status == 200);
+  json streamed_tokens = json::array();
+  for (const auto& ev : lp_stream.events) {
+    if (ev["choices"].empty() || ev["choices"][0]["logprobs"].is_null()) continue;
+    for (const auto& t : ev["choices"][0]["logprobs"]["tokens"]) streamed_tokens.push_back(t);
+  }
+  CHECK(streamed_tokens == want_lp["tokens"]);
+  REQUIRE(want_lp["token_logprobs"].size() == lp_drafted.body["choices"][0]["logprobs"]["token_logprobs"].size());
+  for (size_t i = 0; i < want_lp["token_logprobs"].size(); ++i) {
+    CHECK(lp_drafted.body["choices"][0]["logprobs"]["token_logprobs"][i].get<double>() ==
+          Approx(want_lp["token_logprobs"][i].get<double>()).margin(1e-3));
+  }
 
   // Chat: the model answers a verse with the next; asked twice, it drafts from the first answer.
   json chat = {{"messages", json::array({{{"role", "user"}, {"content", "Read me Book 1."}}})},

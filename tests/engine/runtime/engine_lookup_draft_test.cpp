@@ -131,6 +131,24 @@ TEST_CASE("engine: max_tokens and stop strings end a request inside a kept draft
   CHECK(got.last.usage.completion_tokens == want.last.usage.completion_tokens);
 }
 
+TEST_CASE("engine: constrained output (JSON mode) with drafts is the reply without", "[engine][lookup_draft]") {
+  const auto model = test_model();
+  const auto& tokenizer = *model->tokenizer;
+  const std::string text = R"({"name": "a", "items": [1, 2, 3]} {"name": "a", "items": [1, 2, 3]} )";
+  GenerationRequest r = request(tokenizer.encode(text + text), 60);
+  r.json_object = true;
+  r.ignore_eos = false;
+  const Outcome want = alone(no_draft(r), 512, model);
+  INFO(want.text << " / " << want.last.error);
+  REQUIRE(want.last.kind == StreamEvent::Kind::Finished);
+  Engine engine(model, drafting(1));
+  const Outcome got = collect(*submit(engine, r));
+  CHECK(got.last.finish == want.last.finish);
+  check_same_tokens(got, want);
+  REQUIRE(wait_until([&] { return engine.stats().generated_tokens_total == want.last.usage.completion_tokens; }));
+  CHECK(engine.stats().draft_tokens_total > 0);
+}
+
 TEST_CASE("engine: sequences drafting side by side give the tokens each gives alone", "[engine][lookup_draft]") {
   const auto model = test_model();
   std::vector<GenerationRequest> requests;
