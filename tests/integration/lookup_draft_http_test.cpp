@@ -1,8 +1,9 @@
 // Lookup drafts over HTTP, on the bundled model (real text, which repeats):
 // `serve --lookup-draft N` answers with the same text as `draft_max: 0`,
-// streamed or not, with logprobs or not, chat or completion, while /metrics counts drafted and
-// kept tokens (and the engine view); a request's `draft_max` turns drafts on where the server's
-// default is off; a bad `draft_max` is a 400 naming it.
+// streamed or not, with logprobs or not, chat or completion, while
+// /metrics and the engine view count drafted and kept tokens; a request's
+// `draft_max` turns drafts on where the server's default is off; a bad
+// `draft_max` is a 400 naming it.
 #include <catch2/catch.hpp>
 
 #include <httplib.h>
