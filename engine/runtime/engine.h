@@ -7,9 +7,11 @@
 // requests into free slots (reusing the longest cached token prefix of a
 // free slot), runs one forward over all active sequences (one decode token
 // per decoding sequence, its slot shifted first when full and its request
-// asked for a context shift, then prefill chunks up to `n_batch` tokens in all),
-// samples, turns tokens into text (whole UTF-8, stop strings cut exactly,
-// possible stop-string prefixes held back) and pushes events.
+// asked for a context shift, with its lookup draft where it has one; then
+// prefill chunks up to `n_batch` tokens in all), samples (a drafted
+// sequence's positions in order while they draw the draft), turns tokens
+// into text (whole UTF-8, stop strings cut exactly, possible stop-string
+// prefixes held back) and pushes events.
 //
 // A request's tokens depend only on its prompt, sampling params and seed,
 // never on what else runs in the same step.
