@@ -255,6 +255,11 @@ export function initEngine({ onAuthError, isVisible, model = () => "" }) {
       gauge("queue", `${s.queue.waiting} waiting`, s.queue.waiting / Math.max(1, s.queue.size)),
       gauge("KV cache", `${s.kv.used} / ${s.kv.capacity} tokens`, s.kv.used / Math.max(1, s.kv.capacity)),
       gauge("generated", `${s.tokens.generated_total} tokens`, null),
+      // Lookup drafts (--lookup-draft, or requests' draft_max): shown once there are any.
+      ...(s.tokens.drafted_total > 0
+        ? [gauge("drafts kept", `${s.tokens.draft_kept_total} / ${s.tokens.drafted_total} tokens`,
+                 s.tokens.draft_kept_total / s.tokens.drafted_total)]
+        : []),
       gauge("device", s.device, null),
     );
     const heat = $("heat");
