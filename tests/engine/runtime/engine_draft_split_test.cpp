@@ -21,7 +21,6 @@ using namespace std::chrono_literals;
 using tc::config::GpuSplitMode;
 using tc::runtime::Engine;
 using tc::runtime::EngineOptions;
-using tc::runtime::StreamEvent;
 using tc::test::gpu_split::MadeBackends;
 using tc::text::TokenId;
 
@@ -29,10 +28,8 @@ namespace {
 
 constexpr int64_t kCtx = 128;
 
-struct Reply {
-  std::vector<TokenId> tokens;
-  std::vector<float> logprobs;
-};
+using tc::test::gpu_split::fake_cuda;
+using tc::test::gpu_split::Reply;
 
 struct Run {
   std::vector<Reply> replies;
@@ -73,20 +70,7 @@ Run run(std::shared_ptr<const tc::model::LoadedModel> loaded, tc::runtime::Model
   }
   Run out;
   for (auto& handle : handles) {
-    Reply reply;
-    StreamEvent ev;
-    const auto give_up = std::chrono::steady_clock::now() + 120s;
-    while (true) {
-      REQUIRE(std::chrono::steady_clock::now() < give_up);
-      if (!handle->next(ev, 100ms)) continue;
-      for (const auto& t : ev.tokens) {
-        reply.tokens.push_back(t.id);
-        reply.logprobs.push_back(t.logprob);
-      }
-      if (ev.kind != StreamEvent::Kind::Text) break;
-    }
-    INFO(ev.error << " / " << engine.stats().failure);
-    REQUIRE(ev.kind == StreamEvent::Kind::Finished);
+    Reply reply = tc::test::gpu_split::collect_reply(*handle, engine);
     REQUIRE(reply.tokens.size() == 24);
     out.replies.push_back(std::move(reply));
   }
@@ -109,14 +93,6 @@ void check_same(const Run& got, const Run& want, float logprob_tolerance) {
       CHECK(std::abs(got.replies[i].logprobs[t] - want.replies[i].logprobs[t]) <= logprob_tolerance);
     }
   }
-}
-
-tc::runtime::ModelSetup fake_cuda(MadeBackends& made, tc::config::GpuSplitSetting split) {
-  tc::runtime::ModelSetup s;
-  s.device = {.cuda = true, .index = 0};
-  s.gpu_split = std::move(split);
-  s.create_backend = tc::test::gpu_split::fake_gpu_factory(made);
-  return s;
 }
 
 }  // namespace

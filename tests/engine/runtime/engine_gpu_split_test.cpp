@@ -39,11 +39,8 @@ constexpr int kParallel = 2;
 constexpr int64_t kCtx = 128;
 constexpr int64_t kBatch = 32;
 
-// Greedy tokens and their logprobs of one request.
-struct Completion {
-  std::vector<TokenId> tokens;
-  std::vector<float> logprobs;
-};
+using Completion = tc::test::gpu_split::Reply;  // greedy tokens and their logprobs of one request
+using tc::test::gpu_split::fake_cuda;
 
 struct EngineRun {
   std::vector<Completion> completions;  // one per prompt, in order
@@ -59,14 +56,6 @@ EngineOptions engine_options(tc::runtime::ModelSetup model) {
   o.model = std::move(model);
   o.model.threads = 2;
   return o;
-}
-
-tc::runtime::ModelSetup fake_cuda(MadeBackends& made, tc::config::GpuSplitSetting split) {
-  tc::runtime::ModelSetup s;
-  s.device = {.cuda = true, .index = 0};
-  s.gpu_split = std::move(split);
-  s.create_backend = tc::test::gpu_split::fake_gpu_factory(made);
-  return s;
 }
 
 // Two requests decoded together (16 greedy tokens each, past EOS) until both finish.
@@ -88,20 +77,7 @@ EngineRun run_engine(std::shared_ptr<const tc::model::LoadedModel> loaded, const
   }
   EngineRun run;
   for (auto& handle : handles) {
-    Completion c;
-    StreamEvent ev;
-    const auto give_up = std::chrono::steady_clock::now() + 120s;
-    while (true) {
-      REQUIRE(std::chrono::steady_clock::now() < give_up);
-      if (!handle->next(ev, 100ms)) continue;
-      for (const auto& t : ev.tokens) {
-        c.tokens.push_back(t.id);
-        c.logprobs.push_back(t.logprob);
-      }
-      if (ev.kind != StreamEvent::Kind::Text) break;
-    }
-    INFO(ev.error << " / " << engine.stats().failure);
-    REQUIRE(ev.kind == StreamEvent::Kind::Finished);
+    Completion c = tc::test::gpu_split::collect_reply(*handle, engine);
     REQUIRE(c.tokens.size() == 16);
     run.completions.push_back(std::move(c));
   }

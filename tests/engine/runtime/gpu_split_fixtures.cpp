@@ -1,6 +1,10 @@
 // GPU split test fixtures: the fake-GPU backend factory and the models.
 #include "tests/engine/runtime/gpu_split_fixtures.h"
 
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
 #include "engine/sparse/gpu_index.h"
 #include "engine/sparse/place_model.h"
 #include "engine/sparse/placement_costs.h"
@@ -46,6 +50,33 @@ runtime::BackendFactory fake_gpu_factory(MadeBackends& made) {
     made.devices.push_back(gpu.get());
     return gpu;
   };
+}
+
+runtime::ModelSetup fake_cuda(MadeBackends& made, config::GpuSplitSetting split) {
+  runtime::ModelSetup s;
+  s.device = {.cuda = true, .index = 0};
+  s.gpu_split = std::move(split);
+  s.create_backend = fake_gpu_factory(made);
+  return s;
+}
+
+Reply collect_reply(runtime::RequestHandle& handle, const runtime::Engine& engine) {
+  using namespace std::chrono_literals;
+  Reply reply;
+  runtime::StreamEvent ev;
+  const auto give_up = std::chrono::steady_clock::now() + 120s;
+  while (true) {
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+    if (!handle.next(ev, 100ms)) continue;
+    for (const auto& t : ev.tokens) {
+      reply.tokens.push_back(t.id);
+      reply.logprobs.push_back(t.logprob);
+    }
+    if (ev.kind != runtime::StreamEvent::Kind::Text) break;
+  }
+  INFO(ev.error << " / " << engine.stats().failure);
+  REQUIRE(ev.kind == runtime::StreamEvent::Kind::Finished);
+  return reply;
 }
 
 std::shared_ptr<const model::LoadedModel> sparse_model_with_stats(std::filesystem::path* stats_path) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/model/loaded_model.h"
+#include "engine/runtime/engine.h"
 #include "engine/runtime/model_setup.h"
 #include "engine/sparse/placement_costs.h"
 #include "tests/engine/model/host_device_backend.h"
@@ -30,6 +31,19 @@ struct MadeBackends {
 // cuda[:N] -> a HostDeviceBackend, cpu -> the real CPU backend, both with
 // the requested threads; records each in `made` (which must outlive its use).
 runtime::BackendFactory fake_gpu_factory(MadeBackends& made);
+
+// A ModelSetup for device cuda:0 with `split`, its backends from
+// fake_gpu_factory(made).
+runtime::ModelSetup fake_cuda(MadeBackends& made, config::GpuSplitSetting split);
+
+// One request's tokens and their logprobs (return_tokens).
+struct Reply {
+  std::vector<text::TokenId> tokens;
+  std::vector<float> logprobs;
+};
+// Reads `handle`'s events until the request ends; fails the test unless it
+// finished within 120 s (naming the error and `engine`'s failure).
+Reply collect_reply(runtime::RequestHandle& handle, const runtime::Engine& engine);
 
 // placement::tiny_sparse_options' model (2 ReGLU layers with planted
 // sparsity and predictors, f16, n_ctx_train 256), opened with a stats file
