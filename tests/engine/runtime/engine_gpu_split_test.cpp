@@ -28,7 +28,6 @@ using tc::config::GpuSplitMode;
 using tc::runtime::Engine;
 using tc::runtime::EngineOptions;
 using tc::runtime::EngineState;
-using tc::runtime::StreamEvent;
 using tc::runtime::SubmitStatus;
 using tc::test::gpu_split::MadeBackends;
 using tc::text::TokenId;
