@@ -32,6 +32,10 @@
 #                     perplexity against the CPU's on the same weights as
 #                     F32 (within 0.1%); the speed table to
 #                     OUT_DIR/bench_summary.md
+#         drafts      what a pass over 1 + k tokens (a lookup draft's
+#                     verification) costs on the GPU against a decode
+#                     step, k = 1, 4, 8, 16, 1B-class F16 and Q4_0 at 512
+#                     tokens of context; the table to OUT_DIR/drafts.md
 #         hybrid      the hybrid speed table, bench/hybrid_modes.py
 #                     (HYBRID_SHAPE, default 13b; HYBRID_TYPES, default
 #                     q4_0, or f16, or f16,q4_0; HYBRID_OVERLAPS, default
@@ -279,6 +283,28 @@ check_dense() {
   done | tee "$out_dir/bench_summary.md"
 }
 
+# Lookup drafts on the GPU (docs/api.md, "Lookup drafts"): a drafted step
+# runs 1 + k tokens of one sequence; against a decode step, what does it
+# cost? (docs/benchmarks.md has the CPU's figures.)
+check_drafts() {
+  local shape="--n-embd 2048 --n-layer 16 --n-ff 5504 --n-head 32 --n-head-kv 8 --n-vocab 32000 --seed 1"
+  local type p
+  for type in f16 q4_0; do
+    # shellcheck disable=SC2086
+    [ -f "$work/1b-$type.gguf" ] || \
+      step "make_1b_$type" "$bin/thermocline" make-model -o "$work/1b-$type.gguf" $shape --type "$type"
+    step "drafts_1b_${type}_tg" "$bin/thermocline" bench -m "$work/1b-$type.gguf" --device cuda -p 0 -n 64 -d 512 -r 3
+    for p in 2 5 9 17; do
+      step "drafts_1b_${type}_pp$p" "$bin/thermocline" bench -m "$work/1b-$type.gguf" --device cuda \
+        -p "$p" -n 0 -d 512 -r 5
+    done
+  done
+  local f
+  for f in "$log_dir"/drafts_*.log; do
+    grep -E '^\| .*(pp|tg)[0-9]' "$f"
+  done | tee "$out_dir/drafts.md"
+}
+
 # Fails the run unless the perplexities in two steps' logs agree within
 # 0.1% (the GPU sums in other orders; a wrong kernel moves it far more).
 # Greedy texts of generated models may part at a near tie, so they are
@@ -411,6 +437,7 @@ for what in "$@"; do
     agree) check_hybrid_agreement ;;
     sanitizers) check_sanitizers ;;
     dense) check_dense ;;
+    drafts) check_drafts ;;
     hybrid) hybrid_table "${HYBRID_TYPES:-q4_0}" "${HYBRID_SHAPE:-13b}" || failed=$((failed + 1)) ;;
     *) echo "gpu_check: unknown step $what" >&2; failed=$((failed + 1)) ;;
   esac
