@@ -70,8 +70,13 @@ void Engine::Impl::build() {
   if (!loaded) throw std::invalid_argument("no model");
   if (!loaded->tokenizer) throw std::invalid_argument("the model has no tokenizer");
   if (const std::string problem = check_options(options); !problem.empty()) throw std::invalid_argument(problem);
+  // Drafting steps add logit rows (one per draft token): reserved up front
+  // where drafts are on by default; a request asking for them on its own
+  // grows the buffers once.
+  const int64_t draft_rows = options.lookup_draft.n_max > 0 ? options.lookup_draft.step_tokens() : 0;
   runnable = set_up_model(loaded, options.model,
-                          {.n_ctx = options.n_ctx, .n_parallel = options.n_parallel, .n_batch = options.n_batch});
+                          {.n_ctx = options.n_ctx, .n_parallel = options.n_parallel, .n_batch = options.n_batch,
+                           .n_logit_rows = options.n_parallel + draft_rows});
   llama = runnable.llama.get();
   host = runnable.cpu_backend ? runnable.cpu_backend.get() : runnable.backend.get();
   kv = std::make_unique<KvCache>(runnable.make_kv_cache());
@@ -311,6 +316,7 @@ void Engine::Impl::run_step() {
   // Decodes first: one token per running stream, whatever the budget, and
   // its lookup draft where it has one and the budget allows.
   bool drafted = false;
+  int64_t drafts_left = options.lookup_draft.step_tokens();
   for (size_t i = 0; i < slots.size(); ++i) {
     auto& seq = slots[i].seq;
     if (!seq) continue;
@@ -330,7 +336,8 @@ void Engine::Impl::run_step() {
       error(slot_idx, "sampled token id " + std::to_string(seq->next_token) + " is out of range");
       continue;
     }
-    const int32_t n_draft = propose_draft(slot_idx, draft_limit(*seq, slot_idx, budget));
+    const int32_t n_draft = propose_draft(slot_idx, draft_limit(*seq, slot_idx, std::min(budget, 1 + drafts_left)));
+    drafts_left -= n_draft;
     if (n_draft > 0) {
       drafted = true;
       step.push_back({slot_idx, std::span(seq->verify), /*all_logits=*/true, /*generated=*/true});

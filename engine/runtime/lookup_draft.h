@@ -25,6 +25,12 @@ struct LookupDraftOptions {
   int32_t n_max = 0;       // draft tokens per step at most (the adaptive length's ceiling)
   int32_t ngram_min = 3;   // the shortest n-gram matched (>= 1)
   int32_t ngram_max = 5;   // the longest, tried first (>= ngram_min)
+
+  // Draft tokens of one engine step at most, all sequences together (a
+  // request's draft_max is capped there too): bounds the logit rows a step
+  // adds, which the model reserves up front where drafts are on by default.
+  int32_t step_tokens() const { return n_max > kMinStepTokens ? n_max : kMinStepTokens; }
+  static constexpr int32_t kMinStepTokens = 16;
 };
 
 // "" when valid, else what is wrong (naming the field).

@@ -57,6 +57,12 @@ TEST_CASE("DraftLength: up by 2 after a whole draft, down by 1 after a cut one",
   CHECK(DraftLength(2).current() == 2);
 }
 
+TEST_CASE("a step drafts 16 tokens at most, or the default draft length where that is more", "[lookup_draft]") {
+  CHECK(tc::runtime::LookupDraftOptions{}.step_tokens() == 16);
+  CHECK(tc::runtime::LookupDraftOptions{.n_max = 8}.step_tokens() == 16);
+  CHECK(tc::runtime::LookupDraftOptions{.n_max = 40}.step_tokens() == 40);
+}
+
 TEST_CASE("check_lookup_draft names the bad field", "[lookup_draft]") {
   CHECK(check_lookup_draft({}).empty());
   CHECK(check_lookup_draft({.n_max = 8, .ngram_min = 1, .ngram_max = 1}).empty());
