@@ -124,6 +124,15 @@ try {
     const mode = await page.$eval("#heat", (h) => h.dataset.mode);
     const note = await page.$eval("#engine-note", (n) => n.textContent);
     check("dense: the engine view says the FFN is dense", mode === "dense" && /dense FFN/.test(note), { mode, note });
+    // A reply that drafts (lookup drafts, asked for by the request) brings the "drafts kept" gauge.
+    check("dense: no drafts gauge before any reply drafted", !(await page.$eval("#gauges", (g) => g.innerText)).includes("drafts kept"));
+    const verse = "And God said, Let there be light: and there was light. ";
+    const drafted = await api(denseUrl, "/v1/completions", {
+      model, prompt: verse + verse + "And God said,", max_tokens: 80, temperature: 0, ignore_eos: true, draft_max: 8,
+    });
+    check("dense: a completion with draft_max answers", drafted.status === 200, drafted.body);
+    await until("the drafts gauge", () => page.$eval("#gauges", (g) => /drafts kept\s+\d+ \/ [1-9]\d* tokens/.test(g.innerText)));
+    check("dense: the engine view shows the drafted tokens kept", true);
     // Regenerate at temperature 0 gives the same text; Copy copies it.
     await page.click(".regenerate");
     await until("the regenerated reply", async () => (await page.$eval("#stop", (b) => !b.disabled)) || (await lastReply(page))?.meta);
