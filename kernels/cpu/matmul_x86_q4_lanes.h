@@ -307,6 +307,14 @@ struct XLanes {
   }
   TC_SIMD_INLINE int32_t gs8(int t, int64_t i) const { return gs8v[(i / 8 * kLaneXTokens + t) * 8 + i % 8]; }
   TC_SIMD_INLINE float gd(int t, int64_t i) const { return gdv[(i / 8 * kLaneXTokens + t) * 8 + i % 8]; }
+  // The same activations from token t0 on (t0 + t read as token t).
+  XLanes from_token(int t0) const {
+    XLanes x = *this;
+    x.base += 64 * t0;
+    x.gs8v += 8 * t0;
+    x.gdv += 8 * t0;
+    return x;
+  }
 };
 
 // y[t, rows 0..NT * V::kRows-1] (+)= the chunk [b0, b0 + nb) for T tokens,
@@ -538,9 +546,15 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
         const auto chunk = lanes16_chunk<V, kLanes16AheadOne, kMins>(a, rt, c0, h, chunks_outer, 1);
         lane_tile_q4_0<V, 1, 1>(&chunk, XLanes(a.lane_x, n_blocks), c0, nb, n_blocks, y, a.n_out, c0 == 0);
       } else if (a.lane_x != nullptr) {
+        // Passes of up to kMaxTokens tokens over the chunk (one pass where
+        // the variant holds every LaneX token at once).
         const auto chunk = lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1);
-        lane_tile_q4_0_n<V, kMaxTokens, 1, 2>(static_cast<int>(a.n_tokens), &chunk, XLanes(a.lane_x, n_blocks), c0,
-                                              nb, n_blocks, y, a.n_out, c0 == 0);
+        const XLanes x(a.lane_x, n_blocks);
+        for (int t0 = 0; t0 < a.n_tokens; t0 += kMaxTokens) {
+          const int tt = static_cast<int>(min64(kMaxTokens, a.n_tokens - t0));
+          lane_tile_q4_0_n<V, kMaxTokens, 1, 1>(tt, &chunk, x.from_token(t0), c0, nb, n_blocks, y + t0 * a.n_out,
+                                                a.n_out, c0 == 0);
+        }
       } else {
         const auto chunk = lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1);
         if constexpr (requires { V::kTokens; }) {
@@ -601,9 +615,10 @@ void run_lanes16_q4(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
   run_lanes16_tiles_q4_0<LaneVec16, kMins>(a, r0, r1);
 #else
-  // One or two tokens: whole tiles in ymm pairs; more: 8-row halves, whose
-  // pair sums of up to 8 tokens fit the registers.
-  if (a.n_tokens <= LaneVec8x2::kTokensInPlace) {
+  // Read in place (GEMV order): whole tiles in ymm pairs, each broadcast of
+  // an activation step serving 16 rows, in passes of up to 4 tokens. GEMM
+  // order: 8-row halves, each chunk unpacked once for the token block.
+  if (!gemm_order(a)) {
     run_lanes16_tiles_q4_0<LaneVec8x2, kMins>(a, r0, r1);
   } else {
     run_lanes16_tiles_q4_0<LaneVec8, kMins>(a, r0, r1);
