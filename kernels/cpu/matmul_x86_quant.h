@@ -108,8 +108,10 @@ TC_SIMD_INLINE __m256i q8_block_dot(__m256i q, __m256i aq, const int8_t* xq) {
 }
 
 // Blocks 2k and 2k+1's lanes folded to 4 each: [2k: 4 lanes | 2k+1: 4].
+// ([v0.lo | v1.hi] + [v0.hi | v1.lo]: one lane swap and a blend, where two
+// swaps cost a second pass through the shuffle port.)
 TC_SIMD_INLINE __m256i q8_fold_pair(__m256i v0, __m256i v1) {
-  return _mm256_add_epi32(_mm256_permute2x128_si256(v0, v1, 0x20), _mm256_permute2x128_si256(v0, v1, 0x31));
+  return _mm256_add_epi32(_mm256_blend_epi32(v0, v1, 0xf0), _mm256_permute2x128_si256(v0, v1, 0x21));
 }
 
 // The exact int32 sum of each block of a group in kQ4GroupOrder from its
@@ -327,9 +329,8 @@ TC_SIMD_INLINE void quant_chunk(const std::byte* const* w, const XRow* x, int64_
 // One row's whole Q8_0 chunk (32 blocks from b0) for T tokens: the same
 // bits as quant_chunk<OpsQ8_0, 1, T, 32>, in fewer instructions. Each
 // block's |q| is taken once for every token (OpsQ8_0::unit takes it per
-// token), a pair's two partial sums fold with one lane swap and a blend
-// instead of two swaps, and the block scales are gathered once per group
-// and scaled by each token's. Per group and token: acc[u % 2] =
+// token) and the block scales are gathered once per group and scaled by
+// each token's. Per group and token: acc[u % 2] =
 // fma(float(block sums), dw * dx, acc[u % 2]), block sums in
 // kQ4GroupOrder. Zen 3, matmul() on a 512 x 2048 matrix from L2, one
 // thread: 4 tokens 19.7-21.7 -> 25.5-25.7 G multiply-adds/s, 8 tokens (two
@@ -353,21 +354,12 @@ TC_SIMD_INLINE void q8_row_chunk(const std::byte* row, const XRow* x, int64_t b0
     }
     for (int t = 0; t < T; ++t) {
       const int8_t* xq = x[t].qs + 32 * (b0 + kGroup * u);
-      __m256i half[2];
-      for (int h = 0; h < 2; ++h) {
-        __m256i pair[2];
-        for (int k = 0; k < 2; ++k) {
-          const int j = 4 * h + 2 * k;
-          const __m256i v0 = q8_block_dot(loadu32(blk[j].qs), aq[j], xq + 32 * j);
-          const __m256i v1 = q8_block_dot(loadu32(blk[j + 1].qs), aq[j + 1], xq + 32 * j + 32);
-          // [v0's halves added | v1's halves added], as q8_fold_pair.
-          pair[k] = _mm256_add_epi32(_mm256_blend_epi32(v0, v1, 0xf0), _mm256_permute2x128_si256(v0, v1, 0x21));
-        }
-        half[h] = _mm256_add_epi32(_mm256_unpacklo_epi32(pair[0], pair[1]), _mm256_unpackhi_epi32(pair[0], pair[1]));
+      __m256i pairs[4];
+      for (int k = 0; k < 4; ++k) {
+        pairs[k] = q8_fold_pair(q8_block_dot(loadu32(blk[2 * k].qs), aq[2 * k], xq + 64 * k),
+                                q8_block_dot(loadu32(blk[2 * k + 1].qs), aq[2 * k + 1], xq + 64 * k + 32));
       }
-      // group_sums_i32's last step: lane i / 2 + 4 (i % 2) holds block i.
-      const __m256i sums =
-          _mm256_add_epi32(_mm256_unpacklo_epi64(half[0], half[1]), _mm256_unpackhi_epi64(half[0], half[1]));
+      const __m256i sums = group_sums_i32(pairs);
       const __m256 d = _mm256_mul_ps(dw, q8_group_order(_mm256_loadu_ps(x[t].d + b0 + kGroup * u)));
       acc[u % 2][0][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[u % 2][0][t]);
     }
