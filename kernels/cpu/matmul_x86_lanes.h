@@ -41,6 +41,10 @@ struct LaneVec8 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(m, _mm256_sign_epi8(x, w)), _mm256_set1_epi16(1)));
 #endif
   }
+  // Bytes stored as w + 128 (Q8_0Lanes16) back to the signed w, and |w|
+  // (|-128| reads as the unsigned 128).
+  static I unbias_bytes(I v) { return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static I abs_bytes(I v) { return _mm256_abs_epi8(v); }
   static F load_f(const float* p) { return _mm256_load_ps(p); }
   static F loadu_f(const float* p) { return _mm256_loadu_ps(p); }
   static void storeu_f(float* p, F v) { _mm256_storeu_ps(p, v); }
@@ -65,7 +69,7 @@ struct LaneVec8 {
 };
 
 #if !defined(TC_MATMUL_VNNI)
-// A whole 16-row tile of Q4_0Lanes16 in two ymm (AVX2 without VNNI): rows
+// A whole 16-row tile of Q4_0Lanes16 or Q8_0Lanes16 in two ymm (AVX2 without VNNI): rows
 // 0-7 in `lo`, 8-15 in `hi`, each with LaneVec8's operations, so a row sees
 // the same bits as in an 8-row half. One or two tokens then read each
 // 64-byte line of the tile once and broadcast each activation step once for
@@ -116,6 +120,11 @@ struct LaneVec8x2 {
     return {H::add_pairs(pairs.lo, u.lo, s.lo), H::add_pairs(pairs.hi, u.hi, s.hi)};
   }
   static I pairs_to_sums(I pairs) { return {H::pairs_to_sums(pairs.lo), H::pairs_to_sums(pairs.hi)}; }
+  static I signed_dot_acc(I acc, I m, I w, I x) {
+    return {H::signed_dot_acc(acc.lo, m.lo, w.lo, x.lo), H::signed_dot_acc(acc.hi, m.hi, w.hi, x.hi)};
+  }
+  static I unbias_bytes(I v) { return {H::unbias_bytes(v.lo), H::unbias_bytes(v.hi)}; }
+  static I abs_bytes(I v) { return {H::abs_bytes(v.lo), H::abs_bytes(v.hi)}; }
   static void keep(I& v) {
     H::keep(v.lo);
     H::keep(v.hi);

@@ -197,7 +197,12 @@ TC_SIMD_INLINE void lane_block_sums_signed(Weights&& weights, Mags&& mags, const
   for (int s = 0; s < 8; ++s) {
     const typename V::I w = weights(0, s);
     const typename V::I m = mags(0, s);
-    for (int t = 0; t < T; ++t) sum[0][t] = V::signed_dot_acc(sum[0][t], m, w, x4(t, s));
+    for (int t = 0; t < T; ++t) {
+      sum[0][t] = V::signed_dot_acc(sum[0][t], m, w, x4(t, s));
+#if !defined(TC_MATMUL_VNNI)
+      V::keep(sum[0][t]);  // step order, as lane_block_sums: a tree over the steps spilled
+#endif
+    }
   }
 }
 
@@ -343,6 +348,10 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
   // Q4_1: m dx sum(x) per block, a second FMA after the first, as
   // group32_fma adds it.
   constexpr bool kMins = requires(const Chunk& c) { c.mins(0); };
+  // Plain activations (XRowsQ8: Q8_0's own Q8_32 rows, each block's 32
+  // bytes in order and its d per block) go with signed weights only.
+  constexpr bool kPlainX = requires { X::kPlain; };
+  static_assert(!kPlainX || kSigned, "lane_tile_q4_0: plain activations need a signed chunk");
   // chains[n][t][8 * parity + lane]: OpsQ4_0's chain of that unit parity
   // and lane, for tile n's rows. They start at +0. When the first two units
   // are whole (nb >= 16: every chunk but a row's short last one), those
@@ -373,12 +382,17 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
       auto weights = [w, i = b - b0](int n, int s) __attribute__((always_inline)) { return w[n].weights(i, s); };
       const int8_t* xb[T];
       I sum[NT][T];
-      if (lone) {
+      if constexpr (kPlainX) {
+        for (int t = 0; t < T; ++t) xb[t] = x.block(t, b);
+      } else if (lone) {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, b / 2);  // b is even
       } else {
         for (int t = 0; t < T; ++t) xb[t] = x.pair(t, g / 2 + j / 2) + 16 * (j % 2);
       }
-      if constexpr (kSigned) {
+      if constexpr (kPlainX) {
+        auto mags = [w, i = b - b0](int n, int s) __attribute__((always_inline)) { return w[n].mags(i, s); };
+        lane_block_sums_signed<V, T, NT, true>(weights, mags, xb, sum);  // every block in order
+      } else if constexpr (kSigned) {
         auto mags = [w, i = b - b0](int n, int s) __attribute__((always_inline)) { return w[n].mags(i, s); };
         if (lone) {
           lane_block_sums_signed<V, T, NT, true>(weights, mags, xb, sum);
@@ -399,19 +413,30 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
         for (int n = 0; n < NT; ++n) mw[n] = w[n].mins(b - b0);
       }
       for (int t = 0; t < T; ++t) {
-        const F gd = V::set1_f(x.gd(t, g + lane));
+        const F gd = [&] {
+          if constexpr (kPlainX) {
+            return V::set1_f(x.d(t, b));
+          } else {
+            return V::set1_f(x.gd(t, g + lane));
+          }
+        }();
         for (int n = 0; n < NT; ++n) {
           // Unsigned levels are the format's plus kOffset: kOffset * sum(x)
           // comes off (gs8 = 8 * sum(x), so 12 * sum(x) is gs8 + gs8 / 2).
-          const int32_t gs8 = x.gs8(t, g + lane);
-          const I exact = kSigned || kOffset == 0 ? sum[n][t]
-                                                  : V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
+          const I exact = [&] {
+            if constexpr (kSigned || kOffset == 0) {
+              return sum[n][t];
+            } else {
+              const int32_t gs8 = x.gs8(t, g + lane);
+              return V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
+            }
+          }();
           const F d = V::mul_f(dw[n], gd);
           const F* from = from_zero ? kZero : chains[n][t];
           chains[n][t][parity + lane] = V::fma_f(V::cvt_f(exact), d, from[parity + lane]);
           if constexpr (kMins) {
-            chains[n][t][parity + lane] =
-                V::fma_f(V::cvt_f(V::set1_i(gs8 >> 3)), V::mul_f(mw[n], gd), chains[n][t][parity + lane]);
+            chains[n][t][parity + lane] = V::fma_f(V::cvt_f(V::set1_i(x.gs8(t, g + lane) >> 3)),
+                                                   V::mul_f(mw[n], gd), chains[n][t][parity + lane]);
           }
         }
       }

@@ -7,6 +7,7 @@
 #include "kernels/cpu/q4_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
@@ -203,6 +205,53 @@ TEST_CASE("lanes16: GEMM order (many tokens) gives the row layout's bits and the
         INFO("token " << t << " row " << r);
         REQUIRE(std::fabs(lanes[static_cast<size_t>(t * n_out + r)] - want) <= bound * 1.01 + 1e-6);
       }
+    }
+  }
+}
+
+TEST_CASE("Q8_0 lanes16: int8 extremes give the rows' bits and exact sums", "[kernels][lanes16][matmul]") {
+  // -128 and 127 against activations at +-127 (every block's largest input
+  // is its scale, so x quantizes to +-127 throughout): AVX2 multiplies |w|
+  // by x with w's sign in int16 pairs, up to 2 x 128 x 127, and the tiles
+  // store w + 128, 0 for -128. Every variant against its rows, the x86 ones
+  // against each other (the same bits), and float64.
+  const int64_t n_in = 20 * 32, n_out = 37, n_tokens = 5;
+  Weights w = make_weights(DType::Q8_0, n_in, n_out, 1300);
+  for (int64_t r = 0; r < n_out; ++r) {
+    auto* blocks = reinterpret_cast<BlockQ8_0*>(w.bytes.data() + r * w.row_bytes);
+    for (int64_t b = 0; b < n_in / 32; ++b) {
+      for (int64_t e = 0; e < 32; ++e) {
+        const int8_t q = (r + b + e / 2) % 3 == 0 ? int8_t{-128} : (r + e) % 3 == 1 ? int8_t{127} : blocks[b].qs[e];
+        blocks[b].qs[e] = q;
+        w.values[static_cast<size_t>(r * n_in + 32 * b + e)] = double(f16_to_f32(blocks[b].d)) * q;
+      }
+    }
+  }
+  const Packed packed(kLayouts[2], w);
+  std::vector<float> x(static_cast<size_t>(n_tokens * n_in));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 2 + i / 64) % 2 == 0 ? 1.0f : -1.0f;
+  ThreadPool pool(2);
+  const auto want = run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
+  for (const auto* isa : tc::test::matmul_variants("lanes16")) {
+    for (int64_t tokens : {int64_t{1}, int64_t{2}, n_tokens}) {
+      INFO(isa->name << " n_tokens " << tokens);
+      const std::vector<float> xt(x.begin(), x.begin() + tokens * n_in);
+      const auto rows = run(*isa, w.tensor(), xt, tokens, &pool);
+      REQUIRE(run(*isa, packed.tensor, xt, tokens, &pool) == rows);
+      if (isa != &detail::isa_portable()) REQUIRE(std::equal(rows.begin(), rows.end(), want.begin()));
+    }
+  }
+  // x is exactly +-1 (d = 1/127, q = +-127), so each block sum is exact and
+  // only the float steps round.
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < n_out; ++r) {
+      double ref = 0, mag = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        ref += w.at(r, i) * x[static_cast<size_t>(t * n_in + i)];
+        mag += std::fabs(w.at(r, i));
+      }
+      INFO("token " << t << " row " << r);
+      REQUIRE(std::fabs(want[static_cast<size_t>(t * n_out + r)] - ref) <= mag * 1e-5);
     }
   }
 }
