@@ -465,16 +465,17 @@ void lane_tile_q4_0_n(int tt, const Chunk* w, const X& x, int64_t b0, int64_t nb
   lane_tile_q4_0<V, T, NT>(w, x, b0, nb, n_blocks, y, ys, first);
 }
 
-// y[tokens, rows 0..V::kRows-1] (+)= the chunk [c0, c0 + nb), kTokens
-// tokens per pass.
-template <class V, class Chunk, int kTok = V::kTokens>
+// y[tokens, rows rt..rt + V::kRows-1] (+)= the chunk [c0, c0 + nb), kTok
+// tokens per pass, their activations read through XOf (XRows, or Q8_0's
+// plain rows).
+template <class V, class Chunk, int kTok = V::kTokens, class XOf = XRows>
 TC_SIMD_INLINE void lane_tile_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb,
                                      TokenRange tokens) {
   for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
     const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
     XRow x[kTok];
     for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-    lane_tile_q4_0_n<V, kTok>(tt, &w, XRows{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+    lane_tile_q4_0_n<V, kTok>(tt, &w, XOf{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
   }
 }
 
@@ -512,21 +513,40 @@ void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (r < r1) run_packed_gemm<OpsQ4_0>(a, r, r1);
 }
 
+// Where a sweep reads tile rt's chunk from block c0 on, rows row0 on (a
+// Q4_0Lanes16 or Q8_0Lanes16 tile: block_bytes of quants per block, then
+// 16 f16 scales per block): the quants and scales, the blocks the tile has
+// left in the sweep's order, and how much further the streams of the tile
+// read next_tiles tiles on go on (the same chunk there when chunks_outer,
+// else from its first block).
+struct Lanes16Streams {
+  const std::byte* qs;
+  const uint16_t* d;
+  int64_t left;
+  int64_t skip_qs;
+  int64_t skip_d;
+};
+
+TC_SIMD_INLINE Lanes16Streams lanes16_streams(const MatmulArgs& a, int64_t rt, int64_t c0, int64_t row0,
+                                              int64_t block_bytes, bool chunks_outer, int64_t next_tiles) {
+  const int64_t n_blocks = a.n_in / 32;
+  const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
+  const auto* d = reinterpret_cast<const uint16_t*>(tile + block_bytes * n_blocks);
+  const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
+  const int64_t run = chunks_outer ? nb : n_blocks;
+  const int64_t gap = next_tiles * a.lane_tile_bytes;
+  return {tile + block_bytes * c0 + 4 * row0, d + 16 * c0 + row0, chunks_outer ? nb : n_blocks - c0,
+          gap - block_bytes * run, gap - 32 * run};
+}
+
 // Tile rt's chunk [c0, c0 + kChunkBlocks32) as Lanes16Chunk (rows
 // V::kRows * h on), for a sweep that reads it next_tiles tiles on after
 // this one: the same chunk there (chunks_outer) or from its first block.
 template <class V, int64_t kAheadBlocks, bool kMins>
 TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks, kMins> lanes16_chunk(const MatmulArgs& a, int64_t rt, int64_t c0, int h,
                                                                   bool chunks_outer, int64_t next_tiles) {
-  const int64_t n_blocks = a.n_in / 32;
-  const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
-  const auto* d = reinterpret_cast<const uint16_t*>(tile + 256 * n_blocks);
-  const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
-  const int64_t run = chunks_outer ? nb : n_blocks;
-  const int64_t left = chunks_outer ? nb : n_blocks - c0;
-  const int64_t gap = next_tiles * a.lane_tile_bytes;
-  return {tile + 256 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 256 * run, gap - 32 * run,
-          16 * n_blocks};
+  const Lanes16Streams s = lanes16_streams(a, rt, c0, V::kRows * h, 256, chunks_outer, next_tiles);
+  return {s.qs, s.d, s.left, s.skip_qs, s.skip_d, 16 * (a.n_in / 32)};
 }
 
 // How far ahead (blocks) a sweep prefetches (see Lanes16Chunk::prefetch):

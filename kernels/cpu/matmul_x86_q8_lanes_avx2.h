@@ -63,12 +63,7 @@ struct XRowsQ8 {
 // blocks from qs on, then goes on at block left of the next tile's
 // streams, skip_qs and skip_d bytes further than this tile's would be.
 template <class V>
-struct Lanes16Q8Signed {
-  const std::byte* qs;
-  const uint16_t* d;
-  int64_t left;
-  int64_t skip_qs;
-  int64_t skip_d;
+struct Lanes16Q8Signed : Lanes16Streams {
   TC_SIMD_INLINE typename V::I weights(int64_t i, int s) const {
     return V::unbias_bytes(V::load_i(qs + 512 * i + 64 * s));
   }
@@ -89,14 +84,7 @@ struct Lanes16Q8Signed {
 template <class V>
 TC_SIMD_INLINE Lanes16Q8Signed<V> lanes16_q8_signed(const MatmulArgs& a, int64_t rt, int64_t c0, int h,
                                                     bool chunks_outer) {
-  const int64_t n_blocks = a.n_in / 32;
-  const std::byte* tile = a.w + rt / 16 * a.lane_tile_bytes;
-  const auto* d = reinterpret_cast<const uint16_t*>(tile + 512 * n_blocks);
-  const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
-  const int64_t run = chunks_outer ? nb : n_blocks;
-  const int64_t left = chunks_outer ? nb : n_blocks - c0;
-  const int64_t gap = a.lane_tile_bytes;
-  return {tile + 512 * c0 + 4 * V::kRows * h, d + 16 * c0 + V::kRows * h, left, gap - 512 * run, gap - 32 * run};
+  return {lanes16_streams(a, rt, c0, V::kRows * h, 512, chunks_outer, 1)};
 }
 
 // An 8-row half's chunk in L1 for the GEMM order: signed weights and their
@@ -130,19 +118,6 @@ TC_SIMD_INLINE void unpack_q8_signed(PackQ8Signed& p, const Lanes16Q8Signed<Lane
   }
 }
 
-// y[tokens, the chunk's rows] (+)= the chunk [c0, c0 + nb), kTok tokens per pass.
-template <class V, int kTok, class Chunk>
-TC_SIMD_INLINE void lane_tile_q8_tokens(const MatmulArgs& a, const Chunk& w, int64_t row, int64_t c0, int64_t nb,
-                                        TokenRange tokens) {
-  for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
-    const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
-    XRow x[kTok];
-    for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-    lane_tile_q4_0_n<V, kTok>(tt, &w, XRowsQ8{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + row, a.n_out,
-                              c0 == 0);
-  }
-}
-
 // Outputs [r0, r1) of a Q8_0Lanes16 matrix (whole 16-row tiles, below
 // a.lane_rows), every token. Each row gets its chunks in order either way.
 void run_lanes16_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
@@ -152,8 +127,8 @@ void run_lanes16_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     for (int64_t rt = r0; rt < r1; rt += 16) {
       for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
         const auto chunk = lanes16_q8_signed<LaneVec8x2>(a, rt, c0, 0, false);
-        lane_tile_q8_tokens<LaneVec8x2, kQ8TokensInPlace>(a, chunk, rt, c0, min64(kChunkBlocks32, n_blocks - c0),
-                                                          all);
+        lane_tile_tokens<LaneVec8x2, Lanes16Q8Signed<LaneVec8x2>, kQ8TokensInPlace, XRowsQ8>(
+            a, chunk, rt, c0, min64(kChunkBlocks32, n_blocks - c0), all);
       }
     }
     return;
@@ -165,7 +140,8 @@ void run_lanes16_q8_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
       for (int64_t rt = r0; rt < r1; rt += 16) {
         for (int h = 0; h < 2; ++h) {
           unpack_q8_signed(p, lanes16_q8_signed<LaneVec8>(a, rt, c0, h, true), nb);
-          lane_tile_q8_tokens<LaneVec8, kQ8GemmTokens>(a, PackedQ8SignedChunk{p}, rt + 8 * h, c0, nb, tokens);
+          const PackedQ8SignedChunk chunk{p};
+          lane_tile_tokens<LaneVec8, PackedQ8SignedChunk, kQ8GemmTokens, XRowsQ8>(a, chunk, rt + 8 * h, c0, nb, tokens);
         }
       }
     });
