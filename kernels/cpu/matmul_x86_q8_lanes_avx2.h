@@ -44,8 +44,9 @@ constexpr int kQ8TokensInPlace = 4;
 // weights and magnitudes and a broadcast.
 constexpr int kQ8GemmTokens = 4;
 
-// How far ahead (blocks of 512 bytes) the in-place sweep prefetches: 16
-// and 32 measured the same, none 5-15% slower (same runs).
+// How far ahead (blocks of 512 bytes) the in-place sweep prefetches: 16,
+// 32 and 64 measured the same; none, 5-20% slower at 1 and 2 tokens (the
+// same kind of runs, passes of 2).
 constexpr int64_t kQ8Lanes16Ahead = 16;
 
 // Q8_0's own activation rows as lane_tile_q4_0 reads them with plain
