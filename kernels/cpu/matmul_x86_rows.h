@@ -129,9 +129,9 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
       return run_bf16(a, r0, r1);
     default:
       if (a.lane_rows > 0) {  // Q4_0Lanes16 or Q8_0Lanes16 tiles (matmul.cpp splits)
-#if (defined(__AVX512F__) && defined(TC_MATMUL_VNNI)) || !defined(TC_MATMUL_VNNI)
+        // run_lanes16_q8_0: matmul_x86_q8_lanes.h with VNNI (AVX-512),
+        // matmul_x86_q8_lanes_avx2.h without.
         if (a.dtype == DType::Q8_0) return run_lanes16_q8_0(a, r0, r1);
-#endif
         return run_lanes16_q4_0(a, r0, r1);
       }
       return compute_rows_quant(a, r0, r1);
