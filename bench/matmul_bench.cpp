@@ -42,6 +42,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
@@ -138,8 +139,9 @@ Options parse(int argc, char** argv) {
 }
 
 // A weight matrix and copies of it, 64-byte aligned.
-// (dtypes "q4_0x16", "q4_1x16" and "q8_0x16": Q4_0, Q4_1 and Q8_0 repacked
-// into WeightLayout::Q4_0Lanes16, Q4_1Lanes16 and Q8_0Lanes16.)
+// (dtypes "q4_0x16", "q4_1x16", "q8_0x16" and "q4_kx16": Q4_0, Q4_1, Q8_0
+// and Q4_K repacked into WeightLayout::Q4_0Lanes16, Q4_1Lanes16, Q8_0Lanes16
+// and Q4_KLanes16.)
 struct Matrix {
   DType dtype;
   int64_t n_out, n_in;
@@ -154,6 +156,7 @@ struct Matrix {
     if (lanes16) {
       t.layout = dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
                  : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
+                 : dtype == DType::Q4_K ? WeightLayout::Q4_KLanes16
                                         : WeightLayout::Q4_0Lanes16;
     }
     return t;
@@ -165,7 +168,10 @@ struct Matrix {
 
 int64_t matrix_bytes(DType dtype, int64_t n_out, int64_t n_in, bool lanes16) {
   if (!lanes16) return row_bytes(dtype, n_in) * n_out;
-  return ((dtype == DType::Q8_0 ? q8_lanes16_bytes(n_in, n_out) : q4_lanes16_bytes(n_in, n_out, dtype)) + 63) / 64 * 64;
+  const int64_t bytes = dtype == DType::Q8_0   ? q8_lanes16_bytes(n_in, n_out)
+                        : dtype == DType::Q4_K ? q4k_lanes16_bytes(n_in, n_out)
+                                               : q4_lanes16_bytes(n_in, n_out, dtype);
+  return (bytes + 63) / 64 * 64;
 }
 
 Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool lanes16, ThreadPool& pool) {
@@ -184,6 +190,8 @@ Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool 
   });
   if (lanes16 && dtype == DType::Q8_0) {
     pack_q8_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
+  } else if (lanes16 && dtype == DType::Q4_K) {
+    pack_q4k_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
   } else if (lanes16) {
     pack_q4_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
   }
@@ -370,7 +378,7 @@ int main(int argc, char** argv) {
 
   std::vector<Matrix> mats;
   for (const auto& name : o.dtypes) {
-    const bool lanes16 = name == "q4_0x16" || name == "q4_1x16" || name == "q8_0x16";
+    const bool lanes16 = name == "q4_0x16" || name == "q4_1x16" || name == "q8_0x16" || name == "q4_kx16";
     const auto dtype = lanes16 ? dtype_from_name(name.substr(0, 4)) : dtype_from_name(name);
     if (!dtype) {
       std::fprintf(stderr, "matmul_bench: unknown dtype %s\n", name.c_str());

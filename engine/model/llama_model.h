@@ -103,8 +103,8 @@ struct ForwardOptions {
   // tokens run the sparse FFN too; longer ones, and every chunk when 0, dense.
   // Decided per sequence, so a sequence's path never depends on the others.
   int64_t sparse_max_tokens = config::kDefaultSparseMaxTokens;
-  // CPU backend (not hybrid, not layer offload): copy the Q4_0, Q4_1 and Q8_0
-  // matrices the dense matmul reads into their lane layouts at load
+  // CPU backend (not hybrid, not layer offload): copy the Q4_0, Q4_1, Q8_0 and
+  // Q4_K matrices the dense matmul reads into their lane layouts at load
   // (cpu_repack.h), where the matmul variant wants them under this mode.
   kernels::CpuRepack cpu_repack = kernels::CpuRepack::Auto;
 };
@@ -208,7 +208,7 @@ class LlamaModel {
   // Hybrid mode's prefetch path (nullptr when not hybrid or prefetch is off).
   HybridPrefetch* hybrid_prefetch() { return hybrid_ffn_ ? hybrid_ffn_->prefetch() : nullptr; }
   // Hybrid mode's FFN weights: hot rows and cache slots on the device (nullptr when not hybrid).
-  // Bytes of Q4_0, Q4_1 and Q8_0 matrices repacked at load for the CPU matmul (cpu_repack.h); 0: none.
+  // Bytes of Q4_0, Q4_1, Q8_0 and Q4_K matrices repacked at load for the CPU matmul (cpu_repack.h); 0: none.
   size_t repacked_weight_bytes() const { return repacked_weight_bytes_; }
   const HybridWeights* hybrid_weights() const { return hybrid_ffn_ ? &hybrid_weights_ : nullptr; }
   bool hybrid() const { return hybrid_ffn_ != nullptr; }

@@ -23,6 +23,7 @@
 #include "kernels/check.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 
 namespace tc::kernels {
@@ -213,14 +214,27 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
   }
 }
 
-// The lane-tile layout that holds `dtype` (Q4_0, Q4_1 or Q8_0).
+// The lane-tile layout that holds `dtype` (Q4_0, Q4_1, Q8_0 or Q4_K).
 WeightLayout lanes16_layout(DType dtype) {
   return dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
          : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
+         : dtype == DType::Q4_K ? WeightLayout::Q4_KLanes16
                                 : WeightLayout::Q4_0Lanes16;
 }
 
-// Outputs [r0, r1) of a Q4_0Lanes16, Q4_1Lanes16 or Q8_0Lanes16 matrix: the
+// Whether the variant reads `dtype`'s lane tiles itself.
+bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
+  return dtype == DType::Q8_0 ? isa.q8_lanes16 : dtype == DType::Q4_K ? isa.q4k_lanes16 : isa.q4_lanes16;
+}
+
+// Rows [r, r + n) of a lane-tile matrix in the file's row layout.
+void unpack_lanes16_rows(const Tensor& packed, int64_t r, int64_t n, std::byte* out) {
+  if (packed.dtype == DType::Q8_0) return unpack_q8_lanes16_rows(packed, r, n, out);
+  if (packed.dtype == DType::Q4_K) return unpack_q4k_lanes16_rows(packed, r, n, out);
+  unpack_q4_lanes16_rows(packed, r, n, out);
+}
+
+// Outputs [r0, r1) of a lane-tile matrix (lanes16_layout): the
 // tiles by a variant that reads them, or unpacked 16 rows at a time; the rows
 // after the tiles as the row-layout matrix they are. Row chunks start at
 // multiples of kRowGrain (16), so a range splits at tile edges only.
@@ -233,8 +247,7 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     rows.w = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(base) - first * rows.row_bytes);
   };
   const int64_t tiled_end = std::min(r1, a.lane_rows);
-  const bool q8 = a.dtype == DType::Q8_0;
-  if (r0 < tiled_end && (q8 ? isa.q8_lanes16 : isa.q4_lanes16)) {
+  if (r0 < tiled_end && reads_lanes16(isa, a.dtype)) {
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
     thread_local Scratch unpacked;
@@ -243,11 +256,7 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
     packed.layout = lanes16_layout(a.dtype);
     for (int64_t r = r0; r < tiled_end; r += kQ4Lanes16Rows) {
-      if (q8) {
-        unpack_q8_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
-      } else {
-        unpack_q4_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
-      }
+      unpack_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
       rows_at(buf, r);
       isa.compute_rows(rows, r, r + kQ4Lanes16Rows);
     }
@@ -380,16 +389,23 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
   if (w.layout != WeightLayout::Rows) {
-    const bool known = w.dtype == DType::Q4_0 || w.dtype == DType::Q4_1 || w.dtype == DType::Q8_0;
+    const bool known =
+        w.dtype == DType::Q4_0 || w.dtype == DType::Q4_1 || w.dtype == DType::Q8_0 || w.dtype == DType::Q4_K;
     TC_CHECK(known && w.layout == lanes16_layout(w.dtype) && a.row_bytes == row_bytes(w.dtype, a.n_in),
-             "matmul: a lane-tile matrix must be Q4_0, Q4_1 or Q8_0 in its own layout, with plain rows");
+             "matmul: a lane-tile matrix must be Q4_0, Q4_1, Q8_0 or Q4_K in its own layout, with plain rows");
     TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a lane-tile matrix must be 64-byte aligned");
-    static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows);
+    static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows && kQ4Lanes16Rows == kQ4KLanes16Rows);
     a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
-    a.lane_tile_bytes =
-        w.dtype == DType::Q8_0 ? q8_lanes16_tile_bytes(a.n_in) : q4_lanes16_tile_bytes(a.n_in, w.dtype);
+    a.lane_tile_bytes = w.dtype == DType::Q8_0   ? q8_lanes16_tile_bytes(a.n_in)
+                        : w.dtype == DType::Q4_K ? q4k_lanes16_tile_bytes(a.n_in)
+                                                 : q4_lanes16_tile_bytes(a.n_in, w.dtype);
     a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
   }
+}
+
+// Whether a's kernel reads LaneX activations: Q4_0Lanes16 and Q4_1Lanes16.
+bool uses_lane_x(const MatmulArgs& a) {
+  return a.lane_rows > 0 && (a.dtype == DType::Q4_0 || a.dtype == DType::Q4_1);
 }
 
 // Quantizes x once and computes every output of the n matrices `as` (all of
@@ -402,7 +418,7 @@ void run_many(const MatmulIsa& isa, MatmulArgs* as, int n, const float* x, Threa
 
   bool lane_x = false;
   for (int i = 0; i < n; ++i) {
-    lane_x |= as[i].dtype != DType::Q8_0 && as[i].lane_rows > 0 && n_tokens <= kLaneXTokens && isa.q4_lanes16;
+    lane_x |= uses_lane_x(as[i]) && n_tokens <= kLaneXTokens && isa.q4_lanes16;
   }
   thread_local Scratch scratch;
   const int64_t xq_bytes = align64(as[0].xl.stride * n_tokens);
@@ -440,7 +456,7 @@ void run_many(const MatmulIsa& isa, MatmulArgs* as, int n, const float* x, Threa
   if (lane_x) {
     build_lane_x(as[0], xq + xq_bytes);
     for (int i = 0; i < n; ++i) {
-      if (as[i].dtype != DType::Q8_0 && as[i].lane_rows > 0) as[i].lane_x = xq + xq_bytes;
+      if (uses_lane_x(as[i])) as[i].lane_x = xq + xq_bytes;
     }
   }
   if (nt == 1 || job.first_chunk[n] == 1) {

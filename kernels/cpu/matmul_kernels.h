@@ -104,8 +104,8 @@ struct MatmulArgs {
   XLayout xl;
   int64_t n_tokens = 0;
   float* y = nullptr;  // f32 [n_tokens, n_out]
-  // WeightLayout::Q4_0Lanes16 (q4_lanes16.h) or Q8_0Lanes16
-  // (q8_lanes16.h), rows == nullptr: outputs
+  // WeightLayout::Q4_0Lanes16, Q4_1Lanes16 (q4_lanes16.h), Q8_0Lanes16
+  // (q8_lanes16.h) or Q4_KLanes16 (q4k_lanes16.h), rows == nullptr: outputs
   // [0, lane_rows) read 16-row tiles from w, lane_tile_bytes apart; the
   // driver hands the kernels whole tiles and the rows after them (at
   // lane_tail, row_bytes apart) as a row-layout matrix. 0: the row layout.
@@ -201,11 +201,12 @@ struct MatmulIsa {
   // is summed in an order fixed by (dtype, n_in) alone, so tiling, the row
   // range and the token count never change its bits.
   void (*compute_rows)(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
-  // Whether compute_rows reads Q4_0Lanes16 / Q8_0Lanes16 tiles
-  // (args.lane_rows > 0, the range whole tiles below lane_rows); the driver
-  // unpacks them otherwise.
+  // Whether compute_rows reads Q4_0Lanes16 (and Q4_1Lanes16), Q8_0Lanes16
+  // and Q4_KLanes16 tiles (args.lane_rows > 0, the range whole tiles below
+  // lane_rows); the driver unpacks them otherwise.
   bool q4_lanes16 = false;
   bool q8_lanes16 = false;
+  bool q4k_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

@@ -11,6 +11,7 @@
 #include "kernels/cpu/matmul_x86_group32.h"
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
+#include "kernels/cpu/matmul_x86_q4k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_quant.h"
@@ -128,10 +129,14 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
     case DType::BF16:
       return run_bf16(a, r0, r1);
     default:
-      if (a.lane_rows > 0) {  // Q4_0Lanes16 or Q8_0Lanes16 tiles (matmul.cpp splits)
+      if (a.lane_rows > 0) {  // lane tiles (matmul.cpp splits)
         // run_lanes16_q8_0: matmul_x86_q8_lanes.h with VNNI (AVX-512),
         // matmul_x86_q8_lanes_avx2.h without.
         if (a.dtype == DType::Q8_0) return run_lanes16_q8_0(a, r0, r1);
+#if !defined(TC_MATMUL_VNNI)
+        // Q4_KLanes16: only the variants without VNNI read it (MatmulIsa::q4k_lanes16).
+        if (a.dtype == DType::Q4_K) return run_lanes16_q4_K(a, r0, r1);
+#endif
         return run_lanes16_q4_0(a, r0, r1);
       }
       return compute_rows_quant(a, r0, r1);

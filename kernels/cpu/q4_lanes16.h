@@ -38,9 +38,9 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 // Bytes a matrix of this shape and dtype (Q4_0 or Q4_1) takes in the layout.
 int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype = DType::Q4_0);
 
-// Whether Q4_0, Q4_1 and Q8_0 matrices are repacked into their lane layouts at
-// load (this one, q8_lanes16.h; the serve key and bench/generate/perplexity
-// option `repack`).
+// Whether Q4_0, Q4_1, Q8_0 and Q4_K matrices are repacked into their lane
+// layouts at load (this one, q8_lanes16.h, q4k_lanes16.h; the serve key and
+// bench/generate/perplexity option `repack`).
 enum class CpuRepack {
   Off,   // never: the file's row layout (for comparisons)
   Auto,  // wherever matmul reads the layout natively

@@ -9,6 +9,7 @@
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
@@ -192,13 +193,14 @@ TEST_CASE("forward results do not depend on the thread count", "[model][forward]
   CHECK(one_pass(one, tokens) == one_pass(three, tokens));
 }
 
-TEST_CASE("Q4_0, Q4_1 and Q8_0 models give the same logits bits with their matrices repacked or not",
+TEST_CASE("Q4_0, Q4_1, Q8_0 and Q4_K models give the same logits bits with their matrices repacked or not",
           "[model][forward][q4_lanes16]") {
-  // n_embd 64 (k/v: 32 rows), n_ff 160, tied and untied heads: every
-  // matrix has whole 16-row tiles; a 7-token prompt and a 3-sequence step
-  // cover 1, 3 and 7 tokens per matmul.
+  // n_embd 64 (k/v: 32 rows; Q4_K: 256 and 64), n_ff 160 (512), tied and
+  // untied heads: every matrix has whole 16-row tiles; a 7-token prompt and
+  // a 3-sequence step cover 1, 3 and 7 tokens per matmul. Q4_K_M: its Q4_K
+  // matrices repacked beside the Q6_K ones kept in rows.
   using tc::kernels::CpuRepack;
-  for (const std::string dtype : {"q4_0", "q4_1", "q8_0"}) {
+  for (const std::string dtype : {"q4_0", "q4_1", "q8_0", "q4_k", "q4_k_m"}) {
     for (bool tied : {false, true}) {
       INFO(dtype << (tied ? " tied" : " untied"));
       auto m = make_test_model("repack_" + dtype + (tied ? "_tied" : ""), dtype, tc::model::FfnForm::ReGLU, tied);
@@ -207,8 +209,9 @@ TEST_CASE("Q4_0, Q4_1 and Q8_0 models give the same logits bits with their matri
       LlamaModel plain(*m.loaded, *m.backend, plain_options);
       REQUIRE(plain.repacked_weight_bytes() == 0);
       LlamaModel& repacked = *m.model;  // default options: CpuRepack::Auto
-      const bool wanted = dtype == "q8_0" ? tc::kernels::q8_lanes16_wanted(CpuRepack::Auto)
-                                          : tc::kernels::q4_lanes16_wanted(CpuRepack::Auto);
+      const bool wanted = dtype == "q8_0"                        ? tc::kernels::q8_lanes16_wanted(CpuRepack::Auto)
+                          : dtype == "q4_k" || dtype == "q4_k_m" ? tc::kernels::q4k_lanes16_wanted(CpuRepack::Auto)
+                                                                 : tc::kernels::q4_lanes16_wanted(CpuRepack::Auto);
       if (wanted) {
         // Every matrix but the tied head (get_rows reads token_embd's rows).
         CHECK(repacked.repacked_weight_bytes() > 0);

@@ -1,0 +1,62 @@
+// Q4_K weights repacked for the CPU matmul (WeightLayout::Q4_KLanes16): the
+// rows in tiles of 16, each super-block of a tile stored so that one
+// 64-byte load gives one 4-byte step of all 16 rows, row j in 32-bit lane j,
+// and each of the 12 packed scale bytes of all 16 rows in one 16-byte load.
+// The lane kernel (matmul_x86_q4k_lanes_avx2.h) then keeps each row's
+// int16 pair sums of a sub-block in its own lane for 8 steps and scales
+// them with one vpmaddwd, where the file's rows need a scale per 32
+// weights and a horizontal sum per row and super-block. Same bytes as the
+// file.
+//
+// A matrix of n_rows rows x ns = n_cols / 256 super-blocks:
+//   tile t (rows 16t..16t+15, t < n_rows / 16) at t * tile_bytes, where
+//   tile_bytes = ns * 2304; super-block s of the tile at s * 2304:
+//     qs     u8  [4][8][16][4]  pair p, step k, row j: bytes 4k..4k+3 of
+//                               the row's qs[32p..32p+31] (low nibbles:
+//                               sub-block 2p, elements 4k..4k+3; high:
+//                               sub-block 2p+1, the same elements)
+//     scales u8  [12][16]       at 2048: byte i of each row's 12 packed
+//                               6-bit scales and mins
+//     d      f16 [16]           at 2240: each row's d
+//     dmin   f16 [16]           at 2272: each row's dmin
+//   the last n_rows % 16 rows after the tiles, in the file's row layout
+//   (row_bytes apart).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/q4_lanes16.h"
+#include "kernels/tensor.h"
+
+namespace tc::kernels {
+
+class ThreadPool;
+
+constexpr int64_t kQ4KLanes16Rows = 16;
+// Offsets within one super-block of a tile (see above).
+constexpr int64_t kQ4KLanesSbBytes = 2304;
+constexpr int64_t kQ4KLanesScales = 2048;
+constexpr int64_t kQ4KLanesD = 2240;
+constexpr int64_t kQ4KLanesDmin = 2272;
+
+// Bytes of one tile of 16 rows of n_cols columns.
+int64_t q4k_lanes16_tile_bytes(int64_t n_cols);
+
+// Bytes a Q4_K matrix of this shape takes in the layout (the file's).
+int64_t q4k_lanes16_bytes(int64_t n_cols, int64_t n_rows);
+
+// Whether matmul() here should get Q4_K matrices in the layout under
+// `mode`: where the chosen variant reads it in place (avx2).
+bool q4k_lanes16_wanted(CpuRepack mode);
+
+// Repacks `rows` (a Q4_K matrix in WeightLayout::Rows) into dst
+// (q4k_lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
+// be nullptr.
+Tensor pack_q4k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
+
+// The plain Q4_K rows [r0, r0 + n) of a Q4_KLanes16 matrix into out
+// (n * row_bytes bytes).
+void unpack_q4k_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
+
+}  // namespace tc::kernels
