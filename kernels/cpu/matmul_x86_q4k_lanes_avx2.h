@@ -139,8 +139,9 @@ TC_SIMD_INLINE void q4k_lane_totals(const std::byte* sb, int h0, const Q4KLaneCo
     for (int t = 0; t < T; ++t) {
       for (int h = 0; h < H; ++h) {
         const Q4KLaneConsts& ch = c[h0 + h];
-        t_sum[t][h] = _mm256_add_epi32(t_sum[t][h], _mm256_add_epi32(_mm256_madd_epi16(lo_sum[t][h], ch.sc[2 * p]),
-                                                                     _mm256_madd_epi16(hi_sum[t][h], ch.sc[2 * p + 1])));
+        const __m256i lo = _mm256_madd_epi16(lo_sum[t][h], ch.sc[2 * p]);
+        const __m256i hi = _mm256_madd_epi16(hi_sum[t][h], ch.sc[2 * p + 1]);
+        t_sum[t][h] = _mm256_add_epi32(t_sum[t][h], _mm256_add_epi32(lo, hi));
       }
     }
   }

@@ -31,7 +31,9 @@ void for_each_piece(int64_t j, int64_t n_sb, Fn&& fn) {
     const int64_t tile = s * kQ4KLanesSbBytes, row = s * kBlock;
     fn(tile + kQ4KLanesD + 2 * j, row + offsetof(BlockQ4_K, d), 2);
     fn(tile + kQ4KLanesDmin + 2 * j, row + offsetof(BlockQ4_K, dmin), 2);
-    for (int64_t i = 0; i < kScaleBytes; ++i) fn(tile + kQ4KLanesScales + i * kQ4KLanes16Rows + j, row + kScalesAt + i, 1);
+    for (int64_t i = 0; i < kScaleBytes; ++i) {
+      fn(tile + kQ4KLanesScales + i * kQ4KLanes16Rows + j, row + kScalesAt + i, 1);
+    }
     for (int64_t p = 0; p < kQK_K / 2 / kPairBytes; ++p) {
       for (int64_t k = 0; k < kSteps; ++k) {
         fn(tile + ((p * kSteps + k) * kQ4KLanes16Rows + j) * kStepBytes, row + kQsAt + p * kPairBytes + k * kStepBytes,
