@@ -41,8 +41,8 @@ int64_t q8_lanes16_bytes(int64_t n_cols, int64_t n_rows);
 
 // Whether matmul() here should get Q8_0 matrices in the layout under
 // `mode`: where the chosen variant reads it in place (avx512 and amx, whose
-// vpdpbusd takes the unsigned weights; AVX2's vpmaddubsw would overflow
-// its int16 pairs on them).
+// vpdpbusd takes the unsigned weights; avx2, which turns them back into
+// signed ones, matmul_x86_q8_lanes_avx2.h).
 bool q8_lanes16_wanted(CpuRepack mode);
 
 // Repacks `rows` (a Q8_0 matrix in WeightLayout::Rows) into dst
