@@ -41,9 +41,7 @@
 #include "bench/bench_timing.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
-#include "kernels/cpu/q4_lanes16.h"
-#include "kernels/cpu/q4k_lanes16.h"
-#include "kernels/cpu/q8_lanes16.h"
+#include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
@@ -140,8 +138,7 @@ Options parse(int argc, char** argv) {
 
 // A weight matrix and copies of it, 64-byte aligned.
 // (dtypes "q4_0x16", "q4_1x16", "q8_0x16" and "q4_kx16": Q4_0, Q4_1, Q8_0
-// and Q4_K repacked into WeightLayout::Q4_0Lanes16, Q4_1Lanes16, Q8_0Lanes16
-// and Q4_KLanes16.)
+// and Q4_K repacked into their lane layouts, kernels/cpu/lanes16.h.)
 struct Matrix {
   DType dtype;
   int64_t n_out, n_in;
@@ -154,10 +151,7 @@ struct Matrix {
   Tensor view(int copy) const {
     Tensor t = Tensor::matrix(bytes + copy * copy_bytes, dtype, n_in, n_out, MemoryKind::Host);
     if (lanes16) {
-      t.layout = dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
-                 : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
-                 : dtype == DType::Q4_K ? WeightLayout::Q4_KLanes16
-                                        : WeightLayout::Q4_0Lanes16;
+      t.layout = lanes16_layout(dtype);
     }
     return t;
   }
@@ -168,10 +162,7 @@ struct Matrix {
 
 int64_t matrix_bytes(DType dtype, int64_t n_out, int64_t n_in, bool lanes16) {
   if (!lanes16) return row_bytes(dtype, n_in) * n_out;
-  const int64_t bytes = dtype == DType::Q8_0   ? q8_lanes16_bytes(n_in, n_out)
-                        : dtype == DType::Q4_K ? q4k_lanes16_bytes(n_in, n_out)
-                                               : q4_lanes16_bytes(n_in, n_out, dtype);
-  return (bytes + 63) / 64 * 64;
+  return (lanes16_bytes(dtype, n_in, n_out) + 63) / 64 * 64;
 }
 
 Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool lanes16, ThreadPool& pool) {
@@ -188,13 +179,7 @@ Matrix make_matrix(DType dtype, int64_t n_out, int64_t n_in, int n_copies, bool 
       quantize_row(dtype, row.data(), row_dst + r * rb, n_in);
     }
   });
-  if (lanes16 && dtype == DType::Q8_0) {
-    pack_q8_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
-  } else if (lanes16 && dtype == DType::Q4_K) {
-    pack_q4k_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
-  } else if (lanes16) {
-    pack_q4_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
-  }
+  if (lanes16) pack_lanes16(Tensor::matrix(rows.data(), dtype, n_in, n_out), m.bytes, &pool);
   pool.run([&](int t, int nt) {
     const int64_t b0 = m.copy_bytes * t / nt, b1 = m.copy_bytes * (t + 1) / nt;
     for (int c = 1; c < n_copies; ++c) {
@@ -378,9 +363,10 @@ int main(int argc, char** argv) {
 
   std::vector<Matrix> mats;
   for (const auto& name : o.dtypes) {
-    const bool lanes16 = name == "q4_0x16" || name == "q4_1x16" || name == "q8_0x16" || name == "q4_kx16";
-    const auto dtype = lanes16 ? dtype_from_name(name.substr(0, 4)) : dtype_from_name(name);
-    if (!dtype) {
+    // NAMEx16: NAME repacked into its lane layout.
+    const bool lanes16 = name.size() > 3 && name.ends_with("x16");
+    const auto dtype = dtype_from_name(lanes16 ? name.substr(0, name.size() - 3) : name);
+    if (!dtype || (lanes16 && !has_lanes16(*dtype))) {
       std::fprintf(stderr, "matmul_bench: unknown dtype %s\n", name.c_str());
       return 2;
     }

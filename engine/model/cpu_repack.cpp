@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/q4_lanes16.h"
-#include "kernels/cpu/q4k_lanes16.h"
-#include "kernels/cpu/q8_lanes16.h"
+#include "kernels/cpu/lanes16.h"
 
 namespace tc::model {
 namespace {
@@ -33,21 +31,14 @@ void release_mapped_pages(const void* data, size_t bytes) {
 
 // Whether `t` goes into a lane layout under `mode`.
 bool eligible(const kernels::Tensor& t, kernels::CpuRepack mode) {
-  const bool q4 = t.dtype == kernels::DType::Q4_0 || t.dtype == kernels::DType::Q4_1;
-  const bool wanted = (q4 && kernels::q4_lanes16_wanted(mode)) ||
-                      (t.dtype == kernels::DType::Q8_0 && kernels::q8_lanes16_wanted(mode)) ||
-                      (t.dtype == kernels::DType::Q4_K && kernels::q4k_lanes16_wanted(mode));
-  static_assert(kernels::kQ4Lanes16Rows == kernels::kQ8Lanes16Rows &&
-                kernels::kQ4Lanes16Rows == kernels::kQ4KLanes16Rows);
-  return wanted && t.data != nullptr && t.layout == kernels::WeightLayout::Rows && t.ne[2] == 1 && t.ne[3] == 1 &&
-         t.n_rows() >= kernels::kQ4Lanes16Rows && t.row_bytes == kernels::row_bytes(t.dtype, t.n_cols());
+  return kernels::lanes16_wanted(t.dtype, mode) && t.data != nullptr && t.layout == kernels::WeightLayout::Rows &&
+         t.ne[2] == 1 && t.ne[3] == 1 && t.n_rows() >= kernels::kLanes16Rows &&
+         t.row_bytes == kernels::row_bytes(t.dtype, t.n_cols());
 }
 
 // Bytes of t in its lane layout, rounded up to 64.
 size_t packed_bytes(const kernels::Tensor& t) {
-  const int64_t bytes = t.dtype == kernels::DType::Q8_0   ? kernels::q8_lanes16_bytes(t.n_cols(), t.n_rows())
-                        : t.dtype == kernels::DType::Q4_K ? kernels::q4k_lanes16_bytes(t.n_cols(), t.n_rows())
-                                                          : kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows(), t.dtype);
+  const int64_t bytes = kernels::lanes16_bytes(t.dtype, t.n_cols(), t.n_rows());
   return (static_cast<size_t>(bytes) + 63) / 64 * 64;
 }
 
@@ -79,9 +70,7 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
   kernels::Buffer buffer = kernels::Buffer::host_uninitialized(total);  // the repack writes every byte
   std::byte* at = buffer.as<std::byte>();
   for (kernels::Tensor* t : matrices) {
-    const kernels::Tensor packed = t->dtype == kernels::DType::Q8_0   ? kernels::pack_q8_lanes16(*t, at, &pool)
-                                   : t->dtype == kernels::DType::Q4_K ? kernels::pack_q4k_lanes16(*t, at, &pool)
-                                                                      : kernels::pack_q4_lanes16(*t, at, &pool);
+    const kernels::Tensor packed = kernels::pack_lanes16(*t, at, &pool);
     if (t->memory == kernels::MemoryKind::MappedFile) {
       release_mapped_pages(t->data, static_cast<size_t>(t->row_bytes * t->n_rows()));
     }

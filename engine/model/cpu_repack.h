@@ -38,7 +38,7 @@ struct RepackOptions {
 // Repacks the eligible matrices of `weights` in place (each view then points
 // into a buffer appended to `storage`) and returns the bytes repacked. Does
 // nothing where the matmul variant does not want the layout under
-// options.mode (q4_lanes16_wanted, q8_lanes16_wanted, q4k_lanes16_wanted).
+// options.mode (kernels::lanes16_wanted).
 // Eligible: Q4_0, Q4_1, Q8_0 or Q4_K, row layout, at least 16 rows, not the
 // tied token_embd (get_rows reads its rows).
 size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options, kernels::ThreadPool& pool,

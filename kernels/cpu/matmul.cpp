@@ -22,9 +22,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/matmul_kernels.h"
-#include "kernels/cpu/q4_lanes16.h"
-#include "kernels/cpu/q4k_lanes16.h"
-#include "kernels/cpu/q8_lanes16.h"
+#include "kernels/cpu/lanes16.h"
 
 namespace tc::kernels {
 namespace detail {
@@ -214,24 +212,9 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
   }
 }
 
-// The lane-tile layout that holds `dtype` (Q4_0, Q4_1, Q8_0 or Q4_K).
-WeightLayout lanes16_layout(DType dtype) {
-  return dtype == DType::Q8_0   ? WeightLayout::Q8_0Lanes16
-         : dtype == DType::Q4_1 ? WeightLayout::Q4_1Lanes16
-         : dtype == DType::Q4_K ? WeightLayout::Q4_KLanes16
-                                : WeightLayout::Q4_0Lanes16;
-}
-
 // Whether the variant reads `dtype`'s lane tiles itself.
 bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
   return dtype == DType::Q8_0 ? isa.q8_lanes16 : dtype == DType::Q4_K ? isa.q4k_lanes16 : isa.q4_lanes16;
-}
-
-// Rows [r, r + n) of a lane-tile matrix in the file's row layout.
-void unpack_lanes16_rows(const Tensor& packed, int64_t r, int64_t n, std::byte* out) {
-  if (packed.dtype == DType::Q8_0) return unpack_q8_lanes16_rows(packed, r, n, out);
-  if (packed.dtype == DType::Q4_K) return unpack_q4k_lanes16_rows(packed, r, n, out);
-  unpack_q4_lanes16_rows(packed, r, n, out);
 }
 
 // Outputs [r0, r1) of a lane-tile matrix (lanes16_layout): the
@@ -251,14 +234,14 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
     thread_local Scratch unpacked;
-    std::byte* buf = unpacked.get(kQ4Lanes16Rows * a.row_bytes);
+    std::byte* buf = unpacked.get(kLanes16Rows * a.row_bytes);
     // The whole matrix as far as the unpackers look: rows [0, tiled_end).
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
     packed.layout = lanes16_layout(a.dtype);
-    for (int64_t r = r0; r < tiled_end; r += kQ4Lanes16Rows) {
-      unpack_lanes16_rows(packed, r, kQ4Lanes16Rows, buf);
+    for (int64_t r = r0; r < tiled_end; r += kLanes16Rows) {
+      unpack_lanes16_rows(packed, r, kLanes16Rows, buf);
       rows_at(buf, r);
-      isa.compute_rows(rows, r, r + kQ4Lanes16Rows);
+      isa.compute_rows(rows, r, r + kLanes16Rows);
     }
   }
   if (std::max(r0, a.lane_rows) < r1) {
@@ -389,17 +372,13 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   a.y = y;
   TC_CHECK(a.row_bytes >= row_bytes(w.dtype, a.n_in), "matmul: row_bytes smaller than a packed row");
   if (w.layout != WeightLayout::Rows) {
-    const bool known =
-        w.dtype == DType::Q4_0 || w.dtype == DType::Q4_1 || w.dtype == DType::Q8_0 || w.dtype == DType::Q4_K;
-    TC_CHECK(known && w.layout == lanes16_layout(w.dtype) && a.row_bytes == row_bytes(w.dtype, a.n_in),
+    TC_CHECK(has_lanes16(w.dtype) && w.layout == lanes16_layout(w.dtype) &&
+                 a.row_bytes == row_bytes(w.dtype, a.n_in),
              "matmul: a lane-tile matrix must be Q4_0, Q4_1, Q8_0 or Q4_K in its own layout, with plain rows");
     TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a lane-tile matrix must be 64-byte aligned");
-    static_assert(kQ4Lanes16Rows == kQ8Lanes16Rows && kQ4Lanes16Rows == kQ4KLanes16Rows);
-    a.lane_rows = w.n_rows() / kQ4Lanes16Rows * kQ4Lanes16Rows;
-    a.lane_tile_bytes = w.dtype == DType::Q8_0   ? q8_lanes16_tile_bytes(a.n_in)
-                        : w.dtype == DType::Q4_K ? q4k_lanes16_tile_bytes(a.n_in)
-                                                 : q4_lanes16_tile_bytes(a.n_in, w.dtype);
-    a.lane_tail = a.w + a.lane_rows / kQ4Lanes16Rows * a.lane_tile_bytes;
+    a.lane_rows = w.n_rows() / kLanes16Rows * kLanes16Rows;
+    a.lane_tile_bytes = lanes16_tile_bytes(w.dtype, a.n_in);
+    a.lane_tail = a.w + a.lane_rows / kLanes16Rows * a.lane_tile_bytes;
   }
 }
 

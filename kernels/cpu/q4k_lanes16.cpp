@@ -7,7 +7,6 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/lanes16_tiles.h"
-#include "kernels/cpu/matmul_kernels.h"
 
 namespace tc::kernels {
 namespace {
@@ -51,13 +50,6 @@ void check_q4_k(const Tensor& t, const char* what) {
 }  // namespace
 
 int64_t q4k_lanes16_tile_bytes(int64_t n_cols) { return n_cols / kQK_K * kQ4KLanesSbBytes; }
-
-int64_t q4k_lanes16_bytes(int64_t n_cols, int64_t n_rows) {
-  return lanes16::n_tiles(n_rows) * q4k_lanes16_tile_bytes(n_cols) +
-         n_rows % kQ4KLanes16Rows * row_bytes(DType::Q4_K, n_cols);
-}
-
-bool q4k_lanes16_wanted(CpuRepack mode) { return mode == CpuRepack::Auto && detail::chosen_isa().q4k_lanes16; }
 
 Tensor pack_q4k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
   check_q4_k(rows, "pack_q4k_lanes16: not a Q4_K matrix");

@@ -26,7 +26,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/q4_lanes16.h"
 #include "kernels/tensor.h"
 
 namespace tc::kernels {
@@ -40,18 +39,13 @@ constexpr int64_t kQ4KLanesScales = 2048;
 constexpr int64_t kQ4KLanesD = 2240;
 constexpr int64_t kQ4KLanesDmin = 2272;
 
-// Bytes of one tile of 16 rows of n_cols columns.
+// Bytes of one tile of 16 rows of n_cols columns. (A matrix's bytes, the
+// file's, and whether matmul() here wants the layout, where the chosen
+// variant reads it in place (avx2): lanes16.h.)
 int64_t q4k_lanes16_tile_bytes(int64_t n_cols);
 
-// Bytes a Q4_K matrix of this shape takes in the layout (the file's).
-int64_t q4k_lanes16_bytes(int64_t n_cols, int64_t n_rows);
-
-// Whether matmul() here should get Q4_K matrices in the layout under
-// `mode`: where the chosen variant reads it in place (avx2).
-bool q4k_lanes16_wanted(CpuRepack mode);
-
 // Repacks `rows` (a Q4_K matrix in WeightLayout::Rows) into dst
-// (q4k_lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
+// (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
 // be nullptr.
 Tensor pack_q4k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
 

@@ -3,7 +3,9 @@
 // over a packed matrix gives the same bits as over its rows for every
 // variant (those that do not read a layout unpack it), token count (1
 // token, small batches, GEMM order, AMX's groups of 16), thread count and
-// tile remainder, and matches a float64 reference on fresh random data.
+// tile remainder, and matches a float64 reference on fresh random data;
+// the dtype-keyed entry points (lanes16.h) reach each layout's functions.
+#include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/q4_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 
@@ -270,4 +272,33 @@ TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") 
   REQUIRE_THROWS_WITH(detail::matmul_rows_with(detail::chosen_isa(), packed.tensor, y.data(), 1, rows, 1, y.data(),
                                                nullptr),
                       Catch::Contains("row layout"));
+}
+
+TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functions", "[kernels][lanes16]") {
+  const std::pair<DType, WeightLayout> layouts[] = {{DType::Q4_0, WeightLayout::Q4_0Lanes16},
+                                                    {DType::Q4_1, WeightLayout::Q4_1Lanes16},
+                                                    {DType::Q8_0, WeightLayout::Q8_0Lanes16},
+                                                    {DType::Q4_K, WeightLayout::Q4_KLanes16}};
+  for (const auto& [dtype, layout] : layouts) {
+    INFO(dtype_name(dtype));
+    const int64_t n_cols = 512, n_rows = 37;
+    REQUIRE(has_lanes16(dtype));
+    REQUIRE(lanes16_layout(dtype) == layout);
+    const Weights w = make_weights(dtype, n_cols, n_rows, 1400);
+    std::vector<std::byte> storage(static_cast<size_t>(lanes16_bytes(dtype, n_cols, n_rows)) + 64);
+    auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+    const Tensor packed = pack_lanes16(w.tensor(), dst, nullptr);
+    REQUIRE(packed.layout == layout);
+    REQUIRE(lanes16_tile_bytes(dtype, n_cols) * 2 + 5 * w.row_bytes == lanes16_bytes(dtype, n_cols, n_rows));
+    std::vector<std::byte> rows(w.bytes.size());
+    unpack_lanes16_rows(packed, 0, n_rows, rows.data());
+    REQUIRE(rows == w.bytes);
+  }
+  REQUIRE_FALSE(has_lanes16(DType::F16));
+  REQUIRE_FALSE(lanes16_wanted(DType::F16, CpuRepack::Auto));
+  REQUIRE_FALSE(lanes16_wanted(DType::Q4_K, CpuRepack::Off));
+  REQUIRE_THROWS_WITH(lanes16_layout(DType::Q6_K), Catch::Contains("no lane layout"));
+  REQUIRE_THROWS_WITH(lanes16_bytes(DType::F16, 64, 16), Catch::Contains("no lane layout"));
+  std::vector<std::byte> dst(4096 + 64);
+  REQUIRE_THROWS(pack_lanes16(make_weights(DType::F16, 64, 16, 1401).tensor(), dst.data(), nullptr));
 }

@@ -5,6 +5,7 @@
 // thread count, partial chunk and tile remainder, including the kernel's
 // int16 worst case; and matches a float64 reference on fresh random data.
 #include "kernels/cpu/q4k_lanes16.h"
+#include "kernels/cpu/lanes16.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -31,7 +32,7 @@ struct Packed {
   Tensor tensor;
 
   explicit Packed(const Weights& w, ThreadPool* pool = nullptr) {
-    const int64_t bytes = q4k_lanes16_bytes(w.n_cols, w.n_rows);
+    const int64_t bytes = lanes16_bytes(DType::Q4_K, w.n_cols, w.n_rows);
     CHECK(bytes == w.n_rows * row_bytes(DType::Q4_K, w.n_cols));  // the file's bytes
     storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
     auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
@@ -227,7 +228,7 @@ TEST_CASE("Q4_K lanes16: the kernels read every part of a tile", "[kernels][lane
 }
 
 TEST_CASE("Q4_K lanes16: bad input is refused with a message", "[kernels][lanes16]") {
-  std::vector<std::byte> dst(static_cast<size_t>(q4k_lanes16_bytes(256, 16)) + 64);
+  std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(DType::Q4_K, 256, 16)) + 64);
   auto* aligned = dst.data() + (64 - reinterpret_cast<uintptr_t>(dst.data()) % 64) % 64;
   REQUIRE_THROWS_WITH(pack_q4k_lanes16(make_weights(DType::Q8_0, 256, 16, 2600).tensor(), aligned, nullptr),
                       Catch::Contains("not a Q4_K matrix"));

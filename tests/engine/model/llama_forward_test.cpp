@@ -8,9 +8,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
-#include "kernels/cpu/q4_lanes16.h"
-#include "kernels/cpu/q4k_lanes16.h"
-#include "kernels/cpu/q8_lanes16.h"
+#include "kernels/cpu/lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
 #include "tests/test_util.h"
@@ -209,9 +207,12 @@ TEST_CASE("Q4_0, Q4_1, Q8_0 and Q4_K models give the same logits bits with their
       LlamaModel plain(*m.loaded, *m.backend, plain_options);
       REQUIRE(plain.repacked_weight_bytes() == 0);
       LlamaModel& repacked = *m.model;  // default options: CpuRepack::Auto
-      const bool wanted = dtype == "q8_0"                        ? tc::kernels::q8_lanes16_wanted(CpuRepack::Auto)
-                          : dtype == "q4_k" || dtype == "q4_k_m" ? tc::kernels::q4k_lanes16_wanted(CpuRepack::Auto)
-                                                                 : tc::kernels::q4_lanes16_wanted(CpuRepack::Auto);
+      using tc::kernels::DType;
+      const DType repacked_dtype = dtype == "q8_0" ? DType::Q8_0
+                                   : dtype == "q4_1" ? DType::Q4_1
+                                   : dtype == "q4_0" ? DType::Q4_0
+                                                     : DType::Q4_K;  // q4_k, q4_k_m
+      const bool wanted = tc::kernels::lanes16_wanted(repacked_dtype, CpuRepack::Auto);
       if (wanted) {
         // Every matrix but the tied head (get_rows reads token_embd's rows).
         CHECK(repacked.repacked_weight_bytes() > 0);
