@@ -2,6 +2,7 @@
 #include "kernels/cpu/lanes16.h"
 
 #include "kernels/check.h"
+#include "kernels/cpu/lanes16_tiles.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
@@ -38,7 +39,8 @@ int64_t lanes16_tile_bytes(DType dtype, int64_t n_cols) {
 // Every layout: the whole tiles, then the last n_rows % 16 rows as the file
 // has them.
 int64_t lanes16_bytes(DType dtype, int64_t n_cols, int64_t n_rows) {
-  return n_rows / kLanes16Rows * lanes16_tile_bytes(dtype, n_cols) + n_rows % kLanes16Rows * row_bytes(dtype, n_cols);
+  return lanes16::n_tiles(n_rows) * lanes16_tile_bytes(dtype, n_cols) +
+         n_rows % kLanes16Rows * row_bytes(dtype, n_cols);
 }
 
 bool lanes16_wanted(DType dtype, CpuRepack mode) {

@@ -71,11 +71,6 @@ int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype) {
   return (n_cols / kQK4_0 * tile_block_bytes(dtype) + 63) / 64 * 64;
 }
 
-int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype) {
-  return lanes16::n_tiles(n_rows) * q4_lanes16_tile_bytes(n_cols, dtype) +
-         n_rows % kQ4Lanes16Rows * row_bytes(dtype, n_cols);
-}
-
 bool q4_lanes16_wanted(CpuRepack mode) {
   return mode == CpuRepack::Auto && std::strcmp(detail::chosen_isa().name, "portable") != 0;
 }

@@ -32,11 +32,9 @@ class ThreadPool;
 
 constexpr int64_t kQ4Lanes16Rows = 16;
 
-// Bytes of one tile of 16 rows of n_cols columns of `dtype` (Q4_0 or Q4_1).
+// Bytes of one tile of 16 rows of n_cols columns of `dtype` (Q4_0 or Q4_1);
+// a whole matrix's: lanes16.h's lanes16_bytes.
 int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
-
-// Bytes a matrix of this shape and dtype (Q4_0 or Q4_1) takes in the layout.
-int64_t q4_lanes16_bytes(int64_t n_cols, int64_t n_rows, DType dtype = DType::Q4_0);
 
 // Whether Q4_0, Q4_1, Q8_0 and Q4_K matrices are repacked into their lane
 // layouts at load (this one, q8_lanes16.h, q4k_lanes16.h; the serve key and
@@ -58,7 +56,7 @@ bool q4_lanes16_wanted(CpuRepack mode);
 std::optional<CpuRepack> cpu_repack_from_name(std::string_view name);
 
 // Repacks `rows` (a Q4_0 or Q4_1 matrix in WeightLayout::Rows, n_cols a
-// multiple of 32) into dst (q4_lanes16_bytes, 64-byte aligned) and returns
+// multiple of 32) into dst (lanes16_bytes, 64-byte aligned) and returns
 // the view of dst (Q4_0Lanes16 or Q4_1Lanes16). pool may be nullptr.
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
 

@@ -46,11 +46,6 @@ void check_q8_0(const Tensor& t, const char* what) {
 
 int64_t q8_lanes16_tile_bytes(int64_t n_cols) { return (n_cols / kQK8_0 * kTileBlockBytes + 63) / 64 * 64; }
 
-int64_t q8_lanes16_bytes(int64_t n_cols, int64_t n_rows) {
-  return lanes16::n_tiles(n_rows) * q8_lanes16_tile_bytes(n_cols) +
-         n_rows % kQ8Lanes16Rows * row_bytes(DType::Q8_0, n_cols);
-}
-
 bool q8_lanes16_wanted(CpuRepack mode) { return mode == CpuRepack::Auto && detail::chosen_isa().q8_lanes16; }
 
 Tensor pack_q8_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {

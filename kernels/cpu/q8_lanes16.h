@@ -33,11 +33,9 @@ class ThreadPool;
 
 constexpr int64_t kQ8Lanes16Rows = 16;
 
-// Bytes of one tile of 16 rows of n_cols columns.
+// Bytes of one tile of 16 rows of n_cols columns; a whole matrix's:
+// lanes16.h's lanes16_bytes.
 int64_t q8_lanes16_tile_bytes(int64_t n_cols);
-
-// Bytes a Q8_0 matrix of this shape takes in the layout.
-int64_t q8_lanes16_bytes(int64_t n_cols, int64_t n_rows);
 
 // Whether matmul() here should get Q8_0 matrices in the layout under
 // `mode`: where the chosen variant reads it in place (avx512 and amx, whose
@@ -46,7 +44,7 @@ int64_t q8_lanes16_bytes(int64_t n_cols, int64_t n_rows);
 bool q8_lanes16_wanted(CpuRepack mode);
 
 // Repacks `rows` (a Q8_0 matrix in WeightLayout::Rows) into dst
-// (q8_lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
+// (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
 // be nullptr.
 Tensor pack_q8_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
 

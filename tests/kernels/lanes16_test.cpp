@@ -32,26 +32,19 @@ namespace detail = tc::kernels::detail;
 using tc::test::make_weights;
 using tc::test::Weights;
 
-int64_t q4_0_lanes16_bytes(int64_t n_cols, int64_t n_rows) { return q4_lanes16_bytes(n_cols, n_rows, DType::Q4_0); }
-int64_t q4_1_lanes16_bytes(int64_t n_cols, int64_t n_rows) { return q4_lanes16_bytes(n_cols, n_rows, DType::Q4_1); }
-
 // The layouts' functions, by the dtype they hold.
 struct Layout {
   DType dtype;
   WeightLayout layout;
   int64_t tile_block_bytes;  // a block of 16 rows: qs and f16 scales
-  int64_t (*bytes)(int64_t n_cols, int64_t n_rows);
   Tensor (*pack)(const Tensor& rows, std::byte* dst, ThreadPool* pool);
   void (*unpack)(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
   const char* name;
 };
 const Layout kLayouts[] = {
-    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, q4_0_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
-     "q4_0"},
-    {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, q4_1_lanes16_bytes, pack_q4_lanes16, unpack_q4_lanes16_rows,
-     "q4_1"},
-    {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, q8_lanes16_bytes, pack_q8_lanes16, unpack_q8_lanes16_rows,
-     "q8_0"},
+    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, pack_q4_lanes16, unpack_q4_lanes16_rows, "q4_0"},
+    {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, pack_q4_lanes16, unpack_q4_lanes16_rows, "q4_1"},
+    {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, pack_q8_lanes16, unpack_q8_lanes16_rows, "q8_0"},
 };
 
 // A 64-byte aligned packed copy of w (rows of one of kLayouts' dtypes).
@@ -60,7 +53,7 @@ struct Packed {
   Tensor tensor;
 
   Packed(const Layout& l, const Weights& w, ThreadPool* pool = nullptr) {
-    const int64_t bytes = l.bytes(w.n_cols, w.n_rows);
+    const int64_t bytes = lanes16_bytes(l.dtype, w.n_cols, w.n_rows);
     CHECK(bytes ==
           (w.n_rows / 16 * ((w.n_cols / 32 * l.tile_block_bytes + 63) / 64 * 64)) + w.n_rows % 16 * w.row_bytes);
     storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
@@ -260,9 +253,9 @@ TEST_CASE("Q8_0 lanes16: int8 extremes give the rows' bits and exact sums", "[ke
 
 TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") {
   const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
-  std::vector<std::byte> dst(static_cast<size_t>(q4_lanes16_bytes(64, 16)) + 64);
+  std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(DType::Q4_0, 64, 16)) + 64);
   REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 or Q4_1 matrix"));
-  std::vector<std::byte> dst8(static_cast<size_t>(q8_lanes16_bytes(64, 16)) + 64);
+  std::vector<std::byte> dst8(static_cast<size_t>(lanes16_bytes(DType::Q8_0, 64, 16)) + 64);
   REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
                       Catch::Contains("not a Q8_0 matrix"));
   const Weights w = make_weights(DType::Q4_0, 64, 16, 1201);

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/q4_lanes16.h"
 #include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
@@ -36,7 +37,7 @@ TEST_CASE("matmul_many gives each matrix the bits of its own matmul call", "[ker
   std::vector<Weights> weights;
   for (const auto& [dtype, rows] : shapes) weights.push_back(make_weights(dtype, n_in, rows, seed++));
   // The first one also in lane tiles (64-byte aligned), as the CPU backend repacks it.
-  std::vector<std::byte> lane_bytes(static_cast<size_t>(q4_lanes16_bytes(n_in, 48)) + 64);
+  std::vector<std::byte> lane_bytes(static_cast<size_t>(lanes16_bytes(DType::Q4_0, n_in, 48)) + 64);
   auto* lane_dst = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(lane_bytes.data()) + 63) / 64 * 64);
   const Tensor lanes = pack_q4_lanes16(weights[0].tensor(), lane_dst, nullptr);
   std::vector<Tensor> tensors;

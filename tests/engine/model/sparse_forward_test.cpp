@@ -15,6 +15,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/q4_lanes16.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/reference_forward.h"
@@ -193,7 +194,7 @@ TEST_CASE("the sparse pass gives the same bits with its Q4_0 matrices and predic
   int64_t expected = 0;
   auto add = [&expected](const tc::kernels::Tensor& t) {
     REQUIRE(t.dtype == tc::kernels::DType::Q4_0);
-    expected += (tc::kernels::q4_lanes16_bytes(t.n_cols(), t.n_rows()) + 63) / 64 * 64;
+    expected += (tc::kernels::lanes16_bytes(t.dtype, t.n_cols(), t.n_rows()) + 63) / 64 * 64;
   };
   const auto weights = tc::model::map_llama_weights(loaded->file, loaded->spec);
   if (weights.output.data != weights.token_embd.data) add(weights.output);
