@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/kernels/lanes16_fixtures.h"
 #include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
 
@@ -30,6 +31,8 @@ namespace {
 using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
 using tc::test::make_weights;
+using tc::test::PackedLanes16;
+using tc::test::run_matmul;
 using tc::test::Weights;
 
 // The layouts' functions, by the dtype they hold.
@@ -37,36 +40,21 @@ struct Layout {
   DType dtype;
   WeightLayout layout;
   int64_t tile_block_bytes;  // a block of 16 rows: qs and f16 scales
-  Tensor (*pack)(const Tensor& rows, std::byte* dst, ThreadPool* pool);
   void (*unpack)(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
   const char* name;
 };
 const Layout kLayouts[] = {
-    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, pack_q4_lanes16, unpack_q4_lanes16_rows, "q4_0"},
-    {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, pack_q4_lanes16, unpack_q4_lanes16_rows, "q4_1"},
-    {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, pack_q8_lanes16, unpack_q8_lanes16_rows, "q8_0"},
+    {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, unpack_q4_lanes16_rows, "q4_0"},
+    {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, unpack_q4_lanes16_rows, "q4_1"},
+    {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, unpack_q8_lanes16_rows, "q8_0"},
 };
 
-// A 64-byte aligned packed copy of w (rows of one of kLayouts' dtypes).
-struct Packed {
-  std::vector<std::byte> storage;
-  Tensor tensor;
-
-  Packed(const Layout& l, const Weights& w, ThreadPool* pool = nullptr) {
-    const int64_t bytes = lanes16_bytes(l.dtype, w.n_cols, w.n_rows);
-    CHECK(bytes ==
-          (w.n_rows / 16 * ((w.n_cols / 32 * l.tile_block_bytes + 63) / 64 * 64)) + w.n_rows % 16 * w.row_bytes);
-    storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
-    auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
-    tensor = l.pack(w.tensor(), dst, pool);
-  }
-};
-
-std::vector<float> run(const detail::MatmulIsa& isa, const Tensor& w, const std::vector<float>& x, int64_t n_tokens,
-                       ThreadPool* pool) {
-  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_rows()), std::nanf(""));
-  detail::matmul_with(isa, w, x.data(), n_tokens, y.data(), pool);
-  return y;
+// w (rows of one of kLayouts' dtypes) packed, its size checked against the
+// layout's tiles.
+PackedLanes16 pack_checked(const Layout& l, const Weights& w, ThreadPool* pool = nullptr) {
+  CHECK(lanes16_bytes(l.dtype, w.n_cols, w.n_rows) ==
+        (w.n_rows / 16 * ((w.n_cols / 32 * l.tile_block_bytes + 63) / 64 * 64)) + w.n_rows % 16 * w.row_bytes);
+  return PackedLanes16(w, pool);
 }
 
 }  // namespace
@@ -79,7 +67,7 @@ TEST_CASE("lanes16: packing keeps every byte (unpack gives back the rows)", "[ke
       for (int64_t n_cols : {32, 96, 43 * 32, 4096}) {
         INFO(l.name << " n_rows " << n_rows << " n_cols " << n_cols);
         const Weights w = make_weights(l.dtype, n_cols, n_rows, seed++);
-        const Packed p(l, w, &pool);
+        const auto p = pack_checked(l, w, &pool);
         REQUIRE(p.tensor.layout == l.layout);
         REQUIRE(p.tensor.row_bytes == w.row_bytes);
         std::vector<std::byte> rows(w.bytes.size(), std::byte{0});
@@ -101,7 +89,7 @@ TEST_CASE("Q8_0 lanes16: a tile holds the weights as unsigned bytes w + 128, ste
   // b, step s, row j at 512 b + 64 s + 4 j; the scales after all blocks.
   const int64_t n_cols = 96, nb = 3;
   const Weights w = make_weights(DType::Q8_0, n_cols, 16, 950);
-  const Packed p(kLayouts[2], w);
+  const auto p = pack_checked(kLayouts[2], w);
   const auto* tile = static_cast<const uint8_t*>(p.tensor.data);
   for (int64_t j = 0; j < 16; ++j) {
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.bytes.data() + j * w.row_bytes);
@@ -130,14 +118,15 @@ TEST_CASE("lanes16: matmul gives the row layout's bits for every variant, batch 
     for (int64_t n_out : {64, 37, 53, 5}) {
       for (int64_t n_in : {32, 96, 20 * 32, 43 * 32, 2048}) {
         const Weights w = make_weights(l.dtype, n_in, n_out, seed++);
-        const Packed packed(l, w);
+        const auto packed = pack_checked(l, w);
         for (int64_t n_tokens : {1, 2, 3, 5, 8, 9, 17}) {
           const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed++);
           for (const auto* isa : tc::test::matmul_variants("lanes16")) {
             for (ThreadPool& pool : pools) {
               INFO(l.name << " " << isa->name << " n_in " << n_in << " n_out " << n_out << " n_tokens " << n_tokens
                           << " threads " << pool.n_threads());
-              REQUIRE(run(*isa, packed.tensor, x, n_tokens, &pool) == run(*isa, w.tensor(), x, n_tokens, &pool));
+              REQUIRE(run_matmul(*isa, packed.tensor, x, n_tokens, &pool) ==
+                      run_matmul(*isa, w.tensor(), x, n_tokens, &pool));
             }
           }
         }
@@ -155,10 +144,10 @@ TEST_CASE("lanes16: GEMM order (many tokens) gives the row layout's bits and the
     // one shorter).
     const int64_t n_in = 4096, n_out = 40, n_tokens = 160;
     const Weights w = make_weights(l.dtype, n_in, n_out, 1100);
-    const Packed packed(l, w, &pool);
+    const auto packed = pack_checked(l, w, &pool);
     const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), 1101);
-    const auto rows = run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
-    const auto lanes = run(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
+    const auto rows = run_matmul(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
+    const auto lanes = run_matmul(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
     REQUIRE(lanes == rows);
     // Every variant's tiles (amx: AMX tiles for each 16 tokens), AVX2's rows'
     // bits: with a partial last chunk of an odd count (a lone last block),
@@ -167,14 +156,14 @@ TEST_CASE("lanes16: GEMM order (many tokens) gives the row layout's bits and the
     if (detail::isa_supported("avx2")) {
       for (int64_t n_in_v : {n_in, int64_t{43 * 32}}) {
         const Weights wv = make_weights(l.dtype, n_in_v, n_out, 1102 + n_in_v);
-        const Packed packed_v(l, wv, &pool);
+        const auto packed_v = pack_checked(l, wv, &pool);
         for (int64_t n_tok : {n_tokens, int64_t{125}, int64_t{40}}) {
           const auto xv = tc::test::random_floats(static_cast<size_t>(n_tok * n_in_v), 1103 + n_tok);
-          const auto want = run(*detail::isa_avx2(), wv.tensor(), xv, n_tok, &pool);
+          const auto want = run_matmul(*detail::isa_avx2(), wv.tensor(), xv, n_tok, &pool);
           for (const auto* isa : tc::test::matmul_variants("lanes16")) {
             if (isa == &detail::isa_portable()) continue;
             INFO(isa->name << " n_in " << n_in_v << " n_tokens " << n_tok);
-            REQUIRE(run(*isa, packed_v.tensor, xv, n_tok, &pool) == want);
+            REQUIRE(run_matmul(*isa, packed_v.tensor, xv, n_tok, &pool) == want);
           }
         }
       }
@@ -222,17 +211,17 @@ TEST_CASE("Q8_0 lanes16: int8 extremes give the rows' bits and exact sums", "[ke
       }
     }
   }
-  const Packed packed(kLayouts[2], w);
+  const auto packed = pack_checked(kLayouts[2], w);
   std::vector<float> x(static_cast<size_t>(n_tokens * n_in));
   for (size_t i = 0; i < x.size(); ++i) x[i] = (i / 2 + i / 64) % 2 == 0 ? 1.0f : -1.0f;
   ThreadPool pool(2);
-  const auto want = run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
+  const auto want = run_matmul(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool);
   for (const auto* isa : tc::test::matmul_variants("lanes16")) {
     for (int64_t tokens : {int64_t{1}, int64_t{2}, n_tokens}) {
       INFO(isa->name << " n_tokens " << tokens);
       const std::vector<float> xt(x.begin(), x.begin() + tokens * n_in);
-      const auto rows = run(*isa, w.tensor(), xt, tokens, &pool);
-      REQUIRE(run(*isa, packed.tensor, xt, tokens, &pool) == rows);
+      const auto rows = run_matmul(*isa, w.tensor(), xt, tokens, &pool);
+      REQUIRE(run_matmul(*isa, packed.tensor, xt, tokens, &pool) == rows);
       if (isa != &detail::isa_portable()) REQUIRE(std::equal(rows.begin(), rows.end(), want.begin()));
     }
   }
@@ -259,7 +248,7 @@ TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") 
   REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
                       Catch::Contains("not a Q8_0 matrix"));
   const Weights w = make_weights(DType::Q4_0, 64, 16, 1201);
-  const Packed packed(kLayouts[0], w);
+  const auto packed = pack_checked(kLayouts[0], w);
   std::vector<float> y(16);
   const int32_t rows[1] = {0};
   REQUIRE_THROWS_WITH(detail::matmul_rows_with(detail::chosen_isa(), packed.tensor, y.data(), 1, rows, 1, y.data(),

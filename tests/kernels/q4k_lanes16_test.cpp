@@ -16,6 +16,7 @@
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/kernels/lanes16_fixtures.h"
 #include "tests/kernels/weight_fixtures.h"
 #include "tests/test_util.h"
 
@@ -24,27 +25,14 @@ namespace {
 using namespace tc::kernels;
 namespace detail = tc::kernels::detail;
 using tc::test::make_weights;
+using tc::test::PackedLanes16;
+using tc::test::run_matmul;
 using tc::test::Weights;
 
-// A 64-byte aligned packed copy of a Q4_K matrix.
-struct Packed {
-  std::vector<std::byte> storage;
-  Tensor tensor;
-
-  explicit Packed(const Weights& w, ThreadPool* pool = nullptr) {
-    const int64_t bytes = lanes16_bytes(DType::Q4_K, w.n_cols, w.n_rows);
-    CHECK(bytes == w.n_rows * row_bytes(DType::Q4_K, w.n_cols));  // the file's bytes
-    storage.assign(static_cast<size_t>(bytes + 64), std::byte{0xa5});  // poisoned
-    auto* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
-    tensor = pack_q4k_lanes16(w.tensor(), dst, pool);
-  }
-};
-
-std::vector<float> run(const detail::MatmulIsa& isa, const Tensor& w, const std::vector<float>& x, int64_t n_tokens,
-                       ThreadPool* pool) {
-  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_rows()), std::nanf(""));
-  detail::matmul_with(isa, w, x.data(), n_tokens, y.data(), pool);
-  return y;
+// A Q4_K matrix packed: the file's bytes, rearranged.
+PackedLanes16 pack_q4k(const Weights& w, ThreadPool* pool = nullptr) {
+  CHECK(lanes16_bytes(DType::Q4_K, w.n_cols, w.n_rows) == w.n_rows * row_bytes(DType::Q4_K, w.n_cols));
+  return PackedLanes16(w, pool);
 }
 
 // The float64 reference of a Q4_K matmul output, and a bound on what the
@@ -75,7 +63,7 @@ TEST_CASE("Q4_K lanes16: packing keeps every byte (unpack gives back the rows)",
     for (int64_t n_cols : {256, 5 * 256, 4096}) {
       INFO("n_rows " << n_rows << " n_cols " << n_cols);
       const Weights w = make_weights(DType::Q4_K, n_cols, n_rows, seed++);
-      const Packed p(w, &pool);
+      const auto p = pack_q4k(w, &pool);
       REQUIRE(p.tensor.layout == WeightLayout::Q4_KLanes16);
       REQUIRE(p.tensor.row_bytes == w.row_bytes);
       std::vector<std::byte> rows(w.bytes.size(), std::byte{0});
@@ -95,7 +83,7 @@ TEST_CASE("Q4_K lanes16: a tile's bytes lie where q4k_lanes16.h says", "[kernels
   // scale byte i of row j at 2048 + 16 i + j; d and dmin at 2240 / 2272 + 2 j.
   const int64_t n_cols = 2 * kQK_K;
   const Weights w = make_weights(DType::Q4_K, n_cols, 16, 2100);
-  const Packed p(w);
+  const auto p = pack_q4k(w);
   const auto* tile = static_cast<const uint8_t*>(p.tensor.data);
   for (int64_t j = 0; j < 16; ++j) {
     const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w.bytes.data() + j * w.row_bytes);
@@ -125,14 +113,15 @@ TEST_CASE("Q4_K lanes16: matmul gives the row layout's bits for every variant, b
   for (int64_t n_out : {64, 37, 53, 5}) {
     for (int64_t n_in : {kQK_K, 5 * kQK_K, 9 * kQK_K, 16 * kQK_K}) {
       const Weights w = make_weights(DType::Q4_K, n_in, n_out, seed++);
-      const Packed packed(w);
+      const auto packed = pack_q4k(w);
       for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 17}) {
         const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), seed++);
         for (const auto* isa : tc::test::matmul_variants("lanes16")) {
           for (ThreadPool& pool : pools) {
             INFO(isa->name << " n_in " << n_in << " n_out " << n_out << " n_tokens " << n_tokens << " threads "
                            << pool.n_threads());
-            REQUIRE(run(*isa, packed.tensor, x, n_tokens, &pool) == run(*isa, w.tensor(), x, n_tokens, &pool));
+            REQUIRE(run_matmul(*isa, packed.tensor, x, n_tokens, &pool) ==
+                    run_matmul(*isa, w.tensor(), x, n_tokens, &pool));
           }
         }
       }
@@ -149,10 +138,10 @@ TEST_CASE("Q4_K lanes16: GEMM order gives the rows' bits and the reference's val
     for (int64_t n_tokens : {160, 125}) {
       INFO("n_in " << n_in << " n_tokens " << n_tokens);
       const Weights w = make_weights(DType::Q4_K, n_in, n_out, 2300 + n_in);
-      const Packed packed(w, &pool);
+      const auto packed = pack_q4k(w, &pool);
       const auto x = tc::test::random_floats(static_cast<size_t>(n_tokens * n_in), 2301 + n_tokens);
-      const auto lanes = run(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
-      REQUIRE(lanes == run(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool));
+      const auto lanes = run_matmul(detail::chosen_isa(), packed.tensor, x, n_tokens, &pool);
+      REQUIRE(lanes == run_matmul(detail::chosen_isa(), w.tensor(), x, n_tokens, &pool));
       for (int64_t t = 0; t < n_tokens; ++t) {
         for (int64_t r = 0; r < n_out; ++r) {
           double want, bound;
@@ -182,15 +171,15 @@ TEST_CASE("Q4_K lanes16: the largest nibbles, scales and mins give the rows' bit
       for (int64_t i = 0; i < kQK_K; ++i) w.values[static_cast<size_t>(r * n_in + kQK_K * b + i)] = deq[i];
     }
   }
-  const Packed packed(w);
+  const auto packed = pack_q4k(w);
   ThreadPool pool(2);
   for (float sign : {1.0f, -1.0f}) {
     for (int64_t n_tokens : {1, 2, 3, 4}) {
       const std::vector<float> x(static_cast<size_t>(n_tokens * n_in), sign);
       for (const auto* isa : tc::test::matmul_variants("lanes16")) {
         INFO(isa->name << " sign " << sign << " n_tokens " << n_tokens);
-        const auto lanes = run(*isa, packed.tensor, x, n_tokens, &pool);
-        REQUIRE(lanes == run(*isa, w.tensor(), x, n_tokens, &pool));
+        const auto lanes = run_matmul(*isa, packed.tensor, x, n_tokens, &pool);
+        REQUIRE(lanes == run_matmul(*isa, w.tensor(), x, n_tokens, &pool));
         for (int64_t t = 0; t < n_tokens; ++t) {
           for (int64_t r = 0; r < n_out; ++r) {
             double want, bound;
@@ -212,10 +201,10 @@ TEST_CASE("Q4_K lanes16: the kernels read every part of a tile", "[kernels][lane
   const int64_t offsets[] = {64 * 9 + 4 * row, 2304 + 64 * 31 + 4 * row + 3, 2048 + 16 * 3 + row,
                              2304 + 2048 + 16 * 11 + row, 2240 + 2 * row + 1, 2304 + 2272 + 2 * row + 1};
   for (int64_t offset : offsets) {
-    Packed packed(w);
-    const auto before = run(detail::chosen_isa(), packed.tensor, x, 1, nullptr);
+    auto packed = pack_q4k(w);
+    const auto before = run_matmul(detail::chosen_isa(), packed.tensor, x, 1, nullptr);
     static_cast<uint8_t*>(packed.tensor.data)[offset] ^= 0x21;
-    const auto after = run(detail::chosen_isa(), packed.tensor, x, 1, nullptr);
+    const auto after = run_matmul(detail::chosen_isa(), packed.tensor, x, 1, nullptr);
     INFO("byte " << offset);
     for (int64_t r = 0; r < n_out; ++r) {
       if (r == row) {
@@ -235,7 +224,7 @@ TEST_CASE("Q4_K lanes16: bad input is refused with a message", "[kernels][lanes1
   REQUIRE_THROWS_WITH(pack_q4k_lanes16(make_weights(DType::Q4_K, 256, 16, 2601).tensor(), aligned + 1, nullptr),
                       Catch::Contains("64-byte aligned"));
   const Weights w = make_weights(DType::Q4_K, 256, 16, 2602);
-  const Packed packed(w);
+  const auto packed = pack_q4k(w);
   std::vector<std::byte> out(static_cast<size_t>(w.row_bytes));
   REQUIRE_THROWS_WITH(unpack_q4k_lanes16_rows(packed.tensor, 16, 1, out.data()), Catch::Contains("outside"));
 }
