@@ -28,6 +28,8 @@ enum class WeightLayout {
   Q4_1Lanes16,  // Q4_1 the same way, its minimums after the scales
   Q8_0Lanes16,  // Q8_0 the same way (kernels/cpu/q8_lanes16.h)
   Q4_KLanes16,  // Q4_K the same way (kernels/cpu/q4k_lanes16.h)
+  Q5_KLanes16,  // Q5_K the same way (kernels/cpu/q5k_lanes16.h)
+  Q6_KLanes16,  // Q6_K the same way (kernels/cpu/q6k_lanes16.h)
 };
 
 struct Tensor {

@@ -1,12 +1,13 @@
-// Repacking for the CPU backend: the Q4_0, Q4_1, Q8_0 and Q4_K matrices the
-// dense matmul reads (attention, the output head, the FFN when it runs dense,
-// and the sparse FFN's predictors) are copied at load into the 16-row lane
-// layouts of kernels/cpu/q4_lanes16.h (Q4_0, Q4_1), q8_lanes16.h and
-// q4k_lanes16.h, which the x86 matmul reads without transposing tiles on
-// every call (an 8-sequence decode step of a 1B Q4_0 model 1.7x faster per
-// matrix, one sequence 1.1-1.3x; Q4_1 one sequence 1.3x, 8 sequences 3.7x;
-// Q8_0 needs half the instructions per byte and streams 35-40% faster; Q4_K
-// on AVX2 8 tokens 2.2x, 512 tokens 1.5-2x). Same bytes per
+// Repacking for the CPU backend: the Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
+// matrices the dense matmul reads (attention, the output head, the FFN when
+// it runs dense, and the sparse FFN's predictors) are copied at load into
+// the 16-row lane layouts of kernels/cpu/q4_lanes16.h (Q4_0, Q4_1),
+// q8_lanes16.h, q4k_lanes16.h and q6k_lanes16.h (through lanes16.h), which
+// the x86 matmul reads without transposing tiles on every call (an
+// 8-sequence decode step of a 1B Q4_0 model 1.7x faster per matrix, one
+// sequence 1.1-1.3x; Q4_1 one sequence 1.3x, 8 sequences 3.7x; Q8_0 needs
+// half the instructions per byte and streams 35-40% faster; Q4_K on AVX2 8
+// tokens 2.2x, 512 tokens 1.5-2x; Q6_K on AVX2 8 tokens 1.8x). Same bytes per
 // weight as the file; the file's pages of a repacked matrix are dropped
 // from the process (MADV_DONTNEED), so resident memory stays about one copy
 // of the model.

@@ -1,7 +1,8 @@
-// Internal to q4_lanes16.cpp and q8_lanes16.cpp: what packing into and out of
-// a 16-row lane-tile layout does alike for every dtype (the tiles in
-// parallel, the rows after the last whole tile kept in the row layout, the
-// checks); each dtype supplies how one row's blocks go into a tile.
+// Internal to the lane layouts' packers (q4_lanes16.cpp, q8_lanes16.cpp,
+// q4k/q5k/q6k_lanes16.cpp): what packing into and out of a 16-row lane-tile
+// layout does alike for every dtype (the tiles in parallel, the rows after
+// the last whole tile kept in the row layout, the checks); each dtype
+// supplies how one row's blocks go into a tile.
 #pragma once
 
 #include <cstddef>
@@ -76,6 +77,29 @@ void unpack(const Tensor& packed, int64_t r0, int64_t n, std::byte* out, int64_t
       get_row(base + r / kRows * tile_bytes, r % kRows, dst_row);
     }
   }
+}
+
+// pack() and unpack() for a layout made of byte moves only:
+// for_each_piece(j, fn) calls fn(tile_offset, row_offset, n) for every piece
+// of row j (n bytes at row_offset of the row lie at tile_offset of its tile).
+template <class ForEachPiece>
+Tensor pack_pieces(const Tensor& rows, std::byte* dst, int64_t tile_bytes, WeightLayout layout, ThreadPool* pool,
+                   const PackErrors& errors, ForEachPiece&& for_each_piece) {
+  return pack(rows, dst, tile_bytes, layout, pool, errors, [&](std::byte* tile, int64_t j, const std::byte* row) {
+    for_each_piece(j, [&](int64_t at_tile, int64_t at_row, int64_t n) {
+      std::memcpy(tile + at_tile, row + at_row, static_cast<size_t>(n));
+    });
+  });
+}
+
+template <class ForEachPiece>
+void unpack_pieces(const Tensor& packed, int64_t r0, int64_t n, std::byte* out, int64_t tile_bytes, const char* who,
+                   ForEachPiece&& for_each_piece) {
+  unpack(packed, r0, n, out, tile_bytes, who, [&](const std::byte* tile, int64_t j, std::byte* row) {
+    for_each_piece(j, [&](int64_t at_tile, int64_t at_row, int64_t n_bytes) {
+      std::memcpy(row + at_row, tile + at_tile, static_cast<size_t>(n_bytes));
+    });
+  });
 }
 
 }  // namespace tc::kernels::lanes16

@@ -214,7 +214,16 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
 
 // Whether the variant reads `dtype`'s lane tiles itself.
 bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
-  return dtype == DType::Q8_0 ? isa.q8_lanes16 : dtype == DType::Q4_K ? isa.q4k_lanes16 : isa.q4_lanes16;
+  switch (dtype) {
+    case DType::Q8_0:
+      return isa.q8_lanes16;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      return isa.k_lanes16;
+    default:
+      return isa.q4_lanes16;
+  }
 }
 
 // Outputs [r0, r1) of a lane-tile matrix (lanes16_layout): the

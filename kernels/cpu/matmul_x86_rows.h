@@ -12,6 +12,7 @@
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4k_lanes_avx2.h"
+#include "kernels/cpu/matmul_x86_q6k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_quant.h"
@@ -134,8 +135,11 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         // matmul_x86_q8_lanes_avx2.h without.
         if (a.dtype == DType::Q8_0) return run_lanes16_q8_0(a, r0, r1);
 #if !defined(TC_MATMUL_VNNI)
-        // Q4_KLanes16: only the variants without VNNI read it (MatmulIsa::q4k_lanes16).
+        // The K-quants' tiles: only the variants without VNNI read them
+        // (MatmulIsa::k_lanes16).
         if (a.dtype == DType::Q4_K) return run_lanes16_q4_K(a, r0, r1);
+        if (a.dtype == DType::Q5_K) return run_lanes16_q5_K(a, r0, r1);
+        if (a.dtype == DType::Q6_K) return run_lanes16_q6_K(a, r0, r1);
 #endif
         return run_lanes16_q4_0(a, r0, r1);
       }

@@ -3,7 +3,6 @@
 #include "kernels/cpu/q4k_lanes16.h"
 
 #include <cstddef>
-#include <cstring>
 
 #include "kernels/check.h"
 #include "kernels/cpu/lanes16_tiles.h"
@@ -16,8 +15,9 @@ constexpr int64_t kPairBytes = 32;  // a sub-block pair's qs in a row
 constexpr int64_t kSteps = kPairBytes / kStepBytes;
 constexpr int64_t kScaleBytes = 12;
 static_assert(kQ4KLanes16Rows == lanes16::kRows);
-static_assert(kQ4KLanesScales == kQ4KLanes16Rows * kQK_K / 2);
 static_assert(kQ4KLanesD == kQ4KLanesScales + kScaleBytes * kQ4KLanes16Rows);
+static_assert(kQ4KLanesDmin == kQ4KLanesD + 32 && kQ4KLanesQs == kQ4KLanesDmin + 32);
+static_assert(kQ4KLanesSbBytes == kQ4KLanesQs + kQ4KLanes16Rows * kQK_K / 2);
 static_assert(kQ4KLanesSbBytes == kQ4KLanes16Rows * static_cast<int64_t>(sizeof(BlockQ4_K)));
 
 // fn(tile_offset, row_offset, n) for every piece of row j's n_sb blocks:
@@ -35,8 +35,8 @@ void for_each_piece(int64_t j, int64_t n_sb, Fn&& fn) {
     }
     for (int64_t p = 0; p < kQK_K / 2 / kPairBytes; ++p) {
       for (int64_t k = 0; k < kSteps; ++k) {
-        fn(tile + ((p * kSteps + k) * kQ4KLanes16Rows + j) * kStepBytes, row + kQsAt + p * kPairBytes + k * kStepBytes,
-           kStepBytes);
+        fn(tile + kQ4KLanesQs + ((p * kSteps + k) * kQ4KLanes16Rows + j) * kStepBytes,
+           row + kQsAt + p * kPairBytes + k * kStepBytes, kStepBytes);
       }
     }
   }
@@ -54,27 +54,18 @@ int64_t q4k_lanes16_tile_bytes(int64_t n_cols) { return n_cols / kQK_K * kQ4KLan
 Tensor pack_q4k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
   check_q4_k(rows, "pack_q4k_lanes16: not a Q4_K matrix");
   const int64_t ns = rows.n_cols() / kQK_K;
-  return lanes16::pack(rows, dst, q4k_lanes16_tile_bytes(rows.n_cols()), WeightLayout::Q4_KLanes16, pool,
-                       {"pack_q4k_lanes16: needs a row-layout matrix and a destination",
-                        "pack_q4k_lanes16: the destination must be 64-byte aligned"},
-                       [ns](std::byte* tile, int64_t j, const std::byte* row) {
-                         for_each_piece(j, ns, [&](int64_t at_tile, int64_t at_row, int64_t n) {
-                           std::memcpy(tile + at_tile, row + at_row, static_cast<size_t>(n));
-                         });
-                       });
+  return lanes16::pack_pieces(rows, dst, q4k_lanes16_tile_bytes(rows.n_cols()), WeightLayout::Q4_KLanes16, pool,
+                              {"pack_q4k_lanes16: needs a row-layout matrix and a destination",
+                               "pack_q4k_lanes16: the destination must be 64-byte aligned"},
+                              [ns](int64_t j, auto&& fn) { for_each_piece(j, ns, fn); });
 }
 
 void unpack_q4k_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
   check_q4_k(packed, "unpack_q4k_lanes16_rows: not a Q4_K matrix");
   TC_CHECK(packed.layout == WeightLayout::Q4_KLanes16, "unpack_q4k_lanes16_rows: not a Q4_KLanes16 matrix");
-  const int64_t ns = packed.n_cols() / kQK_K;
-  lanes16::unpack(packed, r0, n, out, q4k_lanes16_tile_bytes(packed.n_cols()),
-                  "unpack_q4k_lanes16_rows: rows outside the matrix",
-                  [ns](const std::byte* tile, int64_t j, std::byte* row) {
-                    for_each_piece(j, ns, [&](int64_t at_tile, int64_t at_row, int64_t n) {
-                      std::memcpy(row + at_row, tile + at_tile, static_cast<size_t>(n));
-                    });
-                  });
+  lanes16::unpack_pieces(packed, r0, n, out, q4k_lanes16_tile_bytes(packed.n_cols()),
+                         "unpack_q4k_lanes16_rows: rows outside the matrix",
+                         [ns = packed.n_cols() / kQK_K](int64_t j, auto&& fn) { for_each_piece(j, ns, fn); });
 }
 
 }  // namespace tc::kernels

@@ -10,15 +10,16 @@
 //
 // A matrix of n_rows rows x ns = n_cols / 256 super-blocks:
 //   tile t (rows 16t..16t+15, t < n_rows / 16) at t * tile_bytes, where
-//   tile_bytes = ns * 2304; super-block s of the tile at s * 2304:
-//     qs     u8  [4][8][16][4]  pair p, step k, row j: bytes 4k..4k+3 of
-//                               the row's qs[32p..32p+31] (low nibbles:
-//                               sub-block 2p, elements 4k..4k+3; high:
-//                               sub-block 2p+1, the same elements)
-//     scales u8  [12][16]       at 2048: byte i of each row's 12 packed
-//                               6-bit scales and mins
-//     d      f16 [16]           at 2240: each row's d
-//     dmin   f16 [16]           at 2272: each row's dmin
+//   tile_bytes = ns * 2304; super-block s of the tile at s * 2304, in the
+//   order the kernel reads it (the stream stays sequential):
+//     scales u8  [12][16]       at 0: byte i of each row's 12 packed 6-bit
+//                               scales and mins
+//     d      f16 [16]           at 192: each row's d
+//     dmin   f16 [16]           at 224: each row's dmin
+//     qs     u8  [4][8][16][4]  at 256: pair p, step k, row j: bytes
+//                               4k..4k+3 of the row's qs[32p..32p+31] (low
+//                               nibbles: sub-block 2p, elements 4k..4k+3;
+//                               high: sub-block 2p+1, the same elements)
 //   the last n_rows % 16 rows after the tiles, in the file's row layout
 //   (row_bytes apart).
 #pragma once
@@ -35,9 +36,10 @@ class ThreadPool;
 constexpr int64_t kQ4KLanes16Rows = 16;
 // Offsets within one super-block of a tile (see above).
 constexpr int64_t kQ4KLanesSbBytes = 2304;
-constexpr int64_t kQ4KLanesScales = 2048;
-constexpr int64_t kQ4KLanesD = 2240;
-constexpr int64_t kQ4KLanesDmin = 2272;
+constexpr int64_t kQ4KLanesScales = 0;
+constexpr int64_t kQ4KLanesD = 192;
+constexpr int64_t kQ4KLanesDmin = 224;
+constexpr int64_t kQ4KLanesQs = 256;
 
 // Bytes of one tile of 16 rows of n_cols columns. (A matrix's bytes, the
 // file's, and whether matmul() here wants the layout, where the chosen
