@@ -3,6 +3,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/lanes16_tiles.h"
+#include "kernels/cpu/kquant_lanes16.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q5k_lanes16.h"
@@ -10,18 +11,12 @@
 #include "kernels/cpu/q8_lanes16.h"
 
 namespace tc::kernels {
-namespace {
-
-// The super-block types with a lane layout (MatmulIsa::k_lanes16).
-bool is_k_quant_lanes16(DType dtype) { return dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K; }
-
-}  // namespace
 
 static_assert(kLanes16Rows == kQ4Lanes16Rows && kLanes16Rows == kQ8Lanes16Rows && kLanes16Rows == kQ4KLanes16Rows &&
               kLanes16Rows == kQ5KLanes16Rows && kLanes16Rows == kQ6KLanes16Rows);
 
 bool has_lanes16(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::Q8_0 || is_k_quant_lanes16(dtype);
+  return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::Q8_0 || is_kquant_lanes16(dtype);
 }
 
 WeightLayout lanes16_layout(DType dtype) {
@@ -45,9 +40,7 @@ WeightLayout lanes16_layout(DType dtype) {
 int64_t lanes16_tile_bytes(DType dtype, int64_t n_cols) {
   TC_CHECK(has_lanes16(dtype), "lanes16_tile_bytes: no lane layout for this dtype");
   if (dtype == DType::Q8_0) return q8_lanes16_tile_bytes(n_cols);
-  if (dtype == DType::Q4_K) return q4k_lanes16_tile_bytes(n_cols);
-  if (dtype == DType::Q5_K) return q5k_lanes16_tile_bytes(n_cols);
-  if (dtype == DType::Q6_K) return q6k_lanes16_tile_bytes(n_cols);
+  if (is_kquant_lanes16(dtype)) return kquant_lanes16_tile_bytes(dtype, n_cols);
   return q4_lanes16_tile_bytes(n_cols, dtype);
 }
 
@@ -60,23 +53,19 @@ int64_t lanes16_bytes(DType dtype, int64_t n_cols, int64_t n_rows) {
 
 bool lanes16_wanted(DType dtype, CpuRepack mode) {
   if (dtype == DType::Q8_0) return q8_lanes16_wanted(mode);
-  if (is_k_quant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16;
+  if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16;
   return has_lanes16(dtype) && q4_lanes16_wanted(mode);
 }
 
 Tensor pack_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
   if (rows.dtype == DType::Q8_0) return pack_q8_lanes16(rows, dst, pool);
-  if (rows.dtype == DType::Q4_K) return pack_q4k_lanes16(rows, dst, pool);
-  if (rows.dtype == DType::Q5_K) return pack_q5k_lanes16(rows, dst, pool);
-  if (rows.dtype == DType::Q6_K) return pack_q6k_lanes16(rows, dst, pool);
+  if (is_kquant_lanes16(rows.dtype)) return pack_kquant_lanes16(rows, dst, pool);
   return pack_q4_lanes16(rows, dst, pool);  // refuses any other dtype
 }
 
 void unpack_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
   if (packed.dtype == DType::Q8_0) return unpack_q8_lanes16_rows(packed, r0, n, out);
-  if (packed.dtype == DType::Q4_K) return unpack_q4k_lanes16_rows(packed, r0, n, out);
-  if (packed.dtype == DType::Q5_K) return unpack_q5k_lanes16_rows(packed, r0, n, out);
-  if (packed.dtype == DType::Q6_K) return unpack_q6k_lanes16_rows(packed, r0, n, out);
+  if (is_kquant_lanes16(packed.dtype)) return unpack_kquant_lanes16_rows(packed, r0, n, out);
   unpack_q4_lanes16_rows(packed, r0, n, out);  // refuses any other dtype
 }
 

@@ -1,5 +1,5 @@
 // Internal to the lane layouts' packers (q4_lanes16.cpp, q8_lanes16.cpp,
-// q4k/q5k/q6k_lanes16.cpp): what packing into and out of a 16-row lane-tile
+// kquant_lanes16.cpp): what packing into and out of a 16-row lane-tile
 // layout does alike for every dtype (the tiles in parallel, the rows after
 // the last whole tile kept in the row layout, the checks); each dtype
 // supplies how one row's blocks go into a tile.

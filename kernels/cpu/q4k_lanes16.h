@@ -24,14 +24,9 @@
 //   (row_bytes apart).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
-#include "kernels/tensor.h"
-
 namespace tc::kernels {
-
-class ThreadPool;
 
 constexpr int64_t kQ4KLanes16Rows = 16;
 // Offsets within one super-block of a tile (see above).
@@ -40,19 +35,5 @@ constexpr int64_t kQ4KLanesScales = 0;
 constexpr int64_t kQ4KLanesD = 192;
 constexpr int64_t kQ4KLanesDmin = 224;
 constexpr int64_t kQ4KLanesQs = 256;
-
-// Bytes of one tile of 16 rows of n_cols columns. (A matrix's bytes, the
-// file's, and whether matmul() here wants the layout, where the chosen
-// variant reads it in place (avx2): lanes16.h.)
-int64_t q4k_lanes16_tile_bytes(int64_t n_cols);
-
-// Repacks `rows` (a Q4_K matrix in WeightLayout::Rows) into dst
-// (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
-// be nullptr.
-Tensor pack_q4k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
-
-// The plain Q4_K rows [r0, r0 + n) of a Q4_KLanes16 matrix into out
-// (n * row_bytes bytes).
-void unpack_q4k_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
 
 }  // namespace tc::kernels

@@ -28,14 +28,9 @@
 //   (row_bytes apart).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
-#include "kernels/tensor.h"
-
 namespace tc::kernels {
-
-class ThreadPool;
 
 constexpr int64_t kQ5KLanes16Rows = 16;
 // Offsets within one super-block of a tile (see above); the scales, d and
@@ -48,18 +43,5 @@ constexpr int64_t kQ5KLanesDmin = 224;
 // Step k's line of pair p's quants, and of the fifth bits.
 constexpr int64_t q5k_lanes_qs(int64_t p, int64_t k) { return p == 0 ? 256 + 128 * k : 1280 + 512 * (p - 1) + 64 * k; }
 constexpr int64_t q5k_lanes_qh(int64_t k) { return 256 + 128 * k + 64; }
-
-// Bytes of one tile of 16 rows of n_cols columns. (A matrix's bytes, the
-// file's, and whether matmul() here wants the layout: lanes16.h.)
-int64_t q5k_lanes16_tile_bytes(int64_t n_cols);
-
-// Repacks `rows` (a Q5_K matrix in WeightLayout::Rows) into dst
-// (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
-// be nullptr.
-Tensor pack_q5k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
-
-// The plain Q5_K rows [r0, r0 + n) of a Q5_KLanes16 matrix into out
-// (n * row_bytes bytes).
-void unpack_q5k_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
 
 }  // namespace tc::kernels

@@ -29,14 +29,9 @@
 //   (row_bytes apart).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
-#include "kernels/tensor.h"
-
 namespace tc::kernels {
-
-class ThreadPool;
 
 constexpr int64_t kQ6KLanes16Rows = 16;
 // Offsets within one super-block of a tile (see above).
@@ -51,18 +46,5 @@ constexpr int64_t q6k_lanes_ql(int64_t n, int64_t g, int64_t k) {
   return kQ6KLanesQs + n * kQ6KLanesHalf + (g == 0 ? 128 * k : 1024 + 64 * k);
 }
 constexpr int64_t q6k_lanes_qh(int64_t n, int64_t k) { return kQ6KLanesQs + n * kQ6KLanesHalf + 128 * k + 64; }
-
-// Bytes of one tile of 16 rows of n_cols columns. (A matrix's bytes, the
-// file's, and whether matmul() here wants the layout: lanes16.h.)
-int64_t q6k_lanes16_tile_bytes(int64_t n_cols);
-
-// Repacks `rows` (a Q6_K matrix in WeightLayout::Rows) into dst
-// (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool may
-// be nullptr.
-Tensor pack_q6k_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
-
-// The plain Q6_K rows [r0, r0 + n) of a Q6_KLanes16 matrix into out
-// (n * row_bytes bytes).
-void unpack_q6k_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
 
 }  // namespace tc::kernels

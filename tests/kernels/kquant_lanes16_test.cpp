@@ -1,6 +1,6 @@
 // The K-quants' 16-row lane layouts (kernels/cpu/q4k_lanes16.h,
-// q5k_lanes16.h, q6k_lanes16.h): packing keeps every byte in the documented
-// places; matmul over a packed matrix gives the same bits as over its rows
+// q5k_lanes16.h, q6k_lanes16.h; packed by kquant_lanes16.h): packing keeps
+// every byte in the documented places; matmul over a packed matrix gives the same bits as over its rows
 // for every variant (those that do not read the layouts unpack them), token
 // count (1 token, a few, the unpack-once small batches, GEMM order), thread
 // count, partial chunk and tile remainder, including each kernel's int16
@@ -12,12 +12,10 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/kquant_lanes16.h"
 #include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
-#include "kernels/cpu/q4k_lanes16.h"
-#include "kernels/cpu/q5k_lanes16.h"
-#include "kernels/cpu/q6k_lanes16.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/kernels/lanes16_fixtures.h"
 #include "tests/kernels/weight_fixtures.h"
@@ -286,28 +284,18 @@ TEST_CASE("K-quant lanes16: the kernels read every part of a tile", "[kernels][l
 }
 
 TEST_CASE("K-quant lanes16: bad input is refused with a message", "[kernels][lanes16]") {
-  using PackFn = Tensor (*)(const Tensor&, std::byte*, ThreadPool*);
-  using UnpackFn = void (*)(const Tensor&, int64_t, int64_t, std::byte*);
-  const struct {
-    DType dtype;
-    PackFn pack_fn;
-    UnpackFn unpack_fn;
-  } cases[] = {{DType::Q4_K, pack_q4k_lanes16, unpack_q4k_lanes16_rows},
-               {DType::Q5_K, pack_q5k_lanes16, unpack_q5k_lanes16_rows},
-               {DType::Q6_K, pack_q6k_lanes16, unpack_q6k_lanes16_rows}};
-  for (const auto& c : cases) {
-    INFO(dtype_name(c.dtype));
-    std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(c.dtype, 256, 16)) + 64);
+  for (DType dtype : kTypes) {
+    INFO(dtype_name(dtype));
+    std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(dtype, 256, 16)) + 64);
     auto* aligned = dst.data() + (64 - reinterpret_cast<uintptr_t>(dst.data()) % 64) % 64;
-    const DType other = c.dtype == DType::Q4_K ? DType::Q6_K : DType::Q4_K;
-    REQUIRE_THROWS_WITH(c.pack_fn(make_weights(other, 256, 16, 2600).tensor(), aligned, nullptr),
+    REQUIRE_THROWS_WITH(pack_kquant_lanes16(make_weights(DType::Q8_0, 256, 16, 2600).tensor(), aligned, nullptr),
                         Catch::Contains("not a") && Catch::Contains("matrix"));
-    REQUIRE_THROWS_WITH(c.pack_fn(make_weights(c.dtype, 256, 16, 2601).tensor(), aligned + 1, nullptr),
+    REQUIRE_THROWS_WITH(pack_kquant_lanes16(make_weights(dtype, 256, 16, 2601).tensor(), aligned + 1, nullptr),
                         Catch::Contains("64-byte aligned"));
-    const Weights w = make_weights(c.dtype, 256, 16, 2602);
+    const Weights w = make_weights(dtype, 256, 16, 2602);
     const auto packed = pack(w);
     std::vector<std::byte> out(static_cast<size_t>(w.row_bytes));
-    REQUIRE_THROWS_WITH(c.unpack_fn(packed.tensor, 16, 1, out.data()), Catch::Contains("outside"));
-    REQUIRE_THROWS_WITH(c.unpack_fn(w.tensor(), 0, 1, out.data()), Catch::Contains("Lanes16 matrix"));
+    REQUIRE_THROWS_WITH(unpack_kquant_lanes16_rows(packed.tensor, 16, 1, out.data()), Catch::Contains("outside"));
+    REQUIRE_THROWS_WITH(unpack_kquant_lanes16_rows(w.tensor(), 0, 1, out.data()), Catch::Contains("Lanes16 matrix"));
   }
 }
