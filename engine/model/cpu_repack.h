@@ -1,4 +1,4 @@
-// Repacking for the CPU backend: the Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K
+// Repacking for the CPU backend: the Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K
 // matrices the dense matmul reads (attention, the output head, the FFN when
 // it runs dense, and the sparse FFN's predictors) are copied at load into
 // the 16-row lane layouts of kernels/cpu/q4_lanes16.h (Q4_0, Q4_1),

@@ -1,11 +1,13 @@
 // The K-quants' row layouts <-> their 16-row lane tiles: one byte map per
-// type (q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h), one pack and unpack.
+// type (q3k_lanes16.h, q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h), one
+// pack and unpack.
 #include "kernels/cpu/kquant_lanes16.h"
 
 #include <cstddef>
 
 #include "kernels/check.h"
 #include "kernels/cpu/lanes16_tiles.h"
+#include "kernels/cpu/q3k_lanes16.h"
 #include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q5k_lanes16.h"
 #include "kernels/cpu/q6k_lanes16.h"
@@ -16,11 +18,32 @@ namespace {
 constexpr int64_t kRows = lanes16::kRows;
 constexpr int64_t kStep = 4;  // bytes of one row per step: row j's at 4 j of the step's line
 constexpr int64_t kSteps = 8;  // steps per 32 bytes of a row's quants
-static_assert(kQ4KLanes16Rows == kRows && kQ5KLanes16Rows == kRows && kQ6KLanes16Rows == kRows);
+static_assert(kQ3KLanes16Rows == kRows && kQ4KLanes16Rows == kRows && kQ5KLanes16Rows == kRows &&
+              kQ6KLanes16Rows == kRows);
 
 // Each type's byte map: pieces(j, fn) calls fn(tile_at, row_at, n) for every
 // piece of row j's super-block (n bytes at row_at of its block lie at
 // tile_at of the tile's super-block).
+struct Q3KMap {
+  using Block = BlockQ3_K;
+  static constexpr WeightLayout kLayout = WeightLayout::Q3_KLanes16;
+  static constexpr int64_t kSbBytes = kQ3KLanesSbBytes;
+  template <class Fn>
+  static void pieces(int64_t j, Fn&& fn) {
+    for (int64_t i = 0; i < 12; ++i) fn(kQ3KLanesScales + i * kRows + j, offsetof(Block, scales) + i, 1);
+    fn(kQ3KLanesD + 2 * j, offsetof(Block, d), 2);
+    for (int64_t k = 0; k < kSteps; ++k) {
+      for (int64_t n = 0; n < 2; ++n) {
+        fn(q3k_lanes_qs(n, k) + j * kStep, offsetof(Block, qs) + 32 * n + k * kStep, kStep);
+      }
+      fn(q3k_lanes_hmask(k) + j * kStep, offsetof(Block, hmask) + k * kStep, kStep);
+    }
+  }
+};
+static_assert(kQ3KLanesD == kQ3KLanesScales + 12 * kRows && kQ3KLanesQs == kQ3KLanesD + 32);
+static_assert(kQ3KLanesHalf1 == q3k_lanes_hmask(kSteps - 1) + 64);
+static_assert(kQ3KLanesSbBytes == q3k_lanes_qs(1, kSteps - 1) + 64);
+
 struct Q4KMap {
   using Block = BlockQ4_K;
   static constexpr WeightLayout kLayout = WeightLayout::Q4_KLanes16;
@@ -85,12 +108,14 @@ static_assert(kQ6KLanesSbBytes == kQ6KLanesQs + 2 * kQ6KLanesHalf);
 
 template <class Map>
 constexpr bool kSameBytes = Map::kSbBytes == kRows * static_cast<int64_t>(sizeof(typename Map::Block));
-static_assert(kSameBytes<Q4KMap> && kSameBytes<Q5KMap> && kSameBytes<Q6KMap>);
+static_assert(kSameBytes<Q3KMap> && kSameBytes<Q4KMap> && kSameBytes<Q5KMap> && kSameBytes<Q6KMap>);
 
 // f(Map{}) for the map of `dtype` (is_kquant_lanes16).
 template <class F>
 decltype(auto) with_map(DType dtype, F&& f) {
   switch (dtype) {
+    case DType::Q3_K:
+      return f(Q3KMap{});
     case DType::Q4_K:
       return f(Q4KMap{});
     case DType::Q5_K:
@@ -121,15 +146,17 @@ void check_matrix(const Tensor& t, const char* what) {
 
 }  // namespace
 
-bool is_kquant_lanes16(DType dtype) { return dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K; }
+bool is_kquant_lanes16(DType dtype) {
+  return dtype == DType::Q3_K || dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K;
+}
 
 int64_t kquant_lanes16_tile_bytes(DType dtype, int64_t n_cols) {
-  TC_CHECK(is_kquant_lanes16(dtype), "kquant_lanes16_tile_bytes: not a Q4_K, Q5_K or Q6_K matrix");
+  TC_CHECK(is_kquant_lanes16(dtype), "kquant_lanes16_tile_bytes: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
   return with_map(dtype, [&](auto map) { return n_cols / kQK_K * decltype(map)::kSbBytes; });
 }
 
 Tensor pack_kquant_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
-  check_matrix(rows, "pack_kquant_lanes16: not a Q4_K, Q5_K or Q6_K matrix");
+  check_matrix(rows, "pack_kquant_lanes16: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
   return with_map(rows.dtype, [&](auto map) {
     using Map = decltype(map);
     return lanes16::pack_pieces(rows, dst, kquant_lanes16_tile_bytes(rows.dtype, rows.n_cols()), Map::kLayout, pool,
@@ -140,11 +167,11 @@ Tensor pack_kquant_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool)
 }
 
 void unpack_kquant_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
-  check_matrix(packed, "unpack_kquant_lanes16_rows: not a Q4_K, Q5_K or Q6_K matrix");
+  check_matrix(packed, "unpack_kquant_lanes16_rows: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
   with_map(packed.dtype, [&](auto map) {
     using Map = decltype(map);
     TC_CHECK(packed.layout == Map::kLayout,
-             "unpack_kquant_lanes16_rows: not a Q4_KLanes16, Q5_KLanes16 or Q6_KLanes16 matrix of its dtype");
+             "unpack_kquant_lanes16_rows: not a Q3_KLanes16 to Q6_KLanes16 matrix of its dtype");
     lanes16::unpack_pieces(packed, r0, n, out, kquant_lanes16_tile_bytes(packed.dtype, packed.n_cols()),
                            "unpack_kquant_lanes16_rows: rows outside the matrix",
                            every_piece<Map>(packed.n_cols() / kQK_K));

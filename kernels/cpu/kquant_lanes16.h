@@ -1,5 +1,5 @@
-// Packing the K-quants (Q4_K, Q5_K, Q6_K) into and out of their 16-row lane
-// layouts (q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h: each layout's byte
+// Packing the K-quants (Q3_K, Q4_K, Q5_K, Q6_K) into and out of their 16-row
+// lane layouts (q3k_lanes16.h, q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h: each layout's byte
 // map and constants). Byte moves only: packing never changes a weight, and
 // a matrix takes the file's bytes. Reached through lanes16.h's dtype-keyed
 // entry points.
@@ -20,7 +20,7 @@ bool is_kquant_lanes16(DType dtype);
 // Bytes of one tile of 16 rows of n_cols columns of `dtype`.
 int64_t kquant_lanes16_tile_bytes(DType dtype, int64_t n_cols);
 
-// Repacks `rows` (a Q4_K, Q5_K or Q6_K matrix in WeightLayout::Rows) into
+// Repacks `rows` (a Q3_K, Q4_K, Q5_K or Q6_K matrix in WeightLayout::Rows) into
 // dst (lanes16_bytes, 64-byte aligned) and returns the view of dst. pool
 // may be nullptr.
 Tensor pack_kquant_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);

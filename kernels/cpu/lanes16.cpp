@@ -5,6 +5,7 @@
 #include "kernels/cpu/lanes16_tiles.h"
 #include "kernels/cpu/kquant_lanes16.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/q3k_lanes16.h"
 #include "kernels/cpu/q4k_lanes16.h"
 #include "kernels/cpu/q5k_lanes16.h"
 #include "kernels/cpu/q6k_lanes16.h"
@@ -13,7 +14,7 @@
 namespace tc::kernels {
 
 static_assert(kLanes16Rows == kQ4Lanes16Rows && kLanes16Rows == kQ8Lanes16Rows && kLanes16Rows == kQ4KLanes16Rows &&
-              kLanes16Rows == kQ5KLanes16Rows && kLanes16Rows == kQ6KLanes16Rows);
+              kLanes16Rows == kQ5KLanes16Rows && kLanes16Rows == kQ6KLanes16Rows && kLanes16Rows == kQ3KLanes16Rows);
 
 bool has_lanes16(DType dtype) {
   return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::Q8_0 || is_kquant_lanes16(dtype);
@@ -26,6 +27,8 @@ WeightLayout lanes16_layout(DType dtype) {
       return WeightLayout::Q8_0Lanes16;
     case DType::Q4_1:
       return WeightLayout::Q4_1Lanes16;
+    case DType::Q3_K:
+      return WeightLayout::Q3_KLanes16;
     case DType::Q4_K:
       return WeightLayout::Q4_KLanes16;
     case DType::Q5_K:
@@ -53,6 +56,7 @@ int64_t lanes16_bytes(DType dtype, int64_t n_cols, int64_t n_rows) {
 
 bool lanes16_wanted(DType dtype, CpuRepack mode) {
   if (dtype == DType::Q8_0) return q8_lanes16_wanted(mode);
+  if (dtype == DType::Q3_K) return mode == CpuRepack::Auto && detail::chosen_isa().q3k_lanes16;
   if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16;
   return has_lanes16(dtype) && q4_lanes16_wanted(mode);
 }

@@ -217,6 +217,8 @@ bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
   switch (dtype) {
     case DType::Q8_0:
       return isa.q8_lanes16;
+    case DType::Q3_K:
+      return isa.q3k_lanes16;
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:

@@ -202,12 +202,13 @@ struct MatmulIsa {
   // range and the token count never change its bits.
   void (*compute_rows)(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
   // Whether compute_rows reads Q4_0Lanes16 (and Q4_1Lanes16), Q8_0Lanes16,
-  // and the K-quants' Q4_KLanes16, Q5_KLanes16 and Q6_KLanes16 tiles
+  // the K-quants' Q4_KLanes16 to Q6_KLanes16 tiles, and Q3_KLanes16
   // (args.lane_rows > 0, the range whole tiles below lane_rows); the driver
   // unpacks them otherwise.
   bool q4_lanes16 = false;
   bool q8_lanes16 = false;
   bool k_lanes16 = false;
+  bool q3k_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

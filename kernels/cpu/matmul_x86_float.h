@@ -8,8 +8,8 @@
 // in ascending order. A chunk is summed in 8 f32 lanes by two chains of
 // FMAs (of x*w, or of exact int32 block sums times their scale): one over
 // its even steps (8 inputs; or one unit: a group of 8 Q8_0 or Q4_0 blocks,
-// one exact int32 sum per block in the lanes of kQ4GroupOrder, a Q2_K or
-// Q3_K super-block; Q4_K, Q5_K, Q6_K and IQ4_XS take a whole chunk as one
+// one exact int32 sum per block in the lanes of kQ4GroupOrder, a Q2_K
+// super-block; Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS take a whole chunk as one
 // unit, the super-block lane order of matmul_x86_superblock.h), one over its
 // odd steps, each ascending. The chains
 // are added lane by lane, reduced as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)) and

@@ -4,8 +4,8 @@
 // OpsQ6_K (matmul_x86_superblock.h): a super-block of a row is unpacked once into bytes and int16
 // scales, then each token's exact int32 sums (vpmaddubsw pairs kept below
 // int16 saturation, vpmaddwd with the scales) are converted and added by
-// one or two FMAs per super-block (Q2_K, Q3_K), or reduced to the
-// super-block's totals in Q4_K's lane order (Q5_K, IQ4_XS). The same integer lanes
+// two FMAs per super-block (Q2_K), or reduced to the super-block's totals
+// in Q4_K's lane order (Q3_K, Q5_K, IQ4_XS). The same integer lanes
 // in the avx2 and avx512 variants, and the same order on every path: an
 // output's bits depend on dtype and n_in only.
 #pragma once
@@ -67,7 +67,7 @@ TC_SIMD_INLINE void token_with_mins(__m256& acc, const W& u, const XRow& x, int6
   acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(u.dmin * dx), acc);
 }
 
-// Common to Q2_K and Q3_K: one super-block per unit, 4 per chunk (GEMM order:
+// Q2_K's: one super-block per unit, 4 per chunk (GEMM order:
 // run_unpacked_gemm in matmul_x86_superblock_gemm.h).
 struct OpsSuperBlock : OpsSuperBlockBase {
   static constexpr int64_t kUnit = 1;
@@ -115,14 +115,16 @@ struct OpsQ2_K : OpsSuperBlock {
 };
 
 // Q3_K: x = d (sc - 32) (q - 4) over 16-element sub-blocks, q 0..7: the
-// products of q (pairs within 2 * 7 * 127), then 4 sum(sc * sum16) off.
-struct OpsQ3_K : OpsSuperBlock {
+// products of q (pairs within 2 * 7 * 127), then 4 sum(sc * sum16) off; in
+// Q4_K's lane order (as Q6_K's), without mins, so that its lane tiles
+// (matmul_x86_q3k_lanes_avx2.h) give the same bits.
+struct OpsQ3_K : OpsSuperBlockLanes<OpsQ3_K> {
   using Block = BlockQ3_K;
+  static constexpr bool kMins = false;
   struct W {
     __m256i q[8];   // vector c: elements 32c..32c+31, 0..7
     __m256i sc[8];  // spread_sub16_scales of the signed scales
     __m256i sc16;   // the 16 signed scales as int16
-    float d;
   };
   TC_SIMD_INLINE static void unpack(const BlockQ3_K* blk, W& w) {
     // The 6-bit scales: low nibbles of 0-7 in bytes 0-7, of 8-15 in their
@@ -149,22 +151,11 @@ struct OpsQ3_K : OpsSuperBlock {
     w.q[5] = _mm256_or_si256(two_bits<1>(v1), move_bit<5, 2>(hm));
     w.q[6] = _mm256_or_si256(two_bits<2>(v1), move_bit<6, 2>(hm));
     w.q[7] = _mm256_or_si256(two_bits<3>(v1), move_bit<7, 2>(hm));
-    w.d = _cvtsh_ss(blk->d);
   }
-  // One token's sums over super-block b of a row, unpacked in u, added to acc.
-  TC_SIMD_INLINE static void token(__m256& acc, const W& u, const XRow& x, int64_t b) {
-    finish_token(acc, u, x, b, scaled_dot8(u.q, u.sc, x.qs + kQK_K * b));
-  }
-  // The same from the token's scaled_dot8 sums.
-  TC_SIMD_INLINE static void finish_token(__m256& acc, const W& u, const XRow& x, int64_t b, __m256i isum) {
-    const __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 2);
-    isum = _mm256_sub_epi32(isum, off);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * x.d[b]), acc);
-  }
-  template <int R, int T>
-  TC_SIMD_INLINE static void unit(__m256 (&acc)[R][T], const std::byte* const* w, const XRow* x, const Prep (&)[R][T],
-                                  int64_t b0, int64_t i, int64_t) {
-    superblock_unit<OpsQ3_K, R, T>(acc, w, x, b0 + i);
+  // Lanes summing to T: scaled_dot8's less 4 sum over sub-blocks of scale
+  // times sum(x).
+  TC_SIMD_INLINE static __m256i total_lanes(const W& u, const XRow& x, int64_t b, __m256i isum) {
+    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(u.sc16, load32(x.sum16 + 16 * b)), 2));
   }
 };
 

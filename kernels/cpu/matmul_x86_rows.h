@@ -10,6 +10,7 @@
 #include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_group32.h"
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
+#include "kernels/cpu/matmul_x86_q3k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q6k_lanes_avx2.h"
@@ -134,8 +135,11 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         // run_lanes16_q8_0: matmul_x86_q8_lanes.h with VNNI (AVX-512),
         // matmul_x86_q8_lanes_avx2.h without.
         if (a.dtype == DType::Q8_0) return run_lanes16_q8_0(a, r0, r1);
+        // Q3_K's tiles: every variant (MatmulIsa::q3k_lanes16; its rows take
+        // the same ymm code everywhere).
+        if (a.dtype == DType::Q3_K) return run_lanes16_q3_K(a, r0, r1);
 #if !defined(TC_MATMUL_VNNI)
-        // The K-quants' tiles: only the variants without VNNI read them
+        // The other K-quants' tiles: only the variants without VNNI read them
         // (MatmulIsa::k_lanes16).
         if (a.dtype == DType::Q4_K) return run_lanes16_q4_K(a, r0, r1);
         if (a.dtype == DType::Q5_K) return run_lanes16_q5_K(a, r0, r1);

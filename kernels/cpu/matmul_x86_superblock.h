@@ -55,7 +55,7 @@ TC_SIMD_INLINE __m256i lane_totals8(const __m256i (&v)[8]) {
   return group_sums_i32(p);
 }
 
-// The unit of the super-block types summed per super-block (Q2_K, Q3_K:
+// The unit of the super-block types summed per super-block (Q2_K:
 // Ops::W, Ops::unpack, Ops::token): per row, super-block b unpacked
 // once, then each token's sums added to its accumulator.
 template <class Ops, int R, int T>
@@ -67,11 +67,11 @@ TC_SIMD_INLINE void superblock_unit(__m256 (&acc)[R][T], const std::byte* const*
   }
 }
 
-// ---- The super-block lane order (Q4_K, Q5_K, Q6_K, IQ4_XS: Ops::kLaneTotals) ----
+// ---- The super-block lane order (Q3_K-Q6_K, IQ4_XS: Ops::kLaneTotals) ----
 //
 // A chunk of 4 super-blocks is one unit. Super-block s of the chunk gives
-// its exact int32 totals T_s = sum sc q x (Q6_K: with the -32 of its
-// levels) and, for the types with mins, M_s = sum m x; the chunk's vector
+// its exact int32 totals T_s = sum sc q x (Q3_K, Q6_K: with the -4, -32 of
+// their levels) and, for the types with mins, M_s = sum m x; the chunk's vector
 // holds in lane s float(T_s) * (d_s dx_s) and in lane 4 + s float(M_s) *
 // (-dmin_s dx_s), each an FMA onto +0 (one rounding); lanes past the row's
 // end, and lanes 4-7 without mins, are +0. The chunk's lanes are then

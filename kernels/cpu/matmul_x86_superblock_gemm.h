@@ -26,8 +26,8 @@ namespace {
 // in a later run; before, 1 row x 1 token 0.83-0.97x and 4 rows
 // 0.81-0.92x as fast as two, and 2 or 4 tokens of one row with the float
 // accumulators in registers spilled: 0.9x and 0.85x). Each accumulator
-// gets its super-blocks in quant_chunk's order (Q2_K, Q3_K: even ones,
-// then odd ones; Q4_K, Q5_K, Q6_K, IQ4_XS: the lane order,
+// gets its super-blocks in quant_chunk's order (Q2_K: even ones,
+// then odd ones; Q3_K-Q6_K, IQ4_XS: the lane order,
 // unpacked_rows_tokens_lanes): the same bits as every other path. Batches of up to kGemvTokens tokens
 // keep the small-batch tile, which unpacks a super-block once per call too;
 // from kUnpackedMinTokens on this path serves batches as well (1B Q4_K_M,

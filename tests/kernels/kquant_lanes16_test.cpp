@@ -1,5 +1,5 @@
-// The K-quants' 16-row lane layouts (kernels/cpu/q4k_lanes16.h,
-// q5k_lanes16.h, q6k_lanes16.h; packed by kquant_lanes16.h): packing keeps
+// The K-quants' 16-row lane layouts (kernels/cpu/q3k_lanes16.h,
+// q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h; packed by kquant_lanes16.h): packing keeps
 // every byte in the documented places; matmul over a packed matrix gives the same bits as over its rows
 // for every variant (those that do not read the layouts unpack them), token
 // count (1 token, a few, the unpack-once small batches, GEMM order), thread
@@ -31,7 +31,7 @@ using tc::test::run_matmul;
 using tc::test::superblock_reference;
 using tc::test::Weights;
 
-constexpr DType kTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kTypes[] = {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 // A matrix packed: the file's bytes, rearranged.
 PackedLanes16 pack(const Weights& w, ThreadPool* pool = nullptr) {
@@ -41,6 +41,8 @@ PackedLanes16 pack(const Weights& w, ThreadPool* pool = nullptr) {
 
 // Where the layouts put a super-block's parts, written out here as the
 // headers describe them (row j's 4 bytes of a step at 4 j of its line).
+int64_t q3k_qs(int64_t n, int64_t k) { return n == 0 ? 224 + 128 * k : 1248 + 64 * k; }
+int64_t q3k_hmask(int64_t k) { return 224 + 128 * k + 64; }
 int64_t q4k_qs(int64_t p, int64_t k) { return 256 + 64 * (8 * p + k); }
 int64_t q5k_qs(int64_t p, int64_t k) { return p == 0 ? 256 + 128 * k : 1280 + 512 * (p - 1) + 64 * k; }
 int64_t q5k_qh(int64_t k) { return 256 + 128 * k + 64; }
@@ -48,10 +50,19 @@ int64_t q6k_ql(int64_t n, int64_t g, int64_t k) { return 288 + 1536 * n + (g == 
 int64_t q6k_qh(int64_t n, int64_t k) { return 288 + 1536 * n + 128 * k + 64; }
 
 // Each type's levels at their largest (against activations of one sign at
-// +-127, the largest int16 pair sums its kernel forms: Q4_K 8 x 2 x 15 x
-// 127 = 30480, Q5_K 4 x 2 x 31 x 127 = 31496, Q6_K 2 x 2 x 63 x 127 =
-// 32004), and its scales at their extremes in every other block.
+// +-127, the largest int16 pair sums its kernel forms: Q3_K 4 x 2 x 7 x 127
+// = 7112, Q4_K 8 x 2 x 15 x 127 = 30480, Q5_K 4 x 2 x 31 x 127 = 31496,
+// Q6_K 2 x 2 x 63 x 127 = 32004), and its scales at their extremes in every
+// other block.
 void saturate(DType dtype, void* block, bool extreme_scales) {
+  if (dtype == DType::Q3_K) {
+    auto* b = static_cast<BlockQ3_K*>(block);
+    std::memset(b->qs, 0xff, sizeof b->qs);
+    std::memset(b->hmask, 0xff, sizeof b->hmask);
+    // Scales 31 (all bits set) or -32 (none).
+    std::memset(b->scales, extreme_scales ? 0xff : 0x00, sizeof b->scales);
+    return;
+  }
   if (dtype == DType::Q6_K) {
     auto* b = static_cast<BlockQ6_K*>(block);
     std::memset(b->ql, 0xff, sizeof b->ql);
@@ -70,8 +81,15 @@ void saturate(DType dtype, void* block, bool extreme_scales) {
 // Bytes of one row's part of a tile: a low and a high nibble of the
 // quants, fifth or high bits, scales, d (and dmin), in super-blocks 0 and 1.
 std::vector<int64_t> one_row_offsets(DType dtype, int64_t row) {
-  const int64_t sb = dtype == DType::Q4_K ? 2304 : dtype == DType::Q5_K ? 2816 : 3360, r = 4 * row;
+  const int64_t sb = dtype == DType::Q3_K   ? 1760
+                     : dtype == DType::Q4_K ? 2304
+                     : dtype == DType::Q5_K ? 2816
+                                            : 3360;
+  const int64_t r = 4 * row;
   switch (dtype) {
+    case DType::Q3_K:
+      return {q3k_qs(0, 2) + r,    sb + q3k_qs(1, 7) + r + 3, q3k_hmask(5) + r + 1, sb + q3k_hmask(0) + r + 2,
+              16 * 3 + row,        sb + 16 * 11 + row,        192 + 2 * row + 1};
     case DType::Q4_K:
       return {q4k_qs(1, 1) + r, sb + q4k_qs(3, 7) + r + 3, 16 * 3 + row, sb + 16 * 11 + row, 192 + 2 * row + 1,
               sb + 224 + 2 * row + 1};
@@ -112,8 +130,8 @@ TEST_CASE("K-quant lanes16: packing keeps every byte (unpack gives back the rows
 
 TEST_CASE("K-quant lanes16: a tile's bytes lie where the headers say", "[kernels][lanes16]") {
   // Super-block s of a tile at s times 16 blocks' bytes; its scale byte i of
-  // row j at 16 i + j (Q4_K, Q5_K: 12 packed bytes; Q6_K: 16 int8), d at
-  // 192 + 2 j (Q6_K: 256 + 2 j), dmin at 224 + 2 j; the quants' lines above.
+  // row j at 16 i + j (Q3_K, Q4_K, Q5_K: 12 packed bytes; Q6_K: 16 int8), d
+  // at 192 + 2 j (Q6_K: 256 + 2 j), dmin at 224 + 2 j; the quants' lines above.
   const int64_t n_cols = 2 * kQK_K;
   for (DType dtype : kTypes) {
     const Weights w = make_weights(dtype, n_cols, 16, 2100);
@@ -130,6 +148,18 @@ TEST_CASE("K-quant lanes16: a tile's bytes lie where the headers say", "[kernels
           std::memcpy(&d, sb + at, 2);
           return d;
         };
+        if (dtype == DType::Q3_K) {
+          const auto* b = reinterpret_cast<const BlockQ3_K*>(row);
+          REQUIRE(d_at(192 + 2 * j) == b->d);
+          for (int64_t i = 0; i < 12; ++i) REQUIRE(sb[16 * i + j] == b->scales[i]);
+          for (int64_t l = 0; l < 32; ++l) {
+            const int64_t k = l / 4, at = 4 * j + l % 4;
+            REQUIRE(sb[q3k_qs(0, k) + at] == b->qs[l]);
+            REQUIRE(sb[q3k_qs(1, k) + at] == b->qs[32 + l]);
+            REQUIRE(sb[q3k_hmask(k) + at] == b->hmask[l]);
+          }
+          continue;
+        }
         if (dtype == DType::Q6_K) {
           const auto* b = reinterpret_cast<const BlockQ6_K*>(row);
           REQUIRE(d_at(256 + 2 * j) == b->d);
@@ -169,8 +199,8 @@ TEST_CASE("K-quant lanes16: matmul gives the row layout's bits for every variant
   uint64_t seed = 2200;
   // n_out: tiles only, a tile + a tail, tiles + a tail, a tail only; n_in:
   // one super-block, 5 (a partial second chunk), 9, 16. Tokens: one (both
-  // halves per pass), 2-4 (one pass per half), 5-17 (several passes; Q5_K
-  // and Q6_K unpack each half's chunk once from 5 tokens on, Q4_K from 16).
+  // halves per pass), 2-4 (one pass per half), 5-17 (several passes; Q3_K,
+  // Q5_K and Q6_K unpack each half's chunk once from 5 tokens on, Q4_K from 16).
   for (DType dtype : kTypes) {
     for (int64_t n_out : {64, 37, 53, 5}) {
       for (int64_t n_in : {kQK_K, 5 * kQK_K, 9 * kQK_K, 16 * kQK_K}) {

@@ -260,6 +260,7 @@ TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functio
   const std::pair<DType, WeightLayout> layouts[] = {{DType::Q4_0, WeightLayout::Q4_0Lanes16},
                                                     {DType::Q4_1, WeightLayout::Q4_1Lanes16},
                                                     {DType::Q8_0, WeightLayout::Q8_0Lanes16},
+                                                    {DType::Q3_K, WeightLayout::Q3_KLanes16},
                                                     {DType::Q4_K, WeightLayout::Q4_KLanes16},
                                                     {DType::Q5_K, WeightLayout::Q5_KLanes16},
                                                     {DType::Q6_K, WeightLayout::Q6_KLanes16}};
@@ -281,7 +282,7 @@ TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functio
   REQUIRE_FALSE(has_lanes16(DType::F16));
   REQUIRE_FALSE(lanes16_wanted(DType::F16, CpuRepack::Auto));
   REQUIRE_FALSE(lanes16_wanted(DType::Q4_K, CpuRepack::Off));
-  REQUIRE_THROWS_WITH(lanes16_layout(DType::Q3_K), Catch::Contains("no lane layout"));
+  REQUIRE_THROWS_WITH(lanes16_layout(DType::Q2_K), Catch::Contains("no lane layout"));
   REQUIRE_THROWS_WITH(lanes16_bytes(DType::F16, 64, 16), Catch::Contains("no lane layout"));
   std::vector<std::byte> dst(4096 + 64);
   REQUIRE_THROWS(pack_lanes16(make_weights(DType::F16, 64, 16, 1401).tensor(), dst.data(), nullptr));

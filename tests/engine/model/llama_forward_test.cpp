@@ -44,7 +44,7 @@ TestModel make_test_model(const std::string& name, const std::string& type, tc::
   o.tied_embeddings = tied;
   o.rope_freq_base = 10000.0;
   o.seed = 11;
-  if (type == "q4_k" || type == "q5_k" || type == "q6_k" || type == "q4_k_m") {
+  if (type == "q3_k" || type == "q4_k" || type == "q5_k" || type == "q6_k" || type == "q4_k_m") {
     o.n_embd = 256;
     o.n_ff = 512;
     o.n_head = 8;
@@ -198,7 +198,7 @@ TEST_CASE("Q4_0, Q4_1, Q8_0 and K-quant models give the same logits bits with th
   // and a 3-sequence step cover 1, 3 and 7 tokens per matmul. Q4_K_M: its
   // Q4_K and Q6_K matrices in their two layouts side by side.
   using tc::kernels::CpuRepack;
-  for (const std::string dtype : {"q4_0", "q4_1", "q8_0", "q4_k", "q4_k_m", "q5_k", "q6_k"}) {
+  for (const std::string dtype : {"q4_0", "q4_1", "q8_0", "q3_k", "q4_k", "q4_k_m", "q5_k", "q6_k"}) {
     for (bool tied : {false, true}) {
       INFO(dtype << (tied ? " tied" : " untied"));
       auto m = make_test_model("repack_" + dtype + (tied ? "_tied" : ""), dtype, tc::model::FfnForm::ReGLU, tied);
@@ -211,6 +211,7 @@ TEST_CASE("Q4_0, Q4_1, Q8_0 and K-quant models give the same logits bits with th
       const DType repacked_dtype = dtype == "q8_0" ? DType::Q8_0
                                    : dtype == "q4_1" ? DType::Q4_1
                                    : dtype == "q4_0" ? DType::Q4_0
+                                   : dtype == "q3_k" ? DType::Q3_K
                                    : dtype == "q5_k" ? DType::Q5_K
                                    : dtype == "q6_k" ? DType::Q6_K
                                                      : DType::Q4_K;  // q4_k, q4_k_m
