@@ -18,7 +18,7 @@
 // Same bits as the rows: each super-block's total T = sum (sc - 32) (q - 4) x
 // is an exact integer, and the float steps are OpsQ3_K's super-block lane
 // order (matmul_x86_superblock.h) done lane by lane over the rows, as the
-// Q6_K tiles do (matmul_x86_q6k_lanes_avx2.h, whose drivers these follow):
+// Q6_K tiles do (the drivers of matmul_x86_k16_lane_passes.h, shared):
 // per chunk of 4 super-blocks, v_s = fma(float(T_s), d_s * dx_s, +0) (+0
 // past the row's end), the chunk's sum (v0 + v1) + (v2 + v3), stored on a
 // row's first chunk and added after.
@@ -38,6 +38,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_x86_common.h"
+#include "kernels/cpu/matmul_x86_k16_lane_passes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 #include "kernels/cpu/q3k_lanes16.h"
 
@@ -198,70 +199,16 @@ TC_SIMD_INLINE void q3k_lane_totals(const Src& w, const Q3KLaneConsts* c, const 
   }
 }
 
-// One pass over a tile's chunk (count super-blocks from sb0) for H halves
-// from h0 and tokens t0..t0 + T - 1, super-block s's constants from
-// consts_of(s) and weights from src(s): their outputs' chunk sums stored
-// (first chunk) or added.
-template <int H, int T, class ConstsOf, class SrcOf>
-TC_SIMD_INLINE void q3k_lane_pass(const MatmulArgs& a, int64_t rt, int64_t sb0, int64_t count,
-                                  const ConstsOf& consts_of, int h0, int64_t t0, const SrcOf& src) {
-  __m256 v[4][T][H];
-  for (int s = 0; s < 4; ++s) {
-    if (s >= count) {
-      for (int t = 0; t < T; ++t) {
-        for (int h = 0; h < H; ++h) v[s][t][h] = _mm256_setzero_ps();
-      }
-      continue;
-    }
-    const int8_t* xq[T];
-    const int16_t* x16[T];
-    float dx[T];
-    for (int t = 0; t < T; ++t) {
-      const XRow x = x_row(a, t0 + t);
-      xq[t] = x.qs + kQK_K * (sb0 + s);
-      x16[t] = x.sum16 + 16 * (sb0 + s);
-      dx[t] = x.d[sb0 + s];
-    }
-    __m256i total[T][H];
-    decltype(auto) c = consts_of(s);
-    q3k_lane_totals<H, T>(src(s), c + h0, xq, x16, total);
-    for (int t = 0; t < T; ++t) {
-      const __m256 vdx = _mm256_set1_ps(dx[t]);
-      for (int h = 0; h < H; ++h) {
-        v[s][t][h] =
-            _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[t][h]), _mm256_mul_ps(c[h0 + h].d, vdx), _mm256_setzero_ps());
-      }
-    }
+// The kernel as the drivers of matmul_x86_k16_lane_passes.h take it.
+struct Q3KLane {
+  using Consts = Q3KLaneConsts;
+  static constexpr int kTokens = kQ3KTokens;
+  template <int H, int T, class Src>
+  TC_SIMD_INLINE static void totals(const Src& w, const Consts* c, const int8_t* const (&xq)[T],
+                                    const int16_t* const (&x16)[T], __m256i (&total)[T][H]) {
+    q3k_lane_totals<H, T>(w, c, xq, x16, total);
   }
-  for (int t = 0; t < T; ++t) {
-    for (int h = 0; h < H; ++h) {
-      const __m256 sum = _mm256_add_ps(_mm256_add_ps(v[0][t][h], v[1][t][h]), _mm256_add_ps(v[2][t][h], v[3][t][h]));
-      float* y = a.y + (t0 + t) * a.n_out + rt + 8 * (h0 + h);
-      _mm256_storeu_ps(y, sb0 == 0 ? sum : _mm256_add_ps(_mm256_loadu_ps(y), sum));
-    }
-  }
-}
-
-// Tokens [t0, t1) over one 8-row half h in as few passes of up to
-// kQ3KTokens as there can be, of sizes as even as they can be; src_of(first)
-// gives the source of each super-block for the first pass or the others.
-template <class SrcOf>
-TC_SIMD_INLINE void q3k_lane_half(const MatmulArgs& a, int64_t rt, int64_t sb0, int64_t count,
-                                  const Q3KLaneConsts (&c)[4][2], int h, int64_t t0, int64_t t1, const SrcOf& src_of) {
-  static_assert(kQ3KTokens == 4);
-  const int64_t n = t1 - t0, passes = (n + kQ3KTokens - 1) / kQ3KTokens;
-  auto consts_of = [&c](int s) __attribute__((always_inline)) -> const Q3KLaneConsts(&)[2] { return c[s]; };
-  int64_t t = t0;
-  for (int64_t i = 0; i < passes; ++i) {
-    const int64_t size = n / passes + (i < n % passes ? 1 : 0);
-    const auto src = src_of(i == 0);
-    if (size == 4) q3k_lane_pass<1, 4>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 3) q3k_lane_pass<1, 3>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 2) q3k_lane_pass<1, 2>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 1) q3k_lane_pass<1, 1>(a, rt, sb0, count, consts_of, h, t, src);
-    t += size;
-  }
-}
+};
 
 // Half h of a tile's chunk (count super-blocks from sb0) unpacked into u,
 // the stream prefetched ahead if `prefetch`.
@@ -297,7 +244,7 @@ TC_SIMD_INLINE void q3k_lane_chunk(const MatmulArgs& a, int64_t rt, int64_t sb0,
   for (int64_t s = 0; s < count; ++s) q3k_lane_consts(tile + (sb0 + s) * kQ3KLanesSbBytes, c[s]);
   if (t1 - t0 <= kQ3KInTileTokens) {
     for (int h = 0; h < 2; ++h) {
-      q3k_lane_half(a, rt, sb0, count, c, h, t0, t1,
+      k16_lane_half<Q3KLane>(a, rt, sb0, count, c, h, t0, t1,
                     [&](bool first) __attribute__((always_inline)) { return in_tile(h, prefetch && h == 0 && first); });
     }
     return;
@@ -305,7 +252,7 @@ TC_SIMD_INLINE void q3k_lane_chunk(const MatmulArgs& a, int64_t rt, int64_t sb0,
   alignas(32) Q3KUnpackedSb u[4];
   for (int h = 0; h < 2; ++h) {
     q3k_lane_unpack_half(tile, sb0, count, h, u, prefetch && h == 0);
-    q3k_lane_half(a, rt, sb0, count, c, h, t0, t1, [&](bool) __attribute__((always_inline)) {
+    k16_lane_half<Q3KLane>(a, rt, sb0, count, c, h, t0, t1, [&](bool) __attribute__((always_inline)) {
       return [&](int s) __attribute__((always_inline)) { return Q3KUnpacked{&u[s]}; };
     });
   }
@@ -314,19 +261,8 @@ TC_SIMD_INLINE void q3k_lane_chunk(const MatmulArgs& a, int64_t rt, int64_t sb0,
 // Outputs [r0, r1) of a Q3_KLanes16 matrix (whole 16-row tiles, below
 // a.lane_rows), every token. Each row gets its chunks in order either way.
 void run_lanes16_q3_K(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  const int64_t n_sb = a.n_in / kQK_K;
-  if (!gemm_order(a)) {
-    for (int64_t rt = r0; rt < r1; rt += kQ3KLanes16Rows) {
-      for (int64_t sb0 = 0; sb0 < n_sb; sb0 += 4) q3k_lane_chunk(a, rt, sb0, n_sb, 0, a.n_tokens, true);
-    }
-    return;
-  }
-  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += 4) {
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemmBlockTokens) {
-      const int64_t t1 = min64(a.n_tokens, t0 + kGemmBlockTokens);
-      for (int64_t rt = r0; rt < r1; rt += kQ3KLanes16Rows) q3k_lane_chunk(a, rt, sb0, n_sb, t0, t1, false);
-    }
-  }
+  k16_lane_sweep(a, r0, r1, [&a](int64_t rt, int64_t sb0, int64_t n_sb, int64_t t0, int64_t t1, bool prefetch)
+                                __attribute__((always_inline)) { q3k_lane_chunk(a, rt, sb0, n_sb, t0, t1, prefetch); });
 }
 
 }  // namespace
