@@ -238,8 +238,9 @@ TC_SIMD_INLINE void q6k_lane_chunk(const MatmulArgs& a, int64_t rt, int64_t sb0,
   for (int64_t s = 0; s < count; ++s) q6k_lane_consts(tile + (sb0 + s) * kQ6KLanesSbBytes, c[s]);
   if (t1 - t0 <= kQ6KInTileTokens) {
     for (int h = 0; h < 2; ++h) {
-      k16_lane_half<Q6KLane>(a, rt, sb0, count, c, h, t0, t1,
-                    [&](bool first) __attribute__((always_inline)) { return in_tile(h, prefetch && h == 0 && first); });
+      k16_lane_half<Q6KLane>(a, rt, sb0, count, c, h, t0, t1, [&](bool first) __attribute__((always_inline)) {
+        return in_tile(h, prefetch && h == 0 && first);
+      });
     }
     return;
   }
