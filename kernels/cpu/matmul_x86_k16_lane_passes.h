@@ -19,12 +19,31 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/matmul_x86_common.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 
 namespace tc::kernels::detail {
 namespace {
+
+// total[t][h] -= 2^kShift sum_i sc_i sum16_i(x) for every row: the
+// levels' offset (Q3_K 4, Q6_K 32) taken off through the token's 16-element
+// sums, c[h].pair[i] holding each row's (sc_2i, sc_2i+1) as int16.
+template <int kShift, int H, int T, class Consts>
+TC_SIMD_INLINE void k16_lane_offset(const Consts* c, const int16_t* const (&x16)[T], __m256i (&total)[T][H]) {
+  for (int t = 0; t < T; ++t) {
+    __m256i bias[H];  // sum sc sum16(x) of each row
+    for (int h = 0; h < H; ++h) bias[h] = _mm256_setzero_si256();
+    for (int i = 0; i < 8; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, x16[t] + 2 * i, 4);
+      const __m256i xi = _mm256_set1_epi32(pair);
+      for (int h = 0; h < H; ++h) bias[h] = _mm256_add_epi32(bias[h], _mm256_madd_epi16(c[h].pair[i], xi));
+    }
+    for (int h = 0; h < H; ++h) total[t][h] = _mm256_sub_epi32(total[t][h], _mm256_slli_epi32(bias[h], kShift));
+  }
+}
 
 // One pass over a tile's chunk (count super-blocks from sb0) for H halves
 // from h0 and tokens t0..t0 + T - 1, super-block s's constants from

@@ -176,15 +176,7 @@ TC_SIMD_INLINE void q6k_lane_totals(const Src& w, const Q6KLaneConsts* c, const 
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    __m256i bias[H];  // sum sc sum16(x) of each row
-    for (int h = 0; h < H; ++h) bias[h] = _mm256_setzero_si256();
-    for (int i = 0; i < 8; ++i) {
-      const __m256i xi = x4(x16[t] + 2 * i);
-      for (int h = 0; h < H; ++h) bias[h] = _mm256_add_epi32(bias[h], _mm256_madd_epi16(c[h].pair[i], xi));
-    }
-    for (int h = 0; h < H; ++h) total[t][h] = _mm256_sub_epi32(total[t][h], _mm256_slli_epi32(bias[h], 5));
-  }
+  k16_lane_offset<5, H, T>(c, x16, total);
 }
 
 // The kernel as the drivers of matmul_x86_k16_lane_passes.h take it.
