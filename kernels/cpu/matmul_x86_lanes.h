@@ -81,6 +81,9 @@ struct LaneVec8x2 {
   // took 58 us per 512 x 2048 matrix here against 70 in two LaneVec8 halves,
   // and 8 tokens as two such passes 116 against 158 in one 8-token pass.
   static constexpr int kTokensInPlace = 4;
+  // Tokens per pass of the GEMM over a tile repacked into L1
+  // (matmul_x86_q4_lanes_gemm_avx2.h).
+  static constexpr int kTokens = 2;
   struct I {
     __m256i lo, hi;
   };

@@ -13,9 +13,12 @@
 // group, row and token to get the same sums.
 //
 // The avx512 variant runs 16 rows per zmm (LaneVec16) and the AVX2 one 8 per
-// ymm (LaneVec8); a row's lane sees the same operations either way, so the
-// width changes no bit. Rows left over from the 16-row tiles take an 8-row
-// tile, then the row-by-row packed GEMM.
+// ymm (LaneVec8) or a 16-row tile in ymm pairs (LaneVec8x2); a row's lane
+// sees the same operations either way, so the width changes no bit. Rows
+// left over from the 16-row tiles take an 8-row tile, then the row-by-row
+// packed GEMM. On AVX2 a tile repacked into L1 (PackedChunk) is read by
+// matmul_x86_q4_lanes_gemm_avx2.h's kernel instead of lane_tile_q4_0: the
+// same operations with the chains in registers.
 //
 // Same bits as the row-by-row kernels: block sums are exact integers, and the
 // float steps replay OpsQ4_0's order for each row, lane by lane. There a row
@@ -32,89 +35,16 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/matmul_x86_lanes.h"
+#include "kernels/cpu/matmul_x86_q4_lanes_gemm_avx2.h"
+#include "kernels/cpu/matmul_x86_q4_lanes_pack.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 #include "kernels/cpu/quantize.h"
 
 namespace tc::kernels::detail {
 namespace {
-
-// A tile of V::kRows rows x one chunk (up to 32 blocks), repacked once.
-template <class V>
-struct PackQ4Lanes {
-  // Block i, step s: the rows' elements 4s..4s+3 (s < 4: low nibbles, else
-  // high ones) as unsigned bytes 0..15, row j in 32-bit lane j.
-  alignas(64) uint8_t q[kChunkBlocks32][8][4 * V::kRows];
-  alignas(64) float dw[kChunkBlocks32][V::kRows];  // block i: the rows' scales
-  alignas(64) float mw[kChunkBlocks32][V::kRows];  // block i: the rows' minimums (Q4_1 only)
-};
-
-// Repacks blocks [b0, b0 + nb) of V::kRows rows, 8 rows (one ymm) at a time.
-// Each row's blocks are first copied whole into L1 (`stage`): read one
-// block of every row after another, rows from memory kept only about 8
-// cache lines in flight and ran at a quarter of the bandwidth a row read in
-// one stream gets. The copy is a ymm loop: memcpy's `rep movsq` from the
-// blocks' 2-byte-aligned rows was 3-5% slower at 8 tokens on the Xeon
-// (on Zen 5 it measured no faster).
-// Block: BlockQ4_0, or a block with the same 16 bytes of nibble pairs
-// (qs) and a scale block_scale() turns into f32 (IQ4_NL's f16, MXFP4's
-// E8M0), the f32 values the row kernels use.
-template <class Block>
-inline float block_scale(const Block& b) {
-  if constexpr (requires { b.e; }) {
-    return e8m0_to_f32_half(b.e);
-  } else {
-    return _cvtsh_ss(b.d);
-  }
-}
-
-template <class V, class Block = BlockQ4_0>
-inline void pack_q4_lanes(PackQ4Lanes<V>& p, const std::byte* const* w, int64_t b0, int64_t nb) {
-  constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(Block));
-  alignas(64) std::byte stage[V::kRows][kChunkBlocks32 * kBlockBytes];
-  const int64_t n_bytes = nb * kBlockBytes;
-  for (int r = 0; r < V::kRows; ++r) {
-    const std::byte* src = w[r] + b0 * kBlockBytes;
-    int64_t i = 0;
-    for (; i + 32 <= n_bytes; i += 32) {
-      _mm256_store_si256(reinterpret_cast<__m256i*>(stage[r] + i),
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-    }
-    if (i < n_bytes) std::memcpy(stage[r] + i, src + i, static_cast<size_t>(n_bytes - i));
-  }
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  for (int h = 0; h < V::kRows / 8; ++h) {
-    const Block* blk[8];
-    for (int r = 0; r < 8; ++r) blk[r] = reinterpret_cast<const Block*>(stage[8 * h + r]);
-    auto row16 = [&](int r, int64_t i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[r][i].qs)); };
-    for (int64_t i = 0; i < nb; ++i) {
-      // Rows 0-3 in the low 128 bits, 4-7 in the high; a 4 x 4 transpose of
-      // their dwords per half leaves dword s of row j in lane j of d[s].
-      const __m256i v0 = _mm256_set_m128i(row16(4, i), row16(0, i));
-      const __m256i v1 = _mm256_set_m128i(row16(5, i), row16(1, i));
-      const __m256i v2 = _mm256_set_m128i(row16(6, i), row16(2, i));
-      const __m256i v3 = _mm256_set_m128i(row16(7, i), row16(3, i));
-      const __m256i t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1);
-      const __m256i t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3);
-      const __m256i d[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
-                            _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
-      for (int s = 0; s < 4; ++s) {
-        // Byte j holds element j (low nibble) and j + 16 (high nibble).
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s] + 32 * h), _mm256_and_si256(d[s], m4));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(p.q[i][s + 4] + 32 * h),
-                           _mm256_and_si256(_mm256_srli_epi16(d[s], 4), m4));
-      }
-      if constexpr (std::is_same_v<Block, BlockQ4_0>) {
-        uint16_t dh[8];
-        for (int r = 0; r < 8; ++r) dh[r] = blk[r][i].d;
-        _mm256_store_ps(p.dw[i] + 8 * h, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dh))));
-      } else {
-        for (int r = 0; r < 8; ++r) p.dw[i][8 * h + r] = block_scale(blk[r][i]);
-      }
-    }
-  }
-}
 
 // The int32 block sums of NT tiles of V::kRows rows x T tokens for one
 // block, x[t] pointing at the block's activations: a pair (2k, 2k+1) of
@@ -471,6 +401,12 @@ void lane_tile_q4_0_n(int tt, const Chunk* w, const X& x, int64_t b0, int64_t nb
 template <class V, class Chunk, int kTok = V::kTokens, class XOf = XRows>
 TC_SIMD_INLINE void lane_tile_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb,
                                      TokenRange tokens) {
+#if !defined(TC_MATMUL_VNNI)
+  if constexpr ((std::is_same_v<V, LaneVec8> || std::is_same_v<V, LaneVec8x2>) &&
+                std::is_same_v<Chunk, PackedChunk<V>> && std::is_same_v<XOf, XRows>) {
+    return q4_gemm_tokens<V>(a, w.p, rt, c0, nb, tokens);  // the same bits, chains kept in registers
+  }
+#endif
   for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
     const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
     XRow x[kTok];
@@ -497,15 +433,21 @@ void run_lane_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t n_tiles) {
   }
 }
 
-// Outputs [r0, r1): the widest lane tiles the variant has, then 8-row tiles,
-// then the last r1 - r0 mod 8 rows by the row-by-row packed GEMM (same bits
-// every way).
+// Outputs [r0, r1): the widest lane tiles the variant has (AVX2: 16 rows in
+// ymm pairs, each activation broadcast serving both halves), then 8-row
+// tiles, then the last r1 - r0 mod 8 rows by the row-by-row packed GEMM
+// (same bits every way).
 void run_lane_gemm_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
   int64_t r = r0;
 #if defined(__AVX512F__) && defined(TC_MATMUL_VNNI)
   const int64_t wide = (r1 - r) / LaneVec16::kRows;
   if (wide > 0) run_lane_tiles_q4_0<LaneVec16>(a, r, wide);
   r += wide * LaneVec16::kRows;
+#endif
+#if !defined(TC_MATMUL_VNNI)
+  const int64_t pairs = (r1 - r) / LaneVec8x2::kRows;  // AVX2: 16 rows per broadcast
+  if (pairs > 0) run_lane_tiles_q4_0<LaneVec8x2>(a, r, pairs);
+  r += pairs * LaneVec8x2::kRows;
 #endif
   const int64_t narrow = (r1 - r) / LaneVec8::kRows;
   if (narrow > 0) run_lane_tiles_q4_0<LaneVec8>(a, r, narrow);
@@ -587,6 +529,17 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     for (int h = 0; h < 16 / V::kRows; ++h) {
       float* y = a.y + rt + V::kRows * h;
+#if !defined(TC_MATMUL_VNNI)
+      if constexpr (std::is_same_v<V, LaneVec8x2> && !kMins) {
+        if (a.n_tokens >= kQ4GemmFromTokens) {
+          // The chunk unpacked once into L1 and read by the GEMM kernel
+          // (matmul_x86_q4_lanes_gemm_avx2.h) from the activations' rows.
+          unpack_chunk(unpacked, lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1), nb);
+          q4_gemm_tokens<V>(a, unpacked, rt, c0, nb, tokens);
+          continue;
+        }
+      }
+#endif
       if (a.lane_x != nullptr && a.n_tokens == 1) {
         const auto chunk = lanes16_chunk<V, kLanes16AheadOne, kMins>(a, rt, c0, h, chunks_outer, 1);
         lane_tile_q4_0<V, 1, 1>(&chunk, XLanes(a.lane_x, n_blocks), c0, nb, n_blocks, y, a.n_out, c0 == 0);
@@ -604,11 +557,12 @@ void run_lanes16_tiles_q4_0(const MatmulArgs& a, int64_t r0, int64_t r1) {
         const auto chunk = lanes16_chunk<V, kLanes16Ahead, kMins>(a, rt, c0, h, chunks_outer, 1);
         if constexpr (requires { V::kTokens; }) {
           if (chunks_outer) {
-            // GEMM order: the half's chunk unpacked once into L1 for the
-            // whole token block, then the row layout's kernel on it, 4
-            // tokens per pass. Reading in place unpacked it again for every
-            // 8 tokens: Zen 3, 2 threads, 512 tokens, 3 alternating runs,
-            // 101-159 GFLOP/s in place, 135-207 unpacked once.
+            // GEMM order: the chunk (AVX2: the whole tile; Q4_1 an 8-row
+            // half) unpacked once into L1 for the whole token block, then
+            // the row layout's kernel on it. Reading in place unpacked it
+            // again for every 8 tokens: Zen 3, 2 threads, 512 tokens, 3
+            // alternating runs, 101-159 GFLOP/s in place, 135-207 unpacked
+            // once (8-row halves, before the AVX2 GEMM kernel).
             unpack_chunk(unpacked, chunk, nb);
             lane_tile_tokens<V>(a, PackedChunk<V, kMins>{unpacked}, rt + V::kRows * h, c0, nb, tokens);
             continue;
@@ -662,8 +616,9 @@ void run_lanes16_q4(const MatmulArgs& a, int64_t r0, int64_t r1) {
 #else
   // Read in place (GEMV order): whole tiles in ymm pairs, each broadcast of
   // an activation step serving 16 rows, in passes of up to 4 tokens. GEMM
-  // order: 8-row halves, each chunk unpacked once for the token block.
-  if (!gemm_order(a)) {
+  // order: each tile's chunk unpacked once for the token block (whole tiles;
+  // Q4_1 in 8-row halves, which the generic kernel reads).
+  if (!gemm_order(a) || !kMins) {
     run_lanes16_tiles_q4_0<LaneVec8x2, kMins>(a, r0, r1);
   } else {
     run_lanes16_tiles_q4_0<LaneVec8, kMins>(a, r0, r1);
