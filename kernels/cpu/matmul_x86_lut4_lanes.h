@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/matmul_x86_group32.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
@@ -98,24 +99,38 @@ struct Lut4Lanes<OpsMXFP4, V> {
   static PackedMXFP4Chunk<V> chunk(const Pack& p) { return {{p}}; }
 };
 
-// Outputs [r0, r1) in GEMM order: 8-row lane tiles, then the last
-// r1 - r0 mod 8 rows by the row-by-row packed GEMM (the same bits).
-template <class Ops>
-void run_lane_gemm_lut4(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  using V = LaneVec8;
+// Outputs [r, r + n_tiles * V::kRows) in GEMM order, V::kRows-row lane tiles.
+template <class Ops, class V>
+void run_lane_tiles_lut4(const MatmulArgs& a, int64_t r, int64_t n_tiles) {
   using Format = Lut4Lanes<Ops, V>;
   constexpr int64_t kBlockBytes = static_cast<int64_t>(sizeof(typename Ops::Block));
-  const int64_t n_blocks = a.n_in / 32;
-  const int64_t r_lanes = r0 + (r1 - r0) / V::kRows * V::kRows;
-  if (r_lanes > r0) {
-    typename Format::Pack p;
-    auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
-      Format::pack(p, w, c0, nb);
-      lane_tile_tokens<V>(a, Format::chunk(p), rt, c0, nb, tokens);
-    };
-    sweep_chunk_tiles<V::kRows>(a, r0, r_lanes, V::kRows, n_blocks, kChunkBlocks32, kBlockBytes, tile);
+  typename Format::Pack p;
+  auto tile = [&](int64_t rt, int, const std::byte* const* w, int64_t c0, int64_t nb, TokenRange tokens) {
+    Format::pack(p, w, c0, nb);
+    lane_tile_tokens<V>(a, Format::chunk(p), rt, c0, nb, tokens);
+  };
+  sweep_chunk_tiles<V::kRows>(a, r, r + n_tiles * V::kRows, V::kRows, a.n_in / 32, kChunkBlocks32, kBlockBytes,
+                              tile);
+}
+
+// Outputs [r0, r1) in GEMM order: lane tiles (MXFP4 on AVX2: 16 rows in ymm
+// pairs first, for the GEMM kernel of matmul_x86_q4_lanes_gemm_avx2.h),
+// then the last r1 - r0 mod 8 rows by the row-by-row packed GEMM (the same
+// bits).
+template <class Ops>
+void run_lane_gemm_lut4(const MatmulArgs& a, int64_t r0, int64_t r1) {
+  int64_t r = r0;
+#if !defined(TC_MATMUL_VNNI)
+  if constexpr (std::is_same_v<Ops, OpsMXFP4>) {
+    const int64_t pairs = (r1 - r) / LaneVec8x2::kRows;
+    if (pairs > 0) run_lane_tiles_lut4<Ops, LaneVec8x2>(a, r, pairs);
+    r += pairs * LaneVec8x2::kRows;
   }
-  if (r_lanes < r1) run_packed_gemm<Ops>(a, r_lanes, r1);
+#endif
+  const int64_t narrow = (r1 - r) / LaneVec8::kRows;
+  if (narrow > 0) run_lane_tiles_lut4<Ops, LaneVec8>(a, r, narrow);
+  r += narrow * LaneVec8::kRows;
+  if (r < r1) run_packed_gemm<Ops>(a, r, r1);
 }
 
 }  // namespace

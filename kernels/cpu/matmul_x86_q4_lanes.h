@@ -402,16 +402,24 @@ template <class V, class Chunk, int kTok = V::kTokens, class XOf = XRows>
 TC_SIMD_INLINE void lane_tile_tokens(const MatmulArgs& a, const Chunk& w, int64_t rt, int64_t c0, int64_t nb,
                                      TokenRange tokens) {
 #if !defined(TC_MATMUL_VNNI)
+  // Q4_0's tile in L1, or one derived from it with levels plus another
+  // offset (MXFP4's): the same bits, the chains kept in registers.
   if constexpr ((std::is_same_v<V, LaneVec8> || std::is_same_v<V, LaneVec8x2>) &&
-                std::is_same_v<Chunk, PackedChunk<V>> && std::is_same_v<XOf, XRows>) {
-    return q4_gemm_tokens<V>(a, w.p, rt, c0, nb, tokens);  // the same bits, chains kept in registers
-  }
+                std::is_base_of_v<PackedChunk<V>, Chunk> && std::is_same_v<XOf, XRows>) {
+    constexpr int kWidenSteps = [] {
+      if constexpr (requires { Chunk::kWidenSteps; }) return Chunk::kWidenSteps;
+      return 8;
+    }();
+    q4_gemm_tokens<V, Chunk::kOffset, kWidenSteps>(a, w.p, rt, c0, nb, tokens);
+  } else  // the generic kernel below for every other chunk
 #endif
-  for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
-    const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
-    XRow x[kTok];
-    for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
-    lane_tile_q4_0_n<V, kTok>(tt, &w, XOf{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+  {
+    for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kTok) {
+      const int tt = static_cast<int>(min64(kTok, tokens.end - t0));
+      XRow x[kTok];
+      for (int i = 0; i < tt; ++i) x[i] = x_row(a, t0 + i);
+      lane_tile_q4_0_n<V, kTok>(tt, &w, XOf{x}, c0, nb, a.n_in / 32, a.y + t0 * a.n_out + rt, a.n_out, c0 == 0);
+    }
   }
 }
 

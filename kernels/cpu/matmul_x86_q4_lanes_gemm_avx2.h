@@ -1,6 +1,7 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
-// Q4_0 GEMM of an 8-row tile repacked into L1 (PackQ4Lanes<LaneVec8>) on
-// AVX2 without VNNI, for batches of 3 tokens and more.
+// Q4_0 GEMM of a tile repacked into L1 (PackQ4Lanes) on AVX2 without VNNI,
+// for batches of 3 tokens and more; MXFP4's too (its levels plus 12 in the
+// same tile, matmul_x86_lut4_lanes.h).
 //
 // The same operations as lane_tile_q4_0 (matmul_x86_q4_lanes.h), in another
 // order. A chunk's row sums in OpsQ4_0's order keep 16 f32 chains per row
@@ -65,14 +66,18 @@ struct Q4GemmTile<LaneVec8x2> {
 constexpr int64_t kQ4GemmFromTokens = 7;
 
 // Block i (< nb) of the chunk starting at absolute block b0 for tokens
-// x + t * stride and H halves: chain[t][h] = fma(float(sum - 8 sum32),
-// dw * dx, chain[t][h]), where the block's activations and scales sit in
+// x + t * stride and H halves: chain[t][h] = fma(float(sum - kOffset
+// sum32), dw * dx, chain[t][h]) (the levels stored plus kOffset: Q4_0's
+// nibbles, 8; MXFP4's levels plus 12, up to 24, whose int16 pair sums
+// widen every kWidenSteps = 4 steps, 4 x 2 x 24 x 127 < 32767), where the block's activations and scales sit in
 // Q8_32_NIB's layout (a pair of blocks interleaves its halves; a lone last
 // block is in order; gd and gs8 in group-lane order).
-template <class V, int T>
+template <class V, int T, int kOffset, int kWidenSteps>
 TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0, int64_t n_blocks, int lane,
                                   const std::byte* x, int64_t stride, const XLayout& xl,
                                   __m256 (&chain)[T][Q4GemmTile<V>::kHalves]) {
+  static_assert((kOffset == 8 && kWidenSteps == 8) || (kOffset == 12 && kWidenSteps == 4),
+                "q4_gemm_block: Q4_0's levels (offset 8) or MXFP4's (offset 12, 4 steps per widening)");
   constexpr int H = Q4GemmTile<V>::kHalves;
   const int64_t b = b0 + i;
   const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
@@ -84,7 +89,8 @@ TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0
     std::memcpy(&v, x + t * stride + off, 4);
     return _mm256_set1_epi32(v);
   };
-  __m256i pairs[T][H];
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i pairs[T][H], sums[T][H];
 #pragma GCC unroll 8
   for (int s = 0; s < 8; ++s) {
     __m256i w[H];
@@ -94,8 +100,25 @@ TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0
       const __m256i xv = x4(t, off);
       for (int h = 0; h < H; ++h) {
         const __m256i prod = _mm256_maddubs_epi16(w[h], xv);
-        pairs[t][h] = s == 0 ? prod : _mm256_add_epi16(pairs[t][h], prod);
+        pairs[t][h] = s % kWidenSteps == 0 ? prod : _mm256_add_epi16(pairs[t][h], prod);
         asm("" : "+x"(pairs[t][h]));  // step order: a tree over the steps spills
+      }
+    }
+    if constexpr (kWidenSteps < 8) {
+      if (s == kWidenSteps - 1) {
+        for (int t = 0; t < T; ++t) {
+          for (int h = 0; h < H; ++h) sums[t][h] = _mm256_madd_epi16(pairs[t][h], ones);
+        }
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    for (int h = 0; h < H; ++h) {
+      const __m256i last = _mm256_madd_epi16(pairs[t][h], ones);
+      if constexpr (kWidenSteps < 8) {
+        sums[t][h] = _mm256_add_epi32(sums[t][h], last);
+      } else {
+        sums[t][h] = last;
       }
     }
   }
@@ -105,10 +128,11 @@ TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0
     float dx;
     std::memcpy(&gs8, xt + xl.gs8_offset + 4 * gi, 4);
     std::memcpy(&dx, xt + xl.gd_offset + 4 * gi, 4);
-    const __m256i off8 = _mm256_set1_epi32(gs8);
+    // gs8 = 8 sum(x), so 12 sum(x) is gs8 + gs8 / 2.
+    const __m256i offset = _mm256_set1_epi32(kOffset == 8 ? gs8 : gs8 + gs8 / 2);
     const __m256 vdx = _mm256_set1_ps(dx);
     for (int h = 0; h < H; ++h) {
-      const __m256i exact = _mm256_sub_epi32(_mm256_madd_epi16(pairs[t][h], _mm256_set1_epi16(1)), off8);
+      const __m256i exact = _mm256_sub_epi32(sums[t][h], offset);
       const __m256 dw = _mm256_load_ps(p.dw[i] + 8 * h);
       chain[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, vdx), chain[t][h]);
     }
@@ -118,7 +142,7 @@ TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0
 // y[t * ys + 0..V::kRows-1] (+)= the rows' sums over the chunk [b0, b0 +
 // nb) (nb <= 32) for T tokens whose prepared activations start at x,
 // stride bytes apart: stored when `first`, else added.
-template <class V, int T>
+template <class V, int T, int kOffset, int kWidenSteps>
 void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blocks, const std::byte* x,
                   int64_t stride, const XLayout& xl, float* y, int64_t ys, bool first) {
   constexpr int H = Q4GemmTile<V>::kHalves;
@@ -133,7 +157,7 @@ void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blo
       for (int k = 0; k < 2; ++k) {
         const int64_t i = 8 * (q + 2 * k) + j;
         if (i >= nb) break;
-        q4_gemm_block<V, T>(p, i, b0, n_blocks, l, x, stride, xl, chain);
+        q4_gemm_block<V, T, kOffset, kWidenSteps>(p, i, b0, n_blocks, l, x, stride, xl, chain);
       }
       for (int t = 0; t < T; ++t) {
         for (int h = 0; h < H; ++h) lanes[l][t][h] = q == 0 ? chain[t][h] : _mm256_add_ps(lanes[l][t][h], chain[t][h]);
@@ -153,7 +177,7 @@ void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blo
 
 // Outputs rt..rt + V::kRows - 1 (+)= the tile's chunk [c0, c0 + nb) for
 // `tokens`, in passes of Q4GemmTile<V>::kTokens (the last one shorter).
-template <class V>
+template <class V, int kOffset = 8, int kWidenSteps = 8>
 void q4_gemm_tokens(const MatmulArgs& a, const PackQ4Lanes<V>& p, int64_t rt, int64_t c0, int64_t nb,
                     TokenRange tokens) {
   constexpr int kT = Q4GemmTile<V>::kTokens;
@@ -166,20 +190,20 @@ void q4_gemm_tokens(const MatmulArgs& a, const PackQ4Lanes<V>& p, int64_t rt, in
     const int64_t tt = min64(kT, tokens.end - t0);
     if constexpr (kT >= 4) {
       if (tt == 4) {
-        q4_gemm_pass<V, 4>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
+        q4_gemm_pass<V, 4, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
         continue;
       }
     }
     if constexpr (kT >= 3) {
       if (tt == 3) {
-        q4_gemm_pass<V, 3>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
+        q4_gemm_pass<V, 3, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
         continue;
       }
     }
     if (tt == 2) {
-      q4_gemm_pass<V, 2>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
+      q4_gemm_pass<V, 2, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
     } else {
-      q4_gemm_pass<V, 1>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
+      q4_gemm_pass<V, 1, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
     }
   }
 }
