@@ -1,7 +1,11 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
 // Q4_0 GEMM of a tile repacked into L1 (PackQ4Lanes) on AVX2 without VNNI,
 // for batches of 3 tokens and more; MXFP4's too (its levels plus 12 in the
-// same tile, matmul_x86_lut4_lanes.h).
+// same tile, matmul_x86_lut4_lanes.h). Its pass (lane_gemm_pass) takes the
+// blocks from a small policy (Q4GemmBlocks). Q8_0's signed tiles measured
+// slower this way (a step |w| times x with w's sign, widened each step:
+// 4096 x 4096, 512 tokens, 2 threads, 197-202 -> 160-173 GFLOP/s), so
+// they keep lane_tile_q4_0.
 //
 // The same operations as lane_tile_q4_0 (matmul_x86_q4_lanes.h), in another
 // order. A chunk's row sums in OpsQ4_0's order keep 16 f32 chains per row
@@ -65,87 +69,99 @@ struct Q4GemmTile<LaneVec8x2> {
 // chunk unpacked into L1, where smaller ones read the tiles in place.
 constexpr int64_t kQ4GemmFromTokens = 7;
 
-// Block i (< nb) of the chunk starting at absolute block b0 for tokens
-// x + t * stride and H halves: chain[t][h] = fma(float(sum - kOffset
-// sum32), dw * dx, chain[t][h]) (the levels stored plus kOffset: Q4_0's
-// nibbles, 8; MXFP4's levels plus 12, up to 24, whose int16 pair sums
-// widen every kWidenSteps = 4 steps, 4 x 2 x 24 x 127 < 32767), where the block's activations and scales sit in
-// Q8_32_NIB's layout (a pair of blocks interleaves its halves; a lone last
-// block is in order; gd and gs8 in group-lane order).
-template <class V, int T, int kOffset, int kWidenSteps>
-TC_SIMD_INLINE void q4_gemm_block(const PackQ4Lanes<V>& p, int64_t i, int64_t b0, int64_t n_blocks, int lane,
-                                  const std::byte* x, int64_t stride, const XLayout& xl,
-                                  __m256 (&chain)[T][Q4GemmTile<V>::kHalves]) {
+// The 4 activation bytes at p broadcast to every 32-bit lane.
+TC_SIMD_INLINE __m256i lane_x4(const std::byte* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The blocks of a Q4_0 (kOffset 8) or MXFP4 (kOffset 12) tile repacked into
+// L1, as lane_gemm_pass reads them: add<T>(i, lane, x, chain) sets, for
+// block i (< nb) of the chunk starting at absolute block b0, its group
+// lane `lane` and tokens x + t * stride, chain[t][h] = fma(float(sum -
+// kOffset sum32), dw * dx, chain[t][h]). The levels are stored plus
+// kOffset (Q4_0's nibbles; MXFP4's levels plus 12, up to 24, whose int16
+// pair sums widen every kWidenSteps = 4 steps, 4 x 2 x 24 x 127 < 32767).
+// The activations are Q8_32_NIB rows (a pair of blocks interleaves its
+// halves, a lone last block is in order; gd and gs8 in group-lane order).
+template <class V, int kOffset, int kWidenSteps>
+struct Q4GemmBlocks {
   static_assert((kOffset == 8 && kWidenSteps == 8) || (kOffset == 12 && kWidenSteps == 4),
-                "q4_gemm_block: Q4_0's levels (offset 8) or MXFP4's (offset 12, 4 steps per widening)");
-  constexpr int H = Q4GemmTile<V>::kHalves;
-  const int64_t b = b0 + i;
-  const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
-  const int64_t xo = 64 * (b / 2) + 16 * (b % 2);  // the block's elements 0..15
-  const int64_t hi = xo + (lone ? 16 : 32);        // and 16..31
-  const int64_t gi = (b & ~int64_t{7}) + lane;
-  auto x4 = [&](int t, int64_t off) __attribute__((always_inline)) {
-    int32_t v;
-    std::memcpy(&v, x + t * stride + off, 4);
-    return _mm256_set1_epi32(v);
-  };
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i pairs[T][H], sums[T][H];
+                "Q4GemmBlocks: Q4_0's levels (offset 8) or MXFP4's (offset 12, 4 steps per widening)");
+  static constexpr int kHalves = Q4GemmTile<V>::kHalves;
+  const PackQ4Lanes<V>& p;
+  int64_t b0;
+  int64_t n_blocks;
+  int64_t stride;
+  const XLayout& xl;
+
+  template <int T>
+  TC_SIMD_INLINE void add(int64_t i, int lane, const std::byte* x, __m256 (&chain)[T][kHalves]) const {
+    constexpr int H = kHalves;
+    const int64_t b = b0 + i;
+    const bool lone = (n_blocks & 1) != 0 && b == n_blocks - 1;
+    const int64_t xo = 64 * (b / 2) + 16 * (b % 2);  // the block's elements 0..15
+    const int64_t hi = xo + (lone ? 16 : 32);        // and 16..31
+    const int64_t gi = (b & ~int64_t{7}) + lane;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i pairs[T][H], sums[T][H];
 #pragma GCC unroll 8
-  for (int s = 0; s < 8; ++s) {
-    __m256i w[H];
-    for (int h = 0; h < H; ++h) w[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.q[i][s] + 32 * h));
-    const int64_t off = s < 4 ? xo + 4 * s : hi + 4 * (s - 4);
-    for (int t = 0; t < T; ++t) {
-      const __m256i xv = x4(t, off);
-      for (int h = 0; h < H; ++h) {
-        const __m256i prod = _mm256_maddubs_epi16(w[h], xv);
-        pairs[t][h] = s % kWidenSteps == 0 ? prod : _mm256_add_epi16(pairs[t][h], prod);
-        asm("" : "+x"(pairs[t][h]));  // step order: a tree over the steps spills
+    for (int s = 0; s < 8; ++s) {
+      __m256i w[H];
+      for (int h = 0; h < H; ++h) w[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.q[i][s] + 32 * h));
+      const int64_t off = s < 4 ? xo + 4 * s : hi + 4 * (s - 4);
+      for (int t = 0; t < T; ++t) {
+        const __m256i xv = lane_x4(x + t * stride + off);
+        for (int h = 0; h < H; ++h) {
+          const __m256i prod = _mm256_maddubs_epi16(w[h], xv);
+          pairs[t][h] = s % kWidenSteps == 0 ? prod : _mm256_add_epi16(pairs[t][h], prod);
+          asm("" : "+x"(pairs[t][h]));  // step order: a tree over the steps spills
+        }
       }
-    }
-    if constexpr (kWidenSteps < 8) {
-      if (s == kWidenSteps - 1) {
-        for (int t = 0; t < T; ++t) {
-          for (int h = 0; h < H; ++h) sums[t][h] = _mm256_madd_epi16(pairs[t][h], ones);
+      if constexpr (kWidenSteps < 8) {
+        if (s == kWidenSteps - 1) {
+          for (int t = 0; t < T; ++t) {
+            for (int h = 0; h < H; ++h) sums[t][h] = _mm256_madd_epi16(pairs[t][h], ones);
+          }
         }
       }
     }
-  }
-  for (int t = 0; t < T; ++t) {
-    for (int h = 0; h < H; ++h) {
-      const __m256i last = _mm256_madd_epi16(pairs[t][h], ones);
-      if constexpr (kWidenSteps < 8) {
-        sums[t][h] = _mm256_add_epi32(sums[t][h], last);
-      } else {
-        sums[t][h] = last;
+    for (int t = 0; t < T; ++t) {
+      for (int h = 0; h < H; ++h) {
+        const __m256i last = _mm256_madd_epi16(pairs[t][h], ones);
+        if constexpr (kWidenSteps < 8) {
+          sums[t][h] = _mm256_add_epi32(sums[t][h], last);
+        } else {
+          sums[t][h] = last;
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const std::byte* xt = x + t * stride;
+      int32_t gs8;
+      float dx;
+      std::memcpy(&gs8, xt + xl.gs8_offset + 4 * gi, 4);
+      std::memcpy(&dx, xt + xl.gd_offset + 4 * gi, 4);
+      // gs8 = 8 sum(x), so 12 sum(x) is gs8 + gs8 / 2.
+      const __m256i offset = _mm256_set1_epi32(kOffset == 8 ? gs8 : gs8 + gs8 / 2);
+      const __m256 vdx = _mm256_set1_ps(dx);
+      for (int h = 0; h < H; ++h) {
+        const __m256i exact = _mm256_sub_epi32(sums[t][h], offset);
+        const __m256 dw = _mm256_load_ps(p.dw[i] + 8 * h);
+        chain[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, vdx), chain[t][h]);
       }
     }
   }
-  for (int t = 0; t < T; ++t) {
-    const std::byte* xt = x + t * stride;
-    int32_t gs8;
-    float dx;
-    std::memcpy(&gs8, xt + xl.gs8_offset + 4 * gi, 4);
-    std::memcpy(&dx, xt + xl.gd_offset + 4 * gi, 4);
-    // gs8 = 8 sum(x), so 12 sum(x) is gs8 + gs8 / 2.
-    const __m256i offset = _mm256_set1_epi32(kOffset == 8 ? gs8 : gs8 + gs8 / 2);
-    const __m256 vdx = _mm256_set1_ps(dx);
-    for (int h = 0; h < H; ++h) {
-      const __m256i exact = _mm256_sub_epi32(sums[t][h], offset);
-      const __m256 dw = _mm256_load_ps(p.dw[i] + 8 * h);
-      chain[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(dw, vdx), chain[t][h]);
-    }
-  }
-}
+};
 
-// y[t * ys + 0..V::kRows-1] (+)= the rows' sums over the chunk [b0, b0 +
-// nb) (nb <= 32) for T tokens whose prepared activations start at x,
-// stride bytes apart: stored when `first`, else added.
-template <class V, int T, int kOffset, int kWidenSteps>
-void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blocks, const std::byte* x,
-                  int64_t stride, const XLayout& xl, float* y, int64_t ys, bool first) {
-  constexpr int H = Q4GemmTile<V>::kHalves;
+// y[t * ys + 0..8 H - 1] (+)= the tile's sums over a chunk of nb <= 32
+// blocks for T tokens whose activations start at x, Blocks::add adding
+// each block (stored when `first`, else added): each lane's four blocks in
+// turn, its even-unit chain and its odd-unit chain from +0 in registers.
+template <int T, class Blocks>
+void lane_gemm_pass(const Blocks& blocks, int64_t nb, const std::byte* x, float* y, int64_t ys, bool first) {
+  constexpr int H = Blocks::kHalves;
   alignas(32) __m256 lanes[8][T][H];  // lane l: its even-unit chain + its odd-unit chain
   for (int l = 0; l < 8; ++l) {
     const int j = l < 4 ? 2 * l : 2 * (l - 4) + 1;  // the group's block in lane l
@@ -157,7 +173,7 @@ void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blo
       for (int k = 0; k < 2; ++k) {
         const int64_t i = 8 * (q + 2 * k) + j;
         if (i >= nb) break;
-        q4_gemm_block<V, T, kOffset, kWidenSteps>(p, i, b0, n_blocks, l, x, stride, xl, chain);
+        blocks.template add<T>(i, l, x, chain);
       }
       for (int t = 0; t < T; ++t) {
         for (int h = 0; h < H; ++h) lanes[l][t][h] = q == 0 ? chain[t][h] : _mm256_add_ps(lanes[l][t][h], chain[t][h]);
@@ -175,37 +191,42 @@ void q4_gemm_pass(const PackQ4Lanes<V>& p, int64_t b0, int64_t nb, int64_t n_blo
   }
 }
 
-// Outputs rt..rt + V::kRows - 1 (+)= the tile's chunk [c0, c0 + nb) for
-// `tokens`, in passes of Q4GemmTile<V>::kTokens (the last one shorter).
-template <class V, int kOffset = 8, int kWidenSteps = 8>
-void q4_gemm_tokens(const MatmulArgs& a, const PackQ4Lanes<V>& p, int64_t rt, int64_t c0, int64_t nb,
-                    TokenRange tokens) {
-  constexpr int kT = Q4GemmTile<V>::kTokens;
-  const int64_t n_blocks = a.n_in / 32;
+// Outputs rt.. of a tile (+)= its chunk [c0, c0 + nb) read through
+// `blocks` for `tokens`, in passes of up to kT tokens (the last one
+// shorter).
+template <int kT, class Blocks>
+void lane_gemm_tokens(const MatmulArgs& a, const Blocks& blocks, int64_t rt, int64_t c0, int64_t nb,
+                      TokenRange tokens) {
+  static_assert(kT >= 1 && kT <= 4);
   const int64_t stride = a.xl.stride;
   for (int64_t t0 = tokens.begin; t0 < tokens.end; t0 += kT) {
     const std::byte* x = a.xq + t0 * stride;
     float* y = a.y + t0 * a.n_out + rt;
     const bool first = c0 == 0;
-    const int64_t tt = min64(kT, tokens.end - t0);
-    if constexpr (kT >= 4) {
-      if (tt == 4) {
-        q4_gemm_pass<V, 4, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
-        continue;
-      }
-    }
-    if constexpr (kT >= 3) {
-      if (tt == 3) {
-        q4_gemm_pass<V, 3, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
-        continue;
-      }
-    }
-    if (tt == 2) {
-      q4_gemm_pass<V, 2, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
-    } else {
-      q4_gemm_pass<V, 1, kOffset, kWidenSteps>(p, c0, nb, n_blocks, x, stride, a.xl, y, a.n_out, first);
+    switch (min64(kT, tokens.end - t0)) {
+      case 4:
+        if constexpr (kT >= 4) lane_gemm_pass<4>(blocks, nb, x, y, a.n_out, first);
+        break;
+      case 3:
+        if constexpr (kT >= 3) lane_gemm_pass<3>(blocks, nb, x, y, a.n_out, first);
+        break;
+      case 2:
+        if constexpr (kT >= 2) lane_gemm_pass<2>(blocks, nb, x, y, a.n_out, first);
+        break;
+      default:
+        lane_gemm_pass<1>(blocks, nb, x, y, a.n_out, first);
+        break;
     }
   }
+}
+
+// Q4_0's (or MXFP4's) tile in L1: outputs rt..rt + V::kRows - 1 (+)= its
+// chunk [c0, c0 + nb) for `tokens`, Q4GemmTile<V>::kTokens per pass.
+template <class V, int kOffset = 8, int kWidenSteps = 8>
+void q4_gemm_tokens(const MatmulArgs& a, const PackQ4Lanes<V>& p, int64_t rt, int64_t c0, int64_t nb,
+                    TokenRange tokens) {
+  const Q4GemmBlocks<V, kOffset, kWidenSteps> blocks{p, c0, a.n_in / 32, a.xl.stride, a.xl};
+  lane_gemm_tokens<Q4GemmTile<V>::kTokens>(a, blocks, rt, c0, nb, tokens);
 }
 
 }  // namespace
