@@ -31,7 +31,9 @@
 // Repacked tiles in small batches (weights from DRAM, 2 threads, ms per
 // 4096 x 4096): 7 tokens 1.49 -> 1.35, 8 1.62 -> 1.40, 12 2.36 -> 1.80, 16
 // 3.15 -> 2.22; at 3-6 tokens reading the tiles in place is as fast or
-// faster (3: 0.56 against 0.94), hence kQ4GemmFromTokens.
+// faster (3: 0.56 against 0.94), hence kQ4GemmFromTokens. Taking a lane's
+// blocks with both parities' chains live (even, odd, even, odd) needs 8
+// more ymm at 2 tokens and spilled: 296-300 -> 220-251 GFLOP/s.
 #pragma once
 
 #if !defined(TC_MATMUL_VNNI)
