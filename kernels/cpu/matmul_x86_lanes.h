@@ -82,7 +82,8 @@ struct LaneVec8x2 {
   // and 8 tokens as two such passes 116 against 158 in one 8-token pass.
   static constexpr int kTokensInPlace = 4;
   // Tokens per pass of the GEMM over a tile repacked into L1
-  // (matmul_x86_q4_lanes_gemm_avx2.h).
+  // (matmul_x86_q4_lanes_gemm_avx2.h: with both halves' sums and chains,
+  // 2 fill the 16 ymm as LaneVec8's 4 do).
   static constexpr int kTokens = 2;
   struct I {
     __m256i lo, hi;

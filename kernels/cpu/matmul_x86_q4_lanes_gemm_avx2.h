@@ -49,23 +49,11 @@
 namespace tc::kernels::detail {
 namespace {
 
-// The tile kinds this kernel reads: 8 rows (LaneVec8, H = 1) or a 16-row
-// tile's two 8-row halves (LaneVec8x2, H = 2), whose steps each broadcast of
-// the activations serves. Tokens per pass: the int16 sums and one parity's
-// chains of T tokens and H halves, the step's H weight vectors, a broadcast
-// and the vpmaddwd ones fit the 16 ymm.
-template <class V>
-struct Q4GemmTile;
-template <>
-struct Q4GemmTile<LaneVec8> {
-  static constexpr int kHalves = 1;
-  static constexpr int kTokens = 4;
-};
-template <>
-struct Q4GemmTile<LaneVec8x2> {
-  static constexpr int kHalves = 2;
-  static constexpr int kTokens = 2;
-};
+// The tile kinds this kernel reads: 8 rows (LaneVec8, H = 1 half) or a
+// 16-row tile's two 8-row halves (LaneVec8x2, H = 2), whose steps each
+// broadcast of the activations serves; V::kTokens per pass (4 and 2: the
+// int16 sums and one parity's chains of T tokens and H halves, the step's
+// H weight vectors, a broadcast and the vpmaddwd ones fit the 16 ymm).
 
 // Q4_0Lanes16 batches from this many tokens take this kernel on each tile's
 // chunk unpacked into L1, where smaller ones read the tiles in place.
@@ -91,7 +79,7 @@ template <class V, int kOffset, int kWidenSteps>
 struct Q4GemmBlocks {
   static_assert((kOffset == 8 && kWidenSteps == 8) || (kOffset == 12 && kWidenSteps == 4),
                 "Q4GemmBlocks: Q4_0's levels (offset 8) or MXFP4's (offset 12, 4 steps per widening)");
-  static constexpr int kHalves = Q4GemmTile<V>::kHalves;
+  static constexpr int kHalves = V::kRows / 8;
   const PackQ4Lanes<V>& p;
   int64_t b0;
   int64_t n_blocks;
@@ -223,12 +211,12 @@ void lane_gemm_tokens(const MatmulArgs& a, const Blocks& blocks, int64_t rt, int
 }
 
 // Q4_0's (or MXFP4's) tile in L1: outputs rt..rt + V::kRows - 1 (+)= its
-// chunk [c0, c0 + nb) for `tokens`, Q4GemmTile<V>::kTokens per pass.
+// chunk [c0, c0 + nb) for `tokens`, V::kTokens per pass.
 template <class V, int kOffset = 8, int kWidenSteps = 8>
 void q4_gemm_tokens(const MatmulArgs& a, const PackQ4Lanes<V>& p, int64_t rt, int64_t c0, int64_t nb,
                     TokenRange tokens) {
   const Q4GemmBlocks<V, kOffset, kWidenSteps> blocks{p, c0, a.n_in / 32, a.xl.stride, a.xl};
-  lane_gemm_tokens<Q4GemmTile<V>::kTokens>(a, blocks, rt, c0, nb, tokens);
+  lane_gemm_tokens<V::kTokens>(a, blocks, rt, c0, nb, tokens);
 }
 
 }  // namespace
