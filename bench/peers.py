@@ -96,7 +96,8 @@ class RunFailed(Exception):
 
 def run(cmd, what, cwd=None):
     """stdout and stderr of cmd; raises RunFailed naming the command when it fails."""
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    # errors="replace": a generated model's text need not be valid UTF-8.
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", cwd=cwd)
     if r.returncode != 0:
         raise RunFailed(f"peers: {what}: {' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
     return r.stdout, r.stderr
@@ -387,7 +388,8 @@ def cmd_sparse(a):
     pi_main = peer_bin(dest, "PowerInfer", "main")
     llama = peer_bin(dest, "llama.cpp", "llama-bench") if a.device == "cuda" else None
     threads = a.threads or os.cpu_count() or 2
-    model_dir = a.model_dir or os.path.join(a.build, "bench-models")
+    # Absolute: PowerInfer runs in model_dir (it writes main.log where it runs).
+    model_dir = os.path.abspath(a.model_dir or os.path.join(a.build, "bench-models"))
     os.makedirs(model_dir, exist_ok=True)
     samples = {}
     info = {}
