@@ -1,9 +1,11 @@
 // attention_bench: decode attention (one new token per sequence) over f16
 // (or q8_0) KV caches, as a decode step runs it (kernels::attention_batch),
 // reported as the KV bytes it reads per second against the machine's read
-// bandwidth.
+// bandwidth; with --prefill, a whole prompt of each --ctx length instead
+// (kernels::attention over its own causal context), reported in GFLOP/s of
+// the scores and weighted sums.
 //   attention_bench [-t THREADS] [-r REPEATS] [--ctx 256,1024,4096]
-//                   [--shape 32x32x128,32x8x128,32x4x64] [--seqs 1,8] [--kv f16|q8_0]
+//                   [--shape 32x32x128,32x8x128,32x4x64] [--seqs 1,8] [--kv f16|q8_0] [--prefill]
 // A shape is n_head x n_head_kv x head_dim. Each sequence has its own cache
 // (Buffer::host, as the engine's KvCache), filled with seeded random
 // values; enough layers of caches are cycled through that one pass over
@@ -27,7 +29,7 @@ using tc::bench::Clock;
 
 constexpr const char* kUsage =
     "usage: attention_bench [-t THREADS] [-r REPEATS] [--ctx LIST] [--shape HxKVxD,...] [--seqs LIST] "
-    "[--kv f16|q8_0]\n";
+    "[--kv f16|q8_0] [--prefill]\n";
 
 struct Shape {
   int64_t n_head, n_head_kv, head_dim;
@@ -105,6 +107,56 @@ double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, tc::kernels::DTyp
   return tc::bench::median(per_step);
 }
 
+// Median seconds of one prompt's attention: ctx tokens at positions
+// [0, ctx), each over its causal context, as a prefill step of one layer.
+double time_prefill(const Shape& sh, int64_t ctx, tc::kernels::DType kv_type, int repeats,
+                    tc::kernels::ThreadPool& pool) {
+  const int64_t row = sh.n_head_kv * sh.head_dim;
+  const int64_t cache_bytes = ctx * tc::kernels::row_bytes(kv_type, row);
+  std::vector<std::byte> k(static_cast<size_t>(cache_bytes)), v(static_cast<size_t>(cache_bytes));
+  fill_rows(k.data(), ctx, row, kv_type, 1);
+  fill_rows(v.data(), ctx, row, kv_type, 2);
+  std::vector<float> q(static_cast<size_t>(ctx * sh.n_head * sh.head_dim));
+  tc::bench::fill_random(q.data(), static_cast<int64_t>(q.size()), 99);
+  std::vector<float> out(q.size());
+  std::vector<int32_t> positions(static_cast<size_t>(ctx));
+  for (int64_t t = 0; t < ctx; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  tc::kernels::AttentionParams params;
+  params.k_type = params.v_type = kv_type;
+  auto run = [&] {
+    tc::kernels::attention(q.data(), k.data(), v.data(), ctx, ctx, sh.n_head, sh.n_head_kv, sh.head_dim,
+                           positions.data(), out.data(), params, pool);
+  };
+  run();  // warm-up
+  std::vector<double> per_run;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    run();
+    per_run.push_back(tc::bench::seconds_since(t0));
+  }
+  return tc::bench::median(per_run);
+}
+
+// Prefill attention rows: ms per prompt and GFLOP/s (2 flops per multiply-add
+// of the scores and of the weighted V sums, ctx (ctx + 1) / 2 pairs per head).
+void prefill_table(const std::vector<Shape>& shapes, const std::vector<int64_t>& ctxs, tc::kernels::DType kv_type,
+                   int threads, int repeats, tc::kernels::ThreadPool& pool) {
+  std::printf("# prefill attention, %s KV, %d threads, median of %d\n\n",
+              std::string(tc::kernels::dtype_name(kv_type)).c_str(), threads, repeats);
+  std::printf("| heads x kv heads x head_dim | prompt tokens | ms per prompt | GFLOP/s |\n");
+  std::printf("| --- | ---: | ---: | ---: |\n");
+  for (const Shape& sh : shapes) {
+    for (const int64_t ctx : ctxs) {
+      const double s = time_prefill(sh, ctx, kv_type, repeats, pool);
+      const double flops = 4.0 * static_cast<double>(sh.n_head * sh.head_dim) * static_cast<double>(ctx) *
+                           static_cast<double>(ctx + 1) / 2.0;
+      std::printf("| %ldx%ldx%ld | %ld | %.2f | %.1f |\n", sh.n_head, sh.n_head_kv, sh.head_dim, ctx, s * 1e3,
+                  flops * 1e-9 / s);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -112,12 +164,14 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs{256, 1024, 4096}, n_seqs{1, 8};
   std::vector<Shape> shapes{{32, 32, 128}, {32, 8, 128}, {32, 4, 64}};
   tc::kernels::DType kv_type = tc::kernels::DType::F16;
+  bool prefill = false;
   tc::bench::ArgReader args(argc, argv, kUsage);
   while (args.next()) {
     if (args.flag() == "-t") threads = args.int_value();
     else if (args.flag() == "-r") repeats = args.int_value();
     else if (args.flag() == "--ctx") ctxs = parse_ints(args.value(), args);
     else if (args.flag() == "--seqs") n_seqs = parse_ints(args.value(), args);
+    else if (args.flag() == "--prefill") prefill = true;
     else if (args.flag() == "--kv") {
       const auto type = tc::kernels::dtype_from_name(args.value());
       if (!type || !tc::kernels::is_kv_dtype(*type)) args.usage();
@@ -134,6 +188,10 @@ int main(int argc, char** argv) {
     if (kv_type == tc::kernels::DType::Q8_0 && sh.head_dim % 32 != 0) args.usage();  // q8_0 heads are whole blocks
   }
   tc::kernels::ThreadPool pool(threads);
+  if (prefill) {
+    prefill_table(shapes, ctxs, kv_type, threads, repeats, pool);
+    return 0;
+  }
   // The probe's pages are written first: untouched, they would all map the
   // kernel's zero page and read from cache.
   tc::kernels::Buffer probe = tc::kernels::Buffer::host(size_t{1} << 30);
