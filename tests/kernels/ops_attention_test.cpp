@@ -279,9 +279,11 @@ void check_alone_as_in_prefill(const Shape& shape, int64_t n_kv, const std::vect
 TEST_CASE("attention gives a token the same bits alone as among a prefill's tokens", "[kernels][ops][attention]") {
   // Prefill runs tokens in blocks that share each K/V row's conversion; a
   // decode step runs one token. A token's output must not depend on which.
-  // Positions out of order and repeated, across several blocks.
-  const std::vector<int32_t> positions = {5, 0, 29, 30, 17, 17, 3, 22, 9, 31, 1, 12, 26, 8, 19, 2, 30, 14, 6};
-  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) check_alone_as_in_prefill(shape, 32, positions, 600);
+  // Positions out of order and repeated, across several blocks (of 32
+  // tokens: 75 tokens make two full ones and a short one).
+  std::vector<int32_t> positions = {5, 0, 29, 30, 17, 17, 3, 22, 9, 31, 1, 12, 26, 8, 19, 2, 30, 14, 6};
+  for (int32_t i = 0; i < 56; ++i) positions.push_back((i * 37 + 11) % 96);
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) check_alone_as_in_prefill(shape, 96, positions, 600);
 }
 
 TEST_CASE("attention gives a token the same bits alone as in a prefill over several context chunks",
@@ -495,7 +497,9 @@ TEST_CASE("attention over q8_0 keys and values matches float64 of their dequanti
 
 TEST_CASE("attention over a q8_0 cache gives a token the same bits alone as in a prefill",
           "[kernels][ops][attention][kv_q8_0]") {
-  const std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
+  // Around the chunk edges, then more to fill a second block of 32 tokens.
+  std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
+  for (int32_t i = 0; i < 26; ++i) positions.push_back((i * 293 + 40) % 768);
   for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}, Shape{6, 3, 32}}) {
     check_alone_as_in_prefill(shape, 768, positions, 2400, true);
   }
