@@ -20,11 +20,12 @@ in one run, alternating engines each round, medians over rounds.
       scripts/gpu_check.sh pack, which saves the GPU machine the build.
 
   bench/peers.py dense [--device cuda|cpu] [--models 1b,13b] [--types f16,q8_0,q4_0,q4_k]
-                       [-r 3] [-t THREADS] [--depths 512] [--parallel 8] [--json FILE]
+                       [-r 3] [-t THREADS] [--depths 512] [--prompts 512] [--parallel 8] [--json FILE]
       Dense decode and prefill: llama.cpp's llama-bench (-ngl 99 on cuda)
       against `thermocline bench --sparsity dense`, on files from
       `make-model` (llama GGUFs; llama.cpp runs them as SiLU models: the
-      same bytes per token). Tests: pp512 from an empty cache, tg128 after
+      same bytes per token). Tests: ppN from an empty cache for each N of
+      --prompts ("pp512"), tg128 after
       D tokens of context for each D of --depths ("tg128@d512"), and ours
       only, tg128x8@d512 (8 sequences in one step, t/s summed). Decode rows
       get the fraction of the read bandwidth (bytes a token reads x t/s /
@@ -290,6 +291,7 @@ def cmd_dense(a):
     model_dir = a.model_dir or os.path.join(a.build, "bench-models")
     os.makedirs(model_dir, exist_ok=True)
     depths = [int(d) for d in a.depths.split(",") if d]
+    prompts = [int(n) for n in a.prompts.split(",") if n]
     files = {}
     pairs = [tuple(p.split(":")) for p in a.pairs.split(",")] if a.pairs else \
         [(m, t) for m in a.models.split(",") for t in a.types.split(",")]
@@ -305,15 +307,17 @@ def cmd_dense(a):
     failed = set()
 
     def llama_runs(m, t, path):
-        pp = llama_bench(llama, path, a.device, threads, 512, 0, 0)
+        for n in prompts:
+            samples.setdefault((m, t, "llama.cpp", f"pp{n}"), []).append(
+                llama_bench(llama, path, a.device, threads, n, 0, 0))
         tg = [llama_bench(llama, path, a.device, threads, 0, 128, d) for d in depths]
-        samples.setdefault((m, t, "llama.cpp", "pp512"), []).append(pp)
         for d, v in zip(depths, tg):
             samples.setdefault((m, t, "llama.cpp", f"tg128@d{d}"), []).append(v)
 
     def ours_runs(m, t, path):
-        recs = ours_bench(thermocline, path, a.device, threads, ["-p", "512", "-n", "0"])
-        samples.setdefault((m, t, "thermocline", "pp512"), []).append(recs["pp512"]["avg_ts"])
+        for n in prompts:
+            recs = ours_bench(thermocline, path, a.device, threads, ["-p", str(n), "-n", "0"])
+            samples.setdefault((m, t, "thermocline", f"pp{n}"), []).append(recs[f"pp{n}"]["avg_ts"])
         for d in depths:
             extra = ["-p", "0", "-n", "128", "-d", str(d)]
             if a.parallel > 1 and d == depths[0]:
@@ -548,7 +552,8 @@ def main():
     d = sub.choices["dense"]
     d.add_argument("--models", default="1b,13b")
     d.add_argument("--types", default="f16,q8_0,q4_0,q4_k")
-    d.add_argument("--depths", default="512")
+    d.add_argument("--depths", default="512", help="contexts before the tg128 runs (empty: no decode runs)")
+    d.add_argument("--prompts", default="512", help="prompt lengths of the pp runs (empty: none)")
     d.add_argument("--parallel", type=int, default=8)
     d.add_argument("--pairs", help="MODEL:TYPE,... instead of every --models x --types pair (e.g. 1b:f16,1b-k:q4_k)")
     s = sub.choices["sparse"]
