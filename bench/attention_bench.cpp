@@ -107,6 +107,12 @@ double time_step(const Shape& sh, int64_t ctx, int64_t n_seqs, tc::kernels::DTyp
   return tc::bench::median(per_step);
 }
 
+// A table's title line: "# WHAT attention, TYPE KV, N threads, median of R".
+void print_title(const char* what, tc::kernels::DType kv_type, int threads, int repeats) {
+  std::printf("# %s attention, %s KV, %d threads, median of %d\n\n", what,
+              std::string(tc::kernels::dtype_name(kv_type)).c_str(), threads, repeats);
+}
+
 // Median seconds of one prompt's attention: ctx tokens at positions
 // [0, ctx), each over its causal context, as a prefill step of one layer.
 double time_prefill(const Shape& sh, int64_t ctx, tc::kernels::DType kv_type, int repeats,
@@ -141,8 +147,7 @@ double time_prefill(const Shape& sh, int64_t ctx, tc::kernels::DType kv_type, in
 // of the scores and of the weighted V sums, ctx (ctx + 1) / 2 pairs per head).
 void prefill_table(const std::vector<Shape>& shapes, const std::vector<int64_t>& ctxs, tc::kernels::DType kv_type,
                    int threads, int repeats, tc::kernels::ThreadPool& pool) {
-  std::printf("# prefill attention, %s KV, %d threads, median of %d\n\n",
-              std::string(tc::kernels::dtype_name(kv_type)).c_str(), threads, repeats);
+  print_title("prefill", kv_type, threads, repeats);
   std::printf("| heads x kv heads x head_dim | prompt tokens | ms per prompt | GFLOP/s |\n");
   std::printf("| --- | ---: | ---: | ---: |\n");
   for (const Shape& sh : shapes) {
@@ -200,8 +205,7 @@ int main(int argc, char** argv) {
     std::memset(probe.as<std::byte>() + b, t + 1, e - b);
   });
   std::vector<double> probes;
-  std::printf("# decode attention, %s KV, %d threads, median of %d\n\n",
-              std::string(tc::kernels::dtype_name(kv_type)).c_str(), threads, repeats);
+  print_title("decode", kv_type, threads, repeats);
   std::printf("| heads x kv heads x head_dim | context | sequences | us per step | KV MB per step | KV GB/s | %% of read probe |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (const Shape& sh : shapes) {
