@@ -168,7 +168,8 @@ void f16_decode_rows(const MatmulArgs& a, const uint16_t* x, int64_t r0, int64_t
 // kF16GemmTokens over whole rows: the block's rows and tokens stay in L2
 // while its tiles pass.
 //
-// Tried on AVX2 and slower (Zen 3, 4096 x 4096, 512 tokens, one thread:
+// Tried on AVX2 and slower (docs/benchmarks.md has the earlier tries, under
+// "what is left"; again on 2026-11-29, Zen 3, 4096 x 4096, 512 tokens, one thread:
 // 33-47 against 56-61 GFLOP/s; FMA peak 100): rows cut into chunks of
 // 64-256 inputs, each block of 12-48 rows widened to f32 once per block of
 // 12-48 tokens, x from XFormat::F16's f32 copy, chains kept unreduced
