@@ -125,6 +125,9 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
+  sub->add_flag("--fim", o->fim_tokens,
+                "End the learned vocab with fill-in-the-middle tokens (<|fim_prefix|>, <|fim_suffix|>, "
+                "<|fim_middle|>), as code models have");
   sub->add_option("--kv-lora-rank", o->kv_lora_rank,
                   "deepseek2: the cached latent's width (attention.kv_lora_rank; default 2 * head_dim)");
   sub->add_option("--q-lora-rank", o->q_lora_rank,

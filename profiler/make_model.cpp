@@ -117,6 +117,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
           "dimensions must be positive");
   require(o.head_dim > 0 || o.n_embd % o.n_head == 0, "n_head must divide n_embd (or give head_dim)");
   require(o.n_head % o.n_head_kv == 0, "n_head_kv must divide n_head");
+  require(!o.fim_tokens || !o.vocab_family, "--fim adds its tokens to a learned vocab, not to a family's");
   require(head_dim_of(o) % 2 == 0, "head_dim must be even for RoPE");
   require(o.n_rot == 0 || (o.n_rot % 2 == 0 && o.n_rot <= head_dim_of(o)), "--rope-dims must be even and <= head_dim");
   const int64_t n_embd_q = o.n_head * head_dim_of(o);
@@ -332,7 +333,21 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
       corpus_storage = read_text_file(o.vocab_text, "vocabulary text");
       corpus = corpus_storage;
     }
-    vocab = text::train_vocab(corpus, {.kind = o.tokenizer, .vocab_size = static_cast<int32_t>(o.n_vocab)});
+    static const std::vector<std::string> kFimTexts = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"};
+    const auto n_fim = static_cast<int32_t>(o.fim_tokens ? kFimTexts.size() : 0);
+    vocab = text::train_vocab(corpus, {.kind = o.tokenizer,
+                                       .vocab_size = static_cast<int32_t>(o.n_vocab) - n_fim,
+                                       .reserved = o.fim_tokens ? kFimTexts : std::vector<std::string>{}});
+    for (int32_t i = 0; i < n_fim; ++i) {
+      vocab.tokens.push_back(kFimTexts[static_cast<size_t>(i)]);
+      vocab.types.push_back(text::TokenType::Control);
+      if (!vocab.scores.empty()) vocab.scores.push_back(0.0f);
+    }
+    if (o.fim_tokens) {
+      vocab.fim.pre = vocab.n_vocab() - 3;
+      vocab.fim.suf = vocab.n_vocab() - 2;
+      vocab.fim.mid = vocab.n_vocab() - 1;
+    }
   }
   vocab.chat_template = o.chat_template_file.empty() ? std::string(kChatTemplate)
                                                      : read_text_file(o.chat_template_file, "chat template");

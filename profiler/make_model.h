@@ -135,6 +135,10 @@ struct MakeModelOptions {
   // learned for `tokenizer`, `n_vocab` and `vocab_text`; n_vocab becomes its size.
   std::optional<VocabFamily> vocab_family;
   std::filesystem::path chat_template_file;  // empty: ChatML
+  // A learned vocab ends with Qwen's fill-in-the-middle tokens
+  // (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, control, named by the
+  // tokenizer.ggml.fim_* keys) within n_vocab: a small code-model-like file.
+  bool fim_tokens = false;
   float weight_scale = 0.0f;          // sd of weights; 0: 1/sqrt(fan_in)
   std::string name = "thermocline-random";
   int n_threads = 0;                  // 0: hardware concurrency

@@ -62,10 +62,28 @@ void set_stream_headers(httplib::Response& res) {
 }  // namespace
 
 void send_job_error(const GenerationJob& job, httplib::Response& res, const ApiError& error) {
-  if (job.wire == Wire::OpenAI) return send_error(res, error);
+  if (job.wire != Wire::Ollama) return send_error(res, error);  // llama.cpp's errors have OpenAI's shape
   res.status = error.status;
   if (error.status == 503) res.set_header("Retry-After", "1");
   res.set_content(ollama_error_body(error.message), "application/json");
+}
+
+void GenerationJob::reject(httplib::Response& res, const ApiError& e) {
+  status = e.status;
+  error = e.message;
+  send_job_error(*this, res, e);
+}
+
+bool GenerationJob::refused_early(httplib::Response& res, const ParsedBody& body) {
+  if (ctx->draining.load()) {
+    reject(res, {503, "unavailable_error", "the server is shutting down", "", ""});
+    return true;
+  }
+  if (body.error) {
+    reject(res, *body.error);
+    return true;
+  }
+  return false;
 }
 
 std::string random_id(ServerContext& ctx) {
@@ -135,7 +153,7 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
             return false;
           };
           // SSE has comments for pings; NDJSON has none, so an Ollama stream stays silent.
-          auto tick = [&]() { return job->wire == Wire::OpenAI ? write(std::string(kSsePing)) : sink.is_writable(); };
+          auto tick = [&]() { return job->wire != Wire::Ollama ? write(std::string(kSsePing)) : sink.is_writable(); };
           std::optional<ApiError> err;
           const auto interval = std::chrono::milliseconds(
               std::max<int64_t>(50, static_cast<int64_t>(c->options.sse_ping_s * 1000)));

@@ -2,9 +2,9 @@
 // leased model, engine handles, the text so far, and the bookkeeping for the
 // log line and the metrics -- and serve_generation(), which leases the model
 // a request names (waiting for its load, with SSE pings when streaming),
-// plans, submits and answers, in OpenAI's wire format (SSE / JSON) or
-// Ollama's (NDJSON / JSON). Shared by routes_generate.cpp and
-// routes_ollama.cpp.
+// plans, submits and answers, in OpenAI's wire format (SSE / JSON),
+// Ollama's (NDJSON / JSON) or llama.cpp's native one (/infill: SSE / JSON).
+// Shared by routes_generate.cpp, routes_ollama.cpp and routes_infill.cpp.
 #pragma once
 
 #include <chrono>
@@ -15,11 +15,13 @@
 #include <vector>
 
 #include "server/harmony_split.h"
+#include "server/infill_responses.h"
 #include "server/model_registry.h"
 #include "server/ollama_responses.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
 #include "server/reasoning_split.h"
+#include "server/request_body.h"
 #include "server/request_log.h"
 #include "server/server_context.h"
 #include "server/tool_call_parser.h"
@@ -27,7 +29,7 @@
 
 namespace tc::server {
 
-enum class Wire { OpenAI, Ollama };
+enum class Wire { OpenAI, Ollama, LlamaCpp };
 
 using runtime::StreamEvent;
 
@@ -43,6 +45,7 @@ struct GenerationJob {
   std::shared_ptr<ModelLease> lease;            // keeps the model loaded and its engine alive
   Wire wire = Wire::OpenAI;
   OllamaMeta ollama;                            // wire Ollama: its fields
+  InfillMeta infill;                            // wire LlamaCpp: its fields
   ResponseMeta meta;
   std::string route;
   bool stream = false;
@@ -107,6 +110,12 @@ struct GenerationJob {
     line.error = error;
     log_request(line);
   }
+
+  // Answers `e` before the 200, in the job's wire format, as the job's outcome.
+  void reject(httplib::Response& res, const ApiError& e);
+  // Before anything else: the 503 of a server shutting down, or the 400 of
+  // a body that could not be read, answered; false when there was none.
+  bool refused_early(httplib::Response& res, const ParsedBody& body);
 
   // A chat plan's reply format (reasoning split, harmony).
   void take_reply_format(Plan& p) {
@@ -261,7 +270,7 @@ struct GenerationJob {
         }
       }
       if (any) continue;
-      if (stream && wire == Wire::OpenAI && runtime::Clock::now() - last_write >= ping_interval) {
+      if (stream && wire != Wire::Ollama && runtime::Clock::now() - last_write >= ping_interval) {
         if (!write(std::string(kSsePing))) return;
         last_write = runtime::Clock::now();
       }
@@ -272,6 +281,9 @@ struct GenerationJob {
                                     record, arrived, stream ? std::vector<ToolCall>() : results[0].tool_calls,
                                     stream ? std::string() : results[0].reasoning);
       write(stream ? ndjson_line(done) : dump_json(done));
+    } else if (wire == Wire::LlamaCpp) {
+      const auto last = infill_final(infill, results[0].text, stream, results[0].finish, usage, record);
+      write(stream ? sse_event(last) : dump_json(last));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
       write(std::string(kSseDone));
@@ -309,10 +321,20 @@ struct GenerationJob {
       if (!shown.empty()) shown_tokens.swap(held);
     }
     if (shown.empty() && shown_tokens.empty()) return true;
-    const std::string chunk = wire == Wire::Ollama
-                                  ? ndjson_line(ollama_chunk(ollama, shown))
-                                  : sse_event(content_chunk(meta, index, shown, logprobs_of(i, shown_tokens)));
-    return write(chunk);
+    return write(content_piece(i, shown, shown_tokens));
+  }
+
+  // A streamed piece of choice i's content in the job's wire format.
+  std::string content_piece(size_t i, const std::string& text, const std::vector<runtime::TokenInfo>& tokens) const {
+    switch (wire) {
+      case Wire::Ollama:
+        return ndjson_line(ollama_chunk(ollama, text));
+      case Wire::LlamaCpp:
+        return sse_event(infill_chunk(text));
+      case Wire::OpenAI:
+        break;
+    }
+    return sse_event(content_chunk(meta, static_cast<int>(i), text, logprobs_of(i, tokens)));
   }
 
   // A finished chat choice with tools: finds its calls (results[i]'s
@@ -331,11 +353,8 @@ struct GenerationJob {
       return true;
     }
     r.tool_calls = reply.calls;
-    const auto index = static_cast<int>(i);
     if (!reply.content.empty()) {
-      const std::string chunk = wire == Wire::Ollama
-                                    ? ndjson_line(ollama_chunk(ollama, reply.content))
-                                    : sse_event(content_chunk(meta, index, reply.content, logprobs_of(i, held)));
+      const std::string chunk = content_piece(i, reply.content, held);
       held.clear();
       if (!write(chunk)) return false;
     }
@@ -392,7 +411,8 @@ struct GenerationJob {
     }
     const std::string body = error_body(e);
     if (stream) {
-      if (write("data: " + body + "\n\n")) write(std::string(kSseDone));
+      // llama.cpp's native streams end without [DONE].
+      if (write("data: " + body + "\n\n") && wire == Wire::OpenAI) write(std::string(kSseDone));
     } else {
       write(body);
     }

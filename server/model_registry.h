@@ -64,6 +64,7 @@ struct ModelFacts {
   int64_t n_ctx_train = 0;
   nlohmann::json metadata;         // scalar metadata keys (arrays as their length), for /api/show
   std::string chat_template;       // tokenizer.chat_template, empty if none
+  bool fill_in_middle = false;     // the vocabulary has FIM prefix, suffix and middle tokens (fim_tokens.h)
   std::string error;               // the header could not be read: why (the other fields empty)
 };
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/text/vocab.h"
 #include "server/model_registry_entry.h"
 #include "server/server_context.h"
 
@@ -116,6 +117,13 @@ ModelFacts ModelRegistry::facts(const std::string& name) const {
     }
     facts->n_ctx_train = file.get_i64(facts->arch + ".context_length", 0);
     facts->chat_template = file.get_string("tokenizer.chat_template", "");
+    try {
+      text::Vocab vocab = text::read_vocab(file);
+      text::resolve_fim_tokens(vocab);
+      facts->fill_in_middle = vocab.fim.can_infill();
+    } catch (const std::exception&) {
+      // A tokenizer the engine cannot read: the load reports it.
+    }
     facts->metadata = nlohmann::json::object();
     for (const auto& [key, value] : file.metadata()) {
       if (key == "tokenizer.chat_template") continue;

@@ -76,7 +76,7 @@ nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason
 }
 
 nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
-                                   const std::string& chat_template) {
+                                   const std::string& chat_template, bool fill_in_middle) {
   if (metadata.is_object()) {
     const auto it = metadata.find(arch + ".pooling_type");
     if (it != metadata.end() && it->is_number_integer() && it->get<int64_t>() != 0) {
@@ -89,6 +89,7 @@ nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json
       chat_template.find("<|channel|>analysis") != std::string::npos) {  // gpt-oss's harmony
     out.push_back("thinking");
   }
+  if (fill_in_middle) out.push_back("insert");
   return out;
 }
 

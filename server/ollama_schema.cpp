@@ -203,11 +203,27 @@ OllamaRequest translate_ollama_generate(const json& body) {
                   "template");
     return r;
   }
-  if (auto s = body.find("suffix"); s != body.end() && s->is_string() && !s->get<std::string>().empty()) {
-    r.error = bad("'suffix' (fill in the middle) is not supported", "suffix");
-    return r;
-  }
   auto prompt = body.find("prompt");
+  if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
+    if (!s->is_string()) {
+      r.error = bad("'suffix' must be a string", "suffix");
+      return r;
+    }
+    if (!s->get<std::string>().empty()) {
+      // Fill in the middle: the prompt is the code before the cursor (may be
+      // empty), the suffix the code after it; no chat template, as Ollama's
+      // FIM templates.
+      if (prompt != body.end() && !prompt->is_null() && !prompt->is_string()) {
+        r.error = bad("'prompt' must be a string", "prompt");
+        return r;
+      }
+      r.completion = true;
+      r.openai["prompt"] = prompt != body.end() && prompt->is_string() ? prompt->get<std::string>() : "";
+      r.openai["suffix"] = *s;
+      r.openai.erase("reasoning_format");
+      return r;
+    }
+  }
   if (prompt == body.end() || prompt->is_null() || (prompt->is_string() && prompt->get<std::string>().empty())) {
     r.load_only = true;
     return r;

@@ -42,9 +42,12 @@ struct OllamaRequest {
 
 // /api/chat: messages, tools, options, format, stream, keep_alive.
 OllamaRequest translate_ollama_chat(const nlohmann::json& body);
-// /api/generate: prompt, system, raw, options, format, stream, keep_alive.
-// Not raw: the prompt (and system) as chat messages through the model's
-// chat template, as Ollama applies the model's template.
+// /api/generate: prompt, suffix, system, raw, options, format, stream,
+// keep_alive. Not raw: the prompt (and system) as chat messages through the
+// model's chat template, as Ollama applies the model's template. With a
+// suffix: a completion that fills in the middle between prompt and suffix
+// (fill_in_middle.h; system and template unused, as in Ollama's FIM
+// templates).
 OllamaRequest translate_ollama_generate(const nlohmann::json& body);
 
 }  // namespace tc::server

@@ -352,9 +352,10 @@ Parsed<CompletionRequest> parse_completion_request(const json& body, const Reque
     r.common = read_common(body, limits);
     read_prompts(body, limits, r);
     r.echo = read_bool(body, "echo").value_or(false);
-    if (auto suffix = read_string(body, "suffix"); suffix && !suffix->empty()) {
-      fail("'suffix' is not supported by this model", "suffix");
-    }
+    // Fill in the middle: the prompt is the code before the cursor, the
+    // suffix the code after it (fill_in_middle.h).
+    if (auto suffix = read_string(body, "suffix")) r.suffix = std::move(*suffix);
+    if (!r.suffix.empty() && r.echo) fail("'echo' cannot be combined with 'suffix'", "echo");
     // Legacy logprobs: an integer count of alternatives, 0..5 in OpenAI's API.
     if (auto lp = read_integer(body, "logprobs", 0, limits.max_top_logprobs)) {
       r.common.logprobs = true;

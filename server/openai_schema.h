@@ -69,7 +69,9 @@ struct CompletionRequest {
   CommonRequest common;
   std::vector<std::variant<std::string, std::vector<int32_t>>> prompts;
   bool echo = false;
-  std::string suffix;  // accepted only when empty
+  // Non-empty: fill in the middle between each text prompt (the code
+  // before the cursor) and this (the code after it), fill_in_middle.h.
+  std::string suffix;
 };
 
 // /v1/chat/completions. `messages` is normalised for the template: every

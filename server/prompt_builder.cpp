@@ -86,6 +86,15 @@ int64_t max_tokens_limit(const ServingModel& serving, const config::ServeOptions
 
 }  // namespace
 
+int64_t fim_prompt_room(const CommonRequest& common, int64_t default_max_tokens, const ServingModel& serving) {
+  const int64_t n_ctx = serving.engine->n_ctx();
+  int64_t reply = common.max_tokens.value_or(default_max_tokens);
+  // A reply whose length the request leaves open (or that may shift the
+  // context) keeps at most half the context from the code.
+  if (!common.max_tokens || common.context_shift) reply = std::min(reply, n_ctx / 2);
+  return std::max<int64_t>(0, n_ctx - reply);
+}
+
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving) {
   const auto& tokenizer = *serving.model->tokenizer;
   const auto& vocab = tokenizer.vocab();
@@ -163,11 +172,26 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
                      const config::ServeOptions& options, int64_t default_max_tokens) {
   Plan plan;
   const auto& tokenizer = *serving.model->tokenizer;
+  const bool fill_in_middle = !request.suffix.empty();
+  if (fill_in_middle) {
+    if (std::string why = fim_refusal(tokenizer.vocab()); !why.empty()) {
+      plan.error = invalid_request("'suffix' (fill in the middle): " + why, "suffix");
+      return plan;
+    }
+  }
   int group = 0;
   for (const auto& prompt : request.prompts) {
     std::vector<text::TokenId> ids;
     std::string echo;
-    if (const auto* text = std::get_if<std::string>(&prompt)) {
+    if (const auto* text = std::get_if<std::string>(&prompt); text && fill_in_middle) {
+      FimInput input;
+      input.prefix = *text;
+      input.suffix = request.suffix;
+      ids = build_fim_prompt(tokenizer, input, fim_prompt_room(request.common, default_max_tokens, serving)).ids;
+    } else if (fill_in_middle) {
+      plan.error = invalid_request("'suffix' needs text prompts, not token ids", "prompt");
+      return plan;
+    } else if (text) {
       text::EncodeOptions encode;
       encode.parse_special = true;
       ids = tokenizer.encode(*text, encode);
@@ -180,6 +204,20 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
     add_choices(plan, std::move(ids), std::move(echo), group++, request.common, default_max_tokens, serving, options);
     if (plan.error) return plan;
   }
+  return plan;
+}
+
+Plan plan_infill(const CommonRequest& common, const FimInput& input, const ServingModel& serving,
+                 const config::ServeOptions& options, int64_t default_max_tokens, bool& truncated) {
+  Plan plan;
+  const auto& tokenizer = *serving.model->tokenizer;
+  if (std::string why = fim_refusal(tokenizer.vocab()); !why.empty()) {
+    plan.error = {501, "not_supported_error", "infill is not supported: " + why, "", ""};
+    return plan;
+  }
+  FimPrompt prompt = build_fim_prompt(tokenizer, input, fim_prompt_room(common, default_max_tokens, serving));
+  truncated = prompt.truncated;
+  add_choices(plan, std::move(prompt.ids), "", 0, common, default_max_tokens, serving, options);
   return plan;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/runtime/engine.h"
+#include "server/fill_in_middle.h"
 #include "server/openai_schema.h"
 #include "server/server_context.h"
 
@@ -42,9 +43,22 @@ struct Plan {
 Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
 // Completions: each prompt (text or ids) times `n` choices; without
 // max_tokens each generates `default_max_tokens` (OpenAI's 16), at most
-// what the context leaves.
+// what the context leaves. With a suffix each text prompt is the code
+// before the cursor of a fill-in-the-middle prompt (fill_in_middle.h),
+// cut to fim_prompt_room; a model without FIM tokens is a 400.
 Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,
                      const config::ServeOptions& options, int64_t default_max_tokens = 16);
+
+// llama.cpp's /infill: one choice of the repo-level FIM prompt for `input`
+// (fill_in_middle.h), cut to fim_prompt_room; `truncated` says whether it
+// was. A model without FIM tokens is a 400.
+Plan plan_infill(const CommonRequest& common, const FimInput& input, const ServingModel& serving,
+                 const config::ServeOptions& options, int64_t default_max_tokens, bool& truncated);
+
+// Fill in the middle: the most tokens the prompt may take, leaving the
+// reply its max_tokens (or, when the request sets none or shifts the
+// context, at most half the context).
+int64_t fim_prompt_room(const CommonRequest& common, int64_t default_max_tokens, const ServingModel& serving);
 
 // The text the chat template renders for `request`.
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving);

@@ -33,13 +33,8 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   job->meta.system_fingerprint = "thermocline";
-  auto reject = [&](const ApiError& e) {
-    job->status = e.status;
-    job->error = e.message;
-    send_error(res, e);
-  };
-  if (ctx.draining.load()) return reject({503, "unavailable_error", "the server is shutting down", "", ""});
-  if (parsed_body.error) return reject(*parsed_body.error);
+  auto reject = [&](const ApiError& e) { job->reject(res, e); };
+  if (job->refused_early(res, parsed_body)) return;
   auto body = std::make_shared<const json>(std::move(parsed_body.json));
   if (!body->is_object()) return reject(invalid_request("request body must be a JSON object"));
   // A response schema is compiled from the text, in declared order.

@@ -92,13 +92,8 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
   job->meta.endpoint = chat ? Endpoint::Chat : Endpoint::Completions;
   job->meta.id = "ollama-" + random_id(ctx);
   job->ollama.chat = chat;
-  auto reject = [&](const ApiError& e) {
-    job->status = e.status;
-    job->error = e.message;
-    send_job_error(*job, res, e);
-  };
-  if (ctx.draining.load()) return reject({503, "unavailable_error", "the server is shutting down", "", ""});
-  if (parsed.error) return reject(*parsed.error);
+  auto reject = [&](const ApiError& e) { job->reject(res, e); };
+  if (job->refused_early(res, parsed)) return;
   auto request = std::make_shared<OllamaRequest>(chat ? translate_ollama_chat(parsed.json)
                                                       : translate_ollama_generate(parsed.json));
   // A schema in `format` is compiled from the text, in declared order.
@@ -177,7 +172,7 @@ json show_json(const ModelInfo& m, const ModelFacts& f, const ServingModel* serv
           {"template", tmpl},
           {"details", details_json(f)},
           {"model_info", std::move(info)},
-          {"capabilities", ollama_capabilities(f.arch, f.metadata, tmpl)},
+          {"capabilities", ollama_capabilities(f.arch, f.metadata, tmpl, f.fill_in_middle)},
           {"modified_at", unix_rfc3339(m.modified)}};
 }
 

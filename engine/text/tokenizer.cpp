@@ -36,6 +36,12 @@ void validate_vocab(const Vocab& vocab) {
   check_id(vocab.eos_id, "eos_id");
   check_id(vocab.unk_id, "unk_id");
   check_id(vocab.pad_id, "pad_id");
+  check_id(vocab.fim.pre, "fim.pre");
+  check_id(vocab.fim.suf, "fim.suf");
+  check_id(vocab.fim.mid, "fim.mid");
+  check_id(vocab.fim.pad, "fim.pad");
+  check_id(vocab.fim.rep, "fim.rep");
+  check_id(vocab.fim.sep, "fim.sep");
   for (size_t i = 0; i < n; ++i) {
     if (vocab.tokens[i].empty()) {
       throw std::invalid_argument("vocab token " + std::to_string(i) + " is empty");
@@ -50,6 +56,7 @@ TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)), token_i
                                 std::to_string(first) + " and " + std::to_string(second));
   }
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::Normal);
+  resolve_fim_tokens(vocab_);  // FIM markers found by text become control tokens
   // As llama.cpp's loader: an end-of-generation marker is a control token
   // whatever the file says (it is then split off only with parse_special,
   // and renders only with render_special).

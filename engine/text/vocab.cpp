@@ -57,7 +57,7 @@ bool is_end_of_generation_text(std::string_view text) {
 
 bool Vocab::is_end_of_generation(TokenId id) const {
   if (id < 0 || id >= n_vocab()) return false;
-  if (id == eos_id || id == eot_id) return true;
+  if (id == eos_id || id == eot_id || fim.ends_generation(id)) return true;
   const auto i = static_cast<size_t>(id);
   if (i >= types.size() || types[i] != TokenType::Control) return false;
   return is_end_of_generation_text(tokens[i]);
@@ -170,6 +170,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     throw file.error(kAddEos, std::string("is true but ") + kEosId + " is not set");
   }
   if (file.has(kChatTemplate)) v.chat_template = file.get_string(kChatTemplate);
+  v.fim = read_fim_keys(file, n);
   return v;
 }
 
@@ -200,6 +201,7 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
   writer.set(kAddEos, Value(vocab.add_eos));
   writer.set(kAddSpacePrefix, Value(vocab.add_space_prefix));
   if (vocab.chat_template) writer.set(kChatTemplate, Value(*vocab.chat_template));
+  write_fim_keys(vocab.fim, writer);
 }
 
 }  // namespace tc::text

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/text/fim_tokens.h"
+
 namespace tc::gguf {
 class GgufFile;
 class GgufWriter;
@@ -49,13 +51,17 @@ struct Vocab {
   bool add_eos = false;
   bool add_space_prefix = true;         // SPM: prepend U+2581 to the text
   std::optional<std::string> chat_template;  // `tokenizer.chat_template`
+  // Fill-in-the-middle markers: from the file's keys; a Tokenizer's vocab
+  // also has those found by text (resolve_fim_tokens).
+  FimTokens fim;
 
   int32_t n_vocab() const { return static_cast<int32_t>(tokens.size()); }
 
-  // Whether generating `id` ends the text: eos, eot, or a control token whose
-  // text is one of the end-of-turn markers llama.cpp recognises (<|im_end|>,
-  // <|eot_id|>, <|end|>, <end_of_turn>, <|endoftext|>, </s>, harmony's
-  // <|return|> and <|call|>, ...). False for ids outside the vocab. A
+  // Whether generating `id` ends the text: eos, eot, the FIM pad, repo and
+  // file-separator tokens, or a control token whose text is one of the
+  // end-of-turn markers llama.cpp recognises (<|im_end|>, <|eot_id|>,
+  // <|end|>, <end_of_turn>, <|endoftext|>, </s>, harmony's <|return|> and
+  // <|call|>, ...). False for ids outside the vocab. A
   // Tokenizer's vocab has its types fixed as llama.cpp fixes them (a harmony
   // vocabulary's <|end|> is no end there: vocab_harmony.h).
   bool is_end_of_generation(TokenId id) const;

@@ -1,7 +1,7 @@
 // The official Ollama JavaScript client (npm ollama, installed by
 // scripts/setup.sh into .deps/npm) against `thermocline serve --models-dir`:
 // tests/integration/sdk/ollama_sdk_check.mjs runs the checks; this test
-// builds the folder (two models and a corrupt file), starts the server, runs
+// builds the folder (two models, a code model and a corrupt file), starts the server, runs
 // node and reports its output. Without node or the client it is skipped
 // with a warning, or fails where THERMOCLINE_REQUIRE_ORACLE is set (CI).
 #include <catch2/catch.hpp>
@@ -38,13 +38,14 @@ TEST_CASE("the Ollama JavaScript client drives the server's Ollama API", "[integ
   const std::string shape = "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024";
   tc::test::make_test_model(models, "tiny", shape + " --seed 1");
   tc::test::make_test_model(models, "small", shape + " --seed 2");
+  tc::test::make_test_model(models, "coder", shape + " --fim --seed 3");
   std::ofstream(models / "broken.gguf") << "GGUF this is not a model";
   tc::test::ServerProcess server({},
                                  {"--models-dir", models.string(), "--api-key", "test-key-1", "--ctx-size", "512",
-                                  "--parallel", "2", "--threads", "2", "--max-loaded-models", "3"},
+                                  "--parallel", "2", "--threads", "2", "--max-loaded-models", "4"},
                                  dir);
   const std::string command = "node " + tc::test::shell_quote(script.string()) + " " +
-                              tc::test::shell_quote(server.url()) + " test-key-1 tiny small broken " +
+                              tc::test::shell_quote(server.url()) + " test-key-1 tiny small broken coder " +
                               tc::test::shell_quote(node_modules.string());
   const auto r = tc::test::run_command(command);
   INFO("command: " << command);

@@ -53,6 +53,7 @@ using PieceFn = int32_t (*)(const void* vocab, int32_t token, char* buf, int32_t
                             bool special);
 using DetokenizeFn = int32_t (*)(const void* vocab, const int32_t* tokens, int32_t n_tokens, char* text,
                                  int32_t text_len_max, bool remove_special, bool unparse_special);
+using VocabTokenFn = bool (*)(const void* vocab, int32_t token);
 using LogCallback = void (*)(int level, const char* text, void* user_data);
 using LogSetFn = void (*)(LogCallback callback, void* user_data);
 using BackendInitFn = void (*)();
@@ -66,6 +67,13 @@ struct LlamaApi {
   VocabIntFn llama_vocab_type = nullptr;
   VocabIntFn llama_vocab_bos = nullptr;
   VocabIntFn llama_vocab_eos = nullptr;
+  VocabIntFn llama_vocab_fim_pre = nullptr;
+  VocabIntFn llama_vocab_fim_suf = nullptr;
+  VocabIntFn llama_vocab_fim_mid = nullptr;
+  VocabIntFn llama_vocab_fim_pad = nullptr;
+  VocabIntFn llama_vocab_fim_rep = nullptr;
+  VocabIntFn llama_vocab_fim_sep = nullptr;
+  VocabTokenFn llama_vocab_is_eog = nullptr;
   TokenizeFn llama_tokenize = nullptr;
   PieceFn llama_token_to_piece = nullptr;
   DetokenizeFn llama_detokenize = nullptr;
@@ -142,6 +150,13 @@ Loaded load() {
   TC_RESOLVE(llama_vocab_type);
   TC_RESOLVE(llama_vocab_bos);
   TC_RESOLVE(llama_vocab_eos);
+  TC_RESOLVE(llama_vocab_fim_pre);
+  TC_RESOLVE(llama_vocab_fim_suf);
+  TC_RESOLVE(llama_vocab_fim_mid);
+  TC_RESOLVE(llama_vocab_fim_pad);
+  TC_RESOLVE(llama_vocab_fim_rep);
+  TC_RESOLVE(llama_vocab_fim_sep);
+  TC_RESOLVE(llama_vocab_is_eog);
   TC_RESOLVE(llama_tokenize);
   TC_RESOLVE(llama_token_to_piece);
   TC_RESOLVE(llama_detokenize);
@@ -233,6 +248,20 @@ int32_t LlamaVocab::n_tokens() const { return loaded().api.llama_vocab_n_tokens(
 int LlamaVocab::type() const { return loaded().api.llama_vocab_type(vocab_); }
 int32_t LlamaVocab::bos() const { return loaded().api.llama_vocab_bos(vocab_); }
 int32_t LlamaVocab::eos() const { return loaded().api.llama_vocab_eos(vocab_); }
+
+text::FimTokens LlamaVocab::fim() const {
+  const auto& api = loaded().api;
+  text::FimTokens f;
+  f.pre = api.llama_vocab_fim_pre(vocab_);
+  f.suf = api.llama_vocab_fim_suf(vocab_);
+  f.mid = api.llama_vocab_fim_mid(vocab_);
+  f.pad = api.llama_vocab_fim_pad(vocab_);
+  f.rep = api.llama_vocab_fim_rep(vocab_);
+  f.sep = api.llama_vocab_fim_sep(vocab_);
+  return f;
+}
+
+bool LlamaVocab::is_eog(int32_t id) const { return loaded().api.llama_vocab_is_eog(vocab_, id); }
 
 std::vector<int32_t> LlamaVocab::tokenize(std::string_view text, bool add_special,
                                           bool parse_special) const {

@@ -58,6 +58,10 @@ class LlamaVocab {
   int type() const;
   int32_t bos() const;  // -1 when none
   int32_t eos() const;
+  // llama_vocab_fim_pre ... llama_vocab_fim_sep (-1 where none).
+  text::FimTokens fim() const;
+  // llama_vocab_is_eog: whether generating `id` ends the text.
+  bool is_eog(int32_t id) const;
 
   // llama_tokenize (growing the buffer when llama.cpp asks for more).
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const;

@@ -279,7 +279,13 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(completion_error_param({{"prompt", "x"}, {"logprobs", 6}}) == "logprobs");
   CHECK(completion_error_param({{"prompt", "x"}, {"logprobs", true}}) == "logprobs");
   CHECK(completion_error_param({{"prompt", "x"}, {"echo", "yes"}}) == "echo");
-  CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}}) == "suffix");
+  // A suffix is read (fill in the middle; whether the model can is the plan's
+  // question); not with echo, and only as a string.
+  p = parse_completion_request({{"prompt", "x"}, {"suffix", "tail"}}, limits());
+  REQUIRE_FALSE(p.error);
+  CHECK(p.request->suffix == "tail");
+  CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}, {"echo", true}}) == "echo");
+  CHECK(completion_error_param({{"prompt", "x"}, {"suffix", 3}}) == "suffix");
 }
 
 TEST_CASE("response_format: json_object turns on JSON mode, json_schema asks for a schema, bad shapes are 400s",

@@ -4,22 +4,25 @@
 // equal to the whole), options mapped onto the sampler (greedy text equal
 // to /v1/completions'), keep_alive (load without a prompt, unload with 0),
 // think (accepted; no thinking for a reply without a <think> block),
-// embed and embeddings, the client's ResponseError for unknown, broken and
+// embed and embeddings, fill in the middle (generate's suffix: the text of
+// the same FIM prompt written out; "insert" among a code model's
+// capabilities), the client's ResponseError for unknown, broken and
 // unsupported requests, and aborting a stream.
 //
-// Usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN [NODE_MODULES_DIR]
+// Usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN CODER [NODE_MODULES_DIR]
 //   HOST     http://127.0.0.1:PORT
 //   API_KEY  a key the server accepts
 //   MODEL_A, MODEL_B  two good models of the folder; BROKEN a corrupt one
+//   CODER    a model with FIM tokens (make-model --fim)
 // Prints one line per check; exits 1 on the first failure, 2 on bad usage.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const [host, apiKey, modelA, modelB, broken, modulesArg] = process.argv.slice(2);
-if (!host || !apiKey || !modelA || !modelB || !broken) {
-  console.error('usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN [NODE_MODULES_DIR]');
+const [host, apiKey, modelA, modelB, broken, coder, modulesArg] = process.argv.slice(2);
+if (!host || !apiKey || !modelA || !modelB || !broken || !coder) {
+  console.error('usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN CODER [NODE_MODULES_DIR]');
   process.exit(2);
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -293,6 +296,32 @@ await check('embed: unit vectors per input, equal to embeddings (raw) scaled; di
   await expectError(ollama.embed({ model: modelA, input: 'x', dimensions: 100000 }), 400, 'dimensions');
   await expectError(ollama.embed({ model: 'no-such-model', input: 'x' }), 404, 'no-such-model');
   await expectError(ollama.pull({ model: 'llama3' }), 501, 'models folder');
+});
+
+await check('generate with a suffix fills in the middle: the FIM prompt written out gives the same text', async () => {
+  const prefix = 'def add(a, b):\n    return';
+  const suffix = '\n\nprint(add(1, 2))\n';
+  const s = await ollama.show({ model: coder });
+  assert.ok(s.capabilities.includes('insert'), JSON.stringify(s.capabilities));
+  assert.ok(!(await ollama.show({ model: modelA })).capabilities.includes('insert'));
+  const r = await ollama.generate({ model: coder, prompt: prefix, suffix, options: greedy });
+  const v1 = await fetch(`${host}/v1/completions`, {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: coder, prompt: `<|fim_prefix|>${prefix}<|fim_suffix|>${suffix}<|fim_middle|>`,
+                           max_tokens: 8, temperature: 0 }),
+  });
+  assert.equal(v1.status, 200);
+  const body = await v1.json();
+  assert.equal(r.response, body.choices[0].text);
+  assert.ok(r.response.length > 0, 'a comparison of real text');
+  assert.equal(r.prompt_eval_count, body.usage.prompt_tokens);
+  const parts = [];
+  for await (const part of await ollama.generate({ model: coder, prompt: prefix, suffix, options: greedy, stream: true })) {
+    parts.push(part.response);
+  }
+  assert.equal(parts.join(''), r.response);
+  await expectError(ollama.generate({ model: modelA, prompt: prefix, suffix }), 400, 'fill in the middle');
 });
 
 await check('shift (on by default) goes on past the context; shift false keeps the context\'s bound', async () => {

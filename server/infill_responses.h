@@ -1,0 +1,41 @@
+// The response side of llama.cpp's /infill (its server's native completion
+// format, which editor plugins such as llama.vim and llama.vscode read):
+// one JSON body, or SSE events `{"content": piece, "stop": false}` and a
+// last `{"content": "", "stop": true, ...}` with the counts and timings
+// (no [DONE]). Plain JSON builders, unit-tested directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/engine.h"
+#include "server/metrics.h"
+
+namespace tc::server {
+
+// What the final object reports beside the text and counts.
+struct InfillMeta {
+  std::string model;
+  bool truncated = false;  // the prompt was cut to fit the context (fill_in_middle.h)
+  int64_t n_ctx = 0;       // the model's context, as generation_settings.n_ctx
+  int64_t n_predict = -1;  // the request's n_predict (-1: up to the context)
+};
+
+// A streamed piece: {"index": 0, "content", "stop": false, "tokens": []}.
+nlohmann::json infill_chunk(const std::string& content);
+
+// The last object: `text` (the whole reply) as content when not streamed,
+// "" when streamed (the pieces carried it); "stop": true, has_new_line,
+// stop_type ("eos" for an end of generation or a stop string, "limit" for
+// n_predict or the context), tokens_predicted,
+// tokens_evaluated (prompt tokens), tokens_cached (prompt and reply tokens
+// now in the cache), truncated, generation_settings and timings
+// (prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second,
+// predicted_n, predicted_ms, predicted_per_token_ms, predicted_per_second;
+// prompt_n counts the prompt tokens not taken from the cache).
+nlohmann::json infill_final(const InfillMeta& meta, const std::string& text, bool streamed,
+                            runtime::FinishReason finish, const runtime::Usage& usage, const RequestRecord& record);
+
+}  // namespace tc::server
