@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "cli/runners.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_split.h"
 #include "profiler/make_model.h"
 #include "profiler/sparse_planting.h"
 
@@ -125,6 +126,10 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(profiler::kMakeModelTypes),
                                                      std::end(profiler::kMakeModelTypes))));
   sub->add_flag("--tied-embeddings", o->tied_embeddings, "Omit output.weight (the head reuses token_embd)");
+  sub->add_option("--split", o->split_shards,
+                  "Write the model as this many shards, as llama.cpp's gguf-split does: OUTPUT without .gguf, then "
+                  "-00001-of-0000N.gguf ...")
+      ->check(CLI::Range(1, tc::gguf::kMaxShards));
   sub->add_flag("--fim", o->fim_tokens,
                 "End the learned vocab with fill-in-the-middle tokens (<|fim_prefix|>, <|fim_suffix|>, "
                 "<|fim_middle|>), as code models have");
@@ -202,8 +207,11 @@ void register_make_model(CLI::App& app) {
     profiler::make_model(*o, [&bar](uint64_t done, uint64_t total) { bar.update(done, total); });
     bar.finish();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "wrote %s in %.1f s\n", o->output.string().c_str(), secs);
-    if (o->sparse.enabled) print_sparse_summary(o->output);
+    const auto outputs = profiler::make_model_outputs(*o);
+    std::string written = outputs.front().string();
+    if (outputs.size() > 1) written += " ... " + outputs.back().filename().string();
+    std::fprintf(stderr, "wrote %s in %.1f s\n", written.c_str(), secs);
+    if (o->sparse.enabled) print_sparse_summary(outputs.front());
     return 0;
   };
 }

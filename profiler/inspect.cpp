@@ -201,6 +201,11 @@ json to_json(const Report& r, const InspectOptions& o) {
   j["alignment"] = f.alignment();
   j["file_size"] = f.file_size();
   j["data_offset"] = f.data_offset();
+  if (f.shard_count() > 1) {  // a split model: offsets are from the start of the tensor's shard's data
+    json shards = json::array();
+    for (int i = 0; i < f.shard_count(); ++i) shards.push_back(f.shard_path(i));
+    j["shards"] = std::move(shards);
+  }
   j["model"] = r.spec ? spec_to_json(*r.spec) : json{{"error", r.spec_error}};
   if (r.spec) j["model"]["layer_features"] = layer_features(*r.spec, f);
   json unsupported = json::array();
@@ -238,7 +243,8 @@ json to_json(const Report& r, const InspectOptions& o) {
                        {"dtype", kernels::dtype_name(t.dtype)},
                        {"shape", t.ne},
                        {"bytes", t.n_bytes},
-                       {"offset", t.offset}});
+                       {"offset", t.offset},
+                       {"shard", t.shard}});
   }
   j["tensors"] = std::move(tensors);
   j["totals"] = {{"n_tensors", f.tensors().size()},
@@ -252,7 +258,13 @@ std::string to_text(const Report& r, const InspectOptions& o) {
   std::ostringstream out;
   out << "file:          " << f.path() << "\n"
       << "container:     " << gguf::magic_name(f.magic()) << " v" << f.version() << ", alignment " << f.alignment()
-      << ", " << human_bytes(f.file_size()) << ", data at offset " << f.data_offset() << "\n\n";
+      << ", " << human_bytes(f.file_size()) << ", data at offset " << f.data_offset() << "\n";
+  if (f.shard_count() > 1) {
+    out << "split:         " << f.shard_count() << " shards (tensor offsets are within each shard's data):";
+    for (int i = 0; i < f.shard_count(); ++i) out << (i == 0 ? " " : ", ") << f.shard_path(i);
+    out << "\n";
+  }
+  out << "\n";
 
   out << "== support ==\n";
   const auto why_not = blockers(r);

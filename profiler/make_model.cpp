@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/gguf/gguf_split.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/text/tokenizer_trainer.h"
 #include "kernels/cpu/quantize.h"
@@ -296,9 +297,9 @@ constexpr const char* kChatTemplate =
     "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
     "{% endif %}";
 
-}  // namespace
 
-void make_model(const MakeModelOptions& options, const MakeModelProgress& progress) {
+// make_model's one file, at o.output.
+void write_model(const MakeModelOptions& options, const MakeModelProgress& progress) {
   MakeModelOptions o = options;
   const model::Architecture* arch_desc = model::find_architecture(o.arch);
   if (arch_desc == nullptr || o.arch == model::kArchBamboo) {
@@ -630,6 +631,37 @@ void make_model(const MakeModelOptions& options, const MakeModelProgress& progre
     add_f32_vector(w, "rope_factors_long.weight", ramp(n_rot / 2, 1.0f, 20.0f));
   }
   w.write(o.output, progress);
+}
+
+// The shards' common prefix: the output path without ".gguf".
+std::filesystem::path split_prefix(const std::filesystem::path& output) {
+  return output.extension() == ".gguf" ? output.parent_path() / output.stem() : output;
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> make_model_outputs(const MakeModelOptions& options) {
+  if (options.split_shards <= 1) return {options.output};
+  std::vector<std::filesystem::path> out;
+  for (int i = 1; i <= options.split_shards; ++i) {
+    out.push_back(gguf::split_shard_path(split_prefix(options.output), i, options.split_shards));
+  }
+  return out;
+}
+
+void make_model(const MakeModelOptions& options, const MakeModelProgress& progress) {
+  if (options.split_shards <= 1) return write_model(options, progress);
+  if (options.split_shards > gguf::kMaxShards) throw std::invalid_argument("--split must be at most 99999");
+  MakeModelOptions whole = options;
+  whole.output = options.output.string() + ".unsplit.tmp";
+  write_model(whole, progress);
+  try {
+    gguf::write_split(gguf::GgufFile::open(whole.output), split_prefix(options.output), options.split_shards);
+  } catch (...) {
+    std::filesystem::remove(whole.output);
+    throw;
+  }
+  std::filesystem::remove(whole.output);
 }
 
 }  // namespace tc::profiler

@@ -139,6 +139,10 @@ struct MakeModelOptions {
   // (<|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, control, named by the
   // tokenizer.ggml.fim_* keys) within n_vocab: a small code-model-like file.
   bool fim_tokens = false;
+  // > 1: the file is written as this many shards, as llama.cpp's gguf-split
+  // does (engine/gguf/gguf_split.h): OUTPUT minus ".gguf", then
+  // "-00001-of-0000N.gguf" ...; `output` itself is not kept.
+  int split_shards = 1;
   float weight_scale = 0.0f;          // sd of weights; 0: 1/sqrt(fan_in)
   std::string name = "thermocline-random";
   int n_threads = 0;                  // 0: hardware concurrency
@@ -147,6 +151,9 @@ struct MakeModelOptions {
 
 // Progress callback: bytes written so far, total.
 using MakeModelProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+// The files make_model writes for `options`: `output`, or its shards.
+std::vector<std::filesystem::path> make_model_outputs(const MakeModelOptions& options);
 
 // Throws std::invalid_argument for inconsistent options (n_embd % n_head,
 // n_head % n_head_kv, a row length not a multiple of the dtype's block, a

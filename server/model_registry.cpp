@@ -58,14 +58,14 @@ ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(optio
   if (!folder_mode_) {
     auto e = std::make_unique<Entry>();
     e->path = o.model;
-    e->name = !o.model_alias.empty() ? o.model_alias : o.model.stem().string();
+    const ModelFiles files = model_files(o.model);
+    e->name = !o.model_alias.empty() ? o.model_alias : files.name;
     e->options = o;
     e->state = ModelState::Loading;
     e->preloading = true;
-    std::error_code ec;
-    e->file_bytes = o.model.empty() ? 0 : static_cast<uint64_t>(fs::file_size(o.model, ec));
+    e->file_bytes = files.bytes;
     e->file_mtime_ns = mtime_ns(o.model);
-    e->fingerprint = std::to_string(e->file_bytes) + ":" + std::to_string(e->file_mtime_ns);
+    e->fingerprint = model_fingerprint(o.model, {});
     entries_[e->name] = std::move(e);
   }
 }

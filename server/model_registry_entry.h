@@ -28,6 +28,22 @@ inline constexpr auto kWaitSlice = std::chrono::milliseconds(200);
 // A file's modification time in nanoseconds since the file clock's epoch; 0 if unreadable.
 int64_t mtime_ns(const std::filesystem::path& p);
 
+// A model's files: the file, or every shard of a split model named by its
+// first shard (gguf_split.h; missing ones too, so that the load names
+// them), with their bytes together and a fingerprint of each one's size and
+// mtime (-1 for a missing one). No files for a split model's later shard.
+struct ModelFiles {
+  std::vector<std::filesystem::path> files;
+  uint64_t bytes = 0;
+  std::string fingerprint;
+  std::string name;  // the model's name: the file's stem, a split model's without "-00001-of-0000N"
+};
+ModelFiles model_files(const std::filesystem::path& p);
+// What tells that a model's files changed: model_files' fingerprint and, in
+// a models folder (`models_dir` not empty), the mtimes of its NAME.toml,
+// NAME.stats.gguf and .generated.gpuidx sidecars.
+std::string model_fingerprint(const std::filesystem::path& p, const std::filesystem::path& models_dir);
+
 struct ModelRegistry::Entry {
   std::string name;
   std::vector<std::string> aliases;

@@ -1,14 +1,18 @@
 // ModelRegistry's view of the files: the models folder's scan (NAME.gguf,
-// its NAME.toml, NAME.stats.gguf and .generated.gpuidx sidecars, each
-// entry's fingerprint of sizes and mtimes) and, with one --model, the
-// check that its file changed.
+// or a split model's NAME-00001-of-0000N.gguf and its other shards; its
+// NAME.toml, NAME.stats.gguf and .generated.gpuidx sidecars; each entry's
+// fingerprint of sizes and mtimes; multimodal projectors, mmproj*.gguf,
+// left out) and, with one --model, the check that its file changed.
 #include "server/model_registry.h"
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <set>
+#include <vector>
 
 #include "config/serve_config.h"
+#include "engine/gguf/gguf_split.h"
 #include "server/model_registry_entry.h"
 
 namespace tc::server {
@@ -20,6 +24,11 @@ bool is_model_file(const fs::path& p) {
   const std::string name = p.filename().string();
   if (name.empty() || name.front() == '.') return false;
   if (p.extension() != ".gguf") return false;
+  // A vision model's projector (llama.cpp's mmproj files, downloaded beside
+  // the model) is no language model: images are not served.
+  std::string lower = name;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.starts_with("mmproj")) return false;
   // `thermocline profile` writes NAME.stats.gguf beside the model: a sidecar, not a model.
   return !name.ends_with(".stats.gguf");
 }
@@ -31,6 +40,42 @@ int64_t mtime_ns(const fs::path& p) {
   const auto t = fs::last_write_time(p, ec);
   if (ec) return 0;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+ModelFiles model_files(const fs::path& p) {
+  ModelFiles out;
+  out.name = p.stem().string();
+  const auto split = gguf::parse_split_name(p);
+  if (!split) {
+    out.files = {p};
+  } else if (split->no == 1) {
+    for (int i = 1; i <= split->count; ++i) out.files.push_back(gguf::split_shard_path(split->prefix, i, split->count));
+    // Named without "-00001-of-0000N", unless a plain file has that name.
+    std::error_code ec;
+    if (!fs::exists(split->prefix.string() + ".gguf", ec)) out.name = split->prefix.filename().string();
+  }
+  for (const fs::path& file : out.files) {
+    std::error_code ec;
+    const bool there = fs::exists(file, ec);
+    const uint64_t bytes = there ? fs::file_size(file, ec) : 0;
+    out.bytes += ec ? 0 : bytes;
+    if (!out.fingerprint.empty()) out.fingerprint += ":";
+    out.fingerprint += std::to_string(there ? static_cast<int64_t>(bytes) : -1) + ":" +
+                       std::to_string(there ? mtime_ns(file) : -1);
+  }
+  return out;
+}
+
+std::string model_fingerprint(const fs::path& p, const fs::path& models_dir) {
+  const ModelFiles files = model_files(p);
+  std::string out = files.fingerprint;
+  if (models_dir.empty()) return out;
+  std::error_code ec;
+  for (const fs::path& side : {models_dir / (files.name + ".toml"), models_dir / (files.name + ".stats.gguf"),
+                              fs::path(p.string() + ".generated.gpuidx")}) {
+    out += ":" + std::to_string(fs::exists(side, ec) ? mtime_ns(side) : -1);
+  }
+  return out;
 }
 
 void ModelRegistry::scan_folder() {
@@ -48,16 +93,14 @@ void ModelRegistry::scan_folder() {
     const fs::path p = it->path();
     std::error_code fec;
     if (!is_model_file(p) || !fs::is_regular_file(p, fec)) continue;
+    ModelFiles files = model_files(p);
+    if (files.files.empty()) continue;  // a split model's later shard
     Found f;
     f.path = p;
-    f.name = p.stem().string();
-    f.bytes = fs::file_size(p, fec);
+    f.name = std::move(files.name);
+    f.bytes = files.bytes;
     f.mtime = mtime_ns(p);
-    f.fingerprint = std::to_string(f.bytes) + ":" + std::to_string(f.mtime);
-    for (const fs::path& side : {dir / (f.name + ".toml"), dir / (f.name + ".stats.gguf"),
-                                fs::path(p.string() + ".generated.gpuidx")}) {
-      f.fingerprint += ":" + std::to_string(fs::exists(side, fec) ? mtime_ns(side) : -1);
-    }
+    f.fingerprint = model_fingerprint(p, dir);
     found.push_back(std::move(f));
   }
   std::set<std::string> present;
@@ -146,9 +189,7 @@ void ModelRegistry::recheck_model_file() {
   std::lock_guard lock(mutex_);
   for (auto& [name, e] : entries_) {
     if (e->path.empty()) continue;
-    std::error_code ec;
-    const auto bytes = fs::file_size(e->path, ec);
-    const std::string fp = std::to_string(ec ? 0 : bytes) + ":" + std::to_string(mtime_ns(e->path));
+    const std::string fp = model_fingerprint(e->path, {});
     if (fp != e->fingerprint) {
       e->fingerprint = fp;
       if (e->state == ModelState::Failed) {

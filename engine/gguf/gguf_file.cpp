@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/gguf/gguf_split.h"
 #include "kernels/check.h"
 
 namespace tc::gguf {
@@ -62,6 +63,12 @@ GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
 GgufFile GgufFile::open(const std::filesystem::path& path, UnsupportedDtypes unsupported) {
+  GgufFile f = open_file(path, unsupported);
+  f.open_shards(unsupported);
+  return f;
+}
+
+GgufFile GgufFile::open_file(const std::filesystem::path& path, UnsupportedDtypes unsupported) {
   GgufFile f;
   f.path_ = path.string();
   const auto os_error = [&f](const std::string& what) {
@@ -119,7 +126,16 @@ GgufFile GgufFile::from_bytes(std::span<const std::byte> bytes, std::string name
   f.base_ = f.storage_->copy.data();
   f.size_ = f.storage_->copy.size();
   f.parse(UnsupportedDtypes::kReject);
+  if (f.get_u64(kSplitCount, 1) > 1) {
+    throw f.error(std::string(kSplitCount), "is a shard of a split model, which is opened from its files");
+  }
   return f;
+}
+
+uint64_t GgufFile::file_size() const {
+  uint64_t total = size_;
+  for (const GgufFile& s : shards_) total += s.size_;
+  return total;
 }
 
 ModelLoadError GgufFile::error(std::string item, const std::string& problem) const {
@@ -294,10 +310,12 @@ const TensorInfo& GgufFile::tensor(std::string_view name,
 }
 
 std::span<const std::byte> GgufFile::tensor_data(const TensorInfo& info) const {
-  TC_CHECK(data_offset_ <= size_ && info.offset <= size_ - data_offset_ &&
-               info.n_bytes <= size_ - data_offset_ - info.offset,
+  TC_CHECK(info.shard <= shards_.size(), "tensor_data: the TensorInfo does not belong to this file");
+  const GgufFile& f = info.shard == 0 ? *this : shards_[info.shard - 1];
+  TC_CHECK(f.data_offset_ <= f.size_ && info.offset <= f.size_ - f.data_offset_ &&
+               info.n_bytes <= f.size_ - f.data_offset_ - info.offset,
            "tensor_data: the TensorInfo does not belong to this file");
-  return {base_ + data_offset_ + info.offset, static_cast<size_t>(info.n_bytes)};
+  return {f.base_ + f.data_offset_ + info.offset, static_cast<size_t>(info.n_bytes)};
 }
 
 }  // namespace tc::gguf

@@ -3,6 +3,8 @@
 // mapped and tensor data is returned as zero-copy spans into the mapping.
 // Every structural problem is a ModelLoadError naming the file and the key or
 // tensor; nothing is read out of bounds. Immutable after open: thread-safe.
+// A split model (gguf_split.h) is opened from its first shard: the other
+// shards are mapped too and their tensors listed with the first's.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +40,9 @@ struct TensorInfo {
   // GGUF order: ne[0] is the innermost (contiguous) dimension, so a matrix
   // with `rows` rows of `cols` elements has ne = {cols, rows}.
   std::vector<int64_t> ne;
-  uint64_t offset = 0;   // bytes from the start of the data section
+  uint64_t offset = 0;   // bytes from the start of the data section (of its shard)
   uint64_t n_bytes = 0;  // bytes of data (derived from dtype and ne)
+  uint32_t shard = 0;    // split models: the file holding the data (0: the first, the one opened)
 
   int64_t n_elements() const;
   int64_t n_rows() const;   // product of ne[1..]
@@ -62,10 +65,12 @@ enum class UnsupportedDtypes { kReject, kList };
 
 class GgufFile {
  public:
-  // Maps and parses `path`. Throws ModelLoadError on any problem.
+  // Maps and parses `path`, and for the first shard of a split model every
+  // other shard beside it. Throws ModelLoadError on any problem (a missing
+  // shard, a later shard opened first, tensors that do not add up).
   static GgufFile open(const std::filesystem::path& path, UnsupportedDtypes unsupported = UnsupportedDtypes::kReject);
   // Parses bytes held in memory (copied); `name` stands in for the path in
-  // errors. Used by the fuzzer and by tests.
+  // errors. Used by the fuzzer and by tests. A split model's shard is refused.
   static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name);
 
   GgufFile(GgufFile&&) noexcept;
@@ -77,7 +82,10 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // absolute file offset of the data section
-  uint64_t file_size() const { return size_; }
+  uint64_t file_size() const;  // bytes, every shard of a split model together
+  // 1, or a split model's shards; shard_path(0) is path().
+  int shard_count() const { return 1 + static_cast<int>(shards_.size()); }
+  const std::string& shard_path(int i) const { return i == 0 ? path_ : shards_.at(static_cast<size_t>(i - 1)).path_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
@@ -118,7 +126,9 @@ class GgufFile {
  private:
   struct Storage;
   GgufFile();
+  static GgufFile open_file(const std::filesystem::path& path, UnsupportedDtypes unsupported);
   void parse(UnsupportedDtypes unsupported);
+  void open_shards(UnsupportedDtypes unsupported);  // gguf_split.cpp
 
   std::unique_ptr<Storage> storage_;  // the mapping or the in-memory copy
   const std::byte* base_ = nullptr;
@@ -133,6 +143,7 @@ class GgufFile {
   std::vector<TensorInfo> tensors_;
   std::unordered_map<std::string, size_t> tensor_index_;
   std::vector<UnsupportedTensor> unsupported_;
+  std::vector<GgufFile> shards_;  // a split model's other shards, in order
 };
 
 }  // namespace tc::gguf

@@ -9,7 +9,8 @@
 // to such a step (with the seeds used here: all 32 tokens). The same with
 // q8_0 KV caches on both sides (llama.cpp's -ctk q8_0 -ctv q8_0), and over 100
 // steps in a 64-position context that both sides shift as it fills
-// (llama.cpp through llama_memory_seq_rm/seq_add). A model of every
+// (llama.cpp through llama_memory_seq_rm/seq_add); a model split in three
+// shards (llama.cpp's gguf-split layout, make-model --split). A model of every
 // other quantization type must load in llama.cpp and give the prompt logits
 // within the same bound. Skips with a warning without the library (fails
 // with THERMOCLINE_REQUIRE_ORACLE=1).
@@ -62,7 +63,8 @@ struct ModelCase {
   uint64_t seed;
 };
 
-fs::path make_oracle_model(const ModelCase& c, const fs::path& dir) {
+// The model's file (split_shards > 1: its first shard).
+fs::path make_oracle_model(const ModelCase& c, const fs::path& dir, int split_shards = 1) {
   tc::profiler::MakeModelOptions o;
   o.output = dir / ("greedy_" + std::string(c.type) + "_seed" + std::to_string(c.seed) + ".gguf");
   o.seed = c.seed;
@@ -75,8 +77,9 @@ fs::path make_oracle_model(const ModelCase& c, const fs::path& dir) {
   o.n_ctx = 256;
   o.weight_type = c.type;
   o.n_threads = kThreads;
+  o.split_shards = split_shards;
   tc::profiler::make_model(o);
-  return o.output;
+  return tc::profiler::make_model_outputs(o).front();
 }
 
 struct LogitStats {
@@ -278,6 +281,30 @@ TEST_CASE("Greedy tokens and prompt logits match llama.cpp's on Q8_0 and Q4_0 mo
 
 // Both caches q8_0: llama.cpp's (which needs flash attention for a
 // quantized V cache) and ours. The models' heads are 32 values, one block.
+// A split model (make-model --split, the layout of llama.cpp's gguf-split):
+// llama.cpp opens it from its first shard and decodes it as ours does, and
+// ours gives exactly the logits of the whole file.
+TEST_CASE("llama.cpp loads our split model and decodes it as we do, as the whole file", "[oracle][split]") {
+  TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
+  const auto& [c, whole] = oracle_models().front();
+  const fs::path first = make_oracle_model(c, tc::test::scratch_dir("greedy_oracle_split"), 3);
+  REQUIRE(first.filename().string().ends_with("-00001-of-00003.gguf"));
+
+  lc::ContextOptions co;
+  co.n_ctx = 256;
+  co.n_threads = kThreads;
+  const lc::LlamaCppModel theirs_model(library(), first);
+  const int32_t n_vocab = theirs_model.n_vocab();
+  const auto theirs_prompt = theirs_model.tokenize(kPrompt);
+  lc::LlamaCppContext ctx(theirs_model, co);
+  const auto theirs = lc::greedy(ctx, n_vocab, theirs_prompt, kNGen);
+  const OurRun ours = run_ours(first, theirs.tokens);
+  compare_with_llamacpp(std::string(c.type) + " split in 3", ours, theirs, theirs_prompt, n_vocab, kNGen);
+  const OurRun ours_whole = run_ours(whole, theirs.tokens);
+  CHECK(ours.tokens == ours_whole.tokens);
+  CHECK(ours.forced_logits == ours_whole.forced_logits);
+}
+
 TEST_CASE("Greedy tokens and prompt logits match llama.cpp's with q8_0 KV caches on both sides", "[oracle]") {
   TC_LLAMA_CONTEXT_ORACLE_REQUIRE_OR_SKIP();
   lc::ContextOptions co;

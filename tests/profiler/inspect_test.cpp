@@ -45,6 +45,19 @@ TEST_CASE("inspect reports model, tokenizer, template and every tensor", "[profi
     CHECK(j["tensors"][i]["dtype"] == std::string(tc::kernels::dtype_name(t.dtype)));
   }
   CHECK(j["metadata"]["tokenizer.ggml.tokens"]["value"]["count"] == 1024);
+  CHECK_FALSE(j.contains("shards"));
+
+  // The same model split in two: every tensor, each with its shard, and the shards' files.
+  o.output = dir / "split.gguf";
+  o.split_shards = 2;
+  tc::profiler::make_model(o);
+  const auto shards = tc::profiler::make_model_outputs(o);
+  const auto s = nlohmann::json::parse(tc::profiler::inspect_file(shards.front(), {.json = true}));
+  CHECK(s["shards"] == nlohmann::json({shards[0].string(), shards[1].string()}));
+  REQUIRE(s["tensors"].size() == file.tensors().size());
+  CHECK(s["tensors"].front()["shard"] == 0);
+  CHECK(s["tensors"].back()["shard"] == 1);
+  CHECK_THAT(tc::profiler::inspect_file(shards.front(), {}), Catch::Contains("split:         2 shards"));
 }
 
 namespace {
