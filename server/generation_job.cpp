@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "server/http/httplib_bridge.h"
+#include "server/route_paths.h"
 
 namespace tc::server {
 
@@ -66,6 +67,17 @@ void send_job_error(const GenerationJob& job, httplib::Response& res, const ApiE
   res.status = error.status;
   if (error.status == 503) res.set_header("Retry-After", "1");
   res.set_content(ollama_error_body(error.message), "application/json");
+}
+
+std::shared_ptr<GenerationJob> new_generation_job(ServerContext& ctx, const httplib::Request& req, Wire wire,
+                                                  Endpoint endpoint, const std::string& id_prefix) {
+  auto job = std::make_shared<GenerationJob>();
+  job->ctx = &ctx;
+  job->wire = wire;
+  job->route = canonical_route(req.path);
+  job->meta.endpoint = endpoint;
+  job->meta.id = id_prefix + random_id(ctx);
+  return job;
 }
 
 void GenerationJob::reject(httplib::Response& res, const ApiError& e) {

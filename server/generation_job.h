@@ -3,8 +3,9 @@
 // log line and the metrics -- and serve_generation(), which leases the model
 // a request names (waiting for its load, with SSE pings when streaming),
 // plans, submits and answers, in OpenAI's wire format (SSE / JSON),
-// Ollama's (NDJSON / JSON) or llama.cpp's native one (/infill: SSE / JSON).
-// Shared by routes_generate.cpp, routes_ollama.cpp and routes_infill.cpp.
+// Ollama's (NDJSON / JSON) or llama.cpp's native one (/completion, /infill:
+// SSE / JSON). Shared by routes_generate.cpp, routes_ollama.cpp and
+// routes_llamacpp.cpp.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "server/harmony_split.h"
-#include "server/infill_responses.h"
+#include "server/native_responses.h"
 #include "server/model_registry.h"
 #include "server/ollama_responses.h"
 #include "server/openai_responses.h"
@@ -45,7 +46,7 @@ struct GenerationJob {
   std::shared_ptr<ModelLease> lease;            // keeps the model loaded and its engine alive
   Wire wire = Wire::OpenAI;
   OllamaMeta ollama;                            // wire Ollama: its fields
-  InfillMeta infill;                            // wire LlamaCpp: its fields
+  NativeMeta native;                            // wire LlamaCpp: its fields
   ResponseMeta meta;
   std::string route;
   bool stream = false;
@@ -282,7 +283,8 @@ struct GenerationJob {
                                     stream ? std::string() : results[0].reasoning);
       write(stream ? ndjson_line(done) : dump_json(done));
     } else if (wire == Wire::LlamaCpp) {
-      const auto last = infill_final(infill, results[0].text, stream, results[0].finish, usage, record);
+      const auto last = native_final(native, results[0].text, stream, results[0].finish, usage, record,
+                                     logprobs ? results[0].tokens : std::vector<runtime::TokenInfo>());
       write(stream ? sse_event(last) : dump_json(last));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
@@ -330,7 +332,7 @@ struct GenerationJob {
       case Wire::Ollama:
         return ndjson_line(ollama_chunk(ollama, text));
       case Wire::LlamaCpp:
-        return sse_event(infill_chunk(text));
+        return sse_event(native_chunk(text, logprobs ? tokens : std::vector<runtime::TokenInfo>()));
       case Wire::OpenAI:
         break;
     }
@@ -419,6 +421,11 @@ struct GenerationJob {
   }
 };
 
+
+// A job for a request to `req`'s route: its wire format, endpoint and an
+// id of `id_prefix` and random_id.
+std::shared_ptr<GenerationJob> new_generation_job(ServerContext& ctx, const httplib::Request& req, Wire wire,
+                                                  Endpoint endpoint, const std::string& id_prefix);
 
 // The 4xx/5xx of an engine's refusal (queue full: 503, context: 400
 // context_length_exceeded, ...).

@@ -198,7 +198,7 @@ struct HttpServer::Impl {
     install_info_routes(http, ctx);
     install_generation_routes(http, ctx);
     install_ollama_routes(http, ctx);
-    install_infill_routes(http, ctx);
+    install_llamacpp_routes(http, ctx);
     install_embedding_routes(http, ctx);
     install_engine_routes(http, ctx);
     install_webui_routes(http, ctx);

@@ -12,17 +12,23 @@ std::optional<ApiError> compile_response_schema(std::string_view body_text, Sche
   // The body parsed already (size and depth checked): this reads it again
   // keeping members in order.
   const auto body = nlohmann::ordered_json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  const bool ollama = field == SchemaField::OllamaFormat;
-  const char* param = ollama ? "format" : "response_format";
-  const auto pointer = nlohmann::ordered_json::json_pointer(ollama ? "/format" : "/response_format/json_schema/schema");
+  struct Where {
+    const char* pointer;
+    const char* name;  // in the error message
+    const char* param;
+  };
+  const Where where = field == SchemaField::OllamaFormat ? Where{"/format", "'format'", "format"}
+                      : field == SchemaField::JsonSchema
+                          ? Where{"/json_schema", "'json_schema'", "json_schema"}
+                          : Where{"/response_format/json_schema/schema", "'response_format.json_schema.schema'",
+                                  "response_format"};
+  const auto pointer = nlohmann::ordered_json::json_pointer(where.pointer);
   if (!body.is_object() || !body.contains(pointer) || !body.at(pointer).is_object()) return std::nullopt;
   try {
     out = text::JsonSchema::compile(body.at(pointer));
   } catch (const text::SchemaError& e) {
-    return ApiError{400, "invalid_request_error",
-                    std::string(ollama ? "'format'" : "'response_format.json_schema.schema'") +
-                        " cannot be enforced: " + e.what(),
-                    "", param};
+    return ApiError{400, "invalid_request_error", std::string(where.name) + " cannot be enforced: " + e.what(), "",
+                    where.param};
   }
   return std::nullopt;
 }

@@ -1,5 +1,6 @@
 // The JSON Schema a request's reply must follow (OpenAI's response_format
-// {"type": "json_schema"}, Ollama's `format` schema), compiled from the
+// {"type": "json_schema"}, Ollama's `format` schema, llama.cpp's
+// `json_schema`), compiled from the
 // request's text: the parsed body's objects are sorted by key, and a reply
 // should write the properties in the order the client declared them
 // (a "reasoning" field before an "answer" one). Likewise a forced tool
@@ -20,6 +21,7 @@ namespace tc::server {
 enum class SchemaField {
   ResponseFormat,  // /response_format/json_schema/schema (OpenAI)
   OllamaFormat,    // /format (Ollama)
+  JsonSchema,      // /json_schema (llama.cpp's /completion)
 };
 
 // Compiles the schema at `field` of `body_text` into `out` (null when the

@@ -24,11 +24,7 @@ using nlohmann::json;
 
 void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed_body,
                        httplib::Response& res) {
-  auto job = std::make_shared<GenerationJob>();
-  job->ctx = &ctx;
-  job->route = canonical_route(req.path);
-  job->meta.endpoint = endpoint;
-  job->meta.id = (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_id(ctx);
+  auto job = new_generation_job(ctx, req, Wire::OpenAI, endpoint, endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
   job->meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

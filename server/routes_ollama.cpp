@@ -85,12 +85,7 @@ std::string body_model(const json& body) {
 // /api/generate or /api/chat.
 void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed,
                               httplib::Response& res) {
-  auto job = std::make_shared<GenerationJob>();
-  job->ctx = &ctx;
-  job->wire = Wire::Ollama;
-  job->route = canonical_route(req.path);
-  job->meta.endpoint = chat ? Endpoint::Chat : Endpoint::Completions;
-  job->meta.id = "ollama-" + random_id(ctx);
+  auto job = new_generation_job(ctx, req, Wire::Ollama, chat ? Endpoint::Chat : Endpoint::Completions, "ollama-");
   job->ollama.chat = chat;
   auto reject = [&](const ApiError& e) { job->reject(res, e); };
   if (job->refused_early(res, parsed)) return;
