@@ -204,6 +204,9 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
     s.top_k = static_cast<int32_t>(*k < 0 ? 0 : *k);
   }
   if (auto m = read_number(body, "min_p", 0, 1)) s.min_p = static_cast<float>(*m);
+  // llama.cpp's XTC, an extension as in llama-server.
+  if (auto x = read_number(body, "xtc_probability", 0, 1)) s.xtc_probability = static_cast<float>(*x);
+  if (auto x = read_number(body, "xtc_threshold", 0, 1)) s.xtc_threshold = static_cast<float>(*x);
   if (auto p = read_number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*p);
   if (auto f = read_number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*f);
   if (auto rp = read_number(body, "repeat_penalty", 0, 10)) {

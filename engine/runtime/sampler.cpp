@@ -61,6 +61,10 @@ std::string validate(const SamplingParams& p, int32_t n_vocab) {
   if (p.top_k < 0) return "top_k must be >= 0 (0 = off), got " + std::to_string(p.top_k);
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return "top_p must be in (0, 1], got " + fmt(p.top_p);
   if (!in_closed(p.min_p, 0.0, 1.0)) return "min_p must be in [0, 1], got " + fmt(p.min_p);
+  if (!in_closed(p.xtc_probability, 0.0, 1.0)) {
+    return "xtc_probability must be in [0, 1], got " + fmt(p.xtc_probability);
+  }
+  if (!in_closed(p.xtc_threshold, 0.0, 1.0)) return "xtc_threshold must be in [0, 1], got " + fmt(p.xtc_threshold);
   if (!(p.repeat_penalty > 0.0f && std::isfinite(p.repeat_penalty))) {
     return "repeat_penalty must be > 0 (1 = off), got " + fmt(p.repeat_penalty);
   }
@@ -238,13 +242,16 @@ TokenId Sampler::draw_token(double z) {
   const size_t k = static_cast<size_t>(params_.top_k);
   const bool top_p_on = params_.top_p < 1.0f;
   const bool min_p_on = params_.min_p > 0.0f;
+  const bool xtc_on = params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f;
   const double log_min_p = min_p_on ? std::log(static_cast<double>(params_.min_p)) : 0.0;
   auto passes_min_p = [&](float v) { return static_cast<double>(v) - m >= log_min_p; };
   const float temperature = params_.temperature;
   // 53 random bits -> a double in [0, 1); one per call, whatever is kept.
   const double u = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+  // XTC's chance: a second draw, only when it is on.
+  const bool xtc_now = xtc_on && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < params_.xtc_probability;
 
-  if (k == 0 && !top_p_on && !min_p_on) {
+  if (k == 0 && !top_p_on && !min_p_on && !xtc_now) {
     // Nothing to filter: draw straight from the logits in id order. At
     // temperature 1 the weights are exactly z's terms.
     double sum = z;
@@ -381,6 +388,8 @@ TokenId Sampler::draw_token(double z) {
             c.end());
   }
 
+  if (xtc_now) exclude_top_choices();
+
   // Temperature and softmax weights, then the draw.
   double sum = 0.0;
   for (auto& cand : c) {
@@ -399,6 +408,32 @@ TokenId Sampler::draw_token(double z) {
   }
   TC_CHECK(false, "sampler: no candidate with weight (the max always has weight 1)");
   return -1;
+}
+
+void Sampler::exclude_top_choices() {
+  auto& c = candidates_;
+  if (c.size() < 2) return;
+  // Probabilities among the candidates at temperature 1 (llama.cpp's chain
+  // has XTC before the temperature). One pass each, no sort, so the
+  // candidates keep their (canonical) order.
+  float m = -kInf;
+  for (const auto& cand : c) m = std::max(m, cand.logit);
+  double sum = 0.0;
+  for (const auto& cand : c) sum += std::exp(static_cast<double>(cand.logit) - m);
+  const double threshold = static_cast<double>(params_.xtc_threshold) * sum;
+  const auto above = [&](const Candidate& cand) { return std::exp(static_cast<double>(cand.logit) - m) >= threshold; };
+  // The least likely candidate at or above the threshold stays.
+  const Candidate* stays = nullptr;
+  size_t n_above = 0;
+  for (const auto& cand : c) {
+    if (!above(cand)) continue;
+    ++n_above;
+    if (stays == nullptr || Better{}(*stays, cand)) stays = &cand;
+  }
+  if (n_above < 2) return;
+  const TokenId stays_id = stays->id;
+  c.erase(std::remove_if(c.begin(), c.end(), [&](const Candidate& cand) { return above(cand) && cand.id != stays_id; }),
+          c.end());
 }
 
 void Sampler::fill_top(SampleResult& result, double log_z) const {

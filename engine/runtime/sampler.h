@@ -34,6 +34,13 @@ struct SamplingParams {
   int32_t top_k = 0;         // keep the k most likely tokens; 0 = off
   float top_p = 1.0f;        // keep the smallest prefix with cumulative prob >= top_p; 1 = off
   float min_p = 0.0f;        // keep tokens with p >= min_p * p_max; 0 = off
+  // XTC ("exclude top choices", llama.cpp's xtc sampler): with probability
+  // xtc_probability per token, of the tokens left by top-k, top-p and min-p
+  // those whose probability among them is >= xtc_threshold are dropped,
+  // all but the least likely of them. Off at 0, or with a threshold above
+  // 0.5 (at most one token can pass it); not applied at temperature 0.
+  float xtc_probability = 0.0f;  // [0, 1]
+  float xtc_threshold = 0.1f;    // [0, 1]
   // llama.cpp repetition penalty over the last repeat_last_n tokens of prompt
   // + generated text, each distinct token once: logit > 0 ? logit / penalty
   // : logit * penalty. 1 = off.
@@ -97,10 +104,11 @@ struct SampleResult {
 //   4. If any logit is +inf, those tokens share all the probability (the
 //      limit of the softmax); the others become -inf.
 //   5. temperature == 0: argmax, done.
-//   6. top-k, 7. top-p, 8. min-p, all on the temperature-1 distribution
-//      (each renormalised over what the previous step kept; at least one
-//      token always survives),
-//   9. temperature, 10. softmax and a draw from the PRNG.
+//   6. top-k, 7. top-p, 8. min-p, 9. XTC, all on the temperature-1
+//      distribution (each renormalised over what the previous step kept;
+//      at least one token always survives; XTC's chance is a second draw
+//      from the PRNG, made only when it is on),
+//   10. temperature, 11. softmax and a draw from the PRNG.
 // Reported log-probabilities (SampleResult::logprob and top) are the
 // log-softmax at temperature 1 over the whole vocabulary after steps 1-4,
 // whatever the temperature and filters: the model's distribution as the
@@ -160,6 +168,7 @@ class Sampler {
   void apply_penalties();
   void fill_top(SampleResult& result, double log_z) const;
   TokenId draw_token(double z);  // z: sum of exp(logit - max) over the vocab
+  void exclude_top_choices();    // XTC over candidates_ (see SamplingParams)
   void push_window(TokenId token);
   uint64_t next_u64();
 

@@ -2,12 +2,14 @@
 // scripts written for llama-server call it: greedy text equal to
 // /v1/completions' for the same prompt (text or token ids), streamed as
 // llama.cpp streams (pieces, a last object with stop true, no [DONE]),
-// completion_probabilities whose bytes spell the text, json_schema
+// completion_probabilities whose bytes spell the text, XTC taking the
+// second choice where both top choices pass its threshold, json_schema
 // enforced, SillyTavern's whole sampler body accepted, and a GBNF grammar
 // refused naming the field. /infill is in fim_api_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "tests/integration/server_fixture.h"
@@ -84,6 +86,23 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
     const std::string carried =
         json::parse(json(spelled).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
     CHECK(carried == want);
+  }
+
+  SECTION("XTC: of the two most likely tokens, both above the threshold, the second is taken") {
+    const auto x = tc::test::post_json(client, "/completion",
+                                       {{"prompt", prompt}, {"n_predict", 12}, {"temperature", 1}, {"top_k", 2},
+                                        {"xtc_probability", 1}, {"xtc_threshold", 0.05}, {"n_probs", 2}, {"seed", 3}});
+    REQUIRE(x.status == 200);
+    int checked = 0;
+    for (const auto& t : x.body["completion_probabilities"]) {
+      const auto& top = t["top_logprobs"];
+      REQUIRE(top.size() == 2);
+      const double p1 = std::exp(top[0]["logprob"].get<double>()), p2 = std::exp(top[1]["logprob"].get<double>());
+      if (p2 / (p1 + p2) < 0.05) continue;
+      CHECK(t["bytes"] == top[1]["bytes"]);
+      ++checked;
+    }
+    CHECK(checked > 0);
   }
 
   SECTION("json_schema is enforced; a GBNF grammar is refused naming the field") {

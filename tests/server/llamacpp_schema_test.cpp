@@ -38,11 +38,12 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
                                      {"logit_bias", json::array({json::array({15, 1.5}), json::array({16, false})})},
                                      {"json_schema", {{"type", "object"}}},
                                      {"grammar", ""},
-                                     // SillyTavern's samplers this server does not have: accepted, ignored.
+                                     // SillyTavern's samplers: XTC taken, the ones this server lacks ignored.
                                      {"typical_p", 1},
                                      {"mirostat", 0},
                                      {"dry_multiplier", 0},
-                                     {"xtc_probability", 0},
+                                     {"xtc_probability", 0.5},
+                                     {"xtc_threshold", 0.2},
                                      {"cache_prompt", true},
                                      {"samplers", json::array({"top_k", "min_p"})}});
   REQUIRE_FALSE(r.error);
@@ -58,6 +59,8 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
   CHECK(r.openai["response_format"]["type"] == "json_schema");
   CHECK(r.openai["response_format"]["json_schema"]["schema"] == json({{"type", "object"}}));
   CHECK_FALSE(r.openai.contains("typical_p"));
+  CHECK(r.openai["xtc_probability"] == 0.5);
+  CHECK(r.openai["xtc_threshold"] == 0.2);
 
   // A one-string array is one prompt.
   CHECK(translate_llamacpp_completion({{"prompt", json::array({"Hi"})}}).openai["prompt"] == "Hi");

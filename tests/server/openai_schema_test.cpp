@@ -50,6 +50,8 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
                                     {"top_p", 0.9},
                                     {"top_k", 7},
                                     {"min_p", 0.1},
+                                    {"xtc_probability", 0.5},
+                                    {"xtc_threshold", 0.2},
                                     {"presence_penalty", 0.5},
                                     {"frequency_penalty", -0.5},
                                     {"repeat_penalty", 1.1},
@@ -70,6 +72,8 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
   CHECK(c.sampling.top_p == Approx(0.9));
   CHECK(c.sampling.top_k == 7);
   CHECK(c.sampling.min_p == Approx(0.1));
+  CHECK(c.sampling.xtc_probability == Approx(0.5));
+  CHECK(c.sampling.xtc_threshold == Approx(0.2));
   CHECK(c.sampling.presence_penalty == Approx(0.5));
   CHECK(c.sampling.frequency_penalty == Approx(-0.5));
   CHECK(c.sampling.repeat_penalty == Approx(1.1));

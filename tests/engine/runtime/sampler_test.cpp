@@ -327,6 +327,49 @@ TEST_CASE("min_p keeps tokens with p >= min_p * p_max", "[sampler]") {
   CHECK(drawn_set(draw_counts(sampler, logits, 4000)) == std::set<TokenId>{3, 0, 4});
 }
 
+TEST_CASE("XTC drops the top choices above its threshold but the least likely of them", "[sampler]") {
+  // Sorted: 3 (0.4), 0 (0.3), 4 (0.15), 1 (0.1), 2 (0.05).
+  const std::vector<double> probs = {0.3, 0.1, 0.05, 0.4, 0.15};
+  const auto logits = logits_from_probs(probs);
+  auto counts = [&](float probability, float threshold, int top_k = 0, float min_p = 0.0f, uint64_t seed = 7) {
+    SamplingParams p = with_temp(1.0f, seed);
+    p.xtc_probability = probability;
+    p.xtc_threshold = threshold;
+    p.top_k = top_k;
+    p.min_p = min_p;
+    Sampler sampler(p, 5);
+    return draw_counts(sampler, logits, 20000);
+  };
+  // Always on, threshold 0.12: 3, 0 and 4 pass it; 4, the least likely of
+  // them, stays with 1 and 2, renormalised (float64 reference: 0.15, 0.1, 0.05 over 0.3).
+  CHECK(chi_square(counts(1.0f, 0.12f), {0.0, 0.1 / 0.3, 0.05 / 0.3, 0.0, 0.15 / 0.3}) < 25.0);
+  // Threshold 0.35: only 3 passes, so nothing is dropped.
+  CHECK(chi_square(counts(1.0f, 0.35f), probs) < 25.0);
+  // Above 0.5 XTC is off (at most one token could pass).
+  CHECK(chi_square(counts(1.0f, 0.6f), probs) < 25.0);
+  // Half the time: a mixture of the two distributions.
+  std::vector<double> mixed(5);
+  const std::vector<double> dropped = {0.0, 0.1 / 0.3, 0.05 / 0.3, 0.0, 0.15 / 0.3};
+  for (size_t i = 0; i < 5; ++i) mixed[i] = 0.5 * probs[i] + 0.5 * dropped[i];
+  CHECK(chi_square(counts(0.5f, 0.12f), mixed) < 25.0);
+  // Among what top-k and min-p left: top_k 3 keeps 3, 0, 4, whose shares
+  // (0.47, 0.35, 0.18) all pass 0.12: only 4 remains.
+  CHECK(drawn_set(counts(1.0f, 0.12f, 3)) == std::set<TokenId>{4});
+  // min_p 0.3 keeps 3, 0, 4 too (threshold 0.12 of p_max).
+  CHECK(drawn_set(counts(1.0f, 0.12f, 0, 0.3f)) == std::set<TokenId>{4});
+  // Greedy is greedy.
+  SamplingParams g = with_temp(0.0f);
+  g.xtc_probability = 1.0f;
+  g.xtc_threshold = 0.12f;
+  Sampler greedy(g, 5);
+  CHECK(greedy.sample(logits).token == 3);
+  // Off (probability 0) leaves the draws exactly as without it, seed for seed.
+  SamplingParams off = with_temp(1.0f, 9), plain = with_temp(1.0f, 9);
+  off.xtc_threshold = 0.12f;
+  Sampler a(off, 5), b(plain, 5);
+  CHECK(draw_counts(a, logits, 500) == draw_counts(b, logits, 500));
+}
+
 TEST_CASE("repeat penalty, llama.cpp style, over the window", "[sampler]") {
   const std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, 1.5f, -0.25f};
   SamplingParams p = with_temp(0.0f);
@@ -640,6 +683,8 @@ TEST_CASE("validate names the field at fault", "[sampler]") {
   CHECK_THAT(message([](auto& p) { p.top_p = 1.01f; }), Contains("top_p"));
   CHECK_THAT(message([](auto& p) { p.min_p = -0.1f; }), Contains("min_p"));
   CHECK_THAT(message([](auto& p) { p.min_p = 1.5f; }), Contains("min_p"));
+  CHECK_THAT(message([](auto& p) { p.xtc_probability = 1.5f; }), Contains("xtc_probability must be in [0, 1]"));
+  CHECK_THAT(message([](auto& p) { p.xtc_threshold = -0.1f; }), Contains("xtc_threshold"));
   CHECK_THAT(message([](auto& p) { p.repeat_penalty = 0.0f; }), Contains("repeat_penalty"));
   CHECK_THAT(message([](auto& p) { p.repeat_penalty = kInf; }), Contains("repeat_penalty"));
   CHECK_THAT(message([](auto& p) { p.repeat_last_n = -2; }), Contains("repeat_last_n"));
