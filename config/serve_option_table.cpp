@@ -162,8 +162,8 @@ const OptionDescriptor kTable[] = {
     {.key = "http_threads", .flags = "--http-threads", .help = "HTTP worker threads",
      .field = &ServeOptions::http_threads, .min = 1, .max = 1024},
     {.key = "models_dir", .flags = "--models-dir",
-     .help = "Folder of GGUF models served by file name (without .gguf), loaded on demand; NAME.toml beside a "
-             "model holds its own options",
+     .help = "Folder of GGUF models (subfolders three deep too) served by their path from it without .gguf, "
+             "loaded on demand; NAME.toml beside a model holds its own options",
      .field = &ServeOptions::models_dir, .check = check_models_dir},
     {.key = "max_loaded_models", .flags = "--max-loaded-models",
      .help = "Models loaded at once at most; loading one more unloads the least recently used idle model, or "

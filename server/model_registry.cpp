@@ -65,7 +65,7 @@ ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(optio
     e->preloading = true;
     e->file_bytes = files.bytes;
     e->file_mtime_ns = mtime_ns(o.model);
-    e->fingerprint = model_fingerprint(o.model, {});
+    e->fingerprint = model_fingerprint(o.model, false);
     entries_[e->name] = std::move(e);
   }
 }

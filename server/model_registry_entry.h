@@ -37,12 +37,15 @@ struct ModelFiles {
   uint64_t bytes = 0;
   std::string fingerprint;
   std::string name;  // the model's name: the file's stem, a split model's without "-00001-of-0000N"
+  // Beside the file, that name without an extension: its sidecars are
+  // base + ".toml" and base + ".stats.gguf".
+  std::filesystem::path base;
 };
 ModelFiles model_files(const std::filesystem::path& p);
 // What tells that a model's files changed: model_files' fingerprint and, in
-// a models folder (`models_dir` not empty), the mtimes of its NAME.toml,
+// a models folder (`in_folder`), the mtimes of its NAME.toml,
 // NAME.stats.gguf and .generated.gpuidx sidecars.
-std::string model_fingerprint(const std::filesystem::path& p, const std::filesystem::path& models_dir);
+std::string model_fingerprint(const std::filesystem::path& p, bool in_folder);
 
 struct ModelRegistry::Entry {
   std::string name;

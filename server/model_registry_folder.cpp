@@ -45,6 +45,7 @@ int64_t mtime_ns(const fs::path& p) {
 ModelFiles model_files(const fs::path& p) {
   ModelFiles out;
   out.name = p.stem().string();
+  out.base = p.parent_path() / out.name;
   const auto split = gguf::parse_split_name(p);
   if (!split) {
     out.files = {p};
@@ -52,7 +53,10 @@ ModelFiles model_files(const fs::path& p) {
     for (int i = 1; i <= split->count; ++i) out.files.push_back(gguf::split_shard_path(split->prefix, i, split->count));
     // Named without "-00001-of-0000N", unless a plain file has that name.
     std::error_code ec;
-    if (!fs::exists(split->prefix.string() + ".gguf", ec)) out.name = split->prefix.filename().string();
+    if (!fs::exists(split->prefix.string() + ".gguf", ec)) {
+      out.name = split->prefix.filename().string();
+      out.base = split->prefix;
+    }
   }
   for (const fs::path& file : out.files) {
     std::error_code ec;
@@ -66,12 +70,12 @@ ModelFiles model_files(const fs::path& p) {
   return out;
 }
 
-std::string model_fingerprint(const fs::path& p, const fs::path& models_dir) {
+std::string model_fingerprint(const fs::path& p, bool in_folder) {
   const ModelFiles files = model_files(p);
   std::string out = files.fingerprint;
-  if (models_dir.empty()) return out;
+  if (!in_folder) return out;
   std::error_code ec;
-  for (const fs::path& side : {models_dir / (files.name + ".toml"), models_dir / (files.name + ".stats.gguf"),
+  for (const fs::path& side : {fs::path(files.base.string() + ".toml"), fs::path(files.base.string() + ".stats.gguf"),
                               fs::path(p.string() + ".generated.gpuidx")}) {
     out += ":" + std::to_string(fs::exists(side, ec) ? mtime_ns(side) : -1);
   }
@@ -82,6 +86,7 @@ void ModelRegistry::scan_folder() {
   struct Found {
     std::string name;
     fs::path path;
+    fs::path base;  // sidecars: base + ".toml", base + ".stats.gguf"
     std::string fingerprint;
     uint64_t bytes = 0;
     int64_t mtime = 0;
@@ -89,18 +94,31 @@ void ModelRegistry::scan_folder() {
   std::vector<Found> found;
   std::error_code ec;
   const fs::path& dir = options_.serve.models_dir;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  // Subfolders too, as LM Studio (publisher/repo/FILE.gguf) and the Hugging
+  // Face cache (models--org--repo/snapshots/REV/FILE.gguf) keep them; a
+  // model there is named by its path from the folder, "publisher/repo/FILE".
+  constexpr int kMaxDepth = 3;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
     const fs::path p = it->path();
     std::error_code fec;
+    if (it->is_directory(fec)) {
+      const std::string name = p.filename().string();
+      if (it.depth() >= kMaxDepth || name.empty() || name.front() == '.' || it->is_symlink(fec)) {
+        it.disable_recursion_pending();
+      }
+      continue;
+    }
     if (!is_model_file(p) || !fs::is_regular_file(p, fec)) continue;
     ModelFiles files = model_files(p);
     if (files.files.empty()) continue;  // a split model's later shard
     Found f;
     f.path = p;
-    f.name = std::move(files.name);
+    f.name = it.depth() == 0 ? std::move(files.name) : files.base.lexically_relative(dir).generic_string();
+    f.base = std::move(files.base);
     f.bytes = files.bytes;
     f.mtime = mtime_ns(p);
-    f.fingerprint = model_fingerprint(p, dir);
+    f.fingerprint = model_fingerprint(p, true);
     found.push_back(std::move(f));
   }
   std::set<std::string> present;
@@ -123,7 +141,7 @@ void ModelRegistry::scan_folder() {
   std::vector<Configured> configured;
   for (const Found* f : changed) {
     Configured c{options_.serve, {}, {}};
-    const fs::path toml = dir / (f->name + ".toml");
+    const fs::path toml = f->base.string() + ".toml";
     if (fs::exists(toml, ec)) {
       try {
         auto side = config::read_model_sidecar(toml, c.options);
@@ -134,7 +152,7 @@ void ModelRegistry::scan_folder() {
       }
     }
     c.options.model = f->path;
-    const fs::path stats = dir / (f->name + ".stats.gguf");
+    const fs::path stats = f->base.string() + ".stats.gguf";
     if (c.options.stats.empty() && fs::exists(stats, ec)) c.options.stats = stats;
     const fs::path gpuidx = f->path.string() + ".generated.gpuidx";
     if (c.options.placement.empty() && c.options.device != "cpu" && c.options.offload_layers < 0 &&
@@ -189,7 +207,7 @@ void ModelRegistry::recheck_model_file() {
   std::lock_guard lock(mutex_);
   for (auto& [name, e] : entries_) {
     if (e->path.empty()) continue;
-    const std::string fp = model_fingerprint(e->path, {});
+    const std::string fp = model_fingerprint(e->path, false);
     if (fp != e->fingerprint) {
       e->fingerprint = fp;
       if (e->state == ModelState::Failed) {

@@ -363,7 +363,7 @@ void ModelRegistry::load_entry(std::string name) {
       // As the files were when the load failed (a shard missing, say), so
       // that putting them right is seen as a change even if no rescan saw
       // them wrong.
-      e->fingerprint = model_fingerprint(path, folder_mode_ ? options_.serve.models_dir : fs::path());
+      e->fingerprint = model_fingerprint(path, folder_mode_);
       ++e->load_failures;
       if (folder_mode_) {
         spdlog::error("model {}: cannot load: {}", name, failure);

@@ -1,11 +1,14 @@
 // A models folder as downloads leave it: a model split in shards (llama.cpp's
 // gguf-split layout, as large models come from Hugging Face) beside a plain
-// one and a vision projector (mmproj-*.gguf). The split model is listed once,
-// under its name without "-00001-of-00003", with the bytes of all its shards,
-// and answers exactly as the same model in one file served alone; the
-// projector and the later shards are not listed; a shard removed while
-// running makes the next load fail naming the missing file, and putting it
-// back serves again.
+// one and a vision projector (mmproj-*.gguf), and LM Studio's layout
+// (publisher/repo/FILE.gguf, with its NAME.toml beside it). The split model
+// is listed once, under its name without "-00001-of-00003", with the bytes
+// of all its shards, and answers exactly as the same model in one file
+// served alone; the projector and the later shards are not listed; the
+// nested model is named by its path and takes its own options; a shard
+// removed while running makes the next load fail naming the missing file,
+// and putting it back serves again. Files more than three folders down, and
+// hidden folders, are not searched.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -34,7 +37,7 @@ json greedy(const std::string& model) {
 
 }  // namespace
 
-TEST_CASE("a models folder with a split model and a vision projector", "[integration][models_dir][split]") {
+TEST_CASE("a models folder as downloads leave it: a split model, a vision projector, LM Studio's subfolders", "[integration][models_dir][split]") {
   const auto dir = tc::test::scratch_dir("models_dir_split");
   const auto models = dir / "models";
   fs::create_directories(models);
@@ -45,6 +48,14 @@ TEST_CASE("a models folder with a split model and a vision projector", "[integra
   REQUIRE_FALSE(fs::exists(models / "big.gguf"));
   tc::test::make_test_model(models, "small", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --seed 2");
   std::ofstream(models / "mmproj-model-f16.gguf") << "GGUF a projector, not a language model";
+  const auto nested = models / "lmstudio-community" / "Tiny-GGUF";
+  fs::create_directories(nested);
+  tc::test::make_test_model(nested, "Tiny-Q8_0", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --seed 3");
+  std::ofstream(nested / "Tiny-Q8_0.toml") << "aliases = [\"tiny\"]\n";
+  fs::create_directories(models / "a" / "b" / "c" / "d");  // four folders down: not searched
+  fs::copy_file(models / "small.gguf", models / "a" / "b" / "c" / "d" / "too-deep.gguf");
+  fs::create_directories(models / ".cache");
+  fs::copy_file(models / "small.gguf", models / ".cache" / "hidden.gguf");
 
   std::string want;
   {
@@ -65,7 +76,14 @@ TEST_CASE("a models folder with a split model and a vision projector", "[integra
   const json listed = json::parse(list->body);
   for (const auto& m : listed["data"]) ids.push_back(m["id"]);
   std::sort(ids.begin(), ids.end());
-  CHECK(ids == std::vector<std::string>{"big", "small"});
+  CHECK(ids == std::vector<std::string>{"big", "lmstudio-community/Tiny-GGUF/Tiny-Q8_0", "small"});
+  // The nested model answers under its path and under the alias its NAME.toml gives.
+  for (const char* name : {"lmstudio-community/Tiny-GGUF/Tiny-Q8_0", "tiny"}) {
+    INFO(name);
+    const auto n = tc::test::post_json(client, "/v1/completions", greedy(name));
+    CHECK(n.status == 200);
+    CHECK(n.body["model"] == "lmstudio-community/Tiny-GGUF/Tiny-Q8_0");
+  }
   const auto tags = client.Get("/api/tags");
   REQUIRE(tags);
   uint64_t shard_bytes = 0;
