@@ -207,6 +207,22 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   // llama.cpp's XTC, an extension as in llama-server.
   if (auto x = read_number(body, "xtc_probability", 0, 1)) s.xtc_probability = static_cast<float>(*x);
   if (auto x = read_number(body, "xtc_threshold", 0, 1)) s.xtc_threshold = static_cast<float>(*x);
+  // llama.cpp's DRY, an extension as in llama-server.
+  if (auto d = read_number(body, "dry_multiplier", 0, 1000)) s.dry_multiplier = static_cast<float>(*d);
+  if (auto d = read_number(body, "dry_base", 1, 1000)) s.dry_base = static_cast<float>(*d);
+  if (auto d = read_integer(body, "dry_allowed_length", 0, 1 << 20)) s.dry_allowed_length = static_cast<int32_t>(*d);
+  if (auto d = read_integer(body, "dry_penalty_last_n", -1, std::numeric_limits<int32_t>::max())) {
+    s.dry_penalty_last_n = static_cast<int32_t>(*d);
+  }
+  if (const json* v = find_field(body, "dry_sequence_breakers")) {
+    const char* kShape = "'dry_sequence_breakers' must be an array of at most 64 strings of at most 256 bytes";
+    if (!v->is_array() || v->size() > tc::runtime::kMaxDryBreakers) fail(kShape, "dry_sequence_breakers");
+    s.dry_sequence_breakers.clear();
+    for (const auto& b : *v) {
+      if (!b.is_string() || b.get<std::string>().size() > 256) fail(kShape, "dry_sequence_breakers");
+      s.dry_sequence_breakers.push_back(b.get<std::string>());
+    }
+  }
   if (auto p = read_number(body, "presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*p);
   if (auto f = read_number(body, "frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*f);
   if (auto rp = read_number(body, "repeat_penalty", 0, 10)) {

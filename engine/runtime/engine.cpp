@@ -291,6 +291,15 @@ void Engine::Impl::admit(Pending pending) {
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());
   }
+  if (seq->request.sampling.dry_multiplier > 0.0f) {
+    const auto& key = seq->request.sampling.dry_sequence_breakers;
+    auto it = dry_breakers.find(key);
+    if (it == dry_breakers.end()) {
+      if (dry_breakers.size() >= 16) dry_breakers.clear();  // bounded, whatever sets clients send
+      it = dry_breakers.emplace(key, make_dry_breakers(tokenizer(), key)).first;
+    }
+    seq->sampler.set_dry_breakers(it->second);
+  }
   if (seq->request.embedding) {
     seq->pool.emplace(*seq->request.embedding, llama->spec().n_embd);
   } else {

@@ -4,6 +4,7 @@
 // a step, engine_api.cpp the thread-safe facade.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -115,6 +116,8 @@ struct Engine::Impl {
   model::HybridStepTimer* timer = nullptr;      // hybrid with options.time_split; owned by llama
   // Constrained output's token bytes, made by the first such request.
   std::shared_ptr<const ConstraintTokenTable> constraint_tokens;
+  // DRY's breakers per breaker set, made on first use (a scan of the vocabulary).
+  std::map<std::vector<std::string>, std::shared_ptr<const DryBreakers>> dry_breakers;
   EngineBandwidths measured;                    // build()'s probe, published as `bandwidths`
   std::vector<Slot> slots;
   uint64_t tick = 0;                         // admissions and slot releases, in order

@@ -64,6 +64,9 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
   if (options.output_form) {
     sampler.constrain(ConstraintTokenTable::from(tokenizer, tokenizer.n_vocab()), *options.output_form);
   }
+  if (options.sampling.dry_multiplier > 0.0f) {
+    sampler.set_dry_breakers(make_dry_breakers(tokenizer, options.sampling.dry_sequence_breakers));
+  }
   sampler.accept_prompt(prompt_tokens);
   text::StreamingDetokenizer detok(tokenizer, false, /*continuation=*/true);
 

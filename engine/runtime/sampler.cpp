@@ -65,6 +65,18 @@ std::string validate(const SamplingParams& p, int32_t n_vocab) {
     return "xtc_probability must be in [0, 1], got " + fmt(p.xtc_probability);
   }
   if (!in_closed(p.xtc_threshold, 0.0, 1.0)) return "xtc_threshold must be in [0, 1], got " + fmt(p.xtc_threshold);
+  if (!(p.dry_multiplier >= 0.0f && std::isfinite(p.dry_multiplier))) {
+    return "dry_multiplier must be >= 0 (0 = off), got " + fmt(p.dry_multiplier);
+  }
+  if (!(p.dry_base >= 1.0f && std::isfinite(p.dry_base))) return "dry_base must be >= 1, got " + fmt(p.dry_base);
+  if (p.dry_allowed_length < 0) return "dry_allowed_length must be >= 0, got " + std::to_string(p.dry_allowed_length);
+  if (p.dry_penalty_last_n < -1) {
+    return "dry_penalty_last_n must be >= -1 (-1 = the whole history), got " + std::to_string(p.dry_penalty_last_n);
+  }
+  if (p.dry_sequence_breakers.size() > kMaxDryBreakers) {
+    return "dry_sequence_breakers has " + std::to_string(p.dry_sequence_breakers.size()) + " entries; at most " +
+           std::to_string(kMaxDryBreakers);
+  }
   if (!(p.repeat_penalty > 0.0f && std::isfinite(p.repeat_penalty))) {
     return "repeat_penalty must be > 0 (1 = off), got " + fmt(p.repeat_penalty);
   }
@@ -120,6 +132,7 @@ Sampler::Sampler(SamplingParams params, int32_t n_vocab) : params_(std::move(par
 }
 
 void Sampler::reset() {
+  dry_history_.clear();
   window_.clear();
   window_head_ = 0;
   for (TokenId t : gen_distinct_) gen_count_[static_cast<size_t>(t)] = 0;
@@ -142,9 +155,20 @@ void Sampler::push_window(TokenId token) {
   }
 }
 
+void Sampler::push_dry(TokenId token) {
+  if (params_.dry_multiplier == 0.0f || params_.dry_penalty_last_n == 0) return;
+  dry_history_.push_back(token);
+  // Only the last dry_penalty_last_n count: drop the rest now and then.
+  const auto n = static_cast<size_t>(params_.dry_penalty_last_n);
+  if (params_.dry_penalty_last_n > 0 && dry_history_.size() >= 2 * n + 64) {
+    dry_history_.erase(dry_history_.begin(), dry_history_.end() - static_cast<ptrdiff_t>(n));
+  }
+}
+
 void Sampler::accept(TokenId token) {
   TC_CHECK(token >= 0 && token < n_vocab_, "accept: token id out of range");
   push_window(token);
+  push_dry(token);
   if (!gen_count_.empty()) {
     if (gen_count_[static_cast<size_t>(token)]++ == 0) gen_distinct_.push_back(token);
   }
@@ -161,6 +185,7 @@ void Sampler::accept_prompt(std::span<const TokenId> tokens) {
   for (TokenId t : tokens) {
     TC_CHECK(t >= 0 && t < n_vocab_, "accept_prompt: token id out of range");
     push_window(t);
+    push_dry(t);
   }
 }
 
@@ -182,6 +207,14 @@ void Sampler::apply_penalties() {
   for (TokenId t : gen_distinct_) {
     const auto count = static_cast<float>(gen_count_[static_cast<size_t>(t)]);
     work_[static_cast<size_t>(t)] -= params_.presence_penalty + params_.frequency_penalty * count;
+  }
+  if (!dry_history_.empty()) {
+    std::span<const TokenId> recent(dry_history_);
+    if (params_.dry_penalty_last_n > 0 && recent.size() > static_cast<size_t>(params_.dry_penalty_last_n)) {
+      recent = recent.last(static_cast<size_t>(params_.dry_penalty_last_n));
+    }
+    apply_dry_penalty(recent, {params_.dry_multiplier, params_.dry_base, params_.dry_allowed_length},
+                      dry_breakers_.get(), work_, dry_scratch_);
   }
 }
 

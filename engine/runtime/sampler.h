@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/runtime/dry_penalty.h"
 #include "engine/runtime/output_constraint.h"
 #include "engine/text/vocab.h"
 
@@ -41,6 +42,16 @@ struct SamplingParams {
   // 0.5 (at most one token can pass it); not applied at temperature 0.
   float xtc_probability = 0.0f;  // [0, 1]
   float xtc_threshold = 0.1f;    // [0, 1]
+  // DRY (dry_penalty.h), after the other penalties: a token that would
+  // continue a sequence seen earlier among the last dry_penalty_last_n
+  // tokens (prompt included; -1: all of them) loses dry_multiplier *
+  // dry_base^(length - dry_allowed_length) when the length reaches
+  // dry_allowed_length; no repetition spans a sequence breaker. 0 = off.
+  float dry_multiplier = 0.0f;  // >= 0
+  float dry_base = 1.75f;       // >= 1
+  int32_t dry_allowed_length = 2;
+  int32_t dry_penalty_last_n = -1;
+  std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
   // llama.cpp repetition penalty over the last repeat_last_n tokens of prompt
   // + generated text, each distinct token once: logit > 0 ? logit / penalty
   // : logit * penalty. 1 = off.
@@ -59,6 +70,8 @@ struct SamplingParams {
   uint64_t seed = 0;
   int32_t n_probs = 0;  // how many top log-probabilities to return, [0, kMaxProbs]
 };
+
+inline constexpr size_t kMaxDryBreakers = 64;
 
 // An error message naming the field at fault ("top_p must be in (0, 1]"), or
 // empty when the params are valid. With n_vocab > 0 the logit_bias token ids
@@ -98,7 +111,8 @@ struct SampleResult {
 // Samples tokens for one sequence. The chain, in order (llama.cpp's order):
 //   1. NaN logits become -inf.
 //   2. logit_bias (bias <= -100: -inf).
-//   3. penalties: repeat_penalty over the window, then presence/frequency.
+//   3. penalties: repeat_penalty over the window, then presence/frequency,
+//      then DRY.
 //      With a constrained output (constrain()), then every token that
 //      cannot come next in its form becomes -inf.
 //   4. If any logit is +inf, those tokens share all the probability (the
@@ -122,7 +136,8 @@ struct SampleResult {
 // Memory: 12 bytes per vocabulary entry of workspace (plus 4 more each for
 // the repeat-window marks and the generated-token counts when those
 // penalties are on), allocated by the constructor and reused; sample()
-// allocates nothing (accept() grows the history lists, amortised).
+// allocates nothing (accept() grows the history lists, amortised) but a
+// small map of DRY's penalised tokens when DRY is on.
 // Not thread-safe: one Sampler per sequence, used by one thread at a time.
 class Sampler {
  public:
@@ -138,11 +153,15 @@ class Sampler {
 
   // Records a generated token: it counts for all three penalties.
   void accept(TokenId token);
-  // Records prompt tokens: they count for repeat_penalty's window only.
+  // Records prompt tokens: they count for repeat_penalty's window and DRY only.
   void accept_prompt(std::span<const TokenId> tokens);
 
   // Forgets the recorded tokens and restarts the PRNG from the seed.
   void reset();
+
+  // DRY's sequence breakers for this vocabulary (make_dry_breakers of
+  // params().dry_sequence_breakers); without them DRY runs with none.
+  void set_dry_breakers(std::shared_ptr<const DryBreakers> breakers) { dry_breakers_ = std::move(breakers); }
 
   // Constrained output (JSON mode, a forced tool call): from now on only
   // tokens that keep the generated text (what accept() records) a prefix
@@ -170,6 +189,7 @@ class Sampler {
   TokenId draw_token(double z);  // z: sum of exp(logit - max) over the vocab
   void exclude_top_choices();    // XTC over candidates_ (see SamplingParams)
   void push_window(TokenId token);
+  void push_dry(TokenId token);
   uint64_t next_u64();
 
   SamplingParams params_;
@@ -187,6 +207,12 @@ class Sampler {
   // Generated-token counts for presence/frequency, and the distinct ids seen.
   std::vector<int32_t> gen_count_;
   std::vector<TokenId> gen_distinct_;
+
+  // DRY: the recent tokens (prompt and generated; the last
+  // dry_penalty_last_n of them count), its breakers and scratch.
+  std::vector<TokenId> dry_history_;
+  std::shared_ptr<const DryBreakers> dry_breakers_;
+  std::vector<int32_t> dry_scratch_;
 
   std::array<uint64_t, 4> rng_{};  // xoshiro256** state
   std::optional<OutputConstraint> constraint_;  // constrained output

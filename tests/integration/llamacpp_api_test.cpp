@@ -3,7 +3,8 @@
 // /v1/completions' for the same prompt (text or token ids), streamed as
 // llama.cpp streams (pieces, a last object with stop true, no [DONE]),
 // completion_probabilities whose bytes spell the text, XTC taking the
-// second choice where both top choices pass its threshold, json_schema
+// second choice where both top choices pass its threshold, DRY holding back
+// a token that would repeat the prompt, json_schema
 // enforced, SillyTavern's whole sampler body accepted, and a GBNF grammar
 // refused naming the field. /infill is in fim_api_test.cpp.
 #include <catch2/catch.hpp>
@@ -103,6 +104,24 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
       ++checked;
     }
     CHECK(checked > 0);
+  }
+
+  SECTION("DRY: a token that would repeat a sequence of the prompt is held back") {
+    // Token ids as the prompt: "... 100 101" after "100 101 102": 102 would
+    // repeat it. A bias makes 102 the greedy choice; DRY's penalty outweighs it.
+    const auto bos = tc::test::post_json(client, "/tokenize", {{"content", ""}, {"add_special", true}});
+    REQUIRE(bos.status == 200);
+    json ids = bos.body["tokens"];
+    for (int id : {100, 101, 102, 103, 104, 100, 101}) ids.push_back(id);
+    json body = {{"prompt", ids}, {"n_predict", 1}, {"temperature", 0}, {"logit_bias", {{"102", 20}}},
+                 {"dry_sequence_breakers", json::array()}, {"n_probs", 1}};
+    const auto plain = tc::test::post_json(client, "/completion", body);
+    REQUIRE(plain.status == 200);
+    CHECK(plain.body["completion_probabilities"][0]["id"] == 102);
+    body["dry_multiplier"] = 100;
+    const auto dry = tc::test::post_json(client, "/completion", body);
+    REQUIRE(dry.status == 200);
+    CHECK(dry.body["completion_probabilities"][0]["id"] != 102);
   }
 
   SECTION("json_schema is enforced; a GBNF grammar is refused naming the field") {

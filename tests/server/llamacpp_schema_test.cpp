@@ -38,10 +38,11 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
                                      {"logit_bias", json::array({json::array({15, 1.5}), json::array({16, false})})},
                                      {"json_schema", {{"type", "object"}}},
                                      {"grammar", ""},
-                                     // SillyTavern's samplers: XTC taken, the ones this server lacks ignored.
+                                     // SillyTavern's samplers: XTC and DRY taken, the ones this server lacks ignored.
                                      {"typical_p", 1},
                                      {"mirostat", 0},
-                                     {"dry_multiplier", 0},
+                                     {"dry_multiplier", 0.8},
+                                     {"dry_sequence_breakers", json::array({"\n"})},
                                      {"xtc_probability", 0.5},
                                      {"xtc_threshold", 0.2},
                                      {"cache_prompt", true},
@@ -61,6 +62,8 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
   CHECK_FALSE(r.openai.contains("typical_p"));
   CHECK(r.openai["xtc_probability"] == 0.5);
   CHECK(r.openai["xtc_threshold"] == 0.2);
+  CHECK(r.openai["dry_multiplier"] == 0.8);
+  CHECK(r.openai["dry_sequence_breakers"] == json::array({"\n"}));
 
   // A one-string array is one prompt.
   CHECK(translate_llamacpp_completion({{"prompt", json::array({"Hi"})}}).openai["prompt"] == "Hi");

@@ -52,6 +52,11 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
                                     {"min_p", 0.1},
                                     {"xtc_probability", 0.5},
                                     {"xtc_threshold", 0.2},
+                                    {"dry_multiplier", 0.8},
+                                    {"dry_base", 1.5},
+                                    {"dry_allowed_length", 3},
+                                    {"dry_penalty_last_n", 256},
+                                    {"dry_sequence_breakers", {"\n", "###"}},
                                     {"presence_penalty", 0.5},
                                     {"frequency_penalty", -0.5},
                                     {"repeat_penalty", 1.1},
@@ -74,6 +79,11 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
   CHECK(c.sampling.min_p == Approx(0.1));
   CHECK(c.sampling.xtc_probability == Approx(0.5));
   CHECK(c.sampling.xtc_threshold == Approx(0.2));
+  CHECK(c.sampling.dry_multiplier == Approx(0.8));
+  CHECK(c.sampling.dry_base == Approx(1.5));
+  CHECK(c.sampling.dry_allowed_length == 3);
+  CHECK(c.sampling.dry_penalty_last_n == 256);
+  CHECK(c.sampling.dry_sequence_breakers == std::vector<std::string>{"\n", "###"});
   CHECK(c.sampling.presence_penalty == Approx(0.5));
   CHECK(c.sampling.frequency_penalty == Approx(-0.5));
   CHECK(c.sampling.repeat_penalty == Approx(1.1));
@@ -290,6 +300,10 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(p.request->suffix == "tail");
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}, {"echo", true}}) == "echo");
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", 3}}) == "suffix");
+  CHECK(completion_error_param({{"prompt", "x"}, {"dry_base", 0.5}}) == "dry_base");
+  CHECK(completion_error_param({{"prompt", "x"}, {"dry_sequence_breakers", "\n"}}) == "dry_sequence_breakers");
+  CHECK(completion_error_param({{"prompt", "x"}, {"dry_sequence_breakers", {1}}}) == "dry_sequence_breakers");
+  CHECK(completion_error_param({{"prompt", "x"}, {"dry_penalty_last_n", -2}}) == "dry_penalty_last_n");
 }
 
 TEST_CASE("response_format: json_object turns on JSON mode, json_schema asks for a schema, bad shapes are 400s",
