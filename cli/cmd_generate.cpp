@@ -68,6 +68,15 @@ void register_generate(CLI::App& app) {
   sub->add_option("--top-k", s.top_k, "Top-k (0: off)");
   sub->add_option("--top-p", s.top_p, "Top-p (1: off)");
   sub->add_option("--min-p", s.min_p, "Min-p (0: off)");
+  sub->add_option("--xtc-probability", s.xtc_probability, "XTC: chance per token of dropping the top choices (0: off)");
+  sub->add_option("--xtc-threshold", s.xtc_threshold, "XTC: the probability a top choice must reach to be dropped");
+  sub->add_option("--dry-multiplier", s.dry_multiplier, "DRY: penalty of a token continuing a repetition (0: off)");
+  sub->add_option("--dry-base", s.dry_base, "DRY: growth of the penalty per repeated token beyond the allowed length");
+  sub->add_option("--dry-allowed-length", s.dry_allowed_length, "DRY: repetitions up to this length are free");
+  sub->add_option("--dry-penalty-last-n", s.dry_penalty_last_n, "DRY: tokens looked back over (-1: all)");
+  sub->add_option("--dry-sequence-breaker", s.dry_sequence_breakers,
+                  "DRY: a text no repetition spans, taken as is (bash: $'\\n' for a newline); repeat the option for "
+                  "more; replaces the defaults (newline, colon, double quote, asterisk)");
   sub->add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1: off)");
   sub->add_option("--repeat-last-n", s.repeat_last_n, "Repetition penalty window");
   sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");

@@ -139,3 +139,25 @@ TEST_CASE("generate --json-schema writes an instance of the schema, and a bad sc
   const auto both = run_command(bin() + " generate -m " + model + " -p x --json --json-schema " + schema.string());
   CHECK(both.exit_code != 0);
 }
+
+TEST_CASE("generate --dry-multiplier holds back a repetition of the prompt; a bad DRY value names its field",
+          "[integration][cli][dry]") {
+  const auto model = (tc::test::source_dir() / "models" / "default.gguf").string();
+  // The bundled model continues "God created" as the prompt's first sentence did.
+  const std::string prompt =
+      "In the beginning God created the heaven and the earth. And the earth was without form. In the beginning God "
+      "created";
+  const auto greedy = run_command(bin() + " generate -m " + model + " -p '" + prompt + "' -n 6 --temp 0");
+  REQUIRE(greedy.exit_code == 0);
+  INFO(greedy.output);
+  REQUIRE(greedy.output.find(prompt + " the earth") != std::string::npos);
+  const auto dry = run_command(bin() + " generate -m " + model + " -p '" + prompt +
+                               "' -n 6 --temp 0 --dry-multiplier 5 --dry-sequence-breaker ';'");
+  REQUIRE(dry.exit_code == 0);
+  INFO(dry.output);
+  CHECK(dry.output.find(prompt) != std::string::npos);
+  CHECK(dry.output.find(prompt + " the earth") == std::string::npos);  // "God created the" repeats three tokens
+  const auto bad = run_command(bin() + " generate -m " + model + " -p x --dry-base 0.5");
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Catch::Contains("dry_base must be >= 1"));
+}
