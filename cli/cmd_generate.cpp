@@ -68,6 +68,10 @@ void register_generate(CLI::App& app) {
   sub->add_option("--top-k", s.top_k, "Top-k (0: off)");
   sub->add_option("--top-p", s.top_p, "Top-p (1: off)");
   sub->add_option("--min-p", s.min_p, "Min-p (0: off)");
+  sub->add_option("--typical", s.typical_p, "Locally typical sampling, p (1: off)");
+  sub->add_option("--mirostat", s.mirostat, "Mirostat 1 or 2 (0: off): replaces top-k, typical, top-p, min-p and XTC");
+  sub->add_option("--mirostat-ent", s.mirostat_tau, "Mirostat: the target surprise per token, tau (bits)");
+  sub->add_option("--mirostat-lr", s.mirostat_eta, "Mirostat: the learning rate, eta");
   sub->add_option("--xtc-probability", s.xtc_probability, "XTC: chance per token of dropping the top choices (0: off)");
   sub->add_option("--xtc-threshold", s.xtc_threshold, "XTC: the probability a top choice must reach to be dropped");
   sub->add_option("--dry-multiplier", s.dry_multiplier, "DRY: penalty of a token continuing a repetition (0: off)");

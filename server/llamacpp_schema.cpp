@@ -46,7 +46,8 @@ LlamaCppRequest common_fields(const json& body) {
   LlamaCppRequest r;
   json& o = r.openai;
   o = llamacpp_defaults();
-  for (const char* key : {"model", "temperature", "top_k", "top_p", "min_p", "xtc_probability", "xtc_threshold",
+  for (const char* key : {"model", "temperature", "top_k", "top_p", "min_p", "typical_p", "mirostat", "mirostat_tau",
+                          "mirostat_eta", "xtc_probability", "xtc_threshold",
                           "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
                           "dry_sequence_breakers", "seed", "stop", "repeat_penalty", "presence_penalty",
                           "frequency_penalty", "stream", "ignore_eos", "max_tokens", "n_keep"}) {

@@ -105,8 +105,8 @@ void common_fields(const json& body, OllamaRequest& r) {
     return;
   }
   // Same names, same meaning; types and ranges are checked by the OpenAI parser.
-  for (const char* key : {"temperature", "top_k", "top_p", "min_p", "seed", "presence_penalty", "frequency_penalty",
-                          "repeat_penalty", "stop"}) {
+  for (const char* key : {"temperature", "top_k", "top_p", "min_p", "typical_p", "mirostat", "mirostat_tau",
+                          "mirostat_eta", "seed", "presence_penalty", "frequency_penalty", "repeat_penalty", "stop"}) {
     if (auto it = options->find(key); it != options->end() && !it->is_null()) o[key] = *it;
   }
   if (auto it = options->find("num_predict"); it != options->end() && !it->is_null()) {

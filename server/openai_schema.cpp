@@ -207,6 +207,14 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   // llama.cpp's XTC, an extension as in llama-server.
   if (auto x = read_number(body, "xtc_probability", 0, 1)) s.xtc_probability = static_cast<float>(*x);
   if (auto x = read_number(body, "xtc_threshold", 0, 1)) s.xtc_threshold = static_cast<float>(*x);
+  // llama.cpp's typical and mirostat samplers (Ollama's options too), extensions.
+  if (auto t = read_number(body, "typical_p", 0, 1)) {
+    if (*t <= 0) fail("'typical_p' must be in (0, 1]", "typical_p");
+    s.typical_p = static_cast<float>(*t);
+  }
+  if (auto m = read_integer(body, "mirostat", 0, 2)) s.mirostat = static_cast<int32_t>(*m);
+  if (auto m = read_number(body, "mirostat_tau", 0, 100)) s.mirostat_tau = static_cast<float>(*m);
+  if (auto m = read_number(body, "mirostat_eta", 0, 100)) s.mirostat_eta = static_cast<float>(*m);
   // llama.cpp's DRY, an extension as in llama-server.
   if (auto d = read_number(body, "dry_multiplier", 0, 1000)) s.dry_multiplier = static_cast<float>(*d);
   if (auto d = read_number(body, "dry_base", 1, 1000)) s.dry_base = static_cast<float>(*d);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <utility>
 
 #include "engine/runtime/rng.h"
@@ -65,6 +66,14 @@ std::string validate(const SamplingParams& p, int32_t n_vocab) {
     return "xtc_probability must be in [0, 1], got " + fmt(p.xtc_probability);
   }
   if (!in_closed(p.xtc_threshold, 0.0, 1.0)) return "xtc_threshold must be in [0, 1], got " + fmt(p.xtc_threshold);
+  if (!(p.typical_p > 0.0f && p.typical_p <= 1.0f)) return "typical_p must be in (0, 1], got " + fmt(p.typical_p);
+  if (p.mirostat < 0 || p.mirostat > 2) return "mirostat must be 0, 1 or 2, got " + std::to_string(p.mirostat);
+  if (!(p.mirostat_tau >= 0.0f && std::isfinite(p.mirostat_tau))) {
+    return "mirostat_tau must be >= 0, got " + fmt(p.mirostat_tau);
+  }
+  if (!(p.mirostat_eta >= 0.0f && std::isfinite(p.mirostat_eta))) {
+    return "mirostat_eta must be >= 0, got " + fmt(p.mirostat_eta);
+  }
   if (!(p.dry_multiplier >= 0.0f && std::isfinite(p.dry_multiplier))) {
     return "dry_multiplier must be >= 0 (0 = off), got " + fmt(p.dry_multiplier);
   }
@@ -132,6 +141,7 @@ Sampler::Sampler(SamplingParams params, int32_t n_vocab) : params_(std::move(par
 }
 
 void Sampler::reset() {
+  mirostat_mu_ = 2.0f * params_.mirostat_tau;
   dry_history_.clear();
   window_.clear();
   window_head_ = 0;
@@ -276,15 +286,18 @@ TokenId Sampler::draw_token(double z) {
   const bool top_p_on = params_.top_p < 1.0f;
   const bool min_p_on = params_.min_p > 0.0f;
   const bool xtc_on = params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f;
+  const bool typical_on = params_.typical_p < 1.0f;
   const double log_min_p = min_p_on ? std::log(static_cast<double>(params_.min_p)) : 0.0;
-  auto passes_min_p = [&](float v) { return static_cast<double>(v) - m >= log_min_p; };
+  float m_min_p = m;  // p_max of min-p: the most likely token still in
+  auto passes_min_p = [&](float v) { return static_cast<double>(v) - m_min_p >= log_min_p; };
   const float temperature = params_.temperature;
   // 53 random bits -> a double in [0, 1); one per call, whatever is kept.
   const double u = static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+  if (params_.mirostat != 0) return draw_mirostat(u);
   // XTC's chance: a second draw, only when it is on.
   const bool xtc_now = xtc_on && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < params_.xtc_probability;
 
-  if (k == 0 && !top_p_on && !min_p_on && !xtc_now) {
+  if (k == 0 && !top_p_on && !min_p_on && !xtc_now && !typical_on) {
     // Nothing to filter: draw straight from the logits in id order. At
     // temperature 1 the weights are exactly z's terms.
     double sum = z;
@@ -319,7 +332,7 @@ TokenId Sampler::draw_token(double z) {
   // filter while collecting: the top-p prefix of what survives is the same
   // one, because top-p normalises by z over all tokens either way. With
   // top-k, top-p's normaliser is the top-k set, so min-p waits its turn.
-  const bool min_p_early = min_p_on && k == 0;
+  const bool min_p_early = min_p_on && k == 0 && !typical_on;
 
   if (k > 0 && k <= kTopKSortLimit) {
     // Small k: one pass with a bounded heap whose front is the worst kept.
@@ -364,7 +377,7 @@ TokenId Sampler::draw_token(double z) {
     // the mass of each logit band, which says how far down the top-p prefix
     // can reach; only tokens above that line are collected (and sorted).
     int max_bucket = Sampler::kTopPBuckets - 1;
-    if (top_p_on) {
+    if (top_p_on && !typical_on) {  // typical first: top-p's mass is then over what it keeps
       hist_.fill(0);
       for (float v : work_) {
         if (v != -kInf) ++hist_[static_cast<size_t>(top_p_bucket(m - v))];
@@ -387,6 +400,15 @@ TokenId Sampler::draw_token(double z) {
       if (v == -kInf || (min_p_early && !passes_min_p(v)) || top_p_bucket(m - v) > max_bucket) continue;
       c.push_back({v, static_cast<TokenId>(i)});
     }
+  }
+
+  // min-p's p_max: the most likely token left (typical may drop the top).
+  float m_kept = m;
+  if (typical_on) {
+    keep_typical();
+    sorted = true;
+    m_kept = c.front().logit;
+    total = sum_candidates();
   }
 
   if (top_p_on) {
@@ -415,6 +437,7 @@ TokenId Sampler::draw_token(double z) {
   }
 
   if (min_p_on && !min_p_early) {
+    m_min_p = m_kept;
     // The max (always kept) gives p_max, and p / p_max does not change when
     // the kept set is renormalised; stable so the order stays canonical.
     c.erase(std::stable_partition(c.begin(), c.end(), [&](const Candidate& cand) { return passes_min_p(cand.logit); }),
@@ -467,6 +490,123 @@ void Sampler::exclude_top_choices() {
   const TokenId stays_id = stays->id;
   c.erase(std::remove_if(c.begin(), c.end(), [&](const Candidate& cand) { return above(cand) && cand.id != stays_id; }),
           c.end());
+}
+
+TokenId Sampler::draw_mirostat(double u) {
+  const double m = max_logit_;
+  const double t = params_.temperature;
+  auto& c = candidates_;
+  c.clear();
+  // Surprise at the request's temperature: -log2 p = log2 z - (v - m) / (t ln 2).
+  double z = 0.0;  // over the vocabulary, at temperature t
+  for (float v : work_) z += std::exp((static_cast<double>(v) - m) / t);
+  if (params_.mirostat == 2) {
+    // v2: the tokens whose surprise is at most mu (at least the most likely
+    // one): as a logit, v >= m + t ln2 (log2 z - mu).
+    const double v_min = m + t * std::numbers::ln2 * (std::log2(z) - static_cast<double>(mirostat_mu_));
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (work_[i] != -kInf && work_[i] >= v_min) c.push_back({work_[i], static_cast<TokenId>(i)});
+    }
+    if (c.empty()) {
+      const auto best = std::max_element(work_.begin(), work_.end());  // the first of equal maxima: lowest id
+      c.push_back({*best, static_cast<TokenId>(best - work_.begin())});
+    }
+  } else {
+    // v1: a Zipf exponent estimated from the 100 most likely tokens gives
+    // the k that makes the expected surprise mu; the top k are kept.
+    for (size_t i = 0; i < work_.size(); ++i) {
+      if (work_[i] != -kInf) c.push_back({work_[i], static_cast<TokenId>(i)});
+    }
+    const size_t top = std::min<size_t>(c.size(), 100);
+    std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(top), c.end(), Better{});
+    double sum_tb = 0.0, sum_tt = 0.0;
+    for (size_t i = 0; i + 1 < top; ++i) {
+      const double ti = std::log((static_cast<double>(i) + 2.0) / (static_cast<double>(i) + 1.0));
+      const double bi = (static_cast<double>(c[i].logit) - c[i + 1].logit) / t;  // log(p_i / p_i+1)
+      sum_tb += ti * bi;
+      sum_tt += ti * ti;
+    }
+    size_t k = 1;
+    if (sum_tt > 0.0) {
+      const double s_hat = sum_tb / sum_tt;
+      const double eps = s_hat - 1.0;
+      const double kk = std::pow(eps * std::pow(2.0, static_cast<double>(mirostat_mu_)) /
+                                     (1.0 - std::pow(static_cast<double>(n_vocab_), -eps)),
+                                 1.0 / s_hat);
+      if (std::isnan(kk)) k = 1;
+      else k = static_cast<size_t>(std::clamp(kk, 1.0, static_cast<double>(c.size())));
+    }
+    if (k > top) std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), Better{});
+    c.resize(k);  // sorted (Better): a canonical order for the draw
+  }
+  // The draw at the request's temperature over what is kept; mu learns from
+  // the drawn token's surprise among them.
+  double sum = 0.0;
+  for (auto& cand : c) {
+    cand.logit = static_cast<float>(std::exp((static_cast<double>(cand.logit) - m) / t));
+    sum += cand.logit;
+  }
+  const double target = u * sum;
+  double acc = 0.0;
+  const Candidate* drawn = nullptr;
+  for (const auto& cand : c) {
+    acc += cand.logit;
+    if (acc > target && cand.logit > 0.0f) {
+      drawn = &cand;
+      break;
+    }
+  }
+  // Rounding left target at the very top: the last token with weight (the
+  // most likely one always has weight 1).
+  for (auto it = c.rbegin(); drawn == nullptr && it != c.rend(); ++it) {
+    if (it->logit > 0.0f) drawn = &*it;
+  }
+  TC_CHECK(drawn != nullptr, "mirostat: no candidate with weight");
+  const double p = static_cast<double>(drawn->logit) / sum;
+  mirostat_mu_ -= params_.mirostat_eta * static_cast<float>(-std::log2(p) - params_.mirostat_tau);
+  return drawn->id;
+}
+
+void Sampler::keep_typical() {
+  auto& c = candidates_;
+  std::sort(c.begin(), c.end(), Better{});
+  if (c.size() < 2) return;
+  // Probabilities among the candidates at temperature 1, their entropy,
+  // and each one's distance from it: |surprise - entropy| (nats).
+  const double m = c.front().logit;
+  double sum = 0.0;
+  for (const auto& cand : c) sum += std::exp(static_cast<double>(cand.logit) - m);
+  const double log_sum = std::log(sum);
+  double entropy = 0.0;
+  for (const auto& cand : c) {
+    const double log_p = static_cast<double>(cand.logit) - m - log_sum;
+    entropy -= std::exp(log_p) * log_p;
+  }
+  std::vector<std::pair<double, size_t>>& order = typical_order_;
+  order.clear();
+  for (size_t i = 0; i < c.size(); ++i) {
+    const double log_p = static_cast<double>(c[i].logit) - m - log_sum;
+    order.emplace_back(std::fabs(-log_p - entropy), i);
+  }
+  std::sort(order.begin(), order.end());  // ties: the better candidate first (lower index)
+  // The fewest, closest to the entropy first, whose probability passes typical_p.
+  size_t keep = order.size();
+  double cum = 0.0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    cum += std::exp(static_cast<double>(c[order[i].second].logit) - m - log_sum);
+    if (cum > static_cast<double>(params_.typical_p)) {
+      keep = i + 1;
+      break;
+    }
+  }
+  std::vector<bool>& kept = typical_kept_;
+  kept.assign(c.size(), false);
+  for (size_t i = 0; i < keep; ++i) kept[order[i].second] = true;
+  size_t out = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (kept[i]) c[out++] = c[i];  // stays sorted (Better)
+  }
+  c.resize(out);
 }
 
 void Sampler::fill_top(SampleResult& result, double log_z) const {

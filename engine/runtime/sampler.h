@@ -42,6 +42,18 @@ struct SamplingParams {
   // 0.5 (at most one token can pass it); not applied at temperature 0.
   float xtc_probability = 0.0f;  // [0, 1]
   float xtc_threshold = 0.1f;    // [0, 1]
+  // Locally typical sampling (llama.cpp's typical, after top-k): keep the
+  // tokens whose surprise is closest to the distribution's entropy, the
+  // fewest whose probability passes typical_p. 1 = off.
+  float typical_p = 1.0f;  // (0, 1]
+  // Mirostat (1 or 2, llama.cpp's; 0 = off) replaces top-k, typical, top-p,
+  // min-p and XTC: it aims the surprise of each drawn token (-log2 p, at
+  // the request's temperature) at mirostat_tau, learning at mirostat_eta.
+  // v2 keeps the tokens whose surprise is at most mu (mu starts at 2 tau);
+  // v1 keeps the top k, k from a Zipf estimate over the 100 most likely.
+  int32_t mirostat = 0;
+  float mirostat_tau = 5.0f;  // >= 0
+  float mirostat_eta = 0.1f;  // >= 0
   // DRY (dry_penalty.h), after the other penalties: a token that would
   // continue a sequence seen earlier among the last dry_penalty_last_n
   // tokens (prompt included; -1: all of them) loses dry_multiplier *
@@ -118,11 +130,12 @@ struct SampleResult {
 //   4. If any logit is +inf, those tokens share all the probability (the
 //      limit of the softmax); the others become -inf.
 //   5. temperature == 0: argmax, done.
-//   6. top-k, 7. top-p, 8. min-p, 9. XTC, all on the temperature-1
-//      distribution (each renormalised over what the previous step kept;
-//      at least one token always survives; XTC's chance is a second draw
-//      from the PRNG, made only when it is on),
-//   10. temperature, 11. softmax and a draw from the PRNG.
+//   6. top-k, 7. typical, 8. top-p, 9. min-p, 10. XTC, all on the
+//      temperature-1 distribution (each renormalised over what the
+//      previous step kept; at least one token always survives; XTC's chance
+//      is a second draw from the PRNG, made only when it is on),
+//   11. temperature, 12. softmax and a draw from the PRNG.
+//   With mirostat, steps 6-10 are its own cut at the request's temperature.
 // Reported log-probabilities (SampleResult::logprob and top) are the
 // log-softmax at temperature 1 over the whole vocabulary after steps 1-4,
 // whatever the temperature and filters: the model's distribution as the
@@ -173,6 +186,8 @@ class Sampler {
   bool constraint_complete() const { return constraint_ && constraint_->complete(); }
 
   const SamplingParams& params() const { return params_; }
+  // Mirostat's current target surprise (2 tau until a draw; for tests).
+  float mirostat_mu() const { return mirostat_mu_; }
   int32_t n_vocab() const { return n_vocab_; }
 
   static constexpr int kTopPBuckets = 512;  // logit bands of the top-p pre-cut
@@ -188,6 +203,8 @@ class Sampler {
   void fill_top(SampleResult& result, double log_z) const;
   TokenId draw_token(double z);  // z: sum of exp(logit - max) over the vocab
   void exclude_top_choices();    // XTC over candidates_ (see SamplingParams)
+  void keep_typical();           // typical_p over candidates_, which come back sorted (Better)
+  TokenId draw_mirostat(double u);  // sampler_mirostat.cpp
   void push_window(TokenId token);
   void push_dry(TokenId token);
   uint64_t next_u64();
@@ -213,6 +230,10 @@ class Sampler {
   std::vector<TokenId> dry_history_;
   std::shared_ptr<const DryBreakers> dry_breakers_;
   std::vector<int32_t> dry_scratch_;
+
+  float mirostat_mu_ = 0.0f;  // mirostat's running target (see mirostat_mu())
+  std::vector<std::pair<double, size_t>> typical_order_;  // typical's scratch
+  std::vector<bool> typical_kept_;
 
   std::array<uint64_t, 4> rng_{};  // xoshiro256** state
   std::optional<OutputConstraint> constraint_;  // constrained output

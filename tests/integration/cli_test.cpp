@@ -140,7 +140,7 @@ TEST_CASE("generate --json-schema writes an instance of the schema, and a bad sc
   CHECK(both.exit_code != 0);
 }
 
-TEST_CASE("generate --dry-multiplier holds back a repetition of the prompt; a bad DRY value names its field",
+TEST_CASE("generate --dry-multiplier holds back a repetition of the prompt, and a bad DRY value names its field",
           "[integration][cli][dry]") {
   const auto model = (tc::test::source_dir() / "models" / "default.gguf").string();
   // The bundled model continues "God created" as the prompt's first sentence did.

@@ -38,7 +38,7 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
                                      {"logit_bias", json::array({json::array({15, 1.5}), json::array({16, false})})},
                                      {"json_schema", {{"type", "object"}}},
                                      {"grammar", ""},
-                                     // SillyTavern's samplers: XTC and DRY taken, the ones this server lacks ignored.
+                                     // SillyTavern's samplers, taken; its cache and order fields ignored.
                                      {"typical_p", 1},
                                      {"mirostat", 0},
                                      {"dry_multiplier", 0.8},
@@ -59,7 +59,9 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
   CHECK(r.openai["logit_bias"] == json({{"15", 1.5}, {"16", -100}}));
   CHECK(r.openai["response_format"]["type"] == "json_schema");
   CHECK(r.openai["response_format"]["json_schema"]["schema"] == json({{"type", "object"}}));
-  CHECK_FALSE(r.openai.contains("typical_p"));
+  CHECK(r.openai["typical_p"] == 1);
+  CHECK(r.openai["mirostat"] == 0);
+  CHECK_FALSE(r.openai.contains("samplers"));
   CHECK(r.openai["xtc_probability"] == 0.5);
   CHECK(r.openai["xtc_threshold"] == 0.2);
   CHECK(r.openai["dry_multiplier"] == 0.8);

@@ -52,6 +52,10 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
                                     {"min_p", 0.1},
                                     {"xtc_probability", 0.5},
                                     {"xtc_threshold", 0.2},
+                                    {"typical_p", 0.9},
+                                    {"mirostat", 2},
+                                    {"mirostat_tau", 4.0},
+                                    {"mirostat_eta", 0.2},
                                     {"dry_multiplier", 0.8},
                                     {"dry_base", 1.5},
                                     {"dry_allowed_length", 3},
@@ -79,6 +83,10 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
   CHECK(c.sampling.min_p == Approx(0.1));
   CHECK(c.sampling.xtc_probability == Approx(0.5));
   CHECK(c.sampling.xtc_threshold == Approx(0.2));
+  CHECK(c.sampling.typical_p == Approx(0.9));
+  CHECK(c.sampling.mirostat == 2);
+  CHECK(c.sampling.mirostat_tau == Approx(4.0));
+  CHECK(c.sampling.mirostat_eta == Approx(0.2));
   CHECK(c.sampling.dry_multiplier == Approx(0.8));
   CHECK(c.sampling.dry_base == Approx(1.5));
   CHECK(c.sampling.dry_allowed_length == 3);
@@ -301,6 +309,8 @@ TEST_CASE("completion request: legacy logprobs and echo", "[server][schema]") {
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", "tail"}, {"echo", true}}) == "echo");
   CHECK(completion_error_param({{"prompt", "x"}, {"suffix", 3}}) == "suffix");
   CHECK(completion_error_param({{"prompt", "x"}, {"dry_base", 0.5}}) == "dry_base");
+  CHECK(completion_error_param({{"prompt", "x"}, {"mirostat", 3}}) == "mirostat");
+  CHECK(completion_error_param({{"prompt", "x"}, {"typical_p", 0}}) == "typical_p");
   CHECK(completion_error_param({{"prompt", "x"}, {"dry_sequence_breakers", "\n"}}) == "dry_sequence_breakers");
   CHECK(completion_error_param({{"prompt", "x"}, {"dry_sequence_breakers", {1}}}) == "dry_sequence_breakers");
   CHECK(completion_error_param({{"prompt", "x"}, {"dry_penalty_last_n", -2}}) == "dry_penalty_last_n");

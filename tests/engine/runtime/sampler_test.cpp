@@ -370,6 +370,107 @@ TEST_CASE("XTC drops the top choices above its threshold but the least likely of
   CHECK(draw_counts(a, logits, 500) == draw_counts(b, logits, 500));
 }
 
+TEST_CASE("typical keeps the tokens closest to the entropy, before top-p and min-p", "[sampler]") {
+  // float64 reference: entropy, |surprise - entropy| ascending (ties: the
+  // more likely first), the fewest whose mass passes typical_p.
+  auto typical_set = [](const std::vector<double>& probs, double typical_p) {
+    double entropy = 0.0;
+    for (double q : probs) entropy -= q * std::log(q);
+    std::vector<std::pair<double, size_t>> order;
+    for (size_t i = 0; i < probs.size(); ++i) order.emplace_back(std::fabs(-std::log(probs[i]) - entropy), i);
+    std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : probs[a.second] > probs[b.second];
+    });
+    std::vector<double> kept(probs.size(), 0.0);
+    double cum = 0.0, mass = 0.0;
+    for (const auto& [score, i] : order) {
+      kept[i] = probs[i];
+      mass += probs[i];
+      cum += probs[i];
+      if (cum > typical_p) break;
+    }
+    for (double& q : kept) q /= mass;
+    return kept;
+  };
+  const std::vector<double> probs = {0.3, 0.1, 0.05, 0.4, 0.15};
+  const auto logits = logits_from_probs(probs);
+  for (const double tp : {0.5, 0.8, 0.9}) {  // away from the cumulative sums 0.3, 0.7, 0.85, 0.95
+    CAPTURE(tp);
+    for (int top_k : {0, 5, 300}) {  // no top-k, a heap top-k, and one above the heap's limit
+      CAPTURE(top_k);
+      SamplingParams p = with_temp(1.0f, 11);
+      p.typical_p = static_cast<float>(tp);
+      p.top_k = top_k;
+      Sampler sampler(p, 5);
+      CHECK(chi_square(draw_counts(sampler, logits, 20000), typical_set(probs, tp)) < 25.0);
+    }
+  }
+  // A top token far above the typical ones is dropped, and min-p then takes
+  // its p_max among what typical kept: the five 0.12s all stay.
+  const std::vector<double> peaked = {0.4, 0.12, 0.12, 0.12, 0.12, 0.12};
+  SamplingParams p = with_temp(1.0f, 12);
+  p.typical_p = 0.5f;
+  p.min_p = 0.9f;
+  Sampler sampler(p, 6);
+  CHECK(drawn_set(draw_counts(sampler, logits_from_probs(peaked), 4000)) == std::set<TokenId>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("mirostat: v2 keeps the tokens within mu, v1 the top k of its Zipf estimate, and mu learns", "[sampler]") {
+  // Sorted: 3 (0.4), 0 (0.3), 4 (0.15), 1 (0.1), 2 (0.05).
+  const std::vector<double> probs = {0.3, 0.1, 0.05, 0.4, 0.15};
+  const auto logits = logits_from_probs(probs);
+  // First draws of fresh samplers (mu = 2 tau), one per seed.
+  auto first_draws = [&](int version, float tau) {
+    std::vector<int> counts(5, 0);
+    for (uint64_t seed = 1; seed <= 6000; ++seed) {
+      SamplingParams p = with_temp(1.0f, seed);
+      p.mirostat = version;
+      p.mirostat_tau = tau;
+      Sampler sampler(p, 5);
+      ++counts[static_cast<size_t>(sampler.sample(logits).token)];
+    }
+    return counts;
+  };
+  // v2, tau 1: mu 2 keeps surprise <= 2 bits, p >= 0.25: tokens 3 and 0.
+  CHECK(chi_square(first_draws(2, 1.0f), {0.3 / 0.7, 0.0, 0.0, 0.4 / 0.7, 0.0}) < 25.0);
+  // v2, tau 0.5: mu 1 keeps p >= 0.5: nothing, so the most likely alone.
+  CHECK(drawn_set(first_draws(2, 0.5f)) == std::set<TokenId>{3});
+  // v1 (float64 reference): s from the sorted probabilities, then k.
+  auto k_of = [&](double mu) {
+    const std::vector<double> sorted = {0.4, 0.3, 0.15, 0.1, 0.05};
+    double tb = 0.0, tt = 0.0;
+    for (size_t i = 0; i + 1 < sorted.size(); ++i) {
+      const double t = std::log((i + 2.0) / (i + 1.0));
+      tb += t * std::log(sorted[i] / sorted[i + 1]);
+      tt += t * t;
+    }
+    const double s_hat = tb / tt, eps = s_hat - 1.0;
+    return std::clamp(std::pow(eps * std::pow(2.0, mu) / (1.0 - std::pow(5.0, -eps)), 1.0 / s_hat), 1.0, 5.0);
+  };
+  REQUIRE(static_cast<int>(k_of(2.0)) == 2);
+  REQUIRE(static_cast<int>(k_of(1.0)) == 1);
+  CHECK(chi_square(first_draws(1, 1.0f), {0.3 / 0.7, 0.0, 0.0, 0.4 / 0.7, 0.0}) < 25.0);
+  CHECK(drawn_set(first_draws(1, 0.5f)) == std::set<TokenId>{3});
+
+  // mu after a draw: mu - eta * (surprise of the drawn token among those kept - tau).
+  SamplingParams p = with_temp(1.0f, 5);
+  p.mirostat = 2;
+  p.mirostat_tau = 1.0f;
+  p.mirostat_eta = 0.25f;
+  Sampler sampler(p, 5);
+  CHECK(sampler.mirostat_mu() == 2.0f);
+  const TokenId t = sampler.sample(logits).token;
+  const double kept_p = (t == 3 ? 0.4 : 0.3) / 0.7;
+  CHECK(sampler.mirostat_mu() == Approx(2.0 - 0.25 * (-std::log2(kept_p) - 1.0)).epsilon(1e-5));
+  sampler.reset();
+  CHECK(sampler.mirostat_mu() == 2.0f);
+  // Greedy stays greedy.
+  SamplingParams g = with_temp(0.0f);
+  g.mirostat = 2;
+  Sampler greedy(g, 5);
+  CHECK(greedy.sample(logits).token == 3);
+}
+
 TEST_CASE("repeat penalty, llama.cpp style, over the window", "[sampler]") {
   const std::vector<float> logits = {2.0f, -1.0f, 0.5f, 3.0f, 1.5f, -0.25f};
   SamplingParams p = with_temp(0.0f);
@@ -685,6 +786,10 @@ TEST_CASE("validate names the field at fault", "[sampler]") {
   CHECK_THAT(message([](auto& p) { p.min_p = 1.5f; }), Contains("min_p"));
   CHECK_THAT(message([](auto& p) { p.xtc_probability = 1.5f; }), Contains("xtc_probability must be in [0, 1]"));
   CHECK_THAT(message([](auto& p) { p.xtc_threshold = -0.1f; }), Contains("xtc_threshold"));
+  CHECK_THAT(message([](auto& p) { p.typical_p = 0.0f; }), Contains("typical_p must be in (0, 1]"));
+  CHECK_THAT(message([](auto& p) { p.mirostat = 3; }), Contains("mirostat must be 0, 1 or 2"));
+  CHECK_THAT(message([](auto& p) { p.mirostat_tau = -1.0f; }), Contains("mirostat_tau"));
+  CHECK_THAT(message([](auto& p) { p.mirostat_eta = kNaN; }), Contains("mirostat_eta"));
   CHECK_THAT(message([](auto& p) { p.repeat_penalty = 0.0f; }), Contains("repeat_penalty"));
   CHECK_THAT(message([](auto& p) { p.repeat_penalty = kInf; }), Contains("repeat_penalty"));
   CHECK_THAT(message([](auto& p) { p.repeat_last_n = -2; }), Contains("repeat_last_n"));
