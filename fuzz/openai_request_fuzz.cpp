@@ -1,8 +1,9 @@
 // libFuzzer target for what a client controls on /v1/completions,
 // /v1/chat/completions and the embedding routes before any token is
 // generated: the body bytes go through parse_json_body (as the routes call
-// it), then parse_completion_request, parse_chat_request and the three
-// embedding parsers (embedding_schema.h); a chat request that
+// it), then parse_completion_request, parse_chat_request, the llama.cpp and
+// Ollama generate translations (llamacpp_schema.h, ollama_schema.h) and the
+// three embedding parsers (embedding_schema.h); a chat request that
 // parses is rendered by the bundled chat templates of the common model
 // families (tests/data/chat_templates/templates) with the server's own
 // variables (chat_prompt_variables). An ApiError or a ChatTemplateError is
@@ -27,6 +28,8 @@
 #include "server/chat_prompt_variables.h"
 #include "server/embedding_schema.h"
 #include "server/harmony_split.h"
+#include "server/llamacpp_schema.h"
+#include "server/ollama_schema.h"
 #include "server/openai_schema.h"
 #include "server/reasoning_split.h"
 #include "server/request_body.h"
@@ -160,6 +163,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tc::server::RequestLimits limits;
   limits.n_vocab = 32000;
   check_parsed(tc::server::parse_completion_request(body, limits));
+  // llama.cpp's /completion and /infill and Ollama's /api/generate: a 400
+  // or a body the completion parser then judges.
+  for (const auto& translated :
+       {tc::server::translate_llamacpp_completion(body), tc::server::translate_llamacpp_infill(body)}) {
+    if (translated.error) {
+      require(translated.error->status == 400 && !translated.error->message.empty(), "llama.cpp: a 400 with a message");
+    } else {
+      check_parsed(tc::server::parse_completion_request(translated.openai, limits));
+    }
+  }
+  const auto ollama = tc::server::translate_ollama_generate(body);
+  if (!ollama.error && ollama.completion) check_parsed(tc::server::parse_completion_request(ollama.openai, limits));
   check_embedding(tc::server::parse_openai_embedding(body), true);
   check_embedding(tc::server::parse_ollama_embed(body), false);
   check_embedding(tc::server::parse_ollama_embeddings(body), false);

@@ -83,8 +83,9 @@ void GgufFile::open_shards(UnsupportedDtypes unsupported) {
                                     str(i + 1) + " of " + str(count) + ")");
     }
     for (TensorInfo t : shard.tensors_) {
-      if (tensor_index_.count(t.name) != 0 || std::any_of(unsupported_.begin(), unsupported_.end(),
-                                                          [&](const UnsupportedTensor& u) { return u.name == t.name; })) {
+      if (tensor_index_.count(t.name) != 0 ||
+          std::any_of(unsupported_.begin(), unsupported_.end(),
+                      [&](const UnsupportedTensor& u) { return u.name == t.name; })) {
         throw ModelLoadError::for_tensor(shard.path_, t.name, "is also in an earlier shard of the split model");
       }
       t.shard = static_cast<uint32_t>(i);

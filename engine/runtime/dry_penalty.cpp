@@ -61,7 +61,8 @@ std::shared_ptr<const DryBreakers> make_dry_breakers(const text::Tokenizer& toke
       }
       // The word ends with the breaker's first `rest` bytes: the breaker is
       // whole if the tokens of its remainder follow.
-      for (size_t pos = word.find(breaker.front()); pos != std::string::npos; pos = word.find(breaker.front(), pos + 1)) {
+      for (size_t pos = word.find(breaker.front()); pos != std::string::npos;
+           pos = word.find(breaker.front(), pos + 1)) {
         const size_t rest = word.size() - pos;
         if (rest >= breaker.size() || word.compare(pos, rest, breaker, 0, rest) != 0) continue;
         std::vector<TokenId> tail = tokenizer.encode(breaker.substr(rest), plain);

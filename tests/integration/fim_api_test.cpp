@@ -34,8 +34,8 @@ json greedy(json body, int max_tokens = 12) {
 
 // /tokenize's ids for `text`.
 json tokenize(httplib::Client& client, const std::string& text, bool add_special, bool parse_special) {
-  const auto t = tc::test::post_json(client, "/tokenize",
-                                     {{"content", text}, {"add_special", add_special}, {"parse_special", parse_special}});
+  const auto t = tc::test::post_json(
+      client, "/tokenize", {{"content", text}, {"add_special", add_special}, {"parse_special", parse_special}});
   REQUIRE(t.status == 200);
   return t.body["tokens"];
 }
@@ -163,8 +163,8 @@ TEST_CASE("completions with a suffix fill in the middle between prompt and suffi
   }
 
   SECTION("a suffix with echo or with token ids is a 400 naming the field") {
-    const auto echo =
-        tc::test::post_json(client, "/v1/completions", greedy({{"prompt", kPrefix}, {"suffix", kSuffix}, {"echo", true}}));
+    const auto echo = tc::test::post_json(client, "/v1/completions",
+                                          greedy({{"prompt", kPrefix}, {"suffix", kSuffix}, {"echo", true}}));
     CHECK(echo.status == 400);
     CHECK(echo.body["error"]["param"] == "echo");
     const auto ids = tc::test::post_json(client, "/v1/completions",

@@ -32,7 +32,8 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
   const std::string want = v1.body["choices"][0]["text"];
   REQUIRE_FALSE(want.empty());
 
-  const auto r = tc::test::post_json(client, "/completion", {{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}});
+  const auto r =
+      tc::test::post_json(client, "/completion", {{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0}});
   REQUIRE(r.status == 200);
   INFO(r.raw);
   CHECK(r.body["content"] == want);
@@ -128,8 +129,8 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
     const json schema = {{"type", "object"},
                          {"properties", {{"name", {{"type", "string"}, {"maxLength", 5}}}}},
                          {"required", json::array({"name"})}};
-    const auto j = tc::test::post_json(client, "/completion",
-                                       {{"prompt", prompt}, {"n_predict", 40}, {"temperature", 0}, {"json_schema", schema}});
+    const auto j = tc::test::post_json(
+        client, "/completion", {{"prompt", prompt}, {"n_predict", 40}, {"temperature", 0}, {"json_schema", schema}});
     REQUIRE(j.status == 200);
     const std::string content = j.body["content"];
     INFO(content);

@@ -37,7 +37,8 @@ json greedy(const std::string& model) {
 
 }  // namespace
 
-TEST_CASE("a models folder as downloads leave it: a split model, a vision projector, LM Studio's subfolders", "[integration][models_dir][split]") {
+TEST_CASE("a models folder as downloads leave it: a split model, a vision projector, LM Studio's subfolders",
+          "[integration][models_dir][split]") {
   const auto dir = tc::test::scratch_dir("models_dir_split");
   const auto models = dir / "models";
   fs::create_directories(models);

@@ -64,7 +64,9 @@ std::unique_ptr<Tokenizer> check_against_llama(const std::filesystem::path& path
   return ours;
 }
 
-Vocab trained_spm() { return tc::text::train_vocab(tc::oracle::tokenizer_corpus_text(), {tc::text::TokenizerKind::Spm, 1024}); }
+Vocab trained_spm() {
+  return tc::text::train_vocab(tc::oracle::tokenizer_corpus_text(), {tc::text::TokenizerKind::Spm, 1024});
+}
 
 TokenId append_token(Vocab& v, const std::string& text, TokenType type) {
   v.tokens.push_back(text);

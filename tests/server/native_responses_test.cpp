@@ -72,5 +72,6 @@ TEST_CASE("native objects: completion_probabilities as llama.cpp writes them", "
   NativeMeta meta;
   const auto whole = native_final(meta, " hello", false, FinishReason::Stop, {}, {}, {hello});
   CHECK(whole["completion_probabilities"].size() == 1);
-  CHECK_FALSE(native_final(meta, " hello", true, FinishReason::Stop, {}, {}, {hello}).contains("completion_probabilities"));
+  CHECK_FALSE(
+      native_final(meta, " hello", true, FinishReason::Stop, {}, {}, {hello}).contains("completion_probabilities"));
 }

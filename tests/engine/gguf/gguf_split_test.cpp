@@ -70,8 +70,9 @@ TEST_CASE("split shard names: taken apart and made as llama.cpp's", "[gguf][spli
   CHECK(n->no == 2);
   CHECK(n->count == 3);
   CHECK(tc::gguf::split_shard_path(n->prefix, 1, 3) == fs::path("/models/Qwen2.5-72B-Q4_K_M-00001-of-00003.gguf"));
-  for (const char* bad : {"m.gguf", "m-0001-of-0003.gguf", "m-00004-of-00003.gguf", "m-00000-of-00003.gguf",
-                          "m-00001-of-00003.bin", "-00001-of-00003.gguf", "m-0000a-of-00003.gguf", "m_00001-of-00003.gguf"}) {
+  for (const char* bad :
+       {"m.gguf", "m-0001-of-0003.gguf", "m-00004-of-00003.gguf", "m-00000-of-00003.gguf", "m-00001-of-00003.bin",
+        "-00001-of-00003.gguf", "m-0000a-of-00003.gguf", "m_00001-of-00003.gguf"}) {
     INFO(bad);
     CHECK_FALSE(tc::gguf::parse_split_name(bad));
   }

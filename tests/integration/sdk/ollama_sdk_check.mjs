@@ -317,9 +317,8 @@ await check('generate with a suffix fills in the middle: the FIM prompt written 
   assert.ok(r.response.length > 0, 'a comparison of real text');
   assert.equal(r.prompt_eval_count, body.usage.prompt_tokens);
   const parts = [];
-  for await (const part of await ollama.generate({ model: coder, prompt: prefix, suffix, options: greedy, stream: true })) {
-    parts.push(part.response);
-  }
+  const streamed = await ollama.generate({ model: coder, prompt: prefix, suffix, options: greedy, stream: true });
+  for await (const part of streamed) parts.push(part.response);
   assert.equal(parts.join(''), r.response);
   await expectError(ollama.generate({ model: modelA, prompt: prefix, suffix }), 400, 'fill in the middle');
 });
