@@ -68,6 +68,9 @@ void register_generate(CLI::App& app) {
   sub->add_option("--top-k", s.top_k, "Top-k (0: off)");
   sub->add_option("--top-p", s.top_p, "Top-p (1: off)");
   sub->add_option("--min-p", s.min_p, "Min-p (0: off)");
+  sub->add_option("--top-nsigma", s.top_n_sigma, "Top-n-sigma: keep logits within n sd of the largest (<= 0: off)");
+  sub->add_option("--dynatemp-range", s.dynatemp_range, "Dynamic temperature: temperature +- this by entropy (0: off)");
+  sub->add_option("--dynatemp-exp", s.dynatemp_exponent, "Dynamic temperature: the entropy's exponent");
   sub->add_option("--typical", s.typical_p, "Locally typical sampling, p (1: off)");
   sub->add_option("--mirostat", s.mirostat, "Mirostat 1 or 2 (0: off): replaces top-k, typical, top-p, min-p and XTC");
   sub->add_option("--mirostat-ent", s.mirostat_tau, "Mirostat: the target surprise per token, tau (bits)");

@@ -47,7 +47,8 @@ LlamaCppRequest common_fields(const json& body) {
   json& o = r.openai;
   o = llamacpp_defaults();
   for (const char* key : {"model", "temperature", "top_k", "top_p", "min_p", "typical_p", "mirostat", "mirostat_tau",
-                          "mirostat_eta", "xtc_probability", "xtc_threshold",
+                          "mirostat_eta", "top_n_sigma", "dynatemp_range", "dynatemp_exponent", "xtc_probability",
+                          "xtc_threshold",
                           "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
                           "dry_sequence_breakers", "seed", "stop", "repeat_penalty", "presence_penalty",
                           "frequency_penalty", "stream", "ignore_eos", "max_tokens", "n_keep"}) {

@@ -5,9 +5,8 @@
 // logit_bias as [[id, bias], ...] pairs -> an object), its server's sampling
 // defaults fill what the body leaves out, and what cannot be honoured is a
 // 400 naming the field (a GBNF grammar, more than one prompt). Fields of
-// samplers this server does not have (top_n_sigma, dynatemp_*) and of its
-// caches and slots (cache_prompt, id_slot, samplers,
-// t_max_*_ms, ...) are ignored. No HTTP here, so it is unit-tested directly.
+// its caches and slots (cache_prompt, id_slot, samplers, t_max_*_ms, ...)
+// are ignored. No HTTP here, so it is unit-tested directly.
 #pragma once
 
 #include <cstdint>

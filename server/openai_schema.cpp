@@ -207,6 +207,10 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   // llama.cpp's XTC, an extension as in llama-server.
   if (auto x = read_number(body, "xtc_probability", 0, 1)) s.xtc_probability = static_cast<float>(*x);
   if (auto x = read_number(body, "xtc_threshold", 0, 1)) s.xtc_threshold = static_cast<float>(*x);
+  // llama.cpp's top-n-sigma and dynamic temperature, extensions.
+  if (auto n = read_number(body, "top_n_sigma", -1e6, 1e6)) s.top_n_sigma = static_cast<float>(*n);
+  if (auto d = read_number(body, "dynatemp_range", 0, 100)) s.dynatemp_range = static_cast<float>(*d);
+  if (auto d = read_number(body, "dynatemp_exponent", 0, 100)) s.dynatemp_exponent = static_cast<float>(*d);
   // llama.cpp's typical and mirostat samplers (Ollama's options too), extensions.
   if (auto t = read_number(body, "typical_p", 0, 1)) {
     if (*t <= 0) fail("'typical_p' must be in (0, 1]", "typical_p");

@@ -66,6 +66,13 @@ std::string validate(const SamplingParams& p, int32_t n_vocab) {
     return "xtc_probability must be in [0, 1], got " + fmt(p.xtc_probability);
   }
   if (!in_closed(p.xtc_threshold, 0.0, 1.0)) return "xtc_threshold must be in [0, 1], got " + fmt(p.xtc_threshold);
+  if (!std::isfinite(p.top_n_sigma)) return "top_n_sigma must be a number, got " + fmt(p.top_n_sigma);
+  if (!(p.dynatemp_range >= 0.0f && std::isfinite(p.dynatemp_range))) {
+    return "dynatemp_range must be >= 0 (0 = off), got " + fmt(p.dynatemp_range);
+  }
+  if (!(p.dynatemp_exponent >= 0.0f && std::isfinite(p.dynatemp_exponent))) {
+    return "dynatemp_exponent must be >= 0, got " + fmt(p.dynatemp_exponent);
+  }
   if (!(p.typical_p > 0.0f && p.typical_p <= 1.0f)) return "typical_p must be in (0, 1], got " + fmt(p.typical_p);
   if (p.mirostat < 0 || p.mirostat > 2) return "mirostat must be 0, 1 or 2, got " + std::to_string(p.mirostat);
   if (!(p.mirostat_tau >= 0.0f && std::isfinite(p.mirostat_tau))) {
@@ -287,6 +294,10 @@ TokenId Sampler::draw_token(double z) {
   const bool min_p_on = params_.min_p > 0.0f;
   const bool xtc_on = params_.xtc_probability > 0.0f && params_.xtc_threshold <= 0.5f;
   const bool typical_on = params_.typical_p < 1.0f;
+  const bool dynatemp_on = params_.dynatemp_range > 0.0f;
+  // top-n-sigma's floor: logits below it are out (-inf when off).
+  const float sigma_floor = top_n_sigma_floor();
+  const bool sigma_on = sigma_floor != -kInf;
   const double log_min_p = min_p_on ? std::log(static_cast<double>(params_.min_p)) : 0.0;
   float m_min_p = m;  // p_max of min-p: the most likely token still in
   auto passes_min_p = [&](float v) { return static_cast<double>(v) - m_min_p >= log_min_p; };
@@ -297,7 +308,7 @@ TokenId Sampler::draw_token(double z) {
   // XTC's chance: a second draw, only when it is on.
   const bool xtc_now = xtc_on && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < params_.xtc_probability;
 
-  if (k == 0 && !top_p_on && !min_p_on && !xtc_now && !typical_on) {
+  if (k == 0 && !top_p_on && !min_p_on && !xtc_now && !typical_on && !sigma_on && !dynatemp_on) {
     // Nothing to filter: draw straight from the logits in id order. At
     // temperature 1 the weights are exactly z's terms.
     double sum = z;
@@ -339,7 +350,7 @@ TokenId Sampler::draw_token(double z) {
     const Better better;
     for (size_t i = 0; i < work_.size(); ++i) {
       const Candidate cand{work_[i], static_cast<TokenId>(i)};
-      if (cand.logit == -kInf) continue;
+      if (cand.logit == -kInf || cand.logit < sigma_floor) continue;
       if (c.size() < k) {
         c.push_back(cand);
         std::push_heap(c.begin(), c.end(), better);
@@ -354,7 +365,7 @@ TokenId Sampler::draw_token(double z) {
     if (top_p_on) total = sum_candidates();
   } else if (k > kTopKSortLimit) {
     for (size_t i = 0; i < work_.size(); ++i) {
-      if (work_[i] != -kInf) c.push_back({work_[i], static_cast<TokenId>(i)});
+      if (work_[i] != -kInf && work_[i] >= sigma_floor) c.push_back({work_[i], static_cast<TokenId>(i)});
     }
     if (k < c.size()) {
       std::nth_element(c.begin(), c.begin() + static_cast<ptrdiff_t>(k - 1), c.end(), Better{});
@@ -368,7 +379,7 @@ TokenId Sampler::draw_token(double z) {
         c.clear();
         for (size_t i = 0; i < work_.size(); ++i) {
           const Candidate cand{work_[i], static_cast<TokenId>(i)};
-          if (cand.logit != -kInf && !Better{}(pivot, cand)) c.push_back(cand);
+          if (cand.logit != -kInf && cand.logit >= sigma_floor && !Better{}(pivot, cand)) c.push_back(cand);
         }
       }
     }
@@ -377,7 +388,7 @@ TokenId Sampler::draw_token(double z) {
     // the mass of each logit band, which says how far down the top-p prefix
     // can reach; only tokens above that line are collected (and sorted).
     int max_bucket = Sampler::kTopPBuckets - 1;
-    if (top_p_on && !typical_on) {  // typical first: top-p's mass is then over what it keeps
+    if (top_p_on && !typical_on && !sigma_on) {  // else top-p's mass is over what those keep
       hist_.fill(0);
       for (float v : work_) {
         if (v != -kInf) ++hist_[static_cast<size_t>(top_p_bucket(m - v))];
@@ -397,10 +408,13 @@ TokenId Sampler::draw_token(double z) {
     }
     for (size_t i = 0; i < work_.size(); ++i) {
       const float v = work_[i];
-      if (v == -kInf || (min_p_early && !passes_min_p(v)) || top_p_bucket(m - v) > max_bucket) continue;
+      if (v == -kInf || v < sigma_floor || (min_p_early && !passes_min_p(v)) || top_p_bucket(m - v) > max_bucket) {
+        continue;
+      }
       c.push_back({v, static_cast<TokenId>(i)});
     }
   }
+  if (sigma_on && top_p_on) total = sum_candidates();  // top-p's mass: over what top-n-sigma kept
 
   // min-p's p_max: the most likely token left (typical may drop the top).
   float m_kept = m;
@@ -446,10 +460,13 @@ TokenId Sampler::draw_token(double z) {
 
   if (xtc_now) exclude_top_choices();
 
-  // Temperature and softmax weights, then the draw.
+  // Temperature (dynamic: from the kept candidates' entropy) and softmax
+  // weights, then the draw.
+  const float t = dynatemp_on ? dynamic_temperature() : temperature;
+  if (t <= 0.0f) return std::min_element(c.begin(), c.end(), Better{})->id;  // the limit: the most likely
   double sum = 0.0;
   for (auto& cand : c) {
-    cand.logit = std::exp((cand.logit - m) / temperature);
+    cand.logit = std::exp((cand.logit - m) / t);
     sum += cand.logit;
   }
   const double target = u * sum;
@@ -490,6 +507,41 @@ void Sampler::exclude_top_choices() {
   const TokenId stays_id = stays->id;
   c.erase(std::remove_if(c.begin(), c.end(), [&](const Candidate& cand) { return above(cand) && cand.id != stays_id; }),
           c.end());
+}
+
+float Sampler::top_n_sigma_floor() const {
+  if (params_.top_n_sigma <= 0.0f) return -kInf;
+  double sum = 0.0, sum2 = 0.0;
+  size_t n = 0;
+  for (float v : work_) {
+    if (v == -kInf) continue;
+    sum += v;
+    sum2 += static_cast<double>(v) * v;
+    ++n;
+  }
+  if (n == 0) return -kInf;
+  const double mean = sum / static_cast<double>(n);
+  const double sd = std::sqrt(std::max(0.0, sum2 / static_cast<double>(n) - mean * mean));
+  return static_cast<float>(static_cast<double>(max_logit_) - params_.top_n_sigma * sd);
+}
+
+float Sampler::dynamic_temperature() const {
+  const auto& c = candidates_;
+  const float base = params_.temperature;
+  if (c.size() <= 1) return base;
+  const double lo = std::max(0.0f, base - params_.dynatemp_range);
+  const double hi = static_cast<double>(base) + params_.dynatemp_range;
+  float m = -kInf;
+  for (const auto& cand : c) m = std::max(m, cand.logit);
+  double sum = 0.0;
+  for (const auto& cand : c) sum += std::exp(static_cast<double>(cand.logit) - m);
+  double entropy = 0.0;
+  for (const auto& cand : c) {
+    const double p = std::exp(static_cast<double>(cand.logit) - m) / sum;
+    if (p > 0.0) entropy -= p * std::log(p);
+  }
+  const double normalized = entropy / std::log(static_cast<double>(c.size()));
+  return static_cast<float>(lo + (hi - lo) * std::pow(normalized, static_cast<double>(params_.dynatemp_exponent)));
 }
 
 TokenId Sampler::draw_mirostat(double u) {

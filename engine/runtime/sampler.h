@@ -42,6 +42,16 @@ struct SamplingParams {
   // 0.5 (at most one token can pass it); not applied at temperature 0.
   float xtc_probability = 0.0f;  // [0, 1]
   float xtc_threshold = 0.1f;    // [0, 1]
+  // Top-n-sigma (llama.cpp's, before top-k): keep the tokens whose logit is
+  // within top_n_sigma standard deviations (over the vocabulary's finite
+  // logits) of the largest. <= 0 = off.
+  float top_n_sigma = -1.0f;
+  // Dynamic temperature (llama.cpp's dynatemp): with dynatemp_range > 0 the
+  // temperature of the draw is temperature - range + 2 range x (the kept
+  // candidates' entropy over its maximum)^dynatemp_exponent, at least 0
+  // (which keeps the most likely one). 0 = off.
+  float dynatemp_range = 0.0f;     // >= 0
+  float dynatemp_exponent = 1.0f;  // >= 0
   // Locally typical sampling (llama.cpp's typical, after top-k): keep the
   // tokens whose surprise is closest to the distribution's entropy, the
   // fewest whose probability passes typical_p. 1 = off.
@@ -130,11 +140,12 @@ struct SampleResult {
 //   4. If any logit is +inf, those tokens share all the probability (the
 //      limit of the softmax); the others become -inf.
 //   5. temperature == 0: argmax, done.
-//   6. top-k, 7. typical, 8. top-p, 9. min-p, 10. XTC, all on the
-//      temperature-1 distribution (each renormalised over what the
+//   6. top-n-sigma, top-k, 7. typical, 8. top-p, 9. min-p, 10. XTC, all on
+//      the temperature-1 distribution (each renormalised over what the
 //      previous step kept; at least one token always survives; XTC's chance
 //      is a second draw from the PRNG, made only when it is on),
-//   11. temperature, 12. softmax and a draw from the PRNG.
+//   11. temperature (dynamic with dynatemp_range), 12. softmax and a draw
+//      from the PRNG.
 //   With mirostat, steps 6-10 are its own cut at the request's temperature.
 // Reported log-probabilities (SampleResult::logprob and top) are the
 // log-softmax at temperature 1 over the whole vocabulary after steps 1-4,
@@ -204,6 +215,8 @@ class Sampler {
   TokenId draw_token(double z);  // z: sum of exp(logit - max) over the vocab
   void exclude_top_choices();    // XTC over candidates_ (see SamplingParams)
   void keep_typical();           // typical_p over candidates_, which come back sorted (Better)
+  float top_n_sigma_floor() const;  // the lowest logit top-n-sigma keeps; -inf when off
+  float dynamic_temperature() const;  // dynatemp over candidates_
   TokenId draw_mirostat(double u);  // sampler_mirostat.cpp
   void push_window(TokenId token);
   void push_dry(TokenId token);

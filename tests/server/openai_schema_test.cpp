@@ -52,6 +52,9 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
                                     {"min_p", 0.1},
                                     {"xtc_probability", 0.5},
                                     {"xtc_threshold", 0.2},
+                                    {"top_n_sigma", 1.5},
+                                    {"dynatemp_range", 0.3},
+                                    {"dynatemp_exponent", 2.0},
                                     {"typical_p", 0.9},
                                     {"mirostat", 2},
                                     {"mirostat_tau", 4.0},
@@ -83,6 +86,9 @@ TEST_CASE("chat request: fields parse into sampling params", "[server][schema]")
   CHECK(c.sampling.min_p == Approx(0.1));
   CHECK(c.sampling.xtc_probability == Approx(0.5));
   CHECK(c.sampling.xtc_threshold == Approx(0.2));
+  CHECK(c.sampling.top_n_sigma == Approx(1.5));
+  CHECK(c.sampling.dynatemp_range == Approx(0.3));
+  CHECK(c.sampling.dynatemp_exponent == Approx(2.0));
   CHECK(c.sampling.typical_p == Approx(0.9));
   CHECK(c.sampling.mirostat == 2);
   CHECK(c.sampling.mirostat_tau == Approx(4.0));

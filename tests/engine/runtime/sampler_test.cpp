@@ -415,6 +415,60 @@ TEST_CASE("typical keeps the tokens closest to the entropy, before top-p and min
   CHECK(drawn_set(draw_counts(sampler, logits_from_probs(peaked), 4000)) == std::set<TokenId>{1, 2, 3, 4, 5});
 }
 
+TEST_CASE("top-n-sigma keeps the logits within n sd of the largest, and dynatemp sets the temperature by entropy",
+          "[sampler]") {
+  const std::vector<double> probs = {0.3, 0.1, 0.05, 0.4, 0.15};
+  const auto logits = logits_from_probs(probs);
+  // float64 reference: the sd over the logits, the floor, the kept set renormalised.
+  auto sigma_set = [&](double n) {
+    double mean = 0.0, sq = 0.0;
+    for (float v : logits) mean += v;
+    mean /= 5.0;
+    for (float v : logits) sq += (v - mean) * (v - mean);
+    const double floor = *std::max_element(logits.begin(), logits.end()) - n * std::sqrt(sq / 5.0);
+    std::vector<double> kept(5, 0.0);
+    double mass = 0.0;
+    for (size_t i = 0; i < 5; ++i) {
+      if (logits[i] >= floor) mass += (kept[i] = probs[i]);
+    }
+    for (double& q : kept) q /= mass;
+    return kept;
+  };
+  for (const double n : {0.5, 1.0, 2.0}) {
+    for (int top_k : {0, 4, 300}) {
+      CAPTURE(n, top_k);
+      SamplingParams p = with_temp(1.0f, 21);
+      p.top_n_sigma = static_cast<float>(n);
+      p.top_k = top_k;
+      Sampler sampler(p, 5);
+      CHECK(chi_square(draw_counts(sampler, logits, 20000), sigma_set(n)) < 25.0);
+    }
+  }
+  // Before top-p, whose mass is then over what top-n-sigma kept: sigma 1
+  // keeps 3 and 0 (0.4 and 0.3), and top-p 0.5 of those is 3 alone (over
+  // every token it would be 3 and 0).
+  REQUIRE(sigma_set(1.0)[0] > 0.0);
+  REQUIRE(sigma_set(1.0)[4] == 0.0);
+  SamplingParams sp = with_temp(1.0f, 22);
+  sp.top_n_sigma = 1.0f;
+  sp.top_p = 0.5f;
+  Sampler sigma_then_p(sp, 5);
+  CHECK(drawn_set(draw_counts(sigma_then_p, logits, 4000)) == std::set<TokenId>{3});
+
+  // dynatemp: temperature 1 +- 0.5 by the normalised entropy of the five.
+  for (const double exponent : {1.0, 2.0}) {
+    CAPTURE(exponent);
+    double entropy = 0.0;
+    for (double q : probs) entropy -= q * std::log(q);
+    const double t = 0.5 + 1.0 * std::pow(entropy / std::log(5.0), exponent);
+    SamplingParams p = with_temp(1.0f, 23);
+    p.dynatemp_range = 0.5f;
+    p.dynatemp_exponent = static_cast<float>(exponent);
+    Sampler sampler(p, 5);
+    CHECK(chi_square(draw_counts(sampler, logits, 20000), softmax_ref(logits, t)) < 25.0);
+  }
+}
+
 TEST_CASE("mirostat: v2 keeps the tokens within mu, v1 the top k of its Zipf estimate, and mu learns", "[sampler]") {
   // Sorted: 3 (0.4), 0 (0.3), 4 (0.15), 1 (0.1), 2 (0.05).
   const std::vector<double> probs = {0.3, 0.1, 0.05, 0.4, 0.15};
@@ -787,6 +841,9 @@ TEST_CASE("validate names the field at fault", "[sampler]") {
   CHECK_THAT(message([](auto& p) { p.xtc_probability = 1.5f; }), Contains("xtc_probability must be in [0, 1]"));
   CHECK_THAT(message([](auto& p) { p.xtc_threshold = -0.1f; }), Contains("xtc_threshold"));
   CHECK_THAT(message([](auto& p) { p.typical_p = 0.0f; }), Contains("typical_p must be in (0, 1]"));
+  CHECK_THAT(message([](auto& p) { p.top_n_sigma = kNaN; }), Contains("top_n_sigma"));
+  CHECK_THAT(message([](auto& p) { p.dynatemp_range = -1.0f; }), Contains("dynatemp_range"));
+  CHECK_THAT(message([](auto& p) { p.dynatemp_exponent = -1.0f; }), Contains("dynatemp_exponent"));
   CHECK_THAT(message([](auto& p) { p.mirostat = 3; }), Contains("mirostat must be 0, 1 or 2"));
   CHECK_THAT(message([](auto& p) { p.mirostat_tau = -1.0f; }), Contains("mirostat_tau"));
   CHECK_THAT(message([](auto& p) { p.mirostat_eta = kNaN; }), Contains("mirostat_eta"));
