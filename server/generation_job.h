@@ -256,6 +256,7 @@ struct GenerationJob {
             return;
           }
           r.finish = ev.finish;
+          r.stop_word = ev.stop_word;
           account(i, ev, group_counted);
           done[i] = true;
           ++n_done;
@@ -283,8 +284,7 @@ struct GenerationJob {
                                     stream ? std::string() : results[0].reasoning);
       write(stream ? ndjson_line(done) : dump_json(done));
     } else if (wire == Wire::LlamaCpp) {
-      const auto last = native_final(native, results[0].text, stream, results[0].finish, usage, record,
-                                     logprobs ? results[0].tokens : std::vector<runtime::TokenInfo>());
+      const auto last = native_final(native, results[0], stream, usage, record, logprobs);
       write(stream ? sse_event(last) : dump_json(last));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;

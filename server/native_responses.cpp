@@ -62,9 +62,12 @@ nlohmann::json native_chunk(const std::string& content, const std::vector<runtim
   return out;
 }
 
-nlohmann::json native_final(const NativeMeta& meta, const std::string& text, bool streamed,
-                            runtime::FinishReason finish, const runtime::Usage& usage, const RequestRecord& record,
-                            const std::vector<runtime::TokenInfo>& tokens) {
+nlohmann::json native_final(const NativeMeta& meta, const ChoiceResult& reply, bool streamed,
+                            const runtime::Usage& usage, const RequestRecord& record, bool probabilities) {
+  const std::string& text = reply.text;
+  const char* stop_type = reply.finish == runtime::FinishReason::Length ? "limit"
+                          : reply.stop_word.empty()                     ? "eos"
+                                                                        : "word";
   nlohmann::json timings = nlohmann::json::object();
   add_rate(timings, "prompt", usage.prompt_tokens - usage.cached_tokens, record.first_token_seconds);
   add_rate(timings, "predicted", usage.completion_tokens,
@@ -74,8 +77,8 @@ nlohmann::json native_final(const NativeMeta& meta, const std::string& text, boo
           {"tokens", nlohmann::json::array()},
           {"stop", true},
           {"model", meta.model},
-          {"stop_type", finish == runtime::FinishReason::Length ? "limit" : "eos"},
-          {"stopping_word", ""},
+          {"stop_type", stop_type},
+          {"stopping_word", reply.stop_word},
           {"tokens_predicted", usage.completion_tokens},
           {"tokens_evaluated", usage.prompt_tokens},
           {"tokens_cached", usage.prompt_tokens + usage.completion_tokens},
@@ -83,7 +86,9 @@ nlohmann::json native_final(const NativeMeta& meta, const std::string& text, boo
           {"has_new_line", text.find('\n') != std::string::npos},
           {"generation_settings", {{"n_ctx", meta.n_ctx}, {"n_predict", meta.n_predict}}},
           {"timings", std::move(timings)}};
-  if (!streamed && !tokens.empty()) out["completion_probabilities"] = native_probabilities(tokens);
+  if (probabilities && !streamed && !reply.tokens.empty()) {
+    out["completion_probabilities"] = native_probabilities(reply.tokens);
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 
 #include "engine/runtime/engine.h"
 #include "server/metrics.h"
+#include "server/openai_responses.h"
 
 namespace tc::server {
 
@@ -34,18 +35,18 @@ nlohmann::json native_probabilities(const std::vector<runtime::TokenInfo>& token
 // with completion_probabilities when `tokens` has any.
 nlohmann::json native_chunk(const std::string& content, const std::vector<runtime::TokenInfo>& tokens = {});
 
-// The last object: `text` (the whole reply) as content when not streamed,
-// "" when streamed (the pieces carried it); "stop": true, has_new_line,
-// stop_type ("eos" for an end of generation or a stop string, "limit" for
-// n_predict or the context), tokens_predicted, tokens_evaluated (prompt
+// The last object: the reply's text as content when not streamed, "" when
+// streamed (the pieces carried it); "stop": true, has_new_line, stop_type
+// ("eos" for an end of generation, "word" for a stop string, named in
+// stopping_word, "limit" for n_predict or the context), tokens_predicted,
+// tokens_evaluated (prompt
 // tokens), tokens_cached (prompt and reply tokens now in the cache),
 // truncated, generation_settings and timings (prompt_n, prompt_ms,
 // prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms,
 // predicted_per_token_ms, predicted_per_second; prompt_n counts the prompt
-// tokens not taken from the cache); completion_probabilities of `tokens`
-// when not streamed and there are any.
-nlohmann::json native_final(const NativeMeta& meta, const std::string& text, bool streamed,
-                            runtime::FinishReason finish, const runtime::Usage& usage, const RequestRecord& record,
-                            const std::vector<runtime::TokenInfo>& tokens = {});
+// tokens not taken from the cache); completion_probabilities of the reply's
+// tokens when `probabilities`, not streamed and there are any.
+nlohmann::json native_final(const NativeMeta& meta, const ChoiceResult& reply, bool streamed,
+                            const runtime::Usage& usage, const RequestRecord& record, bool probabilities = false);
 
 }  // namespace tc::server

@@ -32,6 +32,7 @@ struct ChoiceResult {
   std::string reasoning;                   // chat: a thinking model's reasoning, split off (reasoning_split.h)
   std::vector<runtime::TokenInfo> tokens;  // when logprobs were asked for
   runtime::FinishReason finish = runtime::FinishReason::Stop;
+  std::string stop_word;                   // the stop string that ended the reply, if one did
   std::vector<ToolCall> tool_calls;        // chat: the calls found in the reply (ids set)
 };
 

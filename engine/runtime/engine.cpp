@@ -533,6 +533,7 @@ void Engine::Impl::finish(int slot_idx, FinishReason reason, std::string text) {
   ev.text = std::move(text);
   ev.tokens = std::move(seq.tokens);
   ev.finish = reason;
+  if (seq.stop.found_index() >= 0) ev.stop_word = seq.request.stop[static_cast<size_t>(seq.stop.found_index())];
   ev.usage.prompt_tokens = seq.n_prompt();
   ev.usage.completion_tokens = seq.n_generated;
   ev.usage.cached_tokens = seq.n_cached;

@@ -143,6 +143,7 @@ struct StreamEvent {
   std::string text;
   std::vector<TokenInfo> tokens;  // filled only when the request set return_tokens
   FinishReason finish = FinishReason::Stop;  // Finished only
+  std::string stop_word;                     // Finished only: the stop string that ended the text, if one did
   Usage usage;                               // Finished only
   std::string error;                         // Error only: the message
   std::vector<float> embedding;              // Finished, embedding requests only: f32 [n_embd], not normalised

@@ -45,6 +45,22 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
   CHECK(r.body["timings"]["predicted_n"] == r.body["tokens_predicted"]);
   CHECK_FALSE(r.body.contains("completion_probabilities"));
 
+  SECTION("a stop string: stop_type word, and which string") {
+    // The reply's first two characters as the stop string: the reply is cut
+    // before them, whatever the random model wrote.
+    const std::string stop = want.substr(0, 2);
+    REQUIRE(static_cast<unsigned char>(stop[0]) < 0x80);
+    REQUIRE(static_cast<unsigned char>(stop[1]) < 0x80);
+    const auto s = tc::test::post_json(client, "/completion", {{"prompt", prompt}, {"n_predict", 12}, {"temperature", 0},
+                                                               {"stop", json::array({"never here", stop})}});
+    REQUIRE(s.status == 200);
+    INFO(s.raw);
+    CHECK(s.body["stop_type"] == "word");
+    CHECK(s.body["stopping_word"] == stop);
+    CHECK(s.body["content"] == "");
+    CHECK(r.body["stop_type"] != "word");  // without the stop string
+  }
+
   SECTION("token ids as the prompt") {
     const auto ids = tc::test::post_json(client, "/tokenize", {{"content", prompt}, {"add_special", true}});
     REQUIRE(ids.status == 200);

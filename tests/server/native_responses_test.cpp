@@ -1,12 +1,25 @@
 // llama.cpp's native objects for /completion and /infill
 // (native_responses.h): the streamed piece, the last object's text, stop
-// type, counts and timings, and completion_probabilities.
+// type (and the stop string), counts and timings, and
+// completion_probabilities.
 #include <catch2/catch.hpp>
 
 #include "server/native_responses.h"
 
 using namespace tc::server;
 using tc::runtime::FinishReason;
+
+namespace {
+
+ChoiceResult reply(const std::string& text, FinishReason finish, const std::string& stop_word = "") {
+  ChoiceResult r;
+  r.text = text;
+  r.finish = finish;
+  r.stop_word = stop_word;
+  return r;
+}
+
+}  // namespace
 
 TEST_CASE("native objects: a piece, and the last one with counts and timings", "[server][llamacpp]") {
   const auto piece = native_chunk("x = 1");
@@ -22,7 +35,7 @@ TEST_CASE("native objects: a piece, and the last one with counts and timings", "
   record.queue_seconds = 0.5;
   record.first_token_seconds = 0.2;  // 40 prompt tokens evaluated
   record.total_seconds = 1.7;        // 1.0 s for the 20 tokens
-  const auto last = native_final(meta, "a\nb", false, FinishReason::Length, usage, record);
+  const auto last = native_final(meta, reply("a\nb", FinishReason::Length), false, usage, record);
   CHECK(last["content"] == "a\nb");
   CHECK(last["stop"] == true);
   CHECK(last["model"] == "coder");
@@ -45,9 +58,14 @@ TEST_CASE("native objects: a piece, and the last one with counts and timings", "
 
   // Streamed: the pieces carried the text; a stop is "eos"; no tokens, no rates.
   usage.completion_tokens = 0;
-  const auto streamed = native_final(meta, "x", true, FinishReason::Stop, usage, RequestRecord{});
+  const auto streamed = native_final(meta, reply("x", FinishReason::Stop), true, usage, RequestRecord{});
   CHECK(streamed["content"] == "");
   CHECK(streamed["stop_type"] == "eos");
+  CHECK(streamed["stopping_word"] == "");
+  // A stop string: "word", and which one.
+  const auto word = native_final(meta, reply("x", FinishReason::Stop, "\nUser:"), false, usage, RequestRecord{});
+  CHECK(word["stop_type"] == "word");
+  CHECK(word["stopping_word"] == "\nUser:");
   CHECK(streamed["timings"]["predicted_per_token_ms"] == 0.0);
   CHECK(streamed["timings"]["predicted_per_second"] == 0.0);
 }
@@ -70,8 +88,11 @@ TEST_CASE("native objects: completion_probabilities as llama.cpp writes them", "
   CHECK(native_chunk("x", {hello})["completion_probabilities"].size() == 1);
   CHECK_FALSE(native_chunk("x").contains("completion_probabilities"));
   NativeMeta meta;
-  const auto whole = native_final(meta, " hello", false, FinishReason::Stop, {}, {}, {hello});
+  ChoiceResult with_tokens = reply(" hello", FinishReason::Stop);
+  with_tokens.tokens = {hello};
+  const auto whole = native_final(meta, with_tokens, false, {}, {}, true);
   CHECK(whole["completion_probabilities"].size() == 1);
   CHECK_FALSE(
-      native_final(meta, " hello", true, FinishReason::Stop, {}, {}, {hello}).contains("completion_probabilities"));
+      native_final(meta, with_tokens, true, {}, {}, true).contains("completion_probabilities"));
+  CHECK_FALSE(native_final(meta, with_tokens, false, {}, {}, false).contains("completion_probabilities"));
 }
