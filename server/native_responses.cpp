@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "engine/text/unicode.h"
+
 namespace tc::server {
 namespace {
 
@@ -20,18 +22,9 @@ void add_rate(nlohmann::json& timings, const char* prefix, int64_t n, double sec
 // A token's text as llama.cpp sends it: `token` cut to whole UTF-8
 // characters (a piece may end inside one), `bytes` all of them.
 void add_piece(nlohmann::json& out, const std::string& piece) {
-  size_t valid = piece.size();
-  // Drop an unfinished character at the end: back up to its lead byte.
-  size_t i = piece.size();
-  while (i > 0 && (static_cast<unsigned char>(piece[i - 1]) & 0xC0) == 0x80) --i;
-  if (i > 0) {
-    const auto lead = static_cast<unsigned char>(piece[i - 1]);
-    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (piece.size() - (i - 1) < need) valid = i - 1;
-  }
   nlohmann::json bytes = nlohmann::json::array();
   for (const char c : piece) bytes.push_back(static_cast<unsigned char>(c));
-  out["token"] = piece.substr(0, valid);
+  out["token"] = piece.substr(0, text::utf8_complete_prefix(piece));
   out["bytes"] = std::move(bytes);
 }
 

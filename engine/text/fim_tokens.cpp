@@ -107,21 +107,23 @@ void write_fim_keys(const FimTokens& fim, gguf::GgufWriter& writer) {
 
 void resolve_fim_tokens(Vocab& vocab) {
   FimTokens& fim = vocab.fim;
-  for (const FimRole& role : roles()) {
-    TokenId& id = fim.*role.member;
-    if (id >= 0) continue;  // named by a key: kept as the file types it
-    for (TokenId i = 0; id < 0 && i < vocab.n_vocab(); ++i) {
-      if (role_has_text(role, vocab.tokens[static_cast<size_t>(i)])) id = i;
+  const FimTokens from_keys = fim;  // roles named by keys keep the type the file gives
+  // One pass in id order (the lowest match wins); every text begins with
+  // '<', '[' or U+2581's first byte, which passes over almost every token.
+  for (TokenId i = 0; i < vocab.n_vocab(); ++i) {
+    const std::string& text = vocab.tokens[static_cast<size_t>(i)];
+    if (text.empty() || (text[0] != '<' && text[0] != '[' && text[0] != '\xE2')) continue;
+    for (const FimRole& role : roles()) {
+      TokenId& id = fim.*role.member;
+      if (id < 0 && role_has_text(role, text)) id = i;
     }
-    if (id >= 0 && static_cast<size_t>(id) < vocab.types.size()) vocab.types[static_cast<size_t>(id)] = TokenType::Control;
   }
-}
-
-bool is_fim_token_text(std::string_view text) {
   for (const FimRole& role : roles()) {
-    if (role_has_text(role, text)) return true;
+    const TokenId id = fim.*role.member;
+    if (id >= 0 && from_keys.*role.member < 0 && static_cast<size_t>(id) < vocab.types.size()) {
+      vocab.types[static_cast<size_t>(id)] = TokenType::Control;
+    }
   }
-  return false;
 }
 
 }  // namespace tc::text

@@ -50,7 +50,4 @@ void write_fim_keys(const FimTokens& fim, gguf::GgufWriter& writer);
 // rendered as text. Ids from keys keep the type the file gives.
 void resolve_fim_tokens(Vocab& vocab);
 
-// Whether `text` is one of the texts resolve_fim_tokens looks for.
-bool is_fim_token_text(std::string_view text);
-
 }  // namespace tc::text

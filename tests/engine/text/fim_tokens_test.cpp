@@ -121,9 +121,13 @@ TEST_CASE("missing FIM roles are named, and DeepSeek's and CodeLlama's texts are
   const auto tok = Tokenizer::create(vocab_with({"<|fim_prefix|>"}));
   CHECK_FALSE(tok->vocab().fim.can_infill());
   CHECK(tok->vocab().fim.missing() == "suffix and middle");
-  CHECK(is_fim_token_text("<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>"));  // DeepSeek's suffix marker
-  CHECK(is_fim_token_text("\xE2\x96\x81<MID>"));                                     // CodeLlama's middle
-  CHECK(is_fim_token_text("<fim_suffix>"));                                           // StarCoder2, Granite
-  CHECK_FALSE(is_fim_token_text("<|im_end|>"));
-  CHECK_FALSE(is_fim_token_text("<pre>"));
+  // DeepSeek's markers, CodeLlama's (led by U+2581) and StarCoder2's; "<pre>" is none.
+  const std::string deepseek_hole = "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>";
+  const Vocab others = vocab_with({"<pre>", deepseek_hole, "\xE2\x96\x81<MID>", "<fim_prefix>"});
+  const auto ids = ids_of(others, {deepseek_hole, "\xE2\x96\x81<MID>", "<fim_prefix>"});
+  const auto found = Tokenizer::create(others);
+  CHECK(found->vocab().fim.suf == ids[0]);
+  CHECK(found->vocab().fim.mid == ids[1]);
+  CHECK(found->vocab().fim.pre == ids[2]);
+  CHECK(found->vocab().types[ids_of(others, {"<pre>"})[0]] == TokenType::Normal);
 }
