@@ -1,5 +1,5 @@
 // `thermocline generate -m FILE -p TEXT -n N [sampling flags] [--json |
-// --json-schema FILE]`: streams the continuation to stdout, then prompt and
+// --json-schema FILE | --grammar-file FILE]`: streams the continuation to stdout, then prompt and
 // decode speed to stderr.
 #include <cstdio>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/generation.h"
+#include "engine/text/gbnf_grammar.h"
 #include "engine/text/json_schema.h"
 #include "kernels/backend.h"
 
@@ -39,6 +40,20 @@ std::shared_ptr<const text::JsonSchema> read_schema_file(const std::string& path
   }
 }
 
+// The GBNF grammar in `path`, parsed for `tokenizer`'s tokens; an error
+// naming the file, the line and what is wrong.
+std::shared_ptr<const text::GbnfGrammar> read_grammar_file(const std::string& path, const text::Tokenizer& tokenizer) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::invalid_argument(path + ": cannot read the file");
+  try {
+    return text::GbnfGrammar::parse(text.str(), text::gbnf_token_lookup(tokenizer));
+  } catch (const text::GbnfError& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 void register_generate(CLI::App& app) {
@@ -51,6 +66,7 @@ void register_generate(CLI::App& app) {
     runtime::GenerateOptions gen;
     bool json = false;
     std::string json_schema;
+    std::string grammar_file;
   };
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
@@ -105,6 +121,11 @@ void register_generate(CLI::App& app) {
                   "which keywords are enforced)")
       ->check(CLI::ExistingFile)
       ->excludes(json);
+  sub->add_option("--grammar-file", o->grammar_file,
+                  "Constrain the continuation to a text the GBNF grammar in this file generates (llama.cpp's format)")
+      ->check(CLI::ExistingFile)
+      ->excludes(json)
+      ->excludes("--json-schema");
   runners()["generate"] = [o] {
     const int64_t prompt_estimate = static_cast<int64_t>(o->prompt.size()) + 2;
     const auto shape_of = [o, prompt_estimate](const model::ModelSpec& spec) {
@@ -128,6 +149,15 @@ void register_generate(CLI::App& app) {
     if (o->json) o->gen.output_form = runtime::OutputForm::json_object();
     if (!o->json_schema.empty()) {
       o->gen.output_form = runtime::OutputForm::json_schema(read_schema_file(o->json_schema));
+    }
+    if (!o->grammar_file.empty()) {
+      auto grammar = read_grammar_file(o->grammar_file, *loaded->tokenizer);
+      for (uint32_t id : grammar->token_ids()) {
+        if (id >= static_cast<uint32_t>(loaded->spec.n_vocab)) {
+          throw std::invalid_argument(o->grammar_file + ": token <[" + std::to_string(id) + "]> is out of range");
+        }
+      }
+      o->gen.output_form = runtime::OutputForm::grammar(std::move(grammar));
     }
     const int64_t n_ctx = m.shape.n_ctx;
     runtime::KvCache kv = m.make_kv_cache();

@@ -282,12 +282,14 @@ void Engine::Impl::admit(Pending pending) {
   kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
-  if (!seq->embedding() && (seq->request.json_object || seq->request.json_schema || seq->request.tool_call)) {
+  if (!seq->embedding() &&
+      (seq->request.json_object || seq->request.json_schema || seq->request.tool_call || seq->request.grammar)) {
     if (!constraint_tokens) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
     const auto& r = seq->request;
     seq->sampler.constrain(constraint_tokens, r.tool_call     ? OutputForm::call(r.tool_call)
+                                              : r.grammar       ? OutputForm::grammar(r.grammar)
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());
   }

@@ -89,6 +89,12 @@ struct GenerationRequest {
   // finishes (Stop) when it closes. Takes precedence over json_object and
   // json_schema.
   std::shared_ptr<const text::ToolCallGrammar> tool_call;
+  // Non-null: the generated text is one the GBNF grammar generates
+  // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
+  // may end, and the request finishes (Stop) where nothing more can follow.
+  // Takes precedence over json_object and json_schema; not combined with
+  // tool_call.
+  std::shared_ptr<const text::GbnfGrammar> grammar;
   // Control tokens whose text goes into the output instead of being
   // dropped (ascending ids): the markers of a model's tool calls
   // (Mistral's [TOOL_CALLS], [ARGS]) for the reply's parser.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/check.h"
 
@@ -20,7 +21,7 @@ namespace {
 template <class Prefix>
 void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::span<float> logits) {
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-  const bool done = prefix.complete();
+  const bool done = prefix.complete();  // the JSON forms may end only where they are whole
   const bool free_string = prefix.in_free_string();
   std::array<bool, 256> first{};
   for (int b = 0; b < 256; ++b) {
@@ -69,39 +70,7 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
   }
 }
 
-// Whole characters that a string's lexer reads as they are: no quote, no
-// escape, ending between characters.
-bool string_safe(const std::string& bytes) {
-  text::JsonStringLexer lexer;
-  for (char c : bytes) {
-    if (c == '\\' || lexer.push(static_cast<uint8_t>(c)) != text::JsonStringLexer::Step::Continue) return false;
-  }
-  return !bytes.empty() && lexer.at_boundary();
-}
-
 }  // namespace
-
-std::shared_ptr<const ConstraintTokenTable> ConstraintTokenTable::from(const text::Tokenizer& tokenizer,
-                                                                       int32_t n_vocab) {
-  auto table = std::make_shared<ConstraintTokenTable>();
-  const text::Vocab& vocab = tokenizer.vocab();
-  table->bytes.resize(static_cast<size_t>(n_vocab));
-  table->kind.resize(static_cast<size_t>(n_vocab), Kind::Never);
-  table->plain.resize(static_cast<size_t>(n_vocab), 0);
-  for (text::TokenId id = 0; id < std::min(n_vocab, tokenizer.n_vocab()); ++id) {
-    const auto i = static_cast<size_t>(id);
-    if (vocab.is_end_of_generation(id)) {
-      table->kind[i] = Kind::EndOfGeneration;
-      continue;
-    }
-    const text::TokenType type = vocab.types.empty() ? text::TokenType::Normal : vocab.types[i];
-    if (type == text::TokenType::Control || type == text::TokenType::Unused) continue;
-    table->bytes[i] = tokenizer.token_to_piece(id);
-    if (!table->bytes[i].empty()) table->kind[i] = Kind::Text;
-    table->plain[i] = string_safe(table->bytes[i]) ? 1 : 0;
-  }
-  return table;
-}
 
 OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form)
     : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
@@ -110,19 +79,35 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
 
 OutputConstraint::Prefix OutputConstraint::start() const {
   if (form_.tool_call) return text::ToolCallPrefix(form_.tool_call.get());
+  if (form_.gbnf) return text::GbnfPrefix(form_.gbnf.get());
   if (form_.schema) return text::JsonSchemaPrefix(form_.schema.get());
   return text::JsonPrefix();
 }
 
 void OutputConstraint::mask(std::span<float> logits) const {
   TC_CHECK(logits.size() == table_->bytes.size(), "OutputConstraint::mask: logits size != n_vocab");
-  std::visit([&](const auto& prefix) { mask_with(prefix, *table_, logits); }, prefix_);
+  if (const auto* grammar = std::get_if<text::GbnfPrefix>(&prefix_)) {
+    grammar_mask_.apply(*grammar, *table_, logits);
+    return;
+  }
+  std::visit(
+      [&](const auto& prefix) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(prefix)>, text::GbnfPrefix>) {
+          mask_with(prefix, *table_, logits);
+        }
+      },
+      prefix_);
 }
 
 void OutputConstraint::accept(text::TokenId token) {
   TC_CHECK(token >= 0 && static_cast<size_t>(token) < table_->bytes.size(),
            "OutputConstraint::accept: bad token id");
   const auto t = static_cast<size_t>(token);
+  if (auto* grammar = std::get_if<text::GbnfPrefix>(&prefix_)) {
+    if (table_->kind[t] == ConstraintTokenTable::Kind::EndOfGeneration) return;
+    grammar->push_token(token, table_->bytes[t], table_->kind[t] == ConstraintTokenTable::Kind::Text);
+    return;
+  }
   if (table_->kind[t] != ConstraintTokenTable::Kind::Text) return;
   // A token mask() let through always fits; one it did not (a caller that
   // appends something else) leaves the prefix where the bytes stop fitting.

@@ -1,5 +1,5 @@
 // Constrained output: a sequence's tokens are masked so that its generated
-// text keeps a fixed form. Two forms:
+// text keeps a fixed form. The forms:
 //   - JSON mode: one JSON object (OpenAI's response_format
 //     {"type": "json_object"}, Ollama's format "json"; text/json_prefix.h);
 //   - a JSON Schema's instance (OpenAI's response_format
@@ -7,10 +7,13 @@
 //     text/json_schema_prefix.h);
 //   - a forced tool call: {"name": "NAME", "arguments": {...}} with NAME
 //     one of the declared functions (OpenAI's tool_choice "required" or a
-//     named function; text/tool_call_prefix.h).
+//     named function; text/tool_call_prefix.h);
+//   - a text a GBNF grammar generates (llama.cpp's `grammar`;
+//     text/gbnf_prefix.h, masked by grammar_mask.h).
 // Before each draw, every token whose bytes would break the form gets logit
-// -inf; end-of-generation tokens are allowed only once the text is whole,
-// and then nothing else is.
+// -inf; end-of-generation tokens are allowed only where the text may end.
+// The JSON forms end as soon as the value closes; a grammar ends where
+// nothing more can follow.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,9 @@
 #include <variant>
 #include <vector>
 
+#include "engine/runtime/constraint_token_table.h"
+#include "engine/runtime/grammar_mask.h"
+#include "engine/text/gbnf_prefix.h"
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
@@ -28,35 +34,18 @@
 
 namespace tc::runtime {
 
-// Each token's bytes, computed once per model and shared by its sequences.
-struct ConstraintTokenTable {
-  enum class Kind : uint8_t {
-    Text,             // ordinary bytes: allowed where they fit
-    EndOfGeneration,  // allowed only when the text is whole
-    Never,            // control tokens and empty pieces: never allowed
-  };
-  std::vector<std::string> bytes;  // [n_vocab]: the token's text as it decodes mid-sequence
-  std::vector<Kind> kind;          // [n_vocab]
-  // [n_vocab]: 1 when the token is whole characters that a JSON string
-  // takes as they are (valid UTF-8, no quote, backslash or control byte):
-  // text any string without a length limit accepts (the mask's fast path).
-  std::vector<uint8_t> plain;
-
-  // n_vocab: the logits' length (the model's output rows; ids the tokenizer
-  // does not know are never allowed).
-  static std::shared_ptr<const ConstraintTokenTable> from(const text::Tokenizer& tokenizer, int32_t n_vocab);
-};
-
 // Which form the output must take: a call to one of `tool_call`'s
-// functions when set, else an instance of `schema` when set, else any JSON
-// object (JSON mode).
+// functions when set, else a text of `gbnf` when set, else an instance of
+// `schema` when set, else any JSON object (JSON mode).
 struct OutputForm {
   std::shared_ptr<const text::ToolCallGrammar> tool_call;
   std::shared_ptr<const text::JsonSchema> schema;
+  std::shared_ptr<const text::GbnfGrammar> gbnf;
 
   static OutputForm json_object() { return {}; }
-  static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) { return {nullptr, std::move(s)}; }
-  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g) { return {std::move(g), nullptr}; }
+  static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) { return {nullptr, std::move(s), nullptr}; }
+  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g) { return {std::move(g), nullptr, nullptr}; }
+  static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) { return {nullptr, nullptr, std::move(g)}; }
 };
 
 class OutputConstraint {
@@ -68,18 +57,20 @@ class OutputConstraint {
   void mask(std::span<float> logits) const;
   // Appends a generated token (one mask() allowed) to the text.
   void accept(text::TokenId token);
-  // The text is whole: the object (or the call) is closed.
+  // The text is whole: the object (or the call) is closed, or the grammar
+  // lets nothing follow.
   bool complete() const;
   // Back to the empty text.
   void reset();
 
  private:
-  using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix>;
+  using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix>;
   Prefix start() const;
 
   std::shared_ptr<const ConstraintTokenTable> table_;
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
   Prefix prefix_;
+  mutable GrammarMask grammar_mask_;  // the grammar form's mask and its cache of states
 };
 
 }  // namespace tc::runtime

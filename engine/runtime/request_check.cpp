@@ -42,6 +42,15 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
+  if (request.grammar) {
+    if (request.tool_call) return refuse(SubmitStatus::InvalidRequest, "a grammar cannot be combined with a forced tool call");
+    for (uint32_t id : request.grammar->token_ids()) {
+      if (id >= static_cast<uint32_t>(n_vocab)) {
+        return refuse(SubmitStatus::InvalidRequest, "the grammar names token <[" + std::to_string(id) +
+                                                        "]>, out of range [0, " + std::to_string(n_vocab) + ")");
+      }
+    }
+  }
   if (request.draft_max < -1) {
     return refuse(SubmitStatus::InvalidRequest,
                   "draft_max must be >= 0 (or -1: the server's default), got " + std::to_string(request.draft_max));

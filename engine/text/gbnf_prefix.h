@@ -1,0 +1,66 @@
+// GbnfPrefix: an incremental, byte-at-a-time check that a text is a prefix
+// of one the GBNF grammar (gbnf_grammar.h) generates, for grammar-
+// constrained sampling. It is llama.cpp's pushdown matcher: the state is the
+// set of stacks of grammar positions the text may have reached, each
+// expanded until its top is a character group or a token (or it is empty:
+// the grammar may end there), plus a pending partial UTF-8 character.
+// Unlike the JSON prefixes the grammar may go on after it could end
+// (may_end()), and it ends for good (complete()) only where nothing can
+// follow.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "engine/text/gbnf_grammar.h"
+
+namespace tc::text {
+
+class GbnfPrefix {
+ public:
+  // The empty text. `grammar` must outlive every copy of this state.
+  explicit GbnfPrefix(const GbnfGrammar* grammar);
+
+  bool push(uint8_t byte);
+  // False when one of the bytes does not fit; the state is then unspecified.
+  bool push(std::string_view bytes);
+  bool accepts(std::string_view bytes) const;
+  // `*this` + `byte` written into `next` (whose storage is reused); false
+  // when the byte does not fit (then `next` is unspecified).
+  bool step_into(uint8_t byte, GbnfPrefix& next) const;
+
+  // A whole token: through <[ID]> elements on top of the stacks and, when
+  // `as_text`, through its bytes. False (state unchanged) when neither fits.
+  bool push_token(int32_t id, std::string_view bytes, bool as_text);
+  // Whether token `id` fits a token element (<[ID]> or !<[ID]>) on top of
+  // one of the stacks.
+  bool token_fits(int32_t id) const;
+  bool has_token_elements() const;  // some stack waits for a token element
+
+  // The text may end here (a stack is empty and no character is half
+  // written).
+  bool may_end() const;
+  // Nothing may follow: every stack is empty.
+  bool complete() const;
+  // The grammar-free fast path of the JSON prefixes; never taken here.
+  bool in_free_string() const { return false; }
+
+  // The state as words, equal for equal states (a cache key).
+  std::span<const uint32_t> stacks() const { return stacks_; }
+  uint32_t partial_key() const { return partial_value_ << 3 | partial_remain_; }
+
+ private:
+  bool advance_char(uint32_t code_point, GbnfPrefix& next) const;
+  bool keep_partial(GbnfPrefix& next) const;
+
+  const GbnfGrammar* grammar_;
+  // The stacks, flat: per stack its depth n then n element indices, the top
+  // last. No two stacks are equal.
+  std::vector<uint32_t> stacks_;
+  uint32_t partial_value_ = 0;  // the bits of a half-written UTF-8 character
+  uint32_t partial_remain_ = 0;  // its continuation bytes still to come (0: none)
+};
+
+}  // namespace tc::text
