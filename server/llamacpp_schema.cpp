@@ -72,15 +72,18 @@ LlamaCppRequest common_fields(const json& body) {
     r.repeat_last_n = static_cast<int32_t>(it->get<int64_t>());
   }
   if (auto it = body.find("logit_bias"); it != body.end() && !it->is_null()) o["logit_bias"] = logit_bias(*it);
-  if (auto it = body.find("grammar"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) fail("'grammar' must be a string", "grammar");
-    if (!it->get<std::string>().empty()) {
-      fail("'grammar' (GBNF) is not supported; send 'json_schema' for JSON output", "grammar");
-    }
+  const auto grammar = body.find("grammar");
+  const bool has_grammar = grammar != body.end() && grammar->is_string() && !grammar->get<std::string>().empty();
+  if (grammar != body.end() && !grammar->is_null()) {
+    if (!grammar->is_string()) fail("'grammar' must be a string (GBNF)", "grammar");
+    o["grammar"] = *grammar;
   }
   if (auto it = body.find("json_schema"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) fail("'json_schema' must be an object (a JSON Schema)", "json_schema");
-    o["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "json_schema"}, {"schema", *it}}}};
+    // With both, llama-server follows the grammar; so does this.
+    if (!has_grammar) {
+      o["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "json_schema"}, {"schema", *it}}}};
+    }
   }
   return r;
 }

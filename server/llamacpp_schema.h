@@ -1,10 +1,11 @@
 // The request side of llama.cpp's own routes: a /completion or /infill body
 // translated into the body /v1/completions reads (openai_schema.h), so that
 // one parser validates both. llama.cpp's names map onto ours (n_predict ->
-// max_tokens, n_probs -> logprobs, json_schema -> response_format,
-// logit_bias as [[id, bias], ...] pairs -> an object), its server's sampling
-// defaults fill what the body leaves out, and what cannot be honoured is a
-// 400 naming the field (a GBNF grammar, more than one prompt). Fields of
+// max_tokens, n_probs -> logprobs, json_schema -> response_format (a
+// GBNF `grammar` wins over it, as in llama-server), logit_bias as
+// [[id, bias], ...] pairs -> an object), its server's sampling defaults
+// fill what the body leaves out, and what cannot be honoured is a 400
+// naming the field (more than one prompt). Fields of
 // its caches and slots (cache_prompt, id_slot, samplers, t_max_*_ms, ...)
 // are ignored. No HTTP here, so it is unit-tested directly.
 #pragma once

@@ -256,6 +256,12 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   }
   r.ignore_eos = read_bool(body, "ignore_eos").value_or(false);
   read_response_format(body, r);
+  if (auto grammar = read_string(body, "grammar")) {
+    r.grammar = *grammar;
+    if (!r.grammar.empty() && (r.json_object || r.json_schema)) {
+      fail("'grammar' cannot be combined with a JSON response_format", "grammar");
+    }
+  }
   read_string(body, "user");  // type-checked, otherwise ignored
   return r;
 }
@@ -414,6 +420,9 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
     if (auto e = read_tool_request(body, r.tools)) throw FieldError{*e};
     if (r.tools.forced() && (r.common.json_object || r.common.json_schema)) {
       fail("a forced tool call ('tool_choice') cannot be combined with a JSON response_format", "tool_choice");
+    }
+    if (r.tools.forced() && !r.common.grammar.empty()) {
+      fail("a forced tool call ('tool_choice') cannot be combined with a 'grammar'", "tool_choice");
     }
     if (auto agp = read_bool(body, "add_generation_prompt")) r.add_generation_prompt = *agp;
     if (auto truncate = read_bool(body, "truncate")) r.truncate = *truncate;

@@ -62,6 +62,10 @@ struct CommonRequest {
   bool json_object = false;                // response_format {"type": "json_object"}: JSON mode
   bool json_schema = false;                // response_format {"type": "json_schema"}: the reply follows `schema`
   std::shared_ptr<const text::JsonSchema> schema;  // json_schema: compiled by the route (response_schema.h)
+  // llama.cpp's extension: a GBNF grammar the reply must follow
+  // (text/gbnf_grammar.h); compiled against the model's vocabulary when the
+  // request is planned. Empty: none.
+  std::string grammar;
 };
 
 // /v1/completions. `prompts` holds one entry per prompt: text or token ids.

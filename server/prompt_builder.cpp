@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "engine/text/gbnf_grammar.h"
 #include "server/chat_prompt_variables.h"
 #include "server/harmony_split.h"
 #include "server/reasoning_split.h"
@@ -22,6 +23,29 @@ uint64_t random_seed() {
 
 ApiError context_exceeded(std::string message) {
   return {400, "invalid_request_error", std::move(message), "context_length_exceeded", "messages"};
+}
+
+// The request's GBNF grammar compiled for the model's vocabulary (null
+// when it sends none), or plan.error set.
+std::shared_ptr<const text::GbnfGrammar> compile_grammar(Plan& plan, const CommonRequest& common,
+                                                        const ServingModel& serving) {
+  if (common.grammar.empty()) return nullptr;
+  try {
+    auto grammar = text::GbnfGrammar::parse(common.grammar, text::gbnf_token_lookup(*serving.model->tokenizer));
+    const auto n_vocab = static_cast<uint32_t>(serving.model->spec.n_vocab);
+    for (uint32_t id : grammar->token_ids()) {
+      if (id >= n_vocab) {
+        plan.error = invalid_request("'grammar' names token <[" + std::to_string(id) + "]>; this model's ids are 0.." +
+                                         std::to_string(n_vocab - 1),
+                                     "grammar");
+        return nullptr;
+      }
+    }
+    return grammar;
+  } catch (const text::GbnfError& e) {
+    plan.error = invalid_request("'grammar' is not a valid GBNF grammar: " + std::string(e.what()), "grammar");
+    return nullptr;
+  }
 }
 
 // Fills `plan` with n choices for one tokenized prompt, or sets plan.error.
@@ -58,6 +82,8 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     deadline = runtime::Clock::now() + std::chrono::duration_cast<runtime::Clock::duration>(
                                            std::chrono::duration<double>(options.request_timeout_s));
   }
+  const auto grammar = compile_grammar(plan, common, serving);
+  if (plan.error) return;
   for (int i = 0; i < common.n; ++i) {
     PlannedChoice c;
     c.request.prompt = prompt;
@@ -72,6 +98,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.draft_max = common.draft_max;
     c.request.json_object = common.json_object;
     c.request.json_schema = common.schema;
+    c.request.grammar = grammar;
     c.request.return_tokens = common.logprobs;
     c.request.deadline = deadline;
     c.echo_text = echo_text;

@@ -35,7 +35,9 @@ void handle(Route route, ServerContext& ctx, const httplib::Request& req, Parsed
                                                                           : translate_llamacpp_completion(body));
   if (request->error) return reject(*request->error);
   std::shared_ptr<const text::JsonSchema> schema;
-  if (auto e = compile_response_schema(parsed_body.text, SchemaField::JsonSchema, schema)) return reject(*e);
+  if (request->openai.contains("response_format")) {
+    if (auto e = compile_response_schema(parsed_body.text, SchemaField::JsonSchema, schema)) return reject(*e);
+  }
   std::optional<config::KeepAlive> keep_alive;
   if (auto err = parse_keep_alive_field(body, keep_alive)) return reject(*err);
 

@@ -5,8 +5,8 @@
 // completion_probabilities whose bytes spell the text, XTC taking the
 // second choice where both top choices pass its threshold, DRY holding back
 // a token that would repeat the prompt, json_schema
-// enforced, SillyTavern's whole sampler body accepted, and a GBNF grammar
-// refused naming the field. /infill is in fim_api_test.cpp.
+// enforced and SillyTavern's whole sampler body accepted. /infill is in
+// fim_api_test.cpp; GBNF grammars in grammar_api_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -141,7 +141,7 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
     CHECK(dry.body["completion_probabilities"][0]["id"] != 102);
   }
 
-  SECTION("json_schema is enforced; a GBNF grammar is refused naming the field") {
+  SECTION("json_schema is enforced") {
     const json schema = {{"type", "object"},
                          {"properties", {{"name", {{"type", "string"}, {"maxLength", 5}}}}},
                          {"required", json::array({"name"})}};
@@ -152,9 +152,6 @@ TEST_CASE("llama.cpp's /completion: its fields and its answers", "[integration][
     INFO(content);
     CHECK(content.rfind("{", 0) == 0);
     if (j.body["stop_type"] == "eos") CHECK(json::parse(content).contains("name"));
-    const auto g = tc::test::post_json(client, "/completion", {{"prompt", prompt}, {"grammar", "root ::= \"a\""}});
-    CHECK(g.status == 400);
-    CHECK(g.body["error"]["param"] == "grammar");
   }
 
   SECTION("SillyTavern's body: the samplers it sends are accepted") {

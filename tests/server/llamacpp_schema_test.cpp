@@ -69,13 +69,20 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
 
   // A one-string array is one prompt.
   CHECK(translate_llamacpp_completion({{"prompt", json::array({"Hi"})}}).openai["prompt"] == "Hi");
+
+  // A GBNF grammar passes through, and wins over json_schema as in llama-server.
+  r = translate_llamacpp_completion(
+      {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "object"}}}});
+  REQUIRE_FALSE(r.error);
+  CHECK(r.openai["grammar"] == "root ::= \"a\"");
+  CHECK_FALSE(r.openai.contains("response_format"));
 }
 
 TEST_CASE("/completion bodies that cannot be honoured are 400s naming the field", "[server][llamacpp]") {
   CHECK(error_param(translate_llamacpp_completion(json::object())) == "prompt");
   CHECK(error_param(translate_llamacpp_completion({{"prompt", json::array({"a", "b"})}})) == "prompt");
   CHECK(error_param(translate_llamacpp_completion({{"prompt", 3}})) == "prompt");
-  CHECK(error_param(translate_llamacpp_completion({{"prompt", "x"}, {"grammar", "root ::= \"a\""}})) == "grammar");
+  CHECK(error_param(translate_llamacpp_completion({{"prompt", "x"}, {"grammar", 3}})) == "grammar");
   CHECK(error_param(translate_llamacpp_completion({{"prompt", "x"}, {"n_predict", -2}})) == "n_predict");
   CHECK(error_param(translate_llamacpp_completion({{"prompt", "x"}, {"n_probs", "3"}})) == "n_probs");
   CHECK(error_param(translate_llamacpp_completion({{"prompt", "x"}, {"logit_bias", json::array({1})}})) ==
