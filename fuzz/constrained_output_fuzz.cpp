@@ -6,6 +6,10 @@
 // naming a declared function for the tool call). The text is also parsed
 // for tool calls whole and through ToolCallStream cut at every third byte:
 // the stream must show and return exactly what the whole parse finds.
+// The part before the NUL is also read as a GBNF grammar (which may only
+// throw GbnfError); the text fed byte by byte to its matcher must be taken
+// whole as one token too, and where the grammar is complete no byte may
+// follow.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text/gbnf_grammar.h"
+#include "engine/text/gbnf_prefix.h"
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
@@ -42,6 +48,23 @@ void check_prefix(Prefix prefix, std::string_view text, bool object) {
   require(!object || value.is_object(), "a complete JSON-mode prefix is an object");
 }
 
+void check_gbnf(std::string_view grammar_text, std::string_view text) {
+  std::shared_ptr<const tc::text::GbnfGrammar> g;
+  try {
+    g = tc::text::GbnfGrammar::parse(grammar_text);
+  } catch (const tc::text::GbnfError& e) {
+    require(e.what()[0] != '\0', "a grammar error has a message");
+    return;
+  }
+  tc::text::GbnfPrefix p(g.get());
+  size_t n = 0;
+  while (n < text.size() && p.push(static_cast<uint8_t>(text[n]))) ++n;
+  require(tc::text::GbnfPrefix(g.get()).accepts(text.substr(0, n)), "bytes taken one by one are taken as one token");
+  if (p.complete()) {
+    for (int b = 1; b < 256; ++b) require(!p.accepts(std::string(1, static_cast<char>(b))), "nothing after complete");
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -64,6 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       require(e.what()[0] != '\0', "a schema error has a message");
     }
   }
+
+  check_gbnf(schema_text, text);
 
   const auto whole = tc::server::parse_tool_calls(text, grammar.names);
   tc::server::ToolCallStream stream;

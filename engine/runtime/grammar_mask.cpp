@@ -2,6 +2,7 @@
 #include "engine/runtime/grammar_mask.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 namespace tc::runtime {
@@ -28,8 +29,18 @@ void GrammarMask::allowed(const text::GbnfPrefix& state, const ConstraintTokenTa
   // The trie walk: levels[d] is the state after the first d bytes of the
   // current token, valid for d <= `valid`. A token that shares more than
   // `dead` bytes with the previous one shares the prefix that failed.
+  // Where the state after d bytes equals the starting state (at_start[d]:
+  // inside a repetition such as a string's characters, most bytes lead
+  // back to it), the byte's step from it is looked up (from_start) instead
+  // of pushed again.
+  enum Step : uint8_t { Unknown, BackToStart, Elsewhere, Refused };
+  std::array<Step, 256> from_start{};
   if (levels.size() < table.max_text_bytes + 1) levels.resize(table.max_text_bytes + 1, state);
-  levels[0] = state;
+  std::vector<uint8_t> at_start(table.max_text_bytes + 1, 0);
+  at_start[0] = 1;
+  auto same_as_start = [&](const text::GbnfPrefix& p) {
+    return p.partial_key() == state.partial_key() && std::ranges::equal(p.stacks(), state.stacks());
+  };
   size_t valid = 0;
   size_t dead = std::numeric_limits<size_t>::max();
   for (size_t k = 0; k < table.trie_order.size(); ++k) {
@@ -40,13 +51,33 @@ void GrammarMask::allowed(const text::GbnfPrefix& state, const ConstraintTokenTa
     const std::string& bytes = table.bytes[t];
     size_t d = std::min(shared, valid);
     for (; d < bytes.size(); ++d) {
-      if (!levels[d].step_into(static_cast<uint8_t>(bytes[d]), levels[d + 1])) break;
+      const auto b = static_cast<uint8_t>(bytes[d]);
+      if (at_start[d] != 0) {
+        Step& known = from_start[b];
+        if (known == BackToStart) {
+          at_start[d + 1] = 1;
+          continue;
+        }
+        if (known == Refused) break;
+        if (!state.step_into(b, levels[d + 1])) {
+          known = Refused;
+          break;
+        }
+        at_start[d + 1] = same_as_start(levels[d + 1]) ? 1 : 0;
+        known = at_start[d + 1] != 0 ? BackToStart : Elsewhere;
+        continue;
+      }
+      if (!levels[d].step_into(b, levels[d + 1])) break;
+      at_start[d + 1] = same_as_start(levels[d + 1]) ? 1 : 0;  // a character's last byte may lead back
     }
+    valid = d;
     if (d == bytes.size()) {
-      valid = d;
-      set_bit(bits, t);
+      // A token that leaves a character half written fits where that
+      // character may still become one the grammar takes, checked at the
+      // token's end as llama.cpp does (accepts() of nothing more).
+      const text::GbnfPrefix& end = at_start[d] != 0 ? state : levels[d];
+      if (end.partial_key() == 0 || end.accepts({})) set_bit(bits, t);
     } else {
-      valid = d;
       dead = d;
     }
   }

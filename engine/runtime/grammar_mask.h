@@ -26,7 +26,7 @@ class GrammarMask {
   static void allowed(const text::GbnfPrefix& state, const ConstraintTokenTable& table,
                       std::vector<text::GbnfPrefix>& levels, std::vector<uint64_t>& bits);
 
-  static constexpr size_t kCachedStates = 16;
+  static constexpr size_t kCachedStates = 64;
 
  private:
   struct Entry {

@@ -82,7 +82,8 @@ bool match_char(const GbnfGrammar& g, uint32_t pos, uint32_t c, uint32_t& after)
 
 // llama.cpp's llama_grammar_match_partial_char: whether some completion of
 // a half-written character (its bits `value`, `remain` bytes to come) can
-// match the group at `pos`.
+// match the group at `pos`; for a negated group, as llama.cpp has it,
+// whether none of the completions is excluded.
 bool match_partial(const GbnfGrammar& g, uint32_t pos, uint32_t value, uint32_t remain) {
   if (remain == 1 && value < 2) return false;  // an overlong 2-byte form of ASCII
   const auto& e = g.elements;
@@ -109,6 +110,18 @@ void for_each_stack(const std::vector<uint32_t>& flat, Fn&& fn) {
   for (size_t i = 0; i < flat.size(); i += flat[i] + 1) {
     fn(std::span<const uint32_t>(flat.data() + i + 1, flat[i]));
   }
+}
+
+// llama.cpp's check where a token's bytes end: a character the token
+// leaves half written (`value`, `remain` bytes to come) must be able to
+// become one that some stack's character group takes.
+bool partial_fits(const GbnfGrammar& g, const std::vector<uint32_t>& stacks, uint32_t value, uint32_t remain) {
+  if (remain == 0) return true;
+  bool fits = false;
+  for_each_stack(stacks, [&](std::span<const uint32_t> s) {
+    fits = fits || (!s.empty() && !is_token(g.elements[s.back()].op) && match_partial(g, s.back(), value, remain));
+  });
+  return fits;
 }
 
 }  // namespace
@@ -145,14 +158,17 @@ bool GbnfPrefix::advance_char(uint32_t c, GbnfPrefix& next) const {
   return !next.stacks_.empty();
 }
 
-// `next` keeps the stacks whose top can still match the half-written
-// character next.partial_*.
+// `next` keeps the stacks a character can come on (a character group on
+// top) while next.partial_* is half written. They are not narrowed by what
+// the character may become: llama.cpp checks that only where a token's
+// bytes end (partial_fits), and a stack whose group excludes some of the
+// completions may still take the one that comes (a negated class).
 bool GbnfPrefix::keep_partial(GbnfPrefix& next) const {
   const GbnfGrammar& g = *grammar_;
+  if (next.partial_remain_ == 1 && next.partial_value_ < 2) return false;  // can only be overlong
   next.stacks_.clear();
   for_each_stack(stacks_, [&](std::span<const uint32_t> s) {
     if (s.empty() || is_token(g.elements[s.back()].op)) return;
-    if (!match_partial(g, s.back(), next.partial_value_, next.partial_remain_)) return;
     next.stacks_.push_back(static_cast<uint32_t>(s.size()));
     next.stacks_.insert(next.stacks_.end(), s.begin(), s.end());
   });
@@ -177,9 +193,13 @@ bool GbnfPrefix::step_into(uint8_t byte, GbnfPrefix& next) const {
   return keep_partial(next);
 }
 
+// push and accepts take the bytes as one token: step by step, then
+// llama.cpp's check of a character left half written at its end.
 bool GbnfPrefix::push(uint8_t byte) {
   GbnfPrefix next(*this);
-  if (!step_into(byte, next)) return false;
+  if (!step_into(byte, next) || !partial_fits(*grammar_, next.stacks_, next.partial_value_, next.partial_remain_)) {
+    return false;
+  }
   *this = std::move(next);
   return true;
 }
@@ -190,6 +210,7 @@ bool GbnfPrefix::push(std::string_view bytes) {
     if (!a.step_into(static_cast<uint8_t>(c), b)) return false;
     std::swap(a, b);
   }
+  if (!partial_fits(*grammar_, a.stacks_, a.partial_value_, a.partial_remain_)) return false;
   *this = std::move(a);
   return true;
 }

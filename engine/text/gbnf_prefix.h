@@ -23,12 +23,17 @@ class GbnfPrefix {
   // The empty text. `grammar` must outlive every copy of this state.
   explicit GbnfPrefix(const GbnfGrammar* grammar);
 
+  // push and accepts take their bytes as one token: characters completed
+  // inside it are matched exactly, and one it leaves half written must be
+  // able to become one a stack takes, checked at its end as llama.cpp does
+  // (for a negated class, llama.cpp's check wants every completion allowed).
   bool push(uint8_t byte);
-  // False when one of the bytes does not fit; the state is then unspecified.
+  // False when the bytes do not fit; the state is then unspecified.
   bool push(std::string_view bytes);
   bool accepts(std::string_view bytes) const;
   // `*this` + `byte` written into `next` (whose storage is reused); false
-  // when the byte does not fit (then `next` is unspecified).
+  // when the byte does not fit (then `next` is unspecified). A half-written
+  // character is not checked here; accepts({}) on `next` does that.
   bool step_into(uint8_t byte, GbnfPrefix& next) const;
 
   // A whole token: through <[ID]> elements on top of the stacks and, when

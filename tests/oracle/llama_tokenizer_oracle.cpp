@@ -84,6 +84,7 @@ struct LlamaApi {
 struct Loaded {
   LlamaApi api;
   ModelParams params{};  // the defaults with vocab_only set
+  void* handle = nullptr;  // the dlopen() handle, never closed
   bool ok = false;
   bool broken = false;
   std::string reason;
@@ -139,6 +140,7 @@ Loaded load() {
   // Never closed: the functions stay valid for the life of the process.
   void* handle = open_shared_library(path, "THERMOCLINE_LLAMA_LIB", out.reason);
   if (handle == nullptr) return out;
+  out.handle = handle;
   std::string missing;
   LlamaApi& a = out.api;
 #define TC_RESOLVE(name) resolve_symbol(handle, #name, a.name, missing)
@@ -199,6 +201,8 @@ std::filesystem::path llama_library_path() {
 bool llama_available() { return loaded().ok; }
 bool llama_library_broken() { return loaded().broken; }
 const std::string& llama_unavailable_reason() { return loaded().reason; }
+void* llama_library_handle() { return loaded().ok ? loaded().handle : nullptr; }
+std::string take_llama_log_tail() { return std::exchange(log_tail(), std::string()); }
 
 void set_vocab_only_model_keys(gguf::GgufWriter& w) {
   // llama.cpp reads the hyperparameters even with vocab_only; the values only

@@ -30,6 +30,12 @@ std::filesystem::path llama_library_path();
 bool llama_available();
 bool llama_library_broken();
 const std::string& llama_unavailable_reason();
+// The dlopen() handle of libllama, for oracles that resolve more of its
+// functions (llama_grammar_oracle.h); nullptr unless llama_available().
+void* llama_library_handle();
+// llama.cpp's recent warnings and errors (its log is captured, not printed),
+// cleared by the call: for the messages of failures.
+std::string take_llama_log_tail();
 
 // general.architecture "llama" and the llama.* hyperparameters llama.cpp's
 // loader requires of a vocab-only file (a tiny model; no tensors).
@@ -69,6 +75,10 @@ class LlamaVocab {
   std::string token_to_piece(int32_t id, bool special) const;
   // llama_detokenize with remove_special off; `special` is unparse_special.
   std::string detokenize(const std::vector<int32_t>& ids, bool special) const;
+
+  // The `const llama_vocab*` itself, for other libllama calls on this vocab
+  // (valid while this object lives).
+  const void* raw() const { return vocab_; }
 
  private:
   void* model_ = nullptr;        // llama_model*

@@ -115,7 +115,8 @@ TEST_CASE("GBNF: the matcher accepts what an independent regular expression acce
       {"root ::= item (\",\" item)*\nitem ::= [a-c]+ | \"(\" [0-9]? \")\"",
        L"([a-c]+|\\([0-9]?\\))(,([a-c]+|\\([0-9]?\\)))*", L"ac,()1", L"ab,(1),c"},
       {"root ::= [α-ω]+ \"é\"? [^a-z]", L"[α-ω]+é?[^a-z]", L"αβωéaz1中", L"αωé1"},
-      {"root ::= ([\\u4e00-\\u9fff] | [\\U0001F600-\\U0001F64F])* \"\\n\"", L"([\u4e00-\u9fff]|[\U0001F600-\U0001F64F])*\n",
+      {"root ::= ([\\u4e00-\\u9fff] | [\\U0001F600-\\U0001F64F])* \"\\n\"",
+       L"([\u4e00-\u9fff]|[\U0001F600-\U0001F64F])*\n",
        L"中文😀\na", L"中😀文\n"},
       {"root ::= x | y\nx ::= \"ab\" x?\ny ::= (\"a\" | \"b\")? \"c\"", L"(ab)+|[ab]?c", L"abc", L"ababab"},
   };
@@ -208,6 +209,15 @@ TEST_CASE("GBNF: UTF-8 is matched byte by byte, half characters by what they can
   GbnfPrefix half = p;
   REQUIRE(half.push("\xC3"));
   CHECK_FALSE(half.may_end());
+  // A negated class takes any character it does not name, completed inside
+  // a token; a token that ends half-way through a character it might name
+  // is refused there (llama.cpp's check at a token's end).
+  const auto not_e = GbnfGrammar::parse("root ::= [^é]+");
+  GbnfPrefix r(not_e.get());
+  CHECK(r.accepts("\xC3\x9F"));        // ß
+  CHECK_FALSE(r.accepts("\xC3\xA9"));  // é
+  CHECK_FALSE(r.accepts("\xC3"));      // may become é
+  CHECK(r.accepts("\xE4"));            // 3-byte characters: none is é
   // Any character, negated classes of ASCII and the 2-byte overlong form.
   const auto any = GbnfGrammar::parse("root ::= . [^a]");
   GbnfPrefix q(any.get());
@@ -262,6 +272,7 @@ TEST_CASE("GBNF: token elements take one whole token by id, or any token but one
     return std::nullopt;
   });
   CHECK(named->token_ids() == std::vector<uint32_t>{42});
-  REQUIRE_THROWS_WITH(GbnfGrammar::parse("root ::= <|nope|>", [](std::string_view) { return std::optional<int32_t>(); }),
+  const auto none = [](std::string_view) { return std::optional<int32_t>(); };
+  REQUIRE_THROWS_WITH(GbnfGrammar::parse("root ::= <|nope|>", none),
                       Catch::Contains("'<|nope|>' is not one special token of this model"));
 }
