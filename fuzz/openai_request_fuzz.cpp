@@ -1,9 +1,10 @@
 // libFuzzer target for what a client controls on /v1/completions,
 // /v1/chat/completions and the embedding routes before any token is
 // generated: the body bytes go through parse_json_body (as the routes call
-// it), then parse_completion_request, parse_chat_request, the llama.cpp and
-// Ollama generate translations (llamacpp_schema.h, ollama_schema.h) and the
-// three embedding parsers (embedding_schema.h); a chat request that
+// it), then parse_completion_request, parse_chat_request, the llama.cpp,
+// Ollama generate and Responses API translations (llamacpp_schema.h,
+// ollama_schema.h, responses_schema.h) and the three embedding parsers
+// (embedding_schema.h); a chat request that
 // parses is rendered by the bundled chat templates of the common model
 // families (tests/data/chat_templates/templates) with the server's own
 // variables (chat_prompt_variables). An ApiError or a ChatTemplateError is
@@ -33,6 +34,7 @@
 #include "server/openai_schema.h"
 #include "server/reasoning_split.h"
 #include "server/request_body.h"
+#include "server/responses_schema.h"
 
 namespace {
 
@@ -175,6 +177,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto ollama = tc::server::translate_ollama_generate(body);
   if (!ollama.error && ollama.completion) check_parsed(tc::server::parse_completion_request(ollama.openai, limits));
+  // OpenAI's Responses API: a 400, or a chat body the chat parser then judges.
+  const auto responses = tc::server::translate_responses_request(nlohmann::ordered_json::parse(
+      std::string_view(reinterpret_cast<const char*>(data), size), nullptr, /*allow_exceptions=*/false));
+  if (responses.error) {
+    require(responses.error->status == 400 && !responses.error->message.empty(), "responses: a 400 with a message");
+  } else {
+    check_parsed(tc::server::parse_chat_request(nlohmann::json::parse(responses.chat.dump()), limits));
+  }
   check_embedding(tc::server::parse_openai_embedding(body), true);
   check_embedding(tc::server::parse_ollama_embed(body), false);
   check_embedding(tc::server::parse_ollama_embeddings(body), false);

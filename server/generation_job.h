@@ -3,9 +3,10 @@
 // log line and the metrics -- and serve_generation(), which leases the model
 // a request names (waiting for its load, with SSE pings when streaming),
 // plans, submits and answers, in OpenAI's wire format (SSE / JSON),
+// OpenAI's Responses API (semantic SSE events / a response object),
 // Ollama's (NDJSON / JSON) or llama.cpp's native one (/completion, /infill:
-// SSE / JSON). Shared by routes_generate.cpp, routes_ollama.cpp and
-// routes_llamacpp.cpp.
+// SSE / JSON). Shared by routes_generate.cpp, routes_responses.cpp,
+// routes_ollama.cpp and routes_llamacpp.cpp.
 #pragma once
 
 #include <chrono>
@@ -24,13 +25,14 @@
 #include "server/reasoning_split.h"
 #include "server/request_body.h"
 #include "server/request_log.h"
+#include "server/responses_stream.h"
 #include "server/server_context.h"
 #include "server/tool_call_parser.h"
 #include "server/tool_request.h"
 
 namespace tc::server {
 
-enum class Wire { OpenAI, Ollama, LlamaCpp };
+enum class Wire { OpenAI, Ollama, LlamaCpp, Responses };
 
 using runtime::StreamEvent;
 
@@ -47,6 +49,8 @@ struct GenerationJob {
   Wire wire = Wire::OpenAI;
   OllamaMeta ollama;                            // wire Ollama: its fields
   NativeMeta native;                            // wire LlamaCpp: its fields
+  ResponsesMeta responses_meta;                 // wire Responses: its fields (the model is meta.model)
+  std::optional<ResponsesBuilder> responses;    // wire Responses: the output items (responses_builder())
   ResponseMeta meta;
   std::string route;
   bool stream = false;
@@ -130,6 +134,17 @@ struct GenerationJob {
     for (auto& h : handles) h->cancel();
   }
 
+  // Wire Responses: the builder of the output items, made on first use
+  // (the model's name is known by then).
+  ResponsesBuilder& responses_builder() {
+    if (!responses) {
+      ResponsesMeta m = responses_meta;
+      m.model = meta.model;
+      responses.emplace(std::move(m), [this](const char* prefix) { return prefix + random_id(*ctx); });
+    }
+    return *responses;
+  }
+
   // The client went away: cancel, and log 499 (nginx's "client closed request").
   void client_gone() {
     cancel_all();
@@ -193,6 +208,7 @@ struct GenerationJob {
       harmony_calls[i].insert(harmony_calls[i].end(), h.calls.begin(), h.calls.end());
       return ReasoningParts{std::move(h.reasoning), std::move(h.content)};
     };
+    if (stream && wire == Wire::Responses && !write(responses_builder().start())) return;
     if (stream && wire == Wire::OpenAI) {
       for (size_t i = 0; i < n; ++i) {
         if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
@@ -286,6 +302,15 @@ struct GenerationJob {
     } else if (wire == Wire::LlamaCpp) {
       const auto last = native_final(native, results[0], stream, usage, record, logprobs);
       write(stream ? sse_event(last) : dump_json(last));
+    } else if (wire == Wire::Responses) {
+      ResponsesBuilder& b = responses_builder();
+      if (!stream) {
+        b.reasoning(results[0].reasoning);
+        b.text(results[0].text);
+        b.calls(results[0].tool_calls);
+      }
+      const std::string last = b.finish(results[0].finish, usage);
+      write(stream ? last : dump_json(b.object()));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
       write(std::string(kSseDone));
@@ -308,9 +333,9 @@ struct GenerationJob {
     if (!stream) return true;
     const auto index = static_cast<int>(i);
     if (!parts.reasoning.empty()) {
-      const std::string chunk = wire == Wire::Ollama
-                                    ? ndjson_line(ollama_thinking_chunk(ollama, parts.reasoning))
-                                    : sse_event(reasoning_chunk(meta, index, parts.reasoning));
+      const std::string chunk = wire == Wire::Ollama ? ndjson_line(ollama_thinking_chunk(ollama, parts.reasoning))
+                                : wire == Wire::Responses ? responses_builder().reasoning(parts.reasoning)
+                                                          : sse_event(reasoning_chunk(meta, index, parts.reasoning));
       if (!write(chunk)) return false;
     }
     // With tools, what may be a call is held back (and its tokens' logprobs with it).
@@ -327,12 +352,14 @@ struct GenerationJob {
   }
 
   // A streamed piece of choice i's content in the job's wire format.
-  std::string content_piece(size_t i, const std::string& text, const std::vector<runtime::TokenInfo>& tokens) const {
+  std::string content_piece(size_t i, const std::string& text, const std::vector<runtime::TokenInfo>& tokens) {
     switch (wire) {
       case Wire::Ollama:
         return ndjson_line(ollama_chunk(ollama, text));
       case Wire::LlamaCpp:
         return sse_event(native_chunk(text, logprobs ? tokens : std::vector<runtime::TokenInfo>()));
+      case Wire::Responses:
+        return responses_builder().text(text);
       case Wire::OpenAI:
         break;
     }
@@ -387,8 +414,9 @@ struct GenerationJob {
   bool write_calls(size_t i, const std::vector<ToolCall>& calls, std::vector<runtime::TokenInfo>& held,
                    Write&& write) {
     if (calls.empty()) return true;
-    const std::string chunk = wire == Wire::Ollama
-                                  ? ndjson_line(ollama_chunk(ollama, "", calls))
+    const std::string chunk =
+        wire == Wire::Ollama      ? ndjson_line(ollama_chunk(ollama, "", calls))
+        : wire == Wire::Responses ? responses_builder().calls(calls)
                                   : sse_event(tool_calls_chunk(meta, static_cast<int>(i), calls, logprobs_of(i, held)));
     held.clear();
     return write(chunk);
@@ -409,6 +437,10 @@ struct GenerationJob {
     if (wire == Wire::Ollama) {
       const std::string body = ollama_error_body(e.message);
       write(stream ? body + "\n" : body);
+      return;
+    }
+    if (stream && wire == Wire::Responses) {
+      write(responses_builder().error(e));
       return;
     }
     const std::string body = error_body(e);

@@ -1,4 +1,6 @@
-// POST /v1/completions and /v1/chat/completions: validate, lease the model
+// POST /v1/completions, /v1/chat/completions and /v1/responses (OpenAI's
+// Responses API, translated into a chat request by responses_schema.h and
+// answered by responses_stream.h): validate, lease the model
 // the request names (loading it if needed), plan (template, tokenize,
 // context check), submit to the engine, then stream SSE chunks or write one
 // JSON body. Everything that can fail with a 4xx happens before the 200
@@ -15,6 +17,7 @@
 #include "server/ollama_schema.h"
 #include "server/request_body.h"
 #include "server/response_schema.h"
+#include "server/responses_schema.h"
 #include "server/route_paths.h"
 
 namespace tc::server {
@@ -22,15 +25,25 @@ namespace {
 
 using nlohmann::json;
 
-void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed_body,
-                       httplib::Response& res) {
-  auto job = new_generation_job(ctx, req, Wire::OpenAI, endpoint, endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const httplib::Request& req,
+                       ParsedBody parsed_body, httplib::Response& res) {
+  const char* id_prefix = wire == Wire::Responses ? "resp_" : endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-";
+  auto job = new_generation_job(ctx, req, wire, endpoint, id_prefix);
   job->meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   job->meta.system_fingerprint = "thermocline";
   auto reject = [&](const ApiError& e) { job->reject(res, e); };
   if (job->refused_early(res, parsed_body)) return;
+  if (wire == Wire::Responses) {
+    // From here on the request is the chat request it means.
+    const auto ordered = nlohmann::ordered_json::parse(parsed_body.text, nullptr, /*allow_exceptions=*/false);
+    auto translated = translate_responses_request(ordered);
+    if (translated.error) return reject(*translated.error);
+    job->responses_meta = {job->meta.id, job->meta.created, "", std::move(translated.echo)};
+    parsed_body.text = translated.chat.dump();
+    parsed_body.json = json::parse(parsed_body.text);
+  }
   auto body = std::make_shared<const json>(std::move(parsed_body.json));
   if (!body->is_object()) return reject(invalid_request("request body must be a JSON object"));
   // A response schema is compiled from the text, in declared order.
@@ -87,11 +100,17 @@ void handle_generation(Endpoint endpoint, ServerContext& ctx, const httplib::Req
 }  // namespace
 
 void install_generation_routes(httplib::Server& http, ServerContext& ctx) {
-  for (const auto& [path, endpoint] : {std::pair{"chat/completions", Endpoint::Chat},
-                                       std::pair{"completions", Endpoint::Completions}}) {
-    post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
-                    [&ctx, endpoint](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
-                      handle_generation(endpoint, ctx, req, std::move(body), res);
+  struct Route {
+    const char* path;
+    Endpoint endpoint;
+    Wire wire;
+  };
+  for (const Route& r : {Route{"chat/completions", Endpoint::Chat, Wire::OpenAI},
+                         Route{"completions", Endpoint::Completions, Wire::OpenAI},
+                         Route{"responses", Endpoint::Chat, Wire::Responses}}) {
+    post_json_route(http, route_pattern(r.path), ctx.options.max_body_bytes,
+                    [&ctx, r](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
+                      handle_generation(r.endpoint, r.wire, ctx, req, std::move(body), res);
                     });
   }
 }

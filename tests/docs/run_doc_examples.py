@@ -17,7 +17,8 @@ steer it:
   <!-- example: output -->             this block is the documented output of
                                        the run block before it
 
-A documented output is a JSON document, or SSE `data:` lines. The actual
+A documented output is a JSON document, or SSE `data:` lines (`event:`
+lines, as the Responses API sends, are skipped). The actual
 stdout must parse the same way, and every key path of the documented JSON
 must exist in it with the same JSON type (values may differ; of an array
 only the first element's shape is compared). SSE events are matched in
@@ -163,8 +164,8 @@ def parse_sse(text):
     """The events of an SSE body: JSON values, or the string '[DONE]'."""
     events = []
     for line in text.splitlines():
-        if not line.strip() or line.startswith(":"):
-            continue  # blank separators and comments (": ping")
+        if not line.strip() or line.startswith(":") or line.startswith("event:"):
+            continue  # blank separators, comments (": ping") and event names (the data says its type)
         if not line.startswith("data:"):
             raise ValueError(f"not an SSE line: {line[:120]!r}")
         payload = line[5:].strip()
@@ -181,7 +182,7 @@ def event_errors(want, got):
 
 
 def is_sse(text):
-    return text.lstrip().startswith("data:")
+    return text.lstrip().startswith(("data:", "event:"))
 
 
 def check_documented_output(block):

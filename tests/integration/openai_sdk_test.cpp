@@ -1,7 +1,8 @@
 // The official OpenAI Node SDK (npm openai, installed by scripts/setup.sh into
 // .deps/npm) against a real `thermocline serve`: tests/integration/sdk/
-// openai_sdk_check.mjs runs the checks; this test starts the server, runs
-// node and reports its output. Without node or the SDK it is skipped with a
+// openai_sdk_check.mjs (chat, completions, embeddings) and
+// openai_responses_check.mjs (the Responses API) run the checks; these tests
+// start the server, run node and report its output. Without node or the SDK it is skipped with a
 // warning, or fails where THERMOCLINE_REQUIRE_ORACLE is set (CI).
 #include <catch2/catch.hpp>
 
@@ -19,12 +20,10 @@ bool require_oracle() {
   return env && *env && std::string(env) != "0";
 }
 
-
-}  // namespace
-
-TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
+// Runs tests/integration/sdk/SCRIPT against a server on a tiny model.
+void run_sdk_script(const std::string& script_name, const std::string& scratch) {
   namespace fs = std::filesystem;
-  const fs::path script = tc::test::source_dir() / "tests" / "integration" / "sdk" / "openai_sdk_check.mjs";
+  const fs::path script = tc::test::source_dir() / "tests" / "integration" / "sdk" / script_name;
   REQUIRE(fs::exists(script));
   const fs::path node_modules = tc::test::source_dir() / ".deps" / "npm" / "node_modules";
 
@@ -40,7 +39,7 @@ TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
     return;
   }
 
-  const auto dir = tc::test::scratch_dir("openai_sdk");
+  const auto dir = tc::test::scratch_dir(scratch);
   const auto model = tc::test::make_test_model(
       dir, "tiny", "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024");
   // A 512-token context keeps the overflow check cheap; two slots let n: 2 run together.
@@ -49,8 +48,9 @@ TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
                                   "2", "--threads", "2"},
                                  dir);
 
-  const std::string command = "node " + tc::test::shell_quote(script.string()) + " " + tc::test::shell_quote(server.url() + "/v1") +
-                              " test-key-1 tiny " + tc::test::shell_quote(node_modules.string());
+  const std::string command = "node " + tc::test::shell_quote(script.string()) + " " +
+                              tc::test::shell_quote(server.url() + "/v1") + " test-key-1 tiny " +
+                              tc::test::shell_quote(node_modules.string());
   const auto r = tc::test::run_command(command);
   INFO("command: " << command);
   INFO("output:\n" << r.output);
@@ -59,4 +59,15 @@ TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("all ") != std::string::npos);
   CHECK(server.stop() == 0);
+}
+
+
+}  // namespace
+
+TEST_CASE("the OpenAI Node SDK drives the server", "[integration][sdk]") {
+  run_sdk_script("openai_sdk_check.mjs", "openai_sdk");
+}
+
+TEST_CASE("the OpenAI Node SDK's Responses API drives the server", "[integration][sdk]") {
+  run_sdk_script("openai_responses_check.mjs", "openai_responses_sdk");
 }

@@ -3,7 +3,8 @@
 // inside the reasoning block. The reply X that reasoning_format "none"
 // returns as content comes back as `reasoning_content` by default (and
 // streamed as reasoning_content deltas), as Ollama's `thinking` with think:
-// true, and as content again with --reasoning-format none or think unset.
+// true, and as content again with --reasoning-format none or think unset;
+// the Responses API gives it as a reasoning item.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -105,4 +106,40 @@ TEST_CASE("the reasoning_format option none leaves the reasoning in the content"
   const auto split = post_json(c, "/v1/chat/completions", chat_body({{"reasoning_format", "deepseek"}}));
   REQUIRE(split.status == 200);
   CHECK(split.body["choices"][0]["message"]["reasoning_content"] == r.body["choices"][0]["message"]["content"]);
+}
+
+TEST_CASE("the Responses API returns a thinking model's reasoning as a reasoning item", "[integration][reasoning]") {
+  ServerProcess server(thinking_model(), {"--ctx-size", "128"}, tc::test::scratch_dir("reasoning_responses_logs"));
+  auto c = server.client();
+  const std::string x = plain_reply(c);
+  const json body = {{"input", "Why is the sky blue?"}, {"max_output_tokens", 12}, {"temperature", 0}};
+  const auto r = post_json(c, "/v1/responses", body);
+  INFO(r.raw);
+  REQUIRE(r.status == 200);
+  const json& output = r.body["output"];
+  REQUIRE(output.size() == 1);  // all of the reply is reasoning: no message
+  CHECK(output[0]["type"] == "reasoning");
+  CHECK(output[0]["content"][0]["type"] == "reasoning_text");
+  CHECK(output[0]["content"][0]["text"] == x);
+
+  json streamed = body;
+  streamed["stream"] = true;
+  const auto s = tc::test::post_stream(c, "/v1/responses", streamed);
+  REQUIRE(s.status == 200);
+  std::string reasoning;
+  bool text_delta = false;
+  for (const json& e : s.events) {
+    if (e["type"] == "response.reasoning_text.delta") reasoning += e["delta"].get<std::string>();
+    if (e["type"] == "response.output_text.delta") text_delta = true;
+  }
+  CHECK(reasoning == x);
+  CHECK_FALSE(text_delta);
+  REQUIRE_FALSE(s.events.empty());
+  // The same item as the plain response's, but for its id.
+  json last = s.events.back()["response"]["output"];
+  REQUIRE(last.size() == 1);
+  CHECK(last[0]["id"].get<std::string>().rfind("rs_", 0) == 0);
+  last[0]["id"] = output[0]["id"];
+  CHECK(last == output);
+  CHECK(server.stop() == 0);
 }

@@ -183,8 +183,21 @@ SseResponse post_stream(httplib::Client& client, const std::string& path, const 
     if (end == std::string::npos) break;
     const std::string event = r.raw.substr(pos, end - pos);
     pos = end + 2;
-    if (event.rfind("data: ", 0) != 0) continue;  // comments (": ping")
-    const std::string payload = event.substr(6);
+    // An event's data lines, joined; its `event:` line and comments
+    // (": ping") are not data.
+    std::string payload;
+    bool has_data = false;
+    for (size_t at = 0; at <= event.size();) {
+      size_t eol = event.find('\n', at);
+      if (eol == std::string::npos) eol = event.size();
+      const std::string line = event.substr(at, eol - at);
+      at = eol + 1;
+      if (line.rfind("data: ", 0) != 0) continue;
+      if (has_data) payload += '\n';
+      payload += line.substr(6);
+      has_data = true;
+    }
+    if (!has_data) continue;
     r.data.push_back(payload);
     if (payload != "[DONE]") r.events.push_back(nlohmann::json::parse(payload, nullptr, false));
   }
