@@ -475,9 +475,12 @@ void Engine::Impl::emit(int slot_idx, const SampleResult& result) {
     seq.first_token_at = Clock::now();
   }
   if (result.status != SampleStatus::Ok) {
-    error(slot_idx,
-          "no token can be sampled: every logit is NaN or -inf after logit_bias and penalties "
-          "(were all tokens banned?)");
+    error(slot_idx, seq.request.grammar
+                        ? "no token can be sampled: none fits the grammar here (a grammar that reads the text in "
+                          "more than " + std::to_string(text::GbnfPrefix::kMaxStacks) +
+                              " ways at once stops there), or all were banned by logit_bias"
+                        : "no token can be sampled: every logit is NaN or -inf after logit_bias and penalties "
+                          "(were all tokens banned?)");
     return;
   }
   const text::TokenId token = result.token;

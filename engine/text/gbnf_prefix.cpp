@@ -17,10 +17,20 @@ bool is_terminal(GbnfOp op) {
 
 bool is_token(GbnfOp op) { return op == GbnfOp::Token || op == GbnfOp::TokenNot; }
 
-// Appends the stack `s` to the flat list `out` unless it is there already.
+// Set when a step would leave more than GbnfPrefix::kMaxStacks stacks (the
+// step then fails); cleared by each step.
+thread_local bool too_many_stacks = false;
+
+// Appends the stack `s` to the flat list `out` unless it is there already
+// (or the list is full: too_many_stacks).
 void add_unique(std::vector<uint32_t>& out, std::span<const uint32_t> s) {
-  for (size_t i = 0; i < out.size(); i += out[i] + 1) {
+  size_t count = 0;
+  for (size_t i = 0; i < out.size(); i += out[i] + 1, ++count) {
     if (out[i] == s.size() && std::equal(s.begin(), s.end(), out.begin() + static_cast<std::ptrdiff_t>(i) + 1)) return;
+  }
+  if (count >= GbnfPrefix::kMaxStacks) {
+    too_many_stacks = true;
+    return;
   }
   out.push_back(static_cast<uint32_t>(s.size()));
   out.insert(out.end(), s.begin(), s.end());
@@ -35,7 +45,7 @@ void expand(const GbnfGrammar& g, std::span<const uint32_t> stack, std::vector<u
   work.clear();
   work.insert(work.end(), stack.begin(), stack.end());
   work.push_back(static_cast<uint32_t>(stack.size()));
-  while (!work.empty()) {
+  while (!work.empty() && !too_many_stacks) {
     const uint32_t n = work.back();
     cur.assign(work.end() - 1 - n, work.end() - 1);
     work.resize(work.size() - 1 - n);
@@ -147,6 +157,7 @@ bool GbnfPrefix::advance_char(uint32_t c, GbnfPrefix& next) const {
   next.stacks_.clear();
   next.partial_value_ = 0;
   next.partial_remain_ = 0;
+  too_many_stacks = false;
   for_each_stack(stacks_, [&](std::span<const uint32_t> s) {
     if (s.empty() || is_token(g.elements[s.back()].op)) return;
     uint32_t after = 0;
@@ -155,7 +166,7 @@ bool GbnfPrefix::advance_char(uint32_t c, GbnfPrefix& next) const {
     if (!g.ends_alternative(after)) moved.push_back(after);
     expand(g, moved, next.stacks_);
   });
-  return !next.stacks_.empty();
+  return !next.stacks_.empty() && !too_many_stacks;
 }
 
 // `next` keeps the stacks a character can come on (a character group on
@@ -244,6 +255,7 @@ bool GbnfPrefix::push_token(int32_t id, std::string_view bytes, bool as_text) {
   const GbnfGrammar& g = *grammar_;
   GbnfPrefix next(grammar_);
   next.stacks_.clear();
+  too_many_stacks = false;
   if (partial_remain_ == 0) {
     thread_local std::vector<uint32_t> moved;
     for_each_stack(stacks_, [&](std::span<const uint32_t> s) {
@@ -257,6 +269,7 @@ bool GbnfPrefix::push_token(int32_t id, std::string_view bytes, bool as_text) {
       expand(g, moved, next.stacks_);
     });
   }
+  bool overflow = too_many_stacks;
   if (as_text && !bytes.empty()) {
     GbnfPrefix text(*this);
     if (text.push(bytes)) {
@@ -264,12 +277,15 @@ bool GbnfPrefix::push_token(int32_t id, std::string_view bytes, bool as_text) {
       // text.
       if (text.partial_remain_ != 0 || next.stacks_.empty()) {
         next = std::move(text);
+        overflow = false;
       } else {
+        too_many_stacks = false;
         for_each_stack(text.stacks_, [&](std::span<const uint32_t> s) { add_unique(next.stacks_, s); });
+        overflow = overflow || too_many_stacks;
       }
     }
   }
-  if (next.stacks_.empty()) return false;
+  if (next.stacks_.empty() || overflow) return false;
   *this = std::move(next);
   return true;
 }

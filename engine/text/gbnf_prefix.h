@@ -20,6 +20,12 @@ namespace tc::text {
 
 class GbnfPrefix {
  public:
+  // A step that would leave more stacks than this (more readings of the
+  // text at once) fails: a grammar ambiguous enough to double them with
+  // each character would otherwise take time and memory without bound.
+  // Grammars as people write them keep a handful.
+  static constexpr size_t kMaxStacks = 256;
+
   // The empty text. `grammar` must outlive every copy of this state.
   explicit GbnfPrefix(const GbnfGrammar* grammar);
 

@@ -226,6 +226,19 @@ TEST_CASE("GBNF: UTF-8 is matched byte by byte, half characters by what they can
   CHECK_FALSE(q.accepts("\xC1"));
 }
 
+TEST_CASE("GBNF: a grammar that doubles its readings with each character stops at the cap", "[gbnf]") {
+  // After n a's the text may close with any of 2^n strings of b's and c's.
+  const auto g = GbnfGrammar::parse("root ::= x\nx ::= \"a\" x \"b\" | \"a\" x \"c\" | ");
+  GbnfPrefix p(g.get());
+  size_t n = 0;
+  while (n < 30 && p.push('a')) ++n;
+  CHECK(n >= 6);  // 2^n readings fit under the cap up to here
+  CHECK(n < 10);
+  CHECK((size_t{1} << n) <= GbnfPrefix::kMaxStacks);
+  CHECK(p.accepts(std::string(n, 'b')));  // what was taken still closes
+  CHECK(p.accepts(std::string(n, 'c')));
+}
+
 TEST_CASE("GBNF: may_end where the text may stop, complete where nothing can follow", "[gbnf]") {
   const auto g = GbnfGrammar::parse("root ::= \"a\" \"b\"? | \"c\"+");
   GbnfPrefix p(g.get());
