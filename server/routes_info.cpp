@@ -72,19 +72,22 @@ std::optional<ApiError> one_model_unavailable(const ServerContext& ctx) {
   return std::nullopt;
 }
 
+// One model of /v1/models (and /v1/models/ID).
+json model_entry(const ServerContext& ctx, const ModelInfo& m) {
+  json entry = {{"id", m.name}, {"object", "model"}, {"created", m.modified ? m.modified : ctx.created},
+                {"owned_by", "thermocline"}};
+  entry["status"] = {{"value", model_state_name(m.state)}};
+  if (m.state == ModelState::Failed) entry["status"]["failure"] = m.failure;
+  entry["loaded"] = m.state == ModelState::Loaded;
+  if (!m.aliases.empty()) entry["aliases"] = m.aliases;
+  return entry;
+}
+
 // /v1/models in one-model mode: as before, 503 while it loads and 500 once
 // it failed; a models folder lists every model, loaded or not.
 json models_list(const ServerContext& ctx) {
   json data = json::array();
-  for (const auto& m : ctx.models->list()) {
-    json entry = {{"id", m.name}, {"object", "model"}, {"created", m.modified ? m.modified : ctx.created},
-                  {"owned_by", "thermocline"}};
-    entry["status"] = {{"value", model_state_name(m.state)}};
-    if (m.state == ModelState::Failed) entry["status"]["failure"] = m.failure;
-    entry["loaded"] = m.state == ModelState::Loaded;
-    if (!m.aliases.empty()) entry["aliases"] = m.aliases;
-    data.push_back(std::move(entry));
-  }
+  for (const auto& m : ctx.models->list()) data.push_back(model_entry(ctx, m));
   return {{"object", "list"}, {"data", std::move(data)}};
 }
 
@@ -173,6 +176,22 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
       }
     }
     send_json(res, 200, models_list(ctx));
+  }));
+  // GET /v1/models/ID (the SDKs' models.retrieve): one model, by name or
+  // alias; an unknown one is the 404 a request naming it gets.
+  http.Get(route_pattern("models") + "/+([^?]+?)/*", logged_route(ctx, [&ctx](const httplib::Request& req,
+                                                                             httplib::Response& res) {
+    if (!ctx.models->folder_mode() && !ctx.serving()) {
+      if (auto err = one_model_unavailable(ctx)) return send_error(res, *err);
+    }
+    std::optional<ApiError> error;
+    const std::string name = ctx.models->resolve(req.matches[1].str(), error);
+    if (error) return send_error(res, *error);
+    for (const auto& m : ctx.models->list()) {
+      if (m.name == name) return send_json(res, 200, model_entry(ctx, m));
+    }
+    send_error(res, {404, "invalid_request_error", "model '" + req.matches[1].str() + "' does not exist",
+                     "model_not_found", "model"});
   }));
   http.Get(route_pattern("props"), logged_route(ctx, [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto lease = require_model(ctx, req, nullptr, res);

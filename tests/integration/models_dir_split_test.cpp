@@ -84,7 +84,15 @@ TEST_CASE("a models folder as downloads leave it: a split model, a vision projec
     const auto n = tc::test::post_json(client, "/v1/completions", greedy(name));
     CHECK(n.status == 200);
     CHECK(n.body["model"] == "lmstudio-community/Tiny-GGUF/Tiny-Q8_0");
+    // GET /v1/models/ID takes the path (slashes and all) or the alias.
+    const auto one = client.Get(std::string("/v1/models/") + name);
+    REQUIRE(one);
+    CHECK(one->status == 200);
+    CHECK(json::parse(one->body)["id"] == "lmstudio-community/Tiny-GGUF/Tiny-Q8_0");
   }
+  const auto missing = client.Get("/v1/models/lmstudio-community/Nope");
+  REQUIRE(missing);
+  CHECK(missing->status == 404);
   const auto tags = client.Get("/api/tags");
   REQUIRE(tags);
   uint64_t shard_bytes = 0;

@@ -159,7 +159,7 @@ const completionBase = {
   seed: 4321,
 };
 
-await check('models.list() lists the model', async () => {
+await check('models.list() lists the model, models.retrieve() gets it', async () => {
   const models = [];
   for await (const m of client.models.list()) models.push(m);
   assert.ok(models.some((m) => m.id === modelId), `'${modelId}' in ${JSON.stringify(models.map((m) => m.id))}`);
@@ -167,6 +167,12 @@ await check('models.list() lists the model', async () => {
   assert.equal(m.object, 'model');
   assert.equal(typeof m.created, 'number');
   assert.equal(typeof m.owned_by, 'string');
+  // models.retrieve: the same entry; an unknown id is a NotFoundError.
+  const one = await client.models.retrieve(modelId);
+  assert.equal(one.id, modelId);
+  assert.equal(one.created, m.created);
+  const e = await expectError(client.models.retrieve('no-such-model'), OpenAI.NotFoundError, 404);
+  assert.equal(e.code, 'model_not_found');
 });
 
 let chatText;
