@@ -51,7 +51,7 @@ LlamaCppRequest common_fields(const json& body) {
                           "xtc_threshold",
                           "dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n",
                           "dry_sequence_breakers", "seed", "stop", "repeat_penalty", "presence_penalty",
-                          "frequency_penalty", "stream", "ignore_eos", "max_tokens", "n_keep"}) {
+                          "frequency_penalty", "stream", "ignore_eos", "max_tokens", "n_keep", "samplers"}) {
     if (auto it = body.find(key); it != body.end() && !it->is_null()) o[key] = *it;
   }
   if (auto it = body.find("model"); it != body.end() && it->is_string()) r.model = it->get<std::string>();

@@ -6,7 +6,7 @@
 // [[id, bias], ...] pairs -> an object), its server's sampling defaults
 // fill what the body leaves out, and what cannot be honoured is a 400
 // naming the field (more than one prompt). Fields of
-// its caches and slots (cache_prompt, id_slot, samplers, t_max_*_ms, ...)
+// its caches and slots (cache_prompt, id_slot, t_max_*_ms, ...)
 // are ignored. No HTTP here, so it is unit-tested directly.
 #pragma once
 

@@ -1,6 +1,7 @@
 // Parsing and validating OpenAI request bodies (see openai_schema.h).
 #include "server/openai_schema.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -137,6 +138,42 @@ void check_object(const json& body) {
 }
 
 // Fields common to both endpoints; `logprobs` differs and is read by each.
+// llama-server's `samplers` (an extension): the order of the filter stages,
+// as names or one character each (sampler_chain.h); what it leaves out is
+// off, the penalties and DRY included. Read after every sampling field.
+void read_sampler_order(const json& body, runtime::SamplingParams& s) {
+  const json* field = find_field(body, "samplers");
+  if (field == nullptr) return;
+  runtime::SamplerList list;
+  if (field->is_string()) {
+    list = runtime::sampler_list_from_chars(field->get_ref<const std::string&>());
+  } else if (field->is_array() && std::all_of(field->begin(), field->end(), [](const json& x) { return x.is_string(); })) {
+    std::vector<std::string_view> names;
+    for (const auto& x : *field) names.push_back(x.get_ref<const std::string&>());
+    list = runtime::sampler_list_from_names(names);
+  } else {
+    fail("'samplers' must be an array of sampler names or a string of sampler characters", "samplers");
+  }
+  if (!list.penalties) {
+    s.repeat_penalty = 1.0f;
+    s.presence_penalty = 0.0f;
+    s.frequency_penalty = 0.0f;
+  }
+  if (!list.dry) s.dry_multiplier = 0.0f;
+  if (list.stages.empty()) {
+    // No filter and no temperature stage: the plain distribution (or greedy).
+    s.top_k = 0;
+    s.top_p = 1.0f;
+    s.min_p = 0.0f;
+    s.typical_p = 1.0f;
+    s.xtc_probability = 0.0f;
+    s.top_n_sigma = -1.0f;
+    s.dynatemp_range = 0.0f;
+    if (s.temperature > 0.0f) s.temperature = 1.0f;
+  }
+  s.stage_order = std::move(list.stages);
+}
+
 // response_format: absent, null or {"type": "text"}: free text;
 // {"type": "json_object"}: JSON mode; {"type": "json_schema", "json_schema":
 // {"name", "schema", "strict"}}: the reply follows the schema (its shape is
@@ -248,6 +285,7 @@ CommonRequest read_common(const json& body, const RequestLimits& limits) {
   if (auto n = read_integer(body, "n", 1, limits.max_n)) r.n = static_cast<int>(*n);
   r.stop = read_stop(body, limits);
   read_logit_bias(body, limits, s);
+  read_sampler_order(body, s);
   r.stream = read_bool(body, "stream").value_or(false);
   if (const json* so = find_field(body, "stream_options")) {
     if (!so->is_object()) fail("'stream_options' must be an object", "stream_options");

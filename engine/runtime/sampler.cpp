@@ -134,6 +134,23 @@ Sampler::Sampler(SamplingParams params, int32_t n_vocab) : params_(std::move(par
   TC_CHECK(n_vocab_ > 0, "Sampler needs n_vocab > 0");
   const std::string error = validate(params_, n_vocab_);
   TC_CHECK(error.empty(), error.c_str());
+  if (!params_.stage_order.empty()) {
+    // A stage the order leaves out is off.
+    const auto listed = [&](SamplerStage s) {
+      return std::find(params_.stage_order.begin(), params_.stage_order.end(), s) != params_.stage_order.end();
+    };
+    if (!listed(SamplerStage::TopNSigma)) params_.top_n_sigma = -1.0f;
+    if (!listed(SamplerStage::TopK)) params_.top_k = 0;
+    if (!listed(SamplerStage::Typical)) params_.typical_p = 1.0f;
+    if (!listed(SamplerStage::TopP)) params_.top_p = 1.0f;
+    if (!listed(SamplerStage::MinP)) params_.min_p = 0.0f;
+    if (!listed(SamplerStage::Xtc)) params_.xtc_probability = 0.0f;
+    if (!listed(SamplerStage::Temperature) && params_.temperature > 0.0f) {
+      params_.temperature = 1.0f;
+      params_.dynatemp_range = 0.0f;
+    }
+    general_chain_ = needs_general_chain(params_);
+  }
   bias_.assign(params_.logit_bias.begin(), params_.logit_bias.end());
   work_.resize(static_cast<size_t>(n_vocab_));
   candidates_.reserve(static_cast<size_t>(n_vocab_));
@@ -307,6 +324,7 @@ TokenId Sampler::draw_token(double z) {
   if (params_.mirostat != 0) return draw_mirostat(u);
   // XTC's chance: a second draw, only when it is on.
   const bool xtc_now = xtc_on && static_cast<double>(next_u64() >> 11) * 0x1.0p-53 < params_.xtc_probability;
+  if (general_chain_) return draw_in_order(work_, params_, u, xtc_now, chain_);
 
   if (k == 0 && !top_p_on && !min_p_on && !xtc_now && !typical_on && !sigma_on && !dynatemp_on) {
     // Nothing to filter: draw straight from the logits in id order. At

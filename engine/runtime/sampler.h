@@ -15,6 +15,7 @@
 
 #include "engine/runtime/dry_penalty.h"
 #include "engine/runtime/output_constraint.h"
+#include "engine/runtime/sampler_chain.h"
 #include "engine/text/vocab.h"
 
 namespace tc::runtime {
@@ -91,6 +92,11 @@ struct SamplingParams {
   // sends none.
   uint64_t seed = 0;
   int32_t n_probs = 0;  // how many top log-probabilities to return, [0, kMaxProbs]
+  // The order of the filter stages (sampler_chain.h; llama-server's
+  // `samplers`): empty, llama.cpp's default; else the stages listed, in
+  // that order, and no other (one left out is off; without the
+  // temperature stage the draw is at temperature 1, unless greedy).
+  std::vector<SamplerStage> stage_order;
 };
 
 inline constexpr size_t kMaxDryBreakers = 64;
@@ -253,6 +259,8 @@ class Sampler {
 
   std::vector<float> work_;             // f32 [n_vocab]: logits after steps 1-4
   std::vector<Candidate> candidates_;   // [<= n_vocab]: what the filters keep
+  bool general_chain_ = false;          // stage_order is not the default's: draw_in_order
+  std::vector<ChainCandidate> chain_;   // draw_in_order's candidates
   std::array<uint32_t, kTopPBuckets> hist_{};  // tokens per band, top-p pre-cut
   float max_logit_ = 0.0f;
 };

@@ -38,7 +38,7 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
                                      {"logit_bias", json::array({json::array({15, 1.5}), json::array({16, false})})},
                                      {"json_schema", {{"type", "object"}}},
                                      {"grammar", ""},
-                                     // SillyTavern's samplers, taken; its cache and order fields ignored.
+                                     // SillyTavern's samplers and their order, taken; its cache field ignored.
                                      {"typical_p", 1},
                                      {"mirostat", 0},
                                      {"dry_multiplier", 0.8},
@@ -61,7 +61,7 @@ TEST_CASE("/completion bodies map onto /v1/completions'", "[server][llamacpp]") 
   CHECK(r.openai["response_format"]["json_schema"]["schema"] == json({{"type", "object"}}));
   CHECK(r.openai["typical_p"] == 1);
   CHECK(r.openai["mirostat"] == 0);
-  CHECK_FALSE(r.openai.contains("samplers"));
+  CHECK(r.openai["samplers"] == json::array({"top_k", "min_p"}));
   CHECK(r.openai["xtc_probability"] == 0.5);
   CHECK(r.openai["xtc_threshold"] == 0.2);
   CHECK(r.openai["dry_multiplier"] == 0.8);

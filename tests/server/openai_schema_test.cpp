@@ -353,3 +353,38 @@ TEST_CASE("response_format: json_object turns on JSON mode, json_schema asks for
     CHECK(chat_error_param(chat({{"response_format", bad}})) == "response_format");
   }
 }
+
+TEST_CASE("samplers (llama-server's extension): the stage order, by names or characters; what it leaves out is off",
+          "[server][schema]") {
+  using tc::runtime::SamplerStage;
+  auto p = parse_chat_request(chat({{"samplers", {"penalties", "top-k", "temp", "minp", "nonsense"}},
+                                    {"repeat_penalty", 1.2},
+                                    {"dry_multiplier", 0.8},
+                                    {"top_k", 5}}),
+                              limits());
+  REQUIRE_FALSE(p.error);
+  const auto& s = p.request->common.sampling;
+  CHECK(s.stage_order == std::vector<SamplerStage>{SamplerStage::TopK, SamplerStage::Temperature, SamplerStage::MinP});
+  CHECK(s.repeat_penalty == 1.2f);  // listed
+  CHECK(s.dry_multiplier == 0.0f);  // not listed: off
+  CHECK(s.top_k == 5);
+
+  p = parse_chat_request(chat({{"samplers", "tkyx"}, {"presence_penalty", 0.5}}), limits());
+  REQUIRE_FALSE(p.error);
+  CHECK(p.request->common.sampling.stage_order ==
+        std::vector<SamplerStage>{SamplerStage::Temperature, SamplerStage::TopK, SamplerStage::Typical,
+                                  SamplerStage::Xtc});
+  CHECK(p.request->common.sampling.presence_penalty == 0.0f);
+
+  // Nothing listed: the plain distribution at the request's temperature 1 (greedy stays greedy).
+  p = parse_chat_request(chat({{"samplers", json::array()}, {"top_p", 0.5}, {"temperature", 0.7}}), limits());
+  REQUIRE_FALSE(p.error);
+  CHECK(p.request->common.sampling.top_p == 1.0f);
+  CHECK(p.request->common.sampling.temperature == 1.0f);
+  p = parse_chat_request(chat({{"samplers", json::array()}, {"temperature", 0}}), limits());
+  CHECK(p.request->common.sampling.temperature == 0.0f);
+
+  CHECK(chat_error_param(chat({{"samplers", 3}})) == "samplers");
+  CHECK(chat_error_param(chat({{"samplers", {"top_k", 1}}})) == "samplers");
+  CHECK(completion_error_param({{"prompt", "x"}, {"samplers", json::object()}}) == "samplers");
+}
