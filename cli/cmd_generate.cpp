@@ -1,12 +1,15 @@
-// `thermocline generate -m FILE -p TEXT -n N [sampling flags] [--json |
-// --json-schema FILE | --grammar-file FILE]`: streams the continuation to stdout, then prompt and
+// `thermocline generate -m FILE -p TEXT -n N [sampling flags, --samplers
+// ORDER] [--json | --json-schema FILE | --grammar-file FILE]`: streams the continuation to stdout, then prompt and
 // decode speed to stderr.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -67,6 +70,8 @@ void register_generate(CLI::App& app) {
     bool json = false;
     std::string json_schema;
     std::string grammar_file;
+    std::string samplers;      // llama.cpp's --samplers: names separated by ';'
+    std::string sampling_seq;  // llama.cpp's --sampling-seq: one character each
   };
   auto o = std::make_shared<Options>();
   auto* sub = app.add_subcommand("generate", "Generate text from a prompt on the CPU");
@@ -105,6 +110,11 @@ void register_generate(CLI::App& app) {
   sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");
   sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
+  auto* samplers = sub->add_option("--samplers", o->samplers,
+                                   "The stages in order, names separated by ';' (llama.cpp's: penalties;dry;top_n_sigma;"
+                                   "top_k;typ_p;top_p;min_p;xtc;temperature, the default); one left out is off");
+  sub->add_option("--sampling-seq", o->sampling_seq, "The same as --samplers, one character each (default edskypmxt)")
+      ->excludes(samplers);
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");
   sub->add_flag("--context-shift", o->gen.context_shift,
                 "When the context is full, drop the oldest half of it (after --keep) and go on");
@@ -145,6 +155,18 @@ void register_generate(CLI::App& app) {
       if (const std::string why = model::context_shift_refusal(loaded->spec); !why.empty()) {
         throw std::invalid_argument("--context-shift: " + why);
       }
+    }
+    if (!o->samplers.empty() || !o->sampling_seq.empty()) {
+      std::vector<std::string> names;
+      for (size_t at = 0; at <= o->samplers.size();) {
+        const size_t end = std::min(o->samplers.find(';', at), o->samplers.size());
+        names.push_back(o->samplers.substr(at, end - at));
+        at = end + 1;
+      }
+      const std::vector<std::string_view> views(names.begin(), names.end());
+      runtime::use_sampler_list(o->samplers.empty() ? runtime::sampler_list_from_chars(o->sampling_seq)
+                                                    : runtime::sampler_list_from_names(views),
+                                o->gen.sampling);
     }
     if (o->json) o->gen.output_form = runtime::OutputForm::json_object();
     if (!o->json_schema.empty()) {

@@ -154,24 +154,7 @@ void read_sampler_order(const json& body, runtime::SamplingParams& s) {
   } else {
     fail("'samplers' must be an array of sampler names or a string of sampler characters", "samplers");
   }
-  if (!list.penalties) {
-    s.repeat_penalty = 1.0f;
-    s.presence_penalty = 0.0f;
-    s.frequency_penalty = 0.0f;
-  }
-  if (!list.dry) s.dry_multiplier = 0.0f;
-  if (list.stages.empty()) {
-    // No filter and no temperature stage: the plain distribution (or greedy).
-    s.top_k = 0;
-    s.top_p = 1.0f;
-    s.min_p = 0.0f;
-    s.typical_p = 1.0f;
-    s.xtc_probability = 0.0f;
-    s.top_n_sigma = -1.0f;
-    s.dynatemp_range = 0.0f;
-    if (s.temperature > 0.0f) s.temperature = 1.0f;
-  }
-  s.stage_order = std::move(list.stages);
+  runtime::use_sampler_list(std::move(list), s);
 }
 
 // response_format: absent, null or {"type": "text"}: free text;

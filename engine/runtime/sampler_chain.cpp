@@ -178,6 +178,26 @@ SamplerList sampler_list_from_chars(std::string_view chars) {
   return list;
 }
 
+void use_sampler_list(SamplerList list, SamplingParams& s) {
+  if (!list.penalties) {
+    s.repeat_penalty = 1.0f;
+    s.presence_penalty = 0.0f;
+    s.frequency_penalty = 0.0f;
+  }
+  if (!list.dry) s.dry_multiplier = 0.0f;
+  if (list.stages.empty()) {
+    s.top_k = 0;
+    s.top_p = 1.0f;
+    s.min_p = 0.0f;
+    s.typical_p = 1.0f;
+    s.xtc_probability = 0.0f;
+    s.top_n_sigma = -1.0f;
+    s.dynatemp_range = 0.0f;
+    if (s.temperature > 0.0f) s.temperature = 1.0f;
+  }
+  s.stage_order = std::move(list.stages);
+}
+
 bool needs_general_chain(const SamplingParams& p) {
   size_t at = 0;  // where in the default order the last stage that is on was
   for (SamplerStage s : p.stage_order) {

@@ -42,6 +42,12 @@ struct SamplerList {
 SamplerList sampler_list_from_names(std::span<const std::string_view> names);
 SamplerList sampler_list_from_chars(std::string_view chars);
 
+// Sets p.stage_order from `list`, as llama.cpp applies a sampler list: the
+// penalties and DRY are off unless listed, and a list of no stage leaves
+// the plain distribution at temperature 1 (greedy stays greedy). Call it
+// after every other sampling field is set.
+void use_sampler_list(SamplerList list, SamplingParams& p);
+
 // Whether `p` (with its stage_order) needs the general chain: the stages
 // that are on do not come in the default order.
 bool needs_general_chain(const SamplingParams& p);

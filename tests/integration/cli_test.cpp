@@ -2,8 +2,11 @@
 // a JSON Schema, exit codes.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/cli_generate.h"
 #include "tests/test_util.h"
 
 using tc::test::run_command;
@@ -160,4 +163,27 @@ TEST_CASE("generate --dry-multiplier holds back a repetition of the prompt, and 
   const auto bad = run_command(bin() + " generate -m " + model + " -p x --dry-base 0.5");
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.output, Catch::Contains("dry_base must be >= 1"));
+}
+
+TEST_CASE("generate --samplers and --sampling-seq: a stage left out is off, and --grammar-file constrains the text",
+          "[integration][cli][gbnf]") {
+  const auto dir = tc::test::scratch_dir("cli_samplers");
+  const auto model = (tc::test::source_dir() / "models" / "default.gguf").string();
+  const std::string base = "-m " + model + " -p 'In the beginning' -n 12 ";
+  const auto run = [&](const std::string& args) { return tc::test::generated(base + args); };
+  const std::string greedy = run("--temp 0");
+  // Top-k 1 at any temperature is greedy; left out of the list, it is off.
+  CHECK(run("--temp 1.5 -s 3 --top-k 1 --samplers 'top_k;temperature'") == greedy);
+  CHECK(run("--temp 1.5 -s 3 --top-k 1 --sampling-seq kt") == greedy);
+  CHECK(run("--temp 1.5 -s 3 --top-k 1 --sampling-seq t") != greedy);
+
+  const auto grammar = dir / "answer.gbnf";
+  tc::test::write_file(grammar, "root ::= (\"yes\" | \"no\") \", \" [a-z ]{1,20} \".\"\n");
+  const std::string text = run("--temp 0.9 -s 4 --grammar-file " + grammar.string());
+  INFO(text);
+  CHECK(std::regex_search(text, std::regex(R"(In the beginning(yes|no), [a-z ]{1,20}\.)")));
+  tc::test::write_file(grammar, "root ::= x\nx ::= x \"a\"\n");
+  const auto refused = run_command(bin() + " generate " + base + "--grammar-file " + grammar.string());
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.output, Catch::Contains(grammar.string() + ": grammar: rule 'x' is left-recursive"));
 }
