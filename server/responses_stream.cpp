@@ -69,59 +69,48 @@ std::string ResponsesBuilder::close_open_item(const char* status) {
   return out;
 }
 
-std::string ResponsesBuilder::reasoning(const std::string& delta) {
+std::string ResponsesBuilder::append(Open kind, const std::string& delta) {
   if (delta.empty()) return {};
+  const bool message = kind == Open::Message;
   std::string out;
-  if (open_ != Open::Reasoning) {
+  if (open_ != kind) {
     out = close_open_item();
-    items_.push_back({{"type", "reasoning"},
-                      {"id", new_id_("rs_")},
-                      {"summary", json::array()},
-                      {"content", json::array()},
-                      {"status", "in_progress"}});
-    open_ = Open::Reasoning;
-    const auto index = static_cast<int64_t>(items_.size() - 1);
-    out += event("response.output_item.added", {{"output_index", index}, {"item", items_.back()}});
-    const json part = {{"type", "reasoning_text"}, {"text", ""}};
-    items_.back()["content"].push_back(part);
+    json item = message ? json{{"type", "message"},
+                               {"id", new_id_("msg_")},
+                               {"status", "in_progress"},
+                               {"role", "assistant"},
+                               {"content", json::array()}}
+                        : json{{"type", "reasoning"},
+                               {"id", new_id_("rs_")},
+                               {"summary", json::array()},
+                               {"content", json::array()},
+                               {"status", "in_progress"}};
+    const auto index = static_cast<int64_t>(items_.size());
+    out += event("response.output_item.added", {{"output_index", index}, {"item", item}});
+    const json part = message ? json{{"type", "output_text"},
+                                     {"text", ""},
+                                     {"annotations", json::array()},
+                                     {"logprobs", json::array()}}
+                              : json{{"type", "reasoning_text"}, {"text", ""}};
     out += event("response.content_part.added",
-                 {{"item_id", items_.back()["id"]}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+                 {{"item_id", item["id"]}, {"output_index", index}, {"content_index", 0}, {"part", part}});
+    item["content"].push_back(part);
+    items_.push_back(std::move(item));
+    open_ = kind;
   }
   json& item = items_.back();
   item["content"][0]["text"] = item["content"][0]["text"].get<std::string>() + delta;
-  return out + event("response.reasoning_text.delta", {{"item_id", item["id"]},
-                                                       {"output_index", static_cast<int64_t>(items_.size() - 1)},
-                                                       {"content_index", 0},
-                                                       {"delta", delta}});
+  json data = {{"item_id", item["id"]},
+               {"output_index", static_cast<int64_t>(items_.size() - 1)},
+               {"content_index", 0},
+               {"delta", delta}};
+  if (message) data["logprobs"] = json::array();
+  return out + event(message ? "response.output_text.delta" : "response.reasoning_text.delta", std::move(data));
 }
 
-std::string ResponsesBuilder::text(const std::string& delta) {
-  if (delta.empty()) return {};
-  std::string out;
-  if (open_ != Open::Message) {
-    out = close_open_item();
-    items_.push_back({{"type", "message"},
-                      {"id", new_id_("msg_")},
-                      {"status", "in_progress"},
-                      {"role", "assistant"},
-                      {"content", json::array()}});
-    open_ = Open::Message;
-    const auto index = static_cast<int64_t>(items_.size() - 1);
-    out += event("response.output_item.added", {{"output_index", index}, {"item", items_.back()}});
-    const json part = {
-        {"type", "output_text"}, {"text", ""}, {"annotations", json::array()}, {"logprobs", json::array()}};
-    items_.back()["content"].push_back(part);
-    out += event("response.content_part.added",
-                 {{"item_id", items_.back()["id"]}, {"output_index", index}, {"content_index", 0}, {"part", part}});
-  }
-  json& item = items_.back();
-  item["content"][0]["text"] = item["content"][0]["text"].get<std::string>() + delta;
-  return out + event("response.output_text.delta", {{"item_id", item["id"]},
-                                                    {"output_index", static_cast<int64_t>(items_.size() - 1)},
-                                                    {"content_index", 0},
-                                                    {"delta", delta},
-                                                    {"logprobs", json::array()}});
-}
+std::string ResponsesBuilder::reasoning(const std::string& delta) { return append(Open::Reasoning, delta); }
+
+std::string ResponsesBuilder::text(const std::string& delta) { return append(Open::Message, delta); }
 
 std::string ResponsesBuilder::calls(const std::vector<ToolCall>& calls) {
   if (calls.empty()) return {};

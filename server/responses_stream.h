@@ -55,6 +55,9 @@ class ResponsesBuilder {
  private:
   enum class Open { None, Reasoning, Message };
   std::string event(const char* type, nlohmann::json data);
+  // A piece of the reasoning or the message: opens that item (closing the
+  // other) when it is not the open one.
+  std::string append(Open kind, const std::string& delta);
   // The open item's closing events; `status`: "completed", or "incomplete"
   // when max_output_tokens cut it.
   std::string close_open_item(const char* status = "completed");

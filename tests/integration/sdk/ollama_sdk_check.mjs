@@ -16,39 +16,17 @@
 //   CODER    a model with FIM tokens (make-model --fim)
 // Prints one line per check; exits 1 on the first failure, 2 on bad usage.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { check, importPackage, modulesDirFrom, passedCount } from './check_harness.mjs';
 
 const [host, apiKey, modelA, modelB, broken, coder, modulesArg] = process.argv.slice(2);
 if (!host || !apiKey || !modelA || !modelB || !broken || !coder) {
   console.error('usage: node ollama_sdk_check.mjs HOST API_KEY MODEL_A MODEL_B BROKEN CODER [NODE_MODULES_DIR]');
   process.exit(2);
 }
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modulesDir = modulesArg || process.env.THERMOCLINE_NODE_MODULES ||
-  path.resolve(here, '../../../.deps/npm/node_modules');
-const entry = path.join(modulesDir, 'ollama', 'dist', 'index.mjs');
-if (!existsSync(entry)) {
-  console.error(`ollama client not found at ${entry} (run scripts/setup.sh)`);
-  process.exit(2);
-}
-const { Ollama } = await import(pathToFileURL(entry).href);
+const { Ollama } = await importPackage(modulesDirFrom(modulesArg), 'ollama/dist/index.mjs', 'ollama client');
 const headers = { Authorization: `Bearer ${apiKey}` };
 const ollama = new Ollama({ host, headers });
-
-let passed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    console.log(`FAIL ${name}`);
-    console.log(e && e.stack ? e.stack : String(e));
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
 
 async function expectError(promise, status, needle) {
   let err;
@@ -353,4 +331,4 @@ await check('an aborted stream ends; the next request is served', async () => {
   assert.equal(r.response, wholeText);
 });
 
-console.log(`all ${passed} checks passed`);
+console.log(`all ${passedCount()} checks passed`);

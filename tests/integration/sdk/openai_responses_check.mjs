@@ -9,50 +9,16 @@
 //   as openai_sdk_check.mjs. Prints one line per check; exits 1 on the first
 //   failure, 2 on bad usage or when the SDK cannot be loaded.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount } from './check_harness.mjs';
 
 const [baseURL, apiKey, modelId, modulesArg] = process.argv.slice(2);
 if (!baseURL || apiKey === undefined || !modelId) {
   console.error('usage: node openai_responses_check.mjs BASE_URL API_KEY MODEL [NODE_MODULES_DIR]');
   process.exit(2);
 }
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modulesDir = modulesArg || process.env.THERMOCLINE_NODE_MODULES ||
-  path.resolve(here, '../../../.deps/npm/node_modules');
-const entry = path.join(modulesDir, 'openai', 'index.mjs');
-if (!existsSync(entry)) {
-  console.error(`openai SDK not found at ${entry} (run scripts/setup.sh)`);
-  process.exit(2);
-}
-const { default: OpenAI } = await import(pathToFileURL(entry).href);
+const { default: OpenAI } = await importPackage(modulesDirFrom(modulesArg), 'openai/index.mjs', 'openai SDK');
 const client = new OpenAI({ baseURL, apiKey: apiKey || 'unused', maxRetries: 0, timeout: 60_000 });
-
-let passed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    console.log(`FAIL ${name}`);
-    console.log(e && e.stack ? e.stack : String(e));
-    if (e && e.error) console.log('error body:', JSON.stringify(e.error));
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
-
-async function expectError(promise, ErrorClass, status) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof ErrorClass, `expected ${ErrorClass.name}, got ${e.constructor.name}: ${e.message}`);
-    assert.equal(e.status, status);
-    return e;
-  }
-  assert.fail(`expected ${ErrorClass.name}, the request succeeded`);
-}
 
 // The text of a raw response object's message items (what the SDK's
 // output_text holds).
@@ -211,4 +177,4 @@ await check('responses: what is not served is a BadRequestError naming the field
   assert.equal(e.param, 'input');
 });
 
-console.log(`all ${passed} checks passed`);
+console.log(`all ${passedCount()} checks passed`);

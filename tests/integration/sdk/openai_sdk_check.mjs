@@ -13,60 +13,20 @@
 // Prints one line per check; exits 1 on the first failure, 2 on bad usage or
 // when the SDK cannot be loaded.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount } from './check_harness.mjs';
 
 const [baseURL, apiKey, modelId, modulesArg] = process.argv.slice(2);
 if (!baseURL || apiKey === undefined || !modelId) {
   console.error('usage: node openai_sdk_check.mjs BASE_URL API_KEY MODEL [NODE_MODULES_DIR]');
   process.exit(2);
 }
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modulesDir = modulesArg || process.env.THERMOCLINE_NODE_MODULES ||
-  path.resolve(here, '../../../.deps/npm/node_modules');
-const entry = path.join(modulesDir, 'openai', 'index.mjs');
-if (!existsSync(entry)) {
-  console.error(`openai SDK not found at ${entry} (run scripts/setup.sh)`);
-  process.exit(2);
-}
-const { default: OpenAI } = await import(pathToFileURL(entry).href);
+const { default: OpenAI } = await importPackage(modulesDirFrom(modulesArg), 'openai/index.mjs', 'openai SDK');
 
 // No retries: a retried 5xx would hide a server failure, and a retried
 // request after a 4xx would be a test bug.
 const client = new OpenAI({ baseURL, apiKey: apiKey || 'unused', maxRetries: 0, timeout: 60_000 });
 const MAX_TOKENS = 16;
-
-let passed = 0;
-async function check(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    console.log(`FAIL ${name}`);
-    console.log(e && e.stack ? e.stack : String(e));
-    if (e && e.error) console.log('error body:', JSON.stringify(e.error));
-    process.exit(1);
-  }
-  passed++;
-  console.log(`ok   ${name}`);
-}
-
-// Expects `promise` to reject with an instance of `ErrorClass`; returns the error.
-async function expectError(promise, ErrorClass, status) {
-  let err;
-  try {
-    await promise;
-  } catch (e) {
-    err = e;
-  }
-  assert.ok(err, `expected ${ErrorClass.name}, the request succeeded`);
-  assert.ok(err instanceof ErrorClass,
-    `expected ${ErrorClass.name}, got ${err.constructor.name}: ${err.message}`);
-  assert.equal(err.status, status);
-  assert.equal(typeof err.message, 'string');
-  assert.ok(err.error && typeof err.error.message === 'string', 'an OpenAI error body with a message');
-  return err;
-}
 
 // Token counts only: prompt_tokens_details.cached_tokens depends on the
 // prefix cache, which a repeated request hits.
@@ -599,4 +559,4 @@ await check('AbortController abort mid-stream; the server cancels and keeps serv
   assert.equal(r.choices[0].message.content, chatText, 'a following request succeeds with the same output');
 });
 
-console.log(`all ${passed} checks passed`);
+console.log(`all ${passedCount()} checks passed`);
