@@ -1,7 +1,7 @@
 // What the SDK check scripts share: where the npm packages are, loading
 // one (exit 2 when it is missing), check() that prints one line per check
-// and ends the script with exit 1 at the first failure, and the OpenAI
-// SDK's typed-error expectation.
+// and ends the script with exit 1 at the first failure, the OpenAI SDK's
+// typed-error expectation and token ids from /tokenize.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -55,4 +55,13 @@ export async function expectApiError(promise, ErrorClass, status) {
   assert.equal(typeof err.message, 'string');
   assert.ok(err.error && typeof err.error.message === 'string', 'an OpenAI error body with a message');
   return err;
+}
+
+// The ids /tokenize gives `text` on the server at `baseURL` (its /v1 URL).
+export async function tokenIds(baseURL, apiKey, text) {
+  const url = baseURL.replace(/\/v1\/?$/, '') + '/tokenize';
+  const res = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ content: text }) });
+  assert.equal(res.status, 200, `POST /tokenize: ${res.status}`);
+  return (await res.json()).tokens;
 }

@@ -10,7 +10,9 @@
 //   failure, 2 on bad usage or when the SDK cannot be loaded.
 import assert from 'node:assert/strict';
 
-import { check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount } from './check_harness.mjs';
+import {
+  check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount, tokenIds,
+} from './check_harness.mjs';
 
 const [baseURL, apiKey, modelId, modulesArg] = process.argv.slice(2);
 if (!baseURL || apiKey === undefined || !modelId) {
@@ -94,14 +96,7 @@ const tools = [{
   parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 3 }, unit: { enum: ['C', 'F'] } },
     required: ['city'] },
 }];
-async function tokenIds(text) {
-  const url = baseURL.replace(/\/v1\/?$/, '') + '/tokenize';
-  const res = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ content: text }) });
-  assert.equal(res.status, 200, `POST /tokenize: ${res.status}`);
-  return (await res.json()).tokens;
-}
-const closeBrace = (await tokenIds('}')).at(-1);
+const closeBrace = (await tokenIds(baseURL, apiKey, '}')).at(-1);
 
 await check('responses: a forced function call, streamed alike, and its output sent back', async () => {
   const callBase = {

@@ -14,7 +14,9 @@
 // when the SDK cannot be loaded.
 import assert from 'node:assert/strict';
 
-import { check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount } from './check_harness.mjs';
+import {
+  check, expectApiError as expectError, importPackage, modulesDirFrom, passedCount, tokenIds,
+} from './check_harness.mjs';
 
 const [baseURL, apiKey, modelId, modulesArg] = process.argv.slice(2);
 if (!baseURL || apiKey === undefined || !modelId) {
@@ -340,14 +342,7 @@ const tools = [
       required: ['city'] } } },
   { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: {} } } },
 ];
-async function tokenIds(text) {
-  const url = baseURL.replace(/\/v1\/?$/, '') + '/tokenize';
-  const res = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` },
-    body: JSON.stringify({ content: text }) });
-  assert.equal(res.status, 200, `POST /tokenize: ${res.status}`);
-  return (await res.json()).tokens;
-}
-const closeBrace = (await tokenIds('}')).at(-1);
+const closeBrace = (await tokenIds(baseURL, apiKey, '}')).at(-1);
 const toolBase = {
   model: modelId,
   messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
