@@ -1,7 +1,8 @@
 // The chat view: the conversation (kept in localStorage), streaming replies
 // with a stop button, settings, copy and regenerate, and per reply the time
 // to first token and tokens per second. Max tokens left empty lets the
-// server give a reply what the context leaves; a conversation that outgrows
+// server give a reply what the context leaves; min-p, top-k, the repeat
+// penalty and the seed left empty are off (a random seed); a conversation that outgrows
 // the context is sent with `truncate`, so its oldest messages are left out
 // (the system prompt stays) rather than refused, and with `context_shift`,
 // so a reply that fills the context goes on (where the model can shift).
@@ -9,6 +10,9 @@ import { streamChat } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 
 const STORAGE = "thermocline.chat";
+// Settings sent only when set: [request field, input id, integer?].
+const OPTIONAL = [["min_p", "min-p", false], ["top_k", "top-k", true], ["repeat_penalty", "repeat-penalty", false],
+                  ["seed", "seed", true]];
 const $ = (id) => document.getElementById(id);
 
 function load() {
@@ -21,9 +25,11 @@ function load() {
       top_p: saved.top_p ?? 1,
       // null: auto. 512 was the page's old default, which small contexts refused.
       max_tokens: Number.isFinite(saved.max_tokens) && saved.max_tokens !== 512 ? saved.max_tokens : null,
+      ...Object.fromEntries(OPTIONAL.map(([key]) => [key, Number.isFinite(saved[key]) ? saved[key] : null])),
     };
   } catch (e) {
-    return { messages: [], system: "", temperature: 0.7, top_p: 1, max_tokens: null };
+    return { messages: [], system: "", temperature: 0.7, top_p: 1, max_tokens: null,
+             ...Object.fromEntries(OPTIONAL.map(([key]) => [key, null])) };
   }
 }
 
@@ -65,13 +71,18 @@ export function initChat({ model, setStatus, onAuthError }) {
   $("temperature").value = state.temperature;
   $("top-p").value = state.top_p;
   $("max-tokens").value = state.max_tokens ?? "";
-  for (const id of ["system", "temperature", "top-p", "max-tokens"]) {
+  for (const [key, id] of OPTIONAL) $(id).value = state[key] ?? "";
+  for (const id of ["system", "temperature", "top-p", "max-tokens", ...OPTIONAL.map(([, id]) => id)]) {
     $(id).addEventListener("change", () => {
       state.system = $("system").value;
       state.temperature = number($("temperature"), 0.7);
       state.top_p = number($("top-p"), 1);
       const max = number($("max-tokens"), null);
       state.max_tokens = max === null ? null : Math.max(1, Math.round(max));
+      for (const [key, input, integer] of OPTIONAL) {
+        const v = number($(input), null);
+        state[key] = v === null ? null : integer ? Math.round(v) : v;
+      }
       save();
     });
   }
@@ -164,6 +175,7 @@ export function initChat({ model, setStatus, onAuthError }) {
           temperature: state.temperature,
           top_p: state.top_p,
           ...(state.max_tokens !== null ? { max_tokens: state.max_tokens } : {}),
+          ...Object.fromEntries(OPTIONAL.filter(([key]) => state[key] !== null).map(([key]) => [key, state[key]])),
           truncate: true,
           context_shift: true,
         },

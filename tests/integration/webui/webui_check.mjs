@@ -76,7 +76,7 @@ const lastReply = (page) => page.evaluate(() => {
     streaming: li.classList.contains("streaming") } : null;
 });
 const savedChat = (page) => page.evaluate(() => JSON.parse(localStorage.getItem("thermocline.chat") || "{}"));
-async function setParams(page, { temperature, topP, maxTokens, system }) {
+async function setParams(page, { temperature, topP, maxTokens, system, minP = "", topK = "", repeatPenalty = "", seed = "" }) {
   await page.evaluate((p) => {
     document.querySelector(".settings").open = true;
     const set = (id, v) => { const el = document.getElementById(id); el.value = String(v); el.dispatchEvent(new Event("change")); };
@@ -84,7 +84,11 @@ async function setParams(page, { temperature, topP, maxTokens, system }) {
     set("top-p", p.topP);
     set("max-tokens", p.maxTokens);
     set("system", p.system || "");
-  }, { temperature, topP, maxTokens, system });
+    set("min-p", p.minP);
+    set("top-k", p.topK);
+    set("repeat-penalty", p.repeatPenalty);
+    set("seed", p.seed);
+  }, { temperature, topP, maxTokens, system, minP, topK, repeatPenalty, seed });
 }
 async function send(page, text) {
   await page.click("#prompt");
@@ -150,6 +154,24 @@ try {
     await page.reload({ waitUntil: "load" });
     await until("the restored conversation", () => page.$$eval(".message", (m) => m.length === 2));
     check("dense: the conversation survives a reload", true);
+    // Min-p, top-k, the repeat penalty and a seed go out with the request:
+    // a seeded reply equals the API's with the same fields.
+    await setParams(page, { temperature: 0.9, topP: 1, maxTokens: 24, minP: 0.1, topK: 20, repeatPenalty: 1.1, seed: 7 });
+    await page.click("#clear");  // (the settings are open now)
+    await send(page, question);
+    await until("the seeded reply to start", () => page.$(".message.assistant"));
+    await idle(page);
+    const sent = page.chatBodies.at(-1);
+    check("dense: the settings' min_p, top_k, repeat_penalty and seed are sent",
+      sent.min_p === 0.1 && sent.top_k === 20 && sent.repeat_penalty === 1.1 && sent.seed === 7 &&
+      sent.messages.length === 1, sent);
+    const seeded = await api(denseUrl, "/v1/chat/completions", {
+      model, temperature: 0.9, top_p: 1, max_tokens: 24, min_p: 0.1, top_k: 20, repeat_penalty: 1.1, seed: 7,
+      messages: [{ role: "user", content: question }],
+    });
+    const seededText = (await savedChat(page)).messages?.[1]?.content;
+    check("dense: a seeded reply equals the API's with the same settings",
+      seededText === seeded.body.choices[0].message.content, { seededText, api: seeded.body });
     check("dense: no console error", page.errors.length === 0, page.errors);
     await page.close();
   }
@@ -166,6 +188,8 @@ try {
     await page.reload({ waitUntil: "load" });
     await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
     check("defaults: max tokens is empty (auto)", (await page.$eval("#max-tokens", (i) => i.value)) === "");
+    check("defaults: min-p, top-k, repeat penalty and seed are empty (off, a random seed)",
+      (await page.$$eval("#min-p, #top-k, #repeat-penalty, #seed", (l) => l.map((i) => i.value))).every((v) => v === ""));
     const turns = 5;
     const verse = "And it came to pass in the days when the judges ruled, that there was a famine in the land. ";
     for (let i = 0; i < turns; i++) {
