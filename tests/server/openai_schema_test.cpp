@@ -354,7 +354,7 @@ TEST_CASE("response_format: json_object turns on JSON mode, json_schema asks for
   }
 }
 
-TEST_CASE("samplers (llama-server's extension): the stage order, by names or characters; what it leaves out is off",
+TEST_CASE("samplers (llama-server's extension): the stage order by names or characters, what it leaves out off",
           "[server][schema]") {
   using tc::runtime::SamplerStage;
   auto p = parse_chat_request(chat({{"samplers", {"penalties", "top-k", "temp", "minp", "nonsense"}},
