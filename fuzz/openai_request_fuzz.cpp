@@ -2,8 +2,9 @@
 // /v1/chat/completions and the embedding routes before any token is
 // generated: the body bytes go through parse_json_body (as the routes call
 // it), then parse_completion_request, parse_chat_request, the llama.cpp,
-// Ollama generate and Responses API translations (llamacpp_schema.h,
-// ollama_schema.h, responses_schema.h) and the three embedding parsers
+// Ollama generate, Responses API and Messages API translations
+// (llamacpp_schema.h, ollama_schema.h, responses_schema.h,
+// anthropic_schema.h) and the three embedding parsers
 // (embedding_schema.h); a chat request that
 // parses is rendered by the bundled chat templates of the common model
 // families (tests/data/chat_templates/templates) with the server's own
@@ -26,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/text/chat_template.h"
+#include "server/anthropic_schema.h"
 #include "server/chat_prompt_variables.h"
 #include "server/embedding_schema.h"
 #include "server/harmony_split.h"
@@ -178,12 +180,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto ollama = tc::server::translate_ollama_generate(body);
   if (!ollama.error && ollama.completion) check_parsed(tc::server::parse_completion_request(ollama.openai, limits));
   // OpenAI's Responses API: a 400, or a chat body the chat parser then judges.
-  const auto responses = tc::server::translate_responses_request(nlohmann::ordered_json::parse(
-      std::string_view(reinterpret_cast<const char*>(data), size), nullptr, /*allow_exceptions=*/false));
+  const auto ordered = nlohmann::ordered_json::parse(std::string_view(reinterpret_cast<const char*>(data), size),
+                                                     nullptr, /*allow_exceptions=*/false);
+  const auto responses = tc::server::translate_responses_request(ordered);
   if (responses.error) {
     require(responses.error->status == 400 && !responses.error->message.empty(), "responses: a 400 with a message");
   } else {
     check_parsed(tc::server::parse_chat_request(nlohmann::json::parse(responses.chat.dump()), limits));
+  }
+  // Anthropic's Messages API: the same.
+  const auto messages = tc::server::translate_anthropic_request(ordered);
+  if (messages.error) {
+    require(messages.error->status == 400 && !messages.error->message.empty(), "messages: a 400 with a message");
+  } else {
+    check_parsed(tc::server::parse_chat_request(nlohmann::json::parse(messages.chat.dump()), limits));
   }
   check_embedding(tc::server::parse_openai_embedding(body), true);
   check_embedding(tc::server::parse_ollama_embed(body), false);

@@ -63,6 +63,12 @@ void set_stream_headers(httplib::Response& res) {
 }  // namespace
 
 void send_job_error(const GenerationJob& job, httplib::Response& res, const ApiError& error) {
+  if (job.wire == Wire::Anthropic) {
+    res.status = error.status;
+    if (error.status == 503) res.set_header("Retry-After", "1");
+    res.set_content(dump_json(anthropic_error_body(error)), "application/json");
+    return;
+  }
   if (job.wire != Wire::Ollama) return send_error(res, error);  // llama.cpp's errors have OpenAI's shape
   res.status = error.status;
   if (error.status == 503) res.set_header("Retry-After", "1");

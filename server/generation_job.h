@@ -4,9 +4,9 @@
 // a request names (waiting for its load, with SSE pings when streaming),
 // plans, submits and answers, in OpenAI's wire format (SSE / JSON),
 // OpenAI's Responses API (semantic SSE events / a response object),
-// Ollama's (NDJSON / JSON) or llama.cpp's native one (/completion, /infill:
-// SSE / JSON). Shared by routes_generate.cpp, routes_responses.cpp,
-// routes_ollama.cpp and routes_llamacpp.cpp.
+// Anthropic's Messages API (its SSE events / a message), Ollama's (NDJSON /
+// JSON) or llama.cpp's native one (/completion, /infill: SSE / JSON).
+// Shared by routes_generate.cpp, routes_ollama.cpp and routes_llamacpp.cpp.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "server/anthropic_schema.h"
+#include "server/anthropic_stream.h"
 #include "server/harmony_split.h"
 #include "server/native_responses.h"
 #include "server/model_registry.h"
@@ -32,7 +34,7 @@
 
 namespace tc::server {
 
-enum class Wire { OpenAI, Ollama, LlamaCpp, Responses };
+enum class Wire { OpenAI, Ollama, LlamaCpp, Responses, Anthropic };
 
 using runtime::StreamEvent;
 
@@ -51,6 +53,7 @@ struct GenerationJob {
   NativeMeta native;                            // wire LlamaCpp: its fields
   ResponsesMeta responses_meta;                 // wire Responses: its fields (the model is meta.model)
   std::optional<ResponsesBuilder> responses;    // wire Responses: the output items (responses_builder())
+  std::optional<AnthropicBuilder> anthropic;    // wire Anthropic: the content blocks (anthropic_builder())
   ResponseMeta meta;
   std::string route;
   bool stream = false;
@@ -144,6 +147,10 @@ struct GenerationJob {
     }
     return *responses;
   }
+  AnthropicBuilder& anthropic_builder() {
+    if (!anthropic) anthropic.emplace(meta.id, meta.model);
+    return *anthropic;
+  }
 
   // The client went away: cancel, and log 499 (nginx's "client closed request").
   void client_gone() {
@@ -209,6 +216,10 @@ struct GenerationJob {
       return ReasoningParts{std::move(h.reasoning), std::move(h.content)};
     };
     if (stream && wire == Wire::Responses && !write(responses_builder().start())) return;
+    if (stream && wire == Wire::Anthropic &&
+        !write(anthropic_builder().start(static_cast<int64_t>(planned[0].request.prompt.size())))) {
+      return;
+    }
     if (stream && wire == Wire::OpenAI) {
       for (size_t i = 0; i < n; ++i) {
         if (meta.endpoint == Endpoint::Chat && !write(sse_event(chat_role_chunk(meta, static_cast<int>(i))))) return;
@@ -311,6 +322,15 @@ struct GenerationJob {
       }
       const std::string last = b.finish(results[0].finish, usage);
       write(stream ? last : dump_json(b.object()));
+    } else if (wire == Wire::Anthropic) {
+      AnthropicBuilder& b = anthropic_builder();
+      if (!stream) {
+        b.thinking(results[0].reasoning);
+        b.text(results[0].text);
+        b.calls(results[0].tool_calls);
+      }
+      const std::string last = b.finish(results[0].finish, results[0].stop_word, usage);
+      write(stream ? last : dump_json(b.object()));
     } else if (stream) {
       if (include_usage && !write(sse_event(usage_chunk(meta, usage)))) return;
       write(std::string(kSseDone));
@@ -335,6 +355,7 @@ struct GenerationJob {
     if (!parts.reasoning.empty()) {
       const std::string chunk = wire == Wire::Ollama ? ndjson_line(ollama_thinking_chunk(ollama, parts.reasoning))
                                 : wire == Wire::Responses ? responses_builder().reasoning(parts.reasoning)
+                                : wire == Wire::Anthropic ? anthropic_builder().thinking(parts.reasoning)
                                                           : sse_event(reasoning_chunk(meta, index, parts.reasoning));
       if (!write(chunk)) return false;
     }
@@ -360,6 +381,8 @@ struct GenerationJob {
         return sse_event(native_chunk(text, logprobs ? tokens : std::vector<runtime::TokenInfo>()));
       case Wire::Responses:
         return responses_builder().text(text);
+      case Wire::Anthropic:
+        return anthropic_builder().text(text);
       case Wire::OpenAI:
         break;
     }
@@ -417,6 +440,7 @@ struct GenerationJob {
     const std::string chunk =
         wire == Wire::Ollama      ? ndjson_line(ollama_chunk(ollama, "", calls))
         : wire == Wire::Responses ? responses_builder().calls(calls)
+        : wire == Wire::Anthropic ? anthropic_builder().calls(calls)
                                   : sse_event(tool_calls_chunk(meta, static_cast<int>(i), calls, logprobs_of(i, held)));
     held.clear();
     return write(chunk);
@@ -441,6 +465,10 @@ struct GenerationJob {
     }
     if (stream && wire == Wire::Responses) {
       write(responses_builder().error(e));
+      return;
+    }
+    if (wire == Wire::Anthropic) {
+      write(stream ? anthropic_builder().error(e) : dump_json(anthropic_error_body(e)));
       return;
     }
     const std::string body = error_body(e);

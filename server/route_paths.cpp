@@ -40,9 +40,9 @@ std::string canonical_route(std::string_view path) {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 28> kRoutes = {
+  static constexpr std::array<std::string_view, 29> kRoutes = {
       "/completions", "/chat/completions", "/embeddings", "/models",     "/health",      "/metrics",      "/tokenize",
-      "/completion",  "/infill",           "/responses",
+      "/completion",  "/infill",           "/responses",  "/messages",
       "/detokenize",  "/props",            "/engine/stats", "/engine/firing_curve", "/", "/api/version",
       "/api/tags",    "/api/show",         "/api/ps",     "/api/generate", "/api/chat",    "/api/embed",
       "/api/embeddings", "/api/pull",      "/api/push",   "/api/create",  "/api/copy",     "/api/delete"};

@@ -1,6 +1,7 @@
-// POST /v1/completions, /v1/chat/completions and /v1/responses (OpenAI's
+// POST /v1/completions, /v1/chat/completions, /v1/responses (OpenAI's
 // Responses API, translated into a chat request by responses_schema.h and
-// answered by responses_stream.h): validate, lease the model
+// answered by responses_stream.h) and /v1/messages (Anthropic's Messages
+// API: anthropic_schema.h, anthropic_stream.h): validate, lease the model
 // the request names (loading it if needed), plan (template, tokenize,
 // context check), submit to the engine, then stream SSE chunks or write one
 // JSON body. Everything that can fail with a 4xx happens before the 200
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "server/anthropic_schema.h"
 #include "server/chat_history_fit.h"
 #include "server/generation_job.h"
 #include "server/json_post_route.h"
@@ -27,7 +29,10 @@ using nlohmann::json;
 
 void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const httplib::Request& req,
                        ParsedBody parsed_body, httplib::Response& res) {
-  const char* id_prefix = wire == Wire::Responses ? "resp_" : endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-";
+  const char* id_prefix = wire == Wire::Responses   ? "resp_"
+                          : wire == Wire::Anthropic ? "msg_"
+                          : endpoint == Endpoint::Chat ? "chatcmpl-"
+                                                       : "cmpl-";
   auto job = new_generation_job(ctx, req, wire, endpoint, id_prefix);
   job->meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -41,6 +46,12 @@ void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const h
     auto translated = translate_responses_request(ordered);
     if (translated.error) return reject(*translated.error);
     job->responses_meta = {job->meta.id, job->meta.created, "", std::move(translated.echo)};
+    parsed_body.text = translated.chat.dump();
+    parsed_body.json = json::parse(parsed_body.text);
+  } else if (wire == Wire::Anthropic) {
+    const auto ordered = nlohmann::ordered_json::parse(parsed_body.text, nullptr, /*allow_exceptions=*/false);
+    auto translated = translate_anthropic_request(ordered);
+    if (translated.error) return reject(*translated.error);
     parsed_body.text = translated.chat.dump();
     parsed_body.json = json::parse(parsed_body.text);
   }
@@ -107,7 +118,8 @@ void install_generation_routes(httplib::Server& http, ServerContext& ctx) {
   };
   for (const Route& r : {Route{"chat/completions", Endpoint::Chat, Wire::OpenAI},
                          Route{"completions", Endpoint::Completions, Wire::OpenAI},
-                         Route{"responses", Endpoint::Chat, Wire::Responses}}) {
+                         Route{"responses", Endpoint::Chat, Wire::Responses},
+                         Route{"messages", Endpoint::Chat, Wire::Anthropic}}) {
     post_json_route(http, route_pattern(r.path), ctx.options.max_body_bytes,
                     [&ctx, r](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
                       handle_generation(r.endpoint, r.wire, ctx, req, std::move(body), res);
