@@ -4,7 +4,8 @@
 // returns as content comes back as `reasoning_content` by default (and
 // streamed as reasoning_content deltas), as Ollama's `thinking` with think:
 // true, and as content again with --reasoning-format none or think unset;
-// the Responses API gives it as a reasoning item.
+// the Responses API gives it as a reasoning item, the Messages API as a
+// thinking block.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -141,5 +142,34 @@ TEST_CASE("the Responses API returns a thinking model's reasoning as a reasoning
   CHECK(last[0]["id"].get<std::string>().rfind("rs_", 0) == 0);
   last[0]["id"] = output[0]["id"];
   CHECK(last == output);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("the Messages API returns a thinking model's reasoning as a thinking block", "[integration][reasoning]") {
+  ServerProcess server(thinking_model(), {"--ctx-size", "128"}, tc::test::scratch_dir("reasoning_messages_logs"));
+  auto c = server.client();
+  const std::string x = plain_reply(c);
+  const json body = {{"messages", {{{"role", "user"}, {"content", "Why is the sky blue?"}}}},
+                     {"max_tokens", 12},
+                     {"temperature", 0}};
+  const auto r = post_json(c, "/v1/messages", body);
+  INFO(r.raw);
+  REQUIRE(r.status == 200);
+  REQUIRE(r.body["content"].size() == 1);  // all of the reply is reasoning: no text block
+  CHECK(r.body["content"][0]["type"] == "thinking");
+  CHECK(r.body["content"][0]["thinking"] == x);
+
+  json streamed = body;
+  streamed["stream"] = true;
+  const auto s = tc::test::post_stream(c, "/v1/messages", streamed);
+  REQUIRE(s.status == 200);
+  std::string thinking;
+  for (const json& e : s.events) {
+    if (e["type"] == "content_block_delta") {
+      CHECK(e["delta"]["type"] == "thinking_delta");
+      thinking += e["delta"]["thinking"].get<std::string>();
+    }
+  }
+  CHECK(thinking == x);
   CHECK(server.stop() == 0);
 }
