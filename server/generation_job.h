@@ -321,6 +321,11 @@ struct GenerationJob {
         b.calls(results[0].tool_calls);
       }
       const std::string last = b.finish(results[0].finish, usage);
+      if (responses_meta.store) {
+        nlohmann::json conversation = responses_meta.conversation;
+        conversation.push_back(assistant_message(results[0].text, results[0].tool_calls));
+        ctx->responses.put(meta.id, {std::move(conversation), b.object()});
+      }
       write(stream ? last : dump_json(b.object()));
     } else if (wire == Wire::Anthropic) {
       AnthropicBuilder& b = anthropic_builder();

@@ -2,6 +2,8 @@
 // responses_schema.h).
 #include "server/responses_schema.h"
 
+#include "server/response_store.h"
+
 #include <string>
 #include <utility>
 
@@ -23,7 +25,8 @@ constexpr const char* kIgnored[] = {"store",  "metadata",         "include",    
                                     "service_tier", "reasoning", "prompt_cache_key", "safety_identifier",
                                     "stream_options", "top_logprobs", "max_tool_calls", "user", "n"};
 // Fields translated here.
-constexpr const char* kTranslated[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice", "text"};
+constexpr const char* kTranslated[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice", "text",
+                                       "previous_response_id"};
 
 // A message's content as chat text parts: a string, or input_text /
 // output_text / refusal parts.
@@ -163,14 +166,12 @@ void read_text_format(const ojson& text, ojson& chat) {
   }
 }
 
-ResponsesRequest translate(const ojson& body) {
+ResponsesRequest translate(const ojson& body, const PreviousResponses& previous) {
   if (!body.is_object()) fail("request body must be a JSON object", "");
-  for (const char* key : {"previous_response_id", "conversation"}) {
-    if (body.contains(key) && !body[key].is_null()) {
-      fail(std::string("'") + key +
-               "' is not supported: nothing is stored here; send the whole conversation in 'input'",
-           key);
-    }
+  if (body.contains("conversation") && !body["conversation"].is_null()) {
+    fail("'conversation' objects are not supported; continue with 'previous_response_id' or send the whole "
+         "conversation in 'input'",
+         "conversation");
   }
   if (body.contains("background") && body["background"].is_boolean() && body["background"].get<bool>()) {
     fail("'background' responses are not supported", "background");
@@ -181,21 +182,42 @@ ResponsesRequest translate(const ojson& body) {
   ResponsesRequest r;
   ojson& chat = r.chat;
   chat = ojson::object();
+  // The conversation: the previous response's, then this input.
+  ojson conversation = ojson::array();
+  nlohmann::json previous_id = nullptr;
+  if (body.contains("previous_response_id") && !body["previous_response_id"].is_null()) {
+    if (!body["previous_response_id"].is_string()) {
+      fail("'previous_response_id' must be a string", "previous_response_id");
+    }
+    const std::string id = body["previous_response_id"].get<std::string>();
+    const auto stored = previous ? previous(id) : std::nullopt;
+    if (!stored) {
+      throw BadField{ApiError{404, "invalid_request_error",
+                              "previous response '" + id + "' was not found (responses are kept in memory, the " +
+                                  "latest " + std::to_string(ResponseStore::kMaxEntries) + ", until the server stops)",
+                              "previous_response_not_found", "previous_response_id"}};
+    }
+    conversation = ojson::parse(stored->dump());
+    previous_id = id;
+  }
+  if (!body.contains("input") || body["input"].is_null()) fail("'input' is required", "input");
+  const ojson& input = body["input"];
+  if (input.is_string()) {
+    conversation.push_back({{"role", "user"}, {"content", input}});
+  } else if (input.is_array()) {
+    for (size_t i = 0; i < input.size(); ++i) add_item(conversation, input[i], "input[" + std::to_string(i) + "]");
+  } else {
+    fail("'input' must be a string or an array of items", "input");
+  }
   ojson messages = ojson::array();
   if (body.contains("instructions") && !body["instructions"].is_null()) {
     if (!body["instructions"].is_string()) fail("'instructions' must be a string", "instructions");
     messages.push_back({{"role", "system"}, {"content", body["instructions"]}});
   }
-  if (!body.contains("input") || body["input"].is_null()) fail("'input' is required", "input");
-  const ojson& input = body["input"];
-  if (input.is_string()) {
-    messages.push_back({{"role", "user"}, {"content", input}});
-  } else if (input.is_array()) {
-    for (size_t i = 0; i < input.size(); ++i) add_item(messages, input[i], "input[" + std::to_string(i) + "]");
-  } else {
-    fail("'input' must be a string or an array of items", "input");
-  }
+  for (const auto& m : conversation) messages.push_back(m);
   chat["messages"] = std::move(messages);
+  r.conversation = nlohmann::json::parse(conversation.dump());
+  if (body.contains("store") && body["store"].is_boolean()) r.store = body["store"].get<bool>();
   if (body.contains("max_output_tokens") && !body["max_output_tokens"].is_null()) {
     chat["max_tokens"] = body["max_output_tokens"];
   }
@@ -230,14 +252,16 @@ ResponsesRequest translate(const ojson& body) {
   field("text", {{"format", {{"type", "text"}}}});
   field("metadata", nlohmann::json::object());
   field("reasoning", nullptr);
+  echo["store"] = r.store;
+  echo["previous_response_id"] = previous_id;
   return r;
 }
 
 }  // namespace
 
-ResponsesRequest translate_responses_request(const nlohmann::ordered_json& body) {
+ResponsesRequest translate_responses_request(const nlohmann::ordered_json& body, const PreviousResponses& previous) {
   try {
-    return translate(body);
+    return translate(body, previous);
   } catch (const BadField& e) {
     ResponsesRequest r;
     r.error = e.error;

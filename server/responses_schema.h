@@ -5,16 +5,19 @@
 // outputs, earlier reasoning) and `instructions` become messages;
 // max_output_tokens -> max_tokens; function tools ({"type": "function",
 // "name", "parameters", ...}) -> chat tools; tool_choice;
-// text.format -> response_format. What cannot be honoured is a 400 naming
-// the field: previous_response_id and conversation (nothing is stored:
-// send the conversation in `input`), images and files, tools other than
-// functions. Fields that only steer OpenAI's service (store, metadata,
-// include, truncation, service_tier, ...) are ignored. The translation
+// text.format -> response_format; previous_response_id: the stored
+// conversation of that response (response_store.h) comes first. What
+// cannot be honoured is a 400 naming the field: conversation objects,
+// background, images and files, tools other than functions; an unknown
+// previous response is a 404. Fields that only steer OpenAI's service
+// (metadata, include, truncation, service_tier, ...) are ignored. The translation
 // keeps objects' member order (schemas are compiled in declared order).
 // No HTTP here, so it is unit-tested directly.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -28,9 +31,18 @@ struct ResponsesRequest {
   // max_output_tokens, temperature, top_p, tools, tool_choice,
   // parallel_tool_calls, text, metadata), as sent or their defaults.
   nlohmann::json echo;
-  std::optional<ApiError> error;  // set: the 400 to answer
+  // The conversation so far as chat messages (the previous response's,
+  // then this input; without the instructions), kept with the reply when
+  // `store` (response_store.h).
+  nlohmann::json conversation;
+  bool store = true;
+  std::optional<ApiError> error;  // set: the 4xx to answer
 };
 
-ResponsesRequest translate_responses_request(const nlohmann::ordered_json& body);
+// A stored response's conversation by id, or nullopt.
+using PreviousResponses = std::function<std::optional<nlohmann::json>(const std::string& id)>;
+
+ResponsesRequest translate_responses_request(const nlohmann::ordered_json& body,
+                                             const PreviousResponses& previous = {});
 
 }  // namespace tc::server

@@ -10,6 +10,18 @@ namespace tc::server {
 
 using nlohmann::json;
 
+json assistant_message(const std::string& text, const std::vector<ToolCall>& calls) {
+  json m = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json(nullptr) : json(text)}};
+  if (!calls.empty()) {
+    m["tool_calls"] = json::array();
+    for (const ToolCall& c : calls) {
+      m["tool_calls"].push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+  }
+  return m;
+}
+
 ResponsesBuilder::ResponsesBuilder(ResponsesMeta meta, std::function<std::string(const char* prefix)> new_id)
     : meta_(std::move(meta)), new_id_(std::move(new_id)) {}
 
@@ -31,7 +43,7 @@ json ResponsesBuilder::object() const {
             {"usage", usage_},
             {"store", false},
             {"background", false},
-            {"previous_response_id", nullptr},
+            {"previous_response_id", nullptr},  // the echo says otherwise
             {"truncation", "disabled"},
             {"user", nullptr}};
   if (meta_.echo.is_object()) {

@@ -28,7 +28,13 @@ struct ResponsesMeta {
   int64_t created_at = 0;  // unix seconds
   std::string model;
   nlohmann::json echo;     // the request's fields the object repeats (responses_schema.h)
+  nlohmann::json conversation;  // the chat messages so far, kept with the reply when `store`
+  bool store = false;
 };
+
+// The reply as the chat message a later turn sees: its text, and its calls
+// in OpenAI's form.
+nlohmann::json assistant_message(const std::string& text, const std::vector<ToolCall>& calls);
 
 // Builds a response's output items as the reply comes, and the events that
 // announce them. Each call returns the SSE text to write (empty when there

@@ -43,9 +43,14 @@ void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const h
   if (wire == Wire::Responses) {
     // From here on the request is the chat request it means.
     const auto ordered = nlohmann::ordered_json::parse(parsed_body.text, nullptr, /*allow_exceptions=*/false);
-    auto translated = translate_responses_request(ordered);
+    auto translated = translate_responses_request(ordered, [&ctx](const std::string& id) -> std::optional<json> {
+      auto stored = ctx.responses.get(id);
+      if (!stored) return std::nullopt;
+      return std::move(stored->conversation);
+    });
     if (translated.error) return reject(*translated.error);
-    job->responses_meta = {job->meta.id, job->meta.created, "", std::move(translated.echo)};
+    job->responses_meta = {job->meta.id, job->meta.created, "", std::move(translated.echo),
+                           std::move(translated.conversation), translated.store};
     parsed_body.text = translated.chat.dump();
     parsed_body.json = json::parse(parsed_body.text);
   } else if (wire == Wire::Anthropic) {
@@ -125,6 +130,23 @@ void install_generation_routes(httplib::Server& http, ServerContext& ctx) {
                       handle_generation(r.endpoint, r.wire, ctx, req, std::move(body), res);
                     });
   }
+  // A stored response (response_store.h): GET gives it, DELETE forgets it.
+  const std::string stored = route_pattern("responses") + "/+([^/?]+)/*";
+  const auto not_found = [](const std::string& id) {
+    return ApiError{404, "invalid_request_error",
+                    "response '" + id + "' was not found (responses are kept in memory until the server stops)",
+                    "not_found", "response_id"};
+  };
+  http.Get(stored, logged_route(ctx, [&ctx, not_found](const httplib::Request& req, httplib::Response& res) {
+    const auto entry = ctx.responses.get(req.matches[1].str());
+    if (!entry) return send_error(res, not_found(req.matches[1].str()));
+    send_json(res, 200, entry->response);
+  }));
+  http.Delete(stored, logged_route(ctx, [&ctx, not_found](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1].str();
+    if (!ctx.responses.erase(id)) return send_error(res, not_found(id));
+    send_json(res, 200, {{"id", id}, {"object", "response"}, {"deleted", true}});
+  }));
 }
 
 }  // namespace tc::server

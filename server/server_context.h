@@ -23,6 +23,7 @@
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/openai_errors.h"
+#include "server/response_store.h"
 
 namespace tc::server {
 
@@ -50,6 +51,7 @@ struct ServerContext {
   std::atomic<uint64_t> next_request{1};
   uint64_t id_salt = 0;                // random per process (std::random_device): response ids differ across replicas
   std::unique_ptr<ModelRegistry> models;  // every model served, loaded or not
+  ResponseStore responses;             // the Responses API's stored responses
 
   // A loaded model to show without holding it (engine view, /metrics):
   // `name` (or an alias) if loaded, else the most recently used loaded one.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/response_store.h"
 #include "server/responses_schema.h"
 #include "server/responses_stream.h"
 
@@ -103,8 +104,7 @@ TEST_CASE("Responses bodies become the chat bodies they mean", "[server][respons
 TEST_CASE("Responses bodies that cannot be served are 400s naming the field", "[server][responses]") {
   CHECK(error_param(ordered_json::parse(R"({"model": "m"})")) == "input");
   CHECK(error_param(ordered_json::parse(R"({"input": 3})")) == "input");
-  CHECK(error_param(ordered_json::parse(R"({"input": "x", "previous_response_id": "resp_1"})")) ==
-        "previous_response_id");
+  CHECK(error_param(ordered_json::parse(R"({"input": "x", "previous_response_id": 5})")) == "previous_response_id");
   CHECK(error_param(ordered_json::parse(R"({"input": "x", "conversation": "conv_1"})")) == "conversation");
   CHECK(error_param(ordered_json::parse(R"({"input": "x", "background": true})")) == "background");
   CHECK(error_param(ordered_json::parse(
@@ -117,8 +117,60 @@ TEST_CASE("Responses bodies that cannot be served are 400s naming the field", "[
   CHECK(error_param(ordered_json::parse(R"({"input": "x", "text": {"format": {"type": "yaml"}}})")) == "text");
   CHECK(error_param(ordered_json::parse(R"({"input": "x", "instructions": 5})")) == "instructions");
   CHECK(error_param(ordered_json::parse("[1]")) == "");
-  const auto r = translate_responses_request(ordered_json::parse(R"({"input": "x", "previous_response_id": "r"})"));
+  const auto r = translate_responses_request(ordered_json::parse(R"({"input": "x", "conversation": "c"})"));
   CHECK(r.error->message.find("send the whole conversation in 'input'") != std::string::npos);
+  // An unknown previous response is a 404 naming it.
+  const auto unknown = translate_responses_request(ordered_json::parse(R"({"input": "x", "previous_response_id": "r"})"));
+  REQUIRE(unknown.error);
+  CHECK(unknown.error->status == 404);
+  CHECK(unknown.error->param == "previous_response_id");
+  CHECK(unknown.error->message.find("'r' was not found") != std::string::npos);
+}
+
+TEST_CASE("Responses: previous_response_id puts the stored conversation first, store says what to keep",
+          "[server][responses]") {
+  const json stored = json::parse(R"([{"role": "user", "content": "My name is Ada."},
+                                      {"role": "assistant", "content": "Hello Ada."}])");
+  const auto lookup = [&](const std::string& id) -> std::optional<json> {
+    if (id == "resp_1") return stored;
+    return std::nullopt;
+  };
+  const auto r = translate_responses_request(
+      ordered_json::parse(R"({"instructions": "Be brief.", "input": "What is my name?",
+                              "previous_response_id": "resp_1", "store": false})"),
+      lookup);
+  REQUIRE_FALSE(r.error);
+  CHECK(json::parse(r.chat["messages"].dump()) == json::parse(R"([{"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "My name is Ada."}, {"role": "assistant", "content": "Hello Ada."},
+    {"role": "user", "content": "What is my name?"}])"));
+  // The conversation kept for the next turn leaves the instructions out.
+  CHECK(r.conversation == json::parse(R"([{"role": "user", "content": "My name is Ada."},
+    {"role": "assistant", "content": "Hello Ada."}, {"role": "user", "content": "What is my name?"}])"));
+  CHECK_FALSE(r.store);
+  CHECK(r.echo["previous_response_id"] == "resp_1");
+  CHECK(r.echo["store"] == false);
+  CHECK(translate_responses_request(ordered_json::parse(R"({"input": "x"})")).store);
+}
+
+TEST_CASE("Responses: the store keeps the latest, the least recently used leave first", "[server][responses]") {
+  tc::server::ResponseStore store;
+  for (size_t i = 0; i < tc::server::ResponseStore::kMaxEntries + 2; ++i) {
+    store.put("r" + std::to_string(i), {json::array({i}), json::object()});
+    // r0 used again just before the store fills: r1 and r2 are then the oldest.
+    if (i + 1 == tc::server::ResponseStore::kMaxEntries) REQUIRE(store.get("r0"));
+  }
+  CHECK(store.size() == tc::server::ResponseStore::kMaxEntries);
+  CHECK(store.get("r0"));
+  CHECK_FALSE(store.get("r1"));
+  CHECK_FALSE(store.get("r2"));
+  CHECK(store.get("r3"));
+  CHECK(store.erase("r3"));
+  CHECK_FALSE(store.erase("r3"));
+  CHECK_FALSE(store.get("r3"));
+  // A response over the byte bound alone is still kept (the newest stays).
+  store.put("big", {json(std::string(tc::server::ResponseStore::kMaxBytes + 10, 'x')), json::object()});
+  CHECK(store.size() == 1);
+  CHECK(store.get("big"));
 }
 
 TEST_CASE("Responses events come in order and build the response object", "[server][responses]") {

@@ -159,9 +159,9 @@ await check('responses: text.format json_schema gives an instance in declared or
 });
 
 await check('responses: what is not served is a BadRequestError naming the field', async () => {
-  let e = await expectError(client.responses.create({ ...base, previous_response_id: 'resp_1' }),
+  let e = await expectError(client.responses.create({ ...base, conversation: 'conv_1' }),
     OpenAI.BadRequestError, 400);
-  assert.equal(e.param, 'previous_response_id');
+  assert.equal(e.param, 'conversation');
   e = await expectError(client.responses.create({ ...base, tools: [{ type: 'web_search_preview' }] }),
     OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'tools');
@@ -170,6 +170,37 @@ await check('responses: what is not served is a BadRequestError naming the field
   assert.equal(e.param, 'input');
   e = await expectError(client.responses.create({ model: modelId }), OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'input');
+});
+
+await check('responses: previous_response_id goes on from a stored response; retrieve and delete', async () => {
+  const first = await client.responses.create({
+    model: modelId, input: 'My name is Ada.', max_output_tokens: 8, temperature: 0,
+  });
+  assert.equal(first.store, true);
+  const second = await client.responses.create({
+    model: modelId, previous_response_id: first.id, input: 'What is my name?', max_output_tokens: 8, temperature: 0,
+  });
+  assert.equal(second.previous_response_id, first.id);
+  // The same as sending the whole conversation.
+  const whole = await client.responses.create({
+    model: modelId, max_output_tokens: 8, temperature: 0, store: false,
+    input: [{ role: 'user', content: 'My name is Ada.' }, ...first.output,
+      { role: 'user', content: 'What is my name?' }],
+  });
+  assert.equal(second.output_text, whole.output_text);
+  assert.equal(second.usage.input_tokens, whole.usage.input_tokens);
+  assert.ok(second.usage.input_tokens > first.usage.input_tokens + first.usage.output_tokens);
+  const got = await client.responses.retrieve(first.id);
+  assert.equal(got.id, first.id);
+  assert.equal(outputText(got), first.output_text);
+  const deleted = await client.responses.del(first.id);
+  assert.ok(deleted === undefined || deleted.deleted === true || deleted.id === first.id, JSON.stringify(deleted));
+  let e = await expectError(client.responses.retrieve(first.id), OpenAI.NotFoundError, 404);
+  e = await expectError(client.responses.create({ ...base, previous_response_id: first.id }),
+    OpenAI.NotFoundError, 404);
+  assert.equal(e.param, 'previous_response_id');
+  // store: false keeps nothing.
+  await expectError(client.responses.retrieve(whole.id), OpenAI.NotFoundError, 404);
 });
 
 console.log(`all ${passedCount()} checks passed`);
