@@ -197,6 +197,7 @@ struct HttpServer::Impl {
     });
     install_info_routes(http, ctx);
     install_generation_routes(http, ctx);
+    install_token_count_routes(http, ctx);
     install_ollama_routes(http, ctx);
     install_llamacpp_routes(http, ctx);
     install_embedding_routes(http, ctx);

@@ -40,9 +40,10 @@ std::string canonical_route(std::string_view path) {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::array<std::string_view, 29> kRoutes = {
+  static constexpr std::array<std::string_view, 31> kRoutes = {
       "/completions", "/chat/completions", "/embeddings", "/models",     "/health",      "/metrics",      "/tokenize",
-      "/completion",  "/infill",           "/responses",  "/messages",
+      "/completion",  "/infill",           "/responses",  "/messages",   "/messages/count_tokens",
+      "/responses/input_tokens",
       "/detokenize",  "/props",            "/engine/stats", "/engine/firing_curve", "/", "/api/version",
       "/api/tags",    "/api/show",         "/api/ps",     "/api/generate", "/api/chat",    "/api/embed",
       "/api/embeddings", "/api/pull",      "/api/push",   "/api/create",  "/api/copy",     "/api/delete"};

@@ -84,6 +84,7 @@ void post_logged_route(httplib::Server& http, ServerContext& ctx, std::string_vi
 void install_info_routes(httplib::Server& http, ServerContext& ctx);
 void install_generation_routes(httplib::Server& http, ServerContext& ctx);
 void install_ollama_routes(httplib::Server& http, ServerContext& ctx);  // /api/*: Ollama's API
+void install_token_count_routes(httplib::Server& http, ServerContext& ctx);  // count_tokens, input_tokens
 void install_llamacpp_routes(httplib::Server& http, ServerContext& ctx);  // /completion, /infill: llama.cpp's
 void install_embedding_routes(httplib::Server& http, ServerContext& ctx);  // /v1/embeddings, /api/embed(dings)
 void install_engine_routes(httplib::Server& http, ServerContext& ctx);

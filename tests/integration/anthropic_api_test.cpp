@@ -3,7 +3,8 @@
 // conversation, streamed as Anthropic streams (the deltas spell it, the
 // events in order), stop sequences and max_tokens as stop reasons, usage,
 // a forced tool_use whose input fits the tool's schema and its tool_result
-// sent back, the key in x-api-key, and errors in Anthropic's shape.
+// sent back, count_tokens, the key in x-api-key, and errors in Anthropic's
+// shape.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -118,6 +119,19 @@ TEST_CASE("Anthropic's Messages API: replies, streams, tools and errors", "[inte
     INFO(answered.raw);
     REQUIRE(answered.status == 200);
     CHECK(answered.body["content"][0]["type"] == "text");
+  }
+
+  SECTION("count_tokens gives the prompt's tokens, as the reply's usage counts them") {
+    json count = body;
+    count.erase("max_tokens");
+    count.erase("temperature");
+    const auto c = tc::test::post_json(client, "/v1/messages/count_tokens", count, key);
+    INFO(c.raw);
+    REQUIRE(c.status == 200);
+    CHECK(c.body == json({{"input_tokens", chat.body["usage"]["prompt_tokens"]}}));
+    const auto bad = tc::test::post_json(client, "/v1/messages/count_tokens", {{"messages", 3}}, key);
+    CHECK(bad.status == 400);
+    CHECK(bad.body["type"] == "error");
   }
 
   SECTION("errors come in Anthropic's shape") {

@@ -55,6 +55,12 @@ await check('responses.create: the reply, its usage and status equal the chat ro
   assert.equal(r.usage.total_tokens, r.usage.input_tokens + r.usage.output_tokens);
   assert.equal(r.max_output_tokens, 16);
   plainText = r.output_text;
+  // POST /v1/responses/input_tokens counts the same prompt.
+  const url = baseURL.replace(/\/?$/, '/responses/input_tokens');
+  const counted = await fetch(url, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model: modelId, input: messages }) });
+  assert.equal(counted.status, 200);
+  assert.deepEqual(await counted.json(), { object: 'response.input_tokens', input_tokens: r.usage.input_tokens });
   // `instructions` and a string input mean the same conversation.
   const r2 = await client.responses.create({ ...base, instructions: messages[0].content, input: messages[1].content });
   assert.equal(r2.output_text, plainText);
