@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cmath>
 #include <map>
+#include <optional>
 
 namespace tc::text {
 namespace {
@@ -12,7 +14,7 @@ using json = nlohmann::ordered_json;
 
 // Keywords that constrain in ways the sampler cannot enforce.
 constexpr const char* kUnsupported[] = {
-    "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "allOf", "not",
+    "pattern", "multipleOf", "allOf", "not",
     "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     "dependencies", "prefixItems", "contains", "minContains", "maxContains", "uniqueItems", "minProperties",
     "maxProperties", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
@@ -95,6 +97,49 @@ class Compiler {
       fail(std::string("'") + key + "' must be an integer in [0, 1000000]", path);
     }
     return static_cast<uint32_t>(it->get<uint64_t>());
+  }
+
+  // minimum, maximum and their exclusive forms (a number, or draft 4's
+  // boolean beside minimum / maximum); an integer's rounded inward.
+  static NumberBounds bounds(const json& s, bool integer, const std::string& path) {
+    NumberBounds b;
+    for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
+      auto it = s.find(key);
+      const bool draft4 = it != s.end() && it->is_boolean() && key[0] == 'e';
+      if (it != s.end() && !it->is_number() && !draft4) fail(std::string("'") + key + "' must be a number", path);
+    }
+    auto number = [&](const char* key) -> std::optional<double> {
+      auto it = s.find(key);
+      if (it == s.end() || !it->is_number()) return std::nullopt;
+      return it->get<double>();
+    };
+    if (auto v = number("minimum")) b.minimum = *v;
+    if (auto v = number("maximum")) b.maximum = *v;
+    if (auto v = number("exclusiveMinimum"); v && *v >= b.minimum) {
+      b.minimum = *v;
+      b.exclusive_minimum = true;
+    }
+    if (auto v = number("exclusiveMaximum"); v && *v <= b.maximum) {
+      b.maximum = *v;
+      b.exclusive_maximum = true;
+    }
+    for (auto [key, flag] : {std::pair{"exclusiveMinimum", &b.exclusive_minimum},
+                             std::pair{"exclusiveMaximum", &b.exclusive_maximum}}) {
+      if (auto it = s.find(key); it != s.end() && it->is_boolean() && it->get<bool>()) *flag = true;
+    }
+    if (integer) {
+      if (std::isfinite(b.minimum)) {
+        b.minimum = b.exclusive_minimum ? std::floor(b.minimum) + 1.0 : std::ceil(b.minimum);
+      }
+      if (std::isfinite(b.maximum)) {
+        b.maximum = b.exclusive_maximum ? std::ceil(b.maximum) - 1.0 : std::floor(b.maximum);
+      }
+      b.exclusive_minimum = b.exclusive_maximum = false;
+    }
+    if (b.minimum > b.maximum || (b.minimum == b.maximum && (b.exclusive_minimum || b.exclusive_maximum))) {
+      fail("the bounds leave no number ('minimum' above 'maximum')", path);
+    }
+    return b;
   }
 
   static bool only_annotations_beside(const json& s, const char* keyword) {
@@ -197,8 +242,11 @@ class Compiler {
       return add(std::move(n), path);
     }
     if (s.contains("format") && type != "null") fail("'format' on a " + type + " is not supported", path);
-    if (type == "number") return add(of_kind(SchemaNode::Kind::Number), path);
-    if (type == "integer") return add(of_kind(SchemaNode::Kind::Integer), path);
+    if (type == "number" || type == "integer") {
+      SchemaNode n = of_kind(type == "number" ? SchemaNode::Kind::Number : SchemaNode::Kind::Integer);
+      n.bounds = bounds(s, type == "integer", path);
+      return add(std::move(n), path);
+    }
     if (type == "boolean") return add(literals({"true", "false"}), path);
     if (type == "null") return add(literals({"null"}), path);
     fail("unknown type '" + type + "'", path);

@@ -94,12 +94,15 @@ bool JsonSchemaPrefix::push_scalar(uint8_t byte) {
       }
       return false;
     }
-    case Scalar::Number:
-      if (number_.push(byte)) return true;
+    case Scalar::Number: {
+      const SchemaNode& n = node(scalar_node_);
+      if (number_.push(byte)) return !n.bounds.bounded() || push_number_text(n, byte);
       if (!number_.complete()) return false;
+      if (n.bounds.bounded() && !number_within({number_text_.data(), number_len_}, n.bounds)) return false;
       scalar_ = Scalar::None;  // the number ends: the byte is what follows a value
       end_value();
       return push_byte(byte);
+    }
     case Scalar::Literal: {
       const auto& texts = node(scalar_node_).literals;
       if (narrow(texts, literal_lo_, literal_hi_, literal_pos_, byte)) {
@@ -120,6 +123,15 @@ bool JsonSchemaPrefix::push_scalar(uint8_t byte) {
       break;
   }
   return false;
+}
+
+bool JsonSchemaPrefix::push_number_text(const SchemaNode& n, uint8_t byte) {
+  if (byte == 'e' || byte == 'E' || number_len_ >= number_text_.size()) return false;  // no exponent when bounded
+  const std::string_view so_far(number_text_.data(), number_len_);
+  const size_t dot = so_far.find('.');
+  if (dot != std::string_view::npos && so_far.size() - dot > kBoundedFractionDigits) return false;
+  number_text_[number_len_++] = static_cast<char>(byte);
+  return number_prefix_feasible({number_text_.data(), number_len_}, n.kind == SchemaNode::Kind::Integer, n.bounds);
 }
 
 bool JsonSchemaPrefix::push_value_start(int node_index, uint8_t byte) {
@@ -150,7 +162,9 @@ bool JsonSchemaPrefix::push_value_start(int node_index, uint8_t byte) {
       number_ = JsonNumberLexer(n.kind == SchemaNode::Kind::Integer);
       if (!number_.push(byte)) return false;
       scalar_ = Scalar::Number;
-      return true;
+      scalar_node_ = index;
+      number_len_ = 0;
+      return !n.bounds.bounded() || push_number_text(n, byte);
     case SchemaNode::Kind::Literals: {
       uint16_t lo = 0, hi = static_cast<uint16_t>(n.literals.size());
       if (!narrow(n.literals, lo, hi, 0, byte)) return false;

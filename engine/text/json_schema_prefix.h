@@ -65,6 +65,7 @@ class JsonSchemaPrefix {
   bool push_scalar(uint8_t byte);
   bool push_structure(uint8_t byte);
   bool push_key_byte(Frame& f, uint8_t byte);
+  bool push_number_text(const SchemaNode& n, uint8_t byte);  // a bounded number's next byte
   bool object_may_close(const Frame& f) const;
   uint64_t key_candidates(const Frame& f) const;
   bool start_key(Frame& f);
@@ -81,6 +82,10 @@ class JsonSchemaPrefix {
   JsonStringLexer string_;
   JsonFormatLexer format_;  // String with a format: read instead of string_
   JsonNumberLexer number_;
+  // A bounded number's bytes so far (sign, digits, '.', at most
+  // kBoundedFractionDigits fraction digits), checked against its bounds.
+  std::array<char, 40> number_text_{};
+  uint8_t number_len_ = 0;
   uint16_t literal_lo_ = 0, literal_hi_ = 0, literal_pos_ = 0;  // Literal: literals [lo, hi) match the bytes so far
 };
 

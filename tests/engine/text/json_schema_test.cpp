@@ -136,7 +136,12 @@ TEST_CASE("JSON Schema: unsupported or contradictory schemas fail naming the key
   const std::vector<Case> cases = {
       {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})", "'pattern' is not supported at /properties/a"},
       {R"({"type": "object", "properties": {"d": {"type": "string", "format": "email"}}})", "'format' \"email\" is not supported"},
-      {R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}})", "'minimum'"},
+      {R"({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}})", "'multipleOf'"},
+      {R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 3, "maximum": 2}}})",
+       "the bounds leave no number"},
+      {R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 2.2, "maximum": 2.8}}})",
+       "the bounds leave no number"},
+      {R"({"type": "object", "properties": {"n": {"type": "number", "minimum": "0"}}})", "'minimum' must be a number"},
       {R"({"allOf": [{"type": "object"}]})", "'allOf'"},
       {R"({"type": "string"})", "root must be an object or an array"},
       {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}})", "points at nothing"},
