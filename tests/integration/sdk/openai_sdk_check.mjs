@@ -439,19 +439,21 @@ await check('tools: malformed tools and unknown tool_choice names -> BadRequestE
   assert.equal(e.param, 'messages');
 });
 
-await check('response_format json_schema: the reply is an instance, in declared order, streamed alike', async () => {
+await check('response_format json_schema: the reply is an instance (bounds too), in declared order, streamed alike', async () => {
   const response_format = { type: 'json_schema', json_schema: { name: 'mood', strict: true, schema: {
     type: 'object',
     properties: { reasoning: { type: 'string', maxLength: 12 }, mood: { enum: ['happy', 'sad'] },
-      score: { type: ['number', 'null'] }, when: { type: 'string', format: 'date-time' } },
-    required: ['reasoning', 'mood', 'score', 'when'], additionalProperties: false,
+      score: { type: ['number', 'null'] }, when: { type: 'string', format: 'date-time' },
+      stars: { type: 'integer', minimum: 1, maximum: 5 } },
+    required: ['reasoning', 'mood', 'score', 'when', 'stars'], additionalProperties: false,
   } } };
   const base = { ...chatBase, response_format, max_tokens: 200, seed: 11 };
   const r = await client.chat.completions.create(base);
   const c = r.choices[0];
   assert.equal(c.finish_reason, 'stop', `closed within max_tokens: ${JSON.stringify(c.message.content)}`);
   const v = JSON.parse(c.message.content);
-  assert.deepEqual(Object.keys(v), ['reasoning', 'mood', 'score', 'when']);
+  assert.deepEqual(Object.keys(v), ['reasoning', 'mood', 'score', 'when', 'stars']);
+  assert.ok(Number.isInteger(v.stars) && v.stars >= 1 && v.stars <= 5, `stars ${v.stars}`);
   assert.match(v.when, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
   assert.ok(!Number.isNaN(Date.parse(v.when)), `a date-time: ${v.when}`);
   assert.ok(typeof v.reasoning === 'string' && [...v.reasoning].length <= 12);
