@@ -6,6 +6,9 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
+
+#include "engine/text/regex_to_gbnf.h"
 
 namespace tc::text {
 namespace {
@@ -14,7 +17,7 @@ using json = nlohmann::ordered_json;
 
 // Keywords that constrain in ways the sampler cannot enforce.
 constexpr const char* kUnsupported[] = {
-    "pattern", "multipleOf", "allOf", "not",
+    "multipleOf", "allOf", "not",
     "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     "dependencies", "prefixItems", "contains", "minContains", "maxContains", "uniqueItems", "minProperties",
     "maxProperties", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
@@ -238,6 +241,17 @@ class Compiler {
           fail("'format' beside 'minLength' or 'maxLength' is not supported", path);
         }
         n.format = *format;
+      }
+      if (auto p = s.find("pattern"); p != s.end()) {
+        if (!p->is_string()) fail("'pattern' must be a string", path);
+        if (n.format != JsonFormat::None) fail("'pattern' beside 'format' is not supported", path);
+        try {
+          n.pattern = GbnfGrammar::parse(regex_to_gbnf(p->get<std::string>()));
+        } catch (const std::invalid_argument& e) {
+          fail(std::string("'pattern' ") + p->dump() + ": " + e.what(), path);
+        } catch (const GbnfError& e) {
+          fail(std::string("'pattern' ") + p->dump() + " cannot be enforced: " + e.what(), path);
+        }
       }
       return add(std::move(n), path);
     }

@@ -7,15 +7,17 @@
 // additionalProperties, items / minItems / maxItems, minLength /
 // maxLength, format (date, time, date-time, uuid: json_formats.h),
 // minimum / maximum / exclusiveMinimum / exclusiveMaximum
-// (json_number_bounds.h; a bounded number has no exponent), enum, const, anyOf / oneOf (alternatives must start
+// (json_number_bounds.h; a bounded number has no exponent), pattern (a
+// regular expression, regex_to_gbnf.h; its strings are written without
+// escapes), enum, const, anyOf / oneOf (alternatives must start
 // differently: an object and a string, not two objects), $ref to "#" or a
 // JSON pointer into the document ($defs, definitions; recursion allowed),
 // nullable. Objects are written with their declared properties in the
 // order declared (required ones always, optional ones may be left out);
 // extra properties only where an object declares none. Annotations (title,
 // description, default, examples, $schema, ...) and unknown keywords are
-// ignored. Keywords that constrain in ways this cannot enforce (pattern,
-// multipleOf, allOf, not, ...) are a SchemaError naming them, never
+// ignored. Keywords that constrain in ways this cannot enforce
+// (multipleOf, allOf, not, ...) are a SchemaError naming them, never
 // silently dropped (so is any other format). The root must be an object or
 // an array.
 #pragma once
@@ -30,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text/gbnf_grammar.h"
 #include "engine/text/json_formats.h"
 #include "engine/text/json_number_bounds.h"
 
@@ -66,6 +69,7 @@ struct SchemaNode {
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();  // String, in characters
   JsonFormat format = JsonFormat::None;                                         // String
   NumberBounds bounds;  // Number, Integer: minimum / maximum (an Integer's rounded inward to integers)
+  std::shared_ptr<const GbnfGrammar> pattern;  // String: its `pattern` as a grammar (regex_to_gbnf.h), or null
   std::vector<std::string> literals;  // Literals: compact JSON texts, sorted, distinct
   std::vector<int> alternatives;      // Choice
   std::array<int16_t, 256> by_first_byte{};  // Choice: the alternative (index into alternatives) a byte starts, or -1

@@ -50,7 +50,7 @@ bool JsonSchemaPrefix::in_free_string() const {
   if (!string_.at_boundary()) return false;
   if (scalar_ == Scalar::String) {
     const SchemaNode& n = node(scalar_node_);
-    return n.format == JsonFormat::None && n.max_length == std::numeric_limits<uint32_t>::max();
+    return n.format == JsonFormat::None && !n.pattern && n.max_length == std::numeric_limits<uint32_t>::max();
   }
   return scalar_ == Scalar::None && depth_ > 0 && stack_[depth_ - 1u].part == Part::OpenKey;
 }
@@ -81,6 +81,16 @@ bool JsonSchemaPrefix::push_scalar(uint8_t byte) {
       // At the length limit only the closing quote may come (not the first
       // byte of a character that would pass it).
       if (string_.at_boundary() && string_.length() >= n.max_length && byte != '"') return false;
+      // A pattern reads the characters as they are: no escapes in such a
+      // string, and it closes where the pattern may end.
+      if (pattern_) {
+        if (byte == '\\') return false;
+        if (byte == '"' && string_.at_boundary()) {
+          if (!pattern_->may_end()) return false;
+        } else if (!pattern_->push(byte)) {
+          return false;
+        }
+      }
       switch (string_.push(byte)) {
         case JsonStringLexer::Step::Reject:
           return false;
@@ -154,6 +164,11 @@ bool JsonSchemaPrefix::push_value_start(int node_index, uint8_t byte) {
       scalar_ = Scalar::String;
       scalar_node_ = index;
       string_ = JsonStringLexer();
+      if (n.pattern) {
+        pattern_.emplace(n.pattern.get());
+      } else {
+        pattern_.reset();
+      }
       format_ = JsonFormatLexer(n.format);
       return true;
     case SchemaNode::Kind::Number:

@@ -5,13 +5,15 @@
 // bytes, accepts() on a copy, complete() once the value is whole; strings
 // and numbers as json_lexers.h reads them, and between tokens (and before
 // the value) at most one space, or a newline and an indent (JsonGap). The state is a fixed-size value (a
-// stack of kMaxDepth frames); the schema lives outside it.
+// stack of kMaxDepth frames) but for a patterned string's matcher; the schema lives outside it.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "engine/text/gbnf_prefix.h"
 #include "engine/text/json_formats.h"
 #include "engine/text/json_lexers.h"
 #include "engine/text/json_schema.h"
@@ -82,6 +84,7 @@ class JsonSchemaPrefix {
   JsonStringLexer string_;
   JsonFormatLexer format_;  // String with a format: read instead of string_
   JsonNumberLexer number_;
+  std::optional<GbnfPrefix> pattern_;  // String with a pattern: the characters so far
   // A bounded number's bytes so far (sign, digits, '.', at most
   // kBoundedFractionDigits fraction digits), checked against its bounds.
   std::array<char, 40> number_text_{};

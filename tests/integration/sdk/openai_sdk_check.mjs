@@ -444,15 +444,16 @@ await check('response_format json_schema: the reply is an instance (bounds too),
     type: 'object',
     properties: { reasoning: { type: 'string', maxLength: 12 }, mood: { enum: ['happy', 'sad'] },
       score: { type: ['number', 'null'] }, when: { type: 'string', format: 'date-time' },
-      stars: { type: 'integer', minimum: 1, maximum: 5 } },
-    required: ['reasoning', 'mood', 'score', 'when', 'stars'], additionalProperties: false,
+      stars: { type: 'integer', minimum: 1, maximum: 5 }, code: { type: 'string', pattern: '^[A-Z]{2}-\\d{2}$' } },
+    required: ['reasoning', 'mood', 'score', 'when', 'stars', 'code'], additionalProperties: false,
   } } };
   const base = { ...chatBase, response_format, max_tokens: 200, seed: 11 };
   const r = await client.chat.completions.create(base);
   const c = r.choices[0];
   assert.equal(c.finish_reason, 'stop', `closed within max_tokens: ${JSON.stringify(c.message.content)}`);
   const v = JSON.parse(c.message.content);
-  assert.deepEqual(Object.keys(v), ['reasoning', 'mood', 'score', 'when', 'stars']);
+  assert.deepEqual(Object.keys(v), ['reasoning', 'mood', 'score', 'when', 'stars', 'code']);
+  assert.match(v.code, /^[A-Z]{2}-\d{2}$/);
   assert.ok(Number.isInteger(v.stars) && v.stars >= 1 && v.stars <= 5, `stars ${v.stars}`);
   assert.match(v.when, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
   assert.ok(!Number.isNaN(Date.parse(v.when)), `a date-time: ${v.when}`);
@@ -462,10 +463,10 @@ await check('response_format json_schema: the reply is an instance (bounds too),
   const got = await collect(await client.chat.completions.create({ ...base, stream: true }), (ch) => ch.delta?.content);
   assert.equal(got.text.get(0), c.message.content);
   const e = await expectError(client.chat.completions.create({ ...chatBase, response_format: { type: 'json_schema',
-    json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^a' } } } } } }),
+    json_schema: { name: 'x', schema: { type: 'object', properties: { a: { type: 'number', multipleOf: 2 } } } } } }),
   OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'response_format');
-  assert.match(e.message, /'pattern' is not supported at \/properties\/a/);
+  assert.match(e.message, /'multipleOf' is not supported at \/properties\/a/);
 });
 
 await check('embeddings.create: base64 (the SDK default) and float agree; unit norm; batches; dimensions', async () => {
