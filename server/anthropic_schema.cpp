@@ -5,18 +5,14 @@
 #include <string>
 #include <utility>
 
+#include "server/field_error.h"
+
 namespace tc::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-struct BadField {
-  ApiError error;
-};
-
-[[noreturn]] void fail(const std::string& message, const std::string& param) {
-  throw BadField{ApiError{400, "invalid_request_error", message, "", param}};
-}
+[[noreturn]] void fail(const std::string& message, const std::string& param) { fail_field(message, param); }
 
 // Text blocks (or a string) as one string; `where` names the field, `param` the error's param.
 std::string text_of(const ojson& content, const std::string& where, const char* param = "messages") {
@@ -157,13 +153,7 @@ AnthropicRequest translate(const ojson& body) {
 }  // namespace
 
 AnthropicRequest translate_anthropic_request(const nlohmann::ordered_json& body) {
-  try {
-    return translate(body);
-  } catch (const BadField& e) {
-    AnthropicRequest r;
-    r.error = e.error;
-    return r;
-  }
+  return translated<AnthropicRequest>([&] { return translate(body); });
 }
 
 nlohmann::json anthropic_error_body(const ApiError& e) {

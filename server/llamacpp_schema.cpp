@@ -4,19 +4,15 @@
 
 #include <string>
 
+#include "server/field_error.h"
+
 namespace tc::server {
 namespace {
 
 using nlohmann::json;
 
 // A field that is missing or of the wrong shape: the 400 to answer.
-struct BadField {
-  ApiError error;
-};
-
-[[noreturn]] void fail(const std::string& message, const std::string& param) {
-  throw BadField{invalid_request(message, param)};
-}
+[[noreturn]] void fail(const std::string& message, const std::string& param) { fail_field(message, param); }
 
 // llama.cpp's server sampling defaults, for fields the body leaves out.
 const json& llamacpp_defaults() {
@@ -88,17 +84,6 @@ LlamaCppRequest common_fields(const json& body) {
   return r;
 }
 
-template <class Fn>
-LlamaCppRequest guarded(Fn&& fn) {
-  try {
-    return fn();
-  } catch (const BadField& e) {
-    LlamaCppRequest r;
-    r.error = e.error;
-    return r;
-  }
-}
-
 std::string required_string(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) fail(std::string("'") + key + "' is required", key);
@@ -109,7 +94,7 @@ std::string required_string(const json& body, const char* key) {
 }  // namespace
 
 LlamaCppRequest translate_llamacpp_completion(const json& body) {
-  return guarded([&] {
+  return translated<LlamaCppRequest>([&] {
     LlamaCppRequest r = common_fields(body);
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) fail("'prompt' is required", "prompt");
@@ -126,7 +111,7 @@ LlamaCppRequest translate_llamacpp_completion(const json& body) {
 }
 
 LlamaCppRequest translate_llamacpp_infill(const json& body) {
-  return guarded([&] {
+  return translated<LlamaCppRequest>([&] {
     LlamaCppRequest r = common_fields(body);
     r.openai["prompt"] = "";  // the FIM prompt is built apart
     FimInput& in = r.fim;

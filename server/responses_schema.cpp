@@ -2,23 +2,18 @@
 // responses_schema.h).
 #include "server/responses_schema.h"
 
-#include "server/response_store.h"
-
 #include <string>
 #include <utility>
+
+#include "server/field_error.h"
+#include "server/response_store.h"
 
 namespace tc::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 
-struct BadField {
-  ApiError error;
-};
-
-[[noreturn]] void fail(const std::string& message, const std::string& param) {
-  throw BadField{ApiError{400, "invalid_request_error", message, "", param}};
-}
+[[noreturn]] void fail(const std::string& message, const std::string& param) { fail_field(message, param); }
 
 // Fields only OpenAI's service acts on: accepted and ignored.
 constexpr const char* kIgnored[] = {"store",  "metadata",         "include",           "truncation",
@@ -260,13 +255,7 @@ ResponsesRequest translate(const ojson& body, const PreviousResponses& previous)
 }  // namespace
 
 ResponsesRequest translate_responses_request(const nlohmann::ordered_json& body, const PreviousResponses& previous) {
-  try {
-    return translate(body, previous);
-  } catch (const BadField& e) {
-    ResponsesRequest r;
-    r.error = e.error;
-    return r;
-  }
+  return translated<ResponsesRequest>([&] { return translate(body, previous); });
 }
 
 }  // namespace tc::server

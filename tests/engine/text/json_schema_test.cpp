@@ -134,7 +134,8 @@ TEST_CASE("JSON Schema: unsupported or contradictory schemas fail naming the key
     const char* message;  // a part of the error
   };
   const std::vector<Case> cases = {
-      {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}})", "'pattern' is not supported at /properties/a"},
+      {R"({"type": "object", "properties": {"a": {"type": "string", "pattern": "\\bx"}}})",
+       "the pattern uses a word boundary (\\b), which cannot be enforced at /properties/a"},
       {R"({"type": "object", "properties": {"d": {"type": "string", "format": "email"}}})", "'format' \"email\" is not supported"},
       {R"({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}})", "'multipleOf'"},
       {R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 3, "maximum": 2}}})",
