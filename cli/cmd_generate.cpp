@@ -110,9 +110,10 @@ void register_generate(CLI::App& app) {
   sub->add_option("--presence-penalty", s.presence_penalty, "Presence penalty");
   sub->add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty");
   sub->add_option("-s,--seed", s.seed, "Sampling seed");
-  auto* samplers = sub->add_option("--samplers", o->samplers,
-                                   "The stages in order, names separated by ';' (llama.cpp's: penalties;dry;top_n_sigma;"
-                                   "top_k;typ_p;top_p;min_p;xtc;temperature, the default); one left out is off");
+  auto* samplers =
+      sub->add_option("--samplers", o->samplers,
+                      "The stages in order, names separated by ';' (llama.cpp's: penalties;dry;top_n_sigma;top_k;"
+                      "typ_p;top_p;min_p;xtc;temperature, the default); one left out is off");
   sub->add_option("--sampling-seq", o->sampling_seq, "The same as --samplers, one character each (default edskypmxt)")
       ->excludes(samplers);
   sub->add_flag("--ignore-eos", [o](int64_t) { o->gen.stop_at_eos = false; }, "Keep generating after EOS");

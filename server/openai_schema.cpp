@@ -147,7 +147,8 @@ void read_sampler_order(const json& body, runtime::SamplingParams& s) {
   runtime::SamplerList list;
   if (field->is_string()) {
     list = runtime::sampler_list_from_chars(field->get_ref<const std::string&>());
-  } else if (field->is_array() && std::all_of(field->begin(), field->end(), [](const json& x) { return x.is_string(); })) {
+  } else if (field->is_array() &&
+             std::all_of(field->begin(), field->end(), [](const json& x) { return x.is_string(); })) {
     std::vector<std::string_view> names;
     for (const auto& x : *field) names.push_back(x.get_ref<const std::string&>());
     list = runtime::sampler_list_from_names(names);

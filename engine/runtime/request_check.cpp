@@ -43,7 +43,9 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
     }
   }
   if (request.grammar) {
-    if (request.tool_call) return refuse(SubmitStatus::InvalidRequest, "a grammar cannot be combined with a forced tool call");
+    if (request.tool_call) {
+      return refuse(SubmitStatus::InvalidRequest, "a grammar cannot be combined with a forced tool call");
+    }
     for (uint32_t id : request.grammar->token_ids()) {
       if (id >= static_cast<uint32_t>(n_vocab)) {
         return refuse(SubmitStatus::InvalidRequest, "the grammar names token <[" + std::to_string(id) +
