@@ -2,9 +2,11 @@
 // (text/gbnf_prefix.h). The vocabulary's text tokens are walked as a trie
 // in byte order (ConstraintTokenTable::trie_order), so a byte prefix that
 // many tokens share is pushed into the matcher once, and a prefix that does
-// not fit rules out every token under it at once. The answer for a state
-// is kept (a few states, least recently used out): inside a repetition
-// such as a string's characters the state comes back token after token.
+// not fit rules out every token under it at once; the walk's distinct
+// states are interned with their steps by byte, so a step taken before is
+// a lookup. The answer for a state is kept (64 states, least recently used
+// out): inside a repetition such as a string's characters the state comes
+// back token after token.
 #pragma once
 
 #include <cstdint>
