@@ -17,7 +17,7 @@ using json = nlohmann::ordered_json;
 
 // Keywords that constrain in ways the sampler cannot enforce.
 constexpr const char* kUnsupported[] = {
-    "multipleOf", "allOf", "not",
+    "multipleOf", "not",
     "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     "dependencies", "prefixItems", "contains", "minContains", "maxContains", "uniqueItems", "minProperties",
     "maxProperties", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
@@ -162,6 +162,14 @@ class Compiler {
     if (!s.is_object()) fail("a schema must be an object or a boolean", path);
     for (const char* k : kUnsupported) {
       if (s.contains(k)) fail(std::string("'") + k + "' is not supported", path);
+    }
+    // allOf of one schema (as Pydantic 1 and zod-to-json-schema write a
+    // referenced model with a description) is that schema; more than one
+    // would have to be merged, which is not supported.
+    if (auto all = s.find("allOf"); all != s.end()) {
+      if (!all->is_array() || all->size() != 1) fail("'allOf' of more than one schema is not supported", path);
+      if (!only_annotations_beside(s, "allOf")) fail("'allOf' beside other constraints is not supported", path);
+      return compile((*all)[0], path + "/allOf/0", depth + 1);
     }
     if (auto ref = s.find("$ref"); ref != s.end()) {
       if (!only_annotations_beside(s, "$ref")) fail("'$ref' beside other constraints is not supported", path);

@@ -6,7 +6,7 @@
 // What is enforced: type (one or several), properties / required /
 // additionalProperties, items / minItems / maxItems, minLength /
 // maxLength, format (date, time, date-time, uuid: json_formats.h),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum
+// allOf of one schema, minimum / maximum / exclusiveMinimum / exclusiveMaximum
 // (json_number_bounds.h; a bounded number has no exponent), pattern (a
 // regular expression, regex_to_gbnf.h; its strings are written without
 // escapes), enum, const, anyOf / oneOf (alternatives must start

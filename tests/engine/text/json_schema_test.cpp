@@ -143,7 +143,8 @@ TEST_CASE("JSON Schema: unsupported or contradictory schemas fail naming the key
       {R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 2.2, "maximum": 2.8}}})",
        "the bounds leave no number"},
       {R"({"type": "object", "properties": {"n": {"type": "number", "minimum": "0"}}})", "'minimum' must be a number"},
-      {R"({"allOf": [{"type": "object"}]})", "'allOf'"},
+      {R"({"allOf": [{"type": "object"}, {"type": "object"}]})", "'allOf' of more than one schema"},
+      {R"({"allOf": [{"type": "object"}], "type": "object"})", "'allOf' beside other constraints"},
       {R"({"type": "string"})", "root must be an object or an array"},
       {R"({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}})", "points at nothing"},
       {R"({"type": "object", "properties": {"a": {"$ref": "other.json"}}})", "not within this schema"},
@@ -374,5 +375,19 @@ TEST_CASE("JSON Schema mode: random logits give texts that close and validate", 
       REQUIRE(validates(json::parse(walk.text), *schema_json, *schema_json));
     }
     CHECK(closed >= 30);
+  }
+}
+
+TEST_CASE("JSON Schema: allOf of one schema is that schema, as Pydantic writes a referenced model",
+          "[json][schema]") {
+  const auto schema = JsonSchema::compile(json::parse(R"({"type": "object",
+    "properties": {"home": {"allOf": [{"$ref": "#/$defs/place"}], "description": "where"}}, "required": ["home"],
+    "$defs": {"place": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})"));
+  for (const auto& [text, fits] : std::vector<std::pair<std::string, bool>>{
+           {R"({"home": {"city": "Oslo"}})", true}, {R"({"home": 3})", false}, {R"({"home": {}})", false}}) {
+    CAPTURE(text);
+    bool complete = false;
+    const int refused = first_refused(*schema, text, complete);
+    CHECK((refused == -1 && complete) == fits);
   }
 }
