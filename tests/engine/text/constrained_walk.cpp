@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "engine/runtime/sampler.h"
+#include "engine/text/json_schema_prefix.h"
+#include "tests/engine/text/text_test_util.h"
 
 namespace tc::text::test {
 
@@ -45,6 +47,23 @@ ConstrainedWalk constrained_walk(const std::shared_ptr<const runtime::Constraint
     REQUIRE(is_prefix(walk.text));
   }
   return walk;
+}
+
+std::vector<std::string> closed_schema_walks(const std::shared_ptr<const JsonSchema>& schema, TokenizerKind kind,
+                                             int n_walks, uint32_t rng_seed) {
+  const auto& tokenizer = trained_tokenizer(kind, 600);
+  const auto table = runtime::ConstraintTokenTable::from(tokenizer, tokenizer.n_vocab());
+  std::mt19937 rng(rng_seed);
+  std::vector<std::string> closed;
+  for (uint64_t seed = 1; seed <= static_cast<uint64_t>(n_walks); ++seed) {
+    const auto walk = constrained_walk(table, runtime::OutputForm::json_schema(schema), tokenizer.vocab().eos_id, seed,
+                                       rng, [&](const std::string& text) {
+                                         return JsonSchemaPrefix(schema.get()).accepts(text);
+                                       });
+    if (walk.closed) closed.push_back(walk.text);
+  }
+  REQUIRE(closed.size() * 3 >= static_cast<size_t>(n_walks) * 2);
+  return closed;
 }
 
 }  // namespace tc::text::test

@@ -7,22 +7,19 @@
 // writes only numbers within them.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <algorithm>
-#include <random>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "engine/runtime/output_constraint.h"
 #include "engine/text/json_lexers.h"
 #include "engine/text/json_number_bounds.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
 #include "tests/engine/text/constrained_walk.h"
-#include "tests/engine/text/text_test_util.h"
 
 using tc::text::JsonSchema;
 using tc::text::JsonSchemaPrefix;
@@ -122,23 +119,13 @@ TEST_CASE("JSON Schema bounds: a constrained sampler writes only numbers within 
     "b": {"type": "number", "exclusiveMinimum": 0, "maximum": 0.5}}, "required": ["a", "b"],
     "additionalProperties": false})");
   const auto schema = JsonSchema::compile(s);
-  const auto& tokenizer = tc::text::test::trained_tokenizer(tc::text::TokenizerKind::Spm, 600);
-  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, tokenizer.n_vocab());
-  std::mt19937 rng(31);
-  int closed = 0;
-  for (uint64_t seed = 1; seed <= 30; ++seed) {
-    const auto walk = tc::text::test::constrained_walk(
-        table, tc::runtime::OutputForm::json_schema(schema), tokenizer.vocab().eos_id, seed, rng,
-        [&](const std::string& text) { return JsonSchemaPrefix(schema.get()).accepts(text); });
-    if (!walk.closed) continue;
-    ++closed;
-    CAPTURE(walk.text);
-    const auto v = json::parse(walk.text);
+  for (const auto& text : tc::text::test::closed_schema_walks(schema, tc::text::TokenizerKind::Spm, 30, 31)) {
+    CAPTURE(text);
+    const auto v = json::parse(text);
     REQUIRE(v["a"].is_number_integer());
     CHECK(v["a"].get<int64_t>() >= -3);
     CHECK(v["a"].get<int64_t>() <= 12);
     CHECK(v["b"].get<double>() > 0.0);
     CHECK(v["b"].get<double>() <= 0.5);
   }
-  CHECK(closed >= 20);
 }
