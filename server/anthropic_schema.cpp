@@ -144,7 +144,8 @@ AnthropicRequest translate(const ojson& body) {
     if (!tools.empty()) chat["tools"] = std::move(tools);
   }
   if (body.contains("tool_choice") && !body["tool_choice"].is_null()) read_tool_choice(body["tool_choice"], chat);
-  for (const char* key : {"model", "stream", "temperature", "top_p", "top_k"}) {
+  // Anthropic's sampling fields, and this server's extensions beside them.
+  for (const char* key : {"model", "stream", "temperature", "top_p", "top_k", "seed", "min_p", "logit_bias"}) {
     if (body.contains(key) && !body[key].is_null()) chat[key] = body[key];
   }
   return r;

@@ -7,7 +7,7 @@
 // the user's tool_result blocks tool messages (thinking blocks of earlier
 // turns are left out, as chat templates leave out earlier reasoning);
 // max_tokens (required), stop_sequences -> stop, temperature, top_p,
-// top_k; tools ({"name", "description", "input_schema"}) and tool_choice
+// top_k (and the extensions seed, min_p, logit_bias); tools ({"name", "description", "input_schema"}) and tool_choice
 // (auto, any -> required, tool -> a named function, none;
 // disable_parallel_tool_use). Images and documents are a 400 naming
 // `messages`; metadata, thinking, service_tier and the like are ignored.

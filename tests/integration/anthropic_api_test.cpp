@@ -93,9 +93,15 @@ TEST_CASE("Anthropic's Messages API: replies, streams, tools and errors", "[inte
                                       {{"type", "object"},
                                        {"properties", {{"city", {{"type", "string"}, {"maxLength", 4}}}}},
                                        {"required", json::array({"city"})}}}}});
+    // Seeded (an extension), and '}' favoured so that the random model
+    // closes the input soon, as the OpenAI SDK check does.
+    const auto brace = tc::test::post_json(client, "/tokenize", {{"content", "}"}}, key);
+    REQUIRE(brace.status == 200);
     json b = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo?"}}})},
-              {"max_tokens", 60},
+              {"max_tokens", 100},
               {"temperature", 0.7},
+              {"seed", 77},
+              {"logit_bias", {{std::to_string(brace.body["tokens"].back().get<int>()), 100}}},
               {"tools", tools},
               {"tool_choice", {{"type", "tool"}, {"name", "get_weather"}}}};
     const auto called = tc::test::post_json(client, "/v1/messages", b, key);
