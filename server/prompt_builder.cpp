@@ -25,8 +25,8 @@ ApiError context_exceeded(std::string message) {
   return {400, "invalid_request_error", std::move(message), "context_length_exceeded", "messages"};
 }
 
-// The request's GBNF grammar compiled for the model's vocabulary (null
-// when it sends none), or plan.error set.
+// The request's GBNF grammar compiled for the model's vocabulary, or
+// plan.error set.
 std::shared_ptr<const text::GbnfGrammar> compile_grammar(Plan& plan, const CommonRequest& common,
                                                         const ServingModel& serving) {
   if (common.grammar.empty()) return nullptr;
@@ -82,8 +82,10 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     deadline = runtime::Clock::now() + std::chrono::duration_cast<runtime::Clock::duration>(
                                            std::chrono::duration<double>(options.request_timeout_s));
   }
-  const auto grammar = compile_grammar(plan, common, serving);
-  if (plan.error) return;
+  if (!common.grammar.empty() && !plan.grammar) {
+    plan.grammar = compile_grammar(plan, common, serving);
+    if (plan.error) return;
+  }
   for (int i = 0; i < common.n; ++i) {
     PlannedChoice c;
     c.request.prompt = prompt;
@@ -98,7 +100,7 @@ void add_choices(Plan& plan, std::vector<text::TokenId> prompt, std::string echo
     c.request.draft_max = common.draft_max;
     c.request.json_object = common.json_object;
     c.request.json_schema = common.schema;
-    c.request.grammar = grammar;
+    c.request.grammar = plan.grammar;
     c.request.return_tokens = common.logprobs;
     c.request.deadline = deadline;
     c.echo_text = echo_text;

@@ -4,12 +4,14 @@
 // context check's message.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/runtime/engine.h"
+#include "engine/text/gbnf_grammar.h"
 #include "server/fill_in_middle.h"
 #include "server/openai_schema.h"
 #include "server/server_context.h"
@@ -25,6 +27,8 @@ struct PlannedChoice {
 
 struct Plan {
   std::vector<PlannedChoice> choices;  // in OpenAI's choice index order
+  // The request's GBNF grammar, compiled once for all its prompts (null: none).
+  std::shared_ptr<const text::GbnfGrammar> grammar;
   // Chat: whether replies are split into reasoning and content (the
   // request's reasoning_format, else the server's, is not "none"), and
   // whether the rendered prompt ends by opening a reasoning block (<think>),

@@ -27,6 +27,14 @@ std::optional<ResponseStore::Entry> ResponseStore::get(const std::string& id) {
   return it->second.entry;
 }
 
+std::optional<nlohmann::json> ResponseStore::conversation(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(id);
+  if (it == slots_.end()) return std::nullopt;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.entry.conversation;
+}
+
 bool ResponseStore::erase(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = slots_.find(id);

@@ -32,6 +32,8 @@ class ResponseStore {
   void put(const std::string& id, Entry entry);
   // The entry (now the most recently used), or nullopt.
   std::optional<Entry> get(const std::string& id);
+  // Its conversation only (what previous_response_id continues).
+  std::optional<nlohmann::json> conversation(const std::string& id);
   // False when there was none.
   bool erase(const std::string& id);
   size_t size() const;

@@ -43,11 +43,8 @@ void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const h
   if (wire == Wire::Responses) {
     // From here on the request is the chat request it means.
     const auto ordered = nlohmann::ordered_json::parse(parsed_body.text, nullptr, /*allow_exceptions=*/false);
-    auto translated = translate_responses_request(ordered, [&ctx](const std::string& id) -> std::optional<json> {
-      auto stored = ctx.responses.get(id);
-      if (!stored) return std::nullopt;
-      return std::move(stored->conversation);
-    });
+    auto translated =
+        translate_responses_request(ordered, [&ctx](const std::string& id) { return ctx.responses.conversation(id); });
     if (translated.error) return reject(*translated.error);
     job->responses_meta = {job->meta.id, job->meta.created, "", std::move(translated.echo),
                            std::move(translated.conversation), translated.store};

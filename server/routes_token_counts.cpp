@@ -37,11 +37,8 @@ void count_tokens(CountApi api, ServerContext& ctx, ParsedBody parsed_body, http
     if (translated.error) return fail(*translated.error);
     chat = std::move(translated.chat);
   } else {
-    auto translated = translate_responses_request(body, [&ctx](const std::string& id) -> std::optional<json> {
-      auto stored = ctx.responses.get(id);
-      if (!stored) return std::nullopt;
-      return std::move(stored->conversation);
-    });
+    auto translated =
+        translate_responses_request(body, [&ctx](const std::string& id) { return ctx.responses.conversation(id); });
     if (translated.error) return fail(*translated.error);
     chat = std::move(translated.chat);
   }

@@ -46,15 +46,6 @@ std::string fmt(double x) {
   return s;
 }
 
-// Strict total order: higher logit first, then lower id. Makes every
-// partition and sort below give one answer on every standard library.
-struct Better {
-  template <typename C>
-  bool operator()(const C& a, const C& b) const {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  }
-};
-
 }  // namespace
 
 std::string validate(const SamplingParams& p, int32_t n_vocab) {

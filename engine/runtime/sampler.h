@@ -210,10 +210,7 @@ class Sampler {
   static constexpr int kTopPBuckets = 512;  // logit bands of the top-p pre-cut
 
  private:
-  struct Candidate {
-    float logit;  // becomes the unnormalised weight once temperature is applied
-    TokenId id;
-  };
+  using Candidate = ChainCandidate;
 
   void prepare_logits(std::span<const float> logits);
   void apply_penalties();
@@ -260,7 +257,7 @@ class Sampler {
   std::vector<float> work_;             // f32 [n_vocab]: logits after steps 1-4
   std::vector<Candidate> candidates_;   // [<= n_vocab]: what the filters keep
   bool general_chain_ = false;          // stage_order is not the default's: draw_in_order
-  std::vector<ChainCandidate> chain_;   // draw_in_order's candidates
+  std::vector<Candidate> chain_;        // draw_in_order's candidates
   std::array<uint32_t, kTopPBuckets> hist_{};  // tokens per band, top-p pre-cut
   float max_logit_ = 0.0f;
 };

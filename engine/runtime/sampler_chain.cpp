@@ -217,9 +217,7 @@ text::TokenId draw_in_order(std::span<const float> logits, const SamplingParams&
     if (logits[i] != -kInf) c.push_back({logits[i], static_cast<text::TokenId>(i)});
   }
   TC_CHECK(!c.empty(), "draw_in_order: no candidate");
-  std::sort(c.begin(), c.end(), [](const ChainCandidate& a, const ChainCandidate& b) {
-    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-  });
+  std::sort(c.begin(), c.end(), Better{});
   std::vector<double> w;
   for (SamplerStage s : p.stage_order) {
     if (!stage_on(p, s) || c.size() < 2) continue;

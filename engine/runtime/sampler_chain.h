@@ -57,8 +57,16 @@ bool needs_general_chain(const SamplingParams& p);
 // xtc_now: XTC fires this time. Candidates are kept best first (logit
 // descending, ties to the lower id), the order the draw scans.
 struct ChainCandidate {
-  float logit;
+  float logit;  // the fast path turns it into the unnormalised weight once the temperature is applied
   text::TokenId id;
+};
+// The canonical order of candidates, a strict total one: logit descending,
+// ties to the lower id, so that every partition and sort gives one answer
+// on every standard library.
+struct Better {
+  bool operator()(const ChainCandidate& a, const ChainCandidate& b) const {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+  }
 };
 text::TokenId draw_in_order(std::span<const float> logits, const SamplingParams& p, double u, bool xtc_now,
                             std::vector<ChainCandidate>& scratch);

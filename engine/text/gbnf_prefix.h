@@ -55,8 +55,6 @@ class GbnfPrefix {
   bool may_end() const;
   // Nothing may follow: every stack is empty.
   bool complete() const;
-  // The grammar-free fast path of the JSON prefixes; never taken here.
-  bool in_free_string() const { return false; }
 
   // The state as words, equal for equal states (a cache key).
   std::span<const uint32_t> stacks() const { return stacks_; }

@@ -27,7 +27,11 @@ std::string escaped(uint32_t c) {
   return buf;
 }
 
-std::string literal(uint32_t c) { return "\"" + escaped(c) + "\""; }
+std::string literal(uint32_t c) {
+  std::string out = "\"";  // appended, not "\"" + ...: GCC 12 warns (-Wrestrict, a false positive) on that
+  out.append(escaped(c)).push_back('"');
+  return out;
+}
 
 // Class contents (between the brackets) of the shorthand escapes.
 const char* shorthand_class(char e) {
@@ -196,7 +200,9 @@ class Reader {
       std::string inner = alternation();
       if (at() != ')') fail_here("an unclosed group");
       ++pos_;
-      return "(" + (inner.empty() ? "\"\"" : inner) + ")";
+      std::string group = "(";
+      group.append(inner.empty() ? "\"\"" : inner).push_back(')');
+      return group;
     }
     if (c == '[') return char_class();
     if (c == '.') {

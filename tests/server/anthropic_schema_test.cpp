@@ -103,10 +103,7 @@ TEST_CASE("Messages API events come in order and build the message", "[server][a
   sse += b.thinking("Hmm.");
   sse += b.text("Hel");
   sse += b.text("lo");
-  tc::server::ToolCall call;
-  call.id = "call_1";
-  call.name = "f";
-  call.arguments = "{\"a\": 1}";
+  const tc::server::ToolCall call{"f", "{\"a\": 1}", "call_1"};
   sse += b.calls({call});
   tc::runtime::Usage usage;
   usage.prompt_tokens = 40;

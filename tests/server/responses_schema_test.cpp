@@ -155,7 +155,7 @@ TEST_CASE("Responses: previous_response_id puts the stored conversation first, s
 TEST_CASE("Responses: the store keeps the latest, the least recently used leave first", "[server][responses]") {
   tc::server::ResponseStore store;
   for (size_t i = 0; i < tc::server::ResponseStore::kMaxEntries + 2; ++i) {
-    store.put("r" + std::to_string(i), {json::array({i}), json::object()});
+    store.put(std::string("r").append(std::to_string(i)), {json::array({i}), json::object()});
     // r0 used again just before the store fills: r1 and r2 are then the oldest.
     if (i + 1 == tc::server::ResponseStore::kMaxEntries) REQUIRE(store.get("r0"));
   }
@@ -175,7 +175,7 @@ TEST_CASE("Responses: the store keeps the latest, the least recently used leave 
 
 TEST_CASE("Responses events come in order and build the response object", "[server][responses]") {
   int next = 0;
-  tc::server::ResponsesBuilder b({"resp_1", 100, "m", {{"tools", json::array()}}},
+  tc::server::ResponsesBuilder b({"resp_1", 100, "m", {{"tools", json::array()}}, nullptr, false},
                                  [&next](const char* prefix) { return prefix + std::to_string(next++); });
   std::string sse = b.start();
   sse += b.reasoning("Think");
@@ -183,10 +183,7 @@ TEST_CASE("Responses events come in order and build the response object", "[serv
   sse += b.text("Hel");
   sse += b.text("");
   sse += b.text("lo");
-  tc::server::ToolCall call;
-  call.id = "call_9";
-  call.name = "f";
-  call.arguments = "{\"a\":1}";
+  const tc::server::ToolCall call{"f", "{\"a\":1}", "call_9"};
   sse += b.calls({call});
   tc::runtime::Usage usage;
   usage.prompt_tokens = 5;
@@ -229,13 +226,15 @@ TEST_CASE("Responses events come in order and build the response object", "[serv
                                 {"arguments", "{\"a\":1}"}, {"status", "completed"}}));
 
   // A reply cut by max_output_tokens is incomplete; an error is an `error` event.
-  tc::server::ResponsesBuilder cut({"resp_2", 1, "m", nullptr}, [](const char* p) { return std::string(p) + "x"; });
+  tc::server::ResponsesBuilder cut({"resp_2", 1, "m", nullptr, nullptr, false},
+                                   [](const char* p) { return std::string(p) + "x"; });
   cut.text("abc");
   const auto last = events_of(cut.finish(tc::runtime::FinishReason::Length, usage));
   CHECK(last.back().first == "response.incomplete");
   CHECK(last.back().second["response"]["incomplete_details"]["reason"] == "max_output_tokens");
   CHECK(last.back().second["response"]["output"][0]["status"] == "incomplete");
-  tc::server::ResponsesBuilder failed({"resp_3", 1, "m", nullptr}, [](const char* p) { return std::string(p); });
+  tc::server::ResponsesBuilder failed({"resp_3", 1, "m", nullptr, nullptr, false},
+                                      [](const char* p) { return std::string(p); });
   const auto err = events_of(failed.error({400, "invalid_request_error", "bad", "context_length_exceeded", "input"}));
   REQUIRE(err.size() == 1);
   CHECK(err[0].first == "error");
