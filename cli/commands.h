@@ -9,6 +9,7 @@ namespace tc::cli {
 void register_serve(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_make_model(CLI::App& app);
+void register_make_mmproj(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_perplexity(CLI::App& app);

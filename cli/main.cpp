@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tc::cli::register_serve(app);
   tc::cli::register_inspect(app);
   tc::cli::register_make_model(app);
+  tc::cli::register_make_mmproj(app);
   tc::cli::register_generate(app);
   tc::cli::register_bench(app);
   tc::cli::register_perplexity(app);

@@ -205,8 +205,8 @@ std::optional<std::string> env_value(const GetEnv& getenv, const std::string& na
   return std::string(v);
 }
 
-constexpr std::array<std::string_view, 23> kModelSidecarKeys = {
-    "chat_template_file", "parallel",       "ctx_size",         "batch_size", "queue_size", "threads",
+constexpr std::array<std::string_view, 24> kModelSidecarKeys = {
+    "chat_template_file", "mmproj", "parallel",       "ctx_size",         "batch_size", "queue_size", "threads",
     "device",             "stats",          "sparsity",         "sparse_max_tokens", "repack", "placement",
     "prefetch",           "offload_layers", "vram_budget",      "keep_alive", "max_tokens_cap", "pooling",
     "reasoning_format",   "cache_type_k",   "cache_type_v",     "context_shift", "lookup_draft"};

@@ -37,6 +37,9 @@ struct ServeOptions {
   std::filesystem::path model;      // GGUF file (key: model); empty: the bundled default model
   std::string model_alias;          // id shown in /v1/models (key: model_alias); empty: file stem
   std::filesystem::path chat_template_file;  // Jinja file overriding the GGUF's template (key: chat_template_file)
+  // A vision projector (llama.cpp's mmproj GGUF) for the model: chat
+  // messages may carry images (key: mmproj); empty: text only.
+  std::filesystem::path mmproj;
   int http_threads = 8;             // HTTP worker threads (key: http_threads)
 
   // Many models (server/model_registry.h). A folder whose *.gguf files are

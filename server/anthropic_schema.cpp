@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "server/field_error.h"
+#include "server/image_input.h"
 
 namespace tc::server {
 namespace {
@@ -29,6 +30,46 @@ std::string text_of(const ojson& content, const std::string& where, const char* 
   return text;
 }
 
+// An image block {"type": "image", "source": {"type": "base64", "media_type",
+// "data"}} as a chat image part (a data: URL), its data checked.
+ojson image_part(const ojson& block, const std::string& where) {
+  const ojson* source = block.contains("source") && block["source"].is_object() ? &block["source"] : nullptr;
+  const auto string_of = [&](const char* key) {
+    return source != nullptr && source->contains(key) && (*source)[key].is_string() ? (*source)[key].get<std::string>()
+                                                                                    : std::string();
+  };
+  const std::string type = string_of("type");
+  if (type == "base64") {
+    if (!source->contains("data") || !(*source)["data"].is_string()) {
+      fail("'" + where + ".source.data' must be a base64 string", "messages");
+    }
+    const std::string& data = (*source)["data"].get_ref<const std::string&>();
+    image_bytes_from_base64(data, where + ".source.data");
+    std::string media_type = string_of("media_type");
+    if (media_type.empty() || media_type.find_first_of(",; ") != std::string::npos) {
+      media_type = "application/octet-stream";
+    }
+    const std::string url = std::string("data:").append(media_type).append(";base64,").append(data);
+    return {{"type", "image_url"}, {"image_url", {{"url", url}}}};
+  }
+  if (type == "url") {
+    const ojson* url = source->contains("url") ? &(*source)["url"] : nullptr;
+    if (url == nullptr || !url->is_string()) fail("'" + where + ".source.url' must be a string", "messages");
+    image_bytes_from_url(url->get<std::string>(), where + ".source.url");  // a data: URL, or the 400
+    return {{"type", "image_url"}, {"image_url", {{"url", *url}}}};
+  }
+  if (type == "file") fail("'" + where + ".source': files are not supported; send the image as base64", "messages");
+  fail("'" + where + ".source.type' must be base64 (or url, for a data: URL)", "messages");
+}
+
+// A user turn's content: its text, or with images its parts (the text
+// since the last image a text part); both emptied.
+ojson user_content(ojson& parts, std::string& text) {
+  if (parts.empty()) return std::exchange(text, "");
+  if (!text.empty()) parts.push_back({{"type", "text"}, {"text", std::exchange(text, "")}});
+  return std::exchange(parts, ojson::array());
+}
+
 void add_message(ojson& messages, const ojson& m, size_t i) {
   const std::string at = "messages[" + std::to_string(i) + "]";
   if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
@@ -44,6 +85,7 @@ void add_message(ojson& messages, const ojson& m, size_t i) {
   }
   if (!content.is_array()) fail("'" + at + ".content' must be a string or an array of blocks", "messages");
   std::string text;
+  ojson parts = ojson::array();  // with images: the user's text and image parts so far
   ojson calls = ojson::array();
   for (size_t j = 0; j < content.size(); ++j) {
     const ojson& b = content[j];
@@ -65,7 +107,9 @@ void add_message(ojson& messages, const ojson& m, size_t i) {
         fail("'" + where + ".tool_use_id' must be a string", "messages");
       }
       // The user's text so far comes first, then the result.
-      if (!text.empty()) messages.push_back({{"role", "user"}, {"content", std::exchange(text, "")}});
+      if (!text.empty() || !parts.empty()) {
+        messages.push_back({{"role", "user"}, {"content", user_content(parts, text)}});
+      }
       const std::string result = b.contains("content") ? text_of(b["content"], where + ".content") : "";
       const bool is_error = b.value("is_error", false);
       messages.push_back({{"role", "tool"},
@@ -73,8 +117,13 @@ void add_message(ojson& messages, const ojson& m, size_t i) {
                           {"content", is_error ? "Error: " + result : result}});
     } else if (type == "thinking" || type == "redacted_thinking") {
       // An earlier turn's thinking: left out, as chat templates leave it out.
+    } else if (type == "image" && role == "user") {
+      if (!text.empty()) parts.push_back({{"type", "text"}, {"text", std::exchange(text, "")}});
+      parts.push_back(image_part(b, where));
     } else if (type == "image" || type == "document") {
-      fail("'" + where + "' is " + type + "; this server reads text only", "messages");
+      fail("'" + where + "' is " + type + (type == "image" ? "; images are read in user messages only"
+                                                          : "; this server reads text and images only"),
+           "messages");
     } else {
       fail("'" + where + ".type' must be text, tool_use (assistant), tool_result (user) or thinking", "messages");
     }
@@ -83,8 +132,8 @@ void add_message(ojson& messages, const ojson& m, size_t i) {
     ojson msg = {{"role", "assistant"}, {"content", calls.empty() || !text.empty() ? ojson(text) : ojson(nullptr)}};
     if (!calls.empty()) msg["tool_calls"] = std::move(calls);
     messages.push_back(std::move(msg));
-  } else if (!text.empty() || messages.empty() || messages.back().value("role", "") != "tool") {
-    messages.push_back({{"role", "user"}, {"content", text}});
+  } else if (!text.empty() || !parts.empty() || messages.empty() || messages.back().value("role", "") != "tool") {
+    messages.push_back({{"role", "user"}, {"content", user_content(parts, text)}});
   }
 }
 

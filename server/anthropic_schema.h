@@ -9,8 +9,10 @@
 // max_tokens (required), stop_sequences -> stop, temperature, top_p,
 // top_k (and the extensions seed, min_p, logit_bias); tools ({"name", "description", "input_schema"}) and tool_choice
 // (auto, any -> required, tool -> a named function, none;
-// disable_parallel_tool_use). Images and documents are a 400 naming
-// `messages`; metadata, thinking, service_tier and the like are ignored.
+// disable_parallel_tool_use). A user's image blocks (base64, or a url
+// source holding a data: URL; image_input.h) become image parts among its
+// text; documents and other images are a 400 naming `messages`; metadata,
+// thinking, service_tier and the like are ignored.
 // The translation keeps objects' member order. No HTTP here; unit-tested
 // directly.
 #pragma once

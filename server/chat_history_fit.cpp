@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/image_input.h"
+
 namespace tc::server {
 namespace {
 
@@ -39,6 +41,25 @@ json kept_messages(const json& messages, size_t start) {
   return kept;
 }
 
+std::vector<std::string> kept_images(const ChatRequest& request, size_t start) {
+  std::vector<std::string> kept;
+  size_t next = 0;
+  const json& messages = request.messages;
+  for (size_t j = 0; j < messages.size(); ++j) {
+    const auto content = messages[j].find("content");
+    size_t n = 0;
+    if (content != messages[j].end() && content->is_string()) {
+      const std::string& text = content->get_ref<const std::string&>();
+      for (size_t at = text.find(kImageMarker); at != std::string::npos; at = text.find(kImageMarker, at + 1)) ++n;
+    }
+    const bool keep = j >= start || has_role(messages[j], "system");
+    for (size_t k = 0; k < n && next < request.images.size(); ++k, ++next) {
+      if (keep) kept.push_back(request.images[next]);
+    }
+  }
+  return kept;
+}
+
 Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& serving,
                                const config::ServeOptions& options, size_t& dropped) {
   dropped = 0;
@@ -53,8 +74,10 @@ Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& s
   ChatRequest trial = request;
   // Whether the history kept from message i on leaves `reserve` tokens.
   auto fits = [&](size_t i) {
-    trial.messages = kept_messages(request.messages, tool_block_start(request.messages, i));
-    const ChatTokens tokens = tokenize_chat(trial, serving);
+    const size_t start = tool_block_start(request.messages, i);
+    trial.messages = kept_messages(request.messages, start);
+    trial.images = kept_images(request, start);
+    const ChatTokens tokens = tokenize_chat(trial, serving, /*image_rows=*/false);
     return !tokens.error && static_cast<int64_t>(tokens.ids.size()) + reserve <= n_ctx;
   };
   // Dropping more never lengthens the prompt: the first i in [1, n - 1]
@@ -71,6 +94,7 @@ Plan plan_chat_fitting_history(const ChatRequest& request, const ServingModel& s
   }
   const size_t start = tool_block_start(request.messages, lo);
   trial.messages = kept_messages(request.messages, start);
+  trial.images = kept_images(request, start);
   Plan fitted = plan_chat(trial, serving, options);
   if (fitted.error) return plan;
   dropped = n - trial.messages.size();

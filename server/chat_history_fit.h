@@ -20,6 +20,9 @@ size_t tool_block_start(const nlohmann::json& messages, size_t i);
 
 // The system messages before `start`, then every message from `start` on.
 nlohmann::json kept_messages(const nlohmann::json& messages, size_t start);
+// The images (request.images) of the messages kept_messages keeps, in
+// order: each message's content holds one kImageMarker per image.
+std::vector<std::string> kept_images(const ChatRequest& request, size_t start);
 
 // plan_chat of `request`; if its prompt does not fit (a
 // context_length_exceeded error) and it has more than one message, of the

@@ -14,8 +14,10 @@
 #include "engine/model/loaded_model.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/vocab_harmony.h"
+#include "server/image_embedder.h"
 #include "server/tool_call_parser.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tc::server {
 
@@ -43,6 +45,31 @@ runtime::EngineOptions engine_options(const config::ServeOptions& o) {
                                       o.prefetch);
   return e;
 }
+
+namespace {
+
+// The model's vision projector, checked against it: its embeddings must be
+// the language model's width.
+std::shared_ptr<ImageEmbedder> load_vision(const config::ServeOptions& o, const model::LoadedModel& loaded,
+                                           const std::string& file) {
+  std::shared_ptr<const vision::VisionModel> projector;
+  try {
+    projector = vision::VisionModel::load(o.mmproj);
+  } catch (const std::exception& e) {
+    throw ModelLoadFailure(file + ": vision projector: " + e.what());
+  }
+  if (projector->spec().n_embd_text != loaded.spec.n_embd) {
+    throw ModelLoadFailure(o.mmproj.string() + ": the projector's embeddings have " +
+                           std::to_string(projector->spec().n_embd_text) + " values; the model " + file + " has " +
+                           std::to_string(loaded.spec.n_embd) + " (a projector of another model)");
+  }
+  const int threads = o.threads > 0 ? o.threads : kernels::ThreadPool::physical_cores();
+  spdlog::info("vision projector {} ({}, {} image tokens per image)", o.mmproj.string(), projector->spec().projector,
+               projector->spec().n_image_tokens());
+  return std::make_shared<ImageEmbedder>(std::move(projector), threads);
+}
+
+}  // namespace
 
 std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& path, const config::ServeOptions& o,
                                                  const std::string& model_id) {
@@ -83,6 +110,7 @@ std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& pa
     serving->chat_template_error = std::string("the model's chat template cannot be used: ") + e.what();
     spdlog::error("model {}: {}; chat requests will fail with this message", model_id, serving->chat_template_error);
   }
+  if (!o.mmproj.empty()) serving->vision = load_vision(o, *loaded, file);
   runtime::EngineOptions options;
   try {
     options = engine_options(o);

@@ -1,13 +1,15 @@
 // ModelRegistry's view of the files: the models folder's scan (NAME.gguf,
 // or a split model's NAME-00001-of-0000N.gguf and its other shards; its
 // NAME.toml, NAME.stats.gguf and .generated.gpuidx sidecars; each entry's
-// fingerprint of sizes and mtimes; multimodal projectors, mmproj*.gguf,
-// left out) and, with one --model, the check that its file changed.
+// fingerprint of sizes and mtimes; vision projectors, mmproj*.gguf, are no
+// models: one alone beside one model is that model's --mmproj) and, with
+// one --model, the check that its file changed.
 #include "server/model_registry.h"
 
 #include <spdlog/spdlog.h>
 
 #include <cctype>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -20,15 +22,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A vision model's projector (llama.cpp's mmproj files, downloaded beside
+// the model): no language model, but the model's --mmproj.
+bool is_projector_file(const fs::path& p) {
+  std::string lower = p.filename().string();
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.starts_with("mmproj") && p.extension() == ".gguf";
+}
+
 bool is_model_file(const fs::path& p) {
   const std::string name = p.filename().string();
   if (name.empty() || name.front() == '.') return false;
-  if (p.extension() != ".gguf") return false;
-  // A vision model's projector (llama.cpp's mmproj files, downloaded beside
-  // the model) is no language model: images are not served.
-  std::string lower = name;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower.starts_with("mmproj")) return false;
+  if (p.extension() != ".gguf" || is_projector_file(p)) return false;
   // `thermocline profile` writes NAME.stats.gguf beside the model: a sidecar, not a model.
   return !name.ends_with(".stats.gguf");
 }
@@ -98,6 +103,10 @@ void ModelRegistry::scan_folder() {
   // Face cache (models--org--repo/snapshots/REV/FILE.gguf) keep them; a
   // model there is named by its path from the folder, "publisher/repo/FILE".
   constexpr int kMaxDepth = 3;
+  // Per folder: its projectors and how many models it holds. A folder of
+  // one model and one projector (a vision model as downloaded) pairs them.
+  std::map<fs::path, std::vector<fs::path>> projectors;
+  std::map<fs::path, int> models_in;
   for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     const fs::path p = it->path();
@@ -109,7 +118,9 @@ void ModelRegistry::scan_folder() {
       }
       continue;
     }
+    if (is_projector_file(p) && fs::is_regular_file(p, fec)) projectors[p.parent_path()].push_back(p);
     if (!is_model_file(p) || !fs::is_regular_file(p, fec)) continue;
+    ++models_in[p.parent_path()];
     ModelFiles files = model_files(p);
     if (files.files.empty()) continue;  // a split model's later shard
     Found f;
@@ -152,6 +163,11 @@ void ModelRegistry::scan_folder() {
       }
     }
     c.options.model = f->path;
+    const auto pair = projectors.find(f->path.parent_path());
+    if (c.options.mmproj.empty() && pair != projectors.end() && pair->second.size() == 1 &&
+        models_in[f->path.parent_path()] == 1) {
+      c.options.mmproj = pair->second.front();
+    }
     const fs::path stats = f->base.string() + ".stats.gguf";
     if (c.options.stats.empty() && fs::exists(stats, ec)) c.options.stats = stats;
     const fs::path gpuidx = f->path.string() + ".generated.gpuidx";

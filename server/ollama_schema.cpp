@@ -3,6 +3,10 @@
 
 #include <array>
 #include <string_view>
+#include <vector>
+
+#include "server/field_error.h"
+#include "server/image_input.h"
 
 namespace tc::server {
 namespace {
@@ -70,10 +74,6 @@ void common_fields(const json& body, OllamaRequest& r) {
       r.error = bad("'format' must be \"json\" or a JSON schema", "format");
       return;
     }
-  }
-  if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    r.error = bad("images are not supported: the models served here take text only", "images");
-    return;
   }
   // think: through the template's enable_thinking (Qwen3's), false switches
   // a thinking model's reasoning off; true also returns it apart, in
@@ -145,6 +145,70 @@ void common_fields(const json& body, OllamaRequest& r) {
   // are ignored per request.
 }
 
+// Ollama's `images` (an array of base64 strings; absent, null or empty:
+// none) checked and decoded into `bytes`, each as a chat image part (a
+// data: URL) in `parts`. `where` names the field; at most
+// kMaxRequestImages in `bytes` in all.
+std::optional<ApiError> read_images(const json* images, const std::string& where, std::vector<std::string>& bytes,
+                                    json& parts) {
+  if (images == nullptr || images->is_null()) return std::nullopt;
+  const std::string param = where.substr(0, where.find_first_of("[."));
+  if (!images->is_array()) return bad("'" + where + "' must be an array of base64 strings", param);
+  try {
+    for (size_t k = 0; k < images->size(); ++k) {
+      const json& image = (*images)[k];
+      const std::string at = where + "[" + std::to_string(k) + "]";
+      if (!image.is_string()) return bad("'" + at + "' must be a base64 string", param);
+      if (bytes.size() >= kMaxRequestImages) fail_too_many_images(param);
+      bytes.push_back(image_bytes_from_base64(image.get_ref<const std::string&>(), at));
+      parts.push_back({{"type", "image_url"},
+                       {"image_url", {{"url", std::string("data:application/octet-stream;base64,") +
+                                                  image.get_ref<const std::string&>()}}}});
+    }
+  } catch (const BadField& e) {
+    return e.error;
+  }
+  return std::nullopt;
+}
+
+// The text that stands for `n` images before a message's text or a prompt:
+// kImageMarker and a newline each.
+std::string image_markers(size_t n) {
+  std::string text;
+  for (size_t i = 0; i < n; ++i) text.append(kImageMarker).append("\n");
+  return text;
+}
+
+// A chat message's content with its images first: image parts, then its
+// text as a text part (the parts joined with newlines: one marker and a
+// newline per image, then the text).
+json content_with_images(json parts, const json& content) {
+  if (content.is_string()) parts.push_back({{"type", "text"}, {"text", content}});
+  return parts;
+}
+
+// /api/chat's messages with their `images` as image parts of their content.
+std::optional<ApiError> chat_messages(const json& messages, json& out) {
+  out = messages;
+  std::vector<std::string> bytes;
+  for (size_t i = 0; i < out.size(); ++i) {
+    json& m = out[i];
+    if (!m.is_object()) continue;  // the OpenAI parser names it
+    auto images = m.find("images");
+    if (images == m.end() || images->is_null() || (images->is_array() && images->empty())) continue;
+    json parts = json::array();
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (auto e = read_images(&*images, where + ".images", bytes, parts)) return e;
+    auto content = m.find("content");
+    if (content != m.end() && !content->is_null() && !content->is_string()) {
+      return bad("'" + where + ".content' must be a string", "messages");
+    }
+    m["content"] = content_with_images(std::move(parts), content != m.end() ? *content : json());
+    m.erase("images");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_keep_alive_field(const json& body, std::optional<config::KeepAlive>& out) {
@@ -171,6 +235,10 @@ OllamaRequest translate_ollama_chat(const json& body) {
   OllamaRequest r;
   common_fields(body, r);
   if (r.error) return r;
+  if (auto it = body.find("images"); it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+    r.error = bad("/api/chat takes images in its messages ('messages[].images'), not beside them", "images");
+    return r;
+  }
   auto messages = body.find("messages");
   if (messages == body.end() || messages->is_null() || (messages->is_array() && messages->empty())) {
     r.load_only = true;
@@ -180,15 +248,10 @@ OllamaRequest translate_ollama_chat(const json& body) {
     r.error = bad("'messages' must be an array", "messages");
     return r;
   }
-  for (const auto& m : *messages) {
-    if (m.is_object()) {
-      if (auto im = m.find("images"); im != m.end() && !im->is_null() && !(im->is_array() && im->empty())) {
-        r.error = bad("images are not supported: the models served here take text only", "messages");
-        return r;
-      }
-    }
+  if (auto e = chat_messages(*messages, r.openai["messages"])) {
+    r.error = e;
+    return r;
   }
-  r.openai["messages"] = *messages;
   if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) r.openai["tools"] = *tools;
   return r;
 }
@@ -203,10 +266,23 @@ OllamaRequest translate_ollama_generate(const json& body) {
                   "template");
     return r;
   }
+  // images: before the prompt, through the chat template as the user
+  // message's image parts; raw, as markers in the prompt and r.images.
+  std::vector<std::string> images;
+  json image_parts = json::array();
+  const auto images_field = body.find("images");
+  if (auto e = read_images(images_field != body.end() ? &*images_field : nullptr, "images", images, image_parts)) {
+    r.error = e;
+    return r;
+  }
   auto prompt = body.find("prompt");
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     if (!s->is_string()) {
       r.error = bad("'suffix' must be a string", "suffix");
+      return r;
+    }
+    if (!s->get<std::string>().empty() && !images.empty()) {
+      r.error = bad("'images' cannot be combined with a 'suffix' (fill in the middle)", "images");
       return r;
     }
     if (!s->get<std::string>().empty()) {
@@ -246,7 +322,8 @@ OllamaRequest translate_ollama_generate(const json& body) {
       return r;
     }
     r.completion = true;
-    r.openai["prompt"] = *prompt;
+    r.openai["prompt"] = images.empty() ? *prompt : json(image_markers(images.size()) + prompt->get<std::string>());
+    r.images = std::move(images);
     return r;
   }
   json messages = json::array();
@@ -257,7 +334,8 @@ OllamaRequest translate_ollama_generate(const json& body) {
     }
     if (!sys->get<std::string>().empty()) messages.push_back({{"role", "system"}, {"content", *sys}});
   }
-  messages.push_back({{"role", "user"}, {"content", *prompt}});
+  messages.push_back(
+      {{"role", "user"}, {"content", images.empty() ? *prompt : content_with_images(std::move(image_parts), *prompt)}});
   r.openai["messages"] = std::move(messages);
   return r;
 }

@@ -10,6 +10,8 @@
 #include <string_view>
 
 #include "server/chat_prompt_variables.h"
+#include "server/field_error.h"
+#include "server/image_input.h"
 
 namespace tc::server {
 namespace {
@@ -325,9 +327,25 @@ void read_prompts(const json& body, const RequestLimits& limits, CompletionReque
   }
 }
 
+// An image_url part's image: {"url": "data:..."} (or the URL as a plain
+// string, as some clients send it) -> its bytes in `images`; the text it
+// stands for.
+std::string_view read_image_part(const json& part, const std::string& where, std::vector<std::string>& images) {
+  const json* image = find_field(part, "image_url");
+  const json* url = image != nullptr && image->is_object() ? find_field(*image, "url") : image;
+  if (url == nullptr || !url->is_string()) {
+    fail("'" + where + ".image_url' must be an object with a string 'url' (a data: URL)", "messages");
+  }
+  if (images.size() >= kMaxRequestImages) fail_too_many_images("messages");
+  images.push_back(image_bytes_from_url(url->get_ref<const std::string&>(),
+                                        where + (image->is_object() ? ".image_url.url" : ".image_url")));
+  return kImageMarker;
+}
+
 // A message's content as the template sees it: a string, or null (an
-// assistant message carrying tool_calls).
-json normalise_content(const json& message, size_t index) {
+// assistant message carrying tool_calls). Image parts become kImageMarker
+// and their bytes the next entries of `images`.
+json normalise_content(const json& message, size_t index, std::vector<std::string>& images) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   auto it = message.find("content");
   if (it == message.end() || it->is_null()) {
@@ -337,9 +355,15 @@ json normalise_content(const json& message, size_t index) {
   if (it->is_string()) return *it;
   if (it->is_array()) {
     std::string text;
-    for (const auto& part : *it) {
+    for (size_t j = 0; j < it->size(); ++j) {
+      const json& part = (*it)[j];
       if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
         fail("'" + where + "' parts must be objects with a 'type'", "messages");
+      }
+      if (!text.empty()) text += "\n";
+      if (part["type"] == "image_url") {
+        text += read_image_part(part, where + "[" + std::to_string(j) + "]", images);
+        continue;
       }
       if (part["type"] != "text") {
         fail("'" + where + "' part type '" + part["type"].get<std::string>() + "' is not supported by this model",
@@ -348,7 +372,6 @@ json normalise_content(const json& message, size_t index) {
       if (!part.contains("text") || !part["text"].is_string()) {
         fail("'" + where + "' text parts need a string 'text'", "messages");
       }
-      if (!text.empty()) text += "\n";
       text += part["text"].get<std::string>();
     }
     return text;
@@ -356,7 +379,8 @@ json normalise_content(const json& message, size_t index) {
   fail("'" + where + "' must be a string, an array of content parts or null", "messages");
 }
 
-json read_messages(const json& body) {
+// The messages normalised (normalise_content), their images' bytes in `images`.
+json read_messages(const json& body, std::vector<std::string>& images) {
   const json* m = find_field(body, "messages");
   if (!m) fail("'messages' is required", "messages");
   if (!m->is_array()) fail("'messages' must be an array", "messages");
@@ -375,7 +399,7 @@ json read_messages(const json& body) {
       fail("'" + where + ".role' must be one of system, developer, user, assistant, tool, function", "messages");
     }
     json copy = msg;
-    copy["content"] = normalise_content(msg, i);
+    copy["content"] = normalise_content(msg, i, images);
     if (auto e = normalise_message_tool_calls(copy, i)) throw FieldError{*e};
     if (copy.contains("name") && !copy["name"].is_null() && !copy["name"].is_string()) {
       fail("'" + where + ".name' must be a string", "messages");
@@ -391,6 +415,8 @@ Parsed<T> guarded(Fn&& fn) {
   try {
     result.request = fn();
   } catch (const FieldError& e) {
+    result.error = e.error;
+  } catch (const BadField& e) {  // image_input.h's
     result.error = e.error;
   } catch (const nlohmann::json::exception& e) {
     result.error = invalid_request(std::string("invalid request: ") + e.what());
@@ -433,7 +459,7 @@ Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& li
     check_object(body);
     ChatRequest r;
     r.common = read_common(body, limits);
-    r.messages = read_messages(body);
+    r.messages = read_messages(body, r.images);
     r.common.logprobs = read_bool(body, "logprobs").value_or(false);
     if (auto top = read_integer(body, "top_logprobs", 0, limits.max_top_logprobs)) {
       if (!r.common.logprobs) fail("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");

@@ -76,11 +76,15 @@ struct CompletionRequest {
   // Non-empty: fill in the middle between each text prompt (the code
   // before the cursor) and this (the code after it), fill_in_middle.h.
   std::string suffix;
+  // The encoded bytes of each image, in the order their kImageMarker
+  // (image_input.h) appear in the prompt: Ollama's raw /api/generate with
+  // `images` (set by its route; a /v1/completions body carries none).
+  std::vector<std::string> images;
 };
 
 // /v1/chat/completions. `messages` is normalised for the template: every
-// message an object with a string `role` and `content` a string (text parts
-// joined) or null; other fields (name, tool_calls, tool_call_id) kept,
+// message an object with a string `role` and `content` a string (text and
+// image parts joined) or null; other fields (name, tool_calls, tool_call_id) kept,
 // each tool call's arguments as an object (tool_request.h).
 struct ChatRequest {
   CommonRequest common;
@@ -98,6 +102,11 @@ struct ChatRequest {
   // conversation too long for the context drops its oldest messages
   // (chat_history_fit.h) instead of a 400.
   bool truncate = false;
+  // The encoded bytes of each image, in the order their kImageMarker
+  // (image_input.h) appear in the messages' contents: image parts (data:
+  // URLs) become the marker in their message's text. At most
+  // kMaxRequestImages.
+  std::vector<std::string> images;
 };
 
 // Parse results: exactly one of request / error is set.

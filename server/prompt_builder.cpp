@@ -8,6 +8,7 @@
 #include "engine/text/gbnf_grammar.h"
 #include "server/chat_prompt_variables.h"
 #include "server/harmony_split.h"
+#include "server/prompt_images.h"
 #include "server/reasoning_split.h"
 
 namespace tc::server {
@@ -133,7 +134,7 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
                             TemplateToolSupport::of(serving.chat_template->source())));
 }
 
-ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving) {
+ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving, bool image_rows) {
   ChatTokens out;
   if (!serving.chat_template) {
     out.error = invalid_request(serving.chat_template_error, "messages");
@@ -153,7 +154,13 @@ ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving
   text::EncodeOptions encode;
   encode.parse_special = true;
   encode.add_special = bos_text.empty() || prompt_text.compare(0, bos_text.size(), bos_text) != 0;
-  out.ids = tokenizer.encode(prompt_text, encode);
+  auto laid_out = tokenize_with_images(prompt_text, request.images, serving, encode, image_rows);
+  if (laid_out.error) {
+    out.error = std::move(laid_out.error);
+    return out;
+  }
+  out.ids = std::move(laid_out.ids);
+  out.images = std::move(laid_out.images);
   out.opens_reasoning = prompt_opens_reasoning(prompt_text);
   if (serving.harmony) out.harmony_prompt_tail = harmony_prompt_tail(prompt_text);
   return out;
@@ -189,6 +196,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   plan.harmony_prompt_tail = std::move(tokens.harmony_prompt_tail);
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
+  for (auto& choice : plan.choices) choice.request.images = tokens.images;
   if (request.tools.forced()) {
     auto grammar = request.tools.grammar ? request.tools.grammar
                                          : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
@@ -211,6 +219,7 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
   int group = 0;
   for (const auto& prompt : request.prompts) {
     std::vector<text::TokenId> ids;
+    std::vector<model::PromptImage> images;
     std::string echo;
     if (const auto* text = std::get_if<std::string>(&prompt); text && fill_in_middle) {
       FimInput input;
@@ -223,15 +232,23 @@ Plan plan_completion(const CompletionRequest& request, const ServingModel& servi
     } else if (text) {
       text::EncodeOptions encode;
       encode.parse_special = true;
-      ids = tokenizer.encode(*text, encode);
+      auto laid_out = tokenize_with_images(*text, request.images, serving, encode, /*encode=*/true);
+      if (laid_out.error) {
+        plan.error = std::move(laid_out.error);
+        return plan;
+      }
+      ids = std::move(laid_out.ids);
+      images = std::move(laid_out.images);
       if (request.echo) echo = *text;
     } else {
       const auto& tokens = std::get<std::vector<int32_t>>(prompt);
       ids.assign(tokens.begin(), tokens.end());
       if (request.echo) echo = tokenizer.decode(ids);
     }
+    const size_t first_choice = plan.choices.size();
     add_choices(plan, std::move(ids), std::move(echo), group++, request.common, default_max_tokens, serving, options);
     if (plan.error) return plan;
+    for (size_t c = first_choice; c < plan.choices.size(); ++c) plan.choices[c].request.images = images;
   }
   return plan;
 }

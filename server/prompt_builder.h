@@ -72,11 +72,14 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
 // template, or the template's own error).
 struct ChatTokens {
   std::vector<text::TokenId> ids;
+  std::vector<model::PromptImage> images;  // the request's images, whose placeholder ids `ids` holds
   bool opens_reasoning = false;  // the rendered prompt ends with an opened <think>
   std::string harmony_prompt_tail;  // a harmony model's: the prompt from its last <|start|>
   std::optional<ApiError> error;
 };
-ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving);
+// Images (request.images) are decoded and encoded unless image_rows is
+// false (counting tokens: the placeholders are laid out, their rows null).
+ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving, bool image_rows = true);
 
 // The per-request caps of `options` for `serving`'s model.
 RequestLimits request_limits(const config::ServeOptions& options, const ServingModel& serving);

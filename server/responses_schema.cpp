@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "server/field_error.h"
+#include "server/image_input.h"
 #include "server/response_store.h"
 
 namespace tc::server {
@@ -23,8 +24,23 @@ constexpr const char* kIgnored[] = {"store",  "metadata",         "include",    
 constexpr const char* kTranslated[] = {"input", "instructions", "max_output_tokens", "tools", "tool_choice", "text",
                                        "previous_response_id"};
 
-// A message's content as chat text parts: a string, or input_text /
-// output_text / refusal parts.
+// An input_image part as a chat image part: its image_url a data: URL
+// (checked here); a file_id or another URL is a 400.
+ojson image_part(const ojson& part, const std::string& at) {
+  if (part.contains("file_id") && !part["file_id"].is_null()) {
+    fail("'" + at + ".file_id': files are not supported; send the image inline as a data: URL in 'image_url' "
+         "(data:image/png;base64,...)",
+         "input");
+  }
+  if (!part.contains("image_url") || !part["image_url"].is_string()) {
+    fail("'" + at + ".image_url' must be a string (a data: URL)", "input");
+  }
+  image_bytes_from_url(part["image_url"].get<std::string>(), at + ".image_url");
+  return {{"type", "image_url"}, {"image_url", {{"url", part["image_url"]}}}};
+}
+
+// A message's content as chat parts: a string, or input_text / output_text
+// / refusal parts (text parts) and input_image parts (image parts).
 ojson text_parts(const ojson& content, const std::string& where) {
   if (content.is_string()) return content;
   if (!content.is_array()) fail("'" + where + ".content' must be a string or an array of parts", "input");
@@ -41,10 +57,12 @@ ojson text_parts(const ojson& content, const std::string& where) {
         fail("'" + at + ".refusal' must be a string", "input");
       }
       parts.push_back({{"type", "text"}, {"text", part["refusal"]}});
-    } else if (type == "input_image" || type == "input_file" || type == "input_audio") {
-      fail("'" + at + "' is " + type + "; this server reads text only", "input");
+    } else if (type == "input_image") {
+      parts.push_back(image_part(part, at));
+    } else if (type == "input_file" || type == "input_audio") {
+      fail("'" + at + "' is " + type + "; this server reads text and images only", "input");
     } else {
-      fail("'" + at + ".type' must be input_text, output_text or refusal", "input");
+      fail("'" + at + ".type' must be input_text, output_text, refusal or input_image", "input");
     }
   }
   return parts;

@@ -1,14 +1,15 @@
 // The request side of OpenAI's Responses API (POST /v1/responses): a body
 // translated into the /v1/chat/completions body it means, so that one
 // parser, one planner and one tool-call path serve both. `input` (a string,
-// or items: messages with text parts, earlier function calls and their
-// outputs, earlier reasoning) and `instructions` become messages;
+// or items: messages with text parts and input_image parts holding a data:
+// URL (image_input.h), earlier function calls and their outputs, earlier
+// reasoning) and `instructions` become messages;
 // max_output_tokens -> max_tokens; function tools ({"type": "function",
 // "name", "parameters", ...}) -> chat tools; tool_choice;
 // text.format -> response_format; previous_response_id: the stored
 // conversation of that response (response_store.h) comes first. What
 // cannot be honoured is a 400 naming the field: conversation objects,
-// background, images and files, tools other than functions; an unknown
+// background, image URLs and files, tools other than functions; an unknown
 // previous response is a 404. Fields that only steer OpenAI's service
 // (metadata, include, truncation, service_tier, ...) are ignored. The translation
 // keeps objects' member order (schemas are compiled in declared order).

@@ -233,7 +233,7 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
     if (body.contains("messages") && !body.contains("content") && !body.contains("prompt")) {
       auto parsed = parse_chat_request(body, request_limits(serving->options, *serving));
       if (parsed.error) return send_error(res, *parsed.error);
-      auto chat = tokenize_chat(*parsed.request, *serving);
+      auto chat = tokenize_chat(*parsed.request, *serving, /*image_rows=*/false);
       if (chat.error) return send_error(res, *chat.error);
       ids = std::move(chat.ids);
     } else {

@@ -137,6 +137,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
       parsed.request->common.schema = schema;
+      parsed.request->images = request->images;  // raw with images: their markers open the prompt
       // Ollama's num_predict -1: up to the context (with the shift on, one context's length).
       p = plan_completion(*parsed.request, serving, serving.options, std::numeric_limits<int32_t>::max());
     } else {

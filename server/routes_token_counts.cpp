@@ -51,7 +51,7 @@ void count_tokens(CountApi api, ServerContext& ctx, ParsedBody parsed_body, http
   const ServingModel& serving = lease->model();
   const auto parsed = parse_chat_request(json::parse(chat.dump()), request_limits(serving.options, serving));
   if (parsed.error) return fail(*parsed.error);
-  const auto tokens = tokenize_chat(*parsed.request, serving);
+  const auto tokens = tokenize_chat(*parsed.request, serving, /*image_rows=*/false);
   if (tokens.error) return fail(*tokens.error);
   const auto n = static_cast<int64_t>(tokens.ids.size());
   send_json(res, 200,

@@ -19,6 +19,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/engine.h"
 #include "engine/text/chat_template.h"
+#include "server/image_embedder.h"
 #include "server/json_post_route.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
@@ -41,6 +42,8 @@ struct ServingModel {
   // Its vocabulary writes OpenAI's harmony format (gpt-oss:
   // text::is_harmony_vocab): chat replies are parsed by harmony_split.h.
   bool harmony = false;
+  // Its vision projector (--mmproj) and image cache; null: text only.
+  std::shared_ptr<ImageEmbedder> vision;
 };
 
 struct ServerContext {

@@ -283,7 +283,9 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   for (const auto& s : sequences) {
     if (kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()) > kv.n_ctx()) return StepStatus::ContextFull;
     for (const text::TokenId id : s.tokens) {
-      if (id < 0 || id >= spec_.n_vocab) return StepStatus::InvalidToken;
+      if ((id < 0 || id >= spec_.n_vocab) && find_prompt_image(s.images, id) == nullptr) {
+        return StepStatus::InvalidToken;
+      }
     }
     n_tokens += static_cast<int64_t>(s.tokens.size());
     const int64_t rows = s.tokens.empty() ? 0 : (s.all_logits ? static_cast<int64_t>(s.tokens.size()) : 1);
@@ -305,11 +307,17 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   auto* ids = ids_host_.as<int32_t>();
   auto* positions = positions_host_.as<int32_t>();
   int64_t t = 0;
+  image_rows_.clear();
   for (const auto& s : sequences) {
     const int64_t start = kv.n_used(s.slot);
     for (size_t i = 0; i < s.tokens.size(); ++i, ++t) {
       ids[t] = s.tokens[i];
       positions[t] = static_cast<int32_t>(start + static_cast<int64_t>(i));
+      if (ids[t] >= 0 && ids[t] < spec_.n_vocab) continue;
+      // An image's row: looked up as token 0, then overwritten (place_image_rows).
+      const PromptImage& image = *find_prompt_image(s.images, ids[t]);
+      image_rows_.push_back({t, image.rows->data() + (ids[t] - image.first_id) * spec_.n_embd});
+      ids[t] = 0;
     }
   }
   const size_t index_bytes = static_cast<size_t>(n_tokens) * sizeof(int32_t);
@@ -330,11 +338,13 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       backend_.copy_to_device(positions_.data(), positions, index_bytes);
       backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
       if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
+      place_image_rows(backend_, ws_.x.as<float>());
     } else {
       TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
       // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
       offload_cpu_->get_rows(weights_.token_embd, ids, n_tokens, cpu_ws_.x.as<float>());
       if (spec_.embd_scale != 1.0f) offload_cpu_->scale(cpu_ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
+      place_image_rows(*offload_cpu_, cpu_ws_.x.as<float>());
       if (n_device_layers_ > 0) {
         backend_.copy_to_device(positions_.data(), positions, index_bytes);
         backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
@@ -387,7 +397,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
     if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
   };
-  if (n_embedding_rows == 0 && step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
+  if (n_embedding_rows == 0 && image_rows_.empty() && step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
     // A decode step on a GPU: recorded and run as one graph, the logits
     // through pinned staging (a graph copies only to pinned or device memory).
     bool ran = false;
@@ -418,6 +428,13 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   timer_->add_wait(host_seconds() - wait_start);
   timer_->finish_step();
   return StepStatus::Ok;
+}
+
+void LlamaModel::place_image_rows(kernels::Backend& b, float* x) const {
+  // Image embeddings enter as they are: not scaled as token embeddings are
+  // (Gemma's sqrt(n_embd)), as llama.cpp feeds its embeddings input.
+  const size_t row_bytes = static_cast<size_t>(spec_.n_embd) * sizeof(float);
+  for (const ImageRow& r : image_rows_) b.copy_to_device(x + r.token * spec_.n_embd, r.row, row_bytes);
 }
 
 void LlamaModel::norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,

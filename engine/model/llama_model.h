@@ -17,6 +17,7 @@
 #include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/placed_weights.h"
+#include "engine/model/prompt_image.h"
 #include "engine/model/sparse_ffn_block.h"
 #include "engine/model/transposed_down.h"
 #include "engine/model/loaded_model.h"
@@ -41,6 +42,9 @@ struct StepSequence {
   // token's with all_logits) come back as the output-normed hidden state,
   // f32 [rows, n_embd], in forward()'s `embeddings`.
   bool embeddings = false;
+  // The images whose placeholder ids (prompt_image.h) appear in `tokens`:
+  // their rows stand in for the token embeddings there.
+  std::span<const PromptImage> images = {};
 };
 
 // The inputs of a layer's linear projections, in forward order.
@@ -112,7 +116,7 @@ struct ForwardOptions {
 enum class StepStatus {
   Ok,
   ContextFull,    // a sequence would run past the KV cache's n_ctx; nothing was changed
-  InvalidToken,   // a token id outside [0, n_vocab); nothing was changed
+  InvalidToken,   // a token id outside [0, n_vocab) and no image placeholder; nothing was changed
 };
 
 // Hybrid mode (docs/hybrid.md): the model's backend (a GPU) runs attention,
@@ -270,6 +274,9 @@ class LlamaModel {
   void run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0, int64_t n,
                bool sparse, const float* in, float* out);
   // y = the architecture's norm of x (RMSNorm, or LayerNorm with `bias` where it has one), rows of n_embd.
+  // Copies this step's image rows over their tokens' embeddings in x
+  // (f32 [n_tokens, n_embd] on b).
+  void place_image_rows(kernels::Backend& b, float* x) const;
   void norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
             int64_t n_rows, float* y) const;
   // y = norm(x) before a block, or x as it is where the architecture has no
@@ -331,6 +338,13 @@ class LlamaModel {
   kernels::Buffer ids_;        // i32 [T]
   kernels::Buffer positions_;  // i32 [T]
   kernels::Buffer ids_host_;        // i32 [T] staging for ids_ (allocate_host)
+  // This step's image rows: the token's index in the step, its row (f32
+  // [n_embd], host memory of the request's PromptImage).
+  struct ImageRow {
+    int64_t token;
+    const float* row;
+  };
+  std::vector<ImageRow> image_rows_;
   kernels::Buffer positions_host_;  // i32 [T] staging for positions_
   kernels::Buffer head_in_;    // [R, n_embd] rows that get logits (on the head's side)
   kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host

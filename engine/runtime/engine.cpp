@@ -369,7 +369,10 @@ void Engine::Impl::run_step() {
         std::span(seq.request.prompt).subspan(static_cast<size_t>(seq.n_prompt_done), static_cast<size_t>(n));
     // submit() checked the ids; checked again so one bad request can never
     // fail a whole step.
-    if (std::any_of(chunk.begin(), chunk.end(), [&](text::TokenId id) { return id < 0 || id >= n_vocab; })) {
+    const auto& images = seq.request.images;
+    if (std::any_of(chunk.begin(), chunk.end(), [&](text::TokenId id) {
+          return (id < 0 || id >= n_vocab) && model::find_prompt_image(images, id) == nullptr;
+        })) {
       error(slot_idx, "a prompt token id is out of range [0, " + std::to_string(n_vocab) + ")");
       continue;
     }
@@ -377,7 +380,7 @@ void Engine::Impl::run_step() {
       step.push_back({slot_idx, chunk, seq.pool->wants_all_rows(seq.n_prompt_done), /*generated=*/false,
                       /*embeddings=*/true});
     } else {
-      step.push_back({slot_idx, chunk, false});
+      step.push_back({slot_idx, chunk, false, false, false, images});
     }
     budget -= n;
   }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/model/model_spec.h"
+#include "engine/model/prompt_image.h"
 #include "engine/runtime/decode_times.h"
 #include "engine/runtime/ffn_activity.h"
 #include "engine/runtime/lookup_draft.h"
@@ -71,6 +72,9 @@ const char* finish_reason_name(FinishReason reason);  // "stop", "length", "canc
 
 struct GenerationRequest {
   std::vector<text::TokenId> prompt;  // non-empty; prompt.size() + max_tokens <= n_ctx (checked by submit)
+  // The images whose placeholder ids (model/prompt_image.h) the prompt
+  // holds; every other prompt id is a vocabulary id.
+  std::vector<model::PromptImage> images;
   int32_t max_tokens = 16;            // >= 1
   SamplingParams sampling;            // valid for the model's vocab
   std::vector<std::string> stop;      // stop strings, none empty; the text is cut before the first match

@@ -24,9 +24,10 @@ int32_t Engine::Impl::propose_draft(int slot_idx, int32_t limit) {
   // The history is the slot's tokens and the one sampled last (briefly
   // appended, so the search sees one span).
   slot.cached.push_back(seq.next_token);
-  const auto draft =
-      lookup_draft(slot.cached, options.lookup_draft.ngram_min, options.lookup_draft.ngram_max, limit);
+  auto draft = lookup_draft(slot.cached, options.lookup_draft.ngram_min, options.lookup_draft.ngram_max, limit);
   slot.cached.pop_back();
+  // An image's placeholders are never drafted: the draft stops before one.
+  draft.erase(std::find_if(draft.begin(), draft.end(), model::is_image_token), draft.end());
   if (draft.empty()) return 0;
   seq.verify.reserve(1 + draft.size());
   seq.verify.push_back(seq.next_token);

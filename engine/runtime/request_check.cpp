@@ -5,14 +5,23 @@
 
 namespace tc::runtime {
 
-std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n_vocab, int64_t n_ctx) {
+std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n_vocab, int64_t n_ctx,
+                                     int64_t n_embd) {
   auto refuse = [](SubmitStatus status, std::string message) {
     return std::optional<Refusal>(Refusal{status, std::move(message)});
   };
   if (request.prompt.empty()) return refuse(SubmitStatus::InvalidRequest, "the prompt is empty");
+  for (size_t i = 0; i < request.images.size(); ++i) {
+    const model::PromptImage& image = request.images[i];
+    if (image.n_tokens < 1 || image.n_tokens > model::kImageBlockTokens || !model::is_image_token(image.first_id) ||
+        !image.rows || static_cast<int64_t>(image.rows->size()) != image.n_tokens * n_embd) {
+      return refuse(SubmitStatus::InvalidRequest, "image " + std::to_string(i) + " does not fit this model (" +
+                                                      std::to_string(n_embd) + " values per embedding)");
+    }
+  }
   for (size_t i = 0; i < request.prompt.size(); ++i) {
     const text::TokenId id = request.prompt[i];
-    if (id < 0 || id >= n_vocab) {
+    if ((id < 0 || id >= n_vocab) && model::find_prompt_image(request.images, id) == nullptr) {
       return refuse(SubmitStatus::InvalidRequest, "prompt token " + std::to_string(i) + " has id " +
                                                       std::to_string(id) + ", out of range [0, " +
                                                       std::to_string(n_vocab) + ")");

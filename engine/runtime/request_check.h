@@ -19,6 +19,7 @@ struct Refusal {
 
 // Why `request` cannot run on a model of n_vocab tokens with a context of
 // n_ctx tokens per sequence, or nullopt when it can.
-std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n_vocab, int64_t n_ctx);
+std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n_vocab, int64_t n_ctx,
+                                     int64_t n_embd);
 
 }  // namespace tc::runtime

@@ -8,6 +8,7 @@
 #include <numbers>
 #include <utility>
 
+#include "engine/model/prompt_image.h"
 #include "engine/runtime/rng.h"
 #include "kernels/check.h"
 
@@ -208,6 +209,7 @@ void Sampler::constrain(std::shared_ptr<const ConstraintTokenTable> table, Outpu
 
 void Sampler::accept_prompt(std::span<const TokenId> tokens) {
   for (TokenId t : tokens) {
+    if (model::is_image_token(t)) continue;  // an image's placeholder: no text to penalise
     TC_CHECK(t >= 0 && t < n_vocab_, "accept_prompt: token id out of range");
     push_window(t);
     push_dry(t);

@@ -184,6 +184,7 @@ class Sampler {
   // Records a generated token: it counts for all three penalties.
   void accept(TokenId token);
   // Records prompt tokens: they count for repeat_penalty's window and DRY only.
+  // Image placeholders (model/prompt_image.h) are skipped.
   void accept_prompt(std::span<const TokenId> tokens);
 
   // Forgets the recorded tokens and restarts the PRNG from the seed.

@@ -84,8 +84,9 @@ TEST_CASE("Messages API bodies that cannot be served are 400s naming the field",
   CHECK(error_param(R"({"messages": []})") == "max_tokens");
   CHECK(error_param(R"({"max_tokens": 5})") == "messages");
   CHECK(error_param(R"({"max_tokens": 5, "messages": [{"role": "system", "content": "x"}]})") == "messages");
-  CHECK(error_param(R"({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "image",
-                       "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]})") == "messages");
+  CHECK(error_param(R"({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "document",
+                       "source": {"type": "base64", "media_type": "application/pdf", "data": "AAAA"}}]}]})") ==
+        "messages");
   CHECK(error_param(R"({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_use",
                        "id": "t", "name": "f", "input": {}}]}]})") == "messages");
   CHECK(error_param(R"({"max_tokens": 5, "messages": [], "tools": [{"type": "web_search_20250305",

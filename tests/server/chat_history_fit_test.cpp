@@ -106,3 +106,15 @@ TEST_CASE("Ollama's shift and num_keep become context_shift and n_keep, and num_
   REQUIRE(tc::server::translate_ollama_chat(bad_keep).error);
   CHECK(tc::server::translate_ollama_chat(bad_keep).error->param == "options.num_keep");
 }
+
+TEST_CASE("a kept history keeps the images of the messages it keeps", "[server][ollama][images]") {
+  tc::server::ChatRequest r;
+  r.messages = json::array({message("system", "rules <__media__>"),      // image a
+                            message("user", "<__media__>\n<__media__>\nhi"),  // b, c
+                            message("assistant", "ok"),
+                            message("user", "and <__media__>?")});       // d
+  r.images = {"a", "b", "c", "d"};
+  CHECK(tc::server::kept_images(r, 0) == std::vector<std::string>{"a", "b", "c", "d"});
+  CHECK(tc::server::kept_images(r, 2) == std::vector<std::string>{"a", "d"});
+  CHECK(tc::server::kept_images(r, 3) == std::vector<std::string>{"a", "d"});
+}

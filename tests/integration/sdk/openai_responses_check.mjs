@@ -172,8 +172,11 @@ await check('responses: what is not served is a BadRequestError naming the field
     OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'tools');
   e = await expectError(client.responses.create({ ...base, input: [{ role: 'user', content: [
-    { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }] }), OpenAI.BadRequestError, 400);
+    { type: 'input_image', file_id: 'file_1' }] }] }), OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'input');
+  e = await expectError(client.responses.create({ ...base, input: [{ role: 'user', content: [
+    { type: 'input_image', image_url: 'data:image/png;base64,AAAA' }] }] }), OpenAI.BadRequestError, 400);
+  assert.match(e.message, /without a vision projector/);
   e = await expectError(client.responses.create({ model: modelId }), OpenAI.BadRequestError, 400);
   assert.equal(e.param, 'input');
 });

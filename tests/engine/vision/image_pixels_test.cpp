@@ -1,0 +1,126 @@
+// Image decoding, fitting and normalising: PNG and JPEG bytes written here
+// by stb_image_write, decoded back; the resize against hand-computed pixels.
+#include <catch2/catch.hpp>
+
+#include <stb_image_write.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/vision/image_pixels.h"
+
+namespace tc::vision {
+namespace {
+
+void append_bytes(void* context, void* data, int size) {
+  auto* out = static_cast<std::string*>(context);
+  out->append(static_cast<const char*>(data), static_cast<size_t>(size));
+}
+
+RgbImage gradient(int w, int h) {
+  RgbImage image{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3)};
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      uint8_t* p = image.rgb.data() + (static_cast<size_t>(y) * w + x) * 3;
+      p[0] = static_cast<uint8_t>(x * 255 / std::max(w - 1, 1));
+      p[1] = static_cast<uint8_t>(y * 255 / std::max(h - 1, 1));
+      p[2] = static_cast<uint8_t>((x + y) % 256);
+    }
+  }
+  return image;
+}
+
+std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
+
+}  // namespace
+
+TEST_CASE("PNG decodes to the exact pixels, RGBA and grey to RGB", "[vision]") {
+  const RgbImage image = gradient(13, 7);
+  std::string png;
+  REQUIRE(stbi_write_png_to_func(append_bytes, &png, 13, 7, 3, image.rgb.data(), 13 * 3) != 0);
+  const RgbImage back = decode_image(as_bytes(png));
+  CHECK(back.width == 13);
+  CHECK(back.height == 7);
+  CHECK(back.rgb == image.rgb);
+
+  std::vector<uint8_t> rgba(13 * 7 * 4), grey(13 * 7);
+  for (size_t i = 0; i < grey.size(); ++i) {
+    for (size_t c = 0; c < 3; ++c) rgba[i * 4 + c] = image.rgb[i * 3 + c];
+    rgba[i * 4 + 3] = 17;
+    grey[i] = static_cast<uint8_t>(i);
+  }
+  std::string rgba_png, grey_png;
+  REQUIRE(stbi_write_png_to_func(append_bytes, &rgba_png, 13, 7, 4, rgba.data(), 13 * 4) != 0);
+  REQUIRE(stbi_write_png_to_func(append_bytes, &grey_png, 13, 7, 1, grey.data(), 13) != 0);
+  CHECK(decode_image(as_bytes(rgba_png)).rgb == image.rgb);
+  const RgbImage g = decode_image(as_bytes(grey_png));
+  REQUIRE(g.rgb.size() == 13 * 7 * 3);
+  CHECK((g.rgb[5 * 3] == 5 && g.rgb[5 * 3 + 1] == 5 && g.rgb[5 * 3 + 2] == 5));
+}
+
+TEST_CASE("JPEG decodes to close pixels", "[vision]") {
+  const RgbImage image = gradient(32, 16);
+  std::string jpg;
+  REQUIRE(stbi_write_jpg_to_func(append_bytes, &jpg, 32, 16, 3, image.rgb.data(), 95) != 0);
+  const RgbImage back = decode_image(as_bytes(jpg));
+  REQUIRE(back.rgb.size() == image.rgb.size());
+  double err = 0;
+  for (size_t i = 0; i < back.rgb.size(); ++i) err += std::abs(int(back.rgb[i]) - int(image.rgb[i]));
+  CHECK(err / static_cast<double>(back.rgb.size()) < 6.0);
+}
+
+TEST_CASE("bytes that are no image, or too large an image, are an ImageError", "[vision]") {
+  CHECK_THROWS_AS(decode_image({}), ImageError);
+  const std::string junk = "this is not an image at all, only text";
+  CHECK_THROWS_WITH(decode_image(as_bytes(junk)), Catch::Contains("could not be decoded"));
+  // A PNG header claiming 20000 x 10 pixels: refused before decoding.
+  const RgbImage tiny = gradient(2, 2);
+  std::string png;
+  REQUIRE(stbi_write_png_to_func(append_bytes, &png, 2, 2, 3, tiny.rgb.data(), 6) != 0);
+  const uint32_t sides[2] = {20000, 10};
+  for (int i = 0; i < 2; ++i) {  // IHDR width and height, big-endian, at bytes 16 and 20
+    for (int b = 0; b < 4; ++b) png[16 + 4 * i + b] = static_cast<char>((sides[i] >> (24 - 8 * b)) & 0xFF);
+  }
+  CHECK_THROWS_WITH(decode_image(as_bytes(png)), Catch::Contains("20000x10"));
+}
+
+TEST_CASE("fit_square keeps the aspect ratio, centred on black, bilinear with aligned corners", "[vision]") {
+  // A 4 x 2 image into 8 x 8: scaled 2x to 8 x 4, rows 2..5 of the square.
+  RgbImage image{4, 2, std::vector<uint8_t>(4 * 2 * 3)};
+  for (int x = 0; x < 4; ++x) {
+    for (int c = 0; c < 3; ++c) {
+      image.rgb[static_cast<size_t>(x * 3 + c)] = static_cast<uint8_t>(30 * x);          // top row: 0 30 60 90
+      image.rgb[static_cast<size_t>((4 + x) * 3 + c)] = static_cast<uint8_t>(30 * x + 100);  // bottom row
+    }
+  }
+  const RgbImage out = fit_square(image, 8);
+  REQUIRE((out.width == 8 && out.height == 8));
+  auto at = [&](int x, int y) { return int(out.rgb[(static_cast<size_t>(y) * 8 + x) * 3]); };
+  CHECK(at(0, 0) == 0);   // padding
+  CHECK(at(7, 1) == 0);
+  CHECK(at(3, 6) == 0);
+  CHECK(at(0, 2) == 0);   // the top-left corner of the image
+  CHECK(at(7, 2) == 90);  // top-right: corners aligned
+  CHECK(at(0, 5) == 100);
+  CHECK(at(7, 5) == 190);
+  // x = 1 samples source x = 1 * 3/7, y = 3 samples source y = 1/3: truncated.
+  CHECK(at(1, 3) == static_cast<int>((30.0f * 3 / 7) + (100.0f / 3)));
+  // Already the size: unchanged.
+  const RgbImage square = gradient(8, 8);
+  CHECK(fit_square(square, 8).rgb == square.rgb);
+}
+
+TEST_CASE("normalize_pixels scales to [0, 1] then by mean and std per channel", "[vision]") {
+  const RgbImage image{1, 1, {0, 255, 51}};
+  const float mean[3] = {0.5f, 0.5f, 0.1f};
+  const float std_dev[3] = {0.5f, 0.25f, 2.0f};
+  const auto x = normalize_pixels(image, mean, std_dev);
+  REQUIRE(x.size() == 3);
+  CHECK(x[0] == Approx(-1.0));
+  CHECK(x[1] == Approx(2.0));
+  CHECK(x[2] == Approx((0.2 - 0.1) / 2.0));
+}
+
+}  // namespace tc::vision

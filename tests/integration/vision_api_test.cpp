@@ -1,0 +1,240 @@
+// Images over HTTP: a Gemma 3 model served with a vision projector
+// (make-mmproj's random gemma3 projector) reads images sent inline on the
+// chat routes of every API; the image's embeddings sit between the
+// projector's opening and closing text; the same image gives the same reply
+// and reuses the cached prompt, another image changes the reply; bad images,
+// image URLs and models without a projector are 400s; a projector of
+// another model's width fails the model's load, naming both.
+#include <catch2/catch.hpp>
+
+#include <stb_image_write.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/server_fixture.h"
+#include "tests/test_util.h"
+
+using nlohmann::json;
+
+namespace {
+
+void append_bytes(void* context, void* data, int size) {
+  static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+}
+
+// A w x h PNG of a seeded pattern.
+std::string png(int w, int h, int seed) {
+  std::vector<unsigned char> rgb(static_cast<size_t>(w) * h * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) {
+    rgb[i] = static_cast<unsigned char>((i * 37 + static_cast<size_t>(seed) * 101) % 251);
+  }
+  std::string out;
+  REQUIRE(stbi_write_png_to_func(append_bytes, &out, w, h, 3, rgb.data(), w * 3) != 0);
+  return out;
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t left = bytes.size() - i;
+    auto byte = [&](size_t k) { return k < left ? static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + k])) : 0u; };
+    const uint32_t v = byte(0) << 16 | byte(1) << 8 | byte(2);
+    out.push_back(kAlphabet[(v >> 18) & 63]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(left > 1 ? kAlphabet[(v >> 6) & 63] : '=');
+    out.push_back(left > 2 ? kAlphabet[v & 63] : '=');
+  }
+  return out;
+}
+
+std::string data_url(const std::string& bytes) { return "data:image/png;base64," + base64(bytes); }
+
+json image_chat(const std::string& url, const std::string& text = "What is in this picture?") {
+  return {{"messages", json::array({{{"role", "user"},
+                                     {"content", json::array({{{"type", "text"}, {"text", text}},
+                                                              {{"type", "image_url"}, {"image_url", {{"url", url}}}}})}}})},
+          {"max_tokens", 6},
+          {"temperature", 0},
+          {"logprobs", true}};
+}
+
+}  // namespace
+
+TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline images", "[integration][vision]") {
+  const auto dir = tc::test::scratch_dir("vision_api");
+  const auto model = tc::test::make_test_model(
+      dir, "g", "--arch gemma3 --n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 8");
+  const auto mmproj = dir / "mmproj-g.gguf";
+  const std::string make = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o " +
+                           tc::test::shell_quote(mmproj.string()) +
+                           " --n-embd-text 64 --image-size 56 --patch-size 14 --n-embd 32 --n-ff 64 --n-layer 2"
+                           " --n-head 2 --pool 2 --seed 3";
+  const auto made = tc::test::run_command(make);
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  tc::test::ServerProcess server(model, {"--ctx-size", "512", "--threads", "2", "--mmproj", mmproj.string()}, dir);
+  auto client = server.client();
+  const std::string first = png(40, 30, 1), second = png(40, 30, 2);
+
+  // 4x4 patches pooled 2x2: 4 embeddings, between the opening and closing text.
+  const auto tokens = tc::test::post_json(client, "/tokenize", image_chat(data_url(first)));
+  REQUIRE(tokens.status == 200);
+  std::vector<int64_t> placeholders;
+  for (const auto& id : tokens.body["tokens"]) {
+    if (id.get<int64_t>() >= (int64_t{1} << 30)) placeholders.push_back(id.get<int64_t>());
+  }
+  REQUIRE(placeholders.size() == 4);
+  for (size_t i = 1; i < placeholders.size(); ++i) CHECK(placeholders[i] == placeholders[0] + static_cast<int64_t>(i));
+
+  const auto text_only = tc::test::post_json(
+      client, "/v1/chat/completions",
+      {{"messages", json::array({{{"role", "user"}, {"content", "What is in this picture?"}}})}, {"max_tokens", 1}});
+  REQUIRE(text_only.status == 200);
+  const auto a = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(first)));
+  INFO(a.raw);
+  REQUIRE(a.status == 200);
+  CHECK(a.body["usage"]["prompt_tokens"].get<int64_t>() >= text_only.body["usage"]["prompt_tokens"].get<int64_t>() + 4);
+
+  // The same image again: the same reply, the prompt taken from the cache.
+  const auto again = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(first)));
+  REQUIRE(again.status == 200);
+  CHECK(again.body["choices"][0]["message"]["content"] == a.body["choices"][0]["message"]["content"]);
+  CHECK(again.body["choices"][0]["logprobs"] == a.body["choices"][0]["logprobs"]);
+  CHECK(again.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>() ==
+        a.body["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  CHECK_THAT(server.log(), Catch::Contains("vision: encoded a 40x30 image into 4 embeddings"));
+
+  // Another image: other logits from its first token on.
+  const auto b = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(second)));
+  REQUIRE(b.status == 200);
+  CHECK(b.body["choices"][0]["logprobs"]["content"][0]["logprob"] !=
+        a.body["choices"][0]["logprobs"]["content"][0]["logprob"]);
+
+  SECTION("Ollama, Anthropic and Responses carry images too") {
+    const auto ollama = tc::test::post_json(
+        client, "/api/chat",
+        {{"model", "g"},
+         {"stream", false},
+         {"messages", json::array({{{"role", "user"}, {"content", "What is this?"}, {"images", {base64(first)}}}})},
+         {"options", {{"num_predict", 4}, {"temperature", 0}}}});
+    INFO(ollama.raw);
+    CHECK(ollama.status == 200);
+    CHECK(ollama.body["prompt_eval_count"].get<int64_t>() >= 4);
+    const auto raw = tc::test::post_json(client, "/api/generate",
+                                         {{"model", "g"},
+                                          {"stream", false},
+                                          {"raw", true},
+                                          {"prompt", "Look:"},
+                                          {"images", {base64(second)}},
+                                          {"options", {{"num_predict", 3}, {"temperature", 0}}}});
+    INFO(raw.raw);
+    CHECK(raw.status == 200);
+    CHECK(raw.body["prompt_eval_count"].get<int64_t>() >= 4);
+    const auto anthropic = tc::test::post_json(
+        client, "/v1/messages",
+        {{"model", "g"},
+         {"max_tokens", 4},
+         {"messages", json::array({{{"role", "user"},
+                                    {"content", json::array({{{"type", "image"},
+                                                              {"source", {{"type", "base64"},
+                                                                          {"media_type", "image/png"},
+                                                                          {"data", base64(first)}}}},
+                                                             {{"type", "text"}, {"text", "What is this?"}}})}}})}});
+    INFO(anthropic.raw);
+    CHECK(anthropic.status == 200);
+    CHECK(anthropic.body["usage"]["input_tokens"].get<int64_t>() +
+              anthropic.body["usage"]["cache_read_input_tokens"].get<int64_t>() >= 4);
+    const auto responses = tc::test::post_json(
+        client, "/v1/responses",
+        {{"model", "g"},
+         {"max_output_tokens", 4},
+         {"input", json::array({{{"role", "user"},
+                                 {"content", json::array({{{"type", "input_text"}, {"text", "What is this?"}},
+                                                          {{"type", "input_image"},
+                                                           {"image_url", data_url(first)}}})}}})}});
+    INFO(responses.raw);
+    CHECK(responses.status == 200);
+    CHECK(responses.body["usage"]["input_tokens"].get<int64_t>() >= 4);
+  }
+
+  SECTION("unreadable images and image URLs are 400s naming what is wrong") {
+    const auto junk = tc::test::post_json(client, "/v1/chat/completions",
+                                          image_chat("data:image/png;base64," + base64("not an image")));
+    CHECK(junk.status == 400);
+    CHECK_THAT(junk.raw, Catch::Contains("image 1") && Catch::Contains("could not be decoded"));
+    const auto url = tc::test::post_json(client, "/v1/chat/completions", image_chat("https://example.com/cat.png"));
+    CHECK(url.status == 400);
+    CHECK_THAT(url.raw, Catch::Contains("data:"));
+  }
+}
+
+TEST_CASE("images over HTTP: no projector is a 400, a projector of another width fails the load",
+          "[integration][vision]") {
+  const auto dir = tc::test::scratch_dir("vision_api_refusals");
+  const auto model = tc::test::make_test_model(
+      dir, "g", "--arch gemma3 --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 8");
+  {
+    tc::test::ServerProcess server(model, {"--ctx-size", "256", "--threads", "2"}, dir);
+    auto client = server.client();
+    const auto r = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(png(8, 8, 1))));
+    CHECK(r.status == 400);
+    CHECK_THAT(r.raw, Catch::Contains("--mmproj"));
+  }
+  const auto mmproj = dir / "mmproj-48.gguf";
+  const auto made = tc::test::run_command(
+      tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o " +
+      tc::test::shell_quote(mmproj.string()) +
+      " --n-embd-text 48 --image-size 28 --patch-size 14 --n-embd 16 --n-ff 32 --n-layer 1 --n-head 2 --pool 2");
+  REQUIRE(made.exit_code == 0);
+  tc::test::ServerLaunch launch;
+  launch.require_ready = false;
+  tc::test::ServerProcess server(launch, model, {"--ctx-size", "256", "--mmproj", mmproj.string()}, dir);
+  auto client = server.client();
+  const auto health = tc::test::wait_until_loaded(client);
+  CHECK(health.status == 503);
+  CHECK_THAT(health.body, Catch::Contains("48") && Catch::Contains("64") && Catch::Contains("mmproj-48.gguf"));
+}
+
+TEST_CASE("images over HTTP: in a models folder a model's projector is the one beside it or its NAME.toml's",
+          "[integration][vision]") {
+  namespace fs = std::filesystem;
+  const auto dir = tc::test::scratch_dir("vision_models_dir");
+  const auto model = tc::test::make_test_model(
+      dir, "g", "--arch gemma3 --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 8");
+  const auto models = dir / "models";
+  fs::create_directories(models / "gem");
+  fs::copy_file(model, models / "gem" / "g.gguf");  // alone in its folder with one projector: paired
+  fs::copy_file(model, models / "flat-a.gguf");      // two models and a projector in one folder: not paired...
+  fs::copy_file(model, models / "flat-b.gguf");      // ...unless NAME.toml names it
+  const std::string make = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o ";
+  const std::string shape =
+      " --n-embd-text 64 --image-size 28 --patch-size 14 --n-embd 16 --n-ff 32 --n-layer 1 --n-head 2 --pool 2";
+  REQUIRE(tc::test::run_command(make + tc::test::shell_quote((models / "gem" / "mmproj-g.gguf").string()) + shape)
+              .exit_code == 0);
+  REQUIRE(tc::test::run_command(make + tc::test::shell_quote((models / "mmproj-flat.gguf").string()) + shape)
+              .exit_code == 0);
+  std::ofstream(models / "flat-b.toml") << "mmproj = \"mmproj-flat.gguf\"\n";
+  tc::test::ServerProcess server({}, {"--models-dir", models.string(), "--ctx-size", "256", "--threads", "2"}, dir);
+  auto client = server.client();
+  auto ask = [&](const std::string& name) {
+    json body = image_chat(data_url(png(20, 20, 4)));
+    body["model"] = name;
+    body["max_tokens"] = 2;
+    return tc::test::post_json(client, "/v1/chat/completions", body);
+  };
+  const auto paired = ask("gem/g");
+  INFO(paired.raw);
+  CHECK(paired.status == 200);
+  const auto unpaired = ask("flat-a");
+  CHECK(unpaired.status == 400);
+  CHECK_THAT(unpaired.raw, Catch::Contains("--mmproj"));
+  CHECK(ask("flat-b").status == 200);
+  // The projectors are no models of their own.
+  const auto list = httplib::Client(server.url()).Get("/v1/models");
+  REQUIRE(list);
+  CHECK(list->body.find("mmproj") == std::string::npos);
+}
