@@ -11,13 +11,13 @@ namespace tc::server {
 namespace {
 
 struct ImageWrap {
-  std::string_view begin, end;
+  std::string_view begin, end;  // the text around an image's embeddings
+  bool bidirectional = false;   // its embeddings attend to each other (llama.cpp's non-causal decode)
 };
 
-// The text around an image's embeddings, per projector type.
 ImageWrap image_wrap(const std::string& projector) {
-  if (projector == "gemma3") return {"<start_of_image>", "<end_of_image>"};
-  return {"", ""};
+  if (projector == "gemma3") return {"<start_of_image>", "<end_of_image>", true};
+  return {"", "", false};
 }
 
 ApiError image_error(std::string message) { return invalid_request(std::move(message), "messages"); }
@@ -65,6 +65,7 @@ PromptWithImages tokenize_with_images(const std::string& prompt, const std::vect
   for (size_t i = 0; i < images.size(); ++i) {
     model::PromptImage image;
     image.n_tokens = spec.n_image_tokens();
+    image.bidirectional = wrap.bidirectional;
     uint64_t block = ImageEmbedder::content_hash(images[i]);
     if (encode) {
       try {

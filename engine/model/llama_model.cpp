@@ -258,9 +258,11 @@ void LlamaModel::reserve(int64_t n_tokens, int64_t n_logit_rows) {
     if (device_used) {
       ids_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
       positions_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
+      horizons_ = backend_.allocate(static_cast<size_t>(t) * sizeof(int32_t));
     }
     ids_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
     positions_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
+    horizons_host_ = backend_.allocate_host(static_cast<size_t>(t) * sizeof(int32_t));
     capacity_tokens_ = t;
   }
   if (n_logit_rows > capacity_logit_rows_) {
@@ -308,16 +310,26 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   auto* positions = positions_host_.as<int32_t>();
   int64_t t = 0;
   image_rows_.clear();
+  step_has_horizons_ = false;
+  auto* horizons = horizons_host_.as<int32_t>();
   for (const auto& s : sequences) {
     const int64_t start = kv.n_used(s.slot);
-    for (size_t i = 0; i < s.tokens.size(); ++i, ++t) {
-      ids[t] = s.tokens[i];
-      positions[t] = static_cast<int32_t>(start + static_cast<int64_t>(i));
+    const auto n = static_cast<int64_t>(s.tokens.size());
+    for (int64_t i = 0; i < n; ++i, ++t) {
+      ids[t] = s.tokens[static_cast<size_t>(i)];
+      positions[t] = static_cast<int32_t>(start + i);
+      horizons[t] = positions[t];
       if (ids[t] >= 0 && ids[t] < spec_.n_vocab) continue;
       // An image's row: looked up as token 0, then overwritten (place_image_rows).
       const PromptImage& image = *find_prompt_image(s.images, ids[t]);
-      image_rows_.push_back({t, image.rows->data() + (ids[t] - image.first_id) * spec_.n_embd});
+      const int64_t row = ids[t] - image.first_id;
+      image_rows_.push_back({t, image.rows->data() + row * spec_.n_embd});
       ids[t] = 0;
+      if (image.bidirectional) {
+        // It sees the image's last row, or the step's last token when the image goes on in the next step.
+        horizons[t] = static_cast<int32_t>(start + std::min(i + image.n_tokens - 1 - row, n - 1));
+        step_has_horizons_ = true;
+      }
     }
   }
   const size_t index_bytes = static_cast<size_t>(n_tokens) * sizeof(int32_t);
@@ -336,6 +348,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (offload_cpu_ == nullptr) {
       backend_.copy_to_device(ids_.data(), ids, index_bytes);
       backend_.copy_to_device(positions_.data(), positions, index_bytes);
+      if (step_has_horizons_) backend_.copy_to_device(horizons_.data(), horizons, index_bytes);
       backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
       if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
       place_image_rows(backend_, ws_.x.as<float>());
@@ -347,20 +360,24 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       place_image_rows(*offload_cpu_, cpu_ws_.x.as<float>());
       if (n_device_layers_ > 0) {
         backend_.copy_to_device(positions_.data(), positions, index_bytes);
+        if (step_has_horizons_) backend_.copy_to_device(horizons_.data(), horizons, index_bytes);
         backend_.copy_to_device(ws_.x.data(), cpu_ws_.x.data(), hidden_bytes);
       }
     }
     for (int64_t l = 0; l < spec_.n_layer; ++l) {
       const auto& w = weights_.layers[static_cast<size_t>(l)];
       if (layer_on_device(l)) {
-        run_layer(backend_, ws_, positions_.as<int32_t>(), w, l, sequences, kv, n_tokens);
+        run_layer(backend_, ws_, positions_.as<int32_t>(),
+                  step_has_horizons_ ? horizons_.as<int32_t>() : positions_.as<int32_t>(), w, l, sequences, kv,
+                  n_tokens);
         continue;
       }
       if (l == n_device_layers_ && l > 0) {  // the boundary: the residual comes down once
         backend_.copy_to_host(cpu_ws_.x.data(), ws_.x.data(), hidden_bytes);
         backend_.synchronize();
       }
-      run_layer(*offload_cpu_, cpu_ws_, positions, w, l, sequences, kv, n_tokens);
+      run_layer(*offload_cpu_, cpu_ws_, positions, step_has_horizons_ ? horizons : positions, w, l, sequences, kv,
+                n_tokens);
     }
 
     // Gather the rows that need logits (or embeddings), then norm them and
@@ -397,7 +414,8 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     if (spec_.final_softcap > 0.0f) head.softcap(out, n_logit_rows * spec_.n_vocab, spec_.final_softcap);
     if (!on_host(head)) head.copy_to_host(logits_out, logits_dev_.data(), logits_bytes);
   };
-  if (n_embedding_rows == 0 && image_rows_.empty() && step_graph_fits(n_tokens) && backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
+  if (n_embedding_rows == 0 && image_rows_.empty() && step_graph_fits(n_tokens) &&
+      backend_.begin_graph(step_graph_key(sequences, n_tokens, n_logit_rows))) {
     // A decode step on a GPU: recorded and run as one graph, the logits
     // through pinned staging (a graph copies only to pinned or device memory).
     bool ran = false;
@@ -538,7 +556,8 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
   if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
 }
 
-void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w,
+void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
+                           const LayerWeights& w,
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
   const int64_t n_embd = spec_.n_embd;
@@ -586,7 +605,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     b.store_kv(k + t * n_embd_kv, n, n_embd_kv, kv.types().k, k_cache + start * kv.k_row_bytes());
     if (v_cache != k_cache) b.store_kv(v + t * n_embd_kv, n, n_embd_kv, kv.types().v, v_cache + start * kv.v_row_bytes());
     attention_sequences_.push_back(
-        {q + t * n_embd_q, k_cache, v_cache, n, start + n, positions + t, cur + t * n_embd_q});
+        {q + t * n_embd_q, k_cache, v_cache, n, start + n, horizons + t, cur + t * n_embd_q});
     t += n;
   }
   const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,

@@ -257,7 +257,11 @@ class LlamaModel {
   // Shows a linear input to the observer, then lets the sparsifier rewrite it.
   void prepare_input(int64_t layer, LinearInput site, int64_t n_tokens, int64_t n, float* x);
   // One layer on backend `b` over workspace `ws`; positions: i32 [T] that b can read.
-  void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const LayerWeights& w, int64_t layer,
+  // horizons: i32 [n_tokens], the last cache position each token attends
+  // to (its own position, or a bidirectional image's last; `positions`
+  // itself when the step holds no such image).
+  void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
+                 const LayerWeights& w, int64_t layer,
                  std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
   // q f32 [n_tokens, n_embd_q] and k, v f32 [n_tokens, n_embd_kv] from the
   // normed input cur: the projections, biases, q/k norms, RoPE and query
@@ -345,6 +349,10 @@ class LlamaModel {
     const float* row;
   };
   std::vector<ImageRow> image_rows_;
+  // Attention horizons of a step with a bidirectional image: i32 [T] on the
+  // backend and its host staging (sized with positions_).
+  kernels::Buffer horizons_, horizons_host_;
+  bool step_has_horizons_ = false;
   kernels::Buffer positions_host_;  // i32 [T] staging for positions_
   kernels::Buffer head_in_;    // [R, n_embd] rows that get logits (on the head's side)
   kernels::Buffer logits_dev_; // [R, n_vocab] GPU backends: logits before the copy to the host

@@ -24,6 +24,10 @@ struct PromptImage {
   text::TokenId first_id = kImageTokenBase;
   int64_t n_tokens = 0;
   std::shared_ptr<const std::vector<float>> rows;  // f32 [n_tokens, n_embd of the language model]
+  // Its rows attend to each other, not only to the ones before (Gemma 3's
+  // images, as llama.cpp decodes them non-causally); the tokens after the
+  // image stay causal. The engine keeps such an image in one prefill step.
+  bool bidirectional = false;
 
   bool holds(text::TokenId id) const { return id >= first_id && id - first_id < n_tokens; }
 };

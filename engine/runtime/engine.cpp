@@ -33,6 +33,20 @@ std::string check_options(const EngineOptions& o) {
   return {};
 }
 
+// The prefill chunk [done, done + n) of the request's prompt, moved so
+// that it cuts no bidirectional image (model/prompt_image.h): it ends
+// before the image, or, when the image starts the chunk, takes all of it
+// (past the step's budget if need be).
+int64_t whole_images_chunk(const GenerationRequest& r, int64_t done, int64_t n) {
+  const auto end = static_cast<size_t>(done + n);
+  if (r.images.empty() || end >= r.prompt.size()) return n;
+  const model::PromptImage* image = model::find_prompt_image(r.images, r.prompt[end]);
+  if (image == nullptr || !image->bidirectional || !image->holds(r.prompt[end - 1])) return n;
+  const int64_t image_start = done + n - 1 - (r.prompt[end - 1] - image->first_id);
+  if (image_start > done) return image_start - done;
+  return std::min(image_start + image->n_tokens, static_cast<int64_t>(r.prompt.size())) - done;
+}
+
 }  // namespace
 
 void Engine::Impl::run() {
@@ -364,7 +378,8 @@ void Engine::Impl::run_step() {
   for (const int slot_idx : prefill_order) {
     if (budget <= 0) break;
     auto& seq = *slots[static_cast<size_t>(slot_idx)].seq;
-    const int64_t n = std::min(seq.n_prompt() - seq.n_prompt_done, budget);
+    const int64_t n =
+        whole_images_chunk(seq.request, seq.n_prompt_done, std::min(seq.n_prompt() - seq.n_prompt_done, budget));
     const auto chunk =
         std::span(seq.request.prompt).subspan(static_cast<size_t>(seq.n_prompt_done), static_cast<size_t>(n));
     // submit() checked the ids; checked again so one bad request can never

@@ -143,3 +143,24 @@ TEST_CASE("engine: lookup drafts never propose an image's placeholders", "[engin
   check_finished(out, FinishReason::Length);
   CHECK(out.tokens.size() == 8);
 }
+
+TEST_CASE("engine: a bidirectional image is never cut across prefill steps", "[engine][vision]") {
+  const std::shared_ptr<const tc::model::LoadedModel> model = tc::model::load_model(gemma_path());
+  auto image = image_of(12, embedding_rows({30, 31, 32, 33, 34}, 3.0f), 5);
+  image.bidirectional = true;
+  GenerationRequest r = request(with_placeholders(random_prompt(12, 6), 4, image), 6);
+  r.images = {image};
+  const Outcome whole = alone(r, 512, model);
+  check_finished(whole, FinishReason::Length);
+  // Budgets of 7 (the image would start at 4 and be cut at 7) and 3 (shorter than the image).
+  for (const int64_t n_batch : {int64_t{7}, int64_t{3}}) {
+    INFO("n_batch " << n_batch);
+    const Outcome chunked = alone(r, n_batch, model);
+    CHECK(chunked.tokens == whole.tokens);
+    REQUIRE(chunked.infos.size() == whole.infos.size());
+    for (size_t i = 0; i < whole.infos.size(); ++i) CHECK(chunked.infos[i].logprob == whole.infos[i].logprob);
+  }
+  GenerationRequest causal = r;
+  causal.images[0].bidirectional = false;
+  CHECK(alone(causal, 512, model).infos.front().logprob != whole.infos.front().logprob);
+}
