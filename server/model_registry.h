@@ -101,6 +101,7 @@ struct ModelInfo {
   std::optional<std::chrono::system_clock::time_point> expires_at;  // loaded and idle with a finite keep_alive
   std::shared_ptr<const ServingModel> serving;                      // loaded
   std::string digest;              // 64 hex digits identifying path, size and mtime (not a content hash)
+  bool vision = false;             // served with a vision projector (its options' mmproj)
 };
 
 // A model held for one request: it stays loaded while the lease lives.

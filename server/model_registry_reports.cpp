@@ -72,6 +72,7 @@ std::vector<ModelInfo> ModelRegistry::list() const {
     m.expires_at = e->expires_wall;
     m.serving = e->serving;
     m.digest = hex_digest(e->path.string() + "\n" + e->fingerprint);
+    m.vision = !e->options.mmproj.empty();
     out.push_back(std::move(m));
   }
   return out;

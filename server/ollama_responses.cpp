@@ -76,7 +76,7 @@ nlohmann::json ollama_load_reply(const OllamaMeta& meta, const char* done_reason
 }
 
 nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
-                                   const std::string& chat_template, bool fill_in_middle) {
+                                   const std::string& chat_template, bool fill_in_middle, bool vision) {
   if (metadata.is_object()) {
     const auto it = metadata.find(arch + ".pooling_type");
     if (it != metadata.end() && it->is_number_integer() && it->get<int64_t>() != 0) {
@@ -90,6 +90,7 @@ nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json
     out.push_back("thinking");
   }
   if (fill_in_middle) out.push_back("insert");
+  if (vision) out.push_back("vision");
   return out;
 }
 

@@ -53,9 +53,11 @@ std::string ndjson_line(const nlohmann::json& j);
 // the chat template writes <think> or reads enable_thinking (Qwen3, QwQ,
 // DeepSeek-R1's distills) or writes harmony's <|channel|>analysis
 // (gpt-oss): think: true returns their reasoning apart; and "insert" when
-// the vocabulary has fill-in-the-middle tokens (/api/generate's suffix).
+// the vocabulary has fill-in-the-middle tokens (/api/generate's suffix),
+// and "vision" when it is served with a vision projector (--mmproj).
 nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,
-                                   const std::string& chat_template = "", bool fill_in_middle = false);
+                                   const std::string& chat_template = "", bool fill_in_middle = false,
+                                   bool vision = false);
 std::string ollama_error_body(const std::string& message);
 
 }  // namespace tc::server

@@ -79,6 +79,7 @@ json model_entry(const ServerContext& ctx, const ModelInfo& m) {
   entry["status"] = {{"value", model_state_name(m.state)}};
   if (m.state == ModelState::Failed) entry["status"]["failure"] = m.failure;
   entry["loaded"] = m.state == ModelState::Loaded;
+  entry["vision"] = m.vision;
   if (!m.aliases.empty()) entry["aliases"] = m.aliases;
   return entry;
 }
@@ -211,6 +212,7 @@ void install_info_routes(httplib::Server& http, ServerContext& ctx) {
                {"n_embd", s.n_embd},
                {"n_layer", s.n_layer},
                {"ffn_form", model::ffn_form_name(s.ffn_form)},
+               {"modalities", {{"vision", serving->vision != nullptr}, {"audio", false}}},
                {"chat_template", serving->chat_template ? json(serving->chat_template->source()) : json(nullptr)},
                {"bos_token", v.bos_id >= 0 ? json(m.tokenizer->token_to_piece(v.bos_id, true)) : json(nullptr)},
                {"eos_token", v.eos_id >= 0 ? json(m.tokenizer->token_to_piece(v.eos_id, true)) : json(nullptr)}});

@@ -168,7 +168,7 @@ json show_json(const ModelInfo& m, const ModelFacts& f, const ServingModel* serv
           {"template", tmpl},
           {"details", details_json(f)},
           {"model_info", std::move(info)},
-          {"capabilities", ollama_capabilities(f.arch, f.metadata, tmpl, f.fill_in_middle)},
+          {"capabilities", ollama_capabilities(f.arch, f.metadata, tmpl, f.fill_in_middle, m.vision)},
           {"modified_at", unix_rfc3339(m.modified)}};
 }
 

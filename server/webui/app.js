@@ -59,12 +59,15 @@ async function loadModels() {
         ...list.data.map((m) => {
           const state = m.status?.value;
           const note = state === "failed" ? " (failed to load)" : state && state !== "loaded" ? ` (${state})` : "";
-          return Object.assign(document.createElement("option"), {
+          const option = Object.assign(document.createElement("option"), {
             value: m.id, textContent: m.id + note, disabled: state === "failed", title: m.status?.failure ?? "",
           });
+          option.dataset.vision = m.vision ? "1" : "";
+          return option;
         }),
       );
       if (list.data.some((m) => m.id === previous)) select.value = previous;
+      select.dispatchEvent(new Event("change"));
       setStatus("");
       return;
     } catch (e) {
@@ -102,7 +105,12 @@ $("tab-chat").addEventListener("click", () => showView("chat"));
 $("tab-engine").addEventListener("click", () => showView("engine"));
 
 const isVisible = () => $("engine").getClientRects().length > 0;
-initChat({ model: () => $("model").value, setStatus, onAuthError });
+initChat({
+  model: () => $("model").value,
+  vision: () => $("model").selectedOptions[0]?.dataset.vision === "1",
+  setStatus,
+  onAuthError,
+});
 engine = initEngine({ onAuthError, isVisible, model: () => $("model").value });
 window.matchMedia("(min-width: 900px)").addEventListener("change", () => engine.start());
 loadModels().then(() => engine.start());

@@ -6,6 +6,8 @@
 // the context is sent with `truncate`, so its oldest messages are left out
 // (the system prompt stays) rather than refused, and with `context_shift`,
 // so a reply that fills the context goes on (where the model can shift).
+// A model served with a vision projector takes images: attached with the
+// Image button or pasted, sent inline as data: URLs beside the text.
 import { streamChat } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 
@@ -62,10 +64,81 @@ function metaText(meta) {
   return parts.join(" · ");
 }
 
-export function initChat({ model, setStatus, onAuthError }) {
+// A message's content as the API takes it: its text, or with images the
+// text part and one image_url part per image.
+function apiContent(m) {
+  if (!Array.isArray(m.images) || !m.images.length) return m.content;
+  return [{ type: "text", text: m.content }, ...m.images.map((url) => ({ type: "image_url", image_url: { url } }))];
+}
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+export function initChat({ model, vision, setStatus, onAuthError }) {
   const state = load();
   let controller = null;
-  const save = () => localStorage.setItem(STORAGE, JSON.stringify(state));
+  let attached = [];  // data: URLs of the images the next message carries
+  const save = () => {
+    try {
+      localStorage.setItem(STORAGE, JSON.stringify(state));
+    } catch (e) {
+      setStatus("The conversation is too large to keep in this browser (its images); it stays until the page closes.",
+                true);
+    }
+  };
+
+  function renderAttached() {
+    const list = $("attached");
+    list.hidden = attached.length === 0;
+    list.replaceChildren(...attached.map((url, i) => {
+      const li = document.createElement("li");
+      const img = Object.assign(document.createElement("img"),
+                                { src: url, className: "thumb", alt: "image " + (i + 1) });
+      const remove = Object.assign(document.createElement("button"), { type: "button", textContent: "×" });
+      remove.setAttribute("aria-label", "Remove image " + (i + 1));
+      remove.addEventListener("click", () => {
+        attached.splice(i, 1);
+        renderAttached();
+      });
+      li.append(img, remove);
+      return li;
+    }));
+  }
+
+  async function attach(files) {
+    for (const file of files) {
+      if (!file.type.startsWith("image/")) continue;
+      try {
+        attached.push(await readAsDataUrl(file));
+      } catch (e) {
+        setStatus("Cannot read " + file.name + ": " + e.message, true);
+      }
+    }
+    renderAttached();
+  }
+
+  const showAttach = () => {
+    $("attach").hidden = !vision();
+  };
+  $("model").addEventListener("change", showAttach);
+  showAttach();
+  $("attach").addEventListener("click", () => $("image-file").click());
+  $("image-file").addEventListener("change", async (e) => {
+    await attach([...e.target.files]);
+    e.target.value = "";
+  });
+  $("prompt").addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+    if (!files.length || !vision()) return;
+    e.preventDefault();
+    attach(files);
+  });
 
   $("system").value = state.system;
   $("temperature").value = state.temperature;
@@ -98,7 +171,15 @@ export function initChat({ model, setStatus, onAuthError }) {
     body.className = "content";
     if (msg.role === "assistant") body.innerHTML = renderMarkdown(msg.content);
     else body.textContent = msg.content;
-    li.append(who, body);
+    li.append(who);
+    if (Array.isArray(msg.images) && msg.images.length) {
+      const images = document.createElement("div");
+      images.className = "images";
+      images.append(...msg.images.map((src, i) =>
+        Object.assign(document.createElement("img"), { src, className: "thumb", alt: "image " + (i + 1) })));
+      li.append(images);
+    }
+    li.append(body);
     if (msg.role === "assistant") {
       const foot = document.createElement("div");
       foot.className = "foot";
@@ -146,7 +227,7 @@ export function initChat({ model, setStatus, onAuthError }) {
   }
 
   async function reply() {
-    const history = state.messages.map((m) => ({ role: m.role, content: m.content }));
+    const history = state.messages.map((m) => ({ role: m.role, content: apiContent(m) }));
     const messages = (state.system.trim() ? [{ role: "system", content: state.system }] : []).concat(history);
     const msg = { role: "assistant", content: "", meta: null };
     state.messages.push(msg);
@@ -219,12 +300,15 @@ export function initChat({ model, setStatus, onAuthError }) {
   function send(event) {
     event?.preventDefault();
     const text = $("prompt").value;
-    if (!text.trim() || controller) return;
+    if ((!text.trim() && !attached.length) || controller) return;
     if (!model()) {
       setStatus("No model to talk to yet.", true);
       return;
     }
-    state.messages.push({ role: "user", content: text });
+    state.messages.push(attached.length ? { role: "user", content: text, images: attached }
+                                        : { role: "user", content: text });
+    attached = [];
+    renderAttached();
     $("prompt").value = "";
     save();
     reply();

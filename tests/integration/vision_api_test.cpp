@@ -7,13 +7,12 @@
 // another model's width fails the model's load, naming both.
 #include <catch2/catch.hpp>
 
-#include <stb_image_write.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "tests/integration/image_fixtures.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -21,35 +20,9 @@ using nlohmann::json;
 
 namespace {
 
-void append_bytes(void* context, void* data, int size) {
-  static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
-}
+using tc::test::base64;
 
-// A w x h PNG of a seeded pattern.
-std::string png(int w, int h, int seed) {
-  std::vector<unsigned char> rgb(static_cast<size_t>(w) * h * 3);
-  for (size_t i = 0; i < rgb.size(); ++i) {
-    rgb[i] = static_cast<unsigned char>((i * 37 + static_cast<size_t>(seed) * 101) % 251);
-  }
-  std::string out;
-  REQUIRE(stbi_write_png_to_func(append_bytes, &out, w, h, 3, rgb.data(), w * 3) != 0);
-  return out;
-}
-
-std::string base64(const std::string& bytes) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t left = bytes.size() - i;
-    auto byte = [&](size_t k) { return k < left ? static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + k])) : 0u; };
-    const uint32_t v = byte(0) << 16 | byte(1) << 8 | byte(2);
-    out.push_back(kAlphabet[(v >> 18) & 63]);
-    out.push_back(kAlphabet[(v >> 12) & 63]);
-    out.push_back(left > 1 ? kAlphabet[(v >> 6) & 63] : '=');
-    out.push_back(left > 2 ? kAlphabet[v & 63] : '=');
-  }
-  return out;
-}
+std::string png(int w, int h, int seed) { return tc::test::test_png(w, h, seed); }
 
 std::string data_url(const std::string& bytes) { return "data:image/png;base64," + base64(bytes); }
 
@@ -79,6 +52,16 @@ TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline
   tc::test::ServerProcess server(model, {"--ctx-size", "512", "--threads", "2", "--mmproj", mmproj.string()}, dir);
   auto client = server.client();
   const std::string first = png(40, 30, 1), second = png(40, 30, 2);
+
+  // Clients learn that the model reads images: /v1/models, /props (llama.cpp's), /api/show (Ollama's).
+  const auto models = client.Get("/v1/models");
+  REQUIRE(models);
+  CHECK(json::parse(models->body)["data"][0]["vision"] == true);
+  const auto props = client.Get("/props");
+  REQUIRE(props);
+  CHECK(json::parse(props->body)["modalities"]["vision"] == true);
+  const auto show = tc::test::post_json(client, "/api/show", {{"model", "g"}});
+  CHECK(show.body["capabilities"].dump().find("vision") != std::string::npos);
 
   // 4x4 patches pooled 2x2: 4 embeddings, between the opening and closing text.
   const auto tokens = tc::test::post_json(client, "/tokenize", image_chat(data_url(first)));
@@ -180,6 +163,9 @@ TEST_CASE("images over HTTP: no projector is a 400, a projector of another width
   {
     tc::test::ServerProcess server(model, {"--ctx-size", "256", "--threads", "2"}, dir);
     auto client = server.client();
+    const auto models = client.Get("/v1/models");
+    REQUIRE(models);
+    CHECK(json::parse(models->body)["data"][0]["vision"] == false);
     const auto r = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(png(8, 8, 1))));
     CHECK(r.status == 400);
     CHECK_THAT(r.raw, Catch::Contains("--mmproj"));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/integration/image_fixtures.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -70,23 +71,40 @@ TEST_CASE("the web page works in headless chromium", "[integration][webui][brows
                                         dir);
   tc::test::ServerProcess dense_server(bundled, {"--parallel", "2", "--threads", "2"},
                                        tc::test::scratch_dir("webui_browser_dense"));
+  // A Gemma 3 model with a random vision projector, and an image to attach.
+  const auto gemma = tc::test::make_test_model(
+      dir, "gemma", "--arch gemma3 --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 3");
+  const fs::path mmproj = dir / "mmproj-gemma.gguf";
+  const auto made = tc::test::run_command(
+      tc::test::thermocline_binary().string() + " make-mmproj -o " + tc::test::shell_quote(mmproj.string()) +
+      " --n-embd-text 64 --image-size 28 --patch-size 14 --n-embd 16 --n-ff 32 --n-layer 1 --n-head 2 --pool 2");
+  REQUIRE(made.exit_code == 0);
+  const fs::path image = dir / "picture.png";
+  tc::test::write_file(image, tc::test::test_png(24, 16, 5));
+  tc::test::ServerProcess vision_server(gemma, {"--mmproj", mmproj.string(), "--threads", "2"},
+                                        tc::test::scratch_dir("webui_browser_vision"));
 
   std::string screenshots;
   if (const char* env = std::getenv("THERMOCLINE_WEBUI_SCREENSHOTS"); env && *env) {
     fs::create_directories(env);
     screenshots = " " + tc::test::shell_quote(env);
   }
-  const std::string command = "timeout 240 node " + tc::test::shell_quote(script.string()) + " " +
+  const std::string command = "TC_VISION_URL=" + tc::test::shell_quote(vision_server.url()) +
+                              " TC_VISION_IMAGE=" + tc::test::shell_quote(image.string()) +
+                              " timeout 240 node " + tc::test::shell_quote(script.string()) + " " +
                               tc::test::shell_quote(node_modules.string()) + " " +
                               tc::test::shell_quote(sparse_server.url()) + " sk-browser " +
                               tc::test::shell_quote(dense_server.url()) + screenshots;
   const auto r = tc::test::run_command(command);
   INFO("command: " << command);
   INFO("output:\n" << r.output);
-  const std::string logs = r.exit_code != 0 ? sparse_server.log() + "\n---\n" + dense_server.log() : "(not shown)";
+  const std::string logs = r.exit_code != 0
+                               ? sparse_server.log() + "\n---\n" + dense_server.log() + "\n---\n" + vision_server.log()
+                               : "(not shown)";
   INFO("server logs:\n" << logs);
   CHECK(r.exit_code == 0);
   CHECK(r.output.find(" 0 failed") != std::string::npos);
   CHECK(sparse_server.stop() == 0);
   CHECK(dense_server.stop() == 0);
+  CHECK(vision_server.stop() == 0);
 }

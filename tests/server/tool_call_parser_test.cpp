@@ -229,6 +229,8 @@ TEST_CASE("tool calls: Mistral's marker tokens are found in a vocabulary", "[ser
 TEST_CASE("tool calls: Ollama's /api/show lists tools for every model, embedding for embedders", "[server][tools][ollama]") {
   CHECK(ollama_capabilities("llama", json{{"llama.block_count", 2}}) == json::array({"completion", "tools"}));
   CHECK(ollama_capabilities("qwen3", json{{"qwen3.pooling_type", 3}}) == json::array({"embedding"}));
+  CHECK(ollama_capabilities("gemma3", json::object(), "", false, true) ==
+        json::array({"completion", "tools", "vision"}));
   CHECK(ollama_capabilities("qwen3", json{{"qwen3.pooling_type", 0}}) == json::array({"completion", "tools"}));
   CHECK(ollama_capabilities("qwen3", json{{"llama.pooling_type", 1}}) == json::array({"completion", "tools"}));
   CHECK(ollama_capabilities("llama", nullptr) == json::array({"completion", "tools"}));

@@ -1,8 +1,10 @@
 // The built-in web page in a real browser: Debian's chromium, headless,
 // driven by puppeteer-core against two running `thermocline serve`s (started
 // by webui_browser_test.cpp): SPARSE (a sparse model with a stats file,
-// --api-key) and DENSE (the bundled model, no key). Prints one line per check
-// and "N passed, M failed"; exits 1 on any failure.
+// --api-key) and DENSE (the bundled model, no key), and where TC_VISION_URL
+// is set a model served with a vision projector, sent the image file
+// TC_VISION_IMAGE. Prints one line per check and "N passed, M failed";
+// exits 1 on any failure.
 //   node webui_check.mjs NODE_MODULES SPARSE_URL KEY DENSE_URL [SCREENSHOT_DIR]
 import fs from "node:fs";
 import http from "node:http";
@@ -374,6 +376,46 @@ try {
     check("proxy: no console error", page.errors.length === 0, page.errors);
     await page.close();
     proxy.close();
+  }
+
+  // 6. Images: a model with a vision projector shows the Image button (the
+  //    others do not); an attached image is sent inline beside the text and
+  //    shown in the conversation.
+  if (process.env.TC_VISION_URL) {
+    const visionUrl = process.env.TC_VISION_URL;
+    const page = await openPage(1280, 860);
+    await page.goto(denseUrl + "/", { waitUntil: "load" });
+    await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
+    check("images: no Image button for a model without a projector", await page.$eval("#attach", (b) => b.hidden));
+    await page.goto(visionUrl + "/", { waitUntil: "load" });
+    await until("the model list", () => page.$eval("#model", (s) => s.options.length > 0));
+    await page.evaluate(() => localStorage.removeItem("thermocline.chat"));
+    await page.reload({ waitUntil: "load" });
+    await until("the Image button", () => page.$eval("#attach", (b) => !b.hidden));
+    await setParams(page, { temperature: 0, topP: 1, maxTokens: 6 });
+    const input = await page.$("#image-file");
+    await input.uploadFile(process.env.TC_VISION_IMAGE);
+    await until("the thumbnail", () => page.$eval("#attached", (l) => l.querySelectorAll("img.thumb").length === 1));
+    await send(page, "What is in this picture?");
+    await until("a reply", async () => (await lastReply(page))?.meta);
+    await idle(page);
+    const reply = await lastReply(page);
+    const sent = page.chatBodies.at(-1)?.messages.at(-1);
+    const parts = Array.isArray(sent?.content) ? sent.content : [];
+    check("images: the message went out as text and an image_url data: URL",
+      parts.length === 2 && parts[0].text === "What is in this picture?" &&
+      parts[1].type === "image_url" && parts[1].image_url.url.startsWith("data:image/png;base64,"), sent);
+    check("images: the reply came back", reply.text.length > 0 && /tokens/.test(reply.meta), reply);
+    const shown = await page.evaluate(() => ({
+      thumbs: document.querySelectorAll(".message.user img.thumb").length,
+      pending: document.querySelectorAll("#attached img").length,
+    }));
+    check("images: the conversation shows the image, the composer is empty again", shown.thumbs === 1 &&
+      shown.pending === 0, shown);
+    const saved = await savedChat(page);
+    check("images: the conversation keeps the image", saved.messages?.[0]?.images?.length === 1, saved.messages?.[0]);
+    check("images: no console error", page.errors.length === 0, page.errors);
+    await page.close();
   }
 } catch (e) {
   check("the run finished", false, String(e.stack || e));
