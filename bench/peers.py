@@ -197,7 +197,7 @@ def peer_configs(dest, mode, arch):
           "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DGGML_CCACHE=OFF",
           "-DBUILD_SHARED_LIBS=OFF", "-DGGML_CUDA_NCCL=OFF",  # one GPU; and libnccl need not be where it runs
           "-DGGML_CUDA=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
-         ["llama-bench", "llama-completion", "llama-quantize"], "llama-bench"),
+         ["llama-bench", "llama-completion", "llama-quantize", "mtmd"], "llama-bench"),
         ("PowerInfer", "PowerInfer-d3ebd7c-src.tar.xz",
          ["-DLLAMA_BUILD_TESTS=OFF", "-DBUILD_SHARED_LIBS=OFF",
           "-DLLAMA_CUBLAS=" + ("ON" if mode == "cuda" else "OFF")] + cuda,
