@@ -2,17 +2,23 @@
 """Image encoding against llama.cpp's, side by side: the same vision
 projector file, the same image, the same threads, one run.
 
-  bench/vision_peers.py [-b BUILD] [--peers DIR] [-r 3] [-t THREADS] [--shape gemma3|small] [--json FILE]
+  bench/vision_peers.py [-b BUILD] [--peers DIR] [-r 3] [-t THREADS] [--shape gemma3|small]
+                        [--flash-attn off|on|auto] [--default-once] [--json FILE]
 
 Makes (once, into BUILD/bench-models) a gemma3 text model of Gemma 3 4B's
 width (2560, one layer: only its width matters here), a random gemma3
 projector (`thermocline make-mmproj`, Gemma 3's shape: 896-pixel images,
 27 layers of 1152, f16; `--shape small` a 2-layer one for a quick check)
-and a 640x480 PNG. llama.cpp's side is bench/llamacpp/mtmd_embed.cpp,
+and a 640x480 PNG. llama.cpp's side is bench/llamacpp/mtmd_embed.cpp
+with the encoder's flash attention --flash-attn (default off: on this
+CPU its flash attention over 4096 patches is many times slower; auto,
+llama.cpp's default, picks it), plus one run with llama.cpp's default
+(auto) after the rounds with --default-once,
 compiled here against the peers' llama.cpp build (`bench/peers.py build
 --mode cpu` builds its libmtmd); ours is BUILD/bench/vision_bench. Rounds
 alternate the engines; each process encodes twice and the second encode
-counts (the first pays llama.cpp's graph set-up). The embeddings of both
+counts (the first pays llama.cpp's graph set-up; --encodes 1 times one).
+The embeddings of both
 are compared (max difference over the output's RMS, cosine per row), and
 llama.cpp's token layout of the prompt "<__media__>" is printed beside the
 image's token count. JSON (default bench/results/vision-cpu.json):
@@ -83,6 +89,9 @@ def main():
     ap.add_argument("-r", "--rounds", type=int, default=3)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="gemma3")
+    ap.add_argument("--flash-attn", choices=["off", "on", "auto"], default="off")
+    ap.add_argument("--default-once", action="store_true")
+    ap.add_argument("--encodes", type=int, default=2, help="encodes per process; the last one counts")
     ap.add_argument("--json")
     a = ap.parse_args()
     os.chdir(peers.REPO)
@@ -113,14 +122,21 @@ def main():
         order = ["llama.cpp", "thermocline"] if r % 2 == 0 else ["thermocline", "llama.cpp"]
         for engine in order:
             if engine == "thermocline":
-                out, _ = peers.run([bench, "--mmproj", mmproj, "--image", image, "-t", str(a.threads), "-r", "2",
-                                    "--dump", ours_dump], "vision_bench")
+                out, _ = peers.run([bench, "--mmproj", mmproj, "--image", image, "-t", str(a.threads), "-r",
+                                    str(a.encodes), "--dump", ours_dump], "vision_bench")
             else:
-                out, _ = peers.run([mtmd_embed, text, mmproj, image, str(a.threads), "2", theirs_dump], "mtmd_embed")
+                out, _ = peers.run([mtmd_embed, text, mmproj, image, str(a.threads), str(a.encodes), theirs_dump,
+                                    a.flash_attn], "mtmd_embed")
             rec = json.loads(out)
             times[engine].append(rec["seconds"][-1])
             layout = rec.get("layout", layout)
             peers.log(f"round {r + 1}: {engine} {rec['seconds'][-1]:.3f} s")
+    default_s = None
+    if a.default_once:
+        out, _ = peers.run([mtmd_embed, text, mmproj, image, str(a.threads), "1", theirs_dump + ".auto", "auto"],
+                           "mtmd_embed (default flash attention)")
+        default_s = json.loads(out)["seconds"][-1]
+        peers.log(f"llama.cpp with its default (flash attention auto): {default_s:.3f} s")
     n = os.path.getsize(ours_dump) // 4
     if os.path.getsize(theirs_dump) // 4 != n:
         sys.exit(f"vision_peers: the embeddings differ in size: {n} against {os.path.getsize(theirs_dump) // 4} floats")
@@ -137,15 +153,20 @@ def main():
         dot = sum(x * y for x, y in zip(xs, ys))
         min_cos = min(min_cos, dot / math.sqrt(sum(x * x for x in xs) * sum(y * y for y in ys)))
     rows = [{"engine": e, "shape": a.shape, "median_s": peers.median(v), "seconds": v} for e, v in times.items()]
+    rows[1]["flash_attn"] = a.flash_attn
+    if default_s is not None:
+        rows.append({"engine": "llama.cpp", "shape": a.shape, "flash_attn": "auto", "median_s": default_s,
+                     "seconds": [default_s]})
     result = {"machine": peers.machine("cpu"), "commit": peers.commit(),
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "threads": a.threads, "rows": rows, "max_abs_diff": max_abs, "output_rms": rms, "min_cosine": min_cos,
               "llamacpp_layout": layout}
     peers.write_json(a.json or os.path.join(peers.REPO, "bench", "results", "vision-cpu.json"), result)
     ratio = peers.median(times["llama.cpp"]) / peers.median(times["thermocline"])
-    print(f"| engine | encode s (median of {a.rounds}) |\n| --- | ---: |")
+    print(f"| engine | encode s (median of the runs) | runs |\n| --- | ---: | ---: |")
     for row in rows:
-        print(f"| {row['engine']} | {row['median_s']:.3f} |")
+        fa = f" (flash attention {row['flash_attn']})" if "flash_attn" in row else ""
+        print(f"| {row['engine']}{fa} | {row['median_s']:.3f} | {len(row['seconds'])} |")
     print(f"\nours {ratio:.2f}x llama.cpp's speed; embeddings: max |diff| {max_abs:.3g} over RMS {rms:.3g}, "
           f"min cosine {min_cos:.6f}; llama.cpp's layout of \"<__media__>\": {layout}")
 

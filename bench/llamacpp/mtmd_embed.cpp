@@ -18,9 +18,11 @@
 
 int main(int argc, char** argv) {
   if (argc < 7) {
-    std::fprintf(stderr, "usage: mtmd_embed TEXT_MODEL MMPROJ IMAGE THREADS REPEATS OUT.f32\n");
+    std::fprintf(stderr, "usage: mtmd_embed TEXT_MODEL MMPROJ IMAGE THREADS REPEATS OUT.f32 [auto|on|off]\n");
     return 2;
   }
+  // Flash attention in the encoder: llama.cpp's default is auto (on where the backend has it).
+  const std::string fa = argc > 7 ? argv[7] : "auto";
   const int threads = std::atoi(argv[4]), repeats = std::atoi(argv[5]);
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
   cp.n_threads = threads;
   cp.print_timings = false;
   cp.warmup = false;
+  cp.flash_attn_type = fa == "on"    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : fa == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                     : LLAMA_FLASH_ATTN_TYPE_AUTO;
   mtmd_context* ctx = mtmd_init_from_file(argv[2], model, cp);
   if (ctx == nullptr) return std::fprintf(stderr, "mtmd_embed: cannot load %s\n", argv[2]), 1;
   mtmd_helper_bitmap_wrapper image = mtmd_helper_bitmap_init_from_file(ctx, argv[3], false);
@@ -72,7 +77,7 @@ int main(int argc, char** argv) {
   out.write(reinterpret_cast<const char*>(embd), static_cast<std::streamsize>(n_tokens * n_embd * sizeof(float)));
   std::vector<double> sorted = seconds;
   std::sort(sorted.begin(), sorted.end());
-  std::printf("{\"engine\": \"llama.cpp\", \"seconds\": [");
+  std::printf("{\"engine\": \"llama.cpp\", \"flash_attn\": \"%s\", \"seconds\": [", fa.c_str());
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
   std::printf("], \"median_s\": %.4f, \"n_tokens\": %zu, \"n_embd\": %d, \"layout\": [%s]}\n", sorted[sorted.size() / 2],
               n_tokens, n_embd, layout.c_str());
