@@ -99,11 +99,12 @@ void common_buffers(const model::ModelSpec& spec, const PlacementShape& shape, S
   ws.blas = kernels::kCublasWorkspaceBytes;
   const int64_t t = shape.step_tokens();
   // x, cur (the wider of n_embd and n_embd_q), q, k, v, tmp, and the
-  // parallel layer form's FFN output (LlamaModel::Workspace).
+  // parallel layer form's FFN output (LlamaModel::Workspace); then i32 ids,
+  // positions and attention horizons per token.
   const int64_t cur = std::max(spec.n_embd, spec.n_embd_q());
   const int64_t ffn_out = spec.architecture->layer_form == model::LayerForm::Parallel ? spec.n_embd : 0;
   ws.buffers = checked_product({t, 2 * spec.n_embd + cur + spec.n_embd_q() + ffn_out + 2 * spec.n_embd_kv()}, what) * 4 +
-               checked_product({t, 2}, what) * 4;
+               checked_product({t, 3}, what) * 4;
   ws.head_buffers = checked_product({shape.logit_rows(), spec.n_embd + spec.n_vocab}, what) * 4;
 }
 

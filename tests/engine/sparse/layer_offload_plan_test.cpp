@@ -37,8 +37,9 @@ TEST_CASE("layer offload: costs match a hand computation", "[sparse][offload]") 
   CHECK(c.kv_per_layer == 2 * 3 * 128 * 32 * 2);
   // output [64, 512] f16 + output_norm [64] f32.
   CHECK(c.output_head == 64 * 512 * 2 + 64 * 4);
-  // T = 16, R = 3: f32 16*(4*64 + 2*32 + 2*256) + i32 16*2; the head's f32 3*(64 + 512).
-  CHECK(c.workspace.buffers == (13312 + 32) * 4);
+  // T = 16, R = 3: f32 16*(4*64 + 2*32 + 2*256) + i32 16*3 (ids, positions,
+  // horizons); the head's f32 3*(64 + 512).
+  CHECK(c.workspace.buffers == (13312 + 48) * 4);
   CHECK(c.workspace.head_buffers == 1728 * 4);
   // cuBLAS over 16 tokens: layer 0's f16 matrices need their f16
   // activations, the largest ffn_down's 16*256*2 (layer 1's f32 ones
@@ -46,7 +47,7 @@ TEST_CASE("layer offload: costs match a hand computation", "[sparse][offload]") 
   CHECK(c.workspace.scratch == 16 * 256 * 2);
   CHECK(c.workspace.head_scratch == 0);
   CHECK(c.workspace.blas == 32 << 20);  // cuBLAS's workspace (kCublasWorkspaceBytes)
-  const uint64_t step = 53376 + 8192 + (32 << 20);
+  const uint64_t step = 53440 + 8192 + (32 << 20);
 
   CHECK(c.device_bytes(0) == 0);
   CHECK(c.device_bytes(1) == step + c.kv_per_layer + c.layer_weights[0]);

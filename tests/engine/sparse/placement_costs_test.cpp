@@ -45,10 +45,10 @@ TEST_CASE("placement: costs of an f16 model with predictors match a hand computa
   CHECK(c.fixed.kv_cache == 98304);
   // T = 16, R = 3, r = 32, n_ff / 32 = 8 bitmask words.
   const auto ws = tc::sparse::hybrid_step_workspace(loaded->file, loaded->spec, loaded->predictors, shape);
-  // f32 16*(4*64 + 2*32) + i32 16*2, and hybrid mode's FFN: f32 16*(32 + 4*256 + 64)
+  // f32 16*(4*64 + 2*32) + i32 16*3 (ids, positions, horizons), and hybrid mode's FFN: f32 16*(32 + 4*256 + 64)
   // + u32 2*16*8 + i32 256. No streamed steps' stages: no step reaches
   // kStreamMinTokens (32).
-  CHECK(ws.buffers == (5120 + 32 + 17920 + 256 + 256) * 4);
+  CHECK(ws.buffers == (5120 + 48 + 17920 + 256 + 256) * 4);
   CHECK(ws.head_buffers == 3 * (64 + 512) * 4);  // f32 [R, n_embd + n_vocab]
   // The largest GPU request: the hot down projection over up to 256 rows
   // (4 splits of 64) of 16 tokens, 4*16*64 f32 partials; the f16 cuBLAS
@@ -56,14 +56,14 @@ TEST_CASE("placement: costs of an f16 model with predictors match a hand computa
   CHECK(ws.scratch == 4 * 16 * 64 * 4);
   CHECK(ws.head_scratch == 0);  // 3 rows: the GEMV
   CHECK(ws.blas == 32 << 20);   // cuBLAS's own workspace, 32 MiB
-  CHECK(c.fixed.workspace == 94336 + 6912 + 16384 + (32 << 20));
-  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 117632 + (32 << 20));
+  CHECK(c.fixed.workspace == 94400 + 6912 + 16384 + (32 << 20));
+  CHECK(c.fixed.total() == 50176 + 40960 + 65792 + 98304 + 117696 + (32 << 20));
   // Steps of 32 tokens may stream a dense prompt chunk's FFN: the two
   // stages of gate, up and down_t tiles, every one of the 256 rows of 128
   // bytes fitting one tile, and their row list i32 [256], join the buffers.
   const auto ws32 = tc::sparse::hybrid_step_workspace(loaded->file, loaded->spec, loaded->predictors,
                                                       {.n_ctx = 128, .n_parallel = 3, .n_batch = 32});
-  CHECK(ws32.buffers == (10240 + 64 + 35840 + 512 + 256) * 4 + 2 * 3 * 256 * 128 + 256 * 4);
+  CHECK(ws32.buffers == (10240 + 96 + 35840 + 512 + 256) * 4 + 2 * 3 * 256 * 128 + 256 * 4);
   REQUIRE(c.layers.size() == 2);
   for (const auto& layer : c.layers) {
     CHECK(layer.gate_dtype == DType::F16);
@@ -97,11 +97,11 @@ TEST_CASE("placement: costs of a q4_k_m PowerInfer model count each tensor at it
   // output [256, 512] q6_K: 512 rows of 210, + output_norm.
   CHECK(c.fixed.output_head == 512 * 210 + 1024);
   CHECK(c.fixed.kv_cache == 2 * 2 * 1 * 64 * 128 * 2);
-  // T = 8, R = 1, r = 64, 16 bitmask words: f32 8*(4*256 + 2*128) + i32 8*2
+  // T = 8, R = 1, r = 64, 16 bitmask words: f32 8*(4*256 + 2*128) + i32 8*3
   // + f32 8*(64 + 4*512 + 256) + u32 2*8*16 + i32 512, the head's f32 (256 + 512),
   // and the GPU scratch: 8 tokens take the GEMV (no workspace); the hot down
   // projection over up to 512 rows splits 8 ways: f32 8*8*256; cuBLAS's 32 MiB.
-  CHECK(c.fixed.workspace == (10240 + 16 + 18944 + 256 + 512) * 4 + 768 * 4 + 8 * 8 * 256 * 4 + (32 << 20));
+  CHECK(c.fixed.workspace == (10240 + 24 + 18944 + 256 + 512) * 4 + 768 * 4 + 8 * 8 * 256 * 4 + (32 << 20));
   // 16 tokens take cuBLAS: f16 activations 16*256*2 = 8192 bytes, then
   // whole matrices dequantized to f16 tiles (each well under 64 MiB); the
   // largest are the hot gate and up rows of a dense step, up to 512 rows of
@@ -128,10 +128,10 @@ TEST_CASE("placement: tied embeddings count token_embd as the head, no predictor
   CHECK(c.fixed.predictors == 0);
   // token_embd [64, 512] q8_0: 512 rows of 68, + output_norm.
   CHECK(c.fixed.output_head == 512 * 68 + 256);
-  // T = 4, R = 2, r = 0: f32 4*(4*64 + 2*32) + i32 4*2 + f32 4*(4*256 + 64) + u32 2*4*8
+  // T = 4, R = 2, r = 0: f32 4*(4*64 + 2*32) + i32 4*3 + f32 4*(4*256 + 64) + u32 2*4*8
   // + i32 256, the head's f32 2*(64 + 512), the down projection's 4 splits:
   // f32 4*4*64; cuBLAS's 32 MiB.
-  CHECK(c.fixed.workspace == (1280 + 8 + 4352 + 64 + 256) * 4 + 1152 * 4 + 4 * 4 * 64 * 4 + (32 << 20));
+  CHECK(c.fixed.workspace == (1280 + 12 + 4352 + 64 + 256) * 4 + 1152 * 4 + 4 * 4 * 64 * 4 + (32 << 20));
   CHECK(c.layers[0].bytes() == 3 * 68);
 }
 
