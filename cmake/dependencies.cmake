@@ -28,14 +28,12 @@ target_include_directories(tc_httplib SYSTEM INTERFACE ${HTTPLIB_INCLUDE_DIR})
 target_compile_options(tc_httplib INTERFACE ${HTTPLIB_CFLAGS_OTHER})
 target_link_libraries(tc_httplib INTERFACE ${HTTPLIB_LIBRARY} Threads::Threads)
 
-# stb (Debian's libstb: stb_image and the rest compiled into one shared
-# library): decodes the images of vision requests (engine/vision).
-pkg_check_modules(STB REQUIRED stb)
-find_path(STB_IMAGE_INCLUDE_DIR stb_image.h HINTS ${STB_INCLUDE_DIRS} REQUIRED)
-find_library(STB_LIBRARY NAMES stb HINTS ${STB_LIBRARY_DIRS} REQUIRED)
-add_library(tc_stb INTERFACE)
-target_include_directories(tc_stb SYSTEM INTERFACE ${STB_IMAGE_INCLUDE_DIR})
-target_link_libraries(tc_stb INTERFACE ${STB_LIBRARY})
+# The image decoders of vision requests (engine/vision), the libraries
+# distributions keep patched against hostile files: libpng, libjpeg-turbo
+# (its TurboJPEG API) and libwebp.
+pkg_check_modules(TC_IMAGE_LIBS REQUIRED IMPORTED_TARGET libpng libturbojpeg libwebp)
+add_library(tc_image_libs INTERFACE)
+target_link_libraries(tc_image_libs INTERFACE PkgConfig::TC_IMAGE_LIBS)
 
 if(THERMOCLINE_TESTS)
   find_package(Catch2 2 REQUIRED)

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets with clang, ASan and UBSan in build-fuzz/ and
 # runs one of them. New corpus entries go to build-fuzz/fuzz-work/TARGET/corpus/,
 # crash inputs to build-fuzz/fuzz-work/TARGET/artifacts/. See docs/fuzzing.md.
-#   scripts/fuzz.sh [gguf|openai|template|constrained|tokenizer|model] [RUNS (default 1000000)] [extra libFuzzer flags...]
+#   scripts/fuzz.sh [gguf|openai|template|constrained|tokenizer|model|image] [RUNS (default 1000000)] [extra libFuzzer flags...]
 #   gguf      the GGUF reader, seeded with tests/data/gguf_malformed/ and a few valid files
 #   openai    a request body through the OpenAI schema and the bundled chat
 #             templates, seeded with fuzz/seeds/openai_request/, dictionary fuzz/openai_request.dict
@@ -15,11 +15,13 @@
 #   model     a model file through load_model's checks and the weight views,
 #             seeded with tiny models that `make-model` writes (THERMOCLINE_BIN,
 #             default build/cli/thermocline: build it first with scripts/build.sh)
+#   image     an image's bytes through the decoders (PNG, JPEG, WebP), the fit
+#             and the normalisation, seeded with small images image_fuzz_seeds writes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=gguf
 case "${1:-}" in
-  gguf|openai|template|constrained|tokenizer|model) target=$1; shift ;;
+  gguf|openai|template|constrained|tokenizer|model|image) target=$1; shift ;;
 esac
 runs=${1:-1000000}
 shift $(( $# > 0 ? 1 : 0 ))
@@ -40,6 +42,13 @@ case "$target" in
     exec "$build_dir/fuzz/gguf_reader_fuzz" -runs="$runs" -max_len=65536 \
       -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" \
       "$work/corpus" "$work/seeds" tests/data/gguf_malformed
+    ;;
+  image)
+    cmake --build "$build_dir" --target image_decode_fuzz image_fuzz_seeds -j "$jobs"
+    mkdir -p "$work/seeds"
+    "$build_dir/fuzz/image_fuzz_seeds" "$work/seeds"
+    exec "$build_dir/fuzz/image_decode_fuzz" -runs="$runs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+      -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$@" "$work/corpus" "$work/seeds"
     ;;
   openai)
     cmake --build "$build_dir" --target openai_request_fuzz -j "$jobs"

@@ -1,41 +1,93 @@
-// Image decoding (stb_image from Debian's libstb), resizing and normalising.
+// Image decoding (libpng's simplified API, libjpeg-turbo's TurboJPEG,
+// libwebp), resizing and normalising.
 #include "engine/vision/image_pixels.h"
 
-#include <stb_image.h>
+#include <png.h>
+#include <turbojpeg.h>
+#include <webp/decode.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 
 namespace tc::vision {
 
-RgbImage decode_image(std::span<const std::byte> bytes) {
-  if (bytes.empty()) throw ImageError("the image is empty");
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) throw ImageError("the image is too large");
-  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int len = static_cast<int>(bytes.size());
-  int w = 0;
-  int h = 0;
-  int channels = 0;
-  if (stbi_info_from_memory(data, len, &w, &h, &channels) == 0) {
-    throw ImageError(std::string("the image could not be decoded (") + stbi_failure_reason() +
-                     "); JPEG, PNG, GIF, BMP, TGA, PSD, PNM and HDR are read");
-  }
-  if (w <= 0 || h <= 0 || w > kMaxImageSide || h > kMaxImageSide ||
-      static_cast<int64_t>(w) * h > kMaxImagePixels) {
+namespace {
+
+void check_size(int64_t w, int64_t h) {
+  if (w <= 0 || h <= 0 || w > kMaxImageSide || h > kMaxImageSide || w * h > kMaxImagePixels) {
     throw ImageError("the image is " + std::to_string(w) + "x" + std::to_string(h) + " pixels; at most " +
                      std::to_string(kMaxImageSide) + " per side and " + std::to_string(kMaxImagePixels) +
                      " in all are read");
   }
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load_from_memory(data, len, &w, &h, &channels, 3),
-                                                    stbi_image_free);
-  if (!pixels) throw ImageError(std::string("the image could not be decoded (") + stbi_failure_reason() + ")");
-  RgbImage out;
-  out.width = w;
-  out.height = h;
-  out.rgb.assign(pixels.get(), pixels.get() + static_cast<size_t>(w) * h * 3);
+}
+
+bool starts_with(std::span<const std::byte> bytes, std::string_view magic, size_t at = 0) {
+  return bytes.size() >= at + magic.size() && std::memcmp(bytes.data() + at, magic.data(), magic.size()) == 0;
+}
+
+// PNG, read as RGBA and the alpha dropped (the colour values kept as
+// stored, as llama.cpp's stb_image gives them).
+RgbImage decode_png(std::span<const std::byte> bytes) {
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  if (png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()) == 0) {
+    throw ImageError(std::string("the PNG could not be decoded (") + png.message + ")");
+  }
+  std::unique_ptr<png_image, void (*)(png_image*)> guard(&png, png_image_free);
+  check_size(png.width, png.height);
+  png.format = PNG_FORMAT_RGBA;
+  std::vector<uint8_t> rgba(PNG_IMAGE_SIZE(png));
+  if (png_image_finish_read(&png, nullptr, rgba.data(), 0, nullptr) == 0) {
+    throw ImageError(std::string("the PNG could not be decoded (") + png.message + ")");
+  }
+  RgbImage out{static_cast<int>(png.width), static_cast<int>(png.height), {}};
+  out.rgb.resize(static_cast<size_t>(out.width) * out.height * 3);
+  for (size_t i = 0, n = out.rgb.size() / 3; i < n; ++i) std::memcpy(&out.rgb[i * 3], &rgba[i * 4], 3);
   return out;
+}
+
+RgbImage decode_jpeg(std::span<const std::byte> bytes) {
+  std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
+  if (!tj) throw ImageError("the JPEG decoder could not start");
+  auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  const auto size = static_cast<unsigned long>(bytes.size());
+  int w = 0, h = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj.get(), data, size, &w, &h, &subsamp, &colorspace) != 0) {
+    throw ImageError(std::string("the JPEG could not be decoded (") + tjGetErrorStr2(tj.get()) + ")");
+  }
+  check_size(w, h);
+  RgbImage out{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3)};
+  // Warnings (a truncated file's grey rest) still give pixels; errors do not.
+  if (tjDecompress2(tj.get(), data, size, out.rgb.data(), w, 0, h, TJPF_RGB, 0) != 0 &&
+      tjGetErrorCode(tj.get()) != TJERR_WARNING) {
+    throw ImageError(std::string("the JPEG could not be decoded (") + tjGetErrorStr2(tj.get()) + ")");
+  }
+  return out;
+}
+
+RgbImage decode_webp(std::span<const std::byte> bytes) {
+  auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  int w = 0, h = 0;
+  if (WebPGetInfo(data, bytes.size(), &w, &h) == 0) throw ImageError("the WebP image could not be decoded");
+  check_size(w, h);
+  std::unique_ptr<uint8_t, void (*)(void*)> rgb(WebPDecodeRGB(data, bytes.size(), &w, &h), WebPFree);
+  if (!rgb) throw ImageError("the WebP image could not be decoded");
+  return {w, h, std::vector<uint8_t>(rgb.get(), rgb.get() + static_cast<size_t>(w) * h * 3)};
+}
+
+}  // namespace
+
+RgbImage decode_image(std::span<const std::byte> bytes) {
+  if (bytes.empty()) throw ImageError("the image is empty");
+  if (starts_with(bytes, "\x89PNG\r\n\x1a\n")) return decode_png(bytes);
+  if (starts_with(bytes, "\xff\xd8\xff")) return decode_jpeg(bytes);
+  if (starts_with(bytes, "RIFF") && starts_with(bytes, "WEBP", 8)) return decode_webp(bytes);
+  if (starts_with(bytes, "GIF8")) throw ImageError("GIF images are not read; send PNG, JPEG or WebP");
+  throw ImageError("the image is not PNG, JPEG or WebP (the formats read)");
 }
 
 namespace {

@@ -1,5 +1,5 @@
-// Images for the vision encoder: decoding (JPEG, PNG, GIF's first frame,
-// BMP, TGA, PSD, PNM, HDR, through stb_image) to 8-bit RGB, the resize a
+// Images for the vision encoder: decoding (PNG through libpng, JPEG through
+// libjpeg-turbo, WebP through libwebp) to 8-bit RGB, the resize a
 // fixed-size projector wants (llama.cpp's mtmd: bilinear, aspect kept,
 // centred on black) and the normalisation into the encoder's input.
 #pragma once
@@ -31,7 +31,9 @@ struct RgbImage {
   std::vector<uint8_t> rgb;
 };
 
-// Decodes an encoded image (any channel count becomes RGB; alpha dropped).
+// Decodes an encoded image, told apart by its first bytes (grey becomes
+// RGB; alpha is dropped, the colour values kept). ImageError for anything
+// else, a broken file or one larger than the limits above.
 RgbImage decode_image(std::span<const std::byte> bytes);
 
 // Scales `image` to fit a size x size square keeping its aspect ratio (the

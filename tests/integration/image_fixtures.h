@@ -1,31 +1,15 @@
-// Images for the vision tests: a seeded PNG (stb_image_write, from Debian's
-// libstb) and base64 as the image routes take it.
+// Images for the vision tests over HTTP: a seeded PNG (tests/image_encode.h)
+// and base64 as the image routes take it.
 #pragma once
-
-#include <stb_image_write.h>
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace tc::test {
+#include "tests/image_encode.h"
 
-// A w x h RGB PNG of a pattern chosen by `seed`.
-inline std::string test_png(int w, int h, int seed) {
-  std::vector<unsigned char> rgb(static_cast<size_t>(w) * h * 3);
-  for (size_t i = 0; i < rgb.size(); ++i) {
-    rgb[i] = static_cast<unsigned char>((i * 37 + static_cast<size_t>(seed) * 101) % 251);
-  }
-  std::string out;
-  auto append = [](void* context, void* data, int size) {
-    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
-  };
-  if (stbi_write_png_to_func(append, &out, w, h, 3, rgb.data(), w * 3) == 0) {
-    throw std::runtime_error("stbi_write_png_to_func failed");
-  }
-  return out;
-}
+namespace tc::test {
 
 // RFC 4648 base64, padded.
 inline std::string base64(const std::string& bytes) {

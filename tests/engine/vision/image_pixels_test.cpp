@@ -1,8 +1,7 @@
-// Image decoding, fitting and normalising: PNG and JPEG bytes written here
-// by stb_image_write, decoded back; the resize against hand-computed pixels.
+// Image decoding, fitting and normalising: PNG, JPEG and WebP bytes written
+// here with the same libraries (tests/image_encode.h), decoded back; broken
+// and unknown files refused; the resize against hand-computed pixels.
 #include <catch2/catch.hpp>
-
-#include <stb_image_write.h>
 
 #include <cstdint>
 #include <span>
@@ -10,14 +9,10 @@
 #include <vector>
 
 #include "engine/vision/image_pixels.h"
+#include "tests/image_encode.h"
 
 namespace tc::vision {
 namespace {
-
-void append_bytes(void* context, void* data, int size) {
-  auto* out = static_cast<std::string*>(context);
-  out->append(static_cast<const char*>(data), static_cast<size_t>(size));
-}
 
 RgbImage gradient(int w, int h) {
   RgbImage image{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3)};
@@ -38,9 +33,7 @@ std::span<const std::byte> as_bytes(const std::string& s) { return std::as_bytes
 
 TEST_CASE("PNG decodes to the exact pixels, RGBA and grey to RGB", "[vision]") {
   const RgbImage image = gradient(13, 7);
-  std::string png;
-  REQUIRE(stbi_write_png_to_func(append_bytes, &png, 13, 7, 3, image.rgb.data(), 13 * 3) != 0);
-  const RgbImage back = decode_image(as_bytes(png));
+  const RgbImage back = decode_image(as_bytes(test::encode_png(image.rgb.data(), 13, 7, 3)));
   CHECK(back.width == 13);
   CHECK(back.height == 7);
   CHECK(back.rgb == image.rgb);
@@ -51,39 +44,48 @@ TEST_CASE("PNG decodes to the exact pixels, RGBA and grey to RGB", "[vision]") {
     rgba[i * 4 + 3] = 17;
     grey[i] = static_cast<uint8_t>(i);
   }
-  std::string rgba_png, grey_png;
-  REQUIRE(stbi_write_png_to_func(append_bytes, &rgba_png, 13, 7, 4, rgba.data(), 13 * 4) != 0);
-  REQUIRE(stbi_write_png_to_func(append_bytes, &grey_png, 13, 7, 1, grey.data(), 13) != 0);
-  CHECK(decode_image(as_bytes(rgba_png)).rgb == image.rgb);
-  const RgbImage g = decode_image(as_bytes(grey_png));
+  // Alpha dropped, the colour values kept as stored.
+  CHECK(decode_image(as_bytes(test::encode_png(rgba.data(), 13, 7, 4))).rgb == image.rgb);
+  const RgbImage g = decode_image(as_bytes(test::encode_png(grey.data(), 13, 7, 1)));
   REQUIRE(g.rgb.size() == 13 * 7 * 3);
   CHECK((g.rgb[5 * 3] == 5 && g.rgb[5 * 3 + 1] == 5 && g.rgb[5 * 3 + 2] == 5));
 }
 
-TEST_CASE("JPEG decodes to close pixels", "[vision]") {
+TEST_CASE("JPEG decodes to close pixels, lossless WebP to the exact ones", "[vision]") {
   const RgbImage image = gradient(32, 16);
-  std::string jpg;
-  REQUIRE(stbi_write_jpg_to_func(append_bytes, &jpg, 32, 16, 3, image.rgb.data(), 95) != 0);
-  const RgbImage back = decode_image(as_bytes(jpg));
-  REQUIRE(back.rgb.size() == image.rgb.size());
+  const RgbImage back = decode_image(as_bytes(test::encode_jpeg(image.rgb.data(), 32, 16, 95)));
+  REQUIRE((back.width == 32 && back.height == 16));
   double err = 0;
   for (size_t i = 0; i < back.rgb.size(); ++i) err += std::abs(int(back.rgb[i]) - int(image.rgb[i]));
   CHECK(err / static_cast<double>(back.rgb.size()) < 6.0);
+  CHECK(decode_image(as_bytes(test::encode_webp_lossless(image.rgb.data(), 32, 16))).rgb == image.rgb);
 }
 
-TEST_CASE("bytes that are no image, or too large an image, are an ImageError", "[vision]") {
+TEST_CASE("bytes that are no image, a broken one or too large a one are an ImageError", "[vision]") {
   CHECK_THROWS_AS(decode_image({}), ImageError);
   const std::string junk = "this is not an image at all, only text";
-  CHECK_THROWS_WITH(decode_image(as_bytes(junk)), Catch::Contains("could not be decoded"));
-  // A PNG header claiming 20000 x 10 pixels: refused before decoding.
-  const RgbImage tiny = gradient(2, 2);
-  std::string png;
-  REQUIRE(stbi_write_png_to_func(append_bytes, &png, 2, 2, 3, tiny.rgb.data(), 6) != 0);
-  const uint32_t sides[2] = {20000, 10};
-  for (int i = 0; i < 2; ++i) {  // IHDR width and height, big-endian, at bytes 16 and 20
-    for (int b = 0; b < 4; ++b) png[16 + 4 * i + b] = static_cast<char>((sides[i] >> (24 - 8 * b)) & 0xFF);
+  CHECK_THROWS_WITH(decode_image(as_bytes(junk)), Catch::Contains("not PNG, JPEG or WebP"));
+  CHECK_THROWS_WITH(decode_image(as_bytes(std::string("GIF89a and the rest"))), Catch::Contains("GIF"));
+  const RgbImage tiny = gradient(8, 8);
+  // Cut short: the header reads, the data does not.
+  std::string png = test::encode_png(tiny.rgb.data(), 8, 8, 3);
+  CHECK_THROWS_AS(decode_image(as_bytes(png.substr(0, png.size() / 2))), ImageError);
+  CHECK_THROWS_AS(decode_image(as_bytes(png.substr(0, 20))), ImageError);
+  // A PNG header claiming 20000 x 10 pixels (its CRC made right): refused before decoding.
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (int b = 0; b < 4; ++b) png[at + static_cast<size_t>(b)] = static_cast<char>((v >> (24 - 8 * b)) & 0xFF);
+  };
+  put32(16, 20000);  // IHDR's width and height, big-endian, after "IHDR" at byte 12
+  put32(20, 10);
+  uint32_t crc = 0xFFFFFFFFu;  // CRC-32 of the chunk's type and data (bytes 12..28)
+  for (size_t i = 12; i < 29; ++i) {
+    crc ^= static_cast<uint8_t>(png[i]);
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
   }
+  put32(29, ~crc);
   CHECK_THROWS_WITH(decode_image(as_bytes(png)), Catch::Contains("20000x10"));
+  const std::string jpeg = test::encode_jpeg(tiny.rgb.data(), 8, 8, 90);
+  CHECK_THROWS_AS(decode_image(as_bytes(jpeg.substr(0, 12))), ImageError);
 }
 
 TEST_CASE("fit_square keeps the aspect ratio, centred on black, bilinear with aligned corners", "[vision]") {
