@@ -40,6 +40,15 @@ uint64_t ffn_weight_bytes(const gguf::GgufFile& file) {
   return bytes;
 }
 
+// The vision projector's file (0 without one, or unreadable): every page of
+// it is read by an image's encoding, so it counts as resident.
+uint64_t projector_bytes(const config::ServeOptions& opts) {
+  if (opts.mmproj.empty()) return 0;
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(opts.mmproj, ec);
+  return ec ? 0 : static_cast<uint64_t>(bytes);
+}
+
 // GPU bytes a model's first load is expected to take (later loads use the
 // bytes measured last time). `whole` is the file plus its KV cache, `ffn`
 // the bytes of its FFN matrices (0 if unknown).
@@ -247,8 +256,9 @@ void ModelRegistry::load_entry(std::string name) {
     opts = e->options;
     config_error = e->config_error;
   }
-  // What the load will take, before it runs: on the host the mapped file and
-  // a KV cache of the model's shape, or what its last load measured if more;
+  // What the load will take, before it runs: on the host the mapped file,
+  // its vision projector's file (read whole by an image's encoding) and a
+  // KV cache of the model's shape, or what its last load measured if more;
   // on the GPU what its last load measured, else first_gpu_estimate_bytes().
   uint64_t predicted_host = 0, first_gpu_estimate = 0;
   {
@@ -268,7 +278,7 @@ void ModelRegistry::load_entry(std::string name) {
                                          kernels::dtype_from_name(opts.cache_type_v).value_or(kernels::DType::F16)};
     const bool kv_fits = runtime::KvCache::unsupported_reason(spec, kv_types, nullptr).empty();
     const uint64_t kv = runtime::KvCache::bytes_for(spec, opts.parallel, n_ctx, kv_fits ? kv_types : kernels::KvCacheTypes{});
-    predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0);
+    predicted_host = file.file_size() + (opts.device == "cpu" ? kv : 0) + projector_bytes(opts);
     first_gpu_estimate =
         first_gpu_estimate_bytes(opts, file.file_size() + kv, ffn_weight_bytes(file), spec.n_layer, vram_budget_);
   } catch (const std::exception&) {
@@ -333,7 +343,9 @@ void ModelRegistry::load_entry(std::string name) {
       // At least the mapped file and the host KV cache; more when the
       // resident set grew more (the backend's own buffers, scratch).
       e->host_bytes = std::max<uint64_t>(
-          loaded->model ? loaded->model->file.file_size() + stats.kv_cache_host_bytes : predicted_host, rss_growth);
+          loaded->model ? loaded->model->file.file_size() + stats.kv_cache_host_bytes + projector_bytes(opts)
+                        : predicted_host,
+          rss_growth);
       e->predicted_host = e->host_bytes;
       e->gpu_bytes = gpu_bytes;
       e->predicted_gpu = gpu_bytes;

@@ -219,6 +219,18 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   CHECK(unpaired.status == 400);
   CHECK_THAT(unpaired.raw, Catch::Contains("--mmproj"));
   CHECK(ask("flat-b").status == 200);
+  // A loaded model's host memory counts its projector's file too (the RAM budget's share).
+  const auto ps = client.Get("/api/ps");
+  REQUIRE(ps);
+  INFO(ps->body);
+  bool counted = false;
+  const json loaded = json::parse(ps->body);
+  for (const auto& m : loaded["models"]) {
+    if (m["name"] != "gem/g" && m["name"] != "gem/g:latest") continue;
+    counted = m["size"].get<uint64_t>() >= fs::file_size(models / "gem" / "g.gguf") +
+                                              fs::file_size(models / "gem" / "mmproj-g.gguf");
+  }
+  CHECK(counted);
   // The projectors are no models of their own.
   const auto list = httplib::Client(server.url()).Get("/v1/models");
   REQUIRE(list);
