@@ -29,20 +29,25 @@ ImageEmbedder::Embedded ImageEmbedder::embed(const std::string& bytes) {
   const uint64_t hash = content_hash(bytes);
   std::lock_guard lock(mutex_);
   for (auto it = cache_.begin(); it != cache_.end(); ++it) {
-    if (it->first != hash) continue;
+    if (it->hash != hash || it->bytes != bytes) continue;
     cache_.splice(cache_.begin(), cache_, it);
-    return {hash, cache_.front().second};
+    return cache_.front().embedded;
   }
   const vision::RgbImage image = vision::decode_image(std::as_bytes(std::span(bytes.data(), bytes.size())));
   const auto start = std::chrono::steady_clock::now();
-  auto rows = std::make_shared<const std::vector<float>>(encoder_.encode(image));
+  Embedded embedded{next_block_++, std::make_shared<const std::vector<float>>(encoder_.encode(image))};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("vision: encoded a {}x{} image into {} embeddings in {:.2f} s", image.width, image.height,
                spec().n_image_tokens(), seconds);
   ++encoded_;
-  cache_.emplace_front(hash, rows);
-  if (cache_.size() > kCacheEntries) cache_.pop_back();
-  return {hash, std::move(rows)};
+  cache_.push_front({hash, bytes, embedded});
+  cache_bytes_ += bytes.size();
+  // The newest entry stays even alone over the byte bound: it is in use.
+  while (cache_.size() > 1 && (cache_.size() > kCacheEntries || cache_bytes_ > kCacheBytes)) {
+    cache_bytes_ -= cache_.back().bytes.size();
+    cache_.pop_back();
+  }
+  return embedded;
 }
 
 }  // namespace tc::server

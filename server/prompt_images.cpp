@@ -66,11 +66,13 @@ PromptWithImages tokenize_with_images(const std::string& prompt, const std::vect
     model::PromptImage image;
     image.n_tokens = spec.n_image_tokens();
     image.bidirectional = wrap.bidirectional;
+    // Counting only: any block will do.
     uint64_t block = ImageEmbedder::content_hash(images[i]);
     if (encode) {
       try {
         auto embedded = serving.vision->embed(images[i]);
         image.rows = std::move(embedded.rows);
+        block = embedded.block;
       } catch (const vision::ImageError& e) {
         out.error = image_error("image " + std::to_string(i + 1) + " of the request: " + e.what());
         return out;

@@ -1,9 +1,11 @@
 // PromptImage: an image's embeddings in a prompt. The prompt holds one
 // placeholder id per embedding row, first_id .. first_id + n_tokens - 1,
 // all at or above kImageTokenBase (never a vocabulary id); the forward pass
-// takes those rows instead of token embeddings. Ids come from the image's
-// content (image_token_block), so that a later request with the same image
-// reuses the cached prefix and a different image never does.
+// takes those rows instead of token embeddings. Ids come in blocks
+// (image_token_block), one per distinct image (the server's image cache
+// hands them out, comparing the images' bytes), so that a later request
+// with the same image reuses the cached prefix and a different image never
+// does. The block number wraps after kImageBlocks distinct images.
 #pragma once
 
 #include <cstdint>
