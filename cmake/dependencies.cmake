@@ -30,10 +30,12 @@ target_link_libraries(tc_httplib INTERFACE ${HTTPLIB_LIBRARY} Threads::Threads)
 
 # The image decoders of vision requests (engine/vision), the libraries
 # distributions keep patched against hostile files: libpng, libjpeg-turbo
-# (its TurboJPEG API) and libwebp.
+# (its TurboJPEG API), libwebp and giflib (CMake's FindGIF: not every
+# distribution ships its pkg-config file).
 pkg_check_modules(TC_IMAGE_LIBS REQUIRED IMPORTED_TARGET libpng libturbojpeg libwebp)
+find_package(GIF 5 REQUIRED)
 add_library(tc_image_libs INTERFACE)
-target_link_libraries(tc_image_libs INTERFACE PkgConfig::TC_IMAGE_LIBS)
+target_link_libraries(tc_image_libs INTERFACE PkgConfig::TC_IMAGE_LIBS GIF::GIF)
 
 if(THERMOCLINE_TESTS)
   find_package(Catch2 2 REQUIRED)

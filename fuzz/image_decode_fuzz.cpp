@@ -1,6 +1,7 @@
 // libFuzzer target for image decoding (engine/vision/image_pixels.h), what
 // any HTTP client's image reaches first: the format sniffing and the
-// decoders (libpng, libjpeg-turbo, libwebp), then the fit into a square
+// decoders (libpng, libjpeg-turbo, libwebp, giflib, whose records are
+// read here one by one), then the fit into a square
 // and the normalisation. Any input must decode into a consistent RgbImage
 // or throw ImageError; anything else is a bug.
 #include <cstddef>

@@ -15,7 +15,7 @@
 #   model     a model file through load_model's checks and the weight views,
 #             seeded with tiny models that `make-model` writes (THERMOCLINE_BIN,
 #             default build/cli/thermocline: build it first with scripts/build.sh)
-#   image     an image's bytes through the decoders (PNG, JPEG, WebP), the fit
+#   image     an image's bytes through the decoders (PNG, JPEG, WebP, GIF), the fit
 #             and the normalisation, seeded with small images image_fuzz_seeds writes
 set -euo pipefail
 cd "$(dirname "$0")/.."

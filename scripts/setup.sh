@@ -24,7 +24,7 @@ if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
 packages=(
   build-essential cmake ninja-build pkg-config git
   libcpp-httplib-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  catch2 libcli11-dev libtomlplusplus-dev libpng-dev libturbojpeg0-dev libwebp-dev
+  catch2 libcli11-dev libtomlplusplus-dev libpng-dev libturbojpeg0-dev libwebp-dev libgif-dev
   curl ca-certificates python3-jinja2 python3-yaml
 )
 missing=()

@@ -1,12 +1,15 @@
 // Image files for the vision tests, written with the libraries the server
 // decodes with: PNG (libpng's simplified API), JPEG (TurboJPEG), WebP
-// (libwebp, lossless). Header-only; the suites that include it link them.
+// (libwebp, lossless), GIF (giflib). Header-only; the suites that include
+// it link them.
 #pragma once
 
+#include <gif_lib.h>
 #include <png.h>
 #include <turbojpeg.h>
 #include <webp/encode.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -48,6 +51,37 @@ inline std::string encode_webp_lossless(const uint8_t* rgb, int w, int h) {
   if (size == 0) throw std::runtime_error("webp");
   std::string out(reinterpret_cast<const char*>(webp), size);
   WebPFree(webp);
+  return out;
+}
+
+// A one-frame GIF of palette indices (rows top to bottom), 256 colours;
+// interlaced, the rows are written in the four passes' order.
+inline std::string encode_gif(const uint8_t* indices, int w, int h, const std::vector<GifColorType>& palette,
+                              bool interlace) {
+  std::string out;
+  auto write = [](GifFileType* gif, const GifByteType* data, int n) {
+    static_cast<std::string*>(gif->UserData)->append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    return n;
+  };
+  int error = 0;
+  GifFileType* gif = EGifOpen(&out, write, &error);
+  if (gif == nullptr) throw std::runtime_error("gif open");
+  ColorMapObject* map = GifMakeMapObject(256, palette.data());
+  bool ok = map != nullptr && EGifPutScreenDesc(gif, w, h, 8, 0, map) != GIF_ERROR &&
+            EGifPutImageDesc(gif, 0, 0, w, h, interlace, nullptr) != GIF_ERROR;
+  std::vector<int> order;
+  const int first[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
+  for (int pass = 0; pass < (interlace ? 4 : 1); ++pass) {
+    for (int y = interlace ? first[pass] : 0; y < h; y += interlace ? step[pass] : 1) order.push_back(y);
+  }
+  std::vector<GifPixelType> line(static_cast<size_t>(w));
+  for (const int y : order) {
+    std::copy_n(indices + static_cast<size_t>(y) * w, w, line.data());
+    ok = ok && EGifPutLine(gif, line.data(), w) != GIF_ERROR;
+  }
+  ok = EGifCloseFile(gif, &error) != GIF_ERROR && ok;
+  GifFreeMapObject(map);
+  if (!ok) throw std::runtime_error("gif");
   return out;
 }
 

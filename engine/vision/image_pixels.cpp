@@ -1,7 +1,8 @@
 // Image decoding (libpng's simplified API, libjpeg-turbo's TurboJPEG,
-// libwebp), resizing and normalising.
+// libwebp, giflib), resizing and normalising.
 #include "engine/vision/image_pixels.h"
 
+#include <gif_lib.h>
 #include <png.h>
 #include <turbojpeg.h>
 #include <webp/decode.h>
@@ -79,6 +80,81 @@ RgbImage decode_webp(std::span<const std::byte> bytes) {
   return {w, h, std::vector<uint8_t>(rgb.get(), rgb.get() + static_cast<size_t>(w) * h * 3)};
 }
 
+// giflib reads through this: the bytes and how far it has read.
+struct GifSource {
+  std::span<const std::byte> bytes;
+  size_t at = 0;
+};
+
+int read_gif(GifFileType* gif, GifByteType* out, int n) {
+  auto* source = static_cast<GifSource*>(gif->UserData);
+  const size_t k = std::min(static_cast<size_t>(std::max(n, 0)), source->bytes.size() - source->at);
+  std::memcpy(out, source->bytes.data() + source->at, k);
+  source->at += k;
+  return static_cast<int>(k);
+}
+
+[[noreturn]] void gif_error(int code) {
+  const char* why = GifErrorString(code);
+  throw ImageError(std::string("the GIF could not be decoded (") + (why ? why : "unknown error") + ")");
+}
+
+// A GIF's first frame on its canvas (black where the frame does not reach),
+// interlaced rows put back in order; the palette's colours, transparency
+// ignored. Read record by record, so that only the canvas (checked
+// against the limits first) is ever allocated.
+RgbImage decode_gif(std::span<const std::byte> bytes) {
+  GifSource source{bytes};
+  int error = 0;
+  auto close = [](GifFileType* g) { DGifCloseFile(g, nullptr); };
+  std::unique_ptr<GifFileType, decltype(close)> gif(DGifOpen(&source, read_gif, &error), close);
+  if (!gif) gif_error(error);
+  check_size(gif->SWidth, gif->SHeight);
+  RgbImage out{gif->SWidth, gif->SHeight, {}};
+  out.rgb.assign(static_cast<size_t>(out.width) * out.height * 3, 0);
+  for (;;) {
+    GifRecordType type = UNDEFINED_RECORD_TYPE;
+    if (DGifGetRecordType(gif.get(), &type) == GIF_ERROR) gif_error(gif->Error);
+    if (type == TERMINATE_RECORD_TYPE) throw ImageError("the GIF holds no image");
+    if (type == EXTENSION_RECORD_TYPE) {
+      int code = 0;
+      GifByteType* block = nullptr;
+      if (DGifGetExtension(gif.get(), &code, &block) == GIF_ERROR) gif_error(gif->Error);
+      while (block != nullptr) {
+        if (DGifGetExtensionNext(gif.get(), &block) == GIF_ERROR) gif_error(gif->Error);
+      }
+      continue;
+    }
+    if (type != IMAGE_DESC_RECORD_TYPE) continue;
+    if (DGifGetImageDesc(gif.get()) == GIF_ERROR) gif_error(gif->Error);
+    const GifImageDesc& d = gif->Image;
+    if (d.Left < 0 || d.Top < 0 || d.Width <= 0 || d.Height <= 0 || d.Left + d.Width > out.width ||
+        d.Top + d.Height > out.height) {
+      throw ImageError("the GIF's first frame does not lie within its canvas");
+    }
+    const ColorMapObject* palette = d.ColorMap != nullptr ? d.ColorMap : gif->SColorMap;
+    if (palette == nullptr || palette->Colors == nullptr) throw ImageError("the GIF has no colour table");
+    std::vector<GifPixelType> line(static_cast<size_t>(d.Width));
+    // Interlaced: every 8th row from 0, every 8th from 4, every 4th from 2, every 2nd from 1.
+    const int first[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
+    for (int pass = 0; pass < (d.Interlace ? 4 : 1); ++pass) {
+      for (int y = d.Interlace ? first[pass] : 0; y < d.Height; y += d.Interlace ? step[pass] : 1) {
+        if (DGifGetLine(gif.get(), line.data(), d.Width) == GIF_ERROR) gif_error(gif->Error);
+        uint8_t* row = out.rgb.data() + (static_cast<size_t>(d.Top + y) * out.width + d.Left) * 3;
+        for (int x = 0; x < d.Width; ++x) {
+          const int index = line[static_cast<size_t>(x)];
+          if (index >= palette->ColorCount) continue;  // outside the palette: left black
+          const GifColorType& c = palette->Colors[index];
+          row[x * 3] = c.Red;
+          row[x * 3 + 1] = c.Green;
+          row[x * 3 + 2] = c.Blue;
+        }
+      }
+    }
+    return out;
+  }
+}
+
 }  // namespace
 
 RgbImage decode_image(std::span<const std::byte> bytes) {
@@ -86,8 +162,8 @@ RgbImage decode_image(std::span<const std::byte> bytes) {
   if (starts_with(bytes, "\x89PNG\r\n\x1a\n")) return decode_png(bytes);
   if (starts_with(bytes, "\xff\xd8\xff")) return decode_jpeg(bytes);
   if (starts_with(bytes, "RIFF") && starts_with(bytes, "WEBP", 8)) return decode_webp(bytes);
-  if (starts_with(bytes, "GIF8")) throw ImageError("GIF images are not read; send PNG, JPEG or WebP");
-  throw ImageError("the image is not PNG, JPEG or WebP (the formats read)");
+  if (starts_with(bytes, "GIF87a") || starts_with(bytes, "GIF89a")) return decode_gif(bytes);
+  throw ImageError("the image is not PNG, JPEG, WebP or GIF (the formats read)");
 }
 
 namespace {

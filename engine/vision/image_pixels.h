@@ -1,5 +1,6 @@
 // Images for the vision encoder: decoding (PNG through libpng, JPEG through
-// libjpeg-turbo, WebP through libwebp) to 8-bit RGB, the resize a
+// libjpeg-turbo, WebP through libwebp, GIF's first frame through giflib)
+// to 8-bit RGB, the resize a
 // fixed-size projector wants (llama.cpp's mtmd: bilinear, aspect kept,
 // centred on black) and the normalisation into the encoder's input.
 #pragma once

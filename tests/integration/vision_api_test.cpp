@@ -148,7 +148,7 @@ TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline
     const auto junk = tc::test::post_json(client, "/v1/chat/completions",
                                           image_chat("data:image/png;base64," + base64("not an image")));
     CHECK(junk.status == 400);
-    CHECK_THAT(junk.raw, Catch::Contains("image 1") && Catch::Contains("not PNG, JPEG or WebP"));
+    CHECK_THAT(junk.raw, Catch::Contains("image 1") && Catch::Contains("not PNG, JPEG, WebP or GIF"));
     const auto url = tc::test::post_json(client, "/v1/chat/completions", image_chat("https://example.com/cat.png"));
     CHECK(url.status == 400);
     CHECK_THAT(url.raw, Catch::Contains("data:"));

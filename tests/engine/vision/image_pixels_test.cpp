@@ -1,4 +1,4 @@
-// Image decoding, fitting and normalising: PNG, JPEG and WebP bytes written
+// Image decoding, fitting and normalising: PNG, JPEG, WebP and GIF bytes written
 // here with the same libraries (tests/image_encode.h), decoded back; broken
 // and unknown files refused; the resize against hand-computed pixels.
 #include <catch2/catch.hpp>
@@ -61,11 +61,39 @@ TEST_CASE("JPEG decodes to close pixels, lossless WebP to the exact ones", "[vis
   CHECK(decode_image(as_bytes(test::encode_webp_lossless(image.rgb.data(), 32, 16))).rgb == image.rgb);
 }
 
+TEST_CASE("a GIF's first frame decodes to its palette's colours, interlaced or not", "[vision]") {
+  const int w = 11, h = 13;  // 13 rows: every interlace pass has rows
+  std::vector<GifColorType> palette(256);
+  for (int i = 0; i < 256; ++i) {
+    palette[static_cast<size_t>(i)] = {static_cast<GifByteType>(i), static_cast<GifByteType>(255 - i),
+                                       static_cast<GifByteType>(i * 7)};
+  }
+  std::vector<uint8_t> indices(static_cast<size_t>(w) * h);
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<uint8_t>(i * 5 + i / w);
+  std::vector<uint8_t> want(indices.size() * 3);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const GifColorType& c = palette[indices[i]];
+    want[i * 3] = c.Red;
+    want[i * 3 + 1] = c.Green;
+    want[i * 3 + 2] = c.Blue;
+  }
+  for (const bool interlace : {false, true}) {
+    INFO("interlaced " << interlace);
+    const RgbImage image = decode_image(as_bytes(test::encode_gif(indices.data(), w, h, palette, interlace)));
+    REQUIRE((image.width == w && image.height == h));
+    CHECK(image.rgb == want);
+  }
+  const std::string gif = test::encode_gif(indices.data(), w, h, palette, false);
+  CHECK_THROWS_AS(decode_image(as_bytes(gif.substr(0, gif.size() / 2))), ImageError);
+  CHECK_THROWS_AS(decode_image(as_bytes(gif.substr(0, 10))), ImageError);
+}
+
 TEST_CASE("bytes that are no image, a broken one or too large a one are an ImageError", "[vision]") {
   CHECK_THROWS_AS(decode_image({}), ImageError);
   const std::string junk = "this is not an image at all, only text";
-  CHECK_THROWS_WITH(decode_image(as_bytes(junk)), Catch::Contains("not PNG, JPEG or WebP"));
-  CHECK_THROWS_WITH(decode_image(as_bytes(std::string("GIF89a and the rest"))), Catch::Contains("GIF"));
+  CHECK_THROWS_WITH(decode_image(as_bytes(junk)), Catch::Contains("not PNG, JPEG, WebP or GIF"));
+  // A GIF whose canvas reads as 24864 x 25710 (" a" and "nd"): refused before anything is allocated.
+  CHECK_THROWS_WITH(decode_image(as_bytes(std::string("GIF89a and the rest"))), Catch::Contains("24864x25710"));
   const RgbImage tiny = gradient(8, 8);
   // Cut short: the header reads, the data does not.
   std::string png = test::encode_png(tiny.rgb.data(), 8, 8, 3);
