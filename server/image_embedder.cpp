@@ -25,6 +25,11 @@ int64_t ImageEmbedder::encoded() const {
   return encoded_;
 }
 
+double ImageEmbedder::encode_seconds() const {
+  std::lock_guard lock(mutex_);
+  return encode_seconds_;
+}
+
 ImageEmbedder::Embedded ImageEmbedder::embed(const std::string& bytes) {
   const uint64_t hash = content_hash(bytes);
   std::lock_guard lock(mutex_);
@@ -33,13 +38,14 @@ ImageEmbedder::Embedded ImageEmbedder::embed(const std::string& bytes) {
     cache_.splice(cache_.begin(), cache_, it);
     return cache_.front().embedded;
   }
-  const vision::RgbImage image = vision::decode_image(std::as_bytes(std::span(bytes.data(), bytes.size())));
   const auto start = std::chrono::steady_clock::now();
+  const vision::RgbImage image = vision::decode_image(std::as_bytes(std::span(bytes.data(), bytes.size())));
   Embedded embedded{next_block_++, std::make_shared<const std::vector<float>>(encoder_.encode(image))};
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("vision: encoded a {}x{} image into {} embeddings in {:.2f} s", image.width, image.height,
                spec().n_image_tokens(), seconds);
   ++encoded_;
+  encode_seconds_ += seconds;
   cache_.push_front({hash, bytes, embedded});
   cache_bytes_ += bytes.size();
   // The newest entry stays even alone over the byte bound: it is in use.

@@ -39,7 +39,8 @@ class ImageEmbedder {
   // FNV-1a over the bytes: where the cache looks first.
   static uint64_t content_hash(const std::string& bytes);
 
-  int64_t encoded() const;  // images encoded (not taken from the cache) since start
+  int64_t encoded() const;          // images encoded (not taken from the cache) since the model loaded
+  double encode_seconds() const;    // their encoding's wall time, decoding included
 
   // The cache's bounds: entries, and the encoded images' bytes kept for the comparison.
   static constexpr size_t kCacheEntries = 16;
@@ -58,6 +59,7 @@ class ImageEmbedder {
   size_t cache_bytes_ = 0;
   uint64_t next_block_ = 0;
   int64_t encoded_ = 0;
+  double encode_seconds_ = 0.0;
 };
 
 }  // namespace tc::server

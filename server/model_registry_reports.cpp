@@ -195,7 +195,7 @@ std::string ModelRegistry::unservable_reason() const {
 
 std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
   std::string gauges_state, gauges_host, gauges_gpu, loads, failures, unloads, running, waiting, generated, prompt,
-      in_flight, load_waiters, load_timeouts;
+      in_flight, load_waiters, load_timeouts, images, image_seconds;
   std::lock_guard lock(mutex_);
   for (const auto& [name, e] : entries_) {
     if (e->removed && !e->serving) continue;
@@ -222,6 +222,11 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
     const int64_t pr = s.prompt_tokens_total + e->retired.prompt_tokens_total;
     generated += fmt::format("thermocline_model_generation_tokens_total{{{}}} {}\n", label, gen);
     prompt += fmt::format("thermocline_model_prompt_tokens_total{{{}}} {}\n", label, pr);
+    if (e->serving && e->serving->vision) {
+      images += fmt::format("thermocline_model_images_encoded_total{{{}}} {}\n", label, e->serving->vision->encoded());
+      image_seconds += fmt::format("thermocline_model_image_encode_seconds_total{{{}}} {:.3f}\n", label,
+                                   e->serving->vision->encode_seconds());
+    }
     if (e->serving) {
       ++totals.n_loaded;
       if (s.state == runtime::EngineState::Ready) ++totals.n_ready;
@@ -260,6 +265,11 @@ std::string ModelRegistry::render_metrics(ModelTotals& totals) const {
   family("thermocline_model_requests_waiting", "Requests queued for a slot, per model", "gauge", waiting);
   family("thermocline_model_generation_tokens_total", "Tokens generated, per model", "counter", generated);
   family("thermocline_model_prompt_tokens_total", "Prompt tokens processed, per model", "counter", prompt);
+  family("thermocline_model_images_encoded_total",
+         "Images a loaded model's vision projector encoded (not taken from its cache) since it loaded", "counter",
+         images);
+  family("thermocline_model_image_encode_seconds_total", "Seconds those images took to decode and encode", "counter",
+         image_seconds);
   out += fmt::format("# HELP thermocline_models_ram_budget_bytes Host bytes the loaded models may take\n"
                      "# TYPE thermocline_models_ram_budget_bytes gauge\nthermocline_models_ram_budget_bytes {}\n",
                      ram_budget_);

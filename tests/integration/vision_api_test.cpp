@@ -90,6 +90,9 @@ TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline
   CHECK(again.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>() ==
         a.body["usage"]["prompt_tokens"].get<int64_t>() - 1);
   CHECK_THAT(server.log(), Catch::Contains("vision: encoded a 40x30 image into 4 embeddings"));
+  const auto metrics = client.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body, Catch::Contains("thermocline_model_images_encoded_total{model=\"g\"} 1\n"));
 
   // Another image: other logits from its first token on.
   const auto b = tc::test::post_json(client, "/v1/chat/completions", image_chat(data_url(second)));
