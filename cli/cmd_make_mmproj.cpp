@@ -25,8 +25,10 @@ void register_make_mmproj(CLI::App& app) {
   sub->add_option("--image-size", o->image_size, "Side of the square images are fitted into (default 896)")
       ->check(CLI::Range(int64_t{1}, int64_t{8192}));
   sub->add_option("--patch-size", o->patch_size, "Patch side (default 14)")->check(CLI::Range(int64_t{1}, int64_t{64}));
-  sub->add_option("--n-embd", o->n_embd, "Encoder width (default 1152)")->check(CLI::Range(int64_t{1}, int64_t{1} << 14));
-  sub->add_option("--n-ff", o->n_ff, "Encoder FFN width (default 4304)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub->add_option("--n-embd", o->n_embd, "Encoder width (default 1152)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 14));
+  sub->add_option("--n-ff", o->n_ff, "Encoder FFN width (default 4304)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub->add_option("--n-layer", o->n_layer, "Encoder layers (default 27)")->check(CLI::Range(int64_t{1}, int64_t{256}));
   sub->add_option("--n-head", o->n_head, "Encoder heads (default 16)")->check(CLI::Range(int64_t{1}, int64_t{256}));
   sub->add_option("--pool", o->n_merge, "Average-pool side (default 4)")->check(CLI::Range(int64_t{1}, int64_t{64}));

@@ -88,7 +88,8 @@ inline std::string encode_gif(const uint8_t* indices, int w, int h, const std::v
 // A w x h RGB PNG of a pattern chosen by `seed`.
 inline std::string test_png(int w, int h, int seed) {
   std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
-  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i * 37 + static_cast<size_t>(seed) * 101) % 251);
+  for (size_t i = 0; i < rgb.size(); ++i)
+    rgb[i] = static_cast<uint8_t>((i * 37 + static_cast<size_t>(seed) * 101) % 251);
   return encode_png(rgb.data(), w, h, 3);
 }
 

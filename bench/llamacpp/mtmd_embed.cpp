@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   mtmd_input_text text{prompt.c_str(), prompt.size(), false, true};
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
   const mtmd_bitmap* bitmaps[] = {image.bitmap};
-  if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) return std::fprintf(stderr, "mtmd_embed: tokenize failed\n"), 1;
+  if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0)
+    return std::fprintf(stderr, "mtmd_embed: tokenize failed\n"), 1;
   std::string layout;
   const mtmd_input_chunk* image_chunk = nullptr;
   for (size_t i = 0; i < mtmd_input_chunks_size(chunks); ++i) {
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   std::printf("{\"engine\": \"llama.cpp\", \"flash_attn\": \"%s\", \"seconds\": [", fa.c_str());
   for (size_t i = 0; i < seconds.size(); ++i) std::printf("%s%.4f", i ? ", " : "", seconds[i]);
-  std::printf("], \"median_s\": %.4f, \"n_tokens\": %zu, \"n_embd\": %d, \"layout\": [%s]}\n", sorted[sorted.size() / 2],
-              n_tokens, n_embd, layout.c_str());
+  std::printf("], \"median_s\": %.4f, \"n_tokens\": %zu, \"n_embd\": %d, \"layout\": [%s]}\n",
+              sorted[sorted.size() / 2], n_tokens, n_embd, layout.c_str());
   mtmd_input_chunks_free(chunks);
   mtmd_bitmap_free(image.bitmap);
   mtmd_free(ctx);

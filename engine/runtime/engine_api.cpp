@@ -31,7 +31,8 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (request.context_shift && !context_shift_refusal_.empty()) {
     return refuse(SubmitStatus::InvalidRequest, "context shift is not possible on this model: " + context_shift_refusal_);
   }
-  if (auto refusal = check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx, loaded->spec.n_embd)) {
+  if (auto refusal =
+          check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx, loaded->spec.n_embd)) {
     return refuse(refusal->status, std::move(refusal->message));
   }
   auto handle = std::make_shared<RequestHandle>();

@@ -20,7 +20,8 @@ std::vector<float> image_patches(const std::vector<float>& pixels, int size, int
           for (int x = 0; x < patch; ++x) {
             const int64_t iy = static_cast<int64_t>(py) * patch + y;
             const int64_t ix = static_cast<int64_t>(px) * patch + x;
-            dst[(static_cast<int64_t>(c) * patch + y) * patch + x] = pixels[static_cast<size_t>((iy * size + ix) * 3 + c)];
+            dst[(static_cast<int64_t>(c) * patch + y) * patch + x] =
+                pixels[static_cast<size_t>((iy * size + ix) * 3 + c)];
           }
         }
       }

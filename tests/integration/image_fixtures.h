@@ -17,7 +17,9 @@ inline std::string base64(const std::string& bytes) {
   std::string out;
   for (size_t i = 0; i < bytes.size(); i += 3) {
     const size_t left = bytes.size() - i;
-    auto byte = [&](size_t k) { return k < left ? static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + k])) : 0u; };
+    auto byte = [&](size_t k) {
+      return k < left ? static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + k])) : 0u;
+    };
     const uint32_t v = byte(0) << 16 | byte(1) << 8 | byte(2);
     out.push_back(kAlphabet[(v >> 18) & 63]);
     out.push_back(kAlphabet[(v >> 12) & 63]);

@@ -27,12 +27,13 @@ std::string png(int w, int h, int seed) { return tc::test::test_png(w, h, seed);
 std::string data_url(const std::string& bytes) { return "data:image/png;base64," + base64(bytes); }
 
 json image_chat(const std::string& url, const std::string& text = "What is in this picture?") {
-  return {{"messages", json::array({{{"role", "user"},
-                                     {"content", json::array({{{"type", "text"}, {"text", text}},
-                                                              {{"type", "image_url"}, {"image_url", {{"url", url}}}}})}}})},
-          {"max_tokens", 6},
-          {"temperature", 0},
-          {"logprobs", true}};
+  return {
+      {"messages", json::array({{{"role", "user"},
+                                 {"content", json::array({{{"type", "text"}, {"text", text}},
+                                                          {{"type", "image_url"}, {"image_url", {{"url", url}}}}})}}})},
+      {"max_tokens", 6},
+      {"temperature", 0},
+      {"logprobs", true}};
 }
 
 }  // namespace
@@ -124,24 +125,26 @@ TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline
         client, "/v1/messages",
         {{"model", "g"},
          {"max_tokens", 4},
-         {"messages", json::array({{{"role", "user"},
-                                    {"content", json::array({{{"type", "image"},
-                                                              {"source", {{"type", "base64"},
-                                                                          {"media_type", "image/png"},
-                                                                          {"data", base64(first)}}}},
-                                                             {{"type", "text"}, {"text", "What is this?"}}})}}})}});
+         {"messages",
+          json::array(
+              {{{"role", "user"},
+                {"content",
+                 json::array({{{"type", "image"},
+                               {"source", {{"type", "base64"}, {"media_type", "image/png"}, {"data", base64(first)}}}},
+                              {{"type", "text"}, {"text", "What is this?"}}})}}})}});
     INFO(anthropic.raw);
     CHECK(anthropic.status == 200);
     CHECK(anthropic.body["usage"]["input_tokens"].get<int64_t>() +
-              anthropic.body["usage"]["cache_read_input_tokens"].get<int64_t>() >= 4);
+              anthropic.body["usage"]["cache_read_input_tokens"].get<int64_t>() >=
+          4);
     const auto responses = tc::test::post_json(
         client, "/v1/responses",
         {{"model", "g"},
          {"max_output_tokens", 4},
-         {"input", json::array({{{"role", "user"},
-                                 {"content", json::array({{{"type", "input_text"}, {"text", "What is this?"}},
-                                                          {{"type", "input_image"},
-                                                           {"image_url", data_url(first)}}})}}})}});
+         {"input",
+          json::array({{{"role", "user"},
+                        {"content", json::array({{{"type", "input_text"}, {"text", "What is this?"}},
+                                                 {{"type", "input_image"}, {"image_url", data_url(first)}}})}}})}});
     INFO(responses.raw);
     CHECK(responses.status == 200);
     CHECK(responses.body["usage"]["input_tokens"].get<int64_t>() >= 4);
@@ -197,15 +200,16 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   const auto models = dir / "models";
   fs::create_directories(models / "gem");
   fs::copy_file(model, models / "gem" / "g.gguf");  // alone in its folder with one projector: paired
-  fs::copy_file(model, models / "flat-a.gguf");      // two models and a projector in one folder: not paired...
-  fs::copy_file(model, models / "flat-b.gguf");      // ...unless NAME.toml names it
+  fs::copy_file(model, models / "flat-a.gguf");     // two models and a projector in one folder: not paired...
+  fs::copy_file(model, models / "flat-b.gguf");     // ...unless NAME.toml names it
   const std::string make = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o ";
   const std::string shape =
       " --n-embd-text 64 --image-size 28 --patch-size 14 --n-embd 16 --n-ff 32 --n-layer 1 --n-head 2 --pool 2";
   REQUIRE(tc::test::run_command(make + tc::test::shell_quote((models / "gem" / "mmproj-g.gguf").string()) + shape)
               .exit_code == 0);
-  REQUIRE(tc::test::run_command(make + tc::test::shell_quote((models / "mmproj-flat.gguf").string()) + shape)
-              .exit_code == 0);
+  REQUIRE(
+      tc::test::run_command(make + tc::test::shell_quote((models / "mmproj-flat.gguf").string()) + shape).exit_code ==
+      0);
   std::ofstream(models / "flat-b.toml") << "mmproj = \"mmproj-flat.gguf\"\n";
   tc::test::ServerProcess server({}, {"--models-dir", models.string(), "--ctx-size", "256", "--threads", "2"}, dir);
   auto client = server.client();
@@ -230,8 +234,8 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   const json loaded = json::parse(ps->body);
   for (const auto& m : loaded["models"]) {
     if (m["name"] != "gem/g" && m["name"] != "gem/g:latest") continue;
-    counted = m["size"].get<uint64_t>() >= fs::file_size(models / "gem" / "g.gguf") +
-                                              fs::file_size(models / "gem" / "mmproj-g.gguf");
+    counted = m["size"].get<uint64_t>() >=
+              fs::file_size(models / "gem" / "g.gguf") + fs::file_size(models / "gem" / "mmproj-g.gguf");
   }
   CHECK(counted);
   // The projectors are no models of their own.

@@ -40,7 +40,8 @@ Vec linear(const Vec& x, const Vec& w, const Vec& b, int64_t n, int64_t n_in, in
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t o = 0; o < n_out; ++o) {
       double s = b.empty() ? 0.0 : b[static_cast<size_t>(o)];
-      for (int64_t i = 0; i < n_in; ++i) s += x[static_cast<size_t>(t * n_in + i)] * w[static_cast<size_t>(o * n_in + i)];
+      for (int64_t i = 0; i < n_in; ++i)
+        s += x[static_cast<size_t>(t * n_in + i)] * w[static_cast<size_t>(o * n_in + i)];
       y[static_cast<size_t>(t * n_out + o)] = s;
     }
   }
@@ -113,15 +114,16 @@ Vec reference(const gguf::GgufFile& f, const std::vector<float>& pixels, const V
         for (double& sc : score) sum += (sc = std::exp(sc - mx));
         for (int64_t c = 0; c < hd; ++c) {
           double acc = 0;
-          for (int64_t j = 0; j < n; ++j) acc += score[static_cast<size_t>(j)] * v[static_cast<size_t>(j * e + head * hd + c)];
+          for (int64_t j = 0; j < n; ++j)
+            acc += score[static_cast<size_t>(j)] * v[static_cast<size_t>(j * e + head * hd + c)];
           att[static_cast<size_t>(i * e + head * hd + c)] = acc / sum;
         }
       }
     }
     const Vec o = linear(att, t("attn_out.weight"), t("attn_out.bias"), n, e, e);
     for (size_t i = 0; i < h.size(); ++i) h[i] += o[i];
-    Vec up = linear(layer_norm(h, t("ln2.weight"), t("ln2.bias"), n, e, eps), t("ffn_up.weight"), t("ffn_up.bias"),
-                    n, e, ff);
+    Vec up = linear(layer_norm(h, t("ln2.weight"), t("ln2.bias"), n, e, eps), t("ffn_up.weight"), t("ffn_up.bias"), n,
+                    e, ff);
     for (double& u : up) u = 0.5 * u * (1 + std::tanh(std::sqrt(2 / M_PI) * (u + 0.044715 * u * u * u)));
     const Vec down = linear(up, t("ffn_down.weight"), t("ffn_down.bias"), n, ff, e);
     for (size_t i = 0; i < h.size(); ++i) h[i] += down[i];
@@ -137,7 +139,8 @@ Vec reference(const gguf::GgufFile& f, const std::vector<float>& pixels, const V
       for (int64_t dy = 0; dy < k; ++dy) {
         for (int64_t dx = 0; dx < k; ++dx) {
           for (int64_t i = 0; i < e; ++i) {
-            pooled[static_cast<size_t>(i)] += h[static_cast<size_t>(((oy * k + dy) * side + ox * k + dx) * e + i)] / double(k * k);
+            pooled[static_cast<size_t>(i)] +=
+                h[static_cast<size_t>(((oy * k + dy) * side + ox * k + dx) * e + i)] / double(k * k);
           }
         }
       }
@@ -148,7 +151,8 @@ Vec reference(const gguf::GgufFile& f, const std::vector<float>& pixels, const V
       for (int64_t j = 0; j < nt; ++j) {
         double acc = 0;
         for (int64_t i = 0; i < e; ++i) {
-          acc += pooled[static_cast<size_t>(i)] * scale * norm_w[static_cast<size_t>(i)] * proj[static_cast<size_t>(i * nt + j)];
+          acc += pooled[static_cast<size_t>(i)] * scale * norm_w[static_cast<size_t>(i)] *
+                 proj[static_cast<size_t>(i * nt + j)];
         }
         out[static_cast<size_t>(token * nt + j)] = acc;
       }
@@ -214,8 +218,8 @@ TEST_CASE("a projector file names what is wrong with it", "[vision]") {
     REQUIRE(at != std::string::npos);
     bytes[at + 5] = 'X';  // the key renamed: no vision encoder declared
     test::write_file(path, bytes);
-    REQUIRE_THROWS_WITH(VisionModel::load(path), Catch::Contains("not a vision projector") &&
-                                                     Catch::Contains("clip.has_vision_encoder"));
+    REQUIRE_THROWS_WITH(VisionModel::load(path),
+                        Catch::Contains("not a vision projector") && Catch::Contains("clip.has_vision_encoder"));
   }
   SECTION("make_mmproj refuses a pool that does not divide the patch grid") {
     o.n_merge = 3;
