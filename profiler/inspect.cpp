@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/vision/vision_model.h"
 #include "engine/model/model_spec.h"
 #include "engine/text/vocab.h"
 
@@ -253,6 +254,22 @@ json to_json(const Report& r, const InspectOptions& o) {
   return j;
 }
 
+// A vision projector (general.architecture "clip"): what it is for, or why
+// it cannot serve.
+std::string projector_summary(const gguf::GgufFile& f) {
+  try {
+    const auto projector = vision::VisionModel::load(f.path());
+    const vision::VisionSpec& v = projector->spec();
+    std::ostringstream out;
+    out << "as a vision projector (--mmproj) beside a model of n_embd " << v.n_embd_text << ": " << v.projector
+        << ", images fitted into " << v.image_size << " px in patches of " << v.patch_size << ", " << v.n_layer
+        << " layers of width " << v.n_embd << ", " << v.n_image_tokens() << " embeddings per image";
+    return out.str();
+  } catch (const std::exception& e) {
+    return std::string("no: not a vision projector Thermocline reads: ") + e.what();
+  }
+}
+
 std::string to_text(const Report& r, const InspectOptions& o) {
   const auto& f = r.file;
   std::ostringstream out;
@@ -268,7 +285,9 @@ std::string to_text(const Report& r, const InspectOptions& o) {
 
   out << "== support ==\n";
   const auto why_not = blockers(r);
-  if (why_not.empty()) {
+  if (f.get_string("general.architecture", "") == "clip") {
+    out << "runs:          " << projector_summary(f) << "\n\n";
+  } else if (why_not.empty()) {
     out << "runs:          yes (every tensor's dtype is supported: " << dtype_summary(r) << ")\n\n";
   } else {
     out << "runs:          no; dtypes " << dtype_summary(r) << "\n";
@@ -295,6 +314,8 @@ std::string to_text(const Report& r, const InspectOptions& o) {
     for (const auto& x : layer_features(s, f)) features += (features.empty() ? "" : ", ") + x;
     if (!features.empty()) out << "layers:        " << features << "\n";
     out << "\n";
+  } else if (f.get_string("general.architecture", "") == "clip") {
+    out << "a vision projector (general.architecture clip), not a language model\n\n";
   } else {
     out << "not a runnable model: " << r.spec_error << "\n\n";
   }

@@ -7,6 +7,7 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "profiler/inspect.h"
+#include "profiler/make_mmproj.h"
 #include "profiler/make_model.h"
 #include "tests/test_util.h"
 
@@ -114,4 +115,32 @@ TEST_CASE("inspect says whether a file runs and names each tensor whose dtype st
   CHECK(j["support"]["unsupported_tensors"][1]["dtype"] == "iq2_xxs");
   CHECK(j["support"]["dtypes"]["iq2_xxs"] == 1);
   CHECK(j["tensors"].size() == ok_json["tensors"].size() - 2);
+}
+
+TEST_CASE("inspect says what a vision projector is for, or why it cannot serve", "[profiler][inspect][vision]") {
+  const auto dir = tc::test::scratch_dir("inspect_mmproj");
+  tc::profiler::MakeMmprojOptions o;
+  o.n_embd_text = 48;
+  o.image_size = 28;
+  o.patch_size = 14;
+  o.n_merge = 2;
+  o.n_embd = 16;
+  o.n_ff = 32;
+  o.n_layer = 1;
+  o.n_head = 2;
+  const auto path = dir / "mmproj.gguf";
+  tc::profiler::make_mmproj(path, o);
+  const std::string table = tc::profiler::inspect_file(path, {});
+  CHECK_THAT(table, Catch::Contains("as a vision projector (--mmproj) beside a model of n_embd 48: gemma3"));
+  CHECK_THAT(table, Catch::Contains("1 embeddings per image"));
+  CHECK_THAT(table, Catch::Contains("not a language model"));
+  // A projector of a type Thermocline does not read: the reason, naming the key.
+  std::string bytes = tc::test::read_file(path);
+  const auto at = bytes.find("gemma3", bytes.find("clip.projector_type"));
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 6, "llava6");
+  const auto other = dir / "other.gguf";
+  tc::test::write_file(other, bytes);
+  CHECK_THAT(tc::profiler::inspect_file(other, {}), Catch::Contains("not a vision projector Thermocline reads") &&
+                                                      Catch::Contains("clip.projector_type"));
 }
