@@ -10,6 +10,7 @@
 #include "profiler/make_mmproj.h"
 #include "profiler/make_model.h"
 #include "tests/test_util.h"
+#include "tests/tiny_projector.h"
 
 TEST_CASE("inspect reports model, tokenizer, template and every tensor", "[profiler][inspect]") {
   const auto dir = tc::test::scratch_dir("inspect");
@@ -119,19 +120,12 @@ TEST_CASE("inspect says whether a file runs and names each tensor whose dtype st
 
 TEST_CASE("inspect says what a vision projector is for, or why it cannot serve", "[profiler][inspect][vision]") {
   const auto dir = tc::test::scratch_dir("inspect_mmproj");
-  tc::profiler::MakeMmprojOptions o;
-  o.n_embd_text = 48;
-  o.image_size = 28;
-  o.patch_size = 14;
-  o.n_merge = 2;
-  o.n_embd = 16;
-  o.n_ff = 32;
-  o.n_layer = 1;
-  o.n_head = 2;
+  const tc::profiler::MakeMmprojOptions o = tc::test::tiny_projector(48);
   const auto path = dir / "mmproj.gguf";
   tc::profiler::make_mmproj(path, o);
   const std::string table = tc::profiler::inspect_file(path, {});
-  CHECK_THAT(table, Catch::Contains("as a vision projector (--mmproj) beside a model of n_embd 48: gemma3"));
+  CHECK_THAT(table, Catch::Contains("as a vision projector (--mmproj) beside a model of n_embd 48: gemma3, images "
+                                    "fitted into 8 px in patches of 4, 1 layers of width 8"));
   CHECK_THAT(table, Catch::Contains("1 embeddings per image"));
   CHECK_THAT(table, Catch::Contains("not a language model"));
   // A projector of a type Thermocline does not read: the reason, naming the key.

@@ -9,6 +9,7 @@
 #include "server/image_embedder.h"
 #include "tests/image_encode.h"
 #include "tests/test_util.h"
+#include "tests/tiny_projector.h"
 
 namespace {
 
@@ -17,15 +18,7 @@ std::string picture(int seed) { return tc::test::test_png(9, 7, seed); }
 }  // namespace
 
 TEST_CASE("the image cache encodes each image once and gives each its own block", "[server][images]") {
-  tc::profiler::MakeMmprojOptions o;
-  o.n_embd_text = 16;
-  o.image_size = 8;
-  o.patch_size = 4;
-  o.n_merge = 2;
-  o.n_embd = 8;
-  o.n_ff = 8;
-  o.n_layer = 1;
-  o.n_head = 2;
+  const tc::profiler::MakeMmprojOptions o = tc::test::tiny_projector(16);
   const auto path = tc::test::scratch_dir("image_embedder") / "mmproj.gguf";
   tc::profiler::make_mmproj(path, o);
   tc::server::ImageEmbedder embedder(tc::vision::VisionModel::load(path), 1);

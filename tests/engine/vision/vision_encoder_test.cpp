@@ -13,6 +13,7 @@
 #include "kernels/cpu/quantize.h"
 #include "profiler/make_mmproj.h"
 #include "tests/test_util.h"
+#include "tests/tiny_projector.h"
 
 namespace tc::vision {
 namespace {
@@ -200,15 +201,7 @@ TEST_CASE("the gemma3 vision encoder matches a float64 reference on random pixel
 }
 
 TEST_CASE("a projector file names what is wrong with it", "[vision]") {
-  profiler::MakeMmprojOptions o;
-  o.n_embd_text = 16;
-  o.image_size = 8;
-  o.patch_size = 4;
-  o.n_merge = 2;
-  o.n_embd = 8;
-  o.n_ff = 8;
-  o.n_layer = 1;
-  o.n_head = 2;
+  profiler::MakeMmprojOptions o = test::tiny_projector(16);
   const auto dir = test::scratch_dir("vision_model_errors");
   SECTION("a language model is not a projector") {
     const auto path = dir / "not.gguf";
