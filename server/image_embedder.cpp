@@ -9,7 +9,7 @@
 namespace tc::server {
 
 ImageEmbedder::ImageEmbedder(std::shared_ptr<const vision::VisionModel> model, int n_threads)
-    : model_(model), encoder_(std::move(model), n_threads) {}
+    : encoder_(std::move(model), n_threads) {}
 
 uint64_t ImageEmbedder::content_hash(const std::string& bytes) {
   uint64_t h = 14695981039346656037ULL;

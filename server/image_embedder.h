@@ -23,8 +23,7 @@ class ImageEmbedder {
  public:
   ImageEmbedder(std::shared_ptr<const vision::VisionModel> model, int n_threads);
 
-  const vision::VisionSpec& spec() const { return model_->spec(); }
-  const vision::VisionModel& model() const { return *model_; }
+  const vision::VisionSpec& spec() const { return encoder_.model().spec(); }
 
   struct Embedded {
     // The image's placeholder block (model::image_token_block): one per
@@ -52,7 +51,6 @@ class ImageEmbedder {
     std::string bytes;
     Embedded embedded;
   };
-  std::shared_ptr<const vision::VisionModel> model_;
   mutable std::mutex mutex_;
   vision::VisionEncoder encoder_;
   std::list<Entry> cache_;  // most recent first

@@ -8,6 +8,11 @@
 
 namespace tc::vision {
 
+namespace {
+
+// The patches of normalised pixels as the patch convolution's rows:
+// f32 [n_patches, 3 * patch * patch], patch (py, px) row by row, each row in
+// (channel, y, x) order. pixels: f32 [size, size, 3].
 std::vector<float> image_patches(const std::vector<float>& pixels, int size, int patch) {
   const int side = size / patch;
   const int64_t row = 3LL * patch * patch;
@@ -30,6 +35,8 @@ std::vector<float> image_patches(const std::vector<float>& pixels, int size, int
   return out;
 }
 
+// gemma3's pool: f32 [side, side, n_embd] (rows of the patch grid) into
+// f32 [(side / k)^2, n_embd], each the mean of a k x k block.
 std::vector<float> average_pool(const std::vector<float>& x, int side, int n_embd, int k) {
   const int out_side = side / k;
   std::vector<float> out(static_cast<size_t>(out_side) * out_side * n_embd, 0.0f);
@@ -48,6 +55,8 @@ std::vector<float> average_pool(const std::vector<float>& x, int side, int n_emb
   }
   return out;
 }
+
+}  // namespace
 
 VisionEncoder::VisionEncoder(std::shared_ptr<const VisionModel> model, int n_threads)
     : model_(std::move(model)), cpu_(std::make_unique<kernels::CpuBackend>(n_threads)) {}

@@ -33,13 +33,4 @@ class VisionEncoder {
   std::unique_ptr<kernels::Backend> cpu_;
 };
 
-// The patches of normalised pixels as the patch convolution's rows:
-// f32 [n_patches, 3 * patch * patch], patch (py, px) row by row, each row in
-// (channel, y, x) order. pixels: f32 [size, size, 3].
-std::vector<float> image_patches(const std::vector<float>& pixels, int size, int patch);
-
-// gemma3's pool: f32 [side, side, n_embd] (rows of the patch grid) into
-// f32 [(side / k)^2, n_embd], each the mean of a k x k block.
-std::vector<float> average_pool(const std::vector<float>& x, int side, int n_embd, int k);
-
 }  // namespace tc::vision

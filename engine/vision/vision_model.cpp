@@ -36,11 +36,7 @@ int positive_key(const gguf::GgufFile& file, std::string_view key) {
 }  // namespace
 
 std::shared_ptr<const VisionModel> VisionModel::load(const std::filesystem::path& path) {
-  return from_file(gguf::GgufFile::open(path));
-}
-
-std::shared_ptr<const VisionModel> VisionModel::from_file(gguf::GgufFile file) {
-  std::shared_ptr<VisionModel> model(new VisionModel(std::move(file)));
+  std::shared_ptr<VisionModel> model(new VisionModel(gguf::GgufFile::open(path)));
   model->load_tensors();
   return model;
 }

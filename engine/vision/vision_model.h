@@ -51,11 +51,8 @@ class VisionModel {
   // key or tensor at fault (an unsupported projector type names it and the
   // supported ones).
   static std::shared_ptr<const VisionModel> load(const std::filesystem::path& path);
-  static std::shared_ptr<const VisionModel> from_file(gguf::GgufFile file);
 
   const VisionSpec& spec() const { return spec_; }
-  const std::string& path() const { return file_.path(); }
-  uint64_t file_size() const { return file_.file_size(); }
 
   // f32 [n_embd, 3 * patch * patch]: the patch convolution as a matrix, a
   // row per output channel, inputs in (channel, y, x) order.
