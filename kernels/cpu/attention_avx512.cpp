@@ -323,6 +323,178 @@ void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, const int
   }
 }
 
+namespace {
+
+// (The loops over tokens, columns and pairs are unrolled by pragma: at -O3
+// GCC otherwise keeps the accumulator arrays in memory, storing every
+// register of them on each step.)
+
+// Scores of NT tokens' query rows q[t] (one head) against a block of 8
+// positions in the pair layout: acc[t] holds dot8's a registers for token t,
+// as accumulate_two's for one head. The block's K values are loaded once
+// for all NT tokens.
+template <int NT>
+inline void accumulate_tokens(const float* const (&q)[NT], const float* k, int64_t pair_stride, int64_t head_blocks,
+                              __m512 (&acc)[NT][4]) {
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) {
+    #pragma GCC unroll 16
+    for (int p = 0; p < 4; ++p) acc[t][p] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < head_blocks; ++j) {
+    __m512 kp[4];
+    #pragma GCC unroll 16
+    for (int p = 0; p < 4; ++p) kp[p] = in_register(_mm512_loadu_ps(k + j * 16 + p * pair_stride));
+    #pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t) {
+      const __m512 qt = broadcast8(q[t] + j * 8);
+      #pragma GCC unroll 16
+      for (int p = 0; p < 4; ++p) acc[t][p] = _mm512_fmadd_ps(qt, kp[p], acc[t][p]);
+    }
+  }
+}
+
+inline __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+// score_tokens_pairs for NT tokens: dot8's last step for two tokens at a
+// time, as score_heads_pairs does it for two heads.
+template <int NT>
+void score_tile(const float* const (&q)[NT], float* const (&scores)[NT], const int64_t* n_valid, const float* k,
+                int64_t pair_stride, int64_t head_blocks, __m512 scale16) {
+  __m512 acc[NT][4];
+  accumulate_tokens<NT>(q, k, pair_stride, head_blocks, acc);
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; t += 2) {
+    const int u = t + 1 < NT ? t + 1 : t;
+    const __m512 c_a = reduce_to_c(acc[t]), c_b = u != t ? reduce_to_c(acc[u]) : c_a;
+    const __m512 e = _mm512_mul_ps(_mm512_add_ps(_mm512_permutex2var_ps(c_a, lanes(kEvenOut), c_b),
+                                                 _mm512_permutex2var_ps(c_a, lanes(kOddOut), c_b)),
+                                   scale16);
+    _mm512_mask_storeu_ps(scores[t], first_lanes(n_valid[t]), e);
+    if (u != t) {
+      const __m512 high = _mm512_maskz_shuffle_f32x4(0xffff, e, e, _MM_SHUFFLE(1, 0, 3, 2));  // u's rows in 0-7
+      _mm512_mask_storeu_ps(scores[u], first_lanes(n_valid[u]), high);
+    }
+  }
+}
+
+// o[t][0, 16 NC) += p[t][i] * v[i * stride + 0, 16 NC) for i < n ascending,
+// NT tokens at once: each V value is loaded once for all of them. The last
+// register takes only the lanes of `last` (a head size that is not a
+// multiple of 16 NC). Per value: add_rows64's (and add_rows8's) FMAs in
+// the same order.
+template <int NT, int NC>
+void add_tile(const float* const (&p)[NT], const float* v, int64_t stride, int64_t n, float* const (&o)[NT],
+              __mmask16 last) {
+  auto mask = [&](int c) { return c == NC - 1 ? last : static_cast<__mmask16>(0xffff); };
+  __m512 acc[NT * NC];
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) {
+    #pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) acc[t * NC + c] = _mm512_maskz_loadu_ps(mask(c), o[t] + 16 * c);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    __m512 vv[NC];
+    #pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) vv[c] = in_register(_mm512_maskz_loadu_ps(mask(c), v + i * stride + 16 * c));
+    #pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t) {
+      const __m512 pt = _mm512_set1_ps(p[t][i]);
+      #pragma GCC unroll 16
+      for (int c = 0; c < NC; ++c) acc[t * NC + c] = _mm512_fmadd_ps(pt, vv[c], acc[t * NC + c]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) {
+    #pragma GCC unroll 16
+    for (int c = 0; c < NC; ++c) _mm512_mask_storeu_ps(o[t] + 16 * c, mask(c), acc[t * NC + c]);
+  }
+}
+
+template <int NT>
+void add_tile_columns(const float* const (&p)[NT], const float* v, int64_t stride, int64_t n, float* const (&o)[NT],
+                      int nc, __mmask16 last) {
+  switch (nc) {
+    case 1: return add_tile<NT, 1>(p, v, stride, n, o, last);
+    case 2: return add_tile<NT, 2>(p, v, stride, n, o, last);
+    case 3: return add_tile<NT, 3>(p, v, stride, n, o, last);
+    case 4: return add_tile<NT, 4>(p, v, stride, n, o, last);
+    default: return add_tile<NT, 5>(p, v, stride, n, o, last);
+  }
+}
+
+// Tokens [i, i + NT) of the list: their rows, then the common positions
+// together and each token's own rest alone (its values keep ascending i).
+template <int NT>
+void add_token_group(const float* p, int64_t p_stride, float* out, int64_t out_stride, const int64_t* tokens,
+                     const int64_t* n, const float* v, int64_t width, int nc, __mmask16 last) {
+  const float* pr[NT];
+  float* orow[NT];
+  int64_t common = n[0];
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) {
+    pr[t] = p + tokens[t] * p_stride;
+    orow[t] = out + tokens[t] * out_stride;
+    common = std::min(common, n[t]);
+  }
+  add_tile_columns<NT>(pr, v, width, common, orow, nc, last);
+  #pragma GCC unroll 16
+  for (int t = 0; t < NT; ++t) {
+    if (n[t] == common) continue;
+    const float* const p1[1] = {pr[t] + common};
+    float* const o1[1] = {orow[t]};
+    add_tile_columns<1>(p1, v + common * width, width, n[t] - common, o1, nc, last);
+  }
+}
+
+}  // namespace
+
+void score_tokens_pairs(const float* q, int64_t q_stride, float* scores, int64_t score_stride, const int64_t* tokens,
+                        const int64_t* n_valid, int64_t n_tokens, const float* k_pairs, int64_t width,
+                        int64_t head_dim, float scale) {
+  const int64_t pair_stride = width / 8 * 16;
+  const int64_t head_blocks = head_dim / 8;
+  const __m512 scale16 = _mm512_set1_ps(scale);
+  auto tile = [&]<int NT>(int64_t i) {
+    const float* qr[NT];
+    float* sr[NT];
+    for (int t = 0; t < NT; ++t) qr[t] = q + tokens[i + t] * q_stride, sr[t] = scores + tokens[i + t] * score_stride;
+    score_tile<NT>(qr, sr, n_valid + i, k_pairs, pair_stride, head_blocks, scale16);
+  };
+  int64_t i = 0;
+  for (; i + 4 <= n_tokens; i += 4) tile.template operator()<4>(i);
+  switch (n_tokens - i) {
+    case 3: tile.template operator()<3>(i); break;
+    case 2: tile.template operator()<2>(i); break;
+    case 1: tile.template operator()<1>(i); break;
+    default: break;
+  }
+}
+
+void add_tokens_rows(const float* p, int64_t p_stride, float* out, int64_t out_stride, const int64_t* tokens,
+                     const int64_t* n, int64_t n_tokens, const float* v, int64_t width, int64_t head_dim) {
+  // The head's registers of 16 values in column blocks of at most 5 (4
+  // tokens x 5 accumulators, 5 V values and a weight fit the 32 registers),
+  // as even as they go: 72 values take one block of 5 (the last half
+  // full), 96 two of 3, 128 two of 4.
+  const int64_t n_regs = (head_dim + 15) / 16, n_blocks = (n_regs + 4) / 5;
+  for (int64_t b = 0, d = 0; b < n_blocks; ++b) {
+    const int64_t regs = (n_regs * (b + 1)) / n_blocks - (n_regs * b) / n_blocks;
+    const int64_t cols = std::min<int64_t>(16 * regs, head_dim - d);
+    const int nc = static_cast<int>(regs);
+    const __mmask16 last = first_lanes(cols - 16 * (nc - 1));
+    int64_t i = 0;
+    for (; i + 4 <= n_tokens; i += 4) add_token_group<4>(p, p_stride, out + d, out_stride, tokens + i, n + i, v + d, width, nc, last);
+    switch (n_tokens - i) {
+      case 3: add_token_group<3>(p, p_stride, out + d, out_stride, tokens + i, n + i, v + d, width, nc, last); break;
+      case 2: add_token_group<2>(p, p_stride, out + d, out_stride, tokens + i, n + i, v + d, width, nc, last); break;
+      case 1: add_token_group<1>(p, p_stride, out + d, out_stride, tokens + i, n + i, v + d, width, nc, last); break;
+      default: break;
+    }
+    d += cols;
+  }
+}
+
 }  // namespace tc::kernels::detail
 
 #else  // not x86-64 with these flags: never called
@@ -339,6 +511,10 @@ void score_heads_pairs(const float*, int64_t, const int64_t*, const float*, int6
 void add_heads_rows(const float*, int64_t, int64_t, const int64_t*, const float*, int64_t, int64_t, int64_t, float*,
                     const void*, int64_t) {}
 float exp_scores(float*, int64_t, double& sum) { return sum = 0, 0.0f; }
+void score_tokens_pairs(const float*, int64_t, float*, int64_t, const int64_t*, const int64_t*, int64_t, const float*,
+                        int64_t, int64_t, float) {}
+void add_tokens_rows(const float*, int64_t, float*, int64_t, const int64_t*, const int64_t*, int64_t, const float*,
+                     int64_t, int64_t) {}
 }  // namespace tc::kernels::detail
 
 #endif

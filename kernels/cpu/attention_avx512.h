@@ -53,10 +53,30 @@ void score_heads_pairs(const float* q, int64_t n_heads, const int64_t* kv_offset
 // out[r * head_dim + d] += p[r * p_stride + i] * v[i * width + kv_offsets[r] + d]
 // for i < n ascending, d < head_dim / 64 * 64, r < n_heads: the weighted V
 // sum of a block of n converted rows, add_rows64's arithmetic. The caller
-// adds the rest of each head (add_rows1). `ahead` as for score_heads_pairs.
+// adds the rest of each head (add_rows8). `ahead` as for score_heads_pairs.
 void add_heads_rows(const float* p, int64_t p_stride, int64_t n_heads, const int64_t* kv_offsets, const float* v,
                     int64_t width, int64_t head_dim, int64_t n, float* out, const void* ahead = nullptr,
                     int64_t ahead_bytes = 0);
+
+// The scores of a prefill's block of 8 positions for one query head, several
+// tokens at a time (each K value loaded once for all of them): for i <
+// n_tokens, with t = tokens[i], scores[t * score_stride + j] = dot8(q + t *
+// q_stride, K row j)[j] * scale for j < n_valid[i] (1 <= n_valid[i] <= 8).
+// k_pairs is the head's KV head in the block's pair layout (the block's
+// base + 2 * its kv offset), `width` the block's row width. score_heads_pairs'
+// arithmetic per score.
+void score_tokens_pairs(const float* q, int64_t q_stride, float* scores, int64_t score_stride, const int64_t* tokens,
+                        const int64_t* n_valid, int64_t n_tokens, const float* k_pairs, int64_t width,
+                        int64_t head_dim, float scale);
+
+// The weighted V sum of a prefill's block of converted rows for one query
+// head, several tokens at a time (each V value loaded once for all of
+// them): for i < n_tokens, with t = tokens[i], out[t * out_stride + d] +=
+// p[t * p_stride + j] * v[j * width + d] for j < n[i] ascending, d <
+// head_dim (all of it, a multiple of 8). add_rows64's and add_rows8's
+// arithmetic per value.
+void add_tokens_rows(const float* p, int64_t p_stride, float* out, int64_t out_stride, const int64_t* tokens,
+                     const int64_t* n, int64_t n_tokens, const float* v, int64_t width, int64_t head_dim);
 
 // p[0, n) = exp(p - m) with m = max p[0, n), n >= 1: returns m and sets
 // sum to the sum of the exps, chunk_exp's arithmetic (f64 sum included).

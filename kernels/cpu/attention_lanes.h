@@ -4,7 +4,7 @@
 // instruction set (8 wide with FMA in the x86-64-v3 clone, 4 wide without
 // in the baseline one): dot products of 8 K rows at once (dot8) or one
 // (dot), the weighted sum of V rows held in registers (add_rows64,
-// add_rows1), and the chunk softmax's exp and sum (chunk_exp). Each fixes
+// add_rows8, add_rows1), and the chunk softmax's exp and sum (chunk_exp). Each fixes
 // its order of operations by n alone, so any split of the work gives the
 // same bits (kernels/cpu/attention_f16_avx2.cpp repeats dot8 and
 // add_rows64 operation for operation).
@@ -63,6 +63,21 @@ inline __attribute__((always_inline)) void add_rows64(const float* __restrict p,
   }
   TC_STORE8(o, a0), TC_STORE8(o + 8, a1), TC_STORE8(o + 16, a2), TC_STORE8(o + 24, a3);
   TC_STORE8(o + 32, a4), TC_STORE8(o + 40, a5), TC_STORE8(o + 48, a6), TC_STORE8(o + 56, a7);
+}
+
+// o[0..8) += p[i] * v[i * v_stride + 0..8), i ascending: add_rows64's
+// operations for one vector (the tail of a head size that is a multiple of
+// 8 but not of 64; add_rows1's loop would be vectorized over i by the
+// compiler, products first and their sum in order, which are other bits).
+inline __attribute__((always_inline)) void add_rows8(const float* __restrict p, const float* __restrict v,
+                                                     int64_t v_stride, int64_t n, float* __restrict o) {
+  F8 a = TC_LOAD8(o);
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = p[i];
+    const F8 pv = {pi, pi, pi, pi, pi, pi, pi, pi};
+    a += pv * TC_LOAD8(v + i * v_stride);
+  }
+  TC_STORE8(o, a);
 }
 
 // dot() of q with 8 rows k + i * k_stride (i < 8) at once, n a multiple of
@@ -138,7 +153,7 @@ inline __attribute__((always_inline)) float chunk_exp(float* p, int64_t n, doubl
 #undef TC_STORE8
 #undef TC_SHUFFLE8
 
-// The same for one output value (head sizes that are not a multiple of 64).
+// The same for one output value (head sizes that are not a multiple of 8).
 inline __attribute__((always_inline)) void add_rows1(const float* __restrict p, const float* __restrict v,
                                                      int64_t v_stride, int64_t n, float* __restrict o) {
   float acc = *o;

@@ -1,7 +1,7 @@
 // CPU reference implementations of the element-wise and per-row ops in
 // ops.h: get_rows, rms_norm, layer_norm, rope, ffn_activation, add_bias,
 // scale, softcap, store_f16, store_kv. Attention lives in ops_attention.cpp. Plain
-// scalar loops but SwiGLU, whose exp runs eight lanes at a time (f8_lanes.h).
+// scalar loops but SwiGLU and gelu, whose exp runs eight lanes at a time (f8_lanes.h).
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -156,12 +156,36 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t l = 0; i + l < n; ++l) out[i + l] = o[l];
 }
 
-// gelu's tanh approximation in f32, as ggml_gelu_f32 (ggml's CPU backend
-// reads it from a table of its f16 results; this is the exact formula).
-inline float gelu(float x) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+// gelu's tanh approximation, 0.5 x (1 + tanh(u)) with u = sqrt(2 / pi) x
+// (1 + 0.044715 x^2), as ggml_gelu_f32 (ggml's CPU backend reads it from a
+// table of its f16 results), for eight lanes in the same function's other
+// form, x / (1 + exp(-2u)): no libm call per value, and no cancellation in
+// 1 + tanh(u) for x << 0 (there exp overflows to inf and the quotient is
+// -0; for x >> 0 it is x).
+// With up non-null: out = gelu(gate) * up.
+inline __attribute__((always_inline)) void gelu8(const float* gate, const float* up, float* out) {
+  constexpr float kMinus2Sqrt2OverPi = -2.0f * 0.79788456080286535587989211986876f;
   constexpr float kCoefA = 0.044715f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+  const F8 x = TC_LOAD8(gate);
+  F8 e = x * kMinus2Sqrt2OverPi * (1.0f + kCoefA * x * x);
+  exp8(e);
+  const F8 g = x / (1.0f + e);
+  TC_STORE8(out, up != nullptr ? g * TC_LOAD8(up) : g);
+}
+
+// out = gelu(gate), times up when up is non-null; cloned as swiglu below,
+// the last partial group on a padded copy.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+void gelu(const float* gate, const float* up, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) gelu8(gate + i, up != nullptr ? up + i : nullptr, out + i);
+  if (i == n) return;
+  float g[8] = {}, u[8] = {}, o[8];
+  for (int64_t l = 0; i + l < n; ++l) g[l] = gate[i + l], u[l] = up != nullptr ? up[i + l] : 0.0f;
+  gelu8(g, up != nullptr ? u : nullptr, o);
+  for (int64_t l = 0; i + l < n; ++l) out[i + l] = o[l];
 }
 
 // gpt-oss's clamped SwiGLU in f32, in ggml_swiglu_oai's order of operations.
@@ -191,10 +215,10 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
       }
       return;
     case Activation::GeGLU:
-      for (int64_t i = 0; i < n; ++i) out[i] = gelu(gate[i]) * up[i];
+      gelu(gate, up, n, out);
       return;
     case Activation::Gelu:
-      for (int64_t i = 0; i < n; ++i) out[i] = gelu(gate[i]);
+      gelu(gate, nullptr, n, out);
       return;
     case Activation::Relu:
       for (int64_t i = 0; i < n; ++i) out[i] = gate[i] > 0.0f ? gate[i] : 0.0f;

@@ -115,6 +115,8 @@ struct Scratch {
   std::vector<float> run_max;     // f32 [n_run]: a prefill run's folded state
   std::vector<double> run_sum;    // f64 [n_run]
   std::vector<int64_t> kv_offsets;  // [n_heads of the run]: where head r's K/V row starts in a converted run
+  std::vector<int64_t> block_tokens;  // [n tokens of the run]: those that see a block (offsets from the first)
+  std::vector<int64_t> block_seen;    // [n tokens of the run]: how many of the block's positions each sees
 };
 
 // Positions per block of the weighted V sum, and output values per register
@@ -265,6 +267,17 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     s.kv_offsets[static_cast<size_t>(r)] = ((h_begin + r) / n_group - kv_begin) * head_dim;
   }
   const int64_t* kv_offsets = s.kv_offsets.data();
+  // The tokens of the run that see some of the positions [j0, j0 + nj),
+  // and how many each sees, into block_tokens / block_seen; returns their count.
+  grow(s.block_tokens, t_end - t_begin), grow(s.block_seen, t_end - t_begin);
+  auto tokens_seeing = [&](int64_t j0, int64_t nj) {
+    int64_t n = 0;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+      const int64_t n_j = std::min(nj, n_from(t, j0));
+      if (n_j > 0) s.block_tokens[static_cast<size_t>(n)] = t - t_begin, s.block_seen[static_cast<size_t>(n++)] = n_j;
+    }
+    return n;
+  };
 
   // Scores. Head sizes that are a multiple of 8 take kKBlock positions at a
   // time: their K rows are converted into the scratch (rows past j_end
@@ -282,6 +295,10 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // zmm loops (attention_avx512.h: the same bits), all heads of a token in
   // one call; K blocks are converted into their pair layout.
   const bool zmm = by_blocks && !direct && detail::attention_zmm_enabled();
+  // A prefill run's zmm loops take several tokens of one head at a time
+  // (each K and V value loaded once for them all); a decode token's take
+  // two heads at a time (those of one KV group share their loads).
+  const bool zmm_tokens = zmm && t_end - t_begin > 1;
   // A decode token's run covering whole KV rows reads K, then V, as
   // contiguous streams: the head loops ask for the next block's rows (after
   // the last K block, the first V block's) a piece per head or pair of
@@ -322,6 +339,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
         detail::q8_0_block_to_pairs(k_run(j0), k_row_bytes, nj, run_width, kblock);
       } else {
         detail::f16_block_to_pairs(reinterpret_cast<const uint16_t*>(k_run(j0)), kv_stride, nj, run_width, kblock);
+      }
+      if (zmm_tokens) {
+        const int64_t n_seeing = tokens_seeing(j0, nj);
+        for (int64_t r = 0; r < n_heads; ++r) {
+          detail::score_tokens_pairs(q_of(t_begin, r), a.n_head * head_dim, scores_of(t_begin, r) + (j0 - j_begin),
+                                     n_heads * kChunk, s.block_tokens.data(), s.block_seen.data(), n_seeing,
+                                     kblock + 2 * kv_offsets[r], run_width, head_dim, a.scale);
+        }
+        continue;
       }
       for (int64_t t = t_begin; t < t_end; ++t) {
         const int64_t n_j = std::min(nj, n_from(t, j0));
@@ -412,6 +438,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     } else {
       for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
     }
+    if (zmm_tokens) {
+      const int64_t n_seeing = tokens_seeing(j0, nj);
+      for (int64_t r = 0; r < n_heads; ++r) {
+        detail::add_tokens_rows(scores_of(t_begin, r) + (j0 - j_begin), n_heads * kChunk, out_of(t_begin, r),
+                                n_heads * head_dim, s.block_tokens.data(), s.block_seen.data(), n_seeing,
+                                vblock + kv_offsets[r], run_width, head_dim);
+      }
+      continue;
+    }
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
@@ -429,6 +464,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
         float* o = out_of(t, r);
         int64_t d = zmm ? head_dim / kOutChunk * kOutChunk : 0;
         for (; d + kOutChunk <= head_dim; d += kOutChunk) add_rows64(p, v + d, run_width, n_j, o + d);
+        for (; d + 8 <= head_dim; d += 8) add_rows8(p, v + d, run_width, n_j, o + d);
         for (; d < head_dim; ++d) add_rows1(p, v + d, run_width, n_j, o + d);
       }
     }
@@ -569,8 +605,8 @@ struct SequenceItems {
   // 8: without grouped KV heads (32x32x128, prompts of 2048, 2 Zen 3
   // threads, `attention_bench --prefill`, 5 alternating rounds) medians
   // 34.8 -> 49.4 GFLOP/s (16: 46.0); with groups of 4 (32x8x64) 61.7 either way.
-  static constexpr int64_t kTokenBlock = 32;
-  static constexpr int64_t kMaxRunHeads = 8;  // a run's scores (32 tokens x 8 heads x chunk: 256 KiB) stay in L2
+  static constexpr int64_t kTokenBlock = 64;
+  static constexpr int64_t kMaxRunHeads = 4;  // a run's scores (32 tokens x 8 heads x chunk: 256 KiB) stay in L2
   static constexpr int64_t kMaxDecodeRunHeads = 64;  // one token's: 64 heads x chunk
 
   AttentionArgs args;

@@ -283,7 +283,11 @@ TEST_CASE("attention gives a token the same bits alone as among a prefill's toke
   // tokens: 75 tokens make two full ones and a short one).
   std::vector<int32_t> positions = {5, 0, 29, 30, 17, 17, 3, 22, 9, 31, 1, 12, 26, 8, 19, 2, 30, 14, 6};
   for (int32_t i = 0; i < 56; ++i) positions.push_back((i * 37 + 11) % 96);
-  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}}) check_alone_as_in_prefill(shape, 96, positions, 600);
+  // Head sizes of 72, 80 and 96 (SigLIP's, Phi-2's, Phi-3's) leave a part
+  // of 8, 16 or 32 values past the 64s.
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 128}, Shape{4, 4, 72}, Shape{6, 2, 80}, Shape{3, 3, 96}}) {
+    check_alone_as_in_prefill(shape, 96, positions, 600);
+  }
 }
 
 TEST_CASE("attention gives a token the same bits alone as in a prefill over several context chunks",
@@ -293,7 +297,7 @@ TEST_CASE("attention gives a token the same bits alone as in a prefill over seve
   // are separate work items folded at the end. Positions at and around the
   // chunk edges (256, 512), out of order.
   const std::vector<int32_t> positions = {255, 0, 256, 699, 257, 511, 3, 512, 300, 513, 128, 650, 255, 767};
-  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}, Shape{4, 4, 128}, Shape{6, 3, 20}}) {
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{8, 8, 32}, Shape{4, 4, 128}, Shape{6, 3, 20}, Shape{4, 4, 72}}) {
     check_alone_as_in_prefill(shape, 768, positions, 650);
   }
 }
