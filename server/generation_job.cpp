@@ -2,6 +2,8 @@
 // answer (see generation_job.h).
 #include "server/generation_job.h"
 
+#include <future>
+
 #include <fmt/format.h>
 
 #include "server/http/httplib_bridge.h"
@@ -58,6 +60,68 @@ const char* content_type(const GenerationJob& job) {
 void set_stream_headers(httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
+}
+
+// Waits for a plan running on its own thread, pinging the stream every
+// interval while the client is there (SSE comments; an Ollama NDJSON
+// stream has none and stays silent). The plan is waited for whether or not
+// the client stays (it submits the choices, whose handles the job cancels
+// once it is done); false when the client left.
+bool await_plan(std::future<std::optional<ApiError>>& planned, const GenerationJob& job, httplib::DataSink& sink,
+                std::chrono::milliseconds interval) {
+  bool connected = true;
+  while (planned.wait_for(interval) != std::future_status::ready) {
+    if (!connected) continue;
+    connected = job.wire != Wire::Ollama ? sink.write(kSsePing.data(), kSsePing.size()) : sink.is_writable();
+  }
+  return connected;
+}
+
+// A stream on a loaded model whose plan may take seconds (images to
+// encode): the plan runs on its own thread. Done within one ping interval,
+// it is answered as any other (a 4xx before the 200); otherwise the 200
+// goes out now, the client gets pings until the plan is done, and its
+// error, if any, is a stream event. The job is not touched again before
+// the plan is done.
+template <class Reject, class Respond>
+void serve_slow_plan(const std::shared_ptr<GenerationJob>& job, const PlanFunction& plan,
+                     std::chrono::milliseconds ping_interval, httplib::Response& res, Reject&& reject,
+                     Respond respond) {
+  job->stream = true;
+  const char* type = content_type(*job);  // (read before the plan's thread may write the job)
+  auto planned = std::make_shared<std::future<std::optional<ApiError>>>(
+      std::async(std::launch::async, [job, plan] { return plan_and_submit(*job, plan); }));
+  const bool quick = planned->wait_for(ping_interval) == std::future_status::ready;
+  if (quick) {
+    if (auto err = planned->get()) return reject(*err);
+  }
+  set_stream_headers(res);
+  res.set_chunked_content_provider(
+      type,
+      [job, respond, planned, quick, ping_interval](size_t offset, httplib::DataSink& sink) {
+        if (quick) return respond(offset, sink, {});
+        return respond(offset, sink, [&]() {
+          const bool connected = await_plan(*planned, *job, sink, ping_interval);
+          const auto err = planned->get();
+          if (!connected) {
+            job->client_gone();
+            return false;
+          }
+          if (err) {
+            job->fail(*err, [&](const std::string& data) {
+              if (!sink.write(data.data(), data.size())) job->client_gone();
+              return true;
+            });
+            return false;
+          }
+          return true;
+        });
+      },
+      [job, planned](bool success) {
+        // (A client gone before the first write: the provider never waited.)
+        if (planned->valid()) planned->wait();
+        if (!success) job->client_gone();
+      });
 }
 
 }  // namespace
@@ -144,6 +208,12 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
     sink.done();
     return true;
   };
+  const auto ping_interval =
+      std::chrono::milliseconds(std::max<int64_t>(50, static_cast<int64_t>(ctx.options.sse_ping_s * 1000)));
+  if (lease && stream && job->slow_plan) {
+    job->lease = std::move(lease);
+    return serve_slow_plan(job, plan, ping_interval, res, reject, respond);
+  }
   if (lease) {
     // Loaded: every 4xx is still answered before the 200.
     job->lease = std::move(lease);
@@ -163,7 +233,7 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
   ServerContext* c = &ctx;
   res.set_chunked_content_provider(
       content_type(*job),
-      [job, respond, c, name, keep_alive, plan, wait_start](size_t offset, httplib::DataSink& sink) {
+      [job, respond, c, name, keep_alive, plan, wait_start, ping_interval](size_t offset, httplib::DataSink& sink) {
         return respond(offset, sink, [&]() {
           auto write = [&sink, &job](const std::string& data) {
             if (sink.write(data.data(), data.size())) return true;
@@ -173,9 +243,7 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
           // SSE has comments for pings; NDJSON has none, so an Ollama stream stays silent.
           auto tick = [&]() { return job->wire != Wire::Ollama ? write(std::string(kSsePing)) : sink.is_writable(); };
           std::optional<ApiError> err;
-          const auto interval = std::chrono::milliseconds(
-              std::max<int64_t>(50, static_cast<int64_t>(c->options.sse_ping_s * 1000)));
-          job->lease = c->models->acquire(name, keep_alive, err, tick, interval);
+          job->lease = c->models->acquire(name, keep_alive, err, tick, ping_interval);
           if (!job->lease) {
             if (err) job->fail(registry_error(*c, *err), write);
             else job->client_gone();
@@ -184,7 +252,19 @@ void serve_generation(ServerContext& ctx, const std::shared_ptr<GenerationJob>& 
           job->ollama.load_seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
           const bool was_stream = job->stream;
-          if (auto e = plan_and_submit(*job, plan)) {
+          std::optional<ApiError> e;
+          if (job->slow_plan) {  // images to encode: pings go on meanwhile
+            auto planned = std::async(std::launch::async, [&] { return plan_and_submit(*job, plan); });
+            const bool connected = await_plan(planned, *job, sink, ping_interval);
+            e = planned.get();
+            if (!connected) {
+              job->client_gone();
+              return false;
+            }
+          } else {
+            e = plan_and_submit(*job, plan);
+          }
+          if (e) {
             job->stream = was_stream;
             job->fail(*e, write);
             return false;

@@ -57,6 +57,9 @@ struct GenerationJob {
   ResponseMeta meta;
   std::string route;
   bool stream = false;
+  // The plan may take seconds (images to encode): a stream whose plan is
+  // not done within a ping interval gets its 200 and pings meanwhile.
+  bool slow_plan = false;
   bool include_usage = false;
   bool logprobs = false;
   ToolRequest tools;                            // chat: the request's tools (active: replies searched for calls)

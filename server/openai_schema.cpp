@@ -454,6 +454,20 @@ Parsed<CompletionRequest> parse_completion_request(const json& body, const Reque
   });
 }
 
+bool chat_body_has_images(const json& body) {
+  const auto messages = body.find("messages");
+  if (!body.is_object() || messages == body.end() || !messages->is_array()) return false;
+  for (const json& message : *messages) {
+    if (!message.is_object()) continue;
+    const auto content = message.find("content");
+    if (content == message.end() || !content->is_array()) continue;
+    for (const json& part : *content) {
+      if (part.is_object() && part.value("type", json()) == "image_url") return true;
+    }
+  }
+  return false;
+}
+
 Parsed<ChatRequest> parse_chat_request(const json& body, const RequestLimits& limits) {
   return guarded<ChatRequest>([&] {
     check_object(body);

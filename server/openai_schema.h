@@ -119,6 +119,11 @@ struct Parsed {
 Parsed<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
 Parsed<ChatRequest> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
 
+// Whether a chat body has an image part (a message content part of type
+// image_url: every API's images arrive as those), before it is parsed: its
+// plan may have images to encode, which takes seconds.
+bool chat_body_has_images(const nlohmann::json& body);
+
 // A 400 invalid_request_error naming `param`.
 ApiError invalid_request(std::string message, std::string param = "");
 

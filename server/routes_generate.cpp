@@ -17,6 +17,7 @@
 #include "server/generation_job.h"
 #include "server/json_post_route.h"
 #include "server/ollama_schema.h"
+#include "server/openai_schema.h"
 #include "server/request_body.h"
 #include "server/response_schema.h"
 #include "server/responses_schema.h"
@@ -78,6 +79,7 @@ void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const h
   const auto stream_it = body->find("stream");
   const bool stream = stream_it != body->end() && stream_it->is_boolean() && stream_it->get<bool>();
 
+  job->slow_plan = endpoint == Endpoint::Chat && chat_body_has_images(*body);
   auto text = std::make_shared<const std::string>(std::move(parsed_body.text));
   PlanFunction plan = [endpoint, body, schema, text](GenerationJob& job,
                                                      const ServingModel& serving) -> std::optional<ApiError> {

@@ -21,6 +21,7 @@
 #include "server/json_post_route.h"
 #include "server/ollama_responses.h"
 #include "server/ollama_schema.h"
+#include "server/openai_schema.h"
 #include "server/request_body.h"
 #include "server/route_paths.h"
 
@@ -128,6 +129,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
     return;
   }
 
+  job->slow_plan = !request->images.empty() || chat_body_has_images(request->openai);
   PlanFunction plan = [request, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
     RequestLimits limits = request_limits(serving.options, serving);
     limits.context_shift = request->shift;  // Ollama's default (on), where the model allows it

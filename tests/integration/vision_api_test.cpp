@@ -4,7 +4,8 @@
 // projector's opening and closing text; the same image gives the same reply
 // and reuses the cached prompt, another image changes the reply; bad images,
 // image URLs and models without a projector are 400s; a projector of
-// another model's width fails the model's load, naming both.
+// another model's width fails the model's load, naming both; a stream
+// whose image takes long to encode gets its 200 and SSE pings meanwhile.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -225,6 +226,18 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   const auto unpaired = ask("flat-a");
   CHECK(unpaired.status == 400);
   CHECK_THAT(unpaired.raw, Catch::Contains("--mmproj"));
+  // A stream to a model still to load, with an image: pings while it loads
+  // and encodes, then the reply.
+  json streamed_body = image_chat(data_url(png(20, 20, 4)));
+  streamed_body["model"] = "flat-b";
+  streamed_body["max_tokens"] = 2;
+  streamed_body["stream"] = true;
+  streamed_body.erase("logprobs");
+  const auto streamed = tc::test::post_stream(client, "/v1/chat/completions", streamed_body);
+  INFO(streamed.raw.substr(0, 300));
+  CHECK(streamed.status == 200);
+  CHECK((!streamed.data.empty() && streamed.data.back() == "[DONE]"));
+  CHECK(streamed.raw.find("\"error\"") == std::string::npos);
   CHECK(ask("flat-b").status == 200);
   // A loaded model's host memory counts its projector's file too (the RAM budget's share).
   const auto ps = client.Get("/api/ps");
@@ -242,4 +255,71 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   const auto list = httplib::Client(server.url()).Get("/v1/models");
   REQUIRE(list);
   CHECK(list->body.find("mmproj") == std::string::npos);
+}
+
+TEST_CASE("images over HTTP: a stream whose image takes long to encode gets its 200 and pings first",
+          "[integration][vision]") {
+  // A projector of 4096 patches (896-pixel images) and 4 layers of width 256:
+  // seconds' worth of attention on 2 threads, against a ping every 0.25 s.
+  const auto dir = tc::test::scratch_dir("vision_stream");
+  const auto model = tc::test::make_test_model(
+      dir, "g", "--arch gemma3 --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 8");
+  const auto mmproj = dir / "mmproj-g.gguf";
+  const auto made = tc::test::run_command(
+      tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o " +
+      tc::test::shell_quote(mmproj.string()) +
+      " --n-embd-text 64 --image-size 896 --patch-size 14 --n-embd 256 --n-ff 256 --n-layer 4 --n-head 4 --pool 4");
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  tc::test::ServerProcess server(
+      model, {"--ctx-size", "512", "--threads", "2", "--mmproj", mmproj.string(), "--sse-ping-s", "0.25"}, dir);
+  auto client = server.client();
+  json body = image_chat(data_url(png(40, 30, 5)));
+  body["stream"] = true;
+  body.erase("logprobs");
+
+  // Encoding: the 200 and pings, then the reply's events.
+  const auto streamed = tc::test::post_stream(client, "/v1/chat/completions", body);
+  INFO(streamed.raw.substr(0, 400));
+  REQUIRE(streamed.status == 200);
+  CHECK(streamed.raw.rfind(": ping\n\n", 0) == 0);
+  REQUIRE(!streamed.data.empty());
+  CHECK(streamed.data.back() == "[DONE]");
+  std::string content;
+  for (const auto& ev : streamed.events) {
+    const auto& delta = ev["choices"][0]["delta"];
+    if (delta.contains("content") && delta["content"].is_string()) content += delta["content"].get<std::string>();
+  }
+  // The same request without streaming (the image now cached): the same text.
+  body["stream"] = false;
+  const auto whole = tc::test::post_json(client, "/v1/chat/completions", body);
+  REQUIRE(whole.status == 200);
+  CHECK(whole.body["choices"][0]["message"]["content"] == content);
+
+  // A cached image and a bad one are quick: answered as any stream (no pings
+  // before the reply; the bad image a 400 before any 200).
+  body["stream"] = true;
+  const auto cached = tc::test::post_stream(client, "/v1/chat/completions", body);
+  REQUIRE(cached.status == 200);
+  CHECK(cached.raw.rfind("data: ", 0) == 0);
+  const auto bad = tc::test::post_stream(client, "/v1/chat/completions",
+                                         [&] {
+                                           json b = image_chat("data:image/png;base64," + base64("not an image"));
+                                           b["stream"] = true;
+                                           return b;
+                                         }());
+  CHECK(bad.status == 400);
+  CHECK_THAT(bad.raw, Catch::Contains("not PNG, JPEG, WebP or GIF"));
+
+  // Ollama's NDJSON has no comments: silent while it encodes, then its lines.
+  const auto ollama = tc::test::post_json(
+      client, "/api/chat",
+      {{"model", "g"},
+       {"messages",
+        json::array({{{"role", "user"}, {"content", "What is this?"}, {"images", {base64(png(30, 40, 6))}}}})},
+       {"options", {{"num_predict", 3}, {"temperature", 0}}}});
+  INFO(ollama.raw);
+  CHECK(ollama.status == 200);
+  CHECK(ollama.raw.rfind("{", 0) == 0);
+  CHECK_THAT(ollama.raw, Catch::Contains("\"done\":true"));
 }
