@@ -197,12 +197,30 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   for (auto& choice : plan.choices) choice.request.images = tokens.images;
+  auto grammar = [&] {
+    return request.tools.grammar ? request.tools.grammar
+                                 : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
+  };
   if (request.tools.forced()) {
-    auto grammar = request.tools.grammar ? request.tools.grammar
-                                         : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
-    for (auto& choice : plan.choices) choice.request.tool_call = grammar;
+    for (auto& choice : plan.choices) choice.request.tool_call = grammar();
+  } else if (request.tools.active() && !plan.harmony) {
+    // The model may call tools: its own calls, once it opens one, are held
+    // to a declared function with arguments that fit its parameters (a
+    // lazy form), unless the reply has another form to keep.
+    const std::string trigger = lazy_tool_call_trigger(serving.chat_template->source());
+    for (auto& choice : plan.choices) {
+      auto& r = choice.request;
+      if (trigger.empty() || r.json_object || r.json_schema || r.grammar) continue;
+      r.tool_call = grammar();
+      r.tool_call_trigger = trigger;
+    }
   }
   return plan;
+}
+
+std::string lazy_tool_call_trigger(std::string_view template_source) {
+  constexpr std::string_view kHermes = "<tool_call>";
+  return template_source.find(kHermes) != std::string_view::npos ? std::string(kHermes) : "";
 }
 
 Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/runtime/engine.h"
@@ -43,8 +44,18 @@ struct Plan {
   std::optional<ApiError> error;
 };
 
-// Chat: template + tokenize; one prompt, `n` choices.
+// Chat: template + tokenize; one prompt, `n` choices. A forced tool call
+// holds each reply to the call; when the model may call tools and writes
+// calls its own way with a marker (lazy_tool_call_trigger), each call it
+// opens is held to a declared function and its parameters.
 Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
+
+// The text that opens a tool call in the replies of a model with this chat
+// template, for a lazy call (engine.h's tool_call_trigger): "<tool_call>"
+// (Hermes, Qwen 2.5 / 3, and the many templates after them) when the
+// template writes it; "" otherwise (calls as bare JSON, Mistral's
+// [TOOL_CALLS]NAME[ARGS]: not held).
+std::string lazy_tool_call_trigger(std::string_view template_source);
 // Completions: each prompt (text or ids) times `n` choices; without
 // max_tokens each generates `default_max_tokens` (OpenAI's 16), at most
 // what the context leaves. With a suffix each text prompt is the code

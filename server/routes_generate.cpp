@@ -90,7 +90,9 @@ void handle_generation(Endpoint endpoint, Wire wire, ServerContext& ctx, const h
       auto parsed = parse_chat_request(*body, limits);
       if (parsed.error) return parsed.error;
       parsed.request->common.schema = schema;
-      if (parsed.request->tools.forced()) parsed.request->tools.grammar = tool_call_grammar(*text, parsed.request->tools);
+      // The calls' grammar, with each function's parameters: forced calls,
+      // and a model's own calls when it may call tools (a lazy form).
+      if (parsed.request->tools.active()) parsed.request->tools.grammar = tool_call_grammar(*text, parsed.request->tools);
       common = parsed.request->common;
       job.tools = parsed.request->tools;
       p = plan_chat_request(*parsed.request, serving, serving.options);

@@ -130,7 +130,9 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
   }
 
   job->slow_plan = !request->images.empty() || chat_body_has_images(request->openai);
-  PlanFunction plan = [request, schema](GenerationJob& job, const ServingModel& serving) -> std::optional<ApiError> {
+  auto text = std::make_shared<const std::string>(std::move(parsed.text));  // its tools' schemas, in declared order
+  PlanFunction plan = [request, schema, text](GenerationJob& job,
+                                              const ServingModel& serving) -> std::optional<ApiError> {
     RequestLimits limits = request_limits(serving.options, serving);
     limits.context_shift = request->shift;  // Ollama's default (on), where the model allows it
     Plan p;
@@ -147,6 +149,7 @@ void handle_ollama_generation(bool chat, ServerContext& ctx, const httplib::Requ
       if (parsed.error) return parsed.error;
       parsed.request->common.sampling.repeat_last_n = request->repeat_last_n;
       parsed.request->common.schema = schema;
+      if (parsed.request->tools.active()) parsed.request->tools.grammar = tool_call_grammar(*text, parsed.request->tools);
       job.tools = parsed.request->tools;
       parsed.request->truncate = request->truncate;
       p = plan_chat_request(*parsed.request, serving, serving.options);

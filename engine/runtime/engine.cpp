@@ -302,7 +302,7 @@ void Engine::Impl::admit(Pending pending) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
     const auto& r = seq->request;
-    seq->sampler.constrain(constraint_tokens, r.tool_call     ? OutputForm::call(r.tool_call)
+    seq->sampler.constrain(constraint_tokens, r.tool_call     ? OutputForm::call(r.tool_call, r.tool_call_trigger)
                                               : r.grammar       ? OutputForm::grammar(r.grammar)
                                               : r.json_schema   ? OutputForm::json_schema(r.json_schema)
                                                                 : OutputForm::json_object());

@@ -93,6 +93,12 @@ struct GenerationRequest {
   // finishes (Stop) when it closes. Takes precedence over json_object and
   // json_schema.
   std::shared_ptr<const text::ToolCallGrammar> tool_call;
+  // With tool_call: non-empty makes the call lazy (output_constraint.h):
+  // the text is free until the model writes this (its call marker, e.g.
+  // "<tool_call>"), then held to the call until it closes, free again
+  // after; the request does not finish there. Not combined with
+  // json_object, json_schema or grammar.
+  std::string tool_call_trigger;
   // Non-null: the generated text is one the GBNF grammar generates
   // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
   // may end, and the request finishes (Stop) where nothing more can follow.

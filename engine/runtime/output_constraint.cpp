@@ -73,8 +73,9 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
 }  // namespace
 
 OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form)
-    : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
+    : table_(std::move(table)), form_(std::move(form)), prefix_(start()), active_(form_.trigger.empty()) {
   TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
+  TC_CHECK(form_.trigger.empty() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
 }
 
 OutputConstraint::Prefix OutputConstraint::start() const {
@@ -86,6 +87,7 @@ OutputConstraint::Prefix OutputConstraint::start() const {
 
 void OutputConstraint::mask(std::span<float> logits) const {
   TC_CHECK(logits.size() == table_->bytes.size(), "OutputConstraint::mask: logits size != n_vocab");
+  if (!active_) return;
   if (const auto* grammar = std::get_if<text::GbnfPrefix>(&prefix_)) {
     grammar_mask_.apply(*grammar, *table_, logits);
     return;
@@ -109,15 +111,47 @@ void OutputConstraint::accept(text::TokenId token) {
     return;
   }
   if (table_->kind[t] != ConstraintTokenTable::Kind::Text) return;
+  const std::string& bytes = table_->bytes[t];
+  if (!active_) {
+    watch_for_trigger(bytes);
+    return;
+  }
   // A token mask() let through always fits; one it did not (a caller that
   // appends something else) leaves the prefix where the bytes stop fitting.
-  std::visit([&](auto& prefix) { prefix.push(table_->bytes[t]); }, prefix_);
+  std::visit([&](auto& prefix) { prefix.push(bytes); }, prefix_);
+  if (!form_.trigger.empty() && prefix_complete()) active_ = false;  // free until the next trigger
 }
 
-bool OutputConstraint::complete() const {
+void OutputConstraint::watch_for_trigger(const std::string& bytes) {
+  const std::string& trigger = form_.trigger;
+  recent_ += bytes;
+  const size_t at = recent_.find(trigger);
+  if (at == std::string::npos) {
+    // Keep what could still begin the trigger.
+    if (recent_.size() >= trigger.size()) recent_.erase(0, recent_.size() - (trigger.size() - 1));
+    return;
+  }
+  // The form holds from right after the trigger, the rest of this token
+  // included; a token that runs on past the trigger into something the
+  // form does not allow leaves this call free.
+  const std::string rest = recent_.substr(at + trigger.size());
+  recent_.clear();
+  prefix_ = start();
+  const bool fits = std::visit([&](auto& prefix) { return prefix.push(std::string_view(rest)); }, prefix_);
+  active_ = fits && !prefix_complete();
+  if (!fits) prefix_ = start();
+}
+
+bool OutputConstraint::prefix_complete() const {
   return std::visit([](const auto& prefix) { return prefix.complete(); }, prefix_);
 }
 
-void OutputConstraint::reset() { prefix_ = start(); }
+bool OutputConstraint::complete() const { return form_.trigger.empty() && prefix_complete(); }
+
+void OutputConstraint::reset() {
+  prefix_ = start();
+  active_ = form_.trigger.empty();
+  recent_.clear();
+}
 
 }  // namespace tc::runtime

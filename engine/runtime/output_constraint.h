@@ -14,6 +14,11 @@
 // -inf; end-of-generation tokens are allowed only where the text may end.
 // The JSON forms end as soon as the value closes; a grammar ends where
 // nothing more can follow.
+// A lazy form (a trigger text) leaves the text free until the trigger is
+// written, holds what follows to the form until it is whole, and is free
+// again until the next trigger: a model's own tool calls
+// (<tool_call>{"name": ..., "arguments": ...}</tool_call>) when it may
+// call tools or answer in text. A lazy form never ends the output.
 #pragma once
 
 #include <cstdint>
@@ -41,35 +46,50 @@ struct OutputForm {
   std::shared_ptr<const text::ToolCallGrammar> tool_call;
   std::shared_ptr<const text::JsonSchema> schema;
   std::shared_ptr<const text::GbnfGrammar> gbnf;
+  std::string trigger;  // non-empty: the form is lazy, on after each time this text is written
 
   static OutputForm json_object() { return {}; }
-  static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) { return {nullptr, std::move(s), nullptr}; }
-  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g) { return {std::move(g), nullptr, nullptr}; }
-  static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) { return {nullptr, nullptr, std::move(g)}; }
+  static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) {
+    return {nullptr, std::move(s), nullptr, ""};
+  }
+  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g, std::string trigger = "") {
+    return {std::move(g), nullptr, nullptr, std::move(trigger)};
+  }
+  static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) { return {nullptr, nullptr, std::move(g), ""}; }
 };
 
 class OutputConstraint {
  public:
   OutputConstraint(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form);
 
-  // Sets logits[t] = -inf for every token t that cannot come next.
-  // logits: f32 [n_vocab]. Tokens already at -inf are not examined.
+  // Sets logits[t] = -inf for every token t that cannot come next (none
+  // while a lazy form is off). logits: f32 [n_vocab]. Tokens already at
+  // -inf are not examined.
   void mask(std::span<float> logits) const;
   // Appends a generated token (one mask() allowed) to the text.
   void accept(text::TokenId token);
   // The text is whole: the object (or the call) is closed, or the grammar
-  // lets nothing follow.
+  // lets nothing follow. Never for a lazy form.
   bool complete() const;
   // Back to the empty text.
   void reset();
+  // A lazy form is holding the text (its trigger was written, the form is
+  // not whole yet); always true for the others.
+  bool active() const { return active_; }
 
  private:
   using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix>;
   Prefix start() const;
+  bool prefix_complete() const;
+  // Lazy and off: appends a token's bytes to recent_, and turns the form on
+  // when they complete the trigger.
+  void watch_for_trigger(const std::string& bytes);
 
   std::shared_ptr<const ConstraintTokenTable> table_;
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
   Prefix prefix_;
+  bool active_ = true;
+  std::string recent_;  // lazy and off: the text's last bytes, where the trigger is looked for
   mutable GrammarMask grammar_mask_;  // the grammar form's mask and its cache of states
 };
 

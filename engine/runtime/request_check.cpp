@@ -51,6 +51,11 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
+  if (!request.tool_call_trigger.empty() &&
+      (!request.tool_call || request.json_object || request.json_schema || request.grammar)) {
+    return refuse(SubmitStatus::InvalidRequest,
+                  "a lazy tool call (tool_call_trigger) needs tool_call and no other output form");
+  }
   if (request.grammar) {
     if (request.tool_call) {
       return refuse(SubmitStatus::InvalidRequest, "a grammar cannot be combined with a forced tool call");

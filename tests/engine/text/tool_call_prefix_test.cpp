@@ -4,8 +4,13 @@
 // nlohmann writes their arguments accepted, and fitting the function's
 // parameters schema where it has one; on random logits every sampled
 // text stays a prefix and, once closed, parses as a call to a declared name.
+// Lazy calls (a trigger text, e.g. <tool_call>, turns the form on until the
+// call closes): free text before, the call held to its form, free again
+// after, and on random logits every call after a trigger a declared one.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -184,4 +189,141 @@ TEST_CASE("Forced tool call: random logits give texts that close as calls to dec
   }
   CHECK(closed >= 50);
   CHECK(called.size() >= 3);  // the draw reaches several names, not one path
+}
+
+namespace {
+
+// Text pieces, the Hermes / Qwen call markers and a call's pieces.
+const tc::text::Tokenizer& lazy_tokenizer() {
+  static const auto tokenizer = tc::text::Tokenizer::create(tc::text::test::spm_vocab({
+      {"Sure", 0},  {"\u2581it", 0}, {"\u2581is", 0}, {".", 0},     {"\n", 0},        {"<tool_call>", 0},
+      {"<tool", 0}, {"_call>", 0},   {"</tool_call>", 0}, {"{", 0}, {"}", 0},        {"\"", 0},
+      {":", 0},     {",", 0},        {"\u2581", 0},  {"name", 0},   {"arguments", 0}, {"get", 0},
+      {"_time", 0}, {"add", 0},      {"x", 0},       {"1", 0},      {"}}", 0},        {"<tool_call>{", 0},
+  }));
+  return *tokenizer;
+}
+
+tc::text::TokenId id_of(const tc::text::Tokenizer& tokenizer, const std::string& piece) {
+  return tc::text::test::ids_of(tokenizer.vocab(), {piece})[0];
+}
+
+// How many of `logits` mask() left finite.
+size_t n_allowed(const tc::runtime::OutputConstraint& c, int32_t n_vocab) {
+  std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
+  c.mask(logits);
+  return static_cast<size_t>(std::count_if(logits.begin(), logits.end(), [](float l) { return l == 0.0f; }));
+}
+
+}  // namespace
+
+TEST_CASE("Lazy tool call: free text until the trigger, the call held to its form, free again after",
+          "[sampler][tools]") {
+  const auto& tokenizer = lazy_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
+  tc::runtime::OutputConstraint c(table, tc::runtime::OutputForm::call(declared, "<tool_call>"));
+  const size_t free = n_allowed(c, n_vocab);
+  auto feed = [&](const std::vector<std::string>& pieces) {
+    for (const auto& p : pieces) c.accept(id_of(tokenizer, p));
+  };
+  auto allowed = [&](const std::string& piece) {
+    std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
+    c.mask(logits);
+    return logits[static_cast<size_t>(id_of(tokenizer, piece))] == 0.0f;
+  };
+
+  CHECK_FALSE(c.active());
+  CHECK(free == static_cast<size_t>(n_vocab));  // nothing masked while off
+  feed({"Sure", ".", "\n"});
+  CHECK_FALSE(c.active());
+  CHECK(n_allowed(c, n_vocab) == free);
+  // The trigger: the call's form from the next byte on.
+  feed({"<tool_call>"});
+  REQUIRE(c.active());
+  CHECK(allowed("{"));
+  CHECK(allowed("\n"));  // a newline before the object (Qwen writes one)
+  CHECK_FALSE(allowed("x"));
+  CHECK_FALSE(allowed("Sure"));
+  CHECK_FALSE(allowed("</tool_call>"));
+  CHECK_FALSE(c.complete());
+  // {"name": "get_time", "arguments": {}} token by token, each piece allowed before it is taken.
+  for (const std::string p : {"\n", "{", "\"", "name", "\"", ":", "\u2581", "\"", "get", "_time", "\"", ",", "\u2581",
+                              "\"", "arguments", "\"", ":", "\u2581", "{", "}}"}) {
+    INFO("piece " << p);
+    REQUIRE(c.active());
+    REQUIRE(allowed(p));
+    feed({p});
+  }
+  // Closed: free again, and never complete (a lazy form does not end the output).
+  CHECK_FALSE(c.active());
+  CHECK_FALSE(c.complete());
+  CHECK(n_allowed(c, n_vocab) == free);
+  feed({"\n", "</tool_call>", "\n"});
+  CHECK_FALSE(c.active());
+
+  SECTION("a trigger cut over two tokens, and one token running on past it") {
+    feed({"<tool", "_call>"});
+    CHECK(c.active());
+    c.reset();
+    CHECK_FALSE(c.active());
+    feed({"<tool_call>{"});
+    REQUIRE(c.active());
+    CHECK(allowed("\""));
+    CHECK_FALSE(allowed("{"));  // the object is open already
+  }
+  SECTION("an undeclared name cannot be written") {
+    feed({"<tool_call>", "{", "\"", "name", "\"", ":", "\u2581", "\""});
+    CHECK(allowed("get"));
+    CHECK(allowed("add"));
+    CHECK_FALSE(allowed("x"));
+  }
+}
+
+TEST_CASE("Lazy tool call: on random logits every call after a trigger is a declared one", "[sampler][tools]") {
+  const auto& tokenizer = lazy_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
+  const tc::text::TokenId trigger = id_of(tokenizer, "<tool_call>");
+  std::mt19937 rng(11);
+  std::normal_distribution<float> noise(0.0f, 2.0f);
+  int calls = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    tc::runtime::OutputConstraint c(table, tc::runtime::OutputForm::call(declared, "<tool_call>"));
+    std::string text;
+    for (int step = 0; step < 400; ++step) {
+      std::vector<float> logits(static_cast<size_t>(n_vocab));
+      for (auto& l : logits) l = noise(rng);
+      if (!c.active()) logits[static_cast<size_t>(trigger)] += 3.0f;  // calls now and then
+      c.mask(logits);
+      const auto best = std::max_element(logits.begin(), logits.end());
+      REQUIRE(*best > -std::numeric_limits<float>::infinity());
+      const auto token = static_cast<tc::text::TokenId>(best - logits.begin());
+      if (tokenizer.vocab().is_end_of_generation(token)) continue;  // (the text goes on)
+      c.accept(token);
+      text += tokenizer.token_to_piece(token);
+    }
+    CAPTURE(text);
+    // After each trigger in the free text: a call to a declared name (or
+    // the prefix of one, at the end); the search goes on after the call (a
+    // trigger inside its strings is text).
+    const std::string trigger = "<tool_call>";
+    for (size_t at = text.find(trigger); at != std::string::npos;) {
+      const std::string after = text.substr(at + trigger.size());
+      ToolCallPrefix prefix(declared.get());
+      size_t n = 0;
+      while (n < after.size() && !prefix.complete() && prefix.push(static_cast<uint8_t>(after[n]))) ++n;
+      if (!prefix.complete()) {
+        REQUIRE(n == after.size());  // cut off by the walk's end, never broken
+        break;
+      }
+      ++calls;
+      const auto call = nlohmann::json::parse(after.substr(0, n));
+      CHECK(std::find(names().begin(), names().end(), call.at("name").get<std::string>()) != names().end());
+      at = text.find(trigger, at + trigger.size() + n);
+    }
+  }
+  CHECK(calls >= 20);
 }
