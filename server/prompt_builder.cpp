@@ -207,20 +207,25 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
     // The model may call tools: its own calls, once it opens one, are held
     // to a declared function with arguments that fit its parameters (a
     // lazy form), unless the reply has another form to keep.
-    const std::string trigger = lazy_tool_call_trigger(serving.chat_template->source());
+    const LazyToolCall lazy = lazy_tool_call(serving.chat_template->source());
     for (auto& choice : plan.choices) {
       auto& r = choice.request;
-      if (trigger.empty() || r.json_object || r.json_schema || r.grammar) continue;
+      if (!lazy.any() || r.json_object || r.json_schema || r.grammar) continue;
       r.tool_call = grammar();
-      r.tool_call_trigger = trigger;
+      r.tool_call_trigger = lazy.trigger;
+      r.tool_call_at_start = lazy.at_start;
     }
   }
   return plan;
 }
 
-std::string lazy_tool_call_trigger(std::string_view template_source) {
+LazyToolCall lazy_tool_call(std::string_view template_source) {
   constexpr std::string_view kHermes = "<tool_call>";
-  return template_source.find(kHermes) != std::string_view::npos ? std::string(kHermes) : "";
+  // Llama 3.1-3.3's templates ask for a reply that is the call.
+  constexpr std::string_view kLlama3 = "{\"name\": function name, \"parameters\": dictionary of argument name";
+  if (template_source.find(kHermes) != std::string_view::npos) return {std::string(kHermes), false};
+  if (template_source.find(kLlama3) != std::string_view::npos) return {"", true};
+  return {};
 }
 
 Plan plan_completion(const CompletionRequest& request, const ServingModel& serving,

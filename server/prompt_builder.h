@@ -46,16 +46,22 @@ struct Plan {
 
 // Chat: template + tokenize; one prompt, `n` choices. A forced tool call
 // holds each reply to the call; when the model may call tools and writes
-// calls its own way with a marker (lazy_tool_call_trigger), each call it
-// opens is held to a declared function and its parameters.
+// its calls in a form lazy_tool_call knows, each call it opens is held to
+// a declared function and its parameters.
 Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
 
-// The text that opens a tool call in the replies of a model with this chat
-// template, for a lazy call (engine.h's tool_call_trigger): "<tool_call>"
-// (Hermes, Qwen 2.5 / 3, and the many templates after them) when the
-// template writes it; "" otherwise (calls as bare JSON, Mistral's
+// How a model with this chat template opens a tool call, for a lazy call
+// (engine.h's tool_call_trigger / tool_call_at_start): after "<tool_call>"
+// (Hermes, Qwen 2.5 / 3 and the many templates after them), or as the
+// whole reply's JSON (Llama 3.1-3.3, whose templates ask for
+// {"name": ..., "parameters": ...}); neither for the others (Mistral's
 // [TOOL_CALLS]NAME[ARGS]: not held).
-std::string lazy_tool_call_trigger(std::string_view template_source);
+struct LazyToolCall {
+  std::string trigger;
+  bool at_start = false;
+  bool any() const { return !trigger.empty() || at_start; }
+};
+LazyToolCall lazy_tool_call(std::string_view template_source);
 // Completions: each prompt (text or ids) times `n` choices; without
 // max_tokens each generates `default_max_tokens` (OpenAI's 16), at most
 // what the context leaves. With a suffix each text prompt is the code

@@ -302,10 +302,11 @@ void Engine::Impl::admit(Pending pending) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
     const auto& r = seq->request;
-    seq->sampler.constrain(constraint_tokens, r.tool_call     ? OutputForm::call(r.tool_call, r.tool_call_trigger)
-                                              : r.grammar       ? OutputForm::grammar(r.grammar)
-                                              : r.json_schema   ? OutputForm::json_schema(r.json_schema)
-                                                                : OutputForm::json_object());
+    seq->sampler.constrain(constraint_tokens,
+                           r.tool_call     ? OutputForm::call(r.tool_call, r.tool_call_trigger, r.tool_call_at_start)
+                           : r.grammar     ? OutputForm::grammar(r.grammar)
+                           : r.json_schema ? OutputForm::json_schema(r.json_schema)
+                                           : OutputForm::json_object());
   }
   if (seq->request.sampling.dry_multiplier > 0.0f) {
     const auto& key = seq->request.sampling.dry_sequence_breakers;

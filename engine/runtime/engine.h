@@ -96,9 +96,11 @@ struct GenerationRequest {
   // With tool_call: non-empty makes the call lazy (output_constraint.h):
   // the text is free until the model writes this (its call marker, e.g.
   // "<tool_call>"), then held to the call until it closes, free again
-  // after; the request does not finish there. Not combined with
-  // json_object, json_schema or grammar.
+  // after; the request does not finish there. tool_call_at_start: lazy
+  // too, held when the reply opens with the call's "{" (Llama 3.x). Not
+  // combined with json_object, json_schema or grammar.
   std::string tool_call_trigger;
+  bool tool_call_at_start = false;
   // Non-null: the generated text is one the GBNF grammar generates
   // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
   // may end, and the request finishes (Stop) where nothing more can follow.

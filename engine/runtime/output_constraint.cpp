@@ -73,9 +73,10 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
 }  // namespace
 
 OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> table, OutputForm form)
-    : table_(std::move(table)), form_(std::move(form)), prefix_(start()), active_(form_.trigger.empty()) {
+    : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
   TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
-  TC_CHECK(form_.trigger.empty() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
+  TC_CHECK(!lazy() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
+  reset();
 }
 
 OutputConstraint::Prefix OutputConstraint::start() const {
@@ -113,13 +114,31 @@ void OutputConstraint::accept(text::TokenId token) {
   if (table_->kind[t] != ConstraintTokenTable::Kind::Text) return;
   const std::string& bytes = table_->bytes[t];
   if (!active_) {
-    watch_for_trigger(bytes);
+    if (awaiting_start_) {
+      watch_start(bytes);
+    } else if (!form_.trigger.empty()) {
+      watch_for_trigger(bytes);
+    }
     return;
   }
   // A token mask() let through always fits; one it did not (a caller that
   // appends something else) leaves the prefix where the bytes stop fitting.
   std::visit([&](auto& prefix) { prefix.push(bytes); }, prefix_);
-  if (!form_.trigger.empty() && prefix_complete()) active_ = false;  // free until the next trigger
+  if (lazy() && prefix_complete()) active_ = false;  // free until the next trigger
+}
+
+void OutputConstraint::watch_start(const std::string& bytes) {
+  const size_t first = bytes.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return;  // blanks only: still undecided
+  awaiting_start_ = false;
+  // The form's first byte opens the output: held from there (the blanks
+  // before it left out: the form allows few); anything else leaves it free.
+  prefix_ = start();
+  const std::string_view rest = std::string_view(bytes).substr(first);
+  if (!std::visit([&](const auto& prefix) { return prefix.accepts(rest.substr(0, 1)); }, prefix_)) return;
+  const bool fits = std::visit([&](auto& prefix) { return prefix.push(rest); }, prefix_);
+  active_ = fits && !prefix_complete();
+  if (!fits) prefix_ = start();
 }
 
 void OutputConstraint::watch_for_trigger(const std::string& bytes) {
@@ -146,11 +165,12 @@ bool OutputConstraint::prefix_complete() const {
   return std::visit([](const auto& prefix) { return prefix.complete(); }, prefix_);
 }
 
-bool OutputConstraint::complete() const { return form_.trigger.empty() && prefix_complete(); }
+bool OutputConstraint::complete() const { return !lazy() && prefix_complete(); }
 
 void OutputConstraint::reset() {
   prefix_ = start();
-  active_ = form_.trigger.empty();
+  active_ = !lazy();
+  awaiting_start_ = form_.at_start;
   recent_.clear();
 }
 

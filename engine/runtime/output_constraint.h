@@ -14,11 +14,13 @@
 // -inf; end-of-generation tokens are allowed only where the text may end.
 // The JSON forms end as soon as the value closes; a grammar ends where
 // nothing more can follow.
-// A lazy form (a trigger text) leaves the text free until the trigger is
-// written, holds what follows to the form until it is whole, and is free
-// again until the next trigger: a model's own tool calls
-// (<tool_call>{"name": ..., "arguments": ...}</tool_call>) when it may
-// call tools or answer in text. A lazy form never ends the output.
+// A lazy form leaves the text free until it is triggered, holds what
+// follows to the form until it is whole, and is free again: a model's own
+// tool calls when it may call tools or answer in text. Triggered by a text
+// (after each time it is written: <tool_call>{"name": ..., "arguments":
+// ...}</tool_call>), or by the output's opening with the form's first
+// byte (once: Llama 3.x's {"name": ..., "parameters": ...}). A lazy form
+// never ends the output.
 #pragma once
 
 #include <cstdint>
@@ -47,15 +49,19 @@ struct OutputForm {
   std::shared_ptr<const text::JsonSchema> schema;
   std::shared_ptr<const text::GbnfGrammar> gbnf;
   std::string trigger;  // non-empty: the form is lazy, on after each time this text is written
+  bool at_start = false;  // the form is lazy, on when the output opens with it (after blanks)
 
   static OutputForm json_object() { return {}; }
   static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) {
-    return {nullptr, std::move(s), nullptr, ""};
+    return {nullptr, std::move(s), nullptr, "", false};
   }
-  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g, std::string trigger = "") {
-    return {std::move(g), nullptr, nullptr, std::move(trigger)};
+  static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g, std::string trigger = "",
+                         bool at_start = false) {
+    return {std::move(g), nullptr, nullptr, std::move(trigger), at_start};
   }
-  static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) { return {nullptr, nullptr, std::move(g), ""}; }
+  static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) {
+    return {nullptr, nullptr, std::move(g), "", false};
+  }
 };
 
 class OutputConstraint {
@@ -81,6 +87,9 @@ class OutputConstraint {
   using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix>;
   Prefix start() const;
   bool prefix_complete() const;
+  bool lazy() const { return !form_.trigger.empty() || form_.at_start; }
+  // Lazy at the start and not begun: the output's first bytes decide.
+  void watch_start(const std::string& bytes);
   // Lazy and off: appends a token's bytes to recent_, and turns the form on
   // when they complete the trigger.
   void watch_for_trigger(const std::string& bytes);
@@ -89,6 +98,7 @@ class OutputConstraint {
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
   Prefix prefix_;
   bool active_ = true;
+  bool awaiting_start_ = false;  // at_start: only blanks so far
   std::string recent_;  // lazy and off: the text's last bytes, where the trigger is looked for
   mutable GrammarMask grammar_mask_;  // the grammar form's mask and its cache of states
 };

@@ -51,10 +51,9 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
-  if (!request.tool_call_trigger.empty() &&
+  if ((!request.tool_call_trigger.empty() || request.tool_call_at_start) &&
       (!request.tool_call || request.json_object || request.json_schema || request.grammar)) {
-    return refuse(SubmitStatus::InvalidRequest,
-                  "a lazy tool call (tool_call_trigger) needs tool_call and no other output form");
+    return refuse(SubmitStatus::InvalidRequest, "a lazy tool call needs tool_call and no other output form");
   }
   if (request.grammar) {
     if (request.tool_call) {

@@ -67,7 +67,9 @@ bool ToolCallPrefix::push(uint8_t byte) {
       return true;
     }
     case Part::Middle:
-      return fixed(kMiddle, Part::Arguments);
+      // The two keys part at their first letter, after kMiddle's `", "`.
+      if (pos_ == kMiddle.find('a') && byte == static_cast<uint8_t>(kMiddleParameters[pos_])) parameters_ = true;
+      return fixed(parameters_ ? kMiddleParameters : kMiddle, Part::Arguments);
     case Part::Arguments:
       return std::visit(
           [&](auto& arguments) {

@@ -3,6 +3,7 @@
 //
 //   {"name": "NAME", "arguments": OBJECT}
 //
+// ("parameters" in place of "arguments" too, as Llama 3.x writes calls)
 // (after a JsonGap's whitespace, which tokenizers that glue a space to the
 // first piece need)
 // where NAME is one of a fixed list of function names and OBJECT is a JSON
@@ -60,9 +61,11 @@ class ToolCallPrefix {
     return part_ == Part::Arguments && std::visit([](const auto& a) { return a.in_free_string(); }, arguments_);
   }
 
-  // The fixed text around the name and the arguments.
+  // The fixed text around the name and the arguments; the arguments' key
+  // may also be "parameters" (kMiddleParameters), as Llama 3.x writes it.
   static constexpr std::string_view kHead = "{\"name\": \"";
   static constexpr std::string_view kMiddle = "\", \"arguments\": ";
+  static constexpr std::string_view kMiddleParameters = "\", \"parameters\": ";
   static constexpr std::string_view kTail = "}";
 
  private:
@@ -71,6 +74,7 @@ class ToolCallPrefix {
   const ToolCallGrammar* grammar_;
   Part part_ = Part::Head;
   uint32_t pos_ = 0;  // bytes of the current fixed text (or of the name) written
+  bool parameters_ = false;  // Middle: the key is "parameters" (kMiddleParameters)
   JsonGap leading_;  // Head: whitespace before it
   // Name: the names that start with the bytes written so far are
   // names_[lo_, hi_) (the list is sorted, so they are contiguous).

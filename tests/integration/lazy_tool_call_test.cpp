@@ -1,9 +1,11 @@
-// A model's own tool calls held to the declared functions over HTTP: a
-// Qwen-vocab model with Qwen 2.5's chat template (which writes
-// <tool_call>) and random weights, pushed by logit_bias to open calls, with
-// tool_choice "auto": whatever follows each <tool_call> is a call to a
-// declared function whose arguments fit its parameters. Without the lazy
-// form the random model writes noise there.
+// A model's own tool calls held to the declared functions over HTTP:
+// Qwen-vocab models with random weights, pushed by logit_bias to open
+// calls, with tool_choice "auto". With Qwen 2.5's chat template (which
+// writes <tool_call>) whatever follows each <tool_call> is a call to a
+// declared function whose arguments fit its parameters; with Llama 3.1's
+// (which asks for the reply to be the call's JSON) a reply that opens
+// with "{" is such a call. Without the lazy form the random model writes
+// noise there.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -25,22 +27,23 @@ constexpr std::string_view kOpen = "<tool_call>";
 
 const json& weather_parameters() {
   static const json p = json::parse(R"({"type": "object",
-    "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+    "properties": {"unit": {"enum": ["celsius", "fahrenheit"]},
+                   "days": {"type": "integer", "minimum": 1, "maximum": 7}},
     "required": ["unit", "days"], "additionalProperties": false})");
   return p;
 }
 
 json tools() {
-  return json::array({{{"type", "function"},
-                       {"function", {{"name", "get_weather"}, {"parameters", weather_parameters()}}}},
-                      {{"type", "function"},
-                       {"function",
-                        {{"name", "get_time"},
-                         {"parameters",
-                          {{"type", "object"},
-                           {"properties", {{"zone", {{"enum", {"utc", "local"}}}}}},
-                           {"required", {"zone"}},
-                           {"additionalProperties", false}}}}}}});
+  return json::array(
+      {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"parameters", weather_parameters()}}}},
+       {{"type", "function"},
+        {"function",
+         {{"name", "get_time"},
+          {"parameters",
+           {{"type", "object"},
+            {"properties", {{"zone", {{"enum", {"utc", "local"}}}}}},
+            {"required", {"zone"}},
+            {"additionalProperties", false}}}}}}});
 }
 
 // The calls a reply holds: those the server found, and those left in its
@@ -51,7 +54,8 @@ std::vector<json> calls_of(const json& message, const tc::text::ToolCallGrammar&
   std::vector<json> calls;
   if (message.contains("tool_calls") && message["tool_calls"].is_array()) {
     for (const auto& c : message["tool_calls"]) {
-      calls.push_back({{"name", c["function"]["name"]}, {"arguments", json::parse(c["function"]["arguments"].get<std::string>())}});
+      calls.push_back(
+          {{"name", c["function"]["name"]}, {"arguments", json::parse(c["function"]["arguments"].get<std::string>())}});
     }
   }
   const std::string text = message["content"].is_string() ? message["content"].get<std::string>() : "";
@@ -74,21 +78,56 @@ std::vector<json> calls_of(const json& message, const tc::text::ToolCallGrammar&
   return calls;
 }
 
+std::filesystem::path template_path(const std::string& stem) {
+  return tc::test::source_dir() / "tests" / "data" / "chat_templates" / "templates" / (stem + ".jinja");
+}
+
+// A 1-layer model with the Qwen 2 vocab and `stem`'s chat template; the id of `piece` in its vocab.
+std::filesystem::path qwen_vocab_model(const std::filesystem::path& dir, const std::string& stem) {
+  return tc::test::make_test_model(dir, stem,
+                                   "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 2 --n-head-kv 1 --tied-embeddings"
+                                   " --seed 9 --tokenizer qwen2 --chat-template " +
+                                       tc::test::shell_quote(template_path(stem).string()));
+}
+int64_t token_id(const std::filesystem::path& model, const std::string& piece) {
+  const auto file = tc::gguf::GgufFile::open(model);
+  const auto tokenizer = tc::text::Tokenizer::create(tc::text::read_vocab(file));
+  const auto& pieces = tokenizer->vocab().tokens;
+  const auto id = std::find(pieces.begin(), pieces.end(), piece) - pieces.begin();
+  REQUIRE(id < tokenizer->n_vocab());
+  return id;
+}
+
+const tc::text::ToolCallGrammar& declared() {
+  static const tc::text::ToolCallGrammar g({"get_time", "get_weather"},
+                                           {tc::text::JsonSchema::compile(tools()[1]["function"]["parameters"]),
+                                            tc::text::JsonSchema::compile(weather_parameters())});
+  return g;
+}
+
+// A call's arguments fit its function's parameters.
+void check_call(const json& call) {
+  INFO(call.dump());
+  const std::string name = call["name"];
+  REQUIRE((name == "get_weather" || name == "get_time"));
+  const json& args = call.contains("arguments") ? call["arguments"] : call["parameters"];
+  if (name == "get_weather") {
+    CHECK(args.size() == 2);
+    CHECK((args["unit"] == "celsius" || args["unit"] == "fahrenheit"));
+    CHECK((args["days"].get<int>() >= 1 && args["days"].get<int>() <= 7));
+  } else {
+    CHECK(args.size() == 1);
+    CHECK((args["zone"] == "utc" || args["zone"] == "local"));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("tool calls a model opens with <tool_call> are held to a declared function and its parameters",
           "[integration][tools]") {
   const auto dir = tc::test::scratch_dir("lazy_tool_call");
-  const auto template_file = tc::test::source_dir() / "tests" / "data" / "chat_templates" / "templates" / "qwen2_5.jinja";
-  const auto model = tc::test::make_test_model(
-      dir, "qwen", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 2 --n-head-kv 1 --tied-embeddings --seed 9"
-                   " --tokenizer qwen2 --chat-template " + tc::test::shell_quote(template_file.string()));
-  const auto file = tc::gguf::GgufFile::open(model);
-  const auto tokenizer = tc::text::Tokenizer::create(tc::text::read_vocab(file));
-  const auto& pieces = tokenizer->vocab().tokens;
-  const auto open_id = std::find(pieces.begin(), pieces.end(), std::string(kOpen)) - pieces.begin();
-  REQUIRE(open_id < tokenizer->n_vocab());
-
+  const auto model = qwen_vocab_model(dir, "qwen2_5");
+  const auto open_id = token_id(model, std::string(kOpen));
   tc::test::ServerProcess server(model, {"--ctx-size", "1024", "--threads", "2"}, dir);
   auto client = server.client();
   const json request = {
@@ -101,27 +140,9 @@ TEST_CASE("tool calls a model opens with <tool_call> are held to a declared func
   INFO(r.raw);
   REQUIRE(r.status == 200);
 
-  std::vector<std::string> names = {"get_time", "get_weather"};
-  std::vector<std::shared_ptr<const tc::text::JsonSchema>> arguments = {
-      tc::text::JsonSchema::compile(tools()[1]["function"]["parameters"]),
-      tc::text::JsonSchema::compile(weather_parameters())};
-  const tc::text::ToolCallGrammar grammar(names, arguments);
-  const auto calls = calls_of(r.body["choices"][0]["message"], grammar);
+  const auto calls = calls_of(r.body["choices"][0]["message"], declared());
   REQUIRE(calls.size() >= 2);
-  for (const auto& call : calls) {
-    INFO(call.dump());
-    const std::string name = call["name"];
-    REQUIRE((name == "get_weather" || name == "get_time"));
-    const json& args = call["arguments"];
-    if (name == "get_weather") {
-      CHECK(args.size() == 2);
-      CHECK((args["unit"] == "celsius" || args["unit"] == "fahrenheit"));
-      CHECK((args["days"].get<int>() >= 1 && args["days"].get<int>() <= 7));
-    } else {
-      CHECK(args.size() == 1);
-      CHECK((args["zone"] == "utc" || args["zone"] == "local"));
-    }
-  }
+  for (const auto& call : calls) check_call(call);
 
   SECTION("with tool_choice none the same push gives no such calls") {
     json no_tools = request;
@@ -132,6 +153,50 @@ TEST_CASE("tool calls a model opens with <tool_call> are held to a declared func
     INFO(text);
     // The random model after its <tool_call>s: noise, not calls.
     CHECK(text.find(kOpen) != std::string::npos);
+    CHECK(text.find("{\"name\": \"get_") == std::string::npos);
+  }
+}
+
+TEST_CASE("a reply that opens with a call, as Llama 3.x's template asks, is held to a declared function",
+          "[integration][tools]") {
+  const auto dir = tc::test::scratch_dir("lazy_tool_call_llama3");
+  const auto model = qwen_vocab_model(dir, "llama3_1");
+  const auto brace = token_id(model, "{");
+  tc::test::ServerProcess server(model, {"--ctx-size", "1024", "--threads", "2"}, dir);
+  auto client = server.client();
+  json request = {{"messages", json::array({{{"role", "user"}, {"content", "What time is it in UTC?"}}})},
+                  {"tools", tools()},
+                  {"max_tokens", 80},
+                  {"temperature", 0},
+                  {"logit_bias", {{std::to_string(brace), 100}}}};  // the reply opens with "{"
+  const auto r = tc::test::post_json(client, "/v1/chat/completions", request);
+  INFO(r.raw);
+  REQUIRE(r.status == 200);
+  const json& message = r.body["choices"][0]["message"];
+  // The call is the reply (found by the server), or its start (the rest of
+  // the reply, free again, is the bias's braces).
+  if (message.contains("tool_calls") && message["tool_calls"].is_array() && !message["tool_calls"].empty()) {
+    for (const auto& c : message["tool_calls"]) {
+      check_call(
+          {{"name", c["function"]["name"]}, {"arguments", json::parse(c["function"]["arguments"].get<std::string>())}});
+    }
+  } else {
+    const std::string text = message["content"].get<std::string>();
+    const std::string reply = text.substr(text.find_first_not_of(" \n"));
+    tc::text::ToolCallPrefix prefix(&declared());
+    size_t n = 0;
+    while (n < reply.size() && !prefix.complete() && prefix.push(static_cast<uint8_t>(reply[n]))) ++n;
+    REQUIRE(prefix.complete());
+    check_call(json::parse(reply.substr(0, n)));
+  }
+
+  SECTION("with tool_choice none the reply's braces are noise") {
+    request["tool_choice"] = "none";
+    const auto free = tc::test::post_json(client, "/v1/chat/completions", request);
+    REQUIRE(free.status == 200);
+    const std::string text = free.body["choices"][0]["message"]["content"].get<std::string>();
+    INFO(text);
+    CHECK(text.find('{') != std::string::npos);
     CHECK(text.find("{\"name\": \"get_") == std::string::npos);
   }
 }

@@ -76,6 +76,10 @@ TEST_CASE("ToolCallPrefix: a call to each declared name is accepted and complete
   CHECK(first_refused(call("get", "{}")) == -1);
   CHECK(first_refused("\n " + call("get", "{}")) == -1);  // a little whitespace may lead
   CHECK(first_refused("  " + call("get", "{}")) == 1);     // not padding
+  // Llama 3.x's key for the arguments, and no other.
+  CHECK(first_refused(R"({"name": "get", "parameters": {"a": 1}})") == -1);
+  CHECK(first_refused(R"({"name": "get", "params": {}})") == 22);
+  CHECK(first_refused(R"({"name": "get", "argumentsx": {}})") == 26);
 }
 
 TEST_CASE("ToolCallPrefix: refuses undeclared names and text outside the form at the first bad byte",
@@ -182,7 +186,8 @@ TEST_CASE("Forced tool call: random logits give texts that close as calls to dec
     CAPTURE(text);
     const auto parsed = nlohmann::json::parse(text);
     REQUIRE(parsed.size() == 2);
-    REQUIRE(parsed.at("arguments").is_object());
+    REQUIRE(parsed.contains(parsed.contains("arguments") ? "arguments" : "parameters"));
+    REQUIRE(parsed.at(parsed.contains("arguments") ? "arguments" : "parameters").is_object());
     const std::string name = parsed.at("name").get<std::string>();
     REQUIRE(std::find(names().begin(), names().end(), name) != names().end());
     called.insert(name);
@@ -278,6 +283,38 @@ TEST_CASE("Lazy tool call: free text until the trigger, the call held to its for
     CHECK(allowed("get"));
     CHECK(allowed("add"));
     CHECK_FALSE(allowed("x"));
+  }
+}
+
+TEST_CASE("Lazy tool call at the start: held when the reply opens with the call, else free to the end",
+          "[sampler][tools]") {
+  const auto& tokenizer = lazy_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
+  tc::runtime::OutputConstraint c(table, tc::runtime::OutputForm::call(declared, "", /*at_start=*/true));
+  auto feed = [&](const std::vector<std::string>& pieces) {
+    for (const auto& p : pieces) c.accept(id_of(tokenizer, p));
+  };
+  CHECK_FALSE(c.active());
+  CHECK(n_allowed(c, n_vocab) == static_cast<size_t>(n_vocab));
+  SECTION("blanks, then the call: held from its brace until it closes") {
+    feed({"\n", "\n"});
+    CHECK_FALSE(c.active());
+    feed({"{"});
+    REQUIRE(c.active());
+    CHECK(n_allowed(c, n_vocab) < static_cast<size_t>(n_vocab));
+    feed({"\"", "name", "\"", ":", "\u2581", "\"", "add", "\"", ",", "\u2581", "\"", "arguments", "\"", ":",
+          "\u2581", "{", "}}"});
+    CHECK_FALSE(c.active());
+    CHECK_FALSE(c.complete());
+    feed({"{"});  // once only: a second object later is text
+    CHECK_FALSE(c.active());
+  }
+  SECTION("a reply that opens with text stays free, braces and all") {
+    feed({"Sure", "{"});
+    CHECK_FALSE(c.active());
+    CHECK(n_allowed(c, n_vocab) == static_cast<size_t>(n_vocab));
   }
 }
 
