@@ -208,12 +208,23 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
     // to a declared function with arguments that fit its parameters (a
     // lazy form), unless the reply has another form to keep.
     const LazyToolCall lazy = lazy_tool_call(serving.chat_template->source());
+    // Mistral's markers: control tokens of the vocabulary (ServingModel::tool_marker_ids).
+    text::TokenId calls_token = -1, args_token = -1;
+    if (lazy.mistral) {
+      const auto& pieces = serving.model->tokenizer->vocab().tokens;
+      for (const int32_t id : serving.tool_marker_ids) {
+        if (pieces[static_cast<size_t>(id)] == "[TOOL_CALLS]") calls_token = id;
+        if (pieces[static_cast<size_t>(id)] == "[ARGS]") args_token = id;
+      }
+    }
+    const bool mistral = calls_token >= 0 && args_token >= 0;
     for (auto& choice : plan.choices) {
       auto& r = choice.request;
-      if (!lazy.any() || r.json_object || r.json_schema || r.grammar) continue;
+      if (!(lazy.any() || mistral) || r.json_object || r.json_schema || r.grammar) continue;
       r.tool_call = grammar();
       r.tool_call_trigger = lazy.trigger;
       r.tool_call_at_start = lazy.at_start;
+      if (mistral) r.tool_call_trigger_token = calls_token, r.tool_call_args_token = args_token;
     }
   }
   return plan;
@@ -223,8 +234,12 @@ LazyToolCall lazy_tool_call(std::string_view template_source) {
   constexpr std::string_view kHermes = "<tool_call>";
   // Llama 3.1-3.3's templates ask for a reply that is the call.
   constexpr std::string_view kLlama3 = "{\"name\": function name, \"parameters\": dictionary of argument name";
-  if (template_source.find(kHermes) != std::string_view::npos) return {std::string(kHermes), false};
-  if (template_source.find(kLlama3) != std::string_view::npos) return {"", true};
+  auto has = [&](std::string_view s) { return template_source.find(s) != std::string_view::npos; };
+  // A template that renders no tools gets them from the server, which asks
+  // for <tool_call> blocks (chat_prompt_variables.h).
+  if (has(kHermes) || !TemplateToolSupport::of(template_source).tools) return {std::string(kHermes), false, false};
+  if (has("[TOOL_CALLS]") && has("[ARGS]")) return {"", false, true};
+  if (has(kLlama3)) return {"", true, false};
   return {};
 }
 

@@ -51,15 +51,19 @@ struct Plan {
 Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const config::ServeOptions& options);
 
 // How a model with this chat template opens a tool call, for a lazy call
-// (engine.h's tool_call_trigger / tool_call_at_start): after "<tool_call>"
-// (Hermes, Qwen 2.5 / 3 and the many templates after them), or as the
-// whole reply's JSON (Llama 3.1-3.3, whose templates ask for
-// {"name": ..., "parameters": ...}); neither for the others (Mistral's
-// [TOOL_CALLS]NAME[ARGS]: not held).
+// (engine.h's tool_call_trigger, tool_call_at_start, tool_call_*_token):
+// after "<tool_call>" (Hermes, Qwen 2.5 / 3 and the many templates after
+// them; and templates that render no tools, for which the server asks for
+// that form), as Mistral's [TOOL_CALLS]NAME[ARGS]{...} (v11 and later
+// templates: Mistral Small 3.x, Devstral, Magistral; `mistral`, the
+// markers being the vocabulary's control tokens), or as the whole reply's
+// JSON (Llama 3.1-3.3, whose templates ask for {"name": ...,
+// "parameters": ...}); none for the others.
 struct LazyToolCall {
   std::string trigger;
   bool at_start = false;
-  bool any() const { return !trigger.empty() || at_start; }
+  bool mistral = false;
+  bool any() const { return !trigger.empty() || at_start; }  // (mistral needs the tokens too)
 };
 LazyToolCall lazy_tool_call(std::string_view template_source);
 // Completions: each prompt (text or ids) times `n` choices; without

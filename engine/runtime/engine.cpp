@@ -303,7 +303,10 @@ void Engine::Impl::admit(Pending pending) {
     }
     const auto& r = seq->request;
     seq->sampler.constrain(constraint_tokens,
-                           r.tool_call     ? OutputForm::call(r.tool_call, r.tool_call_trigger, r.tool_call_at_start)
+                           r.tool_call && r.tool_call_trigger_token >= 0
+                               ? OutputForm::mistral_call(r.tool_call, r.tool_call_trigger_token,
+                                                          r.tool_call_args_token)
+                           : r.tool_call   ? OutputForm::call(r.tool_call, r.tool_call_trigger, r.tool_call_at_start)
                            : r.grammar     ? OutputForm::grammar(r.grammar)
                            : r.json_schema ? OutputForm::json_schema(r.json_schema)
                                            : OutputForm::json_object());

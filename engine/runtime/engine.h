@@ -101,6 +101,11 @@ struct GenerationRequest {
   // combined with json_object, json_schema or grammar.
   std::string tool_call_trigger;
   bool tool_call_at_start = false;
+  // With tool_call, both >= 0: lazy Mistral calls (output_constraint.h),
+  // on after each tool_call_trigger_token ([TOOL_CALLS]), the name ended
+  // by tool_call_args_token ([ARGS]).
+  text::TokenId tool_call_trigger_token = -1;
+  text::TokenId tool_call_args_token = -1;
   // Non-null: the generated text is one the GBNF grammar generates
   // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
   // may end, and the request finishes (Stop) where nothing more can follow.

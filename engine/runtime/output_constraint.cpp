@@ -76,10 +76,14 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
     : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
   TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
   TC_CHECK(!lazy() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
+  const auto in_vocab = [&](int32_t id) { return id >= 0 && static_cast<size_t>(id) < table_->bytes.size(); };
+  TC_CHECK(!mistral() || (form_.tool_call && in_vocab(form_.trigger_token) && in_vocab(form_.args_token)),
+           "OutputConstraint: Mistral calls need the grammar and both marker tokens in the vocabulary");
   reset();
 }
 
 OutputConstraint::Prefix OutputConstraint::start() const {
+  if (form_.tool_call && mistral()) return text::MistralCallPrefix(form_.tool_call.get());
   if (form_.tool_call) return text::ToolCallPrefix(form_.tool_call.get());
   if (form_.gbnf) return text::GbnfPrefix(form_.gbnf.get());
   if (form_.schema) return text::JsonSchemaPrefix(form_.schema.get());
@@ -93,6 +97,10 @@ void OutputConstraint::mask(std::span<float> logits) const {
     grammar_mask_.apply(*grammar, *table_, logits);
     return;
   }
+  // Mistral's [ARGS] (a control token, which the mask rules out) may end a whole name.
+  const auto* call = std::get_if<text::MistralCallPrefix>(&prefix_);
+  const auto args = static_cast<size_t>(std::max(form_.args_token, 0));
+  const float args_logit = call != nullptr ? logits[args] : 0.0f;
   std::visit(
       [&](const auto& prefix) {
         if constexpr (!std::is_same_v<std::decay_t<decltype(prefix)>, text::GbnfPrefix>) {
@@ -100,6 +108,21 @@ void OutputConstraint::mask(std::span<float> logits) const {
         }
       },
       prefix_);
+  if (call != nullptr && call->name_complete()) logits[args] = args_logit;
+}
+
+bool OutputConstraint::accept_mistral_marker(text::TokenId token) {
+  if (!active_ && token == form_.trigger_token) {
+    prefix_ = start();
+    active_ = true;
+    return true;
+  }
+  auto* call = std::get_if<text::MistralCallPrefix>(&prefix_);
+  if (active_ && call != nullptr && token == form_.args_token && call->name_complete()) {
+    call->begin_arguments();
+    return true;
+  }
+  return false;
 }
 
 void OutputConstraint::accept(text::TokenId token) {
@@ -111,6 +134,7 @@ void OutputConstraint::accept(text::TokenId token) {
     grammar->push_token(token, table_->bytes[t], table_->kind[t] == ConstraintTokenTable::Kind::Text);
     return;
   }
+  if (mistral() && accept_mistral_marker(token)) return;
   if (table_->kind[t] != ConstraintTokenTable::Kind::Text) return;
   const std::string& bytes = table_->bytes[t];
   if (!active_) {

@@ -19,8 +19,10 @@
 // tool calls when it may call tools or answer in text. Triggered by a text
 // (after each time it is written: <tool_call>{"name": ..., "arguments":
 // ...}</tool_call>), or by the output's opening with the form's first
-// byte (once: Llama 3.x's {"name": ..., "parameters": ...}). A lazy form
-// never ends the output.
+// byte (once: Llama 3.x's {"name": ..., "parameters": ...}), or by a
+// control token (Mistral's [TOOL_CALLS]NAME[ARGS]{...}: the name, then the
+// [ARGS] token once it is whole, then the arguments; text/
+// mistral_call_prefix.h). A lazy form never ends the output.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
+#include "engine/text/mistral_call_prefix.h"
 #include "engine/text/tokenizer.h"
 #include "engine/text/tool_call_prefix.h"
 
@@ -50,17 +53,25 @@ struct OutputForm {
   std::shared_ptr<const text::GbnfGrammar> gbnf;
   std::string trigger;  // non-empty: the form is lazy, on after each time this text is written
   bool at_start = false;  // the form is lazy, on when the output opens with it (after blanks)
+  // >= 0 (with tool_call): Mistral's calls, lazy, on after each trigger
+  // token, the name ended by args_token.
+  int32_t trigger_token = -1;
+  int32_t args_token = -1;
 
   static OutputForm json_object() { return {}; }
   static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) {
-    return {nullptr, std::move(s), nullptr, "", false};
+    return {nullptr, std::move(s), nullptr, "", false, -1, -1};
   }
   static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g, std::string trigger = "",
                          bool at_start = false) {
-    return {std::move(g), nullptr, nullptr, std::move(trigger), at_start};
+    return {std::move(g), nullptr, nullptr, std::move(trigger), at_start, -1, -1};
+  }
+  static OutputForm mistral_call(std::shared_ptr<const text::ToolCallGrammar> g, int32_t trigger_token,
+                                 int32_t args_token) {
+    return {std::move(g), nullptr, nullptr, "", false, trigger_token, args_token};
   }
   static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) {
-    return {nullptr, nullptr, std::move(g), "", false};
+    return {nullptr, nullptr, std::move(g), "", false, -1, -1};
   }
 };
 
@@ -84,10 +95,14 @@ class OutputConstraint {
   bool active() const { return active_; }
 
  private:
-  using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix>;
+  using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix,
+                              text::MistralCallPrefix>;
   Prefix start() const;
   bool prefix_complete() const;
-  bool lazy() const { return !form_.trigger.empty() || form_.at_start; }
+  bool lazy() const { return !form_.trigger.empty() || form_.at_start || mistral(); }
+  bool mistral() const { return form_.trigger_token >= 0; }
+  // Mistral's control tokens ([TOOL_CALLS], [ARGS]); true when `token` was one of them here.
+  bool accept_mistral_marker(text::TokenId token);
   // Lazy at the start and not begun: the output's first bytes decide.
   void watch_start(const std::string& bytes);
   // Lazy and off: appends a token's bytes to recent_, and turns the form on

@@ -51,9 +51,14 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       return refuse(SubmitStatus::InvalidRequest, std::move(problem));
     }
   }
-  if ((!request.tool_call_trigger.empty() || request.tool_call_at_start) &&
+  const bool mistral_call = request.tool_call_trigger_token >= 0 || request.tool_call_args_token >= 0;
+  if ((!request.tool_call_trigger.empty() || request.tool_call_at_start || mistral_call) &&
       (!request.tool_call || request.json_object || request.json_schema || request.grammar)) {
     return refuse(SubmitStatus::InvalidRequest, "a lazy tool call needs tool_call and no other output form");
+  }
+  if (mistral_call && (request.tool_call_trigger_token < 0 || request.tool_call_trigger_token >= n_vocab ||
+                       request.tool_call_args_token < 0 || request.tool_call_args_token >= n_vocab)) {
+    return refuse(SubmitStatus::InvalidRequest, "a lazy Mistral tool call needs both marker tokens in the vocabulary");
   }
   if (request.grammar) {
     if (request.tool_call) {

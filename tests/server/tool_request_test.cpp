@@ -15,6 +15,7 @@
 #include "server/chat_prompt_variables.h"
 #include "server/ollama_schema.h"
 #include "server/openai_schema.h"
+#include "server/prompt_builder.h"
 #include "server/tool_request.h"
 #include "tests/test_util.h"
 
@@ -315,4 +316,37 @@ TEST_CASE("chat_template_kwargs reach the template: Qwen3's enable_thinking", "[
   const auto bad_think = translate_ollama_chat(json{{"model", "m"}, {"messages", ollama_messages}, {"think", "high"}});
   REQUIRE(bad_think.error);
   CHECK(bad_think.error->param == "think");
+}
+
+TEST_CASE("lazy tool calls: a chat template says how its model opens a call", "[server][tools]") {
+  auto of = [](const std::string& stem) {
+    return lazy_tool_call(tc::test::read_file(tc::test::source_dir() / "tests" / "data" / "chat_templates" /
+                                              "templates" / (stem + ".jinja")));
+  };
+  for (const std::string stem : {"qwen2_5", "qwen3"}) {
+    INFO(stem);
+    CHECK(of(stem).trigger == "<tool_call>");  // Hermes blocks
+  }
+  const auto llama = of("llama3_1");
+  CHECK(llama.trigger.empty());
+  CHECK(llama.at_start);  // the reply is the call's JSON
+  CHECK_FALSE(llama.mistral);
+  // v0.3 writes [TOOL_CALLS] and a JSON list (not held); v11 and later NAME[ARGS]{...}.
+  CHECK_FALSE(of("mistral_v03").any());
+  CHECK_FALSE(of("mistral_v03").mistral);
+  CHECK(lazy_tool_call("{%- if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}"
+                       "{{- '[TOOL_CALLS]' + call.function.name + '[ARGS]' + call.function.arguments }}")
+            .mistral);
+  // Templates that render no tools: the server asks for <tool_call> blocks.
+  for (const std::string stem : {"chatml", "llama3", "gemma3", "phi3"}) {
+    INFO(stem);
+    CHECK(of(stem).trigger == "<tool_call>");
+  }
+  // Templates with a call form of their own that is not held.
+  for (const std::string stem : {"command_r7b", "granite3"}) {
+    INFO(stem);
+    const auto none = of(stem);
+    CHECK_FALSE(none.any());
+    CHECK_FALSE(none.mistral);
+  }
 }

@@ -1,0 +1,59 @@
+// MistralCallPrefix: a declared name, then (after the caller's [ARGS]) its
+// arguments' object (see mistral_call_prefix.h).
+#include "engine/text/mistral_call_prefix.h"
+
+#include "engine/text/json_lexers.h"
+#include "kernels/check.h"
+
+namespace tc::text {
+
+MistralCallPrefix::MistralCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
+  TC_CHECK(grammar_ != nullptr, "MistralCallPrefix needs a grammar");
+  const std::string problem = grammar_->problem();
+  TC_CHECK(problem.empty(), problem.c_str());
+  hi_ = static_cast<uint32_t>(grammar_->names.size());
+}
+
+bool MistralCallPrefix::push(uint8_t byte) {
+  if (in_arguments_) {
+    return std::visit([&](auto& arguments) { return !arguments.complete() && arguments.push(byte); }, arguments_);
+  }
+  const auto& names = grammar_->names;
+  uint32_t lo = lo_;
+  while (lo < hi_ && (names[lo].size() <= pos_ || static_cast<uint8_t>(names[lo][pos_]) < byte)) ++lo;
+  uint32_t hi = lo;
+  while (hi < hi_ && names[hi].size() > pos_ && static_cast<uint8_t>(names[hi][pos_]) == byte) ++hi;
+  if (lo == hi) return false;
+  lo_ = lo;
+  hi_ = hi;
+  ++pos_;
+  return true;
+}
+
+bool MistralCallPrefix::push(std::string_view bytes) {
+  return push_each(bytes, [this](uint8_t byte) { return push(byte); });
+}
+
+bool MistralCallPrefix::accepts(std::string_view bytes) const {
+  MistralCallPrefix copy = *this;
+  return copy.push(bytes);
+}
+
+bool MistralCallPrefix::name_complete() const {
+  // Sorted: a name equal to the bytes so far (a prefix of the others) comes first.
+  return !in_arguments_ && pos_ > 0 && grammar_->names[lo_].size() == pos_;
+}
+
+void MistralCallPrefix::begin_arguments() {
+  TC_CHECK(name_complete(), "MistralCallPrefix: [ARGS] before a whole name");
+  in_arguments_ = true;
+  if (!grammar_->arguments.empty() && grammar_->arguments[lo_] != nullptr) {
+    arguments_ = JsonSchemaPrefix(grammar_->arguments[lo_].get());
+  }
+}
+
+bool MistralCallPrefix::complete() const {
+  return in_arguments_ && std::visit([](const auto& a) { return a.complete(); }, arguments_);
+}
+
+}  // namespace tc::text
