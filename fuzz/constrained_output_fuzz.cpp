@@ -6,10 +6,14 @@
 // naming a declared function for the tool call). The text is also parsed
 // for tool calls whole and through ToolCallStream cut at every third byte:
 // the stream must show and return exactly what the whole parse finds.
+// The text is also fed to MistralCallPrefix, a 0x01 byte standing for the
+// [ARGS] token (taken only after a whole declared name): a complete call
+// names a declared function and its arguments parse as an object.
 // The part before the NUL is also read as a GBNF grammar (which may only
 // throw GbnfError); the text fed byte by byte to its matcher must be taken
 // whole as one token too, and where the grammar is complete no byte may
 // follow.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +28,7 @@
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
+#include "engine/text/mistral_call_prefix.h"
 #include "engine/text/tool_call_prefix.h"
 #include "server/tool_call_parser.h"
 
@@ -46,6 +51,25 @@ void check_prefix(Prefix prefix, std::string_view text, bool object) {
   const auto value = nlohmann::json::parse(text.substr(0, n), nullptr, /*allow_exceptions=*/false);
   require(!value.is_discarded(), "a complete prefix parses as JSON");
   require(!object || value.is_object(), "a complete JSON-mode prefix is an object");
+}
+
+void check_mistral(const tc::text::ToolCallGrammar& grammar, std::string_view text) {
+  tc::text::MistralCallPrefix p(&grammar);
+  size_t n = 0, args_at = 0;
+  for (; n < text.size(); ++n) {
+    if (p.in_name() && text[n] == '\x01') {
+      if (!p.name_complete()) break;
+      p.begin_arguments();
+      args_at = n + 1;
+      continue;
+    }
+    if (!p.push(static_cast<uint8_t>(text[n]))) break;
+  }
+  if (!p.complete()) return;
+  const std::string name(text.substr(0, args_at - 1));
+  require(std::binary_search(grammar.names.begin(), grammar.names.end(), name), "a whole call names a declared one");
+  const auto value = nlohmann::json::parse(text.substr(args_at, n - args_at), nullptr, /*allow_exceptions=*/false);
+  require(!value.is_discarded() && value.is_object(), "a whole call's arguments are an object");
 }
 
 void check_gbnf(std::string_view grammar_text, std::string_view text) {
@@ -76,6 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_prefix(tc::text::JsonPrefix(), text, true);
   static const tc::text::ToolCallGrammar grammar({"get", "get_time", "get_weather"});
   check_prefix(tc::text::ToolCallPrefix(&grammar), text, true);
+  check_mistral(grammar, text);
   const auto schema_json = nlohmann::ordered_json::parse(schema_text, nullptr, false);
   if (!schema_json.is_discarded()) {
     try {
@@ -83,6 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       check_prefix(tc::text::JsonSchemaPrefix(schema.get()), text, false);
       const tc::text::ToolCallGrammar with_schema({"f"}, {schema});
       check_prefix(tc::text::ToolCallPrefix(&with_schema), text, true);
+      check_mistral(with_schema, text);
     } catch (const tc::text::SchemaError& e) {
       require(e.what()[0] != '\0', "a schema error has a message");
     }
