@@ -224,6 +224,10 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
       r.tool_call = grammar();
       r.tool_call_trigger = lazy.trigger;
       r.tool_call_at_start = lazy.at_start;
+      // A thinking model's calls come after its reasoning (llama.cpp
+      // triggers after </think> too): "<tool_call>" inside it is thought.
+      r.tool_call_skip_reasoning = true;
+      r.tool_call_reasoning_open = plan.opens_reasoning;
       if (mistral) r.tool_call_trigger_token = calls_token, r.tool_call_args_token = args_token;
     }
   }

@@ -302,14 +302,15 @@ void Engine::Impl::admit(Pending pending) {
       constraint_tokens = ConstraintTokenTable::from(tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
     }
     const auto& r = seq->request;
-    seq->sampler.constrain(constraint_tokens,
-                           r.tool_call && r.tool_call_trigger_token >= 0
-                               ? OutputForm::mistral_call(r.tool_call, r.tool_call_trigger_token,
-                                                          r.tool_call_args_token)
-                           : r.tool_call   ? OutputForm::call(r.tool_call, r.tool_call_trigger, r.tool_call_at_start)
-                           : r.grammar     ? OutputForm::grammar(r.grammar)
-                           : r.json_schema ? OutputForm::json_schema(r.json_schema)
-                                           : OutputForm::json_object());
+    OutputForm form = r.tool_call && r.tool_call_trigger_token >= 0
+                          ? OutputForm::mistral_call(r.tool_call, r.tool_call_trigger_token, r.tool_call_args_token)
+                      : r.tool_call   ? OutputForm::call(r.tool_call, r.tool_call_trigger, r.tool_call_at_start)
+                      : r.grammar     ? OutputForm::grammar(r.grammar)
+                      : r.json_schema ? OutputForm::json_schema(r.json_schema)
+                                      : OutputForm::json_object();
+    form.skip_reasoning = r.tool_call_skip_reasoning && !form.trigger.empty();
+    form.reasoning_open = r.tool_call_reasoning_open;
+    seq->sampler.constrain(constraint_tokens, std::move(form));
   }
   if (seq->request.sampling.dry_multiplier > 0.0f) {
     const auto& key = seq->request.sampling.dry_sequence_breakers;

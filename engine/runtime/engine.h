@@ -101,6 +101,10 @@ struct GenerationRequest {
   // combined with json_object, json_schema or grammar.
   std::string tool_call_trigger;
   bool tool_call_at_start = false;
+  // With tool_call_trigger: a thinking model's reasoning triggers nothing
+  // (OutputForm::skip_reasoning); _open: the prompt opened it.
+  bool tool_call_skip_reasoning = false;
+  bool tool_call_reasoning_open = false;
   // With tool_call, both >= 0: lazy Mistral calls (output_constraint.h),
   // on after each tool_call_trigger_token ([TOOL_CALLS]), the name ended
   // by tool_call_args_token ([ARGS]).

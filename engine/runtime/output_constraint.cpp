@@ -11,6 +11,7 @@
 #include <array>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/check.h"
 
@@ -165,7 +166,38 @@ void OutputConstraint::watch_start(const std::string& bytes) {
   if (!fits) prefix_ = start();
 }
 
-void OutputConstraint::watch_for_trigger(const std::string& bytes) {
+std::string OutputConstraint::past_reasoning(const std::string& bytes) {
+  constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+  reasoning_text_ += bytes;
+  if (reasoning_ == Reasoning::Undecided) {
+    // Reasoning opens the output (after blanks) or not at all.
+    const size_t first = reasoning_text_.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return {};
+    const std::string_view rest = std::string_view(reasoning_text_).substr(first);
+    if (rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest) return {};  // may be <think> yet
+    if (rest.substr(0, kOpen.size()) != kOpen) {
+      reasoning_ = Reasoning::Over;
+      return std::exchange(reasoning_text_, {});
+    }
+    reasoning_ = Reasoning::Inside;
+    reasoning_text_ = std::string(rest.substr(kOpen.size()));
+  }
+  const size_t close = reasoning_text_.find(kClose);
+  if (close == std::string::npos) {
+    if (reasoning_text_.size() >= kClose.size()) reasoning_text_.erase(0, reasoning_text_.size() - (kClose.size() - 1));
+    return {};
+  }
+  reasoning_ = Reasoning::Over;
+  std::string after = reasoning_text_.substr(close + kClose.size());
+  reasoning_text_.clear();
+  return after;
+}
+
+void OutputConstraint::watch_for_trigger(std::string bytes) {
+  if (reasoning_ != Reasoning::Over) {
+    bytes = past_reasoning(bytes);
+    if (reasoning_ != Reasoning::Over) return;
+  }
   const std::string& trigger = form_.trigger;
   recent_ += bytes;
   const size_t at = recent_.find(trigger);
@@ -196,6 +228,10 @@ void OutputConstraint::reset() {
   active_ = !lazy();
   awaiting_start_ = form_.at_start;
   recent_.clear();
+  reasoning_ = !form_.skip_reasoning ? Reasoning::Over
+               : form_.reasoning_open ? Reasoning::Inside
+                                      : Reasoning::Undecided;
+  reasoning_text_.clear();
 }
 
 }  // namespace tc::runtime

@@ -53,6 +53,12 @@ struct OutputForm {
   std::shared_ptr<const text::GbnfGrammar> gbnf;
   std::string trigger;  // non-empty: the form is lazy, on after each time this text is written
   bool at_start = false;  // the form is lazy, on when the output opens with it (after blanks)
+  // With a trigger: a thinking model's reasoning (a <think>...</think>
+  // block opening the output, or, with reasoning_open, the output up to
+  // </think>: the prompt opened it) triggers nothing, as its calls come
+  // after it.
+  bool skip_reasoning = false;
+  bool reasoning_open = false;
   // >= 0 (with tool_call): Mistral's calls, lazy, on after each trigger
   // token, the name ended by args_token.
   int32_t trigger_token = -1;
@@ -60,18 +66,30 @@ struct OutputForm {
 
   static OutputForm json_object() { return {}; }
   static OutputForm json_schema(std::shared_ptr<const text::JsonSchema> s) {
-    return {nullptr, std::move(s), nullptr, "", false, -1, -1};
+    OutputForm f;
+    f.schema = std::move(s);
+    return f;
   }
   static OutputForm call(std::shared_ptr<const text::ToolCallGrammar> g, std::string trigger = "",
                          bool at_start = false) {
-    return {std::move(g), nullptr, nullptr, std::move(trigger), at_start, -1, -1};
+    OutputForm f;
+    f.tool_call = std::move(g);
+    f.trigger = std::move(trigger);
+    f.at_start = at_start;
+    return f;
   }
   static OutputForm mistral_call(std::shared_ptr<const text::ToolCallGrammar> g, int32_t trigger_token,
                                  int32_t args_token) {
-    return {std::move(g), nullptr, nullptr, "", false, trigger_token, args_token};
+    OutputForm f;
+    f.tool_call = std::move(g);
+    f.trigger_token = trigger_token;
+    f.args_token = args_token;
+    return f;
   }
   static OutputForm grammar(std::shared_ptr<const text::GbnfGrammar> g) {
-    return {nullptr, nullptr, std::move(g), "", false, -1, -1};
+    OutputForm f;
+    f.gbnf = std::move(g);
+    return f;
   }
 };
 
@@ -107,7 +125,10 @@ class OutputConstraint {
   void watch_start(const std::string& bytes);
   // Lazy and off: appends a token's bytes to recent_, and turns the form on
   // when they complete the trigger.
-  void watch_for_trigger(const std::string& bytes);
+  void watch_for_trigger(std::string bytes);
+  // skip_reasoning: what of `bytes` comes after the reasoning block (all of
+  // them once it is over; none while it may still be going on).
+  std::string past_reasoning(const std::string& bytes);
 
   std::shared_ptr<const ConstraintTokenTable> table_;
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
@@ -115,6 +136,9 @@ class OutputConstraint {
   bool active_ = true;
   bool awaiting_start_ = false;  // at_start: only blanks so far
   std::string recent_;  // lazy and off: the text's last bytes, where the trigger is looked for
+  enum class Reasoning : uint8_t { Undecided, Inside, Over };
+  Reasoning reasoning_ = Reasoning::Over;  // skip_reasoning: where the output is
+  std::string reasoning_text_;  // Undecided: the output so far; Inside: its last bytes (for </think>)
   mutable GrammarMask grammar_mask_;  // the grammar form's mask and its cache of states
 };
 

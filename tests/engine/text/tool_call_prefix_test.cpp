@@ -205,6 +205,7 @@ const tc::text::Tokenizer& lazy_tokenizer() {
       {"<tool", 0}, {"_call>", 0},   {"</tool_call>", 0}, {"{", 0}, {"}", 0},        {"\"", 0},
       {":", 0},     {",", 0},        {"\u2581", 0},  {"name", 0},   {"arguments", 0}, {"get", 0},
       {"_time", 0}, {"add", 0},      {"x", 0},       {"1", 0},      {"}}", 0},        {"<tool_call>{", 0},
+      {"<think>", 0}, {"</think>", 0}, {"<th", 0}, {"ink>", 0},
   }));
   return *tokenizer;
 }
@@ -283,6 +284,37 @@ TEST_CASE("Lazy tool call: free text until the trigger, the call held to its for
     CHECK(allowed("get"));
     CHECK(allowed("add"));
     CHECK_FALSE(allowed("x"));
+  }
+}
+
+TEST_CASE("Lazy tool call: a thinking model's <tool_call> inside its reasoning is thought, not a call",
+          "[sampler][tools]") {
+  const auto& tokenizer = lazy_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
+  auto form = tc::runtime::OutputForm::call(declared, "<tool_call>");
+  form.skip_reasoning = true;
+  SECTION("reasoning that opens the reply, cut over tokens") {
+    tc::runtime::OutputConstraint c(table, form);
+    for (const std::string p : {"\n", "<th", "ink>", "Sure", "<tool_call>"}) c.accept(id_of(tokenizer, p));
+    CHECK_FALSE(c.active());
+    for (const std::string p : {".", "</think>", "\n", "<tool_call>"}) c.accept(id_of(tokenizer, p));
+    CHECK(c.active());
+  }
+  SECTION("reasoning the prompt opened: to </think>") {
+    form.reasoning_open = true;
+    tc::runtime::OutputConstraint c(table, form);
+    c.accept(id_of(tokenizer, "<tool_call>"));
+    CHECK_FALSE(c.active());
+    c.accept(id_of(tokenizer, "</think>"));
+    c.accept(id_of(tokenizer, "<tool_call>"));
+    CHECK(c.active());
+  }
+  SECTION("a reply without reasoning, and a <think> later in it (text, as the reasoning split reads it)") {
+    tc::runtime::OutputConstraint c(table, form);
+    for (const std::string p : {"Sure", "<think>", "<tool_call>"}) c.accept(id_of(tokenizer, p));
+    CHECK(c.active());
   }
 }
 
