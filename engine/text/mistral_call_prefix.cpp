@@ -11,23 +11,14 @@ MistralCallPrefix::MistralCallPrefix(const ToolCallGrammar* grammar) : grammar_(
   TC_CHECK(grammar_ != nullptr, "MistralCallPrefix needs a grammar");
   const std::string problem = grammar_->problem();
   TC_CHECK(problem.empty(), problem.c_str());
-  hi_ = static_cast<uint32_t>(grammar_->names.size());
+  name_ = NameMatch(grammar_->names.size());
 }
 
 bool MistralCallPrefix::push(uint8_t byte) {
   if (in_arguments_) {
     return std::visit([&](auto& arguments) { return !arguments.complete() && arguments.push(byte); }, arguments_);
   }
-  const auto& names = grammar_->names;
-  uint32_t lo = lo_;
-  while (lo < hi_ && (names[lo].size() <= pos_ || static_cast<uint8_t>(names[lo][pos_]) < byte)) ++lo;
-  uint32_t hi = lo;
-  while (hi < hi_ && names[hi].size() > pos_ && static_cast<uint8_t>(names[hi][pos_]) == byte) ++hi;
-  if (lo == hi) return false;
-  lo_ = lo;
-  hi_ = hi;
-  ++pos_;
-  return true;
+  return name_.push(grammar_->names, byte);
 }
 
 bool MistralCallPrefix::push(std::string_view bytes) {
@@ -39,16 +30,13 @@ bool MistralCallPrefix::accepts(std::string_view bytes) const {
   return copy.push(bytes);
 }
 
-bool MistralCallPrefix::name_complete() const {
-  // Sorted: a name equal to the bytes so far (a prefix of the others) comes first.
-  return !in_arguments_ && pos_ > 0 && grammar_->names[lo_].size() == pos_;
-}
+bool MistralCallPrefix::name_complete() const { return !in_arguments_ && name_.whole(grammar_->names); }
 
 void MistralCallPrefix::begin_arguments() {
   TC_CHECK(name_complete(), "MistralCallPrefix: [ARGS] before a whole name");
   in_arguments_ = true;
-  if (!grammar_->arguments.empty() && grammar_->arguments[lo_] != nullptr) {
-    arguments_ = JsonSchemaPrefix(grammar_->arguments[lo_].get());
+  if (!grammar_->arguments.empty() && grammar_->arguments[name_.lo] != nullptr) {
+    arguments_ = JsonSchemaPrefix(grammar_->arguments[name_.lo].get());
   }
 }
 

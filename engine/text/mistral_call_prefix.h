@@ -50,10 +50,7 @@ class MistralCallPrefix {
  private:
   const ToolCallGrammar* grammar_;
   bool in_arguments_ = false;
-  uint32_t pos_ = 0;  // name bytes written
-  // The names that start with the bytes written: names[lo_, hi_) (sorted, so contiguous).
-  uint32_t lo_ = 0;
-  uint32_t hi_ = 0;
+  NameMatch name_;  // the names the bytes so far may begin
   std::variant<JsonPrefix, JsonSchemaPrefix> arguments_;
 };
 

@@ -24,11 +24,23 @@ std::string ToolCallGrammar::problem() const {
   return {};
 }
 
+bool NameMatch::push(const std::vector<std::string>& names, uint8_t byte) {
+  uint32_t l = lo;
+  while (l < hi && (names[l].size() <= pos || static_cast<uint8_t>(names[l][pos]) < byte)) ++l;
+  uint32_t h = l;
+  while (h < hi && names[h].size() > pos && static_cast<uint8_t>(names[h][pos]) == byte) ++h;
+  if (l == h) return false;
+  lo = l;
+  hi = h;
+  ++pos;
+  return true;
+}
+
 ToolCallPrefix::ToolCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
   TC_CHECK(grammar_ != nullptr, "ToolCallPrefix needs a grammar");
   const std::string problem = grammar_->problem();
   TC_CHECK(problem.empty(), problem.c_str());
-  hi_ = static_cast<uint32_t>(grammar_->names.size());
+  name_ = NameMatch(grammar_->names.size());
 }
 
 bool ToolCallPrefix::push(uint8_t byte) {
@@ -44,28 +56,17 @@ bool ToolCallPrefix::push(uint8_t byte) {
     case Part::Head:
       if (pos_ == 0 && JsonGap::is_whitespace(byte)) return leading_.push(byte);
       return fixed(kHead, Part::Name);
-    case Part::Name: {
-      const auto& names = grammar_->names;
+    case Part::Name:
       if (byte == '"') {
-        // Sorted: a name equal to the bytes so far (a prefix of the others) comes first.
-        if (names[lo_].size() != pos_) return false;
+        if (!name_.whole(grammar_->names)) return false;
         part_ = Part::Middle;
         pos_ = 1;  // the quote is kMiddle's first byte
-        if (!grammar_->arguments.empty() && grammar_->arguments[lo_] != nullptr) {
-          arguments_ = JsonSchemaPrefix(grammar_->arguments[lo_].get());
+        if (!grammar_->arguments.empty() && grammar_->arguments[name_.lo] != nullptr) {
+          arguments_ = JsonSchemaPrefix(grammar_->arguments[name_.lo].get());
         }
         return true;
       }
-      uint32_t lo = lo_;
-      while (lo < hi_ && (names[lo].size() <= pos_ || static_cast<uint8_t>(names[lo][pos_]) < byte)) ++lo;
-      uint32_t hi = lo;
-      while (hi < hi_ && names[hi].size() > pos_ && static_cast<uint8_t>(names[hi][pos_]) == byte) ++hi;
-      if (lo == hi) return false;
-      lo_ = lo;
-      hi_ = hi;
-      ++pos_;
-      return true;
-    }
+      return name_.push(grammar_->names, byte);
     case Part::Middle:
       // The two keys part at their first letter, after kMiddle's `", "`.
       if (pos_ == kMiddle.find('a') && byte == static_cast<uint8_t>(kMiddleParameters[pos_])) parameters_ = true;

@@ -43,6 +43,20 @@ struct ToolCallGrammar {
   std::string problem() const;
 };
 
+// The names of a sorted list that begin with the bytes written so far:
+// names[lo, hi) (contiguous, as the list is sorted); pos bytes written.
+struct NameMatch {
+  uint32_t lo = 0;
+  uint32_t hi = 0;
+  uint32_t pos = 0;
+
+  explicit NameMatch(size_t n_names = 0) : hi(static_cast<uint32_t>(n_names)) {}
+  // False (and the state unchanged) when no name goes on with `byte`.
+  bool push(const std::vector<std::string>& names, uint8_t byte);
+  // The bytes are a whole name (sorted: a name that is a prefix of others comes first).
+  bool whole(const std::vector<std::string>& names) const { return pos > 0 && names[lo].size() == pos; }
+};
+
 class ToolCallPrefix {
  public:
   // `grammar` must outlive every copy of this state.
@@ -73,13 +87,10 @@ class ToolCallPrefix {
 
   const ToolCallGrammar* grammar_;
   Part part_ = Part::Head;
-  uint32_t pos_ = 0;  // bytes of the current fixed text (or of the name) written
+  uint32_t pos_ = 0;  // bytes of the current fixed text written
   bool parameters_ = false;  // Middle: the key is "parameters" (kMiddleParameters)
   JsonGap leading_;  // Head: whitespace before it
-  // Name: the names that start with the bytes written so far are
-  // names_[lo_, hi_) (the list is sorted, so they are contiguous).
-  uint32_t lo_ = 0;
-  uint32_t hi_ = 0;
+  NameMatch name_;   // Name: the names the bytes so far may begin
   std::variant<JsonPrefix, JsonSchemaPrefix> arguments_;
 };
 
