@@ -24,6 +24,7 @@
 #include "kernels/cpu/attention_avx512.h"
 #include "kernels/cpu/attention_f16_avx2.h"
 #include "kernels/cpu/attention_lanes.h"
+#include "kernels/cpu/attention_tiles_avx2.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/prefetch_lines.h"
 #include "kernels/cpu/quantize.h"
@@ -299,6 +300,8 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   // (each K and V value loaded once for them all); a decode token's take
   // two heads at a time (those of one KV group share their loads).
   const bool zmm_tokens = zmm && t_end - t_begin > 1;
+  // The same on the 8-lane path, two tokens at a time (attention_tiles_avx2.h).
+  const bool ymm_tokens = !zmm && by_blocks && t_end - t_begin > 1 && detail::f16_kv_direct_available();
   // A decode token's run covering whole KV rows reads K, then V, as
   // contiguous streams: the head loops ask for the next block's rows (after
   // the last K block, the first V block's) a piece per head or pair of
@@ -359,6 +362,15 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     }
     for (int64_t i = 0; i < nj; ++i) k_to_f32(table, k_run(j0 + i), run_width, kblock + i * run_width);
     if (by_blocks && nj < kKBlock) std::fill(kblock + nj * run_width, kblock + kKBlock * run_width, 0.0f);
+    if (ymm_tokens) {
+      const int64_t n_seeing = tokens_seeing(j0, nj);
+      for (int64_t r = 0; r < n_heads; ++r) {
+        detail::score_tokens_rows8(q_of(t_begin, r), a.n_head * head_dim, scores_of(t_begin, r) + (j0 - j_begin),
+                                   n_heads * kChunk, s.block_tokens.data(), s.block_seen.data(), n_seeing,
+                                   kblock + kv_offsets[r], run_width, head_dim, a.scale);
+      }
+      continue;
+    }
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n_j = std::min(nj, n_from(t, j0));  // this token's positions in the block
       if (n_j <= 0) continue;
@@ -438,12 +450,12 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     } else {
       for (int64_t i = 0; i < nj; ++i) v_to_f32(table, v_run(j0 + i), run_width, vblock + i * run_width);
     }
-    if (zmm_tokens) {
+    if (zmm_tokens || ymm_tokens) {
       const int64_t n_seeing = tokens_seeing(j0, nj);
       for (int64_t r = 0; r < n_heads; ++r) {
-        detail::add_tokens_rows(scores_of(t_begin, r) + (j0 - j_begin), n_heads * kChunk, out_of(t_begin, r),
-                                n_heads * head_dim, s.block_tokens.data(), s.block_seen.data(), n_seeing,
-                                vblock + kv_offsets[r], run_width, head_dim);
+        const auto add = zmm_tokens ? detail::add_tokens_rows : detail::add_tokens_rows8;
+        add(scores_of(t_begin, r) + (j0 - j_begin), n_heads * kChunk, out_of(t_begin, r), n_heads * head_dim,
+            s.block_tokens.data(), s.block_seen.data(), n_seeing, vblock + kv_offsets[r], run_width, head_dim);
       }
       continue;
     }
