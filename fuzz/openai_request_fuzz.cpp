@@ -13,7 +13,8 @@
 // invariant below is a bug. Tokenization is left out: it needs a model.
 // The same bytes, read as a model's reply, go through the reasoning split
 // (reasoning_split.h) and the harmony parser (harmony_split.h) whole and cut
-// into pieces, which must agree.
+// into pieces, which must agree. A chat request with images must be seen
+// as one by chat_body_has_images.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -201,6 +202,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto chat = tc::server::parse_chat_request(body, limits);
   check_parsed(chat);
   if (!chat.request) return 0;
+  // A stream with images plans on its own thread (generation_job.cpp): the
+  // routes' look for image parts must see every image the parser reads.
+  require(chat.request->images.empty() || tc::server::chat_body_has_images(body),
+          "chat_body_has_images sees the parsed images");
   size_t sink = 0;
   for (const auto& t : templates()) {
     const nlohmann::json vars = tc::server::chat_prompt_variables(
