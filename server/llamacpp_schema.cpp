@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/field_error.h"
+#include "server/image_input.h"
 
 namespace tc::server {
 namespace {
@@ -99,12 +100,29 @@ LlamaCppRequest translate_llamacpp_completion(const json& body) {
     auto it = body.find("prompt");
     if (it == body.end() || it->is_null()) fail("'prompt' is required", "prompt");
     const json& prompt = *it;
-    if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+    // One prompt; llama-server's object form in a one-element array too.
+    const json& one = prompt.is_array() && prompt.size() == 1 && prompt[0].is_object() ? prompt[0] : prompt;
+    if (one.is_object()) {
+      const auto text = one.find("prompt_string");
+      if (text == one.end() || !text->is_string()) fail("'prompt.prompt_string' must be a string", "prompt");
+      r.openai["prompt"] = *text;
+      if (const auto data = one.find("multimodal_data"); data != one.end() && !data->is_null()) {
+        if (!data->is_array()) fail("'prompt.multimodal_data' must be an array of base64 strings", "prompt");
+        for (size_t i = 0; i < data->size(); ++i) {
+          const std::string where = "prompt.multimodal_data[" + std::to_string(i) + "]";
+          if (!(*data)[i].is_string()) fail("'" + where + "' must be a base64 string", "prompt");
+          if (r.images.size() >= kMaxRequestImages) fail_too_many_images("prompt");
+          r.images.push_back(image_bytes_from_base64((*data)[i].get<std::string>(), where));
+        }
+      }
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
       r.openai["prompt"] = prompt[0];
     } else if (prompt.is_string() || (prompt.is_array() && !prompt.empty() && prompt[0].is_number_integer())) {
       r.openai["prompt"] = prompt;  // /v1/completions' parser checks the ids
     } else {
-      fail("'prompt' must be a string or an array of token ids (one prompt per request)", "prompt");
+      fail("'prompt' must be a string, an array of token ids or {\"prompt_string\", \"multimodal_data\"} "
+           "(one prompt per request)",
+           "prompt");
     }
     return r;
   });

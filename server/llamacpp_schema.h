@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,10 +30,15 @@ struct LlamaCppRequest {
   int64_t n_predict = -1;                 // -1: up to the context
   std::optional<int32_t> repeat_last_n;   // llama.cpp's field, which /v1/completions lacks
   FimInput fim;                           // /infill: the code around the cursor (repo_level set)
+  // /completion's {"prompt_string", "multimodal_data"} prompt: the images'
+  // bytes, in the order of the prompt's kImageMarker (image_input.h).
+  std::vector<std::string> images;
   std::optional<ApiError> error;          // a 400 naming the field
 };
 
-// /completion: `prompt` (a string, a one-string array or token ids) required.
+// /completion: `prompt` (a string, a one-string array, token ids, or
+// llama-server's {"prompt_string": "...", "multimodal_data": ["base64",
+// ...]} with one "<__media__>" per image) required.
 LlamaCppRequest translate_llamacpp_completion(const nlohmann::json& body);
 // /infill: input_prefix and input_suffix required, input_extra and prompt
 // optional (fill_in_middle.h); the prompt of `openai` is left empty.

@@ -41,6 +41,7 @@ void handle(Route route, ServerContext& ctx, const httplib::Request& req, Parsed
   std::optional<config::KeepAlive> keep_alive;
   if (auto err = parse_keep_alive_field(body, keep_alive)) return reject(*err);
 
+  job->slow_plan = !request->images.empty();  // images to encode: a stream gets its 200 and pings meanwhile
   PlanFunction plan = [route, request, schema](GenerationJob& job,
                                                const ServingModel& serving) -> std::optional<ApiError> {
     auto parsed = parse_completion_request(request->openai, request_limits(serving.options, serving));
@@ -48,6 +49,7 @@ void handle(Route route, ServerContext& ctx, const httplib::Request& req, Parsed
     CommonRequest& common = parsed.request->common;
     common.schema = schema;
     if (request->repeat_last_n) common.sampling.repeat_last_n = *request->repeat_last_n;
+    parsed.request->images = request->images;  // their markers in the prompt string
     // llama.cpp's n_predict -1, the default: up to the context.
     constexpr int64_t kUpToContext = std::numeric_limits<int32_t>::max();
     bool truncated = false;

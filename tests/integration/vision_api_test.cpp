@@ -151,6 +151,32 @@ TEST_CASE("images over HTTP: a gemma3 model with a vision projector reads inline
     CHECK(responses.body["usage"]["input_tokens"].get<int64_t>() >= 4);
   }
 
+  SECTION("llama.cpp's /completion reads a prompt object's multimodal_data") {
+    auto completion = [&](const json& prompt) {
+      return tc::test::post_json(client, "/completion", {{"prompt", prompt}, {"n_predict", 2}, {"temperature", 0}});
+    };
+    const auto plain = completion("Look:  What is it?");
+    REQUIRE(plain.status == 200);
+    const auto with_image =
+        completion({{"prompt_string", "Look: <__media__> What is it?"}, {"multimodal_data", {base64(png(40, 30, 3))}}});
+    INFO(with_image.raw);
+    REQUIRE(with_image.status == 200);
+    CHECK(with_image.body["tokens_evaluated"].get<int64_t>() >= plain.body["tokens_evaluated"].get<int64_t>() + 4);
+    // The image was read and encoded (a new one: the third), not taken as text.
+    const auto encoded = client.Get("/metrics");
+    REQUIRE(encoded);
+    CHECK_THAT(encoded->body, Catch::Contains("thermocline_model_images_encoded_total{model=\"g\"} 3\n"));
+    const auto in_array =
+        completion(json::array({{{"prompt_string", "<__media__>"}, {"multimodal_data", {base64(second)}}}}));
+    CHECK(in_array.status == 200);
+    const auto bad = completion({{"prompt_string", "<__media__>"}, {"multimodal_data", {"not base64!"}}});
+    CHECK(bad.status == 400);
+    CHECK_THAT(bad.raw, Catch::Contains("prompt.multimodal_data[0]"));
+    const auto unmatched = completion({{"prompt_string", "no marker"}, {"multimodal_data", {base64(first)}}});
+    CHECK(unmatched.status == 400);
+    CHECK_THAT(unmatched.raw, Catch::Contains("1 images but"));
+  }
+
   SECTION("unreadable images and image URLs are 400s naming what is wrong") {
     const auto junk = tc::test::post_json(client, "/v1/chat/completions",
                                           image_chat("data:image/png;base64," + base64("not an image")));
