@@ -97,7 +97,7 @@ struct GenerationRequest {
   // the text is free until the model writes this (its call marker, e.g.
   // "<tool_call>"), then held to the call until it closes, free again
   // after; the request does not finish there. tool_call_at_start: lazy
-  // too, held when the reply opens with the call's "{" (Llama 3.x). Not
+  // too, held once the reply opens with a call's `{"name": "` (Llama 3.x). Not
   // combined with json_object, json_schema or grammar.
   std::string tool_call_trigger;
   bool tool_call_at_start = false;

@@ -153,17 +153,28 @@ void OutputConstraint::accept(text::TokenId token) {
 }
 
 void OutputConstraint::watch_start(const std::string& bytes) {
-  const size_t first = bytes.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return;  // blanks only: still undecided
+  // The call's opening text (`{"name": "`, as llama.cpp's trigger for these
+  // models) opens the output: held from its first byte (the blanks before
+  // it left out: the form allows few). Anything else leaves it free; while
+  // the output may still become the opening, nothing is decided.
+  constexpr std::string_view kOpening = text::ToolCallPrefix::kHead;
+  opening_text_ += bytes;
+  const size_t first = opening_text_.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return;  // blanks only
+  const std::string_view rest = std::string_view(opening_text_).substr(first);
+  const size_t common = std::min(rest.size(), kOpening.size());
+  if (rest.substr(0, common) != kOpening.substr(0, common)) {
+    awaiting_start_ = false;
+    opening_text_.clear();
+    return;
+  }
+  if (rest.size() < kOpening.size()) return;  // the opening so far
   awaiting_start_ = false;
-  // The form's first byte opens the output: held from there (the blanks
-  // before it left out: the form allows few); anything else leaves it free.
   prefix_ = start();
-  const std::string_view rest = std::string_view(bytes).substr(first);
-  if (!std::visit([&](const auto& prefix) { return prefix.accepts(rest.substr(0, 1)); }, prefix_)) return;
   const bool fits = std::visit([&](auto& prefix) { return prefix.push(rest); }, prefix_);
   active_ = fits && !prefix_complete();
   if (!fits) prefix_ = start();
+  opening_text_.clear();
 }
 
 std::string OutputConstraint::past_reasoning(const std::string& bytes) {
@@ -227,6 +238,7 @@ void OutputConstraint::reset() {
   prefix_ = start();
   active_ = !lazy();
   awaiting_start_ = form_.at_start;
+  opening_text_.clear();
   recent_.clear();
   reasoning_ = !form_.skip_reasoning ? Reasoning::Over
                : form_.reasoning_open ? Reasoning::Inside

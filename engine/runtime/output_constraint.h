@@ -18,8 +18,8 @@
 // follows to the form until it is whole, and is free again: a model's own
 // tool calls when it may call tools or answer in text. Triggered by a text
 // (after each time it is written: <tool_call>{"name": ..., "arguments":
-// ...}</tool_call>), or by the output's opening with the form's first
-// byte (once: Llama 3.x's {"name": ..., "parameters": ...}), or by a
+// ...}</tool_call>), or by the output's opening with the call's
+// `{"name": "` (once: Llama 3.x's {"name": ..., "parameters": ...}), or by a
 // control token (Mistral's [TOOL_CALLS]NAME[ARGS]{...}: the name, then the
 // [ARGS] token once it is whole, then the arguments; text/
 // mistral_call_prefix.h). A lazy form never ends the output.
@@ -52,7 +52,7 @@ struct OutputForm {
   std::shared_ptr<const text::JsonSchema> schema;
   std::shared_ptr<const text::GbnfGrammar> gbnf;
   std::string trigger;  // non-empty: the form is lazy, on after each time this text is written
-  bool at_start = false;  // the form is lazy, on when the output opens with it (after blanks)
+  bool at_start = false;  // lazy, on when the output opens (after blanks) with a call's `{"name": "`
   // With a trigger: a thinking model's reasoning (a <think>...</think>
   // block opening the output, or, with reasoning_open, the output up to
   // </think>: the prompt opened it) triggers nothing, as its calls come
@@ -134,7 +134,8 @@ class OutputConstraint {
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
   Prefix prefix_;
   bool active_ = true;
-  bool awaiting_start_ = false;  // at_start: only blanks so far
+  bool awaiting_start_ = false;  // at_start: the output may still open with the call
+  std::string opening_text_;     // at_start: the output so far, while undecided
   std::string recent_;  // lazy and off: the text's last bytes, where the trigger is looked for
   enum class Reasoning : uint8_t { Undecided, Inside, Over };
   Reasoning reasoning_ = Reasoning::Over;  // skip_reasoning: where the output is

@@ -2,10 +2,9 @@
 // Qwen-vocab models with random weights, pushed by logit_bias to open
 // calls, with tool_choice "auto". With Qwen 2.5's chat template (which
 // writes <tool_call>) whatever follows each <tool_call> is a call to a
-// declared function whose arguments fit its parameters; with Llama 3.1's
-// (which asks for the reply to be the call's JSON) a reply that opens
-// with "{" is such a call. Without the lazy form the random model writes
-// noise there.
+// declared function whose arguments fit its parameters (without the lazy
+// form the random model writes noise there); with Llama 3.1's (which asks
+// for the reply to be the call's JSON) a reply of braces stays text.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -157,46 +156,27 @@ TEST_CASE("tool calls a model opens with <tool_call> are held to a declared func
   }
 }
 
-TEST_CASE("a reply that opens with a call, as Llama 3.x's template asks, is held to a declared function",
+TEST_CASE("Llama 3.x's template: a reply that opens with a brace but not a call's opening stays free",
           "[integration][tools]") {
+  // The lazy form for these models turns on only once a reply opens with
+  // `{"name": "` (llama.cpp's trigger; tests/engine/text has the held
+  // call): a random model pushed to braces writes braces, and they stay
+  // text, not forced into a call.
   const auto dir = tc::test::scratch_dir("lazy_tool_call_llama3");
   const auto model = qwen_vocab_model(dir, "llama3_1");
   const auto brace = token_id(model, "{");
   tc::test::ServerProcess server(model, {"--ctx-size", "1024", "--threads", "2"}, dir);
   auto client = server.client();
-  json request = {{"messages", json::array({{{"role", "user"}, {"content", "What time is it in UTC?"}}})},
-                  {"tools", tools()},
-                  {"max_tokens", 80},
-                  {"temperature", 0},
-                  {"logit_bias", {{std::to_string(brace), 100}}}};  // the reply opens with "{"
+  const json request = {{"messages", json::array({{{"role", "user"}, {"content", "What time is it in UTC?"}}})},
+                        {"tools", tools()},
+                        {"max_tokens", 12},
+                        {"temperature", 0},
+                        {"logit_bias", {{std::to_string(brace), 100}}}};
   const auto r = tc::test::post_json(client, "/v1/chat/completions", request);
   INFO(r.raw);
   REQUIRE(r.status == 200);
   const json& message = r.body["choices"][0]["message"];
-  // The call is the reply (found by the server), or its start (the rest of
-  // the reply, free again, is the bias's braces).
-  if (message.contains("tool_calls") && message["tool_calls"].is_array() && !message["tool_calls"].empty()) {
-    for (const auto& c : message["tool_calls"]) {
-      check_call(
-          {{"name", c["function"]["name"]}, {"arguments", json::parse(c["function"]["arguments"].get<std::string>())}});
-    }
-  } else {
-    const std::string text = message["content"].get<std::string>();
-    const std::string reply = text.substr(text.find_first_not_of(" \n"));
-    tc::text::ToolCallPrefix prefix(&declared());
-    size_t n = 0;
-    while (n < reply.size() && !prefix.complete() && prefix.push(static_cast<uint8_t>(reply[n]))) ++n;
-    REQUIRE(prefix.complete());
-    check_call(json::parse(reply.substr(0, n)));
-  }
-
-  SECTION("with tool_choice none the reply's braces are noise") {
-    request["tool_choice"] = "none";
-    const auto free = tc::test::post_json(client, "/v1/chat/completions", request);
-    REQUIRE(free.status == 200);
-    const std::string text = free.body["choices"][0]["message"]["content"].get<std::string>();
-    INFO(text);
-    CHECK(text.find('{') != std::string::npos);
-    CHECK(text.find("{\"name\": \"get_") == std::string::npos);
-  }
+  CHECK_FALSE((message.contains("tool_calls") && message["tool_calls"].is_array()));
+  CHECK(message["content"].get<std::string>() == std::string(12, '{'));
+  CHECK(r.body["choices"][0]["finish_reason"] == "length");
 }

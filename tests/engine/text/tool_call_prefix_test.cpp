@@ -330,17 +330,23 @@ TEST_CASE("Lazy tool call at the start: held when the reply opens with the call,
   };
   CHECK_FALSE(c.active());
   CHECK(n_allowed(c, n_vocab) == static_cast<size_t>(n_vocab));
-  SECTION("blanks, then the call: held from its brace until it closes") {
-    feed({"\n", "\n"});
-    CHECK_FALSE(c.active());
-    feed({"{"});
+  SECTION("blanks, then the call's opening: held from there until it closes") {
+    feed({"\n", "\n", "{", "\"", "name", "\"", ":", "\u2581"});
+    CHECK_FALSE(c.active());  // may still become the opening: nothing decided, nothing masked
+    CHECK(n_allowed(c, n_vocab) == static_cast<size_t>(n_vocab));
+    feed({"\""});  // {"name": " -- the opening, as llama.cpp's trigger
     REQUIRE(c.active());
     CHECK(n_allowed(c, n_vocab) < static_cast<size_t>(n_vocab));
-    feed({"\"", "name", "\"", ":", "\u2581", "\"", "add", "\"", ",", "\u2581", "\"", "arguments", "\"", ":",
-          "\u2581", "{", "}}"});
+    feed({"add", "\"", ",", "\u2581", "\"", "arguments", "\"", ":", "\u2581", "{", "}}"});
     CHECK_FALSE(c.active());
     CHECK_FALSE(c.complete());
-    feed({"{"});  // once only: a second object later is text
+    feed({"{", "\"", "name", "\"", ":", "\u2581", "\""});  // once only: a second call later is text
+    CHECK_FALSE(c.active());
+  }
+  SECTION("a brace that does not go on into the opening leaves the reply free") {
+    feed({"{", "}}"});
+    CHECK_FALSE(c.active());
+    feed({"\"", "name", "\"", ":", "\u2581", "\""});
     CHECK_FALSE(c.active());
   }
   SECTION("a reply that opens with text stays free, braces and all") {
