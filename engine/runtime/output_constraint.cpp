@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -69,6 +71,34 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
     }
     if (!allowed) logits[t] = kMinusInf;
   }
+}
+
+// Appends `bytes` to a rolling window of the text and looks for `needle`:
+// the text after it (the window emptied) once found; until then nullopt,
+// the window keeping only what could still begin the needle.
+std::optional<std::string> text_after(std::string& window, const std::string& bytes, std::string_view needle) {
+  window += bytes;
+  const size_t at = window.find(needle);
+  if (at == std::string::npos) {
+    if (window.size() >= needle.size()) window.erase(0, window.size() - (needle.size() - 1));
+    return std::nullopt;
+  }
+  std::string after = window.substr(at + needle.size());
+  window.clear();
+  return after;
+}
+
+// Whether a text (its leading blanks aside) opens with `opening`: Yes (and
+// where the opening starts in `at`), No, or not yet known (the text so
+// far is the opening's beginning).
+enum class Opens : uint8_t { Yes, No, NotYet };
+Opens opens_with(std::string_view text, std::string_view opening, size_t& at) {
+  at = text.find_first_not_of(" \t\r\n");
+  if (at == std::string_view::npos) return Opens::NotYet;
+  const std::string_view rest = text.substr(at);
+  const size_t common = std::min(rest.size(), opening.size());
+  if (rest.substr(0, common) != opening.substr(0, common)) return Opens::No;
+  return rest.size() < opening.size() ? Opens::NotYet : Opens::Yes;
 }
 
 }  // namespace
@@ -157,51 +187,36 @@ void OutputConstraint::watch_start(const std::string& bytes) {
   // models) opens the output: held from its first byte (the blanks before
   // it left out: the form allows few). Anything else leaves it free; while
   // the output may still become the opening, nothing is decided.
-  constexpr std::string_view kOpening = text::ToolCallPrefix::kHead;
   opening_text_ += bytes;
-  const size_t first = opening_text_.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return;  // blanks only
-  const std::string_view rest = std::string_view(opening_text_).substr(first);
-  const size_t common = std::min(rest.size(), kOpening.size());
-  if (rest.substr(0, common) != kOpening.substr(0, common)) {
-    awaiting_start_ = false;
-    opening_text_.clear();
-    return;
-  }
-  if (rest.size() < kOpening.size()) return;  // the opening so far
+  size_t at = 0;
+  const Opens opens = opens_with(opening_text_, text::ToolCallPrefix::kHead, at);
+  if (opens == Opens::NotYet) return;
   awaiting_start_ = false;
-  prefix_ = start();
-  const bool fits = std::visit([&](auto& prefix) { return prefix.push(rest); }, prefix_);
-  active_ = fits && !prefix_complete();
-  if (!fits) prefix_ = start();
+  if (opens == Opens::Yes) begin_form(std::string_view(opening_text_).substr(at));
   opening_text_.clear();
 }
 
 std::string OutputConstraint::past_reasoning(const std::string& bytes) {
   constexpr std::string_view kOpen = "<think>", kClose = "</think>";
-  reasoning_text_ += bytes;
   if (reasoning_ == Reasoning::Undecided) {
     // Reasoning opens the output (after blanks) or not at all.
-    const size_t first = reasoning_text_.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return {};
-    const std::string_view rest = std::string_view(reasoning_text_).substr(first);
-    if (rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest) return {};  // may be <think> yet
-    if (rest.substr(0, kOpen.size()) != kOpen) {
+    reasoning_text_ += bytes;
+    size_t at = 0;
+    const Opens opens = opens_with(reasoning_text_, kOpen, at);
+    if (opens == Opens::NotYet) return {};
+    if (opens == Opens::No) {
       reasoning_ = Reasoning::Over;
       return std::exchange(reasoning_text_, {});
     }
     reasoning_ = Reasoning::Inside;
-    reasoning_text_ = std::string(rest.substr(kOpen.size()));
+    const std::string inside = reasoning_text_.substr(at + kOpen.size());
+    reasoning_text_.clear();
+    return past_reasoning(inside);
   }
-  const size_t close = reasoning_text_.find(kClose);
-  if (close == std::string::npos) {
-    if (reasoning_text_.size() >= kClose.size()) reasoning_text_.erase(0, reasoning_text_.size() - (kClose.size() - 1));
-    return {};
-  }
+  auto after = text_after(reasoning_text_, bytes, kClose);
+  if (!after) return {};
   reasoning_ = Reasoning::Over;
-  std::string after = reasoning_text_.substr(close + kClose.size());
-  reasoning_text_.clear();
-  return after;
+  return std::move(*after);
 }
 
 void OutputConstraint::watch_for_trigger(std::string bytes) {
@@ -209,21 +224,15 @@ void OutputConstraint::watch_for_trigger(std::string bytes) {
     bytes = past_reasoning(bytes);
     if (reasoning_ != Reasoning::Over) return;
   }
-  const std::string& trigger = form_.trigger;
-  recent_ += bytes;
-  const size_t at = recent_.find(trigger);
-  if (at == std::string::npos) {
-    // Keep what could still begin the trigger.
-    if (recent_.size() >= trigger.size()) recent_.erase(0, recent_.size() - (trigger.size() - 1));
-    return;
-  }
-  // The form holds from right after the trigger, the rest of this token
-  // included; a token that runs on past the trigger into something the
-  // form does not allow leaves this call free.
-  const std::string rest = recent_.substr(at + trigger.size());
-  recent_.clear();
+  // The form holds from right after the trigger, the rest of this token included.
+  if (auto rest = text_after(recent_, bytes, form_.trigger)) begin_form(*rest);
+}
+
+void OutputConstraint::begin_form(std::string_view rest) {
+  // A token that runs on past the trigger into something the form does not
+  // allow leaves this call free.
   prefix_ = start();
-  const bool fits = std::visit([&](auto& prefix) { return prefix.push(std::string_view(rest)); }, prefix_);
+  const bool fits = std::visit([&](auto& prefix) { return prefix.push(rest); }, prefix_);
   active_ = fits && !prefix_complete();
   if (!fits) prefix_ = start();
 }

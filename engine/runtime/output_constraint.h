@@ -29,6 +29,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -129,6 +130,8 @@ class OutputConstraint {
   // skip_reasoning: what of `bytes` comes after the reasoning block (all of
   // them once it is over; none while it may still be going on).
   std::string past_reasoning(const std::string& bytes);
+  // A lazy form turns on with `rest` (its text so far) pushed, unless it does not fit.
+  void begin_form(std::string_view rest);
 
   std::shared_ptr<const ConstraintTokenTable> table_;
   OutputForm form_;  // keeps the grammar or the schema alive for the prefix's pointer
