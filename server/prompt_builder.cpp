@@ -197,13 +197,14 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   for (auto& choice : plan.choices) choice.request.images = tokens.images;
-  auto grammar = [&] {
-    return request.tools.grammar ? request.tools.grammar
-                                 : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
-  };
+  if (!request.tools.active()) return plan;
+  // The calls' grammar, shared by the choices.
+  const auto grammar = request.tools.grammar
+                           ? request.tools.grammar
+                           : std::make_shared<const text::ToolCallGrammar>(request.tools.forced_names());
   if (request.tools.forced()) {
-    for (auto& choice : plan.choices) choice.request.tool_call = grammar();
-  } else if (request.tools.active() && !plan.harmony) {
+    for (auto& choice : plan.choices) choice.request.tool_call = grammar;
+  } else if (!plan.harmony) {
     // The model may call tools: its own calls, once it opens one, are held
     // to a declared function with arguments that fit its parameters (a
     // lazy form), unless the reply has another form to keep.
@@ -221,7 +222,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
     for (auto& choice : plan.choices) {
       auto& r = choice.request;
       if (!(lazy.any() || mistral) || r.json_object || r.json_schema || r.grammar) continue;
-      r.tool_call = grammar();
+      r.tool_call = grammar;
       r.tool_call_trigger = lazy.trigger;
       r.tool_call_at_start = lazy.at_start;
       // A thinking model's calls come after its reasoning (llama.cpp

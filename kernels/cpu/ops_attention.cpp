@@ -617,8 +617,10 @@ struct SequenceItems {
   // 8: without grouped KV heads (32x32x128, prompts of 2048, 2 Zen 3
   // threads, `attention_bench --prefill`, 5 alternating rounds) medians
   // 34.8 -> 49.4 GFLOP/s (16: 46.0); with groups of 4 (32x8x64) 61.7 either way.
+  // 64 of 4 heads against 32 of 8, once the zmm loops took several tokens at
+  // a time: 1.05-1.15x on the Xeon (docs/engine.md "CPU attention").
   static constexpr int64_t kTokenBlock = 64;
-  static constexpr int64_t kMaxRunHeads = 4;  // a run's scores (32 tokens x 8 heads x chunk: 256 KiB) stay in L2
+  static constexpr int64_t kMaxRunHeads = 4;  // a run's scores (64 tokens x 4 heads x chunk: 256 KiB) stay in L2
   static constexpr int64_t kMaxDecodeRunHeads = 64;  // one token's: 64 heads x chunk
 
   AttentionArgs args;
