@@ -99,6 +99,12 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--swa-pattern", o->swa_pattern,
                   "attention.sliding_window_pattern: every N-th layer is global, the others windowed (gemma2/3)")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  sub->add_option("--shared-kv-layers", o->shared_kv_layers,
+                  "gemma4: the last N layers attend over earlier layers' caches (attention.shared_kv_layers)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  sub->add_option("--n-embd-per-layer", o->n_embd_per_layer,
+                  "gemma4: per-layer inputs of N values per layer (embedding_length_per_layer_input)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
   sub->add_flag("--rope-freqs", o->rope_freqs, "llama: Llama 3.1-like RoPE frequency factors (rope_freqs.weight)");
   sub->add_option("--rope-scale-linear", o->rope_scale_linear, "rope.scaling.type linear with this factor")
       ->check(CLI::Range(1.0, 1024.0));

@@ -22,6 +22,7 @@
 #include "engine/text/tokenizer_trainer.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
+#include "profiler/make_gemma4.h"
 #include "profiler/sparse_planting.h"
 #include "engine/runtime/rng.h"
 #include "profiler/tokenizer_corpus.h"
@@ -148,6 +149,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
        "--expert-gating");
   require(o.expert_gating_func >= 0 && o.expert_gating_func <= 2, "--expert-gating is 1 (softmax) or 2 (sigmoid)");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
+  only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
+  if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -211,7 +214,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
   if (arch == "gpt-oss") return 150000.0;
-  return arch.starts_with("qwen") || arch == "gemma3" ? 1000000.0 : 10000.0;
+  return arch.starts_with("qwen") || arch == "gemma3" || arch == "gemma4" ? 1000000.0 : 10000.0;
 }
 
 // Frequency factors rising linearly from `first` to `last` over n pairs
@@ -497,6 +500,14 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   if (!o.tied_embeddings && !a.head_is_token_embd) {
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
+  }
+  if (a.gemma4_layers) {  // layers of two shapes: make_gemma4.h
+    write_gemma4_model(o, types.base, types.heavy, w,
+                       [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean, float sd) {
+                         add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
+                       });
+    w.write(o.output, progress);
+    return;
   }
   const bool fused_qkv = o.fused_qkv || a.fused_qkv_only || a.name == "phi3";
   // Biases on every linear layer, required by llama.cpp (phi2's head too).

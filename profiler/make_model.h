@@ -98,6 +98,11 @@ struct MakeModelOptions {
   int64_t longrope_orig_ctx = 0;
   float attn_softcap = 0.0f;     // gemma2: {arch}.attn_logit_softcapping; 0: not written (the default, 50)
   float final_softcap = 0.0f;    // gemma2/3: {arch}.final_logit_softcapping; 0: not written
+  // gemma4 (make_gemma4.h): the last N layers attend over earlier layers'
+  // caches ({arch}.attention.shared_kv_layers), and per-layer inputs of
+  // this many values ({arch}.embedding_length_per_layer_input); 0: none.
+  int64_t shared_kv_layers = 0;
+  int64_t n_embd_per_layer = 0;
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
   // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert
   // SwiGLU experts of width n_ff per layer, n_expert_used per token, a

@@ -323,6 +323,22 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
                  .reads_final_softcap = true,
                  .embd_query_scale_n_layer = 62},
+    // Gemma 4 (E2B, E4B, 31B): gemma3's layers with shapes of their own
+    // (Architecture::gemma4_layers), a score scale of 1, the file's window
+    // pattern and the windowed layers' own RoPE base (rope.freq_base_swa), and
+    // logits capped at 30 unless the file says otherwise.
+    Architecture{.name = "gemma4",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .qk_norm = true,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
+                 .final_softcap = 30.0f,
+                 .reads_final_softcap = true,
+                 .rope_freqs = true,
+                 .fixed_attn_scale = 1.0f,
+                 .gemma4_layers = true},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
     // yarn_log_multiplier, and queries scaled up past the original context
     // (attention.temperature_scale).

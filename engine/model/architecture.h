@@ -225,6 +225,20 @@ struct Architecture {
   // correction) and attention.temperature_scale (Llama 4's query scaling by
   // position; Mistral 3).
   bool yarn_log_mul_and_temperature = false;
+  // A fixed score scale in place of 1/sqrt(head_dim) (Gemma 4: 1, its q
+  // norms scale the queries); 0: none.
+  float fixed_attn_scale = 0.0f;
+  // Gemma 4's layers (ModelSpec::layer_shapes): per-layer head_count_kv and
+  // feed_forward_length (arrays), the windowed layers' own head size and
+  // rotation (attention.key_length_swa, rope.dimension_count_swa); the
+  // last attention.shared_kv_layers layers attend over the cache of the
+  // last earlier layer of their kind; values RMS-normed per head without a
+  // weight, taken from attn_k's rows where a layer has no attn_v;
+  // rope_freqs on the global layers only; per-layer inputs
+  // (embedding_length_per_layer_input: per_layer_token_embd,
+  // per_layer_model_proj, per_layer_proj_norm, and blk.N.inp_gate, proj,
+  // post_norm) and blk.N.layer_output_scale, a scalar times each layer's output.
+  bool gemma4_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

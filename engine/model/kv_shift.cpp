@@ -97,9 +97,6 @@ void LlamaModel::shift_context(runtime::KvCache& kv, int slot, int64_t n_keep, i
                                 std::to_string(n_discard) + " of " + std::to_string(n_used) + " positions");
   }
   const int64_t n_moved = n_used - n_keep - n_discard;
-  const int64_t n_embd_kv = kv.n_embd_kv();
-  const int64_t head_dim = spec_.head_dim;
-  const int64_t n_heads = n_embd_kv / head_dim;  // latent attention: one row of head_dim
   const kernels::KvCacheTypes types = kv.types();
   auto backend_of = [&](int64_t layer) -> kernels::Backend& {
     return layer < kv.n_first_layers() || offload_cpu_ == nullptr ? backend_ : *offload_cpu_;
@@ -108,31 +105,35 @@ void LlamaModel::shift_context(runtime::KvCache& kv, int slot, int64_t n_keep, i
   if (offload_cpu_ != nullptr) offload_cpu_->synchronize();
 
   auto shift_layer = [&](int64_t layer) {
+    if (spec_.shares_kv(layer)) return;  // its cache is an earlier layer's, shifted there
     kernels::Backend& b = backend_of(layer);
+    const int64_t n_embd_kv = kv.n_embd_kv(layer);
+    const int64_t head_dim = spec_.shape(layer).head_dim;
+    const int64_t n_heads = n_embd_kv / head_dim;  // latent attention: one row of head_dim
+    const int64_t k_row_bytes = kv.k_row_bytes(layer);
     auto* k = static_cast<std::byte*>(kv.k(slot, layer));
     auto* v = static_cast<std::byte*>(kv.v(slot, layer));
-    if (v != k) move_rows(b, v, kv.v_row_bytes(), n_keep + n_discard, n_keep, n_moved);
-    if (!rotates(layer) || spec_.n_rot == 0) {
-      move_rows(b, k, kv.k_row_bytes(), n_keep + n_discard, n_keep, n_moved);
+    if (v != k) move_rows(b, v, kv.v_row_bytes(layer), n_keep + n_discard, n_keep, n_moved);
+    if (!rotates(layer) || spec_.shape(layer).n_rot == 0) {
+      move_rows(b, k, k_row_bytes, n_keep + n_discard, n_keep, n_moved);
       return;
     }
     const PairRotation rotation =
         rotation_for(rope_params(host_rope_factors_, layer), head_dim, static_cast<int32_t>(-n_discard));
-    std::vector<std::byte> bytes(static_cast<size_t>(kPieceRows * kv.k_row_bytes()));
+    std::vector<std::byte> bytes(static_cast<size_t>(kPieceRows * k_row_bytes));
     std::vector<float> rows(static_cast<size_t>(kPieceRows * n_embd_kv));
     // Ascending pieces: a piece is read before it is written, and is written
     // below every row still to be read.
     for (int64_t done = 0; done < n_moved; done += kPieceRows) {
       const int64_t n = std::min(kPieceRows, n_moved - done);
-      b.copy_to_host(bytes.data(), k + (n_keep + n_discard + done) * kv.k_row_bytes(),
-                     static_cast<size_t>(n * kv.k_row_bytes()));
+      b.copy_to_host(bytes.data(), k + (n_keep + n_discard + done) * k_row_bytes, static_cast<size_t>(n * k_row_bytes));
       b.synchronize();  // the copies may run behind the call (Backend's contract)
       for (int64_t r = 0; r < n; ++r) {
-        kernels::dequantize_row(types.k, bytes.data() + r * kv.k_row_bytes(), rows.data() + r * n_embd_kv, n_embd_kv);
+        kernels::dequantize_row(types.k, bytes.data() + r * k_row_bytes, rows.data() + r * n_embd_kv, n_embd_kv);
       }
       rotate_rows(rotation, rows.data(), n, n_heads, head_dim);
       kernels::store_kv(rows.data(), n, n_embd_kv, types.k, bytes.data());
-      b.copy_to_device(k + (n_keep + done) * kv.k_row_bytes(), bytes.data(), static_cast<size_t>(n * kv.k_row_bytes()));
+      b.copy_to_device(k + (n_keep + done) * k_row_bytes, bytes.data(), static_cast<size_t>(n * k_row_bytes));
       b.synchronize();  // before `bytes` takes the next piece
     }
   };

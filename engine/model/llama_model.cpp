@@ -125,6 +125,12 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   }
   if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
+  if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
+  if (spec_.architecture->gemma4_layers) {
+    int64_t widest = 0;
+    for (int64_t l = 0; l < spec_.n_layer; ++l) widest = std::max(widest, spec_.shape(l).head_dim);
+    unit_weights_.assign(static_cast<size_t>(widest), 1.0f);
+  }
   if (options.ffn_mode != FfnMode::Sparse) return;
   if (!is_relu_family(spec_.ffn_form)) {
     throw std::invalid_argument("the sparse FFN needs a ReLU-family model (reglu, drelu or relu); " +
@@ -176,6 +182,12 @@ void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mod
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
                                 "far (--device cpu), with the dense FFN (--sparsity dense)");
   }
+  if (spec_.architecture->gemma4_layers && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
+                                            options_.ffn_mode == FfnMode::Sparse)) {
+    throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in shape: it "
+                                "runs on the CPU backend only so far (--device cpu), with the dense FFN "
+                                "(--sparsity dense)");
+  }
   if (spec_.architecture->attn_output_gate && (!on_host(backend_) || offload_cpu_ != nullptr)) {
     throw std::invalid_argument(model.file.path() + " gates its attention output (" + spec_.arch +
                                 "): it runs on the CPU backend only so far (--device cpu)");
@@ -218,15 +230,15 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   // The CPU side's residual crosses to and from the device: pinned, so the copies run at full speed.
   ws.x = pinned_x ? backend_.allocate_host(static_cast<size_t>(t * spec_.n_embd) * sizeof(float))
                   : f32(t * spec_.n_embd);
-  ws.cur = f32(t * std::max(spec_.n_embd, spec_.n_embd_q()));  // the normed input, then the heads' output
-  ws.q = f32(t * spec_.n_embd_q());
-  ws.k = f32(t * spec_.n_embd_kv());
-  ws.v = f32(t * spec_.n_embd_kv());
+  ws.cur = f32(t * std::max(spec_.n_embd, spec_.widest_n_embd_q()));  // the normed input, then the heads' output
+  ws.q = f32(t * spec_.widest_n_embd_q());
+  ws.k = f32(t * spec_.widest_n_embd_kv());
+  ws.v = f32(t * spec_.widest_n_embd_kv());
   // Hybrid mode and experts have their own FFN workspace (leading dense
   // layers before experts excepted).
   if (hybrid_ffn_ == nullptr && (moe_ffn_ == nullptr || spec_.n_layer_dense_lead > 0)) {
-    ws.ffn_gate = f32(t * spec_.dense_ffn_width());
-    ws.ffn_up = f32(t * spec_.dense_ffn_width());
+    ws.ffn_gate = f32(t * spec_.widest_n_ff());
+    ws.ffn_up = f32(t * spec_.widest_n_ff());
   }
   ws.tmp = f32(t * spec_.n_embd);
   if (spec_.architecture->layer_form == LayerForm::Parallel) ws.ffn_out = f32(t * spec_.n_embd);
@@ -352,6 +364,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
       if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
       place_image_rows(backend_, ws_.x.as<float>());
+      if (per_layer_inputs_ != nullptr) per_layer_inputs_->prepare(backend_, ids, ws_.x.as<float>(), n_tokens);
     } else {
       TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
       // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
@@ -494,14 +507,16 @@ kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t l
 
 kernels::RopeParams LlamaModel::rope_params(const RopeFactors& f, int64_t layer) const {
   kernels::RopeParams p;
-  p.n_rot = spec_.n_rot;
+  p.n_rot = spec_.shape(layer).n_rot;
   p.mode = spec_.architecture->rope_mode;
   const bool swa = spec_.is_swa(layer);
   p.freq_base = swa ? spec_.rope_freq_base_swa : spec_.rope_freq_base;
   p.freq_scale = swa ? spec_.rope_freq_scale_swa : spec_.rope_freq_scale;
   const kernels::Tensor& factors =
       f.freqs.data != nullptr ? f.freqs : (long_context_ ? f.factors_long : f.factors_short);
-  p.freq_factors = static_cast<const float*>(factors.data);
+  // Gemma 4's frequency factors are its global layers' (proportional RoPE).
+  const bool factors_here = !(swa && spec_.architecture->gemma4_layers);
+  p.freq_factors = factors_here ? static_cast<const float*>(factors.data) : nullptr;
   const bool plain = swa && spec_.architecture->sliding_window.plain_rope;
   p.attn_factor = plain ? 1.0 : spec_.rope_attn_factor;
   p.ext_factor = plain ? 0.0 : spec_.yarn_ext_factor;
@@ -526,11 +541,19 @@ void LlamaModel::scale_queries_by_position(kernels::Backend& b, float* q, int64_
 
 void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* cur,
                              int64_t n_tokens, const int32_t* positions, float* q, float* k, float* v) {
-  const int64_t n_embd_q = spec_.n_embd_q();
-  const int64_t n_embd_kv = spec_.n_embd_kv();
+  const LayerShape shape = spec_.shape(layer);
+  const int64_t n_embd_q = spec_.n_embd_q(layer);
+  const int64_t n_embd_kv = spec_.n_embd_kv(layer);
+  const bool own_kv = !spec_.shares_kv(layer);  // else only q: the cache is an earlier layer's
+  const bool v_from_k = own_kv && w.attn_v.data == nullptr;  // Gemma 4: the values are attn_k's rows
   auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
   const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
-  b.matmul_many(qkv, cur, n_tokens);
+  b.matmul_many(std::span<const kernels::MatmulTarget>(qkv, !own_kv ? 1 : v_from_k ? 2 : 3), cur, n_tokens);
+  if (v_from_k) b.copy_on_device(v, k, static_cast<size_t>(n_tokens * n_embd_kv) * sizeof(float));
+  if (own_kv && spec_.architecture->gemma4_layers) {  // each value head RMS-normed, no weight
+    b.rms_norm(v, unit_weights_.data(), n_tokens * shape.n_head_kv, shape.head_dim, static_cast<float>(spec_.rms_eps),
+               v);
+  }
   if (w.attn_q_b.data != nullptr) b.add_bias(q, f32(w.attn_q_b), n_tokens, n_embd_q);
   if (w.attn_k_b.data != nullptr) b.add_bias(k, f32(w.attn_k_b), n_tokens, n_embd_kv);
   if (w.attn_v_b.data != nullptr) b.add_bias(v, f32(w.attn_v_b), n_tokens, n_embd_kv);
@@ -540,17 +563,18 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
     if (w.attn_q_norm.data == nullptr) return;
     const auto eps = static_cast<float>(spec_.rms_eps);
     const bool whole = spec_.architecture->qk_norm_whole;
-    b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : spec_.head_dim,
+    b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : shape.head_dim,
                eps, q);
-    b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * spec_.n_head_kv,
-               whole ? n_embd_kv : spec_.head_dim, eps, k);
+    if (!own_kv) return;
+    b.rms_norm(k, f32(w.attn_k_norm), whole ? n_tokens : n_tokens * shape.n_head_kv,
+               whole ? n_embd_kv : shape.head_dim, eps, k);
   };
   const bool norms_after = spec_.architecture->qk_norm_after_rope;
   if (!norms_after) qk_norms();
   if (rotates(layer)) {
     const kernels::RopeParams rope = rope_params(b, layer);
-    b.rope(q, n_tokens, spec_.n_head, spec_.head_dim, positions, rope);
-    b.rope(k, n_tokens, spec_.n_head_kv, spec_.head_dim, positions, rope);
+    b.rope(q, n_tokens, spec_.n_head, shape.head_dim, positions, rope);
+    if (own_kv) b.rope(k, n_tokens, shape.n_head_kv, shape.head_dim, positions, rope);
   }
   if (norms_after) qk_norms();
   if (spec_.attn_temp_scale != 0.0) scale_queries_by_position(b, q, n_tokens);
@@ -561,8 +585,9 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
   const int64_t n_embd = spec_.n_embd;
-  const int64_t n_embd_q = spec_.n_embd_q();
-  const int64_t n_embd_kv = spec_.n_embd_kv();
+  const LayerShape shape = spec_.shape(layer);
+  const int64_t n_embd_q = spec_.n_embd_q(layer);
+  const int64_t n_embd_kv = spec_.n_embd_kv(layer);
   const bool parallel = spec_.architecture->layer_form == LayerForm::Parallel;
   float* x = ws.x.as<float>();
   float* cur = ws.cur.as<float>();
@@ -602,8 +627,12 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     const int64_t start = kv.n_used(s.slot);
     auto* k_cache = static_cast<std::byte*>(kv.k(s.slot, layer));
     auto* v_cache = static_cast<std::byte*>(kv.v(s.slot, layer));
-    b.store_kv(k + t * n_embd_kv, n, n_embd_kv, kv.types().k, k_cache + start * kv.k_row_bytes());
-    if (v_cache != k_cache) b.store_kv(v + t * n_embd_kv, n, n_embd_kv, kv.types().v, v_cache + start * kv.v_row_bytes());
+    if (!spec_.shares_kv(layer)) {
+      b.store_kv(k + t * n_embd_kv, n, n_embd_kv, kv.types().k, k_cache + start * kv.k_row_bytes(layer));
+      if (v_cache != k_cache) {
+        b.store_kv(v + t * n_embd_kv, n, n_embd_kv, kv.types().v, v_cache + start * kv.v_row_bytes(layer));
+      }
+    }
     attention_sequences_.push_back(
         {q + t * n_embd_q, k_cache, v_cache, n, start + n, horizons + t, cur + t * n_embd_q});
     t += n;
@@ -611,7 +640,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
                                            spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks), kv.types().k,
                                            kv.types().v};
-  b.attention_batch(attention_sequences_, spec_.n_head, spec_.n_head_kv, spec_.head_dim, attention);
+  b.attention_batch(attention_sequences_, spec_.n_head, shape.n_head_kv, shape.head_dim, attention);
   if (mla_ != nullptr) {
     mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run
     b.matmul(w.attn_output, q, n_tokens, tmp);
@@ -645,6 +674,8 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   }
   if (spec_.residual_scale != 0.0f) b.scale(tmp, n_tokens * n_embd, spec_.residual_scale);
   b.add(x, tmp, n_tokens * n_embd);
+  if (per_layer_inputs_ != nullptr) per_layer_inputs_->apply(b, w, layer, x, n_tokens);
+  if (w.layer_output_scale.data != nullptr) b.scale(x, n_tokens * n_embd, *f32(w.layer_output_scale));
 }
 
 bool LlamaModel::step_graph_fits(int64_t n_tokens) const {
@@ -701,7 +732,7 @@ bool LlamaModel::runs_sparse(const StepSequence& s) const {
 void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights& w, int64_t layer, int64_t t0,
                          int64_t n_tokens, bool sparse, const float* in_all, float* out_all) {
   const int64_t n_embd = spec_.n_embd;
-  const int64_t n_ff = spec_.dense_ffn_width();
+  const int64_t n_ff = spec_.shape(layer).n_ff;
   // The residual entering the block (the predictors' input; the layer input
   // in the parallel form), its normed rows, and the block's output rows.
   const float* x = ws.x.as<float>() + t0 * n_embd;

@@ -23,6 +23,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/model/mla_attention.h"
 #include "engine/model/moe_ffn_block.h"
+#include "engine/model/per_layer_inputs.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/q4_lanes16.h"
@@ -312,6 +313,9 @@ class LlamaModel {
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
+  std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
+  // f32 [widest head_dim] of ones: the weight of Gemma 4's weightless value norm.
+  std::vector<float> unit_weights_;
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   // f32 [n_tokens, n_embd]: the layer's input, kept for a router that reads
   // it (Architecture::router_reads_layer_input; experts run on the host).

@@ -146,7 +146,16 @@ void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
     map_mla(m, s, l, w);
     return;
   }
-  const int64_t n_q = s.n_embd_q(), n_kv = s.n_embd_kv();
+  const int64_t n_q = s.n_embd_q(l), n_kv = s.n_embd_kv(l);
+  if (s.architecture->gemma4_layers) {
+    // A layer that shares an earlier one's cache may lack attn_k; any may lack
+    // attn_v (its values are then attn_k's rows).
+    w.attn_q = m.matrix(name("attn_q"), s.n_embd, n_q);
+    w.attn_k = s.shares_kv(l) ? m.optional_matrix(name("attn_k"), s.n_embd, n_kv)
+                              : m.matrix(name("attn_k"), s.n_embd, n_kv);
+    w.attn_v = m.optional_matrix(name("attn_v"), s.n_embd, n_kv);
+    return;
+  }
   if (s.architecture->fused_qkv_only || m.has(name("attn_qkv"))) {
     const Tensor qkv = m.matrix(name("attn_qkv"), s.n_embd, n_q + 2 * n_kv);
     w.attn_q = row_range(qkv, 0, n_q);
@@ -208,7 +217,7 @@ void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
     map_experts(m, s, l, w);
     return;
   }
-  const int64_t n_ff = s.dense_ffn_width();
+  const int64_t n_ff = s.shape(l).n_ff;
   switch (s.architecture->ffn_layout) {
     case FfnLayout::GateUp:
       w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, n_ff);
@@ -284,11 +293,13 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       }
     }
     map_attention(m, s, l, lw);
-    lw.attn_output = m.matrix(name("attn_output"), s.n_embd_attn_out(), s.n_embd);
+    lw.attn_output = m.matrix(name("attn_output"), s.is_mla() ? s.n_embd_attn_out() : s.n_embd_q(l), s.n_embd);
     if (a.attn_output_bias) lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
     if (a.qk_norm && (!a.qk_norm_optional || m.has(name("attn_q_norm")))) {
-      lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : s.head_dim);
-      lw.attn_k_norm = m.vector(name("attn_k_norm"), a.qk_norm_whole ? s.n_embd_kv() : s.head_dim);
+      const int64_t head_dim = s.shape(l).head_dim;
+      lw.attn_q_norm = m.vector(name("attn_q_norm"), a.qk_norm_whole ? s.n_embd_q() : head_dim);
+      lw.attn_k_norm = s.shares_kv(l) ? m.optional_vector(name("attn_k_norm"), head_dim)
+                                      : m.vector(name("attn_k_norm"), a.qk_norm_whole ? s.n_embd_kv() : head_dim);
     }
     if (a.post_norms) {
       lw.attn_post_norm = m.vector(name("post_attention_norm"), s.n_embd);
@@ -301,6 +312,20 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
     }
     map_ffn(m, s, l, lw);
+    if (a.gemma4_layers) {
+      if (s.n_embd_per_layer > 0) {
+        lw.per_layer_inp_gate = m.matrix(name("inp_gate"), s.n_embd, s.n_embd_per_layer);
+        lw.per_layer_proj = m.matrix(name("proj"), s.n_embd_per_layer, s.n_embd);
+        lw.per_layer_post_norm = m.vector(name("post_norm"), s.n_embd);
+      }
+      lw.layer_output_scale = m.optional_vector(name("layer_output_scale"), 1);
+    }
+  }
+  if (a.gemma4_layers && s.n_embd_per_layer > 0) {
+    const int64_t n_all = s.n_embd_per_layer * s.n_layer;
+    w.per_layer_token_embd = m.matrix("per_layer_token_embd.weight", n_all, s.n_vocab);
+    w.per_layer_model_proj = m.matrix("per_layer_model_proj.weight", s.n_embd, n_all);
+    w.per_layer_proj_norm = m.vector("per_layer_proj_norm.weight", s.n_embd_per_layer);
   }
   return w;
 }
@@ -313,7 +338,10 @@ std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w) {
           {&w.output_b, "output.bias"},
           {&w.rope_freqs, "rope_freqs.weight"},
           {&w.rope_factors_short, "rope_factors_short.weight"},
-          {&w.rope_factors_long, "rope_factors_long.weight"}};
+          {&w.rope_factors_long, "rope_factors_long.weight"},
+          {&w.per_layer_token_embd, "per_layer_token_embd.weight"},
+          {&w.per_layer_model_proj, "per_layer_model_proj.weight"},
+          {&w.per_layer_proj_norm, "per_layer_proj_norm.weight"}};
 }
 
 std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
@@ -345,7 +373,11 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.attn_post_norm, name("post_attention_norm")},
           {&w.ffn_post_norm, name("post_ffw_norm")},
           {&w.attn_sinks, name("attn_sinks")},
-          {&w.attn_gate, name("attn_gate")}};
+          {&w.attn_gate, name("attn_gate")},
+          {&w.per_layer_inp_gate, name("inp_gate")},
+          {&w.per_layer_proj, name("proj")},
+          {&w.per_layer_post_norm, name("post_norm")},
+          {&w.layer_output_scale, name("layer_output_scale")}};
 }
 
 }  // namespace tc::model

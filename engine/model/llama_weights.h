@@ -63,6 +63,12 @@ struct LayerWeights {
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
   kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
   kernels::Tensor attn_gate;       // {n_embd, n_head * head_dim}: the attention output's sigmoid gate (AFMoE)
+  // Gemma 4 (Architecture::gemma4_layers): the per-layer input's gate,
+  // projection and norm, and the scalar the layer's output is multiplied by.
+  kernels::Tensor per_layer_inp_gate;   // inp_gate, weight dtype {n_embd, n_embd_per_layer}
+  kernels::Tensor per_layer_proj;       // proj, weight dtype {n_embd_per_layer, n_embd}
+  kernels::Tensor per_layer_post_norm;  // post_norm, f32 [n_embd]
+  kernels::Tensor layer_output_scale;   // f32 [1]
 
   // Multi-head latent attention (ModelSpec::is_mla; attn_k/v null, attn_q
   // only without a compressed query). Host views only, as the experts'.
@@ -105,6 +111,11 @@ struct LlamaWeights {
   kernels::Tensor rope_freqs;
   kernels::Tensor rope_factors_short;
   kernels::Tensor rope_factors_long;
+  // Gemma 4's per-layer inputs (ModelSpec::n_embd_per_layer > 0): each
+  // token's rows for every layer, and their projection from the embedding.
+  kernels::Tensor per_layer_token_embd;  // weight dtype {n_embd_per_layer * n_layer, n_vocab}
+  kernels::Tensor per_layer_model_proj;  // weight dtype {n_embd, n_embd_per_layer * n_layer}
+  kernels::Tensor per_layer_proj_norm;   // f32 [n_embd_per_layer]
   std::vector<LayerWeights> layers;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
+#include "engine/model/layer_shapes.h"
 #include "engine/model/llama_weights.h"
 
 namespace tc::model {
@@ -436,9 +437,15 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                             ": Baichuan runs here as the 7B's 32 layers with RoPE only (the 13B's "
                                             "40 use ALiBi, which is not supported)");
   }
-  s.n_ff = positive_key(file, p + "feed_forward_length");
   s.n_head = positive_key(file, p + "attention.head_count");
-  s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);
+  if (a.gemma4_layers) {  // one value or one per layer: read_layer_shapes below
+    const auto widths = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
+    s.n_ff = *std::max_element(widths.begin(), widths.end());
+    s.n_head_kv = s.n_head;
+  } else {
+    s.n_ff = positive_key(file, p + "feed_forward_length");
+    s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);
+  }
   s.n_ctx_train = positive_key(file, p + "context_length");
   if (s.n_head % s.n_head_kv != 0) {
     throw file.error(p + "attention.head_count_kv",
@@ -518,6 +525,8 @@ ModelSpec read_model_spec(const GgufFile& file) {
     }
   }
   read_sliding_window(file, p, a, s);
+  if (a.gemma4_layers) read_layer_shapes(file, p, s);
+  if (a.fixed_attn_scale > 0.0f) s.attn_scale = a.fixed_attn_scale;
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;
     case 2: s.pooling = Pooling::Cls; break;
@@ -532,6 +541,24 @@ ModelSpec read_model_spec(const GgufFile& file) {
   s.n_vocab = embd.ne[1];
   s.tied_embeddings = a.head_is_token_embd || file.find_tensor("output.weight") == nullptr;
   return s;
+}
+
+int64_t ModelSpec::widest_n_embd_q() const {
+  int64_t widest = n_embd_q();
+  for (int64_t l = 0; l < static_cast<int64_t>(layer_shapes.size()); ++l) widest = std::max(widest, n_embd_q(l));
+  return widest;
+}
+
+int64_t ModelSpec::widest_n_embd_kv() const {
+  int64_t widest = n_embd_kv();
+  for (int64_t l = 0; l < static_cast<int64_t>(layer_shapes.size()); ++l) widest = std::max(widest, n_embd_kv(l));
+  return widest;
+}
+
+int64_t ModelSpec::widest_n_ff() const {
+  int64_t widest = dense_ffn_width();
+  for (const LayerShape& l : layer_shapes) widest = std::max(widest, l.n_ff);
+  return widest;
 }
 
 std::string_view pooling_name(Pooling pooling) {

@@ -37,6 +37,17 @@ inline constexpr std::string_view kArchBamboo = "bamboo";
 // relu(up) for bamboo only, and relu(gate) * up for llama), else `llama`.
 std::string_view architecture_for(FfnForm form, bool powerinfer_layout);
 
+// One layer's attention and FFN widths, where layers differ (Gemma 4: the
+// windowed layers' heads are narrower than the global ones', and the
+// layers that attend over an earlier layer's cache may have a wider FFN).
+struct LayerShape {
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t n_rot = 0;
+  int64_t n_ff = 0;      // the dense FFN's width
+  int64_t kv_layer = 0;  // the layer whose cached keys and values it attends over (itself unless it shares)
+};
+
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope, Yarn };
 
@@ -137,6 +148,31 @@ struct ModelSpec {
   std::vector<bool> swa_layers;      // [n_layer] or empty
   double rope_freq_base_swa = 10000.0;  // the windowed layers' RoPE base ({arch}.rope.freq_base_swa where read)
   double rope_freq_scale_swa = 1.0;
+
+  // Architecture::gemma4_layers: each layer's shape (the fields above are
+  // then the global layers': head_dim, n_head_kv and n_rot, and n_ff the
+  // widest); empty: every layer has those above. Gemma 4's per-layer
+  // inputs' width ({arch}.embedding_length_per_layer_input; 0: none).
+  std::vector<LayerShape> layer_shapes;
+  int64_t n_embd_per_layer = 0;
+
+  // The shape of `layer`: its own, or the model's where layers do not differ.
+  LayerShape shape(int64_t layer) const {
+    if (!layer_shapes.empty()) return layer_shapes[static_cast<size_t>(layer)];
+    return {n_head_kv, head_dim, n_rot, dense_ffn_width(), layer};
+  }
+  bool layers_differ() const { return !layer_shapes.empty(); }
+  // Whether `layer` attends over an earlier layer's cache and caches nothing itself.
+  bool shares_kv(int64_t layer) const { return shape(layer).kv_layer != layer; }
+  int64_t n_embd_q(int64_t layer) const { return n_head * shape(layer).head_dim; }
+  int64_t n_embd_kv(int64_t layer) const {
+    const LayerShape l = shape(layer);
+    return l.n_head_kv * l.head_dim;
+  }
+  // The widest layer's q, k and FFN rows (workspace sizes).
+  int64_t widest_n_embd_q() const;
+  int64_t widest_n_embd_kv() const;
+  int64_t widest_n_ff() const;
 
   int64_t n_embd_q() const { return n_head * head_dim; }   // width of q and of attn_output's input
   bool is_mla() const { return kv_lora_rank > 0; }

@@ -29,25 +29,31 @@ std::string KvCache::unsupported_reason(const model::ModelSpec& spec, kernels::K
            "the same (" + std::string(kernels::dtype_name(types.k)) + " and " +
            std::string(kernels::dtype_name(types.v)) + " given)";
   }
-  if ((types.k == kernels::DType::Q8_0 || types.v == kernels::DType::Q8_0) && spec.head_dim % kernels::kQK8_0 != 0) {
-    return "a q8_0 KV cache needs head sizes that are a multiple of 32; this model's are " +
-           std::to_string(spec.head_dim);
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    const int64_t head_dim = spec.shape(l).head_dim;
+    if ((types.k == kernels::DType::Q8_0 || types.v == kernels::DType::Q8_0) && head_dim % kernels::kQK8_0 != 0) {
+      return "a q8_0 KV cache needs head sizes that are a multiple of 32; this model's are " +
+             std::to_string(head_dim);
+    }
   }
   return {};
 }
 
 uint64_t KvCache::bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64_t n_ctx,
                             kernels::KvCacheTypes types) {
-  const auto n_embd_kv = spec.n_embd_kv();
-  const auto row = static_cast<uint64_t>(kernels::row_bytes(types.k, n_embd_kv)) +
-                   (spec.n_kv_matrices() == 2 ? static_cast<uint64_t>(kernels::row_bytes(types.v, n_embd_kv)) : 0);
-  return row * static_cast<uint64_t>(spec.n_layer) * static_cast<uint64_t>(n_slots) * static_cast<uint64_t>(n_ctx);
+  uint64_t row = 0;  // one position of every layer that caches its own
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    if (spec.shares_kv(l)) continue;
+    const int64_t n_embd_kv = spec.n_embd_kv(l);
+    row += static_cast<uint64_t>(kernels::row_bytes(types.k, n_embd_kv)) +
+           (spec.n_kv_matrices() == 2 ? static_cast<uint64_t>(kernels::row_bytes(types.v, n_embd_kv)) : 0);
+  }
+  return row * static_cast<uint64_t>(n_slots) * static_cast<uint64_t>(n_ctx);
 }
 
 KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers,
                  const model::ModelSpec& spec, int n_slots, int64_t n_ctx, kernels::KvCacheTypes types)
-    : n_slots_(n_slots), n_layer_(spec.n_layer), n_ctx_(n_ctx), n_embd_kv_(spec.n_embd_kv()),
-      n_matrices_(spec.n_kv_matrices()), types_(types), k_row_bytes_(0), v_row_bytes_(0),
+    : n_slots_(n_slots), n_layer_(spec.n_layer), n_ctx_(n_ctx), n_matrices_(spec.n_kv_matrices()), types_(types),
       n_first_layers_(n_first_layers), used_(static_cast<size_t>(std::max(n_slots, 0)), 0) {
   if (n_slots < 1) throw std::invalid_argument("KV cache needs at least one slot");
   if (n_ctx < 1) throw std::invalid_argument("KV cache context must be positive");
@@ -58,23 +64,33 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
   if (const std::string why = unsupported_reason(spec, types, &first); !why.empty()) {
     throw std::invalid_argument("KV cache: " + why);
   }
-  k_row_bytes_ = kernels::row_bytes(types.k, n_embd_kv_);
-  v_row_bytes_ = n_matrices_ == 2 ? kernels::row_bytes(types.v, n_embd_kv_) : k_row_bytes_;
-  const size_t per_layer = bytes_for(spec, n_slots, n_ctx, types) / static_cast<size_t>(n_layer_);
-  if (n_first_layers_ > 0) buffer_ = first.allocate(per_layer * static_cast<size_t>(n_first_layers_));
-  if (n_first_layers_ < n_layer_) {
-    rest_buffer_ = rest.allocate(per_layer * static_cast<size_t>(n_layer_ - n_first_layers_));
+  // Each side's slot holds its layers' K then V matrices, in layer order;
+  // a layer that shares an earlier one's cache takes no room.
+  layers_.resize(static_cast<size_t>(n_layer_));
+  for (int64_t l = 0; l < n_layer_; ++l) {
+    LayerLayout& lay = layers_[static_cast<size_t>(l)];
+    lay.kv_layer = spec.shape(l).kv_layer;
+    lay.n_embd_kv = spec.n_embd_kv(l);
+    lay.k_row_bytes = kernels::row_bytes(types.k, lay.n_embd_kv);
+    lay.v_row_bytes = n_matrices_ == 2 ? kernels::row_bytes(types.v, lay.n_embd_kv) : lay.k_row_bytes;
+    if (lay.kv_layer != l) continue;
+    size_t& slot_bytes = l < n_first_layers_ ? first_slot_bytes_ : rest_slot_bytes_;
+    lay.offset = slot_bytes;
+    lay.k_bytes = static_cast<size_t>(n_ctx_) * static_cast<size_t>(lay.k_row_bytes);
+    slot_bytes += lay.k_bytes + (n_matrices_ == 2 ? static_cast<size_t>(n_ctx_ * lay.v_row_bytes) : 0);
   }
+  const auto slots = static_cast<size_t>(n_slots_);
+  if (first_slot_bytes_ > 0) buffer_ = first.allocate(first_slot_bytes_ * slots);
+  if (rest_slot_bytes_ > 0) rest_buffer_ = rest.allocate(rest_slot_bytes_ * slots);
 }
 
 std::byte* KvCache::base(int slot, int64_t layer, int which) const {
   TC_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < n_layer_, "KV cache slot or layer out of range");
-  const bool first = layer < n_first_layers_;
-  const auto n_side = static_cast<size_t>(first ? n_first_layers_ : n_layer_ - n_first_layers_);
-  const auto side_layer = static_cast<size_t>(first ? layer : layer - n_first_layers_);
-  const size_t k_bytes = static_cast<size_t>(n_ctx_) * static_cast<size_t>(k_row_bytes_);
-  const size_t per_layer = k_bytes + (n_matrices_ == 2 ? static_cast<size_t>(n_ctx_) * static_cast<size_t>(v_row_bytes_) : 0);
-  const size_t offset = (static_cast<size_t>(slot) * n_side + side_layer) * per_layer + (which == 0 ? 0 : k_bytes);
+  const int64_t owner = layers_[static_cast<size_t>(layer)].kv_layer;
+  const LayerLayout& lay = layers_[static_cast<size_t>(owner)];
+  const bool first = owner < n_first_layers_;
+  const size_t offset = static_cast<size_t>(slot) * (first ? first_slot_bytes_ : rest_slot_bytes_) + lay.offset +
+                        (which == 0 ? 0 : lay.k_bytes);
   return (first ? buffer_ : rest_buffer_).as<std::byte>() + offset;
 }
 

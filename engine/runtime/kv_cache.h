@@ -1,11 +1,12 @@
 // KvCache: the keys and values of every layer for a fixed number of
 // sequence slots. Per-step state, owned by the engine thread.
-// Layout per (slot, layer): k and v each [n_ctx, n_embd_kv] of their
+// Layout per (slot, layer): k and v each [n_ctx, n_embd_kv(layer)] of their
 // types() (f16 by default, or q8_0: kernels::KvCacheTypes), row p =
 // position p (heads contiguous inside a row), k_row_bytes() and
 // v_row_bytes() a row. Under latent attention (ModelSpec::is_mla) a layer
 // caches one matrix, its latent rows, which are both keys and values: v()
-// is k() (and the two types must be the same).
+// is k() (and the two types must be the same). A layer that attends over an
+// earlier layer's cache (Gemma 4's last layers) has none of its own.
 #pragma once
 
 #include <cstddef>
@@ -41,16 +42,19 @@ class KvCache {
 
   int n_slots() const { return n_slots_; }
   int64_t n_ctx() const { return n_ctx_; }
-  int64_t n_embd_kv() const { return n_embd_kv_; }
+  // A layer's row width and row bytes; without a layer, layer 0's (every
+  // layer's where the model's layers do not differ, ModelSpec::layers_differ).
+  int64_t n_embd_kv(int64_t layer = 0) const { return layer_at(layer).n_embd_kv; }
   kernels::KvCacheTypes types() const { return types_; }
-  int64_t k_row_bytes() const { return k_row_bytes_; }
-  int64_t v_row_bytes() const { return v_row_bytes_; }
+  int64_t k_row_bytes(int64_t layer = 0) const { return layer_at(layer).k_row_bytes; }
+  int64_t v_row_bytes(int64_t layer = 0) const { return layer_at(layer).v_row_bytes; }
   size_t bytes() const { return buffer_.size() + rest_buffer_.size(); }
   // Layers [0, n_first_layers()) live in the first backend's memory (all of them unless split).
   int64_t n_first_layers() const { return n_first_layers_; }
   size_t first_bytes() const { return buffer_.size(); }
 
-  // Row 0 of a layer's K (V) matrix of a slot.
+  // Row 0 of a layer's K (V) matrix of a slot: where a layer shares an
+  // earlier layer's cache (ModelSpec::shares_kv), that layer's.
   void* k(int slot, int64_t layer) const { return base(slot, layer, 0); }
   void* v(int slot, int64_t layer) const { return base(slot, layer, n_matrices_ - 1); }
 
@@ -63,15 +67,24 @@ class KvCache {
   void clear(int slot) { set_used(slot, 0); }
 
  private:
+  // Where a layer's matrices sit in its side's slot.
+  struct LayerLayout {
+    int64_t kv_layer = 0;  // the layer whose matrices it reads (itself unless shared)
+    int64_t n_embd_kv = 0;
+    int64_t k_row_bytes = 0, v_row_bytes = 0;
+    size_t offset = 0;   // of its K matrix in the slot (own layers only)
+    size_t k_bytes = 0;  // n_ctx rows of K (own layers only)
+  };
+  const LayerLayout& layer_at(int64_t layer) const { return layers_.at(static_cast<size_t>(layer)); }
   std::byte* base(int slot, int64_t layer, int which) const;
 
   int n_slots_;
   int64_t n_layer_;
   int64_t n_ctx_;
-  int64_t n_embd_kv_;
   int64_t n_matrices_;  // per (slot, layer): 2 (k, v), or 1 (k is v)
   kernels::KvCacheTypes types_;
-  int64_t k_row_bytes_, v_row_bytes_;
+  std::vector<LayerLayout> layers_;
+  size_t first_slot_bytes_ = 0, rest_slot_bytes_ = 0;  // one slot's bytes on each side
   int64_t n_first_layers_;
   kernels::Buffer buffer_;       // layers [0, n_first_layers_)
   kernels::Buffer rest_buffer_;  // layers [n_first_layers_, n_layer) (split caches only)

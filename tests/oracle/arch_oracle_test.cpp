@@ -189,6 +189,16 @@ const ArchCase kCases[] = {
     {"qwen2 Q8_0", "--arch qwen2", 23, 256, "q8_0", kQuantTolerance},
     {"qwen3 Q4_0", "--arch qwen3 --head-dim 64", 24, 256, "q4_0", kQuantTolerance},
     {"phi3 Q8_0", "--arch phi3", 25, 256, "q8_0", kQuantTolerance},
+    // Gemma 4: layers 0-1 and 3-4 windowed (heads of 32, 2 KV heads, own
+    // values), 2 and 5 global (heads of 64, 1 KV head, values from attn_k,
+    // frequency factors); 3-5 attend over the caches of 1 and 2 with a
+    // double-wide FFN; per-layer inputs of 32 values.
+    {"gemma4 E2B-like (per-layer inputs, shared caches, window 8)",
+     "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8 --final-softcap 20", 120},
+    {"gemma4 31B-like (every layer its own cache, window 8 on every other layer, the default logit cap)",
+     "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8", 121},
+    {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
+     256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},
     {"gemma3 Q8_0", "--arch gemma3 --sliding-window 8 --swa-pattern 2", 27, 256, "q8_0", kQuantTolerance},
     {"falcon Q4_0", "--arch falcon", 28, 256, "q4_0", kQuantTolerance},
@@ -250,10 +260,12 @@ const ArchCase kCases[] = {
 // kDims, without its width, layer count, FFN width or KV head count where the case sets its own.
 std::string dims_for(const ArchCase& c) {
   std::string dims = kDims;
-  if (std::string(c.flags).find("--n-embd") != std::string::npos) dims.erase(dims.find("--n-embd 256 "), 13);
-  if (std::string(c.flags).find("--n-layer") != std::string::npos) dims.erase(dims.find(" --n-layer 2"), 12);
-  if (std::string(c.flags).find("--n-ff") != std::string::npos) dims.erase(dims.find(" --n-ff 768"), 11);
-  if (std::string(c.flags).find("--n-head-kv") != std::string::npos) dims.erase(dims.find(" --n-head-kv 2"), 14);
+  const std::string flags = std::string(c.flags) + " ";
+  auto sets = [&flags](const char* flag) { return flags.find(std::string(flag) + " ") != std::string::npos; };
+  if (sets("--n-embd")) dims.erase(dims.find("--n-embd 256 "), 13);
+  if (sets("--n-layer")) dims.erase(dims.find(" --n-layer 2"), 12);
+  if (sets("--n-ff")) dims.erase(dims.find(" --n-ff 768"), 11);
+  if (sets("--n-head-kv")) dims.erase(dims.find(" --n-head-kv 2"), 14);
   return dims;
 }
 

@@ -1,0 +1,105 @@
+// Gemma 4's per-layer shapes from GGUF metadata (llama.cpp's
+// load_hparams get_key_or_arr, gemma4's load_arch_hparams and its KV cache
+// reuse rule).
+#include "engine/model/layer_shapes.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_file.h"
+
+namespace tc::model {
+
+std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const std::string& key, int64_t n_layer,
+                                            int64_t fallback) {
+  const gguf::Value* value = file.find(key);
+  if (value == nullptr) {
+    if (fallback <= 0) throw file.error(key, "is missing");
+    return std::vector<int64_t>(static_cast<size_t>(n_layer), fallback);
+  }
+  std::vector<int64_t> out;
+  if (value->is_array()) {
+    const auto& items = *value->as_array();
+    if (static_cast<int64_t>(items.size()) != n_layer) {
+      throw file.error(key, "has " + std::to_string(items.size()) + " entries, expected one per layer (" +
+                                std::to_string(n_layer) + ")");
+    }
+    for (const gguf::Value& item : items) {
+      int64_t v = 0;
+      if (!item.to_i64(v)) throw file.error(key, "must hold integers");
+      out.push_back(v);
+    }
+  } else {
+    out.assign(static_cast<size_t>(n_layer), file.get_i64(key));
+  }
+  for (const int64_t v : out) {
+    if (v <= 0) throw file.error(key, "must hold positive integers, got " + std::to_string(v));
+  }
+  return out;
+}
+
+void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  if (file.get_i64(p + "expert_count", 0) > 0 || file.find_tensor("blk.0.ffn_gate_inp.weight") != nullptr) {
+    throw file.error(p + "expert_count", "is set: Gemma 4's mixture of experts (26B A4B) is not supported yet; "
+                                         "its dense models (E2B, E4B, 31B) are");
+  }
+  const std::vector<int64_t> n_ff = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
+  const std::string kv_heads_key = p + "attention.head_count_kv";
+  const std::vector<int64_t> n_head_kv = per_layer_positive_key(file, kv_heads_key, s.n_layer, s.n_head);
+  const std::string key_swa = p + "attention.key_length_swa";
+  const int64_t head_dim_swa = file.has(key_swa) ? file.get_i64(key_swa) : s.head_dim;
+  if (head_dim_swa <= 0) throw file.error(key_swa, "must be a positive integer");
+  const std::string value_swa = p + "attention.value_length_swa";
+  if (file.has(value_swa) && file.get_i64(value_swa) != head_dim_swa) {
+    throw file.error(value_swa, "is " + std::to_string(file.get_i64(value_swa)) + ", expected key_length_swa " +
+                                    std::to_string(head_dim_swa) +
+                                    " (separate key and value head sizes are not supported)");
+  }
+  const std::string rot_swa_key = p + "rope.dimension_count_swa";
+  const int64_t n_rot_swa = file.has(rot_swa_key) ? file.get_i64(rot_swa_key) : std::min(s.n_rot, head_dim_swa);
+  if (n_rot_swa <= 0 || n_rot_swa > head_dim_swa || n_rot_swa % 2 != 0) {
+    throw file.error(rot_swa_key, "is " + std::to_string(n_rot_swa) + ", expected an even number <= key_length_swa " +
+                                      std::to_string(head_dim_swa));
+  }
+  const std::string shared_key = p + "attention.shared_kv_layers";
+  const int64_t n_shared = file.get_i64(shared_key, 0);
+  const int64_t n_kv_layers = s.n_layer - n_shared;
+  if (n_shared < 0 || (n_shared > 0 && n_kv_layers < 2)) {
+    throw file.error(shared_key, "is " + std::to_string(n_shared) + ", expected 0 to block_count - 2 (" +
+                                     std::to_string(s.n_layer - 2) + ")");
+  }
+  const std::string per_layer_key = p + "embedding_length_per_layer_input";
+  s.n_embd_per_layer = file.get_i64(per_layer_key, 0);
+  if (s.n_embd_per_layer < 0) throw file.error(per_layer_key, "must be >= 0");
+
+  s.layer_shapes.resize(static_cast<size_t>(s.n_layer));
+  int64_t global_kv_heads = 0;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const auto i = static_cast<size_t>(l);
+    const bool swa = s.is_swa(l);
+    if (s.n_head % n_head_kv[i] != 0) {
+      throw file.error(kv_heads_key, "is " + std::to_string(n_head_kv[i]) + " for layer " + std::to_string(l) +
+                                         ", which does not divide head_count " + std::to_string(s.n_head));
+    }
+    LayerShape& shape = s.layer_shapes[i];
+    shape = {n_head_kv[i], swa ? head_dim_swa : s.head_dim, swa ? n_rot_swa : s.n_rot, n_ff[i], l};
+    // llama.cpp's reuse rule: the last cached layer of the same kind, the
+    // global one last and a windowed one before it.
+    if (l >= n_kv_layers) shape.kv_layer = n_kv_layers - (swa ? 2 : 1);
+    if (global_kv_heads == 0 && !swa) global_kv_heads = n_head_kv[i];
+  }
+  for (int64_t l = n_kv_layers; l < s.n_layer; ++l) {
+    const LayerShape& shape = s.layer_shapes[static_cast<size_t>(l)];
+    const LayerShape& source = s.layer_shapes[static_cast<size_t>(shape.kv_layer)];
+    if (s.is_swa(shape.kv_layer) != s.is_swa(l) || source.n_head_kv != shape.n_head_kv) {
+      throw file.error(shared_key, "is " + std::to_string(n_shared) + ": layer " + std::to_string(l) +
+                                       " would attend over layer " + std::to_string(shape.kv_layer) +
+                                       "'s cache, which is of another kind (windowed or not) or head count");
+    }
+  }
+  s.n_head_kv = global_kv_heads > 0 ? global_kv_heads : n_head_kv.front();
+  s.n_ff = *std::max_element(n_ff.begin(), n_ff.end());
+}
+
+}  // namespace tc::model

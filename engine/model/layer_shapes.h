@@ -1,0 +1,31 @@
+// Gemma 4's layers of their own shapes (Architecture::gemma4_layers), read
+// from GGUF metadata as llama.cpp's gemma4 loader reads them: widths that
+// are one value or one per layer, the windowed layers' head size, and the
+// layers that attend over an earlier layer's cache.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/model_spec.h"
+
+namespace tc::gguf {
+class GgufFile;
+}
+
+namespace tc::model {
+
+// A positive integer key that is one value or an array of one per layer
+// (llama.cpp's get_key_or_arr), as n_layer values; `fallback` for every
+// layer where the key is absent. Throws ModelLoadError naming the key.
+std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const std::string& key, int64_t n_layer,
+                                            int64_t fallback);
+
+// Fills s.layer_shapes and s.n_embd_per_layer once the rest of the spec
+// (the window's layers, the global head size and rotation) is read; sets
+// n_head_kv and n_rot to the global layers' and n_ff to the widest layer's.
+// Throws ModelLoadError naming the key at fault.
+void read_layer_shapes(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
+}  // namespace tc::model
