@@ -2,7 +2,8 @@
 // special tokens, token types and tokenizer keys as their converted GGUF
 // files have them (llama.cpp's convert_hf_to_gguf: added tokens marked
 // special are control, the others user-defined with U+2581 written as a
-// space; padding ids are "[PADn]" unused tokens).
+// space; padding ids are "[PADn]" unused tokens; Gemma 4's markers that
+// replies carry are user-defined).
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,23 @@ constexpr const char* kGemmaTags[] = {
     "<em>", "</em>", "<b>", "</b>", "<i>", "</i>", "<u>", "</u>", "<s>", "</s>", "<sub>", "</sub>", "<sup>",
     "</sup>", "<code>", "</code>",
 };
+
+// Gemma 4's chat, thinking and tool markers after <unused0..98>, typed as
+// llama.cpp's converter writes them: the ones a reply's parser reads are
+// user-defined (always rendered), the others control.
+struct Marker {
+  const char* text;
+  TokenType type;
+};
+constexpr Marker kGemma4Markers[] = {
+    {"<|turn>", TokenType::Control},         {"<turn|>", TokenType::Control},
+    {"<|think|>", TokenType::Control},       {"<|tool>", TokenType::Control},
+    {"<tool|>", TokenType::Control},         {"<|tool_call>", TokenType::UserDefined},
+    {"<tool_call|>", TokenType::UserDefined}, {"<|tool_response>", TokenType::UserDefined},
+    {"<tool_response|>", TokenType::UserDefined}, {"<|channel>", TokenType::UserDefined},
+    {"<channel|>", TokenType::UserDefined},  {"<|\"|>", TokenType::UserDefined},
+};
+constexpr const char* kGemma4TailMarkers[] = {"<|image>", "<image|>", "<|audio>", "<audio|>"};
 
 void add(Vocab& v, std::string text, TokenType type, float score = 0.0f) {
   v.tokens.push_back(std::move(text));
@@ -142,6 +160,52 @@ Vocab gemma3_vocab(const std::string& text) {
   return v;
 }
 
+// As Gemma 3's head, with Gemma 4's markers in place of its turn tokens,
+// newline runs as normal tokens that no merge reaches (llama.cpp takes such a
+// run whole) and the learned part as BPE merges over U+2581-spaced text.
+Vocab gemma4_vocab(const std::string& text) {
+  Vocab v;
+  v.kind = text::TokenizerKind::Gemma4;
+  v.pad_id = 0;
+  v.eos_id = 1;
+  v.bos_id = 2;
+  v.unk_id = 3;
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_space_prefix = false;
+  add(v, "<pad>", TokenType::Control);
+  add(v, "<eos>", TokenType::Control);
+  add(v, "<bos>", TokenType::Control);
+  add(v, "<unk>", TokenType::Unknown);
+  add(v, "<mask>", TokenType::Control);
+  add(v, "[multimodal]", TokenType::Control);
+  for (int i = 0; i < kGemmaUnusedHead; ++i) add(v, "<unused" + std::to_string(i) + ">", TokenType::Control);
+  for (const Marker& m : kGemma4Markers) add(v, m.text, m.type);
+  for (int n = 1; n <= kGemmaRunLength; ++n) add(v, std::string(static_cast<size_t>(n), '\n'), TokenType::Normal);
+  for (const char* tag : kGemmaTags) add(v, tag, TokenType::UserDefined);
+  const auto n_head = v.n_vocab();
+
+  std::vector<std::string> tail(std::begin(kGemma4TailMarkers), std::end(kGemma4TailMarkers));
+  for (int i = kGemmaUnusedHead; i < kGemmaUnusedTotal; ++i) tail.push_back("<unused" + std::to_string(i) + ">");
+
+  // The trainer's layout: <unk>, <s>, </s>, <0x00>..<0xFF>, characters,
+  // pieces. Its first three are dropped; the rest and its merges are kept.
+  constexpr int32_t kTrainerSpecials = 3;
+  text::TrainerOptions options;
+  options.kind = text::TokenizerKind::Gemma4;
+  options.vocab_size = kGemmaVocab - n_head - static_cast<int32_t>(tail.size()) + kTrainerSpecials;
+  options.reserved.assign(v.tokens.begin(), v.tokens.end());
+  options.reserved.insert(options.reserved.end(), tail.begin(), tail.end());
+  Vocab learned = text::train_vocab(text, options);
+  for (size_t i = kTrainerSpecials; i < learned.tokens.size(); ++i) {
+    add(v, std::move(learned.tokens[i]), learned.types[i], learned.scores[i]);
+  }
+  v.merges = std::move(learned.merges);
+  for (auto& t : tail) add(v, std::move(t), TokenType::Control);
+  if (v.n_vocab() != kGemmaVocab) throw std::logic_error("gemma4 vocab has " + std::to_string(v.n_vocab()) + " tokens");
+  return v;
+}
+
 }  // namespace
 
 std::string_view vocab_family_name(VocabFamily family) {
@@ -150,6 +214,8 @@ std::string_view vocab_family_name(VocabFamily family) {
       return "qwen2";
     case VocabFamily::Gemma3:
       return "gemma3";
+    case VocabFamily::Gemma4:
+      return "gemma4";
   }
   return "?";
 }
@@ -157,12 +223,21 @@ std::string_view vocab_family_name(VocabFamily family) {
 std::optional<VocabFamily> vocab_family_from_name(std::string_view name) {
   if (name == "qwen2") return VocabFamily::Qwen2;
   if (name == "gemma3") return VocabFamily::Gemma3;
+  if (name == "gemma4") return VocabFamily::Gemma4;
   return std::nullopt;
 }
 
 text::Vocab make_family_vocab(VocabFamily family, uint64_t seed) {
   const std::string text = family_training_text(seed);
-  return family == VocabFamily::Qwen2 ? qwen2_vocab(text) : gemma3_vocab(text);
+  switch (family) {
+    case VocabFamily::Qwen2:
+      return qwen2_vocab(text);
+    case VocabFamily::Gemma3:
+      return gemma3_vocab(text);
+    case VocabFamily::Gemma4:
+      return gemma4_vocab(text);
+  }
+  throw std::invalid_argument("unknown vocab family");
 }
 
 }  // namespace tc::profiler

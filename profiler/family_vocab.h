@@ -1,10 +1,12 @@
-// Tokenizer vocabularies laid out as two model families' GGUF files carry
+// Tokenizer vocabularies laid out as three model families' GGUF files carry
 // them, at their real sizes, for tests and benchmarks: Qwen2/Qwen3-like
 // (byte-level BPE, pre-tokenizer "qwen2", 151,936 tokens with Qwen's added
-// tokens) and Gemma-3-like (SentencePiece BPE as llama.cpp reads Gemma's
+// tokens), Gemma-3-like (SentencePiece BPE as llama.cpp reads Gemma's
 // files: no space prefix, byte fallback, 262,144 tokens with Gemma's control
-// and user-defined tokens). The pieces are learned by the tokenizer trainer,
-// so merges and scores are ones that real text uses. Deterministic.
+// and user-defined tokens) and Gemma-4-like (tokenizer model "gemma4": BPE
+// merges over U+2581-spaced UTF-8, byte fallback, 262,144 tokens with Gemma
+// 4's markers). The pieces are learned by the tokenizer trainer, so merges
+// and scores are ones that real text uses. Deterministic.
 #pragma once
 
 #include <cstdint>
@@ -16,9 +18,9 @@
 
 namespace tc::profiler {
 
-enum class VocabFamily { Qwen2, Gemma3 };
+enum class VocabFamily { Qwen2, Gemma3, Gemma4 };
 
-// "qwen2", "gemma3".
+// "qwen2", "gemma3", "gemma4".
 std::string_view vocab_family_name(VocabFamily family);
 std::optional<VocabFamily> vocab_family_from_name(std::string_view name);
 
@@ -40,6 +42,14 @@ std::string family_training_text(uint64_t seed);
 //   tab runs and HTML tags, <0x00>..<0xFF>, the learned pieces (scores
 //   -rank), <start_of_image>, <end_of_image>, <unused99..6241>; 262,144
 //   tokens; BOS added, no space prefix.
+// Gemma4: <pad>, <eos>, <bos>, <unk>, <mask>, [multimodal], <unused0..98>,
+//   <|turn> (105), <turn|> (106), <|think|>, <|tool>, <tool|> (control),
+//   <|tool_call>, <tool_call|>, <|tool_response>, <tool_response|>,
+//   <|channel>, <channel|>, <|"|> (user-defined), newline runs of 1..31
+//   (normal, no merge makes them), HTML tags (user-defined, </s> among
+//   them), <0x00>..<0xFF>, the learned characters and pieces with their
+//   merges, <|image>, <image|>, <|audio>, <audio|>, <unused99..6241>;
+//   262,144 tokens; tokenizer model "gemma4", no pre key, BOS added.
 text::Vocab make_family_vocab(VocabFamily family, uint64_t seed = 1);
 
 }  // namespace tc::profiler

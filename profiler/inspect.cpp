@@ -65,7 +65,17 @@ std::string token_text(const text::Vocab& v, text::TokenId id) {
   return std::to_string(id) + " '" + v.tokens[static_cast<size_t>(id)] + "'";
 }
 
-std::string_view kind_name(text::TokenizerKind k) { return k == text::TokenizerKind::Spm ? "llama (SentencePiece BPE)" : "gpt2 (byte-level BPE)"; }
+std::string_view kind_name(text::TokenizerKind k) {
+  switch (k) {
+    case text::TokenizerKind::Spm:
+      return "llama (SentencePiece BPE)";
+    case text::TokenizerKind::Bpe:
+      return "gpt2 (byte-level BPE)";
+    case text::TokenizerKind::Gemma4:
+      return "gemma4 (BPE over UTF-8, Gemma 4)";
+  }
+  return "?";
+}
 
 json value_to_json(const gguf::Value& v, size_t max_items) {
   using gguf::ValueType;
@@ -219,7 +229,7 @@ json to_json(const Report& r, const InspectOptions& o) {
                   {"dtypes", r.dtype_counts}};
   if (r.vocab) {
     const auto& v = *r.vocab;
-    j["tokenizer"] = {{"model", v.kind == text::TokenizerKind::Spm ? "llama" : "gpt2"},
+    j["tokenizer"] = {{"model", std::string(text::tokenizer_model_name(v.kind))},
                       {"pre", v.pre},
                       {"n_vocab", v.n_vocab()},
                       {"n_merges", v.merges.size()},

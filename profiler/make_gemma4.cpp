@@ -72,6 +72,8 @@ void check_gemma4_options(const MakeModelOptions& o, DType base, DType heavy) {
               "head and FFN widths must be whole blocks of " + std::string(kernels::dtype_name(t)));
     }
     require(o.n_embd_per_layer % block == 0, "--n-embd-per-layer must be a multiple of " + std::to_string(block));
+    require(o.n_expert == 0 || (o.n_ff / 2) % block == 0,
+            "the experts' width (--n-ff / 2) must be a multiple of " + std::to_string(block));
   }
 }
 
@@ -96,6 +98,8 @@ void write_gemma4_model(const MakeModelOptions& o, DType base, DType heavy, gguf
   w.set(p + "attention.sliding_window_pattern", gguf::Value::array(gguf::ValueType::BOOL, std::move(pattern)));
   w.set(p + "attention.shared_kv_layers", gguf::Value(static_cast<uint32_t>(o.shared_kv_layers)));
   w.set(p + "embedding_length_per_layer_input", gguf::Value(static_cast<uint32_t>(o.n_embd_per_layer)));
+  const int64_t n_ff_exp = o.n_ff / 2;  // an expert's width (26B A4B's 704 beside a 2112-wide dense FFN)
+  if (o.n_expert > 0) w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(n_ff_exp)));
 
   auto sd_for = [&](int64_t fan_in) {
     return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
@@ -124,6 +128,16 @@ void write_gemma4_model(const MakeModelOptions& o, DType base, DType heavy, gguf
     matrix(name("ffn_up"), base, o.n_embd, g.n_ff);
     matrix(name("ffn_down"), heavy, g.n_ff, o.n_embd);
     norm(name("post_ffw_norm"), o.n_embd);
+    if (o.n_expert > 0) {  // the mixture beside the dense FFN; the router in f32, as llama.cpp's quantizer leaves it
+      matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+      add("blk." + std::to_string(l) + ".ffn_gate_inp.scale", DType::F32, {o.n_embd}, 1.0f, 0.2f);
+      norm(name("pre_ffw_norm_2"), o.n_embd);
+      norm(name("post_ffw_norm_1"), o.n_embd);
+      norm(name("post_ffw_norm_2"), o.n_embd);
+      add(name("ffn_gate_up_exps"), base, {o.n_embd, 2 * n_ff_exp, o.n_expert}, 0.0f, sd_for(o.n_embd));
+      add(name("ffn_down_exps"), heavy, {n_ff_exp, o.n_embd, o.n_expert}, 0.0f, sd_for(n_ff_exp));
+      add("blk." + std::to_string(l) + ".ffn_down_exps.scale", DType::F32, {o.n_expert}, 1.0f, 0.2f);
+    }
     if (n_pl > 0) {
       matrix(name("inp_gate"), base, o.n_embd, n_pl);
       matrix(name("proj"), base, n_pl, o.n_embd);

@@ -4,7 +4,8 @@
 // --n-head-kv of them; global layers with heads twice as wide, half as many
 // KV heads, values from attn_k and proportional RoPE factors), the last
 // --shared-kv-layers layers attending over earlier layers' caches with a
-// double-wide FFN, and per-layer inputs of --n-embd-per-layer values.
+// double-wide FFN, per-layer inputs of --n-embd-per-layer values, and with
+// --experts a mixture beside each dense FFN (experts --n-ff / 2 wide).
 #pragma once
 
 #include <cstdint>

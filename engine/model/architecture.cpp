@@ -323,7 +323,8 @@ const std::array kArchitectures{
                  .sliding_window = {.enabled = true, .period = 6, .own_rope = true},
                  .reads_final_softcap = true,
                  .embd_query_scale_n_layer = 62},
-    // Gemma 4 (E2B, E4B, 31B): gemma3's layers with shapes of their own
+    // Gemma 4 (E2B, E4B, 31B; 26B A4B with experts beside each layer's
+    // dense FFN: Architecture::gemma4_layers): gemma3's layers with shapes of their own
     // (Architecture::gemma4_layers), a score scale of 1, the file's window
     // pattern and the windowed layers' own RoPE base (rope.freq_base_swa), and
     // logits capped at 30 unless the file says otherwise.
@@ -337,6 +338,7 @@ const std::array kArchitectures{
                  .final_softcap = 30.0f,
                  .reads_final_softcap = true,
                  .rope_freqs = true,
+                 .experts = Experts::Optional,
                  .fixed_attn_scale = 1.0f,
                  .gemma4_layers = true},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its

@@ -238,6 +238,12 @@ struct Architecture {
   // (embedding_length_per_layer_input: per_layer_token_embd,
   // per_layer_model_proj, per_layer_proj_norm, and blk.N.inp_gate, proj,
   // post_norm) and blk.N.layer_output_scale, a scalar times each layer's output.
+  // Where expert_count > 0 (26B A4B) every layer adds a mixture beside its
+  // dense FFN: post_ffw_norm_1(ffn(ffn_norm(x))) + post_ffw_norm_2(experts(
+  // pre_ffw_norm_2(x))), the router reading rms_norm(x) / sqrt(n_embd) *
+  // ffn_gate_inp.scale, GeGLU experts of expert_feed_forward_length
+  // (ffn_gate_up_exps, or ffn_gate_exps and ffn_up_exps), each expert's
+  // output times its ffn_down_exps.scale where present.
   bool gemma4_layers = false;
 };
 

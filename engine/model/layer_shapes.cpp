@@ -40,10 +40,6 @@ std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const st
 }
 
 void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
-  if (file.get_i64(p + "expert_count", 0) > 0 || file.find_tensor("blk.0.ffn_gate_inp.weight") != nullptr) {
-    throw file.error(p + "expert_count", "is set: Gemma 4's mixture of experts (26B A4B) is not supported yet; "
-                                         "its dense models (E2B, E4B, 31B) are");
-  }
   const std::vector<int64_t> n_ff = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
   const std::string kv_heads_key = p + "attention.head_count_kv";
   const std::vector<int64_t> n_head_kv = per_layer_positive_key(file, kv_heads_key, s.n_layer, s.n_head);
@@ -100,6 +96,13 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
   }
   s.n_head_kv = global_kv_heads > 0 ? global_kv_heads : n_head_kv.front();
   s.n_ff = *std::max_element(n_ff.begin(), n_ff.end());
+  // With experts (read_experts, before): n_ff is an expert's width, the
+  // layer shapes' the dense FFN's.
+  if (s.has_experts()) {
+    const std::string key = p + "expert_feed_forward_length";
+    s.n_ff = file.get_i64(key);
+    if (s.n_ff <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(s.n_ff));
+  }
 }
 
 }  // namespace tc::model

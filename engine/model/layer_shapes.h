@@ -24,7 +24,8 @@ std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const st
 
 // Fills s.layer_shapes and s.n_embd_per_layer once the rest of the spec
 // (the window's layers, the global head size and rotation) is read; sets
-// n_head_kv and n_rot to the global layers' and n_ff to the widest layer's.
+// n_head_kv and n_rot to the global layers' and n_ff to the widest layer's
+// (with experts, to an expert's width, {arch}.expert_feed_forward_length).
 // Throws ModelLoadError naming the key at fault.
 void read_layer_shapes(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 

@@ -127,7 +127,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
   if (spec_.architecture->gemma4_layers) {
-    int64_t widest = 0;
+    int64_t widest = spec_.n_embd;
     for (int64_t l = 0; l < spec_.n_layer; ++l) widest = std::max(widest, spec_.shape(l).head_dim);
     unit_weights_.assign(static_cast<size_t>(widest), 1.0f);
   }
@@ -236,7 +236,8 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.v = f32(t * spec_.widest_n_embd_kv());
   // Hybrid mode and experts have their own FFN workspace (leading dense
   // layers before experts excepted).
-  if (hybrid_ffn_ == nullptr && (moe_ffn_ == nullptr || spec_.n_layer_dense_lead > 0)) {
+  if (hybrid_ffn_ == nullptr &&
+      (moe_ffn_ == nullptr || spec_.n_layer_dense_lead > 0 || spec_.architecture->gemma4_layers)) {
     ws.ffn_gate = f32(t * spec_.widest_n_ff());
     ws.ffn_up = f32(t * spec_.widest_n_ff());
   }
@@ -669,6 +670,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   b.add(x, tmp, n_tokens * n_embd);
   pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
   run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
+  if (w.ffn_pre_norm_2.data != nullptr) add_gemma4_experts(b, w, layer, x, n_tokens, tmp);
   if (w.ffn_post_norm.data != nullptr) {
     b.rms_norm(tmp, f32(w.ffn_post_norm), n_tokens, n_embd, static_cast<float>(spec_.rms_eps), tmp);
   }
@@ -739,7 +741,7 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
   float* cur = const_cast<float*>(in_all) + t0 * n_embd;
   float* out = out_all + t0 * n_embd;
   prepare_input(layer, LinearInput::FfnGateUp, n_tokens, n_embd, cur);
-  if (moe_ffn_ != nullptr && spec_.layer_has_experts(layer)) {
+  if (moe_ffn_ != nullptr && spec_.layer_has_experts(layer) && !spec_.architecture->gemma4_layers) {
     const bool layer_input = spec_.architecture->router_reads_layer_input;
     moe_ffn_->run(layer, w, cur, n_tokens, out, layer_input ? router_input_.data() + t0 * n_embd : nullptr);
     return;

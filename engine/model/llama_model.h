@@ -302,6 +302,11 @@ class LlamaModel {
   // and its key there.
   bool step_graph_fits(int64_t n_tokens) const;
   static uint64_t step_graph_key(std::span<const StepSequence> sequences, int64_t n_tokens, int64_t n_logit_rows);
+  // Gemma 4's experts beside the dense FFN of `layer` (gemma4_experts.cpp):
+  // ffn_out (f32 [n_tokens, n_embd], the dense FFN's output) becomes
+  // post_ffw_norm_1(ffn_out) + post_ffw_norm_2(experts(pre_ffw_norm_2(x))).
+  void add_gemma4_experts(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* x, int64_t n_tokens,
+                          float* ffn_out);
   // After a step's ops: the sparse FFN's step counts, and each slot's KV length grown by its tokens.
   void finish_step_counts(std::span<const StepSequence> sequences, runtime::KvCache& kv);
 
@@ -314,8 +319,14 @@ class LlamaModel {
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
-  // f32 [widest head_dim] of ones: the weight of Gemma 4's weightless value norm.
+  // f32 [max(widest head_dim, n_embd)] of ones: the weight of Gemma 4's weightless norms.
   std::vector<float> unit_weights_;
+  // Gemma 4's mixture (add_gemma4_experts), each f32 [n_tokens, n_embd]:
+  // the experts' input, the router's, and the experts' output.
+  struct Gemma4ExpertRows {
+    std::vector<float> input, router, output;
+  };
+  Gemma4ExpertRows gemma4_experts_;
   std::vector<kernels::AttentionSequence> attention_sequences_;  // one layer's attention calls, [n_sequences]
   // f32 [n_tokens, n_embd]: the layer's input, kept for a router that reads
   // it (Architecture::router_reads_layer_input; experts run on the host).

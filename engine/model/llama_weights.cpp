@@ -211,9 +211,39 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
   }
 }
 
+// Gemma 4's experts beside the dense FFN: gate and up fused (gate rows
+// first) or separate, and per-expert output scales.
+void map_gemma4_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  auto scale_name = [l](std::string_view t) { return "blk." + std::to_string(l) + "." + std::string(t) + ".scale"; };
+  w.ffn_gate_inp = m.matrix(name("ffn_gate_inp"), s.n_embd, s.n_expert);
+  w.ffn_gate_inp_s = m.vector(scale_name("ffn_gate_inp"), s.n_embd);
+  w.ffn_pre_norm_2 = m.vector(name("pre_ffw_norm_2"), s.n_embd);
+  w.ffn_post_norm_1 = m.vector(name("post_ffw_norm_1"), s.n_embd);
+  w.ffn_post_norm_2 = m.vector(name("post_ffw_norm_2"), s.n_embd);
+  std::vector<Tensor> gate, up;
+  if (m.has(name("ffn_gate_up_exps"))) {
+    for (const Tensor& both : m.expert_matrices(name("ffn_gate_up_exps"), s.n_embd, 2 * s.n_ff, s.n_expert)) {
+      gate.push_back(row_range(both, 0, s.n_ff));
+      up.push_back(row_range(both, s.n_ff, s.n_ff));
+    }
+  } else {
+    gate = m.expert_matrices(name("ffn_gate_exps"), s.n_embd, s.n_ff, s.n_expert);
+    up = m.expert_matrices(name("ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
+  }
+  const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
+  const Tensor down_scale = m.optional_vector(scale_name("ffn_down_exps"), s.n_expert);
+  w.experts.resize(static_cast<size_t>(s.n_expert));
+  for (size_t e = 0; e < w.experts.size(); ++e) {
+    w.experts[e] = {gate[e], up[e], down[e], {}, {}, {}};
+    if (down_scale.data != nullptr) w.experts[e].down_scale = static_cast<const float*>(down_scale.data)[e];
+  }
+}
+
 void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
-  if (s.layer_has_experts(l)) {
+  if (s.architecture->gemma4_layers && s.has_experts()) map_gemma4_experts(m, s, l, w);  // and the dense FFN below
+  if (s.layer_has_experts(l) && !s.architecture->gemma4_layers) {
     map_experts(m, s, l, w);
     return;
   }
@@ -377,7 +407,11 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.per_layer_inp_gate, name("inp_gate")},
           {&w.per_layer_proj, name("proj")},
           {&w.per_layer_post_norm, name("post_norm")},
-          {&w.layer_output_scale, name("layer_output_scale")}};
+          {&w.layer_output_scale, name("layer_output_scale")},
+          {&w.ffn_gate_inp_s, "blk." + std::to_string(l) + ".ffn_gate_inp.scale"},
+          {&w.ffn_pre_norm_2, name("pre_ffw_norm_2")},
+          {&w.ffn_post_norm_1, name("post_ffw_norm_1")},
+          {&w.ffn_post_norm_2, name("post_ffw_norm_2")}};
 }
 
 }  // namespace tc::model

@@ -27,6 +27,8 @@ struct ExpertWeights {
   kernels::Tensor gate_b;  // f32 [n_ff]
   kernels::Tensor up_b;    // f32 [n_ff]
   kernels::Tensor down_b;  // f32 [n_embd]
+  // Gemma 4: this expert's output times its ffn_down_exps.scale value; 1: none.
+  float down_scale = 1.0f;
 };
 
 struct LayerWeights {
@@ -69,6 +71,13 @@ struct LayerWeights {
   kernels::Tensor per_layer_proj;       // proj, weight dtype {n_embd_per_layer, n_embd}
   kernels::Tensor per_layer_post_norm;  // post_norm, f32 [n_embd]
   kernels::Tensor layer_output_scale;   // f32 [1]
+  // Gemma 4's mixture beside the dense FFN (Architecture::gemma4_layers with
+  // experts): the router input's scale, the experts' input norm, and the
+  // norms of the dense FFN's and the experts' outputs.
+  kernels::Tensor ffn_gate_inp_s;   // ffn_gate_inp.scale, f32 [n_embd]
+  kernels::Tensor ffn_pre_norm_2;   // pre_ffw_norm_2, f32 [n_embd]
+  kernels::Tensor ffn_post_norm_1;  // post_ffw_norm_1, f32 [n_embd]
+  kernels::Tensor ffn_post_norm_2;  // post_ffw_norm_2, f32 [n_embd]
 
   // Multi-head latent attention (ModelSpec::is_mla; attn_k/v null, attn_q
   // only without a compressed query). Host views only, as the experts'.

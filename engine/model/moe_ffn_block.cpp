@@ -230,6 +230,7 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
     backend_.ffn_activation(activation_, gate_.data(), up_.data(), m * n_ff, gate_.data());
     backend_.matmul(x.down, gate_.data(), m, rows_out_.data());
     if (x.down_b.data != nullptr) backend_.add_bias(rows_out_.data(), f32(x.down_b), m, n_embd);
+    if (x.down_scale != 1.0f) backend_.scale(rows_out_.data(), m * n_embd, x.down_scale);
     for (int64_t r = 0; r < m; ++r) {
       const int64_t pair = by_expert_[static_cast<size_t>(begin + r)];
       const float weight = weights_[static_cast<size_t>(pair)];
@@ -295,6 +296,7 @@ void MoeFfnBlock::run_one_token(int64_t layer, const LayerWeights& w, const floa
     float* row = rows_out_.data() + s * n_embd;
     backend_.matmul(x.down, gate_.data() + s * n_ff, 1, row);
     if (x.down_b.data != nullptr) backend_.add_bias(row, f32(x.down_b), 1, n_embd);
+    if (x.down_scale != 1.0f) backend_.scale(row, n_embd, x.down_scale);
   }
   // Weighted, then summed most probable first: run()'s operations, so the same bits.
   for (int64_t s = 0; s < k; ++s) {

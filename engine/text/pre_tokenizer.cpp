@@ -54,6 +54,8 @@ constexpr NamedPreTokenizer kNames[] = {
     {"mellum", PreTokenizer::Gpt2},
     {"modern-bert", PreTokenizer::Gpt2},
     {"jais-2", PreTokenizer::Jais2},
+    {"gemma4", PreTokenizer::Gemma4},
+    {"granite-embed-multi-311m", PreTokenizer::Gemma4},
     {"jina-v1-en", PreTokenizer::Gpt2},
     {"jina-v2-code", PreTokenizer::Gpt2},
     {"roberta-bpe", PreTokenizer::Gpt2},
@@ -115,18 +117,15 @@ struct RefusedPreTokenizer {
   std::string_view reason;
 };
 
-// Names llama.cpp accepts whose tokenizer is not byte-level BPE: its BPE
-// runs them over raw UTF-8 (byte_encode off), which Tokenizer does not.
-constexpr std::string_view kSpmStyleBpe =
-    "is SentencePiece-style BPE over raw UTF-8 with spaces escaped to U+2581 (llama.cpp's "
-    "byte_encode off); Thermocline's BPE runs byte-level vocabularies only";
+// Names llama.cpp accepts whose BPE runs over raw UTF-8 (byte_encode off)
+// in ways Tokenizer does not (it runs Gemma 4's only).
 constexpr RefusedPreTokenizer kRefused[] = {
-    {"gemma4", kSpmStyleBpe},
-    {"granite-embed-multi-311m", kSpmStyleBpe},
-    {"sarvam-moe", kSpmStyleBpe},
+    {"sarvam-moe",
+     "is SentencePiece-style BPE over raw UTF-8 with spaces escaped to U+2581 (llama.cpp's byte_encode "
+     "off) without Gemma 4's newline and BOS rules; Thermocline runs only Gemma 4's (\"gemma4\")"},
     {"whitespace",
      "splits on \\S+ and runs BPE over raw UTF-8 (llama.cpp's byte_encode off); Thermocline's BPE runs "
-     "byte-level vocabularies only"},
+     "byte-level vocabularies and Gemma 4's (\"gemma4\") only"},
 };
 
 }  // namespace
@@ -174,7 +173,8 @@ bool pre_tokenizer_ignores_merges(PreTokenizer pre) {
 }
 
 bool pre_tokenizer_default_add_bos(PreTokenizer pre) {
-  return pre == PreTokenizer::Llama3 || pre == PreTokenizer::Tekken || pre == PreTokenizer::Chameleon;
+  return pre == PreTokenizer::Llama3 || pre == PreTokenizer::Tekken || pre == PreTokenizer::Chameleon ||
+         pre == PreTokenizer::Gemma4;
 }
 
 bool pre_tokenizer_has_default_bos(PreTokenizer pre) { return pre != PreTokenizer::ChatGlm4; }
@@ -336,6 +336,7 @@ std::span<const Pass> passes(PreTokenizer pre) {
   static constexpr std::array<Pass, 1> kBloom = {split_bloom};
   static constexpr std::array<Pass, 2> kViking = {split_bloom, split_each_number};
   static constexpr std::array<Pass, 2> kSuperBpe = {split_number_runs, split_superbpe_digits};
+  static constexpr std::array<Pass, 1> kGemma4 = {split_newline_runs};
 
   switch (pre) {
     case PreTokenizer::Default: return passes_of(kDefault);
@@ -366,6 +367,7 @@ std::span<const Pass> passes(PreTokenizer pre) {
     case PreTokenizer::Bloom: return passes_of(kBloom);
     case PreTokenizer::Viking: return passes_of(kViking);
     case PreTokenizer::SuperBpe: return passes_of(kSuperBpe);
+    case PreTokenizer::Gemma4: return passes_of(kGemma4);
   }
   return passes_of(kDefault);
 }

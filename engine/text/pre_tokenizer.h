@@ -1,7 +1,7 @@
-// Byte-level BPE pre-tokenizers (`tokenizer.ggml.pre`): split text into the
-// words that BPE merges run inside, as llama.cpp's llm_tokenizer_bpe does
-// with its per-type regex lists, reproduced by hand-written matchers (no
-// regex library can do \p{..}). Pure functions: thread-safe.
+// BPE pre-tokenizers (`tokenizer.ggml.pre`): split text into the words that
+// BPE merges run inside, as llama.cpp's llm_tokenizer_bpe does with its
+// per-type regex lists, reproduced by hand-written matchers (no regex
+// library can do \p{..}). Pure functions: thread-safe.
 #pragma once
 
 #include <optional>
@@ -95,12 +95,18 @@ enum class PreTokenizer {
   // N+, then a split wherever the ASCII digits left form whole groups of
   // three: "superbpe".
   SuperBpe,
+  // [^\n]+|\n+ over raw UTF-8 (no byte-level chars) with spaces escaped to
+  // U+2581 first; a newline run that is a token is taken whole, a piece that
+  // is no token falls back to <0xXX> byte tokens; BOS always added (even
+  // when the file says not to): "gemma4", "granite-embed-multi-311m", and
+  // every `tokenizer.ggml.model` "gemma4" file.
+  Gemma4,
 };
 
 // Maps a `tokenizer.ggml.pre` value to its pre-tokenizer, as llama.cpp's
 // llama_vocab::load does (plus "gpt2", which llama.cpp spells "gpt-2"); an
 // empty value is "default". nullopt for any other name, including the ones
-// llama.cpp knows but that are not byte-level BPE (see the next function).
+// llama.cpp knows whose raw-UTF-8 BPE is not Gemma 4's (see the next function).
 std::optional<PreTokenizer> pre_tokenizer_from_name(std::string_view name);
 // Why a name llama.cpp knows is refused here, for the load error; empty for
 // supported and unknown names.
@@ -110,7 +116,8 @@ std::string_view supported_pre_tokenizer_names();
 // llama.cpp's `ignore_merges`: a word that is itself a token is emitted as
 // that token without running the merges.
 bool pre_tokenizer_ignores_merges(PreTokenizer pre);
-// llama.cpp's default for add_bos when the file does not say.
+// llama.cpp's default for add_bos when the file does not say (Gemma4's is
+// forced: read_vocab sets it whatever the file says).
 bool pre_tokenizer_default_add_bos(PreTokenizer pre);
 // Whether the BPE default BOS id (11) applies when the file names none
 // (false for ChatGlm4, where llama.cpp clears it).

@@ -65,6 +65,11 @@ TokenizerBase::TokenizerBase(Vocab vocab) : Tokenizer(std::move(vocab)), token_i
       vocab_.types[i] = TokenType::Control;
     }
   }
+  // llama.cpp's Gemma 4 rule: beside <|tool_response> (an end), </s> is no
+  // end and no special token but plain text.
+  if (const TokenId s = token_index_.find("</s>"); s >= 0 && token_index_.find("<|tool_response>") >= 0) {
+    vocab_.types[static_cast<size_t>(s)] = TokenType::Normal;
+  }
   apply_harmony_token_rules(vocab_);  // gpt-oss: <|end|> and the markers rendered, not ends
   for (size_t i = 0; i < n; ++i) {
     const TokenType t = vocab_.types[i];
@@ -170,6 +175,7 @@ std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
     case TokenizerKind::Spm:
       return detail::make_spm_tokenizer(std::move(vocab));
     case TokenizerKind::Bpe:
+    case TokenizerKind::Gemma4:
       return detail::make_bpe_tokenizer(std::move(vocab));
   }
   throw std::invalid_argument("unknown tokenizer kind");

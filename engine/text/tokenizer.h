@@ -1,6 +1,7 @@
-// Tokenizer: text <-> token ids for the two GGUF tokenizer families
-// (SentencePiece-style BPE `llama`, byte-level BPE `gpt2`). Built once from a
-// Vocab, immutable after: encode/decode are thread-safe.
+// Tokenizer: text <-> token ids for the GGUF tokenizer models (SentencePiece-
+// style BPE `llama`, byte-level BPE `gpt2`, Gemma 4's BPE over UTF-8
+// `gemma4`). Built once from a Vocab, immutable after: encode/decode are
+// thread-safe.
 #pragma once
 
 #include <memory>
@@ -40,7 +41,8 @@ class Tokenizer {
                      bool continuation = false) const;
 
   // The vocab as tokenized with: the one given, except that end-of-generation
-  // markers of another type are control tokens (is_end_of_generation_text)
+  // markers of another type are control tokens (is_end_of_generation_text),
+  // </s> is a normal token in a vocabulary with <|tool_response> (Gemma 4)
   // and a harmony vocabulary's markers follow apply_harmony_token_rules.
   const Vocab& vocab() const { return vocab_; }
   int32_t n_vocab() const { return vocab_.n_vocab(); }

@@ -51,8 +51,8 @@ class TokenizerBase : public Tokenizer {
   // always, control and unknown tokens only with parse_special.
   std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
   // Appends the rendered text of a Normal token (kind specific: U+2581 ->
-  // space for SPM, byte chars -> bytes for BPE). Called once per token at
-  // build time.
+  // space for SPM and Gemma 4, byte chars -> bytes for byte-level BPE).
+  // Called once per token at build time.
   virtual void append_normal_piece(const std::string& token_text, std::string& out) const = 0;
   // Call at the end of the derived constructor (uses append_normal_piece).
   void build_pieces();

@@ -15,6 +15,9 @@
 // BPE: byte-level, words from the pre-tokenizer the options name (default
 // "llama3"); merges are listed in rank order and applied to the words by
 // rank, as the tokenizer does.
+//
+// Gemma 4: SPM's normalized text and words (without the space prefix),
+// learned and listed as BPE merges by rank.
 #include "engine/text/tokenizer_trainer.h"
 #include "engine/text/tokenizer_trainer_detail.h"
 
@@ -371,37 +374,31 @@ bool word_boundary(char32_t prev, char32_t c) {
   return char_class(prev) != char_class(c);
 }
 
-detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
-                              const std::vector<std::string>& reserved) {
-  if (vocab_size < kSpmFixedTokens) {
-    throw std::invalid_argument("vocab_size " + std::to_string(vocab_size) +
-                                " is too small for an SPM vocab: it needs at least " +
-                                std::to_string(kSpmFixedTokens) +
-                                " tokens (<unk>, <s>, </s> and 256 byte pieces)");
-  }
-  Vocab v;
-  v.kind = TokenizerKind::Spm;
-  v.unk_id = 0;
-  v.bos_id = 1;
-  v.eos_id = 2;
-  v.add_bos = true;
-  v.add_eos = false;
-  v.add_space_prefix = true;
-  const auto add = [&](std::string text, TokenType type, float score) {
+// The SPM fixed tokens: <unk>, <s>, </s>, <0x00>..<0xFF>.
+void add_spm_fixed_tokens(Vocab& v) {
+  const auto add = [&](std::string text, TokenType type) {
     v.tokens.push_back(std::move(text));
     v.types.push_back(type);
-    v.scores.push_back(score);
+    v.scores.push_back(0.0f);
   };
-  add("<unk>", TokenType::Unknown, 0.0f);
-  add("<s>", TokenType::Control, 0.0f);
-  add("</s>", TokenType::Control, 0.0f);
+  add("<unk>", TokenType::Unknown);
+  add("<s>", TokenType::Control);
+  add("</s>", TokenType::Control);
   static constexpr char kHex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) {
-    add(std::string{'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'}, TokenType::Byte, 0.0f);
-  }
+  for (int b = 0; b < 256; ++b) add(std::string{'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'}, TokenType::Byte);
+}
 
-  // Normalize as the tokenizer does, then cut into words.
-  std::vector<char32_t> cpts{kSpaceMarkerCpt};
+// The text as an SPM-style tokenizer sees it (spaces as U+2581, one more in
+// front with `space_prefix`), cut into words at word_boundary; the alphabet
+// is its characters, most frequent first.
+struct SpmStyleWords {
+  std::vector<std::string> alphabet;
+  std::vector<Word> words;
+};
+
+SpmStyleWords spm_style_words(std::string_view raw, bool space_prefix) {
+  std::vector<char32_t> cpts;
+  if (space_prefix) cpts.push_back(kSpaceMarkerCpt);
   for (const char32_t c : utf8_to_codepoints(raw)) cpts.push_back(c == ' ' ? kSpaceMarkerCpt : c);
   std::unordered_map<char32_t, int64_t> char_freq;
   for (const char32_t c : cpts) ++char_freq[c];
@@ -409,11 +406,11 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
   std::sort(chars.begin(), chars.end(), [](const auto& x, const auto& y) {
     return x.second != y.second ? x.second > y.second : x.first < y.first;
   });
+  SpmStyleWords out;
   std::unordered_map<char32_t, int32_t> char_sym;
-  std::vector<std::string> alphabet;
   for (const auto& [c, f] : chars) {
-    char_sym.emplace(c, static_cast<int32_t>(alphabet.size()));
-    alphabet.push_back(utf8_encode(c));
+    char_sym.emplace(c, static_cast<int32_t>(out.alphabet.size()));
+    out.alphabet.push_back(utf8_encode(c));
   }
 
   std::vector<std::string_view> word_views;
@@ -427,25 +424,76 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
   for (size_t i = 0; i + 1 < starts.size(); ++i) {
     word_views.push_back(std::string_view(normalized).substr(starts[i], starts[i + 1] - starts[i]));
   }
-  std::vector<Word> words;
   for (auto& [text, freq] : count_words(word_views)) {
     Word w;
     w.freq = freq;
     for (const char32_t c : utf8_to_codepoints(text)) w.syms.push_back(char_sym.at(c));
     w.text = std::move(text);
-    words.push_back(std::move(w));
+    out.words.push_back(std::move(w));
   }
+  return out;
+}
 
-  // The characters that become tokens, most frequent first; a reserved one
-  // (the caller's own token, e.g. a user-defined "\n") is left to the caller.
+// The alphabet's characters that become tokens, most frequent first, at most
+// `max_chars`; a reserved one (the caller's own token, e.g. a user-defined
+// "\n") is left to the caller.
+std::vector<size_t> char_tokens(const std::vector<std::string>& alphabet, const std::vector<std::string>& reserved,
+                                int64_t max_chars) {
   const std::unordered_set<std::string> reserved_set(reserved.begin(), reserved.end());
-  std::vector<size_t> char_tokens;
-  for (size_t i = 0; i < alphabet.size(); ++i) {
-    if (!reserved_set.count(alphabet[i])) char_tokens.push_back(i);
+  std::vector<size_t> out;
+  for (size_t i = 0; i < alphabet.size() && static_cast<int64_t>(out.size()) < max_chars; ++i) {
+    if (!reserved_set.count(alphabet[i])) out.push_back(i);
   }
-  const int64_t n_chars = std::min<int64_t>(static_cast<int64_t>(char_tokens.size()),
-                                            vocab_size - kSpmFixedTokens);
-  const int64_t max_pieces = vocab_size - kSpmFixedTokens - n_chars;
+  return out;
+}
+
+// Appends the characters and the learned pieces, scored as SPM scores them
+// (piece k: -k; the characters after the last piece), then pads with
+// "<unused_N>" to vocab_size.
+void add_chars_and_pieces(Vocab& v, const std::vector<std::string>& alphabet, const std::vector<size_t>& chars,
+                          std::vector<std::string> pieces, int32_t vocab_size) {
+  const auto add = [&](std::string text, TokenType type, float score) {
+    v.tokens.push_back(std::move(text));
+    v.types.push_back(type);
+    v.scores.push_back(score);
+  };
+  const auto n_pieces = static_cast<int64_t>(pieces.size());
+  for (size_t i = 0; i < chars.size(); ++i) {
+    add(alphabet[chars[i]], TokenType::Normal, -static_cast<float>(n_pieces + static_cast<int64_t>(i)));
+  }
+  for (int64_t k = 0; k < n_pieces; ++k) {
+    add(std::move(pieces[static_cast<size_t>(k)]), TokenType::Normal, -static_cast<float>(k));
+  }
+  detail::TokenIndex taken;
+  for (size_t i = 0; i < v.tokens.size(); ++i) taken.emplace(v.tokens[i], static_cast<TokenId>(i));
+  int64_t unused = 0;
+  while (v.n_vocab() < vocab_size) add(next_unused_name(unused, taken), TokenType::Unused, 0.0f);
+}
+
+void check_spm_style_size(int32_t vocab_size, const char* what) {
+  if (vocab_size < kSpmFixedTokens) {
+    throw std::invalid_argument("vocab_size " + std::to_string(vocab_size) + " is too small for " + what +
+                                ": it needs at least " + std::to_string(kSpmFixedTokens) +
+                                " tokens (<unk>, <s>, </s> and 256 byte pieces)");
+  }
+}
+
+detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
+                              const std::vector<std::string>& reserved) {
+  check_spm_style_size(vocab_size, "an SPM vocab");
+  Vocab v;
+  v.kind = TokenizerKind::Spm;
+  v.unk_id = 0;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_space_prefix = true;
+  add_spm_fixed_tokens(v);
+
+  SpmStyleWords text = spm_style_words(raw, true);
+  const std::vector<size_t> chars = char_tokens(text.alphabet, reserved, vocab_size - kSpmFixedTokens);
+  const int64_t max_pieces = vocab_size - kSpmFixedTokens - static_cast<int64_t>(chars.size());
 
   // A learned piece must never let two symbols spell a fixed or reserved
   // token ("<s>", "<0x41>", ...), or plain text could encode to a control
@@ -460,24 +508,50 @@ detail::TrainOutput train_spm(std::string_view raw, int32_t vocab_size,
   for (int32_t i = 0; i < kSpmFixedTokens; ++i) block_affixes(v.tokens[static_cast<size_t>(i)]);
   for (const std::string& t : reserved) block_affixes(t);
 
-  MergeLearner learner(alphabet, std::move(words), MergeMode::SpmScores, std::move(blocked));
+  MergeLearner learner(text.alphabet, std::move(text.words), MergeMode::SpmScores, std::move(blocked));
   learner.learn(max_pieces);
   std::vector<std::string> pieces;
   for (const Merge& m : learner.merges()) {
     if (m.new_symbol) pieces.push_back(learner.text(m.result));
   }
+  add_chars_and_pieces(v, text.alphabet, chars, std::move(pieces), vocab_size);
+  std::vector<detail::TrainedWord> trained = trained_words(learner, v);
+  return {std::move(v), std::move(trained)};
+}
 
-  const auto n_pieces = static_cast<int64_t>(pieces.size());
-  for (int64_t i = 0; i < n_chars; ++i) {
-    add(alphabet[char_tokens[static_cast<size_t>(i)]], TokenType::Normal, -static_cast<float>(n_pieces + i));
+// Gemma 4's kind: SPM's text, words and fixed tokens, but merges by rank
+// (listed) as its BPE applies them, and no space prefix. Merges never join
+// across a word boundary (the boundary rule looks at two characters only),
+// so the tokenizer, which merges whole lines, segments as training did.
+detail::TrainOutput train_gemma4(std::string_view raw, int32_t vocab_size,
+                                 const std::vector<std::string>& reserved) {
+  check_spm_style_size(vocab_size, "a gemma4 vocab");
+  Vocab v;
+  v.kind = TokenizerKind::Gemma4;
+  v.unk_id = 0;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_space_prefix = false;
+  add_spm_fixed_tokens(v);
+
+  SpmStyleWords text = spm_style_words(raw, false);
+  const std::vector<size_t> chars = char_tokens(text.alphabet, reserved, vocab_size - kSpmFixedTokens);
+  const int64_t max_pieces = vocab_size - kSpmFixedTokens - static_cast<int64_t>(chars.size());
+
+  // Merges only make what they are learned for: blocking the texts
+  // themselves keeps every token text unique.
+  std::unordered_set<std::string> blocked(reserved.begin(), reserved.end());
+  blocked.insert(v.tokens.begin(), v.tokens.end());
+  MergeLearner learner(text.alphabet, std::move(text.words), MergeMode::BpeRanks, std::move(blocked));
+  learner.learn(max_pieces);
+  std::vector<std::string> pieces;
+  for (const Merge& m : learner.merges()) {
+    v.merges.push_back(learner.text(m.left) + " " + learner.text(m.right));
+    if (m.new_symbol) pieces.push_back(learner.text(m.result));
   }
-  for (int64_t k = 0; k < n_pieces; ++k) {
-    add(std::move(pieces[static_cast<size_t>(k)]), TokenType::Normal, -static_cast<float>(k));
-  }
-  detail::TokenIndex taken;
-  for (size_t i = 0; i < v.tokens.size(); ++i) taken.emplace(v.tokens[i], static_cast<TokenId>(i));
-  int64_t unused = 0;
-  while (v.n_vocab() < vocab_size) add(next_unused_name(unused, taken), TokenType::Unused, 0.0f);
+  add_chars_and_pieces(v, text.alphabet, chars, std::move(pieces), vocab_size);
   std::vector<detail::TrainedWord> trained = trained_words(learner, v);
   return {std::move(v), std::move(trained)};
 }
@@ -488,6 +562,9 @@ detail::TrainOutput train_bpe(std::string_view raw, int32_t vocab_size, const st
   if (!pre) {
     throw std::invalid_argument("unsupported pre-tokenizer '" + pre_name + "'; supported: " +
                                 std::string(supported_pre_tokenizer_names()));
+  }
+  if (*pre == PreTokenizer::Gemma4) {
+    throw std::invalid_argument("pre-tokenizer '" + pre_name + "' is not byte-level: train TokenizerKind::Gemma4");
   }
   if (vocab_size < 256 + 2) {
     throw std::invalid_argument("vocab_size " + std::to_string(vocab_size) +
@@ -559,6 +636,8 @@ TrainOutput train_vocab_detailed(std::string_view text, const TrainerOptions& op
       return train_spm(text, options.vocab_size, options.reserved);
     case TokenizerKind::Bpe:
       return train_bpe(text, options.vocab_size, options.pre, options.reserved);
+    case TokenizerKind::Gemma4:
+      return train_gemma4(text, options.vocab_size, options.reserved);
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }

@@ -1,7 +1,8 @@
 // Learns a tokenizer vocabulary from a text, for generated models: the SPM
 // kind (`llama`: <unk>, <s>, </s>, byte-fallback pieces <0x00>..<0xFF>, then
-// pieces scored by merge order) or the byte-level BPE kind (`gpt2`: merges
-// by rank). Deterministic: the same text and size give the same vocab.
+// pieces scored by merge order), the byte-level BPE kind (`gpt2`: merges
+// by rank) or Gemma 4's (`gemma4`: SPM's tokens, no space prefix, merges by
+// rank). Deterministic: the same text and size give the same vocab.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,11 @@ struct TrainerOptions {
   TokenizerKind kind = TokenizerKind::Spm;
   int32_t vocab_size = 4096;  // total tokens, specials and byte pieces included
   // BPE: the pre-tokenizer (`tokenizer.ggml.pre`) whose words merges are
-  // learned over, and which the vocab names.
+  // learned over, and which the vocab names (a byte-level one).
   std::string pre = "llama3";
   // Texts no token may have: the caller's own special tokens, added after
-  // training (an SPM character that is one is not made a token either).
+  // training (an SPM or Gemma 4 character that is one is not made a token
+  // either).
   // SPM pieces are also kept from being a proper prefix or suffix of one, so
   // two pieces never spell it.
   std::vector<std::string> reserved = {};

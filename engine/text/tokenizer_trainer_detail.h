@@ -15,7 +15,7 @@
 namespace tc::text::detail {
 
 struct TrainedWord {
-  std::string text;           // SPM: normalized (spaces as U+2581); BPE: raw bytes
+  std::string text;           // SPM, Gemma 4: normalized (spaces as U+2581); BPE: raw bytes
   int64_t count = 0;          // occurrences in the text
   std::vector<TokenId> ids;   // its final segmentation; -1 for a symbol left out of the vocab
 };

@@ -42,10 +42,30 @@ constexpr std::string_view kEndOfGenerationTexts[] = {
     "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
     "</s>", "<EOT>", "_<EOT>",
     "<|return|>", "<|call|>",  // o200k_harmony (gpt-oss); its <|end|> is not one (vocab_harmony.h)
+    "<eos>", "<turn|>", "<|tool_response>",  // Gemma 4
     "<\xEF\xBD\x9C" "end\xE2\x96\x81" "of\xE2\x96\x81" "sentence\xEF\xBD\x9C>",  // DeepSeek
 };
 
+// Whether llama.cpp runs the vocab with its "gemma4" pre-tokenizer: the
+// "gemma4" model, or "gpt2" naming it in tokenizer.ggml.pre.
+bool uses_gemma4_pre_tokenizer(const Vocab& v) {
+  return v.kind == TokenizerKind::Gemma4 ||
+         (v.kind == TokenizerKind::Bpe && pre_tokenizer_from_name(v.pre) == PreTokenizer::Gemma4);
+}
+
 }  // namespace
+
+std::string_view tokenizer_model_name(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::Spm:
+      return "llama";
+    case TokenizerKind::Bpe:
+      return "gpt2";
+    case TokenizerKind::Gemma4:
+      return "gemma4";
+  }
+  return "?";
+}
 
 bool is_end_of_generation_text(std::string_view text) {
   if (text.empty() || (text[0] != '<' && text[0] != '_')) return false;  // what every marker starts with
@@ -71,10 +91,12 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.kind = TokenizerKind::Spm;
   } else if (model == "gpt2") {
     v.kind = TokenizerKind::Bpe;
+  } else if (model == "gemma4") {
+    v.kind = TokenizerKind::Gemma4;
   } else {
     throw file.error(kModel, "unsupported tokenizer model '" + model +
                                  "'; supported: \"llama\" (SentencePiece BPE), \"gpt2\" "
-                                 "(byte-level BPE)");
+                                 "(byte-level BPE), \"gemma4\" (BPE over UTF-8, Gemma 4)");
   }
   v.pre = file.get_string(kPre, "");
 
@@ -123,11 +145,21 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     }
     // llama.cpp's "gpt2" defaults: BOS = EOS = 11 (no BOS for "glm4" and
     // "chatglm-bpe"), no unknown token, no space prefix, add_bos for the
-    // pre-tokenizers that set it (Llama-3, Tekken, Chameleon).
+    // pre-tokenizers that set it (Llama-3, Tekken, Chameleon, Gemma 4).
     v.bos_id = pre_tokenizer_has_default_bos(*pre) ? 11 : -1;
     v.eos_id = 11;
     v.unk_id = -1;
     v.add_bos = pre_tokenizer_default_add_bos(*pre);
+    v.add_space_prefix = false;
+  } else if (v.kind == TokenizerKind::Gemma4) {
+    // llama.cpp reads "gemma4" with the "gemma4" pre-tokenizer whatever
+    // tokenizer.ggml.pre says, and no default special ids.
+    if (!file.has(kMerges)) throw file.error(kMerges, "missing; a \"gemma4\" tokenizer needs its merges");
+    v.merges = file.get_string_array(kMerges);
+    v.bos_id = -1;
+    v.eos_id = -1;
+    v.unk_id = -1;
+    v.add_bos = true;
     v.add_space_prefix = false;
   } else {
     if (file.has(kMerges)) v.merges = file.get_string_array(kMerges);
@@ -163,6 +195,11 @@ Vocab read_vocab(const gguf::GgufFile& file) {
   v.add_bos = file.get_bool(kAddBos, v.add_bos);
   v.add_eos = file.get_bool(kAddEos, v.add_eos);
   v.add_space_prefix = file.get_bool(kAddSpacePrefix, v.add_space_prefix);
+  if (uses_gemma4_pre_tokenizer(v)) {
+    // llama.cpp adds BOS for Gemma 4 even when the file says not to.
+    v.add_bos = true;
+    if (v.bos_id < 0) throw file.error(kBosId, "missing; Gemma 4's tokenizer always adds BOS");
+  }
   if (v.add_bos && v.bos_id < 0) {
     throw file.error(kAddBos, std::string("is true but ") + kBosId + " is not set");
   }
@@ -176,7 +213,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
 
 void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
   using gguf::Value;
-  writer.set(kModel, Value(std::string(vocab.kind == TokenizerKind::Spm ? "llama" : "gpt2")));
+  writer.set(kModel, Value(std::string(tokenizer_model_name(vocab.kind))));
   if (!vocab.pre.empty()) writer.set(kPre, Value(vocab.pre));
   writer.set(kTokens, Value::string_array(vocab.tokens));
   if (!vocab.scores.empty()) writer.set(kScores, Value::f32_array(vocab.scores));
@@ -186,7 +223,7 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
     for (const TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
     writer.set(kTokenType, Value::i32_array(types));
   }
-  if (vocab.kind == TokenizerKind::Bpe || !vocab.merges.empty()) {
+  if (vocab.kind != TokenizerKind::Spm || !vocab.merges.empty()) {
     writer.set(kMerges, Value::string_array(vocab.merges));
   }
   const auto write_id = [&](const char* key, TokenId id) {

@@ -32,16 +32,21 @@ enum class TokenType : int32_t {
 };
 
 // `tokenizer.ggml.model`: "llama" = SentencePiece BPE by piece scores,
-// "gpt2" = byte-level BPE by merge ranks.
-enum class TokenizerKind { Spm, Bpe };
+// "gpt2" = byte-level BPE by merge ranks, "gemma4" = BPE by merge ranks over
+// raw UTF-8 with spaces as U+2581 and <0xXX> byte fallback (Gemma 4; always
+// the "gemma4" pre-tokenizer, whatever `tokenizer.ggml.pre` says).
+enum class TokenizerKind { Spm, Bpe, Gemma4 };
+
+// The `tokenizer.ggml.model` value of a kind: "llama", "gpt2", "gemma4".
+std::string_view tokenizer_model_name(TokenizerKind kind);
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::Spm;
   std::string pre;                      // `tokenizer.ggml.pre` (BPE pre-tokenizer), e.g. "llama3"
-  std::vector<std::string> tokens;      // piece text; SPM uses U+2581 for spaces, BPE byte-level chars
+  std::vector<std::string> tokens;      // piece text; SPM and gemma4 use U+2581 for spaces, BPE byte-level chars
   std::vector<float> scores;            // SPM merge priority (higher first); may be empty for BPE
   std::vector<TokenType> types;         // one per token
-  std::vector<std::string> merges;      // BPE only: "a b" in rank order
+  std::vector<std::string> merges;      // BPE and gemma4: "a b" in rank order
   TokenId bos_id = -1;
   TokenId eos_id = -1;
   TokenId unk_id = -1;
@@ -61,16 +66,17 @@ struct Vocab {
   // file-separator tokens, or a control token whose text is one of the
   // end-of-turn markers llama.cpp recognises (<|im_end|>, <|eot_id|>,
   // <|end|>, <end_of_turn>, <|endoftext|>, </s>, harmony's <|return|> and
-  // <|call|>, ...). False for ids outside the vocab. A
-  // Tokenizer's vocab has its types fixed as llama.cpp fixes them (a harmony
-  // vocabulary's <|end|> is no end there: vocab_harmony.h).
+  // <|call|>, Gemma 4's <eos>, <turn|> and <|tool_response>, ...). False for
+  // ids outside the vocab. A Tokenizer's vocab has its types fixed as
+  // llama.cpp fixes them (a harmony vocabulary's <|end|> is no end there:
+  // vocab_harmony.h; nor is </s> in one with <|tool_response>).
   bool is_end_of_generation(TokenId id) const;
 };
 
 // Whether `text` is one of the end-of-generation markers llama.cpp's loader
 // recognises by text (<|im_end|>, <|eot_id|>, <|end|>, <end_of_turn>,
-// <|endoftext|>, </s>, ...). llama.cpp makes such a token a control token
-// whatever type the file gives it; Tokenizer does the same.
+// <|endoftext|>, </s>, <turn|>, ...). llama.cpp makes such a token a control
+// token whatever type the file gives it; Tokenizer does the same.
 bool is_end_of_generation_text(std::string_view text);
 
 // Reads `tokenizer.*` from a file; ModelLoadError names the key at fault

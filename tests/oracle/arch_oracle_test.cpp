@@ -197,6 +197,10 @@ const ArchCase kCases[] = {
      "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8 --final-softcap 20", 120},
     {"gemma4 31B-like (every layer its own cache, window 8 on every other layer, the default logit cap)",
      "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8", 121},
+    {"gemma4 26B-A4B-like (8 experts, 2 per token, beside each dense FFN)",
+     "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8 --experts 8 --experts-used 2", 124},
+    {"gemma4 Q4_0 with experts", "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8 --experts 8 "
+     "--experts-used 2", 125, 256, "q4_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

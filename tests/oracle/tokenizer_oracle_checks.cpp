@@ -172,7 +172,8 @@ void check_pieces(const LlamaVocab& ref, const text::Tokenizer& ours) {
   CHECK(n_mismatch == 0);
 }
 
-void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const std::vector<std::string>& texts) {
+void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const std::vector<std::string>& texts,
+                      bool llama_cleans_spaces) {
   size_t n_mismatch = 0;
   size_t n_not_round_trip = 0;
   std::ostringstream report;
@@ -180,15 +181,16 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
     const auto ids = ours.encode(text, {true, true});
     for (const bool special : {false, true}) {
       const std::string want = ref.detokenize(ids, special);
-      const std::string got = ours.decode(ids, special);
+      std::string got = ours.decode(ids, special);
+      if (llama_cleans_spaces) got = llama_clean_spaces(std::move(got));
       if (got == want || ++n_mismatch > kShownMismatches) continue;
       report << "\n  text \"" << escape_bytes(text) << "\" special=" << special << ": llama.cpp \"" << escape_bytes(want)
              << "\", ours \"" << escape_bytes(got) << "\"";
     }
     // Without special texts parsed, only the added BOS/EOS are not text.
-    // (SPM reads a U+2581 in the text as the space it stands for.)
-    const bool spm_marker =
-        ours.vocab().kind == tc::text::TokenizerKind::Spm && text.find("\xE2\x96\x81") != std::string::npos;
+    // (SPM and Gemma 4 read a U+2581 in the text as the space it stands for.)
+    const bool spm_marker = ours.vocab().kind != tc::text::TokenizerKind::Bpe &&
+                            text.find("\xE2\x96\x81") != std::string::npos;
     if (!spm_marker && ours.decode(ours.encode(text, {true, false})) != text &&
         ++n_not_round_trip <= kShownMismatches) {
       report << "\n  text \"" << escape_bytes(text) << "\" does not decode back from its ids";
@@ -198,6 +200,63 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
                   << n_not_round_trip << " of " << texts.size() << " do not round-trip:" << report.str());
   CHECK(n_mismatch == 0);
   CHECK(n_not_round_trip == 0);
+}
+
+// A port of the three passes at the end of llama.cpp's
+// llama_vocab::impl::detokenize, in place as there (the second pass's
+// '\0' included: it hides the skipped space from the next comparison).
+std::string llama_clean_spaces(std::string text) {
+  const auto n0 = static_cast<int>(text.size());
+  int total = n0 ? 1 : 0;
+  for (int i = 1; i < n0; ++i) {
+    const char x = text[i];
+    if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) --total;
+    text[total++] = x;
+  }
+  const int n1 = total;
+  total = n1 ? 1 : 0;
+  for (int i = 1; i < n1; ++i) {
+    const char x = text[i];
+    if (x == '\'' && i + 1 < n1 && text[i - 1] == ' ' && text[i + 1] == ' ') {
+      --total;
+      text[++i] = '\0';
+    }
+    text[total++] = x;
+  }
+  const int n2 = total;
+  total = n2 ? 1 : 0;
+  for (int i = 1; i < n2; ++i) {
+    const char x = text[i];
+    if (text[i - 1] == ' ' && x == '\'' && i + 1 < n2) {
+      const char x1 = text[i + 1];
+      if (x1 == 's' || x1 == 'm') {
+        --total;
+      } else if (x1 != 't' && x1 != 'd' && i + 2 < n2) {
+        const char x2 = text[i + 2];
+        if ((x1 == 'r' || x1 == 'v') && x2 == 'e') --total;
+      }
+    }
+    text[total++] = x;
+  }
+  text.resize(static_cast<size_t>(total));
+  return text;
+}
+
+void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours) {
+  const Vocab& vocab = ours.vocab();
+  size_t n_mismatch = 0;
+  size_t n_eog = 0;
+  std::ostringstream report;
+  for (TokenId id = 0; id < vocab.n_vocab(); ++id) {
+    const bool want = ref.is_eog(id);
+    n_eog += want;
+    if (vocab.is_end_of_generation(id) == want || ++n_mismatch > kShownMismatches) continue;
+    report << "\n  id " << id << " \"" << escape_bytes(vocab.tokens[id]) << "\": llama.cpp " << want;
+  }
+  INFO(n_mismatch << " of " << vocab.n_vocab() << " ids differ in ending generation (llama.cpp has " << n_eog
+                  << "):" << report.str());
+  CHECK(n_mismatch == 0);
+  CHECK(n_eog > 0);
 }
 
 }  // namespace tc::oracle

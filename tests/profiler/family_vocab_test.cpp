@@ -1,10 +1,10 @@
-// make_family_vocab: the Qwen2-like and Gemma3-like vocabs have their
-// families' layout (sizes, special ids and types, keys), learned pieces that
-// real text uses, and load back from a GGUF file unchanged, within a sanity
-// bound of time (the time is reported; docs/models.md has the measured
-// figures). A file carrying the family's chat template gives that template
-// back: it renders the jinja2 fixtures, and each turn marker in the prompt
-// becomes the family's control token.
+// make_family_vocab: the Qwen2-like, Gemma3-like and Gemma4-like vocabs have
+// their families' layout (sizes, special ids and types, keys), learned
+// pieces that real text uses, and load back from a GGUF file unchanged,
+// within a sanity bound of time (the time is reported; docs/models.md has
+// the measured figures). A file carrying the family's chat template gives
+// that template back: it renders the jinja2 fixtures, and each turn marker
+// in the prompt becomes the family's control token.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -62,12 +62,14 @@ void check_pieces_used(const tc::text::Tokenizer& tok) {
   CHECK(tok.decode(ids) == corpus);
 }
 
-// Writes `vocab` with `template_stem`'s template, loads it back timed, and
-// checks what comes back.
+// Writes `vocab` with `template_stem`'s template (none when empty), loads it
+// back timed, and checks what comes back.
 std::unique_ptr<tc::text::Tokenizer> round_trip(const Vocab& vocab, const std::string& name,
                                                 const std::string& template_stem) {
   Vocab with_template = vocab;
-  with_template.chat_template = tc::test::read_file(template_dir() / "templates" / (template_stem + ".jinja"));
+  if (!template_stem.empty()) {
+    with_template.chat_template = tc::test::read_file(template_dir() / "templates" / (template_stem + ".jinja"));
+  }
   const auto path = tc::test::scratch_dir("family_vocab_" + name) / (name + ".gguf");
   tc::gguf::GgufWriter w;
   w.set("general.architecture", tc::gguf::Value(std::string("llama")));
@@ -83,6 +85,7 @@ std::unique_ptr<tc::text::Tokenizer> round_trip(const Vocab& vocab, const std::s
   CHECK(seconds < kLoadSecondsBound);
 
   const Vocab back = tc::text::read_vocab(file);
+  CHECK(back.kind == vocab.kind);
   CHECK(back.tokens == vocab.tokens);
   CHECK(back.types == vocab.types);
   CHECK(back.scores == vocab.scores);
@@ -183,4 +186,47 @@ TEST_CASE("family_vocab: Gemma3-like vocab, its layout, load time and chat templ
   const auto tok = round_trip(v, "gemma3", "gemma3");
   check_pieces_used(*tok);
   check_chat_template(*tok, "gemma3", "<start_of_turn>");
+}
+
+TEST_CASE("family_vocab: Gemma4-like vocab, its layout, load time and turn markers", "[profiler][text]") {
+  const Vocab v = tc::profiler::make_family_vocab(VocabFamily::Gemma4);
+  REQUIRE(v.n_vocab() == 262144);
+  CHECK(v.kind == tc::text::TokenizerKind::Gemma4);
+  CHECK(v.pre.empty());
+  CHECK(v.merges.size() > 200000);
+  CHECK(v.tokens[0] == "<pad>");
+  CHECK(v.tokens[1] == "<eos>");
+  CHECK(v.tokens[2] == "<bos>");
+  CHECK(v.tokens[3] == "<unk>");
+  CHECK(v.tokens[105] == "<|turn>");
+  CHECK(v.tokens[106] == "<turn|>");
+  CHECK(v.types[105] == TokenType::Control);
+  CHECK(v.types[id_of(v, "<|think|>")] == TokenType::Control);
+  CHECK(v.types[id_of(v, "<|tool_call>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<|tool_response>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<|channel>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "\n\n")] == TokenType::Normal);
+  CHECK(v.types[id_of(v, "</s>")] == TokenType::UserDefined);
+  CHECK(v.types[id_of(v, "<0x0A>")] == TokenType::Byte);
+  CHECK(v.tokens.back() == "<unused6241>");
+  CHECK(v.bos_id == 2);
+  CHECK(v.eos_id == 1);
+  CHECK(v.add_bos);
+  CHECK_FALSE(v.add_space_prefix);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Byte) == 256);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Normal) > 250000);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Unused) == 0);
+  // No merge makes a newline run: llama.cpp takes such a run whole.
+  CHECK(std::none_of(v.merges.begin(), v.merges.end(), [](const std::string& m) { return m.front() == '\n'; }));
+
+  const auto tok = round_trip(v, "gemma4", "");
+  check_pieces_used(*tok);
+  const std::string prompt = "<|turn>user\nHi<turn|>\n<|turn>model\nHello!<turn|>\n";
+  const auto ids = tok->encode(prompt, {.add_special = true, .parse_special = true});
+  CHECK(ids.front() == 2);
+  CHECK(std::count(ids.begin(), ids.end(), 105) == 2);
+  CHECK(std::count(ids.begin(), ids.end(), 106) == 2);
+  CHECK(tok->decode(ids, true) == "<bos>" + prompt);
+  CHECK(tok->vocab().is_end_of_generation(106));
+  CHECK_FALSE(tok->vocab().is_end_of_generation(id_of(v, "</s>")));
 }

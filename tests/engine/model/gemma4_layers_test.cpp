@@ -157,9 +157,21 @@ TEST_CASE("a context shift on Gemma 4 leaves the rows a fresh pass over the kept
 }
 
 TEST_CASE("a prompt in pieces gives the logits of the prompt at once on Gemma 4", "[model][gemma4]") {
-  const auto o = gemma4("chunks");
+  const bool experts = GENERATE(false, true);
+  INFO((experts ? "with" : "without") << " experts");
+  auto o = gemma4(experts ? "chunks_experts" : "chunks");
+  if (experts) {  // 26B A4B's form: 8 experts of 128 beside each dense FFN, 2 per token
+    o.n_expert = 8;
+    o.n_expert_used = 2;
+  }
   tc::profiler::make_model(o);
   const auto loaded = tc::model::load_model(o.output);
+  REQUIRE(loaded->spec.has_experts() == experts);
+  if (experts) {
+    CHECK(loaded->spec.n_ff == 128);
+    CHECK(loaded->spec.shape(0).n_ff == 256);
+    CHECK(loaded->spec.shape(5).n_ff == 512);
+  }
   const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   LlamaModel model(*loaded, *backend);
   const auto tokens = tc::test::random_tokens(30, 95, kVocab);
@@ -193,7 +205,7 @@ TEST_CASE("Gemma 4 files that cannot run are refused, naming the key", "[model][
   CHECK_THAT(tc::test::load_error(with("gemma4.attention.shared_kv_layers", tc::gguf::Value(uint32_t{5}))),
              Catch::Contains("gemma4.attention.shared_kv_layers"));
   CHECK_THAT(tc::test::load_error(with("gemma4.expert_count", tc::gguf::Value(uint32_t{8}))),
-             Catch::Contains("mixture of experts"));
+             Catch::Contains("gemma4.expert_used_count"));
   tc::gguf::Value::Array short_array(3, tc::gguf::Value(uint32_t{2}));
   CHECK_THAT(tc::test::load_error(with("gemma4.attention.head_count_kv",
                                        tc::gguf::Value::array(tc::gguf::ValueType::UINT32, short_array))),

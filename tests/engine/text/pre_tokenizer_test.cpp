@@ -55,8 +55,10 @@ TEST_CASE("pre-tokenizer names", "[text][pre][pre_tokenizer]") {
   CHECK(pre_tokenizer_from_name("kimi-k2") == PreTokenizer::KimiK2);
   CHECK_FALSE(pre_tokenizer_from_name("no-such-pre").has_value());
   CHECK_FALSE(pre_tokenizer_from_name("Tekken").has_value());  // names are case-sensitive
-  // Known to llama.cpp, but not byte-level BPE: refused with a reason.
-  for (const std::string name : {"gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace"}) {
+  CHECK(pre_tokenizer_from_name("gemma4") == PreTokenizer::Gemma4);
+  CHECK(pre_tokenizer_from_name("granite-embed-multi-311m") == PreTokenizer::Gemma4);
+  // Known to llama.cpp, but raw-UTF-8 BPE other than Gemma 4's: refused with a reason.
+  for (const std::string name : {"sarvam-moe", "whitespace"}) {
     CHECK_FALSE(pre_tokenizer_from_name(name).has_value());
     CHECK_FALSE(pre_tokenizer_refusal(name).empty());
     CHECK(supported_pre_tokenizer_names().find("\"" + name + "\"") == std::string_view::npos);
@@ -75,9 +77,10 @@ TEST_CASE("pre-tokenizer flags follow llama.cpp's per-name defaults", "[text][pr
                        PreTokenizer::Qwen2, PreTokenizer::Gpt4o, PreTokenizer::Chameleon}) {
     CHECK_FALSE(pre_tokenizer_ignores_merges(p));
   }
-  for (const auto p : {PreTokenizer::Llama3, PreTokenizer::Tekken, PreTokenizer::Chameleon}) {
+  for (const auto p : {PreTokenizer::Llama3, PreTokenizer::Tekken, PreTokenizer::Chameleon, PreTokenizer::Gemma4}) {
     CHECK(pre_tokenizer_default_add_bos(p));
   }
+  CHECK_FALSE(pre_tokenizer_ignores_merges(PreTokenizer::Gemma4));
   for (const auto p : {PreTokenizer::Dbrx, PreTokenizer::Gpt4o, PreTokenizer::MiniCpm5, PreTokenizer::Qwen2}) {
     CHECK_FALSE(pre_tokenizer_default_add_bos(p));
   }
@@ -297,6 +300,11 @@ TEST_CASE("laguna splits newline runs then applies qwen2", "[text][pre][pre_toke
   CHECK(split(p, "a\n\nb c") == V{"a", "\n\n", "b", " c"});
 }
 
+TEST_CASE("gemma4 splits newline runs only", "[text][pre][pre_tokenizer]") {
+  const auto p = PreTokenizer::Gemma4;
+  CHECK(split(p, "a\n\nb c,\r\n12\n") == V{"a", "\n\n", "b c,\r", "\n", "12", "\n"});
+}
+
 TEST_CASE("qwen35 keeps combining marks in words", "[text][pre][pre_tokenizer]") {
   const auto p = PreTokenizer::Qwen35;
   CHECK(split(p, "e\xCC\x81x") == V{"e\xCC\x81x"});
@@ -307,7 +315,7 @@ TEST_CASE("pre-tokenizers cover the text exactly", "[text][pre][pre_tokenizer]")
   const std::string text =
       "Mixed: caf\xC3\xA9, \xE6\x97\xA5\xE6\x9C\xAC 42\xC2\xB2  x\t\ty\r\n\n  \xF0\x9F\x98\x80! HTTPServer's "
       "<sentinel:1> 1234567 \xED\x95\x9C\xEA\xB8\x80, e\xCC\x81\xE3\x80\x80" + std::string(20, ' ') + "end";
-  for (int i = 0; i <= static_cast<int>(PreTokenizer::SuperBpe); ++i) {
+  for (int i = 0; i <= static_cast<int>(PreTokenizer::Gemma4); ++i) {
     const auto p = static_cast<PreTokenizer>(i);
     INFO("pre-tokenizer " << i);
     std::string joined;

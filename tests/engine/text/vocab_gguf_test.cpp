@@ -181,12 +181,12 @@ TEST_CASE("vocab: read errors name the key", "[text][vocab]") {
     CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("no-such-pre") && Catch::Contains("\"tekken\""));
   }
   {
-    // A name llama.cpp knows but that is not byte-level BPE says why.
+    // A name llama.cpp knows but whose BPE is not supported says why.
     GgufWriter w = minimal("gpt2");
-    w.set("tokenizer.ggml.pre", Value(std::string("gemma4")));
+    w.set("tokenizer.ggml.pre", Value(std::string("sarvam-moe")));
     const GgufFile f = write_and_open(w, "refused_pre");
     CHECK(failing_key(f) == "tokenizer.ggml.pre");
-    CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("gemma4") && Catch::Contains("raw UTF-8"));
+    CHECK_THROWS_WITH(read_vocab(f), Catch::Contains("sarvam-moe") && Catch::Contains("raw UTF-8"));
   }
   {
     GgufWriter w;
