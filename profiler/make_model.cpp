@@ -23,6 +23,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "profiler/make_gemma4.h"
+#include "profiler/make_qwen35.h"
 #include "profiler/sparse_planting.h"
 #include "engine/runtime/rng.h"
 #include "profiler/tokenizer_corpus.h"
@@ -151,6 +152,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
+  if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -214,7 +216,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
   if (arch == "gpt-oss") return 150000.0;
-  return arch.starts_with("qwen") || arch == "gemma3" || arch == "gemma4" ? 1000000.0 : 10000.0;
+  return arch.starts_with("qwen") || arch == "gemma3" || arch == "gemma4" ? 1000000.0 : 10000.0;  // qwen35 too
 }
 
 // Frequency factors rising linearly from `first` to `last` over n pairs
@@ -501,11 +503,16 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  if (a.gemma4_layers) {  // layers of two shapes: make_gemma4.h
-    write_gemma4_model(o, types.base, types.heavy, w,
-                       [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean, float sd) {
-                         add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
-                       });
+  if (a.gemma4_layers || a.qwen35_layers) {  // layers of two kinds: make_gemma4.h, make_qwen35.h
+    const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
+                                      float sd) {
+      add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
+    };
+    if (a.gemma4_layers) {
+      write_gemma4_model(o, types.base, types.heavy, w, add);
+    } else {
+      write_qwen35_model(o, types.base, types.heavy, w, add);
+    }
     w.write(o.output, progress);
     return;
   }

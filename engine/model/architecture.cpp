@@ -40,6 +40,16 @@ const std::array kArchitectures{
                  .ffn_forms = kSwiGluOnly,
                  .qk_norm = true,
                  .sliding_window = {}},
+    // Qwen 3.5 (0.8B to 27B dense): three gated delta net layers to one of
+    // gated attention (Architecture::qwen35_layers), q/k norms, NeoX RoPE on
+    // part of each head.
+    Architecture{.name = "qwen35",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .ffn_norm_name = "post_attention_norm",
+                 .qwen35_layers = true},
     // Qwen2 MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): qwen2 with a mixture
     // of experts, their probabilities not renormalised, and a gated shared expert.
     Architecture{.name = "qwen2moe",

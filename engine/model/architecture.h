@@ -245,6 +245,16 @@ struct Architecture {
   // (ffn_gate_up_exps, or ffn_gate_exps and ffn_up_exps), each expert's
   // output times its ffn_down_exps.scale where present.
   bool gemma4_layers = false;
+  // Qwen 3.5's layers: all but every {arch}.full_attention_interval-th
+  // (default 4; or where {arch}.attention.recurrent_layers says) run a gated
+  // delta net (ModelSpec::delta_net; delta_net_block.h) in place of
+  // attention; the attention layers' attn_q is twice as wide, each head's
+  // queries then its output gate (the output times sigmoid of it before
+  // attn_output); the FFN's input norm is post_attention_norm;
+  // rope.dimension_sections (M-RoPE) is read as plain NeoX RoPE, as text
+  // positions make it; the last {arch}.nextn_predict_layers blocks
+  // (multi-token prediction) are skipped.
+  bool qwen35_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

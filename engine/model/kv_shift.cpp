@@ -80,6 +80,9 @@ void move_rows(kernels::Backend& b, std::byte* matrix, int64_t row_bytes, int64_
 }  // namespace
 
 std::string context_shift_refusal(const ModelSpec& spec) {
+  if (spec.has_recurrent_layers()) {
+    return spec.arch + "'s recurrent layers sum every position into their state, which cannot drop positions";
+  }
   if (spec.architecture != nullptr && spec.architecture->qk_norm_after_rope) {
     return std::string(spec.architecture->name) +
            " norms its keys after RoPE, so a cached key cannot be rotated to a new position";

@@ -1,6 +1,6 @@
-// Gemma 4's per-layer shapes from GGUF metadata (llama.cpp's
-// load_hparams get_key_or_arr, gemma4's load_arch_hparams and its KV cache
-// reuse rule).
+// Per-layer shapes from GGUF metadata: Gemma 4's (llama.cpp's load_hparams
+// get_key_or_arr, gemma4's load_arch_hparams and its KV cache reuse rule)
+// and Qwen 3.5's delta net layers (qwen35's load_arch_hparams).
 #include "engine/model/layer_shapes.h"
 
 #include <algorithm>
@@ -102,6 +102,49 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
     const std::string key = p + "expert_feed_forward_length";
     s.n_ff = file.get_i64(key);
     if (s.n_ff <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(s.n_ff));
+  }
+}
+
+void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  auto positive = [&](const std::string& key) {
+    const int64_t v = file.get_i64(key);
+    if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
+    return v;
+  };
+  DeltaNetShape& d = s.delta_net;
+  d.conv_kernel = positive(p + "ssm.conv_kernel");
+  d.n_k_heads = positive(p + "ssm.group_count");
+  d.n_v_heads = positive(p + "ssm.time_step_rank");
+  d.head_dim = positive(p + "ssm.state_size");
+  const std::string inner_key = p + "ssm.inner_size";
+  if (positive(inner_key) != d.value_dim()) {
+    throw file.error(inner_key, "is " + std::to_string(file.get_i64(inner_key)) + ", expected time_step_rank x "
+                                "state_size " + std::to_string(d.value_dim()) + " (value heads as wide as key heads)");
+  }
+  if (d.n_v_heads % d.n_k_heads != 0) {
+    throw file.error(p + "ssm.group_count", "is " + std::to_string(d.n_k_heads) + ", which does not divide "
+                                            "ssm.time_step_rank " + std::to_string(d.n_v_heads));
+  }
+  s.recurrent_layers.assign(static_cast<size_t>(s.n_layer), false);
+  const std::string layers_key = p + "attention.recurrent_layers";
+  if (const gguf::Value* layers = file.find(layers_key); layers != nullptr) {
+    // One entry per block, multi-token prediction blocks included.
+    const gguf::Value::Array* items = layers->as_array();
+    if (items == nullptr || static_cast<int64_t>(items->size()) < s.n_layer) {
+      throw file.error(layers_key, "must hold a boolean per layer (" + std::to_string(s.n_layer) + ")");
+    }
+    for (int64_t l = 0; l < s.n_layer; ++l) {
+      const gguf::Value& item = (*items)[static_cast<size_t>(l)];
+      int64_t v = 0;
+      const bool* b = item.as_bool();
+      if (b == nullptr && !item.to_i64(v)) throw file.error(layers_key, "must hold booleans");
+      s.recurrent_layers[static_cast<size_t>(l)] = b != nullptr ? *b : v != 0;
+    }
+  } else {
+    const std::string interval_key = p + "full_attention_interval";
+    const int64_t interval = file.get_i64(interval_key, 4);
+    if (interval <= 0) throw file.error(interval_key, "must be a positive integer");
+    for (int64_t l = 0; l < s.n_layer; ++l) s.recurrent_layers[static_cast<size_t>(l)] = (l + 1) % interval != 0;
   }
 }
 

@@ -1,7 +1,8 @@
-// Gemma 4's layers of their own shapes (Architecture::gemma4_layers), read
-// from GGUF metadata as llama.cpp's gemma4 loader reads them: widths that
-// are one value or one per layer, the windowed layers' head size, and the
-// layers that attend over an earlier layer's cache.
+// Layers that differ, read from GGUF metadata as llama.cpp's loaders read
+// them: Gemma 4's (Architecture::gemma4_layers) widths that are one value or
+// one per layer, the windowed layers' head size and the layers that attend
+// over an earlier layer's cache; Qwen 3.5's (Architecture::qwen35_layers)
+// gated delta net layers and their widths.
 #pragma once
 
 #include <cstdint>
@@ -28,5 +29,10 @@ std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const st
 // (with experts, to an expert's width, {arch}.expert_feed_forward_length).
 // Throws ModelLoadError naming the key at fault.
 void read_layer_shapes(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
+// Fills s.recurrent_layers and s.delta_net (qwen35's load_arch_hparams:
+// the ssm.* keys, attention.recurrent_layers or full_attention_interval).
+// Throws ModelLoadError naming the key at fault.
+void read_delta_net(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
 }  // namespace tc::model

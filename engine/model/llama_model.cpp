@@ -125,6 +125,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   }
   if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
+  if (spec_.has_recurrent_layers()) delta_net_ = std::make_unique<DeltaNetBlock>(spec_, backend_);
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
   if (spec_.architecture->gemma4_layers) {
     int64_t widest = spec_.n_embd;
@@ -182,9 +183,10 @@ void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mod
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
                                 "far (--device cpu), with the dense FFN (--sparsity dense)");
   }
-  if (spec_.architecture->gemma4_layers && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
-                                            options_.ffn_mode == FfnMode::Sparse)) {
-    throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in shape: it "
+  const bool layers_differ = spec_.architecture->gemma4_layers || spec_.architecture->qwen35_layers;
+  if (layers_differ && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
+                        options_.ffn_mode == FfnMode::Sparse)) {
+    throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in kind: it "
                                 "runs on the CPU backend only so far (--device cpu), with the dense FFN "
                                 "(--sparsity dense)");
   }
@@ -548,8 +550,12 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
   const bool own_kv = !spec_.shares_kv(layer);  // else only q: the cache is an earlier layer's
   const bool v_from_k = own_kv && w.attn_v.data == nullptr;  // Gemma 4: the values are attn_k's rows
   auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
-  const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
-  b.matmul_many(std::span<const kernels::MatmulTarget>(qkv, !own_kv ? 1 : v_from_k ? 2 : 3), cur, n_tokens);
+  if (spec_.architecture->qwen35_layers) {
+    project_gated_q(b, w, cur, n_tokens, q, k, v);
+  } else {
+    const kernels::MatmulTarget qkv[] = {{&w.attn_q, q}, {&w.attn_k, k}, {&w.attn_v, v}};
+    b.matmul_many(std::span<const kernels::MatmulTarget>(qkv, !own_kv ? 1 : v_from_k ? 2 : 3), cur, n_tokens);
+  }
   if (v_from_k) b.copy_on_device(v, k, static_cast<size_t>(n_tokens * n_embd_kv) * sizeof(float));
   if (own_kv && spec_.architecture->gemma4_layers) {  // each value head RMS-normed, no weight
     b.rms_norm(v, unit_weights_.data(), n_tokens * shape.n_head_kv, shape.head_dim, static_cast<float>(spec_.rms_eps),
@@ -586,15 +592,9 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
                            int64_t layer, std::span<const StepSequence> sequences, runtime::KvCache& kv,
                            int64_t n_tokens) {
   const int64_t n_embd = spec_.n_embd;
-  const LayerShape shape = spec_.shape(layer);
-  const int64_t n_embd_q = spec_.n_embd_q(layer);
-  const int64_t n_embd_kv = spec_.n_embd_kv(layer);
   const bool parallel = spec_.architecture->layer_form == LayerForm::Parallel;
   float* x = ws.x.as<float>();
   float* cur = ws.cur.as<float>();
-  float* q = ws.q.as<float>();
-  float* k = ws.k.as<float>();
-  float* v = ws.v.as<float>();
   float* tmp = ws.tmp.as<float>();
   auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
 
@@ -609,51 +609,17 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   if (parallel) run_ffn_runs(b, ws, w, layer, sequences, cur, ws.ffn_out.as<float>());
   if (w.attn_norm_2.data != nullptr) norm(b, x, w.attn_norm_2, w.attn_norm_2_b, n_tokens, cur);
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
-  if (w.attn_gate.data != nullptr) {
-    // The output gate's logits from the normed input (experts: on the host).
-    attn_gate_.resize(std::max(attn_gate_.size(), static_cast<size_t>(n_tokens * n_embd_q)));
-    b.matmul(w.attn_gate, cur, n_tokens, attn_gate_.data());
-  }
-  if (mla_ != nullptr) {
-    // The latent row is the one KV head's key and its value (one cached matrix).
-    mla_->project(w, cur, n_tokens, positions, rope_params(b, layer), q, k);
-    v = k;
-  } else {
-    project_qkv(b, w, layer, cur, n_tokens, positions, q, k, v);
-  }
-  int64_t t = 0;
-  attention_sequences_.clear();  // keeps its capacity: no allocation once the largest step has run
-  for (const auto& s : sequences) {
-    const auto n = static_cast<int64_t>(s.tokens.size());
-    const int64_t start = kv.n_used(s.slot);
-    auto* k_cache = static_cast<std::byte*>(kv.k(s.slot, layer));
-    auto* v_cache = static_cast<std::byte*>(kv.v(s.slot, layer));
-    if (!spec_.shares_kv(layer)) {
-      b.store_kv(k + t * n_embd_kv, n, n_embd_kv, kv.types().k, k_cache + start * kv.k_row_bytes(layer));
-      if (v_cache != k_cache) {
-        b.store_kv(v + t * n_embd_kv, n, n_embd_kv, kv.types().v, v_cache + start * kv.v_row_bytes(layer));
-      }
+  if (spec_.is_recurrent(layer)) {
+    int64_t first = 0;
+    delta_sequences_.clear();
+    for (const auto& s : sequences) {
+      const auto n = static_cast<int64_t>(s.tokens.size());
+      delta_sequences_.push_back({s.slot, first, n});
+      first += n;
     }
-    attention_sequences_.push_back(
-        {q + t * n_embd_q, k_cache, v_cache, n, start + n, horizons + t, cur + t * n_embd_q});
-    t += n;
-  }
-  const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
-                                           spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks), kv.types().k,
-                                           kv.types().v};
-  b.attention_batch(attention_sequences_, spec_.n_head, shape.n_head_kv, shape.head_dim, attention);
-  if (mla_ != nullptr) {
-    mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run
-    b.matmul(w.attn_output, q, n_tokens, tmp);
+    delta_net_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
   } else {
-    if (w.attn_gate.data != nullptr) {
-      b.synchronize();
-      for (int64_t i = 0; i < n_tokens * n_embd_q; ++i) {
-        cur[i] *= 1.0f / (1.0f + std::exp(-attn_gate_[static_cast<size_t>(i)]));
-      }
-    }
-    prepare_input(layer, LinearInput::AttnOutput, n_tokens, n_embd_q, cur);
-    b.matmul(w.attn_output, cur, n_tokens, tmp);
+    run_attention(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
   }
   if (w.attn_output_b.data != nullptr) b.add_bias(tmp, f32(w.attn_output_b), n_tokens, n_embd);
   if (w.attn_post_norm.data != nullptr) {

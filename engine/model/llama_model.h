@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/sparsity_setting.h"
+#include "engine/model/delta_net_block.h"
 #include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/placed_weights.h"
@@ -264,6 +265,16 @@ class LlamaModel {
   void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
                  const LayerWeights& w, int64_t layer,
                  std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
+  // Qwen 3.5's projections (llama_attention.cpp): q from attn_q's
+  // interleaved rows, its output gate into attn_gate_, and k and v.
+  void project_gated_q(kernels::Backend& b, const LayerWeights& w, const float* cur, int64_t n_tokens, float* q,
+                       float* k, float* v);
+  // The attention block of `layer` (llama_attention.cpp): ws.cur, the normed
+  // input, to ws.tmp, attn_output's product (ws.cur then holds the heads'
+  // output).
+  void run_attention(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
+                     const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
+                     runtime::KvCache& kv, int64_t n_tokens);
   // q f32 [n_tokens, n_embd_q] and k, v f32 [n_tokens, n_embd_kv] from the
   // normed input cur: the projections, biases, q/k norms, RoPE and query
   // temperature of the layer (every architecture's but latent attention).
@@ -318,6 +329,8 @@ class LlamaModel {
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
+  std::unique_ptr<DeltaNetBlock> delta_net_;       // null unless the model has recurrent (delta net) layers
+  std::vector<DeltaNetSequence> delta_sequences_;  // a step's sequences for delta_net_
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
   // f32 [max(widest head_dim, n_embd)] of ones: the weight of Gemma 4's weightless norms.
   std::vector<float> unit_weights_;
@@ -334,6 +347,8 @@ class LlamaModel {
   // f32 [n_tokens, n_head * head_dim]: attn_gate · attn_norm(x), then its
   // sigmoid (Architecture::attn_output_gate; such models run on the host).
   std::vector<float> attn_gate_;
+  // f32 [n_tokens, 2 * n_head * head_dim]: Qwen 3.5's attn_q product, each head's queries then its gate.
+  std::vector<float> gated_q_;
   HybridWeights hybrid_weights_;                   // hybrid mode: hot rows on the device, views of the cold ones
   std::unique_ptr<HybridFfnBlock> hybrid_ffn_;     // null unless hybrid mode
   std::unique_ptr<HybridStepTimer> timer_;         // enable_time_split(); null: steps not timed

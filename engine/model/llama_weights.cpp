@@ -84,6 +84,10 @@ class Mapper {
     return out;
   }
 
+  gguf::ModelLoadError error(const std::string& name, const std::string& problem) const {
+    return file_.error(name, problem);
+  }
+
  private:
   const GgufFile& file_;
 };
@@ -138,6 +142,22 @@ void map_mla(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   w.mla_v_b_heads = m.expert_matrices(name("attn_v_b"), s.kv_lora_rank, s.head_dim_v_mla, s.n_head);
 }
 
+// Qwen 3.5's gated delta net layer (llama.cpp's qwen35 names).
+void map_delta_net(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const DeltaNetShape& d = s.delta_net;
+  w.dn_qkv = m.matrix(name("attn_qkv"), s.n_embd, d.conv_dim());
+  w.dn_z = m.matrix(name("attn_gate"), s.n_embd, d.value_dim());
+  w.dn_conv = m.matrix(name("ssm_conv1d"), d.conv_kernel, d.conv_dim());
+  if (w.dn_conv.dtype != DType::F32) throw m.error(name("ssm_conv1d"), "must be f32 (the convolution's taps)");
+  w.dn_dt_bias = m.vector("blk." + std::to_string(l) + ".ssm_dt.bias", d.n_v_heads);
+  w.dn_a = m.vector("blk." + std::to_string(l) + ".ssm_a", d.n_v_heads);
+  w.dn_beta = m.matrix(name("ssm_beta"), s.n_embd, d.n_v_heads);
+  w.dn_alpha = m.matrix(name("ssm_alpha"), s.n_embd, d.n_v_heads);
+  w.dn_norm = m.vector(name("ssm_norm"), d.head_dim);
+  w.dn_out = m.matrix(name("ssm_out"), d.value_dim(), s.n_embd);
+}
+
 // q, k and v: separate tensors, or llama.cpp's fused attn_qkv (rows: q, then
 // k, then v) split into views; biases likewise.
 void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
@@ -147,6 +167,13 @@ void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
     return;
   }
   const int64_t n_q = s.n_embd_q(l), n_kv = s.n_embd_kv(l);
+  if (s.architecture->qwen35_layers) {
+    // Each head's queries, then its output gate: twice q's width.
+    w.attn_q = m.matrix(name("attn_q"), s.n_embd, 2 * n_q);
+    w.attn_k = m.matrix(name("attn_k"), s.n_embd, n_kv);
+    w.attn_v = m.matrix(name("attn_v"), s.n_embd, n_kv);
+    return;
+  }
   if (s.architecture->gemma4_layers) {
     // A layer that shares an earlier one's cache may lack attn_k; any may lack
     // attn_v (its values are then attn_k's rows).
@@ -322,6 +349,12 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
         if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
       }
     }
+    if (s.is_recurrent(l)) {  // a gated delta net in place of attention; then the FFN
+      map_delta_net(m, s, l, lw);
+      lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
+      map_ffn(m, s, l, lw);
+      continue;
+    }
     map_attention(m, s, l, lw);
     lw.attn_output = m.matrix(name("attn_output"), s.is_mla() ? s.n_embd_attn_out() : s.n_embd_q(l), s.n_embd);
     if (a.attn_output_bias) lw.attn_output_b = m.optional_vector(bias_name(l, "attn_output"), s.n_embd);
@@ -411,7 +444,16 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.ffn_gate_inp_s, "blk." + std::to_string(l) + ".ffn_gate_inp.scale"},
           {&w.ffn_pre_norm_2, name("pre_ffw_norm_2")},
           {&w.ffn_post_norm_1, name("post_ffw_norm_1")},
-          {&w.ffn_post_norm_2, name("post_ffw_norm_2")}};
+          {&w.ffn_post_norm_2, name("post_ffw_norm_2")},
+          {&w.dn_qkv, name("attn_qkv")},
+          {&w.dn_z, name("attn_gate")},
+          {&w.dn_conv, name("ssm_conv1d")},
+          {&w.dn_dt_bias, bias("ssm_dt")},
+          {&w.dn_a, "blk." + std::to_string(l) + ".ssm_a"},
+          {&w.dn_beta, name("ssm_beta")},
+          {&w.dn_alpha, name("ssm_alpha")},
+          {&w.dn_norm, name("ssm_norm")},
+          {&w.dn_out, name("ssm_out")}};
 }
 
 }  // namespace tc::model

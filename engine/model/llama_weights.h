@@ -71,6 +71,17 @@ struct LayerWeights {
   kernels::Tensor per_layer_proj;       // proj, weight dtype {n_embd_per_layer, n_embd}
   kernels::Tensor per_layer_post_norm;  // post_norm, f32 [n_embd]
   kernels::Tensor layer_output_scale;   // f32 [1]
+  // Qwen 3.5's gated delta net (ModelSpec::is_recurrent layers, whose
+  // attn_q/k/v/output are null): widths of ModelSpec::delta_net.
+  kernels::Tensor dn_qkv;      // attn_qkv, weight dtype {n_embd, conv_dim}: q, k, v rows into the convolution
+  kernels::Tensor dn_z;        // attn_gate, weight dtype {n_embd, value_dim}: the output norm's gate
+  kernels::Tensor dn_conv;     // ssm_conv1d, f32 {conv_kernel, conv_dim}: each channel's taps, oldest input first
+  kernels::Tensor dn_dt_bias;  // ssm_dt.bias, f32 [n_v_heads]
+  kernels::Tensor dn_a;        // ssm_a, f32 [n_v_heads]: -exp(A_log)
+  kernels::Tensor dn_beta;     // ssm_beta, weight dtype {n_embd, n_v_heads}
+  kernels::Tensor dn_alpha;    // ssm_alpha, weight dtype {n_embd, n_v_heads}
+  kernels::Tensor dn_norm;     // ssm_norm, f32 [head_dim]
+  kernels::Tensor dn_out;      // ssm_out, weight dtype {value_dim, n_embd}
   // Gemma 4's mixture beside the dense FFN (Architecture::gemma4_layers with
   // experts): the router input's scale, the experts' input norm, and the
   // norms of the dense FFN's and the experts' outputs.

@@ -412,8 +412,8 @@ ModelSpec read_model_spec(const GgufFile& file) {
   const std::string p = s.arch + ".";
   s.n_embd = positive_key(file, p + "embedding_length");
   s.n_layer = positive_key(file, p + "block_count");
-  if (a.deepseek_experts) {
-    // Multi-token prediction blocks after the model's own (GLM-4.5): loaded
+  if (a.deepseek_experts || a.qwen35_layers) {
+    // Multi-token prediction blocks after the model's own (GLM-4.5, Qwen 3.5): loaded
     // by llama.cpp for speculative decoding, never on the forward path.
     const std::string nextn_key = p + "nextn_predict_layers";
     const int64_t nextn = file.get_i64(nextn_key, 0);
@@ -479,7 +479,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
     s.rope_freq_base = static_cast<float>(s.rope_freq_base) * std::pow(alpha, dim / (dim - 2.0f));
   }
   if (a.mla) read_mla(file, p, s);
-  if (const std::string sections = p + "rope.dimension_sections"; file.has(sections)) {
+  if (const std::string sections = p + "rope.dimension_sections"; file.has(sections) && !a.qwen35_layers) {
     throw file.error(sections, "is set: multimodal RoPE (M-RoPE, as in GLM-4.1V and Qwen2-VL) is not supported");
   }
   const std::string eps_key =
@@ -526,6 +526,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
   }
   read_sliding_window(file, p, a, s);
   if (a.gemma4_layers) read_layer_shapes(file, p, s);
+  if (a.qwen35_layers) read_delta_net(file, p, s);
   if (a.fixed_attn_scale > 0.0f) s.attn_scale = a.fixed_attn_scale;
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;

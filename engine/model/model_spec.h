@@ -48,6 +48,22 @@ struct LayerShape {
   int64_t kv_layer = 0;  // the layer whose cached keys and values it attends over (itself unless it shares)
 };
 
+// The gated delta net's widths (Qwen 3.5's linear-attention layers,
+// Architecture::qwen35_layers), as llama.cpp's qwen35 loader reads them.
+struct DeltaNetShape {
+  int64_t conv_kernel = 0;  // {arch}.ssm.conv_kernel: taps of the causal convolution
+  int64_t n_k_heads = 0;    // {arch}.ssm.group_count: query and key heads
+  int64_t n_v_heads = 0;    // {arch}.ssm.time_step_rank: value heads (a multiple of n_k_heads)
+  int64_t head_dim = 0;     // {arch}.ssm.state_size: a head's key and value width
+  int64_t key_dim() const { return n_k_heads * head_dim; }
+  int64_t value_dim() const { return n_v_heads * head_dim; }  // {arch}.ssm.inner_size
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k and v rows through the convolution
+  // A slot's state per layer, f32 values: the last conv_kernel - 1 inputs
+  // of every channel, and every value head's head_dim x head_dim matrix.
+  int64_t conv_state_values() const { return (conv_kernel - 1) * conv_dim(); }
+  int64_t delta_state_values() const { return n_v_heads * head_dim * head_dim; }
+};
+
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope, Yarn };
 
@@ -156,6 +172,16 @@ struct ModelSpec {
   std::vector<LayerShape> layer_shapes;
   int64_t n_embd_per_layer = 0;
 
+  // Qwen 3.5 (Architecture::qwen35_layers): the layers that run the gated
+  // delta net in place of attention ([n_layer]; they cache no keys or
+  // values but a recurrent state per slot), and its widths. Empty: none.
+  std::vector<bool> recurrent_layers;
+  DeltaNetShape delta_net;
+  bool is_recurrent(int64_t layer) const {
+    return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)];
+  }
+  bool has_recurrent_layers() const { return !recurrent_layers.empty(); }
+
   // The shape of `layer`: its own, or the model's where layers do not differ.
   LayerShape shape(int64_t layer) const {
     if (!layer_shapes.empty()) return layer_shapes[static_cast<size_t>(layer)];
@@ -165,7 +191,8 @@ struct ModelSpec {
   // Whether `layer` attends over an earlier layer's cache and caches nothing itself.
   bool shares_kv(int64_t layer) const { return shape(layer).kv_layer != layer; }
   int64_t n_embd_q(int64_t layer) const { return n_head * shape(layer).head_dim; }
-  int64_t n_embd_kv(int64_t layer) const {
+  int64_t n_embd_kv(int64_t layer) const {  // 0 for a recurrent layer
+    if (is_recurrent(layer)) return 0;
     const LayerShape l = shape(layer);
     return l.n_head_kv * l.head_dim;
   }

@@ -283,7 +283,9 @@ void Engine::Impl::admit(Pending pending) {
   size_t best_lcp = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].seq) continue;
-    const size_t lcp = reuse ? std::min(common_prefix(slots[i].cached, prompt), prompt.size() - 1) : 0;
+    size_t lcp = reuse ? std::min(common_prefix(slots[i].cached, prompt), prompt.size() - 1) : 0;
+    // A recurrent state sums every position it holds: kept whole, or not at all.
+    if (!kv->keeps_prefixes() && lcp < slots[i].cached.size()) lcp = 0;
     if (best < 0 || lcp > best_lcp ||
         (lcp == best_lcp && slots[i].last_used < slots[static_cast<size_t>(best)].last_used)) {
       best = static_cast<int>(i);
@@ -604,7 +606,8 @@ void Engine::Impl::release(int slot_idx) {
   Slot& slot = slots[static_cast<size_t>(slot_idx)];
   if (slot.seq && slot.seq->n_exact >= 0) {
     // Shifted entries are not what a later prompt's prefill would compute: only the kept prefix is reused.
-    const int64_t n = std::min(slot.seq->n_exact, kv->n_used(slot_idx));
+    int64_t n = std::min(slot.seq->n_exact, kv->n_used(slot_idx));
+    if (!kv->keeps_prefixes() && n < kv->n_used(slot_idx)) n = 0;  // a recurrent state: whole or nothing
     slot.cached.resize(static_cast<size_t>(n));
     kv->set_used(slot_idx, n);
   }

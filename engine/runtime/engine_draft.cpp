@@ -9,6 +9,8 @@
 namespace tc::runtime {
 
 int32_t Engine::Impl::draft_limit(const Sequence& seq, int slot_idx, int64_t budget) const {
+  // Rejected draft tokens are cut back off the cache: not where a recurrent state holds them.
+  if (!kv->keeps_prefixes()) return 0;
   int64_t n = seq.draft_length.current();
   n = std::min(n, budget - 1);                                  // the step's budget after its own token
   n = std::min(n, kv->n_ctx() - kv->n_used(slot_idx) - 1);     // the slot's room after its own token

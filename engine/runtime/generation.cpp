@@ -128,8 +128,10 @@ GenerationStats generate(model::LlamaModel& model, KvCache& kv, const text::Toke
         ++stats.n_context_shifts;
       }
     }
-    const int64_t limit = std::min<int64_t>({draft_length.current(), options.n_predict - stats.n_generated - 1,
-                                             kv.n_ctx() - kv.n_used(0) - 1});
+    // No drafts where a recurrent state cannot drop the rejected ones.
+    const int64_t limit = !kv.keeps_prefixes() ? 0
+                          : std::min<int64_t>({draft_length.current(), options.n_predict - stats.n_generated - 1,
+                                               kv.n_ctx() - kv.n_used(0) - 1});
     if (limit > 0) {
       const auto draft = lookup_draft(history, options.lookup_draft.ngram_min, options.lookup_draft.ngram_max,
                                       static_cast<int32_t>(limit));

@@ -48,7 +48,13 @@ uint64_t KvCache::bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64
     row += static_cast<uint64_t>(kernels::row_bytes(types.k, n_embd_kv)) +
            (spec.n_kv_matrices() == 2 ? static_cast<uint64_t>(kernels::row_bytes(types.v, n_embd_kv)) : 0);
   }
-  return row * static_cast<uint64_t>(n_slots) * static_cast<uint64_t>(n_ctx);
+  uint64_t recurrent = 0;  // per slot: the delta net layers' states, f32
+  for (int64_t l = 0; l < spec.n_layer; ++l) {
+    if (spec.is_recurrent(l)) {
+      recurrent += static_cast<uint64_t>(spec.delta_net.conv_state_values() + spec.delta_net.delta_state_values()) * 4;
+    }
+  }
+  return (row * static_cast<uint64_t>(n_ctx) + recurrent) * static_cast<uint64_t>(n_slots);
 }
 
 KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_first_layers,
@@ -78,6 +84,18 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
     lay.offset = slot_bytes;
     lay.k_bytes = static_cast<size_t>(n_ctx_) * static_cast<size_t>(lay.k_row_bytes);
     slot_bytes += lay.k_bytes + (n_matrices_ == 2 ? static_cast<size_t>(n_ctx_ * lay.v_row_bytes) : 0);
+  }
+  recurrent_index_.assign(static_cast<size_t>(n_layer_), -1);
+  for (int64_t l = 0; l < n_layer_; ++l) {
+    if (spec.is_recurrent(l)) recurrent_index_[static_cast<size_t>(l)] = recurrent_layers_++;
+  }
+  if (recurrent_layers_ > 0) {
+    if (n_first_layers_ < n_layer_ || first.device() != kernels::DeviceKind::Cpu) {
+      throw std::invalid_argument("KV cache: recurrent layers keep their state in host memory (--device cpu)");
+    }
+    conv_values_ = spec.delta_net.conv_state_values();
+    delta_values_ = spec.delta_net.delta_state_values();
+    recurrent_.assign(static_cast<size_t>(n_slots_ * recurrent_layers_ * (conv_values_ + delta_values_)), 0.0f);
   }
   const auto slots = static_cast<size_t>(n_slots_);
   if (first_slot_bytes_ > 0) buffer_ = first.allocate(first_slot_bytes_ * slots);
@@ -114,7 +132,22 @@ int64_t KvCache::n_used(int slot) const {
 
 void KvCache::set_used(int slot, int64_t n) {
   TC_CHECK(slot >= 0 && slot < n_slots_ && n >= 0 && n <= n_ctx_, "KV cache slot or length out of range");
-  used_[static_cast<size_t>(slot)] = n;
+  int64_t& used = used_[static_cast<size_t>(slot)];
+  TC_CHECK(keeps_prefixes() || n == 0 || n >= used, "a cache with recurrent state cannot be cut back to a prefix");
+  if (n == 0 && !recurrent_.empty()) {
+    const auto per_slot = static_cast<size_t>(recurrent_layers_ * (conv_values_ + delta_values_));
+    std::fill_n(recurrent_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(slot) * per_slot), per_slot, 0.0f);
+  }
+  used = n;
+}
+
+float* KvCache::recurrent_state(int slot, int64_t layer, bool delta) const {
+  TC_CHECK(slot >= 0 && slot < n_slots_ && layer >= 0 && layer < n_layer_, "KV cache slot or layer out of range");
+  const int64_t index = recurrent_index_.empty() ? -1 : recurrent_index_[static_cast<size_t>(layer)];
+  TC_CHECK(index >= 0, "KV cache: the layer has no recurrent state");
+  const int64_t per_layer = conv_values_ + delta_values_;
+  const int64_t offset = (slot * recurrent_layers_ + index) * per_layer + (delta ? conv_values_ : 0);
+  return recurrent_.data() + offset;
 }
 
 }  // namespace tc::runtime

@@ -48,7 +48,7 @@ class KvCache {
   kernels::KvCacheTypes types() const { return types_; }
   int64_t k_row_bytes(int64_t layer = 0) const { return layer_at(layer).k_row_bytes; }
   int64_t v_row_bytes(int64_t layer = 0) const { return layer_at(layer).v_row_bytes; }
-  size_t bytes() const { return buffer_.size() + rest_buffer_.size(); }
+  size_t bytes() const { return buffer_.size() + rest_buffer_.size() + recurrent_.size() * sizeof(float); }
   // Layers [0, n_first_layers()) live in the first backend's memory (all of them unless split).
   int64_t n_first_layers() const { return n_first_layers_; }
   size_t first_bytes() const { return buffer_.size(); }
@@ -61,7 +61,19 @@ class KvCache {
   // One line for logs: "4 slots x 4096 positions, q8_0 keys and values, 272.0 MiB".
   std::string describe() const;
 
-  // Positions [0, n_used(slot)) hold valid entries.
+  // A recurrent layer's state of a slot (ModelSpec::is_recurrent: Qwen 3.5's
+  // delta net), host memory: f32 [conv_state_values] (the convolution's last
+  // inputs) and f32 [delta_state_values] (each value head's matrix). Zero
+  // when the slot is empty.
+  float* conv_state(int slot, int64_t layer) const { return recurrent_state(slot, layer, false); }
+  float* delta_state(int slot, int64_t layer) const { return recurrent_state(slot, layer, true); }
+  // Whether a slot can be cut back to a prefix (set_used with fewer
+  // positions than it holds): not where recurrent layers keep a state that
+  // sums every position; those slots can only be emptied.
+  bool keeps_prefixes() const { return recurrent_.empty(); }
+
+  // Positions [0, n_used(slot)) hold valid entries. On a cache that does not
+  // keep prefixes, n must be 0 or at least n_used(slot).
   int64_t n_used(int slot) const;
   void set_used(int slot, int64_t n);
   void clear(int slot) { set_used(slot, 0); }
@@ -76,6 +88,7 @@ class KvCache {
     size_t k_bytes = 0;  // n_ctx rows of K (own layers only)
   };
   const LayerLayout& layer_at(int64_t layer) const { return layers_.at(static_cast<size_t>(layer)); }
+  float* recurrent_state(int slot, int64_t layer, bool delta) const;
   std::byte* base(int slot, int64_t layer, int which) const;
 
   int n_slots_;
@@ -89,6 +102,12 @@ class KvCache {
   kernels::Buffer buffer_;       // layers [0, n_first_layers_)
   kernels::Buffer rest_buffer_;  // layers [n_first_layers_, n_layer) (split caches only)
   std::vector<int64_t> used_;
+  // Recurrent layers' states: per slot, per recurrent layer (in layer
+  // order), the conv state then the delta state; recurrent_index_[layer]
+  // is that order (-1: not recurrent).
+  mutable std::vector<float> recurrent_;  // written through conv_state() and delta_state()
+  std::vector<int64_t> recurrent_index_;
+  int64_t conv_values_ = 0, delta_values_ = 0, recurrent_layers_ = 0;
 };
 
 }  // namespace tc::runtime

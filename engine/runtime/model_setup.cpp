@@ -87,10 +87,12 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
         return kernels::create_backend(device, n_threads);
       };
   const model::ModelSpec& spec = loaded->spec;
-  // A mixture of experts, and latent attention, run on the CPU backend only
+  // A mixture of experts, latent attention and layers of two kinds (Gemma 4,
+  // Qwen 3.5) run on the CPU backend only
   // so far: asked for a GPU (a server's default for a whole models folder),
   // such a model runs there, and the log says why.
-  const bool experts_on_cpu = (spec.has_experts() || spec.is_mla()) && setup.device.cuda;
+  const bool layers_of_kinds = spec.architecture->gemma4_layers || spec.architecture->qwen35_layers;
+  const bool experts_on_cpu = (spec.has_experts() || spec.is_mla() || layers_of_kinds) && setup.device.cuda;
   const config::GpuSplitSetting split = experts_on_cpu ? config::GpuSplitSetting{} : setup.gpu_split;
   const bool hybrid = split.hybrid();
   const bool offload = split.mode == GpuSplitMode::LayerOffload;
@@ -103,7 +105,9 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   if (experts_on_cpu) {
     m.summary.push_back("device: cpu (not " + config::device_setting_string(setup.device) + "): " +
                         m.loaded->file.path() +
-                        (spec.has_experts() ? " is a mixture of experts, which runs" : " has latent attention (MLA), which runs") +
+                        (layers_of_kinds       ? " is " + spec.arch + ", whose layers differ in kind and which runs"
+                         : spec.has_experts() ? std::string(" is a mixture of experts, which runs")
+                                              : std::string(" has latent attention (MLA), which runs")) +
                         " on the CPU backend only so far" +
                         (setup.gpu_split.mode != GpuSplitMode::None ? " (its GPU split does not apply)" : ""));
   }

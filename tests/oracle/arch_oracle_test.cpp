@@ -201,6 +201,11 @@ const ArchCase kCases[] = {
      "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8 --experts 8 --experts-used 2", 124},
     {"gemma4 Q4_0 with experts", "--arch gemma4 --n-layer 4 --swa-pattern 2 --sliding-window 8 --experts 8 "
      "--experts-used 2", 125, 256, "q4_0", kQuantTolerance},
+    // Qwen 3.5: layers 0-2 and 4-5 a gated delta net (2 query/key heads, 4
+    // value heads of 64), layer 3 gated attention with RoPE on 16 of 64.
+    {"qwen35 (gated delta net and gated attention)",
+     "--arch qwen35 --n-layer 6 --head-dim 64 --rope-dims 16", 126},
+    {"qwen35 Q8_0", "--arch qwen35 --n-layer 4 --head-dim 64 --rope-dims 16", 127, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

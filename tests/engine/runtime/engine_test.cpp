@@ -565,3 +565,44 @@ TEST_CASE("engine: rendered_tokens puts those control tokens' text in the output
   CHECK(rendered.tokens == std::vector<TokenId>(3, bos));
   CHECK(rendered.text == bos_text + bos_text + bos_text);
 }
+
+TEST_CASE("engine: a recurrent model reuses a cached prompt whole or not at all", "[engine][qwen35]") {
+  // Qwen 3.5's delta net layers keep a state that sums every position.
+  tc::profiler::MakeModelOptions o;
+  o.arch = "qwen35";
+  o.output = tc::test::scratch_dir("engine_qwen35") / "m.gguf";
+  o.n_vocab = kVocab;
+  o.n_embd = 64;
+  o.n_layer = 4;
+  o.n_ff = 160;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.n_ctx = kCtxTrain;
+  o.weight_type = "q8_0";
+  o.seed = 29;
+  o.n_threads = 2;
+  tc::profiler::make_model(o);
+  const std::shared_ptr<const tc::model::LoadedModel> model = tc::model::load_model(o.output);
+  auto opts = options(1);
+  opts.lookup_draft.n_max = 8;  // drafts would be cut back off the state: not drafted
+  Engine engine(model, opts);
+  const auto prompt = random_prompt(30, 31);
+  const Outcome first = collect(*submit(engine, request(prompt, 10)));
+  check_finished(first, FinishReason::Length);
+
+  // The conversation goes on: the whole cache is reused.
+  auto follow = prompt;
+  follow.insert(follow.end(), first.tokens.begin(), first.tokens.end());
+  const auto turn = random_prompt(6, 32);
+  follow.insert(follow.end(), turn.begin() + 1, turn.end());
+  const Outcome warm = collect(*submit(engine, request(follow, 12)));
+  CHECK(warm.last.usage.cached_tokens == static_cast<int64_t>(prompt.size() + first.tokens.size() - 1));
+  CHECK(warm.tokens == alone(request(follow, 12), 512, model).tokens);
+
+  // A prompt that leaves the cache part-way (here: a prefix of it) starts over.
+  const std::vector<TokenId> shorter(prompt.begin(), prompt.begin() + 20);
+  const Outcome prefix = collect(*submit(engine, request(shorter, 5)));
+  CHECK(prefix.last.usage.cached_tokens == 0);
+  CHECK(prefix.tokens == alone(request(shorter, 5), 512, model).tokens);
+  CHECK(engine.stats().draft_tokens_total == 0);
+}

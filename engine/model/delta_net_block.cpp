@@ -1,0 +1,137 @@
+// The gated delta net of Qwen 3.5's recurrent layers, op by op in
+// llama.cpp's order (its CPU backend's ssm_conv, l2_norm and
+// gated_delta_net).
+#include "engine/model/delta_net_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace tc::model {
+namespace {
+
+const float* f32(const kernels::Tensor& t) { return static_cast<const float*>(t.data); }
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// sum a[i] * b[i] in 8 running sums (vectorizable), then added in order.
+float dot(const float* a, const float* b, int64_t n) {
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) part[j] += a[i + j] * b[i + j];
+  }
+  float sum = 0.0f;
+  for (; i < n; ++i) sum += a[i] * b[i];
+  for (const float p : part) sum += p;
+  return sum;
+}
+
+// x /= max(||x||, eps), the norm summed in double (ggml_l2_norm).
+void l2_normalize(float* x, int64_t n, float eps) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+  const float scale = 1.0f / std::fmax(std::sqrt(static_cast<float>(sum)), eps);
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
+}
+
+}  // namespace
+
+DeltaNetBlock::DeltaNetBlock(const ModelSpec& spec, kernels::Backend& backend) : spec_(spec), backend_(backend) {
+  if (backend.device() != kernels::DeviceKind::Cpu) {
+    throw std::invalid_argument("the gated delta net runs on the CPU backend only so far");
+  }
+}
+
+void DeltaNetBlock::convolve(const LayerWeights& w, float* qkv, int64_t n, float* conv_state) {
+  const DeltaNetShape& d = spec_.delta_net;
+  const int64_t taps = d.conv_kernel, kept = taps - 1, channels = d.conv_dim();
+  window_.resize(static_cast<size_t>(kept + n));
+  for (int64_t c = 0; c < channels; ++c) {
+    // The channel's row of ggml's conv input: its state, then the tokens' values.
+    float* state = conv_state + c * kept;
+    std::copy_n(state, kept, window_.begin());
+    for (int64_t t = 0; t < n; ++t) window_[static_cast<size_t>(kept + t)] = qkv[t * channels + c];
+    const float* tap = f32(w.dn_conv) + c * taps;
+    for (int64_t t = 0; t < n; ++t) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < taps; ++j) sum += window_[static_cast<size_t>(t + j)] * tap[j];
+      qkv[t * channels + c] = silu(sum);
+    }
+    std::copy_n(window_.begin() + n, kept, state);
+  }
+}
+
+void DeltaNetBlock::run_head(int64_t h, const float* qkv, const float* beta, const float* decay, int64_t n,
+                             float* state, float* o) const {
+  const DeltaNetShape& d = spec_.delta_net;
+  const int64_t dim = d.head_dim, channels = d.conv_dim(), kh = h % d.n_k_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  std::vector<float> delta(static_cast<size_t>(dim));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = qkv + t * channels;
+    const float* q = row + kh * dim;
+    const float* k = row + d.key_dim() + kh * dim;
+    const float* v = row + 2 * d.key_dim() + h * dim;
+    const float b = beta[t * d.n_v_heads + h];
+    const float g = decay[t * d.n_v_heads + h];
+    // state[j * dim + i] is S[i][j]: row j of the stored matrix is column j of S.
+    for (int64_t i = 0; i < dim * dim; ++i) state[i] *= g;
+    for (int64_t j = 0; j < dim; ++j) delta[static_cast<size_t>(j)] = (v[j] - dot(state + j * dim, k, dim)) * b;
+    for (int64_t j = 0; j < dim; ++j) {
+      float* m = state + j * dim;
+      const float dj = delta[static_cast<size_t>(j)];
+      for (int64_t i = 0; i < dim; ++i) m[i] += k[i] * dj;
+    }
+    float* out = o + t * d.value_dim() + h * dim;
+    for (int64_t j = 0; j < dim; ++j) out[j] = dot(state + j * dim, q, dim) * scale;
+  }
+}
+
+void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
+                        std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out) {
+  const DeltaNetShape& d = spec_.delta_net;
+  const int64_t channels = d.conv_dim(), n_v = d.n_v_heads, dim = d.head_dim;
+  const auto eps = static_cast<float>(spec_.rms_eps);
+  const auto grow = [n_tokens](std::vector<float>& v, int64_t width) {
+    v.resize(std::max(v.size(), static_cast<size_t>(n_tokens * width)));
+  };
+  grow(qkv_, channels);
+  grow(z_, d.value_dim());
+  grow(beta_, n_v);
+  grow(decay_, n_v);
+  grow(o_, d.value_dim());
+  const kernels::MatmulTarget projections[] = {
+      {&w.dn_qkv, qkv_.data()}, {&w.dn_z, z_.data()}, {&w.dn_beta, beta_.data()}, {&w.dn_alpha, decay_.data()}};
+  backend_.matmul_many(projections, cur, n_tokens);
+  backend_.synchronize();
+  const float* dt = f32(w.dn_dt_bias);
+  const float* a = f32(w.dn_a);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t h = 0; h < n_v; ++h) {
+      float& b = beta_[static_cast<size_t>(t * n_v + h)];
+      b = 1.0f / (1.0f + std::exp(-b));
+      const float biased = decay_[static_cast<size_t>(t * n_v + h)] + dt[h];
+      const float softplus = biased > 20.0f ? biased : std::log(1.0f + std::exp(biased));
+      decay_[static_cast<size_t>(t * n_v + h)] = std::exp(softplus * a[h]);
+    }
+  }
+  for (const DeltaNetSequence& s : sequences) {
+    float* qkv = qkv_.data() + s.first * channels;
+    convolve(w, qkv, s.n, kv.conv_state(s.slot, layer));
+    for (int64_t t = 0; t < s.n; ++t) {
+      for (int64_t head = 0; head < 2 * d.n_k_heads; ++head) l2_normalize(qkv + t * channels + head * dim, dim, eps);
+    }
+    float* state = kv.delta_state(s.slot, layer);
+    const float* beta = beta_.data() + s.first * n_v;
+    const float* decay = decay_.data() + s.first * n_v;
+    float* o = o_.data() + s.first * d.value_dim();
+    backend_.host_parallel(n_v, [&](int64_t h) { run_head(h, qkv, beta, decay, s.n, state + h * dim * dim, o); });
+  }
+  // rms_norm(o, ssm_norm) * silu(z), per head; then the output projection.
+  backend_.rms_norm(o_.data(), f32(w.dn_norm), n_tokens * n_v, dim, eps, o_.data());
+  for (int64_t i = 0; i < n_tokens * d.value_dim(); ++i) o_[static_cast<size_t>(i)] *= silu(z_[static_cast<size_t>(i)]);
+  backend_.matmul(w.dn_out, o_.data(), n_tokens, out);
+}
+
+}  // namespace tc::model

@@ -1,0 +1,63 @@
+// DeltaNetBlock: Qwen 3.5's gated delta net, the linear attention its
+// recurrent layers run in place of attention (ModelSpec::delta_net), as
+// llama.cpp's qwen35 graph and ggml's ssm_conv and gated_delta_net ops
+// compute it. Per token t of a sequence, per value head h (its query and
+// key head h % n_k_heads):
+//   qkv = causal conv (conv_kernel taps per channel) of attn_qkv · x, silu
+//   q, k = l2-normed heads of qkv; v = its value heads
+//   beta = sigmoid(ssm_beta · x); decay = exp(softplus(ssm_alpha · x + ssm_dt) * ssm_a)
+//   S = S * decay; S += k (beta (v - S^T k))^T; o = S^T q / sqrt(head_dim)
+//   out = ssm_out · (rms_norm(o, ssm_norm) * silu(attn_gate · x)), per head
+// S (head_dim x head_dim per value head) and the convolution's last inputs
+// carry over between steps in the slot's recurrent state (KvCache). Host
+// memory, the CPU backend. Owns its workspace, grown to the largest step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/model/llama_weights.h"
+#include "engine/model/model_spec.h"
+#include "engine/runtime/kv_cache.h"
+#include "kernels/backend.h"
+
+namespace tc::model {
+
+// A sequence's rows of a step: tokens [first, first + n) of the step,
+// continuing the state of KV cache slot `slot`.
+struct DeltaNetSequence {
+  int slot = 0;
+  int64_t first = 0;
+  int64_t n = 0;
+};
+
+class DeltaNetBlock {
+ public:
+  DeltaNetBlock(const ModelSpec& spec, kernels::Backend& backend);
+
+  // cur: f32 [n_tokens, n_embd], attn_norm(x); out: f32 [n_tokens, n_embd],
+  // the block's output before the residual add. Updates the sequences'
+  // states of `layer` in kv.
+  void run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
+           std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out);
+
+ private:
+  // The causal convolution and silu of one sequence's qkv rows (in place),
+  // its conv state advanced.
+  void convolve(const LayerWeights& w, float* qkv, int64_t n, float* conv_state);
+  // The recurrence of one value head over one sequence's rows.
+  void run_head(int64_t h, const float* qkv, const float* beta, const float* decay, int64_t n, float* state,
+                float* o) const;
+
+  const ModelSpec& spec_;
+  kernels::Backend& backend_;
+  std::vector<float> qkv_;    // [T, conv_dim]: projected, then convolved and silu'd, q and k l2-normed
+  std::vector<float> z_;      // [T, value_dim]
+  std::vector<float> beta_;   // [T, n_v_heads]
+  std::vector<float> decay_;  // [T, n_v_heads]: alpha, then the decay exp(g)
+  std::vector<float> o_;      // [T, value_dim]: the heads' outputs, then gated
+  std::vector<float> window_;  // [conv_kernel - 1 + T] one channel's state and inputs
+};
+
+}  // namespace tc::model

@@ -1,0 +1,98 @@
+// Writing a dense Qwen 3.5 file (llama.cpp's qwen35 keys and tensor names).
+#include "profiler/make_qwen35.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/model_spec.h"
+
+namespace tc::profiler {
+namespace {
+
+using kernels::DType;
+
+constexpr int64_t kConvKernel = 4;
+constexpr int64_t kFullAttentionInterval = 4;
+
+model::DeltaNetShape delta_net_of(const MakeModelOptions& o) {
+  model::DeltaNetShape d;
+  d.conv_kernel = kConvKernel;
+  d.n_k_heads = o.n_head_kv;
+  d.n_v_heads = std::max(o.n_head_kv, o.n_head / 2);
+  d.head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
+  return d;
+}
+
+}  // namespace
+
+void check_qwen35_options(const MakeModelOptions& o, DType base, DType heavy) {
+  const model::DeltaNetShape d = delta_net_of(o);
+  if (d.n_v_heads % d.n_k_heads != 0) {
+    throw std::invalid_argument("qwen35: --n-head-kv must divide the delta net's value heads (--n-head / 2)");
+  }
+  for (const DType t : {base, heavy}) {
+    const int64_t block = kernels::dtype_traits(t).block_size;
+    if (d.value_dim() % block != 0) {
+      throw std::invalid_argument("qwen35: the delta net's value width " + std::to_string(d.value_dim()) +
+                                  " must be whole blocks of " + std::string(kernels::dtype_name(t)));
+    }
+  }
+}
+
+void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
+                        const RandomTensorAdder& add) {
+  const model::DeltaNetShape d = delta_net_of(o);
+  const std::string p = "qwen35.";
+  w.set(p + "ssm.conv_kernel", gguf::Value(static_cast<uint32_t>(d.conv_kernel)));
+  w.set(p + "ssm.inner_size", gguf::Value(static_cast<uint32_t>(d.value_dim())));
+  w.set(p + "ssm.state_size", gguf::Value(static_cast<uint32_t>(d.head_dim)));
+  w.set(p + "ssm.time_step_rank", gguf::Value(static_cast<uint32_t>(d.n_v_heads)));
+  w.set(p + "ssm.group_count", gguf::Value(static_cast<uint32_t>(d.n_k_heads)));
+  w.set(p + "full_attention_interval", gguf::Value(static_cast<uint32_t>(kFullAttentionInterval)));
+  // M-RoPE's sections over the rotated pairs (text positions make it plain NeoX RoPE).
+  const int64_t head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
+  const int64_t pairs = (o.n_rot > 0 ? o.n_rot : head_dim) / 2;
+  const int32_t third = static_cast<int32_t>(pairs / 3);
+  w.set(p + "rope.dimension_sections",
+        gguf::Value::i32_array({third, third, static_cast<int32_t>(pairs - 2 * third), 0}));
+
+  auto sd_for = [&](int64_t fan_in) {
+    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
+  };
+  auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows) {
+    add(name, t, {n_cols, n_rows}, 0.0f, sd_for(n_cols));
+  };
+  auto norm = [&](const std::string& name, int64_t n) { add(name, DType::F32, {n}, 1.0f, 0.1f); };
+  const int64_t n_q = o.n_head * head_dim, n_kv = o.n_head_kv * head_dim;
+  for (int64_t l = 0; l < o.n_layer; ++l) {
+    auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
+    const std::string blk = "blk." + std::to_string(l) + ".";
+    norm(name("attn_norm"), o.n_embd);
+    if ((l + 1) % kFullAttentionInterval != 0) {  // the gated delta net
+      matrix(name("attn_qkv"), base, o.n_embd, d.conv_dim());
+      matrix(name("attn_gate"), base, o.n_embd, d.value_dim());
+      add(name("ssm_conv1d"), DType::F32, {d.conv_kernel, d.conv_dim()}, 0.0f, 0.5f);
+      add(blk + "ssm_dt.bias", DType::F32, {d.n_v_heads}, 0.0f, 1.0f);
+      add(blk + "ssm_a", DType::F32, {d.n_v_heads}, -0.5f, 0.1f);  // -exp(A_log): always negative, a decay
+      matrix(name("ssm_beta"), base, o.n_embd, d.n_v_heads);
+      matrix(name("ssm_alpha"), base, o.n_embd, d.n_v_heads);
+      norm(name("ssm_norm"), d.head_dim);
+      matrix(name("ssm_out"), heavy, d.value_dim(), o.n_embd);
+    } else {  // gated attention
+      matrix(name("attn_q"), base, o.n_embd, 2 * n_q);
+      matrix(name("attn_k"), base, o.n_embd, n_kv);
+      matrix(name("attn_v"), heavy, o.n_embd, n_kv);
+      matrix(name("attn_output"), base, n_q, o.n_embd);
+      norm(name("attn_q_norm"), head_dim);
+      norm(name("attn_k_norm"), head_dim);
+    }
+    norm(name("post_attention_norm"), o.n_embd);
+    matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
+    matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
+    matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+  }
+}
+
+}  // namespace tc::profiler

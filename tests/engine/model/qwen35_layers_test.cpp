@@ -1,0 +1,158 @@
+// Qwen 3.5's gated delta net layers (Architecture::qwen35_layers): the spec
+// read from a make-model file, the recurrent state kept per slot beside the
+// attention layers' KV cache, a prompt's logits the same at once, in pieces
+// and beside another sequence, and the files refused with the key named.
+// Logits against llama.cpp: arch_oracle_test.cpp.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/model/context_shift.h"
+#include "engine/model/llama_model.h"
+#include "engine/model/loaded_model.h"
+#include "engine/runtime/kv_cache.h"
+#include "kernels/backend.h"
+#include "profiler/make_model.h"
+#include "tests/engine/model/host_device_backend.h"
+#include "tests/engine/model/spec_test_util.h"
+#include "tests/test_util.h"
+
+using tc::model::LlamaModel;
+using tc::model::StepSequence;
+using tc::model::StepStatus;
+using tc::runtime::KvCache;
+using tc::text::TokenId;
+
+namespace {
+
+constexpr int64_t kVocab = 512;
+
+// Layers 0-2 and 4 a delta net (2 query/key heads, 4 value heads of 32),
+// layer 3 gated attention (8 heads of 32, 2 KV heads, RoPE on 16).
+tc::profiler::MakeModelOptions qwen35(const std::string& name) {
+  tc::profiler::MakeModelOptions o;
+  o.arch = "qwen35";
+  o.output = tc::test::scratch_dir("qwen35_" + name) / "m.gguf";
+  o.n_vocab = kVocab;
+  o.n_embd = 128;
+  o.n_layer = 5;
+  o.n_ff = 256;
+  o.n_head = 8;
+  o.n_head_kv = 2;
+  o.head_dim = 32;
+  o.n_rot = 16;
+  o.weight_type = "f32";
+  o.seed = 97;
+  o.n_threads = 2;
+  return o;
+}
+
+double difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+}  // namespace
+
+TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]") {
+  const auto o = qwen35("spec");
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  REQUIRE(s.has_recurrent_layers());
+  for (int64_t l = 0; l < s.n_layer; ++l) CHECK(s.is_recurrent(l) == (l != 3));
+  CHECK(s.delta_net.conv_kernel == 4);
+  CHECK(s.delta_net.n_k_heads == 2);
+  CHECK(s.delta_net.n_v_heads == 4);
+  CHECK(s.delta_net.head_dim == 32);
+  CHECK(s.delta_net.conv_dim() == 2 * 64 + 128);
+  CHECK(s.n_rot == 16);
+  CHECK(s.n_embd_kv(0) == 0);
+  CHECK(s.n_embd_kv(3) == 64);
+  CHECK_FALSE(tc::model::context_shift_refusal(s).empty());
+
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  KvCache kv(*backend, s, 2, 64);
+  // One attention layer's f16 keys and values, and four layers' f32 states, per slot.
+  const size_t state = static_cast<size_t>(3 * 256 + 4 * 32 * 32) * sizeof(float);
+  CHECK(kv.bytes() == 2 * (64 * 2 * 64 * sizeof(uint16_t) + 4 * state));
+  CHECK(KvCache::bytes_for(s, 2, 64, {}) == kv.bytes());
+  CHECK_FALSE(kv.keeps_prefixes());
+  kv.delta_state(1, 2)[5] = 3.0f;
+  kv.conv_state(1, 4)[0] = 2.0f;
+  kv.set_used(1, 10);
+  CHECK_THROWS(kv.set_used(1, 4));  // no prefix of a recurrent state
+  kv.set_used(1, 12);
+  CHECK(kv.delta_state(1, 2)[5] == 3.0f);
+  kv.clear(1);
+  CHECK(kv.delta_state(1, 2)[5] == 0.0f);
+  CHECK(kv.conv_state(1, 4)[0] == 0.0f);
+  CHECK_THROWS(kv.delta_state(0, 3));  // the attention layer has none
+}
+
+TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][qwen35]") {
+  const auto o = qwen35("chunks");
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  LlamaModel model(*loaded, *backend);
+  const auto tokens = tc::test::random_tokens(30, 99, kVocab);
+  const auto other = tc::test::random_tokens(11, 98, kVocab);
+  const std::span<const TokenId> all(tokens);
+  std::vector<float> at_once, piece, fresh_other;
+  KvCache a = model.make_kv_cache(1, 64);
+  const StepSequence whole{0, all, false};
+  REQUIRE(model.forward({&whole, 1}, a, at_once) == StepStatus::Ok);
+  KvCache c = model.make_kv_cache(1, 64);
+  const StepSequence alone{0, other, false};
+  REQUIRE(model.forward({&alone, 1}, c, fresh_other) == StepStatus::Ok);
+
+  // Slot 1 takes the other prompt in the same steps as slot 0's first pieces.
+  KvCache b = model.make_kv_cache(2, 64);
+  std::vector<float> both;
+  const std::span<const TokenId> o_all(other);
+  const StepSequence first[] = {{0, all.first(13), false}, {1, o_all.first(5), false}};
+  REQUIRE(model.forward(first, b, both) == StepStatus::Ok);
+  const StepSequence second[] = {{1, o_all.subspan(5), false}, {0, all.subspan(13, 7), false}};
+  REQUIRE(model.forward(second, b, both) == StepStatus::Ok);
+  const std::vector<float> other_row(both.begin(), both.begin() + kVocab);
+  for (size_t i = 20; i < tokens.size(); ++i) {
+    const StepSequence one{0, all.subspan(i, 1), false};
+    REQUIRE(model.forward({&one, 1}, b, piece) == StepStatus::Ok);
+  }
+  CHECK(difference(piece, at_once) < 1e-4);
+  CHECK(difference(other_row, fresh_other) < 1e-4);
+
+  // An emptied slot starts from a zero state again.
+  b.clear(0);
+  std::vector<float> again;
+  REQUIRE(model.forward({&whole, 1}, b, again) == StepStatus::Ok);
+  CHECK(difference(again, at_once) < 1e-4);
+}
+
+TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][qwen35]") {
+  const auto o = qwen35("refused");
+  tc::profiler::make_model(o);
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  REQUIRE(tc::test::load_error(f).empty());
+  auto with = [&](const std::string& key, tc::gguf::Value value) {
+    return tc::test::copy_gguf(f, "qwen35_refused", "", [&](tc::gguf::GgufWriter& w) { w.set(key, value); });
+  };
+  CHECK_THAT(tc::test::load_error(with("qwen35.ssm.inner_size", tc::gguf::Value(uint32_t{100}))),
+             Catch::Contains("qwen35.ssm.inner_size"));
+  CHECK_THAT(tc::test::load_error(with("qwen35.ssm.group_count", tc::gguf::Value(uint32_t{3}))),
+             Catch::Contains("qwen35.ssm.group_count"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "qwen35_refused", "blk.1.ssm_a", {})),
+             Catch::Contains("blk.1.ssm_a"));
+
+  const auto loaded = tc::model::load_model(o.output);
+  tc::test::HostDeviceBackend device(2);
+  CHECK_THROWS_WITH(LlamaModel(*loaded, device), Catch::Contains("qwen35") && Catch::Contains("CPU backend only"));
+}
