@@ -44,7 +44,7 @@ void check_qwen35_options(const MakeModelOptions& o, DType base, DType heavy) {
 void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                         const RandomTensorAdder& add) {
   const model::DeltaNetShape d = delta_net_of(o);
-  const std::string p = "qwen35.";
+  const std::string p = o.arch + ".";  // qwen35 or qwen35moe
   w.set(p + "ssm.conv_kernel", gguf::Value(static_cast<uint32_t>(d.conv_kernel)));
   w.set(p + "ssm.inner_size", gguf::Value(static_cast<uint32_t>(d.value_dim())));
   w.set(p + "ssm.state_size", gguf::Value(static_cast<uint32_t>(d.head_dim)));
@@ -89,9 +89,21 @@ void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf
       norm(name("attn_k_norm"), head_dim);
     }
     norm(name("post_attention_norm"), o.n_embd);
-    matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
-    matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-    matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+    if (o.n_expert == 0) {
+      matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
+      matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
+      matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      continue;
+    }
+    // qwen35moe: the router (f32, as llama.cpp's quantizer leaves it), the
+    // experts (gate and up in one tensor), a shared expert twice as wide and its gate.
+    matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+    add(name("ffn_gate_up_exps"), base, {o.n_embd, 2 * o.n_ff, o.n_expert}, 0.0f, sd_for(o.n_embd));
+    add(name("ffn_down_exps"), heavy, {o.n_ff, o.n_embd, o.n_expert}, 0.0f, sd_for(o.n_ff));
+    add(name("ffn_gate_inp_shexp"), DType::F32, {o.n_embd}, 0.0f, sd_for(o.n_embd));
+    matrix(name("ffn_gate_shexp"), base, o.n_embd, 2 * o.n_ff);
+    matrix(name("ffn_up_shexp"), base, o.n_embd, 2 * o.n_ff);
+    matrix(name("ffn_down_shexp"), heavy, 2 * o.n_ff, o.n_embd);
   }
 }
 

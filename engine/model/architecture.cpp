@@ -50,6 +50,17 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .ffn_norm_name = "post_attention_norm",
                  .qwen35_layers = true},
+    // Qwen 3.5 MoE (35B-A3B, 122B-A10B, 397B-A17B): qwen35 with a mixture of
+    // experts in every layer, renormalised, and a gated shared expert.
+    Architecture{.name = "qwen35moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .shared_expert = true,
+                 .ffn_norm_name = "post_attention_norm",
+                 .qwen35_layers = true},
     // Qwen2 MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): qwen2 with a mixture
     // of experts, their probabilities not renormalised, and a gated shared expert.
     Architecture{.name = "qwen2moe",

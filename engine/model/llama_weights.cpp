@@ -205,12 +205,28 @@ void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
   w.attn_v_b = m.optional_vector(bias_name(l, "attn_v"), n_kv);
 }
 
+// The experts' gate and up slices: of ffn_gate_up_exps (each expert's gate
+// rows, then its up rows), or of ffn_gate_exps and ffn_up_exps.
+void expert_gate_up(const Mapper& m, const ModelSpec& s, int64_t l, std::vector<Tensor>& gate,
+                    std::vector<Tensor>& up) {
+  const std::string fused = layer_tensor_name(l, "ffn_gate_up_exps");
+  if (m.has(fused)) {
+    for (const Tensor& both : m.expert_matrices(fused, s.n_embd, 2 * s.n_ff, s.n_expert)) {
+      gate.push_back(row_range(both, 0, s.n_ff));
+      up.push_back(row_range(both, s.n_ff, s.n_ff));
+    }
+    return;
+  }
+  gate = m.expert_matrices(layer_tensor_name(l, "ffn_gate_exps"), s.n_embd, s.n_ff, s.n_expert);
+  up = m.expert_matrices(layer_tensor_name(l, "ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
+}
+
 // The router and the experts' slices (llama.cpp's merged *_exps tensors).
 void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
   w.ffn_gate_inp = m.matrix(name("ffn_gate_inp"), s.n_embd, s.n_expert);
-  const auto gate = m.expert_matrices(name("ffn_gate_exps"), s.n_embd, s.n_ff, s.n_expert);
-  const auto up = m.expert_matrices(name("ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
+  std::vector<Tensor> gate, up;
+  expert_gate_up(m, s, l, gate, up);
   const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
   w.experts.resize(static_cast<size_t>(s.n_expert));
   for (size_t e = 0; e < w.experts.size(); ++e) w.experts[e] = {gate[e], up[e], down[e], {}, {}, {}};
@@ -249,15 +265,7 @@ void map_gemma4_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWei
   w.ffn_post_norm_1 = m.vector(name("post_ffw_norm_1"), s.n_embd);
   w.ffn_post_norm_2 = m.vector(name("post_ffw_norm_2"), s.n_embd);
   std::vector<Tensor> gate, up;
-  if (m.has(name("ffn_gate_up_exps"))) {
-    for (const Tensor& both : m.expert_matrices(name("ffn_gate_up_exps"), s.n_embd, 2 * s.n_ff, s.n_expert)) {
-      gate.push_back(row_range(both, 0, s.n_ff));
-      up.push_back(row_range(both, s.n_ff, s.n_ff));
-    }
-  } else {
-    gate = m.expert_matrices(name("ffn_gate_exps"), s.n_embd, s.n_ff, s.n_expert);
-    up = m.expert_matrices(name("ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
-  }
+  expert_gate_up(m, s, l, gate, up);
   const auto down = m.expert_matrices(name("ffn_down_exps"), s.n_ff, s.n_embd, s.n_expert);
   const Tensor down_scale = m.optional_vector(scale_name("ffn_down_exps"), s.n_expert);
   w.experts.resize(static_cast<size_t>(s.n_expert));

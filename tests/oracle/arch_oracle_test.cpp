@@ -205,6 +205,14 @@ const ArchCase kCases[] = {
     // value heads of 64), layer 3 gated attention with RoPE on 16 of 64.
     {"qwen35 (gated delta net and gated attention)",
      "--arch qwen35 --n-layer 6 --head-dim 64 --rope-dims 16", 126},
+    {"qwen35moe (8 experts, 2 per token, a gated shared expert)",
+     "--arch qwen35moe --n-layer 4 --head-dim 64 --rope-dims 16 --experts 8 --experts-used 2", 128},
+    // Every expert used: with 2 (or 4) of 8, int8 activations move the
+    // hidden state enough through the delta net that router near-ties break
+    // the other way (0.47 and 0.43 sd on Q8_0), where f32 agrees within 0.00014.
+    {"qwen35moe Q8_0 (all 8 experts used)",
+     "--arch qwen35moe --n-layer 4 --head-dim 64 --rope-dims 16 --experts 8 --experts-used 8", 129, 256, "q8_0",
+     kQuantTolerance},
     {"qwen35 Q8_0", "--arch qwen35 --n-layer 4 --head-dim 64 --rope-dims 16", 127, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},

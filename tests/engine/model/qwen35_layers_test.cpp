@@ -98,7 +98,14 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
 }
 
 TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][qwen35]") {
-  const auto o = qwen35("chunks");
+  const bool experts = GENERATE(false, true);
+  INFO((experts ? "qwen35moe" : "qwen35"));
+  auto o = qwen35(experts ? "chunks_moe" : "chunks");
+  if (experts) {  // 8 experts, 2 per token, and a gated shared expert
+    o.arch = "qwen35moe";
+    o.n_expert = 8;
+    o.n_expert_used = 2;
+  }
   tc::profiler::make_model(o);
   const auto loaded = tc::model::load_model(o.output);
   const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
