@@ -31,11 +31,15 @@
 # widths under V3's attention form: deepseek2, n_embd 2048, 16 heads of
 # 192 (64 rotated) decompressed from a 512 latent and a 1536 compressed
 # query, one dense layer twice an expert's width, then 64 experts of width
-# 1408, 6 per token, routed within 2 of 4 groups, one shared; vocab 32000), each in
+# 1408, 6 per token, routed within 2 of 4 groups, one shared; vocab 32000) and
+# "qwen35-layers" (8 layers near Qwen3.5-2B's: n_embd 2048, six gated delta
+# net layers (4 query/key heads, 8 value heads of 128) and two of gated
+# attention (16 heads of 128, 4 KV heads, RoPE on 32), n_ff 6144; vocab
+# 32000), each in
 # every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
-#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto] [--cache-type f16|q8_0]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off, f16.
 #   --cache-type q8_0: both engines' KV caches as q8_0 (llama.cpp's -ctk and
@@ -120,7 +124,8 @@ model_args() {
     a3b-layers) echo "--arch qwen3moe --n-embd 2048 --n-layer 8 --n-ff 768 --n-head 32 --n-head-kv 4 --head-dim 128 --experts 128 --experts-used 8 --n-vocab 32000" ;;
     oss-layers) echo "--arch gpt-oss --n-embd 2880 --n-layer 4 --n-ff 2880 --n-head 64 --n-head-kv 8 --head-dim 64 --experts 32 --experts-used 4 --n-vocab 32000 --n-ctx 131072 --rope-scale-yarn 32" ;;
     mla-layers) echo "--arch deepseek2 --n-embd 2048 --n-layer 8 --n-ff 1408 --n-head 16 --n-head-kv 1 --head-dim 192 --rope-dims 64 --kv-lora-rank 512 --q-lora-rank 1536 --experts 64 --experts-used 6 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers)" >&2; exit 2 ;;
+    qwen35-layers) echo "--arch qwen35 --n-embd 2048 --n-layer 8 --n-ff 6144 --n-head 16 --n-head-kv 4 --head-dim 128 --rope-dims 32 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"

@@ -9,6 +9,9 @@
 // The text is also fed to MistralCallPrefix, a 0x01 byte standing for the
 // [ARGS] token (taken only after a whole declared name): a complete call
 // names a declared function and its arguments parse as an object.
+// The text is also fed to Gemma4CallPrefix (Gemma 4's call:NAME{...}
+// <tool_call|>): a complete call, after <|tool_call>, is one the Gemma 4
+// reply parser reads as one call, nothing left as content.
 // The part before the NUL is also read as a GBNF grammar (which may only
 // throw GbnfError); the text fed byte by byte to its matcher must be taken
 // whole as one token too, and where the grammar is complete no byte may
@@ -25,11 +28,13 @@
 
 #include "engine/text/gbnf_grammar.h"
 #include "engine/text/gbnf_prefix.h"
+#include "engine/text/gemma4_call_prefix.h"
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
 #include "engine/text/mistral_call_prefix.h"
 #include "engine/text/tool_call_prefix.h"
+#include "server/gemma4_split.h"
 #include "server/tool_call_parser.h"
 
 namespace {
@@ -72,6 +77,18 @@ void check_mistral(const tc::text::ToolCallGrammar& grammar, std::string_view te
   require(!value.is_discarded() && value.is_object(), "a whole call's arguments are an object");
 }
 
+void check_gemma4(const tc::text::ToolCallGrammar& grammar, std::string_view text) {
+  tc::text::Gemma4CallPrefix p(&grammar);
+  size_t n = 0;
+  while (n < text.size() && p.push(static_cast<uint8_t>(text[n]))) ++n;
+  if (!p.complete()) return;
+  const std::string reply = "<|tool_call>" + std::string(text.substr(0, n));
+  const auto parts = tc::server::split_gemma4(reply, false, true, grammar.names);
+  require(parts.calls.size() == 1 && parts.content.empty(), "a whole Gemma 4 call is one the reply parser reads");
+  const auto value = nlohmann::json::parse(parts.calls[0].arguments, nullptr, /*allow_exceptions=*/false);
+  require(value.is_object(), "a Gemma 4 call's arguments are an object");
+}
+
 void check_gbnf(std::string_view grammar_text, std::string_view text) {
   std::shared_ptr<const tc::text::GbnfGrammar> g;
   try {
@@ -101,6 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const tc::text::ToolCallGrammar grammar({"get", "get_time", "get_weather"});
   check_prefix(tc::text::ToolCallPrefix(&grammar), text, true);
   check_mistral(grammar, text);
+  check_gemma4(grammar, text);
   const auto schema_json = nlohmann::ordered_json::parse(schema_text, nullptr, false);
   if (!schema_json.is_discarded()) {
     try {
@@ -109,6 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const tc::text::ToolCallGrammar with_schema({"f"}, {schema});
       check_prefix(tc::text::ToolCallPrefix(&with_schema), text, true);
       check_mistral(with_schema, text);
+      check_gemma4(with_schema, text);
     } catch (const tc::text::SchemaError& e) {
       require(e.what()[0] != '\0', "a schema error has a message");
     }

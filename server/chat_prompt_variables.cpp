@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "server/gemma4_split.h"
+
 namespace tc::server {
 namespace {
 
@@ -107,6 +109,63 @@ json messages_for_harmony(json messages) {
   return messages;
 }
 
+bool has_calls(const json& m) {
+  const auto calls = m.find("tool_calls");
+  return calls != m.end() && calls->is_array() && !calls->empty();
+}
+
+// A tool message's result as Gemma 4's tool_responses hold it.
+json gemma4_response(const json& tool_message, const json& calls, size_t index) {
+  json response;
+  if (const auto c = tool_message.find("content"); c != tool_message.end()) {
+    response = *c;
+    if (c->is_string()) {
+      json parsed = json::parse(c->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (!parsed.is_discarded()) response = std::move(parsed);
+    }
+  }
+  std::string name;
+  if (index < calls.size() && calls[index].contains("function") && calls[index]["function"].is_object()) {
+    const json& n = calls[index]["function"].value("name", json());
+    if (n.is_string()) name = n.get<std::string>();
+  }
+  if (name.empty()) {
+    const json& id = tool_message.value("tool_call_id", json());
+    if (id.is_string()) name = id.get<std::string>();
+  }
+  return {{"name", name}, {"response", std::move(response)}};
+}
+
+// Calls, their results and the answer after them as one assistant message
+// (llama.cpp's convert_tool_responses_gemma4; see the header).
+json messages_for_gemma4(const json& messages) {
+  json out = json::array();
+  for (size_t i = 0; i < messages.size();) {
+    const json& m = messages[i];
+    if (m.value("role", "") != "assistant" || !has_calls(m)) {
+      out.push_back(m);
+      ++i;
+      continue;
+    }
+    json merged = {{"role", "assistant"}, {"tool_calls", m["tool_calls"]}};
+    json responses = json::array();
+    for (++i; i < messages.size() && messages[i].value("role", "") == "tool"; ++i) {
+      responses.push_back(gemma4_response(messages[i], m["tool_calls"], responses.size()));
+    }
+    if (i < messages.size() && messages[i].value("role", "") == "assistant" && !has_calls(messages[i])) {
+      const json& content = messages[i].value("content", json());
+      if ((content.is_string() && !content.get<std::string>().empty()) || (content.is_array() && !content.empty())) {
+        merged["content"] = content;
+        ++i;
+      }
+    }
+    if (!responses.empty()) merged["tool_responses"] = std::move(responses);
+    if (const auto r = m.find("reasoning_content"); r != m.end() && r->is_string()) merged["reasoning_content"] = *r;
+    out.push_back(std::move(merged));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string nine_char_call_id(std::string_view id) {
@@ -132,6 +191,9 @@ TemplateToolSupport TemplateToolSupport::of(std::string_view source) {
   support.tool_calls = source.find("tool_calls") != std::string_view::npos;
   support.nine_char_ids = source.find("length != 9") != std::string_view::npos;
   support.harmony = source.find("<|channel|>") != std::string_view::npos;
+  support.gemma4 = is_gemma4_template(source);
+  support.gemma4_tool_responses = support.gemma4 && source.find("<|tool_call>call:") != std::string_view::npos &&
+                                  source.find("OpenAI Chat Completions:") == std::string_view::npos;
   return support;
 }
 
@@ -140,6 +202,7 @@ json chat_prompt_variables(const ChatRequest& request, const std::string& bos_to
   json messages = support.tool_calls ? request.messages : messages_without_tool_fields(request.messages);
   if (support.nine_char_ids) messages = messages_with_nine_char_ids(std::move(messages));
   if (support.harmony) messages = messages_for_harmony(std::move(messages));
+  if (support.tool_calls && support.gemma4_tool_responses) messages = messages_for_gemma4(messages);
   json vars = {{"messages", std::move(messages)},
                {"add_generation_prompt", request.add_generation_prompt},
                {"bos_token", bos_token},

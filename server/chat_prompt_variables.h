@@ -16,6 +16,15 @@
 // the message has one), the content then dropped from a message with tool
 // calls, and a null content left out.
 //
+// Gemma 4's templates (gemma4_split.h) that predate their own reading of
+// `tool` messages (the source lacks "OpenAI Chat Completions:") take a
+// call's results from the assistant message's `tool_responses`: as
+// llama.cpp does for them, an assistant message with tool_calls, the tool
+// messages after it and an assistant answer without calls after those
+// become one assistant message {tool_calls, tool_responses: [{name,
+// response}], content, reasoning_content}, each response the tool
+// message's content parsed as JSON where it is JSON, its name the call's.
+//
 // Mistral's templates refuse a tool call id that is not 9 alphanumeric
 // characters; the ids OpenAI clients send back ("call_..." as this server
 // and OpenAI give them) are mapped to such ids for those templates, the
@@ -40,6 +49,10 @@ struct TemplateToolSupport {
   // assistant message's reasoning as `thinking`, refuses content beside it
   // in a message with tool calls, and fails on a null content.
   bool harmony = false;
+  // Gemma 4's (is_gemma4_template); one that reads results only from
+  // `tool_responses` (see above) has gemma4_tool_responses too.
+  bool gemma4 = false;
+  bool gemma4_tool_responses = false;
 
   static TemplateToolSupport of(std::string_view template_source);
 };

@@ -2,6 +2,7 @@
 // answer (see generation_job.h).
 #include "server/generation_job.h"
 
+#include <algorithm>
 #include <future>
 
 #include <fmt/format.h>
@@ -43,8 +44,14 @@ std::optional<ApiError> plan_and_submit(GenerationJob& job, const PlanFunction& 
   if (auto err = unavailable(*job.ctx, &serving)) return err;
   if (auto err = plan(job, serving)) return err;
   for (auto& choice : job.planned) {
-    // With tools, a model's call markers reach the reply's parser.
-    if (job.tools.active()) choice.request.rendered_tokens = serving.tool_marker_ids;
+    // With tools, a model's call markers reach the reply's parser (beside
+    // those the plan renders already: Gemma 4's).
+    if (job.tools.active() && !serving.tool_marker_ids.empty()) {
+      auto& rendered = choice.request.rendered_tokens;
+      rendered.insert(rendered.end(), serving.tool_marker_ids.begin(), serving.tool_marker_ids.end());
+      std::sort(rendered.begin(), rendered.end());
+      rendered.erase(std::unique(rendered.begin(), rendered.end()), rendered.end());
+    }
     auto submitted = serving.engine->submit(choice.request);
     if (submitted.status != runtime::SubmitStatus::Ok) return submit_error(submitted);
     job.handles.push_back(std::move(submitted.handle));

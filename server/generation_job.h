@@ -18,6 +18,7 @@
 
 #include "server/anthropic_schema.h"
 #include "server/anthropic_stream.h"
+#include "server/gemma4_split.h"
 #include "server/harmony_split.h"
 #include "server/native_responses.h"
 #include "server/model_registry.h"
@@ -72,6 +73,9 @@ struct GenerationJob {
   // tool-call filter; the prompt's tail says where the reply starts.
   bool harmony = false;
   std::string harmony_prompt_tail;
+  // Chat with a Gemma 4 template: the same, by Gemma4Stream
+  // (opens_reasoning: the prompt opened a thought).
+  bool gemma4 = false;
   std::vector<PlannedChoice> planned;
   std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
   std::vector<ChoiceResult> results;
@@ -128,12 +132,13 @@ struct GenerationJob {
   // a body that could not be read, answered; false when there was none.
   bool refused_early(httplib::Response& res, const ParsedBody& body);
 
-  // A chat plan's reply format (reasoning split, harmony).
+  // A chat plan's reply format (reasoning split, harmony, Gemma 4).
   void take_reply_format(Plan& p) {
     split_reasoning = p.split_reasoning;
     opens_reasoning = p.opens_reasoning;
     harmony = p.harmony;
     harmony_prompt_tail = std::move(p.harmony_prompt_tail);
+    gemma4 = p.gemma4;
   }
 
   void cancel_all() {
@@ -200,22 +205,24 @@ struct GenerationJob {
     size_t n_done = 0;
     // Chat with tools: per choice, the stream filter (streaming only) and
     // the tokens of the text it holds.
+    const bool own_format = harmony || gemma4;  // replies with a parser of their own
     std::vector<ToolCallStream> tool_streams;
-    if (tools.active() && stream && !harmony) tool_streams.assign(n, ToolCallStream(tools.forced()));
+    if (tools.active() && stream && !own_format) tool_streams.assign(n, ToolCallStream(tools.forced()));
     std::vector<std::vector<runtime::TokenInfo>> held_tokens(n);
     // Chat of a thinking model: per choice, the reasoning split.
     std::vector<ReasoningStream> reasoning_streams;
-    if (split_reasoning && !harmony) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
-    // Chat of a harmony model: per choice, its parser and the calls it found.
+    if (split_reasoning && !own_format) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
+    // Chat of a harmony model or with a Gemma 4 template: per choice, its
+    // parser and the calls it found.
     std::vector<HarmonyStream> harmony_streams;
-    std::vector<std::vector<ToolCall>> harmony_calls(n);
-    if (harmony) {
-      const std::vector<std::string> names = tools.active() ? tools.names : std::vector<std::string>();
-      harmony_streams.assign(n, HarmonyStream(harmony_prompt_tail, split_reasoning, names));
-    }
-    // The harmony parts' calls kept for the end; the text taken as a split reply's.
-    auto harmony_text = [&harmony_calls](size_t i, HarmonyParts h) {
-      harmony_calls[i].insert(harmony_calls[i].end(), h.calls.begin(), h.calls.end());
+    std::vector<Gemma4Stream> gemma4_streams;
+    std::vector<std::vector<ToolCall>> parsed_calls(n);
+    const std::vector<std::string> names = tools.active() ? tools.names : std::vector<std::string>();
+    if (harmony) harmony_streams.assign(n, HarmonyStream(harmony_prompt_tail, split_reasoning, names));
+    if (gemma4) gemma4_streams.assign(n, Gemma4Stream(opens_reasoning, split_reasoning, names));
+    // The parsed parts' calls kept for the end; the text taken as a split reply's.
+    auto parsed_text = [&parsed_calls](size_t i, auto h) {
+      parsed_calls[i].insert(parsed_calls[i].end(), h.calls.begin(), h.calls.end());
       return ReasoningParts{std::move(h.reasoning), std::move(h.content)};
     };
     if (stream && wire == Wire::Responses && !write(responses_builder().start())) return;
@@ -262,7 +269,8 @@ struct GenerationJob {
         auto& r = results[i];
         if (!ev.text.empty() || !ev.tokens.empty()) {
           ReasoningParts parts{{}, ev.text};
-          if (!harmony_streams.empty()) parts = harmony_text(i, harmony_streams[i].push(ev.text));
+          if (!harmony_streams.empty()) parts = parsed_text(i, harmony_streams[i].push(ev.text));
+          else if (!gemma4_streams.empty()) parts = parsed_text(i, gemma4_streams[i].push(ev.text));
           else if (!reasoning_streams.empty()) parts = reasoning_streams[i].push(ev.text);
           if (!take_text(i, parts, ev.tokens, tool_streams, held_tokens[i], write)) return;
           if (stream) last_write = runtime::Clock::now();
@@ -273,7 +281,11 @@ struct GenerationJob {
           return;
         }
         if (ev.kind == StreamEvent::Kind::Finished && !harmony_streams.empty() &&
-            !take_text(i, harmony_text(i, harmony_streams[i].finish()), {}, tool_streams, held_tokens[i], write)) {
+            !take_text(i, parsed_text(i, harmony_streams[i].finish()), {}, tool_streams, held_tokens[i], write)) {
+          return;
+        }
+        if (ev.kind == StreamEvent::Kind::Finished && !gemma4_streams.empty() &&
+            !take_text(i, parsed_text(i, gemma4_streams[i].finish()), {}, tool_streams, held_tokens[i], write)) {
           return;
         }
         if (ev.kind == StreamEvent::Kind::Finished) {
@@ -290,8 +302,8 @@ struct GenerationJob {
           account(i, ev, group_counted);
           done[i] = true;
           ++n_done;
-          if (harmony) {
-            if (!finish_harmony_calls(i, std::move(harmony_calls[i]), write)) return;
+          if (own_format) {
+            if (!finish_parsed_calls(i, std::move(parsed_calls[i]), write)) return;
           } else if (tools.active() && !finish_tool_calls(i, tool_streams, held_tokens[i], write)) {
             return;
           }
@@ -421,13 +433,17 @@ struct GenerationJob {
     return write_calls(i, reply.calls, held, write);
   }
 
-  // A finished harmony choice's calls (its content was taken already):
-  // kept in results[i] with ids given and, when streaming, written. False
+  // A finished harmony or Gemma 4 choice's calls (its content was taken
+  // already): kept in results[i] with ids given and, when streaming,
+  // written; beside calls, content of blanks only is no content. False
   // when the client went away.
   template <class Write>
-  bool finish_harmony_calls(size_t i, std::vector<ToolCall> calls, Write&& write) {
+  bool finish_parsed_calls(size_t i, std::vector<ToolCall> calls, Write&& write) {
     settle_calls(calls);
     results[i].tool_calls = std::move(calls);
+    if (!results[i].tool_calls.empty() && results[i].text.find_first_not_of(" \t\r\n") == std::string::npos) {
+      results[i].text.clear();
+    }
     if (!stream) return true;
     std::vector<runtime::TokenInfo> none;
     return write_calls(i, results[i].tool_calls, none, write);

@@ -14,6 +14,7 @@
 #include "engine/model/loaded_model.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/vocab_harmony.h"
+#include "server/gemma4_split.h"
 #include "server/image_embedder.h"
 #include "server/tool_call_parser.h"
 #include "kernels/cpu/q4_lanes16.h"
@@ -96,6 +97,7 @@ std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& pa
   serving->model = loaded;
   serving->tool_marker_ids = tool_marker_ids(loaded->tokenizer->vocab().tokens);
   serving->harmony = text::is_harmony_vocab(loaded->tokenizer->vocab());
+  serving->gemma4_marker_ids = gemma4_marker_ids(loaded->tokenizer->vocab().tokens);
   const auto& file_template = loaded->tokenizer->vocab().chat_template;
   try {
     if (!template_text.empty()) {

@@ -86,7 +86,8 @@ nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json
   nlohmann::json out = nlohmann::json::array({"completion", "tools"});
   if (chat_template.find("<think>") != std::string::npos ||
       chat_template.find("enable_thinking") != std::string::npos ||
-      chat_template.find("<|channel|>analysis") != std::string::npos) {  // gpt-oss's harmony
+      chat_template.find("<|channel|>analysis") != std::string::npos ||  // gpt-oss's harmony
+      chat_template.find("<|channel>thought") != std::string::npos) {   // Gemma 4's
     out.push_back("thinking");
   }
   if (fill_in_middle) out.push_back("insert");

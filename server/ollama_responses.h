@@ -51,8 +51,8 @@ std::string ndjson_line(const nlohmann::json& j);
 // else ["completion", "tools"] (every model takes tools: through its
 // template, or as text for templates without them), plus "thinking" when
 // the chat template writes <think> or reads enable_thinking (Qwen3, QwQ,
-// DeepSeek-R1's distills) or writes harmony's <|channel|>analysis
-// (gpt-oss): think: true returns their reasoning apart; and "insert" when
+// DeepSeek-R1's distills), writes harmony's <|channel|>analysis
+// (gpt-oss) or Gemma 4's <|channel>thought: think: true returns their reasoning apart; and "insert" when
 // the vocabulary has fill-in-the-middle tokens (/api/generate's suffix),
 // and "vision" when it is served with a vision projector (--mmproj).
 nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json& metadata,

@@ -7,6 +7,7 @@
 
 #include "engine/text/gbnf_grammar.h"
 #include "server/chat_prompt_variables.h"
+#include "server/gemma4_split.h"
 #include "server/harmony_split.h"
 #include "server/prompt_images.h"
 #include "server/reasoning_split.h"
@@ -128,10 +129,12 @@ int64_t fim_prompt_room(const CommonRequest& common, int64_t default_max_tokens,
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving) {
   const auto& tokenizer = *serving.model->tokenizer;
   const auto& vocab = tokenizer.vocab();
-  return serving.chat_template->render(
+  const TemplateToolSupport support = TemplateToolSupport::of(serving.chat_template->source());
+  std::string prompt = serving.chat_template->render(
       chat_prompt_variables(request, vocab.bos_id >= 0 ? tokenizer.token_to_piece(vocab.bos_id, true) : "",
-                            vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : "",
-                            TemplateToolSupport::of(serving.chat_template->source())));
+                            vocab.eos_id >= 0 ? tokenizer.token_to_piece(vocab.eos_id, true) : "", support));
+  if (support.gemma4 && request.add_generation_prompt && prompt.ends_with("<turn|>\n")) prompt += kGemma4TurnModel;
+  return prompt;
 }
 
 ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving, bool image_rows) {
@@ -161,7 +164,8 @@ ChatTokens tokenize_chat(const ChatRequest& request, const ServingModel& serving
   }
   out.ids = std::move(laid_out.ids);
   out.images = std::move(laid_out.images);
-  out.opens_reasoning = prompt_opens_reasoning(prompt_text);
+  out.opens_reasoning = is_gemma4_template(serving.chat_template->source()) ? prompt_opens_gemma4_thought(prompt_text)
+                                                                           : prompt_opens_reasoning(prompt_text);
   if (serving.harmony) out.harmony_prompt_tail = harmony_prompt_tail(prompt_text);
   return out;
 }
@@ -194,9 +198,16 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   // A forced call is sampled as the call's JSON (tool_call_prefix.h), not as harmony.
   plan.harmony = serving.harmony && !request.tools.forced();
   plan.harmony_prompt_tail = std::move(tokens.harmony_prompt_tail);
+  const bool gemma4 = !plan.harmony && is_gemma4_template(serving.chat_template->source());
+  plan.gemma4 = gemma4 && !request.tools.forced();
+  // A forced call is sampled as JSON from the first token: no <think> to look for in a Gemma 4 thought.
+  if (gemma4 && !plan.gemma4) plan.opens_reasoning = false;
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
-  for (auto& choice : plan.choices) choice.request.images = tokens.images;
+  for (auto& choice : plan.choices) {
+    choice.request.images = tokens.images;
+    if (plan.gemma4) choice.request.rendered_tokens = serving.gemma4_marker_ids;
+  }
   if (!request.tools.active()) return plan;
   // The calls' grammar, shared by the choices.
   const auto grammar = request.tools.grammar
@@ -229,6 +240,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
       // triggers after </think> too): "<tool_call>" inside it is thought.
       r.tool_call_skip_reasoning = true;
       r.tool_call_reasoning_open = plan.opens_reasoning;
+      r.tool_call_gemma4 = lazy.gemma4;
       if (mistral) r.tool_call_trigger_token = calls_token, r.tool_call_args_token = args_token;
     }
   }
@@ -240,6 +252,7 @@ LazyToolCall lazy_tool_call(std::string_view template_source) {
   // Llama 3.1-3.3's templates ask for a reply that is the call.
   constexpr std::string_view kLlama3 = "{\"name\": function name, \"parameters\": dictionary of argument name";
   auto has = [&](std::string_view s) { return template_source.find(s) != std::string_view::npos; };
+  if (is_gemma4_template(template_source)) return {std::string(kGemma4CallOpen), false, false, true};
   // A template that renders no tools gets them from the server, which asks
   // for <tool_call> blocks (chat_prompt_variables.h).
   if (has(kHermes) || !TemplateToolSupport::of(template_source).tools) return {std::string(kHermes), false, false};

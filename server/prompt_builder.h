@@ -32,8 +32,9 @@ struct Plan {
   std::shared_ptr<const text::GbnfGrammar> grammar;
   // Chat: whether replies are split into reasoning and content (the
   // request's reasoning_format, else the server's, is not "none"), and
-  // whether the rendered prompt ends by opening a reasoning block (<think>),
-  // so the reply starts inside it (reasoning_split.h).
+  // whether the rendered prompt ends by opening a reasoning block (<think>,
+  // or a Gemma 4 template's <|channel>thought), so the reply starts inside
+  // it (reasoning_split.h, gemma4_split.h).
   bool split_reasoning = false;
   bool opens_reasoning = false;
   // Chat of a harmony model (gpt-oss, ServingModel::harmony) whose reply
@@ -41,6 +42,10 @@ struct Plan {
   // messages (harmony_split.h), from where the prompt left them.
   bool harmony = false;
   std::string harmony_prompt_tail;  // harmony_prompt_tail of the rendered prompt
+  // Chat with a Gemma 4 template (is_gemma4_template) whose reply is not
+  // forced into a tool call's JSON: replies are read as Gemma 4 writes them
+  // (gemma4_split.h), its markers rendered.
+  bool gemma4 = false;
   std::optional<ApiError> error;
 };
 
@@ -58,11 +63,14 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
 // templates: Mistral Small 3.x, Devstral, Magistral; `mistral`, the
 // markers being the vocabulary's control tokens), or as the whole reply's
 // JSON (Llama 3.1-3.3, whose templates ask for {"name": ...,
-// "parameters": ...}); none for the others.
+// "parameters": ...}), or after "<|tool_call>" as Gemma 4's
+// call:NAME{...}<tool_call|> (`gemma4`: is_gemma4_template); none for the
+// others.
 struct LazyToolCall {
   std::string trigger;
   bool at_start = false;
   bool mistral = false;
+  bool gemma4 = false;
   bool any() const { return !trigger.empty() || at_start; }  // (mistral needs the tokens too)
 };
 LazyToolCall lazy_tool_call(std::string_view template_source);
@@ -85,7 +93,10 @@ Plan plan_infill(const CommonRequest& common, const FimInput& input, const Servi
 // context, at most half the context).
 int64_t fim_prompt_room(const CommonRequest& common, int64_t default_max_tokens, const ServingModel& serving);
 
-// The text the chat template renders for `request`.
+// The text the chat template renders for `request`. A Gemma 4 template
+// that leaves the model's turn unopened after a turn it closed (after
+// tool results and an answer) gets "<|turn>model\n" added, as llama.cpp
+// adds it.
 std::string render_chat_prompt(const ChatRequest& request, const ServingModel& serving);
 
 // The chat prompt's token ids: the template rendered and tokenized (special
@@ -94,7 +105,7 @@ std::string render_chat_prompt(const ChatRequest& request, const ServingModel& s
 struct ChatTokens {
   std::vector<text::TokenId> ids;
   std::vector<model::PromptImage> images;  // the request's images, whose placeholder ids `ids` holds
-  bool opens_reasoning = false;  // the rendered prompt ends with an opened <think>
+  bool opens_reasoning = false;  // the rendered prompt ends with an opened <think> (Gemma 4: <|channel>thought)
   std::string harmony_prompt_tail;  // a harmony model's: the prompt from its last <|start|>
   std::optional<ApiError> error;
 };

@@ -42,6 +42,9 @@ struct ServingModel {
   // Its vocabulary writes OpenAI's harmony format (gpt-oss:
   // text::is_harmony_vocab): chat replies are parsed by harmony_split.h.
   bool harmony = false;
+  // Gemma 4's reply markers in its vocabulary (gemma4_marker_ids), rendered
+  // in chat replies of a Gemma 4 template for the reply's parser.
+  std::vector<int32_t> gemma4_marker_ids;
   // Its vision projector (--mmproj) and image cache; null: text only.
   std::shared_ptr<ImageEmbedder> vision;
 };

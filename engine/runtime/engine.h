@@ -110,6 +110,11 @@ struct GenerationRequest {
   // by tool_call_args_token ([ARGS]).
   text::TokenId tool_call_trigger_token = -1;
   text::TokenId tool_call_args_token = -1;
+  // With tool_call and tool_call_trigger ("<|tool_call>"): each call is
+  // Gemma 4's call:NAME{...}<tool_call|> (text/gemma4_call_prefix.h), and
+  // its reasoning, skipped with tool_call_skip_reasoning, is
+  // <|channel>thought...<channel|>.
+  bool tool_call_gemma4 = false;
   // Non-null: the generated text is one the GBNF grammar generates
   // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
   // may end, and the request finishes (Stop) where nothing more can follow.

@@ -107,6 +107,8 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
     : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
   TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
   TC_CHECK(!lazy() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
+  TC_CHECK(!form_.gemma4 || (form_.tool_call && !form_.trigger.empty()),
+           "OutputConstraint: Gemma 4 calls need the grammar and a trigger");
   const auto in_vocab = [&](int32_t id) { return id >= 0 && static_cast<size_t>(id) < table_->bytes.size(); };
   TC_CHECK(!mistral() || (form_.tool_call && in_vocab(form_.trigger_token) && in_vocab(form_.args_token)),
            "OutputConstraint: Mistral calls need the grammar and both marker tokens in the vocabulary");
@@ -115,6 +117,7 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
 
 OutputConstraint::Prefix OutputConstraint::start() const {
   if (form_.tool_call && mistral()) return text::MistralCallPrefix(form_.tool_call.get());
+  if (form_.tool_call && form_.gemma4) return text::Gemma4CallPrefix(form_.tool_call.get());
   if (form_.tool_call) return text::ToolCallPrefix(form_.tool_call.get());
   if (form_.gbnf) return text::GbnfPrefix(form_.gbnf.get());
   if (form_.schema) return text::JsonSchemaPrefix(form_.schema.get());
@@ -197,7 +200,8 @@ void OutputConstraint::watch_start(const std::string& bytes) {
 }
 
 std::string OutputConstraint::past_reasoning(const std::string& bytes) {
-  constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+  const std::string_view kOpen = form_.gemma4 ? "<|channel>thought" : "<think>";
+  const std::string_view kClose = form_.gemma4 ? "<channel|>" : "</think>";
   if (reasoning_ == Reasoning::Undecided) {
     // Reasoning opens the output (after blanks) or not at all.
     reasoning_text_ += bytes;

@@ -22,7 +22,9 @@
 // `{"name": "` (once: Llama 3.x's {"name": ..., "parameters": ...}), or by a
 // control token (Mistral's [TOOL_CALLS]NAME[ARGS]{...}: the name, then the
 // [ARGS] token once it is whole, then the arguments; text/
-// mistral_call_prefix.h). A lazy form never ends the output.
+// mistral_call_prefix.h). Gemma 4's calls are a text trigger with a form of
+// their own (<|tool_call>call:NAME{...}<tool_call|>; text/
+// gemma4_call_prefix.h). A lazy form never ends the output.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,7 @@
 #include "engine/runtime/constraint_token_table.h"
 #include "engine/runtime/grammar_mask.h"
 #include "engine/text/gbnf_prefix.h"
+#include "engine/text/gemma4_call_prefix.h"
 #include "engine/text/json_prefix.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
@@ -56,10 +59,13 @@ struct OutputForm {
   bool at_start = false;  // lazy, on when the output opens (after blanks) with a call's `{"name": "`
   // With a trigger: a thinking model's reasoning (a <think>...</think>
   // block opening the output, or, with reasoning_open, the output up to
-  // </think>: the prompt opened it) triggers nothing, as its calls come
-  // after it.
+  // </think>: the prompt opened it; with gemma4, <|channel>thought ...
+  // <channel|>) triggers nothing, as its calls come after it.
   bool skip_reasoning = false;
   bool reasoning_open = false;
+  // With tool_call and a trigger: each call is Gemma 4's
+  // call:NAME{...}<tool_call|> (text/gemma4_call_prefix.h).
+  bool gemma4 = false;
   // >= 0 (with tool_call): Mistral's calls, lazy, on after each trigger
   // token, the name ended by args_token.
   int32_t trigger_token = -1;
@@ -115,7 +121,7 @@ class OutputConstraint {
 
  private:
   using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix,
-                              text::MistralCallPrefix>;
+                              text::MistralCallPrefix, text::Gemma4CallPrefix>;
   Prefix start() const;
   bool prefix_complete() const;
   bool lazy() const { return !form_.trigger.empty() || form_.at_start || mistral(); }

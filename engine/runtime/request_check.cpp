@@ -56,6 +56,9 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
       (!request.tool_call || request.json_object || request.json_schema || request.grammar)) {
     return refuse(SubmitStatus::InvalidRequest, "a lazy tool call needs tool_call and no other output form");
   }
+  if (request.tool_call_gemma4 && (request.tool_call_trigger.empty() || mistral_call)) {
+    return refuse(SubmitStatus::InvalidRequest, "a lazy Gemma 4 tool call needs its trigger text");
+  }
   if (mistral_call && (request.tool_call_trigger_token < 0 || request.tool_call_trigger_token >= n_vocab ||
                        request.tool_call_args_token < 0 || request.tool_call_args_token >= n_vocab)) {
     return refuse(SubmitStatus::InvalidRequest, "a lazy Mistral tool call needs both marker tokens in the vocabulary");

@@ -212,7 +212,9 @@ class Compiler {
     } else {
       return any();
     }
-    if (s.value("nullable", false) && std::find(types.begin(), types.end(), "null") == types.end()) {
+    const auto nullable = s.find("nullable");
+    if (nullable != s.end() && !nullable->is_boolean()) fail("'nullable' must be true or false", path);
+    if (nullable != s.end() && nullable->get<bool>() && std::find(types.begin(), types.end(), "null") == types.end()) {
       types.push_back("null");
     }
     std::vector<int> nodes;

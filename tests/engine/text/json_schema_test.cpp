@@ -155,6 +155,8 @@ TEST_CASE("JSON Schema: unsupported or contradictory schemas fail naming the key
       {R"({"type": "array", "items": [{"type": "string"}]})", "tuple"},
       {R"({"type": "object", "properties": {"a": {"type": "strange"}}})", "unknown type 'strange'"},
       {R"({"type": "array", "minItems": 3, "maxItems": 2})", "'minItems' is above 'maxItems'"},
+      {R"({"type": "object", "properties": {"d": {"type": "string", "nullable": ["d"]}}})",
+       "'nullable' must be true or false"},
       {R"({"$defs": {"a": {"$ref": "#/$defs/a"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}})", "cycle"},
   };
   for (const auto& c : cases) {
