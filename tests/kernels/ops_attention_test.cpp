@@ -201,7 +201,9 @@ std::vector<int32_t> iota_positions(int32_t first, int32_t n) {
 
 TEST_CASE("attention matches float64 for GQA decode, prefill and chunked prefill", "[kernels][ops][attention]") {
   const Shape shape = GENERATE(Shape{8, 2, 64}, Shape{8, 2, 128}, Shape{8, 8, 64}, Shape{8, 8, 128}, Shape{4, 1, 64},
-                               Shape{4, 1, 128}, Shape{12, 4, 20}, Shape{10, 10, 32});
+                               Shape{4, 1, 128}, Shape{12, 4, 20}, Shape{10, 10, 32},
+                               // Gemma 2-4's 256 and Gemma 4's global layers' 512
+                               Shape{4, 2, 256}, Shape{4, 1, 512});
   INFO("n_head " << shape.n_head << " n_head_kv " << shape.n_head_kv << " head_dim " << shape.head_dim);
 
   SECTION("decode: one token at the last cache position") {
