@@ -35,11 +35,15 @@
 # "qwen35-layers" (8 layers near Qwen3.5-2B's: n_embd 2048, six gated delta
 # net layers (4 query/key heads, 8 value heads of 128) and two of gated
 # attention (16 heads of 128, 4 KV heads, RoPE on 32), n_ff 6144; vocab
-# 32000), each in
+# 32000) and "gemma4-layers" (6 layers near Gemma 4 E4B's widths: n_embd
+# 2560, windowed layers (512) with 8 heads of 256 and 2 KV heads, global
+# layers 2 and 5 with heads of 512 and 1 KV head, layers 3-5 sharing the
+# caches of 1 and 2 with a double-wide FFN, n_ff 10240, per-layer inputs of 256;
+# vocab 32000), each in
 # every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
-#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers,gemma4-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto] [--cache-type f16|q8_0]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off, f16.
 #   --cache-type q8_0: both engines' KV caches as q8_0 (llama.cpp's -ctk and
@@ -125,7 +129,8 @@ model_args() {
     oss-layers) echo "--arch gpt-oss --n-embd 2880 --n-layer 4 --n-ff 2880 --n-head 64 --n-head-kv 8 --head-dim 64 --experts 32 --experts-used 4 --n-vocab 32000 --n-ctx 131072 --rope-scale-yarn 32" ;;
     mla-layers) echo "--arch deepseek2 --n-embd 2048 --n-layer 8 --n-ff 1408 --n-head 16 --n-head-kv 1 --head-dim 192 --rope-dims 64 --kv-lora-rank 512 --q-lora-rank 1536 --experts 64 --experts-used 6 --n-vocab 32000" ;;
     qwen35-layers) echo "--arch qwen35 --n-embd 2048 --n-layer 8 --n-ff 6144 --n-head 16 --n-head-kv 4 --head-dim 128 --rope-dims 32 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers)" >&2; exit 2 ;;
+    gemma4-layers) echo "--arch gemma4 --n-embd 2560 --n-layer 6 --n-ff 10240 --n-head 8 --n-head-kv 2 --head-dim 256 --n-embd-per-layer 256 --shared-kv-layers 3 --sliding-window 512 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers, gemma4-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"
@@ -250,14 +255,15 @@ for (const item of env.LIST.trim().split(/\s+/).filter(Boolean)) {
   const meta = (k) => info.metadata[k]?.value;
   const arch = meta("general.architecture");
   const expertShare = meta(`${arch}.expert_count`) ? meta(`${arch}.expert_used_count`) / meta(`${arch}.expert_count`) : 1;
+  // Looked-up tables read one row a token: token_embd (unless it is the head) and Gemma 4's per-layer table.
+  const perLayerEmb = tensors.find((t) => t.name === "per_layer_token_embd.weight");
   const perToken = tensors.reduce((s, t) => s + t.bytes * (t.name.endsWith("_exps.weight") ? expertShare : 1), 0) -
-                   (tied ? 0 : emb.bytes - emb.bytes / emb.shape[1]);
-  const nLayer = meta(`${arch}.block_count`), nEmbd = meta(`${arch}.embedding_length`);
-  const nHead = meta(`${arch}.attention.head_count`);
-  const nKv = (meta(`${arch}.attention.key_length`) ?? nEmbd / nHead) * (meta(`${arch}.attention.head_count_kv`) ?? nHead);
-  // f16 K and V for the tg test's cache; latent attention (deepseek2) caches one matrix, its latent rows.
-  const kvMatrices = meta(`${arch}.attention.kv_lora_rank`) ? 1 : 2;
-  const kvBytes = kvMatrices * nLayer * (Number(env.ND) + Number(env.NG) + 1) * nKv * (env.KV === "q8_0" ? 34 / 32 : 2);
+                   (tied ? 0 : emb.bytes - emb.bytes / emb.shape[1]) -
+                   (perLayerEmb ? perLayerEmb.bytes - perLayerEmb.bytes / perLayerEmb.shape[1] : 0);
+  // The tg test's cache, as `inspect` sizes it: f16 (or q8_0) rows of the
+  // layers that cache their own, and recurrent layers' state.
+  const kvBytes = info.model.kv_bytes_per_position * (Number(env.ND) + Number(env.NG) + 1) *
+                  (env.KV === "q8_0" ? 34 / 64 : 1) + info.model.recurrent_state_bytes;
   for (const test of ["pp", "tg"]) {
     const ours = samples(key, "ours", test);
     const llama = samples(key, "llama", test);

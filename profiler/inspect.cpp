@@ -15,6 +15,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/vision/vision_model.h"
 #include "engine/model/model_spec.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/text/vocab.h"
 
 namespace tc::profiler {
@@ -200,7 +201,12 @@ json spec_to_json(const model::ModelSpec& s) {
           {"ffn_form", model::ffn_form_name(s.ffn_form)},
           {"tied_embeddings", s.tied_embeddings}, {"sparse_layout", s.sparse_layout},
           {"sliding_window", s.n_swa},    {"attn_softcap", s.attn_softcap},
-          {"final_softcap", s.final_softcap}};
+          {"final_softcap", s.final_softcap},
+          // An f16 cache's bytes per position over every layer that caches
+          // its own keys and values, and the recurrent layers' state per slot.
+          {"kv_bytes_per_position", runtime::KvCache::bytes_for(s, 1, 2, {}) - runtime::KvCache::bytes_for(s, 1, 1, {})},
+          {"recurrent_state_bytes",
+           2 * runtime::KvCache::bytes_for(s, 1, 1, {}) - runtime::KvCache::bytes_for(s, 1, 2, {})}};
 }
 
 json to_json(const Report& r, const InspectOptions& o) {
