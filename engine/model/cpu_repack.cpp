@@ -48,8 +48,14 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
                              std::vector<kernels::Buffer>& storage) {
   std::vector<kernels::Tensor*> matrices;
   if (weights.output.data != weights.token_embd.data) matrices.push_back(&weights.output);
+  matrices.push_back(&weights.per_layer_model_proj);  // Gemma 4's per-layer inputs (null elsewhere)
   for (LayerWeights& l : weights.layers) {
     for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) matrices.push_back(t);
+    // Gemma 4's per-layer input block, Qwen 3.5's delta net projections (null elsewhere).
+    for (kernels::Tensor* t : {&l.per_layer_inp_gate, &l.per_layer_proj, &l.dn_qkv, &l.dn_z, &l.dn_beta, &l.dn_alpha,
+                               &l.dn_out}) {
+      matrices.push_back(t);
+    }
     if (options.ffn) {
       for (kernels::Tensor* t : {&l.ffn_gate, &l.ffn_up, &l.ffn_down}) matrices.push_back(t);
       for (ExpertWeights& e : l.experts) {
