@@ -18,6 +18,7 @@
 #include "profiler/make_model.h"
 #include "tests/engine/model/host_device_backend.h"
 #include "tests/engine/model/spec_test_util.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/test_util.h"
 
 using tc::model::LlamaModel;
@@ -51,15 +52,6 @@ tc::profiler::MakeModelOptions gemma4(const std::string& name) {
   return o;
 }
 
-// The largest |a - b| over the rows, in units of b's largest |value|.
-double difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 }  // namespace
 
@@ -142,7 +134,7 @@ TEST_CASE("a context shift on Gemma 4 leaves the rows a fresh pass over the kept
       const auto* w = static_cast<const std::byte*>(fresh_kv.k(0, 0)) + r * fresh_kv.k_row_bytes(0);
       tc::kernels::dequantize_row(tc::kernels::DType::F16, g, got.data(), width);
       tc::kernels::dequantize_row(tc::kernels::DType::F16, w, want.data(), width);
-      worst = std::max(worst, difference(got, want));
+      worst = std::max(worst, tc::test::relative_max_difference(got, want));
     }
     INFO("layer 0's shifted keys against the fresh pass's: " << worst);
     CHECK(worst < 2e-3);
@@ -151,8 +143,8 @@ TEST_CASE("a context shift on Gemma 4 leaves the rows a fresh pass over the kept
     REQUIRE(model.forward({&next, 1}, kv, shifted) == StepStatus::Ok);
     const StepSequence last{0, std::span(tokens).last(1), false};
     REQUIRE(model.forward({&last, 1}, fresh_kv, fresh) == StepStatus::Ok);
-    INFO("the next logits against the fresh pass's: " << difference(shifted, fresh));
-    CHECK(difference(shifted, fresh) < 5e-3);
+    INFO("the next logits against the fresh pass's: " << tc::test::relative_max_difference(shifted, fresh));
+    CHECK(tc::test::relative_max_difference(shifted, fresh) < 5e-3);
   }
 }
 
@@ -188,7 +180,7 @@ TEST_CASE("a prompt in pieces gives the logits of the prompt at once on Gemma 4"
     const StepSequence one{0, all.subspan(i, 1), false};
     REQUIRE(model.forward({&one, 1}, b, piece) == StepStatus::Ok);
   }
-  CHECK(difference(piece, at_once) < 1e-4);
+  CHECK(tc::test::relative_max_difference(piece, at_once) < 1e-4);
 }
 
 TEST_CASE("Gemma 4 files that cannot run are refused, naming the key", "[model][gemma4]") {

@@ -18,6 +18,7 @@
 #include "profiler/make_model.h"
 #include "tests/engine/model/host_device_backend.h"
 #include "tests/engine/model/spec_test_util.h"
+#include "tests/engine/model/step_logits.h"
 #include "tests/test_util.h"
 
 using tc::model::LlamaModel;
@@ -50,14 +51,6 @@ tc::profiler::MakeModelOptions qwen35(const std::string& name) {
   return o;
 }
 
-double difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
 
 }  // namespace
 
@@ -134,14 +127,14 @@ TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside
     const StepSequence one{0, all.subspan(i, 1), false};
     REQUIRE(model.forward({&one, 1}, b, piece) == StepStatus::Ok);
   }
-  CHECK(difference(piece, at_once) < 1e-4);
-  CHECK(difference(other_row, fresh_other) < 1e-4);
+  CHECK(tc::test::relative_max_difference(piece, at_once) < 1e-4);
+  CHECK(tc::test::relative_max_difference(other_row, fresh_other) < 1e-4);
 
   // An emptied slot starts from a zero state again.
   b.clear(0);
   std::vector<float> again;
   REQUIRE(model.forward({&whole, 1}, b, again) == StepStatus::Ok);
-  CHECK(difference(again, at_once) < 1e-4);
+  CHECK(tc::test::relative_max_difference(again, at_once) < 1e-4);
 }
 
 TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][qwen35]") {

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -14,6 +16,16 @@
 #include "engine/runtime/kv_cache.h"
 
 namespace tc::test {
+
+// The largest |a[i] - b[i]|, in units of b's largest |value|.
+inline double relative_max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
 
 // f32 [tokens.size(), n_vocab]: the prompt's n_prompt positions (one step,
 // all_logits), then one row per decode step. The KV cache: 1 slot, 64 tokens.
