@@ -204,7 +204,8 @@ json spec_to_json(const model::ModelSpec& s) {
           {"final_softcap", s.final_softcap},
           // An f16 cache's bytes per position over every layer that caches
           // its own keys and values, and the recurrent layers' state per slot.
-          {"kv_bytes_per_position", runtime::KvCache::bytes_for(s, 1, 2, {}) - runtime::KvCache::bytes_for(s, 1, 1, {})},
+          {"kv_bytes_per_position",
+           runtime::KvCache::bytes_for(s, 1, 2, {}) - runtime::KvCache::bytes_for(s, 1, 1, {})},
           {"recurrent_state_bytes",
            2 * runtime::KvCache::bytes_for(s, 1, 1, {}) - runtime::KvCache::bytes_for(s, 1, 2, {})}};
 }
