@@ -11,7 +11,11 @@
 // names a declared function and its arguments parse as an object.
 // The text is also fed to Gemma4CallPrefix (Gemma 4's call:NAME{...}
 // <tool_call|>): a complete call, after <|tool_call>, is one the Gemma 4
-// reply parser reads as one call, nothing left as content.
+// reply parser reads as one call, nothing left as content; and to
+// Qwen3CoderCallPrefix (Qwen3-Coder's XML <function=NAME><parameter=KEY>
+// ...; the schema's text parameters as text_parameters_of gives them):
+// a complete call, after <tool_call>, is likewise one call to the Qwen3-
+// Coder reply parser.
 // The part before the NUL is also read as a GBNF grammar (which may only
 // throw GbnfError); the text fed byte by byte to its matcher must be taken
 // whole as one token too, and where the grammar is complete no byte may
@@ -33,8 +37,10 @@
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
 #include "engine/text/mistral_call_prefix.h"
+#include "engine/text/qwen3_coder_call_prefix.h"
 #include "engine/text/tool_call_prefix.h"
 #include "server/gemma4_split.h"
+#include "server/qwen3_coder_split.h"
 #include "server/tool_call_parser.h"
 
 namespace {
@@ -89,6 +95,21 @@ void check_gemma4(const tc::text::ToolCallGrammar& grammar, std::string_view tex
   require(value.is_object(), "a Gemma 4 call's arguments are an object");
 }
 
+void check_qwen3_coder(const tc::text::ToolCallGrammar& grammar, std::string_view text) {
+  tc::text::Qwen3CoderCallPrefix p(&grammar);
+  size_t n = 0;
+  while (n < text.size() && p.push(static_cast<uint8_t>(text[n]))) ++n;
+  require(tc::text::Qwen3CoderCallPrefix(&grammar).accepts(text.substr(0, n)),
+          "bytes taken one by one are taken whole");
+  if (!p.complete()) return;
+  const std::string reply = "<tool_call>" + std::string(text.substr(0, n));
+  const tc::server::Qwen3CoderTools tools{grammar.names, grammar.text_parameters};
+  const auto parts = tc::server::split_qwen3_coder(reply, false, true, tools);
+  require(parts.calls.size() == 1 && parts.content.empty(), "a whole Qwen3-Coder call is one the reply parser reads");
+  const auto value = nlohmann::json::parse(parts.calls[0].arguments, nullptr, /*allow_exceptions=*/false);
+  require(value.is_object(), "a Qwen3-Coder call's arguments are an object");
+}
+
 void check_gbnf(std::string_view grammar_text, std::string_view text) {
   std::shared_ptr<const tc::text::GbnfGrammar> g;
   try {
@@ -119,15 +140,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_prefix(tc::text::ToolCallPrefix(&grammar), text, true);
   check_mistral(grammar, text);
   check_gemma4(grammar, text);
+  check_qwen3_coder(grammar, text);
   const auto schema_json = nlohmann::ordered_json::parse(schema_text, nullptr, false);
   if (!schema_json.is_discarded()) {
     try {
       const auto schema = tc::text::JsonSchema::compile(schema_json);
       check_prefix(tc::text::JsonSchemaPrefix(schema.get()), text, false);
-      const tc::text::ToolCallGrammar with_schema({"f"}, {schema});
+      const tc::text::ToolCallGrammar with_schema({"f"}, {schema}, {tc::server::text_parameters_of(schema_json)});
       check_prefix(tc::text::ToolCallPrefix(&with_schema), text, true);
       check_mistral(with_schema, text);
       check_gemma4(with_schema, text);
+      check_qwen3_coder(with_schema, text);
     } catch (const tc::text::SchemaError& e) {
       require(e.what()[0] != '\0', "a schema error has a message");
     }

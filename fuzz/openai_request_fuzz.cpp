@@ -12,9 +12,10 @@
 // an expected outcome; any other exception, a sanitizer report or a broken
 // invariant below is a bug. Tokenization is left out: it needs a model.
 // The same bytes, read as a model's reply, go through the reasoning split
-// (reasoning_split.h), the harmony parser (harmony_split.h) and the Gemma 4
-// parser (gemma4_split.h) whole and cut into pieces, which must agree. A chat request with images must be seen
-// as one by chat_body_has_images.
+// (reasoning_split.h), the harmony parser (harmony_split.h), the Gemma 4
+// parser (gemma4_split.h) and the Qwen3-Coder parser (qwen3_coder_split.h)
+// whole and cut into pieces, which must agree. A chat request with images
+// must be seen as one by chat_body_has_images.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include "server/embedding_schema.h"
 #include "server/gemma4_split.h"
 #include "server/harmony_split.h"
+#include "server/qwen3_coder_split.h"
 #include "server/llamacpp_schema.h"
 #include "server/ollama_schema.h"
 #include "server/openai_schema.h"
@@ -196,10 +198,52 @@ void check_gemma4_split(std::string_view reply) {
   }
 }
 
+// The same for a Qwen3-Coder reply, the prompt's <think> open or not: no
+// reply byte lands in two places, calls only with tools, and each call's
+// arguments an object.
+void check_qwen3_coder_split(std::string_view reply) {
+  const tc::server::Qwen3CoderTools tools = {{"f", "get_weather"}, {{}, {"location"}}};
+  for (const bool opens : {false, true}) {
+    for (const bool split : {true, false}) {
+      for (const bool with_tools : {true, false}) {
+        const tc::server::Qwen3CoderTools& declared = with_tools ? tools : tc::server::Qwen3CoderTools();
+        const auto whole = tc::server::split_qwen3_coder(reply, opens, split, declared);
+        tc::server::Qwen3CoderStream stream(opens, split, declared);
+        tc::server::Qwen3CoderParts pieces;
+        const auto add = [&pieces](tc::server::Qwen3CoderParts p) {
+          pieces.reasoning += p.reasoning;
+          pieces.content += p.content;
+          pieces.calls.insert(pieces.calls.end(), p.calls.begin(), p.calls.end());
+        };
+        for (size_t at = 0, i = 0; at < reply.size(); ++i) {
+          const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
+          add(stream.push(reply.substr(at, n)));
+          at += n;
+        }
+        add(stream.finish());
+        bool same_calls = pieces.calls.size() == whole.calls.size();
+        for (size_t k = 0; same_calls && k < whole.calls.size(); ++k) {
+          same_calls = pieces.calls[k].name == whole.calls[k].name &&
+                       pieces.calls[k].arguments == whole.calls[k].arguments;
+        }
+        require(pieces.reasoning == whole.reasoning && pieces.content == whole.content && same_calls,
+                "the streamed Qwen3-Coder split equals the whole one");
+        require(whole.reasoning.size() + whole.content.size() <= reply.size(), "the Qwen3-Coder split adds nothing");
+        require(split || whole.reasoning.empty(), "reasoning_format none leaves no reasoning");
+        require(with_tools || whole.calls.empty(), "no calls without tools");
+        for (const auto& call : whole.calls) {
+          require(nlohmann::json::parse(call.arguments, nullptr, false).is_object(), "arguments are an object");
+        }
+      }
+    }
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_reasoning_split({reinterpret_cast<const char*>(data), size});
   check_harmony_split({reinterpret_cast<const char*>(data), size});
   check_gemma4_split({reinterpret_cast<const char*>(data), size});
+  check_qwen3_coder_split({reinterpret_cast<const char*>(data), size});
   const auto parsed = tc::server::parse_json_body({reinterpret_cast<const char*>(data), size}, 1 << 20);
   if (parsed.error) return 0;  // the routes answer 413 or 400 before any of the below
   const nlohmann::json& body = parsed.json;

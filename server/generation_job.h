@@ -25,6 +25,7 @@
 #include "server/ollama_responses.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
+#include "server/qwen3_coder_split.h"
 #include "server/reasoning_split.h"
 #include "server/request_body.h"
 #include "server/request_log.h"
@@ -76,6 +77,8 @@ struct GenerationJob {
   // Chat with a Gemma 4 template: the same, by Gemma4Stream
   // (opens_reasoning: the prompt opened a thought).
   bool gemma4 = false;
+  // Chat with a Qwen3-Coder template: the same, by Qwen3CoderStream.
+  bool qwen3_coder = false;
   std::vector<PlannedChoice> planned;
   std::vector<std::shared_ptr<runtime::RequestHandle>> handles;
   std::vector<ChoiceResult> results;
@@ -132,13 +135,23 @@ struct GenerationJob {
   // a body that could not be read, answered; false when there was none.
   bool refused_early(httplib::Response& res, const ParsedBody& body);
 
-  // A chat plan's reply format (reasoning split, harmony, Gemma 4).
+  // A chat plan's reply format (reasoning split, harmony, Gemma 4, Qwen3-Coder).
   void take_reply_format(Plan& p) {
     split_reasoning = p.split_reasoning;
     opens_reasoning = p.opens_reasoning;
     harmony = p.harmony;
     harmony_prompt_tail = std::move(p.harmony_prompt_tail);
     gemma4 = p.gemma4;
+    qwen3_coder = p.qwen3_coder;
+  }
+
+  // The tools a Qwen3-Coder reply's calls may use (no names: no calls).
+  Qwen3CoderTools qwen3_coder_tools() const {
+    Qwen3CoderTools t;
+    if (!tools.active()) return t;
+    t.names = tools.names;
+    if (tools.grammar && tools.grammar->names == t.names) t.text_parameters = tools.grammar->text_parameters;
+    return t;
   }
 
   void cancel_all() {
@@ -205,21 +218,25 @@ struct GenerationJob {
     size_t n_done = 0;
     // Chat with tools: per choice, the stream filter (streaming only) and
     // the tokens of the text it holds.
-    const bool own_format = harmony || gemma4;  // replies with a parser of their own
+    const bool own_format = harmony || gemma4 || qwen3_coder;  // replies with a parser of their own
     std::vector<ToolCallStream> tool_streams;
     if (tools.active() && stream && !own_format) tool_streams.assign(n, ToolCallStream(tools.forced()));
     std::vector<std::vector<runtime::TokenInfo>> held_tokens(n);
     // Chat of a thinking model: per choice, the reasoning split.
     std::vector<ReasoningStream> reasoning_streams;
     if (split_reasoning && !own_format) reasoning_streams.assign(n, ReasoningStream(opens_reasoning));
-    // Chat of a harmony model or with a Gemma 4 template: per choice, its
-    // parser and the calls it found.
+    // Chat of a harmony model or with a Gemma 4 or Qwen3-Coder template:
+    // per choice, its parser and the calls it found.
     std::vector<HarmonyStream> harmony_streams;
     std::vector<Gemma4Stream> gemma4_streams;
+    std::vector<Qwen3CoderStream> qwen3_coder_streams;
     std::vector<std::vector<ToolCall>> parsed_calls(n);
     const std::vector<std::string> names = tools.active() ? tools.names : std::vector<std::string>();
     if (harmony) harmony_streams.assign(n, HarmonyStream(harmony_prompt_tail, split_reasoning, names));
     if (gemma4) gemma4_streams.assign(n, Gemma4Stream(opens_reasoning, split_reasoning, names));
+    if (qwen3_coder) {
+      qwen3_coder_streams.assign(n, Qwen3CoderStream(opens_reasoning, split_reasoning, qwen3_coder_tools()));
+    }
     // The parsed parts' calls kept for the end; the text taken as a split reply's.
     auto parsed_text = [&parsed_calls](size_t i, auto h) {
       parsed_calls[i].insert(parsed_calls[i].end(), h.calls.begin(), h.calls.end());
@@ -271,6 +288,7 @@ struct GenerationJob {
           ReasoningParts parts{{}, ev.text};
           if (!harmony_streams.empty()) parts = parsed_text(i, harmony_streams[i].push(ev.text));
           else if (!gemma4_streams.empty()) parts = parsed_text(i, gemma4_streams[i].push(ev.text));
+          else if (!qwen3_coder_streams.empty()) parts = parsed_text(i, qwen3_coder_streams[i].push(ev.text));
           else if (!reasoning_streams.empty()) parts = reasoning_streams[i].push(ev.text);
           if (!take_text(i, parts, ev.tokens, tool_streams, held_tokens[i], write)) return;
           if (stream) last_write = runtime::Clock::now();
@@ -286,6 +304,11 @@ struct GenerationJob {
         }
         if (ev.kind == StreamEvent::Kind::Finished && !gemma4_streams.empty() &&
             !take_text(i, parsed_text(i, gemma4_streams[i].finish()), {}, tool_streams, held_tokens[i], write)) {
+          return;
+        }
+        if (ev.kind == StreamEvent::Kind::Finished && !qwen3_coder_streams.empty() &&
+            !take_text(i, parsed_text(i, qwen3_coder_streams[i].finish()), {}, tool_streams, held_tokens[i],
+                       write)) {
           return;
         }
         if (ev.kind == StreamEvent::Kind::Finished) {
@@ -433,7 +456,7 @@ struct GenerationJob {
     return write_calls(i, reply.calls, held, write);
   }
 
-  // A finished harmony or Gemma 4 choice's calls (its content was taken
+  // A finished harmony, Gemma 4 or Qwen3-Coder choice's calls (its content was taken
   // already): kept in results[i] with ids given and, when streaming,
   // written; beside calls, content of blanks only is no content. False
   // when the client went away.

@@ -10,6 +10,7 @@
 #include "server/gemma4_split.h"
 #include "server/harmony_split.h"
 #include "server/prompt_images.h"
+#include "server/qwen3_coder_split.h"
 #include "server/reasoning_split.h"
 
 namespace tc::server {
@@ -202,6 +203,10 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   plan.gemma4 = gemma4 && !request.tools.forced();
   // A forced call is sampled as JSON from the first token: no <think> to look for in a Gemma 4 thought.
   if (gemma4 && !plan.gemma4) plan.opens_reasoning = false;
+  const bool qwen3_coder = !plan.harmony && !gemma4 && is_qwen3_coder_template(serving.chat_template->source());
+  plan.qwen3_coder = qwen3_coder && !request.tools.forced();
+  // Likewise after a Qwen 3.5 prompt's opened <think>: the forced call's JSON is the reply, not reasoning.
+  if (qwen3_coder && !plan.qwen3_coder) plan.opens_reasoning = false;
   add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
               options);
   for (auto& choice : plan.choices) {
@@ -241,6 +246,7 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
       r.tool_call_skip_reasoning = true;
       r.tool_call_reasoning_open = plan.opens_reasoning;
       r.tool_call_gemma4 = lazy.gemma4;
+      r.tool_call_qwen3_coder = lazy.qwen3_coder;
       if (mistral) r.tool_call_trigger_token = calls_token, r.tool_call_args_token = args_token;
     }
   }
@@ -253,6 +259,7 @@ LazyToolCall lazy_tool_call(std::string_view template_source) {
   constexpr std::string_view kLlama3 = "{\"name\": function name, \"parameters\": dictionary of argument name";
   auto has = [&](std::string_view s) { return template_source.find(s) != std::string_view::npos; };
   if (is_gemma4_template(template_source)) return {std::string(kGemma4CallOpen), false, false, true};
+  if (is_qwen3_coder_template(template_source)) return {std::string(kHermes), false, false, false, true};
   // A template that renders no tools gets them from the server, which asks
   // for <tool_call> blocks (chat_prompt_variables.h).
   if (has(kHermes) || !TemplateToolSupport::of(template_source).tools) return {std::string(kHermes), false, false};

@@ -46,6 +46,10 @@ struct Plan {
   // forced into a tool call's JSON: replies are read as Gemma 4 writes them
   // (gemma4_split.h), its markers rendered.
   bool gemma4 = false;
+  // Chat with a Qwen3-Coder template (is_qwen3_coder_template: Qwen3-Coder,
+  // Qwen 3.5, Nemotron Nano 3) whose reply is not forced into a tool
+  // call's JSON: replies are read with its XML calls (qwen3_coder_split.h).
+  bool qwen3_coder = false;
   std::optional<ApiError> error;
 };
 
@@ -64,13 +68,16 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
 // markers being the vocabulary's control tokens), or as the whole reply's
 // JSON (Llama 3.1-3.3, whose templates ask for {"name": ...,
 // "parameters": ...}), or after "<|tool_call>" as Gemma 4's
-// call:NAME{...}<tool_call|> (`gemma4`: is_gemma4_template); none for the
-// others.
+// call:NAME{...}<tool_call|> (`gemma4`: is_gemma4_template), or after
+// "<tool_call>" (or a declared "<function=NAME>") as Qwen3-Coder's XML
+// <function=NAME><parameter=KEY>... (`qwen3_coder`:
+// is_qwen3_coder_template); none for the others.
 struct LazyToolCall {
   std::string trigger;
   bool at_start = false;
   bool mistral = false;
   bool gemma4 = false;
+  bool qwen3_coder = false;
   bool any() const { return !trigger.empty() || at_start; }  // (mistral needs the tokens too)
 };
 LazyToolCall lazy_tool_call(std::string_view template_source);

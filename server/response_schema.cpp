@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "server/qwen3_coder_call_reader.h"
+
 namespace tc::server {
 
 std::optional<ApiError> compile_response_schema(std::string_view body_text, SchemaField field,
@@ -36,6 +38,7 @@ std::optional<ApiError> compile_response_schema(std::string_view body_text, Sche
 std::shared_ptr<const text::ToolCallGrammar> tool_call_grammar(std::string_view body_text, const ToolRequest& tools) {
   std::vector<std::string> names = tools.forced_names();
   std::vector<std::shared_ptr<const text::JsonSchema>> arguments(names.size());
+  std::vector<std::vector<std::string>> text_parameters(names.size());
   const auto body = nlohmann::ordered_json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   const auto list = body.is_object() ? body.find("tools") : body.end();
   if (list != body.end() && list->is_array()) {
@@ -48,6 +51,7 @@ std::shared_ptr<const text::ToolCallGrammar> tool_call_grammar(std::string_view 
       const auto at = std::lower_bound(names.begin(), names.end(), (*function)["name"].get<std::string>());
       if (at == names.end() || *at != (*function)["name"].get<std::string>()) continue;
       const auto& parameters = (*function)["parameters"];
+      text_parameters[static_cast<size_t>(at - names.begin())] = text_parameters_of(parameters);
       if (!parameters.is_object() || parameters.value("type", "object") != "object") continue;
       try {
         arguments[static_cast<size_t>(at - names.begin())] = text::JsonSchema::compile(parameters);
@@ -56,7 +60,8 @@ std::shared_ptr<const text::ToolCallGrammar> tool_call_grammar(std::string_view 
       }
     }
   }
-  return std::make_shared<const text::ToolCallGrammar>(std::move(names), std::move(arguments));
+  return std::make_shared<const text::ToolCallGrammar>(std::move(names), std::move(arguments),
+                                                       std::move(text_parameters));
 }
 
 }  // namespace tc::server

@@ -35,7 +35,8 @@ std::optional<ApiError> compile_response_schema(std::string_view body_text, Sche
 // request's text in declared order. Parameters that are not an object
 // schema, or use a keyword that cannot be enforced, leave that function's
 // arguments any JSON object: a tool's schema guides the model, and the
-// request is not refused for it.
+// request is not refused for it. Each function's text parameters
+// (text_parameters_of) come with them, for Qwen3-Coder's calls.
 std::shared_ptr<const text::ToolCallGrammar> tool_call_grammar(std::string_view body_text, const ToolRequest& tools);
 
 }  // namespace tc::server

@@ -312,6 +312,8 @@ void Engine::Impl::admit(Pending pending) {
                                       : OutputForm::json_object();
     form.skip_reasoning = r.tool_call_skip_reasoning && !form.trigger.empty();
     form.gemma4 = r.tool_call_gemma4 && !form.trigger.empty() && r.tool_call_trigger_token < 0;
+    form.qwen3_coder = r.tool_call_qwen3_coder && !form.trigger.empty() && r.tool_call_trigger_token < 0 &&
+                       !form.gemma4;
     form.reasoning_open = r.tool_call_reasoning_open;
     seq->sampler.constrain(constraint_tokens, std::move(form));
   }

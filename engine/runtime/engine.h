@@ -115,6 +115,11 @@ struct GenerationRequest {
   // its reasoning, skipped with tool_call_skip_reasoning, is
   // <|channel>thought...<channel|>.
   bool tool_call_gemma4 = false;
+  // With tool_call and tool_call_trigger ("<tool_call>"): each call is
+  // Qwen3-Coder's XML <function=NAME><parameter=KEY>...
+  // (text/qwen3_coder_call_prefix.h), also begun by a declared function's
+  // "<function=NAME>" alone; a "<tool_call>" ends the skipped reasoning.
+  bool tool_call_qwen3_coder = false;
   // Non-null: the generated text is one the GBNF grammar generates
   // (text/gbnf_grammar.h); end-of-generation is allowed where the grammar
   // may end, and the request finishes (Stop) where nothing more can follow.

@@ -73,19 +73,30 @@ void mask_with(const Prefix& prefix, const ConstraintTokenTable& table, std::spa
   }
 }
 
-// Appends `bytes` to a rolling window of the text and looks for `needle`:
-// the text after it (the window emptied) once found; until then nullopt,
-// the window keeping only what could still begin the needle.
-std::optional<std::string> text_after(std::string& window, const std::string& bytes, std::string_view needle) {
+// Appends `bytes` to a rolling window of the text and looks for `needles`:
+// the index of the one found (the earliest to begin; ties: the first
+// listed) and the text after it (the window emptied); until one is found
+// nullopt, the window keeping only what could still begin a needle.
+struct Found {
+  size_t needle = 0;
+  std::string after;
+};
+std::optional<Found> text_after(std::string& window, const std::string& bytes,
+                                const std::vector<std::string>& needles) {
   window += bytes;
-  const size_t at = window.find(needle);
-  if (at == std::string::npos) {
-    if (window.size() >= needle.size()) window.erase(0, window.size() - (needle.size() - 1));
+  size_t best = std::string::npos, which = 0, longest = 0;
+  for (size_t i = 0; i < needles.size(); ++i) {
+    longest = std::max(longest, needles[i].size());
+    const size_t at = window.find(needles[i]);
+    if (at < best) best = at, which = i;
+  }
+  if (best == std::string::npos) {
+    if (longest > 0 && window.size() >= longest) window.erase(0, window.size() - (longest - 1));
     return std::nullopt;
   }
-  std::string after = window.substr(at + needle.size());
+  Found found{which, window.substr(best + needles[which].size())};
   window.clear();
-  return after;
+  return found;
 }
 
 // Whether a text (its leading blanks aside) opens with `opening`: Yes (and
@@ -109,6 +120,14 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
   TC_CHECK(!lazy() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
   TC_CHECK(!form_.gemma4 || (form_.tool_call && !form_.trigger.empty()),
            "OutputConstraint: Gemma 4 calls need the grammar and a trigger");
+  TC_CHECK(!form_.qwen3_coder || (form_.tool_call && !form_.trigger.empty() && !form_.gemma4),
+           "OutputConstraint: Qwen3-Coder calls need the grammar and a trigger");
+  if (!form_.trigger.empty()) triggers_.push_back(form_.trigger);
+  if (form_.qwen3_coder) {
+    for (const auto& name : form_.tool_call->names) {
+      triggers_.push_back(std::string(text::Qwen3CoderCallPrefix::kFunction) + name + ">");
+    }
+  }
   const auto in_vocab = [&](int32_t id) { return id >= 0 && static_cast<size_t>(id) < table_->bytes.size(); };
   TC_CHECK(!mistral() || (form_.tool_call && in_vocab(form_.trigger_token) && in_vocab(form_.args_token)),
            "OutputConstraint: Mistral calls need the grammar and both marker tokens in the vocabulary");
@@ -118,6 +137,7 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
 OutputConstraint::Prefix OutputConstraint::start() const {
   if (form_.tool_call && mistral()) return text::MistralCallPrefix(form_.tool_call.get());
   if (form_.tool_call && form_.gemma4) return text::Gemma4CallPrefix(form_.tool_call.get());
+  if (form_.tool_call && form_.qwen3_coder) return text::Qwen3CoderCallPrefix(form_.tool_call.get());
   if (form_.tool_call) return text::ToolCallPrefix(form_.tool_call.get());
   if (form_.gbnf) return text::GbnfPrefix(form_.gbnf.get());
   if (form_.schema) return text::JsonSchemaPrefix(form_.schema.get());
@@ -201,7 +221,10 @@ void OutputConstraint::watch_start(const std::string& bytes) {
 
 std::string OutputConstraint::past_reasoning(const std::string& bytes) {
   const std::string_view kOpen = form_.gemma4 ? "<|channel>thought" : "<think>";
-  const std::string_view kClose = form_.gemma4 ? "<channel|>" : "</think>";
+  static const std::vector<std::string> kThinkEnd = {"</think>"}, kGemma4End = {"<channel|>"};
+  // Qwen3-Coder's thinking templates: a <tool_call> ends the reasoning too, and is a call.
+  static const std::vector<std::string> kQwen3CoderEnds = {"</think>", "<tool_call>"};
+  const auto& ends = form_.gemma4 ? kGemma4End : form_.qwen3_coder ? kQwen3CoderEnds : kThinkEnd;
   if (reasoning_ == Reasoning::Undecided) {
     // Reasoning opens the output (after blanks) or not at all.
     reasoning_text_ += bytes;
@@ -217,10 +240,10 @@ std::string OutputConstraint::past_reasoning(const std::string& bytes) {
     reasoning_text_.clear();
     return past_reasoning(inside);
   }
-  auto after = text_after(reasoning_text_, bytes, kClose);
-  if (!after) return {};
+  auto found = text_after(reasoning_text_, bytes, ends);
+  if (!found) return {};
   reasoning_ = Reasoning::Over;
-  return std::move(*after);
+  return found->needle == 1 ? kQwen3CoderEnds[1] + found->after : std::move(found->after);
 }
 
 void OutputConstraint::watch_for_trigger(std::string bytes) {
@@ -228,8 +251,12 @@ void OutputConstraint::watch_for_trigger(std::string bytes) {
     bytes = past_reasoning(bytes);
     if (reasoning_ != Reasoning::Over) return;
   }
-  // The form holds from right after the trigger, the rest of this token included.
-  if (auto rest = text_after(recent_, bytes, form_.trigger)) begin_form(*rest);
+  // The form holds from right after the trigger, the rest of this token
+  // included (from the '<' of a Qwen3-Coder "<function=NAME>").
+  auto found = text_after(recent_, bytes, triggers_);
+  if (!found) return;
+  if (found->needle == 0) return begin_form(found->after);
+  begin_form(triggers_[found->needle] + found->after);
 }
 
 void OutputConstraint::begin_form(std::string_view rest) {

@@ -24,7 +24,10 @@
 // [ARGS] token once it is whole, then the arguments; text/
 // mistral_call_prefix.h). Gemma 4's calls are a text trigger with a form of
 // their own (<|tool_call>call:NAME{...}<tool_call|>; text/
-// gemma4_call_prefix.h). A lazy form never ends the output.
+// gemma4_call_prefix.h), and so are Qwen3-Coder's XML calls (<tool_call>
+// <function=NAME>...; text/qwen3_coder_call_prefix.h), also triggered,
+// as llama.cpp triggers them, by a declared function's <function=NAME>
+// without the <tool_call>. A lazy form never ends the output.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@
 #include "engine/text/json_schema.h"
 #include "engine/text/json_schema_prefix.h"
 #include "engine/text/mistral_call_prefix.h"
+#include "engine/text/qwen3_coder_call_prefix.h"
 #include "engine/text/tokenizer.h"
 #include "engine/text/tool_call_prefix.h"
 
@@ -66,6 +70,12 @@ struct OutputForm {
   // With tool_call and a trigger: each call is Gemma 4's
   // call:NAME{...}<tool_call|> (text/gemma4_call_prefix.h).
   bool gemma4 = false;
+  // With tool_call and a trigger ("<tool_call>"): each call is
+  // Qwen3-Coder's XML (text/qwen3_coder_call_prefix.h), on after the
+  // trigger or after a declared function's "<function=NAME>" (outside the
+  // reasoning); a "<tool_call>" also ends the reasoning (llama.cpp's
+  // thinking_end_tags), and is then a call.
+  bool qwen3_coder = false;
   // >= 0 (with tool_call): Mistral's calls, lazy, on after each trigger
   // token, the name ended by args_token.
   int32_t trigger_token = -1;
@@ -121,7 +131,7 @@ class OutputConstraint {
 
  private:
   using Prefix = std::variant<text::JsonPrefix, text::JsonSchemaPrefix, text::ToolCallPrefix, text::GbnfPrefix,
-                              text::MistralCallPrefix, text::Gemma4CallPrefix>;
+                              text::MistralCallPrefix, text::Gemma4CallPrefix, text::Qwen3CoderCallPrefix>;
   Prefix start() const;
   bool prefix_complete() const;
   bool lazy() const { return !form_.trigger.empty() || form_.at_start || mistral(); }
@@ -131,7 +141,7 @@ class OutputConstraint {
   // Lazy at the start and not begun: the output's first bytes decide.
   void watch_start(const std::string& bytes);
   // Lazy and off: appends a token's bytes to recent_, and turns the form on
-  // when they complete the trigger.
+  // when they complete a trigger.
   void watch_for_trigger(std::string bytes);
   // skip_reasoning: what of `bytes` comes after the reasoning block (all of
   // them once it is over; none while it may still be going on).
@@ -145,7 +155,10 @@ class OutputConstraint {
   bool active_ = true;
   bool awaiting_start_ = false;  // at_start: the output may still open with the call
   std::string opening_text_;     // at_start: the output so far, while undecided
-  std::string recent_;  // lazy and off: the text's last bytes, where the trigger is looked for
+  std::string recent_;  // lazy and off: the text's last bytes, where the triggers are looked for
+  // The trigger texts: form_.trigger, then (qwen3_coder) "<function=NAME>"
+  // for each declared NAME, which the form then reads from its '<'.
+  std::vector<std::string> triggers_;
   enum class Reasoning : uint8_t { Undecided, Inside, Over };
   Reasoning reasoning_ = Reasoning::Over;  // skip_reasoning: where the output is
   std::string reasoning_text_;  // Undecided: the output so far; Inside: its last bytes (for </think>)

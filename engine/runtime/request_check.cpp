@@ -59,6 +59,10 @@ std::optional<Refusal> check_request(const GenerationRequest& request, int32_t n
   if (request.tool_call_gemma4 && (request.tool_call_trigger.empty() || mistral_call)) {
     return refuse(SubmitStatus::InvalidRequest, "a lazy Gemma 4 tool call needs its trigger text");
   }
+  if (request.tool_call_qwen3_coder &&
+      (request.tool_call_trigger.empty() || mistral_call || request.tool_call_gemma4)) {
+    return refuse(SubmitStatus::InvalidRequest, "a lazy Qwen3-Coder tool call needs its trigger text, alone");
+  }
   if (mistral_call && (request.tool_call_trigger_token < 0 || request.tool_call_trigger_token >= n_vocab ||
                        request.tool_call_args_token < 0 || request.tool_call_args_token >= n_vocab)) {
     return refuse(SubmitStatus::InvalidRequest, "a lazy Mistral tool call needs both marker tokens in the vocabulary");

@@ -16,6 +16,12 @@ std::string ToolCallGrammar::problem() const {
   if (!arguments.empty() && arguments.size() != names.size()) {
     return "a forced tool call needs one arguments schema per name, or none";
   }
+  if (!text_parameters.empty() && text_parameters.size() != names.size()) {
+    return "a tool call's text parameters need one list per name, or none";
+  }
+  for (const auto& list : text_parameters) {
+    if (!std::is_sorted(list.begin(), list.end())) return "a tool call's text parameters must be sorted";
+  }
   for (const auto& name : names) {
     if (name.empty() || name.find_first_of("\"\\") != std::string::npos) {
       return "a forced tool call's name is empty or holds a quote or a backslash";

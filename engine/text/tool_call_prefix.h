@@ -35,9 +35,15 @@ struct ToolCallGrammar {
   std::vector<std::string> names;  // sorted, distinct, non-empty, none with '"' or '\' (written raw between quotes)
   // [names.size()] or empty: each one's parameters; null: any object.
   std::vector<std::shared_ptr<const JsonSchema>> arguments;
+  // [names.size()] or empty (none): each one's parameters whose schema
+  // resolves to a string, sorted; a form that writes values raw
+  // (Qwen3-Coder's <parameter=NAME>, qwen3_coder_call_prefix.h) writes
+  // theirs as text, the others as JSON.
+  std::vector<std::vector<std::string>> text_parameters;
 
-  explicit ToolCallGrammar(std::vector<std::string> n, std::vector<std::shared_ptr<const JsonSchema>> a = {})
-      : names(std::move(n)), arguments(std::move(a)) {}
+  explicit ToolCallGrammar(std::vector<std::string> n, std::vector<std::shared_ptr<const JsonSchema>> a = {},
+                           std::vector<std::vector<std::string>> t = {})
+      : names(std::move(n)), arguments(std::move(a)), text_parameters(std::move(t)) {}
 
   // What breaks the rules above, or "" for a usable grammar.
   std::string problem() const;

@@ -321,6 +321,19 @@ TEST_CASE("engine: invalid requests are refused", "[engine]") {
     CHECK(res.status == SubmitStatus::InvalidRequest);
     CHECK(res.message.find("forced tool call") != std::string::npos);
   }
+  // Text parameters that are not one sorted list per name; a lazy Qwen3-Coder call without its trigger.
+  r = good;
+  r.tool_call = std::make_shared<const tc::text::ToolCallGrammar>(
+      std::vector<std::string>{"a"}, std::vector<std::shared_ptr<const tc::text::JsonSchema>>{},
+      std::vector<std::vector<std::string>>{{"y", "x"}});
+  CHECK(status_of(r).message.find("sorted") != std::string::npos);
+  r = good;
+  r.tool_call = std::make_shared<const tc::text::ToolCallGrammar>(std::vector<std::string>{"a"});
+  r.tool_call_qwen3_coder = true;
+  CHECK(status_of(r).status == SubmitStatus::InvalidRequest);
+  r.tool_call_trigger = "<tool_call>";
+  r.tool_call_gemma4 = true;
+  CHECK(status_of(r).message.find("Qwen3-Coder") != std::string::npos);
   check_finished(collect(*submit(engine, good)), FinishReason::Length);
 }
 
