@@ -124,6 +124,40 @@ void check_reasoning_split(std::string_view reply) {
   }
 }
 
+// A reply streamed in pieces whose lengths come from its own bytes: its
+// reasoning, content and calls, joined.
+template <class Parts, class Stream>
+Parts stream_in_pieces(Stream& stream, std::string_view reply) {
+  Parts pieces;
+  const auto add = [&pieces](Parts p) {
+    pieces.reasoning += p.reasoning;
+    pieces.content += p.content;
+    pieces.calls.insert(pieces.calls.end(), p.calls.begin(), p.calls.end());
+  };
+  for (size_t at = 0, i = 0; at < reply.size(); ++i) {
+    const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
+    add(stream.push(reply.substr(at, n)));
+    at += n;
+  }
+  add(stream.finish());
+  return pieces;
+}
+
+// The streamed split equals the whole one (`equal`), which adds nothing
+// (`adds_nothing`), leaves no reasoning when not split and no calls without tools.
+template <class Parts>
+void check_streamed_split(const Parts& pieces, const Parts& whole, std::string_view reply, bool split, bool tools,
+                          const char* equal, const char* adds_nothing) {
+  bool same_calls = pieces.calls.size() == whole.calls.size();
+  for (size_t k = 0; same_calls && k < whole.calls.size(); ++k) {
+    same_calls = pieces.calls[k].name == whole.calls[k].name && pieces.calls[k].arguments == whole.calls[k].arguments;
+  }
+  require(pieces.reasoning == whole.reasoning && pieces.content == whole.content && same_calls, equal);
+  require(whole.reasoning.size() + whole.content.size() <= reply.size(), adds_nothing);
+  require(split || whole.reasoning.empty(), "reasoning_format none leaves no reasoning");
+  require(tools || whole.calls.empty(), "no calls without tools");
+}
+
 // The same for a harmony reply (gpt-oss), from each prompt tail, with the
 // reasoning split off or left in the content, with and without tools: the
 // calls too must agree, and no reply byte lands in two places.
@@ -135,28 +169,9 @@ void check_harmony_split(std::string_view reply) {
         const std::vector<std::string>& declared = tools ? names : std::vector<std::string>();
         const auto whole = tc::server::split_harmony(reply, tail, split, declared);
         tc::server::HarmonyStream stream(tail, split, declared);
-        tc::server::HarmonyParts pieces;
-        const auto add = [&pieces](tc::server::HarmonyParts p) {
-          pieces.reasoning += p.reasoning;
-          pieces.content += p.content;
-          pieces.calls.insert(pieces.calls.end(), p.calls.begin(), p.calls.end());
-        };
-        for (size_t at = 0, i = 0; at < reply.size(); ++i) {
-          const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
-          add(stream.push(reply.substr(at, n)));
-          at += n;
-        }
-        add(stream.finish());
-        bool same_calls = pieces.calls.size() == whole.calls.size();
-        for (size_t k = 0; same_calls && k < whole.calls.size(); ++k) {
-          same_calls = pieces.calls[k].name == whole.calls[k].name &&
-                       pieces.calls[k].arguments == whole.calls[k].arguments;
-        }
-        require(pieces.reasoning == whole.reasoning && pieces.content == whole.content && same_calls,
-                "the streamed harmony split equals the whole one");
-        require(whole.reasoning.size() + whole.content.size() <= reply.size(), "the harmony split adds nothing");
-        require(split || whole.reasoning.empty(), "reasoning_format none leaves no reasoning");
-        require(tools || whole.calls.empty(), "no calls without tools");
+        const auto pieces = stream_in_pieces<tc::server::HarmonyParts>(stream, reply);
+        check_streamed_split(pieces, whole, reply, split, tools, "the streamed harmony split equals the whole one",
+                             "the harmony split adds nothing");
       }
     }
   }
@@ -171,28 +186,9 @@ void check_gemma4_split(std::string_view reply) {
         const std::vector<std::string>& declared = tools ? names : std::vector<std::string>();
         const auto whole = tc::server::split_gemma4(reply, opens, split, declared);
         tc::server::Gemma4Stream stream(opens, split, declared);
-        tc::server::Gemma4Parts pieces;
-        const auto add = [&pieces](tc::server::Gemma4Parts p) {
-          pieces.reasoning += p.reasoning;
-          pieces.content += p.content;
-          pieces.calls.insert(pieces.calls.end(), p.calls.begin(), p.calls.end());
-        };
-        for (size_t at = 0, i = 0; at < reply.size(); ++i) {
-          const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
-          add(stream.push(reply.substr(at, n)));
-          at += n;
-        }
-        add(stream.finish());
-        bool same_calls = pieces.calls.size() == whole.calls.size();
-        for (size_t k = 0; same_calls && k < whole.calls.size(); ++k) {
-          same_calls = pieces.calls[k].name == whole.calls[k].name &&
-                       pieces.calls[k].arguments == whole.calls[k].arguments;
-        }
-        require(pieces.reasoning == whole.reasoning && pieces.content == whole.content && same_calls,
-                "the streamed Gemma 4 split equals the whole one");
-        require(whole.reasoning.size() + whole.content.size() <= reply.size(), "the Gemma 4 split adds nothing");
-        require(split || whole.reasoning.empty(), "reasoning_format none leaves no reasoning");
-        require(tools || whole.calls.empty(), "no calls without tools");
+        const auto pieces = stream_in_pieces<tc::server::Gemma4Parts>(stream, reply);
+        check_streamed_split(pieces, whole, reply, split, tools, "the streamed Gemma 4 split equals the whole one",
+                             "the Gemma 4 split adds nothing");
       }
     }
   }
@@ -209,28 +205,10 @@ void check_qwen3_coder_split(std::string_view reply) {
         const tc::server::Qwen3CoderTools& declared = with_tools ? tools : tc::server::Qwen3CoderTools();
         const auto whole = tc::server::split_qwen3_coder(reply, opens, split, declared);
         tc::server::Qwen3CoderStream stream(opens, split, declared);
-        tc::server::Qwen3CoderParts pieces;
-        const auto add = [&pieces](tc::server::Qwen3CoderParts p) {
-          pieces.reasoning += p.reasoning;
-          pieces.content += p.content;
-          pieces.calls.insert(pieces.calls.end(), p.calls.begin(), p.calls.end());
-        };
-        for (size_t at = 0, i = 0; at < reply.size(); ++i) {
-          const size_t n = 1 + static_cast<unsigned char>(reply[i % reply.size()]) % 9;
-          add(stream.push(reply.substr(at, n)));
-          at += n;
-        }
-        add(stream.finish());
-        bool same_calls = pieces.calls.size() == whole.calls.size();
-        for (size_t k = 0; same_calls && k < whole.calls.size(); ++k) {
-          same_calls = pieces.calls[k].name == whole.calls[k].name &&
-                       pieces.calls[k].arguments == whole.calls[k].arguments;
-        }
-        require(pieces.reasoning == whole.reasoning && pieces.content == whole.content && same_calls,
-                "the streamed Qwen3-Coder split equals the whole one");
-        require(whole.reasoning.size() + whole.content.size() <= reply.size(), "the Qwen3-Coder split adds nothing");
-        require(split || whole.reasoning.empty(), "reasoning_format none leaves no reasoning");
-        require(with_tools || whole.calls.empty(), "no calls without tools");
+        const auto pieces = stream_in_pieces<tc::server::Qwen3CoderParts>(stream, reply);
+        check_streamed_split(pieces, whole, reply, split, with_tools,
+                             "the streamed Qwen3-Coder split equals the whole one",
+                             "the Qwen3-Coder split adds nothing");
         for (const auto& call : whole.calls) {
           require(nlohmann::json::parse(call.arguments, nullptr, false).is_object(), "arguments are an object");
         }

@@ -2,9 +2,6 @@
 // JSON they stand for, "<tool_call|>" (see gemma4_call_prefix.h).
 #include "engine/text/gemma4_call_prefix.h"
 
-#include "engine/text/json_lexers.h"
-#include "kernels/check.h"
-
 namespace tc::text {
 namespace {
 
@@ -19,52 +16,11 @@ bool is_value_byte(uint8_t b) {
 
 }  // namespace
 
-Gemma4CallPrefix::Gemma4CallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
-  TC_CHECK(grammar_ != nullptr, "Gemma4CallPrefix needs a grammar");
-  const std::string problem = grammar_->problem();
-  TC_CHECK(problem.empty(), problem.c_str());
-  name_ = NameMatch(grammar_->names.size());
-}
-
-bool Gemma4CallPrefix::push(uint8_t byte) {
-  Gemma4CallPrefix next = *this;
-  if (!next.step(byte)) return false;
-  *this = next;
-  return true;
-}
-
-bool Gemma4CallPrefix::push(std::string_view bytes) {
-  return push_each(bytes, [this](uint8_t byte) { return step(byte); });
-}
-
-bool Gemma4CallPrefix::accepts(std::string_view bytes) const {
-  Gemma4CallPrefix copy = *this;
-  return copy.push(bytes);
-}
+Gemma4CallPrefix::Gemma4CallPrefix(const ToolCallGrammar* grammar)
+    : grammar_(checked(grammar, "Gemma4CallPrefix needs a grammar")), name_(grammar_->names.size()) {}
 
 bool Gemma4CallPrefix::in_free_string() const {
-  return part_ == Part::Arguments && at_ == At::String && pos_ == 0 &&
-         std::visit([](const auto& a) { return a.in_free_string(); }, arguments_);
-}
-
-bool Gemma4CallPrefix::feed(std::string_view json) {
-  return std::visit([&](auto& a) { return a.push(json); }, arguments_);
-}
-
-bool Gemma4CallPrefix::could_feed(std::string_view json) const {
-  return std::visit([&](const auto& a) { return a.accepts(json); }, arguments_);
-}
-
-bool Gemma4CallPrefix::feed_text(uint8_t byte) {
-  if (byte == '"') return feed("\\\"");
-  if (byte == '\\') return feed("\\\\");
-  if (byte < 0x20) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    const char escaped[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
-    return feed(std::string_view(escaped, sizeof escaped));
-  }
-  const char c = static_cast<char>(byte);
-  return feed(std::string_view(&c, 1));
+  return part_ == Part::Arguments && at_ == At::String && pos_ == 0 && StepCallPrefix::in_free_string(arguments_);
 }
 
 bool Gemma4CallPrefix::open(bool array) {

@@ -17,15 +17,12 @@
 
 #include <cstdint>
 #include <string_view>
-#include <variant>
 
-#include "engine/text/json_prefix.h"
-#include "engine/text/json_schema_prefix.h"
-#include "engine/text/tool_call_prefix.h"
+#include "engine/text/step_call_prefix.h"
 
 namespace tc::text {
 
-class Gemma4CallPrefix {
+class Gemma4CallPrefix : public StepCallPrefix<Gemma4CallPrefix> {
  public:
   static constexpr std::string_view kHead = "call:";
   static constexpr std::string_view kQuote = "<|\"|>";
@@ -34,11 +31,7 @@ class Gemma4CallPrefix {
   // `grammar` (problem() empty) must outlive every copy of this state.
   explicit Gemma4CallPrefix(const ToolCallGrammar* grammar);
 
-  // False (the state unchanged) when the byte leaves the form.
-  bool push(uint8_t byte);
-  // False when one of the bytes does not fit; the state is then unspecified.
-  bool push(std::string_view bytes);
-  bool accepts(std::string_view bytes) const;
+  // push(byte), push(bytes), accepts(bytes): StepCallPrefix's.
   // The call is whole, its closing marker written.
   bool complete() const { return part_ == Part::Done; }
   // Inside a string that takes any text, between characters, no marker begun.
@@ -51,15 +44,15 @@ class Gemma4CallPrefix {
   // elsewhere (inside a number or a literal, after a value).
   enum class At : uint8_t { KeyStart, Key, Value, Quote, String, Other };
 
+  friend class StepCallPrefix<Gemma4CallPrefix>;
+
   bool step(uint8_t byte);
   bool step_arguments(uint8_t byte);
   bool step_string(uint8_t byte);
-  // Pushes JSON bytes to the arguments: false when they do not fit.
-  bool feed(std::string_view json);
-  // One byte of a key or a string, escaped as JSON wants it.
-  bool feed_text(uint8_t byte);
-  // Whether the arguments could take `json` now (this unchanged).
-  bool could_feed(std::string_view json) const;
+  // StepCallPrefix's, on arguments_.
+  bool feed(std::string_view json) { return StepCallPrefix::feed(arguments_, json); }
+  bool feed_text(uint8_t byte) { return StepCallPrefix::feed_text(arguments_, byte); }
+  bool could_feed(std::string_view json) const { return StepCallPrefix::could_feed(arguments_, json); }
   bool open(bool array);
   void close();
 
@@ -70,7 +63,7 @@ class Gemma4CallPrefix {
   uint8_t depth_ = 0;   // open containers of the arguments
   uint64_t arrays_ = 0;  // bit d: the container at depth d is an array
   NameMatch name_;
-  std::variant<JsonPrefix, JsonSchemaPrefix> arguments_;
+  CallArguments arguments_;
 };
 
 }  // namespace tc::text

@@ -3,9 +3,6 @@
 // qwen3_coder_call_prefix.h).
 #include "engine/text/qwen3_coder_call_prefix.h"
 
-#include "engine/text/json_lexers.h"
-#include "kernels/check.h"
-
 namespace tc::text {
 namespace {
 
@@ -13,40 +10,11 @@ bool is_blank(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r
 
 }  // namespace
 
-Qwen3CoderCallPrefix::Qwen3CoderCallPrefix(const ToolCallGrammar* grammar) : grammar_(grammar) {
-  TC_CHECK(grammar_ != nullptr, "Qwen3CoderCallPrefix needs a grammar");
-  const std::string problem = grammar_->problem();
-  TC_CHECK(problem.empty(), problem.c_str());
-  name_ = NameMatch(grammar_->names.size());
-}
-
-bool Qwen3CoderCallPrefix::push(uint8_t byte) {
-  Qwen3CoderCallPrefix next = *this;
-  if (!next.step(byte)) return false;
-  *this = next;
-  return true;
-}
-
-bool Qwen3CoderCallPrefix::push(std::string_view bytes) {
-  return push_each(bytes, [this](uint8_t byte) { return step(byte); });
-}
-
-bool Qwen3CoderCallPrefix::accepts(std::string_view bytes) const {
-  Qwen3CoderCallPrefix copy = *this;
-  return copy.push(bytes);
-}
+Qwen3CoderCallPrefix::Qwen3CoderCallPrefix(const ToolCallGrammar* grammar)
+    : grammar_(checked(grammar, "Qwen3CoderCallPrefix needs a grammar")), name_(grammar_->names.size()) {}
 
 bool Qwen3CoderCallPrefix::in_free_string() const {
-  return part_ == Part::Value && text_ && pos_ == 0 && !at_start_ &&
-         std::visit([](const auto& a) { return a.in_free_string(); }, arguments_);
-}
-
-bool Qwen3CoderCallPrefix::feed(std::string_view json) {
-  return std::visit([&](auto& a) { return a.push(json); }, arguments_);
-}
-
-bool Qwen3CoderCallPrefix::could_feed(std::string_view json) const {
-  return std::visit([&](const auto& a) { return a.accepts(json); }, arguments_);
+  return part_ == Part::Value && text_ && pos_ == 0 && !at_start_ && StepCallPrefix::in_free_string(arguments_);
 }
 
 bool Qwen3CoderCallPrefix::could_take_text(std::string_view raw) const {
@@ -59,18 +27,6 @@ bool Qwen3CoderCallPrefix::could_take_text(std::string_view raw) const {
 
 bool Qwen3CoderCallPrefix::value_whole() const {
   return json_depth_ == 0 && !json_string_ && (could_feed(",") || could_feed("}"));
-}
-
-bool Qwen3CoderCallPrefix::feed_text(uint8_t byte) {
-  if (byte == '"') return feed("\\\"");
-  if (byte == '\\') return feed("\\\\");
-  if (byte < 0x20) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    const char escaped[] = {'\\', 'u', '0', '0', kHex[byte >> 4], kHex[byte & 15]};
-    return feed(std::string_view(escaped, sizeof escaped));
-  }
-  const char c = static_cast<char>(byte);
-  return feed(std::string_view(&c, 1));
 }
 
 bool Qwen3CoderCallPrefix::fixed(std::string_view text, uint8_t byte, Part next) {

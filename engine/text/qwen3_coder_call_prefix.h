@@ -24,15 +24,12 @@
 
 #include <cstdint>
 #include <string_view>
-#include <variant>
 
-#include "engine/text/json_prefix.h"
-#include "engine/text/json_schema_prefix.h"
-#include "engine/text/tool_call_prefix.h"
+#include "engine/text/step_call_prefix.h"
 
 namespace tc::text {
 
-class Qwen3CoderCallPrefix {
+class Qwen3CoderCallPrefix : public StepCallPrefix<Qwen3CoderCallPrefix> {
  public:
   static constexpr std::string_view kFunction = "<function=";
   static constexpr std::string_view kParameter = "<parameter=";
@@ -45,11 +42,7 @@ class Qwen3CoderCallPrefix {
   // `grammar` (problem() empty) must outlive every copy of this state.
   explicit Qwen3CoderCallPrefix(const ToolCallGrammar* grammar);
 
-  // False (the state unchanged) when the byte leaves the form.
-  bool push(uint8_t byte);
-  // False when one of the bytes does not fit; the state is then unspecified.
-  bool push(std::string_view bytes);
-  bool accepts(std::string_view bytes) const;
+  // push(byte), push(bytes), accepts(bytes): StepCallPrefix's.
   // The call is whole, its </tool_call> written.
   bool complete() const { return part_ == Part::Done; }
   // Inside a text value that takes any text, past its first byte, no "\n</parameter>" begun.
@@ -68,6 +61,8 @@ class Qwen3CoderCallPrefix {
     Done,
   };
 
+  friend class StepCallPrefix<Qwen3CoderCallPrefix>;
+
   bool step(uint8_t byte);
   bool step_tag(uint8_t byte);
   bool step_key(uint8_t byte);
@@ -76,9 +71,10 @@ class Qwen3CoderCallPrefix {
   // The next byte of fixed text `fixed` (pos_ bytes matched); `next` once whole.
   bool fixed(std::string_view text, uint8_t byte, Part next);
   bool blank(uint8_t byte);
-  bool feed(std::string_view json);
-  bool feed_text(uint8_t byte);  // one byte of a key or a text value, escaped as JSON wants it
-  bool could_feed(std::string_view json) const;
+  // StepCallPrefix's, on arguments_ (feed_text: one byte of a key or a text value).
+  bool feed(std::string_view json) { return StepCallPrefix::feed(arguments_, json); }
+  bool feed_text(uint8_t byte) { return StepCallPrefix::feed_text(arguments_, byte); }
+  bool could_feed(std::string_view json) const { return StepCallPrefix::could_feed(arguments_, json); }
   bool could_take_text(std::string_view raw) const;  // raw bytes as a text value's (escaped)
   // A JSON value is whole here: none of its containers or strings open, and
   // the object could go on with ',' or '}'.
@@ -101,7 +97,7 @@ class Qwen3CoderCallPrefix {
   bool text_key_ = false;    // Key: the bytes so far may still name one of the function's text parameters
   uint32_t function_ = 0;    // the function's index in grammar_->names, once named
   NameMatch name_;           // Name: the names the bytes may begin; Key: the text parameters they may begin
-  std::variant<JsonPrefix, JsonSchemaPrefix> arguments_;
+  CallArguments arguments_;
 };
 
 }  // namespace tc::text

@@ -14,8 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "server/gemma4_split.h"
+#include "tests/server/split_parts_test_util.h"
 
 using nlohmann::json;
+using tc::server::test::calls_of_parts;
+using tc::server::test::check_same_parts;
+using tc::server::test::streamed_cut;
 using tc::server::Gemma4Parts;
 using tc::server::Gemma4Stream;
 using tc::server::split_gemma4;
@@ -122,43 +126,12 @@ std::vector<Case> cases() {
 
 std::vector<std::string> names_of(const Case& c) { return c.tools ? kNames : std::vector<std::string>(); }
 
-void add(Gemma4Parts& to, Gemma4Parts from) {
-  to.reasoning += from.reasoning;
-  to.content += from.content;
-  to.calls.insert(to.calls.end(), from.calls.begin(), from.calls.end());
-}
-
-std::vector<std::pair<std::string, json>> calls_of(const Gemma4Parts& p) {
-  std::vector<std::pair<std::string, json>> out;
-  for (const auto& c : p.calls) {
-    CHECK(c.id.empty());
-    out.emplace_back(c.name, json::parse(c.arguments));
-  }
-  return out;
-}
+std::vector<std::pair<std::string, json>> calls_of(const Gemma4Parts& p) { return calls_of_parts<json>(p); }
 
 // The reply pushed in pieces cut at `cuts` (ascending offsets).
 Gemma4Parts streamed(const Case& c, const std::vector<size_t>& cuts) {
   Gemma4Stream s(c.opens_thought, c.split, names_of(c));
-  Gemma4Parts out;
-  size_t at = 0;
-  for (const size_t cut : cuts) {
-    add(out, s.push(std::string_view(c.reply).substr(at, cut - at)));
-    at = cut;
-  }
-  add(out, s.push(std::string_view(c.reply).substr(at)));
-  add(out, s.finish());
-  return out;
-}
-
-void check_same(const Gemma4Parts& got, const Gemma4Parts& want) {
-  CHECK(got.reasoning == want.reasoning);
-  CHECK(got.content == want.content);
-  REQUIRE(got.calls.size() == want.calls.size());
-  for (size_t i = 0; i < got.calls.size(); ++i) {
-    CHECK(got.calls[i].name == want.calls[i].name);
-    CHECK(got.calls[i].arguments == want.calls[i].arguments);
-  }
+  return streamed_cut<Gemma4Parts>(s, c.reply, cuts);
 }
 
 // Pieces of Gemma 4 replies, well-formed and not, for random replies.
@@ -186,15 +159,15 @@ TEST_CASE("gemma4: a reply streamed in any pieces gives what the whole gives", "
     const Gemma4Parts whole = split_gemma4(c.reply, c.opens_thought, c.split, names_of(c));
     std::vector<size_t> every;
     for (size_t i = 1; i < c.reply.size(); ++i) every.push_back(i);
-    check_same(streamed(c, every), whole);  // byte by byte
+    check_same_parts(streamed(c, every), whole);  // byte by byte
     for (size_t i = 1; i < c.reply.size(); ++i) {
       INFO("cut at " << i);
-      check_same(streamed(c, {i}), whole);
+      check_same_parts(streamed(c, {i}), whole);
     }
     for (int trial = 0; trial < 30 && !c.reply.empty(); ++trial) {
       std::vector<size_t> cuts;
       for (size_t at = 1 + rng() % 7; at < c.reply.size(); at += 1 + rng() % 7) cuts.push_back(at);
-      check_same(streamed(c, cuts), whole);
+      check_same_parts(streamed(c, cuts), whole);
     }
   }
 }
@@ -216,7 +189,7 @@ TEST_CASE("gemma4: random replies never break the parser and stream as they pars
     for (const auto& call : whole.calls) CHECK(json::parse(call.arguments).is_object());
     std::vector<size_t> cuts;
     for (size_t at = 1 + rng() % 5; at < c.reply.size(); at += 1 + rng() % 5) cuts.push_back(at);
-    check_same(streamed(c, cuts), whole);
+    check_same_parts(streamed(c, cuts), whole);
   }
 }
 

@@ -16,8 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "server/qwen3_coder_split.h"
+#include "tests/server/split_parts_test_util.h"
 
 using nlohmann::ordered_json;
+using tc::server::test::calls_of_parts;
+using tc::server::test::check_same_parts;
+using tc::server::test::streamed_cut;
 using tc::server::Qwen3CoderParts;
 using tc::server::Qwen3CoderStream;
 using tc::server::Qwen3CoderTools;
@@ -137,43 +141,12 @@ std::vector<Case> cases() {
 
 Qwen3CoderTools tools_of(const Case& c) { return c.tools ? kTools : Qwen3CoderTools(); }
 
-void add(Qwen3CoderParts& to, Qwen3CoderParts from) {
-  to.reasoning += from.reasoning;
-  to.content += from.content;
-  to.calls.insert(to.calls.end(), from.calls.begin(), from.calls.end());
-}
-
-std::vector<std::pair<std::string, ordered_json>> calls_of(const Qwen3CoderParts& p) {
-  std::vector<std::pair<std::string, ordered_json>> out;
-  for (const auto& c : p.calls) {
-    CHECK(c.id.empty());
-    out.emplace_back(c.name, ordered_json::parse(c.arguments));
-  }
-  return out;
-}
+std::vector<std::pair<std::string, ordered_json>> calls_of(const Qwen3CoderParts& p) { return calls_of_parts<ordered_json>(p); }
 
 // The reply pushed in pieces cut at `cuts` (ascending offsets).
 Qwen3CoderParts streamed(const Case& c, const std::vector<size_t>& cuts) {
   Qwen3CoderStream s(c.opens, c.split, tools_of(c));
-  Qwen3CoderParts out;
-  size_t at = 0;
-  for (const size_t cut : cuts) {
-    add(out, s.push(std::string_view(c.reply).substr(at, cut - at)));
-    at = cut;
-  }
-  add(out, s.push(std::string_view(c.reply).substr(at)));
-  add(out, s.finish());
-  return out;
-}
-
-void check_same(const Qwen3CoderParts& got, const Qwen3CoderParts& want) {
-  CHECK(got.reasoning == want.reasoning);
-  CHECK(got.content == want.content);
-  REQUIRE(got.calls.size() == want.calls.size());
-  for (size_t i = 0; i < got.calls.size(); ++i) {
-    CHECK(got.calls[i].name == want.calls[i].name);
-    CHECK(got.calls[i].arguments == want.calls[i].arguments);
-  }
+  return streamed_cut<Qwen3CoderParts>(s, c.reply, cuts);
 }
 
 // Pieces of Qwen3-Coder replies, well-formed and not, for random replies.
@@ -202,15 +175,15 @@ TEST_CASE("qwen3-coder: a reply streamed in any pieces gives what the whole give
     const Qwen3CoderParts whole = split_qwen3_coder(c.reply, c.opens, c.split, tools_of(c));
     std::vector<size_t> every;
     for (size_t i = 1; i < c.reply.size(); ++i) every.push_back(i);
-    check_same(streamed(c, every), whole);  // byte by byte
+    check_same_parts(streamed(c, every), whole);  // byte by byte
     for (size_t i = 1; i < c.reply.size(); ++i) {
       INFO("cut at " << i);
-      check_same(streamed(c, {i}), whole);
+      check_same_parts(streamed(c, {i}), whole);
     }
     for (int trial = 0; trial < 30 && !c.reply.empty(); ++trial) {
       std::vector<size_t> cuts;
       for (size_t at = 1 + rng() % 7; at < c.reply.size(); at += 1 + rng() % 7) cuts.push_back(at);
-      check_same(streamed(c, cuts), whole);
+      check_same_parts(streamed(c, cuts), whole);
     }
   }
 }
@@ -234,7 +207,7 @@ TEST_CASE("qwen3-coder: random replies never break the parser and stream as they
     for (const auto& call : whole.calls) CHECK(ordered_json::parse(call.arguments).is_object());
     std::vector<size_t> cuts;
     for (size_t at = 1 + rng() % 5; at < c.reply.size(); at += 1 + rng() % 5) cuts.push_back(at);
-    check_same(streamed(c, cuts), whole);
+    check_same_parts(streamed(c, cuts), whole);
   }
 }
 

@@ -19,6 +19,7 @@
 #include "engine/runtime/output_constraint.h"
 #include "engine/text/gemma4_call_prefix.h"
 #include "engine/text/json_schema.h"
+#include "tests/engine/text/call_replay_test_util.h"
 #include "tests/engine/text/text_test_util.h"
 
 using tc::text::Gemma4CallPrefix;
@@ -180,14 +181,7 @@ TEST_CASE("Lazy Gemma 4 call: on random logits every call names a declared funct
       text += tokenizer.token_to_piece(token);
     }
     // Replayed: after each <|tool_call>, a call (or one cut off by the walk's end).
-    for (size_t at = text.find("<|tool_call>"); at != std::string::npos;) {
-      Gemma4CallPrefix p(grammar().get());
-      size_t i = at + std::string_view("<|tool_call>").size();
-      while (i < text.size() && !p.complete()) REQUIRE(p.push(static_cast<uint8_t>(text[i++])));
-      if (!p.complete()) break;
-      ++whole;
-      at = text.find("<|tool_call>", i);
-    }
+    whole += tc::text::test::replayed_calls<Gemma4CallPrefix>(text, "<|tool_call>", grammar().get());
   }
   CHECK(whole >= 20);
 }

@@ -21,6 +21,7 @@
 #include "engine/runtime/output_constraint.h"
 #include "engine/text/json_schema.h"
 #include "engine/text/qwen3_coder_call_prefix.h"
+#include "tests/engine/text/call_replay_test_util.h"
 #include "tests/engine/text/text_test_util.h"
 
 using tc::text::Qwen3CoderCallPrefix;
@@ -227,14 +228,7 @@ TEST_CASE("Lazy Qwen3-Coder call: on random logits every call names a declared f
       text += tokenizer.token_to_piece(token);
     }
     // Replayed: after each <tool_call>, a call (or one cut off by the walk's end).
-    for (size_t at = text.find("<tool_call>"); at != std::string::npos;) {
-      Qwen3CoderCallPrefix p(grammar().get());
-      size_t i = at + std::string_view("<tool_call>").size();
-      while (i < text.size() && !p.complete()) REQUIRE(p.push(static_cast<uint8_t>(text[i++])));
-      if (!p.complete()) break;
-      ++whole;
-      at = text.find("<tool_call>", i);
-    }
+    whole += tc::text::test::replayed_calls<Qwen3CoderCallPrefix>(text, "<tool_call>", grammar().get());
   }
   CHECK(whole >= 20);
 }
