@@ -141,7 +141,9 @@ std::vector<Case> cases() {
 
 Qwen3CoderTools tools_of(const Case& c) { return c.tools ? kTools : Qwen3CoderTools(); }
 
-std::vector<std::pair<std::string, ordered_json>> calls_of(const Qwen3CoderParts& p) { return calls_of_parts<ordered_json>(p); }
+std::vector<std::pair<std::string, ordered_json>> calls_of(const Qwen3CoderParts& p) {
+  return calls_of_parts<ordered_json>(p);
+}
 
 // The reply pushed in pieces cut at `cuts` (ascending offsets).
 Qwen3CoderParts streamed(const Case& c, const std::vector<size_t>& cuts) {
