@@ -284,8 +284,12 @@ void Engine::Impl::admit(Pending pending) {
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].seq) continue;
     size_t lcp = reuse ? std::min(common_prefix(slots[i].cached, prompt), prompt.size() - 1) : 0;
-    // A recurrent state sums every position it holds: kept whole, or not at all.
-    if (!kv->keeps_prefixes() && lcp < slots[i].cached.size()) lcp = 0;
+    // A recurrent state sums every position it holds: kept whole, or back to
+    // its checkpoint where the prompt shares that much, or not at all.
+    if (!kv->keeps_prefixes() && lcp < slots[i].cached.size()) {
+      const int64_t at = kv->checkpoint_at(static_cast<int>(i));
+      lcp = at > 0 && lcp >= static_cast<size_t>(at) ? static_cast<size_t>(at) : 0;
+    }
     if (best < 0 || lcp > best_lcp ||
         (lcp == best_lcp && slots[i].last_used < slots[static_cast<size_t>(best)].last_used)) {
       best = static_cast<int>(i);
@@ -294,8 +298,12 @@ void Engine::Impl::admit(Pending pending) {
   }
   if (best < 0) throw std::logic_error("admit: no free slot");
   Slot& slot = slots[static_cast<size_t>(best)];
+  if (!kv->keeps_prefixes() && best_lcp > 0 && best_lcp < slot.cached.size()) {
+    kv->restore_checkpoint(best);
+  } else {
+    kv->set_used(best, static_cast<int64_t>(best_lcp));
+  }
   slot.cached.resize(best_lcp);
-  kv->set_used(best, static_cast<int64_t>(best_lcp));
 
   auto seq = std::make_unique<Sequence>(std::move(pending), tokenizer(), static_cast<int32_t>(llama->spec().n_vocab));
   if (!seq->embedding() &&
@@ -388,8 +396,12 @@ void Engine::Impl::run_step() {
   for (const int slot_idx : prefill_order) {
     if (budget <= 0) break;
     auto& seq = *slots[static_cast<size_t>(slot_idx)].seq;
-    const int64_t n =
-        whole_images_chunk(seq.request, seq.n_prompt_done, std::min(seq.n_prompt() - seq.n_prompt_done, budget));
+    int64_t limit = std::min(seq.n_prompt() - seq.n_prompt_done, budget);
+    // A recurrent model's chunk stops at its checkpoint (checkpoint_mark).
+    if (const int64_t mark = checkpoint_mark(seq); mark > seq.n_prompt_done) {
+      limit = std::min(limit, mark - seq.n_prompt_done);
+    }
+    const int64_t n = whole_images_chunk(seq.request, seq.n_prompt_done, limit);
     const auto chunk =
         std::span(seq.request.prompt).subspan(static_cast<size_t>(seq.n_prompt_done), static_cast<size_t>(n));
     // submit() checked the ids; checked again so one bad request can never
@@ -458,6 +470,7 @@ void Engine::Impl::run_step() {
     if (!seq.decoding()) {
       seq.n_prompt_done += static_cast<int64_t>(step[i].tokens.size());
       delta_prompt += static_cast<int64_t>(step[i].tokens.size());
+      if (seq.n_prompt_done == checkpoint_mark(seq)) kv->save_checkpoint(slot_idx);
       if (!seq.decoding()) continue;  // more prompt to go
     }
     to_sample.emplace_back(slot_idx, logits.data() + row * row_size);
@@ -603,6 +616,15 @@ void Engine::Impl::error(int slot_idx, const std::string& message) {
   ev.error = message;
   slots[static_cast<size_t>(slot_idx)].seq->handle->push(std::move(ev));
   release(slot_idx);
+}
+
+int64_t Engine::Impl::checkpoint_mark(const Sequence& seq) const {
+  // A chat's next turn shares this prompt up to where the reply began, which
+  // its template may render otherwise (thinking dropped): the recurrent
+  // state is saved a few positions before the prompt's end.
+  constexpr int64_t kCheckpointBack = 16;
+  if (kv->keeps_prefixes() || seq.embedding()) return -1;
+  return seq.n_prompt() - kCheckpointBack;
 }
 
 void Engine::Impl::release(int slot_idx) {

@@ -168,6 +168,9 @@ struct Engine::Impl {
   void pool_embedding_rows(int slot_idx, const float* rows, int64_t n_rows, int64_t n_chunk);
   void error(int slot_idx, const std::string& message);
   void release(int slot_idx);
+  // Recurrent caches: the prompt position after which the slot's state is
+  // saved as its checkpoint (KvCache::save_checkpoint); -1: none.
+  int64_t checkpoint_mark(const Sequence& seq) const;
 
   const text::Tokenizer& tokenizer() const { return *loaded->tokenizer; }
 };

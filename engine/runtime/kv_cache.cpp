@@ -48,10 +48,10 @@ uint64_t KvCache::bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64
     row += static_cast<uint64_t>(kernels::row_bytes(types.k, n_embd_kv)) +
            (spec.n_kv_matrices() == 2 ? static_cast<uint64_t>(kernels::row_bytes(types.v, n_embd_kv)) : 0);
   }
-  uint64_t recurrent = 0;  // per slot: the delta net layers' states, f32
+  uint64_t recurrent = 0;  // per slot: the delta net layers' states and their checkpoint, f32
   for (int64_t l = 0; l < spec.n_layer; ++l) {
     if (spec.is_recurrent(l)) {
-      recurrent += static_cast<uint64_t>(spec.delta_net.conv_state_values() + spec.delta_net.delta_state_values()) * 4;
+      recurrent += static_cast<uint64_t>(spec.delta_net.conv_state_values() + spec.delta_net.delta_state_values()) * 8;
     }
   }
   return (row * static_cast<uint64_t>(n_ctx) + recurrent) * static_cast<uint64_t>(n_slots);
@@ -97,6 +97,8 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
     delta_values_ = spec.delta_net.delta_state_values();
     recurrent_.assign(static_cast<size_t>(n_slots_ * recurrent_layers_ * (conv_values_ + delta_values_)), 0.0f);
   }
+  checkpoints_.assign(recurrent_.size(), 0.0f);
+  checkpoint_at_.assign(static_cast<size_t>(n_slots_), -1);
   const auto slots = static_cast<size_t>(n_slots_);
   if (first_slot_bytes_ > 0) buffer_ = first.allocate(first_slot_bytes_ * slots);
   if (rest_slot_bytes_ > 0) rest_buffer_ = rest.allocate(rest_slot_bytes_ * slots);
@@ -138,7 +140,29 @@ void KvCache::set_used(int slot, int64_t n) {
     const auto per_slot = static_cast<size_t>(recurrent_layers_ * (conv_values_ + delta_values_));
     std::fill_n(recurrent_.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(slot) * per_slot), per_slot, 0.0f);
   }
+  if (n < checkpoint_at_[static_cast<size_t>(slot)]) checkpoint_at_[static_cast<size_t>(slot)] = -1;
   used = n;
+}
+
+void KvCache::save_checkpoint(int slot) {
+  TC_CHECK(slot >= 0 && slot < n_slots_, "KV cache slot out of range");
+  if (recurrent_.empty()) return;
+  const auto per_slot = static_cast<std::ptrdiff_t>(recurrent_layers_ * (conv_values_ + delta_values_));
+  std::copy_n(recurrent_.begin() + slot * per_slot, per_slot, checkpoints_.begin() + slot * per_slot);
+  checkpoint_at_[static_cast<size_t>(slot)] = used_[static_cast<size_t>(slot)];
+}
+
+int64_t KvCache::checkpoint_at(int slot) const {
+  TC_CHECK(slot >= 0 && slot < n_slots_, "KV cache slot out of range");
+  return checkpoint_at_[static_cast<size_t>(slot)];
+}
+
+void KvCache::restore_checkpoint(int slot) {
+  const int64_t at = checkpoint_at(slot);
+  TC_CHECK(at >= 0, "KV cache: the slot has no checkpoint");
+  const auto per_slot = static_cast<std::ptrdiff_t>(recurrent_layers_ * (conv_values_ + delta_values_));
+  std::copy_n(checkpoints_.begin() + slot * per_slot, per_slot, recurrent_.begin() + slot * per_slot);
+  used_[static_cast<size_t>(slot)] = at;
 }
 
 float* KvCache::recurrent_state(int slot, int64_t layer, bool delta) const {

@@ -48,7 +48,9 @@ class KvCache {
   kernels::KvCacheTypes types() const { return types_; }
   int64_t k_row_bytes(int64_t layer = 0) const { return layer_at(layer).k_row_bytes; }
   int64_t v_row_bytes(int64_t layer = 0) const { return layer_at(layer).v_row_bytes; }
-  size_t bytes() const { return buffer_.size() + rest_buffer_.size() + recurrent_.size() * sizeof(float); }
+  size_t bytes() const {
+    return buffer_.size() + rest_buffer_.size() + (recurrent_.size() + checkpoints_.size()) * sizeof(float);
+  }
   // Layers [0, n_first_layers()) live in the first backend's memory (all of them unless split).
   int64_t n_first_layers() const { return n_first_layers_; }
   size_t first_bytes() const { return buffer_.size(); }
@@ -71,6 +73,15 @@ class KvCache {
   // positions than it holds): not where recurrent layers keep a state that
   // sums every position; those slots can only be emptied.
   bool keeps_prefixes() const { return recurrent_.empty(); }
+
+  // Recurrent caches: one copy per slot of its state at the slot's length
+  // when saved, to come back to where a later prompt shares the slot's first
+  // checkpoint_at(slot) positions but not all of them (a chat's next turn
+  // re-renders the last reply). restore_checkpoint sets n_used to that
+  // length. A checkpoint lapses when the slot is cut below it (-1: none).
+  void save_checkpoint(int slot);
+  int64_t checkpoint_at(int slot) const;
+  void restore_checkpoint(int slot);
 
   // Positions [0, n_used(slot)) hold valid entries. On a cache that does not
   // keep prefixes, n must be 0 or at least n_used(slot).
@@ -108,6 +119,8 @@ class KvCache {
   mutable std::vector<float> recurrent_;  // written through conv_state() and delta_state()
   std::vector<int64_t> recurrent_index_;
   int64_t conv_values_ = 0, delta_values_ = 0, recurrent_layers_ = 0;
+  std::vector<float> checkpoints_;      // as recurrent_: each slot's saved state
+  std::vector<int64_t> checkpoint_at_;  // [n_slots]: its length, or -1
 };
 
 }  // namespace tc::runtime

@@ -73,9 +73,9 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
 
   const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   KvCache kv(*backend, s, 2, 64);
-  // One attention layer's f16 keys and values, and four layers' f32 states, per slot.
+  // One attention layer's f16 keys and values, and four layers' f32 states and their checkpoint, per slot.
   const size_t state = static_cast<size_t>(3 * 256 + 4 * 32 * 32) * sizeof(float);
-  CHECK(kv.bytes() == 2 * (64 * 2 * 64 * sizeof(uint16_t) + 4 * state));
+  CHECK(kv.bytes() == 2 * (64 * 2 * 64 * sizeof(uint16_t) + 2 * 4 * state));
   CHECK(KvCache::bytes_for(s, 2, 64, {}) == kv.bytes());
   CHECK_FALSE(kv.keeps_prefixes());
   kv.delta_state(1, 2)[5] = 3.0f;
@@ -88,6 +88,21 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
   CHECK(kv.delta_state(1, 2)[5] == 0.0f);
   CHECK(kv.conv_state(1, 4)[0] == 0.0f);
   CHECK_THROWS(kv.delta_state(0, 3));  // the attention layer has none
+
+  // A checkpoint: the state at 12 positions, back after the slot went on.
+  kv.delta_state(1, 2)[5] = 4.0f;
+  kv.set_used(1, 12);
+  kv.save_checkpoint(1);
+  CHECK(kv.checkpoint_at(1) == 12);
+  kv.delta_state(1, 2)[5] = 9.0f;
+  kv.set_used(1, 20);
+  kv.restore_checkpoint(1);
+  CHECK(kv.n_used(1) == 12);
+  CHECK(kv.delta_state(1, 2)[5] == 4.0f);
+  kv.clear(1);  // cut below it: it lapses
+  CHECK(kv.checkpoint_at(1) == -1);
+  CHECK_THROWS(kv.restore_checkpoint(1));
+  CHECK(kv.checkpoint_at(0) == -1);
 }
 
 TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][qwen35]") {

@@ -579,7 +579,8 @@ TEST_CASE("engine: rendered_tokens puts those control tokens' text in the output
   CHECK(rendered.text == bos_text + bos_text + bos_text);
 }
 
-TEST_CASE("engine: a recurrent model reuses a cached prompt whole or not at all", "[engine][qwen35]") {
+TEST_CASE("engine: a recurrent model reuses a cached prompt whole, or from its checkpoint, or not at all",
+          "[engine][qwen35]") {
   // Qwen 3.5's delta net layers keep a state that sums every position.
   tc::profiler::MakeModelOptions o;
   o.arch = "qwen35";
@@ -612,10 +613,16 @@ TEST_CASE("engine: a recurrent model reuses a cached prompt whole or not at all"
   CHECK(warm.last.usage.cached_tokens == static_cast<int64_t>(prompt.size() + first.tokens.size() - 1));
   CHECK(warm.tokens == alone(request(follow, 12), 512, model).tokens);
 
-  // A prompt that leaves the cache part-way (here: a prefix of it) starts over.
+  // A prompt that leaves the cache part-way goes back to the checkpoint
+  // saved 16 positions before the first prompt's end, where it shares that much.
   const std::vector<TokenId> shorter(prompt.begin(), prompt.begin() + 20);
   const Outcome prefix = collect(*submit(engine, request(shorter, 5)));
-  CHECK(prefix.last.usage.cached_tokens == 0);
+  CHECK(prefix.last.usage.cached_tokens == 14);
   CHECK(prefix.tokens == alone(request(shorter, 5), 512, model).tokens);
+  // One that leaves it before the checkpoint starts over.
+  const std::vector<TokenId> other = random_prompt(25, 33);
+  const Outcome fresh = collect(*submit(engine, request(other, 5)));
+  CHECK(fresh.last.usage.cached_tokens == 0);
+  CHECK(fresh.tokens == alone(request(other, 5), 512, model).tokens);
   CHECK(engine.stats().draft_tokens_total == 0);
 }
