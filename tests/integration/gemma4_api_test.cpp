@@ -24,6 +24,7 @@
 #include "engine/text/json_schema.h"
 #include "engine/text/tokenizer.h"
 #include "tests/integration/ollama_think_checks.h"
+#include "tests/integration/chat_stream.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/server/gemma4_test_template.h"
 #include "tests/test_util.h"
@@ -116,31 +117,8 @@ void check_cut_call(const std::string& content) {
   CHECK_FALSE(prefix.complete());
 }
 
-// A streamed chat reply's deltas, added up.
-struct Streamed {
-  std::string reasoning, content, finish;
-  json calls = json::array();
-};
-Streamed stream_chat(httplib::Client& c, const json& body) {
-  json b = body;
-  b["stream"] = true;
-  const auto r = tc::test::post_stream(c, "/v1/chat/completions", b);
-  REQUIRE(r.status == 200);
-  REQUIRE(r.data.back() == "[DONE]");
-  Streamed s;
-  for (const json& e : r.events) {
-    if (!e.contains("choices") || e["choices"].empty()) continue;
-    const json& choice = e["choices"][0];
-    const json& delta = choice["delta"];
-    if (delta.contains("reasoning_content")) s.reasoning += delta["reasoning_content"].get<std::string>();
-    if (delta.contains("content") && delta["content"].is_string()) s.content += delta["content"].get<std::string>();
-    if (delta.contains("tool_calls")) {
-      for (const json& call : delta["tool_calls"]) s.calls.push_back(call);
-    }
-    if (!choice["finish_reason"].is_null()) s.finish = choice["finish_reason"].get<std::string>();
-  }
-  return s;
-}
+using Streamed = tc::test::StreamedChat;
+using tc::test::stream_chat;
 
 }  // namespace
 
