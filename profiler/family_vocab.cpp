@@ -107,9 +107,11 @@ Vocab qwen2_vocab(const std::string& text) {
   return v;
 }
 
-Vocab gemma3_vocab(const std::string& text) {
+// The ids both Gemma families open with: <pad>, <eos>, <bos>, <unk>,
+// <mask>, [multimodal] and the first unused tokens; BOS added, no space prefix.
+Vocab gemma_head(text::TokenizerKind kind) {
   Vocab v;
-  v.kind = text::TokenizerKind::Spm;
+  v.kind = kind;
   v.pad_id = 0;
   v.eos_id = 1;
   v.bos_id = 2;
@@ -124,6 +126,11 @@ Vocab gemma3_vocab(const std::string& text) {
   add(v, "<mask>", TokenType::Control);
   add(v, "[multimodal]", TokenType::Control);
   for (int i = 0; i < kGemmaUnusedHead; ++i) add(v, "<unused" + std::to_string(i) + ">", TokenType::Control);
+  return v;
+}
+
+Vocab gemma3_vocab(const std::string& text) {
+  Vocab v = gemma_head(text::TokenizerKind::Spm);
   add(v, "<start_of_turn>", TokenType::Control);
   add(v, "<end_of_turn>", TokenType::Control);
   // Runs of newlines, spaces (U+2581 in Gemma's model, a space in its GGUF
@@ -164,22 +171,7 @@ Vocab gemma3_vocab(const std::string& text) {
 // newline runs as normal tokens that no merge reaches (llama.cpp takes such a
 // run whole) and the learned part as BPE merges over U+2581-spaced text.
 Vocab gemma4_vocab(const std::string& text) {
-  Vocab v;
-  v.kind = text::TokenizerKind::Gemma4;
-  v.pad_id = 0;
-  v.eos_id = 1;
-  v.bos_id = 2;
-  v.unk_id = 3;
-  v.add_bos = true;
-  v.add_eos = false;
-  v.add_space_prefix = false;
-  add(v, "<pad>", TokenType::Control);
-  add(v, "<eos>", TokenType::Control);
-  add(v, "<bos>", TokenType::Control);
-  add(v, "<unk>", TokenType::Unknown);
-  add(v, "<mask>", TokenType::Control);
-  add(v, "[multimodal]", TokenType::Control);
-  for (int i = 0; i < kGemmaUnusedHead; ++i) add(v, "<unused" + std::to_string(i) + ">", TokenType::Control);
+  Vocab v = gemma_head(text::TokenizerKind::Gemma4);
   for (const Marker& m : kGemma4Markers) add(v, m.text, m.type);
   for (int n = 1; n <= kGemmaRunLength; ++n) add(v, std::string(static_cast<size_t>(n), '\n'), TokenType::Normal);
   for (const char* tag : kGemmaTags) add(v, tag, TokenType::UserDefined);

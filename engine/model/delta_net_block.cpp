@@ -67,7 +67,8 @@ void DeltaNetBlock::run_head(int64_t h, const float* qkv, const float* beta, con
   const DeltaNetShape& d = spec_.delta_net;
   const int64_t dim = d.head_dim, channels = d.conv_dim(), kh = h % d.n_k_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
-  std::vector<float> delta(static_cast<size_t>(dim));
+  thread_local std::vector<float> delta;  // per thread: heads run side by side
+  delta.resize(static_cast<size_t>(dim));
   for (int64_t t = 0; t < n; ++t) {
     const float* row = qkv + t * channels;
     const float* q = row + kh * dim;

@@ -24,14 +24,15 @@ void PerLayerInputs::prepare(kernels::Backend& b, const int32_t* ids, const floa
              static_cast<float>(spec_.rms_eps), proj);
   // Plus the token's own rows times sqrt(n_embd_per_layer), all over sqrt(2);
   // stored layer-major so that a layer's rows are contiguous.
-  std::vector<float> rows(static_cast<size_t>(n_all));
+  rows_.resize(static_cast<size_t>(n_all));
+  float* rows = rows_.data();
   const float row_scale = std::sqrt(static_cast<float>(n_pl));
   const float sum_scale = 1.0f / std::sqrt(2.0f);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    b.get_rows(weights_.per_layer_token_embd, ids + t, 1, rows.data());
+    b.get_rows(weights_.per_layer_token_embd, ids + t, 1, rows);
     for (int64_t l = 0; l < spec_.n_layer; ++l) {
       const float* p = proj + t * n_all + l * n_pl;
-      const float* r = rows.data() + l * n_pl;
+      const float* r = rows + l * n_pl;
       float* out = inputs_.data() + (l * n_tokens + t) * n_pl;
       for (int64_t i = 0; i < n_pl; ++i) out[i] = (p[i] + r[i] * row_scale) * sum_scale;
     }

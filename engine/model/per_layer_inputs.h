@@ -33,6 +33,7 @@ class PerLayerInputs {
   const LlamaWeights& weights_;
   std::vector<float> inputs_;   // f32 [n_layer, n_tokens, n_embd_per_layer]: each layer's rows together
   std::vector<float> scratch_;  // f32 [n_tokens, n_layer * n_embd_per_layer]
+  std::vector<float> rows_;     // f32 [n_layer * n_embd_per_layer]: one token's table row
   std::vector<float> gate_;     // f32 [n_tokens, n_embd_per_layer]
   std::vector<float> out_;      // f32 [n_tokens, n_embd]
 };

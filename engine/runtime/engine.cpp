@@ -631,8 +631,7 @@ void Engine::Impl::release(int slot_idx) {
   Slot& slot = slots[static_cast<size_t>(slot_idx)];
   if (slot.seq && slot.seq->n_exact >= 0) {
     // Shifted entries are not what a later prompt's prefill would compute: only the kept prefix is reused.
-    int64_t n = std::min(slot.seq->n_exact, kv->n_used(slot_idx));
-    if (!kv->keeps_prefixes() && n < kv->n_used(slot_idx)) n = 0;  // a recurrent state: whole or nothing
+    const int64_t n = std::min(slot.seq->n_exact, kv->n_used(slot_idx));
     slot.cached.resize(static_cast<size_t>(n));
     kv->set_used(slot_idx, n);
   }
