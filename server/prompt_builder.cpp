@@ -201,16 +201,25 @@ Plan plan_chat(const ChatRequest& request, const ServingModel& serving, const co
   plan.harmony_prompt_tail = std::move(tokens.harmony_prompt_tail);
   const bool gemma4 = !plan.harmony && is_gemma4_template(serving.chat_template->source());
   plan.gemma4 = gemma4 && !request.tools.forced();
-  // A forced call is sampled as JSON from the first token: no <think> to look for in a Gemma 4 thought.
-  if (gemma4 && !plan.gemma4) plan.opens_reasoning = false;
   const bool qwen3_coder = !plan.harmony && !gemma4 && is_qwen3_coder_template(serving.chat_template->source());
   plan.qwen3_coder = qwen3_coder && !request.tools.forced();
-  // Likewise after a Qwen 3.5 prompt's opened <think>: the forced call's JSON is the reply, not reasoning.
-  if (qwen3_coder && !plan.qwen3_coder) plan.opens_reasoning = false;
-  add_choices(plan, std::move(tokens.ids), "", 0, request.common, max_tokens_limit(serving, options), serving,
-              options);
+  // A reply held to a form (JSON, a schema, a forced call) after a prompt
+  // that opened the reasoning (R1 and its distills, Qwen 3.5 thinking):
+  // the model reasons first, free up to its </think>, and the form holds
+  // the answer after it, as llama.cpp's parser reads such replies. Without
+  // the split, with a grammar, or in Gemma 4's thought (closed otherwise),
+  // the form holds from the first token and none of the reply is reasoning.
+  const auto& common = request.common;
+  const bool held = common.json_object || common.schema || request.tools.forced();
+  const bool reasons_first = plan.opens_reasoning && plan.split_reasoning && held && common.grammar.empty() &&
+                             !plan.harmony && !gemma4;
+  if (plan.opens_reasoning && !plan.harmony && (held || !common.grammar.empty()) && !reasons_first) {
+    plan.opens_reasoning = false;
+  }
+  add_choices(plan, std::move(tokens.ids), "", 0, common, max_tokens_limit(serving, options), serving, options);
   for (auto& choice : plan.choices) {
     choice.request.images = tokens.images;
+    choice.request.reasoning_before_form = reasons_first;
     if (plan.gemma4) choice.request.rendered_tokens = serving.gemma4_marker_ids;
   }
   if (!request.tools.active()) return plan;

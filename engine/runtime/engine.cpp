@@ -318,11 +318,13 @@ void Engine::Impl::admit(Pending pending) {
                       : r.grammar     ? OutputForm::grammar(r.grammar)
                       : r.json_schema ? OutputForm::json_schema(r.json_schema)
                                       : OutputForm::json_object();
-    form.skip_reasoning = r.tool_call_skip_reasoning && !form.trigger.empty();
+    const bool lazy = !form.trigger.empty() || form.at_start || form.trigger_token >= 0;
+    form.skip_reasoning = (r.tool_call_skip_reasoning && !form.trigger.empty()) ||
+                          (r.reasoning_before_form && !lazy && !r.grammar);
     form.gemma4 = r.tool_call_gemma4 && !form.trigger.empty() && r.tool_call_trigger_token < 0;
     form.qwen3_coder = r.tool_call_qwen3_coder && !form.trigger.empty() && r.tool_call_trigger_token < 0 &&
                        !form.gemma4;
-    form.reasoning_open = r.tool_call_reasoning_open;
+    form.reasoning_open = lazy ? r.tool_call_reasoning_open : form.skip_reasoning;
     seq->sampler.constrain(constraint_tokens, std::move(form));
   }
   if (seq->request.sampling.dry_multiplier > 0.0f) {

@@ -105,6 +105,10 @@ struct GenerationRequest {
   // (OutputForm::skip_reasoning); _open: the prompt opened it.
   bool tool_call_skip_reasoning = false;
   bool tool_call_reasoning_open = false;
+  // With json_object, json_schema or a forced tool_call (not lazy, no
+  // grammar): the prompt opened a reasoning block (<think>); the text is
+  // free up to its </think> (it may not end before), then held to the form.
+  bool reasoning_before_form = false;
   // With tool_call, both >= 0: lazy Mistral calls (output_constraint.h),
   // on after each tool_call_trigger_token ([TOOL_CALLS]), the name ended
   // by tool_call_args_token ([ARGS]).

@@ -118,6 +118,8 @@ OutputConstraint::OutputConstraint(std::shared_ptr<const ConstraintTokenTable> t
     : table_(std::move(table)), form_(std::move(form)), prefix_(start()) {
   TC_CHECK(table_ != nullptr, "OutputConstraint needs a token table");
   TC_CHECK(!lazy() || !form_.gbnf, "OutputConstraint: a grammar cannot be lazy");
+  TC_CHECK(!after_reasoning() || (form_.reasoning_open && !form_.gbnf && !form_.gemma4 && !form_.qwen3_coder),
+           "OutputConstraint: a form after the reasoning needs the prompt to open it (and no grammar)");
   TC_CHECK(!form_.gemma4 || (form_.tool_call && !form_.trigger.empty()),
            "OutputConstraint: Gemma 4 calls need the grammar and a trigger");
   TC_CHECK(!form_.qwen3_coder || (form_.tool_call && !form_.trigger.empty() && !form_.gemma4),
@@ -146,7 +148,16 @@ OutputConstraint::Prefix OutputConstraint::start() const {
 
 void OutputConstraint::mask(std::span<float> logits) const {
   TC_CHECK(logits.size() == table_->bytes.size(), "OutputConstraint::mask: logits size != n_vocab");
-  if (!active_) return;
+  if (!active_) {
+    // Reasoning before the form: anything but the end, which would leave the form unwritten.
+    if (!after_reasoning()) return;
+    for (size_t t = 0; t < logits.size(); ++t) {
+      if (table_->kind[t] == ConstraintTokenTable::Kind::EndOfGeneration) {
+        logits[t] = -std::numeric_limits<float>::infinity();
+      }
+    }
+    return;
+  }
   if (const auto* grammar = std::get_if<text::GbnfPrefix>(&prefix_)) {
     grammar_mask_.apply(*grammar, *table_, logits);
     return;
@@ -196,6 +207,9 @@ void OutputConstraint::accept(text::TokenId token) {
       watch_start(bytes);
     } else if (!form_.trigger.empty()) {
       watch_for_trigger(bytes);
+    } else if (after_reasoning()) {
+      const std::string rest = past_reasoning(bytes);
+      if (reasoning_ == Reasoning::Over) begin_form(rest);
     }
     return;
   }
@@ -261,11 +275,12 @@ void OutputConstraint::watch_for_trigger(std::string bytes) {
 
 void OutputConstraint::begin_form(std::string_view rest) {
   // A token that runs on past the trigger into something the form does not
-  // allow leaves this call free.
+  // allow leaves this call free; past the reasoning, the form holds from
+  // the next token.
   prefix_ = start();
   const bool fits = std::visit([&](auto& prefix) { return prefix.push(rest); }, prefix_);
-  active_ = fits && !prefix_complete();
   if (!fits) prefix_ = start();
+  active_ = after_reasoning() || (fits && !prefix_complete());
 }
 
 bool OutputConstraint::prefix_complete() const {
@@ -276,7 +291,7 @@ bool OutputConstraint::complete() const { return !lazy() && prefix_complete(); }
 
 void OutputConstraint::reset() {
   prefix_ = start();
-  active_ = !lazy();
+  active_ = !lazy() && !after_reasoning();
   awaiting_start_ = form_.at_start;
   opening_text_.clear();
   recent_.clear();

@@ -65,6 +65,10 @@ struct OutputForm {
   // block opening the output, or, with reasoning_open, the output up to
   // </think>: the prompt opened it; with gemma4, <|channel>thought ...
   // <channel|>) triggers nothing, as its calls come after it.
+  // Without a trigger (JSON, a schema or a forced call; reasoning_open
+  // required): the output up to the </think> that closes the prompt's
+  // reasoning is free, save that it may not end there; the form holds what
+  // follows.
   bool skip_reasoning = false;
   bool reasoning_open = false;
   // With tool_call and a trigger: each call is Gemma 4's
@@ -136,6 +140,8 @@ class OutputConstraint {
   bool prefix_complete() const;
   bool lazy() const { return !form_.trigger.empty() || form_.at_start || mistral(); }
   bool mistral() const { return form_.trigger_token >= 0; }
+  // A form held only after the prompt's opened reasoning (skip_reasoning without a trigger).
+  bool after_reasoning() const { return !lazy() && form_.skip_reasoning; }
   // Mistral's control tokens ([TOOL_CALLS], [ARGS]); true when `token` was one of them here.
   bool accept_mistral_marker(text::TokenId token);
   // Lazy at the start and not begun: the output's first bytes decide.

@@ -8,8 +8,8 @@
 // with tool_choice auto, every call the model writes, the first ending
 // its reasoning, is held to a declared function and its parameters (text
 // parameters raw, the others JSON) and comes back as an OpenAI tool call,
-// streamed or not; a forced call (the JSON form) is a tool call too, not
-// reasoning. A history with calls and results is rendered with each
+// streamed or not; a forced call (the JSON form, after the reasoning) is
+// a tool call too. A history with calls and results is rendered with each
 // call's arguments as a mapping.
 #include <catch2/catch.hpp>
 
@@ -213,8 +213,9 @@ TEST_CASE("qwen3-coder: calls the model opens are held to declared functions and
   CHECK(text.find(kCallOpen) != std::string::npos);
   CHECK(text.find("<function=get_") == std::string::npos);
 
-  // A forced call: the JSON form from the first token, a tool call and not the opened reasoning.
+  // A forced call: the JSON form after the opened reasoning (closed at once, pushed), a tool call.
   json forced = chat_body({{"tools", tools()}, {"max_tokens", 60}});
+  forced["logit_bias"] = {{std::to_string(token_id(model, "</think>")), 100}};
   forced["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
   const auto f = post_json(c, "/v1/chat/completions", forced);
   INFO(f.raw);

@@ -7,6 +7,8 @@
 // Lazy calls (a trigger text, e.g. <tool_call>, turns the form on until the
 // call closes): free text before, the call held to its form, free again
 // after, and on random logits every call after a trigger a declared one.
+// A held form after the reasoning the prompt opened: the reasoning free
+// (but not its end) up to </think>, the form holding what follows.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -205,7 +207,7 @@ const tc::text::Tokenizer& lazy_tokenizer() {
       {"<tool", 0}, {"_call>", 0},   {"</tool_call>", 0}, {"{", 0}, {"}", 0},        {"\"", 0},
       {":", 0},     {",", 0},        {"\u2581", 0},  {"name", 0},   {"arguments", 0}, {"get", 0},
       {"_time", 0}, {"add", 0},      {"x", 0},       {"1", 0},      {"}}", 0},        {"<tool_call>{", 0},
-      {"<think>", 0}, {"</think>", 0}, {"<th", 0}, {"ink>", 0},
+      {"<think>", 0}, {"</think>", 0}, {"<th", 0}, {"ink>", 0}, {"</th", 0},
   }));
   return *tokenizer;
 }
@@ -401,4 +403,56 @@ TEST_CASE("Lazy tool call: on random logits every call after a trigger is a decl
     }
   }
   CHECK(calls >= 20);
+}
+
+TEST_CASE("A held form after the prompt's opened reasoning: free but unending up to </think>, then held",
+          "[sampler][tools]") {
+  const auto& tokenizer = lazy_tokenizer();
+  const int32_t n_vocab = tokenizer.n_vocab();
+  const auto table = tc::runtime::ConstraintTokenTable::from(tokenizer, n_vocab);
+  const auto declared = std::make_shared<const tc::text::ToolCallGrammar>(names());
+  const tc::text::TokenId eos = tokenizer.vocab().eos_id;
+  REQUIRE(eos >= 0);
+  for (auto form : {tc::runtime::OutputForm::json_object(), tc::runtime::OutputForm::call(declared)}) {
+    INFO((form.tool_call ? "forced call" : "JSON object"));
+    form.skip_reasoning = true;
+    form.reasoning_open = true;
+    tc::runtime::OutputConstraint c(table, form);
+    auto allowed = [&](tc::text::TokenId id) {
+      std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
+      c.mask(logits);
+      return logits[static_cast<size_t>(id)] == 0.0f;
+    };
+    auto feed = [&](const std::vector<std::string>& pieces) {
+      for (const auto& p : pieces) c.accept(id_of(tokenizer, p));
+    };
+    for (int round = 0; round < 2; ++round) {  // the second after reset()
+      // The reasoning: any text, a call marker and a '{' included, but not the end.
+      CHECK_FALSE(c.active());
+      CHECK(allowed(id_of(tokenizer, "Sure")));
+      CHECK(allowed(id_of(tokenizer, "x")));
+      CHECK_FALSE(allowed(eos));
+      CHECK(n_allowed(c, n_vocab) == static_cast<size_t>(n_vocab) - 1);
+      feed({"Sure", "{", "<tool_call>", "</th"});
+      CHECK_FALSE(c.active());
+      CHECK_FALSE(c.complete());
+      // </think> (here cut over tokens): the form holds from the next token.
+      feed({"ink>"});
+      REQUIRE(c.active());
+      CHECK(allowed(id_of(tokenizer, "\n")));
+      CHECK(allowed(id_of(tokenizer, "{")));
+      CHECK_FALSE(allowed(id_of(tokenizer, "Sure")));
+      CHECK_FALSE(allowed(id_of(tokenizer, "</think>")));
+      CHECK_FALSE(allowed(eos));
+      if (form.tool_call) {
+        feed({"\n", "{", "\"", "name", "\"", ":", "\u2581", "\"", "add", "\"", ",", "\u2581", "\"", "arguments", "\"",
+              ":", "\u2581", "{", "}}"});
+      } else {
+        feed({"{", "\"", "x", "\"", ":", "1", "}"});
+      }
+      CHECK(c.complete());
+      CHECK(allowed(eos));
+      c.reset();
+    }
+  }
 }
