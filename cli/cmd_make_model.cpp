@@ -92,7 +92,8 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--rope-dims", o->n_rot, "Dimensions of each head RoPE rotates (rope.dimension_count), when not all")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   sub->add_flag("--attn-bias", o->attn_bias, "q/k/v biases (qwen2 always has them)");
-  sub->add_flag("--fused-qkv", o->fused_qkv, "One attn_qkv tensor for q, k and v (phi3 and falcon always)");
+  sub->add_flag("--fused-qkv", o->fused_qkv,
+                "One attn_qkv tensor for q, k and v (phi3 and falcon always; qwen3next: one ssm_in for q, k, v, z)");
   sub->add_option("--sliding-window", o->sliding_window,
                   "attention.sliding_window (llama: every layer, as Mistral; gemma2/3: the windowed layers)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));

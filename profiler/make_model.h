@@ -83,7 +83,7 @@ struct MakeModelOptions {
   int64_t head_dim = 0;          // {arch}.attention.key_length/value_length; 0: n_embd / n_head, keys not written
   int64_t n_rot = 0;             // {arch}.rope.dimension_count (partial RoPE, GLM-4's half); 0: head_dim
   bool attn_bias = false;        // q/k/v biases (qwen2 always has them)
-  bool fused_qkv = false;        // attn_qkv in place of attn_q/k/v (phi3 and falcon always)
+  bool fused_qkv = false;  // attn_qkv in place of attn_q/k/v (phi3 and falcon always); qwen3next: ssm_in
   // {arch}.attention.sliding_window, for the architectures that read it
   // (llama: every layer; gemma2/3: the windowed layers); 0: not written.
   int64_t sliding_window = 0;

@@ -44,19 +44,22 @@ void check_qwen35_options(const MakeModelOptions& o, DType base, DType heavy) {
 void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                         const RandomTensorAdder& add) {
   const model::DeltaNetShape d = delta_net_of(o);
-  const std::string p = o.arch + ".";  // qwen35 or qwen35moe
+  const std::string p = o.arch + ".";  // qwen35, qwen35moe or qwen3next
   w.set(p + "ssm.conv_kernel", gguf::Value(static_cast<uint32_t>(d.conv_kernel)));
   w.set(p + "ssm.inner_size", gguf::Value(static_cast<uint32_t>(d.value_dim())));
   w.set(p + "ssm.state_size", gguf::Value(static_cast<uint32_t>(d.head_dim)));
   w.set(p + "ssm.time_step_rank", gguf::Value(static_cast<uint32_t>(d.n_v_heads)));
   w.set(p + "ssm.group_count", gguf::Value(static_cast<uint32_t>(d.n_k_heads)));
   w.set(p + "full_attention_interval", gguf::Value(static_cast<uint32_t>(kFullAttentionInterval)));
-  // M-RoPE's sections over the rotated pairs (text positions make it plain NeoX RoPE).
+  const bool qwen3next = o.arch == "qwen3next";
   const int64_t head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
-  const int64_t pairs = (o.n_rot > 0 ? o.n_rot : head_dim) / 2;
-  const int32_t third = static_cast<int32_t>(pairs / 3);
-  w.set(p + "rope.dimension_sections",
-        gguf::Value::i32_array({third, third, static_cast<int32_t>(pairs - 2 * third), 0}));
+  if (!qwen3next) {
+    // M-RoPE's sections over the rotated pairs (text positions make it plain NeoX RoPE).
+    const int64_t pairs = (o.n_rot > 0 ? o.n_rot : head_dim) / 2;
+    const int32_t third = static_cast<int32_t>(pairs / 3);
+    w.set(p + "rope.dimension_sections",
+          gguf::Value::i32_array({third, third, static_cast<int32_t>(pairs - 2 * third), 0}));
+  }
 
   auto sd_for = [&](int64_t fan_in) {
     return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
@@ -71,13 +74,21 @@ void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf
     const std::string blk = "blk." + std::to_string(l) + ".";
     norm(name("attn_norm"), o.n_embd);
     if ((l + 1) % kFullAttentionInterval != 0) {  // the gated delta net
-      matrix(name("attn_qkv"), base, o.n_embd, d.conv_dim());
-      matrix(name("attn_gate"), base, o.n_embd, d.value_dim());
+      if (qwen3next && o.fused_qkv) {  // older converters: q, k, v and z grouped by key head
+        matrix(name("ssm_in"), base, o.n_embd, d.conv_dim() + d.value_dim());
+      } else {
+        matrix(name("attn_qkv"), base, o.n_embd, d.conv_dim());
+        matrix(name("attn_gate"), base, o.n_embd, d.value_dim());
+      }
       add(name("ssm_conv1d"), DType::F32, {d.conv_kernel, d.conv_dim()}, 0.0f, 0.5f);
       add(blk + "ssm_dt.bias", DType::F32, {d.n_v_heads}, 0.0f, 1.0f);
       add(blk + "ssm_a", DType::F32, {d.n_v_heads}, -0.5f, 0.1f);  // -exp(A_log): always negative, a decay
-      matrix(name("ssm_beta"), base, o.n_embd, d.n_v_heads);
-      matrix(name("ssm_alpha"), base, o.n_embd, d.n_v_heads);
+      if (qwen3next) {  // beta and alpha grouped by key head
+        matrix(name("ssm_ba"), base, o.n_embd, 2 * d.n_v_heads);
+      } else {
+        matrix(name("ssm_beta"), base, o.n_embd, d.n_v_heads);
+        matrix(name("ssm_alpha"), base, o.n_embd, d.n_v_heads);
+      }
       norm(name("ssm_norm"), d.head_dim);
       matrix(name("ssm_out"), heavy, d.value_dim(), o.n_embd);
     } else {  // gated attention
@@ -95,7 +106,7 @@ void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf
       matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
       continue;
     }
-    // qwen35moe: the router (f32, as llama.cpp's quantizer leaves it), the
+    // qwen35moe and qwen3next: the router (f32, as llama.cpp's quantizer leaves it), the
     // experts (gate and up in one tensor), a shared expert twice as wide and its gate.
     matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
     add(name("ffn_gate_up_exps"), base, {o.n_embd, 2 * o.n_ff, o.n_expert}, 0.0f, sd_for(o.n_embd));

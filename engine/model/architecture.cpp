@@ -61,6 +61,18 @@ const std::array kArchitectures{
                  .shared_expert = true,
                  .ffn_norm_name = "post_attention_norm",
                  .qwen35_layers = true},
+    // Qwen3-Next (80B-A3B): qwen35moe's layers with its own delta net
+    // layout (Architecture::qwen3next_delta_net).
+    Architecture{.name = "qwen3next",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .shared_expert = true,
+                 .ffn_norm_name = "post_attention_norm",
+                 .qwen35_layers = true,
+                 .qwen3next_delta_net = true},
     // Qwen2 MoE (Qwen1.5-MoE-A2.7B, Qwen2-57B-A14B): qwen2 with a mixture
     // of experts, their probabilities not renormalised, and a gated shared expert.
     Architecture{.name = "qwen2moe",

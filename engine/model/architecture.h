@@ -255,6 +255,13 @@ struct Architecture {
   // positions make it; the last {arch}.nextn_predict_layers blocks
   // (multi-token prediction) are skipped.
   bool qwen35_layers = false;
+  // With qwen35_layers, Qwen3-Next's delta net: value heads share key heads
+  // in runs (value head h reads key head h / (n_v_heads / n_k_heads), where
+  // qwen35 tiles them, h % n_k_heads); beta and alpha come in one ssm_ba
+  // grouped by key head (each group's betas, then its alphas); q, k, v and
+  // z in attn_qkv and attn_gate, or in older files one ssm_in grouped by
+  // key head (each group's q, k, v, then z).
+  bool qwen3next_delta_net = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -65,7 +65,7 @@ void DeltaNetBlock::convolve(const LayerWeights& w, float* qkv, int64_t n, float
 void DeltaNetBlock::run_head(int64_t h, const float* qkv, const float* beta, const float* decay, int64_t n,
                              float* state, float* o) const {
   const DeltaNetShape& d = spec_.delta_net;
-  const int64_t dim = d.head_dim, channels = d.conv_dim(), kh = h % d.n_k_heads;
+  const int64_t dim = d.head_dim, channels = d.conv_dim(), kh = d.key_head(h);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
   thread_local std::vector<float> delta;  // per thread: heads run side by side
   delta.resize(static_cast<size_t>(dim));
@@ -89,6 +89,36 @@ void DeltaNetBlock::run_head(int64_t h, const float* qkv, const float* beta, con
   }
 }
 
+void DeltaNetBlock::ungroup_qkvz(const float* qkvz, int64_t n_tokens) {
+  const DeltaNetShape& d = spec_.delta_net;
+  const int64_t dim = d.head_dim, channels = d.conv_dim(), run = d.n_v_heads / d.n_k_heads * dim;
+  const int64_t group = 2 * dim + 2 * run;  // a key head's q, k, then its value heads' v, then their z
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* row = qkvz + t * (channels + d.value_dim());
+    float* qkv = qkv_.data() + t * channels;
+    float* z = z_.data() + t * d.value_dim();
+    for (int64_t g = 0; g < d.n_k_heads; ++g) {
+      const float* src = row + g * group;
+      std::copy_n(src, dim, qkv + g * dim);
+      std::copy_n(src + dim, dim, qkv + d.key_dim() + g * dim);
+      std::copy_n(src + 2 * dim, run, qkv + 2 * d.key_dim() + g * run);
+      std::copy_n(src + 2 * dim + run, run, z + g * run);
+    }
+  }
+}
+
+void DeltaNetBlock::ungroup_ba(const float* ba, int64_t n_tokens) {
+  const DeltaNetShape& d = spec_.delta_net;
+  const int64_t n_v = d.n_v_heads, per_k = n_v / d.n_k_heads;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t g = 0; g < d.n_k_heads; ++g) {
+      const float* src = ba + t * 2 * n_v + g * 2 * per_k;  // the group's betas, then its alphas
+      std::copy_n(src, per_k, beta_.data() + t * n_v + g * per_k);
+      std::copy_n(src + per_k, per_k, decay_.data() + t * n_v + g * per_k);
+    }
+  }
+}
+
 void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
                         std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out) {
   const DeltaNetShape& d = spec_.delta_net;
@@ -102,10 +132,31 @@ void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, 
   grow(beta_, n_v);
   grow(decay_, n_v);
   grow(o_, d.value_dim());
-  const kernels::MatmulTarget projections[] = {
-      {&w.dn_qkv, qkv_.data()}, {&w.dn_z, z_.data()}, {&w.dn_beta, beta_.data()}, {&w.dn_alpha, decay_.data()}};
-  backend_.matmul_many(projections, cur, n_tokens);
+  // Qwen3-Next's fused projections land in fused_ (qkvz, then ba) and are ungrouped below.
+  const bool fused_qkvz = w.dn_qkvz.data != nullptr, fused_ba = w.dn_ba.data != nullptr;
+  const int64_t qkvz_width = fused_qkvz ? channels + d.value_dim() : 0, ba_width = fused_ba ? 2 * n_v : 0;
+  grow(fused_, qkvz_width + ba_width);
+  float* qkvz = fused_.data();
+  float* ba = qkvz + n_tokens * qkvz_width;
+  kernels::MatmulTarget projections[4];
+  size_t n_projections = 0;
+  const auto project = [&](const kernels::Tensor& t, float* into) { projections[n_projections++] = {&t, into}; };
+  if (fused_qkvz) {
+    project(w.dn_qkvz, qkvz);
+  } else {
+    project(w.dn_qkv, qkv_.data());
+    project(w.dn_z, z_.data());
+  }
+  if (fused_ba) {
+    project(w.dn_ba, ba);
+  } else {
+    project(w.dn_beta, beta_.data());
+    project(w.dn_alpha, decay_.data());
+  }
+  backend_.matmul_many(std::span(projections, n_projections), cur, n_tokens);
   backend_.synchronize();
+  if (fused_qkvz) ungroup_qkvz(qkvz, n_tokens);
+  if (fused_ba) ungroup_ba(ba, n_tokens);
   const float* dt = f32(w.dn_dt_bias);
   const float* a = f32(w.dn_a);
   for (int64_t t = 0; t < n_tokens; ++t) {

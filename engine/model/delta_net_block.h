@@ -1,8 +1,9 @@
 // DeltaNetBlock: Qwen 3.5's gated delta net, the linear attention its
 // recurrent layers run in place of attention (ModelSpec::delta_net), as
-// llama.cpp's qwen35 graph and ggml's ssm_conv and gated_delta_net ops
-// compute it. Per token t of a sequence, per value head h (its query and
-// key head h % n_k_heads):
+// llama.cpp's qwen35 and qwen3next graphs and ggml's ssm_conv and
+// gated_delta_net ops compute it. Per token t of a sequence, per value head
+// h (its query and key head DeltaNetShape::key_head(h): h % n_k_heads,
+// Qwen3-Next's h / (n_v_heads / n_k_heads)):
 //   qkv = causal conv (conv_kernel taps per channel) of attn_qkv · x, silu
 //   q, k = l2-normed heads of qkv; v = its value heads
 //   beta = sigmoid(ssm_beta · x); decay = exp(softplus(ssm_alpha · x + ssm_dt) * ssm_a)
@@ -46,6 +47,9 @@ class DeltaNetBlock {
   // The causal convolution and silu of one sequence's qkv rows (in place),
   // its conv state advanced.
   void convolve(const LayerWeights& w, float* qkv, int64_t n, float* conv_state);
+  // Qwen3-Next's fused projections (rows grouped by key head) into qkv_ and z_, beta_ and decay_.
+  void ungroup_qkvz(const float* qkvz, int64_t n_tokens);
+  void ungroup_ba(const float* ba, int64_t n_tokens);
   // The recurrence of one value head over one sequence's rows.
   void run_head(int64_t h, const float* qkv, const float* beta, const float* decay, int64_t n, float* state,
                 float* o) const;
@@ -58,6 +62,7 @@ class DeltaNetBlock {
   std::vector<float> decay_;  // [T, n_v_heads]: alpha, then the decay exp(g)
   std::vector<float> o_;      // [T, value_dim]: the heads' outputs, then gated
   std::vector<float> window_;  // [conv_kernel - 1 + T] one channel's state and inputs
+  std::vector<float> fused_;   // [T, conv_dim + value_dim] ssm_in's rows, then [T, 2 n_v_heads] ssm_ba's
 };
 
 }  // namespace tc::model

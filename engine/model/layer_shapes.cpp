@@ -116,6 +116,7 @@ void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec&
   d.n_k_heads = positive(p + "ssm.group_count");
   d.n_v_heads = positive(p + "ssm.time_step_rank");
   d.head_dim = positive(p + "ssm.state_size");
+  d.grouped_heads = s.architecture->qwen3next_delta_net;
   const std::string inner_key = p + "ssm.inner_size";
   if (positive(inner_key) != d.value_dim()) {
     throw file.error(inner_key, "is " + std::to_string(file.get_i64(inner_key)) + ", expected time_step_rank x "

@@ -142,18 +142,28 @@ void map_mla(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   w.mla_v_b_heads = m.expert_matrices(name("attn_v_b"), s.kv_lora_rank, s.head_dim_v_mla, s.n_head);
 }
 
-// Qwen 3.5's gated delta net layer (llama.cpp's qwen35 names).
+// Qwen 3.5's gated delta net layer (llama.cpp's qwen35 names; Qwen3-Next's
+// fused ssm_in and ssm_ba).
 void map_delta_net(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
   const DeltaNetShape& d = s.delta_net;
-  w.dn_qkv = m.matrix(name("attn_qkv"), s.n_embd, d.conv_dim());
-  w.dn_z = m.matrix(name("attn_gate"), s.n_embd, d.value_dim());
+  const bool qwen3next = s.architecture->qwen3next_delta_net;
+  if (qwen3next && m.has(name("ssm_in"))) {
+    w.dn_qkvz = m.matrix(name("ssm_in"), s.n_embd, d.conv_dim() + d.value_dim());
+  } else {
+    w.dn_qkv = m.matrix(name("attn_qkv"), s.n_embd, d.conv_dim());
+    w.dn_z = m.matrix(name("attn_gate"), s.n_embd, d.value_dim());
+  }
   w.dn_conv = m.matrix(name("ssm_conv1d"), d.conv_kernel, d.conv_dim());
   if (w.dn_conv.dtype != DType::F32) throw m.error(name("ssm_conv1d"), "must be f32 (the convolution's taps)");
   w.dn_dt_bias = m.vector("blk." + std::to_string(l) + ".ssm_dt.bias", d.n_v_heads);
   w.dn_a = m.vector("blk." + std::to_string(l) + ".ssm_a", d.n_v_heads);
-  w.dn_beta = m.matrix(name("ssm_beta"), s.n_embd, d.n_v_heads);
-  w.dn_alpha = m.matrix(name("ssm_alpha"), s.n_embd, d.n_v_heads);
+  if (qwen3next) {
+    w.dn_ba = m.matrix(name("ssm_ba"), s.n_embd, 2 * d.n_v_heads);
+  } else {
+    w.dn_beta = m.matrix(name("ssm_beta"), s.n_embd, d.n_v_heads);
+    w.dn_alpha = m.matrix(name("ssm_alpha"), s.n_embd, d.n_v_heads);
+  }
   w.dn_norm = m.vector(name("ssm_norm"), d.head_dim);
   w.dn_out = m.matrix(name("ssm_out"), d.value_dim(), s.n_embd);
 }
@@ -461,7 +471,9 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.dn_beta, name("ssm_beta")},
           {&w.dn_alpha, name("ssm_alpha")},
           {&w.dn_norm, name("ssm_norm")},
-          {&w.dn_out, name("ssm_out")}};
+          {&w.dn_out, name("ssm_out")},
+          {&w.dn_qkvz, name("ssm_in")},
+          {&w.dn_ba, name("ssm_ba")}};
 }
 
 }  // namespace tc::model

@@ -82,6 +82,9 @@ struct LayerWeights {
   kernels::Tensor dn_alpha;    // ssm_alpha, weight dtype {n_embd, n_v_heads}
   kernels::Tensor dn_norm;     // ssm_norm, f32 [head_dim]
   kernels::Tensor dn_out;      // ssm_out, weight dtype {value_dim, n_embd}
+  // Qwen3-Next's fused forms, grouped by key head (Architecture::qwen3next_delta_net):
+  kernels::Tensor dn_qkvz;  // ssm_in, weight dtype {n_embd, conv_dim + value_dim}: in place of dn_qkv and dn_z
+  kernels::Tensor dn_ba;    // ssm_ba, weight dtype {n_embd, 2 n_v_heads}: in place of dn_beta and dn_alpha
   // Gemma 4's mixture beside the dense FFN (Architecture::gemma4_layers with
   // experts): the router input's scale, the experts' input norm, and the
   // norms of the dense FFN's and the experts' outputs.

@@ -55,6 +55,11 @@ struct DeltaNetShape {
   int64_t n_k_heads = 0;    // {arch}.ssm.group_count: query and key heads
   int64_t n_v_heads = 0;    // {arch}.ssm.time_step_rank: value heads (a multiple of n_k_heads)
   int64_t head_dim = 0;     // {arch}.ssm.state_size: a head's key and value width
+  // Qwen3-Next: value heads share key heads in runs (Architecture::qwen3next_delta_net).
+  bool grouped_heads = false;
+  int64_t key_head(int64_t v_head) const {
+    return grouped_heads ? v_head / (n_v_heads / n_k_heads) : v_head % n_k_heads;
+  }
   int64_t key_dim() const { return n_k_heads * head_dim; }
   int64_t value_dim() const { return n_v_heads * head_dim; }  // {arch}.ssm.inner_size
   int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k and v rows through the convolution

@@ -1,4 +1,5 @@
-// Qwen 3.5's gated delta net layers (Architecture::qwen35_layers): the spec
+// Qwen 3.5's gated delta net layers (Architecture::qwen35_layers; Qwen3-Next's
+// layout too): the spec
 // read from a make-model file, the recurrent state kept per slot beside the
 // attention layers' KV cache, a prompt's logits the same at once, in pieces
 // and beside another sequence, and the files refused with the key named.
@@ -70,6 +71,14 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
   CHECK(s.n_embd_kv(0) == 0);
   CHECK(s.n_embd_kv(3) == 64);
   CHECK_FALSE(tc::model::context_shift_refusal(s).empty());
+  // Value heads 0-3 read key heads 0, 1, 0, 1 (Qwen3-Next's: 0, 0, 1, 1).
+  CHECK_FALSE(s.delta_net.grouped_heads);
+  CHECK(s.delta_net.key_head(2) == 0);
+  CHECK(s.delta_net.key_head(3) == 1);
+  tc::model::DeltaNetShape grouped = s.delta_net;
+  grouped.grouped_heads = true;
+  CHECK(grouped.key_head(1) == 0);
+  CHECK(grouped.key_head(2) == 1);
 
   const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
   KvCache kv(*backend, s, 2, 64);
@@ -106,13 +115,14 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
 }
 
 TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][qwen35]") {
-  const bool experts = GENERATE(false, true);
-  INFO((experts ? "qwen35moe" : "qwen35"));
-  auto o = qwen35(experts ? "chunks_moe" : "chunks");
-  if (experts) {  // 8 experts, 2 per token, and a gated shared expert
-    o.arch = "qwen35moe";
+  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next");
+  INFO(arch);
+  auto o = qwen35("chunks_" + arch);
+  if (arch != "qwen35") {  // 8 experts, 2 per token, and a gated shared expert
+    o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
+    o.fused_qkv = true;  // qwen3next: ssm_in
   }
   tc::profiler::make_model(o);
   const auto loaded = tc::model::load_model(o.output);
@@ -166,6 +176,21 @@ TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model]
              Catch::Contains("qwen35.ssm.group_count"));
   CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "qwen35_refused", "blk.1.ssm_a", {})),
              Catch::Contains("blk.1.ssm_a"));
+
+  // Qwen3-Next's fused projections, grouped by key head.
+  auto next = qwen35("refused_next");
+  next.arch = "qwen3next";
+  next.n_expert = 4;
+  next.n_expert_used = 2;
+  next.fused_qkv = true;
+  tc::profiler::make_model(next);
+  const auto g = tc::gguf::GgufFile::open(next.output);
+  REQUIRE(tc::test::load_error(g).empty());
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(g, "qwen3next_refused", "blk.2.ssm_ba.weight", {})),
+             Catch::Contains("blk.2.ssm_ba"));
+  // Without ssm_in the split form is looked for.
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(g, "qwen3next_refused", "blk.0.ssm_in.weight", {})),
+             Catch::Contains("blk.0.attn_qkv"));
 
   const auto loaded = tc::model::load_model(o.output);
   tc::test::HostDeviceBackend device(2);
