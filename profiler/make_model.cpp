@@ -23,6 +23,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "profiler/make_gemma4.h"
+#include "profiler/make_granite_hybrid.h"
 #include "profiler/make_qwen35.h"
 #include "profiler/sparse_planting.h"
 #include "engine/runtime/rng.h"
@@ -153,6 +154,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
+  if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -503,13 +505,15 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  if (a.gemma4_layers || a.qwen35_layers) {  // layers of two kinds: make_gemma4.h, make_qwen35.h
+  if (a.gemma4_layers || a.qwen35_layers || a.mamba2_layers) {  // layers of kinds: make_gemma4.h, ...
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
     };
     if (a.gemma4_layers) {
       write_gemma4_model(o, types.base, types.heavy, w, add);
+    } else if (a.mamba2_layers) {
+      write_granite_hybrid_model(o, types.base, types.heavy, w, add);
     } else {
       write_qwen35_model(o, types.base, types.heavy, w, add);
     }

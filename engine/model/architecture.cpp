@@ -113,6 +113,14 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .experts = Experts::Optional,
                  .granite_scales = true},
+    // IBM Granite 4.0-H (Micro, Tiny, Small): Granite's scales and
+    // experts (shared too) with Mamba-2 layers (Architecture::mamba2_layers).
+    Architecture{.name = "granitehybrid",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .granite_scales = true,
+                 .mamba2_layers = true},
     // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
     // multipliers, with MiniCPM's constants where older files lack the keys;
     // MiniCPM 4's LongRoPE factors.

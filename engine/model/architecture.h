@@ -262,6 +262,11 @@ struct Architecture {
   // z in attn_qkv and attn_gate, or in older files one ssm_in grouped by
   // key head (each group's q, k, v, then z).
   bool qwen3next_delta_net = false;
+  // Granite 4.0-H (granitehybrid): the layers whose attention.head_count_kv
+  // entry is 0 run Mamba-2 (ModelSpec::mamba2; mamba2_block.h) in place of
+  // attention; the others attend without RoPE where
+  // rope.scaling.finetuned is false (Granite's switch for it).
+  bool mamba2_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

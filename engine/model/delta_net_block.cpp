@@ -3,6 +3,8 @@
 // gated_delta_net).
 #include "engine/model/delta_net_block.h"
 
+#include "engine/model/causal_conv.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -40,25 +42,6 @@ void l2_normalize(float* x, int64_t n, float eps) {
 DeltaNetBlock::DeltaNetBlock(const ModelSpec& spec, kernels::Backend& backend) : spec_(spec), backend_(backend) {
   if (backend.device() != kernels::DeviceKind::Cpu) {
     throw std::invalid_argument("the gated delta net runs on the CPU backend only so far");
-  }
-}
-
-void DeltaNetBlock::convolve(const LayerWeights& w, float* qkv, int64_t n, float* conv_state) {
-  const DeltaNetShape& d = spec_.delta_net;
-  const int64_t taps = d.conv_kernel, kept = taps - 1, channels = d.conv_dim();
-  window_.resize(static_cast<size_t>(kept + n));
-  for (int64_t c = 0; c < channels; ++c) {
-    // The channel's row of ggml's conv input: its state, then the tokens' values.
-    float* state = conv_state + c * kept;
-    std::copy_n(state, kept, window_.begin());
-    for (int64_t t = 0; t < n; ++t) window_[static_cast<size_t>(kept + t)] = qkv[t * channels + c];
-    const float* tap = f32(w.dn_conv) + c * taps;
-    for (int64_t t = 0; t < n; ++t) {
-      float sum = 0.0f;
-      for (int64_t j = 0; j < taps; ++j) sum += window_[static_cast<size_t>(t + j)] * tap[j];
-      qkv[t * channels + c] = silu(sum);
-    }
-    std::copy_n(window_.begin() + n, kept, state);
   }
 }
 
@@ -170,7 +153,8 @@ void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, 
   }
   for (const DeltaNetSequence& s : sequences) {
     float* qkv = qkv_.data() + s.first * channels;
-    convolve(w, qkv, s.n, kv.conv_state(s.slot, layer));
+    causal_conv_silu(qkv, channels, s.n, channels, f32(w.dn_conv), d.conv_kernel, nullptr, kv.conv_state(s.slot, layer),
+                     window_);
     for (int64_t t = 0; t < s.n; ++t) {
       for (int64_t head = 0; head < 2 * d.n_k_heads; ++head) l2_normalize(qkv + t * channels + head * dim, dim, eps);
     }

@@ -44,9 +44,6 @@ class DeltaNetBlock {
            std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out);
 
  private:
-  // The causal convolution and silu of one sequence's qkv rows (in place),
-  // its conv state advanced.
-  void convolve(const LayerWeights& w, float* qkv, int64_t n, float* conv_state);
   // Qwen3-Next's fused projections (rows grouped by key head) into qkv_ and z_, beta_ and decay_.
   void ungroup_qkvz(const float* qkvz, int64_t n_tokens);
   void ungroup_ba(const float* ba, int64_t n_tokens);

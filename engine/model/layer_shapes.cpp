@@ -149,4 +149,54 @@ void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec&
   }
 }
 
+void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string kv_key = p + "attention.head_count_kv";
+  const gguf::Value* value = file.find(kv_key);
+  if (value == nullptr) throw file.error(kv_key, "is missing (0 marks a Mamba-2 layer)");
+  std::vector<int64_t> kv(static_cast<size_t>(s.n_layer));
+  if (const gguf::Value::Array* items = value->as_array(); items != nullptr) {
+    if (static_cast<int64_t>(items->size()) != s.n_layer) {
+      throw file.error(kv_key, "has " + std::to_string(items->size()) + " entries, expected one per layer (" +
+                                   std::to_string(s.n_layer) + ")");
+    }
+    for (size_t l = 0; l < kv.size(); ++l) {
+      if (!(*items)[l].to_i64(kv[l]) || kv[l] < 0) throw file.error(kv_key, "must hold integers >= 0");
+    }
+  } else {
+    std::fill(kv.begin(), kv.end(), file.get_i64(kv_key));
+  }
+  s.n_head_kv = 0;
+  for (const int64_t n : kv) {
+    if (n < 0) throw file.error(kv_key, "must be >= 0");
+    if (n > 0 && s.n_head_kv > 0 && n != s.n_head_kv) {
+      throw file.error(kv_key, "differs between attention layers (" + std::to_string(s.n_head_kv) + " and " +
+                                   std::to_string(n) + "), which is not supported");
+    }
+    if (n > 0) s.n_head_kv = n;
+  }
+  if (s.n_head_kv == 0) s.n_head_kv = s.n_head;  // no attention layer
+  if (std::find(kv.begin(), kv.end(), 0) == kv.end()) return;  // no Mamba-2 layer
+  s.recurrent_layers.assign(kv.size(), false);
+  for (size_t l = 0; l < kv.size(); ++l) s.recurrent_layers[l] = kv[l] == 0;
+  auto positive = [&](const std::string& key) {
+    const int64_t v = file.get_i64(key);
+    if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
+    return v;
+  };
+  Mamba2Shape& m = s.mamba2;
+  m.conv_kernel = positive(p + "ssm.conv_kernel");
+  m.d_inner = positive(p + "ssm.inner_size");
+  m.d_state = positive(p + "ssm.state_size");
+  m.n_head = positive(p + "ssm.time_step_rank");
+  m.n_group = positive(p + "ssm.group_count");
+  if (m.d_inner % m.n_head != 0) {
+    throw file.error(p + "ssm.time_step_rank", "is " + std::to_string(m.n_head) + ", which does not divide "
+                                               "ssm.inner_size " + std::to_string(m.d_inner));
+  }
+  if (m.n_head % m.n_group != 0) {
+    throw file.error(p + "ssm.group_count", "is " + std::to_string(m.n_group) + ", which does not divide "
+                                            "ssm.time_step_rank " + std::to_string(m.n_head));
+  }
+}
+
 }  // namespace tc::model

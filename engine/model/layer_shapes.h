@@ -2,7 +2,7 @@
 // them: Gemma 4's (Architecture::gemma4_layers) widths that are one value or
 // one per layer, the windowed layers' head size and the layers that attend
 // over an earlier layer's cache; Qwen 3.5's (Architecture::qwen35_layers)
-// gated delta net layers and their widths.
+// gated delta net layers and Granite 4.0-H's Mamba-2 layers, and their widths.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +34,11 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& prefix, Mo
 // the ssm.* keys, attention.recurrent_layers or full_attention_interval).
 // Throws ModelLoadError naming the key at fault.
 void read_delta_net(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
+// Granite 4.0-H (granitehybrid's load_arch_hparams): attention.head_count_kv,
+// one value or one per layer, 0 marking the Mamba-2 layers (the others'
+// counts alike: s.n_head_kv); where there are any, s.recurrent_layers and
+// s.mamba2 from the ssm.* keys. Throws ModelLoadError naming the key at fault.
+void read_mamba2(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
 }  // namespace tc::model

@@ -125,7 +125,11 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   }
   if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
-  if (spec_.has_recurrent_layers()) delta_net_ = std::make_unique<DeltaNetBlock>(spec_, backend_);
+  if (spec_.has_recurrent_layers() && spec_.runs_mamba2()) {
+    mamba2_ = std::make_unique<Mamba2Block>(spec_, backend_);
+  } else if (spec_.has_recurrent_layers()) {
+    delta_net_ = std::make_unique<DeltaNetBlock>(spec_, backend_);
+  }
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
   if (spec_.architecture->gemma4_layers) {
     int64_t widest = spec_.n_embd;
@@ -183,7 +187,7 @@ void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mod
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
                                 "far (--device cpu), with the dense FFN (--sparsity dense)");
   }
-  const bool layers_differ = spec_.architecture->gemma4_layers || spec_.architecture->qwen35_layers;
+  const bool layers_differ = spec_.architecture->gemma4_layers || spec_.has_recurrent_layers();
   if (layers_differ && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
                         options_.ffn_mode == FfnMode::Sparse)) {
     throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in kind: it "
@@ -492,6 +496,7 @@ void LlamaModel::pre_norm(kernels::Backend& b, const float* x, const kernels::Te
 }
 
 bool LlamaModel::rotates(int64_t layer) const {
+  if (spec_.no_rope) return false;
   const Architecture& a = *spec_.architecture;
   const auto& windowed = spec_.swa_layers;
   if (a.rope_windowed_only && std::find(windowed.begin(), windowed.end(), true) != windowed.end()) {
@@ -617,7 +622,11 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
       delta_sequences_.push_back({s.slot, first, n});
       first += n;
     }
-    delta_net_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
+    if (mamba2_ != nullptr) {
+      mamba2_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
+    } else {
+      delta_net_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
+    }
   } else {
     run_attention(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
   }

@@ -168,6 +168,26 @@ void map_delta_net(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
   w.dn_out = m.matrix(name("ssm_out"), d.value_dim(), s.n_embd);
 }
 
+// Granite 4.0-H's Mamba-2 layer (llama.cpp's granitehybrid names).
+void map_mamba2(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const std::string blk = "blk." + std::to_string(l) + ".";
+  const Mamba2Shape& d = s.mamba2;
+  w.m2_in = m.matrix(name("ssm_in"), s.n_embd, d.in_dim());
+  w.m2_conv = m.matrix(name("ssm_conv1d"), d.conv_kernel, d.conv_dim());
+  if (w.m2_conv.dtype != DType::F32) throw m.error(name("ssm_conv1d"), "must be f32 (the convolution's taps)");
+  w.m2_conv_b = m.optional_vector(bias_name(l, "ssm_conv1d"), d.conv_dim());
+  w.m2_dt_bias = m.vector(bias_name(l, "ssm_dt"), d.n_head);
+  w.m2_a = m.matrix(blk + "ssm_a", 1, d.n_head);
+  w.m2_d = m.matrix(blk + "ssm_d", 1, d.n_head);
+  for (const auto* t : {&w.m2_a, &w.m2_d}) {
+    if (t->dtype != DType::F32) throw m.error(t == &w.m2_a ? blk + "ssm_a" : blk + "ssm_d", "must be f32");
+  }
+  w.m2_norm = m.matrix(name("ssm_norm"), d.d_inner / d.n_group, d.n_group);
+  if (w.m2_norm.dtype != DType::F32) throw m.error(name("ssm_norm"), "must be f32");
+  w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
+}
+
 // q, k and v: separate tensors, or llama.cpp's fused attn_qkv (rows: q, then
 // k, then v) split into views; biases likewise.
 void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
@@ -367,8 +387,12 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
         if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
       }
     }
-    if (s.is_recurrent(l)) {  // a gated delta net in place of attention; then the FFN
-      map_delta_net(m, s, l, lw);
+    if (s.is_recurrent(l)) {  // a gated delta net or Mamba-2 in place of attention; then the FFN
+      if (s.runs_mamba2()) {
+        map_mamba2(m, s, l, lw);
+      } else {
+        map_delta_net(m, s, l, lw);
+      }
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       map_ffn(m, s, l, lw);
       continue;
@@ -473,7 +497,15 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.dn_norm, name("ssm_norm")},
           {&w.dn_out, name("ssm_out")},
           {&w.dn_qkvz, name("ssm_in")},
-          {&w.dn_ba, name("ssm_ba")}};
+          {&w.dn_ba, name("ssm_ba")},
+          {&w.m2_in, name("ssm_in")},
+          {&w.m2_conv, name("ssm_conv1d")},
+          {&w.m2_conv_b, bias("ssm_conv1d")},
+          {&w.m2_dt_bias, bias("ssm_dt")},
+          {&w.m2_a, "blk." + std::to_string(l) + ".ssm_a"},
+          {&w.m2_d, "blk." + std::to_string(l) + ".ssm_d"},
+          {&w.m2_norm, name("ssm_norm")},
+          {&w.m2_out, name("ssm_out")}};
 }
 
 }  // namespace tc::model

@@ -85,6 +85,15 @@ struct LayerWeights {
   // Qwen3-Next's fused forms, grouped by key head (Architecture::qwen3next_delta_net):
   kernels::Tensor dn_qkvz;  // ssm_in, weight dtype {n_embd, conv_dim + value_dim}: in place of dn_qkv and dn_z
   kernels::Tensor dn_ba;    // ssm_ba, weight dtype {n_embd, 2 n_v_heads}: in place of dn_beta and dn_alpha
+  // Mamba-2 (Granite 4.0-H's ModelSpec::is_recurrent layers): widths of ModelSpec::mamba2.
+  kernels::Tensor m2_in;      // ssm_in, weight dtype {n_embd, in_dim}: z, then x B C, then dt
+  kernels::Tensor m2_conv;    // ssm_conv1d, f32 {conv_kernel, conv_dim}: each channel's taps, oldest input first
+  kernels::Tensor m2_conv_b;  // ssm_conv1d.bias, f32 [conv_dim] (optional)
+  kernels::Tensor m2_dt_bias;  // ssm_dt.bias, f32 [n_head]
+  kernels::Tensor m2_a;        // ssm_a, f32 {1, n_head}: -exp(A_log)
+  kernels::Tensor m2_d;        // ssm_d, f32 {1, n_head}: the skip's weight
+  kernels::Tensor m2_norm;     // ssm_norm, f32 {d_inner / n_group, n_group}: the grouped RMSNorm's weight
+  kernels::Tensor m2_out;      // ssm_out, weight dtype {d_inner, n_embd}
   // Gemma 4's mixture beside the dense FFN (Architecture::gemma4_layers with
   // experts): the router input's scale, the experts' input norm, and the
   // norms of the dense FFN's and the experts' outputs.

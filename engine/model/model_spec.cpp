@@ -380,11 +380,13 @@ void read_granite_scales(const GgufFile& file, const std::string& p, ModelSpec& 
   if (file.has(finetuned)) {
     const bool* rope = file.find(finetuned)->as_bool();
     if (rope == nullptr) throw file.error(finetuned, "must be a boolean");
-    if (!*rope) throw file.error(finetuned, "is false: layers without RoPE (NoPE) are not supported");
+    s.no_rope = !*rope;  // Granite's switch for RoPE (4.0-H: off)
   }
+  // Granite MoE Shared: an ungated shared expert beside the routed ones.
   const std::string shared = p + "expert_shared_feed_forward_length";
-  if (file.get_i64(shared, 0) != 0) {
-    throw file.error(shared, "is set: shared experts (Granite MoE Shared) are not supported");
+  if (const int64_t n = file.get_i64(shared, 0); n != 0) {
+    if (n < 0 || !s.has_experts()) throw file.error(shared, "must be > 0, and only with experts");
+    s.n_ff_shared = n;
   }
 }
 
@@ -442,6 +444,9 @@ ModelSpec read_model_spec(const GgufFile& file) {
     const auto widths = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
     s.n_ff = *std::max_element(widths.begin(), widths.end());
     s.n_head_kv = s.n_head;
+  } else if (a.mamba2_layers) {  // 0 KV heads mark the Mamba-2 layers
+    s.n_ff = positive_key(file, p + "feed_forward_length");
+    read_mamba2(file, p, s);
   } else {
     s.n_ff = positive_key(file, p + "feed_forward_length");
     s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);

@@ -69,6 +69,22 @@ struct DeltaNetShape {
   int64_t delta_state_values() const { return n_v_heads * head_dim * head_dim; }
 };
 
+// Mamba-2's widths (Granite 4.0-H's recurrent layers; llama.cpp's
+// build_mamba2_layer): ssm_in gives z, the convolution's x, B and C, and
+// one dt per head.
+struct Mamba2Shape {
+  int64_t conv_kernel = 0;  // {arch}.ssm.conv_kernel
+  int64_t d_inner = 0;      // {arch}.ssm.inner_size: x's and z's width, n_head heads
+  int64_t d_state = 0;      // {arch}.ssm.state_size: B's and C's width per group
+  int64_t n_head = 0;       // {arch}.ssm.time_step_rank
+  int64_t n_group = 0;      // {arch}.ssm.group_count: B/C groups, head h reads group h / (n_head / n_group)
+  int64_t head_dim() const { return d_inner / n_head; }
+  int64_t conv_dim() const { return d_inner + 2 * n_group * d_state; }  // x, B and C through the convolution
+  int64_t in_dim() const { return d_inner + conv_dim() + n_head; }      // ssm_in's rows: z, x B C, dt
+  int64_t conv_state_values() const { return (conv_kernel - 1) * conv_dim(); }
+  int64_t ssm_state_values() const { return d_inner * d_state; }  // per head: head_dim x d_state
+};
+
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope, Yarn };
 
@@ -148,6 +164,8 @@ struct ModelSpec {
   // Queries scaled by 1 + attn_temp_scale * ln(floor(pos / attn_temp_floor) + 1)
   // after RoPE ({arch}.attention.temperature_scale, floor n_ctx_orig; Mistral 3); 0: none.
   double attn_temp_scale = 0.0;
+  // No layer rotates (Granite's rope.scaling.finetuned false: Granite 4.0-H's NoPE).
+  bool no_rope = false;
   int64_t attn_temp_floor = 0;
   double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
@@ -180,8 +198,20 @@ struct ModelSpec {
   // Qwen 3.5 (Architecture::qwen35_layers): the layers that run the gated
   // delta net in place of attention ([n_layer]; they cache no keys or
   // values but a recurrent state per slot), and its widths. Empty: none.
+  // Granite 4.0-H (Architecture::mamba2_layers): the layers whose
+  // head_count_kv is 0 run Mamba-2 (mamba2) in their place.
   std::vector<bool> recurrent_layers;
   DeltaNetShape delta_net;
+  Mamba2Shape mamba2;
+  bool runs_mamba2() const { return mamba2.d_inner > 0; }
+  // A recurrent layer's state per slot, f32 values: the convolution's last
+  // inputs, then the delta net's or Mamba-2's state matrices.
+  int64_t recurrent_conv_values() const {
+    return runs_mamba2() ? mamba2.conv_state_values() : delta_net.conv_state_values();
+  }
+  int64_t recurrent_matrix_values() const {
+    return runs_mamba2() ? mamba2.ssm_state_values() : delta_net.delta_state_values();
+  }
   bool is_recurrent(int64_t layer) const {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)];
   }

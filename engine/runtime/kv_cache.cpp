@@ -51,7 +51,7 @@ uint64_t KvCache::bytes_for(const model::ModelSpec& spec, int64_t n_slots, int64
   uint64_t recurrent = 0;  // per slot: the delta net layers' states and their checkpoint, f32
   for (int64_t l = 0; l < spec.n_layer; ++l) {
     if (spec.is_recurrent(l)) {
-      recurrent += static_cast<uint64_t>(spec.delta_net.conv_state_values() + spec.delta_net.delta_state_values()) * 8;
+      recurrent += static_cast<uint64_t>(spec.recurrent_conv_values() + spec.recurrent_matrix_values()) * 8;
     }
   }
   return (row * static_cast<uint64_t>(n_ctx) + recurrent) * static_cast<uint64_t>(n_slots);
@@ -93,8 +93,8 @@ KvCache::KvCache(kernels::Backend& first, kernels::Backend& rest, int64_t n_firs
     if (n_first_layers_ < n_layer_ || first.device() != kernels::DeviceKind::Cpu) {
       throw std::invalid_argument("KV cache: recurrent layers keep their state in host memory (--device cpu)");
     }
-    conv_values_ = spec.delta_net.conv_state_values();
-    delta_values_ = spec.delta_net.delta_state_values();
+    conv_values_ = spec.recurrent_conv_values();
+    delta_values_ = spec.recurrent_matrix_values();
     recurrent_.assign(static_cast<size_t>(n_slots_ * recurrent_layers_ * (conv_values_ + delta_values_)), 0.0f);
   }
   checkpoints_.assign(recurrent_.size(), 0.0f);

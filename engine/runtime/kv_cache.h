@@ -64,9 +64,9 @@ class KvCache {
   std::string describe() const;
 
   // A recurrent layer's state of a slot (ModelSpec::is_recurrent: Qwen 3.5's
-  // delta net), host memory: f32 [conv_state_values] (the convolution's last
-  // inputs) and f32 [delta_state_values] (each value head's matrix). Zero
-  // when the slot is empty.
+  // delta net, Mamba-2), host memory: f32 [recurrent_conv_values] (the
+  // convolution's last inputs) and f32 [recurrent_matrix_values] (each
+  // head's state matrix). Zero when the slot is empty.
   float* conv_state(int slot, int64_t layer) const { return recurrent_state(slot, layer, false); }
   float* delta_state(int slot, int64_t layer) const { return recurrent_state(slot, layer, true); }
   // Whether a slot can be cut back to a prefix (set_used with fewer

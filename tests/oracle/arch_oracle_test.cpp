@@ -222,6 +222,15 @@ const ArchCase kCases[] = {
     {"qwen3next Q8_0 (ssm_in, all 8 experts used)",
      "--arch qwen3next --n-layer 4 --head-dim 64 --rope-dims 16 --experts 8 --experts-used 8 --fused-qkv", 132, 256,
      "q8_0", kQuantTolerance},
+    // Granite 4.0-H: layers 0-2 and 4 Mamba-2 (B and C in 2 groups), 3 attention without RoPE.
+    // Granite's residual scale (0.22) keeps each layer's share of the
+    // logits small: Mamba-2's skip off by 10% moves them 0.017 sd, so these
+    // hold to 0.001 (they agree within 4e-6).
+    {"granitehybrid (Mamba-2 and attention without RoPE)", "--arch granitehybrid --n-layer 5", 133, 256, "f32",
+     0.001},
+    {"granitehybrid with experts (4, 2 per token) and a shared expert",
+     "--arch granitehybrid --n-layer 4 --experts 4 --experts-used 2", 134, 256, "f32", 0.001},
+    {"granitehybrid Q8_0", "--arch granitehybrid --n-layer 5", 135, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

@@ -1,5 +1,5 @@
-// Qwen 3.5's gated delta net layers (Architecture::qwen35_layers; Qwen3-Next's
-// layout too): the spec
+// Recurrent layers: Qwen 3.5's gated delta net (Architecture::qwen35_layers;
+// Qwen3-Next's layout too) and Granite 4.0-H's Mamba-2 (mamba2_layers): the spec
 // read from a make-model file, the recurrent state kept per slot beside the
 // attention layers' KV cache, a prompt's logits the same at once, in pieces
 // and beside another sequence, and the files refused with the key named.
@@ -55,7 +55,7 @@ tc::profiler::MakeModelOptions qwen35(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]") {
+TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][recurrent]") {
   const auto o = qwen35("spec");
   tc::profiler::make_model(o);
   const auto loaded = tc::model::load_model(o.output);
@@ -114,11 +114,11 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][qwen35]
   CHECK(kv.checkpoint_at(0) == -1);
 }
 
-TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][qwen35]") {
-  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next");
+TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][recurrent]") {
+  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
-  if (arch != "qwen35") {  // 8 experts, 2 per token, and a gated shared expert
+  if (arch != "qwen35") {  // 8 experts, 2 per token, and a (gated) shared expert
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -162,7 +162,43 @@ TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside
   CHECK(tc::test::relative_max_difference(again, at_once) < 1e-4);
 }
 
-TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][qwen35]") {
+TEST_CASE("a Granite 4.0-H file's Mamba-2 layers and their state", "[model][recurrent]") {
+  auto o = qwen35("granite_spec");
+  o.arch = "granitehybrid";
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  REQUIRE(s.runs_mamba2());
+  for (int64_t l = 0; l < s.n_layer; ++l) CHECK(s.is_recurrent(l) == (l != 3));
+  CHECK(s.n_head_kv == 2);
+  CHECK(s.no_rope);
+  const tc::model::Mamba2Shape& m = s.mamba2;
+  CHECK(m.d_inner == 256);
+  CHECK(m.head_dim() == 32);
+  CHECK(m.n_group == 2);
+  CHECK(m.conv_dim() == 256 + 2 * 2 * 16);
+  CHECK(m.in_dim() == 256 + m.conv_dim() + 8);
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  KvCache kv(*backend, s, 2, 64);
+  // One attention layer's f16 keys and values, four layers' f32 states and their checkpoint, per slot.
+  const size_t state = static_cast<size_t>(3 * m.conv_dim() + 256 * 16) * sizeof(float);
+  CHECK(kv.bytes() == 2 * (64 * 2 * 64 * sizeof(uint16_t) + 2 * 4 * state));
+  CHECK_FALSE(kv.keeps_prefixes());
+
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  auto with = [&](const std::string& key, tc::gguf::Value value) {
+    return tc::test::copy_gguf(f, "granite_refused", "", [&](tc::gguf::GgufWriter& w) { w.set(key, value); });
+  };
+  CHECK_THAT(tc::test::load_error(with("granitehybrid.attention.head_count_kv",
+                                       tc::gguf::Value::i32_array({0, 0, 2, 4, 0}))),
+             Catch::Contains("granitehybrid.attention.head_count_kv") && Catch::Contains("differs"));
+  CHECK_THAT(tc::test::load_error(with("granitehybrid.ssm.group_count", tc::gguf::Value(uint32_t{3}))),
+             Catch::Contains("granitehybrid.ssm.group_count"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "granite_refused", "blk.1.ssm_d", {})),
+             Catch::Contains("blk.1.ssm_d"));
+}
+
+TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][recurrent]") {
   const auto o = qwen35("refused");
   tc::profiler::make_model(o);
   const auto f = tc::gguf::GgufFile::open(o.output);
