@@ -24,6 +24,7 @@
 #include "kernels/dtype.h"
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
+#include "profiler/make_lfm2.h"
 #include "profiler/make_qwen35.h"
 #include "profiler/sparse_planting.h"
 #include "engine/runtime/rng.h"
@@ -155,6 +156,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
   if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);
+  if (a.short_conv_layers) check_lfm2_options(o);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -500,12 +502,12 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
 
   // Embeddings are looked up, not multiplied: unit-scale rows.
   matrix("token_embd.weight", types.base, o.n_embd, o.n_vocab, o.weight_scale > 0.0f ? o.weight_scale : 1.0f);
-  norm_with_bias("output_norm.weight");
+  if (!a.short_conv_layers) norm_with_bias("output_norm.weight");  // LFM2's: make_lfm2.h
   if (!o.tied_embeddings && !a.head_is_token_embd) {
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  if (a.gemma4_layers || a.qwen35_layers || a.mamba2_layers) {  // layers of kinds: make_gemma4.h, ...
+  if (a.gemma4_layers || a.qwen35_layers || a.mamba2_layers || a.short_conv_layers) {  // layers of kinds
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
@@ -514,6 +516,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
       write_gemma4_model(o, types.base, types.heavy, w, add);
     } else if (a.mamba2_layers) {
       write_granite_hybrid_model(o, types.base, types.heavy, w, add);
+    } else if (a.short_conv_layers) {
+      write_lfm2_model(o, types.base, types.heavy, w, add);
     } else {
       write_qwen35_model(o, types.base, types.heavy, w, add);
     }

@@ -121,6 +121,24 @@ const std::array kArchitectures{
                  .experts = Experts::Optional,
                  .granite_scales = true,
                  .mamba2_layers = true},
+    // Liquid LFM2 (350M to 2.6B) and LFM2 MoE (8B-A1B, 24B-A2B): short
+    // convolution layers beside attention layers with q/k norms and NeoX
+    // RoPE (Architecture::short_conv_layers); lfm2moe's experts in
+    // DeepSeek's form (dense leading layers, a selection bias, sigmoid).
+    Architecture{.name = "lfm2",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .short_conv_layers = true},
+    Architecture{.name = "lfm2moe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .deepseek_experts = true,
+                 .short_conv_layers = true},
     // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
     // multipliers, with MiniCPM's constants where older files lack the keys;
     // MiniCPM 4's LongRoPE factors.

@@ -267,6 +267,10 @@ struct Architecture {
   // attention; the others attend without RoPE where
   // rope.scaling.finetuned is false (Granite's switch for it).
   bool mamba2_layers = false;
+  // LFM2: the layers whose attention.head_count_kv entry is 0 run a gated
+  // short convolution (ModelSpec::short_conv_taps; short_conv_block.h) in
+  // place of attention; the output norm is token_embd_norm.
+  bool short_conv_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

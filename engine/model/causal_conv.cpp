@@ -6,8 +6,8 @@
 
 namespace tc::model {
 
-void causal_conv_silu(float* rows, int64_t stride, int64_t n, int64_t channels, const float* taps, int64_t n_taps,
-                      const float* bias, float* state, std::vector<float>& window) {
+void causal_conv(float* rows, int64_t stride, int64_t n, int64_t channels, const float* taps, int64_t n_taps,
+                 const float* bias, bool silu, float* state, std::vector<float>& window) {
   const int64_t kept = n_taps - 1;
   window.resize(static_cast<size_t>(kept + n));
   for (int64_t c = 0; c < channels; ++c) {
@@ -21,7 +21,7 @@ void causal_conv_silu(float* rows, int64_t stride, int64_t n, int64_t channels, 
       float sum = 0.0f;
       for (int64_t j = 0; j < n_taps; ++j) sum += window[static_cast<size_t>(t + j)] * tap[j];
       if (bias != nullptr) sum += b;
-      rows[t * stride + c] = sum / (1.0f + std::exp(-sum));  // silu
+      rows[t * stride + c] = silu ? sum / (1.0f + std::exp(-sum)) : sum;
     }
     std::copy_n(window.begin() + n, kept, channel_state);
   }

@@ -103,7 +103,7 @@ void DeltaNetBlock::ungroup_ba(const float* ba, int64_t n_tokens) {
 }
 
 void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
-                        std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out) {
+                        std::span<const RecurrentSequence> sequences, runtime::KvCache& kv, float* out) {
   const DeltaNetShape& d = spec_.delta_net;
   const int64_t channels = d.conv_dim(), n_v = d.n_v_heads, dim = d.head_dim;
   const auto eps = static_cast<float>(spec_.rms_eps);
@@ -151,10 +151,10 @@ void DeltaNetBlock::run(int64_t layer, const LayerWeights& w, const float* cur, 
       decay_[static_cast<size_t>(t * n_v + h)] = std::exp(softplus * a[h]);
     }
   }
-  for (const DeltaNetSequence& s : sequences) {
+  for (const RecurrentSequence& s : sequences) {
     float* qkv = qkv_.data() + s.first * channels;
-    causal_conv_silu(qkv, channels, s.n, channels, f32(w.dn_conv), d.conv_kernel, nullptr, kv.conv_state(s.slot, layer),
-                     window_);
+    causal_conv(qkv, channels, s.n, channels, f32(w.dn_conv), d.conv_kernel, nullptr, true,
+                kv.conv_state(s.slot, layer), window_);
     for (int64_t t = 0; t < s.n; ++t) {
       for (int64_t head = 0; head < 2 * d.n_k_heads; ++head) l2_normalize(qkv + t * channels + head * dim, dim, eps);
     }

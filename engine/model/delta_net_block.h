@@ -20,28 +20,18 @@
 
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_spec.h"
+#include "engine/model/recurrent_mixer.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/backend.h"
 
 namespace tc::model {
 
-// A sequence's rows of a step: tokens [first, first + n) of the step,
-// continuing the state of KV cache slot `slot`.
-struct DeltaNetSequence {
-  int slot = 0;
-  int64_t first = 0;
-  int64_t n = 0;
-};
-
-class DeltaNetBlock {
+class DeltaNetBlock : public RecurrentMixer {
  public:
   DeltaNetBlock(const ModelSpec& spec, kernels::Backend& backend);
 
-  // cur: f32 [n_tokens, n_embd], attn_norm(x); out: f32 [n_tokens, n_embd],
-  // the block's output before the residual add. Updates the sequences'
-  // states of `layer` in kv.
   void run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
-           std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out);
+           std::span<const RecurrentSequence> sequences, runtime::KvCache& kv, float* out) override;
 
  private:
   // Qwen3-Next's fused projections (rows grouped by key head) into qkv_ and z_, beta_ and decay_.

@@ -149,7 +149,12 @@ void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec&
   }
 }
 
-void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+namespace {
+
+// head_count_kv, one value or one per layer, 0 marking the recurrent layers
+// (s.recurrent_layers, left empty where there are none); the attention
+// layers' counts alike (s.n_head_kv).
+void read_recurrent_by_kv_heads(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   const std::string kv_key = p + "attention.head_count_kv";
   const gguf::Value* value = file.find(kv_key);
   if (value == nullptr) throw file.error(kv_key, "is missing (0 marks a Mamba-2 layer)");
@@ -175,9 +180,16 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
     if (n > 0) s.n_head_kv = n;
   }
   if (s.n_head_kv == 0) s.n_head_kv = s.n_head;  // no attention layer
-  if (std::find(kv.begin(), kv.end(), 0) == kv.end()) return;  // no Mamba-2 layer
+  if (std::find(kv.begin(), kv.end(), 0) == kv.end()) return;  // no recurrent layer
   s.recurrent_layers.assign(kv.size(), false);
   for (size_t l = 0; l < kv.size(); ++l) s.recurrent_layers[l] = kv[l] == 0;
+}
+
+}  // namespace
+
+void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  read_recurrent_by_kv_heads(file, p, s);
+  if (!s.has_recurrent_layers()) return;
   auto positive = [&](const std::string& key) {
     const int64_t v = file.get_i64(key);
     if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
@@ -197,6 +209,18 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
     throw file.error(p + "ssm.group_count", "is " + std::to_string(m.n_group) + ", which does not divide "
                                             "ssm.time_step_rank " + std::to_string(m.n_head));
   }
+}
+
+void read_short_conv(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  read_recurrent_by_kv_heads(file, p, s);
+  const std::string window_key = p + "attention.sliding_window";
+  if (file.get_i64(window_key, 0) != 0) {
+    throw file.error(window_key, "is set: LFM2's windowed attention layers are not supported");
+  }
+  if (!s.has_recurrent_layers()) return;
+  const std::string taps_key = p + "shortconv.l_cache";
+  s.short_conv_taps = file.get_i64(taps_key);
+  if (s.short_conv_taps < 2) throw file.error(taps_key, "must be an integer >= 2, got " + std::to_string(s.short_conv_taps));
 }
 
 }  // namespace tc::model

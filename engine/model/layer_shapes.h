@@ -41,4 +41,9 @@ void read_delta_net(const gguf::GgufFile& file, const std::string& prefix, Model
 // s.mamba2 from the ssm.* keys. Throws ModelLoadError naming the key at fault.
 void read_mamba2(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
+// LFM2 (lfm2's load_arch_hparams): attention.head_count_kv as read_mamba2
+// reads it, 0 marking the short convolution's layers, and its taps
+// (shortconv.l_cache). Throws ModelLoadError naming the key at fault.
+void read_short_conv(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
 }  // namespace tc::model

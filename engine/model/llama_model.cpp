@@ -125,11 +125,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   }
   if (spec_.has_experts()) moe_ffn_ = std::make_unique<MoeFfnBlock>(spec_, backend_);
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
-  if (spec_.has_recurrent_layers() && spec_.runs_mamba2()) {
-    mamba2_ = std::make_unique<Mamba2Block>(spec_, backend_);
-  } else if (spec_.has_recurrent_layers()) {
-    delta_net_ = std::make_unique<DeltaNetBlock>(spec_, backend_);
-  }
+  if (spec_.has_recurrent_layers()) recurrent_ = make_recurrent_mixer(spec_, backend_);
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
   if (spec_.architecture->gemma4_layers) {
     int64_t widest = spec_.n_embd;
@@ -616,17 +612,13 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   prepare_input(layer, LinearInput::AttnQkv, n_tokens, n_embd, cur);
   if (spec_.is_recurrent(layer)) {
     int64_t first = 0;
-    delta_sequences_.clear();
+    recurrent_sequences_.clear();
     for (const auto& s : sequences) {
       const auto n = static_cast<int64_t>(s.tokens.size());
-      delta_sequences_.push_back({s.slot, first, n});
+      recurrent_sequences_.push_back({s.slot, first, n});
       first += n;
     }
-    if (mamba2_ != nullptr) {
-      mamba2_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
-    } else {
-      delta_net_->run(layer, w, cur, n_tokens, delta_sequences_, kv, tmp);
-    }
+    recurrent_->run(layer, w, cur, n_tokens, recurrent_sequences_, kv, tmp);
   } else {
     run_attention(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
   }

@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "config/sparsity_setting.h"
-#include "engine/model/delta_net_block.h"
-#include "engine/model/mamba2_block.h"
+#include "engine/model/recurrent_mixer.h"
 #include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/placed_weights.h"
@@ -330,9 +329,8 @@ class LlamaModel {
   std::unique_ptr<SparseFfnBlock> sparse_ffn_;     // null in dense and hybrid mode
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
-  std::unique_ptr<DeltaNetBlock> delta_net_;       // null unless the model has recurrent (delta net) layers
-  std::unique_ptr<Mamba2Block> mamba2_;            // null unless its recurrent layers are Mamba-2's
-  std::vector<DeltaNetSequence> delta_sequences_;  // a step's sequences for delta_net_
+  std::unique_ptr<RecurrentMixer> recurrent_;  // null unless the model has recurrent layers
+  std::vector<RecurrentSequence> recurrent_sequences_;  // a step's sequences for delta_net_
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
   // f32 [max(widest head_dim, n_embd)] of ones: the weight of Gemma 4's weightless norms.
   std::vector<float> unit_weights_;

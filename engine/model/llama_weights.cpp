@@ -188,6 +188,15 @@ void map_mamba2(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w)
   w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
 }
 
+// LFM2's short convolution layer (llama.cpp's lfm2 names).
+void map_short_conv(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  w.sc_in = m.matrix(name("shortconv.in_proj"), s.n_embd, 3 * s.n_embd);
+  w.sc_conv = m.matrix(name("shortconv.conv"), s.short_conv_taps, s.n_embd);
+  if (w.sc_conv.dtype != DType::F32) throw m.error(name("shortconv.conv"), "must be f32 (the convolution's taps)");
+  w.sc_out = m.matrix(name("shortconv.out_proj"), s.n_embd, s.n_embd);
+}
+
 // q, k and v: separate tensors, or llama.cpp's fused attn_qkv (rows: q, then
 // k, then v) split into views; biases likewise.
 void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
@@ -359,7 +368,8 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   const bool norm_bias = a.norm == NormKind::Layer;  // LayerNorms with biases
   LlamaWeights w;
   w.token_embd = m.matrix("token_embd.weight", s.n_embd, s.n_vocab);
-  w.output_norm = m.vector("output_norm.weight", s.n_embd);
+  // LFM2's files name the output norm token_embd_norm (llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2).
+  w.output_norm = m.vector(a.short_conv_layers ? "token_embd_norm.weight" : "output_norm.weight", s.n_embd);
   if (norm_bias) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
   w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
   w.output_b = m.optional_vector("output.bias", s.n_vocab);
@@ -388,7 +398,9 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       }
     }
     if (s.is_recurrent(l)) {  // a gated delta net or Mamba-2 in place of attention; then the FFN
-      if (s.runs_mamba2()) {
+      if (s.short_conv_taps > 0) {
+        map_short_conv(m, s, l, lw);
+      } else if (s.runs_mamba2()) {
         map_mamba2(m, s, l, lw);
       } else {
         map_delta_net(m, s, l, lw);
@@ -505,7 +517,10 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.m2_a, "blk." + std::to_string(l) + ".ssm_a"},
           {&w.m2_d, "blk." + std::to_string(l) + ".ssm_d"},
           {&w.m2_norm, name("ssm_norm")},
-          {&w.m2_out, name("ssm_out")}};
+          {&w.m2_out, name("ssm_out")},
+          {&w.sc_in, name("shortconv.in_proj")},
+          {&w.sc_conv, name("shortconv.conv")},
+          {&w.sc_out, name("shortconv.out_proj")}};
 }
 
 }  // namespace tc::model

@@ -94,6 +94,10 @@ struct LayerWeights {
   kernels::Tensor m2_d;        // ssm_d, f32 {1, n_head}: the skip's weight
   kernels::Tensor m2_norm;     // ssm_norm, f32 {d_inner / n_group, n_group}: the grouped RMSNorm's weight
   kernels::Tensor m2_out;      // ssm_out, weight dtype {d_inner, n_embd}
+  // LFM2's short convolution (ModelSpec::is_recurrent layers of Architecture::short_conv_layers).
+  kernels::Tensor sc_in;    // shortconv.in_proj, weight dtype {n_embd, 3 n_embd}: b, c, x
+  kernels::Tensor sc_conv;  // shortconv.conv, f32 {l_cache, n_embd}: each channel's taps, oldest input first
+  kernels::Tensor sc_out;   // shortconv.out_proj, weight dtype {n_embd, n_embd}
   // Gemma 4's mixture beside the dense FFN (Architecture::gemma4_layers with
   // experts): the router input's scale, the experts' input norm, and the
   // norms of the dense FFN's and the experts' outputs.

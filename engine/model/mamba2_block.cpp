@@ -52,7 +52,7 @@ void Mamba2Block::scan_head(int64_t h, const LayerWeights& w, int64_t first, int
 }
 
 void Mamba2Block::run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
-                      std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out) {
+                      std::span<const RecurrentSequence> sequences, runtime::KvCache& kv, float* out) {
   const Mamba2Shape& d = spec_.mamba2;
   const int64_t in_dim = d.in_dim(), hd = d.head_dim(), inner = d.d_inner;
   const auto eps = static_cast<float>(spec_.rms_eps);
@@ -60,9 +60,9 @@ void Mamba2Block::run(int64_t layer, const LayerWeights& w, const float* cur, in
   y_.resize(std::max(y_.size(), static_cast<size_t>(n_tokens * inner)));
   backend_.matmul(w.m2_in, cur, n_tokens, in_.data());
   backend_.synchronize();
-  for (const DeltaNetSequence& s : sequences) {
-    causal_conv_silu(in_.data() + s.first * in_dim + inner, in_dim, s.n, d.conv_dim(), f32(w.m2_conv),
-                     d.conv_kernel, f32(w.m2_conv_b), kv.conv_state(s.slot, layer), window_);
+  for (const RecurrentSequence& s : sequences) {
+    causal_conv(in_.data() + s.first * in_dim + inner, in_dim, s.n, d.conv_dim(), f32(w.m2_conv), d.conv_kernel,
+                f32(w.m2_conv_b), true, kv.conv_state(s.slot, layer), window_);
     float* state = kv.delta_state(s.slot, layer);
     backend_.host_parallel(d.n_head, [&](int64_t h) { scan_head(h, w, s.first, s.n, state + h * hd * d.d_state); });
   }

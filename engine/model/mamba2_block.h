@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/model/delta_net_block.h"
+#include "engine/model/recurrent_mixer.h"
 #include "engine/model/llama_weights.h"
 #include "engine/model/model_spec.h"
 #include "engine/runtime/kv_cache.h"
@@ -25,15 +25,12 @@
 
 namespace tc::model {
 
-class Mamba2Block {
+class Mamba2Block : public RecurrentMixer {
  public:
   Mamba2Block(const ModelSpec& spec, kernels::Backend& backend);
 
-  // cur: f32 [n_tokens, n_embd], attn_norm(x); out: f32 [n_tokens, n_embd],
-  // the block's output before the residual add. Updates the sequences'
-  // states of `layer` in kv (DeltaNetSequence: a sequence's rows of the step).
   void run(int64_t layer, const LayerWeights& w, const float* cur, int64_t n_tokens,
-           std::span<const DeltaNetSequence> sequences, runtime::KvCache& kv, float* out);
+           std::span<const RecurrentSequence> sequences, runtime::KvCache& kv, float* out) override;
 
  private:
   // The scan of one head over one sequence's rows (of in_), its state S

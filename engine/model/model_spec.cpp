@@ -444,9 +444,13 @@ ModelSpec read_model_spec(const GgufFile& file) {
     const auto widths = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
     s.n_ff = *std::max_element(widths.begin(), widths.end());
     s.n_head_kv = s.n_head;
-  } else if (a.mamba2_layers) {  // 0 KV heads mark the Mamba-2 layers
+  } else if (a.mamba2_layers || a.short_conv_layers) {  // 0 KV heads mark the recurrent layers
     s.n_ff = positive_key(file, p + "feed_forward_length");
-    read_mamba2(file, p, s);
+    if (a.mamba2_layers) {
+      read_mamba2(file, p, s);
+    } else {
+      read_short_conv(file, p, s);
+    }
   } else {
     s.n_ff = positive_key(file, p + "feed_forward_length");
     s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);

@@ -204,12 +204,17 @@ struct ModelSpec {
   DeltaNetShape delta_net;
   Mamba2Shape mamba2;
   bool runs_mamba2() const { return mamba2.d_inner > 0; }
+  // LFM2 (Architecture::short_conv_layers): the short convolution's taps
+  // ({arch}.shortconv.l_cache) in its layers whose head_count_kv is 0.
+  int64_t short_conv_taps = 0;
   // A recurrent layer's state per slot, f32 values: the convolution's last
   // inputs, then the delta net's or Mamba-2's state matrices.
   int64_t recurrent_conv_values() const {
+    if (short_conv_taps > 0) return (short_conv_taps - 1) * n_embd;
     return runs_mamba2() ? mamba2.conv_state_values() : delta_net.conv_state_values();
   }
-  int64_t recurrent_matrix_values() const {
+  int64_t recurrent_matrix_values() const {  // none for the short convolution
+    if (short_conv_taps > 0) return 0;
     return runs_mamba2() ? mamba2.ssm_state_values() : delta_net.delta_state_values();
   }
   bool is_recurrent(int64_t layer) const {

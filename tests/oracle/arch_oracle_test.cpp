@@ -231,6 +231,14 @@ const ArchCase kCases[] = {
     {"granitehybrid with experts (4, 2 per token) and a shared expert",
      "--arch granitehybrid --n-layer 4 --experts 4 --experts-used 2", 134, 256, "f32", 0.001},
     {"granitehybrid Q8_0", "--arch granitehybrid --n-layer 5", 135, 256, "q8_0", kQuantTolerance},
+    // LFM2: layers 0-1, 3-4 the short convolution (3 taps), 2 and 5 attention; lfm2moe's 0-1 dense.
+    {"lfm2 (short convolution and attention)", "--arch lfm2 --n-layer 6", 136},
+    {"lfm2moe (8 experts, 2 per token, by sigmoid with a bias; 2 dense layers)",
+     "--arch lfm2moe --n-layer 5 --experts 8 --experts-used 2", 137},
+    // The short convolution multiplies three outputs of one quantized matmul
+    // (c * conv(b * x)): int8 activations' error grows with depth, 0.13 sd
+    // over 6 layers (0.089 over these 3), where f32 agrees within 0.0005.
+    {"lfm2 Q8_0", "--arch lfm2 --n-layer 3", 138, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

@@ -114,11 +114,13 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][recurre
   CHECK(kv.checkpoint_at(0) == -1);
 }
 
-TEST_CASE("a Qwen 3.5 prompt gives the same logits at once, in pieces and beside another", "[model][recurrent]") {
-  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid");
+TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces and beside another",
+          "[model][recurrent]") {
+  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
-  if (arch != "qwen35") {  // 8 experts, 2 per token, and a (gated) shared expert
+  if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
+  if (arch != "qwen35" && arch != "lfm2") {  // 8 experts, 2 per token (and a shared expert where the form has one)
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -196,6 +198,35 @@ TEST_CASE("a Granite 4.0-H file's Mamba-2 layers and their state", "[model][recu
              Catch::Contains("granitehybrid.ssm.group_count"));
   CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "granite_refused", "blk.1.ssm_d", {})),
              Catch::Contains("blk.1.ssm_d"));
+}
+
+TEST_CASE("an LFM2 file's short convolution layers and their state", "[model][recurrent]") {
+  auto o = qwen35("lfm2_spec");
+  o.arch = "lfm2";
+  o.head_dim = 0;
+  o.n_layer = 6;
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  for (int64_t l = 0; l < s.n_layer; ++l) CHECK(s.is_recurrent(l) == (l % 3 != 2));
+  CHECK(s.short_conv_taps == 3);
+  CHECK(s.recurrent_conv_values() == 2 * 128);
+  CHECK(s.recurrent_matrix_values() == 0);
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  KvCache kv(*backend, s, 2, 64);
+  // Two attention layers' f16 keys and values (2 KV heads of 16), four layers' f32 conv states and their checkpoint.
+  CHECK(kv.bytes() == 2 * (2 * 64 * 2 * 32 * sizeof(uint16_t) + 2 * 4 * 2 * 128 * sizeof(float)));
+
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  auto with = [&](const std::string& key, tc::gguf::Value value) {
+    return tc::test::copy_gguf(f, "lfm2_refused", "", [&](tc::gguf::GgufWriter& w) { w.set(key, value); });
+  };
+  CHECK_THAT(tc::test::load_error(with("lfm2.shortconv.l_cache", tc::gguf::Value(uint32_t{1}))),
+             Catch::Contains("lfm2.shortconv.l_cache"));
+  CHECK_THAT(tc::test::load_error(with("lfm2.attention.sliding_window", tc::gguf::Value(uint32_t{512}))),
+             Catch::Contains("lfm2.attention.sliding_window"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "lfm2_refused", "token_embd_norm.weight", {})),
+             Catch::Contains("token_embd_norm.weight"));
 }
 
 TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][recurrent]") {
