@@ -39,11 +39,16 @@
 # 2560, windowed layers (512) with 8 heads of 256 and 2 KV heads, global
 # layers 2 and 5 with heads of 512 and 1 KV head, layers 3-5 sharing the
 # caches of 1 and 2 with a double-wide FFN, n_ff 10240, per-layer inputs of 256;
-# vocab 32000), each in
+# vocab 32000) and "granite4h-layers" (8 layers near Granite 4.0-H-Micro's:
+# n_embd 2048, six Mamba-2 layers of 32 heads of 128 with 128 states in 2
+# groups, two attention layers (32 heads, 8 KV heads, no RoPE), n_ff 8192;
+# vocab 32000) and "lfm2-layers" (6 layers near LFM2-1.2B's: n_embd 2048,
+# four short convolution layers and two of attention (32 heads, 8 KV
+# heads), n_ff 8192; vocab 32000), each in
 # every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
-#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers,gemma4-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers,gemma4-layers,granite4h-layers,lfm2-layers] [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto] [--cache-type f16|q8_0]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off, f16.
 #   --cache-type q8_0: both engines' KV caches as q8_0 (llama.cpp's -ctk and
@@ -130,7 +135,9 @@ model_args() {
     mla-layers) echo "--arch deepseek2 --n-embd 2048 --n-layer 8 --n-ff 1408 --n-head 16 --n-head-kv 1 --head-dim 192 --rope-dims 64 --kv-lora-rank 512 --q-lora-rank 1536 --experts 64 --experts-used 6 --n-vocab 32000" ;;
     qwen35-layers) echo "--arch qwen35 --n-embd 2048 --n-layer 8 --n-ff 6144 --n-head 16 --n-head-kv 4 --head-dim 128 --rope-dims 32 --n-vocab 32000" ;;
     gemma4-layers) echo "--arch gemma4 --n-embd 2560 --n-layer 6 --n-ff 10240 --n-head 8 --n-head-kv 2 --head-dim 256 --n-embd-per-layer 256 --shared-kv-layers 3 --sliding-window 512 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers, gemma4-layers)" >&2; exit 2 ;;
+    granite4h-layers) echo "--arch granitehybrid --n-embd 2048 --n-layer 8 --n-ff 8192 --n-head 32 --n-head-kv 8 --ssm-state 128 --n-vocab 32000" ;;
+    lfm2-layers) echo "--arch lfm2 --n-embd 2048 --n-layer 6 --n-ff 8192 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers, gemma4-layers, granite4h-layers, lfm2-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"

@@ -14,14 +14,14 @@ namespace {
 using kernels::DType;
 
 constexpr int64_t kConvKernel = 4;
-constexpr int64_t kStates = 16;
+constexpr int64_t kStates = 16;  // without --ssm-state
 constexpr int64_t kAttentionInterval = 4;
 
 model::Mamba2Shape mamba2_of(const MakeModelOptions& o) {
   model::Mamba2Shape m;
   m.conv_kernel = kConvKernel;
   m.d_inner = 2 * o.n_embd;  // llama.cpp's loader asserts this expansion
-  m.d_state = kStates;
+  m.d_state = o.ssm_state > 0 ? o.ssm_state : kStates;
   m.n_head = o.n_head;
   m.n_group = o.n_head % 2 == 0 ? 2 : 1;
   return m;

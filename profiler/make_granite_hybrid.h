@@ -3,7 +3,7 @@
 // writes them. Every fourth layer attends (--n-head-kv KV heads, no RoPE:
 // rope.scaling.finetuned false), the others run Mamba-2 (head_count_kv 0)
 // with d_inner = 2 n_embd in --n-head heads, B and C in two groups (one
-// for an odd head count) of 16 states, and 4 taps. With --experts: Granite's
+// for an odd head count) of 16 states (--ssm-state), and 4 taps. With --experts: Granite's
 // mixture (--n-ff wide) and an ungated shared expert as wide.
 #pragma once
 

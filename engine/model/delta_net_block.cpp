@@ -4,6 +4,7 @@
 #include "engine/model/delta_net_block.h"
 
 #include "engine/model/causal_conv.h"
+#include "engine/model/lane_dot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,19 +16,6 @@ namespace {
 const float* f32(const kernels::Tensor& t) { return static_cast<const float*>(t.data); }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-// sum a[i] * b[i] in 8 running sums (vectorizable), then added in order.
-float dot(const float* a, const float* b, int64_t n) {
-  float part[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) part[j] += a[i + j] * b[i + j];
-  }
-  float sum = 0.0f;
-  for (; i < n; ++i) sum += a[i] * b[i];
-  for (const float p : part) sum += p;
-  return sum;
-}
 
 // x /= max(||x||, eps), the norm summed in double (ggml_l2_norm).
 void l2_normalize(float* x, int64_t n, float eps) {
@@ -61,14 +49,14 @@ void DeltaNetBlock::run_head(int64_t h, const float* qkv, const float* beta, con
     const float g = decay[t * d.n_v_heads + h];
     // state[j * dim + i] is S[i][j]: row j of the stored matrix is column j of S.
     for (int64_t i = 0; i < dim * dim; ++i) state[i] *= g;
-    for (int64_t j = 0; j < dim; ++j) delta[static_cast<size_t>(j)] = (v[j] - dot(state + j * dim, k, dim)) * b;
+    for (int64_t j = 0; j < dim; ++j) delta[static_cast<size_t>(j)] = (v[j] - lane_dot(state + j * dim, k, dim)) * b;
     for (int64_t j = 0; j < dim; ++j) {
       float* m = state + j * dim;
       const float dj = delta[static_cast<size_t>(j)];
       for (int64_t i = 0; i < dim; ++i) m[i] += k[i] * dj;
     }
     float* out = o + t * d.value_dim() + h * dim;
-    for (int64_t j = 0; j < dim; ++j) out[j] = dot(state + j * dim, q, dim) * scale;
+    for (int64_t j = 0; j < dim; ++j) out[j] = lane_dot(state + j * dim, q, dim) * scale;
   }
 }
 

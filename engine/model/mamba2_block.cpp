@@ -15,6 +15,27 @@ const float* f32(const kernels::Tensor& t) { return static_cast<const float*>(t.
 
 float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }  // ggml's threshold
 
+// One row of a head's state in one pass: s = s * decay + b * x_dt, and the
+// row read by C, summed in 8 lanes (as ggml sums in SIMD lanes) then in order.
+float update_and_read(float* s, const float* b, const float* c, float decay, float x_dt, int64_t n) {
+  float part[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float v = s[k + j] * decay + b[k + j] * x_dt;
+      s[k + j] = v;
+      part[j] += v * c[k + j];
+    }
+  }
+  float sum = 0.0f;
+  for (; k < n; ++k) {
+    s[k] = s[k] * decay + b[k] * x_dt;
+    sum += s[k] * c[k];
+  }
+  for (const float p : part) sum += p;
+  return sum;
+}
+
 }  // namespace
 
 Mamba2Block::Mamba2Block(const ModelSpec& spec, kernels::Backend& backend) : spec_(spec), backend_(backend) {
@@ -41,12 +62,7 @@ void Mamba2Block::scan_head(int64_t h, const LayerWeights& w, int64_t first, int
     for (int64_t i = 0; i < hd; ++i) {
       float* s = state + i * ds;  // row i of the head's matrix: {d_state, head_dim} in ggml
       const float x_dt = x[i] * dt;
-      float sum = 0.0f;
-      for (int64_t k = 0; k < ds; ++k) {
-        s[k] = s[k] * decay + b[k] * x_dt;
-        sum += s[k] * c[k];
-      }
-      y[i] = sum;
+      y[i] = update_and_read(s, b, c, decay, x_dt, ds);
     }
   }
 }

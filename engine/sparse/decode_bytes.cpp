@@ -25,6 +25,13 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
                    bytes("attn_output") + bytes("ffn_norm");
     // Latent attention's (deepseek2): every head's slices of attn_k_b and attn_v_b are read.
     b.attention += bytes("attn_q_a") + bytes("attn_q_b") + bytes("attn_kv_a_mqa") + bytes("attn_k_b") + bytes("attn_v_b");
+    // A recurrent layer's in place of attention (the delta net, Mamba-2, the short convolution).
+    if (s.is_recurrent(l)) {
+      for (const char* t : {"attn_gate", "ssm_in", "ssm_ba", "ssm_beta", "ssm_alpha", "ssm_conv1d", "ssm_norm",
+                            "ssm_out", "shortconv.in_proj", "shortconv.conv", "shortconv.out_proj"}) {
+        b.attention += bytes(t);
+      }
+    }
     if (s.layer_has_experts(l)) {  // the router, and expert_used_count of expert_count experts
       const double share = static_cast<double>(s.n_expert_used) / static_cast<double>(s.n_expert);
       b.ffn += bytes("ffn_gate_inp") + share * (bytes("ffn_gate_exps") + bytes("ffn_up_exps") + bytes("ffn_down_exps")) +
@@ -50,8 +57,15 @@ DecodeBytes decode_bytes_per_token(const model::LoadedModel& model, const model:
   const double embd_row = tensor_bytes(f, "token_embd.weight") / static_cast<double>(s.n_vocab);
   b.head = (s.tied_embeddings ? tensor_bytes(f, "token_embd.weight") : tensor_bytes(f, "output.weight")) +
            tensor_bytes(f, "output_norm.weight") + embd_row;
-  // Every layer's K and V rows of one position, at their types.
-  b.kv = mean_context * static_cast<double>(runtime::KvCache::bytes_for(s, 1, 1, kv_types));
+  // Every layer's K and V rows of one position, at their types; a
+  // recurrent layer's state once (bytes_for counts it, and its checkpoint,
+  // once per slot).
+  const auto slot_bytes = [&](int64_t n_ctx) {
+    return static_cast<double>(runtime::KvCache::bytes_for(s, 1, n_ctx, kv_types));
+  };
+  const double position = slot_bytes(2) - slot_bytes(1);
+  const double state_and_checkpoint = slot_bytes(1) - position;
+  b.kv = mean_context * position + state_and_checkpoint / 2;
   return b;
 }
 

@@ -20,7 +20,7 @@ struct DecodeBytes {
   double predictors = 0;  // fc1 + fc2, all layers (sparse only)
   double ffn = 0;         // gate/up/down rows read
   double head = 0;        // output head + one embedding row + output norm
-  double kv = 0;          // K and V read by attention at the mean context length
+  double kv = 0;          // K and V read by attention at the mean context length, and recurrent layers' state
   double total() const { return attention + predictors + ffn + head + kv; }
 };
 

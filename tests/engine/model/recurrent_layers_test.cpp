@@ -15,6 +15,7 @@
 #include "engine/model/llama_model.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/decode_bytes.h"
 #include "kernels/backend.h"
 #include "profiler/make_model.h"
 #include "tests/engine/model/host_device_backend.h"
@@ -186,6 +187,10 @@ TEST_CASE("a Granite 4.0-H file's Mamba-2 layers and their state", "[model][recu
   const size_t state = static_cast<size_t>(3 * m.conv_dim() + 256 * 16) * sizeof(float);
   CHECK(kv.bytes() == 2 * (64 * 2 * 64 * sizeof(uint16_t) + 2 * 4 * state));
   CHECK_FALSE(kv.keeps_prefixes());
+  // A decode token reads the attention layer's cached rows and every Mamba-2 layer's state once.
+  const auto read = tc::sparse::decode_bytes_per_token(*loaded, nullptr, 10.0);
+  CHECK(read.kv == 10.0 * (2 * 64 * sizeof(uint16_t)) + 4.0 * static_cast<double>(state));
+  CHECK(read.attention > 4.0 * 128 * static_cast<double>(m.in_dim()) * sizeof(float));  // ssm_in, f32
 
   const auto f = tc::gguf::GgufFile::open(o.output);
   auto with = [&](const std::string& key, tc::gguf::Value value) {
