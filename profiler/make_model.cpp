@@ -25,6 +25,7 @@
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
 #include "profiler/make_lfm2.h"
+#include "profiler/make_nemotron_h.h"
 #include "profiler/make_qwen35.h"
 #include "profiler/sparse_planting.h"
 #include "engine/runtime/rng.h"
@@ -515,6 +516,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     };
     if (a.gemma4_layers) {
       write_gemma4_model(o, types.base, types.heavy, w, add);
+    } else if (a.single_block_layers) {
+      write_nemotron_h_model(o, types.base, types.heavy, w, add);
     } else if (a.mamba2_layers) {
       write_granite_hybrid_model(o, types.base, types.heavy, w, add);
     } else if (a.short_conv_layers) {

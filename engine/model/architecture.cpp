@@ -139,6 +139,15 @@ const std::array kArchitectures{
                  .experts = Experts::Required,
                  .deepseek_experts = true,
                  .short_conv_layers = true},
+    // NVIDIA Nemotron-H (Nemotron Nano 2 9B and 12B): layers of one block
+    // each, Mamba-2, attention without RoPE or a squared-ReLU FFN
+    // (Architecture::single_block_layers).
+    Architecture{.name = "nemotron_h",
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kReluSquaredOnly,
+                 .sliding_window = {},
+                 .mamba2_layers = true,
+                 .single_block_layers = true},
     // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
     // multipliers, with MiniCPM's constants where older files lack the keys;
     // MiniCPM 4's LongRoPE factors.

@@ -271,6 +271,11 @@ struct Architecture {
   // short convolution (ModelSpec::short_conv_taps; short_conv_block.h) in
   // place of attention; the output norm is token_embd_norm.
   bool short_conv_layers = false;
+  // Nemotron-H (nemotron_h): each layer is a single pre-normed block with
+  // its residual: Mamba-2 where its attention.head_count_kv and
+  // feed_forward_length entries are both 0, attention (without RoPE) where
+  // only feed_forward_length is, else the FFN; with mamba2_layers.
+  bool single_block_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

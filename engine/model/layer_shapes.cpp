@@ -154,42 +154,54 @@ namespace {
 // head_count_kv, one value or one per layer, 0 marking the recurrent layers
 // (s.recurrent_layers, left empty where there are none); the attention
 // layers' counts alike (s.n_head_kv).
-void read_recurrent_by_kv_heads(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
-  const std::string kv_key = p + "attention.head_count_kv";
-  const gguf::Value* value = file.find(kv_key);
-  if (value == nullptr) throw file.error(kv_key, "is missing (0 marks a Mamba-2 layer)");
-  std::vector<int64_t> kv(static_cast<size_t>(s.n_layer));
+// A count key, one value or one per layer, each >= 0.
+std::vector<int64_t> layer_counts(const gguf::GgufFile& file, const std::string& key, int64_t n_layer) {
+  const gguf::Value* value = file.find(key);
+  if (value == nullptr) throw file.error(key, "is missing (0 marks the layers without that block)");
+  std::vector<int64_t> out(static_cast<size_t>(n_layer));
   if (const gguf::Value::Array* items = value->as_array(); items != nullptr) {
-    if (static_cast<int64_t>(items->size()) != s.n_layer) {
-      throw file.error(kv_key, "has " + std::to_string(items->size()) + " entries, expected one per layer (" +
-                                   std::to_string(s.n_layer) + ")");
+    if (static_cast<int64_t>(items->size()) != n_layer) {
+      throw file.error(key, "has " + std::to_string(items->size()) + " entries, expected one per layer (" +
+                                std::to_string(n_layer) + ")");
     }
-    for (size_t l = 0; l < kv.size(); ++l) {
-      if (!(*items)[l].to_i64(kv[l]) || kv[l] < 0) throw file.error(kv_key, "must hold integers >= 0");
+    for (size_t l = 0; l < out.size(); ++l) {
+      if (!(*items)[l].to_i64(out[l]) || out[l] < 0) throw file.error(key, "must hold integers >= 0");
     }
   } else {
-    std::fill(kv.begin(), kv.end(), file.get_i64(kv_key));
+    std::fill(out.begin(), out.end(), file.get_i64(key));
+    if (out.front() < 0) throw file.error(key, "must be >= 0");
   }
-  s.n_head_kv = 0;
-  for (const int64_t n : kv) {
-    if (n < 0) throw file.error(kv_key, "must be >= 0");
-    if (n > 0 && s.n_head_kv > 0 && n != s.n_head_kv) {
-      throw file.error(kv_key, "differs between attention layers (" + std::to_string(s.n_head_kv) + " and " +
-                                   std::to_string(n) + "), which is not supported");
+  return out;
+}
+
+// The one value of `counts` over the layers where it is not 0 (`fallback`
+// where there are none); a second value is an error naming the key.
+int64_t common_count(const gguf::GgufFile& file, const std::string& key, const std::vector<int64_t>& counts,
+                     int64_t fallback) {
+  int64_t common = 0;
+  for (const int64_t n : counts) {
+    if (n > 0 && common > 0 && n != common) {
+      throw file.error(key, "differs between layers (" + std::to_string(common) + " and " + std::to_string(n) +
+                                "), which is not supported");
     }
-    if (n > 0) s.n_head_kv = n;
+    if (n > 0) common = n;
   }
-  if (s.n_head_kv == 0) s.n_head_kv = s.n_head;  // no attention layer
+  return common > 0 ? common : fallback;
+}
+
+// head_count_kv, one value or one per layer, 0 marking the recurrent layers
+// (s.recurrent_layers, left empty where there are none); the attention
+// layers' counts alike (s.n_head_kv).
+void read_recurrent_by_kv_heads(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string kv_key = p + "attention.head_count_kv";
+  const std::vector<int64_t> kv = layer_counts(file, kv_key, s.n_layer);
+  s.n_head_kv = common_count(file, kv_key, kv, s.n_head);
   if (std::find(kv.begin(), kv.end(), 0) == kv.end()) return;  // no recurrent layer
   s.recurrent_layers.assign(kv.size(), false);
   for (size_t l = 0; l < kv.size(); ++l) s.recurrent_layers[l] = kv[l] == 0;
 }
 
-}  // namespace
-
-void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
-  read_recurrent_by_kv_heads(file, p, s);
-  if (!s.has_recurrent_layers()) return;
+void read_mamba2_widths(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   auto positive = [&](const std::string& key) {
     const int64_t v = file.get_i64(key);
     if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
@@ -209,6 +221,35 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
     throw file.error(p + "ssm.group_count", "is " + std::to_string(m.n_group) + ", which does not divide "
                                             "ssm.time_step_rank " + std::to_string(m.n_head));
   }
+}
+
+}  // namespace
+
+void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  read_recurrent_by_kv_heads(file, p, s);
+  if (s.has_recurrent_layers()) read_mamba2_widths(file, p, s);
+}
+
+void read_single_block_layers(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string ff_key = p + "feed_forward_length";
+  const std::string kv_key = p + "attention.head_count_kv";
+  const std::vector<int64_t> ff = layer_counts(file, ff_key, s.n_layer);
+  const std::vector<int64_t> kv = layer_counts(file, kv_key, s.n_layer);
+  s.n_ff = common_count(file, ff_key, ff, 1);
+  s.n_head_kv = common_count(file, kv_key, kv, s.n_head);
+  const auto n = static_cast<size_t>(s.n_layer);
+  s.mixerless_layers.assign(n, false);
+  s.ffnless_layers.assign(n, false);
+  bool any_recurrent = false;
+  for (size_t l = 0; l < n; ++l) {
+    s.mixerless_layers[l] = ff[l] > 0;
+    s.ffnless_layers[l] = ff[l] == 0;
+    any_recurrent = any_recurrent || (ff[l] == 0 && kv[l] == 0);
+  }
+  if (!any_recurrent) return;
+  s.recurrent_layers.assign(n, false);
+  for (size_t l = 0; l < n; ++l) s.recurrent_layers[l] = ff[l] == 0 && kv[l] == 0;
+  read_mamba2_widths(file, p, s);
 }
 
 void read_short_conv(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {

@@ -46,4 +46,12 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& prefix, ModelSpe
 // (shortconv.l_cache). Throws ModelLoadError naming the key at fault.
 void read_short_conv(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
+// Nemotron-H (nemotron_h's load_arch_hparams): feed_forward_length and
+// attention.head_count_kv, one value or one per layer; a layer with both 0
+// runs Mamba-2 (s.recurrent_layers, s.mamba2), one with only
+// feed_forward_length 0 attention, the others only the FFN
+// (s.mixerless_layers, s.ffnless_layers); the FFN layers' widths alike
+// (s.n_ff), as the attention layers' KV heads (s.n_head_kv).
+void read_single_block_layers(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
 }  // namespace tc::model

@@ -604,6 +604,12 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     router_input_.resize(std::max(router_input_.size(), static_cast<size_t>(n_tokens * n_embd)));
     std::copy_n(x, n_tokens * n_embd, router_input_.data());
   }
+  if (!spec_.has_mixer(layer)) {  // Nemotron-H's FFN layer: x + ffn(norm(x))
+    pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
+    run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
+    b.add(x, tmp, n_tokens * n_embd);
+    return;
+  }
   // Attention block. In the parallel form the FFN runs first, on the same
   // normed input (and the layer input x as its predictors' input).
   pre_norm(b, x, w.attn_norm, w.attn_norm_b, n_tokens, cur);
@@ -635,6 +641,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     return;
   }
   b.add(x, tmp, n_tokens * n_embd);
+  if (!spec_.has_ffn(layer)) return;  // Nemotron-H's attention and Mamba-2 layers
   pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
   run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
   if (w.ffn_pre_norm_2.data != nullptr) add_gemma4_experts(b, w, layer, x, n_tokens, tmp);

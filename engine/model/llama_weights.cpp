@@ -397,6 +397,11 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
         if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
       }
     }
+    if (!s.has_mixer(l)) {  // Nemotron-H's FFN layer: its one norm is attn_norm
+      lw.ffn_norm = lw.attn_norm;
+      map_ffn(m, s, l, lw);
+      continue;
+    }
     if (s.is_recurrent(l)) {  // a gated delta net or Mamba-2 in place of attention; then the FFN
       if (s.short_conv_taps > 0) {
         map_short_conv(m, s, l, lw);
@@ -405,6 +410,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       } else {
         map_delta_net(m, s, l, lw);
       }
+      if (!s.has_ffn(l)) continue;
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       map_ffn(m, s, l, lw);
       continue;
@@ -424,6 +430,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     }
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
     if (a.attn_output_gate) lw.attn_gate = m.matrix(name("attn_gate"), s.n_embd, s.n_embd_q());
+    if (!s.has_ffn(l)) continue;  // Nemotron-H's attention layer
     if (a.layer_form == LayerForm::Sequential && a.pre_norms) {
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);

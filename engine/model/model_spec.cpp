@@ -444,6 +444,9 @@ ModelSpec read_model_spec(const GgufFile& file) {
     const auto widths = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
     s.n_ff = *std::max_element(widths.begin(), widths.end());
     s.n_head_kv = s.n_head;
+  } else if (a.single_block_layers) {  // per-layer counts say which block each layer is
+    read_single_block_layers(file, p, s);
+    s.no_rope = true;  // Nemotron-H attends without RoPE
   } else if (a.mamba2_layers || a.short_conv_layers) {  // 0 KV heads mark the recurrent layers
     s.n_ff = positive_key(file, p + "feed_forward_length");
     if (a.mamba2_layers) {

@@ -221,6 +221,14 @@ struct ModelSpec {
     return !recurrent_layers.empty() && recurrent_layers[static_cast<size_t>(layer)];
   }
   bool has_recurrent_layers() const { return !recurrent_layers.empty(); }
+  // Nemotron-H (Architecture::single_block_layers): each layer is one block,
+  // attention, Mamba-2 or the FFN. Empty: every layer has both.
+  std::vector<bool> mixerless_layers;  // the FFN only: no attention (nor Mamba-2), no cache
+  std::vector<bool> ffnless_layers;    // attention or Mamba-2 only
+  bool has_mixer(int64_t layer) const {
+    return mixerless_layers.empty() || !mixerless_layers[static_cast<size_t>(layer)];
+  }
+  bool has_ffn(int64_t layer) const { return ffnless_layers.empty() || !ffnless_layers[static_cast<size_t>(layer)]; }
 
   // The shape of `layer`: its own, or the model's where layers do not differ.
   LayerShape shape(int64_t layer) const {
@@ -231,8 +239,8 @@ struct ModelSpec {
   // Whether `layer` attends over an earlier layer's cache and caches nothing itself.
   bool shares_kv(int64_t layer) const { return shape(layer).kv_layer != layer; }
   int64_t n_embd_q(int64_t layer) const { return n_head * shape(layer).head_dim; }
-  int64_t n_embd_kv(int64_t layer) const {  // 0 for a recurrent layer
-    if (is_recurrent(layer)) return 0;
+  int64_t n_embd_kv(int64_t layer) const {  // 0 for a recurrent layer or one without attention
+    if (is_recurrent(layer) || !has_mixer(layer)) return 0;
     const LayerShape l = shape(layer);
     return l.n_head_kv * l.head_dim;
   }

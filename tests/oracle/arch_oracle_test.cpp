@@ -239,6 +239,10 @@ const ArchCase kCases[] = {
     // (c * conv(b * x)): int8 activations' error grows with depth, 0.13 sd
     // over 6 layers (0.089 over these 3), where f32 agrees within 0.0005.
     {"lfm2 Q8_0", "--arch lfm2 --n-layer 3", 138, 256, "q8_0", kQuantTolerance},
+    // Nemotron-H: layers 0, 2 and 4 Mamba-2, 1 and 5 a squared-ReLU FFN, 3 attention without RoPE.
+    {"nemotron_h (one block per layer: Mamba-2, FFN, attention)", "--arch nemotron_h --n-layer 6", 139},
+    // Squared ReLUs grow int8 activations' error: 0.12 sd over 6 layers, 0.064 over these 4.
+    {"nemotron_h Q8_0", "--arch nemotron_h --n-layer 4", 142, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

@@ -1,5 +1,6 @@
 // Recurrent layers: Qwen 3.5's gated delta net (Architecture::qwen35_layers;
-// Qwen3-Next's layout too) and Granite 4.0-H's Mamba-2 (mamba2_layers): the spec
+// Qwen3-Next's layout too), Mamba-2 (Granite 4.0-H, Nemotron-H's layers of
+// one block each) and LFM2's short convolution: the spec
 // read from a make-model file, the recurrent state kept per slot beside the
 // attention layers' KV cache, a prompt's logits the same at once, in pieces
 // and beside another sequence, and the files refused with the key named.
@@ -117,11 +118,12 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][recurre
 
 TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces and beside another",
           "[model][recurrent]") {
-  const std::string arch = GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe");
+  const std::string arch =
+      GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
-  if (arch != "qwen35" && arch != "lfm2") {  // 8 experts, 2 per token (and a shared expert where the form has one)
+  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h") {  // 8 experts, 2 per token (and a shared expert where the form has one)
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -232,6 +234,41 @@ TEST_CASE("an LFM2 file's short convolution layers and their state", "[model][re
              Catch::Contains("lfm2.attention.sliding_window"));
   CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "lfm2_refused", "token_embd_norm.weight", {})),
              Catch::Contains("token_embd_norm.weight"));
+}
+
+TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") {
+  auto o = qwen35("nemotron_h_spec");
+  o.arch = "nemotron_h";
+  o.n_layer = 6;
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  // Mamba-2, FFN, Mamba-2, attention, Mamba-2, FFN.
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    INFO("layer " << l);
+    CHECK(s.is_recurrent(l) == (l % 2 == 0));
+    CHECK(s.has_mixer(l) == (l % 4 != 1));
+    CHECK(s.has_ffn(l) == (l % 4 == 1));
+    CHECK(s.n_embd_kv(l) == (l == 3 ? 2 * 32 : 0));
+  }
+  CHECK(s.n_ff == 256);
+  CHECK(s.no_rope);
+  CHECK(s.ffn_form == tc::model::FfnForm::ReluSquared);
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  const size_t state = static_cast<size_t>(3 * s.mamba2.conv_dim() + s.mamba2.ssm_state_values()) * sizeof(float);
+  CHECK(KvCache(*backend, s, 1, 64).bytes() == 64 * 2 * 64 * sizeof(uint16_t) + 2 * 3 * state);
+
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  auto with = [&](const std::string& key, tc::gguf::Value value) {
+    return tc::test::copy_gguf(f, "nemotron_h_refused", "", [&](tc::gguf::GgufWriter& w) { w.set(key, value); });
+  };
+  CHECK_THAT(tc::test::load_error(with("nemotron_h.feed_forward_length",
+                                       tc::gguf::Value::i32_array({0, 256, 0, 0, 0, 128}))),
+             Catch::Contains("nemotron_h.feed_forward_length") && Catch::Contains("differs"));
+  CHECK_THAT(tc::test::load_error(with("nemotron_h.feed_forward_length", tc::gguf::Value::i32_array({0, 256}))),
+             Catch::Contains("one per layer"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "nemotron_h_refused", "blk.1.ffn_up.weight", {})),
+             Catch::Contains("blk.1.ffn_up.weight"));
 }
 
 TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][recurrent]") {

@@ -1,0 +1,22 @@
+// The Nemotron-H part of `thermocline make-model --arch nemotron_h`: the
+// keys and tensors of a Nemotron-H file as llama.cpp's converter writes
+// them. Layers of one block each, in the repeating pattern Mamba-2, FFN,
+// Mamba-2, attention (Nemotron-H's "M-M*"): Mamba-2's widths as
+// make_granite_hybrid.h's, attention with --n-head-kv KV heads and no
+// RoPE, a squared-ReLU FFN of --n-ff (ffn_up, ffn_down).
+#pragma once
+
+#include "engine/gguf/gguf_writer.h"
+#include "kernels/dtype.h"
+#include "profiler/make_gemma4.h"
+#include "profiler/make_model.h"
+
+namespace tc::profiler {
+
+// Sets the per-layer feed_forward_length and attention.head_count_kv
+// (0 where a layer lacks that block) and the ssm.* keys, and adds every
+// layer tensor.
+void write_nemotron_h_model(const MakeModelOptions& o, kernels::DType base, kernels::DType heavy,
+                            gguf::GgufWriter& w, const RandomTensorAdder& add);
+
+}  // namespace tc::profiler
