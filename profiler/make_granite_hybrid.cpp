@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/model/model_spec.h"
+#include "profiler/layer_tensor_writer.h"
 
 namespace tc::profiler {
 namespace {
@@ -49,17 +50,15 @@ void add_mamba2_tensors(const MakeModelOptions& o, int64_t l, DType base, DType 
   const model::Mamba2Shape m = mamba2_shape_of(o);
   auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
   const std::string blk = "blk." + std::to_string(l) + ".";
-  auto sd_for = [&](int64_t fan_in) {
-    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
-  };
-  add(name("ssm_in"), base, {o.n_embd, m.in_dim()}, 0.0f, sd_for(o.n_embd));
+  const LayerTensorWriter t(o, add);
+  t.matrix(name("ssm_in"), base, o.n_embd, m.in_dim());
   add(name("ssm_conv1d"), DType::F32, {m.conv_kernel, m.conv_dim()}, 0.0f, 0.5f);
   add(blk + "ssm_conv1d.bias", DType::F32, {m.conv_dim()}, 0.0f, 0.1f);
   add(blk + "ssm_dt.bias", DType::F32, {m.n_head}, 0.0f, 1.0f);
   add(blk + "ssm_a", DType::F32, {1, m.n_head}, -1.0f, 0.3f);  // -exp(A_log): a decay
   add(blk + "ssm_d", DType::F32, {1, m.n_head}, 1.0f, 0.3f);
   add(name("ssm_norm"), DType::F32, {m.d_inner / m.n_group, m.n_group}, 1.0f, 0.1f);
-  add(name("ssm_out"), heavy, {m.d_inner, o.n_embd}, 0.0f, sd_for(m.d_inner));
+  t.matrix(name("ssm_out"), heavy, m.d_inner, o.n_embd);
 }
 
 void check_granite_hybrid_options(const MakeModelOptions& o, DType base, DType heavy) {
@@ -84,40 +83,29 @@ void write_granite_hybrid_model(const MakeModelOptions& o, DType base, DType hea
   w.set(p + "rope.scaling.finetuned", gguf::Value(false));  // Granite 4.0-H attends without RoPE
   if (o.n_expert > 0) w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
 
-  auto sd_for = [&](int64_t fan_in) {
-    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
-  };
-  auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows) {
-    add(name, t, {n_cols, n_rows}, 0.0f, sd_for(n_cols));
-  };
-  auto norm = [&](const std::string& name, int64_t n) { add(name, DType::F32, {n}, 1.0f, 0.1f); };
+  const LayerTensorWriter t(o, add);
   const int64_t head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
   const int64_t n_q = o.n_head * head_dim, n_kv = o.n_head_kv * head_dim;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    norm(name("attn_norm"), o.n_embd);
+    t.norm(name("attn_norm"), o.n_embd);
     if (attends(l)) {
-      matrix(name("attn_q"), base, o.n_embd, n_q);
-      matrix(name("attn_k"), base, o.n_embd, n_kv);
-      matrix(name("attn_v"), heavy, o.n_embd, n_kv);
-      matrix(name("attn_output"), base, n_q, o.n_embd);
+      t.attention(l, base, heavy, n_q, n_kv);
     } else {
       add_mamba2_tensors(o, l, base, heavy, add);
     }
-    norm(name("ffn_norm"), o.n_embd);
+    t.norm(name("ffn_norm"), o.n_embd);
     if (o.n_expert == 0) {
-      matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      t.swiglu_ffn(l, base, heavy, o.n_ff);
       continue;
     }
-    matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
-    add(name("ffn_gate_exps"), base, {o.n_embd, o.n_ff, o.n_expert}, 0.0f, sd_for(o.n_embd));
-    add(name("ffn_up_exps"), base, {o.n_embd, o.n_ff, o.n_expert}, 0.0f, sd_for(o.n_embd));
-    add(name("ffn_down_exps"), heavy, {o.n_ff, o.n_embd, o.n_expert}, 0.0f, sd_for(o.n_ff));
-    matrix(name("ffn_gate_shexp"), base, o.n_embd, o.n_ff);
-    matrix(name("ffn_up_shexp"), base, o.n_embd, o.n_ff);
-    matrix(name("ffn_down_shexp"), heavy, o.n_ff, o.n_embd);
+    t.matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+    t.experts(name("ffn_gate_exps"), base, o.n_embd, o.n_ff, o.n_expert);
+    t.experts(name("ffn_up_exps"), base, o.n_embd, o.n_ff, o.n_expert);
+    t.experts(name("ffn_down_exps"), heavy, o.n_ff, o.n_embd, o.n_expert);
+    t.matrix(name("ffn_gate_shexp"), base, o.n_embd, o.n_ff);
+    t.matrix(name("ffn_up_shexp"), base, o.n_embd, o.n_ff);
+    t.matrix(name("ffn_down_shexp"), heavy, o.n_ff, o.n_embd);
   }
 }
 

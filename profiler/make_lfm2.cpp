@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model/model_spec.h"
+#include "profiler/layer_tensor_writer.h"
 
 namespace tc::profiler {
 namespace {
@@ -49,42 +50,34 @@ void write_lfm2_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
     w.set(p + "expert_weights_scale", gguf::Value(1.0f));
   }
 
-  auto sd_for = [&](int64_t fan_in) {
-    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
-  };
-  auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows) {
-    add(name, t, {n_cols, n_rows}, 0.0f, sd_for(n_cols));
-  };
-  auto norm = [&](const std::string& name, int64_t n) { add(name, DType::F32, {n}, 1.0f, 0.1f); };
+  const LayerTensorWriter t(o, add);
   const int64_t head_dim = o.n_embd / o.n_head, n_kv = o.n_head_kv * head_dim;
-  norm("token_embd_norm.weight", o.n_embd);  // the output norm, under LFM2's name
+  t.norm("token_embd_norm.weight", o.n_embd);  // the output norm, under LFM2's name
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    norm(name("attn_norm"), o.n_embd);
+    t.norm(name("attn_norm"), o.n_embd);
     if (attends(l)) {
-      matrix(name("attn_q"), base, o.n_embd, o.n_embd);
-      matrix(name("attn_k"), base, o.n_embd, n_kv);
-      matrix(name("attn_v"), heavy, o.n_embd, n_kv);
-      matrix(name("attn_output"), base, o.n_embd, o.n_embd);
-      norm(name("attn_q_norm"), head_dim);
-      norm(name("attn_k_norm"), head_dim);
+      t.matrix(name("attn_q"), base, o.n_embd, o.n_embd);
+      t.matrix(name("attn_k"), base, o.n_embd, n_kv);
+      t.matrix(name("attn_v"), heavy, o.n_embd, n_kv);
+      t.matrix(name("attn_output"), base, o.n_embd, o.n_embd);
+      t.norm(name("attn_q_norm"), head_dim);
+      t.norm(name("attn_k_norm"), head_dim);
     } else {  // the short convolution
-      matrix(name("shortconv.in_proj"), base, o.n_embd, 3 * o.n_embd);
+      t.matrix(name("shortconv.in_proj"), base, o.n_embd, 3 * o.n_embd);
       add(name("shortconv.conv"), DType::F32, {kTaps, o.n_embd}, 0.0f, 0.5f);
-      matrix(name("shortconv.out_proj"), heavy, o.n_embd, o.n_embd);
+      t.matrix(name("shortconv.out_proj"), heavy, o.n_embd, o.n_embd);
     }
-    norm(name("ffn_norm"), o.n_embd);
+    t.norm(name("ffn_norm"), o.n_embd);
     if (o.n_expert == 0 || l < kDenseLead) {
-      matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      t.swiglu_ffn(l, base, heavy, o.n_ff);
       continue;
     }
-    matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+    t.matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
     add("blk." + std::to_string(l) + ".exp_probs_b.bias", DType::F32, {o.n_expert}, 0.0f, 0.1f);
-    add(name("ffn_gate_exps"), base, {o.n_embd, n_ff_expert, o.n_expert}, 0.0f, sd_for(o.n_embd));
-    add(name("ffn_up_exps"), base, {o.n_embd, n_ff_expert, o.n_expert}, 0.0f, sd_for(o.n_embd));
-    add(name("ffn_down_exps"), heavy, {n_ff_expert, o.n_embd, o.n_expert}, 0.0f, sd_for(n_ff_expert));
+    t.experts(name("ffn_gate_exps"), base, o.n_embd, n_ff_expert, o.n_expert);
+    t.experts(name("ffn_up_exps"), base, o.n_embd, n_ff_expert, o.n_expert);
+    t.experts(name("ffn_down_exps"), heavy, n_ff_expert, o.n_embd, o.n_expert);
   }
 }
 

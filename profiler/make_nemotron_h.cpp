@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/model/model_spec.h"
+#include "profiler/layer_tensor_writer.h"
 #include "profiler/make_granite_hybrid.h"
 
 namespace tc::profiler {
@@ -39,30 +40,22 @@ void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, 
   // llama.cpp's loader requires it (the multi-token prediction head's norm) beside the RMS one.
   w.set(p + "attention.layer_norm_epsilon", gguf::Value(static_cast<float>(o.rms_eps)));
 
-  auto sd_for = [&](int64_t fan_in) {
-    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
-  };
-  auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows) {
-    add(name, t, {n_cols, n_rows}, 0.0f, sd_for(n_cols));
-  };
+  const LayerTensorWriter t(o, add);
   const int64_t head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
   const int64_t n_q = o.n_head * head_dim, n_kv = o.n_head_kv * head_dim;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
-    add(name("attn_norm"), DType::F32, {o.n_embd}, 1.0f, 0.1f);  // every block's one norm
+    t.norm(name("attn_norm"), o.n_embd);  // every block's one norm
     switch (block_of(l)) {
       case Block::Mamba2:
         add_mamba2_tensors(o, l, base, heavy, add);
         break;
       case Block::Attention:
-        matrix(name("attn_q"), base, o.n_embd, n_q);
-        matrix(name("attn_k"), base, o.n_embd, n_kv);
-        matrix(name("attn_v"), heavy, o.n_embd, n_kv);
-        matrix(name("attn_output"), base, n_q, o.n_embd);
+        t.attention(l, base, heavy, n_q, n_kv);
         break;
       case Block::Ffn:
-        matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-        matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+        t.matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
+        t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
         break;
     }
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model/model_spec.h"
+#include "profiler/layer_tensor_writer.h"
 
 namespace tc::profiler {
 namespace {
@@ -61,60 +62,52 @@ void write_qwen35_model(const MakeModelOptions& o, DType base, DType heavy, gguf
           gguf::Value::i32_array({third, third, static_cast<int32_t>(pairs - 2 * third), 0}));
   }
 
-  auto sd_for = [&](int64_t fan_in) {
-    return o.weight_scale > 0.0f ? o.weight_scale : 1.0f / std::sqrt(static_cast<float>(fan_in));
-  };
-  auto matrix = [&](const std::string& name, DType t, int64_t n_cols, int64_t n_rows) {
-    add(name, t, {n_cols, n_rows}, 0.0f, sd_for(n_cols));
-  };
-  auto norm = [&](const std::string& name, int64_t n) { add(name, DType::F32, {n}, 1.0f, 0.1f); };
+  const LayerTensorWriter t(o, add);
   const int64_t n_q = o.n_head * head_dim, n_kv = o.n_head_kv * head_dim;
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     const std::string blk = "blk." + std::to_string(l) + ".";
-    norm(name("attn_norm"), o.n_embd);
+    t.norm(name("attn_norm"), o.n_embd);
     if ((l + 1) % kFullAttentionInterval != 0) {  // the gated delta net
       if (qwen3next && o.fused_qkv) {  // older converters: q, k, v and z grouped by key head
-        matrix(name("ssm_in"), base, o.n_embd, d.conv_dim() + d.value_dim());
+        t.matrix(name("ssm_in"), base, o.n_embd, d.conv_dim() + d.value_dim());
       } else {
-        matrix(name("attn_qkv"), base, o.n_embd, d.conv_dim());
-        matrix(name("attn_gate"), base, o.n_embd, d.value_dim());
+        t.matrix(name("attn_qkv"), base, o.n_embd, d.conv_dim());
+        t.matrix(name("attn_gate"), base, o.n_embd, d.value_dim());
       }
       add(name("ssm_conv1d"), DType::F32, {d.conv_kernel, d.conv_dim()}, 0.0f, 0.5f);
       add(blk + "ssm_dt.bias", DType::F32, {d.n_v_heads}, 0.0f, 1.0f);
       add(blk + "ssm_a", DType::F32, {d.n_v_heads}, -0.5f, 0.1f);  // -exp(A_log): always negative, a decay
       if (qwen3next) {  // beta and alpha grouped by key head
-        matrix(name("ssm_ba"), base, o.n_embd, 2 * d.n_v_heads);
+        t.matrix(name("ssm_ba"), base, o.n_embd, 2 * d.n_v_heads);
       } else {
-        matrix(name("ssm_beta"), base, o.n_embd, d.n_v_heads);
-        matrix(name("ssm_alpha"), base, o.n_embd, d.n_v_heads);
+        t.matrix(name("ssm_beta"), base, o.n_embd, d.n_v_heads);
+        t.matrix(name("ssm_alpha"), base, o.n_embd, d.n_v_heads);
       }
-      norm(name("ssm_norm"), d.head_dim);
-      matrix(name("ssm_out"), heavy, d.value_dim(), o.n_embd);
+      t.norm(name("ssm_norm"), d.head_dim);
+      t.matrix(name("ssm_out"), heavy, d.value_dim(), o.n_embd);
     } else {  // gated attention
-      matrix(name("attn_q"), base, o.n_embd, 2 * n_q);
-      matrix(name("attn_k"), base, o.n_embd, n_kv);
-      matrix(name("attn_v"), heavy, o.n_embd, n_kv);
-      matrix(name("attn_output"), base, n_q, o.n_embd);
-      norm(name("attn_q_norm"), head_dim);
-      norm(name("attn_k_norm"), head_dim);
+      t.matrix(name("attn_q"), base, o.n_embd, 2 * n_q);
+      t.matrix(name("attn_k"), base, o.n_embd, n_kv);
+      t.matrix(name("attn_v"), heavy, o.n_embd, n_kv);
+      t.matrix(name("attn_output"), base, n_q, o.n_embd);
+      t.norm(name("attn_q_norm"), head_dim);
+      t.norm(name("attn_k_norm"), head_dim);
     }
-    norm(name("post_attention_norm"), o.n_embd);
+    t.norm(name("post_attention_norm"), o.n_embd);
     if (o.n_expert == 0) {
-      matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-      matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      t.swiglu_ffn(l, base, heavy, o.n_ff);
       continue;
     }
     // qwen35moe and qwen3next: the router (f32, as llama.cpp's quantizer leaves it), the
     // experts (gate and up in one tensor), a shared expert twice as wide and its gate.
-    matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
-    add(name("ffn_gate_up_exps"), base, {o.n_embd, 2 * o.n_ff, o.n_expert}, 0.0f, sd_for(o.n_embd));
-    add(name("ffn_down_exps"), heavy, {o.n_ff, o.n_embd, o.n_expert}, 0.0f, sd_for(o.n_ff));
-    add(name("ffn_gate_inp_shexp"), DType::F32, {o.n_embd}, 0.0f, sd_for(o.n_embd));
-    matrix(name("ffn_gate_shexp"), base, o.n_embd, 2 * o.n_ff);
-    matrix(name("ffn_up_shexp"), base, o.n_embd, 2 * o.n_ff);
-    matrix(name("ffn_down_shexp"), heavy, 2 * o.n_ff, o.n_embd);
+    t.matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+    t.experts(name("ffn_gate_up_exps"), base, o.n_embd, 2 * o.n_ff, o.n_expert);
+    t.experts(name("ffn_down_exps"), heavy, o.n_ff, o.n_embd, o.n_expert);
+    add(name("ffn_gate_inp_shexp"), DType::F32, {o.n_embd}, 0.0f, t.sd_for(o.n_embd));
+    t.matrix(name("ffn_gate_shexp"), base, o.n_embd, 2 * o.n_ff);
+    t.matrix(name("ffn_up_shexp"), base, o.n_embd, 2 * o.n_ff);
+    t.matrix(name("ffn_down_shexp"), heavy, 2 * o.n_ff, o.n_embd);
   }
 }
 

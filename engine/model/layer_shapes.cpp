@@ -10,6 +10,15 @@
 #include "engine/gguf/gguf_file.h"
 
 namespace tc::model {
+namespace {
+
+int64_t positive_integer(const gguf::GgufFile& file, const std::string& key) {
+  const int64_t v = file.get_i64(key);
+  if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
 
 std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const std::string& key, int64_t n_layer,
                                             int64_t fallback) {
@@ -106,19 +115,14 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
 }
 
 void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
-  auto positive = [&](const std::string& key) {
-    const int64_t v = file.get_i64(key);
-    if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
-    return v;
-  };
   DeltaNetShape& d = s.delta_net;
-  d.conv_kernel = positive(p + "ssm.conv_kernel");
-  d.n_k_heads = positive(p + "ssm.group_count");
-  d.n_v_heads = positive(p + "ssm.time_step_rank");
-  d.head_dim = positive(p + "ssm.state_size");
+  d.conv_kernel = positive_integer(file, p + "ssm.conv_kernel");
+  d.n_k_heads = positive_integer(file, p + "ssm.group_count");
+  d.n_v_heads = positive_integer(file, p + "ssm.time_step_rank");
+  d.head_dim = positive_integer(file, p + "ssm.state_size");
   d.grouped_heads = s.architecture->qwen3next_delta_net;
   const std::string inner_key = p + "ssm.inner_size";
-  if (positive(inner_key) != d.value_dim()) {
+  if (positive_integer(file, inner_key) != d.value_dim()) {
     throw file.error(inner_key, "is " + std::to_string(file.get_i64(inner_key)) + ", expected time_step_rank x "
                                 "state_size " + std::to_string(d.value_dim()) + " (value heads as wide as key heads)");
   }
@@ -202,17 +206,12 @@ void read_recurrent_by_kv_heads(const gguf::GgufFile& file, const std::string& p
 }
 
 void read_mamba2_widths(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
-  auto positive = [&](const std::string& key) {
-    const int64_t v = file.get_i64(key);
-    if (v <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(v));
-    return v;
-  };
   Mamba2Shape& m = s.mamba2;
-  m.conv_kernel = positive(p + "ssm.conv_kernel");
-  m.d_inner = positive(p + "ssm.inner_size");
-  m.d_state = positive(p + "ssm.state_size");
-  m.n_head = positive(p + "ssm.time_step_rank");
-  m.n_group = positive(p + "ssm.group_count");
+  m.conv_kernel = positive_integer(file, p + "ssm.conv_kernel");
+  m.d_inner = positive_integer(file, p + "ssm.inner_size");
+  m.d_state = positive_integer(file, p + "ssm.state_size");
+  m.n_head = positive_integer(file, p + "ssm.time_step_rank");
+  m.n_group = positive_integer(file, p + "ssm.group_count");
   if (m.d_inner % m.n_head != 0) {
     throw file.error(p + "ssm.time_step_rank", "is " + std::to_string(m.n_head) + ", which does not divide "
                                                "ssm.inner_size " + std::to_string(m.d_inner));

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tests/integration/ollama_think_checks.h"
+#include "tests/integration/opened_think_template.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -21,15 +22,10 @@ using tc::test::ServerProcess;
 
 namespace {
 
-constexpr char kThinkingTemplate[] =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}"
-    "{% endif %}";
-
 std::filesystem::path thinking_model() {
   static const auto dir = tc::test::scratch_dir("reasoning_api");
   const auto template_path = dir / "thinking.jinja";
-  std::ofstream(template_path) << kThinkingTemplate;
+  std::ofstream(template_path) << tc::test::kOpenedThinkTemplate;
   return tc::test::make_test_model(dir, "thinking",
                                    "--n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 "
                                    "--seed 23 --chat-template " + tc::test::shell_quote(template_path.string()));

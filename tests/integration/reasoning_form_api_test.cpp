@@ -18,6 +18,7 @@
 #include "engine/text/json_prefix.h"
 #include "engine/text/tokenizer.h"
 #include "tests/integration/chat_stream.h"
+#include "tests/integration/opened_think_template.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -27,15 +28,10 @@ using tc::test::ServerProcess;
 
 namespace {
 
-constexpr char kThinkingTemplate[] =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}"
-    "{% endif %}";
-
 std::filesystem::path thinking_model() {
   static const auto dir = tc::test::scratch_dir("reasoning_form_api");
   const auto template_path = dir / "thinking.jinja";
-  std::ofstream(template_path) << kThinkingTemplate;
+  std::ofstream(template_path) << tc::test::kOpenedThinkTemplate;
   return tc::test::make_test_model(dir, "thinking",
                                    "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 2 --n-head-kv 1 --tied-embeddings "
                                    "--seed 31 --tokenizer qwen2 --chat-template " +
