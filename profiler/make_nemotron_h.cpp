@@ -39,6 +39,14 @@ void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, 
   write_mamba2_keys(o, w);
   // llama.cpp's loader requires it (the multi-token prediction head's norm) beside the RMS one.
   w.set(p + "attention.layer_norm_epsilon", gguf::Value(static_cast<float>(o.rms_eps)));
+  if (o.n_expert > 0) {  // nemotron_h_moe: Nemotron Nano 3's routing, every FFN layer a mixture
+    w.set(p + "leading_dense_block_count", gguf::Value(uint32_t{0}));
+    w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
+    w.set(p + "expert_shared_count", gguf::Value(uint32_t{1}));
+    w.set(p + "expert_shared_feed_forward_length", gguf::Value(static_cast<uint32_t>(2 * o.n_ff)));
+    w.set(p + "expert_weights_norm", gguf::Value(true));
+    w.set(p + "expert_weights_scale", gguf::Value(2.5f));
+  }
 
   const LayerTensorWriter t(o, add);
   const int64_t head_dim = o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head;
@@ -54,8 +62,18 @@ void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, 
         t.attention(l, base, heavy, n_q, n_kv);
         break;
       case Block::Ffn:
-        t.matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
-        t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+        if (o.n_expert == 0) {
+          t.matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
+          t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+          break;
+        }
+        // The router (f32), its selection bias, ungated experts and a shared expert twice as wide.
+        t.matrix(name("ffn_gate_inp"), DType::F32, o.n_embd, o.n_expert);
+        add("blk." + std::to_string(l) + ".exp_probs_b.bias", DType::F32, {o.n_expert}, 0.0f, 0.1f);
+        t.experts(name("ffn_up_exps"), base, o.n_embd, o.n_ff, o.n_expert);
+        t.experts(name("ffn_down_exps"), heavy, o.n_ff, o.n_embd, o.n_expert);
+        t.matrix(name("ffn_up_shexp"), base, o.n_embd, 2 * o.n_ff);
+        t.matrix(name("ffn_down_shexp"), heavy, 2 * o.n_ff, o.n_embd);
         break;
     }
   }

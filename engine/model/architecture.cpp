@@ -148,6 +148,19 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .mamba2_layers = true,
                  .single_block_layers = true},
+    // Nemotron-H MoE (Nemotron Nano 3 30B-A3B): nemotron_h with its FFN
+    // layers a mixture in DeepSeek's form (sigmoid routing with a selection
+    // bias, ungated squared-ReLU experts and shared expert).
+    Architecture{.name = "nemotron_h_moe",
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kReluSquaredOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .expert_weights_norm = false,  // llama.cpp's default without the key
+                 .expert_gating = ExpertGating::Sigmoid,
+                 .deepseek_experts = true,
+                 .mamba2_layers = true,
+                 .single_block_layers = true},
     // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
     // multipliers, with MiniCPM's constants where older files lack the keys;
     // MiniCPM 4's LongRoPE factors.

@@ -230,6 +230,10 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
 }
 
 void read_single_block_layers(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string latent_key = p + "moe_latent_size";
+  if (file.get_i64(latent_key, 0) != 0) {
+    throw file.error(latent_key, "is set: experts in a latent space (Nemotron 3 Super) are not supported");
+  }
   const std::string ff_key = p + "feed_forward_length";
   const std::string kv_key = p + "attention.head_count_kv";
   const std::vector<int64_t> ff = layer_counts(file, ff_key, s.n_layer);

@@ -248,6 +248,11 @@ void map_attention(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights&
 // rows, then its up rows), or of ffn_gate_exps and ffn_up_exps.
 void expert_gate_up(const Mapper& m, const ModelSpec& s, int64_t l, std::vector<Tensor>& gate,
                     std::vector<Tensor>& up) {
+  if (s.architecture->ffn_layout == FfnLayout::UpOnly) {  // ungated (Nemotron-H's): ffn_up_exps in gate's place
+    gate = m.expert_matrices(layer_tensor_name(l, "ffn_up_exps"), s.n_embd, s.n_ff, s.n_expert);
+    up.assign(gate.size(), Tensor{});
+    return;
+  }
   const std::string fused = layer_tensor_name(l, "ffn_gate_up_exps");
   if (m.has(fused)) {
     for (const Tensor& both : m.expert_matrices(fused, s.n_embd, 2 * s.n_ff, s.n_expert)) {
@@ -284,8 +289,9 @@ void map_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w
   if (s.architecture->deepseek_experts) w.ffn_exp_probs_b = m.optional_vector(bias_name(l, "exp_probs_b"), s.n_expert);
   if (s.n_ff_shared > 0) {
     if (s.architecture->shared_expert) w.ffn_gate_inp_shexp = m.vector(name("ffn_gate_inp_shexp"), s.n_embd);
-    w.shared_expert = {m.matrix(name("ffn_gate_shexp"), s.n_embd, s.n_ff_shared),
-                       m.matrix(name("ffn_up_shexp"), s.n_embd, s.n_ff_shared),
+    const bool ungated = s.architecture->ffn_layout == FfnLayout::UpOnly;  // ffn_up_shexp in gate's place
+    w.shared_expert = {m.matrix(name(ungated ? "ffn_up_shexp" : "ffn_gate_shexp"), s.n_embd, s.n_ff_shared),
+                       ungated ? Tensor{} : m.matrix(name("ffn_up_shexp"), s.n_embd, s.n_ff_shared),
                        m.matrix(name("ffn_down_shexp"), s.n_ff_shared, s.n_embd),
                        {},
                        {},

@@ -222,7 +222,7 @@ void MoeFfnBlock::run(int64_t layer, const LayerWeights& w, const float* in, int
       std::memcpy(rows_in_.data() + r * n_embd, in + token * n_embd, row_bytes);
     }
     const kernels::MatmulTarget gate_up[] = {{&x.gate, gate_.data()}, {&x.up, up_.data()}};
-    backend_.matmul_many(gate_up, rows_in_.data(), m);
+    backend_.matmul_many(std::span(gate_up, x.up.data != nullptr ? 2 : 1), rows_in_.data(), m);  // ungated: one
     if (x.gate_b.data != nullptr) {
       backend_.add_bias(gate_.data(), f32(x.gate_b), m, n_ff);
       backend_.add_bias(up_.data(), f32(x.up_b), m, n_ff);
@@ -250,7 +250,7 @@ void MoeFfnBlock::add_shared_expert(const LayerWeights& w, const float* in, int6
   const int64_t n_ff = spec_.n_ff_shared;
   const ExpertWeights& x = w.shared_expert;
   const kernels::MatmulTarget gate_up[] = {{&x.gate, shared_gate_.data()}, {&x.up, shared_up_.data()}};
-  backend_.matmul_many(gate_up, in, n_tokens);
+  backend_.matmul_many(std::span(gate_up, x.up.data != nullptr ? 2 : 1), in, n_tokens);
   backend_.ffn_activation(activation_, shared_gate_.data(), shared_up_.data(), n_tokens * n_ff, shared_gate_.data());
   backend_.matmul(x.down, shared_gate_.data(), n_tokens, shared_out_.data());
   const auto* g = static_cast<const float*>(w.ffn_gate_inp_shexp.data);
@@ -280,7 +280,7 @@ void MoeFfnBlock::run_one_token(int64_t layer, const LayerWeights& w, const floa
   for (int64_t s = 0; s < k; ++s) {
     const ExpertWeights& x = w.experts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
     gate_up_targets_.push_back({&x.gate, gate_.data() + s * n_ff});
-    gate_up_targets_.push_back({&x.up, up_.data() + s * n_ff});
+    if (x.up.data != nullptr) gate_up_targets_.push_back({&x.up, up_.data() + s * n_ff});
     ++counts[static_cast<size_t>(chosen_[static_cast<size_t>(s)])];
   }
   backend_.matmul_many(gate_up_targets_, in, 1);

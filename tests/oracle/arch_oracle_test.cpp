@@ -243,6 +243,10 @@ const ArchCase kCases[] = {
     {"nemotron_h (one block per layer: Mamba-2, FFN, attention)", "--arch nemotron_h --n-layer 6", 139},
     // Squared ReLUs grow int8 activations' error: 0.12 sd over 6 layers, 0.064 over these 4.
     {"nemotron_h Q8_0", "--arch nemotron_h --n-layer 4", 142, 256, "q8_0", kQuantTolerance},
+    {"nemotron_h_moe (8 ungated experts, 2 per token, by sigmoid; a shared expert)",
+     "--arch nemotron_h_moe --n-layer 6 --experts 8 --experts-used 2", 143},
+    {"nemotron_h_moe Q8_0 (all 8 experts used)", "--arch nemotron_h_moe --n-layer 4 --experts 8 --experts-used 8",
+     144, 256, "q8_0", kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,
      256, "q8_0", kQuantTolerance},
     {"gemma2 Q4_0", "--arch gemma2 --sliding-window 8", 26, 256, "q4_0", kQuantTolerance},

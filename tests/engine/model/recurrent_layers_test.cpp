@@ -119,11 +119,13 @@ TEST_CASE("a Qwen 3.5 file's delta net layers and their state", "[model][recurre
 TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces and beside another",
           "[model][recurrent]") {
   const std::string arch =
-      GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h");
+      GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
+               "nemotron_h_moe");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
-  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h") {  // 8 experts, 2 per token (and a shared expert where the form has one)
+  // 8 experts, 2 per token (and a shared expert where the form has one).
+  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h") {
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -269,6 +271,8 @@ TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") 
              Catch::Contains("one per layer"));
   CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "nemotron_h_refused", "blk.1.ffn_up.weight", {})),
              Catch::Contains("blk.1.ffn_up.weight"));
+  CHECK_THAT(tc::test::load_error(with("nemotron_h.moe_latent_size", tc::gguf::Value(uint32_t{64}))),
+             Catch::Contains("nemotron_h.moe_latent_size"));
 }
 
 TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][recurrent]") {
