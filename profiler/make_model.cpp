@@ -22,6 +22,7 @@
 #include "engine/text/tokenizer_trainer.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
+#include "profiler/make_falcon_h1.h"
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
 #include "profiler/make_lfm2.h"
@@ -157,7 +158,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.ssm_state > 0, a.mamba2_layers, "--ssm-state");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
-  if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);
+  if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);  // Mamba-2's widths
   if (a.short_conv_layers) check_lfm2_options(o);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
@@ -518,6 +519,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
       write_gemma4_model(o, types.base, types.heavy, w, add);
     } else if (a.single_block_layers) {
       write_nemotron_h_model(o, types.base, types.heavy, w, add);
+    } else if (a.parallel_mamba2) {
+      write_falcon_h1_model(o, types.base, types.heavy, w, add);
     } else if (a.mamba2_layers) {
       write_granite_hybrid_model(o, types.base, types.heavy, w, add);
     } else if (a.short_conv_layers) {

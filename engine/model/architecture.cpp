@@ -161,6 +161,14 @@ const std::array kArchitectures{
                  .deepseek_experts = true,
                  .mamba2_layers = true,
                  .single_block_layers = true},
+    // TII Falcon-H1 (0.5B to 34B): Mamba-2 beside attention in every layer
+    // (Architecture::parallel_mamba2), NeoX RoPE, a SwiGLU FFN.
+    Architecture{.name = "falcon-h1",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .mamba2_layers = true,
+                 .parallel_mamba2 = true},
     // MiniCPM 1-2 and MiniCPM 4 (and MiniCPM-MoE): Granite's graph and
     // multipliers, with MiniCPM's constants where older files lack the keys;
     // MiniCPM 4's LongRoPE factors.

@@ -276,6 +276,11 @@ struct Architecture {
   // feed_forward_length entries are both 0, attention (without RoPE) where
   // only feed_forward_length is, else the FFN; with mamba2_layers.
   bool single_block_layers = false;
+  // Falcon-H1 (falcon-h1): every layer runs Mamba-2 and attention side by
+  // side on the same normed input and adds their outputs; then its FFN,
+  // whose norm is blk.N.ffn_norm (no .weight, as llama.cpp names it); with
+  // mamba2_layers, every layer recurrent.
+  bool parallel_mamba2 = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -229,6 +229,12 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
   if (s.has_recurrent_layers()) read_mamba2_widths(file, p, s);
 }
 
+void read_parallel_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  s.recurrent_layers.assign(static_cast<size_t>(s.n_layer), true);
+  s.attends_beside_mamba2 = true;
+  read_mamba2_widths(file, p, s);
+}
+
 void read_single_block_layers(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   const std::string latent_key = p + "moe_latent_size";
   if (file.get_i64(latent_key, 0) != 0) {

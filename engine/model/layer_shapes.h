@@ -46,6 +46,10 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& prefix, ModelSpe
 // (shortconv.l_cache). Throws ModelLoadError naming the key at fault.
 void read_short_conv(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
+// Falcon-H1 (falcon-h1's load_arch_hparams): every layer runs Mamba-2 (the
+// ssm.* widths) beside its attention. Throws ModelLoadError naming the key.
+void read_parallel_mamba2(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
 // Nemotron-H (nemotron_h's load_arch_hparams): feed_forward_length and
 // attention.head_count_kv, one value or one per layer; a layer with both 0
 // runs Mamba-2 (s.recurrent_layers, s.mamba2), one with only

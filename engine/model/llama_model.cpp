@@ -624,7 +624,14 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
       recurrent_sequences_.push_back({s.slot, first, n});
       first += n;
     }
-    recurrent_->run(layer, w, cur, n_tokens, recurrent_sequences_, kv, tmp);
+    if (spec_.attends_beside_mamba2) {  // Falcon-H1: attention + Mamba-2 on the same input
+      beside_.resize(std::max(beside_.size(), static_cast<size_t>(n_tokens * n_embd)));
+      recurrent_->run(layer, w, cur, n_tokens, recurrent_sequences_, kv, beside_.data());
+      run_attention(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
+      b.add(tmp, beside_.data(), n_tokens * n_embd);
+    } else {
+      recurrent_->run(layer, w, cur, n_tokens, recurrent_sequences_, kv, tmp);
+    }
   } else {
     run_attention(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
   }

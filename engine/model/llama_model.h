@@ -330,6 +330,7 @@ class LlamaModel {
   std::unique_ptr<MoeFfnBlock> moe_ffn_;           // null unless the model is a mixture of experts
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
   std::unique_ptr<RecurrentMixer> recurrent_;  // null unless the model has recurrent layers
+  std::vector<float> beside_;  // f32 [n_tokens, n_embd]: Falcon-H1's Mamba-2 output beside attention's
   std::vector<RecurrentSequence> recurrent_sequences_;  // a step's sequences for delta_net_
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
   // f32 [max(widest head_dim, n_embd)] of ones: the weight of Gemma 4's weightless norms.

@@ -183,8 +183,10 @@ void map_mamba2(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w)
   for (const auto* t : {&w.m2_a, &w.m2_d}) {
     if (t->dtype != DType::F32) throw m.error(t == &w.m2_a ? blk + "ssm_a" : blk + "ssm_d", "must be f32");
   }
-  w.m2_norm = m.matrix(name("ssm_norm"), d.d_inner / d.n_group, d.n_group);
-  if (w.m2_norm.dtype != DType::F32) throw m.error(name("ssm_norm"), "must be f32");
+  // Falcon-H1's may lack it (its mamba_rms_norm off): y * silu(z) is then not normed.
+  w.m2_norm = s.attends_beside_mamba2 ? m.optional_matrix(name("ssm_norm"), d.d_inner / d.n_group, d.n_group)
+                                      : m.matrix(name("ssm_norm"), d.d_inner / d.n_group, d.n_group);
+  if (w.m2_norm.data != nullptr && w.m2_norm.dtype != DType::F32) throw m.error(name("ssm_norm"), "must be f32");
   w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
 }
 
@@ -408,7 +410,8 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       map_ffn(m, s, l, lw);
       continue;
     }
-    if (s.is_recurrent(l)) {  // a gated delta net or Mamba-2 in place of attention; then the FFN
+    if (s.attends_beside_mamba2) map_mamba2(m, s, l, lw);  // Falcon-H1: then attention and the FFN below
+    if (s.is_recurrent(l) && !s.attends_beside_mamba2) {  // a delta net or Mamba-2 in place of attention
       if (s.short_conv_taps > 0) {
         map_short_conv(m, s, l, lw);
       } else if (s.runs_mamba2()) {
@@ -437,7 +440,9 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
     if (a.attn_output_gate) lw.attn_gate = m.matrix(name("attn_gate"), s.n_embd, s.n_embd_q());
     if (!s.has_ffn(l)) continue;  // Nemotron-H's attention layer
-    if (a.layer_form == LayerForm::Sequential && a.pre_norms) {
+    if (a.parallel_mamba2) {  // llama.cpp names it without .weight
+      lw.ffn_norm = m.vector("blk." + std::to_string(l) + ".ffn_norm", s.n_embd);
+    } else if (a.layer_form == LayerForm::Sequential && a.pre_norms) {
       lw.ffn_norm = m.vector(name(a.ffn_norm_name), s.n_embd);
       if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
     }

@@ -93,6 +93,7 @@ void Mamba2Block::run(int64_t layer, const LayerWeights& w, const float* cur, in
       const float z = row[i];
       y[i] = (y[i] + row[inner + i] * skip[i / hd]) * (z / (1.0f + std::exp(-z)));
     }
+    if (norm == nullptr) continue;  // Falcon-H1 without its norm
     for (int64_t g = 0; g < d.n_group; ++g) backend_.rms_norm(y + g * group, norm + g * group, 1, group, eps, y + g * group);
   }
   backend_.matmul(w.m2_out, y_.data(), n_tokens, out);

@@ -447,6 +447,10 @@ ModelSpec read_model_spec(const GgufFile& file) {
   } else if (a.single_block_layers) {  // per-layer counts say which block each layer is
     read_single_block_layers(file, p, s);
     s.no_rope = true;  // Nemotron-H attends without RoPE
+  } else if (a.parallel_mamba2) {  // Mamba-2 beside attention in every layer
+    s.n_ff = positive_key(file, p + "feed_forward_length");
+    s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);
+    read_parallel_mamba2(file, p, s);
   } else if (a.mamba2_layers || a.short_conv_layers) {  // 0 KV heads mark the recurrent layers
     s.n_ff = positive_key(file, p + "feed_forward_length");
     if (a.mamba2_layers) {

@@ -204,6 +204,8 @@ struct ModelSpec {
   DeltaNetShape delta_net;
   Mamba2Shape mamba2;
   bool runs_mamba2() const { return mamba2.d_inner > 0; }
+  // Falcon-H1 (Architecture::parallel_mamba2): every layer recurrent and attending too.
+  bool attends_beside_mamba2 = false;
   // LFM2 (Architecture::short_conv_layers): the short convolution's taps
   // ({arch}.shortconv.l_cache) in its layers whose head_count_kv is 0.
   int64_t short_conv_taps = 0;
@@ -240,7 +242,7 @@ struct ModelSpec {
   bool shares_kv(int64_t layer) const { return shape(layer).kv_layer != layer; }
   int64_t n_embd_q(int64_t layer) const { return n_head * shape(layer).head_dim; }
   int64_t n_embd_kv(int64_t layer) const {  // 0 for a recurrent layer or one without attention
-    if (is_recurrent(layer) || !has_mixer(layer)) return 0;
+    if ((is_recurrent(layer) && !attends_beside_mamba2) || !has_mixer(layer)) return 0;
     const LayerShape l = shape(layer);
     return l.n_head_kv * l.head_dim;
   }

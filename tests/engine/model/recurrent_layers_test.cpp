@@ -120,12 +120,12 @@ TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces a
           "[model][recurrent]") {
   const std::string arch =
       GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
-               "nemotron_h_moe");
+               "nemotron_h_moe", "falcon-h1");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
   // 8 experts, 2 per token (and a shared expert where the form has one).
-  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h") {
+  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h" && arch != "falcon-h1") {
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -273,6 +273,27 @@ TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") 
              Catch::Contains("blk.1.ffn_up.weight"));
   CHECK_THAT(tc::test::load_error(with("nemotron_h.moe_latent_size", tc::gguf::Value(uint32_t{64}))),
              Catch::Contains("nemotron_h.moe_latent_size"));
+}
+
+TEST_CASE("a Falcon-H1 file's layers run Mamba-2 beside attention", "[model][recurrent]") {
+  auto o = qwen35("falcon_h1_spec");
+  o.arch = "falcon-h1";
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    CHECK(s.is_recurrent(l));
+    CHECK(s.n_embd_kv(l) == 2 * 32);
+  }
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  // Every layer's f16 keys and values and its f32 state, and the state's checkpoint.
+  const size_t state = static_cast<size_t>(3 * s.mamba2.conv_dim() + s.mamba2.ssm_state_values()) * sizeof(float);
+  CHECK(KvCache(*backend, s, 1, 64).bytes() == 5 * (64 * 2 * 64 * sizeof(uint16_t) + 2 * state));
+  // Its FFN norm is named without .weight; its Mamba-2 norm may be absent.
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "falcon_h1_refused", "blk.2.ffn_norm", {})),
+             Catch::Contains("blk.2.ffn_norm"));
+  CHECK(tc::test::load_error(tc::test::copy_gguf(f, "falcon_h1_refused", "blk.2.ssm_norm.weight", {})).empty());
 }
 
 TEST_CASE("Qwen 3.5 files that cannot run are refused, naming the key", "[model][recurrent]") {
