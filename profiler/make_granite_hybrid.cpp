@@ -57,7 +57,7 @@ void add_mamba2_tensors(const MakeModelOptions& o, int64_t l, DType base, DType 
   add(blk + "ssm_dt.bias", DType::F32, {m.n_head}, 0.0f, 1.0f);
   add(blk + "ssm_a", DType::F32, {1, m.n_head}, -1.0f, 0.3f);  // -exp(A_log): a decay
   add(blk + "ssm_d", DType::F32, {1, m.n_head}, 1.0f, 0.3f);
-  add(name("ssm_norm"), DType::F32, {m.d_inner / m.n_group, m.n_group}, 1.0f, 0.1f);
+  if (!o.no_ssm_norm) add(name("ssm_norm"), DType::F32, {m.d_inner / m.n_group, m.n_group}, 1.0f, 0.1f);
   t.matrix(name("ssm_out"), heavy, m.d_inner, o.n_embd);
 }
 

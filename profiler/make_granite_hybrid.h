@@ -22,7 +22,7 @@ model::Mamba2Shape mamba2_shape_of(const MakeModelOptions& o);
 // The ssm.* keys of those widths.
 void write_mamba2_keys(const MakeModelOptions& o, gguf::GgufWriter& w);
 // Layer l's Mamba-2 tensors (llama.cpp's names): ssm_in, ssm_conv1d and its
-// bias, ssm_dt.bias, ssm_a, ssm_d, ssm_norm, ssm_out.
+// bias, ssm_dt.bias, ssm_a, ssm_d, ssm_norm (not with --no-ssm-norm), ssm_out.
 void add_mamba2_tensors(const MakeModelOptions& o, int64_t l, kernels::DType base, kernels::DType heavy,
                         const RandomTensorAdder& add);
 

@@ -249,6 +249,7 @@ const ArchCase kCases[] = {
      144, 256, "q8_0", kQuantTolerance},
     // Falcon-H1: Mamba-2 beside attention in every layer.
     {"falcon-h1 (Mamba-2 beside attention)", "--arch falcon-h1 --n-layer 4", 145},
+    {"falcon-h1 without Mamba-2's norm", "--arch falcon-h1 --n-layer 4 --no-ssm-norm", 147},
     // Each layer adds Mamba-2 and attention unscaled, and int8 activations'
     // error in dt compounds through the decay exp(softplus(dt) A): 0.18 sd
     // over 4 layers, 0.16 over these 2 (Granite's residual scale keeps its
