@@ -2,25 +2,13 @@
 #include "server/gemma4_split.h"
 
 #include <algorithm>
-#include <initializer_list>
+
+#include "server/partial_marker.h"
 
 namespace tc::server {
 namespace {
 
 constexpr std::string_view kBlanks = " \t\n\r";
-
-// The length of the longest suffix of `s` that is a proper prefix of one of `markers`.
-size_t partial_marker_suffix(std::string_view s, std::initializer_list<std::string_view> markers) {
-  size_t longest = 0;
-  for (const std::string_view m : markers) longest = std::max(longest, m.size() - 1);
-  for (size_t n = std::min(s.size(), longest); n > 0; --n) {
-    const std::string_view tail = s.substr(s.size() - n);
-    for (const std::string_view m : markers) {
-      if (tail.size() < m.size() && m.starts_with(tail)) return n;
-    }
-  }
-  return 0;
-}
 
 // Whether `s` may still become `word` (a proper prefix of it, or empty).
 bool may_become(std::string_view s, std::string_view word) { return s.size() < word.size() && word.starts_with(s); }

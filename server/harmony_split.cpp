@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/text/vocab_harmony.h"
+#include "server/partial_marker.h"
 
 namespace tc::server {
 namespace {
@@ -36,18 +37,6 @@ bool is_header_char(char c) {
 bool is_marker_prefix(std::string_view s) {
   return std::any_of(std::begin(kMarkers), std::end(kMarkers),
                      [&](std::string_view m) { return s.size() < m.size() && m.starts_with(s); });
-}
-
-// The length of the longest suffix of `s` that is a proper prefix of one of `markers`.
-template <size_t N>
-size_t partial_marker_suffix(std::string_view s, const std::string_view (&markers)[N]) {
-  for (size_t n = std::min<size_t>(s.size(), 12); n > 0; --n) {
-    const std::string_view tail = s.substr(s.size() - n);
-    for (const std::string_view m : markers) {
-      if (tail.size() < m.size() && m.starts_with(tail)) return n;
-    }
-  }
-  return 0;
 }
 
 // A header's recipient (its first `to=X` but to=assistant, which gpt-oss

@@ -2,8 +2,8 @@
 #include "server/qwen3_coder_split.h"
 
 #include <algorithm>
-#include <initializer_list>
 
+#include "server/partial_marker.h"
 #include "server/reasoning_split.h"
 
 namespace tc::server {
@@ -11,19 +11,6 @@ namespace {
 
 constexpr std::string_view kBlanks = " \t\n\r";
 constexpr std::string_view kCallOpen = "<tool_call>";
-
-// The length of the longest suffix of `s` that is a proper prefix of one of `markers`.
-size_t partial_marker_suffix(std::string_view s, std::initializer_list<std::string_view> markers) {
-  size_t longest = 0;
-  for (const std::string_view m : markers) longest = std::max(longest, m.size() - 1);
-  for (size_t n = std::min(s.size(), longest); n > 0; --n) {
-    const std::string_view tail = s.substr(s.size() - n);
-    for (const std::string_view m : markers) {
-      if (tail.size() < m.size() && m.starts_with(tail)) return n;
-    }
-  }
-  return 0;
-}
 
 }  // namespace
 

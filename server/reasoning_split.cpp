@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "server/partial_marker.h"
+
 namespace tc::server {
 namespace {
 
@@ -11,14 +13,6 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; 
 std::string_view trim_left(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   return s;
-}
-
-// The length of the longest suffix of `s` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
-  for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n) {
-    if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -59,7 +53,7 @@ ReasoningParts ReasoningStream::push(std::string_view text) {
       case State::Reasoning: {
         const size_t close = held_.find(kThinkClose);
         if (close == std::string::npos) {
-          const size_t keep = partial_tag_suffix(held_, kThinkClose);
+          const size_t keep = partial_marker_suffix(held_, {kThinkClose});
           out.reasoning.append(held_, 0, held_.size() - keep);
           held_.erase(0, held_.size() - keep);
           return out;
