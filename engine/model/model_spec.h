@@ -164,9 +164,9 @@ struct ModelSpec {
   // Queries scaled by 1 + attn_temp_scale * ln(floor(pos / attn_temp_floor) + 1)
   // after RoPE ({arch}.attention.temperature_scale, floor n_ctx_orig; Mistral 3); 0: none.
   double attn_temp_scale = 0.0;
-  // No layer rotates (Granite's rope.scaling.finetuned false: Granite 4.0-H's NoPE).
-  bool no_rope = false;
   int64_t attn_temp_floor = 0;
+  // No layer rotates (Granite's rope.scaling.finetuned false: Granite 4.0-H's NoPE; Nemotron-H).
+  bool no_rope = false;
   double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
   bool tied_embeddings = false;      // the head reuses token_embd (no output.weight, or the architecture says so)
