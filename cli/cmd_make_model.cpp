@@ -92,6 +92,9 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--rope-dims", o->n_rot, "Dimensions of each head RoPE rotates (rope.dimension_count), when not all")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   sub->add_flag("--attn-bias", o->attn_bias, "q/k/v biases (qwen2 always has them)");
+  sub->add_flag("--mrope", o->mrope_sections,
+                "Multimodal RoPE sections (rope.dimension_sections: GLM-4.1V's glm4, GLM-4.5V's glm4moe); "
+                "qwen2vl, qwen3vl and qwen3vlmoe always have them");
   sub->add_flag("--fused-qkv", o->fused_qkv,
                 "One attn_qkv tensor for q, k and v (phi3 and falcon always; qwen3next: one ssm_in for q, k, v, z)");
   sub->add_option("--sliding-window", o->sliding_window,

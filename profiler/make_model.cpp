@@ -144,6 +144,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.fused_qkv, !a.name.starts_with("gemma") && a.name != "bamboo", "a fused attn_qkv");
   only(o.sliding_window > 0 || o.swa_pattern > 0, a.sliding_window.enabled, "a sliding window");
   only(o.rope_freqs, a.rope_freqs, "rope_freqs");
+  only(o.mrope_sections, a.multimodal_rope != model::MultimodalRope::Refused, "multimodal RoPE sections");
   only(o.longrope_orig_ctx > 0, a.longrope, "LongRoPE");
   only(o.attn_softcap > 0, a.attn_softcap > 0, "an attention soft-cap");
   only(o.final_softcap > 0, a.reads_final_softcap, "a final logit soft-cap");
@@ -409,6 +410,12 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   w.set(p + "block_count", gguf::Value(static_cast<uint32_t>(o.n_layer + n_nextn)));
   w.set(p + "feed_forward_length", gguf::Value(static_cast<uint32_t>(n_ff_dense)));
   w.set(p + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(n_rot)));
+  if (o.mrope_sections || a.multimodal_rope == model::MultimodalRope::Required) {
+    // Time, height and width over the rotated pairs, as Qwen2-VL's 16, 24, 24 of 64.
+    const auto pairs = static_cast<int32_t>(n_rot / 2);
+    const int32_t time = pairs / 4, height = (pairs - time) / 2;
+    w.set(p + "rope.dimension_sections", gguf::Value::i32_array({time, height, pairs - time - height, 0}));
+  }
   w.set(p + "attention.head_count", gguf::Value(static_cast<uint32_t>(o.n_head)));
   w.set(p + "attention.head_count_kv", gguf::Value(static_cast<uint32_t>(o.n_head_kv)));
   if (a.mla && mla_unsplit) {  // as converters before the split wrote them: a head's widths only
@@ -535,8 +542,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   const bool fused_qkv = o.fused_qkv || a.fused_qkv_only || a.name == "phi3";
   // Biases on every linear layer, required by llama.cpp (phi2's head too).
   const bool all_biases = a.name == "starcoder2" || a.name == "phi2" || a.name == "gptneox";
-  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2moe" || a.name == "gpt-oss" ||
-                        a.name == "glm4moe" || all_biases;
+  const bool qkv_bias = o.attn_bias || a.name == "qwen2" || a.name == "qwen2vl" || a.name == "qwen2moe" ||
+                        a.name == "gpt-oss" || a.name == "glm4moe" || all_biases;
   const bool output_bias = a.name == "gpt-oss" || all_biases;
   // Latent attention's tensors of layer l (llama.cpp's deepseek2 names):
   // attn_k_b and attn_v_b hold one slice per head; a slice narrower than the

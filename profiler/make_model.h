@@ -83,6 +83,10 @@ struct MakeModelOptions {
   int64_t head_dim = 0;          // {arch}.attention.key_length/value_length; 0: n_embd / n_head, keys not written
   int64_t n_rot = 0;             // {arch}.rope.dimension_count (partial RoPE, GLM-4's half); 0: head_dim
   bool attn_bias = false;        // q/k/v biases (qwen2 always has them)
+  // {arch}.rope.dimension_sections (multimodal RoPE) where the architecture
+  // may have them (glm4, glm4moe, qwen35); the architectures that require
+  // them (qwen2vl, qwen3vl, qwen3vlmoe) always get them.
+  bool mrope_sections = false;
   bool fused_qkv = false;  // attn_qkv in place of attn_q/k/v (phi3 and falcon always); qwen3next: ssm_in
   // {arch}.attention.sliding_window, for the architectures that read it
   // (llama: every layer; gemma2/3: the windowed layers); 0: not written.

@@ -49,7 +49,8 @@ const std::array kArchitectures{
                  .qk_norm = true,
                  .sliding_window = {},
                  .ffn_norm_name = "post_attention_norm",
-                 .qwen35_layers = true},
+                 .qwen35_layers = true,
+                 .multimodal_rope = MultimodalRope::Optional},
     // Qwen 3.5 MoE (35B-A3B, 122B-A10B, 397B-A17B): qwen35 with a mixture of
     // experts in every layer, renormalised, and a gated shared expert.
     Architecture{.name = "qwen35moe",
@@ -60,7 +61,8 @@ const std::array kArchitectures{
                  .experts = Experts::Required,
                  .shared_expert = true,
                  .ffn_norm_name = "post_attention_norm",
-                 .qwen35_layers = true},
+                 .qwen35_layers = true,
+                 .multimodal_rope = MultimodalRope::Optional},
     // Qwen3-Next (80B-A3B): qwen35moe's layers with its own delta net
     // layout (Architecture::qwen3next_delta_net).
     Architecture{.name = "qwen3next",
@@ -90,6 +92,28 @@ const std::array kArchitectures{
                  .qk_norm = true,
                  .sliding_window = {},
                  .experts = Experts::Required},
+    // The text models of Qwen's vision-language files: Qwen2-VL and
+    // Qwen2.5-VL (qwen2vl: qwen2's layers), Qwen3-VL (qwen3vl: qwen3's;
+    // its deepstack layers add image features only) and Qwen3-VL MoE
+    // (qwen3vlmoe: qwen3moe's), each with multimodal RoPE sections.
+    Architecture{.name = "qwen2vl",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .multimodal_rope = MultimodalRope::Required},
+    Architecture{.name = "qwen3vl",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .multimodal_rope = MultimodalRope::Required},
+    Architecture{.name = "qwen3vlmoe",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .qk_norm = true,
+                 .sliding_window = {},
+                 .experts = Experts::Required,
+                 .multimodal_rope = MultimodalRope::Required},
     // OLMoE (1B-7B): a mixture of experts (feed_forward_length wide, their
     // probabilities not renormalised) with one RMSNorm over each token's
     // whole q and k, NeoX RoPE.
@@ -205,7 +229,8 @@ const std::array kArchitectures{
                  .expert_weights_norm = false,
                  .ffn_norm_name = "post_attention_norm",
                  .expert_gating = ExpertGating::Sigmoid,
-                 .deepseek_experts = true},
+                 .deepseek_experts = true,
+                 .multimodal_rope = MultimodalRope::Optional},
     // dots.llm1: DeepSeek's form of experts (gating named by the file)
     // under per-head q/k norms and NeoX RoPE.
     Architecture{.name = "dots1",
@@ -367,7 +392,8 @@ const std::array kArchitectures{
                  .ffn_layout = FfnLayout::FusedGateUp,
                  .ffn_forms = kSwiGluOnly,
                  .post_norms = true,
-                 .sliding_window = {}},
+                 .sliding_window = {},
+                 .multimodal_rope = MultimodalRope::Optional},
     // ChatGLM3 and GLM-4-9B's first files (chatglm): glm4 without the
     // post-norms.
     Architecture{.name = "chatglm", .ffn_layout = FfnLayout::FusedGateUp, .ffn_forms = kSwiGluOnly, .sliding_window = {}},

@@ -75,6 +75,18 @@ enum class ExpertGating {
 };
 
 // Sliding-window attention: which layers, and the window.
+// Whether a file's {arch}.rope.dimension_sections (multimodal RoPE: one
+// position per section, time, height and width of an image's patches) is
+// read. Text puts one position in every section, where it is NeoX RoPE
+// over the rotated dims (llama.cpp's MROPE and IMROPE rotate NeoX's pairs
+// and step the frequencies as NeoX does); the 3-D positions of image
+// tokens are not supported.
+enum class MultimodalRope {
+  Refused,   // the key is an error naming it
+  Optional,  // read where present
+  Required,  // llama.cpp requires the key: make-model always writes it
+};
+
 struct SlidingWindowRule {
   bool enabled = false;  // false: the architecture has none (llama.cpp ignores a window key there)
   // Layer l uses the window when period is 0 or l % period < period - 1
@@ -251,8 +263,7 @@ struct Architecture {
   // attention; the attention layers' attn_q is twice as wide, each head's
   // queries then its output gate (the output times sigmoid of it before
   // attn_output); the FFN's input norm is post_attention_norm;
-  // rope.dimension_sections (M-RoPE) is read as plain NeoX RoPE, as text
-  // positions make it; the last {arch}.nextn_predict_layers blocks
+  // the last {arch}.nextn_predict_layers blocks
   // (multi-token prediction) are skipped.
   bool qwen35_layers = false;
   // With qwen35_layers, Qwen3-Next's delta net: value heads share key heads
@@ -281,6 +292,10 @@ struct Architecture {
   // whose norm is blk.N.ffn_norm (no .weight, as llama.cpp names it); with
   // mamba2_layers, every layer recurrent.
   bool parallel_mamba2 = false;
+  // rope.dimension_sections (MultimodalRope). Where the architecture's own
+  // mode is Normal (GLM-4.1V's glm4), sections with a height part make it
+  // NeoX, as llama.cpp's use_mrope() does.
+  MultimodalRope multimodal_rope = MultimodalRope::Refused;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -512,7 +512,7 @@ kernels::RopeParams LlamaModel::rope_params(const kernels::Backend& b, int64_t l
 kernels::RopeParams LlamaModel::rope_params(const RopeFactors& f, int64_t layer) const {
   kernels::RopeParams p;
   p.n_rot = spec_.shape(layer).n_rot;
-  p.mode = spec_.architecture->rope_mode;
+  p.mode = spec_.rope_mode();
   const bool swa = spec_.is_swa(layer);
   p.freq_base = swa ? spec_.rope_freq_base_swa : spec_.rope_freq_base;
   p.freq_scale = swa ? spec_.rope_freq_scale_swa : spec_.rope_freq_scale;

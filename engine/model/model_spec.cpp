@@ -121,6 +121,35 @@ void read_rope(const GgufFile& file, const std::string& p, const Architecture& a
 
 // Which layers use the sliding window, and its size (llama.cpp's n_swa,
 // set_swa_pattern and the per-architecture defaults).
+// {arch}.rope.dimension_sections (Architecture::multimodal_rope): one to
+// four non-negative counts of rotated pairs, padded with 0 as llama.cpp's
+// get_key_or_arr reads them, together at most head_dim (ggml's bound).
+void read_rope_sections(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
+  const std::string key = p + "rope.dimension_sections";
+  if (!file.has(key)) {
+    if (a.multimodal_rope == MultimodalRope::Required) throw file.error(key, "is missing");
+    return;
+  }
+  if (a.multimodal_rope == MultimodalRope::Refused) {
+    throw file.error(key, "is set: multimodal RoPE (M-RoPE) is not supported for architecture '" +
+                              std::string(a.name) + "'");
+  }
+  const std::vector<int32_t> sections = file.get_i32_array(key);
+  if (sections.empty() || sections.size() > s.rope_sections.size()) {
+    throw file.error(key, "has " + std::to_string(sections.size()) + " entries, expected 1 to 4");
+  }
+  int64_t total = 0;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i] < 0) throw file.error(key, "entry " + std::to_string(i) + " is negative");
+    s.rope_sections[i] = sections[i];
+    total += sections[i];
+  }
+  if (total == 0 || total > s.head_dim) {
+    throw file.error(key, "sums to " + std::to_string(total) + ", expected 1 to head_dim " +
+                              std::to_string(s.head_dim));
+  }
+}
+
 void read_sliding_window(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
   const SlidingWindowRule& rule = a.sliding_window;
   if (!rule.enabled) return;  // the architecture has none (llama.cpp ignores the key there)
@@ -495,9 +524,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
     s.rope_freq_base = static_cast<float>(s.rope_freq_base) * std::pow(alpha, dim / (dim - 2.0f));
   }
   if (a.mla) read_mla(file, p, s);
-  if (const std::string sections = p + "rope.dimension_sections"; file.has(sections) && !a.qwen35_layers) {
-    throw file.error(sections, "is set: multimodal RoPE (M-RoPE, as in GLM-4.1V and Qwen2-VL) is not supported");
-  }
+  read_rope_sections(file, p, a, s);
   const std::string eps_key =
       p + (a.norm != NormKind::Rms ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
   s.rms_eps = file.get_f64(eps_key, 1e-5);

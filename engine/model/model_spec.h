@@ -5,6 +5,7 @@
 // immutable after load.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -167,6 +168,10 @@ struct ModelSpec {
   int64_t attn_temp_floor = 0;
   // No layer rotates (Granite's rope.scaling.finetuned false: Granite 4.0-H's NoPE; Nemotron-H).
   bool no_rope = false;
+  // {arch}.rope.dimension_sections where the architecture reads them
+  // (MultimodalRope): rotated pairs per section (time, height, width,
+  // extra); all 0 without. Text rotates as NeoX whatever they are.
+  std::array<int32_t, 4> rope_sections{};
   double rms_eps = 1e-5;  // the norm's epsilon: {arch}.attention.layer_norm_rms_epsilon, or _epsilon for LayerNorm
   FfnForm ffn_form = FfnForm::SwiGLU;
   bool tied_embeddings = false;      // the head reuses token_embd (no output.weight, or the architecture says so)
@@ -264,6 +269,12 @@ struct ModelSpec {
   bool layer_has_experts(int64_t layer) const { return has_experts() && layer >= n_layer_dense_lead; }
   // The width of the dense FFN of the layers that have one.
   int64_t dense_ffn_width() const { return n_layer_dense_lead > 0 ? n_ff_dense : n_ff; }
+  // How RoPE pairs dims: the architecture's mode, or NeoX where the file's
+  // sections have a height part (GLM-4.1V's glm4, as llama.cpp's use_mrope()).
+  kernels::RopeMode rope_mode() const {
+    const bool multimodal = rope_sections[0] > 0 && rope_sections[1] > 0;
+    return multimodal ? kernels::RopeMode::Neox : architecture->rope_mode;
+  }
   bool is_swa(int64_t layer) const { return !swa_layers.empty() && swa_layers[static_cast<size_t>(layer)]; }
 };
 

@@ -136,6 +136,15 @@ const ArchCase kCases[] = {
     {"olmoe (8 experts, 2 per token, not renormalised; q/k norms over whole rows; 8 KV heads)",
      "--arch olmoe --n-head-kv 8 --experts 8 --experts-used 2", 71},
     {"qwen3moe (8 experts, 2 per token; q/k norms)", "--arch qwen3moe --head-dim 64 --experts 8 --experts-used 2", 30},
+    // Multimodal RoPE sections rotate text as NeoX (llama.cpp's MROPE and IMROPE).
+    {"qwen2vl (qwen2 with multimodal RoPE sections)", "--arch qwen2vl", 160},
+    {"qwen3vl (qwen3 with interleaved multimodal RoPE sections)", "--arch qwen3vl --head-dim 64", 161},
+    {"qwen3vlmoe (qwen3moe with interleaved multimodal RoPE sections)",
+     "--arch qwen3vlmoe --head-dim 64 --experts 8 --experts-used 2", 162},
+    {"glm4 with multimodal RoPE sections (GLM-4.1V: NeoX pairs on 16 of 32 dims)",
+     "--arch glm4 --fused-qkv --attn-bias --rope-dims 16 --mrope", 163},
+    {"glm4moe with multimodal RoPE sections (GLM-4.5V)",
+     "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16 --mrope", 164},
     {"glm4moe (a leading dense layer; sigmoid routing with a selection bias, scaled; an ungated shared expert; "
      "a skipped MTP block; q/k/v biases; RoPE on 16 of 32 dims)",
      "--arch glm4moe --experts 8 --experts-used 2 --rope-dims 16", 87},
@@ -302,6 +311,7 @@ const ArchCase kCases[] = {
      "--arch deepseek2 --n-head-kv 8 --head-dim 64 --q-lora-rank 96 --mla-unsplit --experts 8 --experts-used 2", 99, 256,
      "q4_0", kQuantTolerance},
     {"glm4 Q4_0", "--arch glm4 --attn-bias --rope-dims 16", 69, 256, "q4_0", kQuantTolerance},
+    {"qwen3vl Q4_0", "--arch qwen3vl --head-dim 64", 165, 256, "q4_0", kQuantTolerance},
     {"exaone4 Q8_0", "--arch exaone4", 67, 256, "q8_0", kQuantTolerance},
     {"seed_oss Q8_0", "--arch seed_oss --attn-bias --head-dim 64", 56, 256, "q8_0", kQuantTolerance},
     // 4 of 8 experts: with 2 of 8, seeds 41 and 43 each routed a token

@@ -229,11 +229,12 @@ TEST_CASE("architecture errors name the key or tensor at fault", "[model][arch]"
     CHECK_THAT(msg, Catch::Contains("'ntk-by-parts'"));
     CHECK_THAT(msg, Catch::Contains("yarn"));
   }
-  SECTION("multimodal RoPE sections") {
-    const auto f = copy_of(make(small("glm4")), "", [](tc::gguf::GgufWriter& w) {
-      w.set("glm4.rope.dimension_sections", Value::i32_array({8, 12, 12, 0}));
+  SECTION("multimodal RoPE sections where the architecture has none") {
+    const auto f = copy_of(make(small("llama")), "", [](tc::gguf::GgufWriter& w) {
+      w.set("llama.rope.dimension_sections", Value::i32_array({2, 3, 3, 0}));
     });
-    CHECK_THAT(load_error(f), Catch::Contains("glm4.rope.dimension_sections") && Catch::Contains("M-RoPE"));
+    CHECK_THAT(load_error(f), Catch::Contains("llama.rope.dimension_sections") && Catch::Contains("M-RoPE") &&
+                                  Catch::Contains("'llama'"));
   }
   SECTION("value heads of another size than key heads") {
     const auto f = copy_of(make(small("qwen3")), "",
