@@ -23,6 +23,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
 #include "profiler/make_falcon_h1.h"
+#include "profiler/make_gemma3n.h"
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
 #include "profiler/make_lfm2.h"
@@ -225,7 +226,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
   if (arch == "gpt-oss") return 150000.0;
-  return arch.starts_with("qwen") || arch == "gemma3" || arch == "gemma4" ? 1000000.0 : 10000.0;  // qwen35 too
+  return arch.starts_with("qwen") || arch.starts_with("gemma3") || arch == "gemma4" ? 1000000.0 : 10000.0;  // qwen35 too
 }
 
 // Frequency factors rising linearly from `first` to `last` over n pairs
@@ -518,13 +519,15 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  if (a.gemma4_layers || a.qwen35_layers || a.mamba2_layers || a.short_conv_layers) {  // layers of kinds
+  if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.short_conv_layers) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
     };
     if (a.gemma4_layers) {
       write_gemma4_model(o, types.base, types.heavy, w, add);
+    } else if (a.altup_layers) {
+      write_gemma3n_model(o, types.base, types.heavy, w, add);
     } else if (a.single_block_layers) {
       write_nemotron_h_model(o, types.base, types.heavy, w, add);
     } else if (a.parallel_mamba2) {

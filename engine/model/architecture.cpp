@@ -456,6 +456,21 @@ const std::array kArchitectures{
                  .experts = Experts::Optional,
                  .fixed_attn_scale = 1.0f,
                  .gemma4_layers = true},
+    // Gemma 3n (E2B, E4B): gemma3's blocks in AltUp's streams with LAuReL
+    // beside attention, per-layer inputs, activation sparsity in the first
+    // layers and shared caches (Architecture::altup_layers); a window on
+    // four layers of five, a score scale of 1, logits capped at 30.
+    Architecture{.name = "gemma3n",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .qk_norm = true,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .sliding_window = {.enabled = true, .period = 5, .reads_freq_base_swa = true},
+                 .final_softcap = 30.0f,
+                 .reads_final_softcap = true,
+                 .fixed_attn_scale = 1.0f,
+                 .altup_layers = true},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
     // yarn_log_multiplier, and queries scaled up past the original context
     // (attention.temperature_scale).

@@ -296,6 +296,15 @@ struct Architecture {
   // mode is Normal (GLM-4.1V's glm4), sections with a height part make it
   // NeoX, as llama.cpp's use_mrope() does.
   MultimodalRope multimodal_rope = MultimodalRope::Refused;
+  // Gemma 3n (gemma3n): the residual is ModelSpec::altup's streams
+  // (AltUp; altup_streams.h), of which each layer runs the active one
+  // through gemma3's blocks beside a low-rank LAuReL block and corrects the
+  // others by what it learned; Gemma 4's per-layer inputs are added to the
+  // inactive streams; the first layers' FFN gates keep only their values
+  // above mean + 1.645 sd (gaussian_top_k); the layers past the first 20
+  // attend over layer 18's (windowed) or 19's cache, values RMS-normed
+  // without a weight, as llama.cpp's gemma3n graph.
+  bool altup_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -68,14 +68,16 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
                                       std::to_string(head_dim_swa));
   }
   const std::string shared_key = p + "attention.shared_kv_layers";
-  const int64_t n_shared = file.get_i64(shared_key, 0);
+  // Gemma 3n: llama.cpp ignores the key and keeps the first 20 layers' caches.
+  const bool altup = s.architecture->altup_layers;
+  const int64_t n_shared = altup ? std::max<int64_t>(0, s.n_layer - AltUpShape::kKvLayers) : file.get_i64(shared_key, 0);
   const int64_t n_kv_layers = s.n_layer - n_shared;
   if (n_shared < 0 || (n_shared > 0 && n_kv_layers < 2)) {
     throw file.error(shared_key, "is " + std::to_string(n_shared) + ", expected 0 to block_count - 2 (" +
                                      std::to_string(s.n_layer - 2) + ")");
   }
   const std::string per_layer_key = p + "embedding_length_per_layer_input";
-  s.n_embd_per_layer = file.get_i64(per_layer_key, 0);
+  s.n_embd_per_layer = file.get_i64(per_layer_key, altup ? 256 : 0);  // Gemma 3n's 256 where absent
   if (s.n_embd_per_layer < 0) throw file.error(per_layer_key, "must be >= 0");
 
   s.layer_shapes.resize(static_cast<size_t>(s.n_layer));
@@ -112,6 +114,19 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
     s.n_ff = file.get_i64(key);
     if (s.n_ff <= 0) throw file.error(key, "must be a positive integer, got " + std::to_string(s.n_ff));
   }
+}
+
+void read_altup(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string streams_key = p + "altup.num_inputs";
+  s.altup.n_streams = file.get_i64(streams_key, 4);
+  if (s.altup.n_streams < 2) throw file.error(streams_key, "must be at least 2");
+  const std::string active_key = p + "altup.active_idx";
+  if (const int64_t active = file.get_i64(active_key, 0); active != 0) {
+    throw file.error(active_key, "is " + std::to_string(active) + ": only stream 0 active is supported");
+  }
+  if (s.n_embd_per_layer <= 0) throw file.error(p + "embedding_length_per_layer_input", "must be positive");
+  s.altup.laurel_rank = 64;
+  s.altup.n_sparse_layers = std::min<int64_t>(10, s.n_layer);
 }
 
 void read_delta_net(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {

@@ -30,6 +30,12 @@ std::vector<int64_t> per_layer_positive_key(const gguf::GgufFile& file, const st
 // Throws ModelLoadError naming the key at fault.
 void read_layer_shapes(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
+// Gemma 3n's s.altup (after read_layer_shapes): {arch}.altup.num_inputs
+// (default 4) and altup.active_idx (0: the only one llama.cpp's graph
+// runs), llama.cpp's LAuReL rank and sparse layers; needs per-layer inputs.
+// Throws ModelLoadError naming the key at fault.
+void read_altup(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
 // Fills s.recurrent_layers and s.delta_net (qwen35's load_arch_hparams:
 // the ssm.* keys, attention.recurrent_layers or full_attention_interval).
 // Throws ModelLoadError naming the key at fault.

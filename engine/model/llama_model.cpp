@@ -127,7 +127,8 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
   if (spec_.has_recurrent_layers()) recurrent_ = make_recurrent_mixer(spec_, backend_);
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
-  if (spec_.architecture->gemma4_layers) {
+  if (spec_.altup.n_streams > 0) altup_ = std::make_unique<AltUpStreams>(spec_, weights_);
+  if (spec_.architecture->gemma4_layers || spec_.architecture->altup_layers) {
     int64_t widest = spec_.n_embd;
     for (int64_t l = 0; l < spec_.n_layer; ++l) widest = std::max(widest, spec_.shape(l).head_dim);
     unit_weights_.assign(static_cast<size_t>(widest), 1.0f);
@@ -183,7 +184,8 @@ void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mod
     throw std::invalid_argument(model.file.path() + " has latent attention (MLA): it runs on the CPU backend only so "
                                 "far (--device cpu), with the dense FFN (--sparsity dense)");
   }
-  const bool layers_differ = spec_.architecture->gemma4_layers || spec_.has_recurrent_layers();
+  const bool layers_differ =
+      spec_.architecture->gemma4_layers || spec_.architecture->altup_layers || spec_.has_recurrent_layers();
   if (layers_differ && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
                         options_.ffn_mode == FfnMode::Sparse)) {
     throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in kind: it "
@@ -368,6 +370,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
       place_image_rows(backend_, ws_.x.as<float>());
       if (per_layer_inputs_ != nullptr) per_layer_inputs_->prepare(backend_, ids, ws_.x.as<float>(), n_tokens);
+      if (altup_ != nullptr) altup_->begin(backend_, ws_.x.as<float>(), n_tokens);
     } else {
       TC_CHECK(kv.n_first_layers() == n_device_layers_, "layer offload needs its KV cache from make_kv_cache()");
       // The embedding rows are looked up on the CPU, then cross up with the positions when layer 0 is on the device.
@@ -396,6 +399,7 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
                 n_tokens);
     }
 
+    if (altup_ != nullptr) altup_->finish(backend_, ws_.x.as<float>(), n_tokens);  // (host only: no offload)
     // Gather the rows that need logits (or embeddings), then norm them and
     // project only the logit rows.
     kernels::Backend& head = head_on_device() ? backend_ : *offload_cpu_;
@@ -558,7 +562,8 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
     b.matmul_many(std::span<const kernels::MatmulTarget>(qkv, !own_kv ? 1 : v_from_k ? 2 : 3), cur, n_tokens);
   }
   if (v_from_k) b.copy_on_device(v, k, static_cast<size_t>(n_tokens * n_embd_kv) * sizeof(float));
-  if (own_kv && spec_.architecture->gemma4_layers) {  // each value head RMS-normed, no weight
+  const bool v_norm = spec_.architecture->gemma4_layers || spec_.architecture->altup_layers;
+  if (own_kv && v_norm) {  // each value head RMS-normed, no weight
     b.rms_norm(v, unit_weights_.data(), n_tokens * shape.n_head_kv, shape.head_dim, static_cast<float>(spec_.rms_eps),
                v);
   }
@@ -603,6 +608,10 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     // Grown to the largest step once; the experts' backend is the host's.
     router_input_.resize(std::max(router_input_.size(), static_cast<size_t>(n_tokens * n_embd)));
     std::copy_n(x, n_tokens * n_embd, router_input_.data());
+  }
+  if (altup_ != nullptr) {
+    run_altup_layer(b, ws, positions, horizons, w, layer, sequences, kv, n_tokens);
+    return;
   }
   if (!spec_.has_mixer(layer)) {  // Nemotron-H's FFN layer: x + ffn(norm(x))
     pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
@@ -749,6 +758,7 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
     // An ungated FFN shows its one matrix's output as both gate and up.
     observer_->on_ffn(layer, n_tokens, x, gate, gated ? up : gate);
   }
+  if (layer < spec_.altup.n_sparse_layers) gaussian_top_k(gate, n_tokens, n_ff);  // Gemma 3n (host only)
   b.ffn_activation(activation_, gate, gated ? up : nullptr, n_tokens * n_ff, gate);
   prepare_input(layer, LinearInput::FfnDown, n_tokens, n_ff, gate);
   if (w.ffn_down.data != nullptr) {

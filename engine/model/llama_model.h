@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/sparsity_setting.h"
+#include "engine/model/altup_streams.h"
 #include "engine/model/recurrent_mixer.h"
 #include "engine/model/hybrid_ffn_block.h"
 #include "engine/model/llama_weights.h"
@@ -265,6 +266,11 @@ class LlamaModel {
   void run_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
                  const LayerWeights& w, int64_t layer,
                  std::span<const StepSequence> sequences, runtime::KvCache& kv, int64_t n_tokens);
+  // A Gemma 3n layer (gemma3n_layer.cpp; Architecture::altup_layers), in
+  // place of run_layer's blocks: ws.x is AltUp's active stream.
+  void run_altup_layer(kernels::Backend& b, Workspace& ws, const int32_t* positions, const int32_t* horizons,
+                       const LayerWeights& w, int64_t layer, std::span<const StepSequence> sequences,
+                       runtime::KvCache& kv, int64_t n_tokens);
   // Qwen 3.5's projections (llama_attention.cpp): q from attn_q's
   // interleaved rows, its output gate into attn_gate_, and k and v.
   void project_gated_q(kernels::Backend& b, const LayerWeights& w, const float* cur, int64_t n_tokens, float* q,
@@ -333,6 +339,14 @@ class LlamaModel {
   std::vector<float> beside_;  // f32 [n_tokens, n_embd]: Falcon-H1's Mamba-2 output beside attention's
   std::vector<RecurrentSequence> recurrent_sequences_;  // a step's sequences for delta_net_
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
+  std::unique_ptr<AltUpStreams> altup_;  // null unless Gemma 3n (Architecture::altup_layers)
+  // run_altup_layer's rows: LAuReL's output, the FFN's, the per-layer
+  // input's gate input (f32 [n_tokens, n_embd] each) and LAuReL's low-rank
+  // middle (f32 [n_tokens, laurel_rank]).
+  struct AltUpRows {
+    std::vector<float> laurel, ffn_out, gate_input, low_rank;
+  };
+  AltUpRows altup_rows_;
   // f32 [max(widest head_dim, n_embd)] of ones: the weight of Gemma 4's weightless norms.
   std::vector<float> unit_weights_;
   // Gemma 4's mixture (add_gemma4_experts), each f32 [n_tokens, n_embd]:

@@ -112,6 +112,20 @@ std::string bias_name(int64_t layer, std::string_view tensor) {
   return "blk." + std::to_string(layer) + "." + std::string(tensor) + ".bias";
 }
 
+// Gemma 3n's AltUp and LAuReL tensors of layer l (llama.cpp's gemma3n names).
+void map_altup_layer(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const int64_t n = s.altup.n_streams;
+  w.altup_router = m.matrix(name("altup_router"), s.n_embd, n);
+  w.altup_router_norm = m.vector(name("altup_router_norm"), s.n_embd);
+  w.altup_predict_coef = m.matrix(name("altup_predict_coef"), n, n * n);
+  w.altup_correct_coef = m.matrix(name("altup_correct_coef"), n, n);
+  w.altup_correct_scale = m.vector(name("altup_correct_scale"), s.n_embd);
+  w.laurel_l = m.matrix(name("laurel_l"), s.n_embd, s.altup.laurel_rank);
+  w.laurel_r = m.matrix(name("laurel_r"), s.altup.laurel_rank, s.n_embd);
+  w.laurel_post_norm = m.vector(name("laurel_post_norm"), s.n_embd);
+}
+
 // Multi-head latent attention's tensors (llama.cpp's deepseek2 names).
 void map_mla(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
@@ -447,16 +461,22 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       if (norm_bias) lw.ffn_norm_b = m.vector(bias_name(l, "ffn_norm"), s.n_embd);
     }
     map_ffn(m, s, l, lw);
-    if (a.gemma4_layers) {
+    if (a.altup_layers) map_altup_layer(m, s, l, lw);
+    if (a.gemma4_layers || a.altup_layers) {
       if (s.n_embd_per_layer > 0) {
         lw.per_layer_inp_gate = m.matrix(name("inp_gate"), s.n_embd, s.n_embd_per_layer);
         lw.per_layer_proj = m.matrix(name("proj"), s.n_embd_per_layer, s.n_embd);
         lw.per_layer_post_norm = m.vector(name("post_norm"), s.n_embd);
       }
-      lw.layer_output_scale = m.optional_vector(name("layer_output_scale"), 1);
+      if (a.gemma4_layers) lw.layer_output_scale = m.optional_vector(name("layer_output_scale"), 1);
     }
   }
-  if (a.gemma4_layers && s.n_embd_per_layer > 0) {
+  if (a.altup_layers) {
+    const int64_t n_more = s.altup.n_streams - 1;
+    w.altup_proj = m.expert_matrices("altup_proj.weight", s.n_embd, s.n_embd, n_more);
+    w.altup_unembd_proj = m.expert_matrices("altup_unembd_proj.weight", s.n_embd, s.n_embd, n_more);
+  }
+  if ((a.gemma4_layers || a.altup_layers) && s.n_embd_per_layer > 0) {
     const int64_t n_all = s.n_embd_per_layer * s.n_layer;
     w.per_layer_token_embd = m.matrix("per_layer_token_embd.weight", n_all, s.n_vocab);
     w.per_layer_model_proj = m.matrix("per_layer_model_proj.weight", s.n_embd, n_all);
@@ -513,6 +533,14 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.per_layer_proj, name("proj")},
           {&w.per_layer_post_norm, name("post_norm")},
           {&w.layer_output_scale, name("layer_output_scale")},
+          {&w.altup_router, name("altup_router")},
+          {&w.altup_router_norm, name("altup_router_norm")},
+          {&w.altup_predict_coef, name("altup_predict_coef")},
+          {&w.altup_correct_coef, name("altup_correct_coef")},
+          {&w.altup_correct_scale, name("altup_correct_scale")},
+          {&w.laurel_l, name("laurel_l")},
+          {&w.laurel_r, name("laurel_r")},
+          {&w.laurel_post_norm, name("laurel_post_norm")},
           {&w.ffn_gate_inp_s, "blk." + std::to_string(l) + ".ffn_gate_inp.scale"},
           {&w.ffn_pre_norm_2, name("pre_ffw_norm_2")},
           {&w.ffn_post_norm_1, name("post_ffw_norm_1")},

@@ -71,6 +71,16 @@ struct LayerWeights {
   kernels::Tensor per_layer_proj;       // proj, weight dtype {n_embd_per_layer, n_embd}
   kernels::Tensor per_layer_post_norm;  // post_norm, f32 [n_embd]
   kernels::Tensor layer_output_scale;   // f32 [1]
+  // Gemma 3n (Architecture::altup_layers): AltUp's router and coefficients
+  // over ModelSpec::altup's n_streams, and LAuReL's low-rank block.
+  kernels::Tensor altup_router;         // altup_router, weight dtype {n_embd, n_streams}
+  kernels::Tensor altup_router_norm;    // altup_router_norm, f32 [n_embd]
+  kernels::Tensor altup_predict_coef;   // altup_predict_coef, weight dtype {n_streams, n_streams^2}
+  kernels::Tensor altup_correct_coef;   // altup_correct_coef, weight dtype {n_streams, n_streams}
+  kernels::Tensor altup_correct_scale;  // altup_correct_scale, f32 [n_embd]
+  kernels::Tensor laurel_l;             // laurel_l, weight dtype {n_embd, laurel_rank}
+  kernels::Tensor laurel_r;             // laurel_r, weight dtype {laurel_rank, n_embd}
+  kernels::Tensor laurel_post_norm;     // laurel_post_norm, f32 [n_embd]
   // Qwen 3.5's gated delta net (ModelSpec::is_recurrent layers, whose
   // attn_q/k/v/output are null): widths of ModelSpec::delta_net.
   kernels::Tensor dn_qkv;      // attn_qkv, weight dtype {n_embd, conv_dim}: q, k, v rows into the convolution
@@ -152,6 +162,10 @@ struct LlamaWeights {
   kernels::Tensor per_layer_token_embd;  // weight dtype {n_embd_per_layer * n_layer, n_vocab}
   kernels::Tensor per_layer_model_proj;  // weight dtype {n_embd, n_embd_per_layer * n_layer}
   kernels::Tensor per_layer_proj_norm;   // f32 [n_embd_per_layer]
+  // Gemma 3n's streams 1.. from the embedding and back (slices of
+  // altup_proj and altup_unembd_proj {n_embd, n_embd, n_streams - 1}).
+  std::vector<kernels::Tensor> altup_proj;         // [n_streams - 1] weight dtype {n_embd, n_embd}
+  std::vector<kernels::Tensor> altup_unembd_proj;  // [n_streams - 1] weight dtype {n_embd, n_embd}
   std::vector<LayerWeights> layers;
 };
 

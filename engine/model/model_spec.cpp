@@ -119,8 +119,6 @@ void read_rope(const GgufFile& file, const std::string& p, const Architecture& a
   }
 }
 
-// Which layers use the sliding window, and its size (llama.cpp's n_swa,
-// set_swa_pattern and the per-architecture defaults).
 // {arch}.rope.dimension_sections (Architecture::multimodal_rope): one to
 // four non-negative counts of rotated pairs, padded with 0 as llama.cpp's
 // get_key_or_arr reads them, together at most head_dim (ggml's bound).
@@ -150,6 +148,8 @@ void read_rope_sections(const GgufFile& file, const std::string& p, const Archit
   }
 }
 
+// Which layers use the sliding window, and its size (llama.cpp's n_swa,
+// set_swa_pattern and the per-architecture defaults).
 void read_sliding_window(const GgufFile& file, const std::string& p, const Architecture& a, ModelSpec& s) {
   const SlidingWindowRule& rule = a.sliding_window;
   if (!rule.enabled) return;  // the architecture has none (llama.cpp ignores the key there)
@@ -568,7 +568,8 @@ ModelSpec read_model_spec(const GgufFile& file) {
     }
   }
   read_sliding_window(file, p, a, s);
-  if (a.gemma4_layers) read_layer_shapes(file, p, s);
+  if (a.gemma4_layers || a.altup_layers) read_layer_shapes(file, p, s);
+  if (a.altup_layers) read_altup(file, p, s);
   if (a.qwen35_layers) read_delta_net(file, p, s);
   if (a.fixed_attn_scale > 0.0f) s.attn_scale = a.fixed_attn_scale;
   switch (file.get_i64(p + "pooling_type", 0)) {

@@ -86,6 +86,20 @@ struct Mamba2Shape {
   int64_t ssm_state_values() const { return d_inner * d_state; }  // per head: head_dim x d_state
 };
 
+// Gemma 3n's AltUp (Architecture::altup_layers), with llama.cpp's
+// constants: n_streams residual streams of n_embd (the active one first),
+// LAuReL's rank, and the layers whose FFN gates are sparsified.
+struct AltUpShape {
+  int64_t n_streams = 0;        // {arch}.altup.num_inputs (4); 0: no AltUp
+  int64_t laurel_rank = 0;      // laurel_l's rows (64)
+  int64_t n_sparse_layers = 0;  // the first 10 layers: gate = relu(gate - (mean + 1.645 sd))
+  // The layers that keep a cache of their own: the later ones share layer
+  // kv_layers - 2's (windowed) or kv_layers - 1's.
+  static constexpr int64_t kKvLayers = 20;
+  // The gate cutoff's multiple of the sd: the standard normal's 95th percentile.
+  static constexpr float kSparsitySdMultiple = 1.6448533535003662f;
+};
+
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope, Yarn };
 
@@ -199,6 +213,7 @@ struct ModelSpec {
   // inputs' width ({arch}.embedding_length_per_layer_input; 0: none).
   std::vector<LayerShape> layer_shapes;
   int64_t n_embd_per_layer = 0;
+  AltUpShape altup;  // Gemma 3n's streams (Architecture::altup_layers); n_streams 0 otherwise
 
   // Qwen 3.5 (Architecture::qwen35_layers): the layers that run the gated
   // delta net in place of attention ([n_layer]; they cache no keys or

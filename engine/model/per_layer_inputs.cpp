@@ -40,18 +40,23 @@ void PerLayerInputs::prepare(kernels::Backend& b, const int32_t* ids, const floa
 }
 
 void PerLayerInputs::apply(kernels::Backend& b, const LayerWeights& w, int64_t layer, float* x, int64_t n_tokens) {
+  b.add(x, block(b, w, layer, x, n_tokens), n_tokens * spec_.n_embd);
+}
+
+const float* PerLayerInputs::block(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* in,
+                                   int64_t n_tokens) {
   const int64_t n_pl = spec_.n_embd_per_layer;
   const int64_t n_embd = spec_.n_embd;
   gate_.resize(static_cast<size_t>(n_tokens * n_pl));
   out_.resize(static_cast<size_t>(n_tokens * n_embd));
-  b.matmul(w.per_layer_inp_gate, x, n_tokens, gate_.data());
+  b.matmul(w.per_layer_inp_gate, in, n_tokens, gate_.data());
   // gelu(gate) times the layer's rows: GeGLU with the rows as its "up".
   const float* rows = inputs_.data() + layer * n_tokens * n_pl;
   b.ffn_activation(kernels::Activation::GeGLU, gate_.data(), rows, n_tokens * n_pl, gate_.data());
   b.matmul(w.per_layer_proj, gate_.data(), n_tokens, out_.data());
   b.rms_norm(out_.data(), static_cast<const float*>(w.per_layer_post_norm.data), n_tokens, n_embd,
              static_cast<float>(spec_.rms_eps), out_.data());
-  b.add(x, out_.data(), n_tokens * n_embd);
+  return out_.data();
 }
 
 }  // namespace tc::model

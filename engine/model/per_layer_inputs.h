@@ -27,6 +27,10 @@ class PerLayerInputs {
   // x: f32 [n_tokens, n_embd], the residual after `layer`'s FFN; adds the
   // layer's per-layer block to it.
   void apply(kernels::Backend& b, const LayerWeights& w, int64_t layer, float* x, int64_t n_tokens);
+  // The layer's block of `in` (f32 [n_tokens, n_embd]): f32 [n_tokens,
+  // n_embd], valid until the next call (Gemma 3n adds it to its inactive
+  // AltUp streams).
+  const float* block(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* in, int64_t n_tokens);
 
  private:
   const ModelSpec& spec_;
