@@ -16,7 +16,38 @@ double magnitude(const float* row, int64_t n) {
 
 }  // namespace
 
-AltUpStreams::AltUpStreams(const ModelSpec& spec, const LlamaWeights& weights) : spec_(spec), weights_(weights) {}
+AltUpStreams::AltUpStreams(const ModelSpec& spec, const LlamaWeights& weights, const LlamaWeights& rows)
+    : spec_(spec), weights_(weights) {
+  for (int64_t l = 0; l < spec.altup.n_sparse_layers; ++l) up_rows_.push_back(rows.layers[static_cast<size_t>(l)].ffn_up);
+}
+
+void AltUpStreams::sparse_gate_up(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* x,
+                                  int64_t n_tokens, float* gate, float* up) {
+  const int64_t n_ff = spec_.shape(layer).n_ff;
+  gaussian_top_k(gate, n_tokens, n_ff);
+  active_.clear();
+  for (int64_t i = 0; i < n_ff; ++i) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      if (gate[t * n_ff + i] > 0.0f) {
+        active_.push_back(static_cast<int32_t>(i));
+        break;
+      }
+    }
+  }
+  const auto n_active = static_cast<int64_t>(active_.size());
+  if (4 * n_active > n_ff) {
+    b.matmul(w.ffn_up, x, n_tokens, up);
+    return;
+  }
+  active_up_.resize(static_cast<size_t>(n_tokens * n_active));
+  if (n_active > 0) {
+    b.matmul_rows(up_rows_[static_cast<size_t>(layer)], x, n_tokens, active_.data(), n_active, active_up_.data());
+  }
+  std::fill_n(up, n_tokens * n_ff, 0.0f);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t k = 0; k < n_active; ++k) up[t * n_ff + active_[static_cast<size_t>(k)]] = active_up_[t * n_active + k];
+  }
+}
 
 void AltUpStreams::reserve(int64_t n_tokens) {
   if (n_tokens <= capacity_) return;

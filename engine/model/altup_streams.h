@@ -19,7 +19,10 @@ namespace tc::model {
 
 class AltUpStreams {
  public:
-  AltUpStreams(const ModelSpec& spec, const LlamaWeights& weights);
+  // `weights` are the views the matmuls read (repacked where the CPU
+  // matmul wants them); `rows` the file's own, in the row layout
+  // matmul_rows reads.
+  AltUpStreams(const ModelSpec& spec, const LlamaWeights& weights, const LlamaWeights& rows);
 
   // x: f32 [n_tokens, n_embd], the scaled embeddings (stream 0). Stream k
   // (k >= 1) becomes altup_proj[k-1] · x rescaled to x's magnitude per token.
@@ -36,6 +39,14 @@ class AltUpStreams {
   void scaled_active(const LayerWeights& w, const float* x, int64_t n_tokens, float* out) const;
   // add: f32 [n_tokens, n_embd], added to every stream but the active one.
   void add_to_inactive(kernels::Backend& b, const float* add, int64_t n_tokens);
+  // The FFN of a sparse layer (layer < AltUpShape::n_sparse_layers):
+  // gate (f32 [n_tokens, n_ff], ffn_gate · x) goes through gaussian_top_k,
+  // then up = ffn_up · x (f32 [n_tokens, n_ff]) only for the neurons whose
+  // gate is still positive in some token (about 5%: the others' products
+  // are exactly 0, and so is their up here), bit for bit matmul's values;
+  // where more than a quarter are, the whole matmul.
+  void sparse_gate_up(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* x, int64_t n_tokens,
+                      float* gate, float* up);
   // x becomes the mean of stream 0 and the other streams unprojected by
   // altup_unembd_proj (each rescaled to stream 0's magnitude per token).
   void finish(kernels::Backend& b, float* x, int64_t n_tokens);
@@ -57,6 +68,9 @@ class AltUpStreams {
   std::vector<float> normed_;         // f32 [capacity, n_embd]
   std::vector<float> modalities_;     // f32 [capacity, n_streams]
   std::vector<float> coefs_;          // f32 [capacity, n_streams^2]
+  std::vector<kernels::Tensor> up_rows_;  // [n_sparse_layers] the file's ffn_up views (row layout)
+  std::vector<int32_t> active_;       // i32 [<= n_ff]: a sparse layer's neurons with a positive gate
+  std::vector<float> active_up_;      // f32 [n_tokens, active]: their up values
 };
 
 // Gemma 3n's activation sparsity on the first layers' FFN gates: each row

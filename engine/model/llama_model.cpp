@@ -127,7 +127,7 @@ LlamaModel::LlamaModel(const LoadedModel& model, kernels::Backend& backend, cons
   if (spec_.is_mla()) mla_ = std::make_unique<MlaAttention>(spec_, backend_);
   if (spec_.has_recurrent_layers()) recurrent_ = make_recurrent_mixer(spec_, backend_);
   if (spec_.n_embd_per_layer > 0) per_layer_inputs_ = std::make_unique<PerLayerInputs>(spec_, weights_);
-  if (spec_.altup.n_streams > 0) altup_ = std::make_unique<AltUpStreams>(spec_, weights_);
+  if (spec_.altup.n_streams > 0) altup_ = std::make_unique<AltUpStreams>(spec_, weights_, host_weights);
   if (spec_.architecture->gemma4_layers || spec_.architecture->altup_layers) {
     int64_t widest = spec_.n_embd;
     for (int64_t l = 0; l < spec_.n_layer; ++l) widest = std::max(widest, spec_.shape(l).head_dim);
@@ -750,7 +750,9 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
   float* up = ws.ffn_up.as<float>() + t0 * n_ff;
   const bool gated = w.ffn_up.data != nullptr;
   const kernels::MatmulTarget gate_up[] = {{&w.ffn_gate, gate}, {&w.ffn_up, up}};
-  b.matmul_many(std::span<const kernels::MatmulTarget>(gate_up, gated ? 2 : 1), cur, n_tokens);
+  const bool sparse_gate = layer < spec_.altup.n_sparse_layers;  // Gemma 3n: up where the gate is kept
+  b.matmul_many(std::span<const kernels::MatmulTarget>(gate_up, gated && !sparse_gate ? 2 : 1), cur, n_tokens);
+  if (sparse_gate) altup_->sparse_gate_up(b, w, layer, cur, n_tokens, gate, up);
   if (w.ffn_gate_b.data != nullptr) b.add_bias(gate, f32(w.ffn_gate_b), n_tokens, n_ff);
   if (w.ffn_up_b.data != nullptr) b.add_bias(up, f32(w.ffn_up_b), n_tokens, n_ff);
   if (observer_ != nullptr) {
@@ -758,7 +760,6 @@ void LlamaModel::run_ffn(kernels::Backend& b, Workspace& ws, const LayerWeights&
     // An ungated FFN shows its one matrix's output as both gate and up.
     observer_->on_ffn(layer, n_tokens, x, gate, gated ? up : gate);
   }
-  if (layer < spec_.altup.n_sparse_layers) gaussian_top_k(gate, n_tokens, n_ff);  // Gemma 3n (host only)
   b.ffn_activation(activation_, gate, gated ? up : nullptr, n_tokens * n_ff, gate);
   prepare_input(layer, LinearInput::FfnDown, n_tokens, n_ff, gate);
   if (w.ffn_down.data != nullptr) {
