@@ -1,5 +1,6 @@
 // The F16C (and q8_0) inner loops of decode attention (attention_f16_avx2.h).
 #include "kernels/cpu/attention_f16_avx2.h"
+#include "kernels/cpu/cpu_features.h"
 
 #include "kernels/dtype.h"
 
@@ -42,9 +43,8 @@ bool f16_kv_direct_available() {
   return false;
 #else
   // What this file is built for (-mavx2 -mfma -mf16c); named one by one, as
-  // clang before 16 knows no "x86-64-v3" here.
-  static const bool available =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  // clang before 16 knows no "x86-64-v3" (nor "f16c") here.
+  static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   return available;
 #endif
 }

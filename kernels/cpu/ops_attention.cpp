@@ -25,6 +25,7 @@
 #include "kernels/cpu/attention_f16_avx2.h"
 #include "kernels/cpu/attention_lanes.h"
 #include "kernels/cpu/attention_tiles_avx2.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/prefetch_lines.h"
 #include "kernels/cpu/quantize.h"
@@ -84,9 +85,7 @@ using RowToF32 = void (*)(const float* table, const void* src, int64_t n, float*
 // Picked once per dtype by CPUID.
 RowToF32 row_to_f32(DType type) {
 #if defined(__x86_64__)
-  static const RowToF32 f16 = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
-                                  ? f16_row_to_f32_f16c
-                                  : f16_row_to_f32_portable;
+  static const RowToF32 f16 = detail::cpu_has_f16c() ? f16_row_to_f32_f16c : f16_row_to_f32_portable;
   static const RowToF32 q8_0 = detail::f16_kv_direct_available() ? q8_0_row_to_f32_simd : q8_0_row_to_f32_portable;
   return type == DType::Q8_0 ? q8_0 : f16;
 #else
@@ -490,7 +489,11 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
-__attribute__((noinline)) void fold_partial(float& max, double& sum, float* __restrict out, float chunk_max,
+// (clang refuses noinline beside target_clones; it never inlines a multiversioned function)
+#if !defined(__clang__) || !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__)
+__attribute__((noinline))
+#endif
+void fold_partial(float& max, double& sum, float* __restrict out, float chunk_max,
                                             double chunk_sum, const float* __restrict chunk_out, int64_t head_dim) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   if (!(chunk_max > neg_inf)) return;
