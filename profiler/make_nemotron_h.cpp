@@ -16,7 +16,9 @@ using kernels::DType;
 
 enum class Block { Mamba2, Ffn, Attention };
 
-Block block_of(int64_t layer) {
+// Nemotron-H's pattern; every layer Mamba-2 in a mamba2 file.
+Block block_of(const MakeModelOptions& o, int64_t layer) {
+  if (o.arch == "mamba2") return Block::Mamba2;
   switch (layer % 4) {
     case 1: return Block::Ffn;
     case 3: return Block::Attention;
@@ -29,16 +31,22 @@ Block block_of(int64_t layer) {
 void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                             const RandomTensorAdder& add) {
   const std::string p = o.arch + ".";
-  std::vector<int32_t> ff, kv;
-  for (int64_t l = 0; l < o.n_layer; ++l) {
-    ff.push_back(block_of(l) == Block::Ffn ? static_cast<int32_t>(o.n_ff) : 0);
-    kv.push_back(block_of(l) == Block::Attention ? static_cast<int32_t>(o.n_head_kv) : 0);
-  }
-  w.set(p + "feed_forward_length", gguf::Value::i32_array(ff));
-  w.set(p + "attention.head_count_kv", gguf::Value::i32_array(kv));
   write_mamba2_keys(o, w);
-  // llama.cpp's loader requires it (the multi-token prediction head's norm) beside the RMS one.
-  w.set(p + "attention.layer_norm_epsilon", gguf::Value(static_cast<float>(o.rms_eps)));
+  if (o.arch == "mamba2") {  // as its converter writes them: no attention, no FFN
+    for (const char* key : {"attention.head_count", "attention.head_count_kv", "feed_forward_length"}) {
+      w.set(p + key, gguf::Value(uint32_t{0}));
+    }
+  } else {
+    std::vector<int32_t> ff, kv;
+    for (int64_t l = 0; l < o.n_layer; ++l) {
+      ff.push_back(block_of(o, l) == Block::Ffn ? static_cast<int32_t>(o.n_ff) : 0);
+      kv.push_back(block_of(o, l) == Block::Attention ? static_cast<int32_t>(o.n_head_kv) : 0);
+    }
+    w.set(p + "feed_forward_length", gguf::Value::i32_array(ff));
+    w.set(p + "attention.head_count_kv", gguf::Value::i32_array(kv));
+    // llama.cpp's loader requires it (the multi-token prediction head's norm) beside the RMS one.
+    w.set(p + "attention.layer_norm_epsilon", gguf::Value(static_cast<float>(o.rms_eps)));
+  }
   if (o.n_expert > 0) {  // nemotron_h_moe: Nemotron Nano 3's routing, every FFN layer a mixture
     w.set(p + "leading_dense_block_count", gguf::Value(uint32_t{0}));
     w.set(p + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(o.n_ff)));
@@ -54,7 +62,7 @@ void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, 
   for (int64_t l = 0; l < o.n_layer; ++l) {
     auto name = [l](std::string_view t) { return model::layer_tensor_name(l, t); };
     t.norm(name("attn_norm"), o.n_embd);  // every block's one norm
-    switch (block_of(l)) {
+    switch (block_of(o, l)) {
       case Block::Mamba2:
         add_mamba2_tensors(o, l, base, heavy, add);
         break;

@@ -1,11 +1,12 @@
-// The Nemotron-H part of `thermocline make-model --arch nemotron_h|nemotron_h_moe`: the
+// The Nemotron-H part of `thermocline make-model --arch nemotron_h|nemotron_h_moe|mamba2`: the
 // keys and tensors of a Nemotron-H file as llama.cpp's converter writes
 // them. Layers of one block each, in the repeating pattern Mamba-2, FFN,
 // Mamba-2, attention (Nemotron-H's "M-M*"): Mamba-2's widths as
 // make_granite_hybrid.h's, attention with --n-head-kv KV heads and no
 // RoPE, a squared-ReLU FFN of --n-ff (ffn_up, ffn_down). nemotron_h_moe:
 // the FFN layers --experts ungated experts of --n-ff routed by sigmoid with
-// a selection bias, and a shared expert twice as wide.
+// a selection bias, and a shared expert twice as wide. mamba2 (`--arch
+// mamba2`): every layer Mamba-2, head counts and feed_forward_length 0.
 #pragma once
 
 #include "engine/gguf/gguf_writer.h"

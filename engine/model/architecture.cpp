@@ -163,6 +163,15 @@ const std::array kArchitectures{
                  .experts = Experts::Required,
                  .deepseek_experts = true,
                  .short_conv_layers = true},
+    // Mamba-2 alone (Mamba-Codestral 7B, state-spaces' Mamba-2 models):
+    // every layer one Mamba-2 block on its norm (Architecture::single_block_layers
+    // without attention or FFN layers; the converter writes head counts and
+    // feed_forward_length 0).
+    Architecture{.name = "mamba2",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .mamba2_layers = true,
+                 .single_block_layers = true},
     // NVIDIA Nemotron-H (Nemotron Nano 2 9B and 12B): layers of one block
     // each, Mamba-2, attention without RoPE or a squared-ReLU FFN
     // (Architecture::single_block_layers).

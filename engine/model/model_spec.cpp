@@ -468,7 +468,11 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                             ": Baichuan runs here as the 7B's 32 layers with RoPE only (the 13B's "
                                             "40 use ALiBi, which is not supported)");
   }
-  s.n_head = positive_key(file, p + "attention.head_count");
+  const std::string head_key = p + "attention.head_count";
+  // Mamba-2 alone: no layer attends, and the file's head count is 0 (a
+  // placeholder of 1 here; read_single_block_layers refuses attention then).
+  const bool attentionless = a.single_block_layers && file.get_i64(head_key, 0) == 0;
+  s.n_head = attentionless ? 1 : positive_key(file, head_key);
   if (a.gemma4_layers) {  // one value or one per layer: read_layer_shapes below
     const auto widths = per_layer_positive_key(file, p + "feed_forward_length", s.n_layer, 0);
     s.n_ff = *std::max_element(widths.begin(), widths.end());
@@ -476,6 +480,11 @@ ModelSpec read_model_spec(const GgufFile& file) {
   } else if (a.single_block_layers) {  // per-layer counts say which block each layer is
     read_single_block_layers(file, p, s);
     s.no_rope = true;  // Nemotron-H attends without RoPE
+    for (int64_t l = 0; attentionless && l < s.n_layer; ++l) {
+      if (s.has_mixer(l) && !s.is_recurrent(l)) {
+        throw file.error(head_key, "is 0, but layer " + std::to_string(l) + " attends");
+      }
+    }
   } else if (a.parallel_mamba2) {  // Mamba-2 beside attention in every layer
     s.n_ff = positive_key(file, p + "feed_forward_length");
     s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);

@@ -120,12 +120,13 @@ TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces a
           "[model][recurrent]") {
   const std::string arch =
       GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
-               "nemotron_h_moe", "falcon-h1");
+               "nemotron_h_moe", "falcon-h1", "mamba2");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
   // 8 experts, 2 per token (and a shared expert where the form has one).
-  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h" && arch != "falcon-h1") {
+  if (arch == "mamba2") o.arch = arch;
+  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h" && arch != "falcon-h1" && arch != "mamba2") {
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -273,6 +274,28 @@ TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") 
              Catch::Contains("blk.1.ffn_up.weight"));
   CHECK_THAT(tc::test::load_error(with("nemotron_h.moe_latent_size", tc::gguf::Value(uint32_t{64}))),
              Catch::Contains("nemotron_h.moe_latent_size"));
+  // A head count of 0 (Mamba-2 alone) where a layer attends.
+  CHECK_THAT(tc::test::load_error(with("nemotron_h.attention.head_count", tc::gguf::Value(uint32_t{0}))),
+             Catch::Contains("nemotron_h.attention.head_count") && Catch::Contains("layer 3 attends"));
+}
+
+TEST_CASE("a Mamba-2 file's layers are all Mamba-2 and cache only their state", "[model][recurrent]") {
+  auto o = qwen35("mamba2_spec");
+  o.arch = "mamba2";
+  o.n_layer = 3;
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    INFO("layer " << l);
+    CHECK(s.is_recurrent(l));
+    CHECK(!s.has_ffn(l));
+    CHECK(s.n_embd_kv(l) == 0);
+  }
+  const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
+  const size_t state = static_cast<size_t>(3 * s.mamba2.conv_dim() + s.mamba2.ssm_state_values()) * sizeof(float);
+  // No key or value rows: 2 slots' states of 3 layers, each with its checkpoint copy.
+  CHECK(KvCache(*backend, s, 2, 64).bytes() == 2 * 2 * 3 * state);
 }
 
 TEST_CASE("a Falcon-H1 file's layers run Mamba-2 beside attention", "[model][recurrent]") {
