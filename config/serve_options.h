@@ -40,6 +40,11 @@ struct ServeOptions {
   // A vision projector (llama.cpp's mmproj GGUF) for the model: chat
   // messages may carry images (key: mmproj); empty: text only.
   std::filesystem::path mmproj;
+  // The models folder paired `mmproj` with the model (the one projector
+  // beside it), not the user: one that cannot serve (a projector type not
+  // supported, another model's width) leaves the model text only, with a
+  // warning, where a projector asked for fails the load.
+  bool mmproj_beside = false;
   int http_threads = 8;             // HTTP worker threads (key: http_threads)
 
   // Many models (server/model_registry.h). A folder whose *.gguf files are

@@ -112,7 +112,15 @@ std::shared_ptr<ServingModel> load_serving_model(const std::filesystem::path& pa
     serving->chat_template_error = std::string("the model's chat template cannot be used: ") + e.what();
     spdlog::error("model {}: {}; chat requests will fail with this message", model_id, serving->chat_template_error);
   }
-  if (!o.mmproj.empty()) serving->vision = load_vision(o, *loaded, file);
+  if (!o.mmproj.empty()) {
+    try {
+      serving->vision = load_vision(o, *loaded, file);
+    } catch (const ModelLoadFailure& e) {
+      if (!o.mmproj_beside) throw;
+      // (Qwen-VL's and others' projectors sit beside their models in downloaded folders.)
+      spdlog::warn("model {}: {}; the projector was found beside it: serving text only", model_id, e.what());
+    }
+  }
   runtime::EngineOptions options;
   try {
     options = engine_options(o);

@@ -167,6 +167,7 @@ void ModelRegistry::scan_folder() {
     if (c.options.mmproj.empty() && pair != projectors.end() && pair->second.size() == 1 &&
         models_in[f->path.parent_path()] == 1) {
       c.options.mmproj = pair->second.front();
+      c.options.mmproj_beside = true;
     }
     const fs::path stats = f->base.string() + ".stats.gguf";
     if (c.options.stats.empty() && fs::exists(stats, ec)) c.options.stats = stats;

@@ -72,7 +72,8 @@ std::vector<ModelInfo> ModelRegistry::list() const {
     m.expires_at = e->expires_wall;
     m.serving = e->serving;
     m.digest = hex_digest(e->path.string() + "\n" + e->fingerprint);
-    m.vision = !e->options.mmproj.empty();
+    // Once loaded, whether its projector serves (a paired one may not: model_loader).
+    m.vision = e->serving ? e->serving->vision != nullptr : !e->options.mmproj.empty();
     out.push_back(std::move(m));
   }
   return out;

@@ -4,8 +4,9 @@
 // projector's opening and closing text; the same image gives the same reply
 // and reuses the cached prompt, another image changes the reply; bad images,
 // image URLs and models without a projector are 400s; a projector of
-// another model's width fails the model's load, naming both; a stream
-// whose image takes long to encode gets its 200 and SSE pings meanwhile.
+// another model's width fails the model's load, naming both, where one
+// only found beside the model (a Qwen-VL download's) leaves it text only; a
+// stream whose image takes long to encode gets its 200 and SSE pings meanwhile.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/engine/model/spec_test_util.h"
 #include "tests/integration/image_fixtures.h"
 #include "tests/integration/server_fixture.h"
 #include "tests/test_util.h"
@@ -281,6 +283,59 @@ TEST_CASE("images over HTTP: in a models folder a model's projector is the one b
   const auto list = httplib::Client(server.url()).Get("/v1/models");
   REQUIRE(list);
   CHECK(list->body.find("mmproj") == std::string::npos);
+}
+
+TEST_CASE("images over HTTP: a projector beside a model that cannot serve leaves the model text only",
+          "[integration][vision]") {
+  namespace fs = std::filesystem;
+  const auto dir = tc::test::scratch_dir("vision_beside_unsupported");
+  const auto model = tc::test::make_test_model(
+      dir, "q", "--arch gemma3 --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 --n-vocab 1024 --seed 9");
+  const auto made = dir / "mmproj-made.gguf";
+  REQUIRE(tc::test::run_command(tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-mmproj -o " +
+                                tc::test::shell_quote(made.string()) +
+                                " --n-embd-text 64 --image-size 28 --patch-size 14 --n-embd 16 --n-ff 32 --n-layer 1 "
+                                "--n-head 2 --pool 2")
+              .exit_code == 0);
+  // Qwen3-VL's projector type, which this server does not run.
+  const auto qwen_vl = tc::test::copy_gguf(tc::gguf::GgufFile::open(made), "vision_beside_copy", "",
+                                           [](tc::gguf::GgufWriter& w) {
+                                             w.set("clip.projector_type", tc::gguf::Value(std::string("qwen3vl_merger")));
+                                           });
+  const auto models = dir / "models";
+  fs::create_directories(models / "qvl");
+  fs::copy_file(model, models / "qvl" / "q.gguf");
+  fs::copy_file(qwen_vl.path(), models / "qvl" / "mmproj-q.gguf");
+  // Named in a NAME.toml, the same projector fails the load.
+  fs::copy_file(model, models / "asked.gguf");
+  fs::copy_file(qwen_vl.path(), models / "mmproj-asked.gguf");
+  std::ofstream(models / "asked.toml") << "mmproj = \"mmproj-asked.gguf\"\n";
+  tc::test::ServerProcess server({}, {"--models-dir", models.string(), "--ctx-size", "256", "--threads", "2"}, dir);
+  auto client = server.client();
+  json text = {{"model", "qvl/q"}, {"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})},
+               {"max_tokens", 2}};
+  const auto served = tc::test::post_json(client, "/v1/chat/completions", text);
+  INFO(served.raw);
+  CHECK(served.status == 200);
+  json with_image = image_chat(data_url(png(20, 20, 4)));
+  with_image["model"] = "qvl/q";
+  const auto refused = tc::test::post_json(client, "/v1/chat/completions", with_image);
+  CHECK(refused.status == 400);
+  const auto list = client.Get("/v1/models");
+  REQUIRE(list);
+  INFO(list->body);
+  bool listed = false;
+  const json listing = json::parse(list->body);
+  for (const auto& m : listing["data"]) {
+    if (m["id"] != "qvl/q") continue;
+    listed = true;
+    CHECK(m.dump().find("\"vision\":true") == std::string::npos);
+  }
+  CHECK(listed);
+  text["model"] = "asked";
+  const auto failed = tc::test::post_json(client, "/v1/chat/completions", text);
+  CHECK(failed.status >= 400);
+  CHECK_THAT(failed.raw, Catch::Contains("qwen3vl_merger"));
 }
 
 TEST_CASE("images over HTTP: a stream whose image takes long to encode gets its 200 and pings first",
