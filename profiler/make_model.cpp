@@ -226,7 +226,8 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
   if (arch == "gpt-oss") return 150000.0;
-  return arch.starts_with("qwen") || arch.starts_with("gemma3") || arch == "gemma4" ? 1000000.0 : 10000.0;  // qwen35 too
+  return arch.starts_with("qwen") || arch.starts_with("gemma3") || arch == "gemma4" || arch == "gemma-embedding"
+             ? 1000000.0 : 10000.0;  // qwen35 too
 }
 
 // Frequency factors rising linearly from `first` to `last` over n pairs
@@ -260,6 +261,15 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
   int64_t window = o.sliding_window;
   if (window <= 0 && a.name == "gpt-oss") window = a.sliding_window.default_window;
   if (window <= 0 && a.rope_windowed_only && !a.rope_everywhere_without_window) window = 4096;
+  if (window <= 0 && a.bidirectional) window = 512;  // EmbeddingGemma's (llama.cpp requires the key)
+  if (a.bidirectional) {  // mean pooling and the dense head's widths, as its converter writes them
+    w.set(p + "pooling_type", gguf::Value(uint32_t{1}));
+    w.set(p + "rope.freq_base_swa", gguf::Value(10000.0f));
+    w.set(p + "dense_2_feat_in", gguf::Value(static_cast<uint32_t>(o.n_embd)));
+    w.set(p + "dense_2_feat_out", gguf::Value(static_cast<uint32_t>(4 * o.n_embd)));
+    w.set(p + "dense_3_feat_in", gguf::Value(static_cast<uint32_t>(4 * o.n_embd)));
+    w.set(p + "dense_3_feat_out", gguf::Value(static_cast<uint32_t>(o.n_embd)));
+  }
   if (window > 0) w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(window)));
   if (o.swa_pattern > 0) {
     w.set(p + "attention.sliding_window_pattern", gguf::Value(static_cast<uint32_t>(o.swa_pattern)));
@@ -668,6 +678,10 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
       bias(l, "ffn_down", o.n_embd);
     }
     if (a.post_norms) norm(name("post_ffw_norm"));
+  }
+  if (a.bidirectional) {  // EmbeddingGemma's dense head: n_embd -> 4 n_embd -> n_embd
+    matrix("dense_2.weight", types.base, o.n_embd, 4 * o.n_embd, sd_for(o.n_embd));
+    matrix("dense_3.weight", types.base, 4 * o.n_embd, o.n_embd, sd_for(4 * o.n_embd));
   }
   if (o.rope_freqs) add_f32_vector(w, "rope_freqs.weight", ramp(n_rot / 2, 1.0f, 8.0f));
   if (o.longrope_orig_ctx > 0) {

@@ -480,6 +480,17 @@ const std::array kArchitectures{
                  .reads_final_softcap = true,
                  .fixed_attn_scale = 1.0f,
                  .altup_layers = true},
+    // EmbeddingGemma (gemma-embedding, 300M): gemma3's blocks as an encoder
+    // (Architecture::bidirectional), a symmetric window on five layers of
+    // six, mean-pooled and projected by dense_2 and dense_3 where present.
+    Architecture{.name = "gemma-embedding",
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kGeGluOnly,
+                 .qk_norm = true,
+                 .post_norms = true,
+                 .embd_scale = true,
+                 .sliding_window = {.enabled = true, .period = 6, .reads_freq_base_swa = true},
+                 .bidirectional = true},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
     // yarn_log_multiplier, and queries scaled up past the original context
     // (attention.temperature_scale).

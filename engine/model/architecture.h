@@ -305,6 +305,12 @@ struct Architecture {
   // attend over layer 18's (windowed) or 19's cache, values RMS-normed
   // without a weight, as llama.cpp's gemma3n graph.
   bool altup_layers = false;
+  // An encoder (EmbeddingGemma's gemma-embedding): attention sees the whole
+  // prompt both ways, windowed layers within window / 2 either side
+  // (AttentionParams::bidirectional); the model serves embeddings only, a
+  // prompt in one step, pooled as pooling_type says, then through the
+  // optional dense_2 and dense_3 projections (LlamaModel::project_pooled).
+  bool bidirectional = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -48,9 +48,13 @@ void LlamaModel::run_attention(kernels::Backend& b, Workspace& ws, const int32_t
         {q + t * n_embd_q, k_cache, v_cache, n, start + n, horizons + t, cur + t * n_embd_q});
     t += n;
   }
-  const kernels::AttentionParams attention{spec_.attn_scale, spec_.attn_softcap,
-                                           spec_.is_swa(layer) ? spec_.n_swa : 0, f32(w.attn_sinks), kv.types().k,
-                                           kv.types().v};
+  const kernels::AttentionParams attention{spec_.attn_scale,
+                                           spec_.attn_softcap,
+                                           spec_.is_swa(layer) ? spec_.n_swa : 0,
+                                           f32(w.attn_sinks),
+                                           kv.types().k,
+                                           kv.types().v,
+                                           spec_.architecture->bidirectional};
   b.attention_batch(attention_sequences_, spec_.n_head, shape.n_head_kv, shape.head_dim, attention);
   if (mla_ != nullptr) {
     mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run

@@ -186,6 +186,10 @@ void LlamaModel::check_host_only_parts(const LoadedModel& model, bool hybrid_mod
   }
   const bool layers_differ =
       spec_.architecture->gemma4_layers || spec_.architecture->altup_layers || spec_.has_recurrent_layers();
+  if (spec_.architecture->bidirectional && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode)) {
+    throw std::invalid_argument(model.file.path() + " is an encoder (" + spec_.arch + ", bidirectional attention): "
+                                "it runs on the CPU backend only so far (--device cpu)");
+  }
   if (layers_differ && (!on_host(backend_) || offload_cpu_ != nullptr || hybrid_mode ||
                         options_.ffn_mode == FfnMode::Sparse)) {
     throw std::invalid_argument(model.file.path() + " is a " + spec_.arch + " model, whose layers differ in kind: it "

@@ -197,6 +197,9 @@ class LlamaModel {
   // memory); n_discard in [1, n_used - n_keep]. std::invalid_argument where
   // context_shift_refusal(spec()) says why not.
   void shift_context(runtime::KvCache& kv, int slot, int64_t n_keep, int64_t n_discard);
+  // An encoder's pooled embedding (f32 [n_embd], Architecture::bidirectional)
+  // through its dense_2 and dense_3 projections, where the file has them.
+  void project_pooled(std::vector<float>& embedding);
   // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
   const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }
   // Layer offload: the CPU backend (nullptr otherwise) and k.

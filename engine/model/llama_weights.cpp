@@ -471,6 +471,12 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       if (a.gemma4_layers) lw.layer_output_scale = m.optional_vector(name("layer_output_scale"), 1);
     }
   }
+  if (a.bidirectional && m.has("dense_2.weight")) {
+    const gguf::TensorInfo* d2 = file.find_tensor("dense_2.weight");
+    const int64_t n_dense = d2->ne.size() > 1 ? d2->ne[1] : 0;
+    w.dense_2 = m.matrix("dense_2.weight", s.n_embd, n_dense);
+    w.dense_3 = m.matrix("dense_3.weight", n_dense, s.n_embd);
+  }
   if (a.altup_layers) {
     const int64_t n_more = s.altup.n_streams - 1;
     w.altup_proj = m.expert_matrices("altup_proj.weight", s.n_embd, s.n_embd, n_more);

@@ -166,6 +166,10 @@ struct LlamaWeights {
   // altup_proj and altup_unembd_proj {n_embd, n_embd, n_streams - 1}).
   std::vector<kernels::Tensor> altup_proj;         // [n_streams - 1] weight dtype {n_embd, n_embd}
   std::vector<kernels::Tensor> altup_unembd_proj;  // [n_streams - 1] weight dtype {n_embd, n_embd}
+  // An encoder's projections of its pooled embedding (Architecture::bidirectional;
+  // null where absent): dense_2 then dense_3, back to n_embd.
+  kernels::Tensor dense_2;  // dense_2, weight dtype {n_embd, n_dense}
+  kernels::Tensor dense_3;  // dense_3, weight dtype {n_dense, n_embd}
   std::vector<LayerWeights> layers;
 };
 

@@ -275,10 +275,11 @@ void Engine::Impl::admit(Pending pending) {
   // prompt token is always computed, for the logits. Ties go to the slot
   // idle the longest, so fresh caches survive.
   // Embeddings pooled over every row (mean) or the first (cls) compute
-  // every row: they reuse nothing.
+  // every row: they reuse nothing; nor does an encoder, whose rows see the
+  // tokens after them.
   const auto& prompt = pending.request.prompt;
   const auto& embedding = pending.request.embedding;
-  const bool reuse = !embedding || *embedding == model::Pooling::Last;
+  const bool reuse = (!embedding || *embedding == model::Pooling::Last) && !llama->spec().architecture->bidirectional;
   int best = -1;
   size_t best_lcp = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -399,6 +400,12 @@ void Engine::Impl::run_step() {
     if (budget <= 0) break;
     auto& seq = *slots[static_cast<size_t>(slot_idx)].seq;
     int64_t limit = std::min(seq.n_prompt() - seq.n_prompt_done, budget);
+    if (llama->spec().architecture->bidirectional) {
+      // An encoder's prompt is one step, past the budget if need be (its
+      // tokens attend to one another): alone, or beside what fits.
+      if (seq.n_prompt() > budget && !step.empty()) continue;
+      limit = seq.n_prompt() - seq.n_prompt_done;
+    }
     // A recurrent model's chunk stops at its checkpoint (checkpoint_mark).
     if (const int64_t mark = checkpoint_mark(seq); mark > seq.n_prompt_done) {
       limit = std::min(limit, mark - seq.n_prompt_done);
@@ -602,6 +609,7 @@ void Engine::Impl::pool_embedding_rows(int slot_idx, const float* rows, int64_t 
   ev.kind = StreamEvent::Kind::Finished;
   ev.finish = FinishReason::Stop;
   ev.embedding = seq.pool->result(seq.n_prompt());
+  llama->project_pooled(ev.embedding);  // an encoder's dense head, where it has one
   const auto now = Clock::now();
   ev.usage.prompt_tokens = seq.n_prompt();
   ev.usage.cached_tokens = seq.n_cached;

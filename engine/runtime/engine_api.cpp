@@ -31,6 +31,11 @@ SubmitResult Engine::submit(GenerationRequest request) {
   if (request.context_shift && !context_shift_refusal_.empty()) {
     return refuse(SubmitStatus::InvalidRequest, "context shift is not possible on this model: " + context_shift_refusal_);
   }
+  if (loaded->spec.architecture->bidirectional && !request.embedding) {
+    return refuse(SubmitStatus::InvalidRequest, "this model (" + loaded->spec.arch +
+                                                    ") is an encoder: it serves embeddings (/v1/embeddings), "
+                                                    "not completions");
+  }
   if (auto refusal =
           check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx, loaded->spec.n_embd)) {
     return refuse(refusal->status, std::move(refusal->message));

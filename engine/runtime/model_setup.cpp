@@ -87,12 +87,12 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
         return kernels::create_backend(device, n_threads);
       };
   const model::ModelSpec& spec = loaded->spec;
-  // A mixture of experts, latent attention and layers of two kinds (Gemma 4,
-  // Gemma 3n, Qwen 3.5, Granite 4.0-H) run on the CPU backend only
+  // A mixture of experts, latent attention, encoders and layers of two
+  // kinds (Gemma 4, Gemma 3n, Qwen 3.5, Granite 4.0-H) run on the CPU backend only
   // so far: asked for a GPU (a server's default for a whole models folder),
   // such a model runs there, and the log says why.
-  const bool layers_of_kinds =
-      spec.architecture->gemma4_layers || spec.architecture->altup_layers || spec.has_recurrent_layers();
+  const bool layers_of_kinds = spec.architecture->gemma4_layers || spec.architecture->altup_layers ||
+                               spec.architecture->bidirectional || spec.has_recurrent_layers();
   const bool experts_on_cpu = (spec.has_experts() || spec.is_mla() || layers_of_kinds) && setup.device.cuda;
   const config::GpuSplitSetting split = experts_on_cpu ? config::GpuSplitSetting{} : setup.gpu_split;
   const bool hybrid = split.hybrid();

@@ -86,6 +86,10 @@ struct AttentionParams {
   // values wherever both could.
   DType k_type = DType::F16;
   DType v_type = DType::F16;
+  // An encoder's attention (EmbeddingGemma): a token at position p sees
+  // every cache position, or with window those in [p - window / 2,
+  // p + window / 2] (llama.cpp's symmetric window). CPU backend only.
+  bool bidirectional = false;
 };
 
 // The element types a KV cache may have.

@@ -158,10 +158,20 @@ struct AttentionArgs {
   int64_t window;  // > 0: sliding window (AttentionParams)
   const float* sinks;  // f32 [n_head] or null (AttentionParams)
   DType k_type, v_type;  // F16 or Q8_0 (AttentionParams)
+  int64_t n_kv;          // the cache's positions
+  bool bidirectional;    // (AttentionParams)
 
   // The first position token t sees.
   int64_t first_seen(int64_t t) const {
-    return window > 0 ? std::max<int64_t>(0, static_cast<int64_t>(positions[t]) + 1 - window) : 0;
+    const int64_t p = positions[t];
+    if (bidirectional) return window > 0 ? std::max<int64_t>(0, p - window / 2) : 0;
+    return window > 0 ? std::max<int64_t>(0, p + 1 - window) : 0;
+  }
+  // One past the last position token t sees.
+  int64_t end_seen(int64_t t) const {
+    const int64_t p = positions[t];
+    if (bidirectional) return window > 0 ? std::min<int64_t>(n_kv, p + window / 2 + 1) : n_kv;
+    return p + 1;
   }
 };
 
@@ -222,7 +232,7 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
   auto v_row = [&](int64_t j) { return static_cast<const char*>(a.v) + j * v_row_bytes; };
   auto k_run = [&](int64_t j) { return k_row(j) + k_run_offset; };
   auto v_run = [&](int64_t j) { return v_row(j) + v_run_offset; };
-  auto n_ctx_of = [&](int64_t t) { return static_cast<int64_t>(a.positions[t]) + 1; };
+  auto n_ctx_of = [&](int64_t t) { return a.end_seen(t); };
   auto chunk_end_of = [&](int64_t t) { return std::min(j_begin + kChunk, n_ctx_of(t)); };
   // Whether token t sees none of the chunk (its window starts past it).
   auto masked_out = [&](int64_t t) { return a.first_seen(t) >= chunk_end_of(t); };
@@ -539,7 +549,7 @@ void attend_run(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_t 
   int64_t max_ctx = 0;  // the longest context of the run's tokens
   int64_t min_seen = std::numeric_limits<int64_t>::max();  // the first position any of them sees
   for (int64_t t = t_begin; t < t_end; ++t) {
-    max_ctx = std::max<int64_t>(max_ctx, a.positions[t] + 1);
+    max_ctx = std::max<int64_t>(max_ctx, a.end_seen(t));
     min_seen = std::min(min_seen, a.first_seen(t));
   }
   auto out_of = [&](int64_t t, int64_t r) { return a.out + (t * a.n_head + h_begin + r) * head_dim; };
@@ -635,7 +645,7 @@ struct SequenceItems {
   SequenceItems(const AttentionArgs& a, int64_t n_tokens_, int64_t want)
       : args(a),
         n_tokens(n_tokens_),
-        n_pieces(n_tokens_ == 1 ? (a.positions[0] + kChunk) / kChunk : (n_tokens_ + kTokenBlock - 1) / kTokenBlock),
+        n_pieces(n_tokens_ == 1 ? (a.end_seen(0) + kChunk - 1) / kChunk : (n_tokens_ + kTokenBlock - 1) / kTokenBlock),
         runs(a.n_head, a.n_head_kv, std::max<int64_t>(1, (want + n_pieces - 1) / n_pieces),
              n_tokens_ == 1 ? kMaxDecodeRunHeads : kMaxRunHeads) {}
   bool decode() const { return n_tokens == 1; }
@@ -718,8 +728,10 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   int64_t n_floats = 0, n_doubles = 0, n_decode = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const AttentionSequence& s = sequences[i];
-    const AttentionArgs args{s.q,   s.k,   s.v,           n_head,        n_head_kv,    head_dim,     s.positions,
-                             s.out, scale, params.softcap, params.window, params.sinks, params.k_type, params.v_type};
+    const AttentionArgs args{s.q,           s.k,           s.v,           n_head,       n_head_kv,
+                             head_dim,      s.positions,   s.out,         scale,        params.softcap,
+                             params.window, params.sinks,  params.k_type, params.v_type, s.n_kv,
+                             params.bidirectional};
     if (s.n_tokens > 0) {
       items[i].emplace(args, s.n_tokens, want);
       n_floats += items[i]->partial_floats();

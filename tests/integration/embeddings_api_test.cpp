@@ -2,7 +2,9 @@
 // /v1/embeddings (float and base64, text and token ids, a batch larger than
 // the engine's queue, dimensions) and Ollama's /api/embed and /api/embeddings,
 // context limits and truncation, bad input as 400s naming the field, and
-// the `pooling` option (cls pools the first token: BOS for every text).
+// the `pooling` option (cls pools the first token: BOS for every text); an
+// encoder (EmbeddingGemma's gemma-embedding) embeds a text longer than the
+// step budget whole and refuses completions.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -137,4 +139,24 @@ TEST_CASE("embeddings over HTTP: --pooling cls pools the first token", "[integra
   auto c2 = last.client();
   CHECK(embed_one(c2, "The quick brown fox") != embed_one(c2, "something else entirely"));
   CHECK(last.stop() == 0);
+}
+
+TEST_CASE("embeddings over HTTP: an encoder embeds whole texts and refuses completions", "[integration][embeddings]") {
+  const auto dir = tc::test::scratch_dir("embeddings_api_encoder");
+  const auto model = tc::test::make_test_model(dir, "encoder",
+                                               "--arch gemma-embedding --n-embd 64 --n-layer 2 --n-ff 128 --n-head 4 "
+                                               "--n-head-kv 2 --sliding-window 8 --n-vocab 1024 --seed 19");
+  // A step budget of 8 tokens: the encoder's texts, longer, still go in one step.
+  ServerProcess server(model, {"--batch-size", "8"}, tc::test::scratch_dir("embeddings_api_logs"));
+  auto c = server.client();
+  const std::string text = "Every token of an encoder's input sees every other, the ones after it too.";
+  const auto a = embed_one(c, text);
+  CHECK(std::fabs(norm(a) - 1.0) < 1e-4);
+  CHECK(embed_one(c, text) == a);  // nothing reused from the cache between requests
+  const auto other = embed_one(c, "A different text entirely, of some length too.");
+  CHECK(other != a);
+  check_400(c, "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}}, "encoder");
+  check_400(c, "/v1/chat/completions",
+            {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})}, {"max_tokens", 4}}, "encoder");
+  CHECK(server.stop() == 0);
 }

@@ -2,7 +2,8 @@
 // prefill and a prefill chunk after a cached prefix, head sizes 64/128 and
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
-// sliding windows, soft-capped scores, a given scale and attention sinks; attention_batch (a
+// sliding windows, soft-capped scores, a given scale and attention sinks;
+// an encoder's bidirectional attention, whole or in a symmetric window; attention_batch (a
 // decode step's sequences in one job) against single calls; the AVX-512
 // loops against the AVX2 ones, bit for bit; q8_0 keys and/or values
 // (store_kv's blocks) against float64 of their dequantized values.
@@ -130,8 +131,12 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
   const double cap = p.params.softcap;
   double worst = 0;  // largest error / tolerance seen
   for (int64_t t = 0; t < p.n_tokens(); ++t) {
-    const int64_t n_ctx = p.positions[t] + 1;
-    const int64_t first = p.params.window > 0 ? std::max<int64_t>(0, n_ctx - p.params.window) : 0;
+    // [first, n_ctx): causal, or an encoder's whole cache or symmetric window.
+    const int64_t pos = p.positions[t], window = p.params.window;
+    const int64_t n_ctx = !p.params.bidirectional ? pos + 1 : window > 0 ? std::min(p.n_kv, pos + window / 2 + 1) : p.n_kv;
+    const int64_t first = window <= 0                ? 0
+                          : p.params.bidirectional ? std::max<int64_t>(0, pos - window / 2)
+                                                   : std::max<int64_t>(0, n_ctx - window);
     for (int64_t h = 0; h < n_head; ++h) {
       const int64_t kv_idx = h / n_group;
       const float* q = p.q.data() + (t * n_head + h) * head_dim;
@@ -375,6 +380,47 @@ TEST_CASE("attention with a sliding window matches float64 and reads nothing bef
       int64_t first_seen = c.n_kv;
       for (int32_t pos : c.positions) first_seen = std::min<int64_t>(first_seen, std::max<int64_t>(0, pos + 1 - c.window));
       for (int64_t j = 0; j < first_seen; ++j) {
+        std::fill(p.k.begin() + j * row, p.k.begin() + (j + 1) * row, uint16_t{0x7E00});
+        std::fill(p.v.begin() + j * row, p.v.begin() + (j + 1) * row, uint16_t{0x7E00});
+      }
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+    }
+  }
+}
+
+TEST_CASE("bidirectional attention matches float64, whole or in a symmetric window, reading nothing outside",
+          "[kernels][ops][attention]") {
+  // An encoder's prompt: every token over the whole cache (positions ahead
+  // of it too), or over [p - w/2, p + w/2]; windows inside one chunk and
+  // across the chunk edges, a single token (the decode path's chunks), and
+  // rows outside every token's window poisoned with NaN.
+  struct Case {
+    int64_t window, n_kv;
+    std::vector<int32_t> positions;
+  };
+  const std::vector<Case> cases = {{0, 40, iota_positions(0, 40)},
+                                   {8, 40, iota_positions(0, 40)},
+                                   {0, 600, iota_positions(0, 600)},
+                                   {300, 700, iota_positions(200, 60)},
+                                   {0, 530, {3}},
+                                   {100, 530, {300}}};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{6, 3, 20}}) {
+    for (const Case& c : cases) {
+      INFO("head_dim " << shape.head_dim << " window " << c.window << " n_kv " << c.n_kv << " tokens "
+                       << c.positions.size());
+      auto p = make_problem(shape, c.n_kv, c.positions, 3000 + static_cast<uint64_t>(c.window + c.n_kv));
+      p.params.window = c.window;
+      p.params.bidirectional = true;
+      const int64_t row = shape.n_head_kv * shape.head_dim;
+      int64_t first_seen = c.n_kv, end_seen = 0;
+      for (const int32_t pos : c.positions) {
+        first_seen = std::min<int64_t>(first_seen, c.window > 0 ? std::max<int64_t>(0, pos - c.window / 2) : 0);
+        end_seen = std::max<int64_t>(end_seen, c.window > 0 ? std::min<int64_t>(c.n_kv, pos + c.window / 2 + 1) : c.n_kv);
+      }
+      for (int64_t j = 0; j < c.n_kv; ++j) {
+        if (j >= first_seen && j < end_seen) continue;
         std::fill(p.k.begin() + j * row, p.k.begin() + (j + 1) * row, uint16_t{0x7E00});
         std::fill(p.v.begin() + j * row, p.v.begin() + (j + 1) * row, uint16_t{0x7E00});
       }

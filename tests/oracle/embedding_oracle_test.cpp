@@ -121,3 +121,49 @@ TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[
     }
   }
 }
+
+TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, dense head) match llama.cpp's",
+          "[oracle][embeddings]") {
+  if (!library().ok()) {
+    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
+    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
+    return;
+  }
+  // Six layers: five see 4 positions either side (a window of 8), the last
+  // the whole prompt, both ways; mean-pooled, then dense_2 and dense_3.
+  const fs::path path = tc::test::scratch_dir("embedding_oracle") / "gemma_embedding.gguf";
+  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
+                          tc::test::shell_quote(path.string()) +
+                          " --arch gemma-embedding --n-embd 256 --n-layer 6 --n-ff 768 --n-head 8 --n-head-kv 2 "
+                          "--head-dim 64 --sliding-window 8 --type f32 --n-vocab 4096 --n-ctx 512 -t 2 --seed 33";
+  const auto r = tc::test::run_command(cmd);
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  const lc::LlamaCppModel theirs_model(library(), path);
+  const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
+  REQUIRE(prompt.size() > 20);
+  const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
+  REQUIRE(loaded->spec.pooling == tc::model::Pooling::Mean);
+  lc::ContextOptions co;
+  co.n_ctx = 256;
+  co.embeddings = true;
+  co.pooling_type = lc::kPoolingMean;
+  lc::LlamaCppContext ctx(theirs_model, co);
+  REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+  const float* theirs = ctx.sequence_embedding();
+  REQUIRE(theirs != nullptr);
+  // (ours() runs the engine with a step budget of 16 tokens: an encoder's prompt goes in one step anyway.)
+  const std::vector<float> mine = ours(loaded, prompt, tc::model::Pooling::Mean);
+  const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
+  REQUIRE(mine.size() == n_embd);
+  double diff = 0, norm = 0;
+  for (size_t j = 0; j < n_embd; ++j) {
+    diff += (static_cast<double>(mine[j]) - theirs[j]) * (static_cast<double>(mine[j]) - theirs[j]);
+    norm += static_cast<double>(theirs[j]) * theirs[j];
+  }
+  REQUIRE(norm > 0);
+  const double relative = std::sqrt(diff / norm);
+  CHECK(relative < kRelativeTolerance);
+  WARN("gemma-embedding, mean + dense: " << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = "
+                                         << relative);
+}
