@@ -147,19 +147,20 @@ const std::array kArchitectures{
                  .mamba2_layers = true},
     // Liquid LFM2 (350M to 2.6B) and LFM2 MoE (8B-A1B, 24B-A2B): short
     // convolution layers beside attention layers with q/k norms and NeoX
-    // RoPE (Architecture::short_conv_layers); lfm2moe's experts in
-    // DeepSeek's form (dense leading layers, a selection bias, sigmoid).
+    // RoPE (Architecture::short_conv_layers), every attention layer windowed
+    // where the file names a window; lfm2moe's experts in DeepSeek's form
+    // (dense leading layers, a selection bias, sigmoid).
     Architecture{.name = "lfm2",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
                  .qk_norm = true,
-                 .sliding_window = {},
+                 .sliding_window = {.enabled = true},
                  .short_conv_layers = true},
     Architecture{.name = "lfm2moe",
                  .rope_mode = RopeMode::Neox,
                  .ffn_forms = kSwiGluOnly,
                  .qk_norm = true,
-                 .sliding_window = {},
+                 .sliding_window = {.enabled = true},
                  .experts = Experts::Required,
                  .deepseek_experts = true,
                  .short_conv_layers = true},

@@ -278,10 +278,6 @@ void read_single_block_layers(const gguf::GgufFile& file, const std::string& p, 
 
 void read_short_conv(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   read_recurrent_by_kv_heads(file, p, s);
-  const std::string window_key = p + "attention.sliding_window";
-  if (file.get_i64(window_key, 0) != 0) {
-    throw file.error(window_key, "is set: LFM2's windowed attention layers are not supported");
-  }
   if (!s.has_recurrent_layers()) return;
   const std::string taps_key = p + "shortconv.l_cache";
   s.short_conv_taps = file.get_i64(taps_key);

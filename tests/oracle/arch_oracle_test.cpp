@@ -252,6 +252,7 @@ const ArchCase kCases[] = {
     {"granitehybrid Q8_0", "--arch granitehybrid --n-layer 5", 135, 256, "q8_0", kQuantTolerance},
     // LFM2: layers 0-1, 3-4 the short convolution (3 taps), 2 and 5 attention; lfm2moe's 0-1 dense.
     {"lfm2 (short convolution and attention)", "--arch lfm2 --n-layer 6", 136},
+    {"lfm2 with a window of 8 on its attention layers", "--arch lfm2 --n-layer 6 --sliding-window 8", 177},
     {"lfm2moe (8 experts, 2 per token, by sigmoid with a bias; 2 dense layers)",
      "--arch lfm2moe --n-layer 5 --experts 8 --experts-used 2", 137},
     // The short convolution multiplies three outputs of one quantized matmul
