@@ -157,7 +157,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   require(o.expert_gating_func >= 0 && o.expert_gating_func <= 2, "--expert-gating is 1 (softmax) or 2 (sigmoid)");
   only(o.no_scale_keys, a.minicpm_scale_defaults, "--no-scale-keys");
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
-  only(o.ssm_state > 0, a.mamba2_layers, "--ssm-state");
+  only(o.ssm_state > 0, a.mamba2_layers || a.mamba1_layers, "--ssm-state");
+  only(o.ssm_dt_b_c_rms, a.mamba1_layers, "--ssm-dt-b-c-rms");
   only(o.no_ssm_norm, a.parallel_mamba2, "--no-ssm-norm");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
@@ -529,7 +530,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
-  if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.short_conv_layers) {
+  if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.mamba1_layers ||
+      a.short_conv_layers) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);

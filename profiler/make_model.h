@@ -111,6 +111,8 @@ struct MakeModelOptions {
   int64_t ssm_state = 0;
   // falcon-h1: Mamba-2 without ssm_norm (Falcon-H1's mamba_rms_norm off).
   bool no_ssm_norm = false;
+  // mamba: {arch}.ssm.dt_b_c_rms (Falcon-Mamba's weightless norms of dt, B and C).
+  bool ssm_dt_b_c_rms = false;
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
   // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert
   // SwiGLU experts of width n_ff per layer, n_expert_used per token, a

@@ -6,7 +6,8 @@
 // RoPE, a squared-ReLU FFN of --n-ff (ffn_up, ffn_down). nemotron_h_moe:
 // the FFN layers --experts ungated experts of --n-ff routed by sigmoid with
 // a selection bias, and a shared expert twice as wide. mamba2 (`--arch
-// mamba2`): every layer Mamba-2, head counts and feed_forward_length 0.
+// mamba2`): every layer Mamba-2, head counts and feed_forward_length 0;
+// mamba: every layer Mamba-1 (d_inner 2 n_embd, dt_rank n_embd / 16).
 #pragma once
 
 #include "engine/gguf/gguf_writer.h"

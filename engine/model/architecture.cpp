@@ -164,6 +164,13 @@ const std::array kArchitectures{
                  .experts = Experts::Required,
                  .deepseek_experts = true,
                  .short_conv_layers = true},
+    // Mamba-1 (state-spaces' Mamba 130M to 2.8B, Falcon-Mamba 7B): every
+    // layer one Mamba-1 block on its norm (Architecture::mamba1_layers).
+    Architecture{.name = "mamba",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .single_block_layers = true,
+                 .mamba1_layers = true},
     // Mamba-2 alone (Mamba-Codestral 7B, state-spaces' Mamba-2 models):
     // every layer one Mamba-2 block on its norm (Architecture::single_block_layers
     // without attention or FFN layers; the converter writes head counts and

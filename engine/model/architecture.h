@@ -311,6 +311,9 @@ struct Architecture {
   // prompt in one step, pooled as pooling_type says, then through the
   // optional dense_2 and dense_3 projections (LlamaModel::project_pooled).
   bool bidirectional = false;
+  // Mamba-1 (mamba: Mamba, Falcon-Mamba): with single_block_layers, every
+  // layer one Mamba-1 block (ModelSpec::mamba1; mamba1_block.h).
+  bool mamba1_layers = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

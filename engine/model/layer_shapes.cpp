@@ -220,6 +220,19 @@ void read_recurrent_by_kv_heads(const gguf::GgufFile& file, const std::string& p
   for (size_t l = 0; l < kv.size(); ++l) s.recurrent_layers[l] = kv[l] == 0;
 }
 
+void read_mamba1_widths(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  Mamba1Shape& m = s.mamba1;
+  m.conv_kernel = positive_integer(file, p + "ssm.conv_kernel");
+  m.d_inner = positive_integer(file, p + "ssm.inner_size");
+  m.d_state = positive_integer(file, p + "ssm.state_size");
+  m.dt_rank = positive_integer(file, p + "ssm.time_step_rank");
+  m.dt_b_c_rms = file.get_bool(p + "ssm.dt_b_c_rms", false);
+  if (m.d_inner != 2 * s.n_embd) {
+    throw file.error(p + "ssm.inner_size", "is " + std::to_string(m.d_inner) + ", expected 2 x embedding_length " +
+                                               std::to_string(2 * s.n_embd) + " (as llama.cpp requires)");
+  }
+}
+
 void read_mamba2_widths(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   Mamba2Shape& m = s.mamba2;
   m.conv_kernel = positive_integer(file, p + "ssm.conv_kernel");
@@ -273,7 +286,11 @@ void read_single_block_layers(const gguf::GgufFile& file, const std::string& p, 
   if (!any_recurrent) return;
   s.recurrent_layers.assign(n, false);
   for (size_t l = 0; l < n; ++l) s.recurrent_layers[l] = ff[l] == 0 && kv[l] == 0;
-  read_mamba2_widths(file, p, s);
+  if (s.architecture->mamba1_layers) {
+    read_mamba1_widths(file, p, s);
+  } else {
+    read_mamba2_widths(file, p, s);
+  }
 }
 
 void read_short_conv(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {

@@ -204,6 +204,24 @@ void map_mamba2(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w)
   w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
 }
 
+// A Mamba-1 layer (llama.cpp's mamba names).
+void map_mamba1(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  const std::string blk = "blk." + std::to_string(l) + ".";
+  const Mamba1Shape& d = s.mamba1;
+  w.m2_in = m.matrix(name("ssm_in"), s.n_embd, 2 * d.d_inner);
+  w.m2_conv = m.matrix(name("ssm_conv1d"), d.conv_kernel, d.d_inner);
+  if (w.m2_conv.dtype != DType::F32) throw m.error(name("ssm_conv1d"), "must be f32 (the convolution's taps)");
+  w.m2_conv_b = m.vector(bias_name(l, "ssm_conv1d"), d.d_inner);
+  w.m1_x = m.matrix(name("ssm_x"), d.d_inner, d.dt_rank + 2 * d.d_state);
+  w.m1_dt = m.matrix(name("ssm_dt"), d.dt_rank, d.d_inner);
+  w.m2_dt_bias = m.vector(bias_name(l, "ssm_dt"), d.d_inner);
+  w.m2_a = m.matrix(blk + "ssm_a", d.d_state, d.d_inner);
+  if (w.m2_a.dtype != DType::F32) throw m.error(blk + "ssm_a", "must be f32");
+  w.m2_d = m.vector(blk + "ssm_d", d.d_inner);
+  w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
+}
+
 // LFM2's short convolution layer (llama.cpp's lfm2 names).
 void map_short_conv(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
@@ -428,6 +446,8 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     if (s.is_recurrent(l) && !s.attends_beside_mamba2) {  // a delta net or Mamba-2 in place of attention
       if (s.short_conv_taps > 0) {
         map_short_conv(m, s, l, lw);
+      } else if (s.runs_mamba1()) {
+        map_mamba1(m, s, l, lw);
       } else if (s.runs_mamba2()) {
         map_mamba2(m, s, l, lw);
       } else {
@@ -570,6 +590,8 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.m2_d, "blk." + std::to_string(l) + ".ssm_d"},
           {&w.m2_norm, name("ssm_norm")},
           {&w.m2_out, name("ssm_out")},
+          {&w.m1_x, name("ssm_x")},
+          {&w.m1_dt, name("ssm_dt")},
           {&w.sc_in, name("shortconv.in_proj")},
           {&w.sc_conv, name("shortconv.conv")},
           {&w.sc_out, name("shortconv.out_proj")}};

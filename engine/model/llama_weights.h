@@ -104,6 +104,11 @@ struct LayerWeights {
   kernels::Tensor m2_d;        // ssm_d, f32 {1, n_head}: the skip's weight
   kernels::Tensor m2_norm;     // ssm_norm, f32 {d_inner / n_group, n_group}: the grouped RMSNorm's weight
   kernels::Tensor m2_out;      // ssm_out, weight dtype {d_inner, n_embd}
+  // Mamba-1 (ModelSpec::mamba1): m2_in {n_embd, 2 d_inner} (x, z), m2_conv
+  // {conv_kernel, d_inner} and its bias, m2_dt_bias f32 [d_inner], m2_a f32
+  // {d_state, d_inner}, m2_d f32 [d_inner], m2_out {d_inner, n_embd}, and:
+  kernels::Tensor m1_x;   // ssm_x, weight dtype {d_inner, dt_rank + 2 d_state}: dt, B, C
+  kernels::Tensor m1_dt;  // ssm_dt, weight dtype {dt_rank, d_inner}
   // LFM2's short convolution (ModelSpec::is_recurrent layers of Architecture::short_conv_layers).
   kernels::Tensor sc_in;    // shortconv.in_proj, weight dtype {n_embd, 3 n_embd}: b, c, x
   kernels::Tensor sc_conv;  // shortconv.conv, f32 {l_cache, n_embd}: each channel's taps, oldest input first

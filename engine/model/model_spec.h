@@ -100,6 +100,20 @@ struct AltUpShape {
   static constexpr float kSparsitySdMultiple = 1.6448533535003662f;
 };
 
+// Mamba-1's widths (mamba: Mamba, Falcon-Mamba; llama.cpp's
+// build_mamba_layer): ssm_in gives x and z, d_inner each; ssm_x gives dt
+// (dt_rank), B and C (d_state each), ssm_dt widens dt to d_inner channels,
+// each with its own row of d_state decays (ssm_a) and state.
+struct Mamba1Shape {
+  int64_t conv_kernel = 0;  // {arch}.ssm.conv_kernel
+  int64_t d_inner = 0;      // {arch}.ssm.inner_size (2 n_embd, as llama.cpp requires)
+  int64_t d_state = 0;      // {arch}.ssm.state_size
+  int64_t dt_rank = 0;      // {arch}.ssm.time_step_rank
+  bool dt_b_c_rms = false;  // {arch}.ssm.dt_b_c_rms: dt, B and C RMS-normed, no weight (Falcon-Mamba)
+  int64_t conv_state_values() const { return (conv_kernel - 1) * d_inner; }
+  int64_t ssm_state_values() const { return d_inner * d_state; }
+};
+
 // How RoPE scales positions (llama.cpp's rope.scaling.type).
 enum class RopeScaling { None, Linear, LongRope, Yarn };
 
@@ -224,6 +238,8 @@ struct ModelSpec {
   DeltaNetShape delta_net;
   Mamba2Shape mamba2;
   bool runs_mamba2() const { return mamba2.d_inner > 0; }
+  Mamba1Shape mamba1;  // Architecture::mamba1_layers; d_inner 0 otherwise
+  bool runs_mamba1() const { return mamba1.d_inner > 0; }
   // Falcon-H1 (Architecture::parallel_mamba2): every layer recurrent and attending too.
   bool attends_beside_mamba2 = false;
   // LFM2 (Architecture::short_conv_layers): the short convolution's taps
@@ -233,10 +249,12 @@ struct ModelSpec {
   // inputs, then the delta net's or Mamba-2's state matrices.
   int64_t recurrent_conv_values() const {
     if (short_conv_taps > 0) return (short_conv_taps - 1) * n_embd;
+    if (runs_mamba1()) return mamba1.conv_state_values();
     return runs_mamba2() ? mamba2.conv_state_values() : delta_net.conv_state_values();
   }
   int64_t recurrent_matrix_values() const {  // none for the short convolution
     if (short_conv_taps > 0) return 0;
+    if (runs_mamba1()) return mamba1.ssm_state_values();
     return runs_mamba2() ? mamba2.ssm_state_values() : delta_net.delta_state_values();
   }
   bool is_recurrent(int64_t layer) const {

@@ -1,6 +1,7 @@
 // RecurrentMixer: the block a recurrent layer (ModelSpec::is_recurrent) runs
 // in place of attention, its state per KV cache slot: Qwen 3.5's gated delta
-// net (delta_net_block.h), Mamba-2 (mamba2_block.h), LFM2's short
+// net (delta_net_block.h), Mamba-2 (mamba2_block.h), Mamba-1
+// (mamba1_block.h), LFM2's short
 // convolution (short_conv_block.h).
 #pragma once
 

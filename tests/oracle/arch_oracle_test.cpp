@@ -262,6 +262,8 @@ const ArchCase kCases[] = {
     // Nemotron-H: layers 0, 2 and 4 Mamba-2, 1 and 5 a squared-ReLU FFN, 3 attention without RoPE.
     {"nemotron_h (one block per layer: Mamba-2, FFN, attention)", "--arch nemotron_h --n-layer 6", 139},
     {"mamba2 (Mamba-2 alone: every layer one Mamba-2 block, no attention)", "--arch mamba2 --n-layer 4", 175},
+    {"mamba (Mamba-1: every layer one Mamba-1 block)", "--arch mamba --n-layer 4", 178},
+    {"mamba with dt, B and C RMS-normed (Falcon-Mamba)", "--arch mamba --n-layer 4 --ssm-dt-b-c-rms", 179},
     // Squared ReLUs grow int8 activations' error: 0.12 sd over 6 layers, 0.064 over these 4.
     {"nemotron_h Q8_0", "--arch nemotron_h --n-layer 4", 142, 256, "q8_0", kQuantTolerance},
     {"nemotron_h_moe (8 ungated experts, 2 per token, by sigmoid; a shared expert)",
@@ -278,6 +280,7 @@ const ArchCase kCases[] = {
     {"falcon-h1 Q8_0", "--arch falcon-h1 --n-layer 2", 146, 256, "q8_0", 0.2},
     // 6 layers: int8 rounding grows with depth as f32's does (0.05 sd here, 0.77 over 22 layers).
     {"mamba2 Q8_0", "--arch mamba2 --n-layer 4", 176, 256, "q8_0", kQuantTolerance},
+    {"mamba Q8_0", "--arch mamba --n-layer 4", 180, 256, "q8_0", kQuantTolerance},
     {"gemma3n Q8_0 (6 layers)", "--arch gemma3n --n-layer 6 --head-dim 64 --sliding-window 8", 171, 256, "q8_0",
      kQuantTolerance},
     {"gemma4 Q8_0", "--arch gemma4 --n-layer 6 --shared-kv-layers 3 --n-embd-per-layer 32 --sliding-window 8", 122,

@@ -120,13 +120,14 @@ TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces a
           "[model][recurrent]") {
   const std::string arch =
       GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
-               "nemotron_h_moe", "falcon-h1", "mamba2");
+               "nemotron_h_moe", "falcon-h1", "mamba2", "mamba");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
   // 8 experts, 2 per token (and a shared expert where the form has one).
-  if (arch == "mamba2") o.arch = arch;
-  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h" && arch != "falcon-h1" && arch != "mamba2") {
+  const bool only_recurrent = arch == "mamba2" || arch == "mamba";
+  if (only_recurrent) o.arch = arch;
+  if (arch != "qwen35" && arch != "lfm2" && arch != "nemotron_h" && arch != "falcon-h1" && !only_recurrent) {
     o.arch = arch;
     o.n_expert = 8;
     o.n_expert_used = 2;
@@ -283,9 +284,11 @@ TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") 
              Catch::Contains("nemotron_h.attention.head_count") && Catch::Contains("layer 3 attends"));
 }
 
-TEST_CASE("a Mamba-2 file's layers are all Mamba-2 and cache only their state", "[model][recurrent]") {
-  auto o = qwen35("mamba2_spec");
-  o.arch = "mamba2";
+TEST_CASE("a Mamba-2 or Mamba-1 file's layers are all recurrent and cache only their state", "[model][recurrent]") {
+  const std::string arch = GENERATE("mamba2", "mamba");
+  INFO(arch);
+  auto o = qwen35(arch + "_spec");
+  o.arch = arch;
   o.n_layer = 3;
   tc::profiler::make_model(o);
   const auto loaded = tc::model::load_model(o.output);
@@ -297,9 +300,21 @@ TEST_CASE("a Mamba-2 file's layers are all Mamba-2 and cache only their state", 
     CHECK(s.n_embd_kv(l) == 0);
   }
   const auto backend = tc::kernels::create_backend(tc::kernels::DeviceKind::Cpu, {.n_threads = 2});
-  const size_t state = static_cast<size_t>(3 * s.mamba2.conv_dim() + s.mamba2.ssm_state_values()) * sizeof(float);
+  // Mamba-2: 3 taps of conv_dim and head_dim x d_state per head; Mamba-1: 3 taps of d_inner (256) and 16 states each.
+  const size_t state = (arch == "mamba2" ? static_cast<size_t>(3 * s.mamba2.conv_dim() + s.mamba2.ssm_state_values())
+                                         : static_cast<size_t>(3 * 256 + 256 * 16)) *
+                       sizeof(float);
   // No key or value rows: 2 slots' states of 3 layers, each with its checkpoint copy.
   CHECK(KvCache(*backend, s, 2, 64).bytes() == 2 * 2 * 3 * state);
+  if (arch != "mamba") return;
+  CHECK(s.mamba1.dt_rank == 8);  // ceil(128 / 16)
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  const auto wider = tc::test::copy_gguf(f, "mamba_refused", "", [](tc::gguf::GgufWriter& w) {
+    w.set("mamba.ssm.inner_size", tc::gguf::Value(uint32_t{384}));
+  });
+  CHECK_THAT(tc::test::load_error(wider), Catch::Contains("mamba.ssm.inner_size") && Catch::Contains("2 x"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "mamba_refused", "blk.1.ssm_x.weight", {})),
+             Catch::Contains("blk.1.ssm_x.weight"));
 }
 
 TEST_CASE("a Falcon-H1 file's layers run Mamba-2 beside attention", "[model][recurrent]") {
