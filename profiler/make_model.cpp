@@ -24,6 +24,7 @@
 #include "kernels/dtype.h"
 #include "profiler/make_falcon_h1.h"
 #include "profiler/make_gemma3n.h"
+#include "profiler/make_jamba.h"
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
 #include "profiler/make_lfm2.h"
@@ -542,6 +543,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
       write_gemma3n_model(o, types.base, types.heavy, w, add);
     } else if (a.single_block_layers) {
       write_nemotron_h_model(o, types.base, types.heavy, w, add);
+    } else if (a.mamba1_layers) {
+      write_jamba_model(o, types.base, types.heavy, w, add);
     } else if (a.parallel_mamba2) {
       write_falcon_h1_model(o, types.base, types.heavy, w, add);
     } else if (a.mamba2_layers) {

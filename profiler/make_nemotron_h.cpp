@@ -27,6 +27,8 @@ Block block_of(const MakeModelOptions& o, int64_t layer) {
   }
 }
 
+}  // namespace
+
 // Mamba-1's widths in a made file: d_inner 2 n_embd, --ssm-state (16)
 // states, 4 taps, dt_rank ceil(n_embd / 16) as Mamba's default.
 model::Mamba1Shape mamba1_shape_of(const MakeModelOptions& o) {
@@ -62,8 +64,6 @@ void add_mamba1_tensors(const MakeModelOptions& o, int64_t l, DType base, DType 
   add(blk + "ssm_d", DType::F32, {m.d_inner}, 1.0f, 0.3f);
   t.matrix(name("ssm_out"), heavy, m.d_inner, o.n_embd);
 }
-
-}  // namespace
 
 void write_nemotron_h_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                             const RandomTensorAdder& add) {

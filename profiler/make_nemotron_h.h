@@ -11,11 +11,22 @@
 #pragma once
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/model/model_spec.h"
 #include "kernels/dtype.h"
 #include "profiler/make_gemma4.h"
 #include "profiler/make_model.h"
 
 namespace tc::profiler {
+
+// Mamba-1's widths in a made file (shared with make_jamba.h): d_inner 2
+// n_embd, --ssm-state (16) states, 4 taps, dt_rank ceil(n_embd / 16).
+model::Mamba1Shape mamba1_shape_of(const MakeModelOptions& o);
+// The ssm.* keys of those widths.
+void write_mamba1_keys(const MakeModelOptions& o, gguf::GgufWriter& w);
+// Layer l's Mamba-1 tensors (llama.cpp's names): ssm_in, ssm_conv1d and its
+// bias, ssm_x, ssm_dt and its bias, ssm_a, ssm_d, ssm_out.
+void add_mamba1_tensors(const MakeModelOptions& o, int64_t l, kernels::DType base, kernels::DType heavy,
+                        const RandomTensorAdder& add);
 
 // Sets the per-layer feed_forward_length and attention.head_count_kv
 // (0 where a layer lacks that block) and the ssm.* keys, and adds every

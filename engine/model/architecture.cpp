@@ -171,6 +171,16 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .single_block_layers = true,
                  .mamba1_layers = true},
+    // AI21's Jamba (Reasoning 3B, Mini, Large): Mamba-1 layers with learned
+    // dt/B/C norms beside attention layers without RoPE, every layer's FFN
+    // dense or (where routed) a softmax mixture not renormalised.
+    Architecture{.name = "jamba",
+                 .ffn_forms = kSwiGluOnly,
+                 .sliding_window = {},
+                 .experts = Experts::Optional,
+                 .expert_weights_norm = false,
+                 .mamba1_layers = true,
+                 .experts_where_routed = true},
     // Mamba-2 alone (Mamba-Codestral 7B, state-spaces' Mamba-2 models):
     // every layer one Mamba-2 block on its norm (Architecture::single_block_layers
     // without attention or FFN layers; the converter writes head counts and

@@ -312,8 +312,14 @@ struct Architecture {
   // optional dense_2 and dense_3 projections (LlamaModel::project_pooled).
   bool bidirectional = false;
   // Mamba-1 (mamba: Mamba, Falcon-Mamba): with single_block_layers, every
-  // layer one Mamba-1 block (ModelSpec::mamba1; mamba1_block.h).
+  // layer one Mamba-1 block (ModelSpec::mamba1; mamba1_block.h); without
+  // (Jamba), the layers whose attention.head_count_kv entry is 0 run it in
+  // place of attention, with learned norms of dt, B and C, and the others
+  // attend without RoPE.
   bool mamba1_layers = false;
+  // With experts: a layer has them where its ffn_gate_inp exists (Jamba's
+  // every other layer), else a dense FFN as wide (ModelSpec::expert_layers).
+  bool experts_where_routed = false;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -257,6 +257,11 @@ void read_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s)
   if (s.has_recurrent_layers()) read_mamba2_widths(file, p, s);
 }
 
+void read_mamba1(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
+  read_recurrent_by_kv_heads(file, p, s);
+  if (s.has_recurrent_layers()) read_mamba1_widths(file, p, s);
+}
+
 void read_parallel_mamba2(const gguf::GgufFile& file, const std::string& p, ModelSpec& s) {
   s.recurrent_layers.assign(static_cast<size_t>(s.n_layer), true);
   s.attends_beside_mamba2 = true;

@@ -41,6 +41,11 @@ void read_altup(const gguf::GgufFile& file, const std::string& prefix, ModelSpec
 // Throws ModelLoadError naming the key at fault.
 void read_delta_net(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
 
+// Jamba (jamba's load_arch_hparams): the layers whose
+// attention.head_count_kv entry is 0 run Mamba-1 (s.recurrent_layers,
+// s.mamba1: ssm.* keys). Throws ModelLoadError naming the key at fault.
+void read_mamba1(const gguf::GgufFile& file, const std::string& prefix, ModelSpec& s);
+
 // Granite 4.0-H (granitehybrid's load_arch_hparams): attention.head_count_kv,
 // one value or one per layer, 0 marking the Mamba-2 layers (the others'
 // counts alike: s.n_head_kv); where there are any, s.recurrent_layers and

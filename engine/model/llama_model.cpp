@@ -242,10 +242,11 @@ void LlamaModel::reserve_workspace(kernels::Backend& b, Workspace& ws, int64_t t
   ws.q = f32(t * spec_.widest_n_embd_q());
   ws.k = f32(t * spec_.widest_n_embd_kv());
   ws.v = f32(t * spec_.widest_n_embd_kv());
-  // Hybrid mode and experts have their own FFN workspace (leading dense
-  // layers before experts excepted).
-  if (hybrid_ffn_ == nullptr &&
-      (moe_ffn_ == nullptr || spec_.n_layer_dense_lead > 0 || spec_.architecture->gemma4_layers)) {
+  // Hybrid mode and experts have their own FFN workspace (dense layers
+  // beside experts excepted: leading ones, Jamba's every other one).
+  const bool dense_beside_experts =
+      spec_.n_layer_dense_lead > 0 || spec_.architecture->gemma4_layers || !spec_.expert_layers.empty();
+  if (hybrid_ffn_ == nullptr && (moe_ffn_ == nullptr || dense_beside_experts)) {
     ws.ffn_gate = f32(t * spec_.widest_n_ff());
     ws.ffn_up = f32(t * spec_.widest_n_ff());
   }

@@ -220,6 +220,10 @@ void map_mamba1(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w)
   if (w.m2_a.dtype != DType::F32) throw m.error(blk + "ssm_a", "must be f32");
   w.m2_d = m.vector(blk + "ssm_d", d.d_inner);
   w.m2_out = m.matrix(name("ssm_out"), d.d_inner, s.n_embd);
+  if (s.architecture->single_block_layers) return;  // mamba: no learned norms
+  w.m1_dt_norm = m.vector(name("ssm_dt_norm"), d.dt_rank);
+  w.m1_b_norm = m.vector(name("ssm_b_norm"), d.d_state);
+  w.m1_c_norm = m.vector(name("ssm_c_norm"), d.d_state);
 }
 
 // LFM2's short convolution layer (llama.cpp's lfm2 names).

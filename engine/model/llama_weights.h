@@ -109,6 +109,8 @@ struct LayerWeights {
   // {d_state, d_inner}, m2_d f32 [d_inner], m2_out {d_inner, n_embd}, and:
   kernels::Tensor m1_x;   // ssm_x, weight dtype {d_inner, dt_rank + 2 d_state}: dt, B, C
   kernels::Tensor m1_dt;  // ssm_dt, weight dtype {dt_rank, d_inner}
+  // Jamba's norms of dt, B and C (null elsewhere): f32 [dt_rank], [d_state], [d_state].
+  kernels::Tensor m1_dt_norm, m1_b_norm, m1_c_norm;
   // LFM2's short convolution (ModelSpec::is_recurrent layers of Architecture::short_conv_layers).
   kernels::Tensor sc_in;    // shortconv.in_proj, weight dtype {n_embd, 3 n_embd}: b, c, x
   kernels::Tensor sc_conv;  // shortconv.conv, f32 {l_cache, n_embd}: each channel's taps, oldest input first

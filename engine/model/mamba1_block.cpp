@@ -70,7 +70,11 @@ void Mamba1Block::run(int64_t layer, const LayerWeights& w, const float* cur, in
   backend_.matmul(w.m1_x, x_.data(), n_tokens, xdb_.data());
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* row = xdb_.data() + t * n_xdb;
-    if (d.dt_b_c_rms) {  // Falcon-Mamba: dt, B and C each RMS-normed
+    if (w.m1_dt_norm.data != nullptr) {  // Jamba: dt, B and C each RMS-normed, with learned weights
+      backend_.rms_norm(row, f32(w.m1_dt_norm), 1, d.dt_rank, eps, row);
+      backend_.rms_norm(row + d.dt_rank, f32(w.m1_b_norm), 1, ds, eps, row + d.dt_rank);
+      backend_.rms_norm(row + d.dt_rank + ds, f32(w.m1_c_norm), 1, ds, eps, row + d.dt_rank + ds);
+    } else if (d.dt_b_c_rms) {  // Falcon-Mamba: the same without weights
       backend_.rms_norm(row, ones_.data(), 1, d.dt_rank, eps, row);
       backend_.rms_norm(row + d.dt_rank, ones_.data(), 2, ds, eps, row + d.dt_rank);
     }

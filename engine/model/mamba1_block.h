@@ -3,7 +3,8 @@
 // build_mamba_layer and ggml's ssm_conv and ssm_scan compute it. Per token
 // of a sequence, with ssm_in · x = [x, z]:
 //   x   = silu(causal conv of x (conv_kernel taps) + conv bias)
-//   ssm_x · x = [dt, B, C] (RMS-normed without a weight where dt_b_c_rms)
+//   ssm_x · x = [dt, B, C] (RMS-normed: without a weight where dt_b_c_rms,
+//               with Jamba's ssm_dt_norm, ssm_b_norm, ssm_c_norm where present)
 //   dt' = softplus(ssm_dt · dt + ssm_dt.bias), one per channel i
 //   per channel: s_i = s_i * exp(dt'_i A_i) + B x_i dt'_i (d_state values),
 //                y_i = s_i · C + D_i x_i

@@ -381,6 +381,16 @@ void read_experts(const GgufFile& file, const std::string& p, const Architecture
     s.n_ff = positive_key(file, p + "expert_feed_forward_length", fallback);
   }
   if (a.deepseek_experts) read_deepseek_experts(file, p, a, s);
+  if (a.experts_where_routed) {
+    s.expert_layers.assign(static_cast<size_t>(s.n_layer), false);
+    bool any = false;
+    for (int64_t l = 0; l < s.n_layer; ++l) {
+      const bool routed = file.find_tensor(layer_tensor_name(l, "ffn_gate_inp")) != nullptr;
+      s.expert_layers[static_cast<size_t>(l)] = routed;
+      any = any || routed;
+    }
+    if (!any) throw file.error(count_key, "is set, but no layer has ffn_gate_inp.weight (a router)");
+  }
 }
 
 // Granite's multipliers (llama.cpp's granite load_arch_hparams): the
@@ -489,9 +499,12 @@ ModelSpec read_model_spec(const GgufFile& file) {
     s.n_ff = positive_key(file, p + "feed_forward_length");
     s.n_head_kv = positive_key(file, p + "attention.head_count_kv", s.n_head);
     read_parallel_mamba2(file, p, s);
-  } else if (a.mamba2_layers || a.short_conv_layers) {  // 0 KV heads mark the recurrent layers
+  } else if (a.mamba2_layers || a.mamba1_layers || a.short_conv_layers) {  // 0 KV heads mark the recurrent layers
     s.n_ff = positive_key(file, p + "feed_forward_length");
-    if (a.mamba2_layers) {
+    if (a.mamba1_layers) {  // Jamba
+      read_mamba1(file, p, s);
+      s.no_rope = true;
+    } else if (a.mamba2_layers) {
       read_mamba2(file, p, s);
     } else {
       read_short_conv(file, p, s);

@@ -299,7 +299,12 @@ struct ModelSpec {
   int64_t n_gqa() const { return n_head / n_head_kv; }
   bool has_experts() const { return n_expert > 0; }
   // Whether `layer`'s FFN is the mixture (not one of the leading dense layers).
-  bool layer_has_experts(int64_t layer) const { return has_experts() && layer >= n_layer_dense_lead; }
+  // Architecture::experts_where_routed: the layers with experts ([n_layer]); empty: from n_layer_dense_lead on.
+  std::vector<bool> expert_layers;
+  bool layer_has_experts(int64_t layer) const {
+    if (!has_experts()) return false;
+    return expert_layers.empty() ? layer >= n_layer_dense_lead : expert_layers[static_cast<size_t>(layer)];
+  }
   // The width of the dense FFN of the layers that have one.
   int64_t dense_ffn_width() const { return n_layer_dense_lead > 0 ? n_ff_dense : n_ff; }
   // How RoPE pairs dims: the architecture's mode, or NeoX where the file's

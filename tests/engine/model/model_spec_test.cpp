@@ -216,10 +216,10 @@ TEST_CASE("model spec errors name the key", "[model]") {
   }
   SECTION("wrong architecture") {
     FileRecipe r;
-    r.extra_keys = [](GgufWriter& w) { w.set("general.architecture", Value("mamba")); };
+    r.extra_keys = [](GgufWriter& w) { w.set("general.architecture", Value("rwkv6")); };
     const auto msg = load_error(write_llama(r));
     CHECK_THAT(msg, Catch::Contains("general.architecture"));
-    CHECK_THAT(msg, Catch::Contains("mamba"));
+    CHECK_THAT(msg, Catch::Contains("rwkv6"));
     CHECK_THAT(msg, Catch::Contains("llama, bamboo, qwen2"));
   }
   SECTION("bamboo reads bamboo.* keys, not llama.* ones") {

@@ -120,7 +120,7 @@ TEST_CASE("a recurrent model's prompt gives the same logits at once, in pieces a
           "[model][recurrent]") {
   const std::string arch =
       GENERATE("qwen35", "qwen35moe", "qwen3next", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
-               "nemotron_h_moe", "falcon-h1", "mamba2", "mamba");
+               "nemotron_h_moe", "falcon-h1", "mamba2", "mamba", "jamba");
   INFO(arch);
   auto o = qwen35("chunks_" + arch);
   if (arch.starts_with("lfm2")) o.head_dim = 0;  // LFM2's heads span n_embd
@@ -282,6 +282,32 @@ TEST_CASE("a Nemotron-H file's layers of one block each", "[model][recurrent]") 
   // A head count of 0 (Mamba-2 alone) where a layer attends.
   CHECK_THAT(tc::test::load_error(with("nemotron_h.attention.head_count", tc::gguf::Value(uint32_t{0}))),
              Catch::Contains("nemotron_h.attention.head_count") && Catch::Contains("layer 3 attends"));
+}
+
+TEST_CASE("a Jamba file: Mamba-1 beside attention, experts on the routed layers only", "[model][recurrent]") {
+  auto o = qwen35("jamba_spec");
+  o.arch = "jamba";
+  o.n_layer = 4;
+  o.n_expert = 8;
+  o.n_expert_used = 2;
+  tc::profiler::make_model(o);
+  const auto loaded = tc::model::load_model(o.output);
+  const tc::model::ModelSpec& s = loaded->spec;
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    INFO("layer " << l);
+    CHECK(s.is_recurrent(l) == (l != 2));
+    CHECK(s.layer_has_experts(l) == (l % 2 == 1));
+    CHECK(s.has_ffn(l));
+  }
+  CHECK(s.no_rope);
+  CHECK(s.n_ff == 256);
+  const auto f = tc::gguf::GgufFile::open(o.output);
+  // A mixture without a router anywhere, and a Mamba layer without its dt norm.
+  const auto no_router = tc::test::copy_gguf(tc::test::copy_gguf(f, "jamba_refused", "blk.1.ffn_gate_inp.weight", {}),
+                                             "jamba_refused", "blk.3.ffn_gate_inp.weight", {});
+  CHECK_THAT(tc::test::load_error(no_router), Catch::Contains("jamba.expert_count") && Catch::Contains("router"));
+  CHECK_THAT(tc::test::load_error(tc::test::copy_gguf(f, "jamba_refused", "blk.0.ssm_dt_norm.weight", {})),
+             Catch::Contains("blk.0.ssm_dt_norm.weight"));
 }
 
 TEST_CASE("a Mamba-2 or Mamba-1 file's layers are all recurrent and cache only their state", "[model][recurrent]") {
