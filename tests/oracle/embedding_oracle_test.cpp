@@ -48,6 +48,17 @@ fs::path make_model(const std::string& flags, uint64_t seed) {
   return out;
 }
 
+// ||mine - theirs|| / ||theirs|| over mine.size() values (theirs not all 0).
+double relative_distance(const std::vector<float>& mine, const float* theirs) {
+  double diff = 0, norm = 0;
+  for (size_t j = 0; j < mine.size(); ++j) {
+    diff += (static_cast<double>(mine[j]) - theirs[j]) * (static_cast<double>(mine[j]) - theirs[j]);
+    norm += static_cast<double>(theirs[j]) * theirs[j];
+  }
+  REQUIRE(norm > 0);
+  return std::sqrt(diff / norm);
+}
+
 const lc::LlamaCppLibrary& library() { return lc::LlamaCppLibrary::instance(tc::oracle::llama_library_path()); }
 
 std::vector<float> ours(const std::shared_ptr<const tc::model::LoadedModel>& model, const std::vector<int32_t>& prompt,
@@ -108,13 +119,7 @@ TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[
       REQUIRE(theirs != nullptr);
       const std::vector<float> mine = ours(loaded, prompt, pooling);
       REQUIRE(mine.size() == n_embd);
-      double diff = 0, norm = 0;
-      for (size_t j = 0; j < n_embd; ++j) {
-        diff += (static_cast<double>(mine[j]) - theirs[j]) * (static_cast<double>(mine[j]) - theirs[j]);
-        norm += static_cast<double>(theirs[j]) * theirs[j];
-      }
-      REQUIRE(norm > 0);
-      const double relative = std::sqrt(diff / norm);
+      const double relative = relative_distance(mine, theirs);
       CHECK(relative < kRelativeTolerance);
       WARN(c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
                    << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
@@ -156,13 +161,7 @@ TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, den
   const std::vector<float> mine = ours(loaded, prompt, tc::model::Pooling::Mean);
   const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
   REQUIRE(mine.size() == n_embd);
-  double diff = 0, norm = 0;
-  for (size_t j = 0; j < n_embd; ++j) {
-    diff += (static_cast<double>(mine[j]) - theirs[j]) * (static_cast<double>(mine[j]) - theirs[j]);
-    norm += static_cast<double>(theirs[j]) * theirs[j];
-  }
-  REQUIRE(norm > 0);
-  const double relative = std::sqrt(diff / norm);
+  const double relative = relative_distance(mine, theirs);
   CHECK(relative < kRelativeTolerance);
   WARN("gemma-embedding, mean + dense: " << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = "
                                          << relative);

@@ -58,4 +58,22 @@ inline std::vector<float> decode_each_logits(model::LlamaModel& m, kernels::Back
   return all;
 }
 
+// The last token's logits (f32 [n_vocab]) with the prompt in pieces: its
+// first `split` tokens in one step beside slot 1's first 7 tokens, then the
+// rest one per step (a KV cache of 2 slots, 64 tokens each); the same as
+// the whole prompt in one step where pieces and neighbours change nothing.
+inline std::vector<float> last_logits_in_pieces(model::LlamaModel& m, const std::vector<text::TokenId>& tokens,
+                                                size_t split) {
+  runtime::KvCache kv = m.make_kv_cache(2, 64);
+  const std::span<const text::TokenId> all(tokens);
+  std::vector<float> logits;
+  const model::StepSequence first[] = {{0, all.first(split), false}, {1, all.first(7), false}};
+  REQUIRE(m.forward(first, kv, logits) == model::StepStatus::Ok);
+  for (size_t i = split; i < tokens.size(); ++i) {
+    const model::StepSequence one{0, all.subspan(i, 1), false};
+    REQUIRE(m.forward({&one, 1}, kv, logits) == model::StepStatus::Ok);
+  }
+  return logits;
+}
+
 }  // namespace tc::test
