@@ -18,7 +18,9 @@ double magnitude(const float* row, int64_t n) {
 
 AltUpStreams::AltUpStreams(const ModelSpec& spec, const LlamaWeights& weights, const LlamaWeights& rows)
     : spec_(spec), weights_(weights) {
-  for (int64_t l = 0; l < spec.altup.n_sparse_layers; ++l) up_rows_.push_back(rows.layers[static_cast<size_t>(l)].ffn_up);
+  for (int64_t l = 0; l < spec.altup.n_sparse_layers; ++l) {
+    up_rows_.push_back(rows.layers[static_cast<size_t>(l)].ffn_up);
+  }
 }
 
 void AltUpStreams::sparse_gate_up(kernels::Backend& b, const LayerWeights& w, int64_t layer, const float* x,
@@ -45,7 +47,9 @@ void AltUpStreams::sparse_gate_up(kernels::Backend& b, const LayerWeights& w, in
   }
   std::fill_n(up, n_tokens * n_ff, 0.0f);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t k = 0; k < n_active; ++k) up[t * n_ff + active_[static_cast<size_t>(k)]] = active_up_[t * n_active + k];
+    for (int64_t k = 0; k < n_active; ++k) {
+      up[t * n_ff + active_[static_cast<size_t>(k)]] = active_up_[static_cast<size_t>(t * n_active + k)];
+    }
   }
 }
 

@@ -70,7 +70,8 @@ void read_layer_shapes(const gguf::GgufFile& file, const std::string& p, ModelSp
   const std::string shared_key = p + "attention.shared_kv_layers";
   // Gemma 3n: llama.cpp ignores the key and keeps the first 20 layers' caches.
   const bool altup = s.architecture->altup_layers;
-  const int64_t n_shared = altup ? std::max<int64_t>(0, s.n_layer - AltUpShape::kKvLayers) : file.get_i64(shared_key, 0);
+  const int64_t n_shared =
+      altup ? std::max<int64_t>(0, s.n_layer - AltUpShape::kKvLayers) : file.get_i64(shared_key, 0);
   const int64_t n_kv_layers = s.n_layer - n_shared;
   if (n_shared < 0 || (n_shared > 0 && n_kv_layers < 2)) {
     throw file.error(shared_key, "is " + std::to_string(n_shared) + ", expected 0 to block_count - 2 (" +

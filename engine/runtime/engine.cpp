@@ -279,7 +279,8 @@ void Engine::Impl::admit(Pending pending) {
   // tokens after them.
   const auto& prompt = pending.request.prompt;
   const auto& embedding = pending.request.embedding;
-  const bool reuse = (!embedding || *embedding == model::Pooling::Last) && !llama->spec().architecture->bidirectional;
+  const bool reuse =
+      (!embedding || *embedding == model::Pooling::Last) && !llama->spec().architecture->bidirectional;
   int best = -1;
   size_t best_lcp = 0;
   for (size_t i = 0; i < slots.size(); ++i) {

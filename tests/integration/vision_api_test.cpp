@@ -298,10 +298,10 @@ TEST_CASE("images over HTTP: a projector beside a model that cannot serve leaves
                                 "--n-head 2 --pool 2")
               .exit_code == 0);
   // Qwen3-VL's projector type, which this server does not run.
-  const auto qwen_vl = tc::test::copy_gguf(tc::gguf::GgufFile::open(made), "vision_beside_copy", "",
-                                           [](tc::gguf::GgufWriter& w) {
-                                             w.set("clip.projector_type", tc::gguf::Value(std::string("qwen3vl_merger")));
-                                           });
+  const auto qwen_vl =
+      tc::test::copy_gguf(tc::gguf::GgufFile::open(made), "vision_beside_copy", "", [](tc::gguf::GgufWriter& w) {
+        w.set("clip.projector_type", tc::gguf::Value(std::string("qwen3vl_merger")));
+      });
   const auto models = dir / "models";
   fs::create_directories(models / "qvl");
   fs::copy_file(model, models / "qvl" / "q.gguf");

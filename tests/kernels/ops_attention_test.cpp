@@ -133,7 +133,9 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
   for (int64_t t = 0; t < p.n_tokens(); ++t) {
     // [first, n_ctx): causal, or an encoder's whole cache or symmetric window.
     const int64_t pos = p.positions[t], window = p.params.window;
-    const int64_t n_ctx = !p.params.bidirectional ? pos + 1 : window > 0 ? std::min(p.n_kv, pos + window / 2 + 1) : p.n_kv;
+    const int64_t n_ctx = !p.params.bidirectional ? pos + 1
+                          : window > 0            ? std::min(p.n_kv, pos + window / 2 + 1)
+                                                  : p.n_kv;
     const int64_t first = window <= 0                ? 0
                           : p.params.bidirectional ? std::max<int64_t>(0, pos - window / 2)
                                                    : std::max<int64_t>(0, n_ctx - window);
@@ -417,7 +419,8 @@ TEST_CASE("bidirectional attention matches float64, whole or in a symmetric wind
       int64_t first_seen = c.n_kv, end_seen = 0;
       for (const int32_t pos : c.positions) {
         first_seen = std::min<int64_t>(first_seen, c.window > 0 ? std::max<int64_t>(0, pos - c.window / 2) : 0);
-        end_seen = std::max<int64_t>(end_seen, c.window > 0 ? std::min<int64_t>(c.n_kv, pos + c.window / 2 + 1) : c.n_kv);
+        const int64_t end = c.window > 0 ? std::min<int64_t>(c.n_kv, pos + c.window / 2 + 1) : c.n_kv;
+        end_seen = std::max<int64_t>(end_seen, end);
       }
       for (int64_t j = 0; j < c.n_kv; ++j) {
         if (j >= first_seen && j < end_seen) continue;

@@ -235,7 +235,8 @@ TEST_CASE("an LFM2 file's short convolution layers and their state", "[model][re
   CHECK_THAT(tc::test::load_error(with("lfm2.shortconv.l_cache", tc::gguf::Value(uint32_t{1}))),
              Catch::Contains("lfm2.shortconv.l_cache"));
   // A windowed file: every attention layer takes the window.
-  const auto windowed = tc::model::read_model_spec(with("lfm2.attention.sliding_window", tc::gguf::Value(uint32_t{512})));
+  const auto windowed =
+      tc::model::read_model_spec(with("lfm2.attention.sliding_window", tc::gguf::Value(uint32_t{512})));
   CHECK(windowed.n_swa == 512);
   for (int64_t l = 0; l < windowed.n_layer; ++l) {
     if (!windowed.is_recurrent(l)) CHECK(windowed.is_swa(l));
