@@ -102,6 +102,56 @@ json value_to_json(const gguf::Value& v, size_t max_items) {
 }
 
 // The ways this model's layers differ from llama's, as one line ("" for plain llama).
+// Whether any layer attends (Mamba alone has none).
+bool any_attention(const model::ModelSpec& s) {
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    if (s.has_mixer(l) && (!s.is_recurrent(l) || s.attends_beside_mamba2)) return true;
+  }
+  return false;
+}
+
+// The layers' kinds beyond attention and the FFN: recurrent mixers, Gemma
+// 3n's streams, per-layer inputs, an encoder, multimodal RoPE, experts on
+// some layers.
+void append_layer_kinds(const model::ModelSpec& s, std::vector<std::string>& out) {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  if (s.has_recurrent_layers()) {
+    int64_t k = 0;
+    for (int64_t l = 0; l < s.n_layer; ++l) k += s.is_recurrent(l) ? 1 : 0;
+    std::string kind;
+    if (s.runs_mamba1()) {
+      kind = "Mamba-1 (d_inner " + n(s.mamba1.d_inner) + ", " + n(s.mamba1.d_state) + " states, dt_rank " +
+             n(s.mamba1.dt_rank) + ")";
+    } else if (s.runs_mamba2()) {
+      kind = "Mamba-2 (" + n(s.mamba2.n_head) + " heads of " + n(s.mamba2.head_dim()) + ", " + n(s.mamba2.d_state) +
+             " states)";
+    } else if (s.short_conv_taps > 0) {
+      kind = "a short convolution of " + n(s.short_conv_taps) + " taps";
+    } else {
+      kind = "a gated delta net";
+    }
+    const std::string beside = s.attends_beside_mamba2 ? " beside attention" : "";
+    out.push_back(n(k) + " of " + n(s.n_layer) + " layers " + kind + beside);
+  }
+  if (!any_attention(s)) out.emplace_back("no attention");
+  if (s.no_rope && any_attention(s)) out.emplace_back("no RoPE");
+  if (s.altup.n_streams > 0) {
+    out.push_back("AltUp: " + n(s.altup.n_streams) + " streams, LAuReL of rank " + n(s.altup.laurel_rank) +
+                  ", sparse FFN gates in layers 0-" + n(s.altup.n_sparse_layers - 1));
+  }
+  if (s.n_embd_per_layer > 0) out.push_back("per-layer inputs of " + n(s.n_embd_per_layer));
+  if (s.architecture->bidirectional) out.emplace_back("bidirectional attention (an encoder: embeddings only)");
+  if (s.rope_sections[0] + s.rope_sections[1] + s.rope_sections[2] + s.rope_sections[3] > 0) {
+    out.push_back("multimodal RoPE sections " + n(s.rope_sections[0]) + ", " + n(s.rope_sections[1]) + ", " +
+                  n(s.rope_sections[2]) + ", " + n(s.rope_sections[3]) + " (text: plain)");
+  }
+  if (!s.expert_layers.empty() && s.has_experts()) {
+    int64_t k = 0;
+    for (const bool b : s.expert_layers) k += b ? 1 : 0;
+    out.push_back("experts on " + n(k) + " of " + n(s.n_layer) + " layers");
+  }
+}
+
 std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::GgufFile& f) {
   const model::Architecture& a = *s.architecture;
   std::vector<std::string> out;
@@ -186,6 +236,7 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
     std::snprintf(buf, sizeof buf, "embeddings x %g", static_cast<double>(s.embd_scale));
     out.emplace_back(buf);
   }
+  append_layer_kinds(s, out);
   return out;
 }
 
@@ -321,8 +372,11 @@ std::string to_text(const Report& r, const InspectOptions& o) {
                                   std::to_string(s.n_expert_used) + " per token)"
                             : "")
         << "\n"
-        << "n_head " << s.n_head << ", n_head_kv " << s.n_head_kv << ", head_dim " << s.head_dim << ", n_rot "
-        << s.n_rot << ", n_ctx_train " << s.n_ctx_train << "\n"
+        << (any_attention(s) ? "n_head " + std::to_string(s.n_head) + ", n_head_kv " + std::to_string(s.n_head_kv) +
+                                   ", head_dim " + std::to_string(s.head_dim) + ", n_rot " + std::to_string(s.n_rot) +
+                                   ", "
+                             : std::string("no attention heads, "))
+        << "n_ctx_train " << s.n_ctx_train << "\n"
         << "rope_freq_base " << s.rope_freq_base << ", rope_freq_scale " << s.rope_freq_scale << ", rms_eps "
         << s.rms_eps << "\n"
         << "ffn form:      " << model::ffn_form_name(s.ffn_form) << (s.sparse_layout ? ", PowerInfer layout (ffn_down_t)" : "")

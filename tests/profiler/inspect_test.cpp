@@ -138,3 +138,39 @@ TEST_CASE("inspect says what a vision projector is for, or why it cannot serve",
   CHECK_THAT(tc::profiler::inspect_file(other, {}), Catch::Contains("not a vision projector Thermocline reads") &&
                                                       Catch::Contains("clip.projector_type"));
 }
+
+TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder, experts on some layers",
+          "[profiler][inspect]") {
+  struct Case {
+    const char* arch;
+    int64_t n_layer;
+    int64_t n_expert;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"mamba", 2, 0, {"2 of 2 layers Mamba-1 (d_inner 128, 16 states, dt_rank 4)", "no attention heads"}},
+      {"jamba", 4, 4, {"3 of 4 layers Mamba-1", "no RoPE", "experts on 2 of 4 layers", "n_head 4"}},
+      {"gemma3n", 22, 0,
+       {"AltUp: 4 streams, LAuReL of rank 64, sparse FFN gates in layers 0-9", "per-layer inputs of 256"}},
+      {"gemma-embedding", 2, 0, {"bidirectional attention (an encoder: embeddings only)"}},
+      {"qwen3vl", 2, 0, {"multimodal RoPE sections 2, 3, 3, 0"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.arch);
+    tc::profiler::MakeModelOptions o;
+    o.arch = c.arch;
+    o.output = tc::test::scratch_dir(std::string("inspect_kinds_") + c.arch) / "m.gguf";
+    o.n_vocab = 1024;
+    o.n_embd = 64;
+    o.n_layer = c.n_layer;
+    o.n_ff = 128;
+    o.n_head = 4;
+    o.n_head_kv = 2;
+    o.n_expert = c.n_expert;
+    o.n_expert_used = c.n_expert > 0 ? 2 : 0;
+    o.weight_type = "f16";
+    tc::profiler::make_model(o);
+    const std::string table = tc::profiler::inspect_file(o.output, {});
+    for (const auto& s : c.says) CHECK_THAT(table, Catch::Contains(s));
+  }
+}
