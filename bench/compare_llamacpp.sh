@@ -48,11 +48,13 @@
 # shape: 30 layers of n_embd 2048, 8 heads of 256 and 2 KV heads, a 512
 # window on four layers of five, n_ff 8192 with sparse gates in layers
 # 0-9, layers 20-29 over earlier caches, per-layer inputs of 256; vocab
-# 32000), each in
+# 32000) and "mamba-layers" (8 of Falcon-Mamba 7B's 64 Mamba-1 layers:
+# n_embd 4096, d_inner 8192, 16 states, dt_rank 256; vocab 32000), each in
 # every type asked for (any `make-model --type`).
 #
 #   bench/compare_llamacpp.sh [-b BUILD_DIR] [-m MODEL_DIR] [-t THREADS] [-r REPS] [-p N_PROMPT] [-n N_GEN] [-d N_DEPTH]
-#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers,gemma4-layers,gemma3n-e2b,granite4h-layers,lfm2-layers]
+#                             [--models 1b,1b-k,7b-layers,a3b-layers,oss-layers,mla-layers,qwen35-layers,gemma4-layers,gemma3n-e2b,mamba-layers,granite4h-layers,
+#                              lfm2-layers]
 #                             [--types f16,q8_0,q4_0] [--runner cpp|node]
 #                             [--flash-attn off|on|auto] [--cache-type f16|q8_0]
 #   defaults: build, BUILD_DIR/bench-models, 2 threads, 5 reps, pp512, tg128, every model and type, cpp, off, f16.
@@ -142,8 +144,9 @@ model_args() {
     gemma4-layers) echo "--arch gemma4 --n-embd 2560 --n-layer 6 --n-ff 10240 --n-head 8 --n-head-kv 2 --head-dim 256 --n-embd-per-layer 256 --shared-kv-layers 3 --sliding-window 512 --n-vocab 32000" ;;
     granite4h-layers) echo "--arch granitehybrid --n-embd 2048 --n-layer 8 --n-ff 8192 --n-head 32 --n-head-kv 8 --ssm-state 128 --n-vocab 32000" ;;
     lfm2-layers) echo "--arch lfm2 --n-embd 2048 --n-layer 6 --n-ff 8192 --n-head 32 --n-head-kv 8 --n-vocab 32000" ;;
+    mamba-layers) echo "--arch mamba --n-embd 4096 --n-layer 8 --n-ff 128 --n-head 32 --n-head-kv 8 --ssm-dt-b-c-rms --n-vocab 32000" ;;
     gemma3n-e2b) echo "--arch gemma3n --n-embd 2048 --n-layer 30 --n-ff 8192 --n-head 8 --n-head-kv 2 --head-dim 256 --sliding-window 512 --n-vocab 32000" ;;
-    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers, gemma4-layers, gemma3n-e2b, granite4h-layers, lfm2-layers)" >&2; exit 2 ;;
+    *) echo "unknown model $1 (1b, 1b-k, 7b-layers, a3b-layers, oss-layers, mla-layers, qwen35-layers, gemma4-layers, gemma3n-e2b, mamba-layers, granite4h-layers, lfm2-layers)" >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a model_list <<< "$models"

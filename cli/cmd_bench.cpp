@@ -24,13 +24,19 @@ namespace tc::cli {
 namespace {
 
 // The dtype of the last layer's FFN input matrix (ffn_gate; ffn_up where
-// ungated or fused; ffn_gate_exps in a mixture of experts).
+// ungated or fused; ffn_gate_exps in a mixture of experts), or of its
+// mixer's input (ssm_in, attn_q) where it has no FFN (Mamba alone).
 std::string weight_type_summary(const model::LoadedModel& m) {
   const int64_t layer = m.spec.n_layer - 1;
-  const std::string_view tensor = m.spec.layer_has_experts(layer)                       ? "ffn_gate_exps"
-                                  : m.spec.architecture->ffn_layout == model::FfnLayout::GateUp ? "ffn_gate"
-                                                                                                : "ffn_up";
-  return std::string(kernels::dtype_name(m.file.tensor(model::layer_tensor_name(layer, tensor)).dtype));
+  const std::string_view ffn = m.spec.layer_has_experts(layer)                                ? "ffn_gate_exps"
+                               : m.spec.architecture->ffn_layout == model::FfnLayout::GateUp ? "ffn_gate"
+                                                                                             : "ffn_up";
+  for (const std::string_view tensor : {ffn, std::string_view("ssm_in"), std::string_view("attn_q")}) {
+    if (const auto* t = m.file.find_tensor(model::layer_tensor_name(layer, tensor)); t != nullptr) {
+      return std::string(kernels::dtype_name(t->dtype));
+    }
+  }
+  return std::string(kernels::dtype_name(m.file.tensor("token_embd.weight").dtype));
 }
 
 // --time-split: where hybrid mode's steps went, against the modelled limit

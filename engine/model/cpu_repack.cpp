@@ -49,12 +49,15 @@ size_t repack_for_cpu_matmul(LlamaWeights& weights, const RepackOptions& options
   std::vector<kernels::Tensor*> matrices;
   if (weights.output.data != weights.token_embd.data) matrices.push_back(&weights.output);
   matrices.push_back(&weights.per_layer_model_proj);  // Gemma 4's per-layer inputs (null elsewhere)
+  // Gemma 3n's streams from the embedding and back (empty elsewhere).
+  for (kernels::Tensor& t : weights.altup_proj) matrices.push_back(&t);
+  for (kernels::Tensor& t : weights.altup_unembd_proj) matrices.push_back(&t);
   for (LayerWeights& l : weights.layers) {
     for (kernels::Tensor* t : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output}) matrices.push_back(t);
-    // Gemma 4's per-layer input block, the recurrent layers' projections (null elsewhere).
-    for (kernels::Tensor* t : {&l.per_layer_inp_gate, &l.per_layer_proj, &l.dn_qkv, &l.dn_z, &l.dn_beta, &l.dn_alpha,
-                               &l.dn_out, &l.dn_qkvz, &l.dn_ba, &l.m2_in, &l.m2_out, &l.sc_in,
-                               &l.sc_out}) {
+    // Gemma 4's per-layer input block, Gemma 3n's LAuReL, the recurrent layers' projections (null elsewhere).
+    for (kernels::Tensor* t : {&l.per_layer_inp_gate, &l.per_layer_proj, &l.laurel_l, &l.laurel_r, &l.dn_qkv, &l.dn_z,
+                               &l.dn_beta, &l.dn_alpha, &l.dn_out, &l.dn_qkvz, &l.dn_ba, &l.m2_in, &l.m2_out, &l.m1_x,
+                               &l.m1_dt, &l.sc_in, &l.sc_out}) {
       matrices.push_back(t);
     }
     if (options.ffn) {
