@@ -24,20 +24,7 @@ using tc::test::load_error;
 using tc::gguf::Value;
 using tc::model::FfnForm;
 
-tc::profiler::MakeModelOptions small(const std::string& arch) {
-  tc::profiler::MakeModelOptions o;
-  o.arch = arch;
-  o.n_vocab = 512;
-  o.n_embd = 64;
-  o.n_layer = 3;
-  o.n_ff = 96;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.weight_type = "f16";
-  o.n_threads = 1;
-  o.seed = 3;
-  return o;
-}
+tc::profiler::MakeModelOptions small(const std::string& arch) { return tc::test::small_model_options(arch); }
 
 // small(arch) as a mixture: 4 experts, 2 per token.
 tc::profiler::MakeModelOptions small_moe(const std::string& arch) {

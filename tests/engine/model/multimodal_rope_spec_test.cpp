@@ -26,17 +26,7 @@ using tc::test::load_error;
 // A 3-layer f16 model of `arch` (head_dim 16, 8 rotated pairs).
 GgufFile make(const std::string& arch, bool mrope) {
   static int n = 0;
-  tc::profiler::MakeModelOptions o;
-  o.arch = arch;
-  o.n_vocab = 512;
-  o.n_embd = 64;
-  o.n_layer = 3;
-  o.n_ff = 96;
-  o.n_head = 4;
-  o.n_head_kv = 2;
-  o.weight_type = "f16";
-  o.n_threads = 1;
-  o.seed = 5;
+  tc::profiler::MakeModelOptions o = tc::test::small_model_options(arch, 5);
   o.mrope_sections = mrope;
   if (arch.ends_with("moe")) {
     o.n_expert = 4;

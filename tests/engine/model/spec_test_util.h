@@ -11,9 +11,27 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/gguf/model_load_error.h"
 #include "engine/model/model_spec.h"
+#include "profiler/make_model.h"
 #include "tests/test_util.h"
 
 namespace tc::test {
+
+// make-model's options for a small f16 model of `arch`: 3 layers of 64, 4
+// heads of 16, 2 KV heads, n_ff 96, vocab 512 (output left to the caller).
+inline profiler::MakeModelOptions small_model_options(const std::string& arch, uint64_t seed = 3) {
+  profiler::MakeModelOptions o;
+  o.arch = arch;
+  o.n_vocab = 512;
+  o.n_embd = 64;
+  o.n_layer = 3;
+  o.n_ff = 96;
+  o.n_head = 4;
+  o.n_head_kv = 2;
+  o.weight_type = "f16";
+  o.n_threads = 1;
+  o.seed = seed;
+  return o;
+}
 
 // Writes `w` to scratch folder `name`_N/m.gguf (N counts calls) and opens it.
 inline gguf::GgufFile write_fresh(const gguf::GgufWriter& w, const std::string& name) {
