@@ -110,6 +110,14 @@ bool any_attention(const model::ModelSpec& s) {
   return false;
 }
 
+// Whether any layer has an FFN (Mamba alone has none).
+bool any_ffn(const model::ModelSpec& s) {
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    if (s.has_ffn(l)) return true;
+  }
+  return false;
+}
+
 // The layers' kinds beyond attention and the FFN: recurrent mixers, Gemma
 // 3n's streams, per-layer inputs, an encoder, multimodal RoPE, experts on
 // some layers.
@@ -367,7 +375,8 @@ std::string to_text(const Report& r, const InspectOptions& o) {
   if (r.spec) {
     const auto& s = *r.spec;
     out << "architecture:  " << s.arch << (s.name.empty() ? "" : " (" + s.name + ")") << "\n"
-        << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer << ", n_ff " << s.n_ff
+        << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer
+        << (any_ffn(s) ? ", n_ff " + std::to_string(s.n_ff) : std::string(", no FFN"))
         << (s.has_experts() ? " per expert, " + std::to_string(s.n_expert) + " experts (" +
                                   std::to_string(s.n_expert_used) + " per token)"
                             : "")

@@ -148,7 +148,7 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
     std::vector<std::string> says;
   };
   const std::vector<Case> cases = {
-      {"mamba", 2, 0, {"2 of 2 layers Mamba-1 (d_inner 128, 16 states, dt_rank 4)", "no attention heads"}},
+      {"mamba", 2, 0, {"2 of 2 layers Mamba-1 (d_inner 128, 16 states, dt_rank 4)", "no attention heads", "no FFN"}},
       {"jamba", 4, 4, {"3 of 4 layers Mamba-1", "no RoPE", "experts on 2 of 4 layers", "n_head 4"}},
       {"gemma3n", 22, 0,
        {"AltUp: 4 streams, LAuReL of rank 64, sparse FFN gates in layers 0-9", "per-layer inputs of 256"}},
