@@ -100,17 +100,17 @@ void AltUpStreams::predict(kernels::Backend& b, const LayerWeights& w, float* x,
   route(b, w, x, n_tokens);
   b.matmul(w.altup_predict_coef, modalities_.data(), n_tokens, coefs_.data());
   const int64_t plane = capacity_ * n_embd;
-  auto input = [&](int64_t k) -> const float* { return k == 0 ? x : stream(k); };
   // prediction_j = stream_j + sum_k coefs[j * n + k] * stream_k, token by token.
-  for (int64_t j = 0; j < n; ++j) {
-    for (int64_t t = 0; t < n_tokens; ++t) {
+  rows_.resize(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t k = 0; k < n; ++k) rows_[static_cast<size_t>(k)] = (k == 0 ? x : stream(k)) + t * n_embd;
+    for (int64_t j = 0; j < n; ++j) {
       const float* c = coefs_.data() + (t * n + j) * n;
       float* out = predicted_.data() + j * plane + t * n_embd;
-      const float* own = input(j) + t * n_embd;
       for (int64_t i = 0; i < n_embd; ++i) {
         float sum = 0.0f;
-        for (int64_t k = 0; k < n; ++k) sum += c[k] * input(k)[t * n_embd + i];
-        out[i] = sum + own[i];
+        for (int64_t k = 0; k < n; ++k) sum += c[k] * rows_[static_cast<size_t>(k)][i];
+        out[i] = sum + rows_[static_cast<size_t>(j)][i];
       }
     }
   }

@@ -68,6 +68,7 @@ class AltUpStreams {
   std::vector<float> normed_;         // f32 [capacity, n_embd]
   std::vector<float> modalities_;     // f32 [capacity, n_streams]
   std::vector<float> coefs_;          // f32 [capacity, n_streams^2]
+  std::vector<const float*> rows_;    // [n_streams]: one token's row of each stream
   std::vector<kernels::Tensor> up_rows_;  // [n_sparse_layers] the file's ffn_up views (row layout)
   std::vector<int32_t> active_;       // i32 [<= n_ff]: a sparse layer's neurons with a positive gate
   std::vector<float> active_up_;      // f32 [n_tokens, active]: their up values

@@ -479,8 +479,10 @@ ModelSpec read_model_spec(const GgufFile& file) {
                                             "40 use ALiBi, which is not supported)");
   }
   const std::string head_key = p + "attention.head_count";
-  // Mamba-2 alone: no layer attends, and the file's head count is 0 (a
-  // placeholder of 1 here; read_single_block_layers refuses attention then).
+  // Mamba alone (mamba, mamba2): the file's head count is 0 and no layer
+  // attends. n_head is then 1, so that head_dim (n_embd) and the KV shapes
+  // stay defined though no block reads them; a layer that would attend is
+  // refused below, naming the key.
   const bool attentionless = a.single_block_layers && file.get_i64(head_key, 0) == 0;
   s.n_head = attentionless ? 1 : positive_key(file, head_key);
   if (a.gemma4_layers) {  // one value or one per layer: read_layer_shapes below
