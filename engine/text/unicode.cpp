@@ -1,5 +1,5 @@
-// UTF-8 codec, category lookups over the generated range tables, and the
-// GPT-2 byte-level character mapping.
+// UTF-8 codec, category, lowercase and first-of-NFD lookups over the
+// generated range tables, and the GPT-2 byte-level character mapping.
 #include "engine/text/unicode.h"
 
 #include <algorithm>
@@ -172,6 +172,27 @@ bool is_whitespace(char32_t cpt) {
     if (cpt <= tables::kWhiteSpaceRanges[i][1]) return true;
   }
   return false;
+}
+
+char32_t to_lower(char32_t cpt) {
+  if (cpt < 0x80) return (cpt >= 'A' && cpt <= 'Z') ? cpt + 32 : cpt;
+  const tables::CaseRun* end = tables::kLowercaseRuns + tables::kLowercaseRunCount;
+  const tables::CaseRun* it = std::upper_bound(tables::kLowercaseRuns, end, static_cast<uint32_t>(cpt),
+                                               [](uint32_t c, const tables::CaseRun& r) { return c < r.first; });
+  if (it == tables::kLowercaseRuns) return cpt;
+  --it;
+  if (cpt > it->last || (cpt - it->first) % it->stride != 0) return cpt;
+  return static_cast<char32_t>(static_cast<int64_t>(cpt) + it->delta);
+}
+
+char32_t nfd_first(char32_t cpt) {
+  if (cpt < 0xC0) return cpt;  // nothing below A-grave decomposes
+  const tables::ValueRange* end = tables::kNfdFirstRanges + tables::kNfdFirstRangeCount;
+  const tables::ValueRange* it = std::upper_bound(tables::kNfdFirstRanges, end, static_cast<uint32_t>(cpt),
+                                                  [](uint32_t c, const tables::ValueRange& r) { return c < r.first; });
+  if (it == tables::kNfdFirstRanges) return cpt;
+  --it;
+  return cpt <= it->last ? static_cast<char32_t>(it->value) : cpt;
 }
 
 const char* unicode_version() { return tables::kUnicodeVersion; }

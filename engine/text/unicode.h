@@ -1,6 +1,7 @@
 // UTF-8 decoding/encoding with U+FFFD replacement, the Unicode general
 // categories and White_Space set the pre-tokenizers need (\p{L}, \p{N},
-// \p{P}, \p{S}, \p{M}, \s), and GPT-2's byte <-> unicode-char mapping.
+// \p{P}, \p{S}, \p{M}, \s), simple lowercasing and first-of-NFD (WPM), and
+// GPT-2's byte <-> unicode-char mapping.
 // Pure functions over immutable tables: thread-safe.
 #pragma once
 
@@ -62,6 +63,14 @@ inline bool is_mark(char32_t cpt) { return category(cpt) == Category::Mark; }
 // The White_Space property: what `\s` means in the pre-tokenizer regexes
 // (llama.cpp's unicode_set_whitespace is the same list).
 bool is_whitespace(char32_t cpt);
+
+// The simple lowercase mapping (UnicodeData.txt field 13), as llama.cpp's
+// unicode_tolower: `cpt` itself where there is none.
+char32_t to_lower(char32_t cpt);
+// The first codepoint of the full canonical decomposition (NFD) of `cpt`,
+// `cpt` itself where it has none: what llama.cpp's unicode_cpts_normalize_nfd
+// maps each codepoint to (A-grave -> A, a Hangul syllable -> its leading jamo).
+char32_t nfd_first(char32_t cpt);
 
 // The Unicode version the tables were generated from, e.g. "15.0.0".
 const char* unicode_version();

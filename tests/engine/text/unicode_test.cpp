@@ -111,3 +111,52 @@ TEST_CASE("GPT-2 byte to unicode mapping is a bijection", "[text][unicode]") {
   CHECK(unicode_to_byte(U' ') == -1);
   CHECK(unicode_to_byte(0x2581) == -1);
 }
+
+TEST_CASE("to_lower is the simple lowercase mapping", "[text][unicode]") {
+  CHECK(to_lower(U'A') == U'a');
+  CHECK(to_lower(U'Z') == U'z');
+  CHECK(to_lower(U'a') == U'a');
+  CHECK(to_lower(U'@') == U'@');
+  CHECK(to_lower(0xC0) == 0xE0);      // À
+  CHECK(to_lower(0xD7) == 0xD7);      // × has no case
+  CHECK(to_lower(0x100) == 0x101);    // Ā: a stride-2 run
+  CHECK(to_lower(0x101) == 0x101);    // ā is inside that run but not mapped
+  CHECK(to_lower(0x130) == U'i');     // İ: simple mapping, no combining dot
+  CHECK(to_lower(0x3A3) == 0x3C3);    // Σ
+  CHECK(to_lower(0x410) == 0x430);    // А (Cyrillic)
+  CHECK(to_lower(0x1E9E) == 0xDF);    // ẞ
+  CHECK(to_lower(0x2C67) == 0x2C68);
+  CHECK(to_lower(0x2C68) == 0x2C68);
+  CHECK(to_lower(0x10400) == 0x10428);  // Deseret
+  CHECK(to_lower(0x1E921) == 0x1E943);  // Adlam, the last run
+  CHECK(to_lower(0x4E00) == 0x4E00);
+  CHECK(to_lower(0x110000) == 0x110000);
+  // A lowercase result is never changed again.
+  for (char32_t c = 0; c < 0x20000; ++c) REQUIRE(to_lower(to_lower(c)) == to_lower(c));
+}
+
+TEST_CASE("nfd_first is the first codepoint of the canonical decomposition", "[text][unicode]") {
+  CHECK(nfd_first(U'A') == U'A');
+  CHECK(nfd_first(0xA8) == 0xA8);      // ¨: a compatibility decomposition only
+  CHECK(nfd_first(0xC0) == U'A');      // À
+  CHECK(nfd_first(0xE9) == U'e');      // é
+  CHECK(nfd_first(0xFF) == U'y');      // ÿ
+  CHECK(nfd_first(0x1E69) == U's');    // ṩ: decomposes twice
+  CHECK(nfd_first(0x1F80) == 0x3B1);   // ᾀ: alpha with three marks
+  CHECK(nfd_first(0x212B) == U'A');    // Angstrom sign -> Å -> A
+  CHECK(nfd_first(0x2126) == 0x3A9);   // Ohm sign -> Omega
+  CHECK(nfd_first(0x344) == 0x308);    // a combining mark decomposing to marks
+  CHECK(nfd_first(0x958) == 0x915);    // Devanagari qa
+  CHECK(nfd_first(0xFB01) == 0xFB01);  // the fi ligature: compatibility only
+  CHECK(nfd_first(0xAC00) == 0x1100);  // Hangul syllables: their leading jamo
+  CHECK(nfd_first(0xAC01) == 0x1100);
+  CHECK(nfd_first(0xB098) == 0x1102);
+  CHECK(nfd_first(0xD7A3) == 0x1112);
+  CHECK(nfd_first(0xD7A4) == 0xD7A4);
+  CHECK(nfd_first(0xF900) == 0x8C48);  // CJK compatibility ideographs
+  CHECK(nfd_first(0x2F800) == 0x4E3D);
+  CHECK(nfd_first(0x4E00) == 0x4E00);
+  CHECK(nfd_first(0x110000) == 0x110000);
+  // The result is never decomposed further.
+  for (char32_t c = 0; c < 0x30000; ++c) REQUIRE(nfd_first(nfd_first(c)) == nfd_first(c));
+}
