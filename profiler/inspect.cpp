@@ -74,6 +74,8 @@ std::string_view kind_name(text::TokenizerKind k) {
       return "gpt2 (byte-level BPE)";
     case text::TokenizerKind::Gemma4:
       return "gemma4 (BPE over UTF-8, Gemma 4)";
+    case text::TokenizerKind::Wpm:
+      return "bert (WordPiece)";
   }
   return "?";
 }
@@ -407,7 +409,8 @@ std::string to_text(const Report& r, const InspectOptions& o) {
         << "n_vocab " << v.n_vocab() << ", merges " << v.merges.size() << ", add_bos " << v.add_bos << ", add_eos "
         << v.add_eos << "\n"
         << "bos " << token_text(v, v.bos_id) << ", eos " << token_text(v, v.eos_id) << ", unk "
-        << token_text(v, v.unk_id) << ", pad " << token_text(v, v.pad_id) << "\n\n";
+        << token_text(v, v.unk_id) << ", pad " << token_text(v, v.pad_id)
+        << (v.kind == text::TokenizerKind::Wpm ? ", sep " + token_text(v, v.sep_id) : std::string()) << "\n\n";
     out << "== chat template ==\n" << (v.chat_template ? *v.chat_template : std::string("(none)")) << "\n\n";
   } else {
     out << "none: " << r.vocab_error << "\n\n";

@@ -1,4 +1,4 @@
-// Tokenizer factory, the parts shared by both tokenizer kinds (vocab checks,
+// Tokenizer factory, the parts shared by the tokenizer kinds (vocab checks,
 // special-token partitioning, piece rendering, decode) and the streaming
 // detokenizer.
 #include "engine/text/tokenizer.h"
@@ -177,6 +177,8 @@ std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
     case TokenizerKind::Bpe:
     case TokenizerKind::Gemma4:
       return detail::make_bpe_tokenizer(std::move(vocab));
+    case TokenizerKind::Wpm:
+      return detail::make_wpm_tokenizer(std::move(vocab));
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }

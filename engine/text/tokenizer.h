@@ -1,7 +1,7 @@
 // Tokenizer: text <-> token ids for the GGUF tokenizer models (SentencePiece-
 // style BPE `llama`, byte-level BPE `gpt2`, Gemma 4's BPE over UTF-8
-// `gemma4`). Built once from a Vocab, immutable after: encode/decode are
-// thread-safe.
+// `gemma4`, WordPiece `bert`). Built once from a Vocab, immutable after:
+// encode/decode are thread-safe.
 #pragma once
 
 #include <memory>
@@ -15,7 +15,7 @@
 namespace tc::text {
 
 struct EncodeOptions {
-  bool add_special = true;    // BOS/EOS as the vocab's add_bos/add_eos flags say
+  bool add_special = true;    // BOS/EOS as the vocab's add_bos/add_eos flags say (WPM: always [CLS] ... [SEP])
   bool parse_special = false; // recognise control/user-defined token texts ("<s>") in the input
 };
 

@@ -1,4 +1,4 @@
-// Internals shared by the SPM and BPE tokenizers: the token-text index,
+// Internals shared by the SPM, BPE and WPM tokenizers: the token-text index,
 // special-token partitioning (llama.cpp's tokenizer_st_partition), piece
 // rendering and BOS/EOS handling. Not part of the public API.
 #pragma once
@@ -51,7 +51,7 @@ class TokenizerBase : public Tokenizer {
   // always, control and unknown tokens only with parse_special.
   std::vector<Fragment> partition(std::string_view text, bool parse_special) const;
   // Appends the rendered text of a Normal token (kind specific: U+2581 ->
-  // space for SPM and Gemma 4, byte chars -> bytes for byte-level BPE).
+  // space for SPM, Gemma 4 and WPM, byte chars -> bytes for byte-level BPE).
   // Called once per token at build time.
   virtual void append_normal_piece(const std::string& token_text, std::string& out) const = 0;
   // Call at the end of the derived constructor (uses append_normal_piece).
@@ -67,5 +67,6 @@ class TokenizerBase : public Tokenizer {
 
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab vocab);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab vocab);
+std::unique_ptr<Tokenizer> make_wpm_tokenizer(Vocab vocab);
 
 }  // namespace tc::text::detail

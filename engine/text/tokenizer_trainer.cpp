@@ -638,6 +638,9 @@ TrainOutput train_vocab_detailed(std::string_view text, const TrainerOptions& op
       return train_bpe(text, options.vocab_size, options.pre, options.reserved);
     case TokenizerKind::Gemma4:
       return train_gemma4(text, options.vocab_size, options.reserved);
+    case TokenizerKind::Wpm:
+      throw std::invalid_argument("the trainer learns no WordPiece vocab: lay one out from SPM pieces "
+                                  "(profiler/family_vocab's bert family)");
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }

@@ -25,10 +25,15 @@ constexpr const char* kEosId = "tokenizer.ggml.eos_token_id";
 constexpr const char* kUnkId = "tokenizer.ggml.unknown_token_id";
 constexpr const char* kPadId = "tokenizer.ggml.padding_token_id";
 constexpr const char* kEotId = "tokenizer.ggml.eot_token_id";
+constexpr const char* kSepId = "tokenizer.ggml.seperator_token_id";  // llama.cpp's spelling
+constexpr const char* kMaskId = "tokenizer.ggml.mask_token_id";
 constexpr const char* kAddBos = "tokenizer.ggml.add_bos_token";
 constexpr const char* kAddEos = "tokenizer.ggml.add_eos_token";
+constexpr const char* kAddSep = "tokenizer.ggml.add_sep_token";
 constexpr const char* kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
 constexpr const char* kChatTemplate = "tokenizer.chat_template";
+constexpr const char* kLowercase = "tokenizer.ggml.normalizer.lowercase";
+constexpr const char* kStripAccents = "tokenizer.ggml.normalizer.strip_accents";
 
 TokenType token_type_from_int(int32_t v) {
   // llama.cpp maps values outside the enum to "undefined".
@@ -63,6 +68,8 @@ std::string_view tokenizer_model_name(TokenizerKind kind) {
       return "gpt2";
     case TokenizerKind::Gemma4:
       return "gemma4";
+    case TokenizerKind::Wpm:
+      return "bert";
   }
   return "?";
 }
@@ -93,10 +100,13 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.kind = TokenizerKind::Bpe;
   } else if (model == "gemma4") {
     v.kind = TokenizerKind::Gemma4;
+  } else if (model == "bert") {
+    v.kind = TokenizerKind::Wpm;
   } else {
     throw file.error(kModel, "unsupported tokenizer model '" + model +
                                  "'; supported: \"llama\" (SentencePiece BPE), \"gpt2\" "
-                                 "(byte-level BPE), \"gemma4\" (BPE over UTF-8, Gemma 4)");
+                                 "(byte-level BPE), \"gemma4\" (BPE over UTF-8, Gemma 4), "
+                                 "\"bert\" (WordPiece)");
   }
   v.pre = file.get_string(kPre, "");
 
@@ -161,6 +171,18 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.unk_id = -1;
     v.add_bos = true;
     v.add_space_prefix = false;
+  } else if (v.kind == TokenizerKind::Wpm) {
+    // llama.cpp's "bert" defaults: [CLS] 101 as BOS, [UNK] 100, [SEP] 102,
+    // [PAD] 0, [MASK] 103, no EOS; [CLS] ... [SEP] added.
+    v.bos_id = 101;
+    v.eos_id = -1;
+    v.unk_id = 100;
+    v.sep_id = 102;
+    v.pad_id = 0;
+    v.mask_id = 103;
+    v.add_bos = true;
+    v.add_sep = true;
+    v.add_space_prefix = false;
   } else {
     if (file.has(kMerges)) v.merges = file.get_string_array(kMerges);
     // llama.cpp's "llama" defaults.
@@ -170,7 +192,6 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.add_bos = true;
     v.add_space_prefix = true;
   }
-  v.pad_id = -1;
   v.eot_id = -1;
   v.add_eos = false;
 
@@ -191,9 +212,15 @@ Vocab read_vocab(const gguf::GgufFile& file) {
   read_id(kUnkId, v.unk_id);
   read_id(kPadId, v.pad_id);
   read_id(kEotId, v.eot_id);
+  read_id(kSepId, v.sep_id);
+  read_id(kMaskId, v.mask_id);
 
   v.add_bos = file.get_bool(kAddBos, v.add_bos);
   v.add_eos = file.get_bool(kAddEos, v.add_eos);
+  v.add_sep = file.get_bool(kAddSep, v.add_sep);
+  // llama.cpp reads the BertNormalizer keys for every kind; only WPM uses them.
+  v.normalizer_lowercase = file.get_bool(kLowercase, false);
+  v.normalizer_strip_accents = file.get_bool(kStripAccents, v.normalizer_lowercase);
   v.add_space_prefix = file.get_bool(kAddSpacePrefix, v.add_space_prefix);
   if (uses_gemma4_pre_tokenizer(v)) {
     // llama.cpp adds BOS for Gemma 4 even when the file says not to.
@@ -234,8 +261,15 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
   write_id(kUnkId, vocab.unk_id);
   write_id(kPadId, vocab.pad_id);
   write_id(kEotId, vocab.eot_id);
+  write_id(kSepId, vocab.sep_id);
+  write_id(kMaskId, vocab.mask_id);
   writer.set(kAddBos, Value(vocab.add_bos));
   writer.set(kAddEos, Value(vocab.add_eos));
+  if (vocab.kind == TokenizerKind::Wpm || vocab.add_sep) writer.set(kAddSep, Value(vocab.add_sep));
+  if (vocab.kind == TokenizerKind::Wpm) {
+    writer.set(kLowercase, Value(vocab.normalizer_lowercase));
+    writer.set(kStripAccents, Value(vocab.normalizer_strip_accents));
+  }
   writer.set(kAddSpacePrefix, Value(vocab.add_space_prefix));
   if (vocab.chat_template) writer.set(kChatTemplate, Value(*vocab.chat_template));
   write_fim_keys(vocab.fim, writer);

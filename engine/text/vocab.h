@@ -34,16 +34,18 @@ enum class TokenType : int32_t {
 // `tokenizer.ggml.model`: "llama" = SentencePiece BPE by piece scores,
 // "gpt2" = byte-level BPE by merge ranks, "gemma4" = BPE by merge ranks over
 // raw UTF-8 with spaces as U+2581 and <0xXX> byte fallback (Gemma 4; always
-// the "gemma4" pre-tokenizer, whatever `tokenizer.ggml.pre` says).
-enum class TokenizerKind { Spm, Bpe, Gemma4 };
+// the "gemma4" pre-tokenizer, whatever `tokenizer.ggml.pre` says), "bert" =
+// WordPiece (BERT embedding models: greedy longest match per word, word
+// starts as U+2581 + text, continuations plain; tokenizer_wpm.cpp).
+enum class TokenizerKind { Spm, Bpe, Gemma4, Wpm };
 
-// The `tokenizer.ggml.model` value of a kind: "llama", "gpt2", "gemma4".
+// The `tokenizer.ggml.model` value of a kind: "llama", "gpt2", "gemma4", "bert".
 std::string_view tokenizer_model_name(TokenizerKind kind);
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::Spm;
   std::string pre;                      // `tokenizer.ggml.pre` (BPE pre-tokenizer), e.g. "llama3"
-  std::vector<std::string> tokens;      // piece text; SPM and gemma4 use U+2581 for spaces, BPE byte-level chars
+  std::vector<std::string> tokens;      // piece text; SPM, gemma4, WPM use U+2581 for spaces, BPE byte-level chars
   std::vector<float> scores;            // SPM merge priority (higher first); may be empty for BPE
   std::vector<TokenType> types;         // one per token
   std::vector<std::string> merges;      // BPE and gemma4: "a b" in rank order
@@ -52,9 +54,19 @@ struct Vocab {
   TokenId unk_id = -1;
   TokenId pad_id = -1;
   TokenId eot_id = -1;                  // end of turn (`tokenizer.ggml.eot_token_id`), -1 if none
+  TokenId sep_id = -1;                  // `tokenizer.ggml.seperator_token_id` (sic): WPM's [SEP]
+  TokenId mask_id = -1;                 // `tokenizer.ggml.mask_token_id`: WPM's [MASK]
+  // WPM encodes [CLS] (bos_id) ... [SEP] (sep_id) whenever specials are
+  // asked for, as llama.cpp does whatever these three flags say.
   bool add_bos = true;
   bool add_eos = false;
+  bool add_sep = false;                 // `tokenizer.ggml.add_sep_token`
   bool add_space_prefix = true;         // SPM: prepend U+2581 to the text
+  // WPM's BertNormalizer (`tokenizer.ggml.normalizer.lowercase`, `.strip_accents`;
+  // strip_accents defaults to lowercase): lowercase the text; map each
+  // character to the first of its canonical decomposition and drop marks.
+  bool normalizer_lowercase = false;
+  bool normalizer_strip_accents = false;
   std::optional<std::string> chat_template;  // `tokenizer.chat_template`
   // Fill-in-the-middle markers: from the file's keys; a Tokenizer's vocab
   // also has those found by text (resolve_fim_tokens).
