@@ -158,8 +158,9 @@ void register_make_model(CLI::App& app) {
                 "minicpm: write no embedding, residual or logit multiplier keys (files converted before they existed)");
   sub->add_option("--tokenizer", *tokenizer,
                   "Tokenizer: llama (SentencePiece) or gpt2 (byte-level BPE) learned from --vocab-text, or the "
-                  "vocab of a model family, qwen2 (151936 tokens), gemma3 or gemma4 (262144), which sets --n-vocab")
-      ->check(CLI::IsMember({"llama", "gpt2", "qwen2", "gemma3", "gemma4"}));
+                  "vocab of a model family, qwen2 (151936 tokens), gemma3 or gemma4 (262144), bert (WordPiece, "
+                  "30522), which sets --n-vocab")
+      ->check(CLI::IsMember({"llama", "gpt2", "qwen2", "gemma3", "gemma4", "bert"}));
   sub->add_option("--vocab-text", o->vocab_text, "Text to learn the vocabulary from (default: built-in corpus)")
       ->check(CLI::ExistingFile);
   sub->add_option("--chat-template", o->chat_template_file,

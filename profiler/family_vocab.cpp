@@ -4,12 +4,18 @@
 // special are control, the others user-defined with U+2581 written as a
 // space; padding ids are "[PADn]" unused tokens; Gemma 4's markers that
 // replies carry are user-defined).
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "engine/text/tokenizer.h"
 #include "engine/text/tokenizer_trainer.h"
+#include "engine/text/unicode.h"
 #include "profiler/family_vocab.h"
+#include "profiler/tokenizer_corpus.h"
 
 namespace tc::profiler {
 namespace {
@@ -23,6 +29,13 @@ constexpr int32_t kGemmaVocab = 262144;
 constexpr int kGemmaUnusedHead = 99;      // <unused0..98> at ids 6..104
 constexpr int kGemmaUnusedTotal = 6242;   // <unused0..6241>
 constexpr int kGemmaRunLength = 31;       // longest newline / space / tab run token
+constexpr int32_t kBertVocab = 30522;
+constexpr int kBertUnusedHead = 99;       // [unused0..98] at ids 1..99
+constexpr int kBertUnusedTotal = 994;     // [unused0..993], the last at id 998
+constexpr size_t kBertChars = 1000;       // most frequent characters other than CJK ideographs
+constexpr size_t kBertCjkChars = 2000;    // most frequent CJK ideographs (only ever whole words)
+constexpr int32_t kBertTrainerVocab = 48000;  // SPM pieces to pick the learned ones from
+const std::string kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
 // Qwen2.5's added tokens and Qwen3's four more, in id order; `special`
 // false makes them user-defined (matched in text even without
@@ -198,6 +211,97 @@ Vocab gemma4_vocab(const std::string& text) {
   return v;
 }
 
+// bert-base-uncased's layout as llama.cpp's converter writes it: [PAD],
+// [unused0..98], [UNK], [CLS], [SEP], [MASK] (the five control), more
+// [unusedN] to id 998 (normal, as "\u2581[unusedN]"), then characters and
+// word pieces with "##x" written "x" and a word start "w" written U+2581 + w.
+// The pieces are the SPM trainer's, learned from the training text as BERT's
+// uncased normalizer and splitter leave it (lowercase, no accents,
+// punctuation and CJK ideographs apart), so they are pieces WPM can match.
+Vocab bert_vocab(const std::string& text) {
+  Vocab v;
+  v.kind = text::TokenizerKind::Wpm;
+  v.pad_id = 0;
+  v.unk_id = 100;
+  v.bos_id = 101;  // [CLS]
+  v.sep_id = 102;
+  v.mask_id = 103;
+  v.eos_id = -1;
+  v.add_bos = true;
+  v.add_sep = true;
+  v.add_eos = false;
+  v.add_space_prefix = false;
+  v.normalizer_lowercase = true;
+  v.normalizer_strip_accents = true;
+  const auto unused = [&](int i) { add(v, kSpaceMarker + "[unused" + std::to_string(i) + "]", TokenType::Normal); };
+  add(v, "[PAD]", TokenType::Control);
+  for (int i = 0; i < kBertUnusedHead; ++i) unused(i);
+  for (const char* s : {"[UNK]", "[CLS]", "[SEP]", "[MASK]"}) add(v, s, TokenType::Control);
+  for (int i = kBertUnusedHead; i < kBertUnusedTotal; ++i) unused(i);
+
+  std::string normalized;
+  normalized.reserve(text.size());
+  std::unordered_map<char32_t, size_t> counts;
+  for (const std::string& word : text::wpm_words(text::utf8_sanitize(text), true, true)) {
+    normalized += word;
+    normalized += ' ';
+    for (size_t pos = 0; pos < word.size();) ++counts[text::utf8_decode(word, pos)];
+  }
+  // The shipped corpus's characters first (its CJK among the synthetic
+  // text's random ideographs), then by frequency.
+  std::unordered_set<char32_t> in_corpus;
+  for (const std::string& word : text::wpm_words(text::utf8_sanitize(tokenizer_corpus()), true, true)) {
+    for (size_t pos = 0; pos < word.size();) in_corpus.insert(text::utf8_decode(word, pos));
+  }
+  std::vector<std::pair<char32_t, size_t>> by_count(counts.begin(), counts.end());
+  std::sort(by_count.begin(), by_count.end(), [&](const auto& a, const auto& b) {
+    const bool ca = in_corpus.count(a.first) > 0, cb = in_corpus.count(b.first) > 0;
+    if (ca != cb) return ca;
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  // Characters WPM makes one-character words of: punctuation, ASCII symbols, CJK ideographs.
+  const auto alone = [](char32_t c) {
+    const text::Category cat = text::category(c);
+    return cat == text::Category::Punctuation || (c < 0x7F && cat == text::Category::Symbol) || text::is_bert_cjk(c);
+  };
+  std::vector<char32_t> chars, cjk;
+  for (const auto& [c, n] : by_count) {
+    auto& list = text::is_bert_cjk(c) ? cjk : chars;
+    if (list.size() < (text::is_bert_cjk(c) ? kBertCjkChars : kBertChars)) list.push_back(c);
+  }
+  std::unordered_set<std::string> taken(v.tokens.begin(), v.tokens.end());
+  const auto add_new = [&](std::string t) {
+    if (v.n_vocab() < kBertVocab && taken.insert(t).second) add(v, std::move(t), TokenType::Normal);
+  };
+  for (const char32_t c : chars) add_new(kSpaceMarker + text::utf8_encode(c));
+  for (const char32_t c : cjk) add_new(kSpaceMarker + text::utf8_encode(c));
+  for (const char32_t c : chars) {
+    if (!alone(c)) add_new(text::utf8_encode(c));
+  }
+
+  text::TrainerOptions options;
+  options.kind = text::TokenizerKind::Spm;
+  options.vocab_size = kBertTrainerVocab;
+  const Vocab learned = text::train_vocab(normalized, options);
+  for (size_t i = 0; i < learned.tokens.size() && v.n_vocab() < kBertVocab; ++i) {
+    if (learned.types[i] != TokenType::Normal) continue;  // <unk>, <s>, </s>, bytes, padding
+    const std::string& t = learned.tokens[i];
+    const bool start = t.compare(0, kSpaceMarker.size(), kSpaceMarker) == 0;
+    const std::string body = start ? t.substr(kSpaceMarker.size()) : t;
+    // One word as BERT's splitter leaves it, with no U+2581 inside, that
+    // the character lists above do not already cover.
+    if (body.empty() || body.find(kSpaceMarker) != std::string::npos) continue;
+    const std::vector<std::string> words = text::wpm_words(body, true, true);
+    if (words.size() != 1 || words[0] != body) continue;
+    size_t pos = 0;
+    if (alone(text::utf8_decode(body, pos))) continue;
+    add_new(t);
+  }
+  for (int i = kBertUnusedTotal; v.n_vocab() < kBertVocab; ++i) unused(i);
+  v.scores.clear();  // converted BERT files carry no scores
+  return v;
+}
+
 }  // namespace
 
 std::string_view vocab_family_name(VocabFamily family) {
@@ -208,6 +312,8 @@ std::string_view vocab_family_name(VocabFamily family) {
       return "gemma3";
     case VocabFamily::Gemma4:
       return "gemma4";
+    case VocabFamily::Bert:
+      return "bert";
   }
   return "?";
 }
@@ -216,6 +322,7 @@ std::optional<VocabFamily> vocab_family_from_name(std::string_view name) {
   if (name == "qwen2") return VocabFamily::Qwen2;
   if (name == "gemma3") return VocabFamily::Gemma3;
   if (name == "gemma4") return VocabFamily::Gemma4;
+  if (name == "bert") return VocabFamily::Bert;
   return std::nullopt;
 }
 
@@ -228,6 +335,8 @@ text::Vocab make_family_vocab(VocabFamily family, uint64_t seed) {
       return gemma3_vocab(text);
     case VocabFamily::Gemma4:
       return gemma4_vocab(text);
+    case VocabFamily::Bert:
+      return bert_vocab(text);
   }
   throw std::invalid_argument("unknown vocab family");
 }

@@ -1,5 +1,6 @@
-// Tokenizer vocabularies laid out as three model families' GGUF files carry
-// them, at their real sizes, for tests and benchmarks: Qwen2/Qwen3-like
+// Tokenizer vocabularies laid out as four model families' GGUF files carry
+// them, at their real sizes, for tests and benchmarks: BERT-like (WordPiece,
+// bert-base-uncased's 30,522 tokens), Qwen2/Qwen3-like
 // (byte-level BPE, pre-tokenizer "qwen2", 151,936 tokens with Qwen's added
 // tokens), Gemma-3-like (SentencePiece BPE as llama.cpp reads Gemma's
 // files: no space prefix, byte fallback, 262,144 tokens with Gemma's control
@@ -18,9 +19,9 @@
 
 namespace tc::profiler {
 
-enum class VocabFamily { Qwen2, Gemma3, Gemma4 };
+enum class VocabFamily { Qwen2, Gemma3, Gemma4, Bert };
 
-// "qwen2", "gemma3", "gemma4".
+// "qwen2", "gemma3", "gemma4", "bert".
 std::string_view vocab_family_name(VocabFamily family);
 std::optional<VocabFamily> vocab_family_from_name(std::string_view name);
 
@@ -50,6 +51,17 @@ std::string family_training_text(uint64_t seed);
 //   them), <0x00>..<0xFF>, the learned characters and pieces with their
 //   merges, <|image>, <image|>, <|audio>, <audio|>, <unused99..6241>;
 //   262,144 tokens; tokenizer model "gemma4", no pre key, BOS added.
+// Bert: bert-base-uncased's layout (tokenizer model "bert", WordPiece):
+//   [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+//   (control), [unused99..993] to id 998 (normal, U+2581 + text, as
+//   llama.cpp's converter writes them), the characters of the normalized
+//   text as word starts (U+2581 + c; up to 1000, and 2000 CJK ideographs,
+//   the shipped corpus's first, then by frequency), those that can continue
+//   a word as continuations, then SPM pieces learned from the text as
+//   BERT's uncased normalizer leaves it (word starts with U+2581,
+//   continuations plain, as the converter writes "word" and "##x"); 30,522
+//   tokens, no scores; bos = [CLS], sep = [SEP], no EOS; lowercase and
+//   strip_accents set.
 text::Vocab make_family_vocab(VocabFamily family, uint64_t seed = 1);
 
 }  // namespace tc::profiler

@@ -52,6 +52,15 @@ class Tokenizer {
   Vocab vocab_;
 };
 
+// BERT's normalizer and pre-splitter, as llama.cpp's WPM tokenizer runs them
+// before matching: words end at whitespace; NUL, U+FFFD and other/control
+// characters (Cc, Cf, Cs, Co) are dropped; punctuation, ASCII symbols and
+// CJK ideographs (is_bert_cjk) are words of their own. With strip_accents
+// each character becomes the first of its canonical decomposition
+// (nfd_first) and marks (M*) are dropped; with lowercase, to_lower. `text`
+// must be valid UTF-8 (utf8_sanitize first). No empty words.
+std::vector<std::string> wpm_words(std::string_view text, bool lowercase, bool strip_accents);
+
 // Turns a stream of token ids into text pieces that are always whole UTF-8:
 // bytes of a character split across tokens are held until it completes.
 // One per sequence; not thread-safe.

@@ -14,15 +14,6 @@ namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
-// The CJK ideograph blocks BERT splits into one-character words (with the
-// upper bound of the Extension B..E block as Hugging Face's Rust code has it,
-// which llama.cpp copies).
-bool is_chinese_char(char32_t c) {
-  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
-         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
-         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
-}
-
 class WpmTokenizer final : public TokenizerBase {
  public:
   explicit WpmTokenizer(Vocab vocab) : TokenizerBase(std::move(vocab)) {
@@ -33,6 +24,8 @@ class WpmTokenizer final : public TokenizerBase {
   std::vector<TokenId> encode(std::string_view text, EncodeOptions options) const override {
     const std::string clean = utf8_sanitize(text);
     std::vector<TokenId> out;
+    const bool lower = vocab_.normalizer_lowercase;
+    const bool strip = vocab_.normalizer_strip_accents;
     // llama.cpp adds [CLS] and [SEP] with the specials, whatever add_bos and
     // add_sep say.
     if (options.add_special && vocab_.bos_id >= 0) out.push_back(vocab_.bos_id);
@@ -40,7 +33,7 @@ class WpmTokenizer final : public TokenizerBase {
       if (f.token >= 0) {
         out.push_back(f.token);
       } else {
-        for (const std::string& word : split_words(f.text)) tokenize_word(word, out);
+        for (const std::string& word : wpm_words(f.text, lower, strip)) tokenize_word(word, out);
       }
     }
     if (options.add_special && vocab_.sep_id >= 0) out.push_back(vocab_.sep_id);
@@ -57,38 +50,6 @@ class WpmTokenizer final : public TokenizerBase {
         out.push_back(token_text[i++]);
       }
     }
-  }
-
-  // BERT's normalizer and pre-splitter: words end at whitespace; NUL,
-  // U+FFFD and other/control characters (Cc, Cf, Cs, Co) are dropped;
-  // punctuation, ASCII symbols and CJK ideographs are words of their own.
-  // With strip_accents each character becomes the first of its canonical
-  // decomposition and marks are dropped; with lowercase it is lowercased.
-  std::vector<std::string> split_words(std::string_view text) const {
-    const bool strip = vocab_.normalizer_strip_accents;
-    const bool lower = vocab_.normalizer_lowercase;
-    std::vector<std::string> words(1);
-    for (size_t pos = 0; pos < text.size();) {
-      char32_t c = utf8_decode(text, pos);
-      if (strip) c = nfd_first(c);
-      if (is_whitespace(c)) {
-        if (!words.back().empty()) words.emplace_back();
-        continue;
-      }
-      const Category cat = category(c);
-      if (c == 0 || c == kReplacementChar || cat == Category::Other) continue;
-      if (strip && cat == Category::Mark) continue;
-      const char32_t out = lower ? to_lower(c) : c;
-      if (cat == Category::Punctuation || (c < 0x7F && cat == Category::Symbol) || is_chinese_char(c)) {
-        if (!words.back().empty()) words.emplace_back();
-        utf8_append(words.back(), out);
-        words.emplace_back();
-      } else {
-        utf8_append(words.back(), out);
-      }
-    }
-    if (words.back().empty()) words.pop_back();
-    return words;
   }
 
   // Greedy longest match over the bytes of U+2581 + word, as llama.cpp does
@@ -129,3 +90,32 @@ std::unique_ptr<Tokenizer> make_wpm_tokenizer(Vocab vocab) {
 }
 
 }  // namespace tc::text::detail
+
+namespace tc::text {
+
+std::vector<std::string> wpm_words(std::string_view text, bool lowercase, bool strip_accents) {
+  std::vector<std::string> words(1);
+  for (size_t pos = 0; pos < text.size();) {
+    char32_t c = utf8_decode(text, pos);
+    if (strip_accents) c = nfd_first(c);
+    if (is_whitespace(c)) {
+      if (!words.back().empty()) words.emplace_back();
+      continue;
+    }
+    const Category cat = category(c);
+    if (c == 0 || c == kReplacementChar || cat == Category::Other) continue;
+    if (strip_accents && cat == Category::Mark) continue;
+    const char32_t out = lowercase ? to_lower(c) : c;
+    if (cat == Category::Punctuation || (c < 0x7F && cat == Category::Symbol) || is_bert_cjk(c)) {
+      if (!words.back().empty()) words.emplace_back();
+      utf8_append(words.back(), out);
+      words.emplace_back();
+    } else {
+      utf8_append(words.back(), out);
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+}  // namespace tc::text

@@ -195,6 +195,12 @@ char32_t nfd_first(char32_t cpt) {
   return cpt <= it->last ? static_cast<char32_t>(it->value) : cpt;
 }
 
+bool is_bert_cjk(char32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
 const char* unicode_version() { return tables::kUnicodeVersion; }
 
 namespace {

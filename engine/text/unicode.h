@@ -72,6 +72,11 @@ char32_t to_lower(char32_t cpt);
 // maps each codepoint to (A-grave -> A, a Hangul syllable -> its leading jamo).
 char32_t nfd_first(char32_t cpt);
 
+// The CJK ideograph blocks BERT's pre-splitter makes one-character words of
+// (llama.cpp's WPM is_chinese_char, with the Extension B..E bound 0x2B920 as
+// Hugging Face's code has it).
+bool is_bert_cjk(char32_t cpt);
+
 // The Unicode version the tables were generated from, e.g. "15.0.0".
 const char* unicode_version();
 

@@ -1,4 +1,4 @@
-// make_family_vocab: the Qwen2-like, Gemma3-like and Gemma4-like vocabs have
+// make_family_vocab: the Qwen2-like, Gemma3-like, Gemma4-like and BERT-like vocabs have
 // their families' layout (sizes, special ids and types, keys), learned
 // pieces that real text uses, and load back from a GGUF file unchanged,
 // within a sanity bound of time (the time is reported; docs/models.md has
@@ -229,4 +229,75 @@ TEST_CASE("family_vocab: Gemma4-like vocab, its layout, load time and turn marke
   CHECK(tok->decode(ids, true) == "<bos>" + prompt);
   CHECK(tok->vocab().is_end_of_generation(106));
   CHECK_FALSE(tok->vocab().is_end_of_generation(id_of(v, "</s>")));
+}
+
+TEST_CASE("family_vocab: BERT-like WordPiece vocab, its layout, load time and pieces", "[profiler][text]") {
+  const Vocab v = tc::profiler::make_family_vocab(VocabFamily::Bert);
+  REQUIRE(v.n_vocab() == 30522);
+  CHECK(tc::profiler::vocab_family_from_name("bert") == VocabFamily::Bert);
+  CHECK(tc::profiler::vocab_family_name(VocabFamily::Bert) == "bert");
+  CHECK(v.kind == tc::text::TokenizerKind::Wpm);
+  CHECK(v.tokens[0] == "[PAD]");
+  CHECK(v.tokens[1] == "\xE2\x96\x81[unused0]");
+  CHECK(v.tokens[99] == "\xE2\x96\x81[unused98]");
+  CHECK(v.tokens[100] == "[UNK]");
+  CHECK(v.tokens[101] == "[CLS]");
+  CHECK(v.tokens[102] == "[SEP]");
+  CHECK(v.tokens[103] == "[MASK]");
+  CHECK(v.tokens[998] == "\xE2\x96\x81[unused993]");
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Control) == 5);
+  for (const TokenId id : {0, 100, 101, 102, 103}) CHECK(v.types[static_cast<size_t>(id)] == TokenType::Control);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Normal) == 30522 - 5);
+  CHECK(v.scores.empty());
+  CHECK(v.merges.empty());
+  CHECK(v.pad_id == 0);
+  CHECK(v.unk_id == 100);
+  CHECK(v.bos_id == 101);
+  CHECK(v.sep_id == 102);
+  CHECK(v.mask_id == 103);
+  CHECK(v.eos_id == -1);
+  CHECK(v.add_bos);
+  CHECK(v.add_sep);
+  CHECK(v.normalizer_lowercase);
+  CHECK(v.normalizer_strip_accents);
+  // Learned pieces as the normalizer leaves text: no capitals, U+2581 only
+  // in front; characters both as word starts and as continuations.
+  const std::string sp = "\xE2\x96\x81";
+  size_t n_starts = 0;
+  for (size_t i = 999; i < v.tokens.size(); ++i) {
+    const std::string& t = v.tokens[i];
+    INFO("token " << i << " '" << t << "'");
+    REQUIRE(t.find(sp, 1) == std::string::npos);
+    REQUIRE(std::none_of(t.begin(), t.end(), [](char c) { return c >= 'A' && c <= 'Z'; }));
+    n_starts += t.compare(0, sp.size(), sp) == 0;
+  }
+  CHECK(n_starts > 10000);
+  CHECK(v.tokens[999].compare(0, sp.size(), sp) == 0);
+  id_of(v, sp + "e");
+  id_of(v, "e");
+  id_of(v, sp + "the");
+
+  const auto tok = round_trip(v, "bert", "");
+  CHECK(tok->vocab().sep_id == 102);
+  CHECK(tok->vocab().normalizer_lowercase);
+  // The corpus: many distinct pieces, few [UNK] words, and the pieces spell
+  // the normalized words back, a space before each.
+  const std::string_view corpus = tc::profiler::tokenizer_corpus();
+  const auto ids = tok->encode(corpus, {.add_special = false});
+  const std::set<TokenId> distinct(ids.begin(), ids.end());
+  const auto n_unk = static_cast<size_t>(std::count(ids.begin(), ids.end(), 100));
+  INFO(ids.size() << " tokens, " << distinct.size() << " distinct, " << n_unk << " [UNK], for " << corpus.size()
+                  << " bytes");
+  CHECK(distinct.size() > 3000);
+  CHECK(ids.size() * 3 < corpus.size());
+  CHECK(n_unk * 1000 < ids.size());
+  std::string spelled;  // [UNK] is a control token: its word decodes to nothing
+  for (const std::string& w : tc::text::wpm_words(corpus, true, true)) {
+    if (tok->encode(w, {.add_special = false}) != std::vector<TokenId>{100}) spelled += " " + w;
+  }
+  CHECK(tok->decode(ids) == spelled);
+  const auto hello = tok->encode("Hello, World!");
+  CHECK(hello.front() == 101);
+  CHECK(hello.back() == 102);
+  CHECK(tok->decode(hello) == " hello , world !");
 }

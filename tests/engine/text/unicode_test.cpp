@@ -160,3 +160,18 @@ TEST_CASE("nfd_first is the first codepoint of the canonical decomposition", "[t
   // The result is never decomposed further.
   for (char32_t c = 0; c < 0x30000; ++c) REQUIRE(nfd_first(nfd_first(c)) == nfd_first(c));
 }
+
+TEST_CASE("is_bert_cjk is BERT's set of CJK ideograph blocks", "[text][unicode]") {
+  CHECK(is_bert_cjk(0x4E00));
+  CHECK(is_bert_cjk(0x65E5));   // 日
+  CHECK(is_bert_cjk(0x3400));
+  CHECK(is_bert_cjk(0xF900));
+  CHECK(is_bert_cjk(0x20000));
+  CHECK(is_bert_cjk(0x2B81F));
+  CHECK_FALSE(is_bert_cjk(0x2B820));  // Hugging Face's bound: 0x2B820..0x2B91F are left out
+  CHECK(is_bert_cjk(0x2B920));
+  CHECK_FALSE(is_bert_cjk(0x3042));   // hiragana
+  CHECK_FALSE(is_bert_cjk(0xAC00));   // Hangul
+  CHECK_FALSE(is_bert_cjk(0x3000));   // ideographic space
+  CHECK_FALSE(is_bert_cjk(U'a'));
+}
