@@ -191,7 +191,8 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
     // (SPM and Gemma 4 read a U+2581 in the text as the space it stands for.)
     const bool spm_marker = ours.vocab().kind != tc::text::TokenizerKind::Bpe &&
                             text.find("\xE2\x96\x81") != std::string::npos;
-    if (!spm_marker && ours.decode(ours.encode(text, {true, false})) != text &&
+    const bool lossy = ours.vocab().kind == tc::text::TokenizerKind::Wpm;  // lowercase, splitting, no controls
+    if (!spm_marker && !lossy && ours.decode(ours.encode(text, {true, false})) != text &&
         ++n_not_round_trip <= kShownMismatches) {
       report << "\n  text \"" << escape_bytes(text) << "\" does not decode back from its ids";
     }
@@ -242,7 +243,7 @@ std::string llama_clean_spaces(std::string text) {
   return text;
 }
 
-void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours) {
+void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours, bool expect_some) {
   const Vocab& vocab = ours.vocab();
   size_t n_mismatch = 0;
   size_t n_eog = 0;
@@ -256,7 +257,7 @@ void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours)
   INFO(n_mismatch << " of " << vocab.n_vocab() << " ids differ in ending generation (llama.cpp has " << n_eog
                   << "):" << report.str());
   CHECK(n_mismatch == 0);
-  CHECK(n_eog > 0);
+  if (expect_some) CHECK(n_eog > 0);
 }
 
 }  // namespace tc::oracle

@@ -42,10 +42,11 @@ void check_pieces(const LlamaVocab& ref, const text::Tokenizer& ours);
 // Our decode against llama_detokenize (remove_special off) of our ids for
 // each text, special rendering off and on, and that each text decodes back
 // from its ids (special texts not parsed; SPM and Gemma 4 texts with a
-// literal U+2581 left out). Valid only for vocabs without a space prefix,
-// where llama.cpp strips nothing. `llama_cleans_spaces`: the vocab is one
-// llama.cpp detokenizes with its clean_spaces step (Gemma 4's), which our
-// decode leaves out on purpose: ours is compared with that step applied.
+// literal U+2581 left out; not for WPM, whose normalizer is lossy). Valid
+// only for vocabs without a space prefix, where llama.cpp strips nothing.
+// `llama_cleans_spaces`: the vocab is one llama.cpp detokenizes with its
+// clean_spaces step (Gemma 4's, WPM's), which our decode leaves out on
+// purpose: ours is compared with that step applied.
 void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const std::vector<std::string>& texts,
                       bool llama_cleans_spaces = false);
 
@@ -53,7 +54,9 @@ void check_detokenize(const LlamaVocab& ref, const text::Tokenizer& ours, const 
 // space, " ' " both spaces, " 's", " 'm", " 're", " 've" the space.
 std::string llama_clean_spaces(std::string text);
 
-// llama_vocab_is_eog against Vocab::is_end_of_generation for every id.
-void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours);
+// llama_vocab_is_eog against Vocab::is_end_of_generation for every id, and
+// (with `expect_some`: not for a BERT vocab, which has no EOS) that some id
+// ends generation.
+void check_end_of_generation(const LlamaVocab& ref, const text::Tokenizer& ours, bool expect_some = true);
 
 }  // namespace tc::oracle
