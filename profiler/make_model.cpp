@@ -22,6 +22,7 @@
 #include "engine/text/tokenizer_trainer.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/dtype.h"
+#include "profiler/make_bert.h"
 #include "profiler/make_falcon_h1.h"
 #include "profiler/make_gemma3n.h"
 #include "profiler/make_jamba.h"
@@ -165,6 +166,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
   if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);  // Mamba-2's widths
   if (a.short_conv_layers) check_lfm2_options(o);
+  if (a.bert_layers != model::BertLayers::None) check_bert_options(o);
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -263,8 +265,9 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
   int64_t window = o.sliding_window;
   if (window <= 0 && a.name == "gpt-oss") window = a.sliding_window.default_window;
   if (window <= 0 && a.rope_windowed_only && !a.rope_everywhere_without_window) window = 4096;
-  if (window <= 0 && a.bidirectional) window = 512;  // EmbeddingGemma's (llama.cpp requires the key)
-  if (a.bidirectional) {  // mean pooling and the dense head's widths, as its converter writes them
+  const bool embedding_gemma = a.bidirectional && a.bert_layers == model::BertLayers::None;
+  if (window <= 0 && embedding_gemma) window = 512;  // EmbeddingGemma's (llama.cpp requires the key)
+  if (embedding_gemma) {  // mean pooling and the dense head's widths, as its converter writes them
     w.set(p + "pooling_type", gguf::Value(uint32_t{1}));
     w.set(p + "rope.freq_base_swa", gguf::Value(10000.0f));
     w.set(p + "dense_2_feat_in", gguf::Value(static_cast<uint32_t>(o.n_embd)));
@@ -379,6 +382,7 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   }
   vocab.chat_template = o.chat_template_file.empty() ? std::string(kChatTemplate)
                                                      : read_text_file(o.chat_template_file, "chat template");
+  if (a.bidirectional && o.chat_template_file.empty()) vocab.chat_template.reset();  // an encoder does not chat
 
   const bool pwri = o.sparse.enabled && o.sparse.layout == SparseLayout::PowerInfer;
   gguf::GgufWriter w(pwri ? gguf::Magic::PWRI : gguf::Magic::GGUF);
@@ -526,18 +530,21 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
 
   // Embeddings are looked up, not multiplied: unit-scale rows.
   matrix("token_embd.weight", types.base, o.n_embd, o.n_vocab, o.weight_scale > 0.0f ? o.weight_scale : 1.0f);
-  if (!a.short_conv_layers) norm_with_bias("output_norm.weight");  // LFM2's: make_lfm2.h
+  const bool bert = a.bert_layers != model::BertLayers::None;
+  if (!a.short_conv_layers && !bert) norm_with_bias("output_norm.weight");  // LFM2's: make_lfm2.h
   if (!o.tied_embeddings && !a.head_is_token_embd) {
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
   if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.mamba1_layers ||
-      a.short_conv_layers) {
+      a.short_conv_layers || bert) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
     };
-    if (a.gemma4_layers) {
+    if (bert) {
+      write_bert_model(o, types.base, types.heavy, w, add);
+    } else if (a.gemma4_layers) {
       write_gemma4_model(o, types.base, types.heavy, w, add);
     } else if (a.altup_layers) {
       write_gemma3n_model(o, types.base, types.heavy, w, add);

@@ -509,6 +509,29 @@ const std::array kArchitectures{
                  .embd_scale = true,
                  .sliding_window = {.enabled = true, .period = 6, .reads_freq_base_swa = true},
                  .bidirectional = true},
+    // BERT sentence encoders (all-MiniLM, bge, mxbai-embed-large,
+    // snowflake-arctic-embed): learned absolute positions, q/k/v and an
+    // ungated gelu FFN with biases, post-LayerNorms; embeddings only.
+    Architecture{.name = "bert",
+                 .norm = NormKind::Layer,
+                 .ffn_layout = FfnLayout::UpOnly,
+                 .ffn_forms = kGeluOnly,
+                 .pre_norms = false,
+                 .head_is_token_embd = true,
+                 .sliding_window = {},
+                 .bidirectional = true,
+                 .bert_layers = BertLayers::Absolute},
+    // Nomic Embed (nomic-embed-text v1, v1.5): BERT's post-LayerNorms with
+    // NeoX RoPE, one attn_qkv and a SwiGLU FFN, no biases.
+    Architecture{.name = "nomic-bert",
+                 .norm = NormKind::Layer,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_forms = kSwiGluOnly,
+                 .pre_norms = false,
+                 .head_is_token_embd = true,
+                 .sliding_window = {},
+                 .bidirectional = true,
+                 .bert_layers = BertLayers::Rotary},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
     // yarn_log_multiplier, and queries scaled up past the original context
     // (attention.temperature_scale).

@@ -87,6 +87,14 @@ enum class MultimodalRope {
   Required,  // llama.cpp requires the key: make-model always writes it
 };
 
+// BERT's encoder layers (Architecture::bert_layers): how a token's position
+// enters.
+enum class BertLayers {
+  None,      // not BERT's layers
+  Absolute,  // position_embd rows added to the token embeddings (bert: MiniLM, bge, mxbai)
+  Rotary,    // NeoX RoPE on q and k, no position rows (nomic-bert: nomic-embed-text)
+};
+
 struct SlidingWindowRule {
   bool enabled = false;  // false: the architecture has none (llama.cpp ignores a window key there)
   // Layer l uses the window when period is 0 or l % period < period - 1
@@ -320,6 +328,12 @@ struct Architecture {
   // With experts: a layer has them where its ffn_gate_inp exists (Jamba's
   // every other layer), else a dense FFN as wide (ModelSpec::expert_layers).
   bool experts_where_routed = false;
+  // BERT's encoders (bert, nomic-bert; with bidirectional): the token
+  // embeddings plus token_types' first row (and position_embd's rows where
+  // Absolute) through a LayerNorm (token_embd_norm); each block's output
+  // added to x, then x LayerNormed (attn_output_norm, layer_output_norm);
+  // no output norm, no head.
+  BertLayers bert_layers = BertLayers::None;
 };
 
 // The file's short name of the matrix the FFN activation is applied to

@@ -1,6 +1,9 @@
-// LlamaModel::project_pooled: an encoder's pooled embedding through its
-// dense projections (EmbeddingGemma's sentence-transformers head, as
-// llama.cpp's build_dense_out: dense_2 then dense_3, no activation).
+// An encoder's ends. LlamaModel::add_bert_inputs: BERT's embeddings, as
+// llama.cpp's bert graph builds them (token, token type 0, position rows,
+// then token_embd_norm). LlamaModel::project_pooled: a pooled embedding
+// through its dense projections (EmbeddingGemma's sentence-transformers
+// head, as llama.cpp's build_dense_out: dense_2 then dense_3, no
+// activation).
 #include "engine/model/llama_model.h"
 
 namespace tc::model {
@@ -10,6 +13,24 @@ void LlamaModel::project_pooled(std::vector<float>& embedding) {
   std::vector<float> wide(static_cast<size_t>(weights_.dense_2.ne[1]));
   backend_.matmul(weights_.dense_2, embedding.data(), 1, wide.data());
   backend_.matmul(weights_.dense_3, wide.data(), 1, embedding.data());
+}
+
+void LlamaModel::add_bert_inputs(kernels::Backend& b, float* x, const int32_t* positions, int64_t n_tokens,
+                                 float* scratch) {
+  const int64_t n_embd = spec_.n_embd;
+  if (weights_.token_types.data != nullptr) {  // every token is of type 0 ("sentence A"), as in llama.cpp
+    if (token_type_row_.empty()) {
+      const int32_t type0 = 0;
+      token_type_row_.resize(static_cast<size_t>(n_embd));
+      b.get_rows(weights_.token_types, &type0, 1, token_type_row_.data());
+    }
+    b.add_bias(x, token_type_row_.data(), n_tokens, n_embd);
+  }
+  if (weights_.position_embd.data != nullptr) {
+    b.get_rows(weights_.position_embd, positions, n_tokens, scratch);
+    b.add(x, scratch, n_tokens * n_embd);
+  }
+  norm(b, x, weights_.token_embd_norm, weights_.token_embd_norm_b, n_tokens, x);
 }
 
 }  // namespace tc::model

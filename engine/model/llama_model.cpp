@@ -305,7 +305,10 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
   int64_t n_logit_rows = 0;
   int64_t n_embedding_rows = 0;
   for (const auto& s : sequences) {
-    if (kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size()) > kv.n_ctx()) return StepStatus::ContextFull;
+    const int64_t end = kv.n_used(s.slot) + static_cast<int64_t>(s.tokens.size());
+    if (end > kv.n_ctx()) return StepStatus::ContextFull;
+    // Learned positions end where the table does.
+    if (weights_.position_embd.data != nullptr && end > weights_.position_embd.ne[1]) return StepStatus::ContextFull;
     for (const text::TokenId id : s.tokens) {
       if ((id < 0 || id >= spec_.n_vocab) && find_prompt_image(s.images, id) == nullptr) {
         return StepStatus::InvalidToken;
@@ -373,6 +376,9 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
       if (step_has_horizons_) backend_.copy_to_device(horizons_.data(), horizons, index_bytes);
       backend_.get_rows(weights_.token_embd, ids_.as<int32_t>(), n_tokens, ws_.x.as<float>());
       if (spec_.embd_scale != 1.0f) backend_.scale(ws_.x.as<float>(), n_tokens * spec_.n_embd, spec_.embd_scale);
+      if (weights_.token_embd_norm.data != nullptr) {
+        add_bert_inputs(backend_, ws_.x.as<float>(), positions_.as<int32_t>(), n_tokens, ws_.cur.as<float>());
+      }
       place_image_rows(backend_, ws_.x.as<float>());
       if (per_layer_inputs_ != nullptr) per_layer_inputs_->prepare(backend_, ids, ws_.x.as<float>(), n_tokens);
       if (altup_ != nullptr) altup_->begin(backend_, ws_.x.as<float>(), n_tokens);
@@ -425,11 +431,16 @@ StepStatus LlamaModel::forward(std::span<const StepSequence> sequences, runtime:
     }
     if (n_embedding_rows > 0) {
       float* rows = embedding_rows_.as<float>();
-      norm(head, rows, weights_.output_norm, weights_.output_norm_b, n_embedding_rows, rows);
+      if (weights_.output_norm.data != nullptr) {  // (BERT's stack ends with its last layer's norm)
+        norm(head, rows, weights_.output_norm, weights_.output_norm_b, n_embedding_rows, rows);
+      }
       head.copy_to_host(embeddings->data(), rows, static_cast<size_t>(n_embedding_rows) * row_bytes);
     }
     if (n_logit_rows == 0) return;
-    norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows, head_in_.as<float>());
+    if (weights_.output_norm.data != nullptr) {
+      norm(head, head_in_.as<float>(), weights_.output_norm, weights_.output_norm_b, n_logit_rows,
+           head_in_.as<float>());
+    }
     float* out = on_host(head) ? logits_out : logits_dev_.as<float>();
     head.matmul(weights_.output, head_in_.as<float>(), n_logit_rows, out);
     if (weights_.output_b.data != nullptr) {
@@ -662,6 +673,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     return;
   }
   b.add(x, tmp, n_tokens * n_embd);
+  if (w.attn_out_norm.data != nullptr) norm(b, x, w.attn_out_norm, w.attn_out_norm_b, n_tokens, x);  // BERT's
   if (!spec_.has_ffn(layer)) return;  // Nemotron-H's attention and Mamba-2 layers
   pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
   run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);
@@ -671,6 +683,7 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
   }
   if (spec_.residual_scale != 0.0f) b.scale(tmp, n_tokens * n_embd, spec_.residual_scale);
   b.add(x, tmp, n_tokens * n_embd);
+  if (w.layer_out_norm.data != nullptr) norm(b, x, w.layer_out_norm, w.layer_out_norm_b, n_tokens, x);
   if (per_layer_inputs_ != nullptr) per_layer_inputs_->apply(b, w, layer, x, n_tokens);
   if (w.layer_output_scale.data != nullptr) b.scale(x, n_tokens * n_embd, *f32(w.layer_output_scale));
 }

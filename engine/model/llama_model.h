@@ -200,6 +200,11 @@ class LlamaModel {
   // An encoder's pooled embedding (f32 [n_embd], Architecture::bidirectional)
   // through its dense_2 and dense_3 projections, where the file has them.
   void project_pooled(std::vector<float>& embedding);
+  // BERT's inputs (Architecture::bert_layers): x (f32 [n_tokens, n_embd],
+  // the token embeddings) plus token_types' row 0 and, for absolute
+  // positions, position_embd's rows at `positions`, then LayerNormed.
+  // `scratch`: f32 [n_tokens, n_embd].
+  void add_bert_inputs(kernels::Backend& b, float* x, const int32_t* positions, int64_t n_tokens, float* scratch);
   // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
   const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }
   // Layer offload: the CPU backend (nullptr otherwise) and k.
@@ -340,6 +345,7 @@ class LlamaModel {
   std::unique_ptr<MlaAttention> mla_;              // null unless the model has latent attention
   std::unique_ptr<RecurrentMixer> recurrent_;  // null unless the model has recurrent layers
   std::vector<float> beside_;  // f32 [n_tokens, n_embd]: Falcon-H1's Mamba-2 output beside attention's
+  std::vector<float> token_type_row_;  // f32 [n_embd]: BERT's token_types row 0 (filled on first use)
   std::vector<RecurrentSequence> recurrent_sequences_;  // a step's sequences for delta_net_
   std::unique_ptr<PerLayerInputs> per_layer_inputs_;  // null unless the model has Gemma 4's per-layer inputs
   std::unique_ptr<AltUpStreams> altup_;  // null unless Gemma 3n (Architecture::altup_layers)

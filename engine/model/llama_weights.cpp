@@ -392,6 +392,20 @@ void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   w.ffn_down_b = m.optional_vector(bias_name(l, "ffn_down"), s.n_embd);
 }
 
+// BERT's input tensors: position rows (Absolute only; one per trained
+// position), the token-type rows (as many as the file has) and the
+// embeddings' LayerNorm.
+void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpec& s, LlamaWeights& w) {
+  if (s.architecture->bert_layers == BertLayers::Absolute) {
+    w.position_embd = m.matrix("position_embd.weight", s.n_embd, s.n_ctx_train);
+  }
+  if (const gguf::TensorInfo* types = file.find_tensor("token_types.weight"); types != nullptr) {
+    w.token_types = m.matrix("token_types.weight", s.n_embd, types->ne.size() > 1 ? types->ne[1] : 0);
+  }
+  w.token_embd_norm = m.vector("token_embd_norm.weight", s.n_embd);
+  w.token_embd_norm_b = m.vector("token_embd_norm.bias", s.n_embd);
+}
+
 }  // namespace
 
 kernels::Tensor tensor_view(const gguf::GgufFile& file, const std::string& name) {
@@ -413,8 +427,12 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   LlamaWeights w;
   w.token_embd = m.matrix("token_embd.weight", s.n_embd, s.n_vocab);
   // LFM2's files name the output norm token_embd_norm (llama.cpp's LLM_TENSOR_OUTPUT_NORM_LFM2).
-  w.output_norm = m.vector(a.short_conv_layers ? "token_embd_norm.weight" : "output_norm.weight", s.n_embd);
-  if (norm_bias) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
+  if (a.bert_layers != BertLayers::None) {  // no output norm: the last layer's ends the stack
+    map_bert_inputs(file, m, s, w);
+  } else {
+    w.output_norm = m.vector(a.short_conv_layers ? "token_embd_norm.weight" : "output_norm.weight", s.n_embd);
+    if (norm_bias) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
+  }
   w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
   w.output_b = m.optional_vector("output.bias", s.n_vocab);
   if (a.rope_freqs) w.rope_freqs = m.optional_vector("rope_freqs.weight", s.n_rot / 2);
@@ -435,7 +453,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
     } else {
       if (a.pre_norms) lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
-      if (norm_bias) {
+      if (norm_bias && a.pre_norms) {
         lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
         lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
         if (lw.attn_norm_2.data != nullptr) lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
@@ -474,6 +492,12 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     if (a.post_norms) {
       lw.attn_post_norm = m.vector(name("post_attention_norm"), s.n_embd);
       lw.ffn_post_norm = m.vector(name("post_ffw_norm"), s.n_embd);
+    }
+    if (a.bert_layers != BertLayers::None) {
+      lw.attn_out_norm = m.vector(name("attn_output_norm"), s.n_embd);
+      lw.attn_out_norm_b = m.vector(bias_name(l, "attn_output_norm"), s.n_embd);
+      lw.layer_out_norm = m.vector(name("layer_output_norm"), s.n_embd);
+      lw.layer_out_norm_b = m.vector(bias_name(l, "layer_output_norm"), s.n_embd);
     }
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
     if (a.attn_output_gate) lw.attn_gate = m.matrix(name("attn_gate"), s.n_embd, s.n_embd_q());
@@ -526,7 +550,11 @@ std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w) {
           {&w.rope_factors_long, "rope_factors_long.weight"},
           {&w.per_layer_token_embd, "per_layer_token_embd.weight"},
           {&w.per_layer_model_proj, "per_layer_model_proj.weight"},
-          {&w.per_layer_proj_norm, "per_layer_proj_norm.weight"}};
+          {&w.per_layer_proj_norm, "per_layer_proj_norm.weight"},
+          {&w.position_embd, "position_embd.weight"},
+          {&w.token_types, "token_types.weight"},
+          {&w.token_embd_norm, "token_embd_norm.weight"},
+          {&w.token_embd_norm_b, "token_embd_norm.bias"}};
 }
 
 std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
@@ -557,6 +585,10 @@ std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {
           {&w.attn_k_norm, name("attn_k_norm")},
           {&w.attn_post_norm, name("post_attention_norm")},
           {&w.ffn_post_norm, name("post_ffw_norm")},
+          {&w.attn_out_norm, name("attn_output_norm")},
+          {&w.attn_out_norm_b, bias("attn_output_norm")},
+          {&w.layer_out_norm, name("layer_output_norm")},
+          {&w.layer_out_norm_b, bias("layer_output_norm")},
           {&w.attn_sinks, name("attn_sinks")},
           {&w.attn_gate, name("attn_gate")},
           {&w.per_layer_inp_gate, name("inp_gate")},

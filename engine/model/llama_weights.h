@@ -63,6 +63,11 @@ struct LayerWeights {
   kernels::Tensor attn_k_norm;     // f32 [head_dim]
   kernels::Tensor attn_post_norm;  // f32 [n_embd]: RMSNorm of the attention output (Gemma)
   kernels::Tensor ffn_post_norm;   // f32 [n_embd]: RMSNorm of the FFN output (Gemma)
+  // BERT's LayerNorms of x after each block's output is added (Architecture::bert_layers).
+  kernels::Tensor attn_out_norm;     // f32 [n_embd]: attn_output_norm
+  kernels::Tensor attn_out_norm_b;   // f32 [n_embd]
+  kernels::Tensor layer_out_norm;    // f32 [n_embd]: layer_output_norm
+  kernels::Tensor layer_out_norm_b;  // f32 [n_embd]
   kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
   kernels::Tensor attn_gate;       // {n_embd, n_head * head_dim}: the attention output's sigmoid gate (AFMoE)
   // Gemma 4 (Architecture::gemma4_layers): the per-layer input's gate,
@@ -177,6 +182,12 @@ struct LlamaWeights {
   // null where absent): dense_2 then dense_3, back to n_embd.
   kernels::Tensor dense_2;  // dense_2, weight dtype {n_embd, n_dense}
   kernels::Tensor dense_3;  // dense_3, weight dtype {n_dense, n_embd}
+  // BERT's inputs (Architecture::bert_layers): rows added to the token
+  // embeddings, then their LayerNorm. Null where absent.
+  kernels::Tensor position_embd;      // f32 or f16 {n_embd, n_ctx_train}: Absolute positions only
+  kernels::Tensor token_types;        // f32 or f16 {n_embd, n_token_types}: row 0 added to every token
+  kernels::Tensor token_embd_norm;    // f32 [n_embd]
+  kernels::Tensor token_embd_norm_b;  // f32 [n_embd]
   std::vector<LayerWeights> layers;
 };
 

@@ -160,3 +160,27 @@ TEST_CASE("embeddings over HTTP: an encoder embeds whole texts and refuses compl
             {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})}, {"max_tokens", 4}}, "encoder");
   CHECK(server.stop() == 0);
 }
+
+TEST_CASE("embeddings over HTTP: a BERT encoder (WordPiece, learned positions) embeds what its tokenizer normalizes",
+          "[integration][embeddings]") {
+  const auto dir = tc::test::scratch_dir("embeddings_api_bert");
+  const auto model = tc::test::make_test_model(dir, "minilm",
+                                               "--arch bert --tokenizer bert --n-embd 64 --n-layer 2 --n-ff 128 "
+                                               "--n-head 4 --n-head-kv 4 --n-ctx 128 --seed 23");
+  ServerProcess server(model, {"--batch-size", "8"}, tc::test::scratch_dir("embeddings_api_logs"));
+  auto c = server.client();
+  const auto a = embed_one(c, "Hello World! A café in Zürich.");
+  CHECK(std::fabs(norm(a) - 1.0) < 1e-4);
+  // The uncased normalizer lowercases and strips accents: these are the same ids.
+  CHECK(embed_one(c, "hello world! a cafe in zurich.") == a);
+  CHECK(embed_one(c, "Hello World! A tea room in Zürich.") != a);
+  const auto ollama = post_json(c, "/api/embed", {{"model", "minilm"}, {"input", "Hello World! A café in Zürich."}});
+  REQUIRE(ollama.status == 200);
+  CHECK(vector_of(ollama.body["embeddings"][0]) == a);
+  // Past the 128 learned positions: a 400 naming the context, not a crash.
+  std::string longer;
+  for (int i = 0; i < 200; ++i) longer += "word ";
+  check_400(c, "/v1/embeddings", {{"input", longer}}, "context");
+  check_400(c, "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}}, "encoder");
+  CHECK(server.stop() == 0);
+}

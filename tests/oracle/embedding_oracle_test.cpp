@@ -166,3 +166,62 @@ TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, den
   WARN("gemma-embedding, mean + dense: " << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = "
                                          << relative);
 }
+
+TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "[oracle][embeddings]") {
+  if (!library().ok()) {
+    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
+    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
+    return;
+  }
+  // Three layers each, WordPiece vocab, the prompt tokenized by llama.cpp
+  // ([CLS] ... [SEP]); the file's pooling (bert: cls, nomic-bert: mean) and
+  // the other one. bert: learned positions, biases, gelu; nomic-bert: NeoX
+  // RoPE, fused qkv, SwiGLU.
+  struct Case {
+    const char* arch;
+    const char* type;
+    tc::model::Pooling file_pooling;
+    double tolerance;
+  };
+  // Measured: f32 0.7-2e-4 (bert), 1.1-1.5e-4 (nomic-bert); Q8_0 1.8e-3
+  // (mean) and 7.5e-3 (cls): both sides round activations to 8 bits before
+  // each matmul, and one token's row carries more of that than a mean.
+  for (const Case& c : {Case{"bert", "f32", tc::model::Pooling::Cls, kRelativeTolerance},
+                        Case{"nomic-bert", "f32", tc::model::Pooling::Mean, kRelativeTolerance},
+                        Case{"bert", "q8_0", tc::model::Pooling::Cls, 2e-2}}) {
+    INFO(c.arch << " " << c.type);
+    const fs::path path = tc::test::scratch_dir("embedding_oracle") / (std::string(c.arch) + "_" + c.type + ".gguf");
+    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
+                            tc::test::shell_quote(path.string()) + " --arch " + c.arch +
+                            " --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 --n-head-kv 8 --n-ctx 512 -t 2 "
+                            "--tokenizer bert --seed 35 --type " + c.type;
+    const auto r = tc::test::run_command(cmd);
+    INFO(cmd << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
+    REQUIRE(prompt.size() > 20);
+    const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
+    REQUIRE(loaded->spec.pooling == c.file_pooling);
+    CHECK(loaded->tokenizer->encode(kPrompt) == prompt);  // WordPiece: the server's ids are llama.cpp's
+    const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
+    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
+                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
+      INFO("pooling " << tc::model::pooling_name(pooling));
+      lc::ContextOptions co;
+      co.n_ctx = 256;
+      co.embeddings = true;
+      co.pooling_type = type;
+      lc::LlamaCppContext ctx(theirs_model, co);
+      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+      const float* theirs = ctx.sequence_embedding();
+      REQUIRE(theirs != nullptr);
+      const std::vector<float> mine = ours(loaded, prompt, pooling);
+      REQUIRE(mine.size() == n_embd);
+      const double relative = relative_distance(mine, theirs);
+      CHECK(relative < c.tolerance);
+      WARN(c.arch << " " << c.type << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
+                  << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
+    }
+  }
+}

@@ -1,0 +1,75 @@
+// Writing a BERT sentence encoder's file (llama.cpp's bert and nomic-bert
+// keys and tensor names).
+#include "profiler/make_bert.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/architecture.h"
+#include "engine/model/model_spec.h"
+#include "profiler/layer_tensor_writer.h"
+
+namespace tc::profiler {
+namespace {
+
+using kernels::DType;
+
+constexpr int64_t kTokenTypes = 2;  // BERT's "sentence A" and "sentence B"
+
+}  // namespace
+
+void check_bert_options(const MakeModelOptions& o) {
+  if (o.n_head * (o.head_dim > 0 ? o.head_dim : o.n_embd / o.n_head) != o.n_embd) {
+    throw std::invalid_argument(o.arch + ": the heads must span n_embd (--n-head x head_dim = --n-embd)");
+  }
+  if (o.n_expert > 0) throw std::invalid_argument(o.arch + ": --experts is not supported (nomic-bert-moe is not)");
+}
+
+void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
+                      const RandomTensorAdder& add) {
+  const model::Architecture& a = *model::find_architecture(o.arch);
+  const bool absolute = a.bert_layers == model::BertLayers::Absolute;
+  const std::string p = o.arch + ".";
+  w.set(p + "pooling_type", gguf::Value(uint32_t{absolute ? 2u : 1u}));  // CLS (bge) or mean (nomic)
+  w.set(p + "attention.causal", gguf::Value(false));
+  w.set("tokenizer.ggml.token_type_count", gguf::Value(static_cast<uint32_t>(kTokenTypes)));
+
+  const LayerTensorWriter t(o, add);
+  // The extra input rows: f32 in every file, as the converter keeps them.
+  add("token_types.weight", DType::F32, {o.n_embd, kTokenTypes}, 0.0f, 0.5f);
+  if (absolute) add("position_embd.weight", DType::F32, {o.n_embd, o.n_ctx}, 0.0f, 0.5f);
+  auto layer_norm = [&](const std::string& name) {  // weight near 1, bias near 0
+    t.norm(name + ".weight", o.n_embd);
+    add(name + ".bias", DType::F32, {o.n_embd}, 0.0f, 0.1f);
+  };
+  layer_norm("token_embd_norm");
+  const int64_t n_kv = o.n_embd / o.n_head * o.n_head_kv;
+  for (int64_t l = 0; l < o.n_layer; ++l) {
+    auto name = [l](std::string_view s) { return model::layer_tensor_name(l, s); };
+    auto bias = [&](std::string_view s, int64_t n) {
+      add("blk." + std::to_string(l) + "." + std::string(s) + ".bias", DType::F32, {n}, 0.0f, 0.5f);
+    };
+    if (absolute) {
+      t.attention(l, base, heavy, o.n_embd, n_kv);
+      bias("attn_q", o.n_embd);
+      bias("attn_k", n_kv);
+      bias("attn_v", n_kv);
+      bias("attn_output", o.n_embd);
+    } else {
+      t.matrix(name("attn_qkv"), base, o.n_embd, o.n_embd + 2 * n_kv);
+      t.matrix(name("attn_output"), base, o.n_embd, o.n_embd);
+    }
+    layer_norm("blk." + std::to_string(l) + ".attn_output_norm");
+    if (absolute) {
+      t.matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
+      bias("ffn_up", o.n_ff);
+      t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      bias("ffn_down", o.n_embd);
+    } else {
+      t.swiglu_ffn(l, base, heavy, o.n_ff);
+    }
+    layer_norm("blk." + std::to_string(l) + ".layer_output_norm");
+  }
+}
+
+}  // namespace tc::profiler
