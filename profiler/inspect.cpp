@@ -169,7 +169,12 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   auto has = [&f](const std::string& name) { return f.find_tensor(name) != nullptr; };
   if (a.norm == model::NormKind::Layer) out.emplace_back("LayerNorm with biases");
   if (a.norm == model::NormKind::LayerNoBias) out.emplace_back("LayerNorm without biases");
-  if (!a.pre_norms) out.emplace_back("no pre-norms");
+  if (a.bert_layers != model::BertLayers::None) {
+    out.emplace_back("BERT's LayerNorms after each residual add and of the embeddings, token type 0 added");
+    if (a.bert_layers == model::BertLayers::Absolute) out.emplace_back("learned positions");
+  } else if (!a.pre_norms) {
+    out.emplace_back("no pre-norms");
+  }
   if (a.rope_mode == kernels::RopeMode::Neox) out.emplace_back("NeoX RoPE");
   if (has("rope_freqs.weight")) out.emplace_back("RoPE frequency factors");
   if (s.rope_scaling == model::RopeScaling::LongRope) {
@@ -376,6 +381,7 @@ std::string to_text(const Report& r, const InspectOptions& o) {
   out << "== model ==\n";
   if (r.spec) {
     const auto& s = *r.spec;
+    const bool a_bert = s.architecture->bert_layers != model::BertLayers::None;  // an encoder without a head
     out << "architecture:  " << s.arch << (s.name.empty() ? "" : " (" + s.name + ")") << "\n"
         << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer
         << (any_ffn(s) ? ", n_ff " + std::to_string(s.n_ff) : std::string(", no FFN"))
@@ -391,7 +397,7 @@ std::string to_text(const Report& r, const InspectOptions& o) {
         << "rope_freq_base " << s.rope_freq_base << ", rope_freq_scale " << s.rope_freq_scale << ", rms_eps "
         << s.rms_eps << "\n"
         << "ffn form:      " << model::ffn_form_name(s.ffn_form) << (s.sparse_layout ? ", PowerInfer layout (ffn_down_t)" : "")
-        << (s.tied_embeddings ? ", tied embeddings" : "") << "\n";
+        << (a_bert ? ", no output head" : s.tied_embeddings ? ", tied embeddings" : "") << "\n";
     std::string features;
     for (const auto& x : layer_features(s, f)) features += (features.empty() ? "" : ", ") + x;
     if (!features.empty()) out << "layers:        " << features << "\n";

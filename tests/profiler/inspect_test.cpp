@@ -154,6 +154,8 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
        {"AltUp: 4 streams, LAuReL of rank 64, sparse FFN gates in layers 0-9", "per-layer inputs of 256"}},
       {"gemma-embedding", 2, 0, {"bidirectional attention (an encoder: embeddings only)"}},
       {"qwen3vl", 2, 0, {"multimodal RoPE sections 2, 3, 3, 0"}},
+      {"bert", 2, 0, {"BERT's LayerNorms after each residual add", "learned positions", "no RoPE", "no output head"}},
+      {"nomic-bert", 2, 0, {"BERT's LayerNorms after each residual add", "NeoX RoPE", "no output head"}},
   };
   for (const Case& c : cases) {
     INFO(c.arch);
