@@ -250,7 +250,7 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
     for (const TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));
     writer.set(kTokenType, Value::i32_array(types));
   }
-  if (vocab.kind != TokenizerKind::Spm || !vocab.merges.empty()) {
+  if (vocab.kind == TokenizerKind::Bpe || vocab.kind == TokenizerKind::Gemma4 || !vocab.merges.empty()) {
     writer.set(kMerges, Value::string_array(vocab.merges));
   }
   const auto write_id = [&](const char* key, TokenId id) {

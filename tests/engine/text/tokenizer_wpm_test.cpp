@@ -228,6 +228,8 @@ TEST_CASE("wpm: GGUF keys as llama.cpp reads them", "[text][wpm][vocab]") {
     write_vocab(written, w);
     const GgufFile f = open(w, "round_trip");
     CHECK(f.get_string("tokenizer.ggml.model") == "bert");
+    CHECK_FALSE(f.has("tokenizer.ggml.merges"));  // as converted BERT files
+    CHECK_FALSE(f.has("tokenizer.ggml.scores"));
     const Vocab v = read_vocab(f);
     CHECK(v.kind == TokenizerKind::Wpm);
     CHECK(v.tokens == written.tokens);
