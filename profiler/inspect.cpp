@@ -76,6 +76,8 @@ std::string_view kind_name(text::TokenizerKind k) {
       return "gemma4 (BPE over UTF-8, Gemma 4)";
     case text::TokenizerKind::Wpm:
       return "bert (WordPiece)";
+    case text::TokenizerKind::Ugm:
+      return "t5 (SentencePiece unigram)";
   }
   return "?";
 }

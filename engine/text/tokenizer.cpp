@@ -179,19 +179,21 @@ std::unique_ptr<Tokenizer> Tokenizer::create(Vocab vocab) {
       return detail::make_bpe_tokenizer(std::move(vocab));
     case TokenizerKind::Wpm:
       return detail::make_wpm_tokenizer(std::move(vocab));
+    case TokenizerKind::Ugm:
+      return detail::make_ugm_tokenizer(std::move(vocab));
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }
 
 namespace {
 
-// SPM with add_space_prefix: the first rendered piece of a sequence loses the
-// space that encode() put in front of the text (llama.cpp strips it only
-// when the very first token is that piece; skipping empty pieces such as
-// BOS makes decode(encode(s)) == s with add_special as well).
+// SPM and UGM with add_space_prefix: the first rendered piece of a sequence
+// loses the space that encode() put in front of the text (llama.cpp strips
+// it only when the very first token is that piece; skipping empty pieces
+// such as BOS makes decode(encode(s)) == s with add_special as well).
 bool drops_leading_space(const Tokenizer& tok, TokenId id, const std::string& piece) {
   const Vocab& v = tok.vocab();
-  return v.kind == TokenizerKind::Spm && v.add_space_prefix && !piece.empty() &&
+  return (v.kind == TokenizerKind::Spm || v.kind == TokenizerKind::Ugm) && v.add_space_prefix && !piece.empty() &&
          piece[0] == ' ' && v.types[static_cast<size_t>(id)] == TokenType::Normal;
 }
 

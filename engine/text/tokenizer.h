@@ -1,7 +1,7 @@
 // Tokenizer: text <-> token ids for the GGUF tokenizer models (SentencePiece-
 // style BPE `llama`, byte-level BPE `gpt2`, Gemma 4's BPE over UTF-8
-// `gemma4`, WordPiece `bert`). Built once from a Vocab, immutable after:
-// encode/decode are thread-safe.
+// `gemma4`, WordPiece `bert`, SentencePiece unigram `t5`). Built once from a
+// Vocab, immutable after: encode/decode are thread-safe.
 #pragma once
 
 #include <memory>
@@ -27,12 +27,14 @@ class Tokenizer {
   // std::invalid_argument on an inconsistent vocab (use read_vocab first).
   static std::unique_ptr<Tokenizer> create(Vocab vocab);
 
-  // Invalid UTF-8 in `text` is replaced by U+FFFD, never an error.
+  // Invalid UTF-8 in `text` is replaced by U+FFFD, never an error (UGM:
+  // where llama.cpp's normalizer replaces it, which passes overlongs and
+  // surrogates on).
   virtual std::vector<TokenId> encode(std::string_view text, EncodeOptions options = {}) const = 0;
   // The bytes a token stands for (byte tokens give their byte; SPM U+2581
   // becomes a space). Control tokens give "" unless render_special.
   virtual std::string token_to_piece(TokenId id, bool render_special = false) const = 0;
-  // Concatenated pieces; SPM drops the leading space added by add_space_prefix
+  // Concatenated pieces; SPM and UGM drop the leading space added by add_space_prefix
   // (the first non-empty piece loses one leading space) unless `continuation`
   // says the tokens continue earlier text, e.g. a completion after its prompt,
   // where that space separates the words. May end in an incomplete UTF-8

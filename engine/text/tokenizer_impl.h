@@ -1,4 +1,4 @@
-// Internals shared by the SPM, BPE and WPM tokenizers: the token-text index,
+// Internals shared by the SPM, BPE, WPM and UGM tokenizers: the token-text index,
 // special-token partitioning (llama.cpp's tokenizer_st_partition), piece
 // rendering and BOS/EOS handling. Not part of the public API.
 #pragma once
@@ -68,5 +68,6 @@ class TokenizerBase : public Tokenizer {
 std::unique_ptr<Tokenizer> make_spm_tokenizer(Vocab vocab);
 std::unique_ptr<Tokenizer> make_bpe_tokenizer(Vocab vocab);
 std::unique_ptr<Tokenizer> make_wpm_tokenizer(Vocab vocab);
+std::unique_ptr<Tokenizer> make_ugm_tokenizer(Vocab vocab);
 
 }  // namespace tc::text::detail

@@ -641,6 +641,9 @@ TrainOutput train_vocab_detailed(std::string_view text, const TrainerOptions& op
     case TokenizerKind::Wpm:
       throw std::invalid_argument("the trainer learns no WordPiece vocab: lay one out from SPM pieces "
                                   "(profiler/family_vocab's bert family)");
+    case TokenizerKind::Ugm:
+      throw std::invalid_argument("the trainer learns no unigram vocab: score SPM pieces "
+                                  "(profiler/family_vocab's xlmr family)");
   }
   throw std::invalid_argument("unknown tokenizer kind");
 }

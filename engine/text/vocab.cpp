@@ -2,11 +2,13 @@
 // writes them, with llama.cpp's defaults for keys a file leaves out.
 #include "engine/text/vocab.h"
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/text/charsmap.h"
 #include "engine/text/pre_tokenizer.h"
 #include "engine/text/string_index.h"
 
@@ -34,6 +36,8 @@ constexpr const char* kAddSpacePrefix = "tokenizer.ggml.add_space_prefix";
 constexpr const char* kChatTemplate = "tokenizer.chat_template";
 constexpr const char* kLowercase = "tokenizer.ggml.normalizer.lowercase";
 constexpr const char* kStripAccents = "tokenizer.ggml.normalizer.strip_accents";
+constexpr const char* kRemoveExtraWs = "tokenizer.ggml.remove_extra_whitespaces";
+constexpr const char* kCharsmap = "tokenizer.ggml.precompiled_charsmap";
 
 TokenType token_type_from_int(int32_t v) {
   // llama.cpp maps values outside the enum to "undefined".
@@ -70,6 +74,8 @@ std::string_view tokenizer_model_name(TokenizerKind kind) {
       return "gemma4";
     case TokenizerKind::Wpm:
       return "bert";
+    case TokenizerKind::Ugm:
+      return "t5";
   }
   return "?";
 }
@@ -102,11 +108,13 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.kind = TokenizerKind::Gemma4;
   } else if (model == "bert") {
     v.kind = TokenizerKind::Wpm;
+  } else if (model == "t5") {
+    v.kind = TokenizerKind::Ugm;
   } else {
     throw file.error(kModel, "unsupported tokenizer model '" + model +
                                  "'; supported: \"llama\" (SentencePiece BPE), \"gpt2\" "
                                  "(byte-level BPE), \"gemma4\" (BPE over UTF-8, Gemma 4), "
-                                 "\"bert\" (WordPiece)");
+                                 "\"bert\" (WordPiece), \"t5\" (SentencePiece unigram)");
   }
   v.pre = file.get_string(kPre, "");
 
@@ -183,6 +191,35 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.add_bos = true;
     v.add_sep = true;
     v.add_space_prefix = false;
+  } else if (v.kind == TokenizerKind::Ugm) {
+    // llama.cpp's "t5" defaults: </s> 1 as EOS, <unk> 2, <pad> 0, no BOS;
+    // EOS added, no space prefix unless the file says so.
+    v.bos_id = -1;
+    v.eos_id = 1;
+    v.unk_id = 2;
+    v.pad_id = 0;
+    v.add_bos = false;
+    v.add_eos = true;
+    v.add_space_prefix = false;
+    if (const gguf::Value* map = file.find(kCharsmap)) {
+      // llama.cpp takes an array of u8 or i8 and refuses one under 4 bytes.
+      const gguf::Value::Array* items = map->as_array();
+      if (!items || (map->array_type() != gguf::ValueType::UINT8 && map->array_type() != gguf::ValueType::INT8)) {
+        throw file.error(kCharsmap, "is not an array of u8 or i8");
+      }
+      if (items->size() < 4) throw file.error(kCharsmap, "is too small for its 4-byte header");
+      v.precompiled_charsmap.reserve(items->size());
+      for (const gguf::Value& b : *items) {
+        int64_t byte = 0;
+        b.to_i64(byte);
+        v.precompiled_charsmap.push_back(static_cast<char>(static_cast<uint8_t>(byte)));
+      }
+      try {
+        PrecompiledCharsmap check(v.precompiled_charsmap);
+      } catch (const std::invalid_argument& e) {
+        throw file.error(kCharsmap, e.what());
+      }
+    }
   } else {
     if (file.has(kMerges)) v.merges = file.get_string_array(kMerges);
     // llama.cpp's "llama" defaults.
@@ -193,7 +230,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
     v.add_space_prefix = true;
   }
   v.eot_id = -1;
-  v.add_eos = false;
+  if (v.kind != TokenizerKind::Ugm) v.add_eos = false;
 
   const auto read_id = [&](const char* key, TokenId& id) {
     if (!file.has(key)) {
@@ -222,6 +259,7 @@ Vocab read_vocab(const gguf::GgufFile& file) {
   v.normalizer_lowercase = file.get_bool(kLowercase, false);
   v.normalizer_strip_accents = file.get_bool(kStripAccents, v.normalizer_lowercase);
   v.add_space_prefix = file.get_bool(kAddSpacePrefix, v.add_space_prefix);
+  v.remove_extra_whitespaces = file.get_bool(kRemoveExtraWs, false);
   if (uses_gemma4_pre_tokenizer(v)) {
     // llama.cpp adds BOS for Gemma 4 even when the file says not to.
     v.add_bos = true;
@@ -271,6 +309,15 @@ void write_vocab(const Vocab& vocab, gguf::GgufWriter& writer) {
     writer.set(kStripAccents, Value(vocab.normalizer_strip_accents));
   }
   writer.set(kAddSpacePrefix, Value(vocab.add_space_prefix));
+  if (vocab.kind == TokenizerKind::Ugm || vocab.remove_extra_whitespaces) {
+    writer.set(kRemoveExtraWs, Value(vocab.remove_extra_whitespaces));
+  }
+  if (!vocab.precompiled_charsmap.empty()) {
+    Value::Array bytes;
+    bytes.reserve(vocab.precompiled_charsmap.size());
+    for (const char c : vocab.precompiled_charsmap) bytes.emplace_back(static_cast<uint8_t>(c));
+    writer.set(kCharsmap, Value::array(gguf::ValueType::UINT8, std::move(bytes)));
+  }
   if (vocab.chat_template) writer.set(kChatTemplate, Value(*vocab.chat_template));
   write_fim_keys(vocab.fim, writer);
 }

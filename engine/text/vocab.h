@@ -36,17 +36,20 @@ enum class TokenType : int32_t {
 // raw UTF-8 with spaces as U+2581 and <0xXX> byte fallback (Gemma 4; always
 // the "gemma4" pre-tokenizer, whatever `tokenizer.ggml.pre` says), "bert" =
 // WordPiece (BERT embedding models: greedy longest match per word, word
-// starts as U+2581 + text, continuations plain; tokenizer_wpm.cpp).
-enum class TokenizerKind { Spm, Bpe, Gemma4, Wpm };
+// starts as U+2581 + text, continuations plain; tokenizer_wpm.cpp), "t5" =
+// SentencePiece unigram (T5, XLM-RoBERTa embedding and reranking models:
+// the normalizer of ugm_normalizer.h, then the segmentation with the highest
+// summed score; tokenizer_ugm.cpp).
+enum class TokenizerKind { Spm, Bpe, Gemma4, Wpm, Ugm };
 
-// The `tokenizer.ggml.model` value of a kind: "llama", "gpt2", "gemma4", "bert".
+// The `tokenizer.ggml.model` value of a kind: "llama", "gpt2", "gemma4", "bert", "t5".
 std::string_view tokenizer_model_name(TokenizerKind kind);
 
 struct Vocab {
   TokenizerKind kind = TokenizerKind::Spm;
   std::string pre;                      // `tokenizer.ggml.pre` (BPE pre-tokenizer), e.g. "llama3"
   std::vector<std::string> tokens;      // piece text; SPM, gemma4, WPM use U+2581 for spaces, BPE byte-level chars
-  std::vector<float> scores;            // SPM merge priority (higher first); may be empty for BPE
+  std::vector<float> scores;            // SPM merge priority (higher first), UGM log-probability; may be empty
   std::vector<TokenType> types;         // one per token
   std::vector<std::string> merges;      // BPE and gemma4: "a b" in rank order
   TokenId bos_id = -1;
@@ -61,7 +64,14 @@ struct Vocab {
   bool add_bos = true;
   bool add_eos = false;
   bool add_sep = false;                 // `tokenizer.ggml.add_sep_token`
-  bool add_space_prefix = true;         // SPM: prepend U+2581 to the text
+  bool add_space_prefix = true;         // SPM, UGM: prepend U+2581 to the text (UGM's default: false)
+  // UGM: `tokenizer.ggml.remove_extra_whitespaces`: runs of spaces become one
+  // U+2581 before each word, none at the end (read for every kind, as
+  // llama.cpp does; only UGM uses it).
+  bool remove_extra_whitespaces = false;
+  // UGM: `tokenizer.ggml.precompiled_charsmap`, the raw bytes (empty: none);
+  // layout in charsmap.h.
+  std::string precompiled_charsmap;
   // WPM's BertNormalizer (`tokenizer.ggml.normalizer.lowercase`, `.strip_accents`;
   // strip_accents defaults to lowercase): lowercase the text; map each
   // character to the first of its canonical decomposition and drop marks.
