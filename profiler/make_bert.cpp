@@ -30,7 +30,9 @@ void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
   const model::Architecture& a = *model::find_architecture(o.arch);
   const bool absolute = a.bert_layers == model::BertLayers::Absolute;
   const std::string p = o.arch + ".";
-  w.set(p + "pooling_type", gguf::Value(uint32_t{absolute ? 2u : 1u}));  // CLS (bge) or mean (nomic)
+  // CLS (bge), mean (nomic) or rank (a reranker's head).
+  w.set(p + "pooling_type", gguf::Value(uint32_t{o.reranker ? 4u : absolute ? 2u : 1u}));
+  if (o.reranker) w.set(p + "classifier.output_labels", gguf::Value::string_array({"LABEL_0"}));
   w.set(p + "attention.causal", gguf::Value(false));
   w.set("tokenizer.ggml.token_type_count", gguf::Value(static_cast<uint32_t>(kTokenTypes)));
 
@@ -69,6 +71,12 @@ void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
       t.swiglu_ffn(l, base, heavy, o.n_ff);
     }
     layer_norm("blk." + std::to_string(l) + ".layer_output_norm");
+  }
+  if (o.reranker) {  // the classification head: dense n_embd -> n_embd, tanh, then one score
+    t.matrix("cls.weight", base, o.n_embd, o.n_embd);
+    add("cls.bias", DType::F32, {o.n_embd}, 0.0f, 0.1f);
+    t.matrix("cls.output.weight", base, o.n_embd, 1);
+    add("cls.output.bias", DType::F32, {1}, 0.0f, 0.1f);
   }
 }
 

@@ -161,6 +161,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   only(o.ssm_state > 0, a.mamba2_layers || a.mamba1_layers, "--ssm-state");
   only(o.ssm_dt_b_c_rms, a.mamba1_layers, "--ssm-dt-b-c-rms");
+  only(o.reranker, a.bert_layers == model::BertLayers::Absolute, "--reranker");
   only(o.no_ssm_norm, a.parallel_mamba2, "--no-ssm-norm");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);

@@ -113,6 +113,9 @@ struct MakeModelOptions {
   bool no_ssm_norm = false;
   // mamba: {arch}.ssm.dt_b_c_rms (Falcon-Mamba's weightless norms of dt, B and C).
   bool ssm_dt_b_c_rms = false;
+  // bert: a cross-encoder reranker (pooling_type 4, rank): cls and
+  // cls.output (one label), as converted BertForSequenceClassification files.
+  bool reranker = false;
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
   // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert
   // SwiGLU experts of width n_ff per layer, n_expert_used per token, a

@@ -32,7 +32,7 @@ enum class EmbeddingRoute { OpenAI, OllamaEmbed, OllamaEmbeddings };
 model::Pooling model_pooling(const ServingModel& serving) {
   model::Pooling p = serving.model->spec.pooling;
   if (serving.options.pooling != "auto") model::parse_pooling(serving.options.pooling, p);
-  return p;
+  return p == model::Pooling::Rank ? model::Pooling::Cls : p;  // a reranker's embedding: its first token's row
 }
 
 // Each input's token ids, checked against the model: the 400 otherwise.

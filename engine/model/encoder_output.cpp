@@ -3,7 +3,9 @@
 // then token_embd_norm). LlamaModel::project_pooled: a pooled embedding
 // through its dense projections (EmbeddingGemma's sentence-transformers
 // head, as llama.cpp's build_dense_out: dense_2 then dense_3, no
-// activation).
+// activation). LlamaModel::classify: a reranker's head.
+#include <cmath>
+
 #include "engine/model/llama_model.h"
 
 namespace tc::model {
@@ -13,6 +15,22 @@ void LlamaModel::project_pooled(std::vector<float>& embedding) {
   std::vector<float> wide(static_cast<size_t>(weights_.dense_2.ne[1]));
   backend_.matmul(weights_.dense_2, embedding.data(), 1, wide.data());
   backend_.matmul(weights_.dense_3, wide.data(), 1, embedding.data());
+}
+
+void LlamaModel::classify(std::vector<float>& pooled) {
+  auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
+  if (weights_.cls.data != nullptr) {
+    std::vector<float> hidden(pooled.size());
+    backend_.matmul(weights_.cls, pooled.data(), 1, hidden.data());
+    if (weights_.cls_b.data != nullptr) backend_.add_bias(hidden.data(), f32(weights_.cls_b), 1, spec_.n_embd);
+    for (float& h : hidden) h = std::tanh(h);
+    pooled = std::move(hidden);
+  }
+  if (weights_.cls_out.data == nullptr) return;
+  std::vector<float> scores(static_cast<size_t>(spec_.n_cls_out));
+  backend_.matmul(weights_.cls_out, pooled.data(), 1, scores.data());
+  if (weights_.cls_out_b.data != nullptr) backend_.add_bias(scores.data(), f32(weights_.cls_out_b), 1, spec_.n_cls_out);
+  pooled = std::move(scores);
 }
 
 void LlamaModel::add_bert_inputs(kernels::Backend& b, float* x, const int32_t* positions, int64_t n_tokens,

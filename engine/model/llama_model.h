@@ -200,6 +200,10 @@ class LlamaModel {
   // An encoder's pooled embedding (f32 [n_embd], Architecture::bidirectional)
   // through its dense_2 and dense_3 projections, where the file has them.
   void project_pooled(std::vector<float>& embedding);
+  // A reranker's scores (f32 [n_cls_out]) from the first token's row (f32
+  // [n_embd], replaced), as llama.cpp's rank pooling: cls and its bias,
+  // tanh, then cls.output and its bias (each where the file has it).
+  void classify(std::vector<float>& pooled);
   // BERT's inputs (Architecture::bert_layers): x (f32 [n_tokens, n_embd],
   // the token embeddings) plus token_types' row 0 and, for absolute
   // positions, position_embd's rows at `positions`, then LayerNormed.

@@ -404,6 +404,12 @@ void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpe
   }
   w.token_embd_norm = m.vector("token_embd_norm.weight", s.n_embd);
   w.token_embd_norm_b = m.vector("token_embd_norm.bias", s.n_embd);
+  w.cls = m.optional_matrix("cls.weight", s.n_embd, s.n_embd);
+  w.cls_b = m.optional_vector("cls.bias", s.n_embd);
+  if (s.n_cls_out > 0) {
+    w.cls_out = m.matrix("cls.output.weight", s.n_embd, s.n_cls_out);
+    w.cls_out_b = m.optional_vector("cls.output.bias", s.n_cls_out);
+  }
 }
 
 }  // namespace
@@ -554,7 +560,11 @@ std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w) {
           {&w.position_embd, "position_embd.weight"},
           {&w.token_types, "token_types.weight"},
           {&w.token_embd_norm, "token_embd_norm.weight"},
-          {&w.token_embd_norm_b, "token_embd_norm.bias"}};
+          {&w.token_embd_norm_b, "token_embd_norm.bias"},
+          {&w.cls, "cls.weight"},
+          {&w.cls_b, "cls.bias"},
+          {&w.cls_out, "cls.output.weight"},
+          {&w.cls_out_b, "cls.output.bias"}};
 }
 
 std::vector<NamedTensor> layer_tensors(LayerWeights& w, int64_t l) {

@@ -600,7 +600,13 @@ ModelSpec read_model_spec(const GgufFile& file) {
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;
     case 2: s.pooling = Pooling::Cls; break;
+    case 4: s.pooling = a.bidirectional ? Pooling::Rank : Pooling::Last; break;  // (Qwen3's reranker head: not read)
     default: s.pooling = Pooling::Last; break;
+  }
+  if (a.bert_layers != BertLayers::None) {
+    if (const gguf::TensorInfo* head = file.find_tensor("cls.output.weight"); head != nullptr) {
+      s.n_cls_out = head->ne.size() > 1 ? head->ne[1] : 1;
+    }
   }
 
   const auto& embd = file.tensor("token_embd.weight");
@@ -635,6 +641,7 @@ std::string_view pooling_name(Pooling pooling) {
   switch (pooling) {
     case Pooling::Mean: return "mean";
     case Pooling::Cls: return "cls";
+    case Pooling::Rank: return "rank";
     case Pooling::Last: break;
   }
   return "last";

@@ -119,10 +119,12 @@ enum class RopeScaling { None, Linear, LongRope, Yarn };
 
 // How a text's embedding pools the output-normed hidden states of its
 // tokens: the last token's (the causal models' own summary), their mean, or
-// the first token's (llama.cpp's `cls`).
-enum class Pooling { Last, Mean, Cls };
-std::string_view pooling_name(Pooling pooling);  // "last", "mean", "cls"
-// "last", "mean" or "cls"; false for anything else.
+// the first token's (llama.cpp's `cls`). Rank: the first token's through a
+// reranker's classification head (LlamaModel::classify): scores, not an
+// embedding.
+enum class Pooling { Last, Mean, Cls, Rank };
+std::string_view pooling_name(Pooling pooling);  // "last", "mean", "cls", "rank"
+// "last", "mean" or "cls" (rank is the file's, not a choice); false for anything else.
 bool parse_pooling(std::string_view name, Pooling& out);
 
 struct ModelSpec {
@@ -211,9 +213,12 @@ struct ModelSpec {
   float embd_scale = 1.0f;           // token embeddings times this (sqrt(n_embd) for Gemma; Granite's embedding_scale)
   float residual_scale = 0.0f;       // each block's output times this before the residual add (Granite); 0: none
   float logit_multiplier = 0.0f;     // logits times this (Cohere's logit_scale, 1 / Granite's); 0: none
-  // {arch}.pooling_type, llama.cpp's numbering: 1 mean, 2 cls, 3 last;
-  // absent, 0 (none) or 4 (rank, a reranker's head): last.
+  // {arch}.pooling_type, llama.cpp's numbering: 1 mean, 2 cls, 3 last, 4
+  // rank (an encoder's: a reranker's head); absent or 0 (none): last.
   Pooling pooling = Pooling::Last;
+  // A reranker's classification head (cls.output.weight's rows: one score
+  // per label; {arch}.classifier.output_labels names them); 0: none.
+  int64_t n_cls_out = 0;
   // Sliding-window attention: the window ({arch}.attention.sliding_window)
   // and which layers use it (empty: none).
   int64_t n_swa = 0;

@@ -610,7 +610,11 @@ void Engine::Impl::pool_embedding_rows(int slot_idx, const float* rows, int64_t 
   ev.kind = StreamEvent::Kind::Finished;
   ev.finish = FinishReason::Stop;
   ev.embedding = seq.pool->result(seq.n_prompt());
-  llama->project_pooled(ev.embedding);  // an encoder's dense head, where it has one
+  if (seq.request.embedding == model::Pooling::Rank) {
+    llama->classify(ev.embedding);  // a reranker's scores
+  } else {
+    llama->project_pooled(ev.embedding);  // an encoder's dense head, where it has one
+  }
   const auto now = Clock::now();
   ev.usage.prompt_tokens = seq.n_prompt();
   ev.usage.cached_tokens = seq.n_cached;

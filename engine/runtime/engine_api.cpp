@@ -36,6 +36,10 @@ SubmitResult Engine::submit(GenerationRequest request) {
                                                     ") is an encoder: it serves embeddings (/v1/embeddings), "
                                                     "not completions");
   }
+  if (request.embedding == model::Pooling::Rank && loaded->spec.n_cls_out == 0) {
+    return refuse(SubmitStatus::InvalidRequest, "this model (" + loaded->spec.arch +
+                                                    ") has no classification head: it does not rank (rerank)");
+  }
   if (auto refusal =
           check_request(request, static_cast<int32_t>(loaded->spec.n_vocab), options_.n_ctx, loaded->spec.n_embd)) {
     return refuse(refusal->status, std::move(refusal->message));

@@ -460,7 +460,7 @@ struct ContextOptions {
 };
 
 // llama_pooling_type values.
-inline constexpr int32_t kPoolingMean = 1, kPoolingCls = 2, kPoolingLast = 3;
+inline constexpr int32_t kPoolingMean = 1, kPoolingCls = 2, kPoolingLast = 3, kPoolingRank = 4;
 
 // One llama_context on a model, with its own threadpool. Move-only; the model
 // must outlive it. Not thread-safe.

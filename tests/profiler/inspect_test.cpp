@@ -156,11 +156,13 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
       {"qwen3vl", 2, 0, {"multimodal RoPE sections 2, 3, 3, 0"}},
       {"bert", 2, 0, {"BERT's LayerNorms after each residual add", "learned positions", "no RoPE", "no output head"}},
       {"nomic-bert", 2, 0, {"BERT's LayerNorms after each residual add", "NeoX RoPE", "no output head"}},
+      {"bert-reranker", 2, 0, {"a reranker's classification head (one score)"}},
   };
   for (const Case& c : cases) {
     INFO(c.arch);
     tc::profiler::MakeModelOptions o;
-    o.arch = c.arch;
+    o.arch = std::string_view(c.arch) == "bert-reranker" ? "bert" : c.arch;
+    o.reranker = std::string_view(c.arch) == "bert-reranker";
     o.output = tc::test::scratch_dir(std::string("inspect_kinds_") + c.arch) / "m.gguf";
     o.n_vocab = 1024;
     o.n_embd = 64;
