@@ -201,6 +201,7 @@ struct HttpServer::Impl {
     install_ollama_routes(http, ctx);
     install_llamacpp_routes(http, ctx);
     install_embedding_routes(http, ctx);
+    install_rerank_routes(http, ctx);
     install_engine_routes(http, ctx);
     install_webui_routes(http, ctx);
   }

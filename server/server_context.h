@@ -93,6 +93,7 @@ void install_ollama_routes(httplib::Server& http, ServerContext& ctx);  // /api/
 void install_token_count_routes(httplib::Server& http, ServerContext& ctx);  // count_tokens, input_tokens
 void install_llamacpp_routes(httplib::Server& http, ServerContext& ctx);  // /completion, /infill: llama.cpp's
 void install_embedding_routes(httplib::Server& http, ServerContext& ctx);  // /v1/embeddings, /api/embed(dings)
+void install_rerank_routes(httplib::Server& http, ServerContext& ctx);     // /v1/rerank, /rerank, /v1/reranking
 void install_engine_routes(httplib::Server& http, ServerContext& ctx);
 void install_webui_routes(httplib::Server& http, ServerContext& ctx);  // none with options.webui off
 // The web page's paths (GET / and /webui/NAME), which need no API key.

@@ -1,0 +1,93 @@
+// Reranking: POST /v1/rerank (also /rerank, /v1/reranking, /reranking), as
+// llama-server serves it: each (query, document) pair runs through a
+// cross-encoder (an encoder file with a classification head, rank pooling)
+// as one engine request, the pairs batched with whatever else runs; the
+// documents come back best first with their scores (the head's first,
+// unnormalised), cut to top_n. A model without such a head is a 400 naming
+// it. Every 4xx comes before the work starts; a client that leaves cancels
+// what is queued.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/embedding_runs.h"
+#include "server/generation_job.h"
+#include "server/http/httplib_bridge.h"
+#include "server/json_post_route.h"
+#include "server/rerank_schema.h"
+#include "server/route_paths.h"
+
+namespace tc::server {
+namespace {
+
+void handle_rerank(ServerContext& ctx, const httplib::Request& req, ParsedBody parsed, httplib::Response& res) {
+  auto job = std::make_shared<GenerationJob>();
+  job->ctx = &ctx;
+  job->wire = Wire::OpenAI;
+  job->route = canonical_route(req.path);
+  job->meta.id = "rerank-" + random_id(ctx);
+  auto reject = [&](const ApiError& e) {
+    job->status = e.status;
+    job->error = e.message;
+    if (e.status != 499) send_job_error(*job, res, e);
+  };
+  if (ctx.draining.load()) return reject({503, "unavailable_error", "the server is shutting down", "", ""});
+  if (parsed.error) return reject(*parsed.error);
+  const RerankParse parse = parse_rerank(parsed.json);
+  if (parse.error) return reject(*parse.error);
+  const RerankRequest& request = *parse.request;
+
+  std::optional<ApiError> error;
+  const std::string name = ctx.models->resolve(request.model, error);
+  if (error) return reject(*error);
+  job->meta.model = name;
+  job->lease = ctx.models->acquire(name, request.keep_alive, error, http::request_client_connected,
+                                   kClientCheckInterval);
+  if (!job->lease) {
+    return reject(
+        registry_error(ctx, error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""})));
+  }
+  const ServingModel& serving = job->lease->model();
+  if (auto err = unavailable(ctx, &serving)) return reject(*err);
+  const model::ModelSpec& spec = serving.model->spec;
+  if (spec.pooling != model::Pooling::Rank || spec.n_cls_out == 0) {
+    return reject({400, "invalid_request_error",
+                   "model '" + name + "' (" + spec.arch +
+                       ") is not a reranker: it has no classification head (a cross-encoder file with rank pooling "
+                       "ranks documents)",
+                   "model_not_reranker", "model"});
+  }
+  std::vector<std::vector<text::TokenId>> inputs;
+  const int64_t n_ctx = serving.engine->n_ctx();
+  for (size_t i = 0; i < request.documents.size(); ++i) {
+    auto ids = rerank_pair_tokens(*serving.model->tokenizer, request.query, request.documents[i]);
+    if (static_cast<int64_t>(ids.size()) > n_ctx) {
+      const char* key = request.tei ? "texts" : "documents";
+      return reject({400, "invalid_request_error",
+                     "the query with document " + std::to_string(i) + " is " + std::to_string(ids.size()) +
+                         " tokens; this model's context is " + std::to_string(n_ctx) + " tokens",
+                     "context_length_exceeded", key});
+    }
+    inputs.push_back(std::move(ids));
+  }
+  std::vector<std::vector<float>> outputs;
+  if (auto err = run_embedding_inputs(*job, serving, model::Pooling::Rank, inputs, outputs)) return reject(*err);
+  std::vector<float> scores;
+  for (const auto& o : outputs) scores.push_back(o.empty() ? 0.0f : o[0]);
+  job->report();
+  send_json(res, 200, rerank_response(request, name, scores, job->usage.prompt_tokens));
+}
+
+}  // namespace
+
+void install_rerank_routes(httplib::Server& http, ServerContext& ctx) {
+  for (const char* path : {"rerank", "reranking"}) {
+    post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
+                    [&ctx](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
+                      handle_rerank(ctx, req, std::move(body), res);
+                    });
+  }
+}
+
+}  // namespace tc::server
