@@ -160,8 +160,8 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--tokenizer", *tokenizer,
                   "Tokenizer: llama (SentencePiece) or gpt2 (byte-level BPE) learned from --vocab-text, or the "
                   "vocab of a model family, qwen2 (151936 tokens), gemma3 or gemma4 (262144), bert (WordPiece, "
-                  "30522), which sets --n-vocab")
-      ->check(CLI::IsMember({"llama", "gpt2", "qwen2", "gemma3", "gemma4", "bert"}));
+                  "30522), xlmr (XLM-RoBERTa-like unigram with a charsmap, 64000), which sets --n-vocab")
+      ->check(CLI::IsMember({"llama", "gpt2", "qwen2", "gemma3", "gemma4", "bert", "xlmr"}));
   sub->add_option("--vocab-text", o->vocab_text, "Text to learn the vocabulary from (default: built-in corpus)")
       ->check(CLI::ExistingFile);
   sub->add_option("--chat-template", o->chat_template_file,

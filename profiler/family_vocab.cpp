@@ -314,6 +314,8 @@ std::string_view vocab_family_name(VocabFamily family) {
       return "gemma4";
     case VocabFamily::Bert:
       return "bert";
+    case VocabFamily::Xlmr:
+      return "xlmr";
   }
   return "?";
 }
@@ -323,6 +325,7 @@ std::optional<VocabFamily> vocab_family_from_name(std::string_view name) {
   if (name == "gemma3") return VocabFamily::Gemma3;
   if (name == "gemma4") return VocabFamily::Gemma4;
   if (name == "bert") return VocabFamily::Bert;
+  if (name == "xlmr") return VocabFamily::Xlmr;
   return std::nullopt;
 }
 
@@ -337,6 +340,8 @@ text::Vocab make_family_vocab(VocabFamily family, uint64_t seed) {
       return gemma4_vocab(text);
     case VocabFamily::Bert:
       return bert_vocab(text);
+    case VocabFamily::Xlmr:
+      return detail::xlmr_vocab(text);
   }
   throw std::invalid_argument("unknown vocab family");
 }

@@ -1,6 +1,8 @@
-// Tokenizer vocabularies laid out as four model families' GGUF files carry
-// them, at their real sizes, for tests and benchmarks: BERT-like (WordPiece,
-// bert-base-uncased's 30,522 tokens), Qwen2/Qwen3-like
+// Tokenizer vocabularies laid out as five model families' GGUF files carry
+// them, for tests and benchmarks: BERT-like (WordPiece,
+// bert-base-uncased's 30,522 tokens), XLM-RoBERTa-like (SentencePiece
+// unigram with a precompiled charsmap, 64,000 tokens, not XLM-R's 250,002),
+// Qwen2/Qwen3-like
 // (byte-level BPE, pre-tokenizer "qwen2", 151,936 tokens with Qwen's added
 // tokens), Gemma-3-like (SentencePiece BPE as llama.cpp reads Gemma's
 // files: no space prefix, byte fallback, 262,144 tokens with Gemma's control
@@ -19,9 +21,9 @@
 
 namespace tc::profiler {
 
-enum class VocabFamily { Qwen2, Gemma3, Gemma4, Bert };
+enum class VocabFamily { Qwen2, Gemma3, Gemma4, Bert, Xlmr };
 
-// "qwen2", "gemma3", "gemma4", "bert".
+// "qwen2", "gemma3", "gemma4", "bert", "xlmr".
 std::string_view vocab_family_name(VocabFamily family);
 std::optional<VocabFamily> vocab_family_from_name(std::string_view name);
 
@@ -62,6 +64,19 @@ std::string family_training_text(uint64_t seed);
 //   continuations plain, as the converter writes "word" and "##x"); 30,522
 //   tokens, no scores; bos = [CLS], sep = [SEP], no EOS; lowercase and
 //   strip_accents set.
+// Xlmr: XLM-RoBERTa's layout as llama.cpp's converter writes it (tokenizer
+//   model "t5", SentencePiece unigram): <s> 0, <pad> 1, </s> 2 (control),
+//   <unk> 3, 63,995 pieces by score (log-probabilities re-estimated from
+//   the text's segmentation), <mask> 63,999 (control); 64,000 tokens;
+//   bos = <s>, eos = sep = </s>, pad = <pad>, BOS and EOS added, space
+//   prefix and remove_extra_whitespaces on, pre "default", the precompiled
+//   charsmap of compat_normalization_rules (charsmap_builder.h); the pieces
+//   are learned from the text as that normalizer leaves it.
 text::Vocab make_family_vocab(VocabFamily family, uint64_t seed = 1);
+
+namespace detail {
+// The Xlmr family from its training text (family_vocab_xlmr.cpp).
+text::Vocab xlmr_vocab(const std::string& training_text);
+}  // namespace detail
 
 }  // namespace tc::profiler

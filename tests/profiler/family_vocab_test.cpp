@@ -1,14 +1,19 @@
-// make_family_vocab: the Qwen2-like, Gemma3-like, Gemma4-like and BERT-like vocabs have
-// their families' layout (sizes, special ids and types, keys), learned
-// pieces that real text uses, and load back from a GGUF file unchanged,
-// within a sanity bound of time (the time is reported; docs/models.md has
-// the measured figures). A file carrying the family's chat template gives
-// that template back: it renders the jinja2 fixtures, and each turn marker
-// in the prompt becomes the family's control token.
+// make_family_vocab: the Qwen2-like, Gemma3-like, Gemma4-like, BERT-like and
+// XLM-R-like vocabs have their families' layout (sizes, special ids and
+// types, keys), learned pieces that real text uses, and load back from a
+// GGUF file unchanged, within a sanity bound of time (the time is reported;
+// docs/models.md has the measured figures). A file carrying the family's
+// chat template gives that template back: it renders the jinja2 fixtures,
+// and each turn marker in the prompt becomes the family's control token.
+// The precompiled charsmap builder (XLM-R's normalizer) against a brute
+// force longest-key search.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -16,8 +21,11 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/text/charsmap.h"
 #include "engine/text/chat_template.h"
 #include "engine/text/tokenizer.h"
+#include "engine/text/ugm_normalizer.h"
+#include "profiler/charsmap_builder.h"
 #include "profiler/family_vocab.h"
 #include "profiler/tokenizer_corpus.h"
 #include "tests/test_util.h"
@@ -300,4 +308,110 @@ TEST_CASE("family_vocab: BERT-like WordPiece vocab, its layout, load time and pi
   CHECK(hello.front() == 101);
   CHECK(hello.back() == 102);
   CHECK(tok->decode(hello) == " hello , world !");
+}
+
+TEST_CASE("charsmap_builder: the double array gives the longest key of random rules", "[profiler][text]") {
+  std::mt19937 rng(7);
+  const std::string alphabet = "ab\xC3\xA9\xE2\x96\x81 ";  // a, b, e-acute, U+2581, space: shared prefixes
+  const auto random_text = [&](size_t max_len) {
+    std::string t;
+    const size_t n = 1 + rng() % max_len;
+    for (size_t i = 0; i < n; ++i) t += alphabet[rng() % alphabet.size()];
+    return t;
+  };
+  for (int round = 0; round < 20; ++round) {
+    std::map<std::string, std::string> rules;
+    const int n_rules = 1 + static_cast<int>(rng() % 300);
+    for (int i = 0; i < n_rules; ++i) rules[random_text(6)] = rng() % 4 == 0 ? std::string() : random_text(4);
+    const std::string bytes =
+        tc::profiler::build_precompiled_charsmap(tc::profiler::CharsmapRules(rules.begin(), rules.end()));
+    const tc::text::PrecompiledCharsmap map(bytes);  // validates every walk
+    CHECK((bytes.size() - 4) > 0);
+    for (int probe = 0; probe < 200; ++probe) {
+      const std::string input = random_text(9);
+      size_t want_len = 0;
+      std::string want;
+      for (const auto& [key, value] : rules) {
+        if (input.compare(0, key.size(), key) == 0 && key.size() > want_len) {
+          want_len = key.size();
+          want = value;
+        }
+      }
+      const auto got = map.longest_match(input);
+      INFO("input '" << input << "'");
+      CHECK(got.length == want_len);
+      CHECK(std::string(got.replacement) == want);
+    }
+  }
+  CHECK(tc::profiler::build_precompiled_charsmap({}).empty());
+  CHECK_THROWS_AS(tc::profiler::build_precompiled_charsmap({{"", "x"}}), std::invalid_argument);
+  CHECK_THROWS_AS(tc::profiler::build_precompiled_charsmap({{"a", "x"}, {"a", "y"}}), std::invalid_argument);
+  CHECK_THROWS_AS(tc::profiler::build_precompiled_charsmap({{std::string("a\0", 2), "x"}}), std::invalid_argument);
+}
+
+TEST_CASE("family_vocab: XLM-R-like unigram vocab and its layout and charsmap and pieces", "[profiler][text]") {
+  const auto start = std::chrono::steady_clock::now();
+  const Vocab v = tc::profiler::make_family_vocab(VocabFamily::Xlmr);
+  const double build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  WARN("xlmr vocab built in " << build_seconds << " s");
+  REQUIRE(v.n_vocab() == 64000);
+  CHECK(tc::profiler::vocab_family_from_name("xlmr") == VocabFamily::Xlmr);
+  CHECK(tc::profiler::vocab_family_name(VocabFamily::Xlmr) == "xlmr");
+  CHECK(v.kind == tc::text::TokenizerKind::Ugm);
+  CHECK(v.pre == "default");
+  CHECK(v.tokens[0] == "<s>");
+  CHECK(v.tokens[1] == "<pad>");
+  CHECK(v.tokens[2] == "</s>");
+  CHECK(v.tokens[3] == "<unk>");
+  CHECK(v.tokens[63999] == "<mask>");
+  for (const TokenId id : {0, 1, 2, 63999}) CHECK(v.types[static_cast<size_t>(id)] == TokenType::Control);
+  CHECK(v.types[3] == TokenType::Unknown);
+  CHECK(std::count(v.types.begin(), v.types.end(), TokenType::Normal) == 64000 - 5);
+  CHECK(v.bos_id == 0);
+  CHECK(v.pad_id == 1);
+  CHECK(v.eos_id == 2);
+  CHECK(v.sep_id == 2);
+  CHECK(v.unk_id == 3);
+  CHECK(v.mask_id == 63999);
+  CHECK(v.add_bos);
+  CHECK(v.add_eos);
+  CHECK(v.add_space_prefix);
+  CHECK(v.remove_extra_whitespaces);
+  CHECK(v.merges.empty());
+  // Log-probabilities, most likely first.
+  CHECK(std::is_sorted(v.scores.begin() + 4, v.scores.end() - 1, std::greater<float>()));
+  CHECK(v.scores[4] < 0.0f);
+  CHECK(v.scores[4] > -6.0f);
+  CHECK(v.scores[63998] > -30.0f);
+  const std::string sp = "\xE2\x96\x81";
+  id_of(v, sp);
+  id_of(v, sp + "the");
+  // The charsmap is the builder's, valid, and normalizes as NFKC would.
+  const auto rules = tc::profiler::compat_normalization_rules();
+  CHECK(rules.size() > 1000);
+  REQUIRE(v.precompiled_charsmap == tc::profiler::build_precompiled_charsmap(rules));
+  const tc::text::UgmNormalizer norm(v);
+  CHECK(norm.normalize("\xEF\xBC\xA8\xEF\xBD\x85llo \xEF\xAC\x81ne  caf" "e\xCC\x81\t\xE2\x91\xA0 ") ==
+        sp + "Hello" + sp + "fine" + sp + "caf\xC3\xA9" + sp + "1");
+  CHECK(norm.normalize("\xEF\xBD\xB6\xEF\xBE\x9E") == sp + "\xE3\x82\xAC");  // half-width ka + voicing: ga
+
+  const auto tok = round_trip(v, "xlmr", "");
+  CHECK(tok->vocab().precompiled_charsmap == v.precompiled_charsmap);
+  CHECK(tok->vocab().remove_extra_whitespaces);
+  CHECK(tok->vocab().mask_id == 63999);
+  const auto hello = tok->encode("Hello, world!");
+  CHECK(hello.front() == 0);
+  CHECK(hello.back() == 2);
+  CHECK(tok->decode(hello) == "Hello, world!");
+  CHECK(tok->encode("\xEF\xBC\xA8\xEF\xBD\x85llo,   world! ") == hello);
+  // The corpus: many distinct pieces, few <unk>, well under a token per 3 bytes.
+  const std::string_view corpus = tc::profiler::tokenizer_corpus();
+  const auto ids = tok->encode(corpus, {.add_special = false});
+  const std::set<TokenId> distinct(ids.begin(), ids.end());
+  const auto n_unk = static_cast<size_t>(std::count(ids.begin(), ids.end(), 3));
+  INFO(ids.size() << " tokens, " << distinct.size() << " distinct, " << n_unk << " <unk>, for " << corpus.size()
+                  << " bytes");
+  CHECK(distinct.size() > 6000);
+  CHECK(ids.size() * 3 < corpus.size());
+  CHECK(n_unk * 1000 < ids.size());
 }
