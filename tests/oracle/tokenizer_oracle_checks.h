@@ -42,8 +42,10 @@ void check_pieces(const LlamaVocab& ref, const text::Tokenizer& ours);
 // Our decode against llama_detokenize (remove_special off) of our ids for
 // each text, special rendering off and on, and that each text decodes back
 // from its ids (special texts not parsed; SPM and Gemma 4 texts with a
-// literal U+2581 left out; not for WPM, whose normalizer is lossy). Valid
-// only for vocabs without a space prefix, where llama.cpp strips nothing.
+// literal U+2581 left out; not for WPM and UGM, whose normalizers are
+// lossy). With a space prefix, ours is compared with llama.cpp's way of
+// stripping it (from the very first token's piece only: a BOS in front
+// keeps the text's leading space there, where our decode drops it).
 // `llama_cleans_spaces`: the vocab is one llama.cpp detokenizes with its
 // clean_spaces step (Gemma 4's, WPM's), which our decode leaves out on
 // purpose: ours is compared with that step applied.
