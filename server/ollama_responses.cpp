@@ -80,6 +80,8 @@ nlohmann::json ollama_capabilities(const std::string& arch, const nlohmann::json
   if (metadata.is_object()) {
     const auto it = metadata.find(arch + ".pooling_type");
     if (it != metadata.end() && it->is_number_integer() && it->get<int64_t>() != 0) {
+      // Rank pooling (4): a reranker, for /v1/rerank (not one of Ollama's words; its clients skip it).
+      if (it->get<int64_t>() == 4) return nlohmann::json::array({"embedding", "rerank"});
       return nlohmann::json::array({"embedding"});
     }
   }

@@ -7,6 +7,7 @@
 
 #include "engine/text/unicode.h"
 #include "server/json_post_route.h"
+#include "server/ollama_responses.h"
 #include "server/openai_responses.h"
 #include "server/prompt_builder.h"
 #include "server/request_body.h"
@@ -80,6 +81,13 @@ json model_entry(const ServerContext& ctx, const ModelInfo& m) {
   if (m.state == ModelState::Failed) entry["status"]["failure"] = m.failure;
   entry["loaded"] = m.state == ModelState::Loaded;
   entry["vision"] = m.vision;
+  // What it serves, as Ollama's /api/show says ("completion", "embedding",
+  // "rerank", ...), from the file's header (read once per file change).
+  if (const ModelFacts f = ctx.models->facts(m.name); f.error.empty()) {
+    std::string tmpl = f.chat_template;
+    if (m.serving != nullptr && m.serving->chat_template) tmpl = m.serving->chat_template->source();
+    entry["capabilities"] = ollama_capabilities(f.arch, f.metadata, tmpl, f.fill_in_middle, m.vision);
+  }
   if (!m.aliases.empty()) entry["aliases"] = m.aliases;
   return entry;
 }

@@ -58,9 +58,14 @@ async function loadModels() {
       select.replaceChildren(
         ...list.data.map((m) => {
           const state = m.status?.value;
-          const note = state === "failed" ? " (failed to load)" : state && state !== "loaded" ? ` (${state})` : "";
+          // An embedding model or a reranker is listed, but does not chat.
+          const chats = !m.capabilities || m.capabilities.includes("completion");
+          const kind = m.capabilities?.includes("rerank") ? "reranker" : "embeddings only";
+          const note = state === "failed" ? " (failed to load)" : !chats ? ` (${kind})`
+            : state && state !== "loaded" ? ` (${state})` : "";
           const option = Object.assign(document.createElement("option"), {
-            value: m.id, textContent: m.id + note, disabled: state === "failed", title: m.status?.failure ?? "",
+            value: m.id, textContent: m.id + note, disabled: state === "failed" || !chats,
+            title: m.status?.failure ?? "",
           });
           option.dataset.vision = m.vision ? "1" : "";
           return option;

@@ -2,8 +2,9 @@
 // (a reranker: rank pooling, a classification head) and a BERT embedding
 // model: documents come back best first with the scores each gets alone,
 // top_n and return_documents as asked, TEI's /rerank form, the scores the
-// same whatever else is in the request, and 400s for a model that is not a
-// reranker, a pair past the context and bad fields.
+// same whatever else is in the request, 400s for a model that is not a
+// reranker, a pair past the context and bad fields, and /v1/models naming
+// each one's capabilities.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -87,6 +88,18 @@ TEST_CASE("rerank over HTTP: a cross-encoder ranks documents and other models ar
   const auto bad = post_json(c, "/v1/rerank", {{"model", "reranker"}, {"documents", docs}});
   CHECK(bad.status == 400);
   CHECK(bad.body["error"]["param"] == "query");
+  // /v1/models says what each serves (the web page keeps them out of its chat picker).
+  const auto listed = c.Get("/v1/models");
+  REQUIRE(listed);
+  const json models_list = json::parse(listed->body);
+  int n_checked = 0;
+  for (const auto& m : models_list["data"]) {
+    INFO(m.dump());
+    if (m["id"] == "reranker") CHECK(m["capabilities"] == json::array({"embedding", "rerank"}));
+    if (m["id"] == "minilm") CHECK(m["capabilities"] == json::array({"embedding"}));
+    n_checked += m["id"] == "reranker" || m["id"] == "minilm" ? 1 : 0;
+  }
+  CHECK(n_checked == 2);
   // The embedding model still embeds; the reranker embeds its first token's row.
   const auto embed = post_json(c, "/v1/embeddings", {{"model", "reranker"}, {"input", "hello"}});
   CHECK(embed.status == 200);
