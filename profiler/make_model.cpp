@@ -161,7 +161,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   only(o.ssm_state > 0, a.mamba2_layers || a.mamba1_layers, "--ssm-state");
   only(o.ssm_dt_b_c_rms, a.mamba1_layers, "--ssm-dt-b-c-rms");
-  only(o.reranker, a.bert_layers == model::BertLayers::Absolute, "--reranker");
+  only(o.reranker, a.bert_layers == model::BertLayers::Absolute || a.name == "qwen3", "--reranker");
   only(o.no_ssm_norm, a.parallel_mamba2, "--no-ssm-norm");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
@@ -318,6 +318,10 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
     w.set(p + "logit_scale", gguf::Value(8.0f));
   }
   if (a.logit_scale_multiplies) w.set(p + "logit_scale", gguf::Value(0.125f));  // Aya Expanse 8B's
+  if (o.reranker && a.name == "qwen3") {  // Qwen3-Reranker's, as llama.cpp's converter writes them
+    w.set(p + "pooling_type", gguf::Value(uint32_t{4}));
+    w.set(p + "classifier.output_labels", gguf::Value::string_array({"yes", "no"}));
+  }
   if (o.attn_softcap > 0) w.set(p + "attn_logit_softcapping", gguf::Value(o.attn_softcap));
   if (o.final_softcap > 0) w.set(p + "final_logit_softcapping", gguf::Value(o.final_softcap));
 }
@@ -328,6 +332,13 @@ constexpr const char* kChatTemplate =
     "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
     "{% endif %}";
 
+
+// Qwen3-Reranker's prompt ({query}, {document} filled in), as its converter writes it.
+constexpr const char* kRerankTemplate =
+    "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
+    "provided. Note that the answer can only be \"yes\" or \"no\".<|im_end|>\n<|im_start|>user\n<Instruct>: Given a "
+    "web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: "
+    "{document}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
 
 // make_model's one file, at o.output.
 void write_model(const MakeModelOptions& options, const MakeModelProgress& progress) {
@@ -498,6 +509,7 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   w.set(std::string(model::kFfnFormKey), gguf::Value(std::string(model::ffn_form_name(o.ffn_form))));
   w.set("thermocline.make_model.seed", gguf::Value(o.seed));
   text::write_vocab(vocab, w);
+  if (o.reranker && a.name == "qwen3") w.set("tokenizer.chat_template.rerank", gguf::Value(std::string(kRerankTemplate)));
   if (o.sparse.enabled) {
     add_sparse_model(o, sparse_types, w, n_threads);
     w.write(o.output, progress);
@@ -537,6 +549,8 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     matrix("output.weight", types.heavy, o.n_embd, o.n_vocab, sd_for(o.n_embd));
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
+  // Qwen3-Reranker: the head's "yes" and "no" rows.
+  if (o.reranker && !bert) matrix("cls.output.weight", types.heavy, o.n_embd, 2, sd_for(o.n_embd));
   if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.mamba1_layers ||
       a.short_conv_layers || bert) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,

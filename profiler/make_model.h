@@ -114,7 +114,9 @@ struct MakeModelOptions {
   // mamba: {arch}.ssm.dt_b_c_rms (Falcon-Mamba's weightless norms of dt, B and C).
   bool ssm_dt_b_c_rms = false;
   // bert: a cross-encoder reranker (pooling_type 4, rank): cls and
-  // cls.output (one label), as converted BertForSequenceClassification files.
+  // cls.output (one label), as converted BertForSequenceClassification files;
+  // qwen3: Qwen3-Reranker's form (cls.output's "yes" and "no" rows, the
+  // tokenizer.chat_template.rerank prompt).
   bool reranker = false;
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
   // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert

@@ -84,7 +84,21 @@ RerankParse parse_rerank(const json& body) {
 }
 
 std::vector<text::TokenId> rerank_pair_tokens(const text::Tokenizer& tokenizer, const std::string& query,
-                                              const std::string& document) {
+                                              const std::string& document, const std::string& rerank_template) {
+  if (!rerank_template.empty()) {
+    // Each placeholder replaced in turn, left to right, as llama.cpp's string_replace_all.
+    std::string prompt = rerank_template;
+    for (const auto& [key, value] : {std::pair<std::string, const std::string*>{"{query}", &query},
+                                     std::pair<std::string, const std::string*>{"{document}", &document}}) {
+      for (size_t at = prompt.find(key); at != std::string::npos; at = prompt.find(key, at + value->size())) {
+        prompt.replace(at, key.size(), *value);
+      }
+    }
+    text::EncodeOptions o;
+    o.add_special = false;
+    o.parse_special = true;
+    return tokenizer.encode(prompt, o);
+  }
   const text::Vocab& v = tokenizer.vocab();
   text::EncodeOptions plain;
   plain.add_special = false;

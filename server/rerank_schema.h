@@ -39,13 +39,16 @@ struct RerankParse {
 
 RerankParse parse_rerank(const nlohmann::json& body);
 
-// The model input for one pair, as llama-server builds it for a file
-// without a rerank template: BOS (if the vocab adds one), the query, EOS
-// (if it adds one; SEP where it has no EOS), SEP (if it adds one), the
-// document, EOS (if it adds one). Texts are encoded without specials and
-// without parsing special-token texts. BERT's: [CLS] query [SEP] document.
+// The model input for one pair, as llama-server builds it. With the
+// file's rerank template (`tokenizer.chat_template.rerank`, Qwen3-Reranker's
+// prompt; empty: none): the template with every {query} and {document}
+// replaced, encoded with special-token texts parsed and no BOS/EOS added.
+// Without: BOS (if the vocab adds one), the query, EOS (if it adds one; SEP
+// where it has no EOS), SEP (if it adds one), the document, EOS (if it adds
+// one), the texts encoded without specials and without parsing
+// special-token texts. BERT's: [CLS] query [SEP] document.
 std::vector<text::TokenId> rerank_pair_tokens(const text::Tokenizer& tokenizer, const std::string& query,
-                                              const std::string& document);
+                                              const std::string& document, const std::string& rerank_template = {});
 
 // The response: scores[i] is document i's. Sorted best first, cut to
 // top_n; {"model", "object": "list", "usage": {"prompt_tokens",

@@ -1,9 +1,10 @@
 // Reranking: POST /v1/rerank (also /rerank, /v1/reranking, /reranking), as
 // llama-server serves it: each (query, document) pair runs through a
-// cross-encoder (an encoder file with a classification head, rank pooling)
-// as one engine request, the pairs batched with whatever else runs; the
-// documents come back best first with their scores (the head's first,
-// unnormalised), cut to top_n. A model without such a head is a 400 naming
+// reranker (rank pooling with a classification head: a BERT cross-encoder,
+// or Qwen3-Reranker with its rerank prompt template) as one engine request,
+// the pairs batched with whatever else runs; the documents come back best
+// first with their scores (the head's first output: a cross-encoder's
+// logit, Qwen3-Reranker's P(yes)), cut to top_n. A model without such a head is a 400 naming
 // it. Every 4xx comes before the work starts; a client that leaves cancels
 // what is queued.
 #include <chrono>
@@ -60,8 +61,9 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, ParsedBody p
   }
   std::vector<std::vector<text::TokenId>> inputs;
   const int64_t n_ctx = serving.engine->n_ctx();
+  const std::string rerank_template = serving.model->file.get_string("tokenizer.chat_template.rerank", "");
   for (size_t i = 0; i < request.documents.size(); ++i) {
-    auto ids = rerank_pair_tokens(*serving.model->tokenizer, request.query, request.documents[i]);
+    auto ids = rerank_pair_tokens(*serving.model->tokenizer, request.query, request.documents[i], rerank_template);
     if (static_cast<int64_t>(ids.size()) > n_ctx) {
       const char* key = request.tei ? "texts" : "documents";
       return reject({400, "invalid_request_error",

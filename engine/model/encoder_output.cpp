@@ -3,7 +3,9 @@
 // then token_embd_norm). LlamaModel::project_pooled: a pooled embedding
 // through its dense projections (EmbeddingGemma's sentence-transformers
 // head, as llama.cpp's build_dense_out: dense_2 then dense_3, no
-// activation). LlamaModel::classify: a reranker's head.
+// activation). LlamaModel::classify: a reranker's head (an encoder's, or
+// Qwen3-Reranker's yes/no rows and softmax).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/model/llama_model.h"
@@ -30,6 +32,12 @@ void LlamaModel::classify(std::vector<float>& pooled) {
   std::vector<float> scores(static_cast<size_t>(spec_.n_cls_out));
   backend_.matmul(weights_.cls_out, pooled.data(), 1, scores.data());
   if (weights_.cls_out_b.data != nullptr) backend_.add_bias(scores.data(), f32(weights_.cls_out_b), 1, spec_.n_cls_out);
+  if (spec_.rank_by_last_token) {  // Qwen3-Reranker: the labels' probabilities (as ggml_soft_max)
+    const float top = *std::max_element(scores.begin(), scores.end());
+    double sum = 0;
+    for (float& s : scores) sum += (s = std::exp(s - top));
+    for (float& s : scores) s = static_cast<float>(s / sum);
+  }
   pooled = std::move(scores);
 }
 

@@ -404,6 +404,11 @@ void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpe
   }
   w.token_embd_norm = m.vector("token_embd_norm.weight", s.n_embd);
   w.token_embd_norm_b = m.vector("token_embd_norm.bias", s.n_embd);
+}
+
+// A reranker's head (rank pooling): cls and its bias (encoders'), then
+// cls.output and its bias, each where the file has it.
+void map_classifier(const Mapper& m, const ModelSpec& s, LlamaWeights& w) {
   w.cls = m.optional_matrix("cls.weight", s.n_embd, s.n_embd);
   w.cls_b = m.optional_vector("cls.bias", s.n_embd);
   if (s.n_cls_out > 0) {
@@ -441,6 +446,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
   }
   w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
   w.output_b = m.optional_vector("output.bias", s.n_vocab);
+  if (s.pooling == Pooling::Rank) map_classifier(m, s, w);
   if (a.rope_freqs) w.rope_freqs = m.optional_vector("rope_freqs.weight", s.n_rot / 2);
   if (a.longrope) {
     w.rope_factors_short = m.optional_vector("rope_factors_short.weight", s.n_rot / 2);

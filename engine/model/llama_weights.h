@@ -188,8 +188,9 @@ struct LlamaWeights {
   kernels::Tensor token_types;        // f32 or f16 {n_embd, n_token_types}: row 0 added to every token
   kernels::Tensor token_embd_norm;    // f32 [n_embd]
   kernels::Tensor token_embd_norm_b;  // f32 [n_embd]
-  // A reranker's classification head (BERT's; null where absent): the
-  // first token's row through cls, tanh, then cls.output.
+  // A reranker's classification head (rank pooling; null where absent):
+  // an encoder's first token's row through cls, tanh, then cls.output;
+  // Qwen3-Reranker's last token's row through cls.output alone.
   kernels::Tensor cls;        // weight dtype {n_embd, n_embd}
   kernels::Tensor cls_b;      // f32 [n_embd]
   kernels::Tensor cls_out;    // weight dtype {n_embd, n_cls_out}

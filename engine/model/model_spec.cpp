@@ -600,10 +600,15 @@ ModelSpec read_model_spec(const GgufFile& file) {
   switch (file.get_i64(p + "pooling_type", 0)) {
     case 1: s.pooling = Pooling::Mean; break;
     case 2: s.pooling = Pooling::Cls; break;
-    case 4: s.pooling = a.bidirectional ? Pooling::Rank : Pooling::Last; break;  // (Qwen3's reranker head: not read)
+    case 4: {  // rank: an encoder's head on its first token, or Qwen3-Reranker's on the last
+      const bool qwen3 = s.arch == "qwen3" || s.arch == "qwen3vl";
+      s.pooling = a.bidirectional || qwen3 ? Pooling::Rank : Pooling::Last;
+      s.rank_by_last_token = qwen3;
+      break;
+    }
     default: s.pooling = Pooling::Last; break;
   }
-  if (a.bert_layers != BertLayers::None) {
+  if (s.pooling == Pooling::Rank) {
     if (const gguf::TensorInfo* head = file.find_tensor("cls.output.weight"); head != nullptr) {
       s.n_cls_out = head->ne.size() > 1 ? head->ne[1] : 1;
     }

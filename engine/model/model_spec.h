@@ -219,6 +219,10 @@ struct ModelSpec {
   // A reranker's classification head (cls.output.weight's rows: one score
   // per label; {arch}.classifier.output_labels names them); 0: none.
   int64_t n_cls_out = 0;
+  // Qwen3-Reranker's form of Rank (qwen3, qwen3vl with pooling_type 4, as
+  // llama.cpp): the last token's output-normed row through cls.output (the
+  // head's "yes" and "no" rows), then a softmax; score = P(yes).
+  bool rank_by_last_token = false;
   // Sliding-window attention: the window ({arch}.attention.sliding_window)
   // and which layers use it (empty: none).
   int64_t n_swa = 0;

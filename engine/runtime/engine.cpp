@@ -339,7 +339,11 @@ void Engine::Impl::admit(Pending pending) {
     seq->sampler.set_dry_breakers(it->second);
   }
   if (seq->request.embedding) {
-    seq->pool.emplace(*seq->request.embedding, llama->spec().n_embd);
+    // Qwen3-Reranker ranks by its last token's row (ModelSpec::rank_by_last_token).
+    const model::Pooling rows = *seq->request.embedding == model::Pooling::Rank && llama->spec().rank_by_last_token
+                                    ? model::Pooling::Last
+                                    : *seq->request.embedding;
+    seq->pool.emplace(rows, llama->spec().n_embd);
   } else {
     const int32_t draft_max = seq->request.draft_max;
     seq->draft_length = DraftLength(draft_max >= 0 ? draft_max : options.lookup_draft.n_max);

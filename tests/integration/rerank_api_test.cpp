@@ -26,6 +26,9 @@ TEST_CASE("rerank over HTTP: a cross-encoder ranks documents and other models ar
                             "--n-head-kv 4 --n-ctx 96 ";
   tc::test::make_test_model(models, "reranker", shape + "--reranker --seed 41");
   tc::test::make_test_model(models, "minilm", shape + "--seed 42");
+  tc::test::make_test_model(models, "qwen-reranker",
+                            "--arch qwen3 --reranker --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 "
+                            "--n-vocab 1024 --seed 43");
   ServerProcess server({}, {"--models-dir", models.string(), "--parallel", "2"}, tc::test::scratch_dir("rerank_logs"));
   auto c = server.client();
 
@@ -88,6 +91,19 @@ TEST_CASE("rerank over HTTP: a cross-encoder ranks documents and other models ar
   const auto bad = post_json(c, "/v1/rerank", {{"model", "reranker"}, {"documents", docs}});
   CHECK(bad.status == 400);
   CHECK(bad.body["error"]["param"] == "query");
+  // Qwen3-Reranker's form: its rerank prompt, P(yes) as the score, the same alone or beside others.
+  const auto qwen = post_json(c, "/v1/rerank", {{"model", "qwen-reranker"}, {"query", query}, {"documents", docs}});
+  INFO(qwen.raw);
+  REQUIRE(qwen.status == 200);
+  REQUIRE(qwen.body["results"].size() == docs.size());
+  for (const auto& res : qwen.body["results"]) {
+    const double p = res["relevance_score"].get<double>();
+    CHECK((p > 0.0 && p < 1.0));
+    const auto one = post_json(c, "/v1/rerank", {{"model", "qwen-reranker"}, {"query", query},
+                                                 {"documents", {docs[res["index"].get<size_t>()]}}});
+    REQUIRE(one.status == 200);
+    CHECK(std::fabs(one.body["results"][0]["relevance_score"].get<double>() - p) < 1e-5);
+  }
   // /v1/models says what each serves (the web page keeps them out of its chat picker).
   const auto listed = c.Get("/v1/models");
   REQUIRE(listed);
@@ -97,9 +113,10 @@ TEST_CASE("rerank over HTTP: a cross-encoder ranks documents and other models ar
     INFO(m.dump());
     if (m["id"] == "reranker") CHECK(m["capabilities"] == json::array({"embedding", "rerank"}));
     if (m["id"] == "minilm") CHECK(m["capabilities"] == json::array({"embedding"}));
-    n_checked += m["id"] == "reranker" || m["id"] == "minilm" ? 1 : 0;
+    if (m["id"] == "qwen-reranker") CHECK(m["capabilities"] == json::array({"embedding", "rerank"}));
+    n_checked += m["id"] == "reranker" || m["id"] == "minilm" || m["id"] == "qwen-reranker" ? 1 : 0;
   }
-  CHECK(n_checked == 2);
+  CHECK(n_checked == 3);
   // The embedding model still embeds; the reranker embeds its first token's row.
   const auto embed = post_json(c, "/v1/embeddings", {{"model", "reranker"}, {"input", "hello"}});
   CHECK(embed.status == 200);

@@ -99,6 +99,16 @@ TEST_CASE("rerank pairs: [CLS] query [SEP] document, as llama-server builds them
   CHECK(std::count(ids.begin(), ids.end(), 3) == 1);
 }
 
+TEST_CASE("rerank pairs: a file's rerank template takes the query and the document", "[server][rerank]") {
+  const auto tokenizer = tc::text::Tokenizer::create(wpm_vocab());
+  // Special-token texts in the template are parsed; nothing is added around it.
+  CHECK(tc::server::rerank_pair_tokens(*tokenizer, "what is", "a panda", "[CLS] {query} [SEP] {document} ?") ==
+        std::vector<tc::text::TokenId>{2, 4, 5, 3, 6, 7, 9});
+  // Every {query} first, then every {document} (a query naming {document} is filled too, as llama.cpp does).
+  CHECK(tc::server::rerank_pair_tokens(*tokenizer, "{document}", "panda", "{query} {query}") ==
+        std::vector<tc::text::TokenId>{7, 7});
+}
+
 TEST_CASE("rerank responses: best first, cut to top_n, documents when asked", "[server][rerank]") {
   auto p = parse_rerank({{"query", "q"}, {"documents", {"a", "b", "c"}}, {"top_n", 2}, {"return_documents", true}});
   REQUIRE_FALSE(p.error);
