@@ -1,4 +1,4 @@
-// run_embedding_inputs (see embedding_runs.h).
+// The embedding-shaped requests' common steps (see embedding_runs.h).
 #include "server/embedding_runs.h"
 
 #include <algorithm>
@@ -6,8 +6,45 @@
 #include <memory>
 
 #include "server/http/httplib_bridge.h"
+#include "server/route_paths.h"
 
 namespace tc::server {
+
+EmbeddingJobStart start_embedding_job(ServerContext& ctx, const httplib::Request& req, const ParsedBody& parsed,
+                                      Wire wire, const std::string& id_prefix) {
+  EmbeddingJobStart out;
+  out.job = std::make_shared<GenerationJob>();
+  out.job->ctx = &ctx;
+  out.job->wire = wire;
+  out.job->route = canonical_route(req.path);
+  out.job->meta.id = id_prefix + random_id(ctx);
+  if (ctx.draining.load()) {
+    out.error = ApiError{503, "unavailable_error", "the server is shutting down", "", ""};
+  } else if (parsed.error) {
+    out.error = parsed.error;
+  }
+  return out;
+}
+
+void reject_job(GenerationJob& job, httplib::Response& res, const ApiError& e) {
+  job.status = e.status;
+  job.error = e.message;
+  if (e.status != 499) send_job_error(job, res, e);
+}
+
+std::optional<ApiError> lease_for_job(ServerContext& ctx, GenerationJob& job, const std::string& requested,
+                                      const std::optional<config::KeepAlive>& keep_alive) {
+  std::optional<ApiError> error;
+  const std::string name = ctx.models->resolve(requested, error);
+  if (error) return error;
+  job.meta.model = name;
+  job.lease = ctx.models->acquire(name, keep_alive, error, http::request_client_connected, kClientCheckInterval);
+  if (!job.lease) {
+    const ApiError fallback{503, "unavailable_error", "the model is not available", "", ""};
+    return registry_error(ctx, error.value_or(fallback));
+  }
+  return unavailable(ctx, &job.lease->model());
+}
 
 std::optional<ApiError> run_embedding_inputs(GenerationJob& job, const ServingModel& serving, model::Pooling pooling,
                                              std::vector<std::vector<text::TokenId>>& inputs,

@@ -79,18 +79,11 @@ std::optional<ApiError> tokenize_inputs(const EmbeddingRequest& request, const S
 
 void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed,
                        httplib::Response& res) {
-  auto job = std::make_shared<GenerationJob>();
-  job->ctx = &ctx;
-  job->wire = route == EmbeddingRoute::OpenAI ? Wire::OpenAI : Wire::Ollama;
-  job->route = canonical_route(req.path);
-  job->meta.id = "embd-" + random_id(ctx);
-  auto reject = [&](const ApiError& e) {
-    job->status = e.status;
-    job->error = e.message;
-    if (e.status != 499) send_job_error(*job, res, e);
-  };
-  if (ctx.draining.load()) return reject({503, "unavailable_error", "the server is shutting down", "", ""});
-  if (parsed.error) return reject(*parsed.error);
+  const EmbeddingJobStart start =
+      start_embedding_job(ctx, req, parsed, route == EmbeddingRoute::OpenAI ? Wire::OpenAI : Wire::Ollama, "embd-");
+  const auto& job = start.job;
+  auto reject = [&](const ApiError& e) { reject_job(*job, res, e); };
+  if (start.error) return reject(*start.error);
   const EmbeddingParse parse = route == EmbeddingRoute::OpenAI        ? parse_openai_embedding(parsed.json)
                                : route == EmbeddingRoute::OllamaEmbed ? parse_ollama_embed(parsed.json)
                                                                        : parse_ollama_embeddings(parsed.json);
@@ -100,19 +93,11 @@ void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::
     return reject({400, "invalid_request_error", "model is required", "", "model"});
   }
 
-  std::optional<ApiError> error;
-  const std::string name = ctx.models->resolve(request.model, error);
-  if (error) return reject(*error);
-  job->meta.model = name;
   const auto wait_start = std::chrono::steady_clock::now();
-  job->lease = ctx.models->acquire(name, request.keep_alive, error, http::request_client_connected,
-                                   kClientCheckInterval);
-  if (!job->lease) {
-    return reject(registry_error(ctx, error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""})));
-  }
+  if (auto err = lease_for_job(ctx, *job, request.model, request.keep_alive)) return reject(*err);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  const std::string& name = job->meta.model;
   const ServingModel& serving = job->lease->model();
-  if (auto err = unavailable(ctx, &serving)) return reject(*err);
   const int64_t n_embd = serving.model->spec.n_embd;
   if (request.dimensions && *request.dimensions > n_embd) {
     return reject({400, "invalid_request_error",

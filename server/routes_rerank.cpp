@@ -23,34 +23,16 @@ namespace tc::server {
 namespace {
 
 void handle_rerank(ServerContext& ctx, const httplib::Request& req, ParsedBody parsed, httplib::Response& res) {
-  auto job = std::make_shared<GenerationJob>();
-  job->ctx = &ctx;
-  job->wire = Wire::OpenAI;
-  job->route = canonical_route(req.path);
-  job->meta.id = "rerank-" + random_id(ctx);
-  auto reject = [&](const ApiError& e) {
-    job->status = e.status;
-    job->error = e.message;
-    if (e.status != 499) send_job_error(*job, res, e);
-  };
-  if (ctx.draining.load()) return reject({503, "unavailable_error", "the server is shutting down", "", ""});
-  if (parsed.error) return reject(*parsed.error);
+  const EmbeddingJobStart start = start_embedding_job(ctx, req, parsed, Wire::OpenAI, "rerank-");
+  const auto& job = start.job;
+  auto reject = [&](const ApiError& e) { reject_job(*job, res, e); };
+  if (start.error) return reject(*start.error);
   const RerankParse parse = parse_rerank(parsed.json);
   if (parse.error) return reject(*parse.error);
   const RerankRequest& request = *parse.request;
-
-  std::optional<ApiError> error;
-  const std::string name = ctx.models->resolve(request.model, error);
-  if (error) return reject(*error);
-  job->meta.model = name;
-  job->lease = ctx.models->acquire(name, request.keep_alive, error, http::request_client_connected,
-                                   kClientCheckInterval);
-  if (!job->lease) {
-    return reject(
-        registry_error(ctx, error.value_or(ApiError{503, "unavailable_error", "the model is not available", "", ""})));
-  }
+  if (auto err = lease_for_job(ctx, *job, request.model, request.keep_alive)) return reject(*err);
+  const std::string& name = job->meta.model;
   const ServingModel& serving = job->lease->model();
-  if (auto err = unavailable(ctx, &serving)) return reject(*err);
   const model::ModelSpec& spec = serving.model->spec;
   if (spec.pooling != model::Pooling::Rank || spec.n_cls_out == 0) {
     return reject({400, "invalid_request_error",
