@@ -400,7 +400,9 @@ void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpe
     w.position_embd = m.matrix("position_embd.weight", s.n_embd, s.n_ctx_train);
   }
   if (const gguf::TensorInfo* types = file.find_tensor("token_types.weight"); types != nullptr) {
-    w.token_types = m.matrix("token_types.weight", s.n_embd, types->ne.size() > 1 ? types->ne[1] : 0);
+    // At least the row every token adds (a file with none is refused, naming the tensor).
+    const int64_t n_types = std::max<int64_t>(1, types->ne.size() > 1 ? types->ne[1] : 0);
+    w.token_types = m.matrix("token_types.weight", s.n_embd, n_types);
   }
   w.token_embd_norm = m.vector("token_embd_norm.weight", s.n_embd);
   w.token_embd_norm_b = m.vector("token_embd_norm.bias", s.n_embd);
