@@ -108,6 +108,8 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   sub->add_flag("--no-ssm-norm", o->no_ssm_norm, "falcon-h1: Mamba-2 without ssm_norm (mamba_rms_norm off)");
   sub->add_flag("--ssm-dt-b-c-rms", o->ssm_dt_b_c_rms, "mamba: dt, B and C RMS-normed (Falcon-Mamba's ssm.dt_b_c_rms)");
+  sub->add_option("--hidden-act", o->hidden_act,
+                  "modern-bert: hidden_activation (gelu: GeGLU, the default; silu: SwiGLU; other names: GeGLU)");
   sub->add_flag("--reranker", o->reranker,
                 "bert: a cross-encoder reranker (rank pooling, a one-label classifier head); qwen3: Qwen3-Reranker's "
                 "form (yes/no rows, a rerank prompt template)");

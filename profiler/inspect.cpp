@@ -181,6 +181,11 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   } else if (!a.pre_norms) {
     out.emplace_back("no pre-norms");
   }
+  if (a.modern_bert_layers) {
+    out.emplace_back(has(model::layer_tensor_name(0, "attn_norm"))
+                         ? "ModernBERT's LayerNorm of the embeddings"
+                         : "ModernBERT's LayerNorm of the embeddings, none before layer 0's attention");
+  }
   if (a.rope_mode == kernels::RopeMode::Neox) out.emplace_back("NeoX RoPE");
   if (has("rope_freqs.weight")) out.emplace_back("RoPE frequency factors");
   if (s.rope_scaling == model::RopeScaling::LongRope) {
@@ -239,6 +244,11 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
     for (bool b : s.swa_layers) n += b;
     out.push_back("sliding window " + std::to_string(s.n_swa) + " on " + std::to_string(n) + " of " +
                   std::to_string(s.n_layer) + " layers");
+    if (a.bidirectional) out.push_back("symmetric: " + std::to_string(s.n_swa / 2) + " positions either side");
+    if (s.rope_freq_base_swa != s.rope_freq_base) {
+      std::snprintf(buf, sizeof buf, "windowed layers' RoPE base %g", s.rope_freq_base_swa);
+      out.emplace_back(buf);
+    }
   }
   if (s.attn_softcap > 0) {
     std::snprintf(buf, sizeof buf, "scores capped at %g", static_cast<double>(s.attn_softcap));
@@ -387,7 +397,8 @@ std::string to_text(const Report& r, const InspectOptions& o) {
   out << "== model ==\n";
   if (r.spec) {
     const auto& s = *r.spec;
-    const bool a_bert = s.architecture->bert_layers != model::BertLayers::None;  // an encoder without a head
+    const bool a_bert = s.architecture->bert_layers != model::BertLayers::None ||
+                        s.architecture->modern_bert_layers;  // an encoder without a head
     out << "architecture:  " << s.arch << (s.name.empty() ? "" : " (" + s.name + ")") << "\n"
         << "n_vocab " << s.n_vocab << ", n_embd " << s.n_embd << ", n_layer " << s.n_layer
         << (any_ffn(s) ? ", n_ff " + std::to_string(s.n_ff) : std::string(", no FFN"))

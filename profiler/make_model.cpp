@@ -29,6 +29,7 @@
 #include "profiler/make_gemma4.h"
 #include "profiler/make_granite_hybrid.h"
 #include "profiler/make_lfm2.h"
+#include "profiler/make_modern_bert.h"
 #include "profiler/make_nemotron_h.h"
 #include "profiler/make_qwen35.h"
 #include "profiler/sparse_planting.h"
@@ -168,6 +169,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   if (a.mamba2_layers) check_granite_hybrid_options(o, types.base, types.heavy);  // Mamba-2's widths
   if (a.short_conv_layers) check_lfm2_options(o);
   if (a.bert_layers != model::BertLayers::None) check_bert_options(o);
+  if (a.modern_bert_layers) check_modern_bert_options(o);
+  only(!o.hidden_act.empty(), a.modern_bert_layers, "--hidden-act");
   only(o.kv_lora_rank > 0 || o.q_lora_rank > 0, a.mla, "--kv-lora-rank and --q-lora-rank (latent attention)");
   only(o.mla_unsplit, a.mla, "--mla-unsplit");
   const bool unsplit = o.mla_unsplit || a.name == "minicpm3";
@@ -231,6 +234,7 @@ void add_random_tensor(gguf::GgufWriter& writer, const std::string& name, DType 
 // The RoPE base a real model of the architecture has.
 double default_rope_base(std::string_view arch) {
   if (arch == "gpt-oss") return 150000.0;
+  if (arch == "modern-bert") return 160000.0;  // ModernBERT's global_rope_theta
   return arch.starts_with("qwen") || arch.starts_with("gemma3") || arch == "gemma4" || arch == "gemma-embedding"
              ? 1000000.0 : 10000.0;  // qwen35 too
 }
@@ -266,7 +270,7 @@ void set_arch_keys(const MakeModelOptions& o, const model::Architecture& a, gguf
   int64_t window = o.sliding_window;
   if (window <= 0 && a.name == "gpt-oss") window = a.sliding_window.default_window;
   if (window <= 0 && a.rope_windowed_only && !a.rope_everywhere_without_window) window = 4096;
-  const bool embedding_gemma = a.bidirectional && a.bert_layers == model::BertLayers::None;
+  const bool embedding_gemma = a.bidirectional && a.bert_layers == model::BertLayers::None && !a.modern_bert_layers;
   if (window <= 0 && embedding_gemma) window = 512;  // EmbeddingGemma's (llama.cpp requires the key)
   if (embedding_gemma) {  // mean pooling and the dense head's widths, as its converter writes them
     w.set(p + "pooling_type", gguf::Value(uint32_t{1}));
@@ -552,13 +556,15 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
   // Qwen3-Reranker: the head's "yes" and "no" rows.
   if (o.reranker && !bert) matrix("cls.output.weight", types.heavy, o.n_embd, 2, sd_for(o.n_embd));
   if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.mamba1_layers ||
-      a.short_conv_layers || bert) {
+      a.short_conv_layers || bert || a.modern_bert_layers) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,
                                       float sd) {
       add_random_tensor(w, name, t, std::move(ne), mean, sd, o.seed, tensor_idx++, n_threads);
     };
     if (bert) {
       write_bert_model(o, types.base, types.heavy, w, add);
+    } else if (a.modern_bert_layers) {
+      write_modern_bert_model(o, types.base, types.heavy, w, add);
     } else if (a.gemma4_layers) {
       write_gemma4_model(o, types.base, types.heavy, w, add);
     } else if (a.altup_layers) {

@@ -118,6 +118,10 @@ struct MakeModelOptions {
   // qwen3: Qwen3-Reranker's form (cls.output's "yes" and "no" rows, the
   // tokenizer.chat_template.rerank prompt).
   bool reranker = false;
+  // modern-bert: {arch}.hidden_activation, written as given (llama.cpp:
+  // gelu GeGLU, silu SwiGLU as granite-embedding-small-english-r2, other
+  // names GeGLU); empty: gelu.
+  std::string hidden_act;
   bool attn_norm_2 = false;      // falcon: Falcon-40B's attn_norm_2 (the attention's own input norm)
   // A mixture of experts (llama: Mixtral's form; qwen3moe: always): n_expert
   // SwiGLU experts of width n_ff per layer, n_expert_used per token, a

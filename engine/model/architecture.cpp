@@ -18,6 +18,7 @@ constexpr std::array kSwiGluOaiOnly{FfnForm::SwiGluOai};
 constexpr std::array kReluSquaredOnly{FfnForm::ReluSquared};
 constexpr std::array kGeluOnly{FfnForm::Gelu};
 constexpr std::array kReGluOnly{FfnForm::ReGLU};
+constexpr std::array kModernBertForms{FfnForm::GeGLU, FfnForm::SwiGLU, FfnForm::ReGLU};
 
 // One row per architecture; the fields left out are llama's.
 const std::array kArchitectures{
@@ -532,6 +533,21 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .bidirectional = true,
                  .bert_layers = BertLayers::Rotary},
+    // ModernBERT (gte-modernbert, nomic modernbert-embed, granite-embedding
+    // R2): pre-LayerNorms without biases, NeoX RoPE, one attn_qkv, a GLU FFN
+    // in one ffn_up (gate rows first; GeGLU, or as hidden_activation says),
+    // a symmetric window on two layers of three (the first of each three
+    // global; rope.freq_base_swa, default 10000, on the windowed ones).
+    Architecture{.name = "modern-bert",
+                 .norm = NormKind::LayerNoBias,
+                 .rope_mode = RopeMode::Neox,
+                 .ffn_layout = FfnLayout::FusedGateUp,
+                 .ffn_forms = kModernBertForms,
+                 .fused_qkv_only = true,
+                 .head_is_token_embd = true,
+                 .sliding_window = {.enabled = true, .period = 3, .own_rope = true, .dense_first = true},
+                 .bidirectional = true,
+                 .modern_bert_layers = true},
     // Mistral 3 (Ministral 3 3B/8B/14B): llama with YaRN, its
     // yarn_log_multiplier, and queries scaled up past the original context
     // (attention.temperature_scale).
@@ -690,6 +706,16 @@ bool parse_ffn_form(std::string_view name, FfnForm& out) {
     }
   }
   return false;
+}
+
+bool hidden_activation_form(std::string_view name, FfnForm& out) {
+  if (name == "relu") return false;
+  if (name == "silu" || name == "swish" || name == "swiglu") {
+    out = FfnForm::SwiGLU;
+  } else {
+    out = name == "reglu" ? FfnForm::ReGLU : FfnForm::GeGLU;  // gelu, geglu and the fallback
+  }
+  return true;
 }
 
 bool is_relu_family(FfnForm form) {

@@ -334,7 +334,19 @@ struct Architecture {
   // added to x, then x LayerNormed (attn_output_norm, layer_output_norm);
   // no output norm, no head.
   BertLayers bert_layers = BertLayers::None;
+  // ModernBERT's encoder (modern-bert; with bidirectional): the token
+  // embeddings through a LayerNorm (token_embd_norm), pre-norm layers whose
+  // first has no attn_norm (identity) where the file has none, an FFN form
+  // named by {arch}.hidden_activation (hidden_activation_form), an output
+  // norm; no head.
+  bool modern_bert_layers = false;
 };
+
+// The FFN form of a GLU FFN named by a file's {arch}.hidden_activation, as
+// llama.cpp's llm_ffn_op_type_from_string maps it: gelu and geglu GeGLU,
+// silu, swish and swiglu SwiGLU, reglu ReGLU, any other name GeGLU. False
+// for relu (llama.cpp runs it ungated over both halves: no such file runs).
+bool hidden_activation_form(std::string_view name, FfnForm& out);
 
 // The file's short name of the matrix the FFN activation is applied to
 // ("ffn_gate"; "ffn_up" for an ungated FFN) and of the norm whose output

@@ -504,7 +504,7 @@ void LlamaModel::norm(kernels::Backend& b, const float* x, const kernels::Tensor
 
 void LlamaModel::pre_norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight,
                           const kernels::Tensor& bias, int64_t n_rows, float* y) const {
-  if (spec_.architecture->pre_norms) {
+  if (spec_.architecture->pre_norms && weight.data != nullptr) {  // (ModernBERT's layer 0: none, identity)
     norm(b, x, weight, bias, n_rows, y);
   } else {
     b.copy_on_device(y, x, static_cast<size_t>(n_rows * spec_.n_embd) * sizeof(float));

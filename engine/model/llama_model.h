@@ -314,7 +314,8 @@ class LlamaModel {
   void norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
             int64_t n_rows, float* y) const;
   // y = norm(x) before a block, or x as it is where the architecture has no
-  // pre-norms (Architecture::pre_norms).
+  // pre-norms (Architecture::pre_norms) or the layer no such weight
+  // (ModernBERT's layer 0).
   void pre_norm(kernels::Backend& b, const float* x, const kernels::Tensor& weight, const kernels::Tensor& bias,
                 int64_t n_rows, float* y) const;
   // Whether `layer` applies RoPE (no_rope_period, rope_windowed_only).

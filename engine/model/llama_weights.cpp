@@ -446,6 +446,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
     w.output_norm = m.vector(a.short_conv_layers ? "token_embd_norm.weight" : "output_norm.weight", s.n_embd);
     if (norm_bias) w.output_norm_b = m.vector("output_norm.bias", s.n_embd);
   }
+  if (a.modern_bert_layers) w.token_embd_norm = m.vector("token_embd_norm.weight", s.n_embd);  // (no bias)
   w.output = s.tied_embeddings ? w.token_embd : m.matrix("output.weight", s.n_embd, s.n_vocab);
   w.output_b = m.optional_vector("output.bias", s.n_vocab);
   if (s.pooling == Pooling::Rank) map_classifier(m, s, w);
@@ -466,7 +467,11 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       lw.attn_norm_2 = m.vector(name("attn_norm"), s.n_embd);
       lw.attn_norm_2_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
     } else {
-      if (a.pre_norms) lw.attn_norm = m.vector(name("attn_norm"), s.n_embd);
+      // (ModernBERT's layer 0 has none where the file has none: identity)
+      if (a.pre_norms) {
+        lw.attn_norm = a.modern_bert_layers && l == 0 ? m.optional_vector(name("attn_norm"), s.n_embd)
+                                                      : m.vector(name("attn_norm"), s.n_embd);
+      }
       if (norm_bias && a.pre_norms) {
         lw.attn_norm_b = m.vector(bias_name(l, "attn_norm"), s.n_embd);
         lw.attn_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);

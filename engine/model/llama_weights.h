@@ -32,7 +32,7 @@ struct ExpertWeights {
 };
 
 struct LayerWeights {
-  kernels::Tensor attn_norm;    // f32 [n_embd]
+  kernels::Tensor attn_norm;    // f32 [n_embd]; null in ModernBERT's layer 0 (identity)
   kernels::Tensor attn_q;       // weight dtype {n_embd, n_embd_q}
   kernels::Tensor attn_k;       // weight dtype {n_embd, n_embd_kv}
   kernels::Tensor attn_v;       // weight dtype {n_embd, n_embd_kv}
@@ -183,7 +183,8 @@ struct LlamaWeights {
   kernels::Tensor dense_2;  // dense_2, weight dtype {n_embd, n_dense}
   kernels::Tensor dense_3;  // dense_3, weight dtype {n_dense, n_embd}
   // BERT's inputs (Architecture::bert_layers): rows added to the token
-  // embeddings, then their LayerNorm. Null where absent.
+  // embeddings, then their LayerNorm (ModernBERT's: the LayerNorm alone,
+  // without a bias). Null where absent.
   kernels::Tensor position_embd;      // f32 or f16 {n_embd, n_ctx_train}: Absolute positions only
   kernels::Tensor token_types;        // f32 or f16 {n_embd, n_token_types}: row 0 added to every token
   kernels::Tensor token_embd_norm;    // f32 [n_embd]

@@ -200,6 +200,26 @@ void read_sliding_window(const GgufFile& file, const std::string& p, const Archi
   }
 }
 
+// ModernBERT's FFN form: {arch}.hidden_activation where present (GeGLU
+// without it, as llama.cpp); thermocline.ffn_form, where present too, must
+// agree.
+void read_hidden_activation(const GgufFile& file, const std::string& p, ModelSpec& s) {
+  const std::string key = p + "hidden_activation";
+  if (!file.has(key)) return;
+  const std::string name = file.get_string(key);
+  FfnForm form = FfnForm::GeGLU;
+  if (!hidden_activation_form(name, form)) {
+    throw file.error(key, "is 'relu': llama.cpp applies it ungated to ffn_up's 2 n_ff rows, which ffn_down's n_ff "
+                          "cannot take (gelu, silu or reglu run)");
+  }
+  if (file.has(kFfnFormKey) && form != s.ffn_form) {
+    throw file.error(std::string(kFfnFormKey), "is '" + std::string(ffn_form_name(s.ffn_form)) + "', but " + key +
+                                                   " '" + gguf::printable(name) + "' says " +
+                                                   std::string(ffn_form_name(form)));
+  }
+  s.ffn_form = form;
+}
+
 // {arch}.expert_gating_func where present (absent or 0: the gating set so far).
 void read_expert_gating_func(const GgufFile& file, const std::string& p, ModelSpec& s) {
   const std::string gating_key = p + "expert_gating_func";
@@ -557,6 +577,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
 
   s.sparse_layout = file.magic() == gguf::Magic::PWRI;
   s.ffn_form = read_ffn_form(file, a, s.sparse_layout);
+  if (a.modern_bert_layers) read_hidden_activation(file, p, s);
   read_experts(file, p, a, s);
   if (s.has_experts() && s.sparse_layout) {
     throw file.error(p + "expert_count", "is set in a PowerInfer (PWRI) file, whose FFN is one dense ReLU FFN");
@@ -607,6 +628,9 @@ ModelSpec read_model_spec(const GgufFile& file) {
       break;
     }
     default: s.pooling = Pooling::Last; break;
+  }
+  if (s.pooling == Pooling::Rank && a.modern_bert_layers) {  // (its head: mean, cls, gelu, cls.norm, cls.output)
+    throw file.error(p + "pooling_type", "is 4 (rank): ModernBERT's reranker head is not supported yet");
   }
   if (s.pooling == Pooling::Rank) {
     if (const gguf::TensorInfo* head = file.find_tensor("cls.output.weight"); head != nullptr) {

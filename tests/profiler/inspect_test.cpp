@@ -157,6 +157,10 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
       {"bert", 2, 0, {"BERT's LayerNorms after each residual add", "learned positions", "no RoPE", "no output head"}},
       {"nomic-bert", 2, 0, {"BERT's LayerNorms after each residual add", "NeoX RoPE", "no output head"}},
       {"bert-reranker", 2, 0, {"a reranker's classification head (one score)"}},
+      {"modern-bert", 4, 0,
+       {"LayerNorm without biases", "ModernBERT's LayerNorm of the embeddings, none before layer 0's attention",
+        "sliding window 128 on 2 of 4 layers", "symmetric: 64 positions either side",
+        "windowed layers' RoPE base 10000", "fused gate-up", "ffn form:      geglu, no output head"}},
   };
   for (const Case& c : cases) {
     INFO(c.arch);
@@ -169,7 +173,7 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
     o.n_layer = c.n_layer;
     o.n_ff = 128;
     o.n_head = 4;
-    o.n_head_kv = 2;
+    o.n_head_kv = std::string_view(c.arch) == "modern-bert" ? 4 : 2;  // (its one attn_qkv: 3 n_embd rows)
     o.n_expert = c.n_expert;
     o.n_expert_used = c.n_expert > 0 ? 2 : 0;
     o.weight_type = "f16";

@@ -58,6 +58,7 @@ TEST_CASE("every architecture make-model writes loads with its own hyperparamete
     // Latent attention caches one KV head; minicpm3's files keep multi-head keys.
     if (a.mla) o.n_head_kv = a.name == "minicpm3" ? o.n_head : 1;
     if (a.name == "baichuan") o.n_layer = 32;  // the 7B's count, the one read
+    if (a.modern_bert_layers) o.n_head_kv = o.n_head;  // (one attn_qkv of 3 n_embd rows)
     const auto f = make(o);
     const auto s = tc::model::read_model_spec(f);
     CHECK(s.arch == a.name);
