@@ -174,12 +174,12 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (a.bert_layers != model::BertLayers::None) {
     out.emplace_back("BERT's LayerNorms after each residual add and of the embeddings, token type 0 added");
     if (a.bert_layers == model::BertLayers::Absolute) out.emplace_back("learned positions");
-    if (s.n_cls_out > 0) {
-      const std::string scores = s.n_cls_out == 1 ? "one score" : std::to_string(s.n_cls_out) + " scores";
-      out.push_back("a reranker's classification head (" + scores + ")");
-    }
   } else if (!a.pre_norms) {
     out.emplace_back("no pre-norms");
+  }
+  if (s.n_cls_out > 0) {  // BERT's, ModernBERT's or Qwen3-Reranker's
+    const std::string scores = s.n_cls_out == 1 ? "one score" : std::to_string(s.n_cls_out) + " scores";
+    out.push_back("a reranker's classification head (" + scores + (s.rank_by_last_token ? ", last token" : "") + ")");
   }
   if (a.modern_bert_layers) {
     out.emplace_back(has(model::layer_tensor_name(0, "attn_norm"))

@@ -162,7 +162,8 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   only(o.ssm_state > 0, a.mamba2_layers || a.mamba1_layers, "--ssm-state");
   only(o.ssm_dt_b_c_rms, a.mamba1_layers, "--ssm-dt-b-c-rms");
-  only(o.reranker, a.bert_layers == model::BertLayers::Absolute || a.name == "qwen3", "--reranker");
+  only(o.reranker, a.bert_layers == model::BertLayers::Absolute || a.modern_bert_layers || a.name == "qwen3",
+       "--reranker");
   only(o.no_ssm_norm, a.parallel_mamba2, "--no-ssm-norm");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);
   if (a.qwen35_layers) check_qwen35_options(o, types.base, types.heavy);
@@ -554,7 +555,7 @@ void write_model(const MakeModelOptions& options, const MakeModelProgress& progr
     if (a.name == "phi2") vector("output.bias", o.n_vocab, 0.0f, 0.5f);
   }
   // Qwen3-Reranker: the head's "yes" and "no" rows.
-  if (o.reranker && !bert) matrix("cls.output.weight", types.heavy, o.n_embd, 2, sd_for(o.n_embd));
+  if (o.reranker && a.name == "qwen3") matrix("cls.output.weight", types.heavy, o.n_embd, 2, sd_for(o.n_embd));
   if (a.gemma4_layers || a.altup_layers || a.qwen35_layers || a.mamba2_layers || a.mamba1_layers ||
       a.short_conv_layers || bert || a.modern_bert_layers) {
     const RandomTensorAdder add = [&](const std::string& name, DType t, std::vector<int64_t> ne, float mean,

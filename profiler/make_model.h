@@ -116,7 +116,8 @@ struct MakeModelOptions {
   // bert: a cross-encoder reranker (pooling_type 4, rank): cls and
   // cls.output (one label), as converted BertForSequenceClassification files;
   // qwen3: Qwen3-Reranker's form (cls.output's "yes" and "no" rows, the
-  // tokenizer.chat_template.rerank prompt).
+  // tokenizer.chat_template.rerank prompt); modern-bert: cls, cls.norm and
+  // cls.output (gte-reranker-modernbert's).
   bool reranker = false;
   // modern-bert: {arch}.hidden_activation, written as given (llama.cpp:
   // gelu GeGLU, silu SwiGLU as granite-embedding-small-english-r2, other

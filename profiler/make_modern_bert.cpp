@@ -38,7 +38,9 @@ void check_modern_bert_options(const MakeModelOptions& o) {
 void write_modern_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                              const RandomTensorAdder& add) {
   const std::string p = o.arch + ".";
-  w.set(p + "pooling_type", gguf::Value(uint32_t{2}));  // CLS (gte-modernbert, granite-embedding R2)
+  // CLS (gte-modernbert, granite-embedding R2), or rank (gte-reranker-modernbert).
+  w.set(p + "pooling_type", gguf::Value(uint32_t{o.reranker ? 4u : 2u}));
+  if (o.reranker) w.set(p + "classifier.output_labels", gguf::Value::string_array({"LABEL_0"}));
   w.set(p + "attention.causal", gguf::Value(false));
   const int64_t window = o.sliding_window > 0 ? o.sliding_window : kLocalAttention;
   w.set(p + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(window)));
@@ -68,6 +70,12 @@ void write_modern_bert_model(const MakeModelOptions& o, DType base, DType heavy,
     t.norm(name("ffn_norm"), o.n_embd);
     t.matrix(name("ffn_up"), base, o.n_embd, 2 * o.n_ff);  // the gate's n_ff rows, then up's
     t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+  }
+  if (o.reranker) {  // the head: dense n_embd -> n_embd (no bias), gelu, a LayerNorm, then one score
+    t.matrix("cls.weight", base, o.n_embd, o.n_embd);
+    t.norm("cls.norm.weight", o.n_embd);
+    t.matrix("cls.output.weight", base, o.n_embd, 1);
+    add("cls.output.bias", DType::F32, {1}, 0.0f, 0.1f);
   }
 }
 

@@ -3,8 +3,8 @@
 // then token_embd_norm). LlamaModel::project_pooled: a pooled embedding
 // through its dense projections (EmbeddingGemma's sentence-transformers
 // head, as llama.cpp's build_dense_out: dense_2 then dense_3, no
-// activation). LlamaModel::classify: a reranker's head (an encoder's, or
-// Qwen3-Reranker's yes/no rows and softmax).
+// activation). LlamaModel::classify: a reranker's head (BERT's, ModernBERT's,
+// or Qwen3-Reranker's yes/no rows and softmax).
 #include <algorithm>
 #include <cmath>
 
@@ -25,7 +25,16 @@ void LlamaModel::classify(std::vector<float>& pooled) {
     std::vector<float> hidden(pooled.size());
     backend_.matmul(weights_.cls, pooled.data(), 1, hidden.data());
     if (weights_.cls_b.data != nullptr) backend_.add_bias(hidden.data(), f32(weights_.cls_b), 1, spec_.n_embd);
-    for (float& h : hidden) h = std::tanh(h);
+    if (spec_.architecture->modern_bert_layers) {  // gelu (tanh's approximation, as ggml_gelu), then cls.norm
+      constexpr float kSqrt2OverPi = 0.7978845608f;
+      for (float& h : hidden) h = 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * (h + 0.044715f * h * h * h)));
+      if (weights_.cls_norm.data != nullptr) {
+        backend_.layer_norm(hidden.data(), f32(weights_.cls_norm), nullptr, 1, spec_.n_embd,
+                            static_cast<float>(spec_.rms_eps), hidden.data());
+      }
+    } else {
+      for (float& h : hidden) h = std::tanh(h);
+    }
     pooled = std::move(hidden);
   }
   if (weights_.cls_out.data == nullptr) return;

@@ -413,6 +413,7 @@ void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpe
 void map_classifier(const Mapper& m, const ModelSpec& s, LlamaWeights& w) {
   w.cls = m.optional_matrix("cls.weight", s.n_embd, s.n_embd);
   w.cls_b = m.optional_vector("cls.bias", s.n_embd);
+  w.cls_norm = m.optional_vector("cls.norm.weight", s.n_embd);
   if (s.n_cls_out > 0) {
     w.cls_out = m.matrix("cls.output.weight", s.n_embd, s.n_cls_out);
     w.cls_out_b = m.optional_vector("cls.output.bias", s.n_cls_out);
@@ -576,6 +577,7 @@ std::vector<NamedTensor> non_layer_tensors(LlamaWeights& w) {
           {&w.token_embd_norm_b, "token_embd_norm.bias"},
           {&w.cls, "cls.weight"},
           {&w.cls_b, "cls.bias"},
+          {&w.cls_norm, "cls.norm.weight"},
           {&w.cls_out, "cls.output.weight"},
           {&w.cls_out_b, "cls.output.bias"}};
 }

@@ -629,9 +629,6 @@ ModelSpec read_model_spec(const GgufFile& file) {
     }
     default: s.pooling = Pooling::Last; break;
   }
-  if (s.pooling == Pooling::Rank && a.modern_bert_layers) {  // (its head: mean, cls, gelu, cls.norm, cls.output)
-    throw file.error(p + "pooling_type", "is 4 (rank): ModernBERT's reranker head is not supported yet");
-  }
   if (s.pooling == Pooling::Rank) {
     if (const gguf::TensorInfo* head = file.find_tensor("cls.output.weight"); head != nullptr) {
       s.n_cls_out = head->ne.size() > 1 ? head->ne[1] : 1;

@@ -229,22 +229,32 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
   }
 }
 
-TEST_CASE("A BERT reranker's scores match llama.cpp's rank pooling", "[oracle][embeddings][rerank]") {
+TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling", "[oracle][embeddings][rerank]") {
   if (!library().ok()) {
     if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
     WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
     return;
   }
   // A cross-encoder: [CLS] query [SEP] document (llama-server's pair, no
-  // template), the first token's row through cls, tanh and cls.output.
-  // Measured |ours - llama.cpp| on scores of about 0.35: f32 7e-5, Q8_0
-  // 2.7e-3 (the 8-bit activations, as the embeddings' 7.5e-3 relative).
-  for (const auto& [type, tolerance] : {std::pair{"f32", 1e-3}, std::pair{"q8_0", 1e-2}}) {
-    INFO(type);
-    const fs::path path = tc::test::scratch_dir("embedding_oracle") / (std::string("reranker_") + type + ".gguf");
+  // template). bert: the first token's row through cls, tanh and
+  // cls.output; modern-bert: the mean row through cls, gelu, cls.norm and
+  // cls.output. Measured |ours - llama.cpp| on scores of about 0.35: bert
+  // f32 7e-5, Q8_0 2.7e-3 (the 8-bit activations, as the embeddings' 7.5e-3
+  // relative); modern-bert f32 2.6e-4.
+  struct Case {
+    const char* arch;
+    const char* type;
+    double tolerance;
+  };
+  for (const Case& c : {Case{"bert", "f32", 1e-3}, Case{"bert", "q8_0", 1e-2}, Case{"modern-bert", "f32", 1e-3}}) {
+    const std::string type = c.type;
+    const double tolerance = c.tolerance;
+    INFO(c.arch << " " << type);
+    const fs::path path =
+        tc::test::scratch_dir("embedding_oracle") / (std::string("reranker_") + c.arch + "_" + type + ".gguf");
     const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                            tc::test::shell_quote(path.string()) +
-                            " --arch bert --reranker --tokenizer bert --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 "
+                            tc::test::shell_quote(path.string()) + " --arch " + c.arch +
+                            " --reranker --tokenizer bert --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 "
                             "--n-head-kv 8 --n-ctx 512 -t 2 --seed 37 --type " + type;
     const auto r = tc::test::run_command(cmd);
     INFO(cmd << "\n" << r.output);
@@ -280,7 +290,7 @@ TEST_CASE("A BERT reranker's scores match llama.cpp's rank pooling", "[oracle][e
       CHECK(diff < tolerance * std::max(1.0, std::fabs(static_cast<double>(theirs[0]))));
       worst = std::max(worst, diff);
     }
-    WARN("reranker " << type << ": worst |ours - llama.cpp| over 3 pairs = " << worst);
+    WARN(c.arch << " reranker " << type << ": worst |ours - llama.cpp| over 3 pairs = " << worst);
   }
 }
 

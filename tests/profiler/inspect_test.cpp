@@ -157,6 +157,7 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
       {"bert", 2, 0, {"BERT's LayerNorms after each residual add", "learned positions", "no RoPE", "no output head"}},
       {"nomic-bert", 2, 0, {"BERT's LayerNorms after each residual add", "NeoX RoPE", "no output head"}},
       {"bert-reranker", 2, 0, {"a reranker's classification head (one score)"}},
+      {"qwen3-reranker", 2, 0, {"a reranker's classification head (2 scores, last token)"}},
       {"modern-bert", 4, 0,
        {"LayerNorm without biases", "ModernBERT's LayerNorm of the embeddings, none before layer 0's attention",
         "sliding window 128 on 2 of 4 layers", "symmetric: 64 positions either side",
@@ -165,8 +166,9 @@ TEST_CASE("inspect names the layers' kinds: recurrent mixers, AltUp, an encoder,
   for (const Case& c : cases) {
     INFO(c.arch);
     tc::profiler::MakeModelOptions o;
-    o.arch = std::string_view(c.arch) == "bert-reranker" ? "bert" : c.arch;
-    o.reranker = std::string_view(c.arch) == "bert-reranker";
+    const std::string_view arch = c.arch;
+    o.reranker = arch.ends_with("-reranker");
+    o.arch = o.reranker ? std::string(arch.substr(0, arch.size() - 9)) : std::string(arch);
     o.output = tc::test::scratch_dir(std::string("inspect_kinds_") + c.arch) / "m.gguf";
     o.n_vocab = 1024;
     o.n_embd = 64;
