@@ -2,7 +2,7 @@
 // layers (two of three, the first of each three global) and their RoPE
 // base, the FFN form hidden_activation names, the weights a layer has
 // (none before layer 0's attention, one attn_qkv, one ffn_up of 2 n_ff
-// rows, LayerNorms without biases); a reranker's file is refused.
+// rows, LayerNorms without biases); a reranker's file maps its head.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -131,7 +131,19 @@ TEST_CASE("modern-bert: layer 0 has no attn_norm and q/k/v and gate/up are views
   }
 }
 
-TEST_CASE("modern-bert: a reranker's file (rank pooling) is refused by its pooling_type", "[model][arch]") {
-  const auto f = with_keys(make(), [](tc::gguf::GgufWriter& w) { w.set("modern-bert.pooling_type", Value(4u)); });
-  CHECK_THAT(tc::test::load_error(f), Catch::Contains("modern-bert.pooling_type") && Catch::Contains("rank"));
+TEST_CASE("modern-bert: a reranker's file (rank pooling) maps its head", "[model][arch]") {
+  const auto f = make([](auto& o) { o.reranker = true; });
+  const auto s = tc::model::read_model_spec(f);
+  CHECK(s.pooling == tc::model::Pooling::Rank);
+  CHECK(s.n_cls_out == 1);
+  CHECK_FALSE(s.rank_by_last_token);
+  const auto w = tc::model::map_llama_weights(f, s);
+  CHECK(w.cls.data != nullptr);
+  CHECK(w.cls_norm.data != nullptr);
+  CHECK(w.cls_out.data != nullptr);
+  CHECK(w.cls_b.data == nullptr);  // ModernBERT's dense layer has no bias
+  // Rank pooling without cls.output: nothing to score with (the engine refuses rerank requests on it).
+  const auto headless = tc::test::copy_gguf(f, "modern_bert_spec_copy", "cls.output.weight", {}, "");
+  CHECK(tc::model::read_model_spec(headless).n_cls_out == 0);
+  CHECK(tc::test::load_error(headless).empty());
 }
