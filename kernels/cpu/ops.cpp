@@ -1,6 +1,6 @@
 // CPU reference implementations of the element-wise and per-row ops in
 // ops.h: get_rows, rms_norm, layer_norm, rope, ffn_activation, add_bias,
-// scale, softcap, store_f16, store_kv. Attention lives in ops_attention.cpp. Plain
+// scale, softcap, store_f16, store_kv, alibi_slope. Attention lives in ops_attention.cpp. Plain
 // scalar loops but SwiGLU and gelu, whose exp runs eight lanes at a time (f8_lanes.h).
 #include <algorithm>
 #include <cmath>
@@ -232,6 +232,13 @@ void ffn_activation(Activation act, const float* gate, const float* up, int64_t 
       return;
   }
   TC_CHECK(false, "ffn_activation: unknown Activation");
+}
+
+float alibi_slope(float max_bias, int64_t n_head, int64_t h) {
+  const auto n2 = static_cast<int64_t>(1) << static_cast<int>(std::floor(std::log2(static_cast<double>(n_head))));
+  const float m0 = powf(2.0f, -max_bias / static_cast<float>(n2));
+  const float m1 = powf(2.0f, -(max_bias / 2.0f) / static_cast<float>(n2));
+  return h < n2 ? powf(m0, static_cast<float>(h + 1)) : powf(m1, static_cast<float>(2 * (h - n2) + 1));
 }
 
 void add_bias(float* y, const float* bias, int64_t n_rows, int64_t n) {

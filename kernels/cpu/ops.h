@@ -90,7 +90,17 @@ struct AttentionParams {
   // every cache position, or with window those in [p - window / 2,
   // p + window / 2] (llama.cpp's symmetric window). CPU backend only.
   bool bidirectional = false;
+  // > 0: ALiBi (jina-bert-v2), as ggml_soft_max_ext's max_bias: head h's
+  // score at a token in position p for cache position j gets
+  // alibi_slope(alibi_max_bias, n_head, h) * -|p - j| added after the
+  // soft-cap. 0: none. CPU backend only.
+  float alibi_max_bias = 0.0f;
 };
+
+// Head h's ALiBi slope in f32 as ggml's soft_max computes it from max_bias:
+// with n2 = 2^floor(log2(n_head)), m0 = 2^(-max_bias / n2), m1 =
+// 2^(-max_bias / 2 / n2): m0^(h + 1) for h < n2, else m1^(2 (h - n2) + 1).
+float alibi_slope(float max_bias, int64_t n_head, int64_t h);
 
 // The element types a KV cache may have.
 constexpr bool is_kv_dtype(DType type) { return type == DType::F16 || type == DType::Q8_0; }

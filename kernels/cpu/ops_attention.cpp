@@ -160,6 +160,7 @@ struct AttentionArgs {
   DType k_type, v_type;  // F16 or Q8_0 (AttentionParams)
   int64_t n_kv;          // the cache's positions
   bool bidirectional;    // (AttentionParams)
+  float alibi_max_bias;  // > 0: ALiBi (AttentionParams)
 
   // The first position token t sees.
   int64_t first_seen(int64_t t) const {
@@ -398,9 +399,9 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
     }
   }
 
-  // Soft-cap, then the window: a token that sees any position of the chunk
-  // keeps a finite max, so the masked positions' exps are exactly 0.
-  if (a.softcap > 0.0f || a.window > 0) {
+  // Soft-cap, ALiBi (ggml's x + slope * mask, mask -|p - j|), then the window: a token that sees any
+  // position of the chunk keeps a finite max, so the masked positions' exps are exactly 0.
+  if (a.softcap > 0.0f || a.window > 0 || a.alibi_max_bias > 0.0f) {
     const float inv_cap = a.softcap > 0.0f ? 1.0f / a.softcap : 0.0f;
     for (int64_t t = t_begin; t < t_end; ++t) {
       const int64_t n = n_from(t, j_begin);
@@ -409,6 +410,10 @@ void attend_chunk(const AttentionArgs& a, int64_t t_begin, int64_t t_end, int64_
         float* sc = scores_of(t, r);
         if (a.softcap > 0.0f) {
           for (int64_t j = 0; j < n; ++j) sc[j] = std::tanh(sc[j] * inv_cap) * a.softcap;
+        }
+        const float slope = a.alibi_max_bias > 0.0f ? alibi_slope(a.alibi_max_bias, a.n_head, h_begin + r) : 0.0f;
+        for (int64_t j = 0; j < n && slope != 0.0f; ++j) {
+          sc[j] += slope * -static_cast<float>(std::abs(a.positions[t] - (j_begin + j)));
         }
         std::fill(sc, sc + n_masked, -std::numeric_limits<float>::infinity());
       }
@@ -696,8 +701,8 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
   TC_CHECK(is_kv_dtype(params.k_type) && is_kv_dtype(params.v_type), "attention: the KV cache is f16 or q8_0");
   TC_CHECK((params.k_type != DType::Q8_0 && params.v_type != DType::Q8_0) || head_dim % kQK8_0 == 0,
            "attention: a q8_0 KV cache needs head_dim to be a multiple of 32");
-  TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0,
-           "attention: scale, softcap and window must not be negative");
+  TC_CHECK(params.scale >= 0.0f && params.softcap >= 0.0f && params.window >= 0 && params.alibi_max_bias >= 0.0f,
+           "attention: scale, softcap, window and alibi_max_bias must not be negative");
   int64_t n_nonempty = 0;
   for (const AttentionSequence& s : sequences) {
     for (int64_t t = 0; t < s.n_tokens; ++t) {
@@ -731,7 +736,7 @@ void attention_batch(std::span<const AttentionSequence> sequences, int64_t n_hea
     const AttentionArgs args{s.q,           s.k,           s.v,           n_head,       n_head_kv,
                              head_dim,      s.positions,   s.out,         scale,        params.softcap,
                              params.window, params.sinks,  params.k_type, params.v_type, s.n_kv,
-                             params.bidirectional};
+                             params.bidirectional, params.alibi_max_bias};
     if (s.n_tokens > 0) {
       items[i].emplace(args, s.n_tokens, want);
       n_floats += items[i]->partial_floats();

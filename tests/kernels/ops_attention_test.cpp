@@ -3,7 +3,7 @@
 // one that is not a multiple of 8; bit-identical results for 1..4 threads;
 // sharp softmax (scores in the hundreds) and no reads past the causal window;
 // sliding windows, soft-capped scores, a given scale and attention sinks;
-// an encoder's bidirectional attention, whole or in a symmetric window; attention_batch (a
+// an encoder's bidirectional attention, whole or in a symmetric window, with ALiBi; attention_batch (a
 // decode step's sequences in one job) against single calls; the AVX-512
 // loops against the AVX2 ones, bit for bit; q8_0 keys and/or values
 // (store_kv's blocks) against float64 of their dequantized values.
@@ -120,9 +120,20 @@ std::vector<std::vector<float>> run_attention_batch(const std::vector<Problem>& 
   return outs;
 }
 
+// ALiBi's slope of head h in float64, written as 2^-(max_bias (h + 1) / n2)
+// for the first n2 = 2^floor(log2 n_head) heads, 2^-(max_bias (2 (h - n2) + 1) / (2 n2)) after; 0 without.
+double alibi_slope_f64(float max_bias, int64_t n_head, int64_t h) {
+  if (max_bias <= 0.0f) return 0.0;
+  int64_t n2 = 1;
+  while (n2 * 2 <= n_head) n2 *= 2;
+  const double b = max_bias;
+  return h < n2 ? std::exp2(-b * static_cast<double>(h + 1) / static_cast<double>(n2))
+                : std::exp2(-b * static_cast<double>(2 * (h - n2) + 1) / (2.0 * static_cast<double>(n2)));
+}
+
 // Compares `out` with softmax(score(q, k)) v over each token's causal
 // window, all in float64 from the same K/V values: score = q.k * scale
-// (1 / sqrt(head_dim) unless p.params says), soft-capped and windowed as
+// (1 / sqrt(head_dim) unless p.params says), soft-capped, ALiBi-biased and windowed as
 // p.params says, with each head's sink in the denominator where it has one.
 void check_against_reference(const Problem& p, const std::vector<float>& out) {
   const auto [n_head, n_head_kv, head_dim] = p.shape;
@@ -145,6 +156,7 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
       std::vector<double> s(static_cast<size_t>(n_ctx), 0.0);
       double max_s = -INFINITY;
       double max_abs_dot = 0;  // largest sum_d |q_d k_d| * scale: the scores' condition
+      double max_bias_term = 0;  // largest |score| once ALiBi's bias is added (an f32 add's error)
       for (int64_t j = first; j < n_ctx; ++j) {
         const int64_t k0 = (j * n_head_kv + kv_idx) * head_dim;
         double dot = 0, abs_dot = 0;
@@ -154,6 +166,8 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
         }
         s[j] = dot * scale;
         if (cap > 0) s[j] = cap * std::tanh(s[j] / cap);
+        s[j] -= alibi_slope_f64(p.params.alibi_max_bias, n_head, h) * static_cast<double>(std::abs(pos - j));
+        max_bias_term = std::max(max_bias_term, std::fabs(s[j]));
         max_s = std::max(max_s, s[j]);
         max_abs_dot = std::max(max_abs_dot, abs_dot * scale);
       }
@@ -176,7 +190,8 @@ void check_against_reference(const Problem& p, const std::vector<float>& out) {
         // ulps times sqrt(n_ctx) in practice: 2e-6 for n_ctx in the hundreds.
         // Observed: under 5e-7 * mag with scores ~N(0,1), 1e-5 * mag with
         // scores in the hundreds (the score term then allows ~5e-4).
-        const double tol = mag * (2e-6 + (static_cast<double>(head_dim) / 8 + 4) * kEpsF32 * max_abs_dot);
+        const double tol = mag * (2e-6 + (static_cast<double>(head_dim) / 8 + 4) * kEpsF32 * max_abs_dot +
+                                  (p.params.alibi_max_bias > 0.0f ? 4 * kEpsF32 * max_bias_term : 0.0));
         const double got = out[static_cast<size_t>((t * n_head + h) * head_dim + d)];
         INFO("token " << t << " head " << h << " dim " << d << " ref " << ref << " tol " << tol);
         REQUIRE(std::isfinite(got));
@@ -635,4 +650,63 @@ TEST_CASE("store_kv writes f16 as store_f16 and q8_0 as quantize_row, and keeps 
     }
   }
   CHECK_THROWS_WITH(store_kv(x.data(), 1, 48, DType::Q8_0, q.data()), Catch::Contains("whole blocks"));
+}
+
+TEST_CASE("alibi_slope gives ggml's slopes for power-of-two and other head counts", "[kernels][ops][attention]") {
+  // max_bias 8: 8 heads take 2^-1 .. 2^-8; 12 heads take those, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5.
+  for (int64_t h = 0; h < 8; ++h) CHECK(alibi_slope(8.0f, 8, h) == std::ldexp(1.0f, -static_cast<int>(h + 1)));
+  for (int64_t h = 0; h < 8; ++h) CHECK(alibi_slope(8.0f, 12, h) == alibi_slope(8.0f, 8, h));
+  for (const int64_t n_head : {1, 3, 5, 6, 12, 16, 24}) {
+    for (int64_t h = 0; h < n_head; ++h) {
+      INFO("n_head " << n_head << " head " << h);
+      const double want = alibi_slope_f64(8.0f, n_head, h);
+      CHECK(std::fabs(alibi_slope(8.0f, n_head, h) - want) <= 4 * kEpsF32 * want);
+    }
+  }
+  CHECK(alibi_slope(8.0f, 12, 9) == Approx(std::exp2(-1.5)).epsilon(1e-6));
+}
+
+TEST_CASE("attention with ALiBi matches float64 for bidirectional and causal attention and any split",
+          "[kernels][ops][attention]") {
+  // jina-bert-v2's slope_h * -|p - j| on every score: head counts a power of
+  // two and not (12 = 8 + 4, 6, 5), contexts over several chunks, in a
+  // symmetric window, a single token (a decode's chunks), causal prefill;
+  // 1..4 threads the same bits, and each token alone the bits it had among all.
+  struct Case {
+    bool bidirectional;
+    int64_t window, n_kv;
+    std::vector<int32_t> positions;
+  };
+  const std::vector<Case> cases = {{true, 0, 40, iota_positions(0, 40)},     {true, 0, 600, iota_positions(0, 600)},
+                                   {true, 100, 530, iota_positions(200, 90)}, {true, 0, 530, {300}},
+                                   {false, 0, 300, iota_positions(0, 300)},   {false, 0, 530, {529}}};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{12, 12, 32}, Shape{6, 3, 20}, Shape{5, 1, 64}}) {
+    for (const Case& c : cases) {
+      INFO("n_head " << shape.n_head << " bidirectional " << c.bidirectional << " window " << c.window << " n_kv "
+                     << c.n_kv << " tokens " << c.positions.size());
+      auto p = make_problem(shape, c.n_kv, c.positions, 4100 + static_cast<uint64_t>(c.n_kv + shape.n_head));
+      p.params.bidirectional = c.bidirectional;
+      p.params.window = c.window;
+      p.params.alibi_max_bias = 8.0f;
+      const auto out = run_attention(p, 1);
+      check_against_reference(p, out);
+      check_thread_counts(p, out);
+      const int64_t per_token = shape.n_head * shape.head_dim;
+      for (size_t t = 0; t < c.positions.size() && c.positions.size() > 1; t += 37) {
+        Problem one = p;
+        one.positions = {c.positions[t]};
+        one.q.assign(p.q.begin() + static_cast<std::ptrdiff_t>(t) * per_token,
+                     p.q.begin() + static_cast<std::ptrdiff_t>(t + 1) * per_token);
+        const auto out_one = run_attention(one, 2);
+        INFO("token " << t);
+        REQUIRE(std::memcmp(out_one.data(), out.data() + t * per_token, per_token * sizeof(float)) == 0);
+      }
+    }
+  }
+  // Without ALiBi the scores are untouched: a bias of 0 gives the plain bits.
+  auto p = make_problem(Shape{8, 2, 64}, 40, iota_positions(0, 40), 4200);
+  p.params.bidirectional = true;
+  const auto plain = run_attention(p, 1);
+  p.params.alibi_max_bias = 8.0f;
+  CHECK(std::memcmp(plain.data(), run_attention(p, 1).data(), plain.size() * sizeof(float)) != 0);
 }
