@@ -83,6 +83,18 @@ TEST_CASE("the web page works in headless chromium", "[integration][webui][brows
   tc::test::write_file(image, tc::test::test_png(24, 16, 5));
   tc::test::ServerProcess vision_server(gemma, {"--mmproj", mmproj.string(), "--threads", "2"},
                                         tc::test::scratch_dir("webui_browser_vision"));
+  // A models folder: a chat model beside an embedding model and a reranker
+  // (listed, not offered for chat). "all-minilm" sorts first: the page must
+  // still pick the chat model.
+  const auto folder = tc::test::scratch_dir("webui_browser_folder");
+  const std::string encoder = "--arch bert --tokenizer bert --n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 "
+                              "--n-head-kv 4 --n-ctx 64 ";
+  tc::test::make_test_model(folder, "all-minilm", encoder + "--seed 5");
+  tc::test::make_test_model(folder, "reranker", encoder + "--reranker --seed 6");
+  tc::test::make_test_model(folder, "chat", "--n-embd 64 --n-layer 1 --n-ff 128 --n-head 4 --n-head-kv 2 "
+                                            "--n-vocab 1024 --seed 7");
+  tc::test::ServerProcess folder_server({}, {"--models-dir", folder.string(), "--threads", "2"},
+                                        tc::test::scratch_dir("webui_browser_folder_logs"));
 
   std::string screenshots;
   if (const char* env = std::getenv("THERMOCLINE_WEBUI_SCREENSHOTS"); env && *env) {
@@ -90,6 +102,7 @@ TEST_CASE("the web page works in headless chromium", "[integration][webui][brows
     screenshots = " " + tc::test::shell_quote(env);
   }
   const std::string command = "TC_VISION_URL=" + tc::test::shell_quote(vision_server.url()) +
+                              " TC_FOLDER_URL=" + tc::test::shell_quote(folder_server.url()) +
                               " TC_VISION_IMAGE=" + tc::test::shell_quote(image.string()) +
                               " timeout 240 node " + tc::test::shell_quote(script.string()) + " " +
                               tc::test::shell_quote(node_modules.string()) + " " +
@@ -107,4 +120,5 @@ TEST_CASE("the web page works in headless chromium", "[integration][webui][brows
   CHECK(sparse_server.stop() == 0);
   CHECK(dense_server.stop() == 0);
   CHECK(vision_server.stop() == 0);
+  CHECK(folder_server.stop() == 0);
 }
