@@ -131,7 +131,9 @@ void register_make_model(CLI::App& app) {
       ->check(CLI::Range(0.01, 1e6));
   sub->add_option("--final-softcap", o->final_softcap, "gemma2/3: logit soft-cap (gemma2's default 30)")
       ->check(CLI::Range(0.01, 1e6));
-  sub->add_flag("--attn-norm-2", o->attn_norm_2, "falcon: Falcon-40B's separate attention input norm");
+  sub->add_flag("--attn-norm-2", o->attn_norm_2,
+                "falcon: Falcon-40B's separate attention input norm; jina-bert-v2: attn_norm_2, q and k LayerNorms "
+                "and a separate ffn_gate");
   sub->add_option("--experts", o->n_expert,
                   "A mixture of experts with this many experts per layer (llama: Mixtral-like; qwen3moe: required); "
                   "--n-ff is then one expert's width")

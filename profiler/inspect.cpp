@@ -174,6 +174,12 @@ std::vector<std::string> layer_features(const model::ModelSpec& s, const gguf::G
   if (a.bert_layers != model::BertLayers::None) {
     out.emplace_back("BERT's LayerNorms after each residual add and of the embeddings, token type 0 added");
     if (a.bert_layers == model::BertLayers::Absolute) out.emplace_back("learned positions");
+    if (a.bert_layers == model::BertLayers::Alibi) {  // jina-bert-v2, with its optional norms where present
+      std::snprintf(buf, sizeof buf, "ALiBi (max bias %g), no positions", static_cast<double>(s.alibi_max_bias));
+      out.emplace_back(buf);
+      if (has(model::layer_tensor_name(0, "attn_q_norm"))) out.emplace_back("q/k LayerNorms over whole rows");
+      if (has(model::layer_tensor_name(0, "attn_norm_2"))) out.emplace_back("attn_norm_2 after attn_output_norm");
+    }
   } else if (!a.pre_norms) {
     out.emplace_back("no pre-norms");
   }

@@ -1,5 +1,5 @@
-// Writing a BERT sentence encoder's file (llama.cpp's bert and nomic-bert
-// keys and tensor names).
+// Writing a BERT sentence encoder's file (llama.cpp's bert, nomic-bert and
+// jina-bert-v2 keys and tensor names).
 #include "profiler/make_bert.h"
 
 #include <stdexcept>
@@ -23,12 +23,16 @@ void check_bert_options(const MakeModelOptions& o) {
     throw std::invalid_argument(o.arch + ": the heads must span n_embd (--n-head x head_dim = --n-embd)");
   }
   if (o.n_expert > 0) throw std::invalid_argument(o.arch + ": --experts is not supported (nomic-bert-moe is not)");
+  if (o.arch == "jina-bert-v2" && o.attn_norm_2 && o.n_head_kv != o.n_head) {
+    throw std::invalid_argument(o.arch + ": --attn-norm-2 needs --n-head-kv = --n-head (q and k norms span n_embd)");
+  }
 }
 
 void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::GgufWriter& w,
                       const RandomTensorAdder& add) {
   const model::Architecture& a = *model::find_architecture(o.arch);
   const bool absolute = a.bert_layers == model::BertLayers::Absolute;
+  const bool jina = a.bert_layers == model::BertLayers::Alibi;
   const std::string p = o.arch + ".";
   // CLS (bge), mean (nomic) or rank (a reranker's head).
   w.set(p + "pooling_type", gguf::Value(uint32_t{o.reranker ? 4u : absolute ? 2u : 1u}));
@@ -51,7 +55,7 @@ void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
     auto bias = [&](std::string_view s, int64_t n) {
       add("blk." + std::to_string(l) + "." + std::string(s) + ".bias", DType::F32, {n}, 0.0f, 0.5f);
     };
-    if (absolute) {
+    if (absolute || jina) {
       t.attention(l, base, heavy, o.n_embd, n_kv);
       bias("attn_q", o.n_embd);
       bias("attn_k", n_kv);
@@ -61,8 +65,19 @@ void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
       t.matrix(name("attn_qkv"), base, o.n_embd, o.n_embd + 2 * n_kv);
       t.matrix(name("attn_output"), base, o.n_embd, o.n_embd);
     }
+    if (jina && o.attn_norm_2) {  // q and k LayerNorms (f32 [n_embd] each, with biases)
+      layer_norm("blk." + std::to_string(l) + ".attn_q_norm");
+      layer_norm("blk." + std::to_string(l) + ".attn_k_norm");
+    }
     layer_norm("blk." + std::to_string(l) + ".attn_output_norm");
-    if (absolute) {
+    if (jina && o.attn_norm_2) layer_norm("blk." + std::to_string(l) + ".attn_norm_2");
+    if (jina) {  // GeGLU: ffn_up {n_embd, 2 n_ff} (gate rows, then up rows) with a bias, or ffn_gate and ffn_up
+      if (o.attn_norm_2) t.matrix(name("ffn_gate"), base, o.n_embd, o.n_ff);
+      t.matrix(name("ffn_up"), base, o.n_embd, o.attn_norm_2 ? o.n_ff : 2 * o.n_ff);
+      bias("ffn_up", o.attn_norm_2 ? o.n_ff : 2 * o.n_ff);
+      t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);
+      bias("ffn_down", o.n_embd);
+    } else if (absolute) {
       t.matrix(name("ffn_up"), base, o.n_embd, o.n_ff);
       bias("ffn_up", o.n_ff);
       t.matrix(name("ffn_down"), heavy, o.n_ff, o.n_embd);

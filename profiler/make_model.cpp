@@ -152,7 +152,7 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.longrope_orig_ctx > 0, a.longrope, "LongRoPE");
   only(o.attn_softcap > 0, a.attn_softcap > 0, "an attention soft-cap");
   only(o.final_softcap > 0, a.reads_final_softcap, "a final logit soft-cap");
-  only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");
+  only(o.attn_norm_2, a.norm == model::NormKind::Layer, "attn_norm_2");  // jina-bert-v2: its optional norms
   only(o.sparse.enabled, a.name == "llama", "a sparse (planted) model");
   only(o.n_expert > 0, a.experts != model::Experts::None, "a mixture of experts");
   only(o.expert_gating_func != 0, a.reads_expert_gating_func || (a.deepseek_experts && !fixed_softmax_experts(a)),

@@ -533,6 +533,20 @@ const std::array kArchitectures{
                  .sliding_window = {},
                  .bidirectional = true,
                  .bert_layers = BertLayers::Rotary},
+    // Jina Embeddings v2 (jina-bert-v2: jina-embeddings-v2-base-en, -small-en,
+    // -base-code, -base-de): BERT's post-LayerNorms without positions, ALiBi
+    // on the scores (max bias 8, as llama.cpp), q/k/v with biases, LayerNorms
+    // of each token's whole q and k and a second attention norm where the
+    // file has them, a GeGLU FFN with biases (one ffn_up of gate rows, then up
+    // rows; or ffn_gate and ffn_up); mean pooling.
+    Architecture{.name = "jina-bert-v2",
+                 .norm = NormKind::Layer,
+                 .ffn_forms = kGeGluOnly,
+                 .pre_norms = false,
+                 .head_is_token_embd = true,
+                 .sliding_window = {},
+                 .bidirectional = true,
+                 .bert_layers = BertLayers::Alibi},
     // ModernBERT (gte-modernbert, nomic modernbert-embed, granite-embedding
     // R2): pre-LayerNorms without biases, NeoX RoPE, one attn_qkv, a GLU FFN
     // in one ffn_up (gate rows first; GeGLU, or as hidden_activation says),

@@ -93,6 +93,7 @@ enum class BertLayers {
   None,      // not BERT's layers
   Absolute,  // position_embd rows added to the token embeddings (bert: MiniLM, bge, mxbai)
   Rotary,    // NeoX RoPE on q and k, no position rows (nomic-bert: nomic-embed-text)
+  Alibi,     // ALiBi on the attention scores (ModelSpec::alibi_max_bias), no positions, no RoPE (jina-bert-v2)
 };
 
 struct SlidingWindowRule {
@@ -328,7 +329,7 @@ struct Architecture {
   // With experts: a layer has them where its ffn_gate_inp exists (Jamba's
   // every other layer), else a dense FFN as wide (ModelSpec::expert_layers).
   bool experts_where_routed = false;
-  // BERT's encoders (bert, nomic-bert; with bidirectional): the token
+  // BERT's encoders (bert, nomic-bert, jina-bert-v2; with bidirectional): the token
   // embeddings plus token_types' first row (and position_embd's rows where
   // Absolute) through a LayerNorm (token_embd_norm); each block's output
   // added to x, then x LayerNormed (attn_output_norm, layer_output_norm);

@@ -4,7 +4,8 @@
 // through its dense projections (EmbeddingGemma's sentence-transformers
 // head, as llama.cpp's build_dense_out: dense_2 then dense_3, no
 // activation). LlamaModel::classify: a reranker's head (BERT's, ModernBERT's,
-// or Qwen3-Reranker's yes/no rows and softmax).
+// or Qwen3-Reranker's yes/no rows and softmax). LlamaModel::add_bert_attention: BERT's
+// residual add and post-norm(s) after attention (jina-bert-v2's attn_norm_2 too).
 #include <algorithm>
 #include <cmath>
 
@@ -66,6 +67,19 @@ void LlamaModel::add_bert_inputs(kernels::Backend& b, float* x, const int32_t* p
     b.add(x, scratch, n_tokens * n_embd);
   }
   norm(b, x, weights_.token_embd_norm, weights_.token_embd_norm_b, n_tokens, x);
+}
+
+void LlamaModel::add_bert_attention(kernels::Backend& b, const LayerWeights& w, float* x, float* attn,
+                                    int64_t n_tokens) {
+  const int64_t n = n_tokens * spec_.n_embd;
+  b.add(attn, x, n);  // attn + x: the bits of x + attn
+  if (w.attn_out_norm_2.data == nullptr) {
+    norm(b, attn, w.attn_out_norm, w.attn_out_norm_b, n_tokens, x);
+    return;
+  }
+  norm(b, attn, w.attn_out_norm, w.attn_out_norm_b, n_tokens, attn);
+  b.add(attn, x, n);  // the layer input again, as llama.cpp's bert graph adds it
+  norm(b, attn, w.attn_out_norm_2, w.attn_out_norm_2_b, n_tokens, x);
 }
 
 }  // namespace tc::model

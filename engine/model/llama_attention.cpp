@@ -54,7 +54,8 @@ void LlamaModel::run_attention(kernels::Backend& b, Workspace& ws, const int32_t
                                            f32(w.attn_sinks),
                                            kv.types().k,
                                            kv.types().v,
-                                           spec_.architecture->bidirectional};
+                                           spec_.architecture->bidirectional,
+                                           spec_.alibi_max_bias};
   b.attention_batch(attention_sequences_, spec_.n_head, shape.n_head_kv, shape.head_dim, attention);
   if (mla_ != nullptr) {
     mla_->values(w, cur, n_tokens, q);  // q's rows are free once attention has run

@@ -590,6 +590,10 @@ void LlamaModel::project_qkv(kernels::Backend& b, const LayerWeights& w, int64_t
   // before RoPE, or after it (Hunyuan).
   auto qk_norms = [&] {
     if (w.attn_q_norm.data == nullptr) return;
+    if (w.attn_q_norm_b.data != nullptr) {  // jina-bert-v2's LayerNorms of each token's whole q and k
+      norm(b, q, w.attn_q_norm, w.attn_q_norm_b, n_tokens, q), norm(b, k, w.attn_k_norm, w.attn_k_norm_b, n_tokens, k);
+      return;
+    }
     const auto eps = static_cast<float>(spec_.rms_eps);
     const bool whole = spec_.architecture->qk_norm_whole;
     b.rms_norm(q, f32(w.attn_q_norm), whole ? n_tokens : n_tokens * spec_.n_head, whole ? n_embd_q : shape.head_dim,
@@ -672,8 +676,8 @@ void LlamaModel::run_layer(kernels::Backend& b, Workspace& ws, const int32_t* po
     b.add(x, ffn_out, n_tokens * n_embd);
     return;
   }
-  b.add(x, tmp, n_tokens * n_embd);
-  if (w.attn_out_norm.data != nullptr) norm(b, x, w.attn_out_norm, w.attn_out_norm_b, n_tokens, x);  // BERT's
+  // BERT's residual add and post-norm(s) (encoder_output.cpp), or the plain residual add
+  w.attn_out_norm.data != nullptr ? add_bert_attention(b, w, x, tmp, n_tokens) : b.add(x, tmp, n_tokens * n_embd);
   if (!spec_.has_ffn(layer)) return;  // Nemotron-H's attention and Mamba-2 layers
   pre_norm(b, x, w.ffn_norm, w.ffn_norm_b, n_tokens, cur);
   run_ffn_runs(b, ws, w, layer, sequences, cur, tmp);

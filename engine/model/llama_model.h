@@ -209,6 +209,10 @@ class LlamaModel {
   // positions, position_embd's rows at `positions`, then LayerNormed.
   // `scratch`: f32 [n_tokens, n_embd].
   void add_bert_inputs(kernels::Backend& b, float* x, const int32_t* positions, int64_t n_tokens, float* scratch);
+  // BERT's end of an attention block: x = attn_output_norm(x + attn), or
+  // with jina-bert-v2's attn_norm_2 (LayerWeights::attn_out_norm_2)
+  // attn_norm_2(attn_output_norm(attn + x) + x). attn: f32 [n_tokens, n_embd], overwritten.
+  void add_bert_attention(kernels::Backend& b, const LayerWeights& w, float* x, float* attn, int64_t n_tokens);
   // A mixture of experts' block (its routing counts), nullptr for a dense FFN.
   const MoeFfnBlock* moe_ffn() const { return moe_ffn_.get(); }
   // Layer offload: the CPU backend (nullptr otherwise) and k.

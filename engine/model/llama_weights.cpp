@@ -358,6 +358,24 @@ void map_gemma4_experts(const Mapper& m, const ModelSpec& s, int64_t l, LayerWei
   }
 }
 
+// jina-bert-v2's optional norms (LayerWeights::attn_q_norm_b): q's and k's
+// together, and attn_norm_2, each with its bias.
+void map_jina_norms(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
+  auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
+  if (m.has(name("attn_q_norm")) || m.has(name("attn_k_norm"))) {
+    if (s.n_embd_q() != s.n_embd || s.n_embd_kv() != s.n_embd) {
+      throw m.error(name("attn_q_norm"), "is a norm of each token's whole q and k: needs n_head * head_dim = "
+                                         "n_head_kv * head_dim = n_embd");
+    }
+    w.attn_q_norm = m.vector(name("attn_q_norm"), s.n_embd);
+    w.attn_q_norm_b = m.vector(bias_name(l, "attn_q_norm"), s.n_embd);
+    w.attn_k_norm = m.vector(name("attn_k_norm"), s.n_embd);
+    w.attn_k_norm_b = m.vector(bias_name(l, "attn_k_norm"), s.n_embd);
+  }
+  w.attn_out_norm_2 = m.optional_vector(name("attn_norm_2"), s.n_embd);
+  if (w.attn_out_norm_2.data != nullptr) w.attn_out_norm_2_b = m.vector(bias_name(l, "attn_norm_2"), s.n_embd);
+}
+
 void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
   auto name = [l](std::string_view t) { return layer_tensor_name(l, t); };
   if (s.architecture->gemma4_layers && s.has_experts()) map_gemma4_experts(m, s, l, w);  // and the dense FFN below
@@ -366,7 +384,9 @@ void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
     return;
   }
   const int64_t n_ff = s.shape(l).n_ff;
-  switch (s.architecture->ffn_layout) {
+  // jina-bert-v2: ffn_gate and ffn_up, or one ffn_up of 2 n_ff rows (gate first) where there is no ffn_gate.
+  const bool jina_fused = s.architecture->bert_layers == BertLayers::Alibi && !m.has(name("ffn_gate"));
+  switch (jina_fused ? FfnLayout::FusedGateUp : s.architecture->ffn_layout) {
     case FfnLayout::GateUp:
       w.ffn_gate = m.matrix(name("ffn_gate"), s.n_embd, n_ff);
       w.ffn_up = m.matrix(name("ffn_up"), s.n_embd, n_ff);
@@ -377,6 +397,9 @@ void map_ffn(const Mapper& m, const ModelSpec& s, int64_t l, LayerWeights& w) {
       const Tensor gate_up = m.matrix(name("ffn_up"), s.n_embd, 2 * n_ff);
       w.ffn_gate = row_range(gate_up, 0, n_ff);
       w.ffn_up = row_range(gate_up, n_ff, n_ff);
+      if (const Tensor b = m.optional_vector(bias_name(l, "ffn_up"), 2 * n_ff); b.data != nullptr) {
+        w.ffn_gate_b = value_range(b, 0, n_ff), w.ffn_up_b = value_range(b, n_ff, n_ff);
+      }
       break;
     }
     case FfnLayout::UpOnly:
@@ -519,6 +542,7 @@ LlamaWeights map_llama_weights(const gguf::GgufFile& file, const ModelSpec& s) {
       lw.layer_out_norm = m.vector(name("layer_output_norm"), s.n_embd);
       lw.layer_out_norm_b = m.vector(bias_name(l, "layer_output_norm"), s.n_embd);
     }
+    if (a.bert_layers == BertLayers::Alibi) map_jina_norms(m, s, l, lw);
     if (a.attn_sinks) lw.attn_sinks = m.vector(name("attn_sinks"), s.n_head);
     if (a.attn_output_gate) lw.attn_gate = m.matrix(name("attn_gate"), s.n_embd, s.n_embd_q());
     if (!s.has_ffn(l)) continue;  // Nemotron-H's attention layer

@@ -68,6 +68,13 @@ struct LayerWeights {
   kernels::Tensor attn_out_norm_b;   // f32 [n_embd]
   kernels::Tensor layer_out_norm;    // f32 [n_embd]: layer_output_norm
   kernels::Tensor layer_out_norm_b;  // f32 [n_embd]
+  // jina-bert-v2's, where the file has them: LayerNorms of each token's whole
+  // q and k (in attn_q_norm / attn_k_norm, f32 [n_embd]) with biases, and
+  // attn_norm_2: x = attn_norm_2(attn_output_norm(x + attn) + x).
+  kernels::Tensor attn_q_norm_b;     // f32 [n_embd]
+  kernels::Tensor attn_k_norm_b;     // f32 [n_embd]
+  kernels::Tensor attn_out_norm_2;   // f32 [n_embd]: the file's attn_norm_2
+  kernels::Tensor attn_out_norm_2_b; // f32 [n_embd]
   kernels::Tensor attn_sinks;      // f32 [n_head]: each head's sink logit (gpt-oss)
   kernels::Tensor attn_gate;       // {n_embd, n_head * head_dim}: the attention output's sigmoid gate (AFMoE)
   // Gemma 4 (Architecture::gemma4_layers): the per-layer input's gate,

@@ -537,6 +537,7 @@ ModelSpec read_model_spec(const GgufFile& file) {
   }
   s.n_ctx_train = positive_key(file, p + "context_length");
   if (a.bert_layers == BertLayers::Absolute) s.no_rope = true;  // position_embd's rows in its place
+  if (a.bert_layers == BertLayers::Alibi) s.no_rope = true, s.alibi_max_bias = 8.0f;  // llama.cpp's, read from no key
   if (s.n_head % s.n_head_kv != 0) {
     throw file.error(p + "attention.head_count_kv",
                      std::to_string(s.n_head_kv) + " does not divide head_count " + std::to_string(s.n_head));

@@ -198,6 +198,8 @@ struct ModelSpec {
   int64_t attn_temp_floor = 0;
   // No layer rotates (Granite's rope.scaling.finetuned false: Granite 4.0-H's NoPE; Nemotron-H).
   bool no_rope = false;
+  // > 0: ALiBi on every layer's attention scores (kernels::AttentionParams::alibi_max_bias; jina-bert-v2's 8).
+  float alibi_max_bias = 0.0f;
   // {arch}.rope.dimension_sections where the architecture reads them
   // (MultimodalRope): rotated pairs per section (time, height, width,
   // extra); all 0 without. Text rotates as NeoX whatever they are.

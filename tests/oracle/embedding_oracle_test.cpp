@@ -229,6 +229,63 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
   }
 }
 
+TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's", "[oracle][embeddings]") {
+  if (!library().ok()) {
+    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
+    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
+    return;
+  }
+  // Three layers, 12 heads (ALiBi's slopes past the first 8 take m1) or 8,
+  // WordPiece vocab, mean pooling from the file and cls. The plain form: one
+  // ffn_up of gate and up rows with a bias; --attn-norm-2: q and k
+  // LayerNorms, attn_norm_2 and a separate ffn_gate.
+  struct Case {
+    const char* label;
+    const char* flags;
+    double tolerance;
+  };
+  // Measured (-s): f32 mean 7.7-8.9e-5, cls 2.5-2.7e-4; Q8_0 mean 2.8e-3,
+  // cls 1.1e-2 (the activations' 8-bit rounding, as bert's). Without ALiBi
+  // the f32 mean is 4.5e-2 off.
+  for (const Case& c : {Case{"fused", "--type f32 --n-head 12 --n-head-kv 12", kRelativeTolerance},
+                        Case{"norms", "--type f32 --n-head 8 --n-head-kv 8 --attn-norm-2", kRelativeTolerance},
+                        Case{"q8_0", "--type q8_0 --n-head 12 --n-head-kv 12", 2e-2}}) {
+    INFO(c.label << ": " << c.flags);
+    const fs::path path = tc::test::scratch_dir("embedding_oracle") / (std::string("jina_") + c.label + ".gguf");
+    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
+                            tc::test::shell_quote(path.string()) +
+                            " --arch jina-bert-v2 --n-embd 384 --n-layer 3 --n-ff 512 --n-ctx 512 -t 2 --seed 36 "
+                            "--tokenizer bert " + c.flags;
+    const auto r = tc::test::run_command(cmd);
+    INFO(cmd << "\n" << r.output);
+    REQUIRE(r.exit_code == 0);
+    const lc::LlamaCppModel theirs_model(library(), path);
+    const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
+    REQUIRE(prompt.size() > 20);
+    const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
+    REQUIRE(loaded->spec.pooling == tc::model::Pooling::Mean);
+    CHECK(loaded->tokenizer->encode(kPrompt) == prompt);
+    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
+                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
+      INFO("pooling " << tc::model::pooling_name(pooling));
+      lc::ContextOptions co;
+      co.n_ctx = 256;
+      co.embeddings = true;
+      co.pooling_type = type;
+      lc::LlamaCppContext ctx(theirs_model, co);
+      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+      const float* theirs = ctx.sequence_embedding();
+      REQUIRE(theirs != nullptr);
+      const std::vector<float> mine = ours(loaded, prompt, pooling);
+      REQUIRE(mine.size() == static_cast<size_t>(loaded->spec.n_embd));
+      const double relative = relative_distance(mine, theirs);
+      CHECK(relative < c.tolerance);
+      WARN("jina-bert-v2 " << c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
+                           << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
+    }
+  }
+}
+
 TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling", "[oracle][embeddings][rerank]") {
   if (!library().ok()) {
     if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
