@@ -111,8 +111,8 @@ void register_make_model(CLI::App& app) {
   sub->add_option("--hidden-act", o->hidden_act,
                   "modern-bert: hidden_activation (gelu: GeGLU, the default; silu: SwiGLU; other names: GeGLU)");
   sub->add_flag("--reranker", o->reranker,
-                "bert, modern-bert: a cross-encoder reranker (rank pooling, a one-label classifier head); qwen3: "
-                "Qwen3-Reranker's form (yes/no rows, a rerank prompt template)");
+                "bert, modern-bert, jina-bert-v2 (one-row cls): a cross-encoder reranker (rank pooling, a one-label "
+                "classifier head); qwen3: Qwen3-Reranker's form (yes/no rows, a rerank prompt template)");
   sub->add_option("--ssm-state", o->ssm_state, "granitehybrid: Mamba-2's states per group (ssm.state_size, default 16)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   sub->add_option("--n-embd-per-layer", o->n_embd_per_layer,

@@ -87,7 +87,10 @@ void write_bert_model(const MakeModelOptions& o, DType base, DType heavy, gguf::
     }
     layer_norm("blk." + std::to_string(l) + ".layer_output_norm");
   }
-  if (o.reranker) {  // the classification head: dense n_embd -> n_embd, tanh, then one score
+  if (o.reranker && jina) {  // jina-reranker-v1's head: one score from cls (llama.cpp applies tanh to it)
+    t.matrix("cls.weight", base, o.n_embd, 1);
+    add("cls.bias", DType::F32, {1}, 0.0f, 0.1f);
+  } else if (o.reranker) {  // the classification head: dense n_embd -> n_embd, tanh, then one score
     t.matrix("cls.weight", base, o.n_embd, o.n_embd);
     add("cls.bias", DType::F32, {o.n_embd}, 0.0f, 0.1f);
     t.matrix("cls.output.weight", base, o.n_embd, 1);

@@ -162,7 +162,9 @@ void check_options(const MakeModelOptions& o, const WeightTypes& types, const mo
   only(o.shared_kv_layers > 0 || o.n_embd_per_layer > 0, a.gemma4_layers, "--shared-kv-layers and --n-embd-per-layer");
   only(o.ssm_state > 0, a.mamba2_layers || a.mamba1_layers, "--ssm-state");
   only(o.ssm_dt_b_c_rms, a.mamba1_layers, "--ssm-dt-b-c-rms");
-  only(o.reranker, a.bert_layers == model::BertLayers::Absolute || a.modern_bert_layers || a.name == "qwen3",
+  only(o.reranker,
+       a.bert_layers == model::BertLayers::Absolute || a.bert_layers == model::BertLayers::Alibi ||
+           a.modern_bert_layers || a.name == "qwen3",
        "--reranker");
   only(o.no_ssm_norm, a.parallel_mamba2, "--no-ssm-norm");
   if (a.gemma4_layers) check_gemma4_options(o, types.base, types.heavy);

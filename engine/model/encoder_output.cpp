@@ -23,9 +23,11 @@ void LlamaModel::project_pooled(std::vector<float>& embedding) {
 void LlamaModel::classify(std::vector<float>& pooled) {
   auto f32 = [](const kernels::Tensor& t) { return static_cast<const float*>(t.data); };
   if (weights_.cls.data != nullptr) {
-    std::vector<float> hidden(pooled.size());
+    std::vector<float> hidden(static_cast<size_t>(weights_.cls.ne[1]));  // n_embd; jina's: the scores
     backend_.matmul(weights_.cls, pooled.data(), 1, hidden.data());
-    if (weights_.cls_b.data != nullptr) backend_.add_bias(hidden.data(), f32(weights_.cls_b), 1, spec_.n_embd);
+    if (weights_.cls_b.data != nullptr) {
+      backend_.add_bias(hidden.data(), f32(weights_.cls_b), 1, static_cast<int64_t>(hidden.size()));
+    }
     if (spec_.architecture->modern_bert_layers) {  // gelu (tanh's approximation, as ggml_gelu), then cls.norm
       constexpr float kSqrt2OverPi = 0.7978845608f;
       for (float& h : hidden) h = 0.5f * h * (1.0f + std::tanh(kSqrt2OverPi * (h + 0.044715f * h * h * h)));

@@ -434,6 +434,12 @@ void map_bert_inputs(const gguf::GgufFile& file, const Mapper& m, const ModelSpe
 // A reranker's head (rank pooling): cls and its bias (encoders'), then
 // cls.output and its bias, each where the file has it.
 void map_classifier(const Mapper& m, const ModelSpec& s, LlamaWeights& w) {
+  if (s.architecture->bert_layers == BertLayers::Alibi) {  // jina-reranker-v1: cls {n_embd, n_cls_out} alone
+    if (s.n_cls_out == 0) return;  // (no head: it does not rank)
+    w.cls = m.matrix("cls.weight", s.n_embd, s.n_cls_out);
+    w.cls_b = m.optional_vector("cls.bias", s.n_cls_out);
+    return;
+  }
   w.cls = m.optional_matrix("cls.weight", s.n_embd, s.n_embd);
   w.cls_b = m.optional_vector("cls.bias", s.n_embd);
   w.cls_norm = m.optional_vector("cls.norm.weight", s.n_embd);

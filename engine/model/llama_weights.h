@@ -199,9 +199,10 @@ struct LlamaWeights {
   // A reranker's classification head (rank pooling; null where absent):
   // an encoder's first token's row through cls, tanh, then cls.output
   // (ModernBERT's: the mean row through cls, gelu, cls.norm, cls.output);
-  // Qwen3-Reranker's last token's row through cls.output alone.
-  kernels::Tensor cls;        // weight dtype {n_embd, n_embd}
-  kernels::Tensor cls_b;      // f32 [n_embd]
+  // Qwen3-Reranker's last token's row through cls.output alone; jina's
+  // (jina-bert-v2) the first token's row through cls and tanh alone.
+  kernels::Tensor cls;        // weight dtype {n_embd, n_embd}; jina's {n_embd, n_cls_out}
+  kernels::Tensor cls_b;      // f32 [n_embd]; jina's [n_cls_out]
   kernels::Tensor cls_norm;   // f32 [n_embd]: ModernBERT's LayerNorm (no bias) after cls and its gelu
   kernels::Tensor cls_out;    // weight dtype {n_embd, n_cls_out}
   kernels::Tensor cls_out_b;  // f32 [n_cls_out]

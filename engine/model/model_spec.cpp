@@ -633,6 +633,9 @@ ModelSpec read_model_spec(const GgufFile& file) {
   if (s.pooling == Pooling::Rank) {
     if (const gguf::TensorInfo* head = file.find_tensor("cls.output.weight"); head != nullptr) {
       s.n_cls_out = head->ne.size() > 1 ? head->ne[1] : 1;
+    } else if (const gguf::TensorInfo* cls = file.find_tensor("cls.weight");
+               cls != nullptr && a.bert_layers == BertLayers::Alibi) {  // jina's one-layer head: cls gives the scores
+      s.n_cls_out = cls->ne.size() > 1 ? cls->ne[1] : 1;
     }
   }
 

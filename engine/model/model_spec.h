@@ -218,8 +218,9 @@ struct ModelSpec {
   // {arch}.pooling_type, llama.cpp's numbering: 1 mean, 2 cls, 3 last, 4
   // rank (an encoder's: a reranker's head); absent or 0 (none): last.
   Pooling pooling = Pooling::Last;
-  // A reranker's classification head (cls.output.weight's rows: one score
-  // per label; {arch}.classifier.output_labels names them); 0: none.
+  // A reranker's classification head (cls.output.weight's rows, or
+  // jina-bert-v2's cls.weight's: one score per label;
+  // {arch}.classifier.output_labels names them); 0: none.
   int64_t n_cls_out = 0;
   // Qwen3-Reranker's form of Rank (qwen3, qwen3vl with pooling_type 4, as
   // llama.cpp): the last token's output-normed row through cls.output (the

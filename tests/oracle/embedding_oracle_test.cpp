@@ -295,15 +295,17 @@ TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling"
   // A cross-encoder: [CLS] query [SEP] document (llama-server's pair, no
   // template). bert: the first token's row through cls, tanh and
   // cls.output; modern-bert: the mean row through cls, gelu, cls.norm and
-  // cls.output. Measured |ours - llama.cpp| on scores of about 0.35: bert
-  // f32 7e-5, Q8_0 2.7e-3 (the 8-bit activations, as the embeddings' 7.5e-3
-  // relative); modern-bert f32 2.6e-4.
+  // cls.output; jina-bert-v2 (jina-reranker-v1): the first token's row
+  // through cls and tanh alone. Measured |ours - llama.cpp| on scores of
+  // about 0.35: bert f32 7e-5, Q8_0 2.7e-3 (the 8-bit activations, as the
+  // embeddings' 7.5e-3 relative); modern-bert f32 2.6e-4; jina-bert-v2 f32 1.1e-4.
   struct Case {
     const char* arch;
     const char* type;
     double tolerance;
   };
-  for (const Case& c : {Case{"bert", "f32", 1e-3}, Case{"bert", "q8_0", 1e-2}, Case{"modern-bert", "f32", 1e-3}}) {
+  for (const Case& c : {Case{"bert", "f32", 1e-3}, Case{"bert", "q8_0", 1e-2}, Case{"modern-bert", "f32", 1e-3},
+                        Case{"jina-bert-v2", "f32", 1e-3}}) {
     const std::string type = c.type;
     const double tolerance = c.tolerance;
     INFO(c.arch << " " << type);
