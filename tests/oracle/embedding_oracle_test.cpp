@@ -33,18 +33,32 @@ constexpr char kPrompt[] =
 // for mean and last.
 constexpr double kRelativeTolerance = 1e-3;
 
+const lc::LlamaCppLibrary& library() { return lc::LlamaCppLibrary::instance(tc::oracle::llama_library_path()); }
+
+// Whether libllama can be the oracle: false after a warning where it is
+// absent; a failure where it is broken or THERMOCLINE_REQUIRE_ORACLE is set.
+bool oracle_usable() {
+  if (library().ok()) return true;
+  if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
+  WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
+  return false;
+}
+
+// `thermocline make-model -o path` with `flags`; REQUIREs that it worked.
+void write_model(const fs::path& path, const std::string& flags) {
+  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
+                          tc::test::shell_quote(path.string()) + flags;
+  const auto r = tc::test::run_command(cmd);
+  INFO(cmd << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+}
+
 fs::path make_model(const std::string& flags, uint64_t seed) {
   // (append, not "m" + ...: GCC 12 warns there, -Wrestrict, a false positive)
   const fs::path out =
       tc::test::scratch_dir("embedding_oracle") / std::string("m").append(std::to_string(seed)).append(".gguf");
-  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                          tc::test::shell_quote(out.string()) +
-                          " --n-embd 256 --n-layer 2 --n-ff 768 --n-head 8 --n-head-kv 2 --type f32 --n-vocab 4096 "
-                          "--n-ctx 512 -t 2 --seed " +
-                          std::to_string(seed) + " " + flags;
-  const auto r = tc::test::run_command(cmd);
-  INFO(cmd << "\n" << r.output);
-  REQUIRE(r.exit_code == 0);
+  write_model(out, " --n-embd 256 --n-layer 2 --n-ff 768 --n-head 8 --n-head-kv 2 --type f32 --n-vocab 4096 "
+                   "--n-ctx 512 -t 2 --seed " + std::to_string(seed) + " " + flags);
   return out;
 }
 
@@ -59,7 +73,6 @@ double relative_distance(const std::vector<float>& mine, const float* theirs) {
   return std::sqrt(diff / norm);
 }
 
-const lc::LlamaCppLibrary& library() { return lc::LlamaCppLibrary::instance(tc::oracle::llama_library_path()); }
 
 std::vector<float> ours(const std::shared_ptr<const tc::model::LoadedModel>& model, const std::vector<int32_t>& prompt,
                         tc::model::Pooling pooling) {
@@ -87,11 +100,7 @@ std::vector<float> ours(const std::shared_ptr<const tc::model::LoadedModel>& mod
 }  // namespace
 
 TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[oracle][embeddings]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   struct Case {
     const char* label;
     const char* flags;
@@ -129,21 +138,12 @@ TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[
 
 TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, dense head) match llama.cpp's",
           "[oracle][embeddings]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   // Six layers: five see 4 positions either side (a window of 8), the last
   // the whole prompt, both ways; mean-pooled, then dense_2 and dense_3.
   const fs::path path = tc::test::scratch_dir("embedding_oracle") / "gemma_embedding.gguf";
-  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                          tc::test::shell_quote(path.string()) +
-                          " --arch gemma-embedding --n-embd 256 --n-layer 6 --n-ff 768 --n-head 8 --n-head-kv 2 "
-                          "--head-dim 64 --sliding-window 8 --type f32 --n-vocab 4096 --n-ctx 512 -t 2 --seed 33";
-  const auto r = tc::test::run_command(cmd);
-  INFO(cmd << "\n" << r.output);
-  REQUIRE(r.exit_code == 0);
+  write_model(path, " --arch gemma-embedding --n-embd 256 --n-layer 6 --n-ff 768 --n-head 8 --n-head-kv 2 "
+                          "--head-dim 64 --sliding-window 8 --type f32 --n-vocab 4096 --n-ctx 512 -t 2 --seed 33");
   const lc::LlamaCppModel theirs_model(library(), path);
   const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
   REQUIRE(prompt.size() > 20);
@@ -168,11 +168,7 @@ TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, den
 }
 
 TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "[oracle][embeddings]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   // Three layers each, WordPiece vocab, the prompt tokenized by llama.cpp
   // ([CLS] ... [SEP]); the file's pooling (bert: cls, nomic-bert: mean) and
   // the other one. bert: learned positions, biases, gelu; nomic-bert: NeoX
@@ -194,13 +190,9 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
     INFO(c.arch << " " << c.type << " " << c.tokenizer);
     const fs::path path = tc::test::scratch_dir("embedding_oracle") /
                           (std::string(c.arch) + "_" + c.type + "_" + c.tokenizer + ".gguf");
-    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                            tc::test::shell_quote(path.string()) + " --arch " + c.arch +
-                            " --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 --n-head-kv 8 --n-ctx 512 -t 2 "
-                            "--seed 35 --type " + c.type + " --tokenizer " + c.tokenizer;
-    const auto r = tc::test::run_command(cmd);
-    INFO(cmd << "\n" << r.output);
-    REQUIRE(r.exit_code == 0);
+    write_model(path, std::string(" --arch ") + c.arch +
+                          " --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 --n-head-kv 8 --n-ctx 512 -t 2 "
+                          "--seed 35 --type " + c.type + " --tokenizer " + c.tokenizer);
     const lc::LlamaCppModel theirs_model(library(), path);
     const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
     REQUIRE(prompt.size() > 20);
@@ -223,18 +215,14 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
       REQUIRE(mine.size() == n_embd);
       const double relative = relative_distance(mine, theirs);
       CHECK(relative < c.tolerance);
-      WARN(c.arch << " " << c.type << " " << c.tokenizer << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
-                  << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
+      WARN(c.arch << " " << c.type << " " << c.tokenizer << ", " << tc::model::pooling_name(pooling) << ": "
+                  << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
     }
   }
 }
 
 TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's", "[oracle][embeddings]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   // Three layers, 12 heads (ALiBi's slopes past the first 8 take m1) or 8,
   // WordPiece vocab, mean pooling from the file and cls. The plain form: one
   // ffn_up of gate and up rows with a bias; --attn-norm-2: q and k
@@ -252,13 +240,8 @@ TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's
                         Case{"q8_0", "--type q8_0 --n-head 12 --n-head-kv 12", 2e-2}}) {
     INFO(c.label << ": " << c.flags);
     const fs::path path = tc::test::scratch_dir("embedding_oracle") / (std::string("jina_") + c.label + ".gguf");
-    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                            tc::test::shell_quote(path.string()) +
-                            " --arch jina-bert-v2 --n-embd 384 --n-layer 3 --n-ff 512 --n-ctx 512 -t 2 --seed 36 "
-                            "--tokenizer bert " + c.flags;
-    const auto r = tc::test::run_command(cmd);
-    INFO(cmd << "\n" << r.output);
-    REQUIRE(r.exit_code == 0);
+    write_model(path, std::string(" --arch jina-bert-v2 --n-embd 384 --n-layer 3 --n-ff 512 --n-ctx 512 -t 2 ") +
+                          "--seed 36 --tokenizer bert " + c.flags);
     const lc::LlamaCppModel theirs_model(library(), path);
     const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
     REQUIRE(prompt.size() > 20);
@@ -286,12 +269,9 @@ TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's
   }
 }
 
-TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling", "[oracle][embeddings][rerank]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+TEST_CASE("Encoder rerankers' scores (bert, modern-bert, jina-bert-v2) match llama.cpp's rank pooling",
+          "[oracle][embeddings][rerank]") {
+  if (!oracle_usable()) return;
   // A cross-encoder: [CLS] query [SEP] document (llama-server's pair, no
   // template). bert: the first token's row through cls, tanh and
   // cls.output; modern-bert: the mean row through cls, gelu, cls.norm and
@@ -311,13 +291,9 @@ TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling"
     INFO(c.arch << " " << type);
     const fs::path path =
         tc::test::scratch_dir("embedding_oracle") / (std::string("reranker_") + c.arch + "_" + type + ".gguf");
-    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                            tc::test::shell_quote(path.string()) + " --arch " + c.arch +
-                            " --reranker --tokenizer bert --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 "
-                            "--n-head-kv 8 --n-ctx 512 -t 2 --seed 37 --type " + type;
-    const auto r = tc::test::run_command(cmd);
-    INFO(cmd << "\n" << r.output);
-    REQUIRE(r.exit_code == 0);
+    write_model(path, std::string(" --arch ") + c.arch +
+                          " --reranker --tokenizer bert --n-embd 256 --n-layer 3 --n-ff 768 --n-head 8 "
+                          "--n-head-kv 8 --n-ctx 512 -t 2 --seed 37 --type " + type);
     const lc::LlamaCppModel theirs_model(library(), path);
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
     REQUIRE(loaded->spec.pooling == tc::model::Pooling::Rank);
@@ -355,11 +331,7 @@ TEST_CASE("BERT and ModernBERT rerankers' scores match llama.cpp's rank pooling"
 
 TEST_CASE("ModernBERT encoders' embeddings (modern-bert: windowed and global layers) match llama.cpp's",
           "[oracle][embeddings]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   // A window of 8 (4 positions either side) on a prompt of 30-odd tokens:
   // with the default pattern layers 0 and 3 see the whole prompt (RoPE base
   // 160000), 1, 2 and 4 the window (base 10000); --swa-pattern 2 makes 0, 2
@@ -386,13 +358,8 @@ TEST_CASE("ModernBERT encoders' embeddings (modern-bert: windowed and global lay
                         Case{"q8_0", "--type q8_0 --tokenizer bert", 3e-2}}) {
     INFO(c.flags);
     const fs::path path = tc::test::scratch_dir("embedding_oracle") / (std::string("modern_bert_") + c.label + ".gguf");
-    const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                            tc::test::shell_quote(path.string()) +
-                            " --arch modern-bert --n-embd 256 --n-layer 5 --n-ff 384 --n-head 8 --n-head-kv 8 "
-                            "--n-vocab 4096 --n-ctx 512 --sliding-window 8 -t 2 --seed 39 " + c.flags;
-    const auto r = tc::test::run_command(cmd);
-    INFO(cmd << "\n" << r.output);
-    REQUIRE(r.exit_code == 0);
+    write_model(path, std::string(" --arch modern-bert --n-embd 256 --n-layer 5 --n-ff 384 --n-head 8 ") +
+                          "--n-head-kv 8 --n-vocab 4096 --n-ctx 512 --sliding-window 8 -t 2 --seed 39 " + c.flags);
     const lc::LlamaCppModel theirs_model(library(), path);
     const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
     REQUIRE(prompt.size() > 20);
@@ -423,22 +390,13 @@ TEST_CASE("ModernBERT encoders' embeddings (modern-bert: windowed and global lay
 }
 
 TEST_CASE("A Qwen3-Reranker's scores match llama.cpp's rank pooling", "[oracle][embeddings][rerank]") {
-  if (!library().ok()) {
-    if (library().broken() || tc::oracle::oracle_required()) FAIL("llama.cpp oracle unusable: " << library().reason());
-    WARN("SKIPPED (llama.cpp oracle unavailable): " << library().reason());
-    return;
-  }
+  if (!oracle_usable()) return;
   // A decoder reranker: the file's rerank template around the pair, the
   // last token's output-normed row through the "yes" and "no" rows, a
   // softmax. Measured: f32 |ours - llama.cpp| 4.7e-6 on the probabilities.
   const fs::path path = tc::test::scratch_dir("embedding_oracle") / "qwen3_reranker.gguf";
-  const std::string cmd = tc::test::shell_quote(tc::test::thermocline_binary().string()) + " make-model -o " +
-                          tc::test::shell_quote(path.string()) +
-                          " --arch qwen3 --reranker --n-embd 256 --n-layer 2 --n-ff 768 --n-head 8 --n-head-kv 2 "
-                          "--type f32 --n-vocab 4096 --n-ctx 512 -t 2 --seed 39";
-  const auto r = tc::test::run_command(cmd);
-  INFO(cmd << "\n" << r.output);
-  REQUIRE(r.exit_code == 0);
+  write_model(path, " --arch qwen3 --reranker --n-embd 256 --n-layer 2 --n-ff 768 --n-head 8 --n-head-kv 2 "
+                          "--type f32 --n-vocab 4096 --n-ctx 512 -t 2 --seed 39");
   const lc::LlamaCppModel theirs_model(library(), path);
   const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
   REQUIRE(loaded->spec.pooling == tc::model::Pooling::Rank);
