@@ -97,6 +97,25 @@ std::vector<float> ours(const std::shared_ptr<const tc::model::LoadedModel>& mod
   return ev.embedding;
 }
 
+// |ours - llama.cpp| / |llama.cpp| of one prompt's pooled embedding: a
+// fresh libllama context with embeddings on and `their_pooling`, ours
+// through the engine with `pooling`.
+double pooled_distance(const lc::LlamaCppModel& theirs_model,
+                       const std::shared_ptr<const tc::model::LoadedModel>& loaded, const std::vector<int32_t>& prompt,
+                       tc::model::Pooling pooling, int32_t their_pooling) {
+  lc::ContextOptions co;
+  co.n_ctx = 256;
+  co.embeddings = true;
+  co.pooling_type = their_pooling;
+  lc::LlamaCppContext ctx(theirs_model, co);
+  REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
+  const float* theirs = ctx.sequence_embedding();
+  REQUIRE(theirs != nullptr);
+  const std::vector<float> mine = ours(loaded, prompt, pooling);
+  REQUIRE(mine.size() == static_cast<size_t>(loaded->spec.n_embd));
+  return relative_distance(mine, theirs);
+}
+
 }  // namespace
 
 TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[oracle][embeddings]") {
@@ -113,22 +132,11 @@ TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[
     const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
     REQUIRE(prompt.size() > 20);
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
-    const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
     for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Last, lc::kPoolingLast},
                                         std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
                                         std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
       INFO("pooling " << tc::model::pooling_name(pooling));
-      lc::ContextOptions co;
-      co.n_ctx = 256;
-      co.embeddings = true;
-      co.pooling_type = type;
-      lc::LlamaCppContext ctx(theirs_model, co);
-      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
-      const float* theirs = ctx.sequence_embedding();
-      REQUIRE(theirs != nullptr);
-      const std::vector<float> mine = ours(loaded, prompt, pooling);
-      REQUIRE(mine.size() == n_embd);
-      const double relative = relative_distance(mine, theirs);
+      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
       CHECK(relative < kRelativeTolerance);
       WARN(c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
                    << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
@@ -149,19 +157,8 @@ TEST_CASE("An encoder's embeddings (EmbeddingGemma: bidirectional, windowed, den
   REQUIRE(prompt.size() > 20);
   const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
   REQUIRE(loaded->spec.pooling == tc::model::Pooling::Mean);
-  lc::ContextOptions co;
-  co.n_ctx = 256;
-  co.embeddings = true;
-  co.pooling_type = lc::kPoolingMean;
-  lc::LlamaCppContext ctx(theirs_model, co);
-  REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
-  const float* theirs = ctx.sequence_embedding();
-  REQUIRE(theirs != nullptr);
   // (ours() runs the engine with a step budget of 16 tokens: an encoder's prompt goes in one step anyway.)
-  const std::vector<float> mine = ours(loaded, prompt, tc::model::Pooling::Mean);
-  const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
-  REQUIRE(mine.size() == n_embd);
-  const double relative = relative_distance(mine, theirs);
+  const double relative = pooled_distance(theirs_model, loaded, prompt, tc::model::Pooling::Mean, lc::kPoolingMean);
   CHECK(relative < kRelativeTolerance);
   WARN("gemma-embedding, mean + dense: " << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = "
                                          << relative);
@@ -199,21 +196,10 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
     REQUIRE(loaded->spec.pooling == c.file_pooling);
     CHECK(loaded->tokenizer->encode(kPrompt) == prompt);  // the server's ids are llama.cpp's
-    const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
     for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
                                         std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
       INFO("pooling " << tc::model::pooling_name(pooling));
-      lc::ContextOptions co;
-      co.n_ctx = 256;
-      co.embeddings = true;
-      co.pooling_type = type;
-      lc::LlamaCppContext ctx(theirs_model, co);
-      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
-      const float* theirs = ctx.sequence_embedding();
-      REQUIRE(theirs != nullptr);
-      const std::vector<float> mine = ours(loaded, prompt, pooling);
-      REQUIRE(mine.size() == n_embd);
-      const double relative = relative_distance(mine, theirs);
+      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
       CHECK(relative < c.tolerance);
       WARN(c.arch << " " << c.type << " " << c.tokenizer << ", " << tc::model::pooling_name(pooling) << ": "
                   << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
@@ -251,17 +237,7 @@ TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's
     for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
                                         std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
       INFO("pooling " << tc::model::pooling_name(pooling));
-      lc::ContextOptions co;
-      co.n_ctx = 256;
-      co.embeddings = true;
-      co.pooling_type = type;
-      lc::LlamaCppContext ctx(theirs_model, co);
-      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
-      const float* theirs = ctx.sequence_embedding();
-      REQUIRE(theirs != nullptr);
-      const std::vector<float> mine = ours(loaded, prompt, pooling);
-      REQUIRE(mine.size() == static_cast<size_t>(loaded->spec.n_embd));
-      const double relative = relative_distance(mine, theirs);
+      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
       CHECK(relative < c.tolerance);
       WARN("jina-bert-v2 " << c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
                            << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
@@ -367,21 +343,10 @@ TEST_CASE("ModernBERT encoders' embeddings (modern-bert: windowed and global lay
     REQUIRE(loaded->spec.pooling == tc::model::Pooling::Cls);
     REQUIRE(loaded->spec.n_swa == 8);
     CHECK(loaded->tokenizer->encode(kPrompt) == prompt);  // the server's ids are llama.cpp's
-    const auto n_embd = static_cast<size_t>(loaded->spec.n_embd);
     for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
                                         std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
       INFO("pooling " << tc::model::pooling_name(pooling));
-      lc::ContextOptions co;
-      co.n_ctx = 256;
-      co.embeddings = true;
-      co.pooling_type = type;
-      lc::LlamaCppContext ctx(theirs_model, co);
-      REQUIRE(ctx.decode(prompt.data(), static_cast<int32_t>(prompt.size())) == 0);
-      const float* theirs = ctx.sequence_embedding();
-      REQUIRE(theirs != nullptr);
-      const std::vector<float> mine = ours(loaded, prompt, pooling);
-      REQUIRE(mine.size() == n_embd);
-      const double relative = relative_distance(mine, theirs);
+      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
       CHECK(relative < c.tolerance);
       WARN("modern-bert " << c.flags << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
                           << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
