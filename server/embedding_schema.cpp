@@ -173,6 +173,26 @@ EmbeddingParse parse_ollama_embeddings(const json& body) {
   });
 }
 
+EmbeddingParse parse_tei_embed(const json& body) {
+  return parse(body, [&](EmbeddingRequest& r) {
+    read_model(body, r, false);
+    try {
+      read_inputs(field(body, "inputs"), true, r);
+    } catch (const BadField& e) {  // the same rules as OpenAI's `input`, named as TEI names the field
+      std::string message = e.what();
+      if (const auto at = message.find("'input'"); at != std::string::npos) message.replace(at, 7, "'inputs'");
+      throw BadField(message, "inputs");
+    }
+    for (const char* key : {"normalize", "truncate"}) {
+      if (const json* b = field(body, key)) {
+        if (!b->is_boolean()) throw BadField(std::string("'") + key + "' must be a boolean", key);
+        (std::string(key) == "normalize" ? r.normalize : r.truncate) = b->get<bool>();
+      }
+    }
+    read_dimensions(body, r);
+  });
+}
+
 std::vector<float> shape_embedding(std::vector<float> pooled, std::optional<int64_t> dimensions, bool normalize) {
   if (dimensions && *dimensions < static_cast<int64_t>(pooled.size())) pooled.resize(static_cast<size_t>(*dimensions));
   if (!normalize) return pooled;

@@ -46,6 +46,10 @@ EmbeddingParse parse_openai_embedding(const nlohmann::json& body);
 EmbeddingParse parse_ollama_embed(const nlohmann::json& body);
 // Ollama /api/embeddings: `prompt` (absent or empty: load only), not normalised.
 EmbeddingParse parse_ollama_embeddings(const nlohmann::json& body);
+// Hugging Face TEI's POST /embed: `inputs` (a string, strings, token ids or
+// arrays of them; none empty), `normalize` (default true), `truncate`
+// (default false), `dimensions`; answered as a bare array of vectors.
+EmbeddingParse parse_tei_embed(const nlohmann::json& body);
 
 // A pooled vector as the request asked: its first `dimensions` values, then
 // scaled to unit L2 norm when `normalize` (a zero vector stays zero).

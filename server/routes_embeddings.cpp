@@ -1,5 +1,5 @@
 // Embeddings: POST /v1/embeddings (OpenAI's wire format), /api/embed and
-// /api/embeddings (Ollama's). Each input is tokenized (BOS/EOS as the
+// /api/embeddings (Ollama's), /embed (Hugging Face TEI's). Each input is tokenized (BOS/EOS as the
 // vocabulary says, special-token texts parsed) and runs through the leased
 // model as an engine embedding request, batched with whatever else runs;
 // the output-normed hidden states are pooled (the model's `pooling` option:
@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class EmbeddingRoute { OpenAI, OllamaEmbed, OllamaEmbeddings };
+enum class EmbeddingRoute { OpenAI, OllamaEmbed, OllamaEmbeddings, Tei };
 
 // The pooling a model's embeddings use: its `pooling` option, or the file's.
 model::Pooling model_pooling(const ServingModel& serving) {
@@ -79,17 +79,18 @@ std::optional<ApiError> tokenize_inputs(const EmbeddingRequest& request, const S
 
 void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::Request& req, ParsedBody parsed,
                        httplib::Response& res) {
-  const EmbeddingJobStart start =
-      start_embedding_job(ctx, req, parsed, route == EmbeddingRoute::OpenAI ? Wire::OpenAI : Wire::Ollama, "embd-");
+  const bool ollama = route == EmbeddingRoute::OllamaEmbed || route == EmbeddingRoute::OllamaEmbeddings;
+  const EmbeddingJobStart start = start_embedding_job(ctx, req, parsed, ollama ? Wire::Ollama : Wire::OpenAI, "embd-");
   const auto& job = start.job;
   auto reject = [&](const ApiError& e) { reject_job(*job, res, e); };
   if (start.error) return reject(*start.error);
   const EmbeddingParse parse = route == EmbeddingRoute::OpenAI        ? parse_openai_embedding(parsed.json)
+                               : route == EmbeddingRoute::Tei         ? parse_tei_embed(parsed.json)
                                : route == EmbeddingRoute::OllamaEmbed ? parse_ollama_embed(parsed.json)
                                                                        : parse_ollama_embeddings(parsed.json);
   if (parse.error) return reject(*parse.error);
   const EmbeddingRequest& request = *parse.request;
-  if (route != EmbeddingRoute::OpenAI && request.model.empty()) {
+  if (ollama && request.model.empty()) {
     return reject({400, "invalid_request_error", "model is required", "", "model"});
   }
 
@@ -115,6 +116,7 @@ void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::
   if (route == EmbeddingRoute::OpenAI) {
     return send_json(res, 200, openai_embedding_response(name, vectors, request.base64, job->usage.prompt_tokens));
   }
+  if (route == EmbeddingRoute::Tei) return send_json(res, 200, json(vectors));
   if (route == EmbeddingRoute::OllamaEmbeddings) {
     return send_json(res, 200, {{"embedding", vectors.empty() ? json::array() : json(vectors[0])}});
   }
@@ -132,7 +134,8 @@ void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::
 void install_embedding_routes(httplib::Server& http, ServerContext& ctx) {
   for (const auto& [path, route] : {std::pair{"embeddings", EmbeddingRoute::OpenAI},
                                     std::pair{"api/embed", EmbeddingRoute::OllamaEmbed},
-                                    std::pair{"api/embeddings", EmbeddingRoute::OllamaEmbeddings}}) {
+                                    std::pair{"api/embeddings", EmbeddingRoute::OllamaEmbeddings},
+                                    std::pair{"embed", EmbeddingRoute::Tei}}) {
     post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
                     [&ctx, route](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
                       handle_embeddings(route, ctx, req, std::move(body), res);

@@ -177,6 +177,16 @@ TEST_CASE("embeddings over HTTP: a BERT encoder (WordPiece, learned positions) e
   const auto ollama = post_json(c, "/api/embed", {{"model", "minilm"}, {"input", "Hello World! A café in Zürich."}});
   REQUIRE(ollama.status == 200);
   CHECK(vector_of(ollama.body["embeddings"][0]) == a);
+  // Hugging Face TEI's /embed: a bare array of vectors, normalised unless asked not to.
+  const auto tei = post_json(c, "/embed", {{"inputs", {"Hello World! A café in Zürich.", "hello"}}});
+  REQUIRE(tei.status == 200);
+  REQUIRE(tei.body.is_array());
+  REQUIRE(tei.body.size() == 2);
+  CHECK(vector_of(tei.body[0]) == a);
+  const auto raw = post_json(c, "/embed", {{"inputs", "Hello World! A café in Zürich."}, {"normalize", false}});
+  REQUIRE(raw.status == 200);
+  CHECK(std::fabs(norm(vector_of(raw.body[0])) - 1.0) > 1e-3);
+  check_400(c, "/embed", {{"inputs", json::array()}}, "inputs");
   // Past the 128 learned positions: a 400 naming the context, not a crash.
   std::string longer;
   for (int i = 0; i < 200; ++i) longer += "word ";

@@ -134,6 +134,29 @@ TEST_CASE("embedding schema: Ollama's two routes", "[server][embeddings]") {
   CHECK(param_of(tc::server::parse_ollama_embeddings(json{{"model", "m"}, {"prompt", 1}})) == "prompt");
 }
 
+TEST_CASE("embedding schema: TEI's /embed", "[server][embeddings]") {
+  auto tei = tc::server::parse_tei_embed(json{{"inputs", json::array({"a", "b"})}});
+  REQUIRE(tei.request);
+  CHECK(tei.request->inputs.size() == 2);
+  CHECK(tei.request->normalize);
+  CHECK_FALSE(tei.request->truncate);
+  auto ids = tc::server::parse_tei_embed(json{{"inputs", json::array({1, 2, 3})}, {"normalize", false},
+                                              {"truncate", true}, {"dimensions", 8}});
+  REQUIRE(ids.request);
+  REQUIRE(ids.request->inputs.size() == 1);
+  CHECK(std::get<std::vector<int32_t>>(ids.request->inputs[0]) == std::vector<int32_t>{1, 2, 3});
+  CHECK_FALSE(ids.request->normalize);
+  CHECK(ids.request->truncate);
+  CHECK(*ids.request->dimensions == 8);
+  const auto empty = tc::server::parse_tei_embed(json{{"inputs", ""}});
+  CHECK(param_of(empty) == "inputs");
+  REQUIRE(empty.error);
+  CHECK(empty.error->message.find("'inputs'") != std::string::npos);
+  CHECK(param_of(tc::server::parse_tei_embed(json::object())) == "inputs");
+  CHECK(param_of(tc::server::parse_tei_embed(json{{"inputs", "a"}, {"normalize", 1}})) == "normalize");
+  CHECK(param_of(tc::server::parse_tei_embed(json{{"inputs", "a"}, {"truncate", "no"}})) == "truncate");
+}
+
 TEST_CASE("embedding schema: dimensions, normalisation and base64", "[server][embeddings]") {
   const auto v = tc::test::random_floats(48, 7, 3.0f);
   const auto cut = tc::server::shape_embedding(v, 16, true);
