@@ -193,6 +193,30 @@ EmbeddingParse parse_tei_embed(const json& body) {
   });
 }
 
+EmbeddingParse parse_llamacpp_embedding(const json& body) {
+  return parse(body, [&](EmbeddingRequest& r) {
+    read_model(body, r, false);
+    const char* key = field(body, "input") != nullptr ? "input" : "content";
+    if (field(body, key) == nullptr) throw BadField("'content' (or 'input') is required", "content");
+    try {
+      read_inputs(field(body, key), true, r);
+    } catch (const BadField& e) {  // OpenAI's rules for `input`, named as the request names its field
+      std::string message = e.what();
+      if (const auto at = message.find("'input'"); at != std::string::npos) {
+        message.replace(at, 7, "'" + std::string(key) + "'");
+      }
+      throw BadField(message, key);
+    }
+    if (const json* n = field(body, "embd_normalize")) {
+      if (!n->is_number_integer() || (n->get<int64_t>() != 2 && n->get<int64_t>() != -1)) {
+        throw BadField("'embd_normalize' must be 2 (Euclidean) or -1 (none); other norms are not supported",
+                       "embd_normalize");
+      }
+      r.normalize = n->get<int64_t>() == 2;
+    }
+  });
+}
+
 std::vector<float> shape_embedding(std::vector<float> pooled, std::optional<int64_t> dimensions, bool normalize) {
   if (dimensions && *dimensions < static_cast<int64_t>(pooled.size())) pooled.resize(static_cast<size_t>(*dimensions));
   if (!normalize) return pooled;

@@ -50,6 +50,10 @@ EmbeddingParse parse_ollama_embeddings(const nlohmann::json& body);
 // arrays of them; none empty), `normalize` (default true), `truncate`
 // (default false), `dimensions`; answered as a bare array of vectors.
 EmbeddingParse parse_tei_embed(const nlohmann::json& body);
+// llama-server's legacy POST /embedding: `content` (or `input`; as `input`
+// above), `embd_normalize` (2: unit L2 norm, the default; -1: none; other
+// norms are a 400); answered as [{"index", "embedding": [vector]}].
+EmbeddingParse parse_llamacpp_embedding(const nlohmann::json& body);
 
 // A pooled vector as the request asked: its first `dimensions` values, then
 // scaled to unit L2 norm when `normalize` (a zero vector stays zero).

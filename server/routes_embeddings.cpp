@@ -1,5 +1,6 @@
 // Embeddings: POST /v1/embeddings (OpenAI's wire format), /api/embed and
-// /api/embeddings (Ollama's), /embed (Hugging Face TEI's). Each input is tokenized (BOS/EOS as the
+// /api/embeddings (Ollama's), /embed (Hugging Face TEI's), /embedding
+// (llama-server's legacy form). Each input is tokenized (BOS/EOS as the
 // vocabulary says, special-token texts parsed) and runs through the leased
 // model as an engine embedding request, batched with whatever else runs;
 // the output-normed hidden states are pooled (the model's `pooling` option:
@@ -27,7 +28,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class EmbeddingRoute { OpenAI, OllamaEmbed, OllamaEmbeddings, Tei };
+enum class EmbeddingRoute { OpenAI, OllamaEmbed, OllamaEmbeddings, Tei, LlamaCpp };
 
 // The pooling a model's embeddings use: its `pooling` option, or the file's.
 model::Pooling model_pooling(const ServingModel& serving) {
@@ -86,6 +87,7 @@ void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::
   if (start.error) return reject(*start.error);
   const EmbeddingParse parse = route == EmbeddingRoute::OpenAI        ? parse_openai_embedding(parsed.json)
                                : route == EmbeddingRoute::Tei         ? parse_tei_embed(parsed.json)
+                               : route == EmbeddingRoute::LlamaCpp    ? parse_llamacpp_embedding(parsed.json)
                                : route == EmbeddingRoute::OllamaEmbed ? parse_ollama_embed(parsed.json)
                                                                        : parse_ollama_embeddings(parsed.json);
   if (parse.error) return reject(*parse.error);
@@ -117,6 +119,11 @@ void handle_embeddings(EmbeddingRoute route, ServerContext& ctx, const httplib::
     return send_json(res, 200, openai_embedding_response(name, vectors, request.base64, job->usage.prompt_tokens));
   }
   if (route == EmbeddingRoute::Tei) return send_json(res, 200, json(vectors));
+  if (route == EmbeddingRoute::LlamaCpp) {  // each input's pooled vector, as a list of one (llama-server's shape)
+    json out = json::array();
+    for (size_t i = 0; i < vectors.size(); ++i) out.push_back({{"index", i}, {"embedding", json::array({vectors[i]})}});
+    return send_json(res, 200, out);
+  }
   if (route == EmbeddingRoute::OllamaEmbeddings) {
     return send_json(res, 200, {{"embedding", vectors.empty() ? json::array() : json(vectors[0])}});
   }
@@ -135,7 +142,8 @@ void install_embedding_routes(httplib::Server& http, ServerContext& ctx) {
   for (const auto& [path, route] : {std::pair{"embeddings", EmbeddingRoute::OpenAI},
                                     std::pair{"api/embed", EmbeddingRoute::OllamaEmbed},
                                     std::pair{"api/embeddings", EmbeddingRoute::OllamaEmbeddings},
-                                    std::pair{"embed", EmbeddingRoute::Tei}}) {
+                                    std::pair{"embed", EmbeddingRoute::Tei},
+                                    std::pair{"embedding", EmbeddingRoute::LlamaCpp}}) {
     post_json_route(http, route_pattern(path), ctx.options.max_body_bytes,
                     [&ctx, route](const httplib::Request& req, ParsedBody body, httplib::Response& res) {
                       handle_embeddings(route, ctx, req, std::move(body), res);

@@ -187,6 +187,12 @@ TEST_CASE("embeddings over HTTP: a BERT encoder (WordPiece, learned positions) e
   REQUIRE(raw.status == 200);
   CHECK(std::fabs(norm(vector_of(raw.body[0])) - 1.0) > 1e-3);
   check_400(c, "/embed", {{"inputs", json::array()}}, "inputs");
+  // llama-server's legacy /embedding: each input's vector as a list of one.
+  const auto legacy = post_json(c, "/embedding", {{"content", "Hello World! A café in Zürich."}});
+  REQUIRE(legacy.status == 200);
+  REQUIRE(legacy.body.is_array());
+  CHECK(legacy.body[0]["index"] == 0);
+  CHECK(vector_of(legacy.body[0]["embedding"][0]) == a);
   // Past the 128 learned positions: a 400 naming the context, not a crash.
   std::string longer;
   for (int i = 0; i < 200; ++i) longer += "word ";

@@ -157,6 +157,24 @@ TEST_CASE("embedding schema: TEI's /embed", "[server][embeddings]") {
   CHECK(param_of(tc::server::parse_tei_embed(json{{"inputs", "a"}, {"truncate", "no"}})) == "truncate");
 }
 
+TEST_CASE("embedding schema: llama-server's /embedding", "[server][embeddings]") {
+  auto content = tc::server::parse_llamacpp_embedding(json{{"content", json::array({"a", "b"})}});
+  REQUIRE(content.request);
+  CHECK(content.request->inputs.size() == 2);
+  CHECK(content.request->normalize);
+  auto raw = tc::server::parse_llamacpp_embedding(json{{"input", "a"}, {"embd_normalize", -1}});
+  REQUIRE(raw.request);
+  CHECK(raw.request->inputs.size() == 1);
+  CHECK_FALSE(raw.request->normalize);
+  CHECK(param_of(tc::server::parse_llamacpp_embedding(json::object())) == "content");
+  const auto empty = tc::server::parse_llamacpp_embedding(json{{"content", ""}});
+  CHECK(param_of(empty) == "content");
+  REQUIRE(empty.error);
+  CHECK(empty.error->message.find("'content'") != std::string::npos);
+  CHECK(param_of(tc::server::parse_llamacpp_embedding(json{{"content", "a"}, {"embd_normalize", 1}})) ==
+        "embd_normalize");
+}
+
 TEST_CASE("embedding schema: dimensions, normalisation and base64", "[server][embeddings]") {
   const auto v = tc::test::random_floats(48, 7, 3.0f);
   const auto cut = tc::server::shape_embedding(v, 16, true);
