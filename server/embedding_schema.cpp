@@ -120,6 +120,20 @@ EmbeddingParse parse(const json& body, Read&& read) {
   return out;
 }
 
+// OpenAI's `input` rules for the field `key` (TEI's `inputs`, llama-server's
+// `content`), its errors naming that field.
+void read_inputs_as(const json& body, const char* key, EmbeddingRequest& r) {
+  try {
+    read_inputs(field(body, key), true, r);
+  } catch (const BadField& e) {
+    std::string message = e.what();
+    if (const auto at = message.find("'input'"); at != std::string::npos) {
+      message.replace(at, 7, "'" + std::string(key) + "'");
+    }
+    throw BadField(message, key);
+  }
+}
+
 // Ollama's fields both routes share.
 void read_ollama_common(const json& body, EmbeddingRequest& r) {
   read_model(body, r, true);
@@ -176,13 +190,7 @@ EmbeddingParse parse_ollama_embeddings(const json& body) {
 EmbeddingParse parse_tei_embed(const json& body) {
   return parse(body, [&](EmbeddingRequest& r) {
     read_model(body, r, false);
-    try {
-      read_inputs(field(body, "inputs"), true, r);
-    } catch (const BadField& e) {  // the same rules as OpenAI's `input`, named as TEI names the field
-      std::string message = e.what();
-      if (const auto at = message.find("'input'"); at != std::string::npos) message.replace(at, 7, "'inputs'");
-      throw BadField(message, "inputs");
-    }
+    read_inputs_as(body, "inputs", r);
     for (const char* key : {"normalize", "truncate"}) {
       if (const json* b = field(body, key)) {
         if (!b->is_boolean()) throw BadField(std::string("'") + key + "' must be a boolean", key);
@@ -198,15 +206,7 @@ EmbeddingParse parse_llamacpp_embedding(const json& body) {
     read_model(body, r, false);
     const char* key = field(body, "input") != nullptr ? "input" : "content";
     if (field(body, key) == nullptr) throw BadField("'content' (or 'input') is required", "content");
-    try {
-      read_inputs(field(body, key), true, r);
-    } catch (const BadField& e) {  // OpenAI's rules for `input`, named as the request names its field
-      std::string message = e.what();
-      if (const auto at = message.find("'input'"); at != std::string::npos) {
-        message.replace(at, 7, "'" + std::string(key) + "'");
-      }
-      throw BadField(message, key);
-    }
+    read_inputs_as(body, key, r);
     if (const json* n = field(body, "embd_normalize")) {
       if (!n->is_number_integer() || (n->get<int64_t>() != 2 && n->get<int64_t>() != -1)) {
         throw BadField("'embd_normalize' must be 2 (Euclidean) or -1 (none); other norms are not supported",
