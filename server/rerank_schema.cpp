@@ -86,7 +86,7 @@ RerankParse parse_rerank(const json& body) {
 std::vector<text::TokenId> rerank_pair_tokens(const text::Tokenizer& tokenizer, const std::string& query,
                                               const std::string& document, const std::string& rerank_template) {
   if (!rerank_template.empty()) {
-    // Each placeholder replaced in turn, left to right, as llama.cpp's string_replace_all.
+    // Every {query}, then every {document} (text already put in is not searched again), as llama.cpp does.
     std::string prompt = rerank_template;
     for (const auto& [key, value] : {std::pair<std::string, const std::string*>{"{query}", &query},
                                      std::pair<std::string, const std::string*>{"{document}", &document}}) {

@@ -667,6 +667,11 @@ int64_t ModelSpec::widest_n_ff() const {
   return widest;
 }
 
+Pooling ModelSpec::rank_rows() const {
+  if (rank_by_last_token) return Pooling::Last;
+  return architecture->modern_bert_layers ? Pooling::Mean : Pooling::Cls;
+}
+
 std::string_view pooling_name(Pooling pooling) {
   switch (pooling) {
     case Pooling::Mean: return "mean";

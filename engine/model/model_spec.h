@@ -226,6 +226,9 @@ struct ModelSpec {
   // llama.cpp): the last token's output-normed row through cls.output (the
   // head's "yes" and "no" rows), then a softmax; score = P(yes).
   bool rank_by_last_token = false;
+  // The rows Rank pools before the head, as llama.cpp: the first token's
+  // (Cls), Qwen3-Reranker's last (Last), ModernBERT's mean (Mean).
+  Pooling rank_rows() const;
   // Sliding-window attention: the window ({arch}.attention.sliding_window)
   // and which layers use it (empty: none).
   int64_t n_swa = 0;

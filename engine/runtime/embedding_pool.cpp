@@ -9,8 +9,7 @@ EmbeddingPool::EmbeddingPool(model::Pooling pooling, int64_t n_embd)
     : pooling_(pooling), n_embd_(n_embd), pooled_(static_cast<size_t>(n_embd), 0.0) {}
 
 bool EmbeddingPool::wants_all_rows(int64_t start) const {
-  const bool first_row = pooling_ == model::Pooling::Cls || pooling_ == model::Pooling::Rank;
-  return pooling_ == model::Pooling::Mean || (first_row && start == 0);
+  return pooling_ == model::Pooling::Mean || (pooling_ == model::Pooling::Cls && start == 0);
 }
 
 void EmbeddingPool::add(const float* rows, int64_t n_rows, int64_t start) {
@@ -23,7 +22,7 @@ void EmbeddingPool::add(const float* rows, int64_t n_rows, int64_t start) {
       }
       break;
     case model::Pooling::Cls:
-    case model::Pooling::Rank:  // the first row; the engine runs it through the model's head
+    case model::Pooling::Rank:  // (never here: the engine pools Rank as ModelSpec::rank_rows says)
       if (start == 0) std::copy(rows, rows + n_embd_, pooled_.begin());
       break;
     case model::Pooling::Last:

@@ -339,11 +339,9 @@ void Engine::Impl::admit(Pending pending) {
     seq->sampler.set_dry_breakers(it->second);
   }
   if (seq->request.embedding) {
-    // Rank pools the first token's row, but Qwen3-Reranker's last
-    // (ModelSpec::rank_by_last_token) and ModernBERT's mean, as llama.cpp.
+    // Rank pools the model's rank rows (ModelSpec::rank_rows), then its head classifies them.
     model::Pooling rows = *seq->request.embedding;
-    if (rows == model::Pooling::Rank && llama->spec().rank_by_last_token) rows = model::Pooling::Last;
-    if (rows == model::Pooling::Rank && llama->spec().architecture->modern_bert_layers) rows = model::Pooling::Mean;
+    if (rows == model::Pooling::Rank) rows = llama->spec().rank_rows();
     seq->pool.emplace(rows, llama->spec().n_embd);
   } else {
     const int32_t draft_max = seq->request.draft_max;
