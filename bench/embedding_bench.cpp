@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_args.h"
 #include "engine/model/loaded_model.h"
 #include "engine/runtime/engine.h"
 #include "kernels/cpu/thread_pool.h"
@@ -46,40 +47,26 @@ struct Args {
   int threads = 2;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "embedding_bench: %s\nusage: embedding_bench -m FILE [-p TOKENS] [--texts N] [-r ROUNDS] [-t THREADS]"
-               " [--lib libllama.so] [--json FILE] [--label NAME]\n",
-               why.c_str());
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: embedding_bench -m FILE [-p TOKENS (>= 3)] [--texts N] [-r ROUNDS] [-t THREADS] [--lib libllama.so]\n"
+    "                       [--json FILE] [--label NAME]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) usage(k + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](int lo) {
-      const std::string v = next();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || n < lo || n > 1 << 20) usage(k + ": not a number >= " + std::to_string(lo));
-      return static_cast<int>(n);
-    };
-    if (k == "-m") a.model = next();
-    else if (k == "-p") a.n_tokens = number(3);
-    else if (k == "--texts") a.n_texts = number(1);
-    else if (k == "-r") a.rounds = number(1);
-    else if (k == "-t") a.threads = number(1);
-    else if (k == "--lib") a.lib = next();
-    else if (k == "--json") a.json = next();
-    else if (k == "--label") a.label = next();
-    else usage("unknown argument " + k);
+  tc::bench::ArgReader args(argc, argv, kUsage);
+  while (args.next()) {
+    const std::string& k = args.flag();
+    if (k == "-m") a.model = args.value();
+    else if (k == "-p") a.n_tokens = args.int_value();
+    else if (k == "--texts") a.n_texts = args.int_value();
+    else if (k == "-r") a.rounds = args.int_value();
+    else if (k == "-t") a.threads = args.int_value();
+    else if (k == "--lib") a.lib = args.value();
+    else if (k == "--json") a.json = args.value();
+    else if (k == "--label") a.label = args.value();
+    else args.usage();
   }
-  if (a.model.empty()) usage("-m FILE is required");
+  if (a.model.empty() || a.n_tokens < 3 || a.n_texts < 1 || a.rounds < 1 || a.threads < 1) args.usage();
   return a;
 }
 
