@@ -191,6 +191,16 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
     f16_decode_rows(a, x, r0, r1);
     return;
   }
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  // Dense rows take the zmm tiles from two tokens on: they widen a weight
+  // once per row pair and token tile, where the small-batch tiles below
+  // widen every weight and input per use and were compute-bound at two
+  // tokens (see run_f16_zmm's note on speed).
+  if (a.rows == nullptr || gemm_order(a)) {
+    r0 = run_f16_zmm(a, r0, r1);  // two rows per zmm; an odd last row below
+    if (r0 == r1) return;
+  }
+#endif
   if (!gemm_order(a)) {
     // Small batches: kGemvRows rows x up to kGemvTokens tokens per tile,
     // each weight read from memory once per call. Gathered rows do not
@@ -219,10 +229,6 @@ void run_f16(const MatmulArgs& a, int64_t r0, int64_t r1) {
     }
     return;
   }
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-  r0 = run_f16_zmm(a, r0, r1);  // two rows per zmm; an odd last row below
-  if (r0 == r1) return;
-#endif
   const int64_t row_bytes = n_in * static_cast<int64_t>(sizeof(uint16_t));
   const int64_t block_rows =
       std::max<int64_t>(kF16GemmRows, kF16GemmBlockWBytes / row_bytes / kF16GemmRows * kF16GemmRows);

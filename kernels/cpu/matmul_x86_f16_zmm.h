@@ -1,7 +1,17 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): the
-// F16 GEMM in zmm registers for the avx512 variants (prefill: the batches
-// run_f16 takes in GEMM order). Other variants, and the rows and tokens left
-// over from its tiles, take f16_rows_n.
+// F16 GEMM in zmm registers for the avx512 variants: every batch of two or
+// more tokens over dense rows, and gathered rows in GEMM order. Other
+// variants, and the rows and tokens left over from its tiles, take
+// f16_rows_n.
+//
+// Small batches went to f16_rows_n's 2-row x 4-token ymm tiles before,
+// which widen every weight and input at each use and were compute-bound
+// from two tokens on (`matmul_bench -t 2 --isa avx512 --dtype f16 --batch
+// 2,3,4,6 --no-gemm`, the Xeon, weights from DRAM: 4096 x 4096 took 1.8x,
+// 1.9x, 2.1x and 3.6x the one-token time; these tiles take 0.90-0.96x, at
+// the read bandwidth. With the weights in cache, 384 x 384 at 16 tokens:
+// 54 against 130 GFLOP/s). One token keeps f16_decode_rows: these tiles
+// read 1536 x 384 in 0.078 ms against its 0.046.
 //
 // Same bits as f16_rows (matmul_x86_f16.h): there an output is one chain of
 // 8 f32 lanes over its whole row, fma(w[k..k+8), x[k..k+8), chain) per step
