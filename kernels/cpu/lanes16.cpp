@@ -57,7 +57,7 @@ int64_t lanes16_bytes(DType dtype, int64_t n_cols, int64_t n_rows) {
 bool lanes16_wanted(DType dtype, CpuRepack mode) {
   if (dtype == DType::Q8_0) return q8_lanes16_wanted(mode);
   if (dtype == DType::Q3_K) return mode == CpuRepack::Auto && detail::chosen_isa().q3k_lanes16;
-  if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16;
+  if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16_max_tokens > 0;
   return has_lanes16(dtype) && q4_lanes16_wanted(mode);
 }
 

@@ -212,8 +212,9 @@ void build_lane_x(const MatmulArgs& a, std::byte* dst) {
   }
 }
 
-// Whether the variant reads `dtype`'s lane tiles itself.
-bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
+// Whether the variant reads `dtype`'s lane tiles itself for a call of
+// n_tokens tokens.
+bool reads_lanes16(const MatmulIsa& isa, DType dtype, int64_t n_tokens) {
   switch (dtype) {
     case DType::Q8_0:
       return isa.q8_lanes16;
@@ -222,7 +223,7 @@ bool reads_lanes16(const MatmulIsa& isa, DType dtype) {
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-      return isa.k_lanes16;
+      return n_tokens <= isa.k_lanes16_max_tokens;
     default:
       return isa.q4_lanes16;
   }
@@ -241,18 +242,23 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     rows.w = reinterpret_cast<const std::byte*>(reinterpret_cast<uintptr_t>(base) - first * rows.row_bytes);
   };
   const int64_t tiled_end = std::min(r1, a.lane_rows);
-  if (r0 < tiled_end && reads_lanes16(isa, a.dtype)) {
+  if (r0 < tiled_end && reads_lanes16(isa, a.dtype, a.n_tokens)) {
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
+    // kUnpackTiles tiles at a time, so that the row kernels' GEMM blocking
+    // (AMX prefill: blocks of 64 rows and more) sees whole blocks: tile by
+    // tile, AMX read Q4_K at 0.77-0.94x its speed from the file's rows.
+    constexpr int64_t kUnpackTiles = 8;
     thread_local Scratch unpacked;
-    std::byte* buf = unpacked.get(kLanes16Rows * a.row_bytes);
+    std::byte* buf = unpacked.get(kUnpackTiles * kLanes16Rows * a.row_bytes);
     // The whole matrix as far as the unpackers look: rows [0, tiled_end).
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
     packed.layout = lanes16_layout(a.dtype);
-    for (int64_t r = r0; r < tiled_end; r += kLanes16Rows) {
-      unpack_lanes16_rows(packed, r, kLanes16Rows, buf);
+    for (int64_t r = r0; r < tiled_end; r += kUnpackTiles * kLanes16Rows) {
+      const int64_t n = std::min(kUnpackTiles * kLanes16Rows, tiled_end - r);
+      unpack_lanes16_rows(packed, r, n, buf);
       rows_at(buf, r);
-      isa.compute_rows(rows, r, r + kLanes16Rows);
+      isa.compute_rows(rows, r, r + n);
     }
   }
   if (std::max(r0, a.lane_rows) < r1) {

@@ -1,7 +1,7 @@
 // The AMX matmul variant: the avx512 variant with the prefill of Q8_0
 // (rows or Q8_0Lanes16), Q4_0 (Q4_0Lanes16), Q4_1 (rows or Q4_1Lanes16),
-// Q4_K, Q5_K, Q6_K and IQ4_XS run on AMX int8
-// tiles (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
+// Q4_K, Q5_K, Q6_K (rows; their lane tiles unpacked by the driver) and
+// IQ4_XS run on AMX int8 tiles (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
 // kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
 // every dtype gives the same bits as in the avx2 variant. matmul.cpp calls
@@ -37,6 +37,14 @@ constexpr int64_t kAmxMinTokensQ4_1 = kAmxTokens;  // 16: 1.7x the avx512 path, 
 // Q4_K, Q5_K and Q6_K from one tile of tokens (16: Q4_K and Q5_K 1.7-2.0x
 // the avx512 path, Q6_K 1.1-1.2x; 32: 2.1-2.8x and 1.5-1.8x).
 constexpr int64_t kAmxMinTokensK = kAmxTokens;
+// Q4_K, Q5_K and Q6_K in lane tiles (the layout at load): the avx512 base
+// reads them below two tiles of tokens, the driver unpacks them for the
+// tiles from there (`matmul_bench -t 2 --isa amx,avx512 --dtype
+// q4_K,q4_kx16,q6_K,q6_kx16 --no-gemv --tokens N`, 1B shapes, the tiles'
+// GFLOP/s from rows against the lane kernels': Q4_K 0.79-0.84x at 16
+// tokens, 0.66x at 24, 1.20-1.26x at 32, 1.36-1.47x at 48; Q6_K 0.94x,
+// 0.71-0.77x, 1.30-1.33x, 1.52-1.68x).
+constexpr int64_t kAmxMaxLaneTokensK = 2 * kAmxTokens - 1;
 
 void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
   if (a.dtype == DType::Q8_0 && a.n_tokens >= kAmxMinTokensQ8_0) {
@@ -47,9 +55,11 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
     if (a.lane_rows > 0) return run_amx_lanes16<AmxQ4_1Lanes16>(a, r0, r1, amx_base());
     return run_amx_rows<AmxQ4_1>(a, r0, r1, amx_base());
   }
-  if (a.dtype == DType::Q4_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
-  if (a.dtype == DType::Q5_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
-  if (a.dtype == DType::Q6_K && a.n_tokens >= kAmxMinTokensK) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
+  // (K-quant lane tiles come here up to kAmxMaxLaneTokensK tokens: the base reads them.)
+  const bool k_rows = a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensK;
+  if (a.dtype == DType::Q4_K && k_rows) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
+  if (a.dtype == DType::Q5_K && k_rows) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
+  if (a.dtype == DType::Q6_K && k_rows) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::IQ4_XS && a.n_tokens >= kAmxMinTokensK) {
     return run_amx_rows<AmxIQ4_XS>(a, r0, r1, amx_base());
   }
@@ -63,7 +73,8 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 const MatmulIsa* isa_amx() {
   if (isa_avx512() == nullptr) return nullptr;
-  static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true, true, false, true};
+  static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true, true,
+                                kAmxMaxLaneTokensK, true};
   return &isa;
 }
 

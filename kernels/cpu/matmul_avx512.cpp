@@ -17,7 +17,7 @@
 namespace tc::kernels::detail {
 namespace {
 
-constexpr MatmulIsa kAvx512 = {"avx512", quantize_x, compute_rows_x86, true, true, false, true};
+constexpr MatmulIsa kAvx512 = {"avx512", quantize_x, compute_rows_x86, true, true, kAllTokens, true};
 
 }  // namespace
 

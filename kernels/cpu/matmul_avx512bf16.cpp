@@ -25,7 +25,7 @@ void compute_rows_avx512bf16(const MatmulArgs& a, int64_t r0, int64_t r1) {
 const MatmulIsa* isa_avx512bf16() {
   if (isa_avx512() == nullptr) return nullptr;
   static const MatmulIsa isa = {"avx512bf16", isa_avx512()->quantize_x, compute_rows_avx512bf16, true, true,
-                                false, true};
+                                kAllTokens, true};
   return &isa;
 }
 

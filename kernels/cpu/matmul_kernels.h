@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include "kernels/dtype.h"
@@ -192,6 +193,10 @@ inline const std::byte* weight_row(const MatmulArgs& a, int64_t r) {
 
 // The kernels of one instruction-set variant. Both functions are pure and
 // thread-safe; they write only their own part of the output.
+// MatmulIsa::k_lanes16_max_tokens of a variant that reads the tiles for
+// every call.
+constexpr int64_t kAllTokens = std::numeric_limits<int64_t>::max();
+
 struct MatmulIsa {
   const char* name;
   // Prepares tokens [t_begin, t_end) of x (f32 [*, xl.n_in]) into xq
@@ -207,7 +212,9 @@ struct MatmulIsa {
   // unpacks them otherwise.
   bool q4_lanes16 = false;
   bool q8_lanes16 = false;
-  bool k_lanes16 = false;
+  // Q4_K-Q6_K: read for calls of at most this many tokens (0: never);
+  // larger calls get the tiles unpacked (amx: its GEMM reads rows).
+  int64_t k_lanes16_max_tokens = 0;
   bool q3k_lanes16 = false;
 };
 

@@ -1,6 +1,10 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): Q4_K
 // and Q5_K matrices repacked at load (Q4_KLanes16, q4k_lanes16.h;
-// Q5_KLanes16, q5k_lanes16.h) on AVX2 without VNNI. A step is one 64-byte
+// Q5_KLanes16, q5k_lanes16.h): AVX2 code that every x86 variant runs. On
+// the AVX-512 Xeon it beat the VNNI rows kernels (vpdpbusd) from one token
+// to 15 (docs/engine.md has the figures): it keeps a sub-block's sums in
+// int16 and widens them once per 8 steps, where the rows widen by the
+// scale every 32 weights and sum every row's lanes per super-block. A step is one 64-byte
 // line: bytes 4k..4k+3 of a sub-block pair's quants for all 16 rows, row j
 // in 32-bit lane j (Q5_K: with the matching line of fifth bits). Its low
 // nibbles meet the token's 4 activations of the pair's first sub-block and
@@ -31,8 +35,6 @@
 // L1 for all their passes. GEMM order: chunks outer, then blocks of
 // kGemmBlockTokens tokens, then tiles.
 #pragma once
-
-#if !defined(TC_MATMUL_VNNI)
 
 #include <immintrin.h>
 
@@ -390,5 +392,3 @@ void run_lanes16_q5_K(const MatmulArgs& a, int64_t r0, int64_t r1) { run_lanes16
 
 }  // namespace
 }  // namespace tc::kernels::detail
-
-#endif

@@ -1,6 +1,7 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): Q6_K
-// matrices repacked at load (Q6_KLanes16, q6k_lanes16.h) on AVX2 without
-// VNNI. A step is one 64-byte line of ql and one of qh: bytes 4k..4k+3 of
+// matrices repacked at load (Q6_KLanes16, q6k_lanes16.h), AVX2 code that
+// every x86 variant runs (the AVX-512 ones too: see
+// matmul_x86_q4k_lanes_avx2.h). A step is one 64-byte line of ql and one of qh: bytes 4k..4k+3 of
 // all 16 rows, row j in 32-bit lane j. Its ql line's low nibbles with qh's
 // matching 2 bits are 4 weights (0..63) of one group, its high nibbles with
 // 2 more bits 4 of the group two on; each meets the token's 4 activations
@@ -29,8 +30,6 @@
 // chunk once into L1 for all their passes. GEMM order: chunks outer, then
 // blocks of kGemmBlockTokens tokens, then tiles.
 #pragma once
-
-#if !defined(TC_MATMUL_VNNI)
 
 #include <immintrin.h>
 
@@ -254,5 +253,3 @@ void run_lanes16_q6_K(const MatmulArgs& a, int64_t r0, int64_t r1) {
 
 }  // namespace
 }  // namespace tc::kernels::detail
-
-#endif

@@ -138,13 +138,12 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         // Q3_K's tiles: every variant (MatmulIsa::q3k_lanes16; its rows take
         // the same ymm code everywhere).
         if (a.dtype == DType::Q3_K) return run_lanes16_q3_K(a, r0, r1);
-#if !defined(TC_MATMUL_VNNI)
-        // The other K-quants' tiles: only the variants without VNNI read them
-        // (MatmulIsa::k_lanes16).
+        // The other K-quants' tiles: AVX2 code too, which on the AVX-512
+        // Xeon beat the VNNI rows kernels from one token to eight
+        // (matmul_x86_q4k_lanes_avx2.h).
         if (a.dtype == DType::Q4_K) return run_lanes16_q4_K(a, r0, r1);
         if (a.dtype == DType::Q5_K) return run_lanes16_q5_K(a, r0, r1);
         if (a.dtype == DType::Q6_K) return run_lanes16_q6_K(a, r0, r1);
-#endif
         return run_lanes16_q4_0(a, r0, r1);
       }
       return compute_rows_quant(a, r0, r1);
