@@ -22,6 +22,7 @@
 
 #include "kernels/check.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/kquant_lanes16.h"
 #include "kernels/cpu/lanes16.h"
 
 namespace tc::kernels {
@@ -245,6 +246,20 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
   if (r0 < tiled_end && reads_lanes16(isa, a.dtype, a.n_tokens)) {
     isa.compute_rows(a, r0, tiled_end);
   } else if (r0 < tiled_end) {
+    // The tokens the row kernels take, and the tiles the rest
+    // (MatmulIsa::k_rows_token_group: amx's tail past its 16-token AMX
+    // tiles would run the VNNI rows kernel, 2x slower than the tiles'
+    // kernel at 8 tokens).
+    const int64_t group = is_kquant_lanes16(a.dtype) ? isa.k_rows_token_group : 0;
+    const int64_t rows_tokens = group > 0 ? a.n_tokens / group * group : a.n_tokens;
+    rows.n_tokens = rows_tokens;
+    if (rows_tokens < a.n_tokens) {
+      MatmulArgs tail = a;
+      tail.n_tokens = a.n_tokens - rows_tokens;
+      tail.xq += rows_tokens * a.xl.stride;
+      tail.y += rows_tokens * a.n_out;
+      isa.compute_rows(tail, r0, tiled_end);
+    }
     // kUnpackTiles tiles at a time, so that the row kernels' GEMM blocking
     // (AMX prefill: blocks of 64 rows and more) sees whole blocks: tile by
     // tile, AMX read Q4_K at 0.77-0.94x its speed from the file's rows.
@@ -254,12 +269,13 @@ void compute_lane_rows(const MatmulIsa& isa, const MatmulArgs& a, int64_t r0, in
     // The whole matrix as far as the unpackers look: rows [0, tiled_end).
     Tensor packed = Tensor::matrix(a.w, a.dtype, a.n_in, a.lane_rows);
     packed.layout = lanes16_layout(a.dtype);
-    for (int64_t r = r0; r < tiled_end; r += kUnpackTiles * kLanes16Rows) {
+    for (int64_t r = r0; r < tiled_end && rows_tokens > 0; r += kUnpackTiles * kLanes16Rows) {
       const int64_t n = std::min(kUnpackTiles * kLanes16Rows, tiled_end - r);
       unpack_lanes16_rows(packed, r, n, buf);
       rows_at(buf, r);
       isa.compute_rows(rows, r, r + n);
     }
+    rows.n_tokens = a.n_tokens;
   }
   if (std::max(r0, a.lane_rows) < r1) {
     rows_at(a.lane_tail, a.lane_rows);

@@ -74,7 +74,7 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
 const MatmulIsa* isa_amx() {
   if (isa_avx512() == nullptr) return nullptr;
   static const MatmulIsa isa = {"amx", isa_avx512()->quantize_x, compute_rows_amx, true, true,
-                                kAmxMaxLaneTokensK, true};
+                                kAmxMaxLaneTokensK, true, kAmxTokens};
   return &isa;
 }
 

@@ -216,6 +216,9 @@ struct MatmulIsa {
   // larger calls get the tiles unpacked (amx: its GEMM reads rows).
   int64_t k_lanes16_max_tokens = 0;
   bool q3k_lanes16 = false;
+  // Such an unpacked call: the row kernels take whole groups of this many
+  // tokens and the tiles the tokens after them (0: the rows take them all).
+  int64_t k_rows_token_group = 0;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

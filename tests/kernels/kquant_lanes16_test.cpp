@@ -200,13 +200,15 @@ TEST_CASE("K-quant lanes16: matmul gives the row layout's bits for every variant
   // n_out: tiles only, a tile + a tail, tiles + a tail, a tail only; n_in:
   // one super-block, 5 (a partial second chunk), 9, 16. Tokens: one (both
   // halves per pass), 2-4 (one pass per half), 5-17 (several passes; Q3_K,
-  // Q5_K and Q6_K unpack each half's chunk once from 5 tokens on, Q4_K from 16).
+  // Q5_K and Q6_K unpack each half's chunk once from 5 tokens on, Q4_K from
+  // 16); 40: amx unpacks the tiles for 32 tokens on its AMX tiles and reads
+  // them for the last 8.
   for (DType dtype : kTypes) {
     for (int64_t n_out : {64, 37, 53, 5}) {
       for (int64_t n_in : {kQK_K, 5 * kQK_K, 9 * kQK_K, 16 * kQK_K}) {
         const Weights w = make_weights(dtype, n_in, n_out, seed++);
         const auto packed = pack(w);
-        for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 17}) {
+        for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 17, 40}) {
           INFO(dtype_name(dtype));
           tc::test::require_rows_bits(w, packed, n_tokens, seed++, pools);
         }
