@@ -1,8 +1,8 @@
 // The AMX matmul variant: the avx512 variant with the prefill of Q8_0
 // (rows or Q8_0Lanes16), Q4_0 (Q4_0Lanes16), Q4_1 (rows or Q4_1Lanes16),
 // Q4_K, Q5_K, Q6_K (rows; their lane tiles unpacked by the driver) and
-// IQ4_XS run on AMX int8 tiles (matmul_x86_amx*.h, compiled with -mamx-tile -mamx-int8 too,
-// kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
+// IQ4_XS run on AMX int8 tiles (matmul_x86_amx*.h, compiled with
+// -mamx-tile -mamx-int8 too, kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
 // every dtype gives the same bits as in the avx2 variant. matmul.cpp calls
 // it only after CPUID and XCR0 said yes and the kernel granted this process

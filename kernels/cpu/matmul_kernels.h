@@ -191,12 +191,12 @@ inline const std::byte* weight_row(const MatmulArgs& a, int64_t r) {
 
 }  // namespace
 
-// The kernels of one instruction-set variant. Both functions are pure and
-// thread-safe; they write only their own part of the output.
 // MatmulIsa::k_lanes16_max_tokens of a variant that reads the tiles for
 // every call.
 constexpr int64_t kAllTokens = std::numeric_limits<int64_t>::max();
 
+// The kernels of one instruction-set variant. Both functions are pure and
+// thread-safe; they write only their own part of the output.
 struct MatmulIsa {
   const char* name;
   // Prepares tokens [t_begin, t_end) of x (f32 [*, xl.n_in]) into xq
@@ -207,9 +207,9 @@ struct MatmulIsa {
   // range and the token count never change its bits.
   void (*compute_rows)(const MatmulArgs& args, int64_t r_begin, int64_t r_end);
   // Whether compute_rows reads Q4_0Lanes16 (and Q4_1Lanes16), Q8_0Lanes16,
-  // the K-quants' Q4_KLanes16 to Q6_KLanes16 tiles, and Q3_KLanes16
-  // (args.lane_rows > 0, the range whole tiles below lane_rows); the driver
-  // unpacks them otherwise.
+  // the K-quants' Q4_KLanes16 to Q6_KLanes16 tiles (for how many tokens),
+  // and Q3_KLanes16 (args.lane_rows > 0, the range whole tiles below
+  // lane_rows); the driver unpacks them otherwise.
   bool q4_lanes16 = false;
   bool q8_lanes16 = false;
   // Q4_K-Q6_K: read for calls of at most this many tokens (0: never);

@@ -4,9 +4,10 @@
 // the AVX-512 Xeon it beat the VNNI rows kernels (vpdpbusd) from one token
 // to 15 (docs/engine.md has the figures): it keeps a sub-block's sums in
 // int16 and widens them once per 8 steps, where the rows widen by the
-// scale every 32 weights and sum every row's lanes per super-block. A step is one 64-byte
-// line: bytes 4k..4k+3 of a sub-block pair's quants for all 16 rows, row j
-// in 32-bit lane j (Q5_K: with the matching line of fifth bits). Its low
+// scale every 32 weights and sum every row's lanes per super-block. A step
+// is one 64-byte line: bytes 4k..4k+3 of a sub-block pair's quants for all
+// 16 rows, row j in 32-bit lane j (Q5_K: with the matching line of fifth
+// bits). Its low
 // nibbles meet the token's 4 activations of the pair's first sub-block and
 // its high nibbles those of the second (one broadcast each, one vpmaddubsw
 // each per 8 rows); the int16 pair sums of a sub-block stay in the row's
