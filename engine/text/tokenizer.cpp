@@ -14,6 +14,17 @@ namespace tc::text {
 
 namespace detail {
 
+void TokenizerBase::append_unmarked(std::string_view token_text, std::string& out) {
+  for (size_t i = 0; i < token_text.size();) {
+    if (token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
+      out.push_back(' ');
+      i += kSpaceMarker.size();
+    } else {
+      out.push_back(token_text[i++]);
+    }
+  }
+}
+
 void validate_vocab(const Vocab& vocab) {
   const size_t n = vocab.tokens.size();
   if (n == 0) throw std::invalid_argument("vocab has no tokens");

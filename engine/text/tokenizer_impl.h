@@ -15,6 +15,9 @@
 
 namespace tc::text::detail {
 
+// SentencePiece's word boundary, U+2581, in UTF-8.
+inline constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
+
 // std::string keys looked up by std::string_view without a copy (for maps
 // that grow, as the trainer's; a built vocab uses StringIndex).
 struct StringHash {
@@ -54,6 +57,9 @@ class TokenizerBase : public Tokenizer {
   // space for SPM, Gemma 4 and WPM, byte chars -> bytes for byte-level BPE).
   // Called once per token at build time.
   virtual void append_normal_piece(const std::string& token_text, std::string& out) const = 0;
+  // token_text with every kSpaceMarker a space (SPM's, UGM's and WPM's
+  // append_normal_piece).
+  static void append_unmarked(std::string_view token_text, std::string& out);
   // Call at the end of the derived constructor (uses append_normal_piece).
   void build_pieces();
 

@@ -14,7 +14,6 @@
 namespace tc::text::detail {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
 std::string escape_spaces(std::string_view text) {
   std::string out;
@@ -66,14 +65,7 @@ class SpmTokenizer final : public TokenizerBase {
 
  private:
   void append_normal_piece(const std::string& token_text, std::string& out) const override {
-    for (size_t i = 0; i < token_text.size();) {
-      if (token_text[i] == kSpaceMarker[0] && token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
-        out.push_back(' ');
-        i += kSpaceMarker.size();
-      } else {
-        out.push_back(token_text[i++]);
-      }
-    }
+    append_unmarked(token_text, out);
   }
 
   float score(TokenId id) const {

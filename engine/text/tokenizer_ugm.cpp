@@ -29,7 +29,6 @@
 namespace tc::text::detail {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 constexpr float kUnknownPenalty = 10.0f;
 
 // The length of the UTF-8 sequence a lead byte announces, by its high four
@@ -100,14 +99,7 @@ class UgmTokenizer final : public TokenizerBase {
   }
 
   void append_normal_piece(const std::string& token_text, std::string& out) const override {
-    for (size_t i = 0; i < token_text.size();) {
-      if (token_text[i] == kSpaceMarker[0] && token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
-        out.push_back(' ');
-        i += kSpaceMarker.size();
-      } else {
-        out.push_back(token_text[i++]);
-      }
-    }
+    append_unmarked(token_text, out);
   }
 
   // The best segmentation ending at a byte offset so far: its last token,

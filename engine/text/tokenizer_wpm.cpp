@@ -12,7 +12,6 @@
 namespace tc::text::detail {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
 class WpmTokenizer final : public TokenizerBase {
  public:
@@ -42,14 +41,7 @@ class WpmTokenizer final : public TokenizerBase {
 
  private:
   void append_normal_piece(const std::string& token_text, std::string& out) const override {
-    for (size_t i = 0; i < token_text.size();) {
-      if (token_text.compare(i, kSpaceMarker.size(), kSpaceMarker) == 0) {
-        out.push_back(' ');
-        i += kSpaceMarker.size();
-      } else {
-        out.push_back(token_text[i++]);
-      }
-    }
+    append_unmarked(token_text, out);
   }
 
   // Greedy longest match over the bytes of U+2581 + word, as llama.cpp does

@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/loaded_model.h"
@@ -116,6 +118,25 @@ double pooled_distance(const lc::LlamaCppModel& theirs_model,
   return relative_distance(mine, theirs);
 }
 
+// Our pooling and libllama's pooling_type for the same thing.
+using PoolingPair = std::pair<tc::model::Pooling, int32_t>;
+constexpr PoolingPair kMeanAndCls[] = {{tc::model::Pooling::Mean, lc::kPoolingMean},
+                                       {tc::model::Pooling::Cls, lc::kPoolingCls}};
+
+// pooled_distance for each of `poolings`, each under `tolerance`, reported
+// (WARN) under `label`.
+void check_poolings(const lc::LlamaCppModel& theirs_model, const std::shared_ptr<const tc::model::LoadedModel>& loaded,
+                    const std::vector<int32_t>& prompt, std::span<const PoolingPair> poolings, double tolerance,
+                    const std::string& label) {
+  for (const auto& [pooling, type] : poolings) {
+    INFO("pooling " << tc::model::pooling_name(pooling));
+    const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
+    CHECK(relative < tolerance);
+    WARN(label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
+               << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[oracle][embeddings]") {
@@ -132,15 +153,10 @@ TEST_CASE("Embeddings (last, mean, cls) match llama.cpp's pooled embeddings", "[
     const std::vector<int32_t> prompt = theirs_model.tokenize(kPrompt);
     REQUIRE(prompt.size() > 20);
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
-    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Last, lc::kPoolingLast},
-                                        std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
-                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
-      INFO("pooling " << tc::model::pooling_name(pooling));
-      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
-      CHECK(relative < kRelativeTolerance);
-      WARN(c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
-                   << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
-    }
+    constexpr PoolingPair kAll[] = {{tc::model::Pooling::Last, lc::kPoolingLast},
+                                    {tc::model::Pooling::Mean, lc::kPoolingMean},
+                                    {tc::model::Pooling::Cls, lc::kPoolingCls}};
+    check_poolings(theirs_model, loaded, prompt, kAll, kRelativeTolerance, c.label);
   }
 }
 
@@ -196,14 +212,8 @@ TEST_CASE("BERT encoders' embeddings (bert and nomic-bert) match llama.cpp's", "
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
     REQUIRE(loaded->spec.pooling == c.file_pooling);
     CHECK(loaded->tokenizer->encode(kPrompt) == prompt);  // the server's ids are llama.cpp's
-    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
-                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
-      INFO("pooling " << tc::model::pooling_name(pooling));
-      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
-      CHECK(relative < c.tolerance);
-      WARN(c.arch << " " << c.type << " " << c.tokenizer << ", " << tc::model::pooling_name(pooling) << ": "
-                  << prompt.size() << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
-    }
+    check_poolings(theirs_model, loaded, prompt, kMeanAndCls, c.tolerance,
+                   std::string(c.arch) + " " + c.type + " " + c.tokenizer);
   }
 }
 
@@ -234,14 +244,7 @@ TEST_CASE("jina-bert-v2 encoders' embeddings (ALiBi and GeGLU) match llama.cpp's
     const std::shared_ptr<const tc::model::LoadedModel> loaded = tc::model::load_model(path);
     REQUIRE(loaded->spec.pooling == tc::model::Pooling::Mean);
     CHECK(loaded->tokenizer->encode(kPrompt) == prompt);
-    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
-                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
-      INFO("pooling " << tc::model::pooling_name(pooling));
-      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
-      CHECK(relative < c.tolerance);
-      WARN("jina-bert-v2 " << c.label << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
-                           << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
-    }
+    check_poolings(theirs_model, loaded, prompt, kMeanAndCls, c.tolerance, std::string("jina-bert-v2 ") + c.label);
   }
 }
 
@@ -343,14 +346,7 @@ TEST_CASE("ModernBERT encoders' embeddings (modern-bert: windowed and global lay
     REQUIRE(loaded->spec.pooling == tc::model::Pooling::Cls);
     REQUIRE(loaded->spec.n_swa == 8);
     CHECK(loaded->tokenizer->encode(kPrompt) == prompt);  // the server's ids are llama.cpp's
-    for (const auto& [pooling, type] : {std::pair{tc::model::Pooling::Mean, lc::kPoolingMean},
-                                        std::pair{tc::model::Pooling::Cls, lc::kPoolingCls}}) {
-      INFO("pooling " << tc::model::pooling_name(pooling));
-      const double relative = pooled_distance(theirs_model, loaded, prompt, pooling, type);
-      CHECK(relative < c.tolerance);
-      WARN("modern-bert " << c.flags << ", " << tc::model::pooling_name(pooling) << ": " << prompt.size()
-                          << " tokens, |ours - llama.cpp| / |llama.cpp| = " << relative);
-    }
+    check_poolings(theirs_model, loaded, prompt, kMeanAndCls, c.tolerance, std::string("modern-bert ") + c.flags);
   }
 }
 

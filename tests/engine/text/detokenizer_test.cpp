@@ -11,7 +11,7 @@ using namespace tc::text;
 using tc::text::test::spm_vocab;
 
 namespace {
-const std::string kSp = "\xE2\x96\x81";
+using tc::text::test::kSp;
 const std::string kFox = "\xF0\x9F\xA6\x8A";  // 🦊, not in the hand-built vocab
 }  // namespace
 

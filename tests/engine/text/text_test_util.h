@@ -12,6 +12,11 @@
 
 namespace tc::text::test {
 
+// Encoding without BOS or EOS.
+inline const EncodeOptions kPlain{false, false};
+// U+2581, SentencePiece's word boundary.
+inline const std::string kSp = "\xE2\x96\x81";
+
 // profiler/data/tokenizer_corpus.txt
 const std::string& corpus();
 

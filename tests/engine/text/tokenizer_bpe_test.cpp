@@ -15,7 +15,7 @@ using tc::text::test::texts_of;
 
 namespace {
 
-const EncodeOptions kPlain{false, false};
+using tc::text::test::kPlain;
 const std::string kG = "\xC4\xA0";  // Ġ, the byte char of ' '
 
 // All 256 byte chars, then `extra` tokens, with `merges` in rank order.

@@ -27,8 +27,8 @@ using tc::text::test::texts_of;
 
 namespace {
 
-const EncodeOptions kPlain{false, false};
-const std::string kSp = "\xE2\x96\x81";  // U+2581
+using tc::text::test::kPlain;
+using tc::text::test::kSp;
 using Texts = std::vector<std::string>;
 
 // <pad> <eos> <bos> <unk>, Gemma 4's markers (typed as a converted file

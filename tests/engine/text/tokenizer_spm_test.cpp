@@ -16,8 +16,8 @@ using tc::text::test::texts_of;
 
 namespace {
 
-const std::string kSp = "\xE2\x96\x81";  // U+2581
-const EncodeOptions kPlain{false, false};
+using tc::text::test::kSp;
+using tc::text::test::kPlain;
 
 // Pieces for "abcd"; the scores of "ab" and "bc" decide the result.
 Vocab abcd_vocab(float ab, float bc) {

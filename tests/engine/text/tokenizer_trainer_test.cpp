@@ -19,7 +19,7 @@ using tc::text::test::corpus;
 using tc::text::test::trained_vocab;
 
 namespace {
-const std::string kSp = "\xE2\x96\x81";
+using tc::text::test::kSp;
 }
 
 TEST_CASE("trainer: spm layout", "[text][trainer]") {

@@ -30,8 +30,8 @@ using tc::text::test::texts_of;
 
 namespace {
 
-const EncodeOptions kPlain{false, false};
-const std::string kSp = "\xE2\x96\x81";  // U+2581
+using tc::text::test::kPlain;
+using tc::text::test::kSp;
 
 struct Piece {
   std::string text;  // "_" stands for U+2581

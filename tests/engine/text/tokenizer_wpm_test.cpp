@@ -23,8 +23,8 @@ using tc::text::test::texts_of;
 
 namespace {
 
-const EncodeOptions kPlain{false, false};
-const std::string kSp = "\xE2\x96\x81";  // U+2581
+using tc::text::test::kPlain;
+using tc::text::test::kSp;
 using Texts = std::vector<std::string>;
 
 // bert-base's head: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102,

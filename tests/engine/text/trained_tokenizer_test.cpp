@@ -16,8 +16,8 @@ using tc::text::test::trained_vocab;
 
 namespace {
 
-const EncodeOptions kPlain{false, false};
-const std::string kSp = "\xE2\x96\x81";  // U+2581
+using tc::text::test::kPlain;
+using tc::text::test::kSp;
 const std::string kG = "\xC4\xA0";        // Ġ
 
 const std::vector<std::string>& round_trip_texts() {
