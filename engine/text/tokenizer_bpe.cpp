@@ -166,8 +166,6 @@ class BpeTokenizer final : public TokenizerBase {
     }
   }
 
-  static constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
-
   PreTokenizer pre_ = PreTokenizer::Default;
   bool ignore_merges_ = false;
   bool raw_utf8_ = false;              // Gemma 4: no byte-level chars, spaces as U+2581
