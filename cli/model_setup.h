@@ -35,7 +35,7 @@ struct ModelCliOptions {
   // --vram-budget B: --placement auto's budget, or else layer offload with
   // the largest K that fits. Empty: none.
   std::string vram_budget;
-  // --repack auto|off: whether the CPU backend's Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices
+  // --repack auto|off: whether the CPU backend's Q4_0, Q4_1, Q8_0, Q3_K-Q6_K and IQ4_XS matrices
   // are copied into the matmul's lane layouts at load (kernels::CpuRepack,
   // engine/model/cpu_repack.h); --no-repack is --repack off.
   std::string repack = "auto";

@@ -82,8 +82,8 @@ struct ServeOptions {
   // Sparse mode: prompt chunks of at most this many tokens run the sparse FFN
   // too; generated tokens always do (key: sparse_max_tokens).
   int64_t sparse_max_tokens = kDefaultSparseMaxTokens;
-  // CPU backend: whether Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices are repacked at load for the
-  // matmul: auto|off, kernels/cpu/q4_lanes16.h's CpuRepack (key: repack).
+  // CPU backend: whether Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS matrices are repacked at
+  // load for the matmul: auto|off, kernels/cpu/q4_lanes16.h's CpuRepack (key: repack).
   std::string repack = "auto";
   // The KV cache's element types: f16|q8_0 (q8_0: about half the memory,
   // CPU backend only), of its keys (key: cache_type_k) and of its values

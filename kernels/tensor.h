@@ -31,6 +31,7 @@ enum class WeightLayout {
   Q5_KLanes16,  // Q5_K the same way (kernels/cpu/q5k_lanes16.h)
   Q6_KLanes16,  // Q6_K the same way (kernels/cpu/q6k_lanes16.h)
   Q3_KLanes16,  // Q3_K the same way (kernels/cpu/q3k_lanes16.h)
+  IQ4_XSLanes16,  // IQ4_XS the same way (kernels/cpu/iq4xs_lanes16.h)
 };
 
 struct Tensor {

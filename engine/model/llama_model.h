@@ -231,7 +231,7 @@ class LlamaModel {
   // Hybrid mode's prefetch path (nullptr when not hybrid or prefetch is off).
   HybridPrefetch* hybrid_prefetch() { return hybrid_ffn_ ? hybrid_ffn_->prefetch() : nullptr; }
   // Hybrid mode's FFN weights: hot rows and cache slots on the device (nullptr when not hybrid).
-  // Bytes of Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices repacked at load for the CPU matmul
+  // Bytes of Q4_0, Q4_1, Q8_0, Q3_K-Q6_K and IQ4_XS matrices repacked at load for the CPU matmul
   // (cpu_repack.h); 0: none.
   size_t repacked_weight_bytes() const { return repacked_weight_bytes_; }
   const HybridWeights* hybrid_weights() const { return hybrid_ffn_ ? &hybrid_weights_ : nullptr; }

@@ -176,7 +176,7 @@ RunnableModel set_up_model(std::shared_ptr<const model::LoadedModel> loaded, con
   m.summary.push_back("sparsity: " + m.plan.summary);
   if (m.llama->repacked_weight_bytes() > 0) {
     m.summary.push_back("cpu matmul: " + sparse::human_bytes(m.llama->repacked_weight_bytes()) +
-                        " of Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices repacked into 16-row lane tiles "
+                        " of Q4_0, Q4_1, Q8_0, Q3_K-Q6_K and IQ4_XS matrices repacked into 16-row lane tiles "
                         "at load "
                         "(docs/engine.md)");
   }

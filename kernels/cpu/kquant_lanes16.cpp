@@ -1,11 +1,12 @@
-// The K-quants' row layouts <-> their 16-row lane tiles: one byte map per
-// type (q3k_lanes16.h, q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h), one
-// pack and unpack.
+// The K-quants' and IQ4_XS's row layouts <-> their 16-row lane tiles: one
+// byte map per type (q3k_lanes16.h, q4k_lanes16.h, q5k_lanes16.h,
+// q6k_lanes16.h, iq4xs_lanes16.h), one pack and unpack.
 #include "kernels/cpu/kquant_lanes16.h"
 
 #include <cstddef>
 
 #include "kernels/check.h"
+#include "kernels/cpu/iq4xs_lanes16.h"
 #include "kernels/cpu/lanes16_tiles.h"
 #include "kernels/cpu/q3k_lanes16.h"
 #include "kernels/cpu/q4k_lanes16.h"
@@ -19,7 +20,7 @@ constexpr int64_t kRows = lanes16::kRows;
 constexpr int64_t kStep = 4;  // bytes of one row per step: row j's at 4 j of the step's line
 constexpr int64_t kSteps = 8;  // steps per 32 bytes of a row's quants
 static_assert(kQ3KLanes16Rows == kRows && kQ4KLanes16Rows == kRows && kQ5KLanes16Rows == kRows &&
-              kQ6KLanes16Rows == kRows);
+              kQ6KLanes16Rows == kRows && kIQ4XSLanes16Rows == kRows);
 
 // Each type's byte map: pieces(j, fn) calls fn(tile_at, row_at, n) for every
 // piece of row j's super-block (n bytes at row_at of its block lie at
@@ -106,9 +107,29 @@ static_assert(kQ6KLanesHalf == 3 * kSteps * kRows * kStep);
 static_assert(kQ6KLanesD == kQ6KLanesScales + 16 * kRows && kQ6KLanesQs == kQ6KLanesD + 32);
 static_assert(kQ6KLanesSbBytes == kQ6KLanesQs + 2 * kQ6KLanesHalf);
 
+struct IQ4XSMap {
+  using Block = BlockIQ4_XS;
+  static constexpr WeightLayout kLayout = WeightLayout::IQ4_XSLanes16;
+  static constexpr int64_t kSbBytes = kIQ4XSLanesSbBytes;
+  template <class Fn>
+  static void pieces(int64_t j, Fn&& fn) {
+    for (int64_t i = 0; i < 4; ++i) fn(kIQ4XSLanesScalesL + i * kRows + j, offsetof(Block, scales_l) + i, 1);
+    fn(kIQ4XSLanesScalesH + 2 * j, offsetof(Block, scales_h), 2);
+    fn(kIQ4XSLanesD + 2 * j, offsetof(Block, d), 2);
+    for (int64_t i = 0; i < 8; ++i) {
+      for (int64_t k = 0; k < 4; ++k) {
+        fn(iq4xs_lanes_qs(i, k) + j * kStep, offsetof(Block, qs) + 16 * i + k * kStep, kStep);
+      }
+    }
+  }
+};
+static_assert(kIQ4XSLanesScalesH == kIQ4XSLanesScalesL + 4 * kRows && kIQ4XSLanesD == kIQ4XSLanesScalesH + 32);
+static_assert(kIQ4XSLanesQs == kIQ4XSLanesD + 32 && kIQ4XSLanesSbBytes == iq4xs_lanes_qs(7, 3) + 64);
+
 template <class Map>
 constexpr bool kSameBytes = Map::kSbBytes == kRows * static_cast<int64_t>(sizeof(typename Map::Block));
-static_assert(kSameBytes<Q3KMap> && kSameBytes<Q4KMap> && kSameBytes<Q5KMap> && kSameBytes<Q6KMap>);
+static_assert(kSameBytes<Q3KMap> && kSameBytes<Q4KMap> && kSameBytes<Q5KMap> && kSameBytes<Q6KMap> &&
+              kSameBytes<IQ4XSMap>);
 
 // f(Map{}) for the map of `dtype` (is_kquant_lanes16).
 template <class F>
@@ -120,6 +141,8 @@ decltype(auto) with_map(DType dtype, F&& f) {
       return f(Q4KMap{});
     case DType::Q5_K:
       return f(Q5KMap{});
+    case DType::IQ4_XS:
+      return f(IQ4XSMap{});
     default:
       return f(Q6KMap{});
   }
@@ -147,16 +170,17 @@ void check_matrix(const Tensor& t, const char* what) {
 }  // namespace
 
 bool is_kquant_lanes16(DType dtype) {
-  return dtype == DType::Q3_K || dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K;
+  return dtype == DType::Q3_K || dtype == DType::Q4_K || dtype == DType::Q5_K || dtype == DType::Q6_K ||
+         dtype == DType::IQ4_XS;
 }
 
 int64_t kquant_lanes16_tile_bytes(DType dtype, int64_t n_cols) {
-  TC_CHECK(is_kquant_lanes16(dtype), "kquant_lanes16_tile_bytes: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
+  TC_CHECK(is_kquant_lanes16(dtype), "kquant_lanes16_tile_bytes: not a Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS matrix");
   return with_map(dtype, [&](auto map) { return n_cols / kQK_K * decltype(map)::kSbBytes; });
 }
 
 Tensor pack_kquant_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
-  check_matrix(rows, "pack_kquant_lanes16: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
+  check_matrix(rows, "pack_kquant_lanes16: not a Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS matrix");
   return with_map(rows.dtype, [&](auto map) {
     using Map = decltype(map);
     return lanes16::pack_pieces(rows, dst, kquant_lanes16_tile_bytes(rows.dtype, rows.n_cols()), Map::kLayout, pool,
@@ -167,11 +191,11 @@ Tensor pack_kquant_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool)
 }
 
 void unpack_kquant_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
-  check_matrix(packed, "unpack_kquant_lanes16_rows: not a Q3_K, Q4_K, Q5_K or Q6_K matrix");
+  check_matrix(packed, "unpack_kquant_lanes16_rows: not a Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS matrix");
   with_map(packed.dtype, [&](auto map) {
     using Map = decltype(map);
     TC_CHECK(packed.layout == Map::kLayout,
-             "unpack_kquant_lanes16_rows: not a Q3_KLanes16 to Q6_KLanes16 matrix of its dtype");
+             "unpack_kquant_lanes16_rows: not a Q3_KLanes16 to IQ4_XSLanes16 matrix of its dtype");
     lanes16::unpack_pieces(packed, r0, n, out, kquant_lanes16_tile_bytes(packed.dtype, packed.n_cols()),
                            "unpack_kquant_lanes16_rows: rows outside the matrix",
                            every_piece<Map>(packed.n_cols() / kQK_K));

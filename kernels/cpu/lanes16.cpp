@@ -2,6 +2,7 @@
 #include "kernels/cpu/lanes16.h"
 
 #include "kernels/check.h"
+#include "kernels/cpu/iq4xs_lanes16.h"
 #include "kernels/cpu/lanes16_tiles.h"
 #include "kernels/cpu/kquant_lanes16.h"
 #include "kernels/cpu/matmul_kernels.h"
@@ -14,7 +15,8 @@
 namespace tc::kernels {
 
 static_assert(kLanes16Rows == kQ4Lanes16Rows && kLanes16Rows == kQ8Lanes16Rows && kLanes16Rows == kQ4KLanes16Rows &&
-              kLanes16Rows == kQ5KLanes16Rows && kLanes16Rows == kQ6KLanes16Rows && kLanes16Rows == kQ3KLanes16Rows);
+              kLanes16Rows == kQ5KLanes16Rows && kLanes16Rows == kQ6KLanes16Rows && kLanes16Rows == kQ3KLanes16Rows &&
+              kLanes16Rows == kIQ4XSLanes16Rows);
 
 bool has_lanes16(DType dtype) {
   return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::Q8_0 || is_kquant_lanes16(dtype);
@@ -35,6 +37,8 @@ WeightLayout lanes16_layout(DType dtype) {
       return WeightLayout::Q5_KLanes16;
     case DType::Q6_K:
       return WeightLayout::Q6_KLanes16;
+    case DType::IQ4_XS:
+      return WeightLayout::IQ4_XSLanes16;
     default:
       return WeightLayout::Q4_0Lanes16;
   }
@@ -57,6 +61,7 @@ int64_t lanes16_bytes(DType dtype, int64_t n_cols, int64_t n_rows) {
 bool lanes16_wanted(DType dtype, CpuRepack mode) {
   if (dtype == DType::Q8_0) return q8_lanes16_wanted(mode);
   if (dtype == DType::Q3_K) return mode == CpuRepack::Auto && detail::chosen_isa().q3k_lanes16;
+  if (dtype == DType::IQ4_XS) return mode == CpuRepack::Auto && detail::chosen_isa().iq4xs_lanes16;
   if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16_max_tokens > 0;
   return has_lanes16(dtype) && q4_lanes16_wanted(mode);
 }

@@ -225,6 +225,8 @@ bool reads_lanes16(const MatmulIsa& isa, DType dtype, int64_t n_tokens) {
     case DType::Q5_K:
     case DType::Q6_K:
       return n_tokens <= isa.k_lanes16_max_tokens;
+    case DType::IQ4_XS:
+      return isa.iq4xs_lanes16 && n_tokens <= isa.k_lanes16_max_tokens;
     default:
       return isa.q4_lanes16;
   }

@@ -1,7 +1,7 @@
 // The AMX matmul variant: the avx512 variant with the prefill of Q8_0
 // (rows or Q8_0Lanes16), Q4_0 (Q4_0Lanes16), Q4_1 (rows or Q4_1Lanes16),
-// Q4_K, Q5_K, Q6_K (rows; their lane tiles unpacked by the driver) and
-// IQ4_XS run on AMX int8 tiles (matmul_x86_amx*.h, compiled with
+// Q4_K, Q5_K, Q6_K and IQ4_XS (rows; their lane tiles unpacked by the
+// driver) run on AMX int8 tiles (matmul_x86_amx*.h, compiled with
 // -mamx-tile -mamx-int8 too, kernels/CMakeLists.txt). The tiles form the same exact int32 sums as
 // vpdpbusd and the float steps after them are the other variants', so
 // every dtype gives the same bits as in the avx2 variant. matmul.cpp calls
@@ -55,14 +55,12 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
     if (a.lane_rows > 0) return run_amx_lanes16<AmxQ4_1Lanes16>(a, r0, r1, amx_base());
     return run_amx_rows<AmxQ4_1>(a, r0, r1, amx_base());
   }
-  // (K-quant lane tiles come here up to kAmxMaxLaneTokensK tokens: the base reads them.)
+  // (K-quant and IQ4_XS lane tiles come here up to kAmxMaxLaneTokensK tokens: the base reads them.)
   const bool k_rows = a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensK;
   if (a.dtype == DType::Q4_K && k_rows) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q5_K && k_rows) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q6_K && k_rows) return run_amx_rows<AmxQ6_K>(a, r0, r1, amx_base());
-  if (a.dtype == DType::IQ4_XS && a.n_tokens >= kAmxMinTokensK) {
-    return run_amx_rows<AmxIQ4_XS>(a, r0, r1, amx_base());
-  }
+  if (a.dtype == DType::IQ4_XS && k_rows) return run_amx_rows<AmxIQ4_XS>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q4_0 && a.lane_rows > 0 && a.n_tokens >= kAmxMinTokensQ4_0) {
     return run_amx_lanes16<AmxQ4_0>(a, r0, r1, amx_base());
   }

@@ -105,11 +105,11 @@ struct MatmulArgs {
   XLayout xl;
   int64_t n_tokens = 0;
   float* y = nullptr;  // f32 [n_tokens, n_out]
-  // WeightLayout::Q4_0Lanes16, Q4_1Lanes16 (q4_lanes16.h), Q8_0Lanes16
-  // (q8_lanes16.h) or Q4_KLanes16 (q4k_lanes16.h), rows == nullptr: outputs
-  // [0, lane_rows) read 16-row tiles from w, lane_tile_bytes apart; the
-  // driver hands the kernels whole tiles and the rows after them (at
-  // lane_tail, row_bytes apart) as a row-layout matrix. 0: the row layout.
+  // A lane-tile layout (WeightLayout::Q4_0Lanes16 and the others,
+  // lanes16.h), rows == nullptr: outputs [0, lane_rows) read 16-row tiles
+  // from w, lane_tile_bytes apart; the driver hands the kernels whole tiles
+  // and the rows after them (at lane_tail, row_bytes apart) as a row-layout
+  // matrix. 0: the row layout.
   int64_t lane_rows = 0;
   int64_t lane_tile_bytes = 0;
   const std::byte* lane_tail = nullptr;
@@ -212,13 +212,16 @@ struct MatmulIsa {
   // lane_rows); the driver unpacks them otherwise.
   bool q4_lanes16 = false;
   bool q8_lanes16 = false;
-  // Q4_K-Q6_K: read for calls of at most this many tokens (0: never);
+  // Q4_K-Q6_K and IQ4_XS: read for calls of at most this many tokens (0: never);
   // larger calls get the tiles unpacked (amx: its GEMM reads rows).
   int64_t k_lanes16_max_tokens = 0;
   bool q3k_lanes16 = false;
   // Such an unpacked call: the row kernels take whole groups of this many
   // tokens and the tiles the tokens after them (0: the rows take them all).
   int64_t k_rows_token_group = 0;
+  // IQ4_XSLanes16 too, within k_lanes16_max_tokens (measured on AVX2 only:
+  // the AVX-512 variants keep IQ4_XS in the file's rows).
+  bool iq4xs_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

@@ -9,6 +9,7 @@
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_group32.h"
+#include "kernels/cpu/matmul_x86_iq4xs_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q3k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
@@ -144,6 +145,8 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         if (a.dtype == DType::Q4_K) return run_lanes16_q4_K(a, r0, r1);
         if (a.dtype == DType::Q5_K) return run_lanes16_q5_K(a, r0, r1);
         if (a.dtype == DType::Q6_K) return run_lanes16_q6_K(a, r0, r1);
+        // IQ4_XS's tiles: every variant (its rows take the same ymm code everywhere).
+        if (a.dtype == DType::IQ4_XS) return run_lanes16_iq4_xs(a, r0, r1);
         return run_lanes16_q4_0(a, r0, r1);
       }
       return compute_rows_quant(a, r0, r1);

@@ -36,10 +36,9 @@ constexpr int64_t kQ4Lanes16Rows = 16;
 // a whole matrix's: lanes16.h's lanes16_bytes.
 int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 
-// Whether Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices are repacked into their
-// lane layouts at load (this one, q8_lanes16.h, q4k_lanes16.h,
-// q6k_lanes16.h; the serve key and bench/generate/perplexity option
-// `repack`).
+// Whether Q4_0, Q4_1, Q8_0, Q3_K-Q6_K and IQ4_XS matrices are repacked into
+// their lane layouts at load (this one, q8_lanes16.h, kquant_lanes16.h; the
+// serve key and bench/generate/perplexity option `repack`).
 enum class CpuRepack {
   Off,   // never: the file's row layout (for comparisons)
   Auto,  // wherever matmul reads the layout natively

@@ -1,5 +1,6 @@
-// The K-quants' 16-row lane layouts (kernels/cpu/q3k_lanes16.h,
-// q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h; packed by kquant_lanes16.h): packing keeps
+// The K-quants' and IQ4_XS's 16-row lane layouts (kernels/cpu/q3k_lanes16.h,
+// q4k_lanes16.h, q5k_lanes16.h, q6k_lanes16.h, iq4xs_lanes16.h; packed by
+// kquant_lanes16.h): packing keeps
 // every byte in the documented places; matmul over a packed matrix gives the same bits as over its rows
 // for every variant (those that do not read the layouts unpack them), token
 // count (1 token, a few, the unpack-once small batches, GEMM order), thread
@@ -31,7 +32,7 @@ using tc::test::run_matmul;
 using tc::test::superblock_reference;
 using tc::test::Weights;
 
-constexpr DType kTypes[] = {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kTypes[] = {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 
 // A matrix packed: the file's bytes, rearranged.
 PackedLanes16 pack(const Weights& w, ThreadPool* pool = nullptr) {
@@ -48,13 +49,22 @@ int64_t q5k_qs(int64_t p, int64_t k) { return p == 0 ? 256 + 128 * k : 1280 + 51
 int64_t q5k_qh(int64_t k) { return 256 + 128 * k + 64; }
 int64_t q6k_ql(int64_t n, int64_t g, int64_t k) { return 288 + 1536 * n + (g == 0 ? 128 * k : 1024 + 64 * k); }
 int64_t q6k_qh(int64_t n, int64_t k) { return 288 + 1536 * n + 128 * k + 64; }
+int64_t iq4xs_qs(int64_t i, int64_t k) { return 128 + 64 * (4 * i + k); }
 
 // Each type's levels at their largest (against activations of one sign at
 // +-127, the largest int16 pair sums its kernel forms: Q3_K 4 x 2 x 7 x 127
 // = 7112, Q4_K 8 x 2 x 15 x 127 = 30480, Q5_K 4 x 2 x 31 x 127 = 31496,
-// Q6_K 2 x 2 x 63 x 127 = 32004), and its scales at their extremes in every
-// other block.
+// Q6_K 2 x 2 x 63 x 127 = 32004, IQ4_XS 2 x 127 x 127 = 32258), and its
+// scales at their extremes in every other block.
 void saturate(DType dtype, void* block, bool extreme_scales) {
+  if (dtype == DType::IQ4_XS) {
+    auto* b = static_cast<BlockIQ4_XS*>(block);
+    std::memset(b->qs, 0x00, sizeof b->qs);  // nibble 0: level -127
+    // Scales 63 - 32 = 31 (all bits set) or -32 (none).
+    std::memset(b->scales_l, extreme_scales ? 0xff : 0x00, sizeof b->scales_l);
+    b->scales_h = extreme_scales ? 0xffff : 0x0000;
+    return;
+  }
   if (dtype == DType::Q3_K) {
     auto* b = static_cast<BlockQ3_K*>(block);
     std::memset(b->qs, 0xff, sizeof b->qs);
@@ -81,10 +91,11 @@ void saturate(DType dtype, void* block, bool extreme_scales) {
 // Bytes of one row's part of a tile: a low and a high nibble of the
 // quants, fifth or high bits, scales, d (and dmin), in super-blocks 0 and 1.
 std::vector<int64_t> one_row_offsets(DType dtype, int64_t row) {
-  const int64_t sb = dtype == DType::Q3_K   ? 1760
-                     : dtype == DType::Q4_K ? 2304
-                     : dtype == DType::Q5_K ? 2816
-                                            : 3360;
+  const int64_t sb = dtype == DType::Q3_K     ? 1760
+                     : dtype == DType::Q4_K   ? 2304
+                     : dtype == DType::Q5_K   ? 2816
+                     : dtype == DType::IQ4_XS ? 2176
+                                              : 3360;
   const int64_t r = 4 * row;
   switch (dtype) {
     case DType::Q3_K:
@@ -93,6 +104,9 @@ std::vector<int64_t> one_row_offsets(DType dtype, int64_t row) {
     case DType::Q4_K:
       return {q4k_qs(1, 1) + r, sb + q4k_qs(3, 7) + r + 3, 16 * 3 + row, sb + 16 * 11 + row, 192 + 2 * row + 1,
               sb + 224 + 2 * row + 1};
+    case DType::IQ4_XS:
+      return {iq4xs_qs(2, 1) + r, sb + iq4xs_qs(7, 3) + r + 3, 16 * 2 + row,         sb + 16 * 3 + row,
+              64 + 2 * row,       sb + 64 + 2 * row + 1,       96 + 2 * row + 1};
     case DType::Q5_K:
       return {q5k_qs(0, 3) + r,     sb + q5k_qs(3, 7) + r + 3, q5k_qh(5) + r + 1, sb + q5k_qh(0) + r + 2,
               16 * 3 + row,         sb + 16 * 11 + row,        192 + 2 * row + 1, sb + 224 + 2 * row + 1};
@@ -130,8 +144,10 @@ TEST_CASE("K-quant lanes16: packing keeps every byte (unpack gives back the rows
 
 TEST_CASE("K-quant lanes16: a tile's bytes lie where the headers say", "[kernels][lanes16]") {
   // Super-block s of a tile at s times 16 blocks' bytes; its scale byte i of
-  // row j at 16 i + j (Q3_K, Q4_K, Q5_K: 12 packed bytes; Q6_K: 16 int8), d
-  // at 192 + 2 j (Q6_K: 256 + 2 j), dmin at 224 + 2 j; the quants' lines above.
+  // row j at 16 i + j (Q3_K, Q4_K, Q5_K: 12 packed bytes; Q6_K: 16 int8;
+  // IQ4_XS: 4 bytes of scales_l, then scales_h at 64 + 2 j), d at 192 + 2 j
+  // (Q6_K: 256 + 2 j; IQ4_XS: 96 + 2 j), dmin at 224 + 2 j; the quants'
+  // lines above.
   const int64_t n_cols = 2 * kQK_K;
   for (DType dtype : kTypes) {
     const Weights w = make_weights(dtype, n_cols, 16, 2100);
@@ -158,6 +174,14 @@ TEST_CASE("K-quant lanes16: a tile's bytes lie where the headers say", "[kernels
             REQUIRE(sb[q3k_qs(1, k) + at] == b->qs[32 + l]);
             REQUIRE(sb[q3k_hmask(k) + at] == b->hmask[l]);
           }
+          continue;
+        }
+        if (dtype == DType::IQ4_XS) {
+          const auto* b = reinterpret_cast<const BlockIQ4_XS*>(row);
+          REQUIRE(d_at(96 + 2 * j) == b->d);
+          REQUIRE(d_at(64 + 2 * j) == b->scales_h);
+          for (int64_t i = 0; i < 4; ++i) REQUIRE(sb[16 * i + j] == b->scales_l[i]);
+          for (int64_t q = 0; q < 128; ++q) REQUIRE(sb[iq4xs_qs(q / 16, q % 16 / 4) + 4 * j + q % 4] == b->qs[q]);
           continue;
         }
         if (dtype == DType::Q6_K) {
@@ -200,9 +224,9 @@ TEST_CASE("K-quant lanes16: matmul gives the row layout's bits for every variant
   // n_out: tiles only, a tile + a tail, tiles + a tail, a tail only; n_in:
   // one super-block, 5 (a partial second chunk), 9, 16. Tokens: one (both
   // halves per pass), 2-4 (one pass per half), 5-17 (several passes; Q3_K,
-  // Q5_K and Q6_K unpack each half's chunk once from 5 tokens on, Q4_K from
-  // 16); 40: amx unpacks the tiles for 32 tokens on its AMX tiles and reads
-  // them for the last 8.
+  // Q5_K, Q6_K and IQ4_XS unpack each half's chunk once from 5 tokens on,
+  // Q4_K from 16); 40: amx unpacks the tiles for 32 tokens on its AMX tiles
+  // and reads them for the last 8.
   for (DType dtype : kTypes) {
     for (int64_t n_out : {64, 37, 53, 5}) {
       for (int64_t n_in : {kQK_K, 5 * kQK_K, 9 * kQK_K, 16 * kQK_K}) {

@@ -263,7 +263,8 @@ TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functio
                                                     {DType::Q3_K, WeightLayout::Q3_KLanes16},
                                                     {DType::Q4_K, WeightLayout::Q4_KLanes16},
                                                     {DType::Q5_K, WeightLayout::Q5_KLanes16},
-                                                    {DType::Q6_K, WeightLayout::Q6_KLanes16}};
+                                                    {DType::Q6_K, WeightLayout::Q6_KLanes16},
+                                                    {DType::IQ4_XS, WeightLayout::IQ4_XSLanes16}};
   for (const auto& [dtype, layout] : layouts) {
     INFO(dtype_name(dtype));
     const int64_t n_cols = 512, n_rows = 37;
