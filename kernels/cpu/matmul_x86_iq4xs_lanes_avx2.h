@@ -15,17 +15,15 @@
 //
 // Same bits as the rows: the totals T = sum (sc - 32) level x of each
 // super-block are exact integers, and the float steps are the super-block
-// lane order (matmul_x86_superblock.h) done lane by lane over the rows: per
-// chunk of 4 super-blocks, v_s = fma(float(T_s), d_s * dx_s, +0) (+0 past
-// the row's end), the chunk's sum ((v0 + v1) + (v2 + v3)) + (+0) (the
-// lanes of the mins IQ4_XS does not have), stored on a row's first chunk
-// and added after.
+// lane order (matmul_x86_superblock.h) done lane by lane over the rows, as
+// for Q3_K and Q6_K, whose passes, chunk sums and sweep these tiles share
+// (matmul_x86_k16_lane_passes.h).
 //
 // GEMV order (decode, small batches): tile after tile, chunk after chunk.
 // One token takes both 8-row halves per pass (each line loaded once), each
 // super-block's constants unpacked as it comes, so that the stream is read
 // in address order; more tokens take a chunk's constants unpacked once and
-// each half in passes of up to kIQ4XSTokens, every pass looking the levels
+// each half in passes of up to 4 tokens, every pass looking the levels
 // up again: 7 instructions per step, fewer than a step's 4 loads and the
 // stores of a chunk looked up once into L1 cost (`matmul_bench -t 2 --isa
 // avx2 --dtype iq4_xsx16`, 1B FFN shapes, Zen 3: 8 tokens 1.08-1.14 ms a
@@ -41,18 +39,13 @@
 
 #include "kernels/cpu/iq4xs_lanes16.h"
 #include "kernels/cpu/matmul_x86_common.h"
+#include "kernels/cpu/matmul_x86_k16_lane_passes.h"
 #include "kernels/cpu/matmul_x86_quant.h"
 #include "kernels/cpu/matmul_x86_quant32.h"
 
 namespace tc::kernels::detail {
 namespace {
 
-// Tokens per pass over an 8-row half: an int32 total per token, a step's
-// levels and magnitudes (4 vectors) and the token's two broadcasts. Passes
-// of up to 6 (the command above, two alternating runs) took 0.9-1.1x
-// the time at 4-16 tokens and 512 tokens ran at 116-165 GFLOP/s against
-// 171-177.
-constexpr int kIQ4XSTokens = 4;
 // How far ahead (bytes) the GEMV sweep prefetches its stream, into L2 (one
 // line per step), as the Q4_K tiles do (matmul_x86_q4k_lanes_avx2.h).
 constexpr int64_t kIQ4XSLanesAhead = 4;  // super-blocks
@@ -154,70 +147,22 @@ TC_SIMD_INLINE void iq4xs_lane_totals(const Src& w, const IQ4XSLaneConsts* c, co
   }
 }
 
-// One pass over a tile's chunk (count super-blocks from sb0, super-block
-// s's constants from consts_of(s), its levels from src(s)) for H halves
-// from h0 and tokens t0..t0 + T - 1: their outputs' chunk sums stored
-// (first chunk) or added.
-template <int H, int T, class ConstsOf, class SrcOf>
-TC_SIMD_INLINE void iq4xs_lane_pass(const MatmulArgs& a, int64_t rt, int64_t sb0, int64_t count,
-                                    const ConstsOf& consts_of, int h0, int64_t t0, const SrcOf& src) {
-  __m256 v[4][T][H];
-  for (int s = 0; s < 4; ++s) {
-    if (s >= count) {
-      for (int t = 0; t < T; ++t) {
-        for (int h = 0; h < H; ++h) v[s][t][h] = _mm256_setzero_ps();
-      }
-      continue;
-    }
-    const int8_t* xq[T];
-    float dx[T];
-    for (int t = 0; t < T; ++t) {
-      const XRow x = x_row(a, t0 + t);
-      xq[t] = x.qs + kQK_K * (sb0 + s);
-      dx[t] = x.d[sb0 + s];
-    }
-    __m256i t_sum[T][H];
-    decltype(auto) c = consts_of(s);
-    iq4xs_lane_totals<H, T>(src(s), c + h0, xq, t_sum);
-    for (int t = 0; t < T; ++t) {
-      const __m256 vdx = _mm256_set1_ps(dx[t]);
-      for (int h = 0; h < H; ++h) {
-        v[s][t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t_sum[t][h]), _mm256_mul_ps(c[h0 + h].d, vdx),
-                                     _mm256_setzero_ps());
-      }
-    }
+// The kernel as the drivers of matmul_x86_k16_lane_passes.h take it (the
+// activations' 16-element sums unused: IQ4_XS's levels have no offset).
+struct IQ4XSLane {
+  using Consts = IQ4XSLaneConsts;
+  // Tokens per pass over an 8-row half: an int32 total per token, a step's
+  // levels and magnitudes (4 vectors) and the token's two broadcasts.
+  // Passes of up to 6 (the command above, two alternating runs) took
+  // 0.9-1.1x the time at 4-16 tokens, and 512 tokens ran at 116-165
+  // GFLOP/s against 171-177.
+  static constexpr int kTokens = 4;
+  template <int H, int T, class Src>
+  TC_SIMD_INLINE static void totals(const Src& w, const Consts* c, const int8_t* const (&xq)[T],
+                                    const int16_t* const (&)[T], __m256i (&total)[T][H]) {
+    iq4xs_lane_totals<H, T>(w, c, xq, total);
   }
-  for (int t = 0; t < T; ++t) {
-    for (int h = 0; h < H; ++h) {
-      const __m256 lo = _mm256_add_ps(_mm256_add_ps(v[0][t][h], v[1][t][h]), _mm256_add_ps(v[2][t][h], v[3][t][h]));
-      const __m256 sum = _mm256_add_ps(lo, _mm256_setzero_ps());  // the rows' +0 of the mins' lanes
-      float* y = a.y + (t0 + t) * a.n_out + rt + 8 * (h0 + h);
-      _mm256_storeu_ps(y, sb0 == 0 ? sum : _mm256_add_ps(_mm256_loadu_ps(y), sum));
-    }
-  }
-}
-
-// Tokens [t0, t1) over one 8-row half h in as few passes of up to
-// kIQ4XSTokens as there can be, of sizes as even as they can be;
-// src_of(first) gives the levels' source for the first pass or the others.
-template <class SrcOf>
-TC_SIMD_INLINE void iq4xs_lane_half(const MatmulArgs& a, int64_t rt, int64_t sb0, int64_t count,
-                                    const IQ4XSLaneConsts (&c)[4][2], int h, int64_t t0, int64_t t1,
-                                    const SrcOf& src_of) {
-  static_assert(kIQ4XSTokens == 4);
-  const int64_t n = t1 - t0, passes = (n + kIQ4XSTokens - 1) / kIQ4XSTokens;
-  int64_t t = t0;
-  auto consts_of = [&c](int s) __attribute__((always_inline)) -> const IQ4XSLaneConsts(&)[2] { return c[s]; };
-  for (int64_t p = 0; p < passes; ++p) {
-    const int64_t size = n / passes + (p < n % passes ? 1 : 0);
-    const auto src = src_of(p == 0);
-    if (size == 4) iq4xs_lane_pass<1, 4>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 3) iq4xs_lane_pass<1, 3>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 2) iq4xs_lane_pass<1, 2>(a, rt, sb0, count, consts_of, h, t, src);
-    if (size == 1) iq4xs_lane_pass<1, 1>(a, rt, sb0, count, consts_of, h, t, src);
-    t += size;
-  }
-}
+};
 
 // Tile rt's chunk from super-block sb0 for tokens [t0, t1): one token
 // unpacks each super-block's constants as it comes; more share a chunk's.
@@ -238,32 +183,22 @@ TC_SIMD_INLINE void iq4xs_lane_chunk(const MatmulArgs& a, int64_t rt, int64_t sb
       iq4xs_lane_consts(tile + (sb0 + s) * kIQ4XSLanesSbBytes, c);
       return c;
     };
-    return iq4xs_lane_pass<2, 1>(a, rt, sb0, count, consts_of, 0, t0, in_tile(0, prefetch));
+    return k16_lane_pass<IQ4XSLane, 2, 1>(a, rt, sb0, count, consts_of, 0, t0, in_tile(0, prefetch));
   }
   IQ4XSLaneConsts c[4][2];
   for (int64_t s = 0; s < count; ++s) iq4xs_lane_consts(tile + (sb0 + s) * kIQ4XSLanesSbBytes, c[s]);
   for (int h = 0; h < 2; ++h) {
     auto src_of = [&](bool first) __attribute__((always_inline)) { return in_tile(h, prefetch && h == 0 && first); };
-    iq4xs_lane_half(a, rt, sb0, count, c, h, t0, t1, src_of);
+    k16_lane_half<IQ4XSLane>(a, rt, sb0, count, c, h, t0, t1, src_of);
   }
 }
 
 // Outputs [r0, r1) of an IQ4_XSLanes16 matrix (whole 16-row tiles, below
-// a.lane_rows), every token. Each row gets its chunks in order either way.
+// a.lane_rows), every token.
 void run_lanes16_iq4_xs(const MatmulArgs& a, int64_t r0, int64_t r1) {
-  const int64_t n_sb = a.n_in / kQK_K;
-  if (!gemm_order(a)) {
-    for (int64_t rt = r0; rt < r1; rt += kIQ4XSLanes16Rows) {
-      for (int64_t sb0 = 0; sb0 < n_sb; sb0 += 4) iq4xs_lane_chunk(a, rt, sb0, n_sb, 0, a.n_tokens, true);
-    }
-    return;
-  }
-  for (int64_t sb0 = 0; sb0 < n_sb; sb0 += 4) {
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemmBlockTokens) {
-      const int64_t t1 = min64(a.n_tokens, t0 + kGemmBlockTokens);
-      for (int64_t rt = r0; rt < r1; rt += kIQ4XSLanes16Rows) iq4xs_lane_chunk(a, rt, sb0, n_sb, t0, t1, false);
-    }
-  }
+  auto chunk = [&a](int64_t rt, int64_t sb0, int64_t n_sb, int64_t t0, int64_t t1, bool prefetch)
+                   __attribute__((always_inline)) { iq4xs_lane_chunk(a, rt, sb0, n_sb, t0, t1, prefetch); };
+  k16_lane_sweep(a, r0, r1, chunk);
 }
 
 }  // namespace

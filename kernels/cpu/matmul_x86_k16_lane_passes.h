@@ -1,9 +1,10 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): what
-// the Q3_K and Q6_K lane-tile kernels share (matmul_x86_q3k_lanes_avx2.h,
-// matmul_x86_q6k_lanes_avx2.h). Both keep 16 sub-blocks of 16 per
-// super-block, one scale each and no mins, and finish a chunk of 4
-// super-blocks the same way; they differ in how a super-block's constants
-// and integer totals are made. K (the kernel) gives:
+// the Q3_K, Q6_K and IQ4_XS lane-tile kernels share
+// (matmul_x86_q3k_lanes_avx2.h, matmul_x86_q6k_lanes_avx2.h,
+// matmul_x86_iq4xs_lanes_avx2.h). All keep one scale per sub-block and no
+// mins, and finish a chunk of 4 super-blocks the same way; they differ in
+// how a super-block's constants and integer totals are made. K (the
+// kernel) gives:
 //   K::Consts                        one 8-row half's constants of a
 //                                    super-block, with `d` (row j's d in lane j)
 //   K::totals<H, T>(src, c, xq, x16, total)
