@@ -1,7 +1,10 @@
 // Internal to the x86 SIMD matmul variants (see matmul_x86_common.h): IQ4_XS
 // matrices repacked at load (IQ4_XSLanes16, iq4xs_lanes16.h), AVX2 code
-// that every x86 variant runs (the rows kernel, OpsIQ4_XS, is the same ymm
-// code in all of them). A step is one 64-byte line: bytes 4k..4k+3 of a
+// compiled into every x86 variant (the rows kernel, OpsIQ4_XS, is the same
+// ymm code in all of them). Only the avx2 variant has IQ4_XS repacked
+// (MatmulIsa::iq4xs_lanes16); handed a packed matrix, the others get it
+// unpacked by the driver, but for amx's tokens past its 16-token groups,
+// which read the tiles here. A step is one 64-byte line: bytes 4k..4k+3 of a
 // sub-block's 16 quant bytes for all 16 rows, row j in 32-bit lane j. Its
 // low nibbles are elements 4k.. of the sub-block and its high nibbles
 // elements 16 + 4k..; one vpshufb each gives their signed levels for 8
