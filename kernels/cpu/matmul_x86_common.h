@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/matmul_kernels.h"
 
@@ -98,6 +99,14 @@ TC_SIMD_INLINE __m256i dot2_u8s8(__m256i u0, __m256i s0, __m256i u1, __m256i s1)
   return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)),
                            _mm256_set1_epi16(1));
 #endif
+}
+
+// The 4 activation bytes at p broadcast to every 32-bit lane (the lane
+// kernels' step: one token's 4 inputs against 8 rows' 4 weights).
+TC_SIMD_INLINE __m256i lane_x4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
 inline __m256i load32(const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); }

@@ -122,11 +122,6 @@ struct IQ4XSInTile {
 template <int H, int T, class Src>
 TC_SIMD_INLINE void iq4xs_lane_totals(const Src& w, const IQ4XSLaneConsts* c, const int8_t* const (&xq)[T],
                                       __m256i (&t_sum)[T][H]) {
-  auto x4 = [](const int8_t* p) __attribute__((always_inline)) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  };
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < H; ++h) t_sum[t][h] = _mm256_setzero_si256();
   }
@@ -137,8 +132,8 @@ TC_SIMD_INLINE void iq4xs_lane_totals(const Src& w, const IQ4XSLaneConsts* c, co
       __m256i v[H][4];
       for (int h = 0; h < H; ++h) w.step(i, k, h, v[h]);
       for (int t = 0; t < T; ++t) {
-        const __m256i xa = x4(xq[t] + 32 * i + 4 * k);
-        const __m256i xb = x4(xq[t] + 32 * i + 16 + 4 * k);
+        const __m256i xa = lane_x4(xq[t] + 32 * i + 4 * k);
+        const __m256i xb = lane_x4(xq[t] + 32 * i + 16 + 4 * k);
         for (int h = 0; h < H; ++h) {
           const __m256i pa = _mm256_maddubs_epi16(v[h][2], _mm256_sign_epi8(xa, v[h][0]));
           const __m256i pb = _mm256_maddubs_epi16(v[h][3], _mm256_sign_epi8(xb, v[h][1]));

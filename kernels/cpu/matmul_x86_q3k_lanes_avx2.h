@@ -145,11 +145,6 @@ struct Q3KUnpacked {
 template <int H, int T, class Src>
 TC_SIMD_INLINE void q3k_lane_totals(const Src& w, const Q3KLaneConsts* c, const int8_t* const (&xq)[T],
                                     const int16_t* const (&x16)[T], __m256i (&total)[T][H]) {
-  auto x4 = [](const void* p) __attribute__((always_inline)) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  };
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < H; ++h) total[t][h] = _mm256_setzero_si256();
   }
@@ -164,8 +159,8 @@ TC_SIMD_INLINE void q3k_lane_totals(const Src& w, const Q3KLaneConsts* c, const 
         __m256i lo[H], hi[H];
         for (int h = 0; h < H; ++h) w.template step<n, p>(k, h, lo[h], hi[h]);
         for (int t = 0; t < T; ++t) {
-          const __m256i xa = x4(xq[t] + 128 * n + 64 * p + 4 * k);
-          const __m256i xb = x4(xq[t] + 128 * n + 64 * p + 32 + 4 * k);
+          const __m256i xa = lane_x4(xq[t] + 128 * n + 64 * p + 4 * k);
+          const __m256i xb = lane_x4(xq[t] + 128 * n + 64 * p + 32 + 4 * k);
           for (int h = 0; h < H; ++h) {
             const __m256i pa = _mm256_maddubs_epi16(lo[h], xa), pb = _mm256_maddubs_epi16(hi[h], xb);
             lo_sum[t][h] = k4 == 0 ? pa : _mm256_add_epi16(lo_sum[t][h], pa);

@@ -59,13 +59,6 @@ namespace {
 // chunk unpacked into L1, where smaller ones read the tiles in place.
 constexpr int64_t kQ4GemmFromTokens = 7;
 
-// The 4 activation bytes at p broadcast to every 32-bit lane.
-TC_SIMD_INLINE __m256i lane_x4(const std::byte* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
 // The blocks of a Q4_0 (kOffset 8) or MXFP4 (kOffset 12) tile repacked into
 // L1, as lane_gemm_pass reads them: add<T>(i, lane, x, chain) sets, for
 // block i (< nb) of the chunk starting at absolute block b0, its group

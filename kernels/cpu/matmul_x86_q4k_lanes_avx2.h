@@ -186,11 +186,6 @@ struct K4Unpacked {
 template <class L, int H, int T, class Src>
 TC_SIMD_INLINE void q4k_lane_totals(const Src& w, const Q4KLaneConsts* c, const int8_t* const (&xq)[T],
                                     const int32_t* const (&xs)[T], __m256i (&t_sum)[T][H], __m256i (&m_sum)[T][H]) {
-  auto x4 = [](const int8_t* p) __attribute__((always_inline)) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-  };
   for (int t = 0; t < T; ++t) {
     for (int h = 0; h < H; ++h) t_sum[t][h] = _mm256_setzero_si256();
   }
@@ -203,8 +198,8 @@ TC_SIMD_INLINE void q4k_lane_totals(const Src& w, const Q4KLaneConsts* c, const 
       for (int h = 0; h < H; ++h) w.step(p, k, h, lo[h], hi[h]);
       const bool first = k % L::kWidenSteps == 0;
       for (int t = 0; t < T; ++t) {
-        const __m256i xa = x4(xq[t] + 64 * p + 4 * k);
-        const __m256i xb = x4(xq[t] + 64 * p + 32 + 4 * k);
+        const __m256i xa = lane_x4(xq[t] + 64 * p + 4 * k);
+        const __m256i xb = lane_x4(xq[t] + 64 * p + 32 + 4 * k);
         for (int h = 0; h < H; ++h) {
           const __m256i pa = _mm256_maddubs_epi16(lo[h], xa), pb = _mm256_maddubs_epi16(hi[h], xb);
           lo_sum[t][h] = first ? pa : _mm256_add_epi16(lo_sum[t][h], pa);
