@@ -195,7 +195,7 @@ void unpack_kquant_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std
   with_map(packed.dtype, [&](auto map) {
     using Map = decltype(map);
     TC_CHECK(packed.layout == Map::kLayout,
-             "unpack_kquant_lanes16_rows: not a Q3_KLanes16 to IQ4_XSLanes16 matrix of its dtype");
+             "unpack_kquant_lanes16_rows: not its dtype's Lanes16 matrix");
     lanes16::unpack_pieces(packed, r0, n, out, kquant_lanes16_tile_bytes(packed.dtype, packed.n_cols()),
                            "unpack_kquant_lanes16_rows: rows outside the matrix",
                            every_piece<Map>(packed.n_cols() / kQK_K));

@@ -55,7 +55,8 @@ void compute_rows_amx(const MatmulArgs& a, int64_t r0, int64_t r1) {
     if (a.lane_rows > 0) return run_amx_lanes16<AmxQ4_1Lanes16>(a, r0, r1, amx_base());
     return run_amx_rows<AmxQ4_1>(a, r0, r1, amx_base());
   }
-  // (K-quant and IQ4_XS lane tiles come here up to kAmxMaxLaneTokensK tokens: the base reads them.)
+  // (K-quant lane tiles come here up to kAmxMaxLaneTokensK tokens, IQ4_XS tiles (repacked by avx2
+  // only; in tests) for the tokens past whole 16-token groups: the base reads them.)
   const bool k_rows = a.lane_rows == 0 && a.n_tokens >= kAmxMinTokensK;
   if (a.dtype == DType::Q4_K && k_rows) return run_amx_rows<AmxQ4_K>(a, r0, r1, amx_base());
   if (a.dtype == DType::Q5_K && k_rows) return run_amx_rows<AmxQ5_K>(a, r0, r1, amx_base());

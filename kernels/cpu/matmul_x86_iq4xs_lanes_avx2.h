@@ -38,7 +38,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/cpu/iq4xs_lanes16.h"
 #include "kernels/cpu/matmul_x86_common.h"

@@ -35,7 +35,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/cpu/matmul_x86_common.h"
 #include "kernels/cpu/matmul_x86_k16_lane_passes.h"
