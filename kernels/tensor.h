@@ -32,6 +32,8 @@ enum class WeightLayout {
   Q6_KLanes16,  // Q6_K the same way (kernels/cpu/q6k_lanes16.h)
   Q3_KLanes16,  // Q3_K the same way (kernels/cpu/q3k_lanes16.h)
   IQ4_XSLanes16,  // IQ4_XS the same way (kernels/cpu/iq4xs_lanes16.h)
+  IQ4_NLLanes16,  // IQ4_NL in Q4_0Lanes16's bytes (its blocks are Q4_0's: an f16
+                  // scale and 16 bytes of nibble pairs; kernels/cpu/q4_lanes16.h)
 };
 
 struct Tensor {

@@ -19,7 +19,8 @@ static_assert(kLanes16Rows == kQ4Lanes16Rows && kLanes16Rows == kQ8Lanes16Rows &
               kLanes16Rows == kIQ4XSLanes16Rows);
 
 bool has_lanes16(DType dtype) {
-  return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::Q8_0 || is_kquant_lanes16(dtype);
+  return dtype == DType::Q4_0 || dtype == DType::Q4_1 || dtype == DType::IQ4_NL || dtype == DType::Q8_0 ||
+         is_kquant_lanes16(dtype);
 }
 
 WeightLayout lanes16_layout(DType dtype) {
@@ -39,6 +40,8 @@ WeightLayout lanes16_layout(DType dtype) {
       return WeightLayout::Q6_KLanes16;
     case DType::IQ4_XS:
       return WeightLayout::IQ4_XSLanes16;
+    case DType::IQ4_NL:
+      return WeightLayout::IQ4_NLLanes16;
     default:
       return WeightLayout::Q4_0Lanes16;
   }
@@ -62,6 +65,7 @@ bool lanes16_wanted(DType dtype, CpuRepack mode) {
   if (dtype == DType::Q8_0) return q8_lanes16_wanted(mode);
   if (dtype == DType::Q3_K) return mode == CpuRepack::Auto && detail::chosen_isa().q3k_lanes16;
   if (dtype == DType::IQ4_XS) return mode == CpuRepack::Auto && detail::chosen_isa().iq4xs_lanes16;
+  if (dtype == DType::IQ4_NL) return mode == CpuRepack::Auto && detail::chosen_isa().iq4nl_lanes16;
   if (is_kquant_lanes16(dtype)) return mode == CpuRepack::Auto && detail::chosen_isa().k_lanes16_max_tokens > 0;
   return has_lanes16(dtype) && q4_lanes16_wanted(mode);
 }

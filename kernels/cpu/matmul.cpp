@@ -227,6 +227,8 @@ bool reads_lanes16(const MatmulIsa& isa, DType dtype, int64_t n_tokens) {
       return n_tokens <= isa.k_lanes16_max_tokens;
     case DType::IQ4_XS:
       return isa.iq4xs_lanes16 && n_tokens <= isa.k_lanes16_max_tokens;
+    case DType::IQ4_NL:
+      return isa.iq4nl_lanes16;
     default:
       return isa.q4_lanes16;
   }
@@ -409,7 +411,7 @@ void describe_weights(const Tensor& w, const float* x, int64_t n_tokens, float* 
   if (w.layout != WeightLayout::Rows) {
     TC_CHECK(has_lanes16(w.dtype) && w.layout == lanes16_layout(w.dtype) &&
                  a.row_bytes == row_bytes(w.dtype, a.n_in),
-             "matmul: a lane-tile matrix must be Q4_0, Q4_1, Q8_0 or Q4_K in its own layout, with plain rows");
+             "matmul: a lane-tile matrix must be of a dtype with lane tiles, in its own layout, with plain rows");
     TC_CHECK(reinterpret_cast<uintptr_t>(a.w) % 64 == 0, "matmul: a lane-tile matrix must be 64-byte aligned");
     a.lane_rows = w.n_rows() / kLanes16Rows * kLanes16Rows;
     a.lane_tile_bytes = lanes16_tile_bytes(w.dtype, a.n_in);

@@ -222,6 +222,9 @@ struct MatmulIsa {
   // IQ4_XSLanes16 too, within k_lanes16_max_tokens (measured on AVX2 only:
   // the AVX-512 variants keep IQ4_XS in the file's rows).
   bool iq4xs_lanes16 = false;
+  // IQ4_NLLanes16 (measured on AVX2 only: the AVX-512 variants keep IQ4_NL
+  // in the file's rows).
+  bool iq4nl_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

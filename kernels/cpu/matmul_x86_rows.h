@@ -9,6 +9,7 @@
 #include "kernels/cpu/matmul_x86_float.h"
 #include "kernels/cpu/matmul_x86_kquants.h"
 #include "kernels/cpu/matmul_x86_group32.h"
+#include "kernels/cpu/matmul_x86_iq4nl_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_iq4xs_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_lut4_lanes.h"
 #include "kernels/cpu/matmul_x86_q3k_lanes_avx2.h"
@@ -147,6 +148,10 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         if (a.dtype == DType::Q6_K) return run_lanes16_q6_K(a, r0, r1);
         // IQ4_XS's tiles: every variant (its rows take the same ymm code everywhere).
         if (a.dtype == DType::IQ4_XS) return run_lanes16_iq4_xs(a, r0, r1);
+#if !defined(TC_MATMUL_VNNI)
+        // IQ4_NL's: AVX2 only (MatmulIsa::iq4nl_lanes16; the others get them unpacked).
+        if (a.dtype == DType::IQ4_NL) return run_lanes16_iq4_nl(a, r0, r1);
+#endif
         return run_lanes16_q4_0(a, r0, r1);
       }
       return compute_rows_quant(a, r0, r1);

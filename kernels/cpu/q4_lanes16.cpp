@@ -1,5 +1,6 @@
-// Q4_0 and Q4_1 row layouts <-> the 16-row lane tiles of q4_lanes16.h
-// (plain byte moves: no arithmetic, so packing never changes a weight).
+// Q4_0, Q4_1 and IQ4_NL row layouts <-> the 16-row lane tiles of
+// q4_lanes16.h (plain byte moves: no arithmetic, so packing never changes a
+// weight).
 #include "kernels/cpu/q4_lanes16.h"
 
 #include <cstring>
@@ -35,11 +36,14 @@ struct TileBlock {
 };
 
 void check_q4(const Tensor& t, const char* what) {
-  TC_CHECK((t.dtype == DType::Q4_0 || t.dtype == DType::Q4_1) && t.ne[2] == 1 && t.ne[3] == 1, what);
+  TC_CHECK((t.dtype == DType::Q4_0 || t.dtype == DType::Q4_1 || t.dtype == DType::IQ4_NL) && t.ne[2] == 1 &&
+               t.ne[3] == 1,
+           what);
   TC_CHECK(t.n_cols() % kQK4_0 == 0, "q4_lanes16: n_cols is not a multiple of 32");
 }
 
-// Row j's nb blocks (Q4_0 or Q4_1: the same 16 bytes of nibbles) into a tile...
+// Row j's nb blocks (Q4_0, Q4_1 or IQ4_NL: the same 16 bytes of nibbles)
+// into a tile...
 template <class Block>
 void put_row(std::byte* tile, int64_t nb, int64_t j, const Block* src) {
   for (int64_t b = 0; b < nb; ++b) {
@@ -65,6 +69,13 @@ void get_row(const std::byte* tile, int64_t nb, int64_t j, Block* dst) {
   }
 }
 
+// Each dtype's own layout (the same bytes for Q4_0 and IQ4_NL, told apart so
+// that no kernel reads one as the other).
+WeightLayout q4_lanes16_layout(DType dtype) {
+  if (dtype == DType::Q4_1) return WeightLayout::Q4_1Lanes16;
+  return dtype == DType::IQ4_NL ? WeightLayout::IQ4_NLLanes16 : WeightLayout::Q4_0Lanes16;
+}
+
 }  // namespace
 
 int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype) {
@@ -82,16 +93,17 @@ std::optional<CpuRepack> cpu_repack_from_name(std::string_view name) {
 }
 
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
-  check_q4(rows, "pack_q4_lanes16: not a Q4_0 or Q4_1 matrix");
+  check_q4(rows, "pack_q4_lanes16: not a Q4_0, Q4_1 or IQ4_NL matrix");
   const int64_t nb = rows.n_cols() / kQK4_0;
-  const bool q4_1 = rows.dtype == DType::Q4_1;
-  return lanes16::pack(rows, dst, q4_lanes16_tile_bytes(rows.n_cols(), rows.dtype),
-                       q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16, pool,
+  const DType dtype = rows.dtype;
+  return lanes16::pack(rows, dst, q4_lanes16_tile_bytes(rows.n_cols(), dtype), q4_lanes16_layout(dtype), pool,
                        {"pack_q4_lanes16: needs a row-layout matrix and a destination",
                         "pack_q4_lanes16: the destination must be 64-byte aligned"},
-                       [nb, q4_1](std::byte* tile, int64_t j, const std::byte* row) {
-                         if (q4_1) {
+                       [nb, dtype](std::byte* tile, int64_t j, const std::byte* row) {
+                         if (dtype == DType::Q4_1) {
                            put_row(tile, nb, j, reinterpret_cast<const BlockQ4_1*>(row));
+                         } else if (dtype == DType::IQ4_NL) {
+                           put_row(tile, nb, j, reinterpret_cast<const BlockIQ4_NL*>(row));
                          } else {
                            put_row(tile, nb, j, reinterpret_cast<const BlockQ4_0*>(row));
                          }
@@ -99,16 +111,18 @@ Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool) {
 }
 
 void unpack_q4_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out) {
-  check_q4(packed, "unpack_q4_lanes16_rows: not a Q4_0 or Q4_1 matrix");
-  const bool q4_1 = packed.dtype == DType::Q4_1;
-  TC_CHECK(packed.layout == (q4_1 ? WeightLayout::Q4_1Lanes16 : WeightLayout::Q4_0Lanes16),
-           "unpack_q4_lanes16_rows: not a Q4_0Lanes16 or Q4_1Lanes16 matrix");
+  check_q4(packed, "unpack_q4_lanes16_rows: not a Q4_0, Q4_1 or IQ4_NL matrix");
+  const DType dtype = packed.dtype;
+  TC_CHECK(packed.layout == q4_lanes16_layout(dtype),
+           "unpack_q4_lanes16_rows: not a Q4_0Lanes16, Q4_1Lanes16 or IQ4_NLLanes16 matrix");
   const int64_t nb = packed.n_cols() / kQK4_0;
-  lanes16::unpack(packed, r0, n, out, q4_lanes16_tile_bytes(packed.n_cols(), packed.dtype),
+  lanes16::unpack(packed, r0, n, out, q4_lanes16_tile_bytes(packed.n_cols(), dtype),
                   "unpack_q4_lanes16_rows: rows outside the matrix",
-                  [nb, q4_1](const std::byte* tile, int64_t j, std::byte* row) {
-                    if (q4_1) {
+                  [nb, dtype](const std::byte* tile, int64_t j, std::byte* row) {
+                    if (dtype == DType::Q4_1) {
                       get_row(tile, nb, j, reinterpret_cast<BlockQ4_1*>(row));
+                    } else if (dtype == DType::IQ4_NL) {
+                      get_row(tile, nb, j, reinterpret_cast<BlockIQ4_NL*>(row));
                     } else {
                       get_row(tile, nb, j, reinterpret_cast<BlockQ4_0*>(row));
                     }

@@ -17,6 +17,9 @@
 // Q4_1 (WeightLayout::Q4_1Lanes16) the same, its levels q in qs, with
 // tile_bytes = nb * 320 rounded up to 64 for its minimums after the scales:
 //     m   f16 [nb][16]        at nb * 288: block b's minimum of each row
+// IQ4_NL (WeightLayout::IQ4_NLLanes16) exactly as Q4_0, its nibbles the
+// indices of its levels; read in place by the avx2 variant only
+// (matmul_x86_iq4nl_lanes_avx2.h).
 #pragma once
 
 #include <cstddef>
@@ -32,11 +35,11 @@ class ThreadPool;
 
 constexpr int64_t kQ4Lanes16Rows = 16;
 
-// Bytes of one tile of 16 rows of n_cols columns of `dtype` (Q4_0 or Q4_1);
+// Bytes of one tile of 16 rows of n_cols columns of `dtype` (Q4_0, Q4_1 or IQ4_NL);
 // a whole matrix's: lanes16.h's lanes16_bytes.
 int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 
-// Whether Q4_0, Q4_1, Q8_0, Q3_K-Q6_K and IQ4_XS matrices are repacked into
+// Whether Q4_0, Q4_1, Q8_0, Q3_K-Q6_K, IQ4_XS and IQ4_NL matrices are repacked into
 // their lane layouts at load (this one, q8_lanes16.h, kquant_lanes16.h; the
 // serve key and bench/generate/perplexity option `repack`).
 enum class CpuRepack {
@@ -55,12 +58,13 @@ bool q4_lanes16_wanted(CpuRepack mode);
 // "off", "auto" -> the mode; anything else: nullopt.
 std::optional<CpuRepack> cpu_repack_from_name(std::string_view name);
 
-// Repacks `rows` (a Q4_0 or Q4_1 matrix in WeightLayout::Rows, n_cols a
-// multiple of 32) into dst (lanes16_bytes, 64-byte aligned) and returns
-// the view of dst (Q4_0Lanes16 or Q4_1Lanes16). pool may be nullptr.
+// Repacks `rows` (a Q4_0, Q4_1 or IQ4_NL matrix in WeightLayout::Rows,
+// n_cols a multiple of 32) into dst (lanes16_bytes, 64-byte aligned) and
+// returns the view of dst (Q4_0Lanes16, Q4_1Lanes16 or IQ4_NLLanes16).
+// pool may be nullptr.
 Tensor pack_q4_lanes16(const Tensor& rows, std::byte* dst, ThreadPool* pool);
 
-// The plain rows [r0, r0 + n) of a Q4_0Lanes16 or Q4_1Lanes16 matrix into
+// The plain rows [r0, r0 + n) of a Q4_0Lanes16, Q4_1Lanes16 or IQ4_NLLanes16 matrix into
 // out (n * row_bytes bytes).
 void unpack_q4_lanes16_rows(const Tensor& packed, int64_t r0, int64_t n, std::byte* out);
 

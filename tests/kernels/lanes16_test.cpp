@@ -1,4 +1,4 @@
-// Q4_0, Q4_1 and Q8_0 in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
+// Q4_0, Q4_1, Q8_0 and IQ4_NL in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
 // q8_lanes16.h): packing and unpacking give back the file's bytes; matmul
 // over a packed matrix gives the same bits as over its rows for every
 // variant (those that do not read a layout unpack it), token count (1
@@ -47,6 +47,7 @@ const Layout kLayouts[] = {
     {DType::Q4_0, WeightLayout::Q4_0Lanes16, 288, unpack_q4_lanes16_rows, "q4_0"},
     {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, unpack_q4_lanes16_rows, "q4_1"},
     {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, unpack_q8_lanes16_rows, "q8_0"},
+    {DType::IQ4_NL, WeightLayout::IQ4_NLLanes16, 288, unpack_q4_lanes16_rows, "iq4_nl"},
 };
 
 // w (rows of one of kLayouts' dtypes) packed, its size checked against the
@@ -243,7 +244,7 @@ TEST_CASE("Q8_0 lanes16: int8 extremes give the rows' bits and exact sums", "[ke
 TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") {
   const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
   std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(DType::Q4_0, 64, 16)) + 64);
-  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0 or Q4_1 matrix"));
+  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0, Q4_1 or IQ4_NL matrix"));
   std::vector<std::byte> dst8(static_cast<size_t>(lanes16_bytes(DType::Q8_0, 64, 16)) + 64);
   REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
                       Catch::Contains("not a Q8_0 matrix"));
@@ -264,7 +265,8 @@ TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functio
                                                     {DType::Q4_K, WeightLayout::Q4_KLanes16},
                                                     {DType::Q5_K, WeightLayout::Q5_KLanes16},
                                                     {DType::Q6_K, WeightLayout::Q6_KLanes16},
-                                                    {DType::IQ4_XS, WeightLayout::IQ4_XSLanes16}};
+                                                    {DType::IQ4_XS, WeightLayout::IQ4_XSLanes16},
+                                                    {DType::IQ4_NL, WeightLayout::IQ4_NLLanes16}};
   for (const auto& [dtype, layout] : layouts) {
     INFO(dtype_name(dtype));
     const int64_t n_cols = 512, n_rows = 37;

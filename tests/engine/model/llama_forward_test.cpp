@@ -191,14 +191,15 @@ TEST_CASE("forward results do not depend on the thread count", "[model][forward]
   CHECK(one_pass(one, tokens) == one_pass(three, tokens));
 }
 
-TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant and IQ4_XS models give the same logits bits with their matrices repacked or not",
+TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant, IQ4_XS and IQ4_NL models give the same logits bits repacked or not",
           "[model][forward][q4_lanes16]") {
   // n_embd 64 (k/v: 32 rows; the K-quants and IQ4_XS: 256 and 64), n_ff 160 (512), tied
   // and untied heads: every matrix has whole 16-row tiles; a 7-token prompt
   // and a 3-sequence step cover 1, 3 and 7 tokens per matmul. Q4_K_M: its
   // Q4_K and Q6_K matrices in their two layouts side by side.
   using tc::kernels::CpuRepack;
-  for (const std::string dtype : {"q4_0", "q4_1", "q8_0", "q3_k", "q4_k", "q4_k_m", "q5_k", "q6_k", "iq4_xs"}) {
+  for (const std::string dtype :
+       {"q4_0", "q4_1", "q8_0", "q3_k", "q4_k", "q4_k_m", "q5_k", "q6_k", "iq4_xs", "iq4_nl"}) {
     for (bool tied : {false, true}) {
       INFO(dtype << (tied ? " tied" : " untied"));
       auto m = make_test_model("repack_" + dtype + (tied ? "_tied" : ""), dtype, tc::model::FfnForm::ReGLU, tied);
@@ -215,6 +216,7 @@ TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant and IQ4_XS models give the same logits bits
                                    : dtype == "q5_k" ? DType::Q5_K
                                    : dtype == "q6_k" ? DType::Q6_K
                                    : dtype == "iq4_xs" ? DType::IQ4_XS
+                                   : dtype == "iq4_nl" ? DType::IQ4_NL
                                                      : DType::Q4_K;  // q4_k, q4_k_m
       const bool wanted = tc::kernels::lanes16_wanted(repacked_dtype, CpuRepack::Auto);
       if (wanted) {
