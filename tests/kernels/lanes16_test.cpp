@@ -244,7 +244,8 @@ TEST_CASE("Q8_0 lanes16: int8 extremes give the rows' bits and exact sums", "[ke
 TEST_CASE("lanes16: bad input is refused with a message", "[kernels][lanes16]") {
   const Weights q8 = make_weights(DType::Q8_0, 64, 16, 1200);
   std::vector<std::byte> dst(static_cast<size_t>(lanes16_bytes(DType::Q4_0, 64, 16)) + 64);
-  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr), Catch::Contains("not a Q4_0, Q4_1 or IQ4_NL matrix"));
+  REQUIRE_THROWS_WITH(pack_q4_lanes16(q8.tensor(), dst.data(), nullptr),
+                      Catch::Contains("not a Q4_0, Q4_1 or IQ4_NL matrix"));
   std::vector<std::byte> dst8(static_cast<size_t>(lanes16_bytes(DType::Q8_0, 64, 16)) + 64);
   REQUIRE_THROWS_WITH(pack_q8_lanes16(make_weights(DType::Q4_0, 64, 16, 1202).tensor(), dst8.data(), nullptr),
                       Catch::Contains("not a Q8_0 matrix"));
