@@ -47,9 +47,10 @@ CLI::Option* add_model_options(CLI::App* sub, ModelCliOptions& options) {
                   "workspace fit")
       ->excludes(offload);
   auto* repack = sub->add_option("--repack", options.repack,
-                                 "CPU: Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices (and IQ4_XS and "
-                                 "IQ4_NL on AVX2) repacked at load into the matmul's lane layouts (auto: on x86 "
-                                 "with AVX2 or AVX-512) or kept in the file's row layout (off, for comparisons)")
+                                 "CPU: Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices (and Q5_0, Q5_1, "
+                                 "IQ4_XS and IQ4_NL on AVX2) repacked at load into the matmul's lane layouts "
+                                 "(auto: on x86 with AVX2 or AVX-512) or kept in the file's row layout (off, for "
+                                 "comparisons)")
                      ->capture_default_str()
                      ->check(CLI::IsMember({"auto", "off"}));
   sub->add_flag("--no-repack", options.no_repack, "CPU: --repack off (for comparisons)")->excludes(repack);

@@ -219,9 +219,9 @@ const OptionDescriptor kTable[] = {
              "always do); 0: prompts run dense",
      .field = &ServeOptions::sparse_max_tokens, .min = 0, .max = 65536},
     {.key = "repack", .flags = "--repack",
-     .help = "CPU: Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices (and IQ4_XS and IQ4_NL on AVX2) "
-             "repacked at load into the matmul's lane layouts (auto: on x86 with AVX2 or AVX-512) or kept in the "
-             "file's row layout (off, for comparisons)",
+     .help = "CPU: Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K and Q6_K matrices (and Q5_0, Q5_1, IQ4_XS and IQ4_NL "
+             "on AVX2) repacked at load into the matmul's lane layouts (auto: on x86 with AVX2 or AVX-512) or kept "
+             "in the file's row layout (off, for comparisons)",
      .field = &ServeOptions::repack, .choices = kRepackChoices},
     {.key = "cache_type_k", .flags = "--cache-type-k",
      .help = "The KV cache's keys: f16, or q8_0 (8-bit blocks as llama.cpp's: about half the memory and the bytes "

@@ -34,6 +34,9 @@ enum class WeightLayout {
   IQ4_XSLanes16,  // IQ4_XS the same way (kernels/cpu/iq4xs_lanes16.h)
   IQ4_NLLanes16,  // IQ4_NL in Q4_0Lanes16's bytes (its blocks are Q4_0's: an f16
                   // scale and 16 bytes of nibble pairs; kernels/cpu/q4_lanes16.h)
+  Q5_0Lanes16,    // Q5_0 in tiles of 16 rows, its fifth bits beside the nibbles
+                  // (kernels/cpu/q5_lanes16.h)
+  Q5_1Lanes16,    // Q5_1 the same way, its minimums after the scales
 };
 
 struct Tensor {

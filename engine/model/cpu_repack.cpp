@@ -1,5 +1,5 @@
-// repack_for_cpu_matmul: Q4_0, Q4_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS and
-// IQ4_NL row views -> owned lane-tile copies (kernels/cpu/lanes16.h).
+// repack_for_cpu_matmul: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_XS and IQ4_NL row views -> owned lane-tile copies (kernels/cpu/lanes16.h).
 #include "engine/model/cpu_repack.h"
 
 #include <sys/mman.h>

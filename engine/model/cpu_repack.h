@@ -1,7 +1,8 @@
-// Repacking for the CPU backend: the Q4_0, Q4_1, Q8_0, Q3_K-Q6_K, IQ4_XS and
-// IQ4_NL matrices the dense matmul reads (attention, the output head, the FFN when
+// Repacking for the CPU backend: the Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K-Q6_K,
+// IQ4_XS and IQ4_NL matrices the dense matmul reads (attention, the output head, the FFN when
 // it runs dense, and the sparse FFN's predictors) are copied at load into
 // the 16-row lane layouts of kernels/cpu/q4_lanes16.h (Q4_0, Q4_1, IQ4_NL),
+// q5_lanes16.h (Q5_0, Q5_1),
 // q8_lanes16.h and the super-block types' (kquant_lanes16.h; all through
 // lanes16.h), which the x86 matmul reads without transposing tiles on
 // every call (an 8-sequence decode step of a 1B Q4_0 model 1.7x faster per
@@ -9,7 +10,8 @@
 // Q8_0 needs half the instructions per byte and streams 35-40% faster;
 // Q4_K on AVX2 8 tokens 2.2x, 512 tokens 1.5-2x; Q6_K on AVX2 8 tokens
 // 1.8x; IQ4_XS on AVX2 one token 1.6x, 8 tokens 1.6x; IQ4_NL on AVX2 one
-// token 1.2x, 8 tokens 2x). Same bytes per
+// token 1.2x, 8 tokens 2x; Q5_0 and Q5_1 on AVX2 one token 1.5-1.7x, 8
+// tokens 2-2.6x). Same bytes per
 // weight as the file; the file's pages of a repacked matrix are dropped
 // from the process (MADV_DONTNEED), so resident memory stays about one copy
 // of the model.

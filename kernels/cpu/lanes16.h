@@ -1,5 +1,5 @@
 // The 16-row lane-tile layouts of the CPU matmul, by the dtype they hold:
-// Q4_0, Q4_1 and IQ4_NL (q4_lanes16.h), Q8_0 (q8_lanes16.h), Q3_K
+// Q4_0, Q4_1 and IQ4_NL (q4_lanes16.h), Q5_0 and Q5_1 (q5_lanes16.h), Q8_0 (q8_lanes16.h), Q3_K
 // (q3k_lanes16.h), Q4_K (q4k_lanes16.h), Q5_K (q5k_lanes16.h), Q6_K
 // (q6k_lanes16.h) and IQ4_XS (iq4xs_lanes16.h; the last five packed by
 // kquant_lanes16.h). One entry point per operation, so that the repack at

@@ -229,6 +229,9 @@ bool reads_lanes16(const MatmulIsa& isa, DType dtype, int64_t n_tokens) {
       return isa.iq4xs_lanes16 && n_tokens <= isa.k_lanes16_max_tokens;
     case DType::IQ4_NL:
       return isa.iq4nl_lanes16;
+    case DType::Q5_0:
+    case DType::Q5_1:
+      return isa.q5_lanes16;
     default:
       return isa.q4_lanes16;
   }

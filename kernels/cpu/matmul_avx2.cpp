@@ -10,7 +10,7 @@
 namespace tc::kernels::detail {
 namespace {
 
-constexpr MatmulIsa kAvx2 = {"avx2", quantize_x, compute_rows_x86, true, true, kAllTokens, true, 0, true, true};
+constexpr MatmulIsa kAvx2 = {"avx2", quantize_x, compute_rows_x86, true, true, kAllTokens, true, 0, true, true, true};
 
 }  // namespace
 

@@ -225,6 +225,8 @@ struct MatmulIsa {
   // IQ4_NLLanes16 (measured on AVX2 only: the AVX-512 variants keep IQ4_NL
   // in the file's rows).
   bool iq4nl_lanes16 = false;
+  // Q5_0Lanes16 and Q5_1Lanes16 (AVX2 only, as IQ4_NL's).
+  bool q5_lanes16 = false;
 };
 
 // The variants compiled into this binary. The AVX ones return nullptr when

@@ -29,6 +29,7 @@ struct LaneVec8 {
   static I set1_i(int32_t v) { return _mm256_set1_epi32(v); }
   static I zero_i() { return _mm256_setzero_si256(); }
   static I sub_i(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I add_i(I a, I b) { return _mm256_add_epi32(a, b); }
 #if defined(TC_MATMUL_VNNI)
   static I dot_acc(I acc, I u, I s) { return _mm256_dpbusd_epi32(acc, u, s); }
 #endif
@@ -102,6 +103,7 @@ struct LaneVec8x2 {
   }
   static I zero_i() { return {H::zero_i(), H::zero_i()}; }
   static I sub_i(I a, I b) { return {H::sub_i(a.lo, b.lo), H::sub_i(a.hi, b.hi)}; }
+  static I add_i(I a, I b) { return {H::add_i(a.lo, b.lo), H::add_i(a.hi, b.hi)}; }
   static F load_f(const float* p) { return {H::load_f(p), H::load_f(p + 8)}; }
   static F loadu_f(const float* p) { return {H::loadu_f(p), H::loadu_f(p + 8)}; }
   static void storeu_f(float* p, F v) {

@@ -101,7 +101,7 @@ TC_SIMD_INLINE void lane_block_sums(Weights&& weights, const int8_t* const* x, t
   }
   for (int t = 0; t < T; ++t) {
     if constexpr (kWidenSteps < 8) {
-      sum[0][t] = _mm256_add_epi32(sum[0][t], V::pairs_to_sums(pairs[t]));
+      sum[0][t] = V::add_i(sum[0][t], V::pairs_to_sums(pairs[t]));
     } else {
       sum[0][t] = V::pairs_to_sums(pairs[t]);
     }
@@ -263,7 +263,7 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
   using I = typename V::I;
   // Signed levels (a chunk with mags(): IQ4_NL) take no offset; unsigned
   // ones are levels plus kOffset (Q4_0's 8; a chunk may name its own, with
-  // the steps its int16 sums may add, MXFP4's 12 and 4).
+  // the steps its int16 sums may add, MXFP4's 12 and 4, Q5_0's 16 and 4).
   constexpr bool kSigned = requires(const Chunk& c) { c.mags(0, 0); };
   constexpr int kOffset = [] {
     if constexpr (requires { Chunk::kOffset; }) return Chunk::kOffset;
@@ -273,7 +273,7 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
     if constexpr (requires { Chunk::kWidenSteps; }) return Chunk::kWidenSteps;
     return 8;
   }();
-  static_assert(kOffset == 0 || kOffset == 8 || kOffset == 12,
+  static_assert(kOffset == 0 || kOffset == 8 || kOffset == 12 || kOffset == 16,
                 "lane_tile_q4_0: offsets are exact multiples of gs8 / 8");
   // Q4_1: m dx sum(x) per block, a second FMA after the first, as
   // group32_fma adds it.
@@ -352,13 +352,12 @@ void lane_tile_q4_0(const Chunk* w, const X& x, int64_t b0, int64_t nb, int64_t 
         }();
         for (int n = 0; n < NT; ++n) {
           // Unsigned levels are the format's plus kOffset: kOffset * sum(x)
-          // comes off (gs8 = 8 * sum(x), so 12 * sum(x) is gs8 + gs8 / 2).
+          // comes off (gs8 = 8 * sum(x): offset_sum).
           const I exact = [&] {
             if constexpr (kSigned || kOffset == 0) {
               return sum[n][t];
             } else {
-              const int32_t gs8 = x.gs8(t, g + lane);
-              return V::sub_i(sum[n][t], V::set1_i(kOffset == 8 ? gs8 : gs8 + gs8 / 2));
+              return V::sub_i(sum[n][t], V::set1_i(offset_sum<kOffset>(x.gs8(t, g + lane))));
             }
           }();
           const F d = V::mul_f(dw[n], gd);

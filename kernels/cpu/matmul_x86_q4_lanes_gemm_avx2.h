@@ -59,7 +59,7 @@ namespace {
 // chunk unpacked into L1, where smaller ones read the tiles in place.
 constexpr int64_t kQ4GemmFromTokens = 7;
 
-// The blocks of a Q4_0 (kOffset 8) or MXFP4 (kOffset 12) tile repacked into
+// The blocks of a Q4_0 (kOffset 8), MXFP4 (kOffset 12) or Q5_0 (kOffset 16) tile repacked into
 // L1, as lane_gemm_pass reads them: add<T>(i, lane, x, chain) sets, for
 // block i (< nb) of the chunk starting at absolute block b0, its group
 // lane `lane` and tokens x + t * stride, chain[t][h] = fma(float(sum -
@@ -70,8 +70,8 @@ constexpr int64_t kQ4GemmFromTokens = 7;
 // halves, a lone last block is in order; gd and gs8 in group-lane order).
 template <class V, int kOffset, int kWidenSteps>
 struct Q4GemmBlocks {
-  static_assert((kOffset == 8 && kWidenSteps == 8) || (kOffset == 12 && kWidenSteps == 4),
-                "Q4GemmBlocks: Q4_0's levels (offset 8) or MXFP4's (offset 12, 4 steps per widening)");
+  static_assert((kOffset == 8 && kWidenSteps == 8) || ((kOffset == 12 || kOffset == 16) && kWidenSteps == 4),
+                "Q4GemmBlocks: Q4_0's levels (offset 8), MXFP4's or Q5_0's (offset 12 or 16, 4 steps per widening)");
   static constexpr int kHalves = V::kRows / 8;
   const PackQ4Lanes<V>& p;
   int64_t b0;
@@ -126,8 +126,7 @@ struct Q4GemmBlocks {
       float dx;
       std::memcpy(&gs8, xt + xl.gs8_offset + 4 * gi, 4);
       std::memcpy(&dx, xt + xl.gd_offset + 4 * gi, 4);
-      // gs8 = 8 sum(x), so 12 sum(x) is gs8 + gs8 / 2.
-      const __m256i offset = _mm256_set1_epi32(kOffset == 8 ? gs8 : gs8 + gs8 / 2);
+      const __m256i offset = _mm256_set1_epi32(offset_sum<kOffset>(gs8));
       const __m256 vdx = _mm256_set1_ps(dx);
       for (int h = 0; h < H; ++h) {
         const __m256i exact = _mm256_sub_epi32(sums[t][h], offset);

@@ -17,6 +17,16 @@
 namespace tc::kernels::detail {
 namespace {
 
+// What levels stored plus kOffset add to a block's sum, kOffset * sum(x),
+// from the activations' gs8 = 8 * sum(x) (kOffset 8, 12 or 16: exact).
+template <int kOffset>
+TC_SIMD_INLINE int32_t offset_sum(int32_t gs8) {
+  static_assert(kOffset == 8 || kOffset == 12 || kOffset == 16, "offset_sum: 8, 12 or 16 times sum(x)");
+  if constexpr (kOffset == 8) return gs8;
+  if constexpr (kOffset == 12) return gs8 + gs8 / 2;
+  return 2 * gs8;
+}
+
 // A tile of V::kRows rows x one chunk (up to 32 blocks), repacked once.
 template <class V>
 struct PackQ4Lanes {

@@ -15,6 +15,7 @@
 #include "kernels/cpu/matmul_x86_q3k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q4_lanes.h"
 #include "kernels/cpu/matmul_x86_q4k_lanes_avx2.h"
+#include "kernels/cpu/matmul_x86_q5_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q6k_lanes_avx2.h"
 #include "kernels/cpu/matmul_x86_q8_lanes.h"
 #include "kernels/cpu/matmul_x86_q8_lanes_avx2.h"
@@ -149,8 +150,11 @@ void compute_rows_x86(const MatmulArgs& a, int64_t r0, int64_t r1) {
         // IQ4_XS's tiles: every variant (its rows take the same ymm code everywhere).
         if (a.dtype == DType::IQ4_XS) return run_lanes16_iq4_xs(a, r0, r1);
 #if !defined(TC_MATMUL_VNNI)
-        // IQ4_NL's: AVX2 only (MatmulIsa::iq4nl_lanes16; the others get them unpacked).
+        // IQ4_NL's, Q5_0's and Q5_1's: AVX2 only (MatmulIsa::iq4nl_lanes16,
+        // q5_lanes16; the others get them unpacked).
         if (a.dtype == DType::IQ4_NL) return run_lanes16_iq4_nl(a, r0, r1);
+        if (a.dtype == DType::Q5_0) return run_lanes16_q5<false>(a, r0, r1);
+        if (a.dtype == DType::Q5_1) return run_lanes16_q5<true>(a, r0, r1);
 #endif
         return run_lanes16_q4_0(a, r0, r1);
       }

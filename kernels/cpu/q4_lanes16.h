@@ -39,7 +39,7 @@ constexpr int64_t kQ4Lanes16Rows = 16;
 // a whole matrix's: lanes16.h's lanes16_bytes.
 int64_t q4_lanes16_tile_bytes(int64_t n_cols, DType dtype = DType::Q4_0);
 
-// Whether Q4_0, Q4_1, Q8_0, Q3_K-Q6_K, IQ4_XS and IQ4_NL matrices are repacked into
+// Whether Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K-Q6_K, IQ4_XS and IQ4_NL matrices are repacked into
 // their lane layouts at load (this one, q8_lanes16.h, kquant_lanes16.h; the
 // serve key and bench/generate/perplexity option `repack`).
 enum class CpuRepack {

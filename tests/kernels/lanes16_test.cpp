@@ -1,5 +1,5 @@
-// Q4_0, Q4_1, Q8_0 and IQ4_NL in their 16-row lane layouts (kernels/cpu/q4_lanes16.h,
-// q8_lanes16.h): packing and unpacking give back the file's bytes; matmul
+// Q4_0, Q4_1, Q8_0, IQ4_NL, Q5_0 and Q5_1 in their 16-row lane layouts
+// (kernels/cpu/q4_lanes16.h, q5_lanes16.h, q8_lanes16.h): packing and unpacking give back the file's bytes; matmul
 // over a packed matrix gives the same bits as over its rows for every
 // variant (those that do not read a layout unpack it), token count (1
 // token, small batches, GEMM order, AMX's groups of 16), thread count and
@@ -7,6 +7,7 @@
 // the dtype-keyed entry points (lanes16.h) reach each layout's functions.
 #include "kernels/cpu/lanes16.h"
 #include "kernels/cpu/q4_lanes16.h"
+#include "kernels/cpu/q5_lanes16.h"
 #include "kernels/cpu/q8_lanes16.h"
 
 #include <algorithm>
@@ -48,6 +49,8 @@ const Layout kLayouts[] = {
     {DType::Q4_1, WeightLayout::Q4_1Lanes16, 320, unpack_q4_lanes16_rows, "q4_1"},
     {DType::Q8_0, WeightLayout::Q8_0Lanes16, 544, unpack_q8_lanes16_rows, "q8_0"},
     {DType::IQ4_NL, WeightLayout::IQ4_NLLanes16, 288, unpack_q4_lanes16_rows, "iq4_nl"},
+    {DType::Q5_0, WeightLayout::Q5_0Lanes16, 352, unpack_q5_lanes16_rows, "q5_0"},
+    {DType::Q5_1, WeightLayout::Q5_1Lanes16, 384, unpack_q5_lanes16_rows, "q5_1"},
 };
 
 // w (rows of one of kLayouts' dtypes) packed, its size checked against the
@@ -103,6 +106,54 @@ TEST_CASE("Q8_0 lanes16: a tile holds the weights as unsigned bytes w + 128, ste
         REQUIRE(tile[512 * b + 64 * (e / 4) + 4 * j + e % 4] == static_cast<uint8_t>(blocks[b].qs[e] + 128));
       }
     }
+  }
+}
+
+TEST_CASE("Q5_0 and Q5_1 lanes16: a tile holds each step's nibbles and its fifth bits a shift away",
+          "[kernels][lanes16]") {
+  // The layout the AVX2 kernel reads (q5_lanes16.h), checked element by
+  // element: block b at 320 b, step s's nibbles of row j at 64 (s % 4) + 4 j
+  // (low nibbles for s < 4), the fifth bits of row j's step s in bit s of
+  // the 4 bytes at 256 + 4 j; then the scales (and Q5_1's minimums).
+  for (const Layout& l : kLayouts) {
+    if (l.dtype != DType::Q5_0 && l.dtype != DType::Q5_1) continue;
+    const int64_t n_cols = 96, nb = 3;
+    const Weights w = make_weights(l.dtype, n_cols, 16, 960);
+    const auto p = pack_checked(l, w);
+    const auto* tile = static_cast<const uint8_t*>(p.tensor.data);
+    const bool q5_1 = l.dtype == DType::Q5_1;
+    for (int64_t j = 0; j < 16; ++j) {
+      const std::byte* row = w.bytes.data() + j * w.row_bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        const std::byte* blk = row + b * (q5_1 ? 24 : 22);
+        uint16_t d, d_tile;
+        std::memcpy(&d, blk, 2);
+        std::memcpy(&d_tile, tile + 320 * nb + 32 * b + 2 * j, 2);
+        REQUIRE(d_tile == d);
+        if (q5_1) {
+          uint16_t m, m_tile;
+          std::memcpy(&m, blk + 2, 2);
+          std::memcpy(&m_tile, tile + 352 * nb + 32 * b + 2 * j, 2);
+          REQUIRE(m_tile == m);
+        }
+        uint32_t qh;
+        std::memcpy(&qh, blk + (q5_1 ? 4 : 2), 4);
+        const auto* qs = reinterpret_cast<const uint8_t*>(blk + (q5_1 ? 8 : 6));
+        for (int64_t e = 0; e < 32; ++e) {
+          INFO(l.name << " row " << j << " block " << b << " element " << e);
+          const int64_t s = e / 4, k = e % 4;  // the step and byte that hold element e
+          const uint8_t line = tile[320 * b + 64 * (s % 4) + 4 * j + k];
+          const int nibble = s < 4 ? line & 0x0f : line >> 4;
+          const int fifth = (tile[320 * b + 256 + 4 * j + k] >> s) & 1;
+          const int want_nibble = e < 16 ? qs[e] & 0x0f : qs[e - 16] >> 4;
+          REQUIRE(nibble == want_nibble);
+          REQUIRE(fifth == static_cast<int>((qh >> e) & 1));
+        }
+      }
+    }
+  }
+  for (uint32_t qh : {0u, 1u, 0x80000000u, 0xdeadbeefu, 0x12345678u}) {
+    REQUIRE(q5_lanes16_gather_qh(q5_lanes16_spread_qh(qh)) == qh);
   }
 }
 
@@ -267,7 +318,9 @@ TEST_CASE("lanes16: the dtype-keyed entry points reach each layout's own functio
                                                     {DType::Q5_K, WeightLayout::Q5_KLanes16},
                                                     {DType::Q6_K, WeightLayout::Q6_KLanes16},
                                                     {DType::IQ4_XS, WeightLayout::IQ4_XSLanes16},
-                                                    {DType::IQ4_NL, WeightLayout::IQ4_NLLanes16}};
+                                                    {DType::IQ4_NL, WeightLayout::IQ4_NLLanes16},
+                                                    {DType::Q5_0, WeightLayout::Q5_0Lanes16},
+                                                    {DType::Q5_1, WeightLayout::Q5_1Lanes16}};
   for (const auto& [dtype, layout] : layouts) {
     INFO(dtype_name(dtype));
     const int64_t n_cols = 512, n_rows = 37;

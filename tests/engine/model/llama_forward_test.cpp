@@ -191,7 +191,7 @@ TEST_CASE("forward results do not depend on the thread count", "[model][forward]
   CHECK(one_pass(one, tokens) == one_pass(three, tokens));
 }
 
-TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant, IQ4_XS and IQ4_NL models give the same logits bits repacked or not",
+TEST_CASE("Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, K-quant, IQ4_XS and IQ4_NL models give the same logits bits repacked or not",
           "[model][forward][q4_lanes16]") {
   // n_embd 64 (k/v: 32 rows; the K-quants and IQ4_XS: 256 and 64), n_ff 160 (512), tied
   // and untied heads: every matrix has whole 16-row tiles; a 7-token prompt
@@ -199,7 +199,7 @@ TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant, IQ4_XS and IQ4_NL models give the same log
   // Q4_K and Q6_K matrices in their two layouts side by side.
   using tc::kernels::CpuRepack;
   for (const std::string dtype :
-       {"q4_0", "q4_1", "q8_0", "q3_k", "q4_k", "q4_k_m", "q5_k", "q6_k", "iq4_xs", "iq4_nl"}) {
+       {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q3_k", "q4_k", "q4_k_m", "q5_k", "q6_k", "iq4_xs", "iq4_nl"}) {
     for (bool tied : {false, true}) {
       INFO(dtype << (tied ? " tied" : " untied"));
       auto m = make_test_model("repack_" + dtype + (tied ? "_tied" : ""), dtype, tc::model::FfnForm::ReGLU, tied);
@@ -217,6 +217,8 @@ TEST_CASE("Q4_0, Q4_1, Q8_0, K-quant, IQ4_XS and IQ4_NL models give the same log
                                    : dtype == "q6_k" ? DType::Q6_K
                                    : dtype == "iq4_xs" ? DType::IQ4_XS
                                    : dtype == "iq4_nl" ? DType::IQ4_NL
+                                   : dtype == "q5_0" ? DType::Q5_0
+                                   : dtype == "q5_1" ? DType::Q5_1
                                                      : DType::Q4_K;  // q4_k, q4_k_m
       const bool wanted = tc::kernels::lanes16_wanted(repacked_dtype, CpuRepack::Auto);
       if (wanted) {
