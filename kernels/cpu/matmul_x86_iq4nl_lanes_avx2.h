@@ -103,11 +103,16 @@ TC_SIMD_INLINE void unpack_iq4nl(PackIQ4Lanes<LaneVec8>& p, const Lanes16IQ4NL<L
 }
 
 // Outputs [r0, r1) of an IQ4_NLLanes16 matrix (whole 16-row tiles, below
-// a.lane_rows), every token. Each row gets its chunks in order either way.
+// a.lane_rows), every token.
 void run_lanes16_iq4_nl(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
   PackIQ4Lanes<LaneVec8> p;
-  // Tile rt's chunk from c0 for `tokens`: each half unpacked once into L1.
+  auto in_place = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
+    lane_tile_tokens<LaneVec8x2, Lanes16IQ4NL<LaneVec8x2>, kIQ4NLTokensInPlace>(
+        a, lanes16_iq4nl<LaneVec8x2>(a, rt, c0, 0, false), rt, c0, min64(kChunkBlocks32, n_blocks - c0),
+        TokenRange{0, a.n_tokens});
+  };
+  // Each 8-row half's chunk looked up once into L1.
   auto unpacked = [&](int64_t rt, int64_t c0, TokenRange tokens) __attribute__((always_inline)) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     for (int h = 0; h < 2; ++h) {
@@ -115,26 +120,7 @@ void run_lanes16_iq4_nl(const MatmulArgs& a, int64_t r0, int64_t r1) {
       lane_tile_tokens<LaneVec8>(a, PackedIQ4Chunk<LaneVec8>{p}, rt + 8 * h, c0, nb, tokens);
     }
   };
-  if (!gemm_order(a)) {
-    const TokenRange all{0, a.n_tokens};
-    for (int64_t rt = r0; rt < r1; rt += 16) {
-      for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-        if (a.n_tokens >= kIQ4NLUnpackFromTokens) {
-          unpacked(rt, c0, all);
-          continue;
-        }
-        const auto chunk = lanes16_iq4nl<LaneVec8x2>(a, rt, c0, 0, false);
-        lane_tile_tokens<LaneVec8x2, Lanes16IQ4NL<LaneVec8x2>, kIQ4NLTokensInPlace>(
-            a, chunk, rt, c0, min64(kChunkBlocks32, n_blocks - c0), all);
-      }
-    }
-    return;
-  }
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-    for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) __attribute__((always_inline)) {
-      for (int64_t rt = r0; rt < r1; rt += 16) unpacked(rt, c0, tokens);
-    });
-  }
+  sweep_lanes16_tiles(a, r0, r1, kIQ4NLUnpackFromTokens, in_place, unpacked);
 }
 
 }  // namespace

@@ -498,6 +498,36 @@ TC_SIMD_INLINE Lanes16Chunk<V, kAheadBlocks, kMins> lanes16_chunk(const MatmulAr
   return {s.qs, s.d, s.left, s.skip_qs, s.skip_d, 16 * (a.n_in / 32)};
 }
 
+// The sweep over whole 16-row tiles [r0, r1) of a lane-tile matrix whose
+// kernel reads a chunk in place or unpacks it into L1 first: GEMV order
+// (tile after tile, each tile's chunks in order) in_place(rt, c0) below
+// unpack_from tokens, else unpacked(rt, c0, every token); GEMM order (chunk
+// after chunk, in blocks of tokens, every tile) unpacked(rt, c0, tokens).
+// Each row gets its chunks in order either way.
+template <class InPlace, class Unpacked>
+TC_SIMD_INLINE void sweep_lanes16_tiles(const MatmulArgs& a, int64_t r0, int64_t r1, int64_t unpack_from,
+                                        InPlace&& in_place, Unpacked&& unpacked) {
+  const int64_t n_blocks = a.n_in / 32;
+  if (!gemm_order(a)) {
+    const TokenRange all{0, a.n_tokens};
+    for (int64_t rt = r0; rt < r1; rt += 16) {
+      for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+        if (a.n_tokens >= unpack_from) {
+          unpacked(rt, c0, all);
+        } else {
+          in_place(rt, c0);
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
+    for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) __attribute__((always_inline)) {
+      for (int64_t rt = r0; rt < r1; rt += 16) unpacked(rt, c0, tokens);
+    });
+  }
+}
+
 // How far ahead (blocks) a sweep prefetches (see Lanes16Chunk::prefetch):
 // `matmul_bench -t 2 --batch 1,8` from DRAM on 2 Zen 5 cores, 5632x2048 and
 // 2048x5632: one token 24 blocks (6 KiB of quants) 0.105-0.112 ms against

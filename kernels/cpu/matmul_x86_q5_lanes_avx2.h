@@ -110,49 +110,32 @@ struct PackedQ5_1Chunk : PackedChunk<LaneVec8, true> {
 };
 
 // Outputs [r0, r1) of a Q5_0Lanes16 (kMins: Q5_1Lanes16) matrix (whole
-// 16-row tiles, below a.lane_rows), every token. Each row gets its chunks
-// in order either way.
+// 16-row tiles, below a.lane_rows), every token.
 template <bool kMins>
 void run_lanes16_q5(const MatmulArgs& a, int64_t r0, int64_t r1) {
   const int64_t n_blocks = a.n_in / 32;
-  const bool chunks_outer = gemm_order(a);
-  // Tile rt's chunk from c0 for `tokens`, unpacked once into L1: Q5_0 whole
-  // for the GEMM kernel, Q5_1 by 8-row halves for the generic one.
+  auto in_place = [&](int64_t rt, int64_t c0) __attribute__((always_inline)) {
+    lane_tile_tokens<LaneVec8x2, Lanes16Q5<LaneVec8x2, kMins>, LaneVec8x2::kTokensInPlace>(
+        a, lanes16_q5<LaneVec8x2, kMins>(a, rt, c0, 0, false), rt, c0, min64(kChunkBlocks32, n_blocks - c0),
+        TokenRange{0, a.n_tokens});
+  };
+  // The chunk unpacked once into L1: Q5_0 whole for the GEMM kernel, Q5_1
+  // by 8-row halves for the generic one.
   PackQ4Lanes<LaneVec8x2> whole;
   PackQ4Lanes<LaneVec8> half;
   auto unpacked = [&](int64_t rt, int64_t c0, TokenRange tokens) __attribute__((always_inline)) {
     const int64_t nb = min64(kChunkBlocks32, n_blocks - c0);
     if constexpr (!kMins) {
-      unpack_chunk(whole, lanes16_q5<LaneVec8x2, false>(a, rt, c0, 0, chunks_outer), nb);
+      unpack_chunk(whole, lanes16_q5<LaneVec8x2, false>(a, rt, c0, 0, gemm_order(a)), nb);
       q4_gemm_tokens<LaneVec8x2, 16, 4>(a, whole, rt, c0, nb, tokens);
     } else {
       for (int h = 0; h < 2; ++h) {
-        unpack_chunk(half, lanes16_q5<LaneVec8, true>(a, rt, c0, h, chunks_outer), nb);
+        unpack_chunk(half, lanes16_q5<LaneVec8, true>(a, rt, c0, h, gemm_order(a)), nb);
         lane_tile_tokens<LaneVec8>(a, PackedQ5_1Chunk{{half}}, rt + 8 * h, c0, nb, tokens);
       }
     }
   };
-  if (!chunks_outer) {
-    const TokenRange all{0, a.n_tokens};
-    const bool in_place = a.n_tokens < kQ4GemmFromTokens;
-    for (int64_t rt = r0; rt < r1; rt += 16) {
-      for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-        if (!in_place) {
-          unpacked(rt, c0, all);
-          continue;
-        }
-        const auto chunk = lanes16_q5<LaneVec8x2, kMins>(a, rt, c0, 0, false);
-        lane_tile_tokens<LaneVec8x2, Lanes16Q5<LaneVec8x2, kMins>, LaneVec8x2::kTokensInPlace>(
-            a, chunk, rt, c0, min64(kChunkBlocks32, n_blocks - c0), all);
-      }
-    }
-    return;
-  }
-  for (int64_t c0 = 0; c0 < n_blocks; c0 += kChunkBlocks32) {
-    for_each_token_block(a.n_tokens, kGemmBlockTokens, [&](TokenRange tokens) __attribute__((always_inline)) {
-      for (int64_t rt = r0; rt < r1; rt += 16) unpacked(rt, c0, tokens);
-    });
-  }
+  sweep_lanes16_tiles(a, r0, r1, kQ4GemmFromTokens, in_place, unpacked);
 }
 
 }  // namespace
